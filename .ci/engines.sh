@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Starts PostgreSQL and Redis on their standard ports when they are down, with the
+# commands this machine's image uses, and waits until both answer.
+set -uo pipefail
+
+pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
+redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
+
+if ! pg_up; then
+  echo "starting PostgreSQL"
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
+fi
+if ! redis_up; then
+  echo "starting Redis"
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
+fi
+for _ in $(seq 1 60); do
+  pg_up && redis_up && break
+  sleep 0.5
+done
+pg_up && echo "PostgreSQL: up" || { echo "PostgreSQL: DOWN"; exit 1; }
+redis_up && echo "Redis: up" || { echo "Redis: DOWN"; exit 1; }
