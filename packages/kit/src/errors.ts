@@ -73,5 +73,8 @@ export const commonErrors = defineErrors({
   AUTH_INVALID: { status: 401, message: "The API key is not valid." },
   RESOURCE_NOT_FOUND: { status: 404, message: "Nothing exists at this path." },
   SERVICE_UNAVAILABLE: { status: 503, message: "A dependency is unavailable; retry after the given delay." },
-  INTERNAL_ERROR: { status: 500, message: "Something broke on our side; the request id identifies it in the logs." },
+  INTERNAL_ERROR: {
+    status: 500,
+    message: "Something broke on our side; the request id identifies it in the logs.",
+  },
 });

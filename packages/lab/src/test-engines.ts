@@ -10,7 +10,8 @@
  */
 import { connect } from "node:net";
 
-export const testDatabaseUrl = process.env.CASEBOOK_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+export const testDatabaseUrl =
+  process.env.CASEBOOK_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 export const testRedisUrl = process.env.CASEBOOK_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 export const enginesRequired = process.env.CASEBOOK_REQUIRE_ENGINES === "1";
 
