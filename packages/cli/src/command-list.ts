@@ -1,0 +1,79 @@
+/**
+ * `casebook list`: every system with its status, port and what exists of it.
+ *
+ * @example
+ * const code = await listCommand(["--json"], io); // prints a JSON array, returns 0
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { cliErrors } from "./cli-errors.ts";
+import type { CliIo } from "./cli-io.ts";
+import { parseCommandArgs } from "./command-args.ts";
+import { discoverSystems, findPortCollisions, type SystemInfo } from "./discover-systems.ts";
+import { helpText } from "./help.ts";
+import { findRepoRoot } from "./repo-root.ts";
+import { renderTable } from "./table.ts";
+
+export async function listCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandArgs("list", argv, {
+    json: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  });
+  if (values.help) {
+    io.out(helpText("list"));
+    return 0;
+  }
+  if (positionals.length > 0) {
+    throw cliErrors.create("CLI_USAGE", {
+      detail: `\`casebook list\` takes no names (got ${positionals.join(" ")}).`,
+      fields: { hint: "Run `casebook list --help`." },
+    });
+  }
+  const root = findRepoRoot(io.cliDir, io.env);
+  const systems = discoverSystems(root);
+  const rows = systems.map(describe);
+  if (values.json) io.out(`${JSON.stringify(rows, null, 2)}\n`);
+  else if (systems.length === 0) io.out(noSystemMessage(root));
+  else {
+    const table = rows.map((r) => [
+      r.name,
+      r.status,
+      String(r.port),
+      r.title,
+      r.mainExists ? r.main : `${r.main} (not yet)`,
+      r.benchExists ? r.bench : "—",
+    ]);
+    io.out(renderTable(["system", "status", "port", "design", "main", "bench"], table));
+  }
+  const collisions = findPortCollisions(systems.map((s) => ({ name: s.name, port: s.manifest.port })));
+  for (const c of collisions) {
+    io.err(
+      `casebook: port ${c.port} is claimed by ${c.names.join(" and ")}; give each its own casebook.port\n`,
+    );
+  }
+  return collisions.length > 0 ? 1 : 0;
+}
+
+/** What `list` and `up` say when systems/ holds no system. */
+export function noSystemMessage(root: string): string {
+  return (
+    `No system is built yet: ${join(root, "systems")} has none.\n` +
+    "The fourteen designs are listed in README.md; each arrives as systems/<name>/ with a\n" +
+    'package.json whose "casebook" field names its title, status, main and port.\n'
+  );
+}
+
+function describe(system: SystemInfo) {
+  const { manifest } = system;
+  return {
+    name: system.name,
+    title: manifest.title,
+    status: manifest.status,
+    port: manifest.port,
+    main: manifest.main,
+    mainExists: existsSync(join(system.dir, manifest.main)),
+    bench: manifest.bench,
+    benchExists: existsSync(join(system.dir, manifest.bench)),
+    engines: manifest.engines,
+  };
+}

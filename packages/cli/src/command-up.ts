@@ -1,0 +1,164 @@
+/**
+ * `casebook up [name…]` and `casebook run <name> [-- args]`: the same launch
+ * (plan, check ports, supervise), differing in how many systems they take, how
+ * the port is overridden and whether arguments pass through to the child.
+ *
+ * @example
+ * process.exitCode = await upCommand(["rate-limiter", "--port", "rate-limiter=8150"], io);
+ */
+import { cliErrors } from "./cli-errors.ts";
+import type { CliIo } from "./cli-io.ts";
+import { parseCommandArgs, parseCount } from "./command-args.ts";
+import { noSystemMessage } from "./command-list.ts";
+import { didYouMean } from "./did-you-mean.ts";
+import { discoverSystems, type SystemInfo } from "./discover-systems.ts";
+import { helpText } from "./help.ts";
+import { parsePort, planLaunch } from "./launch-plan.ts";
+import { assertPortsFree } from "./port-check.ts";
+import { findRepoRoot } from "./repo-root.ts";
+import { defaultSuperviseLimits, supervise } from "./supervisor.ts";
+
+const sharedOptions = {
+  host: { type: "string" },
+  "health-timeout-ms": { type: "string" },
+  "stop-timeout-ms": { type: "string" },
+  logs: { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type SharedValues = { [K in keyof typeof sharedOptions]?: K extends "help" ? boolean : string };
+
+interface Launch {
+  mode: "up" | "run";
+  names: string[];
+  /** Raw `name=port` or, for run, `port` strings, checked once the systems are known. */
+  portFlags: string[];
+  args: string[];
+  values: SharedValues;
+}
+
+export async function upCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals, passThrough } = parseCommandArgs("up", argv, {
+    ...sharedOptions,
+    port: { type: "string", multiple: true },
+  });
+  if (values.help) {
+    io.out(helpText("up"));
+    return 0;
+  }
+  if (passThrough.length > 0) {
+    throw cliErrors.create("CLI_USAGE", {
+      detail: "`casebook up` passes no arguments to the systems.",
+      fields: { hint: "Use `casebook run <name> -- <args>` for one system with arguments." },
+    });
+  }
+  return launch({ mode: "up", names: positionals, portFlags: values.port ?? [], args: [], values }, io);
+}
+
+export async function runCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const { values, positionals, passThrough } = parseCommandArgs("run", argv, {
+    ...sharedOptions,
+    port: { type: "string" },
+  });
+  if (values.help) {
+    io.out(helpText("run"));
+    return 0;
+  }
+  if (positionals.length !== 1) {
+    throw cliErrors.create("CLI_USAGE", {
+      detail: `\`casebook run\` takes exactly one system name (got ${positionals.length}).`,
+      fields: { hint: "Example: `casebook run rate-limiter`; for several, `casebook up a b`." },
+    });
+  }
+  const portFlags = values.port === undefined ? [] : [`${positionals[0]}=${values.port}`];
+  return launch({ mode: "run", names: positionals, portFlags, args: passThrough, values }, io);
+}
+
+async function launch(request: Launch, io: CliIo): Promise<number> {
+  const limits = {
+    ...defaultSuperviseLimits,
+    healthTimeoutMs: parseCount(
+      request.values["health-timeout-ms"],
+      "--health-timeout-ms",
+      defaultSuperviseLimits.healthTimeoutMs,
+    ),
+    stopTimeoutMs: parseCount(
+      request.values["stop-timeout-ms"],
+      "--stop-timeout-ms",
+      defaultSuperviseLimits.stopTimeoutMs,
+    ),
+  };
+  const logStyle = chooseLogStyle(request.values.logs, io);
+  const portOverrides = parsePortFlags(request.portFlags);
+  const root = findRepoRoot(io.cliDir, io.env);
+  const systems = discoverSystems(root);
+  if (systems.length === 0 && request.names.length === 0) {
+    io.out(noSystemMessage(root));
+    return 0;
+  }
+  assertKnownNames(portOverrides, systems);
+  const honourPortEnv = request.mode === "run";
+  const selection = planLaunch(systems, {
+    root,
+    names: request.names,
+    host: request.values.host ?? (io.env.CASEBOOK_HOST || "127.0.0.1"),
+    portOverrides,
+    honourPortEnv,
+    args: request.args,
+    env: io.env,
+  });
+  for (const { name, reason } of selection.skipped) io.err(`casebook: skipping ${name} (${reason})\n`);
+  if (selection.plans.length === 0) {
+    io.out(
+      `No system is built yet: ${selection.skipped.length} found in systems/, none with status "working" or\n` +
+        '"in progress" and its main.ts written. `casebook list` shows where each one stands.\n',
+    );
+    return 0;
+  }
+  await assertPortsFree(selection.plans, honourPortEnv);
+  return supervise(selection.plans, { ...limits, mode: request.mode, logStyle, out: io.out, err: io.err });
+}
+
+/** `--port name=port` flags, checked for form before anything is read from disk. */
+function parsePortFlags(flags: readonly string[]): Map<string, number> {
+  const ports = new Map<string, number>();
+  for (const flag of flags) {
+    const match = /^([^=]+)=(.*)$/.exec(flag);
+    if (match === null) {
+      throw cliErrors.create("CLI_USAGE", {
+        detail: `--port ${flag} names no system.`,
+        fields: { hint: "Write --port <name>=<port>, e.g. --port rate-limiter=8150." },
+      });
+    }
+    const [, name, value] = match as unknown as [string, string, string];
+    ports.set(name, parsePort(value, `--port ${name}`));
+  }
+  return ports;
+}
+
+function assertKnownNames(ports: ReadonlyMap<string, number>, systems: readonly SystemInfo[]): void {
+  for (const name of ports.keys()) {
+    if (systems.some((s) => s.name === name)) continue;
+    const guess = didYouMean(
+      name,
+      systems.map((s) => s.name),
+    );
+    throw cliErrors.create("CLI_SYSTEM_UNKNOWN", {
+      detail: `--port ${name}=…: no system named '${name}'.`,
+      fields: { hint: guess ? `Did you mean '${guess}'?` : "Run `casebook list`." },
+    });
+  }
+}
+
+function chooseLogStyle(mode: string | undefined, io: CliIo): { pretty: boolean; color: boolean } {
+  const modes = ["auto", "pretty", "raw"];
+  if (mode !== undefined && !modes.includes(mode)) {
+    throw cliErrors.create("CLI_USAGE", {
+      detail: `--logs ${mode} is not a log mode.`,
+      fields: { hint: `Use one of: ${modes.join(", ")}.` },
+    });
+  }
+  const pretty = mode === "pretty" || ((mode ?? "auto") === "auto" && io.stdoutIsTty);
+  const color = pretty && io.stdoutIsTty && (io.env.NO_COLOR ?? "") === "";
+  return { pretty, color };
+}

@@ -1,0 +1,93 @@
+/**
+ * The `casebook` command: dispatches to list, up, run, bench and help, and turns
+ * every error into one readable message and an exit code (2: fix the command
+ * line; 1: anything else).
+ *
+ * @example
+ * process.exitCode = await main(["list"], io);
+ */
+import { CasebookError } from "@casebook/kit/errors";
+import { cliErrors, exitCodeOf } from "./cli-errors.ts";
+import type { CliIo } from "./cli-io.ts";
+import { benchCommand } from "./command-bench.ts";
+import { listCommand } from "./command-list.ts";
+import { runCommand, upCommand } from "./command-up.ts";
+import { didYouMean } from "./did-you-mean.ts";
+import { type CommandName, cliVersion, commandNames, helpText } from "./help.ts";
+
+type Command = (argv: readonly string[], io: CliIo) => Promise<number>;
+
+const commands: Record<CommandName, Command> = {
+  list: listCommand,
+  up: upCommand,
+  run: runCommand,
+  bench: benchCommand,
+  help: helpCommand,
+};
+
+export async function main(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    return await dispatch(argv, io);
+  } catch (error) {
+    reportError(error, io);
+    return exitCodeOf(error);
+  }
+}
+
+async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === "-h" || first === "--help") {
+    io.out(helpText());
+    return 0;
+  }
+  if (first === "-v" || first === "--version") {
+    io.out(`casebook ${cliVersion()}\n`);
+    return 0;
+  }
+  if (first.startsWith("-")) {
+    throw cliErrors.create("CLI_USAGE", {
+      detail: `unknown option '${first}'; options go after the command.`,
+      fields: { hint: "Run `casebook --help` for the commands and their options." },
+    });
+  }
+  const command = commands[first as CommandName];
+  if (!(commandNames as readonly string[]).includes(first) || command === undefined) {
+    const guess = didYouMean(first, commandNames);
+    throw cliErrors.create("CLI_USAGE", {
+      detail: `unknown command '${first}'.`,
+      fields: {
+        hint: `${guess ? `Did you mean '${guess}'? ` : ""}Commands: ${commandNames.join(", ")}; see \`casebook --help\`.`,
+      },
+    });
+  }
+  return command(rest, io);
+}
+
+async function helpCommand(argv: readonly string[], io: CliIo): Promise<number> {
+  const [topic, ...extra] = argv;
+  if (topic === undefined || topic === "-h" || topic === "--help") {
+    io.out(helpText(topic === undefined ? "top" : "help"));
+    return 0;
+  }
+  if (extra.length > 0 || !(commandNames as readonly string[]).includes(topic)) {
+    const guess = didYouMean(topic, commandNames);
+    throw cliErrors.create("CLI_USAGE", {
+      detail: `no help on '${argv.join(" ")}'.`,
+      fields: { hint: `${guess ? `Did you mean '${guess}'? ` : ""}Topics: ${commandNames.join(", ")}.` },
+    });
+  }
+  io.out(helpText(topic as CommandName));
+  return 0;
+}
+
+function reportError(error: unknown, io: CliIo): void {
+  if (error instanceof CasebookError) {
+    const hint = typeof error.fields.hint === "string" ? `\n  hint: ${error.fields.hint}` : "";
+    io.err(`casebook: ${error.message}${hint}\n`);
+    return;
+  }
+  // Not one of ours: a bug or an environment problem; the stack is what a report needs.
+  io.err(
+    `casebook: unexpected error\n${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+}

@@ -1,0 +1,146 @@
+/**
+ * A system's manifest: the `casebook` field of `systems/<name>/package.json`,
+ * which tells the CLI what the system is, how far along it is, what to run and
+ * on which port. Validation collects every problem at once, each naming the file
+ * and the field, so one run of `casebook list` shows all there is to fix.
+ *
+ * @example
+ * const { manifest, problems } = parseManifest(
+ *   { name: "@casebook/rate-limiter", casebook: { title: "distributed rate limiter", status: "working", port: 8101 } },
+ *   "systems/rate-limiter/package.json",
+ *   "rate-limiter",
+ * );
+ * manifest?.main; // "src/main.ts"
+ */
+
+export const systemStatuses = ["working", "in progress", "planned"] as const;
+export type SystemStatus = (typeof systemStatuses)[number];
+
+export const engineKinds = ["sql", "redis"] as const;
+/** `sql`: durable truth (PostgreSQL / PGlite); `redis`: hot atomic state (Redis / in-process). */
+export type EngineKind = (typeof engineKinds)[number];
+
+/** HTTP services listen in this range (ARCHITECTURE.md, Engines), clear of the engines' own ports. */
+export const httpPortMin = 8100;
+export const httpPortMax = 8199;
+
+/** Variables the CLI sets for each child itself; a manifest default for them would be silently ignored. */
+export const reservedEnvKeys = ["PORT", "HOST", "DATABASE_URL", "REDIS_URL", "CASEBOOK_DATA"] as const;
+
+export interface SystemManifest {
+  /** The design's name, as in the systems table: "distributed rate limiter". */
+  title: string;
+  status: SystemStatus;
+  /** Entry started by `casebook up` / `run`, relative to the system folder. */
+  main: string;
+  /** Entry started by `casebook bench`, relative to the system folder. */
+  bench: string;
+  /** Default HTTP port (8100–8199); `/healthz` is probed on it. */
+  port: number;
+  /** Defaults for the child's environment; the caller's environment wins over them. */
+  env: Record<string, string>;
+  /** Engines the system uses, for the "engine" column of `casebook up`. */
+  engines: EngineKind[];
+}
+
+export interface ManifestResult {
+  /** Present only when `problems` is empty. */
+  manifest?: SystemManifest;
+  problems: string[];
+}
+
+const knownFields = ["title", "status", "main", "bench", "port", "env", "engines"];
+const envKeyPattern = /^[A-Z_][A-Z0-9_]*$/;
+const entryPattern = /\.(ts|mts|js|mjs)$/;
+
+/** Validates the parsed package.json of the system in folder `dirName`; `file` names it in messages. */
+export function parseManifest(pkg: unknown, file: string, dirName: string): ManifestResult {
+  const problems: string[] = [];
+  const report = (field: string, what: string) => problems.push(`${file}: field "${field}" ${what}`);
+  if (!isRecord(pkg)) return { problems: [`${file}: is not a JSON object`] };
+  if (pkg.name !== `@casebook/${dirName}`) {
+    report("name", `must be "@casebook/${dirName}" (the folder's name), got ${show(pkg.name)}`);
+  }
+  const raw = pkg.casebook;
+  if (!isRecord(raw)) {
+    report("casebook", `must be an object like {"title": …, "status": …, "port": …}, got ${show(raw)}`);
+    return { problems };
+  }
+  for (const key of Object.keys(raw)) {
+    if (!knownFields.includes(key))
+      report(`casebook.${key}`, `is not known (known: ${knownFields.join(", ")})`);
+  }
+  const title = typeof raw.title === "string" ? raw.title.trim() : "";
+  if (title === "") report("casebook.title", `must be a non-empty string, got ${show(raw.title)}`);
+  const status = systemStatuses.find((s) => s === raw.status);
+  if (status === undefined) {
+    report(
+      "casebook.status",
+      `must be one of ${systemStatuses.map(show).join(", ")}, got ${show(raw.status)}`,
+    );
+  }
+  const port = raw.port;
+  if (typeof port !== "number" || !Number.isInteger(port) || port < httpPortMin || port > httpPortMax) {
+    report(
+      "casebook.port",
+      `must be an integer in ${httpPortMin}–${httpPortMax} (HTTP services), got ${show(port)}`,
+    );
+  }
+  const main = checkEntry(raw.main, "src/main.ts", "casebook.main", report);
+  const bench = checkEntry(raw.bench, "bench/main.ts", "casebook.bench", report);
+  const env = checkEnv(raw.env, report);
+  const engines = checkEngines(raw.engines, report);
+  if (problems.length > 0 || status === undefined || typeof port !== "number") return { problems };
+  return { manifest: { title, status, main, bench, port, env, engines }, problems };
+}
+
+type Report = (field: string, what: string) => void;
+
+function checkEntry(value: unknown, fallback: string, field: string, report: Report): string {
+  if (value === undefined) return fallback;
+  const ok =
+    typeof value === "string" &&
+    entryPattern.test(value) &&
+    !value.startsWith("/") &&
+    !value.split(/[\\/]/).includes("..");
+  if (!ok)
+    report(field, `must be a .ts/.js path inside the system folder, like "${fallback}", got ${show(value)}`);
+  return typeof value === "string" ? value : fallback;
+}
+
+function checkEnv(value: unknown, report: Report): Record<string, string> {
+  if (value === undefined) return {};
+  if (!isRecord(value)) {
+    report("casebook.env", `must be an object of NAME: "value" strings, got ${show(value)}`);
+    return {};
+  }
+  const env: Record<string, string> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (!envKeyPattern.test(key)) report(`casebook.env.${key}`, "must be an UPPER_SNAKE_CASE variable name");
+    else if ((reservedEnvKeys as readonly string[]).includes(key)) {
+      report(`casebook.env.${key}`, "is set by the CLI itself (use casebook.port for the port)");
+    } else if (typeof item !== "string") report(`casebook.env.${key}`, `must be a string, got ${show(item)}`);
+    else env[key] = item;
+  }
+  return env;
+}
+
+function checkEngines(value: unknown, report: Report): EngineKind[] {
+  if (value === undefined) return [...engineKinds];
+  const engines = Array.isArray(value) ? value.filter((v): v is EngineKind => engineKinds.includes(v)) : [];
+  if (!Array.isArray(value) || engines.length !== value.length || new Set(engines).size !== engines.length) {
+    report(
+      "casebook.engines",
+      `must list distinct values of ${engineKinds.map(show).join(", ")}, got ${show(value)}`,
+    );
+  }
+  return engines;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function show(value: unknown): string {
+  return value === undefined ? "nothing" : JSON.stringify(value);
+}
