@@ -1,0 +1,87 @@
+/**
+ * The routes every service answers for its operators: /healthz (the process is
+ * alive), /readyz (its dependencies answer), /metrics (Prometheus text) and
+ * /openapi.json (its API). They carry response schemas so they document
+ * themselves in /openapi.json like any route.
+ *
+ * @example
+ * registerOpsRoutes(app, { registry, readiness: () => runReadinessChecks(checks, opts), openapi: () => text });
+ */
+import type { FastifyInstance } from "fastify";
+import type { Registry } from "prom-client";
+import "./openapi.ts"; // the FastifySchema augmentation: summary, tags
+import type { ReadinessReport } from "./readiness.ts";
+
+export const OPS_TAG = "operations";
+
+/** The operator routes, whose per-request log lines are suppressed (their errors are still logged). */
+export const OPS_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
+
+const readinessSchema = {
+  type: "object",
+  required: ["status", "checks"],
+  properties: {
+    status: { type: "string", enum: ["ok", "unavailable"] },
+    checks: {
+      type: "object",
+      additionalProperties: {
+        type: "object",
+        required: ["status", "durationMs"],
+        properties: {
+          status: { type: "string", enum: ["ok", "failed"] },
+          durationMs: { type: "integer" },
+          error: { type: "string" },
+        },
+      },
+    },
+  },
+};
+
+export interface OpsRouteSources {
+  registry: Registry;
+  readiness(): Promise<ReadinessReport>;
+  /** The OpenAPI document as JSON text. */
+  openapi(): string;
+}
+
+export function registerOpsRoutes(app: FastifyInstance, sources: OpsRouteSources): void {
+  app.get(
+    "/healthz",
+    {
+      schema: {
+        summary: "Liveness: the process is up and serving HTTP",
+        tags: [OPS_TAG],
+        response: {
+          200: {
+            type: "object",
+            required: ["status"],
+            properties: { status: { type: "string", const: "ok" } },
+          },
+        },
+      },
+    },
+    async () => ({ status: "ok" }),
+  );
+  app.get(
+    "/readyz",
+    {
+      schema: {
+        summary: "Readiness: every dependency check passed within its timeout",
+        tags: [OPS_TAG],
+        response: { 200: readinessSchema, 503: readinessSchema },
+      },
+    },
+    async (_request, reply) => {
+      const report = await sources.readiness();
+      return reply.code(report.status === "ok" ? 200 : 503).send(report);
+    },
+  );
+  app.get(
+    "/metrics",
+    { schema: { summary: "Prometheus metrics, text format", tags: [OPS_TAG] } },
+    async (_r, reply) => reply.type(sources.registry.contentType).send(await sources.registry.metrics()),
+  );
+  app.get("/openapi.json", { schema: { summary: "This document", tags: [OPS_TAG] } }, async (_r, reply) =>
+    reply.type("application/json; charset=utf-8").send(sources.openapi()),
+  );
+}
