@@ -1,0 +1,245 @@
+/**
+ * The one way Casebook opens a Redis connection: every timeout and retry is set
+ * explicitly here, because ioredis's defaults are tuned for "never lose a command"
+ * (queue forever, retry 20 times, 10 s connect timeout), and ours must be tuned for
+ * "fail fast". A rate limiter that fails open is useless if every request first
+ * waits seconds for a dead Redis: with these defaults a DOWN Redis rejects a call
+ * at once (`REDIS_UNAVAILABLE`, nothing queued) and a HUNG Redis costs at most
+ * `commandTimeoutMs` (`REDIS_TIMEOUT`).
+ *
+ * @example
+ * const redis = await connectRedis({ url: process.env.REDIS_URL, keyPrefix: "rl:" });
+ * try {
+ *   await redis.set("k", "v");
+ * } finally {
+ *   await closeRedis(redis);
+ * }
+ */
+import { Redis, type RedisOptions } from "ioredis";
+import { redisErrors } from "./redis-errors.ts";
+
+export interface RedisConnectOptions {
+  /** `redis://[user:pass@]host:port[/db]` or `rediss://…`; defaults to `process.env.REDIS_URL`. */
+  url?: string;
+  /** Prepended by the client to every key (scripts' KEYS too), so systems sharing one Redis never collide. */
+  keyPrefix?: string;
+  /** Bound on TCP connect plus handshake, for the first connect and each reconnect. Default 1 000. */
+  connectTimeoutMs?: number;
+  /** Bound on each command's reply. Default 250: a script is sub-millisecond; 250 ms only trips on a stall. */
+  commandTimeoutMs?: number;
+  /**
+   * How many reconnects an in-flight command survives before it is rejected. Default 0: a
+   * command whose connection dropped may already have run, and re-sending a non-idempotent
+   * script (INCR, take-token) would apply it twice. The caller decides, knowing its semantics.
+   */
+  maxRetriesPerRequest?: number;
+  /**
+   * Queue commands while disconnected? Default false: a queued command waits for a reconnect
+   * that may never come, which is exactly the latency a fail-open caller cannot afford.
+   */
+  enableOfflineQueue?: boolean;
+  /** First reconnect delay; doubles per attempt. Default 50. */
+  reconnectBaseDelayMs?: number;
+  /** Cap on one reconnect delay, so a recovered Redis is found quickly. Default 2 000. */
+  reconnectMaxDelayMs?: number;
+  /**
+   * Reconnect attempts before the client gives up for good (status "end"; `/readyz` turns
+   * red and the supervisor restarts the process). Default 300, about ten minutes at the cap.
+   */
+  maxReconnectAttempts?: number;
+  /**
+   * When true, resolve without connecting. Call `await redis.connect()` before the first
+   * command: with the offline queue off, a command sent earlier starts the connection but
+   * itself fails at once.
+   */
+  lazyConnect?: boolean;
+  /** Shown by CLIENT LIST, to tell services apart on a shared Redis. */
+  connectionName?: string;
+  /** Receives connection-level errors (each failed reconnect). Commands report their own failures. */
+  onError?: (error: Error) => void;
+  /** Jitter source in [0, 1), injected for deterministic tests. */
+  random?: () => number;
+}
+
+export const redisConnectDefaults = {
+  connectTimeoutMs: 1_000,
+  commandTimeoutMs: 250,
+  maxRetriesPerRequest: 0,
+  enableOfflineQueue: false,
+  reconnectBaseDelayMs: 50,
+  reconnectMaxDelayMs: 2_000,
+  maxReconnectAttempts: 300,
+  lazyConnect: false,
+} as const;
+
+/** Bound on QUIT before `closeRedis` gives up on a graceful close and drops the socket. */
+export const defaultQuitTimeoutMs = 1_000;
+
+/**
+ * Delay before reconnect `attempt` (1-based): capped exponential with "equal jitter"
+ * (half fixed, half random), so replicas that lost Redis together do not reconnect in lockstep
+ * yet never retry with zero delay.
+ *
+ * @example
+ * reconnectDelayMs(3, 50, 2_000, () => 0.5); // 150: base 200, half fixed + half of half
+ */
+export function reconnectDelayMs(
+  attempt: number,
+  baseMs: number,
+  maxMs: number,
+  random: () => number,
+): number {
+  const exponent = Math.min(attempt - 1, 30); // 2^30 * base already exceeds any sane cap
+  const ceilingMs = Math.min(maxMs, baseMs * 2 ** exponent);
+  return Math.floor(ceilingMs / 2 + (random() * ceilingMs) / 2);
+}
+
+/** Validates a Redis URL; the returned text is safe to log (password replaced). */
+export function redactRedisUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch (cause) {
+    throw redisErrors.create("REDIS_URL_INVALID", { fields: { url: "(unparseable)" }, cause });
+  }
+  if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
+    throw redisErrors.create("REDIS_URL_INVALID", { fields: { protocol: parsed.protocol } });
+  }
+  if (parsed.password !== "") parsed.password = "***";
+  return parsed.toString();
+}
+
+/** The explicit ioredis options for `options`: every behaviour spelled out, none left to defaults. */
+export function redisClientOptions(options: RedisConnectOptions = {}): RedisOptions {
+  const d = withDefaults(options);
+  const random = options.random ?? Math.random;
+  return {
+    keyPrefix: options.keyPrefix ?? "",
+    connectTimeout: d.connectTimeoutMs,
+    commandTimeout: d.commandTimeoutMs,
+    maxRetriesPerRequest: d.maxRetriesPerRequest,
+    enableOfflineQueue: d.enableOfflineQueue,
+    // Same reason as maxRetriesPerRequest: never re-send a command the server may have run.
+    autoResendUnfulfilledCommands: false,
+    retryStrategy: (attempt) =>
+      attempt > d.maxReconnectAttempts
+        ? null
+        : reconnectDelayMs(attempt, d.reconnectBaseDelayMs, d.reconnectMaxDelayMs, random),
+    // Always lazy at construction: connectRedis connects itself so it can bound and report it.
+    lazyConnect: true,
+    // Wait for Redis to finish loading its dataset; a script run against a half-loaded one lies.
+    enableReadyCheck: true,
+    // RESP2: script replies are identical, it works on every Redis-compatible server, no HELLO.
+    protocol: 2,
+    // Detects a peer that vanished without a FIN (cable pulled, VM frozen) within seconds.
+    keepAlive: 10_000,
+    noDelay: true,
+    connectionName: options.connectionName,
+    // Auto-pipelining changes batching under load; our batches are explicit (ScriptRegistry.runBatch).
+    enableAutoPipelining: false,
+    reconnectOnError: null,
+    // On disconnect ioredis half-closes and waits this long for the server's FIN before
+    // destroying the socket; a stalled server never sends it.
+    disconnectTimeout: defaultQuitTimeoutMs,
+    // A Redis still loading its dataset counts as not ready within the same connect bound.
+    maxLoadingRetryTime: d.connectTimeoutMs,
+  };
+}
+
+/**
+ * Opens a connection and resolves once Redis is READY, or rejects with
+ * `REDIS_UNAVAILABLE` within `connectTimeoutMs` (no retry loop left behind). With
+ * `lazyConnect` it resolves at once with an unconnected client.
+ *
+ * @example
+ * const redis = await connectRedis({ url: "redis://127.0.0.1:6379", commandTimeoutMs: 50 });
+ */
+export async function connectRedis(options: RedisConnectOptions = {}): Promise<Redis> {
+  const url = options.url ?? process.env.REDIS_URL;
+  if (url === undefined || url === "") {
+    throw redisErrors.create("REDIS_URL_INVALID", { detail: "Set REDIS_URL (or pass `url`) to use Redis." });
+  }
+  const safeUrl = redactRedisUrl(url);
+  const redis = new Redis(url, redisClientOptions(options));
+  // Without a listener ioredis prints every failed reconnect to stderr; errors still reach
+  // callers as rejected commands, and `redis.status` tells health checks the state.
+  redis.on("error", options.onError ?? (() => {}));
+  if (options.lazyConnect === true) return redis;
+  const timeoutMs = options.connectTimeoutMs ?? redisConnectDefaults.connectTimeoutMs;
+  try {
+    await withDeadline(redis.connect(), timeoutMs, "connect");
+    return redis;
+  } catch (cause) {
+    redis.disconnect(false);
+    throw redisErrors.create("REDIS_UNAVAILABLE", {
+      detail: `Could not connect to Redis at ${safeUrl} within ${timeoutMs} ms.`,
+      fields: { url: safeUrl, phase: "connect", timeoutMs },
+      cause,
+    });
+  }
+}
+
+export interface CloseRedisOptions {
+  /** Bound on the graceful QUIT (pending replies are awaited) before the socket is dropped. */
+  quitTimeoutMs?: number;
+}
+
+/**
+ * Closes gracefully: QUIT lets in-flight replies arrive; if Redis does not answer within
+ * `quitTimeoutMs` (or is already unreachable) the socket is dropped instead. Resolves once
+ * the client has ended, so no timer or socket keeps the process alive. Safe to call twice.
+ *
+ * @example
+ * process.once("SIGTERM", () => void closeRedis(redis, { quitTimeoutMs: 500 }));
+ */
+export async function closeRedis(redis: Redis, options: CloseRedisOptions = {}): Promise<void> {
+  const quitTimeoutMs = options.quitTimeoutMs ?? defaultQuitTimeoutMs;
+  if (hasEnded(redis)) return;
+  const ended = new Promise<void>((resolve) => redis.once("end", () => resolve()));
+  if (redis.status === "ready") {
+    try {
+      await withDeadline(redis.quit(), quitTimeoutMs, "quit");
+    } catch {
+      // A stalled or dropped server: the graceful path failed, the forced one follows.
+    }
+  }
+  if (hasEnded(redis)) return;
+  // Between reconnect attempts there is no socket: disconnect() only cancels the pending
+  // attempt, and no "end" event will follow.
+  const hasSocket = ["connecting", "connect", "ready"].includes(redis.status);
+  redis.disconnect(false);
+  if (!hasSocket) return;
+  try {
+    await withDeadline(ended, quitTimeoutMs, "close");
+  } catch {
+    // disconnect() half-closed and waits for a FIN a stalled server never sends: drop it now.
+    redis.stream?.destroy();
+    await withDeadline(ended, quitTimeoutMs, "close").catch(() => {});
+  }
+}
+
+/** Read through a function: the status changes across awaits, which TypeScript's narrowing cannot see. */
+function hasEnded(redis: Redis): boolean {
+  return redis.status === "end";
+}
+
+function withDeadline<T>(promise: Promise<T>, timeoutMs: number, phase: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${phase} timed out after ${timeoutMs} ms`)), timeoutMs);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+function withDefaults(options: RedisConnectOptions) {
+  const d = redisConnectDefaults;
+  return {
+    connectTimeoutMs: options.connectTimeoutMs ?? d.connectTimeoutMs,
+    commandTimeoutMs: options.commandTimeoutMs ?? d.commandTimeoutMs,
+    maxRetriesPerRequest: options.maxRetriesPerRequest ?? d.maxRetriesPerRequest,
+    enableOfflineQueue: options.enableOfflineQueue ?? d.enableOfflineQueue,
+    reconnectBaseDelayMs: options.reconnectBaseDelayMs ?? d.reconnectBaseDelayMs,
+    reconnectMaxDelayMs: options.reconnectMaxDelayMs ?? d.reconnectMaxDelayMs,
+    maxReconnectAttempts: options.maxReconnectAttempts ?? d.maxReconnectAttempts,
+  };
+}
