@@ -14,6 +14,9 @@
  *     -- ARGV[3..] tags (zero or more; a variadic tail, last ARGV line only)
  *     -- returns {allowed 1|0, tokens left, retryAfterMs}
  *
+ * A script that takes any number of keys (all in one hash slot) is named
+ * `<name>-n.lua` and declares them with one variadic line, `-- KEYS[1..] what each holds`.
+ *
  * @example
  * const script = parseScript("take-token-1.lua", readFileSync(path, "utf8"));
  * checkCall(script, ["bucket:u1"], [10, 5]); // throws REDIS_SCRIPT_ARITY on a mismatch
@@ -24,7 +27,7 @@ import { redisErrors } from "./redis-errors.ts";
 export interface ScriptContract {
   /** `take-token` for `take-token-1.lua`. */
   name: string;
-  /** Number of KEYS, from the file name. */
+  /** Number of KEYS, from the file name; `Infinity` for `<name>-n.lua` (one or more keys). */
   numKeys: number;
   /** What KEYS[i + 1] holds, from the header. */
   keys: string[];
@@ -49,8 +52,8 @@ export interface ScriptSource extends ScriptContract {
 /** A script argument as callers pass it; Redis receives every ARGV as a string. */
 export type ScriptArg = string | number;
 
-const FILE_PATTERN = /^([a-z][a-z0-9]*(?:-[a-z0-9]+)*)-(\d+)\.lua$/;
-const KEYS_LINE = /^KEYS\[(\d+)\]\s+(\S.*)$/;
+const FILE_PATTERN = /^([a-z][a-z0-9]*(?:-[a-z0-9]+)*)-(\d+|n)\.lua$/;
+const KEYS_LINE = /^KEYS\[(\d+)(\.\.)?\]\s+(\S.*)$/;
 const ARGV_LINE = /^ARGV\[(\d+)(\.\.)?\]\s+(\S.*)$/;
 const RETURNS_LINE = /^returns?\s*:?\s+(\S.*)$/i;
 
@@ -59,9 +62,10 @@ export function parseScript(file: string, lua: string): ScriptSource {
   const invalid = (detail: string) =>
     redisErrors.create("REDIS_SCRIPT_INVALID", { detail: `${file}: ${detail}`, fields: { file } });
   const match = FILE_PATTERN.exec(file);
-  if (!match) throw invalid("name it <kebab-name>-<numKeys>.lua, e.g. take-token-1.lua");
+  if (!match)
+    throw invalid("name it <kebab-name>-<numKeys>.lua (or -n.lua for any number), e.g. take-token-1.lua");
   const name = match[1]!;
-  const numKeys = Number(match[2]);
+  const numKeys = match[2] === "n" ? Infinity : Number(match[2]);
   const lines = lua.split(/\r?\n/);
   const headerLength = lines.findIndex((line) => !line.startsWith("--"));
   const header = lines.slice(0, headerLength === -1 ? lines.length : headerLength);
@@ -69,7 +73,10 @@ export function parseScript(file: string, lua: string): ScriptSource {
     throw invalid("the file must open with a `--` header listing KEYS, ARGV and returns");
   const parsed = parseHeaderLines(header.map((line) => line.replace(/^--+\s?/, "").trim()));
   if (typeof parsed === "string") throw invalid(parsed);
-  if (parsed.keys.length !== numKeys) {
+  if (numKeys === Infinity ? !parsed.variadicKeys : parsed.variadicKeys || parsed.keys.length !== numKeys) {
+    if (numKeys === Infinity || parsed.variadicKeys) {
+      throw invalid("a -n.lua script declares its keys with one `-- KEYS[1..] what` line, and only it does");
+    }
     throw invalid(
       `the header lists ${parsed.keys.length} KEYS line(s) but the file name says ${numKeys}; ` +
         "they must agree (one `-- KEYS[i] what` line per key)",
@@ -97,6 +104,7 @@ export function parseScript(file: string, lua: string): ScriptSource {
 
 interface ParsedHeader {
   keys: string[];
+  variadicKeys: boolean;
   args: string[];
   variadic: boolean;
   returns: string;
@@ -108,14 +116,18 @@ function parseHeaderLines(lines: string[]): ParsedHeader | string {
   const args: string[] = [];
   const returns: string[] = [];
   let variadic = false;
+  let variadicKeys = false;
   for (const line of lines) {
     const keyLine = KEYS_LINE.exec(line);
     const argLine = ARGV_LINE.exec(line);
     const returnLine = RETURNS_LINE.exec(line);
     if (keyLine) {
+      if (variadicKeys) return "a variadic KEYS[1..] line must be the only KEYS line";
       if (Number(keyLine[1]) !== keys.length + 1)
         return `expected KEYS[${keys.length + 1}], found KEYS[${keyLine[1]}]`;
-      keys.push(keyLine[2]!);
+      variadicKeys = keyLine[2] === "..";
+      if (variadicKeys && keys.length > 0) return "a variadic KEYS[1..] line must be the only KEYS line";
+      keys.push(keyLine[3]!);
     } else if (argLine) {
       if (variadic)
         return `ARGV[${argLine[1]}] follows a variadic ARGV[n..] line; the variadic line must be last`;
@@ -131,7 +143,7 @@ function parseHeaderLines(lines: string[]): ParsedHeader | string {
   }
   if (returns.length !== 1)
     return `the header needs exactly one \`-- returns …\` line, found ${returns.length}`;
-  return { keys, args, variadic, returns: returns[0]! };
+  return { keys, variadicKeys, args, variadic, returns: returns[0]! };
 }
 
 /** Catches a body that reads a KEYS/ARGV slot its header does not declare. */
@@ -162,8 +174,10 @@ export function checkCall(
       detail: `${script.name}: ${detail}`,
       fields: { script: script.name, keys: keys.length, args: args.length },
     });
-  if (keys.length !== script.numKeys) {
-    throw arity(`takes ${script.numKeys} key(s) (${script.keys.join("; ")}), got ${keys.length}`);
+  const keysOk = script.numKeys === Infinity ? keys.length >= 1 : keys.length === script.numKeys;
+  if (!keysOk) {
+    const wanted = script.numKeys === Infinity ? "one or more" : String(script.numKeys);
+    throw arity(`takes ${wanted} key(s) (${script.keys.join("; ")}), got ${keys.length}`);
   }
   if (args.length < script.minArgs || args.length > script.maxArgs) {
     const wanted = script.maxArgs === Infinity ? `at least ${script.minArgs}` : String(script.minArgs);

@@ -131,10 +131,10 @@ export class ScriptRegistry {
     this.checkSlots(name, keys, String(redis.options.keyPrefix ?? ""));
     try {
       try {
-        return await redis.evalsha(script.sha1, script.numKeys, ...keys, ...argv);
+        return await redis.evalsha(script.sha1, keys.length, ...keys, ...argv);
       } catch (error) {
         if (!isNoScript(error)) throw error;
-        return await redis.eval(script.lua, script.numKeys, ...keys, ...argv);
+        return await redis.eval(script.lua, keys.length, ...keys, ...argv);
       }
     } catch (error) {
       throw toRedisError(name, error);
@@ -198,8 +198,8 @@ async function execPipeline(
 ): Promise<PipelineResult[]> {
   const pipeline = redis.pipeline();
   for (const { call, script, argv } of prepared) {
-    if (mode === "evalsha") pipeline.evalsha(script.sha1, script.numKeys, ...call.keys, ...argv);
-    else pipeline.eval(script.lua, script.numKeys, ...call.keys, ...argv);
+    if (mode === "evalsha") pipeline.evalsha(script.sha1, call.keys.length, ...call.keys, ...argv);
+    else pipeline.eval(script.lua, call.keys.length, ...call.keys, ...argv);
   }
   let results: PipelineResult[] | null;
   try {

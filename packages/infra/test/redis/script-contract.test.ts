@@ -96,3 +96,20 @@ test("checkCall refuses a wrong arity or a non-finite number and stringifies lik
     );
   }
 });
+
+test("a -n.lua script takes one or more keys, declared by one KEYS[1..] line", () => {
+  const script = parseScript(
+    "spend-all-n.lua",
+    "-- KEYS[1..] one bucket per limit, all in one slot\n-- ARGV[1..] cost per key\n-- returns 1\nreturn KEYS[3]",
+  );
+  assert.equal(script.numKeys, Infinity);
+  assert.deepEqual(checkCall(script, ["a"], [1]), ["1"]);
+  assert.deepEqual(checkCall(script, ["a", "b", "c"], [1, 2, 3]), ["1", "2", "3"]);
+  assert.throws(
+    () => checkCall(script, [], [1]),
+    (error) => redisErrors.is(error, "REDIS_SCRIPT_ARITY"),
+  );
+  invalid("spend-all-n.lua", "-- KEYS[1] one\n-- returns 1\nreturn 1", /KEYS\[1\.\.\]/);
+  invalid("spend-all-2.lua", "-- KEYS[1..] many\n-- returns 1\nreturn 1", /KEYS\[1\.\.\]/);
+  invalid("spend-all-n.lua", "-- KEYS[1..] many\n-- KEYS[2] one\n-- returns 1\nreturn 1", /only KEYS line/);
+});

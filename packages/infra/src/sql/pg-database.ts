@@ -1,0 +1,235 @@
+/**
+ * `Database` on a real PostgreSQL server, through a `pg.Pool` whose every option is
+ * set here on purpose (driver defaults change under you, and some are unbounded:
+ * `pg`'s default statement timeout is "forever").
+ *
+ * Engine errors keep their SQLSTATE (`err.code === "23505"`); losing the server —
+ * refused connection, connect timeout, dropped socket, admin shutdown, too many
+ * connections — becomes `SQL_UNAVAILABLE` with the driver error as `cause`.
+ *
+ * @example
+ * const db = openPgDatabase({ url: "postgres://app@db:5432/casebook", schema: "payments", applicationName: "casebook-payments" });
+ * const { rows } = await db.query<{ n: bigint }>("SELECT count(*) AS n FROM ledger_entries WHERE account_id = $1", [id]);
+ * await db.close();
+ */
+import pg from "pg";
+import type { Database, Queryable, QueryResult, TransactionOptions } from "./sql.ts";
+import { isolationSql } from "./sql.ts";
+import { sqlErrors } from "./sql-errors.ts";
+import { DEFAULT_PING_TIMEOUT_MS, pingWithin } from "./sql-ping.ts";
+import { quoteIdentifier } from "./sql-schema.ts";
+import { sqlState } from "./sql-state.ts";
+import { pgParams, pgTypesWithBigint } from "./sql-values.ts";
+
+export interface PgDatabaseOptions {
+  /** `postgres://user:password@host:port/database`. */
+  url: string;
+  /** Every session's `search_path`; nothing else is searched, so a missing schema fails loudly (3F000). */
+  schema?: string;
+  /** Shown in `pg_stat_activity`, so an operator can tell systems apart. */
+  applicationName: string;
+  /** Pool size: connections held at most. Default 10. */
+  maxConnections?: number;
+  /** Bound on opening a connection AND on waiting for a free one from a full pool. Default 5 000. */
+  connectTimeoutMs?: number;
+  /** An idle connection is closed after this long. Default 30 000. */
+  idleTimeoutMs?: number;
+  /** Server-side `statement_timeout`. Default 30 000; 0 turns it off (don't). */
+  statementTimeoutMs?: number;
+  /** Server-side `idle_in_transaction_session_timeout`: a stuck caller can't hold locks forever. Default 60 000. */
+  idleInTransactionTimeoutMs?: number;
+  /**
+   * Called when an IDLE pooled connection dies (server restart, network cut). The pool
+   * has already dropped it; the next query reconnects. Default: ignore.
+   */
+  onIdleConnectionError?: (err: Error) => void;
+}
+
+const DEFAULTS = {
+  maxConnections: 10,
+  connectTimeoutMs: 5_000,
+  idleTimeoutMs: 30_000,
+  statementTimeoutMs: 30_000,
+  idleInTransactionTimeoutMs: 60_000,
+};
+/** Client-side backstop past the server's statement timeout, for a link that went silent. */
+const QUERY_TIMEOUT_GRACE_MS = 5_000;
+
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+]);
+/** Server states meaning "no usable session": connection exceptions, shutdown, startup, too many clients. */
+const CONNECTION_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
+/** `pg` raises these without a code. */
+const CONNECTION_MESSAGE =
+  /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connection error|Client was closed|Cannot use a pool after calling end/i;
+
+/** True when `err` means the server (or the link to it) is gone rather than the statement being wrong. */
+export function isConnectionLoss(err: unknown): boolean {
+  const state = sqlState(err);
+  if (state !== undefined) return state.startsWith("08") || CONNECTION_SQLSTATES.has(state);
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === "string" && CONNECTION_CODES.has(code)) return true;
+  return CONNECTION_MESSAGE.test(err.message);
+}
+
+function surfaced(err: unknown): unknown {
+  return isConnectionLoss(err) ? sqlErrors.create("SQL_UNAVAILABLE", { cause: err }) : err;
+}
+
+function resultOf<Row>(result: pg.QueryResult): QueryResult<Row> {
+  return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+}
+
+/** The `tx` a callback gets: refuses use after its transaction ended, when the client is back in the pool. */
+class PgTransaction implements Queryable {
+  #client: pg.PoolClient;
+  #open = true;
+
+  constructor(client: pg.PoolClient) {
+    this.#client = client;
+  }
+
+  async query<Row = Record<string, unknown>>(
+    text: string,
+    params?: readonly unknown[],
+  ): Promise<QueryResult<Row>> {
+    this.#checkOpen();
+    try {
+      return resultOf<Row>(await this.#client.query(text, pgParams(params)));
+    } catch (err) {
+      throw surfaced(err);
+    }
+  }
+
+  async exec(script: string): Promise<void> {
+    this.#checkOpen();
+    try {
+      await this.#client.query(script);
+    } catch (err) {
+      throw surfaced(err);
+    }
+  }
+
+  end(): void {
+    this.#open = false;
+  }
+
+  #checkOpen(): void {
+    if (!this.#open) throw sqlErrors.create("SQL_TRANSACTION_CLOSED");
+  }
+}
+
+class PgDatabase implements Database {
+  readonly engine = "postgres" as const;
+  readonly schema: string | undefined;
+  #pool: pg.Pool;
+  #closed = false;
+
+  constructor(pool: pg.Pool, schema: string | undefined) {
+    this.#pool = pool;
+    this.schema = schema;
+  }
+
+  async query<Row = Record<string, unknown>>(
+    text: string,
+    params?: readonly unknown[],
+  ): Promise<QueryResult<Row>> {
+    try {
+      return resultOf<Row>(await this.#pool.query(text, pgParams(params)));
+    } catch (err) {
+      throw surfaced(err);
+    }
+  }
+
+  async exec(script: string): Promise<void> {
+    try {
+      await this.#pool.query(script);
+    } catch (err) {
+      throw surfaced(err);
+    }
+  }
+
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.#pool.connect();
+    } catch (err) {
+      throw surfaced(err);
+    }
+    const tx = new PgTransaction(client);
+    // A client whose ROLLBACK failed is in an unknown state: passing an error to release() destroys it.
+    let broken: Error | undefined;
+    try {
+      const isolation =
+        options.isolation === undefined ? "" : ` ISOLATION LEVEL ${isolationSql[options.isolation]}`;
+      await client.query(`BEGIN${isolation}`);
+      const result = await fn(tx);
+      await client.query("COMMIT");
+      return result;
+    } catch (err) {
+      // After a failed COMMIT the server has already ended the transaction; this ROLLBACK is then a no-op.
+      broken = await client.query("ROLLBACK").then(
+        () => undefined,
+        (rollbackErr: Error) => rollbackErr,
+      );
+      throw surfaced(err);
+    } finally {
+      tx.end();
+      client.release(broken);
+    }
+  }
+
+  ping(timeoutMs = DEFAULT_PING_TIMEOUT_MS): Promise<void> {
+    return pingWithin(() => this.query("SELECT 1"), timeoutMs);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#pool.end();
+  }
+}
+
+/** The session settings sent at connect: UTC everywhere, and the system's schema alone on the search path. */
+function startupOptions(schema: string | undefined): string {
+  const searchPath = schema === undefined ? "" : ` -c search_path=${quoteIdentifier(schema)}`;
+  return `-c TimeZone=UTC${searchPath}`;
+}
+
+/** Opens a pool lazily: no connection is made until the first query (use `ping()` to check readiness). */
+export function openPgDatabase(options: PgDatabaseOptions): Database {
+  const settings = { ...DEFAULTS, ...definedOnly(options) };
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    application_name: options.applicationName,
+    max: settings.maxConnections,
+    connectionTimeoutMillis: settings.connectTimeoutMs,
+    idleTimeoutMillis: settings.idleTimeoutMs,
+    statement_timeout: settings.statementTimeoutMs,
+    query_timeout:
+      settings.statementTimeoutMs === 0 ? 0 : settings.statementTimeoutMs + QUERY_TIMEOUT_GRACE_MS,
+    idle_in_transaction_session_timeout: settings.idleInTransactionTimeoutMs,
+    maxLifetimeSeconds: 0,
+    allowExitOnIdle: false,
+    keepAlive: true,
+    options: startupOptions(options.schema),
+    types: pgTypesWithBigint,
+  });
+  // Without a listener an idle client's error event would crash the process.
+  pool.on("error", options.onIdleConnectionError ?? (() => {}));
+  return new PgDatabase(pool, options.schema);
+}
+
+/** Drops keys set to undefined so they don't override the defaults. */
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

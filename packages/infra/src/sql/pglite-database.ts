@@ -1,0 +1,182 @@
+/**
+ * `Database` on PGlite: real PostgreSQL compiled to WASM, running inside this
+ * process, with its data in a directory (or in memory for tests).
+ *
+ * PGlite is ONE connection. Its own `transaction()` holds a mutex from BEGIN to
+ * COMMIT that every other query and transaction waits on, so transactions never
+ * interleave: they run one after another, as if SERIALIZABLE, whatever isolation is
+ * asked for. What that means for callers (row locks never contend, SKIP LOCKED never
+ * skips, no statement timeout) is written in packages/infra/README.md, section sql.
+ *
+ * @example
+ * const db = await openPgliteDatabase({ dataDir: "memory://" });
+ * await db.exec("CREATE TABLE notes (id int8 PRIMARY KEY, body text NOT NULL)");
+ * await db.transaction(async (tx) => {
+ *   await tx.query("INSERT INTO notes VALUES ($1, $2)", [1n, "hello"]);
+ * });
+ * await db.close();
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { PGlite, type Results, type Transaction } from "@electric-sql/pglite";
+import { acquireDataDirLock, type DataDirLock } from "./data-dir-lock.ts";
+import type { Database, Queryable, QueryResult, TransactionOptions } from "./sql.ts";
+import { isolationSql } from "./sql.ts";
+import { sqlErrors } from "./sql-errors.ts";
+import { DEFAULT_PING_TIMEOUT_MS, pingWithin } from "./sql-ping.ts";
+import { quoteIdentifier } from "./sql-schema.ts";
+import { pgliteParsers } from "./sql-values.ts";
+
+export const MEMORY_DATA_DIR = "memory://";
+
+export interface PgliteDatabaseOptions {
+  /** A directory (created if missing, kept across restarts), or `memory://` for a throwaway database. */
+  dataDir: string;
+  /** The session's `search_path`; nothing else is searched, so a missing schema fails loudly (3F000). */
+  schema?: string;
+}
+
+function resultOf<Row>(result: Results<Row>): QueryResult<Row> {
+  // PGlite sets rowCount from the command tag ("INSERT 0 3", "SELECT 2"), absent for DDL.
+  const rowCount = (result as { rowCount?: number }).rowCount;
+  return { rows: result.rows, rowCount: rowCount ?? 0 };
+}
+
+/** After close(), PGlite throws a plain Error; report it like a lost server. */
+function surfaced(err: unknown): unknown {
+  return err instanceof Error && /PGlite is closed/.test(err.message)
+    ? sqlErrors.create("SQL_UNAVAILABLE", { cause: err })
+    : err;
+}
+
+class PgliteTransaction implements Queryable {
+  #raw: Transaction;
+  #open = true;
+
+  constructor(raw: Transaction) {
+    this.#raw = raw;
+  }
+
+  async query<Row = Record<string, unknown>>(
+    text: string,
+    params?: readonly unknown[],
+  ): Promise<QueryResult<Row>> {
+    this.#checkOpen();
+    return resultOf(await this.#raw.query<Row>(text, params as unknown[] | undefined));
+  }
+
+  async exec(script: string): Promise<void> {
+    this.#checkOpen();
+    await this.#raw.exec(script);
+  }
+
+  end(): void {
+    this.#open = false;
+  }
+
+  #checkOpen(): void {
+    if (!this.#open) throw sqlErrors.create("SQL_TRANSACTION_CLOSED");
+  }
+}
+
+class PgliteDatabase implements Database {
+  readonly engine = "pglite" as const;
+  readonly schema: string | undefined;
+  #pglite: PGlite;
+  #lock: DataDirLock | undefined;
+  #closed = false;
+  /** Set while a transaction callback runs: a call to the database from inside it would wait on itself forever. */
+  #insideTransaction = new AsyncLocalStorage<true>();
+
+  constructor(pglite: PGlite, lock: DataDirLock | undefined, schema: string | undefined) {
+    this.#pglite = pglite;
+    this.#lock = lock;
+    this.schema = schema;
+  }
+
+  async query<Row = Record<string, unknown>>(
+    text: string,
+    params?: readonly unknown[],
+  ): Promise<QueryResult<Row>> {
+    this.#refuseNested();
+    try {
+      return resultOf(await this.#pglite.query<Row>(text, params as unknown[] | undefined));
+    } catch (err) {
+      throw surfaced(err);
+    }
+  }
+
+  async exec(script: string): Promise<void> {
+    this.#refuseNested();
+    try {
+      await this.#pglite.exec(script);
+    } catch (err) {
+      throw surfaced(err);
+    }
+  }
+
+  async transaction<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    this.#refuseNested();
+    try {
+      // PGlite's transaction(): BEGIN, the callback, COMMIT — or ROLLBACK and rethrow — under its mutex.
+      return await this.#pglite.transaction(async (raw) => {
+        const tx = new PgliteTransaction(raw);
+        try {
+          if (options.isolation !== undefined) {
+            await raw.query(`SET TRANSACTION ISOLATION LEVEL ${isolationSql[options.isolation]}`);
+          }
+          return await this.#insideTransaction.run(true, () => fn(tx));
+        } finally {
+          tx.end();
+        }
+      });
+    } catch (err) {
+      throw surfaced(err);
+    }
+  }
+
+  ping(timeoutMs = DEFAULT_PING_TIMEOUT_MS): Promise<void> {
+    return pingWithin(() => this.query("SELECT 1"), timeoutMs);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      await this.#pglite.close();
+    } finally {
+      this.#lock?.release();
+    }
+  }
+
+  #refuseNested(): void {
+    if (this.#insideTransaction.getStore()) throw sqlErrors.create("SQL_TRANSACTION_NESTED");
+  }
+}
+
+/** Starts PGlite (initdb on a new directory), waits until it answers, and sets the session up. */
+export async function openPgliteDatabase(options: PgliteDatabaseOptions): Promise<Database> {
+  const inMemory = options.dataDir === MEMORY_DATA_DIR;
+  const schemaSql =
+    options.schema === undefined ? "" : `SET search_path TO ${quoteIdentifier(options.schema)};`;
+  if (!inMemory) mkdirSync(dirname(options.dataDir), { recursive: true });
+  const lock = inMemory ? undefined : acquireDataDirLock(options.dataDir);
+  let pglite: PGlite | undefined;
+  try {
+    pglite = new PGlite({
+      dataDir: options.dataDir,
+      parsers: pgliteParsers,
+      // Sync to the filesystem after every statement: a crash loses nothing that was committed.
+      relaxedDurability: false,
+      debug: 0,
+    });
+    await pglite.waitReady;
+    await pglite.exec(`SET TimeZone = 'UTC'; ${schemaSql}`);
+    return new PgliteDatabase(pglite, lock, options.schema);
+  } catch (err) {
+    await pglite?.close().catch(() => {});
+    lock?.release();
+    throw err;
+  }
+}

@@ -1,0 +1,251 @@
+/**
+ * What only a server with many connections can show: transactions that overlap.
+ * Each test holds one transaction open at a known point (a latch) while another
+ * runs, instead of sleeping and hoping they overlap.
+ */
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
+import { isConnectionLoss, openPgDatabase } from "../../src/sql/pg-database.ts";
+import type { Database } from "../../src/sql/sql.ts";
+import { sqlErrors } from "../../src/sql/sql-errors.ts";
+import { ensureSchema, quoteIdentifier } from "../../src/sql/sql-schema.ts";
+import {
+  isDeadlock,
+  isRetryableTransactionError,
+  isSerializationFailure,
+  SqlState,
+  sqlState,
+} from "../../src/sql/sql-state.ts";
+
+/** A one-shot signal between two concurrent transactions. */
+function latch(): { open(): void; opened: Promise<void> } {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  return { open: () => resolve(), opened: promise };
+}
+
+async function settle<T>(
+  promise: Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false; error: unknown }> {
+  try {
+    return { ok: true, value: await promise };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
+
+/** A port with nothing listening: bound by us, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe("postgresql database", () => {
+  let url: string | undefined;
+  let db: Database;
+  const schema = uniqueName("sqlpg");
+
+  before(async () => {
+    url = await requirePostgres({ skip: () => {} });
+    if (!url) return;
+    db = openPgDatabase({
+      url,
+      schema,
+      applicationName: "casebook-sql-test",
+      maxConnections: 4,
+      statementTimeoutMs: 5_000,
+    });
+    await ensureSchema(db, schema);
+  });
+
+  after(async () => {
+    if (!url) return;
+    await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`);
+    await db.close();
+  });
+
+  test("every session carries the pool's explicit settings", async (t) => {
+    if (!(await requirePostgres(t))) return;
+    const { rows } = await db.query(
+      `SELECT current_setting('statement_timeout') AS statement_timeout,
+              current_setting('idle_in_transaction_session_timeout') AS idle_in_tx,
+              current_setting('application_name') AS application_name,
+              current_setting('TimeZone') AS zone,
+              current_setting('search_path') AS search_path`,
+    );
+    assert.deepEqual(rows[0], {
+      statement_timeout: "5s",
+      idle_in_tx: "1min",
+      application_name: "casebook-sql-test",
+      zone: "UTC",
+      search_path: `"${schema}"`,
+    });
+  });
+
+  test("statement_timeout cancels a runaway statement with 57014", async (t) => {
+    if (!url || !(await requirePostgres(t))) return;
+    const quick = openPgDatabase({
+      url,
+      applicationName: "casebook-sql-test",
+      statementTimeoutMs: 100,
+      maxConnections: 1,
+    });
+    try {
+      await assert.rejects(
+        quick.query("SELECT pg_sleep(10)"),
+        (err) => sqlState(err) === SqlState.queryCanceled,
+      );
+    } finally {
+      await quick.close();
+    }
+  });
+
+  test("SKIP LOCKED: a claimer skips the rows another open transaction holds", async (t) => {
+    if (!(await requirePostgres(t))) return;
+    await db.exec(
+      "CREATE TABLE skip_jobs (id int PRIMARY KEY); INSERT INTO skip_jobs SELECT generate_series(1, 4);",
+    );
+    const claim = "SELECT id FROM skip_jobs ORDER BY id LIMIT 2 FOR UPDATE SKIP LOCKED";
+    const firstHolds = latch();
+    const secondDone = latch();
+    const first = db.transaction(async (tx) => {
+      const ids = (await tx.query<{ id: number }>(claim)).rows.map((r) => r.id);
+      firstHolds.open();
+      await secondDone.opened; // keep the row locks until the second claimer has run
+      return ids;
+    });
+    await firstHolds.opened;
+    const second = await db.transaction(async (tx) =>
+      (await tx.query<{ id: number }>(claim)).rows.map((r) => r.id),
+    );
+    secondDone.open();
+    assert.deepEqual(
+      [await first, second],
+      [
+        [1, 2],
+        [3, 4],
+      ],
+    );
+  });
+
+  test("an advisory transaction lock excludes other sessions until COMMIT", async (t) => {
+    if (!(await requirePostgres(t))) return;
+    const key = 0xcafe_f00dn;
+    const tryLock = "SELECT pg_try_advisory_xact_lock($1::int8) AS ok";
+    const held = latch();
+    const checked = latch();
+    const holder = db.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock($1::int8)", [key]);
+      held.open();
+      await checked.opened;
+    });
+    await held.opened;
+    const whileHeld = await db.transaction(
+      async (tx) => (await tx.query<{ ok: boolean }>(tryLock, [key])).rows[0]!.ok,
+    );
+    checked.open();
+    await holder;
+    const afterCommit = await db.transaction(
+      async (tx) => (await tx.query<{ ok: boolean }>(tryLock, [key])).rows[0]!.ok,
+    );
+    assert.deepEqual([whileHeld, afterCommit], [false, true]);
+  });
+
+  test("SERIALIZABLE write skew: one of two overlapping transactions fails with 40001", async (t) => {
+    if (!(await requirePostgres(t))) return;
+    await db.exec(
+      "CREATE TABLE on_call (doctor text PRIMARY KEY, on_duty bool NOT NULL); INSERT INTO on_call VALUES ('a', true), ('b', true);",
+    );
+    const bothRead = [latch(), latch()];
+    const leave = (doctor: string, mine: number) =>
+      db.transaction(
+        async (tx) => {
+          const { rows } = await tx.query<{ n: bigint }>("SELECT count(*) AS n FROM on_call WHERE on_duty");
+          bothRead[mine]!.open();
+          await bothRead[1 - mine]!.opened; // both have read "2 on duty" before either writes
+          if (rows[0]!.n >= 2n)
+            await tx.query("UPDATE on_call SET on_duty = false WHERE doctor = $1", [doctor]);
+        },
+        { isolation: "serializable" },
+      );
+    const outcomes = await Promise.all([settle(leave("a", 0)), settle(leave("b", 1))]);
+    const failures = outcomes.flatMap((o) => (o.ok ? [] : [o.error]));
+    assert.equal(failures.length, 1, "exactly one transaction must lose");
+    assert.ok(isSerializationFailure(failures[0]));
+    assert.ok(isRetryableTransactionError(failures[0]));
+    const { rows } = await db.query<{ n: bigint }>("SELECT count(*) AS n FROM on_call WHERE on_duty");
+    assert.equal(rows[0]!.n, 1n, "the invariant 'someone is on duty' held");
+  });
+
+  test("a lock cycle is broken with 40P01 in one transaction; the other commits", async (t) => {
+    if (!(await requirePostgres(t))) return;
+    await db.exec(
+      "CREATE TABLE cycle (id int PRIMARY KEY, n int NOT NULL); INSERT INTO cycle VALUES (1, 0), (2, 0);",
+    );
+    const locked = [latch(), latch()];
+    const crossWise = (mine: number) =>
+      db.transaction(async (tx) => {
+        await tx.query("UPDATE cycle SET n = n + 1 WHERE id = $1", [mine + 1]);
+        locked[mine]!.open();
+        await locked[1 - mine]!.opened;
+        await tx.query("UPDATE cycle SET n = n + 1 WHERE id = $1", [2 - mine]);
+      });
+    const outcomes = await Promise.all([settle(crossWise(0)), settle(crossWise(1))]);
+    const failures = outcomes.flatMap((o) => (o.ok ? [] : [o.error]));
+    assert.equal(failures.length, 1);
+    assert.ok(isDeadlock(failures[0]));
+    assert.ok(isRetryableTransactionError(failures[0]));
+    const { rows } = await db.query<{ total: bigint }>("SELECT sum(n)::int8 AS total FROM cycle");
+    assert.equal(rows[0]!.total, 2n, "the survivor's two updates, none of the victim's");
+  });
+
+  test("a full pool makes the next caller wait at most connectTimeoutMs, then SQL_UNAVAILABLE", async (t) => {
+    if (!url || !(await requirePostgres(t))) return;
+    const small = openPgDatabase({
+      url,
+      applicationName: "casebook-sql-test",
+      maxConnections: 1,
+      connectTimeoutMs: 200,
+    });
+    const holding = latch();
+    const release = latch();
+    try {
+      const holder = small.transaction(async () => {
+        holding.open();
+        await release.opened;
+      });
+      await holding.opened;
+      await assert.rejects(small.query("SELECT 1"), (err) => sqlErrors.is(err, "SQL_UNAVAILABLE"));
+      release.open();
+      await holder;
+      assert.equal((await small.query("SELECT 1 AS ok")).rows[0]?.ok, 1, "the pool recovers");
+    } finally {
+      release.open();
+      await small.close();
+    }
+  });
+});
+
+test("an unreachable server surfaces as SQL_UNAVAILABLE from query, transaction and ping", async () => {
+  const port = await closedPort();
+  const db = openPgDatabase({
+    url: `postgres://postgres@127.0.0.1:${port}/test`,
+    applicationName: "casebook-sql-test",
+    connectTimeoutMs: 500,
+  });
+  try {
+    for (const attempt of [db.query("SELECT 1"), db.transaction(async () => 1), db.ping(1_000)]) {
+      await assert.rejects(attempt, (err) => {
+        assert.ok(sqlErrors.is(err, "SQL_UNAVAILABLE"));
+        assert.ok(isConnectionLoss(err.cause), "the driver's error is kept as cause");
+        return true;
+      });
+    }
+  } finally {
+    await db.close();
+  }
+});
