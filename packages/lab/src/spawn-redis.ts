@@ -1,0 +1,102 @@
+/**
+ * A throw-away `redis-server` for tests that must hurt the engine: its own port,
+ * its own temp dir, no persistence, and handles to pause, kill and restart it.
+ * Never point these at the shared Redis on 6379: that one belongs to everybody.
+ *
+ * @example
+ * const redis = await spawnRedis();
+ * const client = new Redis(redis.url, { commandTimeout: 200 });
+ * redis.pause();   // commands now time out
+ * redis.resume();
+ * await redis.kill();     // connections are refused
+ * await redis.restart();  // same port, empty again (no persistence)
+ * await redis.stop();     // final: process gone, temp dir removed
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { trackTempDir } from "./child-reaper.ts";
+import { EngineProcess, type EngineTimeouts, type SpawnedEngine, spawnedEngine } from "./engine-process.ts";
+import { ensureExecutable } from "./executables.ts";
+
+export interface SpawnRedisOptions extends EngineTimeouts {
+  /** Extra `redis-server` arguments, e.g. `["--maxmemory", "10mb"]`. */
+  args?: string[];
+  /** Install Debian's redis-server when it is missing (root only). Default true. */
+  install?: boolean;
+  /** Timeout of one readiness PING and of the SHUTDOWN request. Default 1 000 ms. */
+  probeTimeoutMs?: number;
+}
+
+/** A private redis-server: `url` is `redis://127.0.0.1:<port>`. */
+export type SpawnedRedis = SpawnedEngine;
+
+/** Encodes one command in RESP, the way every client sends it. */
+function encodeCommand(args: string[]): string {
+  return `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`;
+}
+
+/**
+ * Sends one command on a fresh connection and resolves the first reply line
+ * ("+PONG", "-LOADING …"), or "" when the connection fails, closes or times out.
+ */
+export function redisProbe(port: number, args: string[], timeoutMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    let reply = "";
+    const done = (line: string) => {
+      socket.destroy();
+      resolve(line);
+    };
+    socket.setTimeout(timeoutMs, () => done(""));
+    socket.once("error", () => done(""));
+    socket.once("close", () => done(reply.split("\r\n")[0] ?? ""));
+    socket.once("connect", () => socket.write(encodeCommand(args)));
+    socket.on("data", (chunk: Buffer) => {
+      reply += chunk.toString("latin1");
+      const end = reply.indexOf("\r\n");
+      if (end >= 0) done(reply.slice(0, end));
+    });
+  });
+}
+
+/** Starts a private redis-server on a free loopback port and waits until it answers PING. */
+export async function spawnRedis(options: SpawnRedisOptions = {}): Promise<SpawnedRedis> {
+  const command = await ensureExecutable("redis-server", {
+    debianPackage: "redis-server",
+    install: options.install ?? true,
+  });
+  const probeTimeoutMs = options.probeTimeoutMs ?? 1_000;
+  const dir = await mkdtemp(join(tmpdir(), "casebook-redis-"));
+  const untrack = trackTempDir(dir);
+  const removeDir = async () => {
+    await rm(dir, { recursive: true, force: true });
+    untrack();
+  };
+  let engine: EngineProcess;
+  try {
+    engine = await EngineProcess.start(
+      {
+        name: "redis",
+        command,
+        cwd: dir,
+        tempDir: dir,
+        args: (port) => [
+          ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
+          ...["--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""],
+          ...(options.args ?? []),
+        ],
+        isReady: async (port) => (await redisProbe(port, ["PING"], probeTimeoutMs)) === "+PONG",
+        requestStop: async (port) => {
+          await redisProbe(port, ["SHUTDOWN", "NOSAVE"], probeTimeoutMs);
+        },
+      },
+      options,
+    );
+  } catch (error) {
+    await removeDir();
+    throw error;
+  }
+  return spawnedEngine(engine, `redis://127.0.0.1:${engine.port}`, removeDir);
+}
