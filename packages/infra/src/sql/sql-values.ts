@@ -45,10 +45,12 @@ export const pgTypesWithBigint: pg.CustomTypesConfig = {
 /** PGlite derives each array type's parser from its element's, so `int8[]` follows. */
 export const pgliteParsers = { [pgliteTypes.INT8]: toBigint };
 
+/** A JSON-ish object literal: not a Date, Buffer, array or class instance, and not pg's `toPostgres` hook. */
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== "object" || value === null) return false;
   const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  if (proto !== Object.prototype && proto !== null) return false;
+  return typeof (value as { toPostgres?: unknown }).toPostgres !== "function";
 }
 
 /** JSON with bigints written as decimal strings (JSON has no bigint; a float would round). */

@@ -161,6 +161,11 @@ contractSuite<SqlSubject>("sql database", sqlBackends, (it) => {
       small: 1,
       ids: [0n, 1n, 2n, 3n, 4n, 5n],
     });
+    const grid = await db.query<{ g: (bigint | null)[][] }>("SELECT '{{1,2},{3,NULL}}'::int8[] AS g");
+    assert.deepEqual(grid.rows[0]!.g, [
+      [1n, 2n],
+      [3n, null],
+    ]);
     const exact = await db.query<{ d: string }>("SELECT $1::numeric * 3 AS d", [
       "12345678901234567890.123456789",
     ]);
