@@ -62,7 +62,10 @@ export function requireRedis(t: SkippableContext): Promise<string | undefined> {
   return requireEngine(t, "Redis", testRedisUrl, 6379);
 }
 
+let sequence = 0;
+
 /** A name unique to this test process, for key prefixes, schemas and databases. */
 export function uniqueName(prefix: string): string {
-  return `${prefix}_${process.pid}_${Date.now().toString(36)}_${Math.floor(Math.random() * 1e6).toString(36)}`;
+  sequence += 1;
+  return `${prefix}_${process.pid}_${Date.now().toString(36)}_${sequence.toString(36)}`;
 }

@@ -174,8 +174,10 @@ test("a command in flight when the connection drops is rejected, never re-sent",
     const inFlight = client.blpop("queue", 0);
     await waitFor(async () => String(await admin.client("LIST")).includes("cmd=blpop"));
     const ready = onceEvent(client, "ready");
+    // Expect the rejection before causing it: it can arrive before KILL's own reply does.
+    const rejected = assert.rejects(inFlight);
     await admin.client("KILL", "ID", String(clientId));
-    await assert.rejects(inFlight);
+    await rejected;
     await ready; // reconnected: a re-sent BLPOP would be waiting on the server now
     assert.equal(await client.ping(), "PONG", "no BLPOP blocks the new connection");
     await admin.lpush("queue", "job");
