@@ -1,0 +1,500 @@
+/**
+ * The contract every rate-limit algorithm follows, the validation of its
+ * parameters, and the registry `algorithms[name]`.
+ *
+ * Every algorithm is a PURE function over an explicit state record, with time
+ * passed in as whole milliseconds read from the ENGINE's clock (Redis TIME in the
+ * Lua scripts, the keyspace clock in the in-process twin; never the caller's):
+ * `decide(state | undefined, nowMs, limit, cost) → Decision` and
+ * `refund(state | undefined, nowMs, limit, cost) → state`. A refused request
+ * never spends: its Decision carries the input state unchanged.
+ *
+ * State holds integers only (micro-units, ms, µs) below 2^53, so the Lua script
+ * (doubles; `redis.call` sends numbers as %.17g) and this code are bit-identical,
+ * and every float step (a rate times elapsed ms) is followed by `Math.floor`
+ * in the same order in both.
+ *
+ * Each algorithm file exports function DECLARATIONS only to this module: the
+ * files import the validators below and this module imports them back, a cycle
+ * that ES modules resolve safely because function declarations are initialised
+ * before any module body runs.
+ *
+ * @example
+ * const limit: Limit = { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 };
+ * validateLimit(limit);
+ * const { allowed, remaining, state } = algorithms["token-bucket"].decide(undefined, 0, limit, 1);
+ * // allowed === true, remaining === 4; store `state` with TTL decision.ttlMs
+ */
+import {
+  decideFixedWindow,
+  type FixedWindowState,
+  fixedWindowFromStored,
+  fixedWindowScriptArgs,
+  fixedWindowToStored,
+  fixedWindowTtlMs,
+  refundFixedWindow,
+} from "./fixed-window.ts";
+import {
+  decideGcra,
+  type GcraState,
+  gcraFromStored,
+  gcraScriptArgs,
+  gcraToStored,
+  gcraTtlMs,
+  refundGcra,
+} from "./gcra.ts";
+import {
+  decideLeakyBucket,
+  type LeakyBucketState,
+  leakyBucketFromStored,
+  leakyBucketScriptArgs,
+  leakyBucketToStored,
+  leakyBucketTtlMs,
+  refundLeakyBucket,
+} from "./leaky-bucket.ts";
+import {
+  decideSlidingWindowCounter,
+  refundSlidingWindowCounter,
+  type SlidingWindowCounterState,
+  slidingWindowCounterFromStored,
+  slidingWindowCounterScriptArgs,
+  slidingWindowCounterToStored,
+  slidingWindowCounterTtlMs,
+} from "./sliding-window-counter.ts";
+import {
+  decideSlidingWindowLog,
+  refundSlidingWindowLog,
+  type SlidingWindowLogState,
+  slidingWindowLogFromStored,
+  slidingWindowLogScriptArgs,
+  slidingWindowLogToStored,
+  slidingWindowLogTtlMs,
+} from "./sliding-window-log.ts";
+import {
+  decideTokenBucket,
+  refundTokenBucket,
+  type TokenBucketState,
+  tokenBucketFromStored,
+  tokenBucketScriptArgs,
+  tokenBucketToStored,
+  tokenBucketTtlMs,
+} from "./token-bucket.ts";
+
+export type AlgorithmName =
+  | "token-bucket"
+  | "fixed-window"
+  | "sliding-window-log"
+  | "sliding-window-counter"
+  | "leaky-bucket"
+  | "gcra";
+
+export const algorithmNames: readonly AlgorithmName[] = [
+  "token-bucket",
+  "fixed-window",
+  "sliding-window-log",
+  "sliding-window-counter",
+  "leaky-bucket",
+  "gcra",
+];
+
+/** The text's bucket: `capacity` tokens, refilled at `ratePerS` tokens per second. */
+export interface TokenBucketLimit {
+  readonly algorithm: "token-bucket";
+  readonly capacity: number;
+  readonly ratePerS: number;
+}
+
+/** At most `limit` units per clock-aligned window of `windowMs`. */
+export interface FixedWindowLimit {
+  readonly algorithm: "fixed-window";
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** At most `limit` units in any span (now − windowMs, now]; one stored entry per unit. */
+export interface SlidingWindowLogLimit {
+  readonly algorithm: "sliding-window-log";
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** Current window count plus the previous one weighted by how much of it still overlaps. */
+export interface SlidingWindowCounterLimit {
+  readonly algorithm: "sliding-window-counter";
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** A shaper: up to `queueCapacity` units wait in a queue that drains at `ratePerS`. */
+export interface LeakyBucketLimit {
+  readonly algorithm: "leaky-bucket";
+  readonly queueCapacity: number;
+  readonly ratePerS: number;
+}
+
+/** Generic cell rate algorithm: `ratePerS` on average, `burst` units at once. */
+export interface GcraLimit {
+  readonly algorithm: "gcra";
+  readonly burst: number;
+  readonly ratePerS: number;
+}
+
+export type Limit =
+  | TokenBucketLimit
+  | FixedWindowLimit
+  | SlidingWindowLogLimit
+  | SlidingWindowCounterLimit
+  | LeakyBucketLimit
+  | GcraLimit;
+
+export type LimitOf<N extends AlgorithmName> = Extract<Limit, { algorithm: N }>;
+
+export interface StateByAlgorithm {
+  "token-bucket": TokenBucketState;
+  "fixed-window": FixedWindowState;
+  "sliding-window-log": SlidingWindowLogState;
+  "sliding-window-counter": SlidingWindowCounterState;
+  "leaky-bucket": LeakyBucketState;
+  gcra: GcraState;
+}
+
+/** The outcome of one call on one key. */
+export interface Decision<S> {
+  /** State to write when allowed; the input state, unchanged, when refused (nothing is written). */
+  readonly state: S;
+  readonly allowed: boolean;
+  /** Units that could still be admitted right after this call. */
+  readonly remaining: number;
+  /** 0 when allowed; else the least wait after which the same call is allowed. */
+  readonly retryAfterMs: number;
+  /** Ms until the limit is fully restored (bucket full, queue empty, window over). */
+  readonly resetMs: number;
+  /** Shapers only (leaky bucket): wait this long before proceeding; 0 otherwise. */
+  readonly delayMs: number;
+  /** PEXPIRE for `state` (≥ 1): after it the state is indistinguishable from none. */
+  readonly ttlMs: number;
+}
+
+/** State as it lies in Redis: a hash of decimal strings, or a sorted set. */
+export type StoredState =
+  | { readonly kind: "hash"; readonly fields: Readonly<Record<string, string>> }
+  | {
+      readonly kind: "zset";
+      readonly entries: readonly { readonly member: string; readonly score: string }[];
+    };
+
+export interface Algorithm<L extends Limit, S> {
+  readonly name: L["algorithm"];
+  /** File in src/store/scripts: the same mechanism over N keys, all-or-nothing. */
+  readonly scriptName: string;
+  /** ARGV entries per key after ARGV[1] (the mode). */
+  readonly argvStride: number;
+  decide(state: S | undefined, nowMs: number, limit: L, cost: number, requestId?: string): Decision<S>;
+  refund(state: S | undefined, nowMs: number, limit: L, cost: number, requestId?: string): S;
+  /** PEXPIRE after writing `state` at `nowMs` (≥ 1). */
+  ttlMs(state: S, nowMs: number, limit: L): number;
+  toStored(state: S): StoredState;
+  /** Undefined when nothing is stored; throws when what is stored is corrupt. */
+  fromStored(stored: StoredState): S | undefined;
+  /** This key's ARGV slice for the script, numbers as JS prints them (shortest round trip). */
+  scriptArgs(limit: L, cost: number, requestId?: string): string[];
+}
+
+export type AlgorithmFor<N extends AlgorithmName> = Algorithm<LimitOf<N>, StateByAlgorithm[N]>;
+
+/** Named bounds: they keep every stored integer and product below 2^52 (see the module comment). */
+export const limitBounds = {
+  /** Largest capacity / limit / queue / burst, in units. */
+  maxUnits: 1_000_000,
+  /** The sliding log stores one entry per unit: its limit is bounded tighter (memory ∝ limit). */
+  maxLogLimit: 10_000,
+  minRatePerS: 0.000_001,
+  maxRatePerS: 1_000_000,
+  maxWindowMs: 1_000_000_000,
+  /** Longest time (capacity / rate) to refill a bucket or drain a queue completely. */
+  maxFullRefillS: 10_000_000,
+  /** Engine time stays below this (year 2096) so µs timestamps stay below 2^53. */
+  maxNowMs: 4_000_000_000_000,
+  maxRequestIdChars: 128,
+  maxKeysPerCall: 16,
+} as const;
+
+/** 1 unit = 1e6 micro-units: fractional refill is kept as an integer. */
+export const MICRO_PER_UNIT = 1_000_000;
+
+/**
+ * The least whole number of ms after which `floor(ms × rateMicroPerMs) ≥ deficitMicro`:
+ * ceil(deficit / rate), moved by 1 ms in the rare cases where float rounding of the
+ * quotient or of the product lands on the other side of the boundary (1/3 token/s is
+ * not exact in binary). Shared by the token and leaky buckets and their scripts.
+ *
+ * @example
+ * msUntilMicro(1_000_000, 500); // 2000: one token at 0.5 token/s
+ */
+export function msUntilMicro(deficitMicro: number, rateMicroPerMs: number): number {
+  if (deficitMicro <= 0) return 0;
+  const ms = Math.ceil(deficitMicro / rateMicroPerMs);
+  if (Math.floor(ms * rateMicroPerMs) < deficitMicro) return ms + 1;
+  if (Math.floor((ms - 1) * rateMicroPerMs) >= deficitMicro) return ms - 1;
+  return ms;
+}
+
+function checkInteger(field: string, value: unknown, min: number, max: number): void {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(`${field} must be an integer in [${min}, ${max}], got ${String(value)}`);
+  }
+}
+
+function checkRate(field: string, ratePerS: unknown, units: number, unitsField: string): void {
+  const { minRatePerS, maxRatePerS, maxFullRefillS } = limitBounds;
+  if (typeof ratePerS !== "number" || !(ratePerS >= minRatePerS && ratePerS <= maxRatePerS)) {
+    throw new RangeError(
+      `${field} must be a number in [${minRatePerS}, ${maxRatePerS}], got ${String(ratePerS)}`,
+    );
+  }
+  if (units / ratePerS > maxFullRefillS) {
+    throw new RangeError(
+      `${field} is too slow for ${unitsField} ${units}: a full refill would take ${units / ratePerS} s, over ${maxFullRefillS} s`,
+    );
+  }
+}
+
+/** The largest cost a single call can ever be admitted with. */
+export function maxCost(limit: Limit): number {
+  switch (limit.algorithm) {
+    case "token-bucket":
+      return limit.capacity;
+    case "leaky-bucket":
+      return limit.queueCapacity;
+    case "gcra":
+      return limit.burst;
+    default:
+      return limit.limit;
+  }
+}
+
+/**
+ * Throws a RangeError naming the first invalid field of `limit`.
+ *
+ * @example
+ * validateLimit({ algorithm: "token-bucket", capacity: 0, ratePerS: 1 });
+ * // RangeError: limit.capacity must be an integer in [1, 1000000], got 0
+ */
+export function validateLimit(limit: Limit): void {
+  const { maxUnits, maxLogLimit, maxWindowMs } = limitBounds;
+  switch (limit?.algorithm) {
+    case "token-bucket":
+      checkInteger("limit.capacity", limit.capacity, 1, maxUnits);
+      checkRate("limit.ratePerS", limit.ratePerS, limit.capacity, "capacity");
+      return;
+    case "leaky-bucket":
+      checkInteger("limit.queueCapacity", limit.queueCapacity, 1, maxUnits);
+      checkRate("limit.ratePerS", limit.ratePerS, limit.queueCapacity, "queueCapacity");
+      return;
+    case "gcra":
+      checkInteger("limit.burst", limit.burst, 1, maxUnits);
+      checkRate("limit.ratePerS", limit.ratePerS, limit.burst, "burst");
+      return;
+    case "sliding-window-log":
+      checkInteger("limit.limit", limit.limit, 1, maxLogLimit);
+      checkInteger("limit.windowMs", limit.windowMs, 1, maxWindowMs);
+      return;
+    case "fixed-window":
+    case "sliding-window-counter":
+      checkInteger("limit.limit", limit.limit, 1, maxUnits);
+      checkInteger("limit.windowMs", limit.windowMs, 1, maxWindowMs);
+      return;
+    default:
+      throw new RangeError(
+        `limit.algorithm must be one of ${algorithmNames.join(", ")}, got ${String((limit as { algorithm?: unknown })?.algorithm)}`,
+      );
+  }
+}
+
+/**
+ * Checks everything one decide/refund call takes; throws a RangeError naming the field.
+ *
+ * @example
+ * validateCall({ algorithm: "gcra", burst: 5, ratePerS: 1 }, 1_000, 6);
+ * // RangeError: cost must be an integer in [1, 5] (a larger cost could never pass), got 6
+ */
+export function validateCall(limit: Limit, nowMs: number, cost: number): void {
+  validateLimit(limit);
+  checkInteger("nowMs", nowMs, 0, limitBounds.maxNowMs);
+  const max = maxCost(limit);
+  if (!Number.isInteger(cost) || cost < 1 || cost > max) {
+    throw new RangeError(
+      `cost must be an integer in [1, ${max}] (a larger cost could never pass), got ${cost}`,
+    );
+  }
+}
+
+/**
+ * A request id becomes a sorted-set member (`<requestId>:<unit>`), so it must be unique
+ * per request, printable ASCII without spaces, and bounded.
+ *
+ * @example
+ * validateRequestId("9b2f-41"); // ok
+ */
+export function validateRequestId(requestId: string | undefined): string {
+  const max = limitBounds.maxRequestIdChars;
+  if (typeof requestId !== "string" || !/^[\x21-\x7e]+$/.test(requestId) || requestId.length > max) {
+    throw new RangeError(
+      `requestId must be 1..${max} printable ASCII characters, got ${JSON.stringify(requestId)}`,
+    );
+  }
+  return requestId;
+}
+
+/**
+ * Bytes of a stored state: field names plus decimal values, or members plus scores
+ * (what a key costs beyond Redis's own per-key overhead; RL-07, RL-18).
+ *
+ * @example
+ * storedBytes({ kind: "hash", fields: { tokensMicro: "4000000", tsMs: "1000" } }); // 11 + 7 + 4 + 4 = 26
+ */
+export function storedBytes(stored: StoredState): number {
+  if (stored.kind === "hash") {
+    return Object.entries(stored.fields).reduce(
+      (sum, [field, value]) => sum + field.length + value.length,
+      0,
+    );
+  }
+  return stored.entries.reduce((sum, entry) => sum + entry.member.length + entry.score.length, 0);
+}
+
+/**
+ * Parses a stored decimal integer field, asserting it is one (a corrupt key is a bug
+ * report, not a user error).
+ *
+ * @example
+ * readStoredInteger({ tsMs: "1000" }, "tsMs"); // 1000
+ */
+export function readStoredInteger(fields: Readonly<Record<string, string>>, field: string): number {
+  const text = fields[field];
+  const value = Number(text);
+  if (text === undefined || !/^-?\d+$/.test(text) || !Number.isSafeInteger(value)) {
+    throw new Error(`stored field ${field} is not a safe integer: ${JSON.stringify(text)}`);
+  }
+  return value;
+}
+
+export const algorithms: { readonly [N in AlgorithmName]: AlgorithmFor<N> } = {
+  "token-bucket": {
+    name: "token-bucket",
+    scriptName: "token-bucket-n.lua",
+    argvStride: 3,
+    decide: decideTokenBucket,
+    refund: refundTokenBucket,
+    ttlMs: tokenBucketTtlMs,
+    toStored: tokenBucketToStored,
+    fromStored: tokenBucketFromStored,
+    scriptArgs: tokenBucketScriptArgs,
+  },
+  "fixed-window": {
+    name: "fixed-window",
+    scriptName: "fixed-window-n.lua",
+    argvStride: 3,
+    decide: decideFixedWindow,
+    refund: refundFixedWindow,
+    ttlMs: fixedWindowTtlMs,
+    toStored: fixedWindowToStored,
+    fromStored: fixedWindowFromStored,
+    scriptArgs: fixedWindowScriptArgs,
+  },
+  "sliding-window-log": {
+    name: "sliding-window-log",
+    scriptName: "sliding-window-log-n.lua",
+    argvStride: 4,
+    decide: decideSlidingWindowLog,
+    refund: refundSlidingWindowLog,
+    ttlMs: slidingWindowLogTtlMs,
+    toStored: slidingWindowLogToStored,
+    fromStored: slidingWindowLogFromStored,
+    scriptArgs: slidingWindowLogScriptArgs,
+  },
+  "sliding-window-counter": {
+    name: "sliding-window-counter",
+    scriptName: "sliding-window-counter-n.lua",
+    argvStride: 3,
+    decide: decideSlidingWindowCounter,
+    refund: refundSlidingWindowCounter,
+    ttlMs: slidingWindowCounterTtlMs,
+    toStored: slidingWindowCounterToStored,
+    fromStored: slidingWindowCounterFromStored,
+    scriptArgs: slidingWindowCounterScriptArgs,
+  },
+  "leaky-bucket": {
+    name: "leaky-bucket",
+    scriptName: "leaky-bucket-n.lua",
+    argvStride: 3,
+    decide: decideLeakyBucket,
+    refund: refundLeakyBucket,
+    ttlMs: leakyBucketTtlMs,
+    toStored: leakyBucketToStored,
+    fromStored: leakyBucketFromStored,
+    scriptArgs: leakyBucketScriptArgs,
+  },
+  gcra: {
+    name: "gcra",
+    scriptName: "gcra-n.lua",
+    argvStride: 3,
+    decide: decideGcra,
+    refund: refundGcra,
+    ttlMs: gcraTtlMs,
+    toStored: gcraToStored,
+    fromStored: gcraFromStored,
+    scriptArgs: gcraScriptArgs,
+  },
+};
+
+/** One key's part of a multi-key call. */
+export interface KeyCall<L extends Limit, S> {
+  readonly state: S | undefined;
+  readonly limit: L;
+  readonly cost: number;
+  readonly requestId?: string;
+}
+
+/** The outcome of an all-or-nothing call over several keys. */
+export interface MultiDecision<S> {
+  /** True only when every key allows; then every `decisions[i].state` is written, else none. */
+  readonly allowed: boolean;
+  /** 0 when allowed; else the largest retryAfterMs among the refusing keys. */
+  readonly retryAfterMs: number;
+  /** The largest shaping delay among the keys when allowed; 0 otherwise. */
+  readonly delayMs: number;
+  /** Each key's own decision, as if it were alone. */
+  readonly decisions: readonly Decision<S>[];
+}
+
+/**
+ * All-or-nothing over N keys, exactly as every `<algorithm>-n.lua` does it: decide every
+ * key; write all of them only if all allow (RL-10: user AND IP).
+ *
+ * @example
+ * const tb = algorithms["token-bucket"];
+ * const user = { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 } as const;
+ * const ip = { algorithm: "token-bucket", capacity: 100, ratePerS: 10 } as const;
+ * const out = decideAll(tb, 0, [{ state: undefined, limit: user, cost: 1 }, { state: undefined, limit: ip, cost: 1 }]);
+ * // out.allowed === true: write out.decisions[0].state and out.decisions[1].state
+ */
+export function decideAll<L extends Limit, S>(
+  algorithm: Algorithm<L, S>,
+  nowMs: number,
+  calls: readonly KeyCall<L, S>[],
+): MultiDecision<S> {
+  checkInteger("calls.length", calls.length, 1, limitBounds.maxKeysPerCall);
+  const decisions = calls.map((call) => {
+    if (call.limit.algorithm !== algorithm.name) {
+      throw new RangeError(
+        `limit.algorithm must be ${algorithm.name} for every key, got ${call.limit.algorithm}`,
+      );
+    }
+    return algorithm.decide(call.state, nowMs, call.limit, call.cost, call.requestId);
+  });
+  const allowed = decisions.every((decision) => decision.allowed);
+  const retryAfterMs = Math.max(0, ...decisions.map((decision) => decision.retryAfterMs));
+  const delayMs = allowed ? Math.max(0, ...decisions.map((decision) => decision.delayMs)) : 0;
+  return { allowed, retryAfterMs, delayMs, decisions };
+}

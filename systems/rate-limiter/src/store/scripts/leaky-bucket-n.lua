@@ -1,0 +1,51 @@
+-- leaky-bucket-n.lua: leaky bucket as a shaper over N keys, all-or-nothing.
+-- Mirrors src/domain/leaky-bucket.ts and decideAll in src/domain/algorithm.ts exactly.
+-- KEYS[i]  hash {levelMicro, tsMs} of one queue; distinct keys, all in one hash slot (RL-08).
+-- ARGV[1]  "spend" | "refund"
+-- ARGV[3i-1], ARGV[3i], ARGV[3i+1]  queueCapacity, ratePerS, cost of KEYS[i] (stride 3; validated by the caller).
+-- Returns  spend:  {allowed, nowMs, retryAfterMs, delayMs, then per key i: allowed_i, remaining_i, resetMs_i};
+--          delayMs (largest over the keys) is how long the caller waits before proceeding: uniform output.
+--          Every key is written only if all allow; otherwise none is, and retryAfterMs is the largest refusal's.
+--          refund: {1, nowMs, 0, 0}; cost taken back out of every queue.
+-- Time is the server's TIME, never the caller's; integers only (micro-units, ms).
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local mode, M = ARGV[1], 1000000
+if (mode ~= 'spend' and mode ~= 'refund') or #ARGV ~= 1 + 3 * #KEYS then
+  return redis.error_reply('ERR usage: ARGV[1] spend|refund, then queueCapacity, ratePerS, cost per key')
+end
+local function msUntil(deficit, rate) -- least whole ms with floor(ms * rate) >= deficit
+  if deficit <= 0 then return 0 end
+  local ms = math.ceil(deficit / rate) -- float rounding may put it 1 ms off either way
+  if math.floor(ms * rate) < deficit then return ms + 1 end
+  if math.floor((ms - 1) * rate) >= deficit then return ms - 1 end
+  return ms
+end
+local reply, writes = {1, now, 0, 0}, {}
+for i, key in ipairs(KEYS) do
+  local capacity, ratePerS, cost = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
+  local cap, rate, need = capacity * M, ratePerS * 1000, cost * M
+  local s = redis.call('HMGET', key, 'levelMicro', 'tsMs')
+  local stored, ts = tonumber(s[1]) or 0, tonumber(s[2]) or now -- a missing queue is empty
+  -- lazy drain since the last write, elapsed clamped at 0; waits count from the last write too
+  local level = math.max(0, stored - math.floor(math.max(0, now - ts) * rate))
+  local ahead = math.max(0, ts + msUntil(stored, rate) - now)
+  local ok, reset = level + need <= cap, ahead
+  if mode == 'refund' then level = math.max(0, level - need)
+  elseif ok then reply[4] = math.max(reply[4], ahead); level = level + need; reset = msUntil(level, rate)
+  else reply[1] = 0; reply[3] = math.max(reply[3], math.max(0, ts + msUntil(stored + need - cap, rate) - now)) end
+  writes[i] = {level, math.max(1, msUntil(level, rate))}
+  if mode == 'spend' then
+    for _, v in ipairs({ok and 1 or 0, math.floor((cap - level) / M), reset}) do
+      reply[#reply + 1] = v
+    end
+  end
+end
+if reply[1] == 0 then reply[4] = 0 end
+if mode == 'refund' or reply[1] == 1 then
+  for i, key in ipairs(KEYS) do
+    redis.call('HSET', key, 'levelMicro', writes[i][1], 'tsMs', now)
+    redis.call('PEXPIRE', key, writes[i][2])
+  end
+end
+return reply

@@ -1,0 +1,348 @@
+/**
+ * Differential test: every `<algorithm>-n.lua` against its pure domain function, on a
+ * real Redis. The script decides with the server's TIME and returns the `nowMs` it used;
+ * the domain function, fed that same `nowMs` and the state the script saw, must return
+ * the identical decision and leave the identical state. No test-only clock override
+ * exists in the scripts: a caller's clock must never decide.
+ *
+ * Each step runs in one MULTI: read the keys, EVAL, read the keys again, PTTL — so the
+ * "before" state is exactly what the script read and nothing else runs in between.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import { requireRedis, uniqueName } from "@casebook/lab/test-engines";
+import fc from "fast-check";
+import { Redis } from "ioredis";
+import {
+  type Algorithm,
+  type AlgorithmName,
+  algorithmNames,
+  algorithms,
+  decideAll,
+  type Limit,
+  maxCost,
+  type StoredState,
+} from "../src/domain/algorithm.ts";
+
+const SEED = Number(process.env.FC_SEED ?? 20_261_022);
+const RUNS_PER_ALGORITHM = 20;
+const MAX_STEPS = 20;
+/** Engine-side slack between the script's PEXPIRE and the PTTL read in the same MULTI. */
+const PTTL_SLACK_MS = 5;
+/** What the random runs exercised, per algorithm: asserted below so a run can't pass vacuously. */
+const exercised = new Map<string, { allowed: number; refused: number; refunds: number; multiKey: number }>();
+
+type AnyAlgorithm = Algorithm<Limit, unknown>;
+
+function scriptSource(algorithm: AnyAlgorithm): string {
+  return readFileSync(new URL(`../src/store/scripts/${algorithm.scriptName}`, import.meta.url), "utf8");
+}
+
+/** Small limits with short windows and fast rates, so a few ms of real time change decisions. */
+const limitArbitraries: Record<AlgorithmName, fc.Arbitrary<Limit>> = {
+  "token-bucket": fc.record({
+    algorithm: fc.constant("token-bucket" as const),
+    capacity: fc.integer({ min: 1, max: 6 }),
+    ratePerS: fc.constantFrom(0.5, 100 / 60, 200, 1_000 / 3),
+  }),
+  "fixed-window": fc.record({
+    algorithm: fc.constant("fixed-window" as const),
+    limit: fc.integer({ min: 1, max: 6 }),
+    windowMs: fc.constantFrom(3, 10, 25, 60_000),
+  }),
+  "sliding-window-log": fc.record({
+    algorithm: fc.constant("sliding-window-log" as const),
+    limit: fc.integer({ min: 1, max: 6 }),
+    windowMs: fc.constantFrom(3, 10, 25, 60_000),
+  }),
+  "sliding-window-counter": fc.record({
+    algorithm: fc.constant("sliding-window-counter" as const),
+    limit: fc.integer({ min: 1, max: 6 }),
+    windowMs: fc.constantFrom(3, 10, 25, 60_000),
+  }),
+  "leaky-bucket": fc.record({
+    algorithm: fc.constant("leaky-bucket" as const),
+    queueCapacity: fc.integer({ min: 1, max: 6 }),
+    ratePerS: fc.constantFrom(0.5, 100 / 60, 200, 1_000 / 3),
+  }),
+  gcra: fc.record({
+    algorithm: fc.constant("gcra" as const),
+    burst: fc.integer({ min: 1, max: 6 }),
+    ratePerS: fc.constantFrom(0.5, 100 / 60, 200, 1_000 / 3),
+  }),
+};
+
+interface Step {
+  /** Which of the run's keys this call touches (bit i = key i); 0 means key 0 alone. */
+  keyMask: number;
+  costPick: number;
+  /** 0 (one call in five) refunds the last allowed spend instead, on the same keys. */
+  refundRoll: number;
+  pauseMs: number;
+}
+
+const stepArbitrary: fc.Arbitrary<Step> = fc.record({
+  keyMask: fc.integer({ min: 0, max: 7 }),
+  costPick: fc.nat({ max: 100 }),
+  refundRoll: fc.nat({ max: 4 }),
+  pauseMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })),
+});
+
+function readCommand(multi: ReturnType<Redis["multi"]>, algorithm: AnyAlgorithm, key: string) {
+  if (algorithm.name === "sliding-window-log") multi.zrange(key, "0", "-1", "WITHSCORES");
+  else multi.hgetall(key);
+}
+
+function toStored(algorithm: AnyAlgorithm, raw: unknown): StoredState {
+  if (algorithm.name !== "sliding-window-log") return { kind: "hash", fields: raw as Record<string, string> };
+  const flat = raw as string[];
+  const entries = [];
+  for (let i = 0; i < flat.length; i += 2) entries.push({ member: flat[i]!, score: flat[i + 1]! });
+  return { kind: "zset", entries };
+}
+
+/** The domain state as Redis would hold it: an empty log is no key. */
+function normalized(algorithm: AnyAlgorithm, state: unknown): unknown {
+  return state === undefined ? undefined : algorithm.fromStored(algorithm.toStored(state));
+}
+
+interface Call {
+  keys: string[];
+  limits: Limit[];
+  cost: number;
+  requestId: string;
+  mode: "spend" | "refund";
+}
+
+/** Runs one call in a MULTI and checks it against the domain; returns whether it was allowed. */
+async function checkCall(
+  redis: Redis,
+  algorithm: AnyAlgorithm,
+  script: string,
+  call: Call,
+): Promise<boolean> {
+  const argv = [
+    call.mode,
+    ...call.limits.flatMap((limit) => algorithm.scriptArgs(limit, call.cost, call.requestId)),
+  ];
+  const multi = redis.multi();
+  for (const key of call.keys) readCommand(multi, algorithm, key);
+  multi.eval(script, call.keys.length, ...call.keys, ...argv);
+  for (const key of call.keys) readCommand(multi, algorithm, key);
+  for (const key of call.keys) multi.pttl(key);
+  const results = await multi.exec();
+  assert.ok(results, "MULTI aborted");
+  for (const [error] of results) assert.ifError(error);
+  const n = call.keys.length;
+  const value = (i: number) => results[i]![1];
+  const before = call.keys.map((_, i) => algorithm.fromStored(toStored(algorithm, value(i))));
+  const reply = value(n) as number[];
+  const afterStates = call.keys.map((_, i) => algorithm.fromStored(toStored(algorithm, value(n + 1 + i))));
+  const pttls = call.keys.map((_, i) => value(2 * n + 1 + i) as number);
+  const nowMs = reply[1]!;
+
+  let expected: unknown[];
+  let written: boolean;
+  if (call.mode === "refund") {
+    assert.deepEqual(reply, [1, nowMs, 0, 0]);
+    expected = before.map((state, i) =>
+      algorithm.refund(state, nowMs, call.limits[i]!, call.cost, call.requestId),
+    );
+    written = true;
+  } else {
+    const calls = before.map((state, i) => ({
+      state,
+      limit: call.limits[i]!,
+      cost: call.cost,
+      requestId: call.requestId,
+    }));
+    const multiDecision = decideAll(algorithm, nowMs, calls);
+    const perKey = multiDecision.decisions.flatMap((d) => [d.allowed ? 1 : 0, d.remaining, d.resetMs]);
+    assert.deepEqual(reply, [
+      multiDecision.allowed ? 1 : 0,
+      nowMs,
+      multiDecision.retryAfterMs,
+      multiDecision.delayMs,
+      ...perKey,
+    ]);
+    expected = multiDecision.allowed ? multiDecision.decisions.map((d) => d.state) : before;
+    written = multiDecision.allowed;
+  }
+  call.keys.forEach((_, i) => {
+    const want = normalized(algorithm, expected[i]);
+    const ttlMs = want === undefined ? 0 : algorithm.ttlMs(expected[i], nowMs, call.limits[i]!);
+    if (afterStates[i] === undefined && want !== undefined && ttlMs <= PTTL_SLACK_MS) {
+      // A TTL of a few ms may run out before the read-back; expiry changes no decision (RL-06 property).
+      assert.equal(pttls[i], -2);
+      return;
+    }
+    assert.deepEqual(afterStates[i], want, `state of key ${i} (${call.mode})`);
+    if (!written || want === undefined) return;
+    assert.ok(pttls[i]! <= ttlMs && pttls[i]! > ttlMs - PTTL_SLACK_MS, `PTTL ${pttls[i]} vs ttl ${ttlMs}`);
+  });
+  const counts = exercised.get(algorithm.name) ?? { allowed: 0, refused: 0, refunds: 0, multiKey: 0 };
+  if (call.mode === "refund") counts.refunds++;
+  else if (written) counts.allowed++;
+  else counts.refused++;
+  if (call.keys.length > 1) counts.multiKey++;
+  exercised.set(algorithm.name, counts);
+  return written && call.mode === "spend";
+}
+
+describe("Lua scripts conform to the domain functions on real Redis", () => {
+  let redis: Redis | undefined;
+  let skipReason: string | undefined;
+  const prefix = uniqueName("rl-lua");
+  const touched = new Set<string>();
+
+  before(async () => {
+    const url = await requireRedis({ skip: (message) => (skipReason = message ?? "Redis unavailable") });
+    if (!url) return;
+    redis = new Redis(url, { maxRetriesPerRequest: 1, connectTimeout: 2_000, commandTimeout: 5_000 });
+  });
+
+  after(async () => {
+    if (!redis) return;
+    const keys = [...touched];
+    for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
+    await redis.quit();
+  });
+
+  for (const name of algorithmNames) {
+    test(`${name}: random call sequences (1–3 keys, spend and refund) match the domain exactly`, async (t) => {
+      if (!redis) return t.skip(skipReason);
+      const client = redis;
+      const algorithm = algorithms[name] as unknown as AnyAlgorithm;
+      const script = scriptSource(algorithm);
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(limitArbitraries[name], { minLength: 3, maxLength: 3 }),
+          fc.array(stepArbitrary, { minLength: 1, maxLength: MAX_STEPS, size: "large" }),
+          async (limits, steps) => {
+            run++;
+            const keys = limits.map((_, i) => `${prefix}:{u42}:${name}:${run}:k${i}`);
+            for (const key of keys) touched.add(key);
+            let last: { indexes: number[]; cost: number; requestId: string } | undefined;
+            for (const [index, step] of steps.entries()) {
+              if (step.pauseMs > 0) await sleep(step.pauseMs); // lets the engine clock move; no event to await
+              const indexes = [0, 1, 2].filter((i) => step.keyMask & (1 << i));
+              const chosen = indexes.length > 0 ? indexes : [0];
+              if (step.refundRoll === 0 && last !== undefined) {
+                const call = {
+                  keys: last.indexes.map((i) => keys[i]!),
+                  limits: last.indexes.map((i) => limits[i]!),
+                  cost: last.cost,
+                  requestId: last.requestId,
+                  mode: "refund" as const,
+                };
+                await checkCall(client, algorithm, script, call);
+                last = undefined;
+                continue;
+              }
+              const cost = 1 + (step.costPick % Math.min(...chosen.map((i) => maxCost(limits[i]!))));
+              const requestId = `req-${run}-${index}`;
+              const call = {
+                keys: chosen.map((i) => keys[i]!),
+                limits: chosen.map((i) => limits[i]!),
+                cost,
+                requestId,
+                mode: "spend" as const,
+              };
+              if (await checkCall(client, algorithm, script, call))
+                last = { indexes: chosen, cost, requestId };
+            }
+            await client.del(...keys);
+          },
+        ),
+        { seed: SEED, numRuns: RUNS_PER_ALGORITHM },
+      );
+      const counts = exercised.get(name);
+      t.diagnostic(JSON.stringify(counts));
+      assert.ok(
+        counts && counts.allowed > 10 && counts.refused > 10 && counts.refunds > 3 && counts.multiKey > 10,
+      );
+    });
+  }
+
+  /** Limits whose middle key is exhausted by one full-cost call and stays so for minutes. */
+  const slowLimits: Record<AlgorithmName, Limit> = {
+    "token-bucket": { algorithm: "token-bucket", capacity: 2, ratePerS: 0.01 },
+    "fixed-window": { algorithm: "fixed-window", limit: 2, windowMs: 1_000_000_000 },
+    "sliding-window-log": { algorithm: "sliding-window-log", limit: 2, windowMs: 600_000 },
+    "sliding-window-counter": { algorithm: "sliding-window-counter", limit: 2, windowMs: 1_000_000_000 },
+    "leaky-bucket": { algorithm: "leaky-bucket", queueCapacity: 2, ratePerS: 0.01 },
+    gcra: { algorithm: "gcra", burst: 2, ratePerS: 0.01 },
+  };
+
+  for (const name of algorithmNames) {
+    test(`RL-10 ${name}: user AND ip AND route under {u42} — one refuses, none is written`, async (t) => {
+      if (!redis) return t.skip(skipReason);
+      const algorithm = algorithms[name] as unknown as AnyAlgorithm;
+      const script = scriptSource(algorithm);
+      const limit = slowLimits[name];
+      const [user, ip, route] = ["user:42", "ip:1.2.3.4", "route:/payments"].map(
+        (k) => `${prefix}:{u42}:${name}:${k}`,
+      );
+      for (const key of [user!, ip!, route!]) touched.add(key);
+      const spend = (keys: string[], cost: number, requestId: string) =>
+        checkCall(redis!, algorithm, script, {
+          keys,
+          limits: keys.map(() => limit),
+          cost,
+          requestId,
+          mode: "spend",
+        });
+      assert.equal(await spend([ip!], maxCost(limit), "exhaust-ip"), true);
+      const ipBefore = await redis.dump(ip!);
+      assert.equal(await spend([user!, ip!, route!], 1, "both"), false);
+      assert.equal(await redis.exists(user!, route!), 0, "the passing keys were not written");
+      assert.deepEqual(await redis.dump(ip!), ipBefore, "the refusing key was not written");
+      assert.equal(await spend([user!, route!], 1, "without-ip"), true);
+      assert.equal(await redis.exists(user!, route!), 2);
+    });
+  }
+
+  test("scripts reject a bad mode or a wrong ARGV count, and the log refuses a reused request id", async (t) => {
+    if (!redis) return t.skip(skipReason);
+    const key = `${prefix}:{u42}:usage`;
+    touched.add(key);
+    for (const name of algorithmNames) {
+      const algorithm = algorithms[name] as unknown as AnyAlgorithm;
+      const args = algorithm.scriptArgs(slowLimits[name], 1, "r1");
+      await assert.rejects(redis.eval(scriptSource(algorithm), 1, key, "take", ...args), /ERR usage/);
+      await assert.rejects(
+        redis.eval(scriptSource(algorithm), 1, key, "spend", ...args.slice(1)),
+        /ERR usage/,
+      );
+    }
+    const log = algorithms["sliding-window-log"] as unknown as AnyAlgorithm;
+    const args = log.scriptArgs(slowLimits["sliding-window-log"], 1, "dup");
+    await redis.eval(scriptSource(log), 1, key, "spend", ...args);
+    await assert.rejects(
+      redis.eval(scriptSource(log), 1, key, "spend", ...args),
+      /requestId already in the log: dup/,
+    );
+    assert.equal(await redis.zcard(key), 1);
+  });
+});
+
+test("RL-08 every script touches only keys passed in KEYS (static check of each redis.call)", () => {
+  for (const name of algorithmNames) {
+    const source = scriptSource(algorithms[name] as unknown as AnyAlgorithm).replace(/--.*$/gm, "");
+    const calls = [...source.matchAll(/redis\.call\('(\w+)'(?:, ([^,)]+))?/g)];
+    assert.ok(calls.length > 0);
+    for (const [text, command, firstArg] of calls) {
+      if (command === "TIME") continue;
+      assert.equal(firstArg, "key", `${name}: ${text}`);
+    }
+    // `key` is only ever bound by iterating KEYS.
+    assert.deepEqual(
+      [...source.matchAll(/for i, key in ([^ ]+) do/g)].map((m) => m[1]),
+      ["ipairs(KEYS)", "ipairs(KEYS)"],
+    );
+    assert.doesNotMatch(source, /KEYS\[/);
+  }
+});
