@@ -1,8 +1,8 @@
 -- fixed-window-n.lua: fixed window counter over N keys, all-or-nothing.
 -- Mirrors src/domain/fixed-window.ts and decideAll in src/domain/algorithm.ts exactly.
--- KEYS[i]  hash {windowStartMs, count} of one key; distinct keys, all in one hash slot (RL-08).
+-- KEYS[1..] hash {windowStartMs, count} of one key; distinct keys, all in one hash slot (RL-08).
 -- ARGV[1]  "spend" | "refund"
--- ARGV[3i-1], ARGV[3i], ARGV[3i+1]  limit, windowMs, cost of KEYS[i] (stride 3; validated by the caller).
+-- ARGV[2..] per key KEYS[i], stride 3: limit, windowMs, cost of KEYS[i] (stride 3; validated by the caller).
 -- Returns  spend:  {allowed, nowMs, retryAfterMs, delayMs (0), then per key i: allowed_i, remaining_i, resetMs_i};
 --          every key is written only if all allow; otherwise none is, and retryAfterMs is the largest refusal's.
 --          refund: {1, nowMs, 0, 0}; cost taken back from every key's current window.

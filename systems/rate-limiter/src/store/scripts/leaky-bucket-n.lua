@@ -1,8 +1,8 @@
 -- leaky-bucket-n.lua: leaky bucket as a shaper over N keys, all-or-nothing.
 -- Mirrors src/domain/leaky-bucket.ts and decideAll in src/domain/algorithm.ts exactly.
--- KEYS[i]  hash {levelMicro, tsMs} of one queue; distinct keys, all in one hash slot (RL-08).
+-- KEYS[1..] hash {levelMicro, tsMs} of one queue; distinct keys, all in one hash slot (RL-08).
 -- ARGV[1]  "spend" | "refund"
--- ARGV[3i-1], ARGV[3i], ARGV[3i+1]  queueCapacity, ratePerS, cost of KEYS[i] (stride 3; validated by the caller).
+-- ARGV[2..] per key KEYS[i], stride 3: queueCapacity, ratePerS, cost of KEYS[i] (stride 3; validated by the caller).
 -- Returns  spend:  {allowed, nowMs, retryAfterMs, delayMs, then per key i: allowed_i, remaining_i, resetMs_i};
 --          delayMs (largest over the keys) is how long the caller waits before proceeding: uniform output.
 --          Every key is written only if all allow; otherwise none is, and retryAfterMs is the largest refusal's.

@@ -1,9 +1,9 @@
 -- sliding-window-log-n.lua: sliding window log over N keys, all-or-nothing.
 -- Mirrors src/domain/sliding-window-log.ts and decideAll in src/domain/algorithm.ts exactly.
--- KEYS[i]  sorted set of one key: member "<requestId>:<unit>", score = admission ms; distinct keys,
+-- KEYS[1..] sorted set of one key: member "<requestId>:<unit>", score = admission ms; distinct keys,
 --          all in one hash slot (RL-08). One entry per admitted unit: memory grows with the limit.
 -- ARGV[1]  "spend" | "refund"
--- ARGV[4i-2], ARGV[4i-1], ARGV[4i], ARGV[4i+1]  limit, windowMs, cost, requestId of KEYS[i]
+-- ARGV[2..] per key KEYS[i], stride 4: limit, windowMs, cost, requestId of KEYS[i]
 --          (stride 4; validated by the caller; requestId unique per request).
 -- Returns  spend:  {allowed, nowMs, retryAfterMs, delayMs (0), then per key i: allowed_i, remaining_i, resetMs_i};
 --          every key is written only if all allow; otherwise none is, and retryAfterMs is the largest refusal's.

@@ -1,8 +1,8 @@
 -- token-bucket-n.lua: the text's token bucket (000 §1.3) over N keys, all-or-nothing.
 -- Mirrors src/domain/token-bucket.ts and decideAll in src/domain/algorithm.ts exactly.
--- KEYS[i]  hash {tokensMicro, tsMs} of one bucket; distinct keys, all in one hash slot (RL-08).
+-- KEYS[1..] hash {tokensMicro, tsMs} of one bucket; distinct keys, all in one hash slot (RL-08).
 -- ARGV[1]  "spend" | "refund"
--- ARGV[3i-1], ARGV[3i], ARGV[3i+1]  capacity, ratePerS, cost of KEYS[i] (stride 3; validated
+-- ARGV[2..] per key KEYS[i], stride 3: capacity, ratePerS, cost of KEYS[i] (stride 3; validated
 --          by the caller with validateCall in src/domain/algorithm.ts).
 -- Returns  spend:  {allowed, nowMs, retryAfterMs, delayMs (0), then per key i: allowed_i, remaining_i, resetMs_i};
 --          every key is written only if all allow; otherwise none is, and retryAfterMs is the largest refusal's.

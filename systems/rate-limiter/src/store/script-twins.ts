@@ -1,0 +1,117 @@
+/**
+ * The in-process twins of src/store/scripts/<algorithm>-n.lua: the same call
+ * contract (ARGV[1] spend|refund, then one stride of parameters per key), the same
+ * reply, the same stored state and TTL, computed by the domain functions the Lua
+ * mirrors. lua-conformance.test.ts proves Lua ≡ domain; the store contract suite
+ * runs the same cases on both engines, so Lua ≡ twin.
+ *
+ * A twin runs synchronously inside InProcessScriptRunner: atomic, like a script.
+ */
+import type { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
+import type { LuaReply } from "@casebook/infra/redis/lua-reply";
+import type { ScriptTwin } from "@casebook/infra/redis/script-runner";
+import {
+  type Algorithm,
+  type AlgorithmName,
+  algorithmNames,
+  algorithms,
+  decideAll,
+  type KeyCall,
+  type Limit,
+  type StoredState,
+} from "../domain/algorithm.ts";
+
+/** The two limit fields each script takes before `cost`, in ARGV order. */
+const limitFields: Record<AlgorithmName, readonly [string, string]> = {
+  "token-bucket": ["capacity", "ratePerS"],
+  "fixed-window": ["limit", "windowMs"],
+  "sliding-window-log": ["limit", "windowMs"],
+  "sliding-window-counter": ["limit", "windowMs"],
+  "leaky-bucket": ["queueCapacity", "ratePerS"],
+  gcra: ["burst", "ratePerS"],
+};
+
+function readStored(keyspace: InProcessKeyspace, key: string, kind: StoredState["kind"]): StoredState {
+  if (kind === "zset") {
+    const entries = keyspace.zrange(key, 0, -1).map((member) => ({
+      member,
+      score: String(keyspace.zscore(key, member)),
+    }));
+    return { kind: "zset", entries };
+  }
+  return { kind: "hash", fields: keyspace.hgetall(key) };
+}
+
+/** The sliding log is a sorted set (one member per unit); every other state is a hash. */
+function storedKind(name: AlgorithmName): StoredState["kind"] {
+  return name === "sliding-window-log" ? "zset" : "hash";
+}
+
+function writeStored(keyspace: InProcessKeyspace, key: string, stored: StoredState, ttlMs: number): void {
+  keyspace.del(key);
+  if (stored.kind === "hash") keyspace.hset(key, { ...stored.fields });
+  else for (const entry of stored.entries) keyspace.zadd(key, Number(entry.score), entry.member);
+  if (keyspace.exists(key)) keyspace.pexpire(key, ttlMs);
+}
+
+function parseCalls<L extends Limit, S>(
+  name: AlgorithmName,
+  algorithm: Algorithm<L, S>,
+  keyspace: InProcessKeyspace,
+  keys: readonly string[],
+  argv: readonly string[],
+): KeyCall<L, S>[] {
+  const [first, second] = limitFields[name];
+  return keys.map((key, i) => {
+    const at = 1 + i * algorithm.argvStride;
+    const limit = {
+      algorithm: name,
+      [first]: Number(argv[at]),
+      [second]: Number(argv[at + 1]),
+    } as unknown as L;
+    const requestId = algorithm.argvStride === 4 ? argv[at + 3] : undefined;
+    const state = algorithm.fromStored(readStored(keyspace, key, storedKind(name)));
+    return { state, limit, cost: Number(argv[at + 2]), requestId };
+  });
+}
+
+function twinOf<L extends Limit, S>(name: AlgorithmName, algorithm: Algorithm<L, S>): ScriptTwin {
+  return (keyspace, keys, argv): LuaReply => {
+    const mode = argv[0];
+    if ((mode !== "spend" && mode !== "refund") || argv.length !== 1 + algorithm.argvStride * keys.length) {
+      return { err: `ERR usage: ARGV[1] spend|refund, then ${algorithm.argvStride} values per key` };
+    }
+    const [seconds, micros] = keyspace.time();
+    const nowMs = seconds * 1000 + Math.floor(micros / 1000);
+    try {
+      const calls = parseCalls(name, algorithm, keyspace, keys, argv);
+      if (mode === "refund") {
+        calls.forEach((call, i) => {
+          const state = algorithm.refund(call.state, nowMs, call.limit, call.cost, call.requestId);
+          writeStored(
+            keyspace,
+            keys[i]!,
+            algorithm.toStored(state),
+            algorithm.ttlMs(state, nowMs, call.limit),
+          );
+        });
+        return [1, nowMs, 0, 0];
+      }
+      const outcome = decideAll(algorithm, nowMs, calls);
+      if (outcome.allowed) {
+        outcome.decisions.forEach((decision, i) => {
+          writeStored(keyspace, keys[i]!, algorithm.toStored(decision.state), decision.ttlMs);
+        });
+      }
+      const perKey = outcome.decisions.flatMap((d) => [d.allowed ? 1 : 0, d.remaining, d.resetMs]);
+      return [outcome.allowed ? 1 : 0, nowMs, outcome.retryAfterMs, outcome.delayMs, ...perKey];
+    } catch (error) {
+      return { err: `ERR ${(error as Error).message}` };
+    }
+  };
+}
+
+/** Twins by script name (`token-bucket`, …), for InProcessScriptRunner. */
+export const scriptTwins: Readonly<Record<string, ScriptTwin>> = Object.fromEntries(
+  algorithmNames.map((name) => [name, twinOf(name, algorithms[name] as Algorithm<Limit, unknown>)]),
+);
