@@ -8,13 +8,13 @@ import {
   bucketEquivalent,
   type PolicyConfig,
   parsePolicyConfig,
-  policyErrors,
   quotaOf,
   resolveLimits,
   validatePolicyConfig,
 } from "../src/domain/policy.ts";
 import { crc16Xmodem, hashTagOf, keySlot } from "../src/domain/slot.ts";
 import { randomPicker } from "../src/domain/sub-buckets.ts";
+import { rateLimitErrors } from "../src/rate-limit-errors.ts";
 
 const tb = (capacity: number, ratePerS: number) => ({ algorithm: "token-bucket", capacity, ratePerS });
 
@@ -100,7 +100,7 @@ describe("config validation", () => {
     assert.throws(
       () => parsePolicyConfig(raw),
       (error: unknown) => {
-        assert.ok(policyErrors.is(error, "RATELIMIT_POLICY_INVALID"));
+        assert.ok(rateLimitErrors.is(error, "RATELIMIT_POLICY_INVALID"));
         assert.deepEqual(error.fields.issues, issues);
         assert.match(error.message, /policies\[0\]\.limit\.capacity/);
         return true;

@@ -24,7 +24,8 @@
  * const plan = resolveLimits(config, descriptor({ ip: "203.0.113.9", user: "42", route: "/v1/pay" }));
  * plan.groups.length; // 2 (different slots); plan.failMode === "closed"
  */
-import { defineErrors } from "@casebook/kit/errors";
+
+import { rateLimitErrors } from "../rate-limit-errors.ts";
 import {
   type AlgorithmName,
   algorithmNames,
@@ -95,20 +96,6 @@ export interface PolicyConfig {
   readonly maxValueChars: number;
   readonly policies: readonly Policy[];
 }
-
-/**
- * Errors of the policy model. Kept here until the package has its one registry
- * (src/errors.ts is not this file's to create); move the code there when it exists.
- *
- * @example
- * if (policyErrors.is(error, "RATELIMIT_POLICY_INVALID")) console.error(error.fields.issues);
- */
-export const policyErrors = defineErrors({
-  RATELIMIT_POLICY_INVALID: {
-    status: 400,
-    message: "The rate-limit policy config is invalid; fix each path listed in `issues`.",
-  },
-});
 
 // ---------------------------------------------------------------- validation
 
@@ -443,7 +430,7 @@ function parsePolicies(raw: unknown, defaultFailMode: FailMode, issues: Issues):
 export function parsePolicyConfig(raw: unknown): PolicyConfig {
   const result = validatePolicyConfig(raw);
   if (result.ok) return result.config;
-  throw policyErrors.create("RATELIMIT_POLICY_INVALID", {
+  throw rateLimitErrors.create("RATELIMIT_POLICY_INVALID", {
     detail: `rate-limit policy config is invalid:\n${result.issues.join("\n")}`,
     fields: { issues: result.issues },
   });

@@ -1,0 +1,258 @@
+/**
+ * The decision a request gets: resolve the policies that apply, spend every group
+ * in one round trip to the store, compensate when a later group refuses, and fall
+ * back by policy when the store fails (000 §1.3, "falhas").
+ *
+ * - Several groups (different slots or algorithms) are spent together; if any
+ *   enforcing group refuses, the groups that did spend are refunded (RL-10's
+ *   caveat: in between, a concurrent request may see those units missing — the
+ *   limiter errs toward refusing, never toward admitting too much).
+ * - Shadow policies are spent and counted but never refuse.
+ * - A circuit breaker (kit) sits in front of the store: after consecutive failures
+ *   no request waits for the store's timeout; it goes straight to the fallback
+ *   (RL-13). Fail-open → the in-memory LocalLimiter holding a fraction of the
+ *   quota (RL-11); fail-closed → "unavailable" with a retry-after (RL-12). The
+ *   strictest policy of the request decides (any fail-closed limit closes it).
+ *
+ * Pure apart from the injected store: time from the Clock, no timers.
+ */
+import type { CircuitBreaker } from "@casebook/kit/circuit-breaker";
+import type { GroupCall, GroupOutcome, LimiterStore } from "../store/limiter-store.ts";
+import type { Descriptor } from "./descriptors.ts";
+import type { LocalLimiter } from "./local-limiter.ts";
+import {
+  bucketEquivalent,
+  type LimitGroup,
+  type PolicyConfig,
+  type ResolvedLimit,
+  resolveLimits,
+} from "./policy.ts";
+import type { LimitStatus } from "./rate-limit-headers.ts";
+import type { SubBucketPicker } from "./sub-buckets.ts";
+
+export type Outcome = "allowed" | "limited" | "unavailable";
+
+export interface LimitResult extends LimitStatus {
+  readonly key: string;
+  readonly allowed: boolean;
+  /** A shadow limit that would have refused: logged and counted, never enforced. */
+  readonly shadowRefused: boolean;
+}
+
+export interface CheckResult {
+  readonly outcome: Outcome;
+  /** The strictest limit's remaining units (enforcing limits only); Infinity when none applied. */
+  readonly remaining: number;
+  readonly resetMs: number;
+  /** 0 when allowed; else how long until the same request could pass. */
+  readonly retryAfterMs: number;
+  /** Shapers (leaky bucket): wait this long before proceeding. */
+  readonly delayMs: number;
+  readonly limits: readonly LimitResult[];
+  /** True when the store was not used (breaker open or store failure): the fallback decided. */
+  readonly degraded: boolean;
+  readonly failMode: "open" | "closed";
+}
+
+export interface CheckInput {
+  readonly descriptor: Descriptor;
+  /** Unique per request (sliding-log members, log lines). */
+  readonly requestId: string;
+  /** Overrides every policy's cost (weighted requests); default the policy's own. */
+  readonly cost?: number;
+  /** Only these policies (by name); default every policy that matches. */
+  readonly policies?: readonly string[];
+}
+
+export interface LimiterOptions {
+  readonly store: LimiterStore;
+  readonly breaker: CircuitBreaker;
+  readonly local: LocalLimiter;
+  readonly picker: SubBucketPicker;
+  /** Retry-After for a fail-closed answer when the breaker has no better estimate. */
+  readonly unavailableRetryMs: number;
+  /** Called when the store fails (the error is swallowed here and answered by policy). */
+  readonly onStoreError?: (error: unknown) => void;
+}
+
+const NO_LIMIT = { remaining: Number.POSITIVE_INFINITY, resetMs: 0 };
+
+export class Limiter {
+  readonly #o: LimiterOptions;
+  #config: PolicyConfig;
+
+  constructor(config: PolicyConfig, options: LimiterOptions) {
+    this.#config = config;
+    this.#o = options;
+  }
+
+  get config(): PolicyConfig {
+    return this.#config;
+  }
+
+  /** Swaps the policies (hot reload); requests in flight finish with the old ones. */
+  setConfig(config: PolicyConfig): void {
+    this.#config = config;
+  }
+
+  async check(input: CheckInput): Promise<CheckResult> {
+    const resolution = resolveLimits(this.#config, input.descriptor, { picker: this.#o.picker });
+    const limits = resolution.limits.filter(
+      (limit) => input.policies === undefined || input.policies.includes(limit.policy),
+    );
+    const groups = resolution.groups
+      .map((group) => ({ ...group, limits: group.limits.filter((limit) => limits.includes(limit)) }))
+      .filter((group) => group.limits.length > 0);
+    if (groups.length === 0) return allowedWithoutLimits(resolution.failMode);
+    const calls = groups.map((group) => toCall(group, input));
+    if (!this.#o.breaker.canRequest()) return this.#fallback(limits, calls, resolution.failMode, input);
+    let outcomes: GroupOutcome[];
+    try {
+      outcomes = await this.#o.store.spend(calls);
+      this.#o.breaker.onSuccess();
+    } catch (error) {
+      this.#o.breaker.onFailure();
+      this.#o.onStoreError?.(error);
+      return this.#fallback(limits, calls, resolution.failMode, input);
+    }
+    await this.#compensate(calls, outcomes);
+    return combine(groups, outcomes, resolution.failMode);
+  }
+
+  /** Refunds the enforcing groups that spent when another enforcing group refused. */
+  async #compensate(calls: readonly GroupCall[], outcomes: readonly GroupOutcome[]): Promise<void> {
+    const enforcing = calls.map((call, i) => ({ call, outcome: outcomes[i]!, shadow: isShadow(call) }));
+    const refused = enforcing.some((e) => !e.shadow && !e.outcome.allowed);
+    if (!refused) return;
+    const spent = enforcing.filter((e) => !e.shadow && e.outcome.allowed).map((e) => e.call);
+    try {
+      await this.#o.store.refund(spent);
+    } catch (error) {
+      // A lost refund only makes the limit stricter for a while: report it, decide anyway.
+      this.#o.onStoreError?.(error);
+    }
+  }
+
+  #fallback(
+    limits: readonly ResolvedLimit[],
+    calls: readonly GroupCall[],
+    failMode: "open" | "closed",
+    input: CheckInput,
+  ): CheckResult {
+    if (failMode === "closed") {
+      const retryAfterMs = Math.max(this.#o.breaker.retryAfterMs(), this.#o.unavailableRetryMs);
+      return {
+        outcome: "unavailable",
+        ...NO_LIMIT,
+        retryAfterMs,
+        delayMs: 0,
+        limits: [],
+        degraded: true,
+        failMode,
+      };
+    }
+    const costs = new Map(calls.flatMap((call) => call.keys.map((key, i) => [key, call.costs[i]!] as const)));
+    const results: LimitResult[] = limits.map((limit) => {
+      const base = limit.subBucket?.baseKey ?? limit.key;
+      const policy = this.#config.policies.find((p) => p.name === limit.policy)!;
+      const decision = this.#o.local.take(
+        base,
+        bucketEquivalent(policy.limit),
+        costs.get(limit.key) ?? input.cost ?? 1,
+      );
+      return {
+        ...statusOf(limit, decision.remaining, decision.resetMs),
+        allowed: decision.allowed || limit.shadow,
+        refused: !decision.allowed && !limit.shadow,
+        shadowRefused: !decision.allowed && limit.shadow,
+        retryAfterMs: decision.retryAfterMs,
+      };
+    });
+    return summarize(results, 0, failMode, true);
+  }
+}
+
+function isShadow(call: GroupCall): boolean {
+  return (call as GroupCall & { shadow?: boolean }).shadow === true;
+}
+
+function toCall(group: LimitGroup, input: CheckInput): GroupCall & { shadow: boolean } {
+  return {
+    algorithm: group.algorithm,
+    keys: group.limits.map((limit) => limit.key),
+    limits: group.limits.map((limit) => limit.limit),
+    costs: group.limits.map((limit) => input.cost ?? limit.cost),
+    requestId: input.requestId,
+    shadow: group.shadow,
+  };
+}
+
+function statusOf(limit: ResolvedLimit, remaining: number, resetMs: number): LimitStatus & { key: string } {
+  return {
+    policy: limit.policy,
+    key: limit.key,
+    quota: limit.quota.quota,
+    windowS: limit.quota.windowS,
+    remaining: Math.max(0, remaining),
+    resetMs,
+    shadow: limit.shadow,
+  };
+}
+
+function combine(
+  groups: readonly LimitGroup[],
+  outcomes: readonly GroupOutcome[],
+  failMode: "open" | "closed",
+): CheckResult {
+  const results: LimitResult[] = [];
+  let delayMs = 0;
+  groups.forEach((group, g) => {
+    const outcome = outcomes[g]!;
+    if (!group.shadow && outcome.allowed) delayMs = Math.max(delayMs, outcome.delayMs);
+    group.limits.forEach((limit, i) => {
+      const key = outcome.keys[i]!;
+      results.push({
+        ...statusOf(limit, key.remaining, key.resetMs),
+        allowed: key.allowed || group.shadow,
+        // In a refused all-or-nothing group, keys that would have allowed did not refuse.
+        refused: !key.allowed && !group.shadow,
+        shadowRefused: !key.allowed && group.shadow,
+        retryAfterMs: key.allowed ? 0 : outcome.retryAfterMs,
+      });
+    });
+  });
+  return summarize(results, delayMs, failMode, false);
+}
+
+function summarize(
+  results: readonly LimitResult[],
+  delayMs: number,
+  failMode: "open" | "closed",
+  degraded: boolean,
+): CheckResult {
+  const enforcing = results.filter((r) => !r.shadow);
+  const refused = enforcing.filter((r) => r.refused);
+  const allowed = refused.length === 0;
+  return {
+    outcome: allowed ? "allowed" : "limited",
+    remaining: Math.min(NO_LIMIT.remaining, ...enforcing.map((r) => r.remaining)),
+    resetMs: Math.max(0, ...enforcing.map((r) => r.resetMs)),
+    retryAfterMs: allowed ? 0 : Math.max(...refused.map((r) => r.retryAfterMs ?? 0)),
+    delayMs: allowed ? delayMs : 0,
+    limits: results,
+    degraded,
+    failMode,
+  };
+}
+
+function allowedWithoutLimits(failMode: "open" | "closed"): CheckResult {
+  return {
+    outcome: "allowed",
+    ...NO_LIMIT,
+    retryAfterMs: 0,
+    delayMs: 0,
+    limits: [],
+    degraded: false,
+    failMode,
+  };
+}

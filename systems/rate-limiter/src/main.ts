@@ -1,0 +1,123 @@
+/**
+ * Composition root of the rate-limiter service: config → Redis or the in-process
+ * engine → Limiter → HTTP API (POST /v1/check, GET /v1/policies) → policy hot reload.
+ * Stateless: run as many instances as you like against one REDIS_URL.
+ */
+import { fileURLToPath } from "node:url";
+import { createService, type Service } from "@casebook/infra/http/service";
+import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { field, loadConfig } from "@casebook/kit/config";
+import { registerCheckRoute } from "./api/check-route.ts";
+import { createLimiterMetrics } from "./api/limiter-metrics.ts";
+import { registerPoliciesRoute } from "./api/policies-route.ts";
+import { createRateLimiter, rateLimiterDefaults } from "./create-rate-limiter.ts";
+import { rateLimitErrors } from "./rate-limit-errors.ts";
+import { loadPolicyFile, watchPolicyFile } from "./workers/policy-watcher.ts";
+
+export const configSchema = {
+  port: field.int({ env: "PORT", default: 8101, min: 0, max: 65535, description: "HTTP port" }),
+  host: field.string({ env: "HOST", default: "127.0.0.1", description: "HTTP interface (0.0.0.0 for all)" }),
+  redisUrl: field.url({
+    env: "REDIS_URL",
+    protocols: ["redis:", "rediss:"],
+    description: "Shared Redis; unset = in-process engine (single instance)",
+  }),
+  policies: field.string({
+    env: "RATE_LIMITER_POLICIES",
+    default: fileURLToPath(new URL("../policies.yaml", import.meta.url)),
+    description: "Policy file (YAML or JSON), hot-reloaded on change",
+  }),
+  keyPrefix: field.string({
+    env: "RATE_LIMITER_KEY_PREFIX",
+    default: "rl:",
+    description: "Prefix of every Redis key",
+  }),
+  timeoutMs: field.int({
+    env: "RATE_LIMITER_TIMEOUT_MS",
+    default: rateLimiterDefaults.timeoutMs,
+    min: 1,
+    max: 10_000,
+    description: "Bound on one Redis call; past it the policy's failMode decides",
+  }),
+  breakerFailures: field.int({
+    env: "RATE_LIMITER_BREAKER_FAILURES",
+    default: rateLimiterDefaults.breakerFailures,
+    min: 1,
+    max: 1_000,
+    description: "Consecutive Redis failures that open the breaker",
+  }),
+  breakerOpenMs: field.int({
+    env: "RATE_LIMITER_BREAKER_OPEN_MS",
+    default: rateLimiterDefaults.breakerOpenMs,
+    min: 10,
+    max: 600_000,
+    description: "How long the breaker stays open before a probe",
+  }),
+  instances: field.int({
+    env: "RATE_LIMITER_INSTANCES",
+    default: rateLimiterDefaults.instances,
+    min: 1,
+    max: 10_000,
+    description: "Instances sharing the quota: fail-open holds quota/instances locally",
+  }),
+  logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
+    env: "LOG_LEVEL",
+    default: "info",
+    description: "Log level",
+  }),
+};
+
+export interface RunningService {
+  readonly url: string;
+  readonly service: Service;
+  close(): Promise<void>;
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
+  const config = loadConfig(configSchema, { env });
+  const policies = await loadPolicyFile(config.policies);
+  const service = createService({
+    name: "rate-limiter",
+    version: "0.1.0",
+    log: { level: config.logLevel },
+    errors: [rateLimitErrors],
+    description: "Distributed rate limiter (seed 000 §1): may key K spend C now?",
+  });
+  const rl = await createRateLimiter({
+    policies,
+    redisUrl: config.redisUrl,
+    keyPrefix: config.keyPrefix,
+    timeoutMs: config.timeoutMs,
+    breakerFailures: config.breakerFailures,
+    breakerOpenMs: config.breakerOpenMs,
+    instances: config.instances,
+    onStoreError: (error) => service.log.warn({ err: error }, "limiter degraded: store call failed"),
+  });
+  rl.breaker.onStateChange((change) => service.log.warn(change, "limiter store breaker changed state"));
+  const metrics = createLimiterMetrics(service.registry, rl.breaker);
+  registerCheckRoute(service.app, rl.limiter, metrics);
+  registerPoliciesRoute(service.app, rl.limiter);
+  service.addCheck(rl.store.engine, () => rl.store.ping());
+  const stopWatching = watchPolicyFile({
+    path: config.policies,
+    onReload: (next) => {
+      rl.limiter.setConfig(next);
+      service.log.info({ policies: next.policies.length }, "policies reloaded");
+    },
+    onError: (error) =>
+      service.log.error({ err: error }, "policy file refused; keeping the policies in force"),
+  });
+  service.onClose(() => rl.close());
+  service.onClose(async () => stopWatching());
+  const { url } = await service.listen({ port: config.port, host: config.host });
+  service.log.info(
+    { url, engine: rl.store.engine, policies: policies.policies.length },
+    "rate-limiter listening",
+  );
+  return { url, service, close: () => service.close() };
+}
+
+if (import.meta.main) {
+  const running = await main();
+  installSignalHandlers(running.service);
+}

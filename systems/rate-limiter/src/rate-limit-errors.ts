@@ -1,0 +1,18 @@
+/** The rate limiter's error registry: stable codes, their HTTP status, what to do. */
+import { defineErrors } from "@casebook/kit/errors";
+
+export const rateLimitErrors = defineErrors({
+  RATELIMIT_EXCEEDED: {
+    status: 429,
+    message: "Too many requests for this limit; retry after the Retry-After header's seconds.",
+  },
+  RATELIMIT_UNAVAILABLE: {
+    status: 503,
+    message:
+      "The rate limiter is unavailable and this route fails closed; retry after Retry-After, with backoff.",
+  },
+  RATELIMIT_POLICY_INVALID: {
+    status: 400,
+    message: "The rate-limit policy configuration is invalid; see `issues` for each problem by path.",
+  },
+});
