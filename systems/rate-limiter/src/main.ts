@@ -8,6 +8,7 @@ import { createService, type Service } from "@casebook/infra/http/service";
 import { installSignalHandlers } from "@casebook/infra/http/shutdown";
 import { field, loadConfig } from "@casebook/kit/config";
 import { registerCheckRoute } from "./api/check-route.ts";
+import { startEnvoyRls } from "./api/envoy-rls.ts";
 import { createLimiterMetrics } from "./api/limiter-metrics.ts";
 import { registerPoliciesRoute } from "./api/policies-route.ts";
 import { createRateLimiter, rateLimiterDefaults } from "./create-rate-limiter.ts";
@@ -60,6 +61,12 @@ export const configSchema = {
     max: 10_000,
     description: "Instances sharing the quota: fail-open holds quota/instances locally",
   }),
+  grpcPort: field.int({
+    env: "RATE_LIMITER_GRPC_PORT",
+    min: 0,
+    max: 65535,
+    description: "Envoy rate limit service (gRPC, envoy.service.ratelimit.v3); unset = off, e.g. 8181",
+  }),
   logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
     env: "LOG_LEVEL",
     default: "info",
@@ -94,10 +101,22 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     onStoreError: (error) => service.log.warn({ err: error }, "limiter degraded: store call failed"),
   });
   rl.breaker.onStateChange((change) => service.log.warn(change, "limiter store breaker changed state"));
-  const metrics = createLimiterMetrics(service.registry, rl.breaker);
+  const metrics = createLimiterMetrics(service.registry, rl.limiter, rl.breaker);
   registerCheckRoute(service.app, rl.limiter, metrics);
   registerPoliciesRoute(service.app, rl.limiter);
   service.addCheck(rl.store.engine, () => rl.store.ping());
+  if (config.grpcPort !== undefined) {
+    const rls = await startEnvoyRls({
+      limiter: rl.limiter,
+      port: config.grpcPort,
+      host: config.host,
+      log: service.log.child({ api: "envoy-rls" }),
+      metrics,
+    });
+    // Close hooks run last-added first: the gRPC server stops before the store closes.
+    service.onClose(() => rls.close());
+    service.log.info({ port: rls.port, domain: policies.domain }, "envoy rate limit service listening");
+  }
   const stopWatching = watchPolicyFile({
     path: config.policies,
     onReload: (next) => {

@@ -11,6 +11,10 @@ export const rateLimitErrors = defineErrors({
     message:
       "The rate limiter is unavailable and this route fails closed; retry after Retry-After, with backoff.",
   },
+  RATELIMIT_COST_TOO_HIGH: {
+    status: 400,
+    message: "The cost is larger than a policy's bucket: such a request could never pass; lower `cost`.",
+  },
   RATELIMIT_POLICY_INVALID: {
     status: 400,
     message: "The rate-limit policy configuration is invalid; see `issues` for each problem by path.",

@@ -55,7 +55,7 @@ const app = createService({
 
 before(async () => {
   rl = await createRateLimiter({ policies: layered, clock });
-  registerCheckRoute(service.app, rl.limiter, createLimiterMetrics(service.registry, rl.breaker));
+  registerCheckRoute(service.app, rl.limiter, createLimiterMetrics(service.registry, rl.limiter, rl.breaker));
   registerPoliciesRoute(service.app, rl.limiter);
   await app.app.register(rateLimitPlugin, {
     limiter: rl.limiter,
@@ -216,4 +216,13 @@ test("the service hot-reloads its policy file and refuses an invalid one, keepin
     await running.close();
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test("a cost no bucket could ever hold is a 400 naming the policy, and spends nothing", async () => {
+  const response = await check({ ip: "192.0.2.130" }, { cost: 21 });
+  assert.equal(response.statusCode, 400);
+  assert.equal(response.json().code, "RATELIMIT_COST_TOO_HIGH");
+  assert.equal(response.json().policy, "per-ip");
+  assert.equal(rl.breaker.state, "closed", "a caller's mistake never counts as a store failure");
+  assert.equal((await check({ ip: "192.0.2.130" })).json().limits[0].remaining, 19);
 });

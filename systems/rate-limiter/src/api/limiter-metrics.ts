@@ -5,7 +5,7 @@
  */
 import type { CircuitBreaker } from "@casebook/kit/circuit-breaker";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { CheckResult } from "../domain/limiter.ts";
+import type { CheckResult, Limiter } from "../domain/limiter.ts";
 
 const BREAKER_STATES = { closed: 0, "half-open": 1, open: 2 } as const;
 
@@ -13,7 +13,11 @@ export interface LimiterMetrics {
   observe(result: CheckResult, seconds: number): void;
 }
 
-export function createLimiterMetrics(registry: Registry, breaker: CircuitBreaker): LimiterMetrics {
+export function createLimiterMetrics(
+  registry: Registry,
+  limiter: Limiter,
+  breaker: CircuitBreaker,
+): LimiterMetrics {
   const decisions = new Counter({
     name: "ratelimit_decisions_total",
     help: "Decisions per policy and outcome (allowed, limited, shadow_limited, unavailable).",
@@ -27,10 +31,13 @@ export function createLimiterMetrics(registry: Registry, breaker: CircuitBreaker
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1],
     registers: [registry],
   });
-  const degraded = new Gauge({
+  new Gauge({
     name: "ratelimit_degraded",
     help: "1 while decisions come from the fallback (store failing or breaker open).",
     registers: [registry],
+    collect() {
+      this.set(limiter.degraded ? 1 : 0);
+    },
   });
   new Gauge({
     name: "ratelimit_breaker_state",
@@ -43,7 +50,6 @@ export function createLimiterMetrics(registry: Registry, breaker: CircuitBreaker
   return {
     observe(result, seconds) {
       latency.observe({ path: result.degraded ? "fallback" : "store" }, seconds);
-      degraded.set(result.degraded ? 1 : 0);
       if (result.outcome === "unavailable") decisions.inc({ policy: "*", outcome: "unavailable" });
       for (const limit of result.limits) {
         const outcome = limit.shadowRefused ? "shadow_limited" : limit.allowed ? "allowed" : "limited";

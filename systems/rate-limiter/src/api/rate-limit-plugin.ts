@@ -15,6 +15,7 @@ import { type DescriptorKey, descriptor } from "../domain/descriptors.ts";
 import type { Limiter } from "../domain/limiter.ts";
 import { rateLimitErrors } from "../rate-limit-errors.ts";
 import { headersOf } from "./check-route.ts";
+import type { LimiterMetrics } from "./limiter-metrics.ts";
 
 export interface RateLimitPluginOptions {
   readonly limiter: Limiter;
@@ -22,6 +23,8 @@ export interface RateLimitPluginOptions {
   readonly describe: (request: FastifyRequest) => Partial<Record<DescriptorKey, string | undefined>>;
   /** Routes left alone (health checks, metrics). Default: /healthz, /readyz, /metrics. */
   readonly skip?: (request: FastifyRequest) => boolean;
+  /** Decision metrics (see createLimiterMetrics); without them only `onStoreError` reports trouble. */
+  readonly metrics?: LimiterMetrics;
   /** Longest shaping delay the plugin will wait; beyond it the request is limited. Default 5 000. */
   readonly maxDelayMs?: number;
 }
@@ -33,10 +36,12 @@ export async function rateLimitPlugin(app: FastifyInstance, options: RateLimitPl
   const skip = options.skip ?? ((request: FastifyRequest) => OPS_PATHS.has(request.url.split("?")[0]!));
   app.addHook("onRequest", async (request, reply) => {
     if (skip(request)) return;
+    const started = performance.now();
     const result = await options.limiter.check({
       descriptor: descriptor(options.describe(request)),
       requestId: `${request.id}:${randomUUID()}`,
     });
+    options.metrics?.observe(result, (performance.now() - started) / 1000);
     reply.headers(headersOf(result));
     if (result.outcome === "unavailable") {
       throw rateLimitErrors.create("RATELIMIT_UNAVAILABLE", {

@@ -17,7 +17,9 @@
  * Pure apart from the injected store: time from the Clock, no timers.
  */
 import type { CircuitBreaker } from "@casebook/kit/circuit-breaker";
+import { rateLimitErrors } from "../rate-limit-errors.ts";
 import type { GroupCall, GroupOutcome, LimiterStore } from "../store/limiter-store.ts";
+import { maxCost } from "./algorithm.ts";
 import type { Descriptor } from "./descriptors.ts";
 import type { LocalLimiter } from "./local-limiter.ts";
 import {
@@ -80,6 +82,7 @@ const NO_LIMIT = { remaining: Number.POSITIVE_INFINITY, resetMs: 0 };
 export class Limiter {
   readonly #o: LimiterOptions;
   #config: PolicyConfig;
+  #lastStoreFailed = false;
 
   constructor(config: PolicyConfig, options: LimiterOptions) {
     this.#config = config;
@@ -88,6 +91,15 @@ export class Limiter {
 
   get config(): PolicyConfig {
     return this.#config;
+  }
+
+  /**
+   * True while decisions come from the fallback: the breaker is not closed or the
+   * last store call failed. The "limiter degraded" alarm reads this, not the last
+   * answer (a request no policy applies to says nothing about the store).
+   */
+  get degraded(): boolean {
+    return this.#lastStoreFailed || this.#o.breaker.state !== "closed";
   }
 
   /** Swaps the policies (hot reload); requests in flight finish with the old ones. */
@@ -103,20 +115,25 @@ export class Limiter {
     const groups = resolution.groups
       .map((group) => ({ ...group, limits: group.limits.filter((limit) => limits.includes(limit)) }))
       .filter((group) => group.limits.length > 0);
-    if (groups.length === 0) return allowedWithoutLimits(resolution.failMode);
+    // The strictest applying limit decides the fail mode: only those this call checks.
+    const failMode = limits.some((l) => !l.shadow && l.failMode === "closed") ? "closed" : "open";
+    if (groups.length === 0) return allowedWithoutLimits(failMode);
+    checkCost(limits, input.cost);
     const calls = groups.map((group) => toCall(group, input));
-    if (!this.#o.breaker.canRequest()) return this.#fallback(limits, calls, resolution.failMode, input);
+    if (!this.#o.breaker.canRequest()) return this.#fallback(limits, calls, failMode, input);
     let outcomes: GroupOutcome[];
     try {
       outcomes = await this.#o.store.spend(calls);
       this.#o.breaker.onSuccess();
+      this.#lastStoreFailed = false;
     } catch (error) {
       this.#o.breaker.onFailure();
+      this.#lastStoreFailed = true;
       this.#o.onStoreError?.(error);
-      return this.#fallback(limits, calls, resolution.failMode, input);
+      return this.#fallback(limits, calls, failMode, input);
     }
     await this.#compensate(calls, outcomes);
-    return combine(groups, outcomes, resolution.failMode);
+    return combine(groups, outcomes, failMode);
   }
 
   /** Refunds the enforcing groups that spent when another enforcing group refused. */
@@ -169,6 +186,23 @@ export class Limiter {
       };
     });
     return summarize(results, 0, failMode, true);
+  }
+}
+
+/**
+ * A cost no bucket of the request could ever hold is the caller's mistake, not the
+ * store's: refused up front (400), before it can spend anything or trip the breaker.
+ */
+function checkCost(limits: readonly ResolvedLimit[], cost: number | undefined): void {
+  if (cost === undefined) return;
+  for (const limit of limits) {
+    const max = maxCost(limit.limit);
+    if (cost > max) {
+      throw rateLimitErrors.create("RATELIMIT_COST_TOO_HIGH", {
+        detail: `cost ${cost} exceeds what policy ${limit.policy} can ever admit at once (${max}).`,
+        fields: { policy: limit.policy, cost, maxCost: max },
+      });
+    }
   }
 }
 

@@ -1,0 +1,355 @@
+/**
+ * What the limiter does when Redis goes away (000 §1.3 "falhas"): a private
+ * redis-server (lab's spawner) is paused, killed and restarted, and the link to it is
+ * slowed and cut through lab's fault proxy. Reads (fail-open) then pass through the
+ * in-memory limiter holding quota / instances (RL-11); billing (fail-closed) answers
+ * unavailable / 503 with Retry-After (RL-12); after consecutive failures the breaker
+ * stops calling Redis at all (RL-13); and after heal, decisions come from Redis again.
+ *
+ * Service-level tests run src/main.ts as processes; library-level tests use a
+ * ManualClock so the breaker's open period is stepped, not slept.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { createService } from "@casebook/infra/http/service";
+import { ManualClock } from "@casebook/kit/clock";
+import { startFaultProxy } from "@casebook/lab/fault-proxy";
+import { type SpawnedRedis, spawnRedis } from "@casebook/lab/spawn-redis";
+import { uniqueName } from "@casebook/lab/test-engines";
+import { Redis } from "ioredis";
+import { rateLimitPlugin } from "../src/api/rate-limit-plugin.ts";
+import { createRateLimiter } from "../src/create-rate-limiter.ts";
+import { descriptor } from "../src/domain/descriptors.ts";
+import { parsePolicyConfig } from "../src/domain/policy.ts";
+import { rateLimitErrors } from "../src/rate-limit-errors.ts";
+import type { LimiterStore } from "../src/store/limiter-store.ts";
+import { type CheckAnswer, pollUntil, startServiceProcesses } from "./service-processes.ts";
+
+/** Reads: capacity 10, fail-open. With 2 instances each holds 10 / 2 = 5 locally when Redis is gone. */
+const READ_CAPACITY = 10;
+const INSTANCES = 2;
+const LOCAL_READ_CAPACITY = READ_CAPACITY / INSTANCES;
+/** Bound on waiting for Redis (or its link) to come back: reconnect backoff is capped at 2 s. */
+const RECOVERY_TIMEOUT_MS = 10_000;
+
+const rawPolicies = {
+  domain: "fault",
+  policies: [
+    {
+      name: "reads",
+      match: { method: "GET" },
+      key: "user:{user}",
+      // Refill negligible during a test (1 token per 1 000 s): counts are exact.
+      limit: { algorithm: "token-bucket", capacity: READ_CAPACITY, ratePerS: 0.001 },
+      failMode: "open",
+    },
+    {
+      name: "billing",
+      match: { route: "/v1/billing*" },
+      key: "user:{user}:route:{route}",
+      hashTag: "user:{user}",
+      limit: { algorithm: "token-bucket", capacity: 5, ratePerS: 0.001 },
+      failMode: "closed",
+    },
+  ],
+};
+const policies = parsePolicyConfig(rawPolicies);
+
+const readOf = (user: string) => ({ descriptors: { user, method: "GET", route: "/v1/items" } });
+const billingOf = (user: string) => ({
+  descriptors: { user, method: "POST", route: "/v1/billing/charge" },
+});
+const fromRedis = (a: CheckAnswer) => a.allowed && !a.degraded;
+
+/** Counts the limiter's calls to its store: proof that a call did or did not reach Redis. */
+function countStoreCalls(store: LimiterStore): { spend: number } {
+  const counts = { spend: 0 };
+  const spend = store.spend.bind(store);
+  store.spend = (groups) => {
+    counts.spend++;
+    return spend(groups);
+  };
+  return counts;
+}
+
+/** Script calls Redis itself executed (EVALSHA + EVAL), from INFO commandstats. */
+async function scriptCallsSeenByRedis(admin: Redis): Promise<number> {
+  const info = await admin.info("commandstats");
+  let calls = 0;
+  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(match[1]);
+  return calls;
+}
+
+describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
+  let redis: SpawnedRedis;
+
+  before(async () => {
+    redis = await spawnRedis();
+  });
+
+  after(async () => {
+    await redis.stop();
+  });
+
+  test("RL-11 Redis paused (SIGSTOP): reads pass through the local limiter holding quota/instances, with the degraded alarm in metrics and logs", async () => {
+    const services = await startServiceProcesses({
+      count: 1,
+      policies: rawPolicies,
+      env: {
+        REDIS_URL: redis.url,
+        RATE_LIMITER_KEY_PREFIX: "rl11:",
+        RATE_LIMITER_INSTANCES: String(INSTANCES),
+        RATE_LIMITER_TIMEOUT_MS: "20",
+        RATE_LIMITER_BREAKER_OPEN_MS: "200",
+      },
+    });
+    try {
+      const svc = services.instances[0]!;
+      await pollUntil(() => svc.check(readOf(uniqueName("warm"))), fromRedis, { timeoutMs: 5_000 });
+      assert.equal(await svc.metric("ratelimit_degraded"), 0);
+      redis.pause();
+      try {
+        const user = uniqueName("u");
+        const answers: CheckAnswer[] = [];
+        for (let i = 0; i < LOCAL_READ_CAPACITY + 2; i++) answers.push(await svc.check(readOf(user)));
+        assert.ok(answers.every((a) => a.degraded && a.failMode === "open"));
+        assert.deepEqual(
+          answers.map((a) => a.outcome),
+          [...Array(LOCAL_READ_CAPACITY).fill("allowed"), "limited", "limited"],
+          `this instance holds ${READ_CAPACITY} / ${INSTANCES} of the quota`,
+        );
+        assert.ok(answers.at(-1)!.retryAfterMs > 0);
+        assert.equal(await svc.metric("ratelimit_degraded"), 1);
+        const line = await svc.waitForLog((l) => String(l.msg).startsWith("limiter degraded"), 1_000);
+        assert.equal(line.level, "warn");
+        // The same outage closes billing (RL-12 through the service).
+        const billing = await svc.check(billingOf(user));
+        assert.equal(billing.outcome, "unavailable");
+        assert.equal(billing.allowed, false);
+        assert.ok(Number(billing.headers["Retry-After"]) >= 1);
+      } finally {
+        redis.resume();
+      }
+      await pollUntil(() => svc.check(readOf(uniqueName("back"))), fromRedis, {
+        timeoutMs: RECOVERY_TIMEOUT_MS,
+      });
+      assert.equal(await svc.metric("ratelimit_degraded"), 0);
+    } finally {
+      await services.stop();
+    }
+  });
+
+  test("RL-12 links cut (fault proxy refuse + cutAll): the Fastify plugin answers billing 503 with Retry-After, reads 200; after heal billing is 200 again", async () => {
+    const proxy = await startFaultProxy({ upstream: redis.url });
+    const clock = new ManualClock(1_700_000_000_000);
+    const rl = await createRateLimiter({
+      policies,
+      redisUrl: proxy.url("redis"),
+      keyPrefix: "rl12:",
+      // Not the subject here (the link is cut, calls fail at once): generous against a loaded machine.
+      timeoutMs: 200,
+      breakerOpenMs: 1_000,
+      instances: INSTANCES,
+      clock,
+    });
+    const app = createService({
+      name: "demo-billing",
+      version: "test",
+      log: { level: "silent" },
+      errors: [rateLimitErrors],
+    });
+    try {
+      await app.app.register(rateLimitPlugin, {
+        limiter: rl.limiter,
+        describe: (request) => ({
+          user: String(request.headers["x-user"]),
+          route: request.routeOptions.url,
+          method: request.method,
+        }),
+      });
+      app.app.get("/v1/items", async () => ({ items: [] }));
+      app.app.post("/v1/billing/charge", async () => ({ charged: true }));
+      await app.app.ready();
+      const user = uniqueName("u");
+      const charge = () =>
+        app.app.inject({ method: "POST", url: "/v1/billing/charge", headers: { "x-user": user } });
+      const list = () => app.app.inject({ method: "GET", url: "/v1/items", headers: { "x-user": user } });
+      assert.equal((await charge()).statusCode, 200);
+      assert.equal((await list()).statusCode, 200);
+
+      await proxy.refuse(true);
+      assert.ok(proxy.cutAll() >= 1, "the limiter's connection went through the proxy");
+      const refused = await charge();
+      assert.equal(refused.statusCode, 503);
+      assert.match(String(refused.headers["content-type"]), /application\/problem\+json/);
+      assert.equal(refused.json().code, "RATELIMIT_UNAVAILABLE");
+      assert.ok(Number(refused.headers["retry-after"]) >= 1, `Retry-After ${refused.headers["retry-after"]}`);
+      assert.equal((await list()).statusCode, 200, "reads fail open");
+
+      await proxy.heal();
+      // Wait for the client's reconnect (an external process's timing: a bounded poll).
+      await pollUntil(() => rl.store.ping().then(() => true), Boolean, { timeoutMs: RECOVERY_TIMEOUT_MS });
+      clock.advance(1_000); // past any open period of the breaker
+      const charged = await charge();
+      assert.equal(charged.statusCode, 200);
+      assert.equal(charged.headers["x-ratelimit-remaining"], "3", "decided by Redis: 2 of 5 spent");
+    } finally {
+      await app.close();
+      await rl.close();
+      await proxy.close();
+    }
+  });
+
+  test("RL-13 slowed link: after N timeouts the breaker sends calls straight to the fallback without touching Redis; after heal one probe closes it", async () => {
+    const FAILURES = 3;
+    const OPEN_MS = 1_000;
+    const TIMEOUT_MS = 100;
+    const proxy = await startFaultProxy({ upstream: redis.url });
+    const admin = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    const clock = new ManualClock(1_700_000_000_000);
+    const rl = await createRateLimiter({
+      policies,
+      redisUrl: proxy.url("redis"),
+      keyPrefix: "rl13:",
+      timeoutMs: TIMEOUT_MS,
+      breakerFailures: FAILURES,
+      breakerOpenMs: OPEN_MS,
+      instances: INSTANCES,
+      clock,
+    });
+    const calls = countStoreCalls(rl.store);
+    const transitions: string[] = [];
+    rl.breaker.onStateChange((c) => transitions.push(`${c.from}→${c.to} (${c.reason})`));
+    const user = uniqueName("u");
+    let sequence = 0;
+    const check = (d: { descriptors: Record<string, string> }) =>
+      rl.limiter.check({ descriptor: descriptor(d.descriptors), requestId: `r${++sequence}` });
+    try {
+      await admin.connect();
+      await admin.config("RESETSTAT"); // a private Redis: its counters are ours alone
+      assert.equal((await check(readOf(user))).degraded, false);
+      assert.equal(calls.spend, 1);
+
+      proxy.setLatency(TIMEOUT_MS * 3); // every reply arrives after the timeout
+      const failed = [];
+      for (let i = 0; i < FAILURES; i++) failed.push(await check(readOf(user)));
+      assert.ok(failed.every((r) => r.degraded));
+      assert.equal(calls.spend, 1 + FAILURES, "each of the first N calls tried the store and timed out");
+      assert.equal(rl.breaker.state, "open");
+
+      // Open: 20 reads and 5 billing calls, none of which may reach the store.
+      const reads = [];
+      for (let i = 0; i < 20; i++) reads.push(await check(readOf(user)));
+      const bills = [];
+      for (let i = 0; i < 5; i++) bills.push(await check(billingOf(user)));
+      assert.equal(calls.spend, 1 + FAILURES, "no store call while open: no timeout paid");
+      assert.ok([...reads, ...bills].every((r) => r.degraded));
+      // The local limiter held 10 / 2 = 5 for this key across every fallback read (RL-11).
+      const fallbackReads = [...failed, ...reads];
+      assert.equal(fallbackReads.filter((r) => r.outcome === "allowed").length, LOCAL_READ_CAPACITY);
+      assert.ok(bills.every((r) => r.outcome === "unavailable" && r.retryAfterMs >= OPEN_MS));
+
+      await proxy.heal();
+      // PING on the limiter's own connection answers only after every earlier reply: the link is clean.
+      await pollUntil(() => rl.store.ping().then(() => true), Boolean, { timeoutMs: RECOVERY_TIMEOUT_MS });
+      // Redis's own count agrees: the healthy call and the N timed-out ones (late), nothing else.
+      assert.equal(await scriptCallsSeenByRedis(admin), 1 + FAILURES);
+
+      clock.advance(OPEN_MS); // half-open: ONE probe may go
+      const probe = uniqueName("probe");
+      const burst = await Promise.all(Array.from({ length: 5 }, () => check(readOf(probe))));
+      assert.equal(calls.spend, 2 + FAILURES, "exactly one probe reached the store");
+      assert.equal(burst.filter((r) => !r.degraded).length, 1);
+      assert.equal(rl.breaker.state, "closed");
+      const after = await check(readOf(probe));
+      assert.equal(after.degraded, false);
+      assert.equal(after.remaining, READ_CAPACITY - 2, "decided by Redis: the probe and this call");
+      assert.equal(await scriptCallsSeenByRedis(admin), 3 + FAILURES);
+      assert.deepEqual(transitions, [
+        "closed→open (consecutive-failures)",
+        "open→half-open (open-elapsed)",
+        "half-open→closed (probe-succeeded)",
+      ]);
+    } finally {
+      admin.disconnect();
+      await rl.close();
+      await proxy.close();
+    }
+  });
+
+  test("RL-17 Redis killed under two service instances: billing closes (unavailable + Retry-After) while reads open; after restart decisions come from Redis again", async () => {
+    const services = await startServiceProcesses({
+      count: INSTANCES,
+      policies: rawPolicies,
+      env: {
+        REDIS_URL: redis.url,
+        RATE_LIMITER_KEY_PREFIX: "rl17:",
+        RATE_LIMITER_INSTANCES: String(INSTANCES),
+        RATE_LIMITER_BREAKER_OPEN_MS: "200",
+      },
+    });
+    try {
+      for (const svc of services.instances) {
+        await pollUntil(() => svc.check(billingOf(uniqueName("warm"))), fromRedis, { timeoutMs: 5_000 });
+      }
+      await redis.kill();
+      try {
+        for (const svc of services.instances) {
+          const user = uniqueName("u");
+          const billing = await svc.check(billingOf(user));
+          assert.equal(billing.outcome, "unavailable");
+          assert.equal(billing.failMode, "closed");
+          assert.ok(billing.retryAfterMs > 0);
+          assert.ok(Number(billing.headers["Retry-After"]) >= 1);
+          const read = await svc.check(readOf(user));
+          assert.equal(read.outcome, "allowed");
+          assert.equal(read.degraded, true, "through the local limiter");
+        }
+      } finally {
+        await redis.restart();
+      }
+      // A restarted Redis is empty (no scripts cached): EVALSHA → NOSCRIPT → EVAL must recover.
+      for (const svc of services.instances) {
+        await pollUntil(() => svc.check(billingOf(uniqueName("back"))), fromRedis, {
+          timeoutMs: RECOVERY_TIMEOUT_MS,
+        });
+      }
+    } finally {
+      await services.stop();
+    }
+  });
+
+  test("RL-11 an instance (re)started while Redis is down serves reads through the local limiter and closes billing, then uses Redis once it is back", {
+    todo:
+      "src/store/limiter-store.ts openRedisLimiterStore awaits connectRedis (REDIS_UNAVAILABLE after 1 s) and " +
+      "registry.loadAll, so main.ts exits 1 while Redis is down: a restarted or scaled-out instance serves nothing, " +
+      "not even fail-open reads. Fix: connect with lazyConnect and let ioredis reconnect in the background " +
+      "(EVALSHA already falls back to EVAL on NOSCRIPT, so loading scripts up front is not needed).",
+  }, async () => {
+    await redis.kill();
+    try {
+      const services = await startServiceProcesses({
+        count: 1,
+        policies: rawPolicies,
+        env: { REDIS_URL: redis.url, RATE_LIMITER_KEY_PREFIX: "rl11-start:" },
+        startTimeoutMs: 5_000,
+      });
+      try {
+        const svc = services.instances[0]!;
+        const user = uniqueName("u");
+        const read = await svc.check(readOf(user));
+        assert.equal(read.outcome, "allowed");
+        assert.equal(read.degraded, true);
+        assert.equal((await svc.check(billingOf(user))).outcome, "unavailable");
+        await redis.restart();
+        await pollUntil(() => svc.check(billingOf(uniqueName("back"))), fromRedis, {
+          timeoutMs: RECOVERY_TIMEOUT_MS,
+        });
+      } finally {
+        await services.stop();
+      }
+    } finally {
+      if (redis.state === "exited") await redis.restart();
+    }
+  });
+});
