@@ -1,0 +1,92 @@
+/**
+ * Measured runs as bench rows (lab's bench-report shape), ours beside the peer's
+ * run when one is given, so every row carries its ratio.
+ *
+ * @example
+ * contenderRows("closed c=50: Limiter.check", ours, peer);
+ * // decisions/s, latency p50/p99/p99.9, errors, Node CPU and Redis time per decision, allowed share
+ */
+import { type BenchResult, type BenchRowInput, benchRow } from "@casebook/lab/bench-report";
+import type { Measured } from "./measure.ts";
+
+export const system = "rate-limiter";
+
+type Pick = (m: Measured) => number | undefined;
+
+interface Metric {
+  readonly metric: string;
+  readonly unit: string;
+  readonly pick: Pick;
+  readonly direction?: BenchRowInput["direction"];
+}
+
+const metrics: readonly Metric[] = [
+  { metric: "throughput", unit: "decisions/s", pick: (m) => m.report.achievedRatePerS },
+  { metric: "latency p50", unit: "ms", pick: (m) => m.report.latencyMs.p50 },
+  { metric: "latency p99", unit: "ms", pick: (m) => m.report.latencyMs.p99 },
+  { metric: "latency p99.9", unit: "ms", pick: (m) => m.report.latencyMs.p999 },
+  {
+    metric: "errors (failed, timed out or dropped)",
+    unit: "count",
+    pick: (m) => m.report.errors + m.report.dropped,
+    direction: "lower-is-better",
+  },
+  { metric: "Node CPU per decision", unit: "µs", pick: (m) => m.clientCpuUsPerDecision },
+  { metric: "Redis time per decision", unit: "µs", pick: (m) => m.serverUsPerDecision },
+];
+
+/** Rounds for display and JSON alike: 3 significant digits below 100, integers above. */
+export function tidy(value: number): number {
+  if (Math.abs(value) >= 100) return Math.round(value);
+  return Number(value.toPrecision(3));
+}
+
+/**
+ * The rows of one scenario: every metric of `ours`, with the peer's value and the
+ * ratio when `peer` ran; a metric missing on either side (Redis time on a shared
+ * Redis) is left out rather than guessed.
+ *
+ * @example
+ * renderBench(contenderRows("open 20000/s", ours, peer), "markdown");
+ */
+export function contenderRows(scenario: string, ours: Measured, peer?: Measured): BenchResult[] {
+  const rows: BenchResult[] = [];
+  for (const { metric, unit, pick, direction } of metrics) {
+    const value = pick(ours);
+    const peerValue = peer ? pick(peer) : undefined;
+    if (value === undefined || (peer && peerValue === undefined)) continue;
+    rows.push(
+      benchRow({
+        system,
+        scenario,
+        metric,
+        unit,
+        value: tidy(value),
+        ...(direction ? { direction } : {}),
+        ...(peer && peerValue !== undefined
+          ? { peer: { name: peer.contender, value: tidy(peerValue) } }
+          : {}),
+      }),
+    );
+  }
+  rows.push(allowedRow(scenario, "allowed share", ours));
+  return rows;
+}
+
+/**
+ * How many decisions allowed: context for the numbers (a refusal writes nothing in
+ * our script), not a score, so it never carries a peer ratio.
+ *
+ * @example
+ * allowedRow("closed c=50", "allowed share, rate-limiter-flexible", peerRun);
+ */
+export function allowedRow(scenario: string, metric: string, run: Measured): BenchResult {
+  return benchRow({
+    system,
+    scenario,
+    metric,
+    unit: "%",
+    value: tidy(run.allowedPct),
+    direction: "higher-is-better",
+  });
+}

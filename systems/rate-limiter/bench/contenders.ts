@@ -1,0 +1,236 @@
+/**
+ * The contenders, each one way of answering "may user U make one more request?"
+ * against the same Redis, with the same limit (a bucket of 10 refilled at 5/s):
+ *
+ * - ours, `Limiter.check`: the real decision path (policy resolution, breaker,
+ *   store, compensation) over `openRedisLimiterStore`, as shipped;
+ * - ours, bare `store.spend`: one token-bucket-n.lua call, nothing around it;
+ * - the peer, rate-limiter-flexible's `RateLimiterRedis.consume` (a fixed window:
+ *   10 points per 2 s, the same average rate and burst), on an ioredis client
+ *   configured like ours (connectRedis) as its docs recommend: no offline queue;
+ * - the floor, the design text's script (bench/seed-token-bucket.lua): one EVALSHA.
+ *
+ * A refusal is a decision, not an error: `decide` resolves false. It rejects only
+ * when Redis failed, so the load generator counts it as an error.
+ *
+ * @example
+ * const peer = await openPeer(target, benchLimit);
+ * await peer.decide("user-42"); // true: allowed
+ */
+import { readFile } from "node:fs/promises";
+import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { CircuitBreaker } from "@casebook/kit/circuit-breaker";
+import { systemClock } from "@casebook/kit/clock";
+import { int, type RandomSource, seededRandom } from "@casebook/kit/random";
+import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import type { AlgorithmName, Limit, TokenBucketLimit } from "../src/domain/algorithm.ts";
+import { descriptor } from "../src/domain/descriptors.ts";
+import { Limiter } from "../src/domain/limiter.ts";
+import { LocalLimiter } from "../src/domain/local-limiter.ts";
+import { type PolicyConfig, parsePolicyConfig, resolveLimits } from "../src/domain/policy.ts";
+import { randomPicker } from "../src/domain/sub-buckets.ts";
+import { type LimiterStore, openRedisLimiterStore } from "../src/store/limiter-store.ts";
+import { benchErrors } from "./bench-errors.ts";
+import type { RedisTarget } from "./redis-target.ts";
+
+/** The limit every contender enforces per user: a burst of 10, 5 per second on average. */
+export const benchLimit: TokenBucketLimit = { algorithm: "token-bucket", capacity: 10, ratePerS: 5 };
+
+export const peerName = "rate-limiter-flexible";
+
+export interface Contender {
+  readonly name: string;
+  /** Resolves true when allowed, false when limited; rejects when the engine failed. */
+  decide(user: string): Promise<boolean>;
+  /** The full Redis key (prefix included) holding `user`'s state, for MEMORY USAGE. */
+  keyOf(user: string): string;
+  close(): Promise<void>;
+}
+
+/** Users picked uniformly from a fixed population with a seeded source: every contender sees the same sequence. */
+export class UserPicker {
+  readonly #users: number;
+  readonly #random: RandomSource;
+
+  constructor(users: number, seed = 0x5eed) {
+    this.#users = users;
+    this.#random = seededRandom(seed);
+  }
+
+  next(): string {
+    return `user-${int(this.#random, this.#users)}`;
+  }
+}
+
+/** One policy, "per-user", keyed by the user: what a service would configure for this limit. */
+export function benchPolicy(domain: string, limit: Limit): PolicyConfig {
+  return parsePolicyConfig({ domain, policies: [{ name: "per-user", key: "user:{user}", limit }] });
+}
+
+/** A Limiter wired as src/main.ts would wire it, over `store`. */
+export function benchLimiter(config: PolicyConfig, store: LimiterStore): Limiter {
+  return new Limiter(config, {
+    store,
+    breaker: new CircuitBreaker({
+      name: "bench-store",
+      clock: systemClock,
+      failureThreshold: 5,
+      openDurationMs: 1_000,
+    }),
+    local: new LocalLimiter({ clock: systemClock, maxKeys: 100_000, instances: 1 }),
+    picker: randomPicker(seededRandom(1)),
+    unavailableRetryMs: 1_000,
+  });
+}
+
+/** `Limiter.check` as a contender; a fallback answer (the store failed) rejects, it did not measure Redis. */
+export function limiterContender(
+  name: string,
+  limiter: Limiter,
+  keyPrefix: string,
+  close: () => Promise<void>,
+) {
+  let sequence = 0;
+  return {
+    name,
+    decide: async (user: string) => {
+      const result = await limiter.check({ descriptor: descriptor({ user }), requestId: `r${++sequence}` });
+      if (result.degraded)
+        throw benchErrors.create("RATELIMIT_BENCH_DEGRADED", { fields: { contender: name } });
+      return result.outcome === "allowed";
+    },
+    keyOf: (user: string) => keyPrefix + resolveLimits(limiter.config, descriptor({ user })).limits[0]!.key,
+    close,
+  } satisfies Contender;
+}
+
+/**
+ * Ours through the full decision path. `autoPipelining` undefined = as shipped by
+ * openRedisLimiterStore; false = the what-if run without it.
+ */
+export async function openOursLimiter(
+  target: RedisTarget,
+  options: { domain: string; autoPipelining?: boolean; limit?: Limit },
+): Promise<Contender> {
+  const store = await openRedisLimiterStore({
+    url: target.url,
+    keyPrefix: target.keyPrefix,
+    connectionName: `bench-${options.domain}`,
+    ...(options.autoPipelining === undefined ? {} : { autoPipelining: options.autoPipelining }),
+  });
+  const limiter = benchLimiter(benchPolicy(options.domain, options.limit ?? benchLimit), store);
+  const name = `ours: Limiter.check${options.autoPipelining === false ? ", auto-pipelining off" : ""}`;
+  return limiterContender(name, limiter, target.keyPrefix, () => store.close());
+}
+
+/** Ours without the Limiter around it: one `store.spend` of one token-bucket key per decision. */
+export async function openOursStore(
+  target: RedisTarget,
+  options: {
+    namespace: string;
+    algorithm?: AlgorithmName;
+    limit?: Limit;
+    /** Undefined = as shipped; ignored when `store` is given. */
+    autoPipelining?: boolean;
+    /** Another engine (the in-process store); default a Redis store on the target. */
+    store?: LimiterStore;
+  },
+): Promise<Contender> {
+  const store =
+    options.store ??
+    (await openRedisLimiterStore({
+      url: target.url,
+      keyPrefix: target.keyPrefix,
+      connectionName: `bench-${options.namespace}`,
+      ...(options.autoPipelining === undefined ? {} : { autoPipelining: options.autoPipelining }),
+    }));
+  const algorithm = options.algorithm ?? "token-bucket";
+  const limits = [options.limit ?? benchLimit];
+  const pipelining = options.autoPipelining === false && !options.store ? ", auto-pipelining off" : "";
+  let sequence = 0;
+  return {
+    name: `ours: store.spend (${algorithm})${pipelining}`,
+    decide: async (user) => {
+      const [outcome] = await store.spend([
+        {
+          algorithm,
+          keys: [`${options.namespace}:${user}`],
+          limits,
+          costs: [1],
+          requestId: `r${++sequence}`,
+        },
+      ]);
+      return outcome!.allowed;
+    },
+    keyOf: (user) => `${target.keyPrefix}${options.namespace}:${user}`,
+    close: () => store.close(),
+  };
+}
+
+/** rate-limiter-flexible's RateLimiterRedis with the same average rate and burst as `benchLimit`. */
+export async function openPeer(
+  target: RedisTarget,
+  limit: TokenBucketLimit = benchLimit,
+): Promise<Contender> {
+  const durationS = limit.capacity / limit.ratePerS;
+  if (!Number.isInteger(durationS))
+    throw new RangeError(`peer window must be whole seconds, got ${durationS}`);
+  const client = await connectRedis({
+    url: target.url,
+    keyPrefix: target.keyPrefix,
+    connectionName: "bench-peer",
+  });
+  const peer = new RateLimiterRedis({
+    storeClient: client,
+    keyPrefix: "rlflx",
+    points: limit.capacity,
+    duration: durationS,
+    // ioredis: its defineCommand + EVALSHA path, not node-redis's `eval({ keys })` signature.
+    useRedisPackage: false,
+  });
+  return {
+    name: peerName,
+    decide: (user) =>
+      peer.consume(user).then(
+        () => true,
+        (rejection: unknown) => {
+          if (rejection instanceof RateLimiterRes) return false; // limited: a decision
+          throw rejection;
+        },
+      ),
+    keyOf: (user) => target.keyPrefix + peer.getKey(user),
+    close: () => closeRedis(client),
+  };
+}
+
+export const seedScriptUrl = new URL("./seed-token-bucket.lua", import.meta.url);
+
+/** The floor: the text's script by EVALSHA, one round trip and nothing else per decision. */
+export async function openSeedFloor(
+  target: RedisTarget,
+  limit: TokenBucketLimit = benchLimit,
+): Promise<Contender> {
+  const lua = await readFile(seedScriptUrl, "utf8");
+  const client = await connectRedis({
+    url: target.url,
+    keyPrefix: target.keyPrefix,
+    connectionName: "bench-seed",
+  });
+  const sha = String(await client.script("LOAD", lua));
+  return {
+    name: "floor: seed EVALSHA, ioredis",
+    decide: async (user) => {
+      const reply = (await client.evalsha(
+        sha,
+        1,
+        `seed:${user}`,
+        limit.capacity,
+        limit.ratePerS,
+        1,
+      )) as number[];
+      return reply[0] === 1;
+    },
+    keyOf: (user) => `${target.keyPrefix}seed:${user}`,
+    close: () => closeRedis(client),
+  };
+}

@@ -1,0 +1,56 @@
+/**
+ * Scenario "open": decisions arrive at a fixed rate (20,000/s by default) whatever
+ * the limiter does, like independent users; each latency counts from the intended
+ * send time, so a stall shows in p99 instead of slowing the sender (coordinated
+ * omission). Ours (Limiter.check, as shipped and with auto-pipelining off) beside
+ * rate-limiter-flexible.
+ *
+ * @example
+ * const rows = await runOpenScenario(target, { ratePerS: 20_000, durationMs: 5_000, warmupMs: 1_000,
+ *   users: 10_000, log });
+ */
+import type { BenchResult } from "@casebook/lab/bench-report";
+import { allowedRow, contenderRows } from "./bench-rows.ts";
+import { type Contender, openOursLimiter, openPeer } from "./contenders.ts";
+import { type Measured, type MeasureOptions, measureOpen } from "./measure.ts";
+import type { RedisTarget } from "./redis-target.ts";
+
+export interface OpenOptions extends Omit<MeasureOptions, "redis"> {
+  readonly ratePerS: number;
+}
+
+async function run(
+  open: () => Promise<Contender>,
+  target: RedisTarget,
+  options: OpenOptions,
+): Promise<Measured> {
+  const contender = await open();
+  try {
+    return await measureOpen(contender, { ...options, redis: target });
+  } finally {
+    await contender.close();
+  }
+}
+
+/**
+ * Runs ours and the peer at the same arrival rate and returns the rows.
+ *
+ * @example
+ * renderBench(await runOpenScenario(target, options), "json");
+ */
+export async function runOpenScenario(target: RedisTarget, options: OpenOptions): Promise<BenchResult[]> {
+  const label = `open ${options.ratePerS}/s, ${options.users} users`;
+  const ours = await run(() => openOursLimiter(target, { domain: "open" }), target, options);
+  const peer = await run(() => openPeer(target), target, options);
+  // The what-if of the closed scenario: the same path without ioredis auto-pipelining.
+  const noPipe = await run(
+    () => openOursLimiter(target, { domain: "open-nopipe", autoPipelining: false }),
+    target,
+    options,
+  );
+  return [
+    ...contenderRows(`${label}: Limiter.check`, ours, peer),
+    allowedRow(`${label}: Limiter.check`, `allowed share, ${peer.contender}`, peer),
+    ...contenderRows(`${label}: Limiter.check, auto-pipelining off`, noPipe, peer),
+  ];
+}

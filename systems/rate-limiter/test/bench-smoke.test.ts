@@ -1,0 +1,126 @@
+/**
+ * The benchmark runs end to end, tiny: bench/main.ts as a child process (as
+ * `casebook bench rate-limiter` runs it) with a throw-away redis-server, every
+ * scenario, JSON lines out. This checks the output's shape, never its speed
+ * (speed lives in the bench itself).
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { findExecutable } from "@casebook/lab/executables";
+
+const benchMain = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
+/** Bound on one bench child: the tiny run takes ~10 s; a hang must fail the test, not stall CI. */
+const childTimeoutMs = 90_000;
+const tiny = ["--duration-ms", "300", "--warmup-ms", "100", "--users", "2000"];
+const rowKeys = ["system", "scenario", "metric", "unit", "value", "peer", "peer_value", "ratio"];
+
+interface Row {
+  system: string;
+  scenario: string;
+  metric: string;
+  unit: string;
+  value: number;
+  peer?: string;
+  peer_value?: number;
+  ratio?: number;
+}
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the bench without REDIS_URL, so it spawns (and stops) its own redis-server. */
+function runBench(args: string[]): Promise<Run> {
+  const { REDIS_URL: _shared, ...env } = process.env;
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [benchMain, ...args],
+      { env, timeout: childTimeoutMs, maxBuffer: 10_000_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+function parseRows(stdout: string): Row[] {
+  const lines = stdout.split("\n").filter((line) => line !== "");
+  assert.ok(lines.length > 0, "the bench printed no rows");
+  return lines.map((line) => {
+    const row = JSON.parse(line) as Row;
+    for (const key of ["system", "scenario", "metric", "unit"] as const) {
+      assert.equal(typeof row[key], "string", `${key} in ${line}`);
+    }
+    assert.ok(Number.isFinite(row.value), `value in ${line}`);
+    assert.deepEqual(
+      Object.keys(row).filter((key) => !rowKeys.includes(key)),
+      [],
+      `only the documented keys in ${line}`,
+    );
+    if (row.peer !== undefined) assert.ok(Number.isFinite(row.peer_value), `peer_value in ${line}`);
+    return row;
+  });
+}
+
+const redisServer = findExecutable("redis-server");
+const skip = redisServer ? false : "redis-server is not installed: the bench cannot spawn its Redis";
+
+describe("bench/main.ts", () => {
+  test("--help explains the scenarios and flags, without touching Redis", async () => {
+    const run = await runBench(["--help"]);
+    assert.equal(run.code, 0, run.stderr);
+    for (const word of ["closed", "open", "memory", "--json", "--duration-ms", "--algorithms"]) {
+      assert.ok(run.stdout.includes(word), `help mentions ${word}`);
+    }
+  });
+
+  test("a bad flag exits 2 naming the flag", async () => {
+    const run = await runBench(["--duration-ms", "5"]);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /--duration-ms/);
+  });
+
+  test("--json prints only rows, with ratios against rate-limiter-flexible", { skip }, async () => {
+    const run = await runBench(["--json", ...tiny]);
+    assert.equal(run.code, 0, run.stderr);
+    const rows = parseRows(run.stdout);
+    assert.ok(rows.every((row) => row.system === "rate-limiter"));
+    const peerRatios = rows.filter((row) => row.peer === "rate-limiter-flexible" && row.ratio !== undefined);
+    for (const scenario of ["closed", "open", "memory"]) {
+      assert.ok(
+        peerRatios.some((row) => row.scenario.startsWith(scenario)),
+        `a ${scenario} row with a ratio against the peer`,
+      );
+    }
+    const throughput = rows.find((r) => r.scenario.endsWith(": Limiter.check") && r.metric === "throughput");
+    assert.ok(throughput && throughput.value > 0, "Limiter.check made decisions");
+    assert.ok(
+      rows.some((r) => r.scenario.includes("redis-benchmark")) || !findExecutable("redis-benchmark"),
+      "the redis-benchmark floor ran",
+    );
+    assert.ok(rows.some((r) => r.metric === "memory for 50 million keys" && r.unit === "GB"));
+    assert.match(run.stderr, /private redis-server/, "it said what it ran against");
+  });
+
+  test("--algorithms --json gives RL-07 rows for every algorithm", { skip }, async () => {
+    const run = await runBench(["--algorithms", "--json", ...tiny]);
+    assert.equal(run.code, 0, run.stderr);
+    const rows = parseRows(run.stdout);
+    for (const algorithm of ["token-bucket", "fixed-window", "sliding-window-log", "gcra"]) {
+      assert.ok(
+        rows.some((r) => r.scenario.endsWith(`: ${algorithm}`) && r.metric === "throughput, Redis"),
+        `${algorithm} measured on Redis`,
+      );
+    }
+    const fixed = rows.find(
+      (r) => r.scenario.endsWith(": fixed-window") && r.metric === "max admitted in any 60 s",
+    );
+    assert.equal(fixed?.value, 200, "the comparison shows 2 × the limit across a window boundary");
+  });
+});
