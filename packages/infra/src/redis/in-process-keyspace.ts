@@ -421,12 +421,20 @@ export class InProcessKeyspace {
   #setExpiry(key: string, entry: Entry, atMs: number | undefined): void {
     if (entry.expiresAtMs === undefined && atMs !== undefined) this.#keysWithTtl++;
     if (entry.expiresAtMs !== undefined && atMs === undefined) this.#keysWithTtl--;
+    // The same expiry again (a window-aligned TTL rewritten on every call) is already queued.
+    const unchanged = entry.expiresAtMs === atMs;
     entry.expiresAtMs = atMs;
-    if (atMs === undefined) return;
+    if (atMs === undefined || unchanged) return;
     this.#expiry.push(atMs, key);
-    // Each TTL change leaves a stale heap entry; rebuild once stale ones dominate.
+    // Each TTL change leaves a stale heap entry; rebuild once stale ones dominate,
+    // keeping one entry per key so duplicates can never keep the heap large.
     if (this.#expiry.size > 2 * this.#keysWithTtl + 1_024) {
-      this.#expiry.compact(({ key: k, atMs: at }) => this.#entries.get(k)?.expiresAtMs === at);
+      const kept = new Set<string>();
+      this.#expiry.compact(({ key: k, atMs: at }) => {
+        if (kept.has(k) || this.#entries.get(k)?.expiresAtMs !== at) return false;
+        kept.add(k);
+        return true;
+      });
     }
   }
 

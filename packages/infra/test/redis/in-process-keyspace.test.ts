@@ -186,3 +186,19 @@ test("maxElementsPerKey bounds one container", () => {
   assert.equal(keyspace.zadd("z", 3, "b"), 0, "re-scoring adds no element");
   assert.throws(() => keyspace.zadd("z", 1, "c"), /maximum of 2 elements/);
 });
+
+test("rewriting the same expiry on every call keeps the expiry heap bounded by the keys", () => {
+  const clock = new ManualClock(1_000);
+  const keyspace = new InProcessKeyspace({ clock, maxKeys: 100_000 });
+  for (let round = 0; round < 20; round++) {
+    for (let i = 0; i < 2_000; i++) keyspace.pexpireAt(setKey(keyspace, `w:${i}`), 60_000);
+  }
+  const { keysWithTtl, expiryEntries } = keyspace.stats();
+  assert.equal(keysWithTtl, 2_000);
+  assert.ok(expiryEntries <= 2 * keysWithTtl + 1_024, `heap holds ${expiryEntries} entries`);
+});
+
+function setKey(keyspace: InProcessKeyspace, key: string): string {
+  keyspace.hset(key, { count: 1 });
+  return key;
+}
