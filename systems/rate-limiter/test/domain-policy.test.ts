@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ManualClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
+import fc from "fast-check";
 import { type Descriptor, descriptor, encodeKeyValue, parseKeyTemplate } from "../src/domain/descriptors.ts";
 import { LocalLimiter } from "../src/domain/local-limiter.ts";
 import {
@@ -484,4 +485,14 @@ describe("layers", () => {
     const left = local.take("rl:ip-volume:tb:ip:10.9.9.9", { capacity: 20, ratePerS: 0.001 }, 1);
     assert.equal(left.remaining, 16);
   });
+});
+
+test("keySlot's ASCII fast path agrees with CRC16 over the UTF-8 bytes, for any key", () => {
+  fc.assert(
+    fc.property(fc.string({ unit: "binary", maxLength: 40 }), (key) => {
+      const tag = hashTagOf(key);
+      assert.equal(keySlot(key), crc16Xmodem(new TextEncoder().encode(tag)) % 16_384);
+    }),
+    { numRuns: 2_000, seed: 8 },
+  );
 });

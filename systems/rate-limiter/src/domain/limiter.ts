@@ -26,6 +26,7 @@ import {
   bucketEquivalent,
   type LimitGroup,
   type PolicyConfig,
+  type Resolution,
   type ResolvedLimit,
   resolveLimits,
 } from "./policy.ts";
@@ -109,14 +110,8 @@ export class Limiter {
 
   async check(input: CheckInput): Promise<CheckResult> {
     const resolution = resolveLimits(this.#config, input.descriptor, { picker: this.#o.picker });
-    const limits = resolution.limits.filter(
-      (limit) => input.policies === undefined || input.policies.includes(limit.policy),
-    );
-    const groups = resolution.groups
-      .map((group) => ({ ...group, limits: group.limits.filter((limit) => limits.includes(limit)) }))
-      .filter((group) => group.limits.length > 0);
-    // The strictest applying limit decides the fail mode: only those this call checks.
-    const failMode = limits.some((l) => !l.shadow && l.failMode === "closed") ? "closed" : "open";
+    const { limits, groups, failMode } =
+      input.policies === undefined ? resolution : onlyPolicies(resolution, input.policies);
     if (groups.length === 0) return allowedWithoutLimits(failMode);
     checkCost(limits, input.cost);
     const calls = groups.map((group) => toCall(group, input));
@@ -187,6 +182,16 @@ export class Limiter {
     });
     return summarize(results, 0, failMode, true);
   }
+}
+
+/** Keeps the named policies; the strictest of THOSE decides the fail mode. */
+function onlyPolicies(resolution: Resolution, names: readonly string[]): Resolution {
+  const limits = resolution.limits.filter((limit) => names.includes(limit.policy));
+  const groups = resolution.groups
+    .map((group) => ({ ...group, limits: group.limits.filter((limit) => limits.includes(limit)) }))
+    .filter((group) => group.limits.length > 0);
+  const failMode = limits.some((l) => !l.shadow && l.failMode === "closed") ? "closed" : "open";
+  return { limits, groups, failMode };
 }
 
 /**

@@ -63,5 +63,13 @@ export function hashTagOf(key: string): string {
  * keySlot("{user1000}.following") === keySlot("{user1000}.followers"); // true
  */
 export function keySlot(key: string): number {
-  return crc16Xmodem(encoder.encode(hashTagOf(key))) % SLOT_COUNT;
+  const tag = hashTagOf(key);
+  // Hot path (every request): ASCII keys hash char codes directly, no byte array.
+  let crc = 0;
+  for (let i = 0; i < tag.length; i++) {
+    const code = tag.charCodeAt(i);
+    if (code > 0x7f) return crc16Xmodem(encoder.encode(tag)) % SLOT_COUNT;
+    crc = ((crc << 8) & 0xffff) ^ CRC16_TABLE[((crc >> 8) ^ code) & 0xff]!;
+  }
+  return crc % SLOT_COUNT;
 }
