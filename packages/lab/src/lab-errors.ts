@@ -32,6 +32,10 @@ export const labErrors = defineErrors({
     status: 409,
     message: "The engine is not running; restart() it first (stop() is final: spawn a new one).",
   },
+  LAB_CLUSTER_INVALID: {
+    status: 400,
+    message: "The cluster shape is invalid; `fields` names the primaries and replicas asked for.",
+  },
   LAB_PROXY_PORT_TAKEN: {
     status: 500,
     message:

@@ -21,8 +21,12 @@ import { EngineProcess, type EngineTimeouts, type SpawnedEngine, spawnedEngine }
 import { ensureExecutable } from "./executables.ts";
 
 export interface SpawnRedisOptions extends EngineTimeouts {
-  /** Extra `redis-server` arguments, e.g. `["--maxmemory", "10mb"]`. */
-  args?: string[];
+  /**
+   * Extra `redis-server` arguments, e.g. `["--maxmemory", "10mb"]`; a function receives
+   * the port each start uses (it changes when a port race forces a retry), for arguments
+   * derived from it (a cluster node's bus port).
+   */
+  args?: string[] | ((port: number) => string[]);
   /** Install Debian's redis-server when it is missing (root only). Default true. */
   install?: boolean;
   /** Timeout of one readiness PING and of the SHUTDOWN request. Default 1 000 ms. */
@@ -85,7 +89,7 @@ export async function spawnRedis(options: SpawnRedisOptions = {}): Promise<Spawn
         args: (port) => [
           ...["--port", String(port), "--bind", "127.0.0.1", "--dir", dir],
           ...["--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""],
-          ...(options.args ?? []),
+          ...(typeof options.args === "function" ? options.args(port) : (options.args ?? [])),
         ],
         isReady: async (port) => (await redisProbe(port, ["PING"], probeTimeoutMs)) === "+PONG",
         requestStop: async (port) => {

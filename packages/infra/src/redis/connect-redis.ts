@@ -5,7 +5,8 @@
  * "fail fast". A rate limiter that fails open is useless if every request first
  * waits seconds for a dead Redis: with these defaults a DOWN Redis rejects a call
  * at once (`REDIS_UNAVAILABLE`, nothing queued) and a HUNG Redis costs at most
- * `commandTimeoutMs` (`REDIS_TIMEOUT`).
+ * `commandTimeoutMs` (`REDIS_TIMEOUT`). `connectRedisCluster` opens a Redis Cluster
+ * client with the same bounds, and never re-sends a command that may have run either.
  *
  * @example
  * const redis = await connectRedis({ url: process.env.REDIS_URL, keyPrefix: "rl:" });
@@ -15,8 +16,22 @@
  *   await closeRedis(redis);
  * }
  */
-import { Redis, type RedisOptions } from "ioredis";
+import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
 import { redisErrors } from "./redis-errors.ts";
+
+/** Either client: a single Redis (or a Sentinel-managed one) or a Redis Cluster. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * True for a Cluster client. Reads ioredis's own flag rather than `instanceof`, which
+ * fails when two copies of ioredis are installed.
+ *
+ * @example
+ * const nodes = isClusterClient(redis) ? redis.nodes("master") : [redis];
+ */
+export function isClusterClient(redis: RedisClient): redis is Cluster {
+  return redis.isCluster === true;
+}
 
 export interface RedisConnectOptions {
   /** `redis://[user:pass@]host:port[/db]` or `rediss://…`; defaults to `process.env.REDIS_URL`. */
@@ -184,6 +199,139 @@ export async function connectRedis(options: RedisConnectOptions = {}): Promise<R
   }
 }
 
+/** Seed nodes of a cluster, as `redis://[user:pass@]host:port` URLs (the rest are discovered). */
+export interface RedisClusterConnectOptions extends Omit<RedisConnectOptions, "url"> {
+  /**
+   * One or more nodes of the cluster (any role); the client learns the others from
+   * CLUSTER SLOTS. Credentials and `rediss:` come from the first URL and apply to every node.
+   */
+  nodes: readonly string[];
+  /**
+   * MOVED/ASK/TRYAGAIN redirections one command may follow before it is rejected. Default 5:
+   * a redirection means the command did not run, so following it is safe, but a slot map that
+   * keeps moving is an incident, not something to wait out on the request path.
+   */
+  maxRedirections?: number;
+  /** Pause before re-sending after TRYAGAIN (a slot mid-migration). Default 25. */
+  tryAgainDelayMs?: number;
+  /** Bound on one CLUSTER SLOTS refresh. Default `connectTimeoutMs`. */
+  slotsRefreshTimeoutMs?: number;
+  /** Period of the background CLUSTER SLOTS refresh. Default 5 000. */
+  slotsRefreshIntervalMs?: number;
+}
+
+export const redisClusterConnectDefaults = {
+  maxRedirections: 5,
+  tryAgainDelayMs: 25,
+  slotsRefreshIntervalMs: 5_000,
+} as const;
+
+/** Host and port of each seed URL (validated), plus the credentials every node shares. */
+function parseClusterNodes(urls: readonly string[]): {
+  startupNodes: { host: string; port: number }[];
+  auth: Pick<RedisOptions, "username" | "password" | "tls">;
+} {
+  if (urls.length === 0) {
+    throw redisErrors.create("REDIS_URL_INVALID", {
+      detail: "A Redis Cluster needs at least one seed node URL in `nodes`.",
+    });
+  }
+  const parsed = urls.map((url) => {
+    redactRedisUrl(url); // throws REDIS_URL_INVALID naming no password
+    return new URL(url);
+  });
+  const first = parsed[0]!;
+  const auth: Pick<RedisOptions, "username" | "password" | "tls"> = {};
+  if (first.username !== "") auth.username = decodeURIComponent(first.username);
+  if (first.password !== "") auth.password = decodeURIComponent(first.password);
+  if (first.protocol === "rediss:") auth.tls = {};
+  const startupNodes = parsed.map((url) => ({
+    host: url.hostname.replace(/^\[|\]$/g, ""),
+    port: Number(url.port || 6379),
+  }));
+  return { startupNodes, auth };
+}
+
+/**
+ * The explicit ioredis Cluster options: the per-node connection is `redisClientOptions`
+ * (same timeouts, no resend), and every cluster-level retry is either safe or off.
+ */
+export function redisClusterOptions(options: Omit<RedisClusterConnectOptions, "nodes">): ClusterOptions {
+  const d = withDefaults(options);
+  const c = redisClusterConnectDefaults;
+  const random = options.random ?? Math.random;
+  const {
+    keyPrefix,
+    enableOfflineQueue: _queue,
+    retryStrategy: _retry,
+    lazyConnect: _lazy,
+    enableAutoPipelining: _auto,
+    ...node
+  } = redisClientOptions(options);
+  return {
+    keyPrefix,
+    enableOfflineQueue: d.enableOfflineQueue,
+    // Ready only once CLUSTER INFO says the cluster serves every slot.
+    enableReadyCheck: true,
+    // A limiter's reads decide: never from a replica that may lag its primary.
+    scaleReads: "master",
+    maxRedirections: options.maxRedirections ?? c.maxRedirections,
+    retryDelayOnMoved: 0,
+    retryDelayOnTryAgain: options.tryAgainDelayMs ?? c.tryAgainDelayMs,
+    // "Connection is closed" with a command in flight: it may have run, so it is never
+    // re-sent (0 turns ioredis's failover resend off), as maxRetriesPerRequest 0 does above.
+    retryDelayOnFailover: 0,
+    // CLUSTERDOWN: fail at once (REDIS_UNAVAILABLE) and let the caller's fallback decide.
+    retryDelayOnClusterDown: 0,
+    slotsRefreshTimeout: options.slotsRefreshTimeoutMs ?? d.connectTimeoutMs,
+    slotsRefreshInterval: options.slotsRefreshIntervalMs ?? c.slotsRefreshIntervalMs,
+    clusterRetryStrategy: (attempt) =>
+      attempt > d.maxReconnectAttempts
+        ? null
+        : reconnectDelayMs(attempt, d.reconnectBaseDelayMs, d.reconnectMaxDelayMs, random),
+    // Off: a node restarted on its old address is found again through MOVED and the refresh.
+    clusterNodeRetryStrategy: null,
+    lazyConnect: true,
+    // Per node: a command's keys pick the node; coalescing per node keeps one write per tick.
+    enableAutoPipelining: options.autoPipelining ?? false,
+    shardedSubscribers: false,
+    redisOptions: node,
+  };
+}
+
+/**
+ * Opens a Redis Cluster client and resolves once the cluster is READY (slots known,
+ * CLUSTER INFO ok), or rejects with `REDIS_UNAVAILABLE` within `connectTimeoutMs`.
+ * Close it with `closeRedis`. Scripts run on it through ScriptRegistry like on `Redis`;
+ * every call's keys must share one slot (give them one `{hash tag}`).
+ *
+ * @example
+ * const cluster = await connectRedisCluster({ nodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"] });
+ */
+export async function connectRedisCluster(options: RedisClusterConnectOptions): Promise<Cluster> {
+  const { startupNodes, auth } = parseClusterNodes(options.nodes);
+  const clusterOptions = redisClusterOptions(options);
+  clusterOptions.redisOptions = { ...clusterOptions.redisOptions, ...auth };
+  const cluster = new Cluster(startupNodes, clusterOptions);
+  const onError = options.onError ?? (() => {});
+  cluster.on("error", onError);
+  cluster.on("node error", onError);
+  if (options.lazyConnect === true) return cluster;
+  const timeoutMs = options.connectTimeoutMs ?? redisConnectDefaults.connectTimeoutMs;
+  try {
+    await withDeadline(cluster.connect(), timeoutMs, "connect");
+    return cluster;
+  } catch (cause) {
+    cluster.disconnect(false);
+    const seeds = options.nodes.map(redactRedisUrl);
+    throw redisErrors.create("REDIS_UNAVAILABLE", {
+      detail: `Could not connect to the Redis Cluster at ${seeds.join(", ")} within ${timeoutMs} ms.`,
+      fields: { nodes: seeds, phase: "connect", timeoutMs },
+      cause,
+    });
+  }
+}
+
 export interface CloseRedisOptions {
   /** Bound on the graceful QUIT (pending replies are awaited) before the socket is dropped. */
   quitTimeoutMs?: number;
@@ -197,8 +345,9 @@ export interface CloseRedisOptions {
  * @example
  * process.once("SIGTERM", () => void closeRedis(redis, { quitTimeoutMs: 500 }));
  */
-export async function closeRedis(redis: Redis, options: CloseRedisOptions = {}): Promise<void> {
+export async function closeRedis(redis: RedisClient, options: CloseRedisOptions = {}): Promise<void> {
   const quitTimeoutMs = options.quitTimeoutMs ?? defaultQuitTimeoutMs;
+  if (isClusterClient(redis)) return closeCluster(redis, quitTimeoutMs);
   if (hasEnded(redis)) return;
   const ended = new Promise<void>((resolve) => redis.once("end", () => resolve()));
   if (redis.status === "ready") {
@@ -224,8 +373,33 @@ export async function closeRedis(redis: Redis, options: CloseRedisOptions = {}):
 }
 
 /** Read through a function: the status changes across awaits, which TypeScript's narrowing cannot see. */
-function hasEnded(redis: Redis): boolean {
+function hasEnded(redis: RedisClient): boolean {
   return redis.status === "end";
+}
+
+/** closeRedis for a cluster: QUIT every node, then drop whatever did not close in time. */
+async function closeCluster(cluster: Cluster, quitTimeoutMs: number): Promise<void> {
+  if (hasEnded(cluster)) return;
+  const ended = new Promise<void>((resolve) => cluster.once("end", () => resolve()));
+  const nodes = cluster.nodes("all");
+  if (cluster.status === "ready") {
+    try {
+      await withDeadline(cluster.quit(), quitTimeoutMs, "quit");
+    } catch {
+      // A stalled or dropped node: the graceful path failed, the forced one follows.
+    }
+  }
+  if (hasEnded(cluster)) return;
+  cluster.disconnect(false);
+  // Between reconnect attempts no node is connected: disconnect() only cancels the attempt.
+  if (nodes.length === 0) return;
+  try {
+    await withDeadline(ended, quitTimeoutMs, "close");
+  } catch {
+    // A node that never sends its FIN keeps the cluster from ending: drop the sockets now.
+    for (const node of nodes) node.stream?.destroy();
+    await withDeadline(ended, quitTimeoutMs, "close").catch(() => {});
+  }
 }
 
 function withDeadline<T>(promise: Promise<T>, timeoutMs: number, phase: string): Promise<T> {

@@ -8,9 +8,17 @@
  * Cluster note: a script runs on one node, so all its KEYS must share a slot. Give
  * keys used together one hash tag (`{tenant42}`); with `clusterSlots: true` every
  * call is checked (after the connection's keyPrefix) and a cross-slot call fails
- * here, on a single dev Redis, instead of with CROSSSLOT in production. A script
- * must also touch ONLY the keys passed in KEYS: keys built inside Lua bypass both
- * checks and break in a cluster.
+ * here, on a single dev Redis, instead of with CROSSSLOT in production (both surface
+ * as REDIS_SCRIPT_CROSS_SLOT). A script must also touch ONLY the keys passed in KEYS:
+ * keys built inside Lua bypass both checks, and a cluster node refuses them only when
+ * they live on ANOTHER node ("Script attempted to access a non local key"; Redis 7.0
+ * lets a key of another slot on the same node through), so they break at random.
+ *
+ * Every method takes a `Redis` or a `Cluster` client. On a cluster, `loadAll` loads
+ * each script on every node, and `runBatch` cannot be one pipeline (a pipeline is
+ * bound to one node, and its calls' slots differ): each call is its own EVALSHA,
+ * sent concurrently, and auto-pipelining (if enabled) coalesces those bound for one
+ * node into one write.
  *
  * @example
  * const registry = await ScriptRegistry.fromDir(new URL("./scripts/", import.meta.url));
@@ -21,6 +29,7 @@ import { fileURLToPath } from "node:url";
 import type { CasebookError } from "@casebook/kit/errors";
 import type { Redis } from "ioredis";
 import { sameSlot } from "./cluster-slot.ts";
+import { isClusterClient, type RedisClient } from "./connect-redis.ts";
 import { redisErrors } from "./redis-errors.ts";
 import { checkCall, parseScript, type ScriptArg, type ScriptSource } from "./script-contract.ts";
 
@@ -113,16 +122,21 @@ export class ScriptRegistry {
   }
 
   /** SCRIPT LOAD every script: optional warm-up at start, so the first calls skip the EVAL fallback. */
-  async loadAll(redis: Redis): Promise<void> {
-    for (const script of this.#scripts.values()) {
-      const sha1 = String(await redis.script("LOAD", script.lua));
-      if (sha1 !== script.sha1) throw new Error(`SHA1 mismatch for ${script.file}: Redis says ${sha1}`);
+  async loadAll(redis: RedisClient): Promise<void> {
+    // SCRIPT LOAD carries no key: on a cluster it must go to each node (replicas too, so a
+    // promoted replica has them; a node added later answers NOSCRIPT and gets EVAL once).
+    const targets: Redis[] = isClusterClient(redis) ? redis.nodes("all") : [redis];
+    for (const target of targets) {
+      for (const script of this.#scripts.values()) {
+        const sha1 = String(await target.script("LOAD", script.lua));
+        if (sha1 !== script.sha1) throw new Error(`SHA1 mismatch for ${script.file}: Redis says ${sha1}`);
+      }
     }
   }
 
   /** Runs one script atomically: EVALSHA, then EVAL on NOSCRIPT. Rejects with a REDIS_* error. */
   async run(
-    redis: Redis,
+    redis: RedisClient,
     name: string,
     keys: readonly string[],
     args: readonly ScriptArg[],
@@ -150,13 +164,17 @@ export class ScriptRegistry {
    * @example
    * const results = await registry.runBatch(redis, users.map((u) => ({ name: "take-token", keys: [u], args: [10, 5] })));
    */
-  async runBatch(redis: Redis, calls: readonly ScriptCall[]): Promise<PromiseSettledResult<unknown>[]> {
+  async runBatch(redis: RedisClient, calls: readonly ScriptCall[]): Promise<PromiseSettledResult<unknown>[]> {
     this.checkBatch(calls.length);
     const prefix = String(redis.options.keyPrefix ?? "");
     const prepared = calls.map((call) => {
       this.checkSlots(call.name, call.keys, prefix);
       return { call, ...this.prepare(call.name, call.keys, call.args) };
     });
+    if (isClusterClient(redis)) {
+      // Validated above, so a malformed call still refuses the whole batch before any runs.
+      return Promise.allSettled(calls.map((call) => this.run(redis, call.name, call.keys, call.args)));
+    }
     const first = await execPipeline(redis, prepared, "evalsha");
     const retry = prepared.filter((_, index) => isNoScript(first[index]?.[0]));
     const second = retry.length > 0 ? await execPipeline(redis, retry, "eval") : [];
@@ -243,6 +261,14 @@ export function toRedisError(script: string, error: unknown): CasebookError {
   if (redisErrors.is(error)) return error;
   const message = error instanceof Error ? error.message : String(error);
   const isReply = error instanceof Error && error.name === "ReplyError";
+  if (isReply && message.startsWith("CROSSSLOT")) {
+    // The cluster refused it before running anything: the same fault clusterSlots catches locally.
+    return redisErrors.create("REDIS_SCRIPT_CROSS_SLOT", {
+      detail: `${script}: ${message}`,
+      fields: { script, reply: message },
+      cause: error,
+    });
+  }
   if (isReply && !NOT_RUN_REPLY.test(message)) {
     return scriptFailed(script, message, error);
   }

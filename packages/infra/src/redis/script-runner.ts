@@ -16,7 +16,7 @@
  *   : new InProcessScriptRunner({ registry, twins: { "take-token": takeToken }, keyspace });
  * await runner.run("take-token", ["rl:{u1}"], [10, 5]);
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./connect-redis.ts";
 import type { InProcessKeyspace } from "./in-process-keyspace.ts";
 import { LuaErrorReply, type LuaReply, toRedisReply } from "./lua-reply.ts";
 import { redisErrors } from "./redis-errors.ts";
@@ -30,12 +30,12 @@ export interface ScriptRunner {
   runBatch(calls: readonly ScriptCall[]): Promise<PromiseSettledResult<unknown>[]>;
 }
 
-/** Runs the real Lua scripts on Redis (EVALSHA, EVAL on NOSCRIPT). */
+/** Runs the real Lua scripts on Redis or a Redis Cluster (EVALSHA, EVAL on NOSCRIPT). */
 export class RedisScriptRunner implements ScriptRunner {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #registry: ScriptRegistry;
 
-  constructor(redis: Redis, registry: ScriptRegistry) {
+  constructor(redis: RedisClient, registry: ScriptRegistry) {
     this.#redis = redis;
     this.#registry = registry;
   }

@@ -6,9 +6,24 @@
  *
  * One `spend` is ONE round trip however many groups it carries (a pipeline), and
  * each group is ONE atomic script call over keys of one slot (RL-03, RL-08).
+ *
+ * On a Redis Cluster (`openRedisClusterLimiterStore`) a pipeline cannot span nodes, so
+ * each group is its own EVALSHA, all sent at once (auto-pipelining coalesces those bound
+ * for one node into one write): still one round trip per node, each group still one
+ * atomic all-or-nothing call. The resolver groups keys by slot WITHOUT the connection's
+ * keyPrefix; when a prefix splits a group over slots (untagged keys whose slots merely
+ * coincided), the store sends one call per slot and refunds the parts that spent if
+ * another part refused: RL-10's compensation, one level down.
  */
 import { fileURLToPath } from "node:url";
-import { closeRedis, connectRedis, type RedisConnectOptions } from "@casebook/infra/redis/connect-redis";
+import { keySlot } from "@casebook/infra/redis/cluster-slot";
+import {
+  closeRedis,
+  connectRedis,
+  connectRedisCluster,
+  type RedisClusterConnectOptions,
+  type RedisConnectOptions,
+} from "@casebook/infra/redis/connect-redis";
 import { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
 import {
@@ -17,7 +32,7 @@ import {
   type ScriptRunner,
 } from "@casebook/infra/redis/script-runner";
 import type { Clock } from "@casebook/kit/clock";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { type AlgorithmName, algorithms, type Limit } from "../domain/algorithm.ts";
 import { scriptTwins } from "./script-twins.ts";
 
@@ -66,6 +81,60 @@ function argsOf(group: GroupCall, mode: "spend" | "refund"): string[] {
   return [mode, ...perKey];
 }
 
+function scriptCall(group: GroupCall, mode: "spend" | "refund") {
+  return { name: group.algorithm, keys: [...group.keys], args: argsOf(group, mode) };
+}
+
+/** One slot's share of a group, and where its keys sit in the group. */
+interface SlotPart {
+  readonly call: GroupCall;
+  readonly indexes: readonly number[];
+}
+
+/** Splits a group by the slot each key really lands in; one part when they share it (always, with tags). */
+function splitBySlot(group: GroupCall, slotOf: (key: string) => number): SlotPart[] {
+  const bySlot = new Map<number, number[]>();
+  group.keys.forEach((key, index) => {
+    const slot = slotOf(key);
+    const indexes = bySlot.get(slot);
+    if (indexes) indexes.push(index);
+    else bySlot.set(slot, [index]);
+  });
+  if (bySlot.size === 1) return [{ call: group, indexes: group.keys.map((_, index) => index) }];
+  return [...bySlot.values()].map((indexes) => ({
+    call: {
+      ...group,
+      keys: indexes.map((i) => group.keys[i]!),
+      limits: indexes.map((i) => group.limits[i]!),
+      costs: indexes.map((i) => group.costs[i]!),
+    },
+    indexes,
+  }));
+}
+
+/** The group's outcome from its parts': allowed only if every part was; waits are the longest. */
+function mergeParts(
+  parts: readonly SlotPart[],
+  outcomes: readonly GroupOutcome[],
+  size: number,
+): GroupOutcome {
+  const keys: KeyOutcome[] = new Array(size);
+  parts.forEach((part, j) => {
+    part.indexes.forEach((index, k) => {
+      keys[index] = outcomes[j]!.keys[k]!;
+    });
+  });
+  const allowed = outcomes.every((outcome) => outcome.allowed);
+  const refusals = outcomes.filter((outcome) => !outcome.allowed).map((outcome) => outcome.retryAfterMs);
+  return {
+    allowed,
+    nowMs: Math.max(...outcomes.map((outcome) => outcome.nowMs)),
+    retryAfterMs: allowed ? 0 : Math.max(...refusals),
+    delayMs: Math.max(...outcomes.map((outcome) => outcome.delayMs)),
+    keys,
+  };
+}
+
 function toOutcome(reply: unknown): GroupOutcome {
   const values = (reply as unknown[]).map(Number);
   const [allowed, nowMs, retryAfterMs, delayMs] = values;
@@ -82,25 +151,33 @@ export class ScriptLimiterStore implements LimiterStore {
   readonly #runner: ScriptRunner;
   readonly #ping: () => Promise<void>;
   readonly #close: () => Promise<void>;
+  readonly #slotOf: ((key: string) => number) | undefined;
+  readonly #onError: (error: unknown) => void;
 
   constructor(options: {
     engine: "redis" | "in-process";
     runner: ScriptRunner;
     ping: () => Promise<void>;
     close: () => Promise<void>;
+    /**
+     * Cluster mode: the slot a key lands in on the server (keyPrefix included). Groups
+     * whose keys land in several slots are split per slot and compensated (see above).
+     */
+    slotOf?: (key: string) => number;
+    /** Told about a failed compensation refund (the refusal stands; the limit is stricter for a while). */
+    onError?: (error: unknown) => void;
   }) {
     this.engine = options.engine;
     this.#runner = options.runner;
     this.#ping = options.ping;
     this.#close = options.close;
+    this.#slotOf = options.slotOf;
+    this.#onError = options.onError ?? (() => {});
   }
 
   async spend(groups: readonly GroupCall[]): Promise<GroupOutcome[]> {
-    const calls = groups.map((group) => ({
-      name: group.algorithm,
-      keys: [...group.keys],
-      args: argsOf(group, "spend"),
-    }));
+    if (this.#slotOf) return this.#spendBySlot(groups, this.#slotOf);
+    const calls = groups.map((group) => scriptCall(group, "spend"));
     if (calls.length === 1)
       return [toOutcome(await this.#runner.run(calls[0]!.name, calls[0]!.keys, calls[0]!.args))];
     const settled = await this.#runner.runBatch(calls);
@@ -112,14 +189,42 @@ export class ScriptLimiterStore implements LimiterStore {
 
   async refund(groups: readonly GroupCall[]): Promise<void> {
     if (groups.length === 0) return;
-    const calls = groups.map((group) => ({
-      name: group.algorithm,
-      keys: [...group.keys],
-      args: argsOf(group, "refund"),
-    }));
-    const settled = await this.#runner.runBatch(calls);
+    const slotOf = this.#slotOf;
+    // A refund gives each key its own units back: splitting it by slot changes nothing.
+    const parts = slotOf ? groups.flatMap((group) => splitBySlot(group, slotOf).map((p) => p.call)) : groups;
+    const settled = await this.#runner.runBatch(parts.map((group) => scriptCall(group, "refund")));
     const failed = settled.find((result) => result.status === "rejected");
     if (failed) throw (failed as PromiseRejectedResult).reason;
+  }
+
+  /** Cluster mode: every slot's part of every group in one concurrent batch, then merged back. */
+  async #spendBySlot(groups: readonly GroupCall[], slotOf: (key: string) => number): Promise<GroupOutcome[]> {
+    const split = groups.map((group) => splitBySlot(group, slotOf));
+    const parts = split.flat();
+    const settled = await this.#runner.runBatch(parts.map((part) => scriptCall(part.call, "spend")));
+    const outcomes = settled.map((result) => {
+      if (result.status === "rejected") throw result.reason;
+      return toOutcome(result.value);
+    });
+    const perGroup: GroupOutcome[][] = [];
+    let at = 0;
+    for (const groupParts of split) {
+      perGroup.push(outcomes.slice(at, at + groupParts.length));
+      at += groupParts.length;
+    }
+    const merged = split.map((groupParts, i) =>
+      groupParts.length === 1
+        ? perGroup[i]![0]!
+        : mergeParts(groupParts, perGroup[i]!, groups[i]!.keys.length),
+    );
+    // A split group must stay all-or-nothing: give back what its passing parts spent.
+    const spentInRefused = split.flatMap((groupParts, i) =>
+      groupParts.length > 1 && !merged[i]!.allowed
+        ? groupParts.filter((_, j) => perGroup[i]![j]!.allowed).map((part) => part.call)
+        : [],
+    );
+    if (spentInRefused.length > 0) await this.refund(spentInRefused).catch(this.#onError);
+    return merged;
   }
 
   ping(): Promise<void> {
@@ -147,6 +252,45 @@ export async function openRedisLimiterStore(options: RedisStoreOptions): Promise
       await redis.ping();
     },
     close: () => closeRedis(redis),
+  });
+}
+
+export interface RedisClusterStoreOptions extends RedisClusterConnectOptions {
+  /** Check every call's keys share one slot before sending (they always should). Default true. */
+  clusterSlots?: boolean;
+}
+
+/**
+ * Connects to a Redis Cluster, loads the scripts on every node, and answers with a store:
+ * each group one EVALSHA on its slot's node, all groups of a request sent at once
+ * (auto-pipelined per node). Give keys checked together one hash tag (RL-08).
+ *
+ * @example
+ * const store = await openRedisClusterLimiterStore({
+ *   nodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"],
+ *   commandTimeoutMs: 20,
+ * });
+ */
+export async function openRedisClusterLimiterStore(options: RedisClusterStoreOptions): Promise<LimiterStore> {
+  const registry = await ScriptRegistry.fromDir(scriptsDir, { clusterSlots: options.clusterSlots ?? true });
+  const cluster: Cluster = await connectRedisCluster({ autoPipelining: true, ...options });
+  try {
+    await registry.loadAll(cluster);
+  } catch (error) {
+    await closeRedis(cluster);
+    throw error;
+  }
+  const prefix = options.keyPrefix ?? "";
+  return new ScriptLimiterStore({
+    engine: "redis",
+    runner: new RedisScriptRunner(cluster, registry),
+    slotOf: (key) => keySlot(prefix + key),
+    onError: (error) => options.onError?.(error instanceof Error ? error : new Error(String(error))),
+    // Ready means every primary answers: each one holds a share of the limits.
+    ping: async () => {
+      await Promise.all(cluster.nodes("master").map((node) => node.ping()));
+    },
+    close: () => closeRedis(cluster),
   });
 }
 
