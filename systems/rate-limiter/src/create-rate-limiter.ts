@@ -18,13 +18,16 @@ import { randomPicker } from "./domain/sub-buckets.ts";
 import {
   type LimiterStore,
   openInProcessLimiterStore,
+  openRedisClusterLimiterStore,
   openRedisLimiterStore,
 } from "./store/limiter-store.ts";
 
 export interface RateLimiterOptions {
   readonly policies: PolicyConfig;
-  /** Shared Redis; omit for the in-process engine (one instance only). */
+  /** Shared Redis; omit (and `redisClusterNodes`) for the in-process engine (one instance only). */
   readonly redisUrl?: string;
+  /** A Redis Cluster's seed nodes (`redis://host:port`); limits of one request share a slot via hash tags. */
+  readonly redisClusterNodes?: readonly string[];
   /** Prefix of every Redis key (several deployments on one Redis). */
   readonly keyPrefix?: string;
   /** Bound on one store call (000 §1: "se o Redis não responde em 20 ms"). Default 20. */
@@ -58,18 +61,24 @@ export const rateLimiterDefaults = {
   localMaxKeys: 100_000,
 } as const;
 
+function openStore(options: RateLimiterOptions, clock: Clock, timeoutMs: number): Promise<LimiterStore> {
+  const connection = {
+    keyPrefix: options.keyPrefix,
+    commandTimeoutMs: timeoutMs,
+    connectTimeoutMs: 1_000,
+    connectionName: "casebook-rate-limiter",
+  };
+  if (options.redisClusterNodes && options.redisClusterNodes.length > 0) {
+    return openRedisClusterLimiterStore({ nodes: [...options.redisClusterNodes], ...connection });
+  }
+  if (options.redisUrl) return openRedisLimiterStore({ url: options.redisUrl, ...connection });
+  return openInProcessLimiterStore({ clock });
+}
+
 export async function createRateLimiter(options: RateLimiterOptions): Promise<RateLimiter> {
   const clock = options.clock ?? systemClock;
   const timeoutMs = options.timeoutMs ?? rateLimiterDefaults.timeoutMs;
-  const store = options.redisUrl
-    ? await openRedisLimiterStore({
-        url: options.redisUrl,
-        keyPrefix: options.keyPrefix,
-        commandTimeoutMs: timeoutMs,
-        connectTimeoutMs: 1_000,
-        connectionName: "casebook-rate-limiter",
-      })
-    : await openInProcessLimiterStore({ clock });
+  const store = await openStore(options, clock, timeoutMs);
   const breaker = new CircuitBreaker({
     name: "rate-limiter-store",
     clock,

@@ -23,6 +23,10 @@ export const configSchema = {
     protocols: ["redis:", "rediss:"],
     description: "Shared Redis; unset = in-process engine (single instance)",
   }),
+  redisClusterNodes: field.string({
+    env: "REDIS_CLUSTER_NODES",
+    description: "Redis Cluster seed nodes, comma-separated redis:// URLs (instead of REDIS_URL)",
+  }),
   policies: field.string({
     env: "RATE_LIMITER_POLICIES",
     default: fileURLToPath(new URL("../policies.yaml", import.meta.url)),
@@ -93,6 +97,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
   const rl = await createRateLimiter({
     policies,
     redisUrl: config.redisUrl,
+    redisClusterNodes: config.redisClusterNodes
+      ?.split(",")
+      .map((node) => node.trim())
+      .filter(Boolean),
     keyPrefix: config.keyPrefix,
     timeoutMs: config.timeoutMs,
     breakerFailures: config.breakerFailures,

@@ -9,7 +9,9 @@ import {
   algorithms,
   type Decision,
   decideAll,
+  decideEach,
   type Limit,
+  limitBounds,
   maxCost,
   msUntilMicro,
   storedBytes,
@@ -248,6 +250,80 @@ test("decideAll is all-or-nothing and reports the largest refusal's retryAfterMs
   const gcra = { algorithm: "gcra", burst: 1, ratePerS: 1 } as const;
   assert.throws(
     () => decideAll(tb, 0, [{ state: undefined, limit: gcra as unknown as typeof user, cost: 1 }]),
+    /limit.algorithm must be token-bucket/,
+  );
+});
+
+test("decideEach: keys are independent, and calls on one key are decided in turn on what the last allowed one left", () => {
+  for (const name of algorithmNames) {
+    const algorithm = algorithms[name] as unknown as AnyAlgorithm;
+    fc.assert(
+      fc.property(
+        fc.array(limitArbitraries[name], { minLength: 3, maxLength: 3 }),
+        fc.integer({ min: 0, max: 2_000_000_000_000 }),
+        fc.array(fc.record({ keyIndex: fc.nat({ max: 2 }), costPick: fc.nat({ max: 1_000 }) }), {
+          minLength: 1,
+          maxLength: 30,
+        }),
+        (limits, nowMs, picks) => {
+          const calls = picks.map(({ keyIndex, costPick }, j) => ({
+            key: `k${keyIndex}`,
+            state: undefined,
+            limit: limits[keyIndex]!,
+            cost: 1 + (costPick % maxCost(limits[keyIndex]!)),
+            requestId: `r${j}`,
+          }));
+          const decisions = decideEach(algorithm, nowMs, calls);
+          // Reference: each key on its own, as a plain fold over its calls (other keys interleaved or not).
+          for (const key of ["k0", "k1", "k2"]) {
+            let state: unknown;
+            calls.forEach((call, j) => {
+              if (call.key !== key) return;
+              const alone = algorithm.decide(state, nowMs, call.limit, call.cost, call.requestId);
+              assert.deepEqual(decisions[j], alone, `call ${j} on ${key}`);
+              if (alone.allowed) state = alone.state;
+            });
+          }
+        },
+      ),
+      { seed: SEED, numRuns: RUNS },
+    );
+  }
+});
+
+test("decideEach: a refusal stops nothing (unlike decideAll), a repeat sees the write, bounds and algorithm are checked", () => {
+  const tb = algorithms["token-bucket"];
+  const limit = { algorithm: "token-bucket", capacity: 1, ratePerS: 1 } as const;
+  const spent = tb.decide(undefined, 0, limit, 1).state;
+  const calls = [
+    { key: "u1", state: spent, limit, cost: 1 },
+    { key: "u2", state: undefined, limit, cost: 1 },
+    { key: "u2", state: undefined, limit, cost: 1 }, // its own state is ignored: the first call on u2 supplied it
+  ];
+  const each = decideEach(tb, 0, calls);
+  assert.deepEqual(
+    each.map((d) => [d.allowed, d.remaining, d.retryAfterMs]),
+    [
+      [false, 0, 1_000],
+      [true, 0, 0],
+      [false, 0, 1_000],
+    ],
+  );
+  assert.equal(decideAll(tb, 0, calls.slice(0, 2)).allowed, false, "all-or-nothing would refuse u2 too");
+  const other = { key: "u3", state: spent, limit, cost: 1 };
+  assert.deepEqual(
+    decideEach(tb, 1_000, [other, other]).map((d) => d.allowed),
+    [true, false],
+    "a refill of one token serves only the first",
+  );
+  assert.throws(() => decideEach(tb, 0, []), /calls.length/);
+  const tooMany = Array.from({ length: limitBounds.maxCallsPerEach + 1 }, () => other);
+  assert.throws(() => decideEach(tb, 0, tooMany), /calls.length/);
+  assert.equal(decideEach(tb, 0, tooMany.slice(1)).length, limitBounds.maxCallsPerEach);
+  const gcra = { algorithm: "gcra", burst: 1, ratePerS: 1 } as const;
+  assert.throws(
+    () =>
+      decideEach(tb, 0, [{ key: "g", state: undefined, limit: gcra as unknown as typeof limit, cost: 1 }]),
     /limit.algorithm must be token-bucket/,
   );
 });

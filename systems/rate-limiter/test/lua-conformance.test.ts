@@ -21,6 +21,7 @@ import {
   algorithmNames,
   algorithms,
   decideAll,
+  decideEach,
   type Limit,
   maxCost,
   type StoredState,
@@ -33,6 +34,11 @@ const MAX_STEPS = 20;
 const PTTL_SLACK_MS = 5;
 /** What the random runs exercised, per algorithm: asserted below so a run can't pass vacuously. */
 const exercised = new Map<string, { allowed: number; refused: number; refunds: number; multiKey: number }>();
+/** The same for mode "each": a repeat after a write and a call mixing allows and refusals must occur. */
+const exercisedEach = new Map<
+  string,
+  { allowed: number; refused: number; repeatAfterWrite: number; mixed: number }
+>();
 
 type AnyAlgorithm = Algorithm<Limit, unknown>;
 
@@ -108,6 +114,31 @@ function normalized(algorithm: AnyAlgorithm, state: unknown): unknown {
   return state === undefined ? undefined : algorithm.fromStored(algorithm.toStored(state));
 }
 
+/**
+ * A key read back after a call holds `want.state` (as Redis would hold it), and when the call
+ * wrote it its PTTL is `want.ttlMs`, less the few ms the MULTI took.
+ */
+function assertKeyAfter(
+  algorithm: AnyAlgorithm,
+  label: string,
+  got: { state: unknown; pttl: number },
+  want: { state: unknown; ttlMs: number; written: boolean },
+): void {
+  const state = normalized(algorithm, want.state);
+  if (got.state === undefined && state !== undefined && want.ttlMs <= PTTL_SLACK_MS) {
+    // A TTL of a few ms may run out before the read-back; expiry changes no decision (RL-06 property).
+    assert.equal(got.pttl, -2);
+    return;
+  }
+  assert.deepEqual(got.state, state, `state of ${label}`);
+  if (!want.written || state === undefined) return;
+  const { ttlMs } = want;
+  assert.ok(
+    got.pttl <= ttlMs && got.pttl > ttlMs - PTTL_SLACK_MS,
+    `PTTL ${got.pttl} vs ttl ${ttlMs} (${label})`,
+  );
+}
+
 interface Call {
   keys: string[];
   limits: Limit[];
@@ -171,16 +202,9 @@ async function checkCall(
     written = multiDecision.allowed;
   }
   call.keys.forEach((_, i) => {
-    const want = normalized(algorithm, expected[i]);
-    const ttlMs = want === undefined ? 0 : algorithm.ttlMs(expected[i], nowMs, call.limits[i]!);
-    if (afterStates[i] === undefined && want !== undefined && ttlMs <= PTTL_SLACK_MS) {
-      // A TTL of a few ms may run out before the read-back; expiry changes no decision (RL-06 property).
-      assert.equal(pttls[i], -2);
-      return;
-    }
-    assert.deepEqual(afterStates[i], want, `state of key ${i} (${call.mode})`);
-    if (!written || want === undefined) return;
-    assert.ok(pttls[i]! <= ttlMs && pttls[i]! > ttlMs - PTTL_SLACK_MS, `PTTL ${pttls[i]} vs ttl ${ttlMs}`);
+    const ttlMs = expected[i] === undefined ? 0 : algorithm.ttlMs(expected[i], nowMs, call.limits[i]!);
+    const want = { state: expected[i], ttlMs, written };
+    assertKeyAfter(algorithm, `key ${i} (${call.mode})`, { state: afterStates[i], pttl: pttls[i]! }, want);
   });
   const counts = exercised.get(algorithm.name) ?? { allowed: 0, refused: 0, refunds: 0, multiKey: 0 };
   if (call.mode === "refund") counts.refunds++;
@@ -190,6 +214,93 @@ async function checkCall(
   exercised.set(algorithm.name, counts);
   return written && call.mode === "spend";
 }
+
+/** One request of a mode-"each" call: its key (index into the run's keys), limit, cost and id. */
+interface EachItem {
+  key: string;
+  limit: Limit;
+  cost: number;
+  requestId: string;
+}
+
+/**
+ * Runs one mode-"each" call in a MULTI (read every distinct key, EVAL, read them again, PTTL)
+ * and checks it against decideEach: the reply, and each key's final state and TTL (those of
+ * the last call on it that allowed). Returns the reply.
+ */
+async function checkEach(
+  redis: Redis,
+  algorithm: AnyAlgorithm,
+  script: string,
+  items: readonly EachItem[],
+): Promise<number[]> {
+  const distinct = [...new Set(items.map((item) => item.key))];
+  const argv = [
+    "each",
+    ...items.flatMap((item) => algorithm.scriptArgs(item.limit, item.cost, item.requestId)),
+  ];
+  const multi = redis.multi();
+  for (const key of distinct) readCommand(multi, algorithm, key);
+  multi.eval(script, items.length, ...items.map((item) => item.key), ...argv);
+  for (const key of distinct) readCommand(multi, algorithm, key);
+  for (const key of distinct) multi.pttl(key);
+  const results = await multi.exec();
+  assert.ok(results, "MULTI aborted");
+  for (const [error] of results) assert.ifError(error);
+  const d = distinct.length;
+  const value = (i: number) => results[i]![1];
+  const before = new Map(
+    distinct.map((key, i) => [key, algorithm.fromStored(toStored(algorithm, value(i)))]),
+  );
+  const reply = value(d) as number[];
+  const nowMs = reply[1]!;
+  const calls = items.map((item) => ({ ...item, state: before.get(item.key) }));
+  const decisions = decideEach(algorithm, nowMs, calls);
+  const allowedCount = decisions.filter((decision) => decision.allowed).length;
+  const perKey = decisions.flatMap((x) => [
+    x.allowed ? 1 : 0,
+    x.remaining,
+    x.resetMs,
+    x.retryAfterMs,
+    x.delayMs,
+  ]);
+  assert.deepEqual(reply, [allowedCount, nowMs, 0, 0, ...perKey]);
+  distinct.forEach((key, i) => {
+    const lastWrite = decisions.findLastIndex((x, j) => x.allowed && items[j]!.key === key);
+    const want =
+      lastWrite === -1
+        ? { state: before.get(key), ttlMs: 0, written: false }
+        : { state: decisions[lastWrite]!.state, ttlMs: decisions[lastWrite]!.ttlMs, written: true };
+    const got = {
+      state: algorithm.fromStored(toStored(algorithm, value(d + 1 + i))),
+      pttl: value(2 * d + 1 + i) as number,
+    };
+    assertKeyAfter(algorithm, `${key} (each)`, got, want);
+  });
+  const counts = exercisedEach.get(algorithm.name) ?? {
+    allowed: 0,
+    refused: 0,
+    repeatAfterWrite: 0,
+    mixed: 0,
+  };
+  counts.allowed += allowedCount;
+  counts.refused += items.length - allowedCount;
+  counts.repeatAfterWrite += items.filter((item, j) =>
+    decisions.slice(0, j).some((x, k) => x.allowed && items[k]!.key === item.key),
+  ).length;
+  if (allowedCount > 0 && allowedCount < items.length) counts.mixed++;
+  exercisedEach.set(algorithm.name, counts);
+  return reply;
+}
+
+const eachStepArbitrary = fc.record({
+  /** 1–8 requests, each on one of the run's 3 keys: repeats within a call are the point. */
+  requests: fc.array(fc.record({ keyIndex: fc.nat({ max: 2 }), costPick: fc.nat({ max: 100 }) }), {
+    minLength: 1,
+    maxLength: 8,
+  }),
+  pauseMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })),
+});
 
 describe("Lua scripts conform to the domain functions on real Redis", () => {
   let redis: Redis | undefined;
@@ -267,6 +378,48 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
     });
   }
 
+  for (const name of algorithmNames) {
+    test(`${name}: random "each" calls (1–8 requests over 3 keys, repeats included) match decideEach exactly`, async (t) => {
+      if (!redis) return t.skip(skipReason);
+      const client = redis;
+      const algorithm = algorithms[name] as unknown as AnyAlgorithm;
+      const script = scriptSource(algorithm);
+      let run = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(limitArbitraries[name], { minLength: 3, maxLength: 3 }),
+          fc.array(eachStepArbitrary, { minLength: 1, maxLength: MAX_STEPS, size: "large" }),
+          async (limits, steps) => {
+            run++;
+            const keys = limits.map((_, i) => `${prefix}:each:${name}:${run}:k${i}`);
+            for (const key of keys) touched.add(key);
+            for (const [index, step] of steps.entries()) {
+              if (step.pauseMs > 0) await sleep(step.pauseMs); // lets the engine clock move; no event to await
+              const items = step.requests.map(({ keyIndex, costPick }, j) => ({
+                key: keys[keyIndex]!,
+                limit: limits[keyIndex]!,
+                cost: 1 + (costPick % maxCost(limits[keyIndex]!)),
+                requestId: `req-${run}-${index}-${j}`,
+              }));
+              await checkEach(client, algorithm, script, items);
+            }
+            await client.del(...keys);
+          },
+        ),
+        { seed: SEED, numRuns: RUNS_PER_ALGORITHM },
+      );
+      const counts = exercisedEach.get(name);
+      t.diagnostic(JSON.stringify(counts));
+      assert.ok(
+        counts &&
+          counts.allowed > 30 &&
+          counts.refused > 30 &&
+          counts.repeatAfterWrite > 30 &&
+          counts.mixed > 10,
+      );
+    });
+  }
+
   /** Limits whose middle key is exhausted by one full-cost call and stays so for minutes. */
   const slowLimits: Record<AlgorithmName, Limit> = {
     "token-bucket": { algorithm: "token-bucket", capacity: 2, ratePerS: 0.01 },
@@ -305,6 +458,55 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
     });
   }
 
+  for (const name of algorithmNames) {
+    test(`${name} "each": independent decisions in order — a repeat sees the write before it, a refusal stops nothing`, async (t) => {
+      if (!redis) return t.skip(skipReason);
+      const algorithm = algorithms[name] as unknown as AnyAlgorithm;
+      const limit = slowLimits[name]; // 2 units, restored only after minutes
+      const [a, b, c] = ["a", "b", "c"].map((k) => `${prefix}:each-order:${name}:${k}`);
+      for (const key of [a!, b!, c!]) touched.add(key);
+      const items = [a!, b!, a!, a!, c!].map((key, j) => ({ key, limit, cost: 1, requestId: `order-${j}` }));
+      const reply = await checkEach(redis, algorithm, scriptSource(algorithm), items);
+      assert.equal(reply[0], 4, "allowedCount");
+      assert.deepEqual(
+        items.map((_, j) => reply[4 + 5 * j]),
+        [1, 1, 1, 0, 1],
+        "a's third request is refused; c after it is still decided and allowed",
+      );
+      assert.ok(reply[4 + 5 * 3 + 3]! > 0, "the refusal carries its own retryAfterMs");
+      if (name === "leaky-bucket") {
+        assert.deepEqual(
+          [reply[4 + 4], reply[4 + 5 * 2 + 4]],
+          [0, 100_000],
+          "a's second request queues behind its first",
+        );
+      }
+    });
+  }
+
+  test('sliding-window-log "each": a reused request id stops the call there; the keys before it stay written', async (t) => {
+    if (!redis) return t.skip(skipReason);
+    const log = algorithms["sliding-window-log"] as unknown as AnyAlgorithm;
+    const limit = slowLimits["sliding-window-log"];
+    const [x, y] = ["x", "y"].map((k) => `${prefix}:each-dup:${k}`);
+    touched.add(x!);
+    touched.add(y!);
+    const argv = ["each", ...["first", "dup", "dup"].flatMap((id) => log.scriptArgs(limit, 1, id))];
+    await assert.rejects(
+      redis.eval(scriptSource(log), 3, x!, y!, y!, ...argv),
+      /requestId already in the log: dup/,
+    );
+    assert.deepEqual([await redis.zcard(x!), await redis.zcard(y!)], [1, 1]);
+    assert.throws(
+      () =>
+        decideEach(log, 0, [
+          { key: y!, state: undefined, limit, cost: 1, requestId: "dup" },
+          { key: y!, state: undefined, limit, cost: 1, requestId: "dup" },
+        ]),
+      /already in the log/,
+    );
+  });
+
   test("scripts reject a bad mode or a wrong ARGV count, and the log refuses a reused request id", async (t) => {
     if (!redis) return t.skip(skipReason);
     const key = `${prefix}:{u42}:usage`;
@@ -313,10 +515,12 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
       const algorithm = algorithms[name] as unknown as AnyAlgorithm;
       const args = algorithm.scriptArgs(slowLimits[name], 1, "r1");
       await assert.rejects(redis.eval(scriptSource(algorithm), 1, key, "take", ...args), /ERR usage/);
-      await assert.rejects(
-        redis.eval(scriptSource(algorithm), 1, key, "spend", ...args.slice(1)),
-        /ERR usage/,
-      );
+      for (const mode of ["spend", "each"]) {
+        await assert.rejects(
+          redis.eval(scriptSource(algorithm), 1, key, mode, ...args.slice(1)),
+          /ERR usage/,
+        );
+      }
     }
     const log = algorithms["sliding-window-log"] as unknown as AnyAlgorithm;
     const args = log.scriptArgs(slowLimits["sliding-window-log"], 1, "dup");

@@ -13,13 +13,16 @@
  */
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { keySlot } from "@casebook/infra/redis/cluster-slot";
 import { CircuitBreaker } from "@casebook/kit/circuit-breaker";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import { type SpawnedRedisCluster, spawnRedisCluster } from "@casebook/lab/spawn-redis-cluster";
-import { enginesRequired } from "@casebook/lab/test-engines";
+import { enginesRequired, uniqueName } from "@casebook/lab/test-engines";
 import { Cluster, Redis } from "ioredis";
 import { type AlgorithmName, algorithmNames, type Limit } from "../src/domain/algorithm.ts";
 import { descriptor } from "../src/domain/descriptors.ts";
@@ -27,6 +30,7 @@ import { Limiter } from "../src/domain/limiter.ts";
 import { LocalLimiter } from "../src/domain/local-limiter.ts";
 import { parsePolicyConfig, resolveLimits } from "../src/domain/policy.ts";
 import { randomPicker } from "../src/domain/sub-buckets.ts";
+import { main } from "../src/main.ts";
 import {
   type GroupCall,
   type LimiterStore,
@@ -346,5 +350,48 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
     assert.ok(second!.retryAfterMs > 0);
     const [aOnly] = await store.spend([tokenBuckets([a], [bucket(5)])]);
     assert.equal(aOnly!.keys[0]!.remaining, 3, "a's spend in the refused call was refunded");
+  });
+
+  test("the service runs on the cluster with REDIS_CLUSTER_NODES: the text's bucket of 5, then a refusal", async (t) => {
+    if (!cluster) return t.skip(skipReason);
+    const dir = await mkdtemp(join(tmpdir(), "rl-cluster-"));
+    const file = join(dir, "policies.json");
+    await writeFile(
+      file,
+      JSON.stringify({
+        policies: [
+          {
+            name: "per-user",
+            key: "user:{user}",
+            limit: { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 },
+          },
+        ],
+      }),
+    );
+    const running = await main({
+      PORT: "0",
+      LOG_LEVEL: "silent",
+      RATE_LIMITER_POLICIES: file,
+      RATE_LIMITER_KEY_PREFIX: `${uniqueName("rl-svc")}:`,
+      REDIS_CLUSTER_NODES: cluster.startupNodes.map((n) => `redis://${n.host}:${n.port}`).join(","),
+    });
+    try {
+      const outcomes: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        const response = await fetch(`${running.url}/v1/check`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ descriptors: { user: "cluster-42" } }),
+        });
+        const body = (await response.json()) as { outcome: string; degraded: boolean };
+        assert.equal(body.degraded, false, "decided by the cluster");
+        outcomes.push(body.outcome);
+      }
+      assert.deepEqual(outcomes, ["allowed", "allowed", "allowed", "allowed", "allowed", "limited"]);
+      assert.equal((await fetch(`${running.url}/readyz`)).status, 200);
+    } finally {
+      await running.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

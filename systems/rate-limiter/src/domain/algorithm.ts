@@ -185,7 +185,7 @@ export type StoredState =
 
 export interface Algorithm<L extends Limit, S> {
   readonly name: L["algorithm"];
-  /** File in src/store/scripts: the same mechanism over N keys, all-or-nothing. */
+  /** File in src/store/scripts: the same mechanism over N keys, all-or-nothing (spend) or each on its own (each). */
   readonly scriptName: string;
   /** ARGV entries per key after ARGV[1] (the mode). */
   readonly argvStride: number;
@@ -217,6 +217,11 @@ export const limitBounds = {
   maxNowMs: 4_000_000_000_000,
   maxRequestIdChars: 128,
   maxKeysPerCall: 16,
+  /**
+   * Most calls one mode-"each" script call decides (independent requests coalesced): it
+   * bounds how long one call holds Redis (a few µs per key) and the size of its reply.
+   */
+  maxCallsPerEach: 256,
 } as const;
 
 /** 1 unit = 1e6 micro-units: fractional refill is kept as an integer. */
@@ -448,6 +453,12 @@ export const algorithms: { readonly [N in AlgorithmName]: AlgorithmFor<N> } = {
   },
 };
 
+function checkAlgorithmOf(name: AlgorithmName, limit: Limit): void {
+  if (limit.algorithm !== name) {
+    throw new RangeError(`limit.algorithm must be ${name} for every key, got ${limit.algorithm}`);
+  }
+}
+
 /** One key's part of a multi-key call. */
 export interface KeyCall<L extends Limit, S> {
   readonly state: S | undefined;
@@ -486,15 +497,53 @@ export function decideAll<L extends Limit, S>(
 ): MultiDecision<S> {
   checkInteger("calls.length", calls.length, 1, limitBounds.maxKeysPerCall);
   const decisions = calls.map((call) => {
-    if (call.limit.algorithm !== algorithm.name) {
-      throw new RangeError(
-        `limit.algorithm must be ${algorithm.name} for every key, got ${call.limit.algorithm}`,
-      );
-    }
+    checkAlgorithmOf(algorithm.name, call.limit);
     return algorithm.decide(call.state, nowMs, call.limit, call.cost, call.requestId);
   });
   const allowed = decisions.every((decision) => decision.allowed);
   const retryAfterMs = Math.max(0, ...decisions.map((decision) => decision.retryAfterMs));
   const delayMs = allowed ? Math.max(0, ...decisions.map((decision) => decision.delayMs)) : 0;
   return { allowed, retryAfterMs, delayMs, decisions };
+}
+
+/** One call of a mode-"each" batch: independent requests coalesced into one script call. */
+export interface EachCall<L extends Limit, S> extends KeyCall<L, S> {
+  /** Calls on one key see each other (two concurrent requests of one user), so the key is named. */
+  readonly key: string;
+}
+
+/**
+ * Independent decisions in order, exactly as every `<algorithm>-n.lua` does in mode "each":
+ * each call is decided on its own (no all-or-nothing); an allowed call's state is what the
+ * next call on the same key sees, a refused one changes nothing. `state` is what the key
+ * held before the batch: only the first call on a key supplies it, later calls on that key
+ * are decided on what the calls before them left. Throws like `decide` at the first bad call
+ * (a reused request id of the sliding log): the script stops there too, and on Redis the keys
+ * decided before that call stay written (a script is never rolled back).
+ *
+ * @example
+ * const tb = algorithms["token-bucket"];
+ * const limit = { algorithm: "token-bucket", capacity: 1, ratePerS: 1 } as const;
+ * const [a, again, b] = decideEach(tb, 0, [
+ *   { key: "u1", state: undefined, limit, cost: 1 },
+ *   { key: "u1", state: undefined, limit, cost: 1 }, // sees the first call's spend
+ *   { key: "u2", state: undefined, limit, cost: 1 },
+ * ]);
+ * // a.allowed === true, again.allowed === false (retryAfterMs 1000), b.allowed === true
+ */
+export function decideEach<L extends Limit, S>(
+  algorithm: Algorithm<L, S>,
+  nowMs: number,
+  calls: readonly EachCall<L, S>[],
+): Decision<S>[] {
+  checkInteger("calls.length", calls.length, 1, limitBounds.maxCallsPerEach);
+  const latest = new Map<string, S | undefined>();
+  return calls.map((call) => {
+    checkAlgorithmOf(algorithm.name, call.limit);
+    const state = latest.has(call.key) ? latest.get(call.key) : call.state;
+    const decision = algorithm.decide(state, nowMs, call.limit, call.cost, call.requestId);
+    // A refusal writes nothing: the next call on the key sees what this one saw.
+    latest.set(call.key, decision.allowed ? decision.state : state);
+    return decision;
+  });
 }

@@ -15,6 +15,7 @@
  * coincided), the store sends one call per slot and refunds the parts that spent if
  * another part refused: RL-10's compensation, one level down.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { keySlot } from "@casebook/infra/redis/cluster-slot";
 import {
@@ -23,6 +24,7 @@ import {
   connectRedisCluster,
   type RedisClusterConnectOptions,
   type RedisConnectOptions,
+  redisConnectDefaults,
 } from "@casebook/infra/redis/connect-redis";
 import { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
@@ -240,11 +242,23 @@ export interface RedisStoreOptions extends RedisConnectOptions {
   url: string;
 }
 
-/** Connects to Redis, loads the scripts, and answers with a store (auto-pipelined: one call per request). */
+/**
+ * A store on one Redis. It never waits for Redis to start: the connection is made in
+ * the background (and remade after every loss), calls fail fast while it is down, and
+ * the limiter answers by policy meanwhile (RL-11/RL-12) — an instance started during an
+ * outage serves fail-open reads instead of crash-looping. Scripts load on first use
+ * (EVALSHA falls back to EVAL on NOSCRIPT, which also covers a restarted, empty Redis).
+ */
 export async function openRedisLimiterStore(options: RedisStoreOptions): Promise<LimiterStore> {
   const registry = await ScriptRegistry.fromDir(scriptsDir);
-  const redis: Redis = await connectRedis({ autoPipelining: true, ...options });
-  await registry.loadAll(redis);
+  const redis: Redis = await connectRedis({ ...options, lazyConnect: true });
+  // Wait for the first connection, within the connect bound, but start either way:
+  // after a failed first attempt ioredis keeps reconnecting with its bounded backoff.
+  const connected = redis.connect().then(
+    () => true,
+    () => false,
+  );
+  await Promise.race([connected, sleep(options.connectTimeoutMs ?? redisConnectDefaults.connectTimeoutMs)]);
   return new ScriptLimiterStore({
     engine: "redis",
     runner: new RedisScriptRunner(redis, registry),

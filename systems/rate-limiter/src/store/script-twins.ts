@@ -1,6 +1,6 @@
 /**
  * The in-process twins of src/store/scripts/<algorithm>-n.lua: the same call
- * contract (ARGV[1] spend|refund, then one stride of parameters per key), the same
+ * contract (ARGV[1] spend|refund|each, then one stride of parameters per key), the same
  * reply, the same stored state and TTL, computed by the domain functions the Lua
  * mirrors. lua-conformance.test.ts proves Lua ≡ domain; the store contract suite
  * runs the same cases on both engines, so Lua ≡ twin.
@@ -18,7 +18,10 @@ import {
   decideAll,
   type KeyCall,
   type Limit,
+  limitBounds,
   type StoredState,
+  validateCall,
+  validateRequestId,
 } from "../domain/algorithm.ts";
 
 /** The two limit fields each script takes before `cost`, in ARGV order. */
@@ -54,6 +57,24 @@ function writeStored(keyspace: InProcessKeyspace, key: string, stored: StoredSta
   if (keyspace.exists(key)) keyspace.pexpire(key, ttlMs);
 }
 
+/** Key i's limit, cost and request id, from its ARGV stride (argv[0] is the mode). */
+function parseCall<L extends Limit, S>(
+  name: AlgorithmName,
+  algorithm: Algorithm<L, S>,
+  argv: readonly string[],
+  i: number,
+): { limit: L; cost: number; requestId: string | undefined } {
+  const [first, second] = limitFields[name];
+  const at = 1 + i * algorithm.argvStride;
+  const limit = {
+    algorithm: name,
+    [first]: Number(argv[at]),
+    [second]: Number(argv[at + 1]),
+  } as unknown as L;
+  const requestId = algorithm.argvStride === 4 ? argv[at + 3] : undefined;
+  return { limit, cost: Number(argv[at + 2]), requestId };
+}
+
 function parseCalls<L extends Limit, S>(
   name: AlgorithmName,
   algorithm: Algorithm<L, S>,
@@ -61,29 +82,58 @@ function parseCalls<L extends Limit, S>(
   keys: readonly string[],
   argv: readonly string[],
 ): KeyCall<L, S>[] {
-  const [first, second] = limitFields[name];
   return keys.map((key, i) => {
-    const at = 1 + i * algorithm.argvStride;
-    const limit = {
-      algorithm: name,
-      [first]: Number(argv[at]),
-      [second]: Number(argv[at + 1]),
-    } as unknown as L;
-    const requestId = algorithm.argvStride === 4 ? argv[at + 3] : undefined;
     const state = algorithm.fromStored(readStored(keyspace, key, storedKind(name)));
-    return { state, limit, cost: Number(argv[at + 2]), requestId };
+    return { state, ...parseCall(name, algorithm, argv, i) };
   });
+}
+
+/**
+ * Mode "each": read, decide, write one key at a time in order, as the script does, so a
+ * repeated key sees the write before it (decideEach in the domain threads state the same
+ * way). Every call is validated first: a malformed batch writes nothing. A throw later (a
+ * reused request id) stops the batch there with the keys before it written, like the script.
+ */
+function decideEachInPlace<L extends Limit, S>(
+  name: AlgorithmName,
+  algorithm: Algorithm<L, S>,
+  keyspace: InProcessKeyspace,
+  keys: readonly string[],
+  argv: readonly string[],
+  nowMs: number,
+): number[] {
+  const max = limitBounds.maxCallsPerEach;
+  if (keys.length > max) throw new RangeError(`calls.length must be at most ${max}, got ${keys.length}`);
+  const calls = keys.map((_, i) => parseCall(name, algorithm, argv, i));
+  for (const call of calls) {
+    validateCall(call.limit, nowMs, call.cost);
+    if (algorithm.argvStride === 4) validateRequestId(call.requestId);
+  }
+  const reply = [0, nowMs, 0, 0];
+  calls.forEach((call, i) => {
+    const key = keys[i]!;
+    const state = algorithm.fromStored(readStored(keyspace, key, storedKind(name)));
+    const d = algorithm.decide(state, nowMs, call.limit, call.cost, call.requestId);
+    if (d.allowed) {
+      writeStored(keyspace, key, algorithm.toStored(d.state), d.ttlMs);
+      reply[0]!++;
+    }
+    reply.push(d.allowed ? 1 : 0, d.remaining, d.resetMs, d.retryAfterMs, d.delayMs);
+  });
+  return reply;
 }
 
 function twinOf<L extends Limit, S>(name: AlgorithmName, algorithm: Algorithm<L, S>): ScriptTwin {
   return (keyspace, keys, argv): LuaReply => {
     const mode = argv[0];
-    if ((mode !== "spend" && mode !== "refund") || argv.length !== 1 + algorithm.argvStride * keys.length) {
-      return { err: `ERR usage: ARGV[1] spend|refund, then ${algorithm.argvStride} values per key` };
+    const known = mode === "spend" || mode === "refund" || mode === "each";
+    if (!known || argv.length !== 1 + algorithm.argvStride * keys.length) {
+      return { err: `ERR usage: ARGV[1] spend|refund|each, then ${algorithm.argvStride} values per key` };
     }
     const [seconds, micros] = keyspace.time();
     const nowMs = seconds * 1000 + Math.floor(micros / 1000);
     try {
+      if (mode === "each") return decideEachInPlace(name, algorithm, keyspace, keys, argv, nowMs);
       const calls = parseCalls(name, algorithm, keyspace, keys, argv);
       if (mode === "refund") {
         calls.forEach((call, i) => {

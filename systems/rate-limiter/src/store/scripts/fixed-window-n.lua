@@ -1,19 +1,26 @@
--- fixed-window-n.lua: fixed window counter over N keys, all-or-nothing.
--- Mirrors src/domain/fixed-window.ts and decideAll in src/domain/algorithm.ts exactly.
--- KEYS[1..] hash {windowStartMs, count} of one key; distinct keys, all in one hash slot (RL-08).
--- ARGV[1]  "spend" | "refund"
+-- fixed-window-n.lua: fixed window counter over N keys: all-or-nothing, or each on its own.
+-- Mirrors src/domain/fixed-window.ts and decideAll / decideEach in src/domain/algorithm.ts exactly.
+-- KEYS[1..] hash {windowStartMs, count} of one key. spend, refund: distinct keys, one hash slot (RL-08).
+--          each: a key may repeat; the store sends keys of one slot in cluster mode (it enforces
+--          that), any keys on a standalone Redis.
+-- ARGV[1]  "spend" | "refund" | "each"
 -- ARGV[2..] per key KEYS[i], stride 3: limit, windowMs, cost of KEYS[i] (stride 3; validated by the caller).
 -- Returns  spend:  {allowed, nowMs, retryAfterMs, delayMs (0), then per key i: allowed_i, remaining_i, resetMs_i};
 --          every key is written only if all allow; otherwise none is, and retryAfterMs is the largest refusal's.
 --          refund: {1, nowMs, 0, 0}; cost taken back from every key's current window.
+--          each:   {allowedCount, nowMs, 0, 0, then per key i: allowed_i, remaining_i, resetMs_i, retryAfterMs_i,
+--          delayMs_i (0)}: keys decided in order, each on its own (independent requests coalesced into one
+--          call); an allowed key is written at once, so a repeat of it sees the write; a refusal writes nothing.
 -- Time is the server's TIME, never the caller's; windows are aligned to it (multiples of windowMs).
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local mode = ARGV[1]
-if (mode ~= 'spend' and mode ~= 'refund') or #ARGV ~= 1 + 3 * #KEYS then
-  return redis.error_reply('ERR usage: ARGV[1] spend|refund, then limit, windowMs, cost per key')
+local each = mode == 'each'
+if (mode ~= 'spend' and mode ~= 'refund' and not each) or #ARGV ~= 1 + 3 * #KEYS then
+  return redis.error_reply('ERR usage: ARGV[1] spend|refund|each, then limit, windowMs, cost per key')
 end
-local reply, writes = {1, now, 0, 0}, {}
+-- Flat arrays and an explicit length n: no table per key on this hot path.
+local reply, n, writes = {each and 0 or 1, now, 0, 0}, 4, {}
 for i, key in ipairs(KEYS) do
   local limit, w, cost = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
   local s = redis.call('HMGET', key, 'windowStartMs', 'count')
@@ -23,17 +30,28 @@ for i, key in ipairs(KEYS) do
   local untilEnd = start + w - now
   local ok = count + cost <= limit
   if mode == 'refund' then count = math.max(0, count - cost)
-  elseif ok then count = count + cost
-  else reply[1] = 0; reply[3] = math.max(reply[3], untilEnd) end
-  writes[i] = {start, count, math.max(1, untilEnd)}
-  if mode == 'spend' then
-    for _, v in ipairs({ok and 1 or 0, limit - count, untilEnd}) do reply[#reply + 1] = v end
+  elseif ok then count = count + cost end
+  if each then
+    if ok then
+      redis.call('HSET', key, 'windowStartMs', start, 'count', count)
+      redis.call('PEXPIRE', key, math.max(1, untilEnd))
+      reply[1] = reply[1] + 1
+    end
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok and 1 or 0, limit - count, untilEnd, ok and 0 or untilEnd, 0
+    n = n + 5
+  else
+    writes[3 * i - 2], writes[3 * i - 1], writes[3 * i] = start, count, math.max(1, untilEnd)
+    if mode == 'spend' then
+      if not ok then reply[1] = 0; reply[3] = math.max(reply[3], untilEnd) end
+      reply[n + 1], reply[n + 2], reply[n + 3] = ok and 1 or 0, limit - count, untilEnd
+      n = n + 3
+    end
   end
 end
-if mode == 'refund' or reply[1] == 1 then
+if mode == 'refund' or (mode == 'spend' and reply[1] == 1) then
   for i, key in ipairs(KEYS) do
-    redis.call('HSET', key, 'windowStartMs', writes[i][1], 'count', writes[i][2])
-    redis.call('PEXPIRE', key, writes[i][3])
+    redis.call('HSET', key, 'windowStartMs', writes[3 * i - 2], 'count', writes[3 * i - 1])
+    redis.call('PEXPIRE', key, writes[3 * i])
   end
 end
 return reply

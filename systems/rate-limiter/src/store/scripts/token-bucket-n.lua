@@ -1,19 +1,25 @@
--- token-bucket-n.lua: the text's token bucket (000 §1.3) over N keys, all-or-nothing.
--- Mirrors src/domain/token-bucket.ts and decideAll in src/domain/algorithm.ts exactly.
--- KEYS[1..] hash {tokensMicro, tsMs} of one bucket; distinct keys, all in one hash slot (RL-08).
--- ARGV[1]  "spend" | "refund"
+-- token-bucket-n.lua: the text's token bucket (000 §1.3) over N keys: all-or-nothing, or each on its own.
+-- Mirrors src/domain/token-bucket.ts and decideAll / decideEach in src/domain/algorithm.ts exactly.
+-- KEYS[1..] hash {tokensMicro, tsMs} of one bucket. spend, refund: distinct keys, one hash slot (RL-08).
+--          each: a key may repeat; the store sends keys of one slot in cluster mode (it enforces
+--          that), any keys on a standalone Redis.
+-- ARGV[1]  "spend" | "refund" | "each"
 -- ARGV[2..] per key KEYS[i], stride 3: capacity, ratePerS, cost of KEYS[i] (stride 3; validated
 --          by the caller with validateCall in src/domain/algorithm.ts).
 -- Returns  spend:  {allowed, nowMs, retryAfterMs, delayMs (0), then per key i: allowed_i, remaining_i, resetMs_i};
 --          every key is written only if all allow; otherwise none is, and retryAfterMs is the largest refusal's.
 --          refund: {1, nowMs, 0, 0}; every key gets its cost back (a spend another limit refused).
+--          each:   {allowedCount, nowMs, 0, 0, then per key i: allowed_i, remaining_i, resetMs_i, retryAfterMs_i,
+--          delayMs_i (0)}: keys decided in order, each on its own (independent requests coalesced into one
+--          call); an allowed key is written at once, so a repeat of it sees the write; a refusal writes nothing.
 -- Time is the server's TIME, never the caller's (RL-05). State is integers only: redis.call sends
 -- numbers as %.17g, exact below 2^53. A refusal writes nothing (the text rewrites the bucket).
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local mode, M = ARGV[1], 1000000
-if (mode ~= 'spend' and mode ~= 'refund') or #ARGV ~= 1 + 3 * #KEYS then
-  return redis.error_reply('ERR usage: ARGV[1] spend|refund, then capacity, ratePerS, cost per key')
+local each = mode == 'each'
+if (mode ~= 'spend' and mode ~= 'refund' and not each) or #ARGV ~= 1 + 3 * #KEYS then
+  return redis.error_reply('ERR usage: ARGV[1] spend|refund|each, then capacity, ratePerS, cost per key')
 end
 local function msUntil(deficit, rate) -- least whole ms with floor(ms * rate) >= deficit
   if deficit <= 0 then return 0 end
@@ -22,7 +28,8 @@ local function msUntil(deficit, rate) -- least whole ms with floor(ms * rate) >=
   if math.floor((ms - 1) * rate) >= deficit then return ms - 1 end
   return ms
 end
-local reply, writes = {1, now, 0, 0}, {}
+-- Flat arrays and an explicit length n: no table per key on this hot path.
+local reply, n, writes = {each and 0 or 1, now, 0, 0}, 4, {}
 for i, key in ipairs(KEYS) do
   local capacity, ratePerS, cost = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
   local cap, rate, need = capacity * M, ratePerS * 1000, cost * M
@@ -30,24 +37,35 @@ for i, key in ipairs(KEYS) do
   local stored, ts = tonumber(s[1]) or cap, tonumber(s[2]) or now -- a missing bucket is full
   -- lazy refill since the last write (RL-02), elapsed clamped at 0 (RL-05)
   local tokens = math.min(cap, stored + math.floor(math.max(0, now - ts) * rate))
-  local ok, reset = tokens >= need, 0
+  local ok, reset, retry = tokens >= need, 0, 0
+  local ttl = math.ceil(capacity / ratePerS * 1000) * 2 -- RL-06: 2 x full refill
   if mode == 'refund' then tokens = math.min(cap, tokens + need)
   elseif ok then tokens = tokens - need; reset = msUntil(cap - tokens, rate)
   else -- waits count from the last write, as the refill does, so they are exact to the ms
-    reply[1] = 0; reply[3] = math.max(reply[3], ts + msUntil(need - stored, rate) - now)
+    retry = ts + msUntil(need - stored, rate) - now
     reset = ts + msUntil(cap - stored, rate) - now
   end
-  writes[i] = {tokens, math.ceil(capacity / ratePerS * 1000) * 2} -- RL-06: 2 x full refill
-  if mode == 'spend' then
-    for _, v in ipairs({ok and 1 or 0, math.floor(tokens / M), reset}) do
-      reply[#reply + 1] = v
+  if each then
+    if ok then
+      redis.call('HSET', key, 'tokensMicro', tokens, 'tsMs', now)
+      redis.call('PEXPIRE', key, ttl)
+      reply[1] = reply[1] + 1
+    end
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok and 1 or 0, math.floor(tokens / M), reset, retry, 0
+    n = n + 5
+  else
+    writes[2 * i - 1], writes[2 * i] = tokens, ttl
+    if mode == 'spend' then
+      if not ok then reply[1] = 0; reply[3] = math.max(reply[3], retry) end
+      reply[n + 1], reply[n + 2], reply[n + 3] = ok and 1 or 0, math.floor(tokens / M), reset
+      n = n + 3
     end
   end
 end
-if mode == 'refund' or reply[1] == 1 then
+if mode == 'refund' or (mode == 'spend' and reply[1] == 1) then
   for i, key in ipairs(KEYS) do
-    redis.call('HSET', key, 'tokensMicro', writes[i][1], 'tsMs', now)
-    redis.call('PEXPIRE', key, writes[i][2])
+    redis.call('HSET', key, 'tokensMicro', writes[2 * i - 1], 'tsMs', now)
+    redis.call('PEXPIRE', key, writes[2 * i])
   end
 end
 return reply
