@@ -108,6 +108,30 @@ contractSuite("LimiterStore", storeBackends, (it) => {
     });
   }
 
+  it("RL-04 60 decisions on one fresh bucket of 5 issued in one turn (batched together on Redis): exactly 5", async (s) => {
+    const call = group("token-bucket", [key("burst")], [fiveLimits["token-bucket"]]);
+    const outcomes = await Promise.all(
+      Array.from({ length: 60 }, () => s.store.spend([{ ...call, requestId: requestId() }])),
+    );
+    const allowed = outcomes.filter(([o]) => o!.allowed);
+    assert.equal(allowed.length, 5);
+    assert.deepEqual(allowed.map(([o]) => o!.keys[0]!.remaining).sort(), [0, 1, 2, 3, 4]);
+    assert.ok(outcomes.filter(([o]) => !o!.allowed).every(([o]) => o!.retryAfterMs > 0));
+  });
+
+  it("concurrent decisions on many keys and algorithms each get their own answer", async (s) => {
+    const calls = algorithmNames.flatMap((algorithm) =>
+      Array.from({ length: 10 }, (_, i) =>
+        group(algorithm, [key(`${algorithm}-${i}`)], [fiveLimits[algorithm]], 1 + (i % 5)),
+      ),
+    );
+    const outcomes = await Promise.all(calls.map((call) => s.store.spend([call])));
+    outcomes.forEach(([outcome], i) => {
+      assert.ok(outcome!.allowed, `call ${i}`);
+      assert.equal(outcome!.keys[0]!.remaining, 5 - calls[i]!.costs[0]!, `call ${i}`);
+    });
+  });
+
   it("several groups go in one spend and come back in order", async (s) => {
     const a = group("token-bucket", [key("a")], [fiveLimits["token-bucket"]]);
     const b = group("fixed-window", [key("b")], [{ algorithm: "fixed-window", limit: 1, windowMs: 60_000 }]);

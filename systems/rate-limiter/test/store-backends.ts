@@ -30,6 +30,26 @@ export async function deleteKeys(url: string, prefix: string): Promise<void> {
   }
 }
 
+function redisBackend(name: string, batchMaxKeys: number): Backend<StoreSubject> {
+  return {
+    name,
+    open: async (t) => {
+      const url = await requireRedis(t);
+      if (!url) return undefined;
+      const keyPrefix = `${uniqueName("rl-store")}:`;
+      const store = await openRedisLimiterStore({ url, keyPrefix, batchMaxKeys });
+      const advance = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+      return {
+        subject: { store, advance },
+        close: async () => {
+          await store.close();
+          await deleteKeys(url, keyPrefix);
+        },
+      };
+    },
+  };
+}
+
 export const storeBackends: Backend<StoreSubject>[] = [
   {
     name: "in-process",
@@ -40,21 +60,6 @@ export const storeBackends: Backend<StoreSubject>[] = [
       return { subject: { store, advance }, close: () => store.close() };
     },
   },
-  {
-    name: "redis",
-    open: async (t) => {
-      const url = await requireRedis(t);
-      if (!url) return undefined;
-      const keyPrefix = `${uniqueName("rl-store")}:`;
-      const store = await openRedisLimiterStore({ url, keyPrefix });
-      const advance = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-      return {
-        subject: { store, advance },
-        close: async () => {
-          await store.close();
-          await deleteKeys(url, keyPrefix);
-        },
-      };
-    },
-  },
+  redisBackend("redis, batched (default)", 64),
+  redisBackend("redis, one call per decision", 1),
 ];

@@ -36,6 +36,7 @@ import {
 import type { Clock } from "@casebook/kit/clock";
 import type { Cluster, Redis } from "ioredis";
 import { type AlgorithmName, algorithms, type Limit } from "../domain/algorithm.ts";
+import { DecisionBatcher } from "./decision-batcher.ts";
 import { scriptTwins } from "./script-twins.ts";
 
 /** Keys of one algorithm in one slot, checked all-or-nothing by one script call. */
@@ -155,6 +156,7 @@ export class ScriptLimiterStore implements LimiterStore {
   readonly #close: () => Promise<void>;
   readonly #slotOf: ((key: string) => number) | undefined;
   readonly #onError: (error: unknown) => void;
+  readonly #batcher: DecisionBatcher | undefined;
 
   constructor(options: {
     engine: "redis" | "in-process";
@@ -168,6 +170,8 @@ export class ScriptLimiterStore implements LimiterStore {
     slotOf?: (key: string) => number;
     /** Told about a failed compensation refund (the refusal stands; the limit is stricter for a while). */
     onError?: (error: unknown) => void;
+    /** Batch single-key decisions of one event-loop turn into one script call (standalone Redis). */
+    batchMaxKeys?: number;
   }) {
     this.engine = options.engine;
     this.#runner = options.runner;
@@ -175,10 +179,27 @@ export class ScriptLimiterStore implements LimiterStore {
     this.#close = options.close;
     this.#slotOf = options.slotOf;
     this.#onError = options.onError ?? (() => {});
+    if (options.batchMaxKeys !== undefined && options.batchMaxKeys > 1) {
+      const runner = options.runner;
+      this.#batcher = new DecisionBatcher((name, keys, args) => runner.run(name, keys, args), {
+        maxKeys: options.batchMaxKeys,
+      });
+    }
   }
 
   async spend(groups: readonly GroupCall[]): Promise<GroupOutcome[]> {
     if (this.#slotOf) return this.#spendBySlot(groups, this.#slotOf);
+    const batcher = this.#batcher;
+    if (batcher) {
+      // Groups are independent calls anyway (compensation happens above): single-key ones batch.
+      return Promise.all(
+        groups.map((group) =>
+          group.keys.length === 1
+            ? batcher.spend(group)
+            : this.#runner.run(group.algorithm, [...group.keys], argsOf(group, "spend")).then(toOutcome),
+        ),
+      );
+    }
     const calls = groups.map((group) => scriptCall(group, "spend"));
     if (calls.length === 1)
       return [toOutcome(await this.#runner.run(calls[0]!.name, calls[0]!.keys, calls[0]!.args))];
@@ -240,6 +261,11 @@ export class ScriptLimiterStore implements LimiterStore {
 
 export interface RedisStoreOptions extends RedisConnectOptions {
   url: string;
+  /**
+   * Decisions per batched script call (see decision-batcher.ts); 1 turns batching off.
+   * Default 64.
+   */
+  batchMaxKeys?: number;
 }
 
 /**
@@ -262,6 +288,7 @@ export async function openRedisLimiterStore(options: RedisStoreOptions): Promise
   return new ScriptLimiterStore({
     engine: "redis",
     runner: new RedisScriptRunner(redis, registry),
+    batchMaxKeys: options.batchMaxKeys ?? 64,
     ping: async () => {
       await redis.ping();
     },

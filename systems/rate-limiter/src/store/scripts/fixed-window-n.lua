@@ -37,7 +37,8 @@ for i, key in ipairs(KEYS) do
       redis.call('PEXPIRE', key, math.max(1, untilEnd))
       reply[1] = reply[1] + 1
     end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok and 1 or 0, limit - count, untilEnd, ok and 0 or untilEnd, 0
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
+      ok and 1 or 0, limit - count, untilEnd, ok and 0 or untilEnd, 0
     n = n + 5
   else
     writes[3 * i - 2], writes[3 * i - 1], writes[3 * i] = start, count, math.max(1, untilEnd)

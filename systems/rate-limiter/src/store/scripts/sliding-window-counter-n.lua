@@ -45,7 +45,8 @@ for i, key in ipairs(KEYS) do
       redis.call('PEXPIRE', key, ttl)
       reply[1] = reply[1] + 1
     end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok and 1 or 0, remaining, untilEmpty, retry, 0
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
+      ok and 1 or 0, remaining, untilEmpty, retry, 0
     n = n + 5
   else
     writes[4 * i - 3], writes[4 * i - 2], writes[4 * i - 1], writes[4 * i] = start, cur, prev, ttl
@@ -58,7 +59,8 @@ for i, key in ipairs(KEYS) do
 end
 if mode == 'refund' or (mode == 'spend' and reply[1] == 1) then
   for i, key in ipairs(KEYS) do
-    redis.call('HSET', key, 'windowStartMs', writes[4 * i - 3], 'currentCount', writes[4 * i - 2], 'previousCount', writes[4 * i - 1])
+    redis.call('HSET', key, 'windowStartMs', writes[4 * i - 3], 'currentCount', writes[4 * i - 2],
+      'previousCount', writes[4 * i - 1])
     redis.call('PEXPIRE', key, writes[4 * i])
   end
 end

@@ -51,7 +51,8 @@ for i, key in ipairs(KEYS) do
       redis.call('PEXPIRE', key, ttl)
       reply[1] = reply[1] + 1
     end
-    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] = ok and 1 or 0, math.floor(tokens / M), reset, retry, 0
+    reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
+      ok and 1 or 0, math.floor(tokens / M), reset, retry, 0
     n = n + 5
   else
     writes[2 * i - 1], writes[2 * i] = tokens, ttl
