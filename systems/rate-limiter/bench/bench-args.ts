@@ -48,12 +48,12 @@ Every key lives under a unique prefix and is deleted at the end.
 Scenarios (default: all three):
   closed   ${argBounds.concurrency.default} concurrent callers as fast as they go, keys spread over ${argBounds.users.default} users:
            ours = Limiter.check (the full decision path: policy, breaker, store) and the bare
-           store spend, as shipped (ioredis auto-pipelining on) and with auto-pipelining off;
+           store spend, as shipped (script-level batching) and unbatched (one call per decision);
            peer = rate-limiter-flexible RateLimiterRedis.consume (a refusal is a decision);
            floor = the design text's script, one EVALSHA per decision, from Node (ioredis) and
            from redis-benchmark (-c ${argBounds.concurrency.default}, unpipelined). Also Node CPU and Redis CPU per decision.
-  open     ${argBounds.ratePerS.default} decisions/s at a fixed arrival rate: ours (as shipped and with
-           auto-pipelining off) vs peer; latency from the intended send time (p50, p99, p99.9),
+  open     ${argBounds.ratePerS.default} decisions/s at a fixed arrival rate: ours (as shipped and
+           unbatched) vs peer; latency from the intended send time (p50, p99, p99.9),
            so a stall is not hidden.
   memory   RL-18: bytes per key (MEMORY USAGE; on a private Redis also the used_memory growth
            per key) for ours and the peer, and the projection for 50 million keys.

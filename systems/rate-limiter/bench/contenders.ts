@@ -105,21 +105,21 @@ export function limiterContender(
 }
 
 /**
- * Ours through the full decision path. `autoPipelining` undefined = as shipped by
- * openRedisLimiterStore; false = the what-if run without it.
+ * Ours through the full decision path. `batching` undefined = as shipped by
+ * openRedisLimiterStore (script-level batching on); false = one script call per decision.
  */
 export async function openOursLimiter(
   target: RedisTarget,
-  options: { domain: string; autoPipelining?: boolean; limit?: Limit },
+  options: { domain: string; batching?: boolean; limit?: Limit },
 ): Promise<Contender> {
   const store = await openRedisLimiterStore({
     url: target.url,
     keyPrefix: target.keyPrefix,
     connectionName: `bench-${options.domain}`,
-    ...(options.autoPipelining === undefined ? {} : { autoPipelining: options.autoPipelining }),
+    ...(options.batching === false ? { batchMaxKeys: 1 } : {}),
   });
   const limiter = benchLimiter(benchPolicy(options.domain, options.limit ?? benchLimit), store);
-  const name = `ours: Limiter.check${options.autoPipelining === false ? ", auto-pipelining off" : ""}`;
+  const name = `ours: Limiter.check${options.batching === false ? ", unbatched" : ""}`;
   return limiterContender(name, limiter, target.keyPrefix, () => store.close());
 }
 
@@ -130,8 +130,8 @@ export async function openOursStore(
     namespace: string;
     algorithm?: AlgorithmName;
     limit?: Limit;
-    /** Undefined = as shipped; ignored when `store` is given. */
-    autoPipelining?: boolean;
+    /** Undefined = as shipped (batched); false = one call per decision; ignored when `store` is given. */
+    batching?: boolean;
     /** Another engine (the in-process store); default a Redis store on the target. */
     store?: LimiterStore;
   },
@@ -142,14 +142,14 @@ export async function openOursStore(
       url: target.url,
       keyPrefix: target.keyPrefix,
       connectionName: `bench-${options.namespace}`,
-      ...(options.autoPipelining === undefined ? {} : { autoPipelining: options.autoPipelining }),
+      ...(options.batching === false ? { batchMaxKeys: 1 } : {}),
     }));
   const algorithm = options.algorithm ?? "token-bucket";
   const limits = [options.limit ?? benchLimit];
-  const pipelining = options.autoPipelining === false && !options.store ? ", auto-pipelining off" : "";
+  const unbatched = options.batching === false && !options.store ? ", unbatched" : "";
   let sequence = 0;
   return {
-    name: `ours: store.spend (${algorithm})${pipelining}`,
+    name: `ours: store.spend (${algorithm})${unbatched}`,
     decide: async (user) => {
       const [outcome] = await store.spend([
         {

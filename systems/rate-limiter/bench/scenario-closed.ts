@@ -78,15 +78,15 @@ export async function runClosedScenario(target: RedisTarget, options: ClosedOpti
   const limiter = await run(() => openOursLimiter(target, { domain: "check" }), target, options);
   const peer = await run(() => openPeer(target), target, options);
   const store = await run(() => openOursStore(target, { namespace: "spend" }), target, options);
-  // What-if runs: openRedisLimiterStore turns ioredis auto-pipelining on, and ioredis keeps ONE
-  // auto-pipeline in flight per connection; these show what that choice costs or gains here.
+  // What-if runs: openRedisLimiterStore batches the single-key decisions of one event-loop
+  // turn into one script call; these show the same paths with one script call per decision.
   const limiterNoPipe = await run(
-    () => openOursLimiter(target, { domain: "check-nopipe", autoPipelining: false }),
+    () => openOursLimiter(target, { domain: "check-nopipe", batching: false }),
     target,
     options,
   );
   const storeNoPipe = await run(
-    () => openOursStore(target, { namespace: "spend-nopipe", autoPipelining: false }),
+    () => openOursStore(target, { namespace: "spend-nopipe", batching: false }),
     target,
     options,
   );
@@ -108,8 +108,8 @@ export async function runClosedScenario(target: RedisTarget, options: ClosedOpti
     ...contenderRows(`${label}: Limiter.check`, limiter, peer),
     allowedRow(`${label}: Limiter.check`, `allowed share, ${peer.contender}`, peer),
     ...contenderRows(`${label}: store.spend`, store, peer),
-    ...contenderRows(`${label}: Limiter.check, auto-pipelining off`, limiterNoPipe, peer),
-    ...contenderRows(`${label}: store.spend, auto-pipelining off`, storeNoPipe, peer),
+    ...contenderRows(`${label}: Limiter.check, unbatched`, limiterNoPipe, peer),
+    ...contenderRows(`${label}: store.spend, unbatched`, storeNoPipe, peer),
     ...contenderRows(`${label}: ${seed.contender}`, seed),
     ...(benchmark ? redisBenchmarkRows(`${label}: ${redisBenchmarkName}`, benchmark) : []),
     ...floorRows(`${label}: vs floor`, limiter, floors),

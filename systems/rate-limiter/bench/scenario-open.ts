@@ -2,7 +2,7 @@
  * Scenario "open": decisions arrive at a fixed rate (20,000/s by default) whatever
  * the limiter does, like independent users; each latency counts from the intended
  * send time, so a stall shows in p99 instead of slowing the sender (coordinated
- * omission). Ours (Limiter.check, as shipped and with auto-pipelining off) beside
+ * omission). Ours (Limiter.check, as shipped and with unbatched) beside
  * rate-limiter-flexible.
  *
  * @example
@@ -42,15 +42,15 @@ export async function runOpenScenario(target: RedisTarget, options: OpenOptions)
   const label = `open ${options.ratePerS}/s, ${options.users} users`;
   const ours = await run(() => openOursLimiter(target, { domain: "open" }), target, options);
   const peer = await run(() => openPeer(target), target, options);
-  // The what-if of the closed scenario: the same path without ioredis auto-pipelining.
+  // The what-if of the closed scenario: the same path with one script call per decision.
   const noPipe = await run(
-    () => openOursLimiter(target, { domain: "open-nopipe", autoPipelining: false }),
+    () => openOursLimiter(target, { domain: "open-nopipe", batching: false }),
     target,
     options,
   );
   return [
     ...contenderRows(`${label}: Limiter.check`, ours, peer),
     allowedRow(`${label}: Limiter.check`, `allowed share, ${peer.contender}`, peer),
-    ...contenderRows(`${label}: Limiter.check, auto-pipelining off`, noPipe, peer),
+    ...contenderRows(`${label}: Limiter.check, unbatched`, noPipe, peer),
   ];
 }

@@ -136,7 +136,19 @@ export function matchesValue(matcher: ValueMatcher, value: string | undefined): 
 const SAFE_BYTE = /^[A-Za-z0-9._\-/@+=]$/;
 const encoder = new TextEncoder();
 
+/** Char codes kept as-is (SAFE_BYTE), as a lookup table: this runs on every request. */
+const SAFE_CODES = Uint8Array.from({ length: 128 }, (_, code) =>
+  SAFE_BYTE.test(String.fromCharCode(code)) ? 1 : 0,
+);
+
 function percentEscape(value: string): string {
+  // Fast path: nothing to escape (ids, IPv4, routes) — the string itself.
+  let safe = true;
+  for (let i = 0; i < value.length && safe; i++) {
+    const code = value.charCodeAt(i);
+    safe = code < 0x80 && SAFE_CODES[code] === 1;
+  }
+  if (safe) return value;
   let out = "";
   for (const byte of encoder.encode(value)) {
     const ch = String.fromCharCode(byte);

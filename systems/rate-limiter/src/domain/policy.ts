@@ -614,6 +614,11 @@ function resolveOne(
  * groupLimits(resolution.limits).map((g) => g.limits.map((l) => l.key));
  */
 export function groupLimits(limits: readonly ResolvedLimit[]): LimitGroup[] {
+  // The common case, one limit: one group, nothing to sort.
+  if (limits.length === 1) {
+    const only = limits[0]!;
+    return [{ slot: only.slot, algorithm: only.algorithm, shadow: only.shadow, limits }];
+  }
   const byId = new Map<
     string,
     { slot: number; algorithm: AlgorithmName; shadow: boolean; limits: ResolvedLimit[] }
