@@ -60,6 +60,6 @@ export const storeBackends: Backend<StoreSubject>[] = [
       return { subject: { store, advance }, close: () => store.close() };
     },
   },
-  redisBackend("redis, batched (default)", 64),
+  redisBackend("redis, batched (default)", 8),
   redisBackend("redis, one call per decision", 1),
 ];

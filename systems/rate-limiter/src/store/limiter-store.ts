@@ -263,7 +263,9 @@ export interface RedisStoreOptions extends RedisConnectOptions {
   url: string;
   /**
    * Decisions per batched script call (see decision-batcher.ts); 1 turns batching off.
-   * Default 64.
+   * Default 8: small batches keep several calls in flight, so Node encodes the next while
+   * Redis runs the last. Measured with 50 concurrent callers on 2 cores: 1 → 40k/s,
+   * 8 → 123k/s, 64 → 58k/s (one big batch leaves Node and Redis taking turns).
    */
   batchMaxKeys?: number;
 }
@@ -288,7 +290,7 @@ export async function openRedisLimiterStore(options: RedisStoreOptions): Promise
   return new ScriptLimiterStore({
     engine: "redis",
     runner: new RedisScriptRunner(redis, registry),
-    batchMaxKeys: options.batchMaxKeys ?? 64,
+    batchMaxKeys: options.batchMaxKeys ?? 8,
     ping: async () => {
       await redis.ping();
     },
