@@ -19,6 +19,15 @@ export interface OpenOptions extends Omit<MeasureOptions, "redis"> {
   readonly ratePerS: number;
 }
 
+function noopContender(): Contender {
+  return {
+    name: "harness: no-op",
+    decide: () => new Promise<boolean>((resolve) => setImmediate(() => resolve(true))),
+    keyOf: (user) => user,
+    close: async () => {},
+  };
+}
+
 async function run(
   open: () => Promise<Contender>,
   target: RedisTarget,
@@ -48,9 +57,15 @@ export async function runOpenScenario(target: RedisTarget, options: OpenOptions)
     target,
     options,
   );
+  // The harness's own floor: a decision that only yields one event-loop turn. Its p99 is
+  // what the load generator, in the same process on this machine, costs by itself.
+  const harness = await run(async () => noopContender(), target, options);
   return [
     ...contenderRows(`${label}: Limiter.check`, ours, peer),
     allowedRow(`${label}: Limiter.check`, `allowed share, ${peer.contender}`, peer),
     ...contenderRows(`${label}: Limiter.check, unbatched`, noPipe, peer),
+    ...contenderRows(`${label}: harness floor (no-op decision)`, harness).filter((row) =>
+      row.metric.startsWith("latency"),
+    ),
   ];
 }
