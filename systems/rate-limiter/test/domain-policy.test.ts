@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ManualClock } from "@casebook/kit/clock";
+import { crc16Xmodem, hashTag as hashTagOf, keySlot } from "@casebook/kit/cluster-slot";
 import { seededRandom } from "@casebook/kit/random";
 import fc from "fast-check";
 import { type Descriptor, descriptor, encodeKeyValue, parseKeyTemplate } from "../src/domain/descriptors.ts";
@@ -13,7 +14,6 @@ import {
   resolveLimits,
   validatePolicyConfig,
 } from "../src/domain/policy.ts";
-import { crc16Xmodem, hashTagOf, keySlot } from "../src/domain/slot.ts";
 import { randomPicker } from "../src/domain/sub-buckets.ts";
 import { rateLimitErrors } from "../src/rate-limit-errors.ts";
 

@@ -26,9 +26,9 @@
  */
 import { readdir, readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { sameSlot } from "@casebook/kit/cluster-slot";
 import type { CasebookError } from "@casebook/kit/errors";
 import type { Redis } from "ioredis";
-import { sameSlot } from "./cluster-slot.ts";
 import { isClusterClient, type RedisClient } from "./connect-redis.ts";
 import { redisErrors } from "./redis-errors.ts";
 import { checkCall, parseScript, type ScriptArg, type ScriptSource } from "./script-contract.ts";

@@ -6,11 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { keySlot } from "@casebook/kit/cluster-slot";
 import { freePort } from "@casebook/lab/free-port";
 import { type SpawnedRedisCluster, spawnRedisCluster } from "@casebook/lab/spawn-redis-cluster";
 import { enginesRequired, uniqueName } from "@casebook/lab/test-engines";
 import { type Cluster, Redis } from "ioredis";
-import { keySlot } from "../../src/redis/cluster-slot.ts";
 import {
   closeRedis,
   connectRedisCluster,

@@ -25,6 +25,7 @@
  * plan.groups.length; // 2 (different slots); plan.failMode === "closed"
  */
 
+import { keySlot } from "@casebook/kit/cluster-slot";
 import { rateLimitErrors } from "../rate-limit-errors.ts";
 import {
   type AlgorithmName,
@@ -48,7 +49,6 @@ import {
   renderKeyTemplate,
   type ValueMatcher,
 } from "./descriptors.ts";
-import { keySlot } from "./slot.ts";
 import { MAX_SUB_BUCKETS, type SubBucketPicker, splitLimit, subBucketKey } from "./sub-buckets.ts";
 
 export type { AlgorithmName, Limit } from "./algorithm.ts";

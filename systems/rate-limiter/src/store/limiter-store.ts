@@ -17,7 +17,6 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { keySlot } from "@casebook/infra/redis/cluster-slot";
 import {
   closeRedis,
   connectRedis,
@@ -34,6 +33,7 @@ import {
   type ScriptRunner,
 } from "@casebook/infra/redis/script-runner";
 import type { Clock } from "@casebook/kit/clock";
+import { keySlot } from "@casebook/kit/cluster-slot";
 import type { Cluster, Redis } from "ioredis";
 import { type AlgorithmName, algorithms, type Limit } from "../domain/algorithm.ts";
 import { DecisionBatcher } from "./decision-batcher.ts";

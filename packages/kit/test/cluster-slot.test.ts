@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { hashTag, keySlot, sameSlot } from "../../src/redis/cluster-slot.ts";
+import { hashTag, keySlot, sameSlot } from "../src/cluster-slot.ts";
 
 test("slots match Redis Cluster's published values", () => {
   // CLUSTER KEYSLOT answers from the Redis documentation and the CRC16/XMODEM check value.
