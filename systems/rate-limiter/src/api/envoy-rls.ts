@@ -55,7 +55,7 @@ import {
   policyApplies,
   quotaOf,
 } from "../domain/policy.ts";
-import { type LimitStatus, rateLimitHeaders } from "../domain/rate-limit-headers.ts";
+import { type LimitStatus, mostRestrictive, rateLimitHeaders } from "../domain/rate-limit-headers.ts";
 import { splitLimit } from "../domain/sub-buckets.ts";
 import type { LimiterMetrics } from "./limiter-metrics.ts";
 
@@ -407,22 +407,10 @@ function decisionOf(ctx: DecideContext, result: CheckResult): Decision {
 
 // ---------------------------------------------------------------- the response
 
-/** The limit a status describes: the refusing one with the longest wait, else the least remaining. */
-function primaryOf(limits: readonly LimitStatus[]): LimitStatus | undefined {
-  let best: LimitStatus | undefined;
-  for (const limit of limits) {
-    if (!best) best = limit;
-    else if (Boolean(limit.refused) !== Boolean(best.refused)) best = limit.refused ? limit : best;
-    else if (limit.refused) best = (limit.retryAfterMs ?? 0) > (best.retryAfterMs ?? 0) ? limit : best;
-    else if (limit.remaining < best.remaining) best = limit;
-  }
-  return best;
-}
-
 function statusOf(decision: Decision, policies: readonly Policy[]): RlsDescriptorStatus {
   if (decision.kind !== "decided") return { code: "OK" };
   const code: EnvoyCode = decision.over ? "OVER_LIMIT" : "OK";
-  const primary = primaryOf(decision.limits);
+  const primary = mostRestrictive(decision.limits);
   const policy = primary && policies.find((p) => p.name === primary.policy);
   if (!primary || !policy) return { code };
   const { requestsPerUnit, unit } = envoyRateLimit(policy.limit);

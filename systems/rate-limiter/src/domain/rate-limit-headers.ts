@@ -108,8 +108,14 @@ function effectiveWindowS(limit: LimitStatus): number {
   return Math.max(0, Math.ceil(limit.resetMs / 1_000));
 }
 
-/** The limit the X-RateLimit trio describes: the refusing one with the longest wait, else the least remaining. */
-function mostRestrictive(limits: readonly LimitStatus[]): LimitStatus | undefined {
+/**
+ * The limit that speaks for a decision (the X-RateLimit trio, Envoy's status): the
+ * refusing one with the longest wait, else the one with the least remaining.
+ *
+ * @example
+ * mostRestrictive(result.limits)?.policy; // "user-payments"
+ */
+export function mostRestrictive(limits: readonly LimitStatus[]): LimitStatus | undefined {
   let best: LimitStatus | undefined;
   for (const limit of limits) {
     if (!best) best = limit;
