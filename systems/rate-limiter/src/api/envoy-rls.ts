@@ -429,7 +429,7 @@ function mergeByPolicy(decisions: readonly Decision[]): LimitStatus[] {
     if (decision.kind !== "decided") continue;
     for (const limit of decision.limits) {
       const seen = byPolicy.get(limit.policy);
-      byPolicy.set(limit.policy, seen ? primaryOf([seen, limit])! : limit);
+      byPolicy.set(limit.policy, seen ? mostRestrictive([seen, limit])! : limit);
     }
   }
   return [...byPolicy.values()];
