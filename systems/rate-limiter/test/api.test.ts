@@ -9,11 +9,13 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { createService } from "@casebook/infra/http/service";
 import { ManualClock } from "@casebook/kit/clock";
+import { seededRandom } from "@casebook/kit/random";
 import { registerCheckRoute } from "../src/api/check-route.ts";
 import { createLimiterMetrics } from "../src/api/limiter-metrics.ts";
 import { registerPoliciesRoute } from "../src/api/policies-route.ts";
 import { rateLimitPlugin } from "../src/api/rate-limit-plugin.ts";
 import { createRateLimiter, type RateLimiter } from "../src/create-rate-limiter.ts";
+import { descriptor } from "../src/domain/descriptors.ts";
 import { parsePolicyConfig } from "../src/domain/policy.ts";
 import { main } from "../src/main.ts";
 import { rateLimitErrors } from "../src/rate-limit-errors.ts";
@@ -225,4 +227,38 @@ test("a cost no bucket could ever hold is a 400 naming the policy, and spends no
   assert.equal(response.json().policy, "per-ip");
   assert.equal(rl.breaker.state, "closed", "a caller's mistake never counts as a store failure");
   assert.equal((await check({ ip: "192.0.2.130" })).json().limits[0].remaining, 19);
+});
+
+test("RL-09 a hot key split in sub-buckets through the limiter: never over the quota, close to it", async () => {
+  const split = await createRateLimiter({
+    clock: new ManualClock(1_700_000_000_000),
+    random: seededRandom("rl-09"),
+    policies: parsePolicyConfig({
+      policies: [
+        {
+          name: "hot-user",
+          key: "user:{user}",
+          subBuckets: 4,
+          limit: { algorithm: "token-bucket", capacity: 100, ratePerS: 0.001 },
+        },
+      ],
+    }),
+  });
+  try {
+    let allowed = 0;
+    const keys = new Set<string>();
+    for (let i = 0; i < 150; i++) {
+      const result = await split.limiter.check({
+        descriptor: descriptor({ user: "whale" }),
+        requestId: `w${i}`,
+      });
+      if (result.outcome === "allowed") allowed++;
+      for (const limit of result.limits) keys.add(limit.key);
+    }
+    assert.equal(keys.size, 4, "four sub-buckets, one picked per request");
+    assert.ok(allowed <= 100, `allowed ${allowed} ≤ the quota`);
+    assert.ok(allowed >= 80, `allowed ${allowed}: a quota-sized burst falls short by a bounded amount`);
+  } finally {
+    await split.close();
+  }
 });
