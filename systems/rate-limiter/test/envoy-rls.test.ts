@@ -11,16 +11,15 @@ import { createLogger } from "@casebook/infra/http/logger";
 import { ManualClock } from "@casebook/kit/clock";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { startEnvoyRls } from "../src/api/envoy-rls.ts";
+import { type EnvoyRls, envoyRateLimit } from "../src/api/envoy-rls-answer.ts";
 import {
   ENVOY_RLS_LOADER_OPTIONS,
   ENVOY_RLS_PROTO,
-  type EnvoyRls,
-  envoyRateLimit,
   type RlsDescriptor,
   type RlsRequest,
   type RlsResponse,
-  startEnvoyRls,
-} from "../src/api/envoy-rls.ts";
+} from "../src/api/envoy-rls-wire.ts";
 import { createRateLimiter, type RateLimiter } from "../src/create-rate-limiter.ts";
 import { parsePolicyConfig } from "../src/domain/policy.ts";
 
