@@ -1,0 +1,81 @@
+/**
+ * Starts the acquirer simulator as its own service (it stands for a system outside
+ * payments, so it runs in its own process): config from the environment → the
+ * simulator → listen → graceful shutdown on SIGINT/SIGTERM.
+ *
+ * @example
+ * // PORT=8154 ACQUIRER_SEED=42 node systems/payments/src/acquirer-sim/acquirer-main.ts
+ * const running = await main({ PORT: "0", ACQUIRER_SEED: "7" });
+ * await running.close();
+ */
+import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { field, loadConfig } from "@casebook/kit/config";
+import { seededRandom, systemRandom } from "@casebook/kit/random";
+import { defaultBehaviour } from "./acquirer-behaviour.ts";
+import { type AcquirerSim, createAcquirerSim, defaultMaxPayments } from "./acquirer-sim.ts";
+
+export const acquirerConfigSchema = {
+  port: field.int({ env: "PORT", default: 8154, min: 0, max: 65535, description: "HTTP port" }),
+  host: field.string({ env: "HOST", default: "127.0.0.1", description: "HTTP interface (0.0.0.0 for all)" }),
+  seed: field.string({
+    env: "ACQUIRER_SEED",
+    description: "Seed of ids, declines and faults (unset = Math.random); same seed + same calls = same run",
+  }),
+  maxPayments: field.int({
+    env: "ACQUIRER_MAX_PAYMENTS",
+    default: defaultMaxPayments,
+    min: 1,
+    max: 10_000_000,
+    description: "Authorizations held in memory; past it authorize answers 507",
+  }),
+  declineRate: field.number({
+    env: "ACQUIRER_DECLINE_RATE",
+    default: defaultBehaviour.declineRate,
+    min: 0,
+    max: 1,
+    description: "Probability a new authorization is declined",
+  }),
+  latencyMs: field.int({
+    env: "ACQUIRER_LATENCY_MS",
+    default: defaultBehaviour.latencyMs,
+    min: 0,
+    max: 60_000,
+    description: "Latency added to every /v1 call",
+  }),
+  adminToken: field.string({
+    env: "ACQUIRER_ADMIN_TOKEN",
+    secret: true,
+    description: "Bearer token for /admin/* (unset = open: a simulator on loopback)",
+  }),
+  logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
+    env: "LOG_LEVEL",
+    default: "info",
+    description: "Log level",
+  }),
+};
+
+export interface RunningAcquirer {
+  readonly url: string;
+  readonly sim: AcquirerSim;
+  close(): Promise<void>;
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningAcquirer> {
+  const config = loadConfig(acquirerConfigSchema, { env });
+  const sim = createAcquirerSim({
+    rng: config.seed === undefined ? systemRandom : seededRandom(config.seed),
+    maxPayments: config.maxPayments,
+    behaviour: { declineRate: config.declineRate, latencyMs: config.latencyMs },
+    ...(config.adminToken === undefined ? {} : { adminToken: config.adminToken }),
+    log: { level: config.logLevel },
+  });
+  const { url } = await sim.listen({ port: config.port, host: config.host });
+  sim.service.log.info({ url, seeded: config.seed !== undefined }, "acquirer-sim listening");
+  return { url, sim, close: () => sim.close() };
+}
+
+if (import.meta.main) {
+  const running = await main();
+  // Signal → close(): the service drains; lost-response sockets are cut by the preClose hook.
+  installSignalHandlers(running.sim.service);
+}
