@@ -1,0 +1,382 @@
+/**
+ * Idempotency keys in SQL (PY-01…PY-04, PY-13), after Stripe's design: the FIRST act of
+ * a request is one conditional INSERT on the (merchant, key) primary key — never a
+ * read-then-insert, so two concurrent requests can never both start (PY-02). The row
+ * does not expire while its owner works (PY-03: no TTL lock): only an owner silent for
+ * longer than the lease (a crash) can be taken over, by compare-and-set, and the
+ * `generation` fencing token makes every later write of the old owner fail, rolling
+ * back the transaction it was part of.
+ *
+ * Each saga step commits its own writes together with `advance` (Stripe's atomic
+ * phases): pass the caller's transaction. The final response is stored by `complete`
+ * in the transaction of the last writes, so a response is stored iff its effects are.
+ *
+ * Outcomes, as Stripe does them:
+ * - validation errors (400) and IN_PROGRESS / MISMATCH: nothing is stored — validate
+ *   before `begin`; a retry may start afresh.
+ * - a final result, success or business refusal (2xx, 402 declined, 4xx from the
+ *   endpoint's logic): `complete`; every retry replays it byte for byte.
+ * - a transient failure (5xx: database or acquirer unavailable) whose phase rolled
+ *   back: `release`. With nothing committed yet the row is deleted (a retry starts
+ *   afresh, even with other parameters); past a recovery point the row is unlocked so
+ *   a retry resumes from that point at once instead of waiting for the lease. (Stripe's
+ *   public API also replays 500s; we follow Stripe's atomic-phases design instead,
+ *   because our 5xx means "not finished", not "this is the answer".)
+ *
+ * All times come from the injected clock: replicas need clocks within a small fraction
+ * of the lease (NTP), or a skewed replica could take a live claim over early.
+ *
+ * @example
+ * const store = new IdempotencyStore(db, { clock: systemClock });
+ * const begun = await store.begin({ merchantId, key, fingerprint });
+ * if (begun.kind === "replay") return send(begun.response);
+ * await db.transaction(async (tx) => {
+ *   await reserveInLedger(tx, payment);
+ *   await store.complete(tx, begun.lease, { status: 201, headers: { "content-type": "application/json" }, body });
+ * });
+ */
+
+import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import { type Clock, systemClock } from "@casebook/kit/clock";
+import {
+  checkAdvance,
+  checkFingerprint,
+  checkMerchantId,
+  checkStoredResponse,
+  DEFAULT_LEASE_S,
+  DEFAULT_RETENTION_S,
+  decideExisting,
+  type ExistingEntry,
+  type IdempotencyPolicy,
+  isExpired,
+  RECOVERY_FINISHED,
+  RECOVERY_STARTED,
+  type RequestFingerprint,
+  type StoredResponse,
+  validateIdempotencyKey,
+} from "../domain/idempotency.ts";
+import { idempotencyErrors } from "../domain/idempotency-errors.ts";
+
+export interface IdempotencyStoreOptions {
+  /** Source of every timestamp; default the system clock. */
+  clock?: Clock;
+  /** How long a key answers for its request before it reads as absent and may be pruned. Default 86 400. */
+  retentionS?: number;
+  /** How long an owner may stay silent (no begin/advance) before a retry may take its claim over. Default 60. */
+  leaseS?: number;
+}
+
+export interface BeginInput {
+  merchantId: string;
+  /** Already validated by the API (`validateIdempotencyKey`); checked again here as an assertion. */
+  key: string;
+  fingerprint: RequestFingerprint;
+  /** Overrides the clock for this call. */
+  nowMs?: number;
+}
+
+/** The caller's claim on a key; pass it to advance/complete/release. Stale after a take-over. */
+export interface IdempotencyLease {
+  readonly merchantId: string;
+  readonly key: string;
+  /** Fencing token: writes with an older generation fail with LOCK_LOST. */
+  readonly generation: number;
+  /** Where to resume: RECOVERY_STARTED for a fresh key, else the last committed saga step. */
+  readonly recoveryPoint: string;
+}
+
+export type BeginResult =
+  | { kind: "started"; lease: IdempotencyLease }
+  | { kind: "replay"; response: StoredResponse };
+
+/** Bound on insert/read/take-over rounds: another round happens only when the row changed in between. */
+export const BEGIN_MAX_ROUNDS = 4;
+/** Bound on one prune batch; the worker calls prune again while batches come back full. */
+export const PRUNE_MAX_BATCH = 10_000;
+
+const COLUMNS =
+  "request_method, request_path, body_sha256, status, recovery_point, generation, locked_at, created_at, response_status, response_headers, response_body";
+
+interface KeyRow {
+  request_method: string;
+  request_path: string;
+  body_sha256: string;
+  status: "in_progress" | "completed";
+  recovery_point: string;
+  generation: number;
+  locked_at: Date | null;
+  created_at: Date;
+  response_status: number | null;
+  response_headers: Record<string, string> | null;
+  response_body: Uint8Array | null;
+}
+
+const INSERT_OR_REPLACE_EXPIRED = `
+  INSERT INTO idempotency_keys AS k
+    (merchant_id, key, request_method, request_path, body_sha256, status, recovery_point, generation, locked_at, created_at)
+  VALUES ($1, $2, $3, $4, $5, 'in_progress', '${RECOVERY_STARTED}', 1, $6, $6)
+  ON CONFLICT (merchant_id, key) DO UPDATE SET
+    request_method = EXCLUDED.request_method, request_path = EXCLUDED.request_path,
+    body_sha256 = EXCLUDED.body_sha256, status = 'in_progress', recovery_point = '${RECOVERY_STARTED}',
+    generation = k.generation + 1, locked_at = EXCLUDED.locked_at, created_at = EXCLUDED.created_at,
+    completed_at = NULL, response_status = NULL, response_headers = NULL, response_body = NULL
+  WHERE k.created_at <= $7
+  RETURNING generation`;
+
+const TAKE_OVER = `
+  UPDATE idempotency_keys SET locked_at = $3, generation = generation + 1
+  WHERE merchant_id = $1 AND key = $2 AND status = 'in_progress'
+    AND generation = $4 AND locked_at IS NOT DISTINCT FROM $5::timestamptz
+  RETURNING generation, recovery_point`;
+
+/** `WHERE` of every owner write: the row is still ours, in progress and locked by us. */
+const OWNED =
+  "merchant_id = $1 AND key = $2 AND generation = $3 AND status = 'in_progress' AND locked_at IS NOT NULL";
+
+function toEntry(row: KeyRow): ExistingEntry {
+  const completed = row.status === "completed";
+  return {
+    fingerprint: { method: row.request_method, path: row.request_path, bodySha256: row.body_sha256 },
+    status: row.status,
+    recoveryPoint: row.recovery_point,
+    lockedAtMs: row.locked_at === null ? null : row.locked_at.getTime(),
+    createdAtMs: row.created_at.getTime(),
+    response: completed
+      ? {
+          status: row.response_status as number,
+          headers: row.response_headers ?? {},
+          // A copy as a plain Uint8Array: pg hands out Buffers from a shared pool.
+          body: new Uint8Array(row.response_body as Uint8Array),
+        }
+      : undefined,
+  };
+}
+
+export class IdempotencyStore {
+  readonly #db: Database;
+  readonly #clock: Clock;
+  readonly #policy: IdempotencyPolicy;
+
+  constructor(db: Database, options: IdempotencyStoreOptions = {}) {
+    const retentionS = options.retentionS ?? DEFAULT_RETENTION_S;
+    const leaseS = options.leaseS ?? DEFAULT_LEASE_S;
+    if (!(leaseS > 0 && retentionS > leaseS)) throw new RangeError("need 0 < leaseS < retentionS");
+    this.#db = db;
+    this.#clock = options.clock ?? systemClock;
+    this.#policy = { leaseMs: leaseS * 1000, retentionMs: retentionS * 1000 };
+  }
+
+  /**
+   * Claims the key, as the request's first write, committed on its own so concurrent
+   * duplicates see it. Returns `started` (fresh, or taken over from a crashed owner:
+   * resume from `lease.recoveryPoint`) or `replay` (the completed response). Throws
+   * PAYMENTS_IDEMPOTENCY_IN_PROGRESS (409) while another owner holds a live claim and
+   * PAYMENTS_IDEMPOTENCY_MISMATCH (422, `mismatch` names method/path/body) when the key
+   * was used for another request.
+   *
+   * @example
+   * const begun = await store.begin({ merchantId: "m_1", key, fingerprint: fingerprintRequest(req) });
+   */
+  async begin(input: BeginInput): Promise<BeginResult> {
+    const merchantId = checkMerchantId(input.merchantId);
+    const key = validateIdempotencyKey(input.key);
+    const fingerprint = checkFingerprint(input.fingerprint);
+    const nowMs = input.nowMs ?? this.#clock.nowMs();
+    for (let round = 0; round < BEGIN_MAX_ROUNDS; round++) {
+      const inserted = await this.#db.query<{ generation: number }>(INSERT_OR_REPLACE_EXPIRED, [
+        merchantId,
+        key,
+        fingerprint.method,
+        fingerprint.path,
+        fingerprint.bodySha256,
+        new Date(nowMs),
+        new Date(nowMs - this.#policy.retentionMs),
+      ]);
+      const generation = inserted.rows[0]?.generation;
+      if (generation !== undefined) {
+        return { kind: "started", lease: { merchantId, key, generation, recoveryPoint: RECOVERY_STARTED } };
+      }
+      const settled = await this.#settleExisting(merchantId, key, fingerprint, nowMs);
+      if (settled !== undefined) return settled;
+    }
+    // Only a key deleted and re-claimed under us every round ends here: someone else is working on it.
+    throw idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_IN_PROGRESS", {
+      fields: { retryAfterMs: 1_000, roundsMax: BEGIN_MAX_ROUNDS },
+    });
+  }
+
+  /** The existing row decides; undefined when it changed under us and begin should go round again. */
+  async #settleExisting(
+    merchantId: string,
+    key: string,
+    fingerprint: RequestFingerprint,
+    nowMs: number,
+  ): Promise<BeginResult | undefined> {
+    const row = await this.#read(this.#db, merchantId, key);
+    if (row === undefined) return undefined; // released or pruned in between: insert again
+    const decision = decideExisting(toEntry(row), { fingerprint, nowMs }, this.#policy);
+    switch (decision.kind) {
+      case "expired":
+        return undefined;
+      case "mismatch":
+        throw idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_MISMATCH", {
+          fields: { mismatch: decision.parts },
+        });
+      case "replay":
+        return { kind: "replay", response: decision.response };
+      case "in_progress":
+        throw idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_IN_PROGRESS", {
+          fields: { retryAfterMs: decision.retryAfterMs },
+        });
+      case "take_over": {
+        // Compare-and-set on (generation, locked_at): of several retries only one wins;
+        // a heartbeat from a live owner in between also makes it fail.
+        const taken = await this.#db.query<{ generation: number; recovery_point: string }>(TAKE_OVER, [
+          merchantId,
+          key,
+          new Date(nowMs),
+          row.generation,
+          row.locked_at,
+        ]);
+        const won = taken.rows[0];
+        if (won === undefined) return undefined; // another retry won: the next round sees its live claim
+        return {
+          kind: "started",
+          lease: { merchantId, key, generation: won.generation, recoveryPoint: won.recovery_point },
+        };
+      }
+    }
+  }
+
+  async #read(q: Queryable, merchantId: string, key: string): Promise<KeyRow | undefined> {
+    const { rows } = await q.query<KeyRow>(
+      `SELECT ${COLUMNS} FROM idempotency_keys WHERE merchant_id = $1 AND key = $2`,
+      [merchantId, key],
+    );
+    return rows[0];
+  }
+
+  /**
+   * Records that saga step `step` committed, in the caller's transaction `tx` together
+   * with that step's own writes, and renews the lease. Returns the lease to use next.
+   * Throws PAYMENTS_IDEMPOTENCY_LOCK_LOST when a retry took the key over: the caller's
+   * transaction must then roll back (it does, since the error propagates).
+   *
+   * @example
+   * lease = await db.transaction(async (tx) => { await insertPending(tx); return store.advance(tx, lease, "reserved"); });
+   */
+  async advance(
+    tx: Queryable,
+    lease: IdempotencyLease,
+    step: string,
+    nowMs?: number,
+  ): Promise<IdempotencyLease> {
+    const to = checkAdvance(lease.recoveryPoint, step);
+    const at = new Date(nowMs ?? this.#clock.nowMs());
+    const updated = await tx.query(
+      `UPDATE idempotency_keys SET recovery_point = $4, locked_at = $5 WHERE ${OWNED}`,
+      [lease.merchantId, lease.key, lease.generation, to, at],
+    );
+    if (updated.rowCount !== 1) throw this.#lockLost(lease);
+    return { ...lease, recoveryPoint: to };
+  }
+
+  /**
+   * Stores the final response (status, selected headers, exact body bytes) in the
+   * caller's transaction, with the request's last writes; every later `begin` with the
+   * same key and parameters replays it. Throws LOCK_LOST like `advance`.
+   *
+   * @example
+   * await store.complete(tx, lease, { status: 201, headers: { "content-type": "application/json" }, body });
+   */
+  async complete(
+    tx: Queryable,
+    lease: IdempotencyLease,
+    response: StoredResponse,
+    nowMs?: number,
+  ): Promise<void> {
+    const checked = checkStoredResponse(response);
+    if (lease.recoveryPoint === RECOVERY_FINISHED)
+      throw new RangeError("this lease already completed its key");
+    const at = new Date(nowMs ?? this.#clock.nowMs());
+    const updated = await tx.query(
+      `UPDATE idempotency_keys
+         SET status = 'completed', recovery_point = '${RECOVERY_FINISHED}', locked_at = NULL, completed_at = $4,
+             response_status = $5, response_headers = $6, response_body = $7
+       WHERE ${OWNED}`,
+      [
+        lease.merchantId,
+        lease.key,
+        lease.generation,
+        at,
+        checked.status,
+        JSON.stringify(checked.headers),
+        Buffer.from(checked.body.buffer, checked.body.byteOffset, checked.body.byteLength),
+      ],
+    );
+    if (updated.rowCount !== 1) throw this.#lockLost(lease);
+  }
+
+  /**
+   * Gives the claim up after a transient failure whose writes rolled back: deletes the
+   * key when nothing committed yet (recovery point "started"), else unlocks it so a
+   * retry resumes from the recovery point without waiting for the lease. Returns false
+   * (and changes nothing) when the lease was already lost: never throws on a failure path.
+   *
+   * @example
+   * try { ... } catch (err) { await store.release(db, lease); throw err; }
+   */
+  async release(q: Queryable, lease: IdempotencyLease): Promise<boolean> {
+    const params = [lease.merchantId, lease.key, lease.generation];
+    const result =
+      lease.recoveryPoint === RECOVERY_STARTED
+        ? await q.query(
+            `DELETE FROM idempotency_keys WHERE ${OWNED} AND recovery_point = '${RECOVERY_STARTED}'`,
+            params,
+          )
+        : await q.query(`UPDATE idempotency_keys SET locked_at = NULL WHERE ${OWNED}`, params);
+    return result.rowCount === 1;
+  }
+
+  /** The key's entry, or undefined when absent or expired (PY-04: reads ignore expired entries). */
+  async find(merchantId: string, key: string, nowMs?: number): Promise<ExistingEntry | undefined> {
+    const row = await this.#read(this.#db, merchantId, key);
+    if (row === undefined) return undefined;
+    const entry = toEntry(row);
+    return isExpired(entry.createdAtMs, nowMs ?? this.#clock.nowMs(), this.#policy.retentionMs)
+      ? undefined
+      : entry;
+  }
+
+  /**
+   * Deletes at most `maxBatch` keys created at or before `olderThanMs` (default: now
+   * minus the retention), oldest first, skipping rows another transaction holds.
+   * Refuses a cut-off younger than the retention: keys live at least `retentionS`.
+   * Returns how many were deleted; call again while it returns `maxBatch`.
+   *
+   * @example
+   * while ((await store.prune({ maxBatch: 1_000 })) === 1_000) {}
+   */
+  async prune(options: { maxBatch: number; olderThanMs?: number; nowMs?: number }): Promise<number> {
+    const { maxBatch } = options;
+    if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > PRUNE_MAX_BATCH) {
+      throw new RangeError(`maxBatch must be an integer in 1..${PRUNE_MAX_BATCH}`);
+    }
+    const limitMs = (options.nowMs ?? this.#clock.nowMs()) - this.#policy.retentionMs;
+    const olderThanMs = options.olderThanMs ?? limitMs;
+    if (olderThanMs > limitMs) throw new RangeError("prune would delete keys younger than the retention");
+    const deleted = await this.#db.query(
+      `DELETE FROM idempotency_keys WHERE (merchant_id, key) IN (
+         SELECT merchant_id, key FROM idempotency_keys WHERE created_at <= $1
+         ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+      [new Date(olderThanMs), maxBatch],
+    );
+    return deleted.rowCount;
+  }
+
+  #lockLost(lease: IdempotencyLease) {
+    return idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_LOCK_LOST", {
+      fields: { key: lease.key, generation: lease.generation },
+    });
+  }
+}
