@@ -1,0 +1,666 @@
+/**
+ * The double-entry ledger on PostgreSQL or PGlite (schema: migrations/001_ledger.sql).
+ *
+ * Every write is one READ COMMITTED transaction that, in this order:
+ *   1. locks the touched account_balances rows in ascending account id (`ORDER BY … FOR UPDATE`):
+ *      two transfers over the same accounts queue in the same order, so A→B and B→A never
+ *      deadlock (PY-09; Blnk's PR #244 fixed exactly this missing order);
+ *   2. inserts the transaction rows in ascending idem_key, `ON CONFLICT (idem_key) DO NOTHING`:
+ *      the UNIQUE index decides duplicates, never a check-then-insert. A key already there is
+ *      a replay: the stored transaction comes back only when its request fingerprint matches,
+ *      otherwise LEDGER_IDEMPOTENCY_CONFLICT (never a "successful" lie, Blnk#374);
+ *   3. inserts the entries (append-only; the deferred trigger checks balance at COMMIT, PY-08);
+ *   4. updates the materialized balances with a conditional UPDATE whose WHERE refuses to take a
+ *      no-overdraft account below zero (PY-14); a row it skips means insufficient funds, and the
+ *      whole transaction rolls back.
+ * Locks are only ever taken account rows first, then keys, each in ascending order; post/void/
+ * reverse lock their one existing transaction row before any account. No wait cycle can form.
+ *
+ * `transferBatch` runs many transfers through the same steps in ONE database transaction
+ * (TigerBeetle's lesson: amortize the commit): atomic per batch — all commit or none does.
+ *
+ * @example
+ * const ledger = new LedgerRepository(db);
+ * const cash = await ledger.createAccount({ currency: "USD" });
+ * const wallet = await ledger.createAccount({ currency: "USD", noOverdraft: true });
+ * await ledger.transfer({ idemKey: "topup-1", from: cash.id, to: wallet.id, amount: 5_000n, currency: "USD" });
+ * (await ledger.balance(wallet.id)).available; // 5000n
+ */
+import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import {
+  type AccountLeg,
+  checkId,
+  checkIdemKey,
+  type Entry,
+  fingerprintOf,
+  isCurrencyCode,
+  legsByAccount,
+  type Metadata,
+  normalizeTransfer,
+  reversalEntries,
+  type Transfer,
+  type TransferRequest,
+} from "../domain/ledger.ts";
+import { decodeCursor, encodeCursor } from "../domain/ledger-cursor.ts";
+import { ledgerErrors } from "../domain/ledger-errors.ts";
+
+export type TransactionStatus = "pending" | "posted" | "voided";
+
+export interface LedgerAccount {
+  id: bigint;
+  currency: string;
+  noOverdraft: boolean;
+  metadata: Metadata;
+  createdAt: Date;
+}
+
+export interface LedgerEntry extends Entry {
+  id: bigint;
+  transactionId: bigint;
+}
+
+export interface LedgerTransaction {
+  id: bigint;
+  idemKey: string;
+  status: TransactionStatus;
+  /** The transaction this one reverses (PY-15), or null. */
+  reversesId: bigint | null;
+  metadata: Metadata;
+  createdAt: Date;
+  entries: LedgerEntry[];
+}
+
+export interface TransferResult {
+  transaction: LedgerTransaction;
+  /** True when the idem_key already existed with the same parameters: nothing new was written. */
+  replayed: boolean;
+}
+
+/** Credits − debits, in minor units of the account's currency. */
+export interface Balance {
+  accountId: bigint;
+  currency: string;
+  /** Posted credits − posted debits. */
+  posted: bigint;
+  /** Pending credits − pending debits (holds not yet posted or voided). */
+  pending: bigint;
+  /** Posted − pending debits: what can still be spent (pending credits are not spendable yet). */
+  available: bigint;
+  postedDebits: bigint;
+  postedCredits: bigint;
+  pendingDebits: bigint;
+  pendingCredits: bigint;
+}
+
+export interface Page<Item> {
+  items: Item[];
+  /** Pass back for the next (older) page; undefined on the last page. */
+  nextCursor: string | undefined;
+}
+
+export interface PageRequest {
+  limit?: number;
+  cursor?: string;
+}
+
+export interface ReverseRequest {
+  idemKey: string;
+  /** Minor units to reverse (a partial refund); default: all that is left. */
+  amount?: bigint;
+  metadata?: Metadata;
+}
+
+export interface LedgerRepositoryOptions {
+  /** Transfers in one `transferBatch` call (one database transaction). Default 1 000. */
+  maxBatch?: number;
+  /** Largest page `entries`/`transactions` return. Default 500. */
+  maxPageSize?: number;
+  /** Page size when the caller gives none. Default 50. */
+  defaultPageSize?: number;
+}
+
+const READ_COMMITTED = { isolation: "read committed" } as const;
+
+/** A transfer about to be written: normalized, plus what only reversals carry. */
+interface Pending {
+  transfer: Transfer;
+  reversesId: bigint | null;
+}
+
+interface TransactionRow {
+  id: bigint;
+  idem_key: string;
+  status: TransactionStatus;
+  reverses_id: bigint | null;
+  metadata: Metadata;
+  created_at: Date;
+}
+
+interface EntryRow {
+  id: bigint;
+  transaction_id: bigint;
+  account_id: bigint;
+  currency: string;
+  direction: "D" | "C";
+  amount: bigint;
+}
+
+const TRANSACTION_COLUMNS = "id, idem_key, status, reverses_id, metadata, created_at";
+const ENTRY_COLUMNS = "id, transaction_id, account_id, currency, direction, amount";
+
+function toEntry(row: EntryRow): LedgerEntry {
+  return {
+    id: row.id,
+    transactionId: row.transaction_id,
+    accountId: row.account_id,
+    currency: row.currency,
+    direction: row.direction,
+    amount: row.amount,
+  };
+}
+
+function toTransaction(row: TransactionRow, entries: LedgerEntry[]): LedgerTransaction {
+  return {
+    id: row.id,
+    idemKey: row.idem_key,
+    status: row.status,
+    reversesId: row.reverses_id,
+    metadata: row.metadata,
+    createdAt: row.created_at,
+    entries,
+  };
+}
+
+/** Loads transactions with their entries, in the order of `ids`. */
+export async function loadTransactions(tx: Queryable, ids: readonly bigint[]): Promise<LedgerTransaction[]> {
+  if (ids.length === 0) return [];
+  const idText = ids.map(String);
+  const [txns, entries] = [
+    await tx.query<TransactionRow>(
+      `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id = ANY($1::int8[])`,
+      [idText],
+    ),
+    await tx.query<EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM entries WHERE transaction_id = ANY($1::int8[]) ORDER BY id`,
+      [idText],
+    ),
+  ];
+  const byTransaction = new Map<bigint, LedgerEntry[]>();
+  for (const row of entries.rows) {
+    const list = byTransaction.get(row.transaction_id) ?? [];
+    list.push(toEntry(row));
+    byTransaction.set(row.transaction_id, list);
+  }
+  const rows = new Map(txns.rows.map((row) => [row.id, row]));
+  return ids.map((id) => {
+    const row = rows.get(id);
+    if (!row) throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_FOUND", { fields: { id: id.toString() } });
+    return toTransaction(row, byTransaction.get(id) ?? []);
+  });
+}
+
+/**
+ * Step 1: locks the balance rows of `accountIds` in ascending id (PY-09) and checks that each
+ * account exists with the currency its entries claim.
+ */
+async function lockAccounts(tx: Queryable, legs: readonly AccountLeg[]): Promise<void> {
+  const ids = [...new Set(legs.map((leg) => leg.accountId))].sort((a, b) => (a < b ? -1 : 1));
+  // ORDER BY below FOR UPDATE: the LockRows node sits above the Sort, so rows are locked in id order.
+  const { rows } = await tx.query<{ account_id: bigint; currency: string }>(
+    `SELECT b.account_id, a.currency FROM account_balances b JOIN accounts a ON a.id = b.account_id
+      WHERE b.account_id = ANY($1::int8[]) ORDER BY b.account_id FOR UPDATE OF b`,
+    [ids.map(String)],
+  );
+  const currencies = new Map(rows.map((row) => [row.account_id, row.currency]));
+  for (const leg of legs) {
+    const currency = currencies.get(leg.accountId);
+    if (currency === undefined) {
+      throw ledgerErrors.create("LEDGER_ACCOUNT_NOT_FOUND", {
+        fields: { accountId: leg.accountId.toString() },
+      });
+    }
+    if (currency !== leg.currency) {
+      const fields = {
+        accountId: leg.accountId.toString(),
+        accountCurrency: currency,
+        entryCurrency: leg.currency,
+      };
+      throw ledgerErrors.create("LEDGER_CURRENCY_MISMATCH", { fields });
+    }
+  }
+}
+
+/** Step 2: inserts the rows whose key is new, in ascending key; returns key → new row. */
+async function insertTransactions(
+  tx: Queryable,
+  batch: readonly Pending[],
+): Promise<Map<string, TransactionRow>> {
+  const sorted = [...batch].sort((a, b) => (a.transfer.idemKey < b.transfer.idemKey ? -1 : 1));
+  const { rows } = await tx.query<TransactionRow>(
+    `INSERT INTO transactions (idem_key, fingerprint, status, reverses_id, metadata)
+     SELECT k, f, s, r, m::jsonb
+       FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[]) WITH ORDINALITY AS u(k, f, s, r, m, n)
+      ORDER BY n
+     ON CONFLICT (idem_key) DO NOTHING
+     RETURNING ${TRANSACTION_COLUMNS}`,
+    [
+      sorted.map((p) => p.transfer.idemKey),
+      sorted.map((p) => p.transfer.fingerprint),
+      sorted.map((p) => (p.transfer.pending ? "pending" : "posted")),
+      sorted.map((p) => (p.reversesId === null ? null : p.reversesId.toString())),
+      sorted.map((p) => JSON.stringify(p.transfer.metadata, bigintAsString)),
+    ],
+  );
+  return new Map(rows.map((row) => [row.idem_key, row]));
+}
+
+function bigintAsString(_key: string, value: unknown): unknown {
+  return typeof value === "bigint" ? value.toString() : value;
+}
+
+/** Step 3: the entries of every new transaction, in one statement. */
+async function insertEntries(
+  tx: Queryable,
+  created: readonly [TransactionRow, Transfer][],
+): Promise<EntryRow[]> {
+  const flat = created.flatMap(([row, transfer]) => transfer.entries.map((entry) => ({ id: row.id, entry })));
+  const { rows } = await tx.query<EntryRow>(
+    `INSERT INTO entries (transaction_id, account_id, currency, direction, amount)
+     SELECT t, a, c, d, x FROM unnest($1::int8[], $2::int8[], $3::text[], $4::text[], $5::int8[])
+       WITH ORDINALITY AS u(t, a, c, d, x, n) ORDER BY n
+     RETURNING ${ENTRY_COLUMNS}`,
+    [
+      flat.map((f) => f.id.toString()),
+      flat.map((f) => f.entry.accountId.toString()),
+      flat.map((f) => f.entry.currency),
+      flat.map((f) => f.entry.direction),
+      flat.map((f) => f.entry.amount.toString()),
+    ],
+  );
+  return rows;
+}
+
+/** What one account's balance row absorbs, split by phase. */
+interface BalanceDelta {
+  accountId: bigint;
+  postedDebits: bigint;
+  postedCredits: bigint;
+  pendingDebits: bigint;
+  pendingCredits: bigint;
+}
+
+function deltasOf(created: readonly Transfer[]): BalanceDelta[] {
+  const deltas = new Map<bigint, BalanceDelta>();
+  for (const transfer of created) {
+    for (const leg of legsByAccount(transfer.entries)) {
+      const delta = deltas.get(leg.accountId) ?? {
+        accountId: leg.accountId,
+        postedDebits: 0n,
+        postedCredits: 0n,
+        pendingDebits: 0n,
+        pendingCredits: 0n,
+      };
+      if (transfer.pending) {
+        delta.pendingDebits += leg.debits;
+        delta.pendingCredits += leg.credits;
+      } else {
+        delta.postedDebits += leg.debits;
+        delta.postedCredits += leg.credits;
+      }
+      deltas.set(leg.accountId, delta);
+    }
+  }
+  return [...deltas.values()];
+}
+
+/**
+ * Step 4 (and post/void): applies `deltas` to the locked balance rows. The WHERE is PY-14's
+ * conditional update: a no-overdraft row whose available balance would go negative is not
+ * updated, and that missing row becomes LEDGER_INSUFFICIENT_FUNDS (the caller's transaction
+ * then rolls back whole). Deltas may be negative (post/void move amounts out of pending).
+ */
+async function applyDeltas(tx: Queryable, deltas: readonly BalanceDelta[]): Promise<void> {
+  if (deltas.length === 0) return;
+  const { rows } = await tx.query<{ account_id: bigint }>(
+    `UPDATE account_balances b
+        SET posted_debits = b.posted_debits + d.pd, posted_credits = b.posted_credits + d.pc,
+            pending_debits = b.pending_debits + d.qd, pending_credits = b.pending_credits + d.qc
+       FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[], $5::int8[]) AS d(id, pd, pc, qd, qc)
+      WHERE b.account_id = d.id
+        AND (NOT b.no_overdraft
+             OR (b.posted_credits + d.pc) - (b.posted_debits + d.pd) - (b.pending_debits + d.qd) >= 0)
+     RETURNING b.account_id`,
+    [
+      deltas.map((d) => d.accountId.toString()),
+      deltas.map((d) => d.postedDebits.toString()),
+      deltas.map((d) => d.postedCredits.toString()),
+      deltas.map((d) => d.pendingDebits.toString()),
+      deltas.map((d) => d.pendingCredits.toString()),
+    ],
+  );
+  if (rows.length === deltas.length) return;
+  const updated = new Set(rows.map((row) => row.account_id));
+  const short = deltas.filter((d) => !updated.has(d.accountId)).map((d) => d.accountId.toString());
+  throw ledgerErrors.create("LEDGER_INSUFFICIENT_FUNDS", { fields: { accountIds: short } });
+}
+
+/** Replays: keys that already existed must carry the same fingerprint; returns their ids by key. */
+async function checkReplays(tx: Queryable, replays: readonly Pending[]): Promise<Map<string, bigint>> {
+  if (replays.length === 0) return new Map();
+  const { rows } = await tx.query<{ id: bigint; idem_key: string; fingerprint: string }>(
+    "SELECT id, idem_key, fingerprint FROM transactions WHERE idem_key = ANY($1::text[])",
+    [replays.map((p) => p.transfer.idemKey)],
+  );
+  const stored = new Map(rows.map((row) => [row.idem_key, row]));
+  for (const { transfer } of replays) {
+    const row = stored.get(transfer.idemKey);
+    // Absent would mean the conflicting writer rolled back after we saw its key: a bug, not a user error.
+    if (!row) throw new Error(`ledger: idem_key ${transfer.idemKey} conflicted but is not stored`);
+    if (row.fingerprint !== transfer.fingerprint) {
+      const fields = { idemKey: transfer.idemKey, transactionId: row.id.toString() };
+      throw ledgerErrors.create("LEDGER_IDEMPOTENCY_CONFLICT", { fields });
+    }
+  }
+  return new Map(rows.map((row) => [row.idem_key, row.id]));
+}
+
+function checkUniqueKeys(batch: readonly Pending[]): void {
+  const seen = new Set<string>();
+  for (const { transfer } of batch) {
+    if (seen.has(transfer.idemKey)) {
+      const fields = { reason: "an idempotency key appears twice in the batch", idemKey: transfer.idemKey };
+      throw ledgerErrors.create("LEDGER_BATCH_INVALID", { fields });
+    }
+    seen.add(transfer.idemKey);
+  }
+}
+
+/**
+ * Writes `batch` inside the caller's transaction `tx` (steps 1–4 of the module comment), so a
+ * saga can reserve funds and record its own step atomically. Results follow `batch`'s order.
+ */
+export async function applyTransfers(tx: Queryable, batch: readonly Pending[]): Promise<TransferResult[]> {
+  checkUniqueKeys(batch);
+  await lockAccounts(
+    tx,
+    batch.flatMap((p) => legsByAccount(p.transfer.entries)),
+  );
+  const inserted = await insertTransactions(tx, batch);
+  const created = batch.filter((p) => inserted.has(p.transfer.idemKey));
+  const replayedIds = await checkReplays(
+    tx,
+    batch.filter((p) => !inserted.has(p.transfer.idemKey)),
+  );
+  const createdPairs = created.map((p): [TransactionRow, Transfer] => [
+    inserted.get(p.transfer.idemKey)!,
+    p.transfer,
+  ]);
+  const entryRows = created.length > 0 ? await insertEntries(tx, createdPairs) : [];
+  await applyDeltas(tx, deltasOf(created.map((p) => p.transfer)));
+  const replayed = await loadTransactions(tx, [...replayedIds.values()]);
+  const replayedByKey = new Map(replayed.map((t) => [t.idemKey, t]));
+  const entriesByTransaction = Map.groupBy(entryRows.map(toEntry), (entry) => entry.transactionId);
+  return batch.map(({ transfer }) => {
+    const row = inserted.get(transfer.idemKey);
+    if (row)
+      return { transaction: toTransaction(row, entriesByTransaction.get(row.id) ?? []), replayed: false };
+    return { transaction: replayedByKey.get(transfer.idemKey)!, replayed: true };
+  });
+}
+
+/** post/void inside `tx`: moves a pending transaction's amounts out of the pending columns. */
+export async function settlePending(
+  tx: Queryable,
+  transactionId: bigint,
+  outcome: "posted" | "voided",
+): Promise<LedgerTransaction> {
+  const id = checkId(transactionId, "transactionId");
+  // The transaction row first, then its accounts: the one lock order every writer follows.
+  const { rows } = await tx.query<{ status: TransactionStatus }>(
+    "SELECT status FROM transactions WHERE id = $1 FOR NO KEY UPDATE",
+    [id],
+  );
+  const status = rows[0]?.status;
+  if (status === undefined)
+    throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_FOUND", { fields: { id: String(id) } });
+  const [current] = await loadTransactions(tx, [id]);
+  if (status === outcome) return current!; // a retried post/void: already done, nothing to do
+  if (status !== "pending") {
+    throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_PENDING", {
+      fields: { id: String(id), status, outcome },
+    });
+  }
+  const legs = legsByAccount(current!.entries);
+  await lockAccounts(tx, legs);
+  const posted = outcome === "posted" ? 1n : 0n;
+  await applyDeltas(
+    tx,
+    legs.map((leg) => ({
+      accountId: leg.accountId,
+      postedDebits: leg.debits * posted,
+      postedCredits: leg.credits * posted,
+      pendingDebits: -leg.debits,
+      pendingCredits: -leg.credits,
+    })),
+  );
+  await tx.query("UPDATE transactions SET status = $2 WHERE id = $1", [id, outcome]);
+  return { ...current!, status: outcome };
+}
+
+/** reverse inside `tx` (PY-15): new swapped entries referencing the original; nothing edited. */
+export async function applyReversal(
+  tx: Queryable,
+  transactionId: bigint,
+  request: ReverseRequest,
+): Promise<TransferResult> {
+  const id = checkId(transactionId, "transactionId");
+  const idemKey = checkIdemKey(request.idemKey);
+  const metadata = request.metadata ?? {};
+  const amount = request.amount === undefined ? "all" : request.amount;
+  const fingerprint = fingerprintOf({ kind: "reversal", of: id, amount, metadata });
+  // Lock the original first: concurrent reversals of one transaction queue here, so two partial
+  // refunds cannot both pass the "remaining" check below.
+  const locked = await tx.query<{ status: TransactionStatus }>(
+    "SELECT status FROM transactions WHERE id = $1 FOR NO KEY UPDATE",
+    [id],
+  );
+  if (locked.rowCount === 0)
+    throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_FOUND", { fields: { id: String(id) } });
+  const existing = await tx.query<{ id: bigint; fingerprint: string }>(
+    "SELECT id, fingerprint FROM transactions WHERE idem_key = $1",
+    [idemKey],
+  );
+  if (existing.rows[0]) {
+    if (existing.rows[0].fingerprint !== fingerprint) {
+      const fields = { idemKey, transactionId: existing.rows[0].id.toString() };
+      throw ledgerErrors.create("LEDGER_IDEMPOTENCY_CONFLICT", { fields });
+    }
+    const [transaction] = await loadTransactions(tx, [existing.rows[0].id]);
+    return { transaction: transaction!, replayed: true };
+  }
+  if (locked.rows[0]!.status !== "posted") {
+    const reason = `only a posted transaction can be reversed; this one is ${locked.rows[0]!.status} (void a pending one)`;
+    throw ledgerErrors.create("LEDGER_REVERSAL_INVALID", { fields: { reason } });
+  }
+  const [original] = await loadTransactions(tx, [id]);
+  const entries = reversalEntries(original!.entries, await remainingToReverse(tx, original!), request.amount);
+  const transfer = normalizeTransfer({ idemKey, entries, metadata });
+  const [result] = await applyTransfers(tx, [{ transfer: { ...transfer, fingerprint }, reversesId: id }]);
+  return result!;
+}
+
+async function remainingToReverse(tx: Queryable, original: LedgerTransaction): Promise<bigint> {
+  const full = original.entries.reduce((sum, e) => (e.direction === "D" ? sum + e.amount : sum), 0n);
+  const { rows } = await tx.query<{ reversed: bigint }>(
+    `SELECT COALESCE(sum(e.amount), 0)::int8 AS reversed FROM transactions t JOIN entries e ON e.transaction_id = t.id
+      WHERE t.reverses_id = $1 AND e.direction = 'D'`,
+    [original.id],
+  );
+  return full - rows[0]!.reversed;
+}
+
+export interface CreateAccountRequest {
+  currency: string;
+  /** Refuse any debit that would take available (posted credits − posted and pending debits) below 0. */
+  noOverdraft?: boolean;
+  metadata?: Metadata;
+}
+
+function pageLimit(request: PageRequest, options: Required<LedgerRepositoryOptions>): number {
+  const limit = request.limit ?? options.defaultPageSize;
+  if (!Number.isInteger(limit) || limit < 1 || limit > options.maxPageSize) {
+    const fields = { field: "limit", reason: `limit must be an integer in 1..${options.maxPageSize}` };
+    throw ledgerErrors.create("LEDGER_TRANSFER_INVALID", { fields });
+  }
+  return limit;
+}
+
+/** Keyset cursor: rows below it, newest first. `int8` max stands for "from the top". */
+function cursorId(request: PageRequest): bigint {
+  return request.cursor === undefined ? 9_223_372_036_854_775_807n : decodeCursor(request.cursor);
+}
+
+/** The ledger over a `Database`; see the module comment for how each write stays correct. */
+export class LedgerRepository {
+  readonly #db: Database;
+  readonly #options: Required<LedgerRepositoryOptions>;
+
+  constructor(db: Database, options: LedgerRepositoryOptions = {}) {
+    this.#db = db;
+    this.#options = { maxBatch: 1_000, maxPageSize: 500, defaultPageSize: 50, ...options };
+  }
+
+  /** Opens an account and its zero balance row in one statement. */
+  async createAccount(request: CreateAccountRequest): Promise<LedgerAccount> {
+    if (!isCurrencyCode(request.currency)) {
+      const fields = { field: "currency", reason: "currency must be ISO 4217 (USD)" };
+      throw ledgerErrors.create("LEDGER_TRANSFER_INVALID", { fields });
+    }
+    const { rows } = await this.#db.query<{
+      id: bigint;
+      currency: string;
+      no_overdraft: boolean;
+      metadata: Metadata;
+      created_at: Date;
+    }>(
+      `WITH a AS (INSERT INTO accounts (currency, no_overdraft, metadata) VALUES ($1, $2, $3::jsonb)
+                  RETURNING id, currency, no_overdraft, metadata, created_at),
+            b AS (INSERT INTO account_balances (account_id, no_overdraft) SELECT id, no_overdraft FROM a)
+       SELECT * FROM a`,
+      [
+        request.currency,
+        request.noOverdraft === true,
+        JSON.stringify(request.metadata ?? {}, bigintAsString),
+      ],
+    );
+    const row = rows[0]!;
+    return {
+      id: row.id,
+      currency: row.currency,
+      noOverdraft: row.no_overdraft,
+      metadata: row.metadata,
+      createdAt: row.created_at,
+    };
+  }
+
+  /**
+   * One transfer (posted, or a pending hold with `pending: true`). The same idemKey with the same
+   * parameters returns the stored transaction with `replayed: true`; with other parameters,
+   * LEDGER_IDEMPOTENCY_CONFLICT.
+   */
+  async transfer(request: TransferRequest): Promise<TransferResult> {
+    const transfer = normalizeTransfer(request);
+    const [result] = await this.#db.transaction(
+      (tx) => applyTransfers(tx, [{ transfer, reversesId: null }]),
+      READ_COMMITTED,
+    );
+    return result!;
+  }
+
+  /**
+   * Up to `maxBatch` transfers in ONE database transaction: atomic per batch (one failing transfer,
+   * e.g. insufficient funds, rolls back all of them). A no-overdraft account is checked against
+   * the batch's net effect on it, since no state between two transfers of a batch is ever visible.
+   */
+  async transferBatch(requests: readonly TransferRequest[]): Promise<TransferResult[]> {
+    if (requests.length === 0 || requests.length > this.#options.maxBatch) {
+      const reason = `a batch holds 1..${this.#options.maxBatch} transfers`;
+      throw ledgerErrors.create("LEDGER_BATCH_INVALID", { fields: { reason, size: requests.length } });
+    }
+    const batch = requests.map((request) => ({ transfer: normalizeTransfer(request), reversesId: null }));
+    return this.#db.transaction((tx) => applyTransfers(tx, batch), READ_COMMITTED);
+  }
+
+  /** Posts a pending hold: its amounts move from pending to posted. Posting twice is a no-op. */
+  post(pendingId: bigint): Promise<LedgerTransaction> {
+    return this.#db.transaction((tx) => settlePending(tx, pendingId, "posted"), READ_COMMITTED);
+  }
+
+  /** Voids a pending hold: its amounts are released. Voiding twice is a no-op. */
+  void(pendingId: bigint): Promise<LedgerTransaction> {
+    return this.#db.transaction((tx) => settlePending(tx, pendingId, "voided"), READ_COMMITTED);
+  }
+
+  /** A reversal (refund), full or partial: new swapped entries linked to the original (PY-15). */
+  reverse(transactionId: bigint, request: ReverseRequest): Promise<TransferResult> {
+    return this.#db.transaction((tx) => applyReversal(tx, transactionId, request), READ_COMMITTED);
+  }
+
+  async transaction(id: bigint): Promise<LedgerTransaction> {
+    const [found] = await loadTransactions(this.#db, [checkId(id, "transactionId")]);
+    return found!;
+  }
+
+  async balance(accountId: bigint): Promise<Balance> {
+    const { rows } = await this.#db.query<{
+      currency: string;
+      posted_debits: bigint;
+      posted_credits: bigint;
+      pending_debits: bigint;
+      pending_credits: bigint;
+    }>(
+      `SELECT a.currency, b.posted_debits, b.posted_credits, b.pending_debits, b.pending_credits
+         FROM account_balances b JOIN accounts a ON a.id = b.account_id WHERE b.account_id = $1`,
+      [checkId(accountId, "accountId")],
+    );
+    const row = rows[0];
+    if (!row)
+      throw ledgerErrors.create("LEDGER_ACCOUNT_NOT_FOUND", { fields: { accountId: accountId.toString() } });
+    const posted = row.posted_credits - row.posted_debits;
+    return {
+      accountId,
+      currency: row.currency,
+      posted,
+      pending: row.pending_credits - row.pending_debits,
+      available: posted - row.pending_debits,
+      postedDebits: row.posted_debits,
+      postedCredits: row.posted_credits,
+      pendingDebits: row.pending_debits,
+      pendingCredits: row.pending_credits,
+    };
+  }
+
+  /** An account's entries, newest first, keyset-paginated. */
+  async entries(accountId: bigint, request: PageRequest = {}): Promise<Page<LedgerEntry>> {
+    const limit = pageLimit(request, this.#options);
+    const { rows } = await this.#db.query<EntryRow>(
+      `SELECT ${ENTRY_COLUMNS} FROM entries WHERE account_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3`,
+      [checkId(accountId, "accountId"), cursorId(request), limit + 1],
+    );
+    const items = rows.slice(0, limit).map(toEntry);
+    return { items, nextCursor: rows.length > limit ? encodeCursor(items.at(-1)!.id) : undefined };
+  }
+
+  /** The transactions touching an account (with all their entries), newest first, keyset-paginated. */
+  async transactions(accountId: bigint, request: PageRequest = {}): Promise<Page<LedgerTransaction>> {
+    const limit = pageLimit(request, this.#options);
+    const { rows } = await this.#db.query<{ transaction_id: bigint }>(
+      `SELECT DISTINCT transaction_id FROM entries WHERE account_id = $1 AND transaction_id < $2
+        ORDER BY transaction_id DESC LIMIT $3`,
+      [checkId(accountId, "accountId"), cursorId(request), limit + 1],
+    );
+    const ids = rows.slice(0, limit).map((row) => row.transaction_id);
+    const items = await loadTransactions(this.#db, ids);
+    return { items, nextCursor: rows.length > limit ? encodeCursor(ids.at(-1)!) : undefined };
+  }
+}
