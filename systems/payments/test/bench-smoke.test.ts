@@ -1,0 +1,145 @@
+/**
+ * The benchmark runs end to end, tiny: bench/main.ts as a child process (as
+ * `casebook bench payments` runs it) with a throw-away PostgreSQL, pgbench beside the
+ * ledger, JSON lines out. This checks the output's shape, never its speed (speed lives
+ * in the bench itself).
+ */
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { findPostgresBinDir } from "@casebook/lab/executables";
+import { findPgbench } from "../bench/pgbench.ts";
+
+const benchMain = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
+/** Bound on one bench child: the tiny run takes ~15 s; a hang must fail the test, not stall CI. */
+const childTimeoutMs = 120_000;
+const tiny = [
+  "--clients",
+  "2",
+  "--duration-ms",
+  "1000",
+  "--warmup-ms",
+  "100",
+  "--accounts",
+  "50",
+  "--batch-size",
+  "10",
+];
+const rowKeys = ["system", "scenario", "metric", "unit", "value", "peer", "peer_value", "ratio"];
+
+interface Row {
+  system: string;
+  scenario: string;
+  metric: string;
+  unit: string;
+  value: number;
+  peer?: string;
+  peer_value?: number;
+  ratio?: number;
+}
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the bench without DATABASE_URL, so it spawns (and stops) its own PostgreSQL. */
+function runBench(args: string[]): Promise<Run> {
+  const { DATABASE_URL: _shared, ...env } = process.env;
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [benchMain, ...args],
+      { env, timeout: childTimeoutMs, maxBuffer: 10_000_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+function parseRows(stdout: string): Row[] {
+  const lines = stdout.split("\n").filter((line) => line !== "");
+  assert.ok(lines.length > 0, "the bench printed no rows");
+  return lines.map((line) => {
+    const row = JSON.parse(line) as Row;
+    for (const key of ["system", "scenario", "metric", "unit"] as const) {
+      assert.equal(typeof row[key], "string", `${key} in ${line}`);
+    }
+    assert.ok(Number.isFinite(row.value), `value in ${line}`);
+    assert.deepEqual(
+      Object.keys(row).filter((key) => !rowKeys.includes(key)),
+      [],
+      `only the documented keys in ${line}`,
+    );
+    if (row.peer !== undefined) assert.ok(Number.isFinite(row.peer_value), `peer_value in ${line}`);
+    return row;
+  });
+}
+
+const skip =
+  findPostgresBinDir() === undefined
+    ? "no PostgreSQL server binaries (initdb): the bench cannot spawn its PostgreSQL"
+    : findPgbench() === undefined
+      ? "pgbench is not installed: the bench has no peer to run"
+      : false;
+
+describe("bench/main.ts", () => {
+  test("--help explains the scenarios, goals and flags, without touching PostgreSQL", async () => {
+    const run = await runBench(["--help"]);
+    assert.equal(run.code, 0, run.stderr);
+    for (const word of [
+      "pgbench",
+      "single",
+      "hot",
+      "batch",
+      "--json",
+      "--clients",
+      "--duration-ms",
+      "saga",
+    ]) {
+      assert.ok(run.stdout.includes(word), `help mentions ${word}`);
+    }
+  });
+
+  test("a bad flag exits 2 naming the flag", async () => {
+    const run = await runBench(["--clients", "8,0"]);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /--clients/);
+  });
+
+  test("--json prints only rows: pgbench, then every ledger shape with its ratio", { skip }, async () => {
+    const run = await runBench(["--json", ...tiny]);
+    assert.equal(run.code, 0, run.stderr);
+    const rows = parseRows(run.stdout);
+    assert.ok(rows.every((row) => row.system === "payments"));
+    const throughput = (prefix: string) =>
+      rows.find((r) => r.scenario.startsWith(prefix) && r.metric === "throughput");
+    const peer = throughput("c=2 peer: pgbench tpcb-like");
+    assert.ok(peer && peer.value > 0, "pgbench committed transactions");
+    for (const prefix of [
+      "c=2 transfer, random pairs",
+      "c=2 transfer, all out of one hot",
+      "c=2 transferBatch of 10",
+    ]) {
+      const row = throughput(prefix);
+      assert.ok(row && row.value > 0, `${prefix}: transfers committed`);
+      assert.equal(row.peer, "pgbench tpcb-like");
+      assert.equal(row.peer_value, peer.value, `${prefix}: beside the same pgbench run`);
+      assert.ok(row.ratio !== undefined && row.ratio > 0, `${prefix}: a ratio`);
+    }
+    assert.ok(
+      rows.some((r) => r.scenario.startsWith("c=2 transfer, random") && r.metric === "latency p99" && r.peer),
+      "single-transfer p99 beside pgbench's",
+    );
+    assert.ok(
+      rows.filter((r) => r.metric.startsWith("errors")).every((r) => r.value === 0),
+      "no transfer failed",
+    );
+    assert.match(run.stderr, /private PostgreSQL/, "it said what it ran against");
+    assert.match(run.stderr, /fsync=on/, "it printed the server settings");
+  });
+});
