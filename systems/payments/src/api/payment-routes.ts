@@ -1,0 +1,276 @@
+/**
+ * The payments API (seed 000 §4, PY-01, PY-05, PY-12, PY-13, PY-15, PY-16):
+ *
+ *   POST /v1/payments                 validate → idempotency begin → payment + saga + ledger hold
+ *                                     (one transaction) → drive inline up to `inlineDriveMs` →
+ *                                     201 final state (the stored, replayable response) or 202 pending
+ *   GET  /v1/payments/{id}            the payment, scoped to the merchant (another's id is 404)
+ *   POST /v1/payments/{id}/capture    an authorize-only payment's capture (PY-16)
+ *   POST /v1/payments/{id}/void       its void (compensation: the hold is released)
+ *   POST /v1/payments/{id}/refunds    a partial refund, own Idempotency-Key and acquirer call (PY-15)
+ *
+ * Input is validated BEFORE the idempotency begin, so a bad request stores nothing. While the
+ * acquirer's breaker is open a new payment gets 202 pending (the saga waits with backoff) or a
+ * 503 fail-fast, by configuration (PY-12).
+ *
+ * @example
+ * registerPaymentRoutes(app, { db, idempotency, orchestrator, acquirer, clock, merchantOf: (r) => authedMerchant(r),
+ *   config: { inlineDriveMs: 2_000, breakerOpenMode: "accept" } });
+ */
+import type { Database } from "@casebook/infra/sql/sql";
+import type { Clock } from "@casebook/kit/clock";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { fingerprintRequest, type StoredResponse } from "../domain/idempotency.ts";
+import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
+import { paymentErrors } from "../domain/payment-errors.ts";
+import { requestSettlement } from "../domain/payment-saga.ts";
+import type { IdempotencyLease, IdempotencyStore } from "../store/idempotency-store.ts";
+import {
+  createPayment,
+  findPayment,
+  findPaymentByKey,
+  lockPayment,
+  type Payment,
+  paymentView,
+  scheduleSettlement,
+  setIdemGeneration,
+} from "../store/payment-repository.ts";
+import type { AcquirerClient } from "../workers/acquirer-client.ts";
+import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
+import { handleRefund } from "./refund-handler.ts";
+
+export type BreakerOpenMode = "accept" | "fail-fast";
+
+export interface PaymentRoutesConfig {
+  /** How long POST drives the saga before answering 202 pending; 0 answers 202 at once. */
+  inlineDriveMs: number;
+  /** PY-12: while the acquirer breaker is open, 202 pending ("accept") or 503 ("fail-fast"). */
+  breakerOpenMode: BreakerOpenMode;
+}
+
+export interface PaymentRouteDeps {
+  db: Database;
+  idempotency: IdempotencyStore;
+  orchestrator: SagaOrchestrator;
+  acquirer: AcquirerClient;
+  clock: Clock;
+  /** The authenticated merchant of the request (the auth helper's hook sets it). */
+  merchantOf(request: FastifyRequest): string;
+  config: PaymentRoutesConfig;
+}
+
+interface FieldError {
+  field: string;
+  message: string;
+}
+
+export interface PaymentInput {
+  amountMinor: bigint;
+  currency: string;
+  cardToken: string;
+  capture: boolean;
+}
+
+/** Keys go to the acquirer inside its key (`merchant:key`): its charset, and room for the prefix. */
+const KEY_PATTERN = /^[A-Za-z0-9._:-]{1,150}$/;
+const CARD_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+const ID_PATTERN = /^[1-9][0-9]{0,18}$/;
+const PAYMENT_FIELDS = new Set(["amountMinor", "currency", "cardToken", "capture"]);
+
+export function parseAmount(raw: unknown, field: string, errors: FieldError[]): bigint {
+  const text = typeof raw === "number" && Number.isSafeInteger(raw) ? String(raw) : raw;
+  if (typeof text !== "string" || !/^[1-9][0-9]{0,17}$/.test(text) || BigInt(text) > MAX_AMOUNT_MINOR) {
+    errors.push({ field, message: `must be an integer amount of minor units in 1..${MAX_AMOUNT_MINOR}` });
+    return 0n;
+  }
+  return BigInt(text);
+}
+
+/** Validates a payment body; throws PAYMENTS_PAYMENT_INVALID naming every bad field. */
+export function parsePaymentInput(body: unknown): PaymentInput {
+  const errors: FieldError[] = [];
+  const b = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
+  if (typeof body !== "object" || body === null)
+    errors.push({ field: "/body", message: "must be a JSON object" });
+  for (const key of Object.keys(b))
+    if (!PAYMENT_FIELDS.has(key)) errors.push({ field: `/body/${key}`, message: "is not a known field" });
+  const amountMinor = parseAmount(b.amountMinor, "/body/amountMinor", errors);
+  if (typeof b.currency !== "string" || !/^[A-Z]{3}$/.test(b.currency)) {
+    errors.push({ field: "/body/currency", message: "must be an ISO 4217 code (BRL)" });
+  }
+  if (typeof b.cardToken !== "string" || !CARD_TOKEN_PATTERN.test(b.cardToken)) {
+    errors.push({ field: "/body/cardToken", message: "must be a card token of 1..128 [A-Za-z0-9_-]" });
+  }
+  if (b.capture !== undefined && typeof b.capture !== "boolean") {
+    errors.push({ field: "/body/capture", message: "must be a boolean (default true)" });
+  }
+  if (errors.length > 0) throw paymentErrors.create("PAYMENTS_PAYMENT_INVALID", { fields: { errors } });
+  return {
+    amountMinor,
+    currency: b.currency as string,
+    cardToken: b.cardToken as string,
+    capture: b.capture !== false,
+  };
+}
+
+export function idempotencyKeyOf(request: FastifyRequest): string {
+  const raw = request.headers["idempotency-key"];
+  if (raw === undefined) throw paymentErrors.create("PAYMENTS_IDEMPOTENCY_KEY_MISSING");
+  if (typeof raw !== "string" || !KEY_PATTERN.test(raw)) {
+    const errors = [{ field: "/headers/idempotency-key", message: "must be 1..150 of [A-Za-z0-9._:-]" }];
+    throw paymentErrors.create("PAYMENTS_PAYMENT_INVALID", { fields: { errors } });
+  }
+  return raw;
+}
+
+export function paymentIdOf(request: FastifyRequest): bigint {
+  const raw = (request.params as { id?: string }).id ?? "";
+  if (!ID_PATTERN.test(raw))
+    throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND", { fields: { id: raw } });
+  return BigInt(raw);
+}
+
+export function sendStored(reply: FastifyReply, response: StoredResponse): FastifyReply {
+  return reply.code(response.status).headers(response.headers).send(Buffer.from(response.body));
+}
+
+function sendView(reply: FastifyReply, status: number, payment: Payment): FastifyReply {
+  return reply.code(status).header("location", `/v1/payments/${payment.id}`).send(paymentView(payment));
+}
+
+/** Resolves after `ms` with undefined: the inline drive's deadline. */
+function deadline(ms: number): Promise<undefined> {
+  return new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref());
+}
+
+/** Drives a saga up to the inline deadline; the drive keeps going (and persisting) after it. */
+async function driveInline(
+  deps: PaymentRouteDeps,
+  run: () => Promise<Payment | undefined>,
+): Promise<Payment | undefined> {
+  if (deps.config.inlineDriveMs <= 0) {
+    run().catch(() => {}); // the orchestrators own it from here; errors surface there
+    return undefined;
+  }
+  const driving = run();
+  driving.catch(() => {});
+  return Promise.race([driving, deadline(deps.config.inlineDriveMs)]);
+}
+
+async function createAndDrive(
+  deps: PaymentRouteDeps,
+  reply: FastifyReply,
+  merchantId: string,
+  key: string,
+  input: PaymentInput,
+  lease: IdempotencyLease,
+): Promise<FastifyReply> {
+  const breakerOpen = deps.acquirer.breaker.state === "open";
+  const nowMs = deps.clock.nowMs();
+  let payment: Payment;
+  try {
+    payment = await deps.db.transaction(async (tx) => {
+      const created = await createPayment(tx, {
+        merchantId,
+        idempotencyKey: key,
+        ...input,
+        idemGeneration: lease.generation,
+        nowMs,
+        ...(breakerOpen ? {} : { leaseOwner: deps.orchestrator.owner, leaseMs: deps.orchestrator.leaseMs }),
+      });
+      await deps.idempotency.advance(tx, lease, "saga_authorize", nowMs);
+      return created;
+    });
+  } catch (error) {
+    await deps.idempotency.release(deps.db, lease);
+    throw error;
+  }
+  if (breakerOpen) return sendView(reply, 202, payment);
+  const driven = await driveInline(deps, () => deps.orchestrator.drive({ ...payment, takenOver: false }));
+  return answerDriven(deps, reply, merchantId, key, driven ?? payment);
+}
+
+/** A finished saga answers with its stored response (the bytes every retry replays); else 202 pending. */
+async function answerDriven(
+  deps: PaymentRouteDeps,
+  reply: FastifyReply,
+  merchantId: string,
+  key: string,
+  payment: Payment,
+): Promise<FastifyReply> {
+  if (payment.step === "done") {
+    const stored = await deps.idempotency.find(merchantId, key);
+    if (stored?.response !== undefined) return sendStored(reply, stored.response);
+  }
+  return sendView(reply, 202, payment);
+}
+
+async function postPayment(deps: PaymentRouteDeps, request: FastifyRequest, reply: FastifyReply) {
+  const merchantId = deps.merchantOf(request);
+  const key = idempotencyKeyOf(request);
+  const input = parsePaymentInput(request.body);
+  if (deps.config.breakerOpenMode === "fail-fast" && deps.acquirer.breaker.state === "open") {
+    throw paymentErrors.create("PAYMENTS_ACQUIRER_UNAVAILABLE", {
+      fields: { retryAfterMs: deps.acquirer.breaker.retryAfterMs() },
+    });
+  }
+  const fingerprint = fingerprintRequest({
+    method: "POST",
+    path: "/v1/payments",
+    body: { ...input, amountMinor: input.amountMinor.toString() },
+  });
+  const begun = await deps.idempotency.begin({ merchantId, key, fingerprint });
+  if (begun.kind === "replay") return sendStored(reply, begun.response);
+  if (begun.lease.recoveryPoint === "started") {
+    return createAndDrive(deps, reply, merchantId, key, input, begun.lease);
+  }
+  // A retry took over a claim whose owner went silent: the payment exists; hand its saga the new generation.
+  const payment = await findPaymentByKey(deps.db, merchantId, key);
+  if (payment === undefined) throw new Error(`idempotency key ${key} is past "started" but has no payment`);
+  await setIdemGeneration(deps.db, payment.id, begun.lease.generation);
+  const driven = await driveInline(deps, () => deps.orchestrator.driveById(payment.id));
+  return answerDriven(deps, reply, merchantId, key, driven ?? payment);
+}
+
+async function settle(
+  deps: PaymentRouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  action: "capture" | "void",
+) {
+  const merchantId = deps.merchantOf(request);
+  const id = paymentIdOf(request);
+  const nowMs = deps.clock.nowMs();
+  await deps.db.transaction(async (tx) => {
+    const payment = await lockPayment(tx, merchantId, id);
+    const next = requestSettlement(payment, action);
+    if (next === undefined) {
+      throw paymentErrors.create("PAYMENTS_PAYMENT_STATE_CONFLICT", {
+        fields: { status: payment.status, action },
+      });
+    }
+    if (next !== payment) await scheduleSettlement(tx, payment, next, nowMs);
+  });
+  const driven = await driveInline(deps, () => deps.orchestrator.driveById(id));
+  const payment = driven ?? (await findPayment(deps.db, merchantId, id))!;
+  return sendView(reply, payment.step === "done" ? 200 : 202, payment);
+}
+
+/**
+ * Registers the payment routes on `app`. The caller's error handler maps CasebookErrors to
+ * problem+json (pass `paymentErrors` and `idempotencyErrors` to createService's `errors`).
+ *
+ * @example
+ * registerPaymentRoutes(service.app, deps);
+ */
+export function registerPaymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps): void {
+  app.post("/v1/payments", (request, reply) => postPayment(deps, request, reply));
+  app.get("/v1/payments/:id", async (request, reply) => {
+    const payment = await findPayment(deps.db, deps.merchantOf(request), paymentIdOf(request));
+    if (payment === undefined) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND");
+    return sendView(reply, 200, payment);
+  });
+  app.post("/v1/payments/:id/capture", (request, reply) => settle(deps, request, reply, "capture"));
+  app.post("/v1/payments/:id/void", (request, reply) => settle(deps, request, reply, "void"));
+  app.post("/v1/payments/:id/refunds", (request, reply) => handleRefund(deps, request, reply));
+}

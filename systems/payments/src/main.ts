@@ -1,0 +1,200 @@
+/**
+ * Composition root of the payments service: config → database (PostgreSQL or embedded
+ * PGlite) and migrations → the acquirer (ACQUIRER_URL, or the simulator in-process) →
+ * HTTP API (accounts, payments) behind merchant API keys → the saga orchestrator worker →
+ * graceful shutdown (drain requests, stop the saga loop, then the acquirer, then the pool).
+ * Stateless: run as many instances as you like against one DATABASE_URL.
+ *
+ * @example
+ * // PORT=8104 node systems/payments/src/main.ts   (npm start runs it through the casebook CLI)
+ * const running = await main({ PORT: "0", CASEBOOK_DATA: tmpDir, LOG_LEVEL: "silent" });
+ * running.bootstrap?.apiKey; // "sk_…": the demo merchant's key, on first start only
+ * await running.close();
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { createService, type Service } from "@casebook/infra/http/service";
+import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { runMigrations } from "@casebook/infra/sql/migrations";
+import { openDatabase } from "@casebook/infra/sql/open-database";
+import type { Database } from "@casebook/infra/sql/sql";
+import { systemClock } from "@casebook/kit/clock";
+import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
+import { systemRandom } from "@casebook/kit/random";
+import { createAcquirerSim } from "./acquirer-sim/acquirer-sim.ts";
+import { registerAccountRoutes } from "./api/account-routes.ts";
+import { createMerchantAuth } from "./api/auth.ts";
+import { registerPaymentRoutes } from "./api/payment-routes.ts";
+import { paymentsErrorRegistries } from "./payments-errors.ts";
+import { IdempotencyStore } from "./store/idempotency-store.ts";
+import { LedgerRepository } from "./store/ledger-repository.ts";
+import { MerchantRepository } from "./store/merchant-repository.ts";
+import { AcquirerClient } from "./workers/acquirer-client.ts";
+import { SagaOrchestrator } from "./workers/saga-orchestrator.ts";
+
+export const VERSION = "0.1.0";
+/** PAYMENTS_BOOTSTRAP_MERCHANT value that turns the demo merchant off. */
+export const BOOTSTRAP_OFF = "off";
+/** The demo merchant `npm start` creates on the embedded database. */
+export const DEFAULT_BOOTSTRAP_MERCHANT = "demo";
+/** Inside the service base's 900 ms readiness timeout, so a slow ping reports its own error. */
+const DATABASE_PING_TIMEOUT_MS = 800;
+
+export const configSchema = {
+  port: field.int({ env: "PORT", default: 8104, min: 0, max: 65535, description: "HTTP port" }),
+  host: field.string({ env: "HOST", default: "127.0.0.1", description: "HTTP interface (0.0.0.0 for all)" }),
+  databaseUrl: field.url({
+    env: "DATABASE_URL",
+    protocols: ["postgres:", "postgresql:"],
+    secret: true,
+    description: "PostgreSQL; unset = embedded PGlite in $CASEBOOK_DATA/payments",
+  }),
+  acquirerUrl: field.url({
+    env: "ACQUIRER_URL",
+    protocols: ["http:", "https:"],
+    description: "The card acquirer; unset = start the acquirer simulator in-process on a free port",
+  }),
+  bootstrapMerchant: field.string({
+    env: "PAYMENTS_BOOTSTRAP_MERCHANT",
+    pattern: /^[A-Za-z0-9_-]{1,64}$/,
+    description: `Merchant created with a printed API key on first start; "${BOOTSTRAP_OFF}" = none; unset = "${DEFAULT_BOOTSTRAP_MERCHANT}" on PGlite, none on PostgreSQL`,
+  }),
+  breakerOpenMode: field.enum(["accept", "fail-fast"], {
+    env: "PAYMENTS_BREAKER_OPEN_MODE",
+    default: "accept",
+    description: "PY-12: while the acquirer's breaker is open, new payments get 202 pending (accept) or 503",
+  }),
+  inlineDriveMs: field.int({
+    env: "PAYMENTS_INLINE_DRIVE_MS",
+    default: 2_000,
+    min: 0,
+    max: 25_000,
+    description:
+      "How long POST /v1/payments drives the saga before answering 202 pending (< handler timeout)",
+  }),
+  logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
+    env: "LOG_LEVEL",
+    default: "info",
+    description: "Log level",
+  }),
+};
+
+export interface RunningPayments {
+  readonly url: string;
+  readonly service: Service;
+  readonly db: Database;
+  readonly acquirerUrl: string;
+  /** The demo merchant created by THIS start (undefined when it existed already or is off). */
+  readonly bootstrap: { merchantId: string; apiKey: string } | undefined;
+  close(): Promise<void>;
+}
+
+type Config = ConfigOf<typeof configSchema>;
+
+/** ACQUIRER_URL, or an in-process simulator on a free loopback port (closed with the service). */
+async function acquirerFor(config: Config, service: Service): Promise<string> {
+  if (config.acquirerUrl !== undefined) return config.acquirerUrl;
+  const sim = createAcquirerSim({ rng: systemRandom, log: { level: config.logLevel } });
+  const { url } = await sim.listen({ port: 0, host: "127.0.0.1" });
+  service.onClose(() => sim.close());
+  service.log.info({ acquirerUrl: url }, "ACQUIRER_URL unset: acquirer simulator started in-process");
+  return url;
+}
+
+async function bootstrapMerchant(config: Config, merchants: MerchantRepository, service: Service) {
+  const id =
+    config.bootstrapMerchant ??
+    (config.databaseUrl === undefined ? DEFAULT_BOOTSTRAP_MERCHANT : BOOTSTRAP_OFF);
+  if (id === BOOTSTRAP_OFF) return undefined;
+  const created = await merchants.createIfAbsent({ id, name: `${id} (bootstrap merchant)` });
+  if (!created) {
+    service.log.info({ merchantId: id }, "bootstrap merchant exists; its API key was printed on first start");
+    return undefined;
+  }
+  return { merchantId: created.merchant.id, apiKey: created.apiKey.key };
+}
+
+/** The saga worker: one loop per process, a unique lease owner, stopped by the service's close. */
+function startSagaWorker(
+  service: Service,
+  db: Database,
+  acquirer: AcquirerClient,
+  idempotency: IdempotencyStore,
+) {
+  const orchestrator = new SagaOrchestrator({
+    db,
+    acquirer,
+    idempotency,
+    clock: systemClock,
+    random: systemRandom,
+    owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    onError: (error) =>
+      service.log.error({ err: error }, "saga step failed; the saga is retried after its lease"),
+  });
+  orchestrator.start();
+  // Added after the pool's and the acquirer's hooks, so it runs before them: sagas in hand are persisted first.
+  service.onClose(() => orchestrator.stop());
+  return orchestrator;
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningPayments> {
+  const config = loadConfig(configSchema, { env });
+  const db = await openDatabase({ system: "payments", url: config.databaseUrl, env });
+  const service = createService({
+    name: "payments",
+    version: VERSION,
+    log: { level: config.logLevel },
+    errors: paymentsErrorRegistries,
+    checks: { database: () => db.ping(DATABASE_PING_TIMEOUT_MS) },
+    onClose: [() => db.close()], // first hook added, so it runs last: after every user of the pool
+    description:
+      "Payments and double-entry ledger (seed 000 §4): never charges twice, accounts for every cent.",
+  });
+  try {
+    await runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) });
+    const acquirerUrl = await acquirerFor(config, service);
+    const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
+    const auth = createMerchantAuth((key) => merchants.authenticate(key));
+    const ledger = new LedgerRepository(db);
+    const idempotency = new IdempotencyStore(db, { clock: systemClock });
+    const acquirer = new AcquirerClient({ baseUrl: acquirerUrl, clock: systemClock, random: systemRandom });
+    service.onClose(async () => acquirer.close());
+    const orchestrator = startSagaWorker(service, db, acquirer, idempotency);
+    const paymentConfig = { inlineDriveMs: config.inlineDriveMs, breakerOpenMode: config.breakerOpenMode };
+    // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
+    await service.app.register(async (scope) => {
+      scope.addHook("onRequest", auth.authenticate);
+      registerAccountRoutes(scope, { db, ledger, merchantOf: auth.merchantOf });
+      registerPaymentRoutes(scope, {
+        db,
+        idempotency,
+        orchestrator,
+        acquirer,
+        clock: systemClock,
+        merchantOf: auth.merchantOf,
+        config: paymentConfig,
+      });
+    });
+    const bootstrap = await bootstrapMerchant(config, merchants, service);
+    const { url } = await service.listen({ port: config.port, host: config.host });
+    service.log.info({ url, engine: db.engine, acquirerUrl }, "payments listening");
+    if (bootstrap) {
+      const hint = `curl -H 'Authorization: Bearer ${bootstrap.apiKey}' ${url}/v1/accounts`;
+      service.log.info(
+        { ...bootstrap, try: hint },
+        "bootstrap merchant created: its API key is shown only now",
+      );
+    }
+    return { url, service, db, acquirerUrl, bootstrap, close: () => service.close() };
+  } catch (error) {
+    await service
+      .close()
+      .catch((closeError: unknown) => service.log.error({ err: closeError }, "close failed"));
+    throw error;
+  }
+}
+
+if (import.meta.main) {
+  const running = await main();
+  installSignalHandlers(running.service);
+}

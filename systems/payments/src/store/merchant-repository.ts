@@ -1,0 +1,198 @@
+/**
+ * Merchants and their API keys (schema: migrations/005_merchants.sql). A key is shown once,
+ * when it is issued; only its sha256 and its public prefix are stored (domain/api-key.ts).
+ * Authentication finds the row by prefix and compares hashes in constant time.
+ *
+ * Rotation issues a new key and gives every other live key of the merchant an expiry: now,
+ * or now + `overlapMs` so a rolling deploy can switch keys without a window of 401s. Both
+ * happen in one transaction holding the merchant row, so two rotations queue instead of
+ * leaving two "newest" keys.
+ *
+ * @example
+ * const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
+ * const { merchant, apiKey } = await merchants.create({ name: "Acme" });
+ * await merchants.authenticate(apiKey.key); // merchant.id
+ * const next = await merchants.rotateKey(merchant.id, { overlapMs: 60_000 });
+ */
+import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import type { Clock } from "@casebook/kit/clock";
+import {
+  apiKeyMatches,
+  type IssuedApiKey,
+  newApiKey,
+  parseApiKey,
+  type RandomBytes,
+} from "../domain/api-key.ts";
+import { merchantErrors } from "../domain/merchant-errors.ts";
+
+/** Same rule as the table's CHECK and the acquirer's merchantId: no ':' (it separates acquirer keys). */
+export const MERCHANT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+export const MAX_MERCHANT_NAME_CHARS = 200;
+/** A rotation may keep the old keys alive at most this long (a week, as payment providers allow). */
+export const MAX_KEY_OVERLAP_MS = 7 * 24 * 3_600_000;
+/** Fresh prefixes tried when one is taken: 2^64 ids make even a second attempt vanishingly rare. */
+const MAX_PREFIX_ATTEMPTS = 3;
+
+export interface Merchant {
+  id: string;
+  name: string;
+  createdAt: Date;
+}
+
+export interface ApiKeyInfo {
+  prefix: string;
+  createdAt: Date;
+  /** null: valid until the next rotation. */
+  expiresAt: Date | null;
+}
+
+export interface CreateMerchantRequest {
+  /** Default: `mer_` + 24 random hex characters. */
+  id?: string;
+  name: string;
+}
+
+export interface CreatedMerchant {
+  merchant: Merchant;
+  /** Shown once: the caller must hand `apiKey.key` to the merchant now. */
+  apiKey: IssuedApiKey;
+}
+
+export interface MerchantRepositoryOptions {
+  clock: Clock;
+  /** Cryptographically secure in production (node:crypto `randomBytes`). */
+  randomBytes: RandomBytes;
+}
+
+interface MerchantRow {
+  id: string;
+  name: string;
+  created_at: Date;
+}
+
+function toMerchant(row: MerchantRow): Merchant {
+  return { id: row.id, name: row.name, createdAt: row.created_at };
+}
+
+function checkMerchantId(id: unknown): string {
+  if (typeof id !== "string" || !MERCHANT_ID_PATTERN.test(id)) {
+    throw merchantErrors.create("PAYMENTS_MERCHANT_INVALID", { fields: { field: "id" } });
+  }
+  return id;
+}
+
+function checkName(name: unknown): string {
+  if (typeof name !== "string" || name.trim() === "" || name.length > MAX_MERCHANT_NAME_CHARS) {
+    throw merchantErrors.create("PAYMENTS_MERCHANT_INVALID", { fields: { field: "name" } });
+  }
+  return name;
+}
+
+/** Merchants, API keys, authentication; see the module comment. */
+export class MerchantRepository {
+  readonly #db: Database;
+  readonly #clock: Clock;
+  readonly #randomBytes: RandomBytes;
+
+  constructor(db: Database, options: MerchantRepositoryOptions) {
+    this.#db = db;
+    this.#clock = options.clock;
+    this.#randomBytes = options.randomBytes;
+  }
+
+  /** A merchant and its first key, in one transaction. PAYMENTS_MERCHANT_EXISTS when the id is taken. */
+  async create(request: CreateMerchantRequest): Promise<CreatedMerchant> {
+    const created = await this.createIfAbsent(request);
+    if (!created) throw merchantErrors.create("PAYMENTS_MERCHANT_EXISTS", { fields: { id: request.id } });
+    return created;
+  }
+
+  /** Like `create`, but undefined when the id is taken (two replicas bootstrapping at once both succeed). */
+  async createIfAbsent(request: CreateMerchantRequest): Promise<CreatedMerchant | undefined> {
+    const id = checkMerchantId(request.id ?? `mer_${Buffer.from(this.#randomBytes(12)).toString("hex")}`);
+    const name = checkName(request.name);
+    const now = new Date(this.#clock.nowMs());
+    return this.#db.transaction(async (tx) => {
+      // ON CONFLICT: the PRIMARY KEY decides who created it, never a check-then-insert.
+      const { rows } = await tx.query<MerchantRow>(
+        `INSERT INTO merchants (id, name, created_at) VALUES ($1, $2, $3)
+         ON CONFLICT (id) DO NOTHING RETURNING id, name, created_at`,
+        [id, name, now],
+      );
+      if (!rows[0]) return undefined;
+      return { merchant: toMerchant(rows[0]), apiKey: await this.#issueKey(tx, id, now) };
+    });
+  }
+
+  async get(merchantId: string): Promise<Merchant | undefined> {
+    const { rows } = await this.#db.query<MerchantRow>(
+      "SELECT id, name, created_at FROM merchants WHERE id = $1",
+      [merchantId],
+    );
+    return rows[0] ? toMerchant(rows[0]) : undefined;
+  }
+
+  /** The merchant's keys, newest first (prefixes only: the keys themselves are not stored). */
+  async keys(merchantId: string): Promise<ApiKeyInfo[]> {
+    const { rows } = await this.#db.query<{ prefix: string; created_at: Date; expires_at: Date | null }>(
+      `SELECT prefix, created_at, expires_at FROM merchant_api_keys WHERE merchant_id = $1
+        ORDER BY created_at DESC, prefix`,
+      [merchantId],
+    );
+    return rows.map((row) => ({ prefix: row.prefix, createdAt: row.created_at, expiresAt: row.expires_at }));
+  }
+
+  /**
+   * Issues a new key; every other live key expires now, or after `overlapMs` (≤ MAX_KEY_OVERLAP_MS).
+   * A key already expiring sooner keeps its earlier expiry.
+   */
+  async rotateKey(merchantId: string, options: { overlapMs?: number } = {}): Promise<IssuedApiKey> {
+    const overlapMs = options.overlapMs ?? 0;
+    if (!Number.isInteger(overlapMs) || overlapMs < 0 || overlapMs > MAX_KEY_OVERLAP_MS) {
+      throw merchantErrors.create("PAYMENTS_MERCHANT_INVALID", { fields: { field: "overlapMs" } });
+    }
+    const nowMs = this.#clock.nowMs();
+    return this.#db.transaction(async (tx) => {
+      const locked = await tx.query("SELECT 1 FROM merchants WHERE id = $1 FOR UPDATE", [merchantId]);
+      if (locked.rowCount === 0) {
+        throw merchantErrors.create("PAYMENTS_MERCHANT_NOT_FOUND", { fields: { id: merchantId } });
+      }
+      const expiresAt = new Date(nowMs + overlapMs);
+      await tx.query(
+        `UPDATE merchant_api_keys SET expires_at = $2
+          WHERE merchant_id = $1 AND (expires_at IS NULL OR expires_at > $2)`,
+        [merchantId, expiresAt],
+      );
+      return this.#issueKey(tx, merchantId, new Date(nowMs));
+    });
+  }
+
+  /** The merchant a presented key belongs to, or undefined (malformed, unknown, wrong secret, expired). */
+  async authenticate(key: string): Promise<string | undefined> {
+    const presented = parseApiKey(key);
+    if (!presented) return undefined;
+    const { rows } = await this.#db.query<{ merchant_id: string; key_hash: string; expires_at: Date | null }>(
+      "SELECT merchant_id, key_hash, expires_at FROM merchant_api_keys WHERE prefix = $1",
+      [presented.prefix],
+    );
+    const row = rows[0];
+    // The hash compare runs before the expiry check, so both failures take the same path and time.
+    if (!row || !apiKeyMatches(presented.hash, row.key_hash)) return undefined;
+    if (row.expires_at !== null && row.expires_at.getTime() <= this.#clock.nowMs()) return undefined;
+    return row.merchant_id;
+  }
+
+  async #issueKey(tx: Queryable, merchantId: string, now: Date): Promise<IssuedApiKey> {
+    for (let attempt = 1; attempt <= MAX_PREFIX_ATTEMPTS; attempt++) {
+      const issued = newApiKey(this.#randomBytes);
+      // DO NOTHING instead of catching 23505: a unique violation would abort the whole transaction.
+      const { rowCount } = await tx.query(
+        `INSERT INTO merchant_api_keys (prefix, merchant_id, key_hash, created_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (prefix) DO NOTHING`,
+        [issued.prefix, merchantId, issued.hash, now],
+      );
+      if (rowCount === 1) return issued;
+    }
+    throw new Error(`api key: ${MAX_PREFIX_ATTEMPTS} random prefixes were all taken; is randomBytes random?`);
+  }
+}

@@ -1,0 +1,411 @@
+/**
+ * Payments and their sagas in SQL (schema: migrations/003_payments.sql).
+ *
+ * - `createPayment` writes, in the caller's transaction, the payment row, its saga state and the
+ *   reserve step: a PENDING ledger hold customer_funds → merchant_pending (`pay:<id>:reserve`).
+ * - `claimDue` hands due sagas to one orchestrator: `FOR UPDATE SKIP LOCKED` so concurrent
+ *   claimers never wait on or share a row, plus a lease (owner, until) so a claim outlives the
+ *   claiming transaction, and a `version` bump that fences every later write.
+ * - `applyDecision` commits one saga step: the new state (compare-and-set on version and owner),
+ *   its ledger action (post or void the hold) and the idempotency record (advance, or complete
+ *   with the final response), all in ONE transaction: a response is stored iff its effects are.
+ *
+ * @example
+ * const created = await db.transaction((tx) => createPayment(tx, input));
+ * const claimed = await claimDue(db, { owner: "worker-1", nowMs, leaseMs: 30_000, maxBatch: 10 });
+ */
+import type { Queryable } from "@casebook/infra/sql/sql";
+import { normalizeTransfer } from "../domain/ledger.ts";
+import { paymentErrors } from "../domain/payment-errors.ts";
+import type { PaymentStatus, SagaDecision, SagaIntent, SagaState, SagaStep } from "../domain/payment-saga.ts";
+import type { IdempotencyLease, IdempotencyStore } from "./idempotency-store.ts";
+import { applyTransfers, settlePending } from "./ledger-repository.ts";
+import { ensureMerchantAccounts as provisionMerchantAccounts } from "./merchant-accounts.ts";
+
+export interface MerchantAccounts {
+  customerFunds: bigint;
+  merchantPending: bigint;
+  merchantAvailable: bigint;
+}
+
+export interface Payment extends SagaState {
+  id: bigint;
+  merchantId: string;
+  idempotencyKey: string;
+  acquirerKey: string;
+  amountMinor: bigint;
+  currency: string;
+  cardToken: string;
+  declineReason: string | null;
+  failure: string | null;
+  nextRunAt: Date;
+  leaseOwner: string | null;
+  leaseUntil: Date | null;
+  version: bigint;
+  idemGeneration: number;
+  holdTransactionId: bigint;
+  capturedMinor: bigint;
+  refundedMinor: bigint;
+  startedAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+/** A payment claimed by `claimDue`; `takenOver` when a previous owner's lease had expired. */
+export interface ClaimedPayment extends Payment {
+  takenOver: boolean;
+}
+
+export interface CreatePaymentInput {
+  merchantId: string;
+  idempotencyKey: string;
+  amountMinor: bigint;
+  currency: string;
+  cardToken: string;
+  capture: boolean;
+  idemGeneration: number;
+  nowMs: number;
+  /** When set, the creator holds the saga's lease (it drives the saga inline). */
+  leaseOwner?: string;
+  leaseMs?: number;
+}
+
+interface PaymentRow {
+  id: bigint;
+  merchant_id: string;
+  idempotency_key: string;
+  acquirer_key: string;
+  amount_minor: bigint;
+  currency: string;
+  card_token: string;
+  capture: boolean;
+  status: PaymentStatus;
+  decline_reason: string | null;
+  failure: string | null;
+  step: SagaStep;
+  intent: SagaIntent;
+  attempts: number;
+  next_run_at: Date;
+  lease_owner: string | null;
+  lease_until: Date | null;
+  version: bigint;
+  idem_generation: number;
+  acquirer_authorization_id: string | null;
+  hold_transaction_id: bigint;
+  captured_minor: bigint;
+  refunded_minor: bigint;
+  started_at: Date;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+function toPayment(row: PaymentRow): Payment {
+  return {
+    id: row.id,
+    merchantId: row.merchant_id,
+    idempotencyKey: row.idempotency_key,
+    acquirerKey: row.acquirer_key,
+    amountMinor: row.amount_minor,
+    currency: row.currency,
+    cardToken: row.card_token,
+    capture: row.capture,
+    status: row.status,
+    declineReason: row.decline_reason,
+    failure: row.failure,
+    step: row.step,
+    intent: row.intent,
+    attempts: row.attempts,
+    nextRunAt: row.next_run_at,
+    leaseOwner: row.lease_owner,
+    leaseUntil: row.lease_until,
+    version: row.version,
+    idemGeneration: row.idem_generation,
+    authorizationId: row.acquirer_authorization_id,
+    holdTransactionId: row.hold_transaction_id,
+    capturedMinor: row.captured_minor,
+    refundedMinor: row.refunded_minor,
+    startedAt: row.started_at,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    finishedAt: row.finished_at,
+  };
+}
+
+/** The key sent to the acquirer on every attempt of a payment (PY-06). */
+export function acquirerKeyOf(merchantId: string, idempotencyKey: string): string {
+  return `${merchantId}:${idempotencyKey}`;
+}
+
+/** What the API answers (and the idempotency record stores) for a payment. */
+export function paymentView(p: Payment): Record<string, unknown> {
+  return {
+    id: p.id.toString(),
+    status: p.status,
+    amountMinor: p.amountMinor.toString(),
+    currency: p.currency,
+    capture: p.capture,
+    capturedMinor: p.capturedMinor.toString(),
+    refundedMinor: p.refundedMinor.toString(),
+    acquirerAuthorizationId: p.authorizationId,
+    declineReason: p.declineReason,
+    failure: p.failure,
+    createdAt: p.createdAt.toISOString(),
+  };
+}
+
+/** The merchant's three ledger accounts in `currency`, provisioned on first use (merchant-accounts.ts). */
+export async function ensureMerchantAccounts(
+  tx: Queryable,
+  merchantId: string,
+  currency: string,
+): Promise<MerchantAccounts> {
+  const byRole = await provisionMerchantAccounts(tx, merchantId, currency);
+  return {
+    customerFunds: byRole.customer_funds,
+    merchantPending: byRole.merchant_pending,
+    merchantAvailable: byRole.merchant_available,
+  };
+}
+
+/**
+ * Creates the payment, its saga (step "authorize", due now) and the reserve step — a pending
+ * ledger hold — inside `tx` (PY-05 step 1). Throws on a duplicate (merchant, key): the
+ * idempotency layer in front must make that impossible.
+ */
+export async function createPayment(tx: Queryable, input: CreatePaymentInput): Promise<Payment> {
+  const accounts = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
+  const { rows: ids } = await tx.query<{ id: bigint }>(
+    "SELECT nextval(pg_get_serial_sequence('payments', 'id')) AS id",
+  );
+  const id = ids[0]!.id;
+  const transfer = normalizeTransfer({
+    idemKey: `pay:${id}:reserve`,
+    from: accounts.customerFunds,
+    to: accounts.merchantPending,
+    amount: input.amountMinor,
+    currency: input.currency,
+    pending: true,
+    metadata: { paymentId: id.toString() },
+  });
+  const [hold] = await applyTransfers(tx, [{ transfer, reversesId: null }]);
+  const now = new Date(input.nowMs);
+  const leaseUntil = input.leaseOwner === undefined ? null : new Date(input.nowMs + (input.leaseMs ?? 0));
+  const { rows } = await tx.query<PaymentRow>(
+    `INSERT INTO payments (id, merchant_id, idempotency_key, acquirer_key, amount_minor, currency, card_token,
+       capture, status, step, intent, next_run_at, lease_owner, lease_until, idem_generation,
+       hold_transaction_id, started_at, created_at, updated_at)
+     OVERRIDING SYSTEM VALUE
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', 'authorize', 'authorize', $9, $10, $11, $12, $13, $9, $9, $9)
+     RETURNING *`,
+    [
+      id,
+      input.merchantId,
+      input.idempotencyKey,
+      acquirerKeyOf(input.merchantId, input.idempotencyKey),
+      input.amountMinor,
+      input.currency,
+      input.cardToken,
+      input.capture,
+      now,
+      input.leaseOwner ?? null,
+      leaseUntil,
+      input.idemGeneration,
+      hold!.transaction.id,
+    ],
+  );
+  return toPayment(rows[0]!);
+}
+
+export async function findPayment(
+  q: Queryable,
+  merchantId: string,
+  id: bigint,
+): Promise<Payment | undefined> {
+  const { rows } = await q.query<PaymentRow>("SELECT * FROM payments WHERE id = $1 AND merchant_id = $2", [
+    id,
+    merchantId,
+  ]);
+  return rows[0] === undefined ? undefined : toPayment(rows[0]);
+}
+
+export async function findPaymentByKey(
+  q: Queryable,
+  merchantId: string,
+  idempotencyKey: string,
+): Promise<Payment | undefined> {
+  const { rows } = await q.query<PaymentRow>(
+    "SELECT * FROM payments WHERE merchant_id = $1 AND idempotency_key = $2",
+    [merchantId, idempotencyKey],
+  );
+  return rows[0] === undefined ? undefined : toPayment(rows[0]);
+}
+
+/** Records the idempotency record's new generation after a retry took the key over. */
+export async function setIdemGeneration(q: Queryable, paymentId: bigint, generation: number): Promise<void> {
+  await q.query("UPDATE payments SET idem_generation = $2 WHERE id = $1", [paymentId, generation]);
+}
+
+export interface ClaimOptions {
+  owner: string;
+  nowMs: number;
+  /** How long the claim holds; must exceed the acquirer call deadline (checked by the orchestrator). */
+  leaseMs: number;
+  maxBatch: number;
+}
+
+/**
+ * Claims up to `maxBatch` due sagas for `owner`: unfinished, due, and unleased or with an expired
+ * lease. SKIP LOCKED makes concurrent claimers take disjoint rows without waiting; the version
+ * bump fences any write of a previous owner that is still running.
+ */
+export async function claimDue(q: Queryable, options: ClaimOptions): Promise<ClaimedPayment[]> {
+  const now = new Date(options.nowMs);
+  const { rows } = await q.query<PaymentRow & { prev_owner: string | null }>(
+    `WITH due AS (
+       SELECT id, lease_owner AS prev_owner FROM payments
+        WHERE step <> 'done' AND next_run_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+        ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+     UPDATE payments p SET lease_owner = $3, lease_until = $4, version = p.version + 1
+       FROM due WHERE p.id = due.id
+     RETURNING p.*, due.prev_owner`,
+    [now, options.maxBatch, options.owner, new Date(options.nowMs + options.leaseMs)],
+  );
+  return rows.map((row) => ({ ...toPayment(row), takenOver: row.prev_owner !== null }));
+}
+
+/** Claims one payment by id for `owner` when it is unleased or its lease expired (inline drive, API capture). */
+export async function claimPayment(
+  q: Queryable,
+  id: bigint,
+  options: Omit<ClaimOptions, "maxBatch">,
+): Promise<ClaimedPayment | undefined> {
+  const now = new Date(options.nowMs);
+  const { rows } = await q.query<PaymentRow & { prev_owner: string | null }>(
+    `WITH one AS (SELECT id, lease_owner AS prev_owner FROM payments
+                   WHERE id = $1 AND step <> 'done' AND (lease_until IS NULL OR lease_until <= $2 OR lease_owner = $3)
+                   FOR UPDATE SKIP LOCKED)
+     UPDATE payments p SET lease_owner = $3, lease_until = $4, version = p.version + 1
+       FROM one WHERE p.id = one.id
+     RETURNING p.*, one.prev_owner`,
+    [id, now, options.owner, new Date(options.nowMs + options.leaseMs)],
+  );
+  const row = rows[0];
+  return row === undefined
+    ? undefined
+    : { ...toPayment(row), takenOver: row.prev_owner !== null && row.prev_owner !== options.owner };
+}
+
+export interface ApplyDecisionOptions {
+  owner: string;
+  nowMs: number;
+  leaseMs: number;
+  idempotency: IdempotencyStore;
+}
+
+/**
+ * Commits one saga step inside `tx`: the new saga state (CAS on version and owner, else
+ * PAYMENTS_SAGA_LEASE_LOST), the ledger action, and the idempotency record — `complete` with
+ * the final response when the original POST's saga finishes, `advance` (a lease renewal)
+ * otherwise. Keeps the claim when the next step is due now, releases it when it waits.
+ */
+export async function applyDecision(
+  tx: Queryable,
+  payment: Payment,
+  next: SagaDecision,
+  options: ApplyDecisionOptions,
+): Promise<Payment> {
+  const now = new Date(options.nowMs);
+  const keep = !next.finished && next.delayMs === 0;
+  const { rows } = await tx.query<PaymentRow>(
+    `UPDATE payments SET status = $4::text, step = $5::text, intent = $6, attempts = $7, next_run_at = $8,
+        lease_owner = $9, lease_until = $10, version = version + 1, acquirer_authorization_id = $11,
+        decline_reason = COALESCE($12::text, decline_reason), failure = COALESCE($13::text, failure),
+        captured_minor = CASE WHEN $4::text = 'captured' THEN amount_minor ELSE captured_minor END,
+        updated_at = $14::timestamptz, finished_at = CASE WHEN $5::text = 'done' THEN $14::timestamptz ELSE NULL END
+      WHERE id = $1 AND version = $2 AND lease_owner = $3
+      RETURNING *`,
+    [
+      payment.id,
+      payment.version,
+      options.owner,
+      next.status,
+      next.step,
+      next.intent,
+      next.attempts,
+      new Date(options.nowMs + next.delayMs),
+      keep ? options.owner : null,
+      keep ? new Date(options.nowMs + options.leaseMs) : null,
+      next.authorizationId,
+      next.declineReason,
+      next.failure,
+      now,
+    ],
+  );
+  if (rows[0] === undefined) {
+    throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", { fields: { paymentId: payment.id.toString() } });
+  }
+  const updated = toPayment(rows[0]);
+  if (next.ledger !== "none") {
+    await settlePending(tx, payment.holdTransactionId, next.ledger === "post-hold" ? "posted" : "voided");
+  }
+  await recordIdempotency(tx, updated, next, options);
+  return updated;
+}
+
+/** The response the original POST /v1/payments replays once its saga finished (PY-13). */
+export function finalResponse(p: Payment): {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+} {
+  return {
+    status: 201,
+    headers: { "content-type": "application/json; charset=utf-8", location: `/v1/payments/${p.id}` },
+    body: new TextEncoder().encode(JSON.stringify(paymentView(p))),
+  };
+}
+
+async function recordIdempotency(
+  tx: Queryable,
+  p: Payment,
+  next: SagaDecision,
+  options: ApplyDecisionOptions,
+): Promise<void> {
+  // Only the POST that created the payment holds an idempotency record; capture/void requests later do not.
+  if (next.intent !== "authorize") return;
+  const lease: IdempotencyLease = {
+    merchantId: p.merchantId,
+    key: p.idempotencyKey,
+    generation: p.idemGeneration,
+    recoveryPoint: "saga",
+  };
+  if (next.finished) await options.idempotency.complete(tx, lease, finalResponse(p), options.nowMs);
+  else await options.idempotency.advance(tx, lease, `saga_${next.step}`, options.nowMs);
+}
+
+/** Moves a finished, authorized saga to its capture or void step (PY-16); the caller holds the row lock. */
+export async function scheduleSettlement(
+  tx: Queryable,
+  p: Payment,
+  state: SagaState,
+  nowMs: number,
+): Promise<void> {
+  await tx.query(
+    `UPDATE payments SET step = $2, intent = $3, attempts = 0, next_run_at = $4, finished_at = NULL,
+        updated_at = $4, version = version + 1 WHERE id = $1`,
+    [p.id, state.step, state.intent, new Date(nowMs)],
+  );
+}
+
+/** The payment row locked FOR UPDATE, scoped to its merchant. */
+export async function lockPayment(tx: Queryable, merchantId: string, id: bigint): Promise<Payment> {
+  const { rows } = await tx.query<PaymentRow>(
+    "SELECT * FROM payments WHERE id = $1 AND merchant_id = $2 FOR UPDATE",
+    [id, merchantId],
+  );
+  if (rows[0] === undefined)
+    throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND", { fields: { id: String(id) } });
+  return toPayment(rows[0]);
+}

@@ -1,0 +1,356 @@
+/**
+ * The payments service's HTTP client to the card acquirer (PY-06, PY-12, PY-18):
+ *
+ * - every call has a deadline, split by phase — connect, response headers, body — because the
+ *   phase decides what a failure MEANS: a failed connect sent nothing (safe to retry, surely not
+ *   charged); a timeout after the request went out is an UNKNOWN outcome the saga resolves by
+ *   asking the acquirer's status by key, never by guessing;
+ * - retries (kit backoff, equal jitter) only for failures that certainly did not process the call,
+ *   and every try carries the SAME idempotency key, so even a wrong guess cannot charge twice;
+ * - a circuit breaker (kit) fails calls fast while the acquirer is down, and a token bucket caps
+ *   this process's call rate on the external bottleneck (PY-12).
+ *
+ * Answers are outcomes, never exceptions: the saga's state machine decides what each means.
+ *
+ * @example
+ * const acquirer = new AcquirerClient({ baseUrl, clock: systemClock, random: systemRandom });
+ * const outcome = await acquirer.authorize({ idempotencyKey, merchantId, amountMinor: 5000n, currency: "BRL", cardToken });
+ * if (outcome.kind === "unknown") await acquirer.queryByKey(idempotencyKey);
+ */
+import { Agent, type ClientRequest, request as httpRequest } from "node:http";
+import { setTimeout as sleepMs } from "node:timers/promises";
+import { BackoffPolicy } from "@casebook/kit/backoff";
+import { CircuitBreaker, type CircuitBreakerOptions } from "@casebook/kit/circuit-breaker";
+import type { Clock } from "@casebook/kit/clock";
+import type { RandomSource } from "@casebook/kit/random";
+import type { StepOutcome } from "../domain/payment-saga.ts";
+import { TokenBucket } from "../domain/token-bucket.ts";
+
+export type CallPhase = "connect" | "headers" | "body";
+
+export interface PhaseTimeouts {
+  /** TCP connect; a failure here means the request was never sent. */
+  connectMs: number;
+  /** From sent to response headers: the acquirer's processing time. */
+  headersMs: number;
+  /** Reading the response body. */
+  bodyMs: number;
+}
+
+export interface AcquirerClientOptions {
+  baseUrl: string;
+  clock: Clock;
+  random: RandomSource;
+  timeouts?: Partial<PhaseTimeouts>;
+  /** Tries per call (the first included) for failures that processed nothing. Default 3. */
+  maxTries?: number;
+  retryBaseMs?: number;
+  retryCapMs?: number;
+  /** Bound on one call, all tries, waits and phases included. The saga lease must exceed it. */
+  callDeadlineMs?: number;
+  breaker?: Partial<Omit<CircuitBreakerOptions, "clock" | "name">>;
+  /** Token bucket on calls: burst and sustained rate. Default 100 burst, 200/s. */
+  rateLimit?: { capacity: number; ratePerS: number };
+  /** Largest response body read, in bytes. */
+  maxBodyBytes?: number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+export interface AuthorizeRequest {
+  idempotencyKey: string;
+  merchantId: string;
+  amountMinor: bigint;
+  currency: string;
+  cardToken: string;
+}
+
+export type RefundOutcome =
+  | { kind: "refunded"; refundId: string }
+  | Extract<StepOutcome, { kind: "unknown" | "unavailable" | "rejected" }>;
+
+/** What one HTTP exchange gave: an answer, nothing sent, or sent without an answer. */
+type Exchange =
+  | { kind: "answer"; status: number; body: Record<string, unknown>; retryAfterMs: number }
+  | { kind: "not-sent"; reason: string; retryAfterMs: number }
+  | { kind: "no-answer"; phase: CallPhase; reason: string };
+
+export const defaultPhaseTimeouts: Readonly<PhaseTimeouts> = Object.freeze({
+  connectMs: 1_000,
+  headersMs: 2_000,
+  bodyMs: 1_000,
+});
+
+function parseJson(text: string): Record<string, unknown> {
+  if (text === "") return {};
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+function retryAfterOf(header: string | string[] | undefined, body: Record<string, unknown>): number {
+  const fromBody = Number(body.retryAfterMs);
+  if (Number.isFinite(fromBody) && fromBody > 0) return fromBody;
+  const seconds = Number(Array.isArray(header) ? header[0] : header);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
+}
+
+export class AcquirerClient {
+  readonly callDeadlineMs: number;
+  readonly breaker: CircuitBreaker;
+  readonly #base: URL;
+  readonly #clock: Clock;
+  readonly #timeouts: PhaseTimeouts;
+  readonly #maxTries: number;
+  readonly #backoff: BackoffPolicy;
+  readonly #bucket: TokenBucket;
+  readonly #maxBodyBytes: number;
+  readonly #sleep: (ms: number) => Promise<void>;
+  readonly #agent: Agent;
+
+  constructor(options: AcquirerClientOptions) {
+    this.#base = new URL(options.baseUrl);
+    this.#clock = options.clock;
+    this.#timeouts = { ...defaultPhaseTimeouts, ...options.timeouts };
+    this.#maxTries = options.maxTries ?? 3;
+    this.callDeadlineMs = options.callDeadlineMs ?? 10_000;
+    const perTryMs = this.#timeouts.connectMs + this.#timeouts.headersMs + this.#timeouts.bodyMs;
+    if (perTryMs > this.callDeadlineMs) throw new RangeError("callDeadlineMs must cover one try's phases");
+    this.#backoff = new BackoffPolicy({
+      baseMs: options.retryBaseMs ?? 50,
+      capMs: options.retryCapMs ?? 1_000,
+      jitter: "equal",
+      random: options.random,
+      maxAttempts: this.#maxTries,
+    });
+    this.breaker = new CircuitBreaker({
+      name: "acquirer",
+      clock: options.clock,
+      failureThreshold: 5,
+      openDurationMs: 5_000,
+      ...options.breaker,
+    });
+    const rate = options.rateLimit ?? { capacity: 100, ratePerS: 200 };
+    this.#bucket = new TokenBucket({ ...rate, nowMs: options.clock.monotonicMs() });
+    this.#maxBodyBytes = options.maxBodyBytes ?? 256 * 1024;
+    this.#sleep = options.sleep ?? ((ms) => sleepMs(ms));
+    // Keep-alive with a bound: a pool of connections to one host, never unbounded.
+    this.#agent = new Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 1_000 });
+  }
+
+  /** Authorizes with `idempotencyKey` — the same key on every try (PY-06). */
+  async authorize(input: AuthorizeRequest): Promise<StepOutcome> {
+    const body = { ...input, amountMinor: input.amountMinor.toString() };
+    const exchange = await this.#call("POST", "/v1/authorizations", body);
+    if (exchange.kind !== "answer" || exchange.status !== 200) return this.#failure(exchange);
+    const id = String(exchange.body.id);
+    if (exchange.body.outcome === "approved") return { kind: "approved", authorizationId: id };
+    return {
+      kind: "declined",
+      authorizationId: id,
+      reason: String(exchange.body.declineReason ?? "declined"),
+    };
+  }
+
+  /** The acquirer's status of the authorization made with `idempotencyKey`: how a saga resolves "unknown". */
+  async queryByKey(idempotencyKey: string): Promise<StepOutcome> {
+    const exchange = await this.#call(
+      "GET",
+      `/v1/authorizations/by-key/${encodeURIComponent(idempotencyKey)}`,
+    );
+    if (exchange.kind === "answer" && exchange.status === 404) return { kind: "not-found" };
+    if (exchange.kind !== "answer" || exchange.status !== 200) return this.#failure(exchange);
+    return this.#viewOutcome(exchange.body);
+  }
+
+  async capture(authorizationId: string): Promise<StepOutcome> {
+    const exchange = await this.#call(
+      "POST",
+      `/v1/authorizations/${encodeURIComponent(authorizationId)}/capture`,
+      {},
+    );
+    if (exchange.kind !== "answer" || exchange.status !== 200) return this.#failure(exchange);
+    return this.#viewOutcome(exchange.body);
+  }
+
+  async void(authorizationId: string): Promise<StepOutcome> {
+    const exchange = await this.#call(
+      "POST",
+      `/v1/authorizations/${encodeURIComponent(authorizationId)}/void`,
+    );
+    if (exchange.kind !== "answer" || exchange.status !== 200) return this.#failure(exchange);
+    return this.#viewOutcome(exchange.body);
+  }
+
+  /** A partial or full refund with its own idempotency key (PY-15). */
+  async refund(
+    authorizationId: string,
+    request: { idempotencyKey: string; amountMinor: bigint },
+  ): Promise<RefundOutcome> {
+    const body = { idempotencyKey: request.idempotencyKey, amountMinor: request.amountMinor.toString() };
+    const path = `/v1/authorizations/${encodeURIComponent(authorizationId)}/refunds`;
+    const exchange = await this.#call("POST", path, body);
+    if (exchange.kind === "answer" && exchange.status === 200) {
+      return { kind: "refunded", refundId: String(exchange.body.id) };
+    }
+    return this.#failure(exchange) as RefundOutcome;
+  }
+
+  /** Closes idle keep-alive sockets. */
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  #viewOutcome(view: Record<string, unknown>): StepOutcome {
+    const authorizationId = String(view.id);
+    switch (view.status) {
+      case "approved":
+        return { kind: "approved", authorizationId };
+      case "declined":
+        return { kind: "declined", authorizationId, reason: String(view.declineReason ?? "declined") };
+      case "captured":
+        return { kind: "captured", authorizationId };
+      case "voided":
+        return { kind: "voided", authorizationId };
+      default:
+        return { kind: "rejected", code: `UNEXPECTED_STATUS_${String(view.status)}` };
+    }
+  }
+
+  /** Maps an exchange that is not the expected 200 to the saga's outcome vocabulary. */
+  #failure(exchange: Exchange): Extract<StepOutcome, { kind: "unknown" | "unavailable" | "rejected" }> {
+    if (exchange.kind === "no-answer")
+      return { kind: "unknown", reason: `${exchange.phase}: ${exchange.reason}` };
+    if (exchange.kind === "not-sent") {
+      return { kind: "unavailable", reason: exchange.reason, retryAfterMs: exchange.retryAfterMs };
+    }
+    if (exchange.status === 429 || exchange.status >= 500) {
+      return {
+        kind: "unavailable",
+        reason: `status ${exchange.status}`,
+        retryAfterMs: exchange.retryAfterMs,
+      };
+    }
+    return { kind: "rejected", code: String(exchange.body.code ?? `HTTP_${exchange.status}`) };
+  }
+
+  /** Tries until an answer, an unknown outcome, the try limit or the deadline. */
+  async #call(method: string, path: string, body?: unknown): Promise<Exchange> {
+    const startMs = this.#clock.monotonicMs();
+    let last: Exchange = { kind: "not-sent", reason: "deadline", retryAfterMs: 0 };
+    for (let attempt = 1; attempt <= this.#maxTries; attempt++) {
+      const admitted = await this.#admit(startMs);
+      if (admitted !== undefined) return admitted;
+      last = await this.#exchange(method, path, body);
+      const failed = last.kind !== "answer" || last.status >= 500 || last.status === 429;
+      if (failed) this.breaker.onFailure();
+      else this.breaker.onSuccess();
+      // Only a failure that processed nothing is retried here; an unknown outcome goes to the saga.
+      const retryable = last.kind === "not-sent" || (last.kind === "answer" && failed);
+      if (!retryable) return last;
+      const next = this.#backoff.next(attempt, this.#clock.monotonicMs() - startMs);
+      const retryAfterMs = last.kind === "no-answer" ? 0 : last.retryAfterMs;
+      const delayMs = next.retry ? Math.max(next.delayMs, retryAfterMs) : 0;
+      if (
+        !next.retry ||
+        this.#clock.monotonicMs() - startMs + delayMs + this.#perTryMs() > this.callDeadlineMs
+      ) {
+        return last;
+      }
+      await this.#sleep(delayMs);
+    }
+    return last;
+  }
+
+  #perTryMs(): number {
+    return this.#timeouts.connectMs + this.#timeouts.headersMs + this.#timeouts.bodyMs;
+  }
+
+  /** Breaker then rate limit; returns a not-sent exchange when the call may not go out. */
+  async #admit(startMs: number): Promise<Exchange | undefined> {
+    if (!this.breaker.canRequest()) {
+      return { kind: "not-sent", reason: "breaker open", retryAfterMs: this.breaker.retryAfterMs() };
+    }
+    // A bounded wait: at most until the deadline leaves room for one try.
+    for (let round = 0; round < 100; round++) {
+      const waitMs = this.#bucket.take(this.#clock.monotonicMs());
+      if (waitMs === 0) return undefined;
+      const spentMs = this.#clock.monotonicMs() - startMs;
+      if (spentMs + waitMs + this.#perTryMs() > this.callDeadlineMs) {
+        this.breaker.onSuccess(); // the acquirer is not at fault: free a half-open probe slot
+        return { kind: "not-sent", reason: "rate limited", retryAfterMs: waitMs };
+      }
+      await this.#sleep(waitMs);
+    }
+    return { kind: "not-sent", reason: "rate limited", retryAfterMs: 0 };
+  }
+
+  /** One HTTP exchange, each phase under its own timer. */
+  #exchange(method: string, path: string, body: unknown): Promise<Exchange> {
+    return new Promise((resolve) => {
+      const url = new URL(path, this.#base);
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const headers: Record<string, string> = { accept: "application/json" };
+      if (payload !== undefined) {
+        headers["content-type"] = "application/json";
+        headers["content-length"] = String(Buffer.byteLength(payload));
+      }
+      let phase: CallPhase = "connect";
+      let settled = false;
+      let timer: NodeJS.Timeout | undefined;
+      const req: ClientRequest = httpRequest(url, { method, headers, agent: this.#agent });
+      const settle = (result: Exchange) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const arm = (next: CallPhase, ms: number) => {
+        phase = next;
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          settle(this.#lost(phase, `${phase} timeout after ${ms} ms`));
+          req.destroy();
+        }, ms);
+      };
+      arm("connect", this.#timeouts.connectMs);
+      req.on("socket", (socket) => {
+        if (socket.connecting) socket.once("connect", () => arm("headers", this.#timeouts.headersMs));
+        else arm("headers", this.#timeouts.headersMs);
+      });
+      req.on("response", (res) => {
+        arm("body", this.#timeouts.bodyMs);
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on("data", (chunk: Buffer) => {
+          size += chunk.length;
+          if (size > this.#maxBodyBytes) {
+            settle(this.#lost("body", `body over ${this.#maxBodyBytes} bytes`));
+            req.destroy();
+          } else chunks.push(chunk);
+        });
+        res.on("end", () => {
+          const parsed = parseJson(Buffer.concat(chunks).toString("utf8"));
+          settle({
+            kind: "answer",
+            status: res.statusCode ?? 0,
+            body: parsed,
+            retryAfterMs: retryAfterOf(res.headers["retry-after"], parsed),
+          });
+        });
+        res.on("error", (error) => settle(this.#lost("body", error.message)));
+      });
+      req.on("error", (error) => settle(this.#lost(phase, error.message)));
+      req.end(payload);
+    });
+  }
+
+  /** A failure in `phase`: before the connection opened nothing was sent. */
+  #lost(phase: CallPhase, reason: string): Exchange {
+    return phase === "connect"
+      ? { kind: "not-sent", reason, retryAfterMs: 0 }
+      : { kind: "no-answer", phase, reason };
+  }
+}

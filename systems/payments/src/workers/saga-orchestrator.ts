@@ -1,0 +1,263 @@
+/**
+ * The durable saga orchestrator (PY-05, PY-06, PY-12): any number of these run, in any number
+ * of processes, over one PostgreSQL. Each loop claims due sagas (`FOR UPDATE SKIP LOCKED` + a
+ * lease + a version fence, payment-repository.ts), performs the persisted step against the
+ * acquirer, feeds the outcome to the pure state machine (payment-saga.ts) and commits the
+ * decision with its ledger action and idempotency record in one transaction.
+ *
+ * A process killed mid-step leaves its lease to expire; the next claimer resumes from the
+ * persisted step, and an `authorize` whose outcome died with the process is resolved by a
+ * status query first (resumeStep), so nothing is charged twice. The lease is always longer
+ * than one acquirer call's deadline (checked at construction), so a live owner never loses
+ * its claim mid-call.
+ *
+ * @example
+ * const orchestrator = new SagaOrchestrator({ db, acquirer, idempotency, clock: systemClock, random: systemRandom, owner: "w1" });
+ * orchestrator.start();
+ * await orchestrator.stop();
+ */
+import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import { BackoffPolicy } from "@casebook/kit/backoff";
+import type { Clock } from "@casebook/kit/clock";
+import type { RandomSource } from "@casebook/kit/random";
+import { idempotencyErrors } from "../domain/idempotency-errors.ts";
+import { paymentErrors } from "../domain/payment-errors.ts";
+import { decide, resumeStep, type SagaDecision, type StepOutcome } from "../domain/payment-saga.ts";
+import type { IdempotencyStore } from "../store/idempotency-store.ts";
+import {
+  applyDecision,
+  type ClaimedPayment,
+  claimDue,
+  claimPayment,
+  type Payment,
+  paymentView,
+} from "../store/payment-repository.ts";
+import type { AcquirerClient } from "./acquirer-client.ts";
+
+/** What leaves the saga when it finishes; the outbox helper persists it in the same transaction. */
+export interface PaymentEvent {
+  type: string;
+  paymentId: string;
+  merchantId: string;
+  /** Ordering key for per-account ordering downstream (PY-11). */
+  accountKey: string;
+  payload: Record<string, unknown>;
+}
+
+export type EmitEvent = (tx: Queryable, event: PaymentEvent) => Promise<void>;
+
+export interface SagaBackoff {
+  baseMs: number;
+  capMs: number;
+  /** How long the authorize step keeps retrying an unavailable acquirer before failing the payment. */
+  budgetMs: number;
+  maxAttempts: number;
+}
+
+export interface SagaOrchestratorOptions {
+  db: Database;
+  acquirer: AcquirerClient;
+  idempotency: IdempotencyStore;
+  clock: Clock;
+  random: RandomSource;
+  /** Unique per process/loop: the lease owner written on claimed rows. */
+  owner: string;
+  /** Claim duration; must exceed the acquirer call deadline plus a commit. Default 3 × deadline. */
+  leaseMs?: number;
+  /** Sagas claimed per round. Default 16. */
+  maxBatch?: number;
+  /** Pause between rounds that found nothing due. Default 100. */
+  pollIntervalMs?: number;
+  /** Steps one claim drives before yielding the saga back. Default 8. */
+  maxStepsPerClaim?: number;
+  backoff?: Partial<SagaBackoff>;
+  emitEvent?: EmitEvent;
+  onError?: (error: unknown) => void;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/** Margin between the acquirer deadline and the lease: the commit after the call must fit too. */
+export const LEASE_MARGIN_MS = 1_000;
+/** Re-reads of the idempotency generation when a client retry took the key over mid-step. */
+const LOCK_LOST_RETRIES = 3;
+
+export const defaultSagaBackoff: Readonly<SagaBackoff> = Object.freeze({
+  baseMs: 200,
+  capMs: 30_000,
+  budgetMs: 3_600_000,
+  maxAttempts: 1_000,
+});
+
+export class SagaOrchestrator {
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly #o: SagaOrchestratorOptions;
+  readonly #policy: BackoffPolicy;
+  readonly #emit: EmitEvent;
+  readonly #sleep: (ms: number) => Promise<void>;
+  #running: Promise<void> | undefined;
+  #stopping = false;
+  #wake: (() => void) | undefined;
+
+  constructor(options: SagaOrchestratorOptions) {
+    this.#o = options;
+    this.owner = options.owner;
+    this.leaseMs = options.leaseMs ?? options.acquirer.callDeadlineMs * 3;
+    if (this.leaseMs < options.acquirer.callDeadlineMs + LEASE_MARGIN_MS) {
+      throw new RangeError(
+        `leaseMs (${this.leaseMs}) must exceed the acquirer call deadline (${options.acquirer.callDeadlineMs}) + ${LEASE_MARGIN_MS}`,
+      );
+    }
+    const backoff = { ...defaultSagaBackoff, ...options.backoff };
+    this.#policy = new BackoffPolicy({ ...backoff, jitter: "equal", random: options.random });
+    this.#emit = options.emitEvent ?? (async () => {});
+    this.#sleep =
+      options.sleep ??
+      ((ms) =>
+        new Promise((resolve) => {
+          const timer = setTimeout(resolve, ms);
+          this.#wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        }));
+  }
+
+  /** One round: claims up to maxBatch due sagas and drives each; returns how many it claimed. */
+  async runOnce(): Promise<number> {
+    const claimed = await claimDue(this.#o.db, {
+      owner: this.owner,
+      nowMs: this.#o.clock.nowMs(),
+      leaseMs: this.leaseMs,
+      maxBatch: this.#o.maxBatch ?? 16,
+    });
+    await Promise.all(claimed.map((payment) => this.drive(payment).catch((error) => this.#report(error))));
+    return claimed.length;
+  }
+
+  /**
+   * Claims payment `id` if nobody holds it (or this owner does) and drives it: the API's inline
+   * drive. Returns the payment as last persisted, or undefined when another owner holds it.
+   */
+  async driveById(id: bigint): Promise<Payment | undefined> {
+    const claimed = await claimPayment(this.#o.db, id, {
+      owner: this.owner,
+      nowMs: this.#o.clock.nowMs(),
+      leaseMs: this.leaseMs,
+    });
+    return claimed === undefined ? undefined : this.drive(claimed);
+  }
+
+  /** Drives a claimed saga until it finishes, has to wait, or maxStepsPerClaim steps ran. */
+  async drive(claimed: ClaimedPayment): Promise<Payment> {
+    let payment: Payment = { ...claimed, step: resumeStep(claimed, { takenOver: claimed.takenOver }) };
+    for (let step = 0; step < (this.#o.maxStepsPerClaim ?? 8); step++) {
+      const outcome = await this.#perform(payment);
+      const next = decide(payment, outcome, {
+        elapsedMs: Math.max(0, this.#o.clock.nowMs() - payment.startedAt.getTime()),
+        policy: this.#policy,
+      });
+      payment = await this.#persist(payment, next);
+      if (next.finished || next.delayMs > 0) break;
+    }
+    return payment;
+  }
+
+  #perform(p: Payment): Promise<StepOutcome> {
+    const acquirer = this.#o.acquirer;
+    switch (p.step) {
+      case "authorize":
+        return acquirer.authorize({
+          idempotencyKey: p.acquirerKey,
+          merchantId: p.merchantId,
+          amountMinor: p.amountMinor,
+          currency: p.currency,
+          cardToken: p.cardToken,
+        });
+      case "query":
+        return acquirer.queryByKey(p.acquirerKey);
+      case "capture":
+        return acquirer.capture(this.#authorizationId(p));
+      case "void":
+        return acquirer.void(this.#authorizationId(p));
+      case "done":
+        throw new Error(`saga ${p.id} is done: a done saga is never claimed`);
+    }
+  }
+
+  #authorizationId(p: Payment): string {
+    if (p.authorizationId === null) throw new Error(`saga ${p.id} at ${p.step} has no authorization id`);
+    return p.authorizationId;
+  }
+
+  /** Commits `next`; when a client retry took the idempotency key over, re-reads its generation and retries. */
+  async #persist(payment: Payment, next: SagaDecision): Promise<Payment> {
+    let current = payment;
+    for (let round = 0; ; round++) {
+      try {
+        return await this.#o.db.transaction(
+          async (tx) => {
+            const updated = await applyDecision(tx, current, next, {
+              owner: this.owner,
+              nowMs: this.#o.clock.nowMs(),
+              leaseMs: this.leaseMs,
+              idempotency: this.#o.idempotency,
+            });
+            if (next.finished) await this.#emit(tx, eventOf(updated));
+            return updated;
+          },
+          { isolation: "read committed" },
+        );
+      } catch (error) {
+        if (!idempotencyErrors.is(error, "PAYMENTS_IDEMPOTENCY_LOCK_LOST") || round >= LOCK_LOST_RETRIES)
+          throw error;
+        const { rows } = await this.#o.db.query<{ idem_generation: number }>(
+          "SELECT idem_generation FROM payments WHERE id = $1",
+          [payment.id],
+        );
+        current = { ...current, idemGeneration: rows[0]?.idem_generation ?? current.idemGeneration };
+      }
+    }
+  }
+
+  #report(error: unknown): void {
+    // A lost lease is normal (another owner has the saga now); anything else is worth a log line.
+    if (paymentErrors.is(error, "PAYMENTS_SAGA_LEASE_LOST")) return;
+    this.#o.onError?.(error);
+  }
+
+  /** Starts the loop: rounds back to back while work is due, a pause when none is. */
+  start(): void {
+    if (this.#running !== undefined) return;
+    this.#stopping = false;
+    this.#running = (async () => {
+      while (!this.#stopping) {
+        let claimed = 0;
+        try {
+          claimed = await this.runOnce();
+        } catch (error) {
+          this.#report(error);
+        }
+        if (claimed === 0 && !this.#stopping) await this.#sleep(this.#o.pollIntervalMs ?? 100);
+      }
+    })();
+  }
+
+  /** Stops claiming and waits for the sagas in hand to be persisted (graceful shutdown). */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    this.#wake?.();
+    await this.#running;
+    this.#running = undefined;
+  }
+}
+
+function eventOf(p: Payment): PaymentEvent {
+  return {
+    type: `payment.${p.status}`,
+    paymentId: p.id.toString(),
+    merchantId: p.merchantId,
+    accountKey: `${p.merchantId}:${p.currency}`,
+    payload: paymentView(p),
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * Where the outbox relay sends post-payment events: the webhooks system's public API
+ * when `WEBHOOKS_URL` is set (systems talk over public APIs, never by importing each
+ * other), an in-memory recorder otherwise, so the service runs alone on a bare machine.
+ *
+ * The HTTP publisher POSTs one event per request to `WEBHOOKS_URL` (the full endpoint
+ * URL) with the event id as `Idempotency-Key`, so a republished event (at-least-once
+ * relay) is deduped by the receiver, and with a timeout on every call. Any 2xx is
+ * acceptance; anything else — status, network error, timeout — is a failure the relay
+ * retries with backoff.
+ *
+ * @example
+ * const publisher = createEventPublisher(process.env);
+ * const relay = new OutboxRelay(db, { publisher });
+ */
+import { outboxErrors } from "../domain/outbox-errors.ts";
+import type { OutboxEvent } from "../store/outbox.ts";
+import type { EventPublisher } from "./outbox-relay.ts";
+
+export const DEFAULT_WEBHOOK_TIMEOUT_MS = 5_000;
+/** Bound on the response body read for the error message, in characters. */
+const ERROR_BODY_MAX_CHARS = 500;
+
+export interface WebhookPublisherOptions {
+  /** The webhooks system's event intake, e.g. http://127.0.0.1:8113/v1/events. */
+  url: string;
+  /** Sent as `Authorization: Bearer <apiKey>` when set. */
+  apiKey?: string;
+  /** Bound on one POST, connect to last byte. Default 5 000. */
+  timeoutMs?: number;
+}
+
+/** The request body: the event, bigints already strings in the payload. */
+export function eventBody(event: OutboxEvent): string {
+  return JSON.stringify({
+    id: event.eventId,
+    type: event.type,
+    orderingKey: event.orderingKey,
+    seq: event.seq.toString(),
+    createdAt: new Date(event.createdAtMs).toISOString(),
+    payload: event.payload,
+  });
+}
+
+/**
+ * An EventPublisher that POSTs each event to the webhooks system.
+ *
+ * @example
+ * const publisher = createWebhookPublisher({ url: "http://127.0.0.1:8113/v1/events", timeoutMs: 2_000 });
+ */
+export function createWebhookPublisher(options: WebhookPublisherOptions): EventPublisher {
+  let url: URL;
+  try {
+    url = new URL(options.url);
+  } catch {
+    throw new RangeError("WEBHOOKS_URL is not a valid URL");
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new RangeError("WEBHOOKS_URL must be http(s)");
+  const timeoutMs = options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
+  if (!(Number.isInteger(timeoutMs) && timeoutMs > 0))
+    throw new RangeError("timeoutMs must be an integer > 0");
+  const headers: Record<string, string> = { "content-type": "application/json" };
+  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  return {
+    async publish(event, signal) {
+      const response = await fetch(url, {
+        method: "POST",
+        headers: { ...headers, "idempotency-key": event.eventId },
+        body: eventBody(event),
+        signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+        redirect: "error",
+      });
+      const text = await response.text();
+      if (response.ok) return;
+      throw outboxErrors.create("PAYMENTS_OUTBOX_PUBLISH_FAILED", {
+        fields: { eventId: event.eventId, status: response.status },
+        detail: `webhooks answered ${response.status}: ${text.slice(0, ERROR_BODY_MAX_CHARS)}`,
+      });
+    },
+  };
+}
+
+/**
+ * Keeps the last `maxEvents` published events in memory: the default when no webhooks
+ * service is configured, and a recorder for tests.
+ *
+ * @example
+ * const memory = new MemoryPublisher(1_000);
+ * memory.events.at(-1)?.type; // "payment.captured"
+ */
+export class MemoryPublisher implements EventPublisher {
+  readonly maxEvents: number;
+  readonly events: OutboxEvent[] = [];
+
+  constructor(maxEvents = 10_000) {
+    if (!(Number.isInteger(maxEvents) && maxEvents > 0))
+      throw new RangeError("maxEvents must be an integer > 0");
+    this.maxEvents = maxEvents;
+  }
+
+  async publish(event: OutboxEvent): Promise<void> {
+    this.events.push(event);
+    // Bounded: the oldest go first, so a service left running without webhooks does not grow.
+    if (this.events.length > this.maxEvents) this.events.splice(0, this.events.length - this.maxEvents);
+  }
+}
+
+/** The webhook publisher when `WEBHOOKS_URL` is set (with `WEBHOOKS_API_KEY`), else a MemoryPublisher. */
+export function createEventPublisher(env: Readonly<Record<string, string | undefined>>): EventPublisher {
+  const url = env.WEBHOOKS_URL;
+  if (!url) return new MemoryPublisher();
+  return createWebhookPublisher({ url, apiKey: env.WEBHOOKS_API_KEY });
+}

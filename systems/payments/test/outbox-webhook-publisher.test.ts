@@ -1,0 +1,97 @@
+/**
+ * The webhook publisher against a local HTTP server on port 0: one POST per event with
+ * the event id as Idempotency-Key, non-2xx and timeouts are failures (the relay retries),
+ * and without WEBHOOKS_URL the in-memory publisher is used.
+ */
+import assert from "node:assert/strict";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { outboxErrors } from "../src/domain/outbox-errors.ts";
+import type { OutboxEvent } from "../src/store/outbox.ts";
+import {
+  createEventPublisher,
+  createWebhookPublisher,
+  MemoryPublisher,
+} from "../src/workers/webhook-publisher.ts";
+
+const EVENT: OutboxEvent = {
+  eventId: "evt_1",
+  orderingKey: "acct_1",
+  seq: 7n,
+  type: "payment.captured",
+  payload: { amountMinor: "5000" },
+  createdAtMs: Date.UTC(2026, 9, 22),
+};
+
+interface Received {
+  headers: IncomingMessage["headers"];
+  body: unknown;
+}
+
+describe("webhook publisher", () => {
+  const received: Received[] = [];
+  let answer: (res: ServerResponse) => void = (res) => res.writeHead(202).end();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      received.push({ headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
+      answer(res);
+    });
+  });
+  let url = "";
+
+  before(async () => {
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/events`;
+  });
+  after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  test("POSTs the event with its id as Idempotency-Key and the API key", async () => {
+    answer = (res) => res.writeHead(202).end();
+    const publisher = createWebhookPublisher({ url, apiKey: "k_test", timeoutMs: 5_000 });
+    await publisher.publish(EVENT, new AbortController().signal);
+    const last = received.at(-1)!;
+    assert.equal(last.headers["idempotency-key"], "evt_1");
+    assert.equal(last.headers.authorization, "Bearer k_test");
+    assert.deepEqual(last.body, {
+      id: "evt_1",
+      type: "payment.captured",
+      orderingKey: "acct_1",
+      seq: "7",
+      createdAt: "2026-10-22T00:00:00.000Z",
+      payload: { amountMinor: "5000" },
+    });
+  });
+
+  test("a non-2xx answer is a failure carrying the status", async () => {
+    answer = (res) => res.writeHead(503).end("busy");
+    const publisher = createWebhookPublisher({ url });
+    await assert.rejects(
+      publisher.publish(EVENT, new AbortController().signal),
+      (err) => outboxErrors.is(err, "PAYMENTS_OUTBOX_PUBLISH_FAILED") && err.fields.status === 503,
+    );
+  });
+
+  test("a receiver that never answers fails at the timeout", async () => {
+    answer = () => {}; // hold the request open
+    const publisher = createWebhookPublisher({ url, timeoutMs: 50 });
+    await assert.rejects(publisher.publish(EVENT, new AbortController().signal), { name: "TimeoutError" });
+  });
+
+  test("without WEBHOOKS_URL events stay in a bounded memory publisher; a bad URL fails by name", async () => {
+    const publisher = createEventPublisher({});
+    assert.ok(publisher instanceof MemoryPublisher);
+    const memory = new MemoryPublisher(2);
+    for (const seq of [1n, 2n, 3n]) await memory.publish({ ...EVENT, seq });
+    assert.deepEqual(
+      memory.events.map((e) => e.seq),
+      [2n, 3n],
+    );
+    assert.throws(() => createEventPublisher({ WEBHOOKS_URL: "not a url" }), /WEBHOOKS_URL/);
+  });
+});

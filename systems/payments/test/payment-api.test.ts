@@ -1,0 +1,212 @@
+/**
+ * The payment API and saga end to end on PGlite, against the REAL acquirer simulator over HTTP:
+ * PY-05 (happy path, decline compensation), PY-06 (timeout after charge → status query),
+ * PY-13 (a retry after a lost response replays it; one authorization), PY-12 (outage → breaker →
+ * 202 pending or 503; pending sagas finish after), PY-15/PY-16 (authorize-only, capture, partial refunds).
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { balances, paymentBody, startPayments, waitFor } from "./payment-fixture.ts";
+
+test("PY-05 happy path: reserve, authorize, capture; the hold is posted and the ledger balances", async (t) => {
+  const f = await startPayments(t);
+  const res = await f.pay(paymentBody(), "happy-1");
+  assert.equal(res.status, 201);
+  assert.equal(res.body.status, "captured");
+  assert.equal(res.body.capturedMinor, "5000");
+  const b = await balances(f.db, f.merchant);
+  assert.equal(b.merchant_pending!.posted, 5000n);
+  assert.equal(b.customer_funds!.posted, -5000n);
+  assert.equal(b.merchant_pending!.pending_credits, 0n);
+  const view = f.sim.sim.state.getByKey(`${f.merchant}:happy-1`);
+  assert.equal(view.status, "captured");
+  assert.equal(view.attempts, 1);
+});
+
+test("PY-05 a decline compensates: the hold is voided and every balance is back to zero", async (t) => {
+  const f = await startPayments(t);
+  const res = await f.pay(paymentBody({ cardToken: "tok_decline_1" }), "decline-1");
+  assert.equal(res.status, 201);
+  assert.equal(res.body.status, "declined");
+  assert.equal(res.body.declineReason, "do_not_honor");
+  const b = await balances(f.db, f.merchant);
+  for (const role of ["customer_funds", "merchant_pending"]) {
+    assert.equal(b[role]!.posted, 0n);
+    assert.equal(b[role]!.pending_debits, 0n);
+    assert.equal(b[role]!.pending_credits, 0n);
+  }
+  const { rows } = await f.db.query<{ status: string }>(
+    "SELECT t.status FROM payments p JOIN transactions t ON t.id = p.hold_transaction_id WHERE p.merchant_id = $1",
+    [f.merchant],
+  );
+  assert.equal(rows[0]!.status, "voided");
+});
+
+test("PY-06 the charge happens but its response is lost: the saga queries by key and captures exactly once", async (t) => {
+  const f = await startPayments(t);
+  f.sim.sim.faults.update({ timeoutAfterChargeRate: 1, timeoutMode: "reset" });
+  // Only the authorize loses its answer: turn the fault off once the acquirer has the charge.
+  const key = `${f.merchant}:lost-1`;
+  const watcher = waitFor(
+    async () => (f.sim.sim.state.stats().authorizations > 0 ? true : undefined),
+    5_000,
+    1,
+  ).then(() => f.sim.sim.faults.update({ timeoutAfterChargeRate: 0 }));
+  const res = await f.pay(paymentBody(), "lost-1");
+  await watcher;
+  const final =
+    res.status === 201
+      ? res.body
+      : await waitFor(async () => {
+          await f.orchestrator.runOnce();
+          const got = await f.call("GET", `/v1/payments/${res.body.id}`);
+          return got.body.status === "captured" ? got.body : undefined;
+        });
+  assert.equal(final.status, "captured");
+  const auth = f.sim.sim.state.getByKey(key);
+  assert.equal(auth.attempts, 1, "no blind retry: the status query resolved the unknown outcome");
+  assert.equal(auth.status, "captured");
+  assert.equal(f.sim.sim.state.stats().captures, 1);
+  assert.equal(f.sim.sim.faults.counters().responsesLost, 1);
+  assert.equal((await balances(f.db, f.merchant)).merchant_pending!.posted, 5000n);
+});
+
+test("PY-13 a client retry after a lost response gets the same bytes; the acquirer saw one authorization", async (t) => {
+  const f = await startPayments(t);
+  const first = await f.pay(paymentBody(), "retry-1"); // the client "never received" this
+  const second = await f.pay(paymentBody(), "retry-1");
+  assert.equal(first.status, 201);
+  assert.equal(second.status, 201);
+  assert.equal(second.text, first.text);
+  const auth = f.sim.sim.state.getByKey(`${f.merchant}:retry-1`);
+  assert.equal(auth.attempts, 1);
+  assert.equal(f.sim.sim.state.stats().authorizations, 1);
+  const { rows } = await f.db.query<{ n: bigint }>(
+    "SELECT count(*) AS n FROM payments WHERE merchant_id = $1",
+    [f.merchant],
+  );
+  assert.equal(rows[0]!.n, 1n);
+});
+
+test("PY-01 bad input is refused BEFORE the idempotency begin: nothing is stored, the key stays free", async (t) => {
+  const f = await startPayments(t);
+  const bad = await f.pay(paymentBody({ amountMinor: "-5", currency: "brl", extra: 1 }), "bad-1");
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.code, "PAYMENTS_PAYMENT_INVALID");
+  const fields = (bad.body.errors as { field: string }[]).map((e) => e.field).sort();
+  assert.deepEqual(fields, ["/body/amountMinor", "/body/currency", "/body/extra"]);
+  assert.equal(await f.idempotency.find(f.merchant, "bad-1"), undefined);
+  const missing = await f.call("POST", "/v1/payments", paymentBody());
+  assert.equal(missing.body.code, "PAYMENTS_IDEMPOTENCY_KEY_MISSING");
+  const good = await f.pay(paymentBody(), "bad-1");
+  assert.equal(good.status, 201);
+});
+
+test("PY-12 outage: the breaker opens, new payments get 202 pending, and they complete after the outage", async (t) => {
+  const f = await startPayments(t, { client: { breaker: { failureThreshold: 1, openDurationMs: 200 } } });
+  f.sim.sim.faults.update({ outage: true });
+  const first = await f.pay(paymentBody(), "outage-1");
+  assert.equal(first.status, 202);
+  assert.equal(first.body.status, "pending");
+  assert.equal(f.acquirer.breaker.state, "open");
+  const second = await f.pay(paymentBody(), "outage-2");
+  assert.equal(second.status, 202, "breaker open: accepted as pending without calling the acquirer");
+  assert.equal(f.sim.sim.state.stats().authorizations, 0);
+  f.sim.sim.faults.update({ outage: false });
+  f.orchestrator.start();
+  for (const key of ["outage-1", "outage-2"]) {
+    const id = key === "outage-1" ? first.body.id : second.body.id;
+    await waitFor(async () => {
+      const got = await f.call("GET", `/v1/payments/${id}`);
+      return got.body.status === "captured" ? true : undefined;
+    });
+    assert.equal(f.sim.sim.state.getByKey(`${f.merchant}:${key}`).status, "captured");
+  }
+  // The idempotency record now holds the final answer: the retry replays 201 captured.
+  const replay = await f.pay(paymentBody(), "outage-1");
+  assert.equal(replay.status, 201);
+  assert.equal(replay.body.status, "captured");
+});
+
+test("PY-12 fail-fast mode: while the breaker is open a new payment gets 503 and nothing is stored", async (t) => {
+  const f = await startPayments(t, {
+    routes: { breakerOpenMode: "fail-fast" },
+    client: { breaker: { failureThreshold: 1, openDurationMs: 60_000 } },
+  });
+  f.sim.sim.faults.update({ outage: true });
+  const first = await f.pay(paymentBody(), "ff-1"); // opens the breaker, accepted (it was closed when it came)
+  assert.equal(first.status, 202);
+  const refused = await f.pay(paymentBody(), "ff-2");
+  assert.equal(refused.status, 503);
+  assert.equal(refused.body.code, "PAYMENTS_ACQUIRER_UNAVAILABLE");
+  assert.equal(await f.idempotency.find(f.merchant, "ff-2"), undefined);
+});
+
+test("PY-16 authorize only keeps the hold pending; a later capture posts it", async (t) => {
+  const f = await startPayments(t);
+  const res = await f.pay(paymentBody({ capture: false }), "auth-only-1");
+  assert.equal(res.status, 201);
+  assert.equal(res.body.status, "authorized");
+  let b = await balances(f.db, f.merchant);
+  assert.equal(b.merchant_pending!.pending_credits, 5000n);
+  assert.equal(b.merchant_pending!.posted, 0n);
+  const captured = await f.call("POST", `/v1/payments/${res.body.id}/capture`);
+  assert.equal(captured.status, 200);
+  assert.equal(captured.body.status, "captured");
+  b = await balances(f.db, f.merchant);
+  assert.equal(b.merchant_pending!.posted, 5000n);
+  assert.equal(b.merchant_pending!.pending_credits, 0n);
+  const again = await f.call("POST", `/v1/payments/${res.body.id}/capture`);
+  assert.equal(again.status, 409);
+});
+
+test("PY-16 void of an authorized payment releases the hold", async (t) => {
+  const f = await startPayments(t);
+  const res = await f.pay(paymentBody({ capture: false }), "void-1");
+  const voided = await f.call("POST", `/v1/payments/${res.body.id}/void`);
+  assert.equal(voided.status, 200);
+  assert.equal(voided.body.status, "voided");
+  assert.equal(f.sim.sim.state.getByKey(`${f.merchant}:void-1`).status, "voided");
+  const b = await balances(f.db, f.merchant);
+  assert.equal(b.merchant_pending!.pending_credits, 0n);
+  assert.equal(b.merchant_pending!.posted, 0n);
+});
+
+test("PY-15 partial refunds: reversal entries, own keys, replay-safe, never beyond the capture", async (t) => {
+  const f = await startPayments(t);
+  const res = await f.pay(paymentBody(), "refund-1");
+  const path = `/v1/payments/${res.body.id}/refunds`;
+  const r1 = await f.call("POST", path, { amountMinor: "1500" }, { "idempotency-key": "rf-a" });
+  assert.equal(r1.status, 201);
+  assert.equal(r1.body.status, "succeeded");
+  const r1again = await f.call("POST", path, { amountMinor: "1500" }, { "idempotency-key": "rf-a" });
+  assert.equal(r1again.text, r1.text);
+  const tooMuch = await f.call("POST", path, { amountMinor: "4000" }, { "idempotency-key": "rf-b" });
+  assert.equal(tooMuch.status, 422);
+  assert.equal(tooMuch.body.code, "PAYMENTS_REFUND_EXCEEDS_CAPTURED");
+  const r2 = await f.call("POST", path, { amountMinor: "3500" }, { "idempotency-key": "rf-c" });
+  assert.equal(r2.status, 201);
+  const payment = await f.call("GET", `/v1/payments/${res.body.id}`);
+  assert.equal(payment.body.status, "refunded");
+  assert.equal(payment.body.refundedMinor, "5000");
+  assert.equal(f.sim.sim.state.getByKey(`${f.merchant}:refund-1`).refundedMinor, 5000n);
+  assert.equal(f.sim.sim.state.stats().refunds, 2);
+  const b = await balances(f.db, f.merchant);
+  assert.equal(b.merchant_pending!.posted, 0n);
+  assert.equal(b.customer_funds!.posted, 0n);
+  const { rows } = await f.db.query<{ n: bigint }>(
+    "SELECT count(*) AS n FROM transactions t JOIN payments p ON t.reverses_id = p.hold_transaction_id WHERE p.id = $1",
+    [BigInt(String(res.body.id))],
+  );
+  assert.equal(rows[0]!.n, 2n);
+});
+
+test("payments are scoped to their merchant: another merchant's id answers 404", async (t) => {
+  const f = await startPayments(t);
+  const res = await f.pay(paymentBody(), "scope-1");
+  const other = await f.call("GET", `/v1/payments/${res.body.id}`, undefined, {
+    "x-test-merchant": "someone-else",
+  });
+  assert.equal(other.status, 404);
+  assert.equal(other.body.code, "PAYMENTS_PAYMENT_NOT_FOUND");
+});
