@@ -29,8 +29,11 @@ import { paymentsErrorRegistries } from "./payments-errors.ts";
 import { IdempotencyStore } from "./store/idempotency-store.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
+import { enqueue } from "./store/outbox.ts";
 import { AcquirerClient } from "./workers/acquirer-client.ts";
+import { OutboxRelay } from "./workers/outbox-relay.ts";
 import { SagaOrchestrator } from "./workers/saga-orchestrator.ts";
+import { createEventPublisher } from "./workers/webhook-publisher.ts";
 
 export const VERSION = "0.1.0";
 /** PAYMENTS_BOOTSTRAP_MERCHANT value that turns the demo merchant off. */
@@ -128,6 +131,14 @@ function startSagaWorker(
     clock: systemClock,
     random: systemRandom,
     owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    // PY-11: the final step's event is written to the outbox in the step's own transaction.
+    emitEvent: (tx, event) =>
+      enqueue(tx, {
+        orderingKey: event.accountKey,
+        type: event.type,
+        eventId: `${event.type}:${event.paymentId}`,
+        payload: { ...event.payload, paymentId: event.paymentId, merchantId: event.merchantId },
+      }).then(() => undefined),
     onError: (error) =>
       service.log.error({ err: error }, "saga step failed; the saga is retried after its lease"),
   });
@@ -135,6 +146,20 @@ function startSagaWorker(
   // Added after the pool's and the acquirer's hooks, so it runs before them: sagas in hand are persisted first.
   service.onClose(() => orchestrator.stop());
   return orchestrator;
+}
+
+/** The outbox relay: publishes events in order per account (to WEBHOOKS_URL when set). */
+function startOutboxRelay(service: Service, db: Database, env: NodeJS.ProcessEnv): OutboxRelay {
+  const relay = new OutboxRelay(db, {
+    publisher: createEventPublisher(env),
+    clock: systemClock,
+    random: systemRandom,
+    onError: (error, orderingKey) =>
+      service.log.warn({ err: error, orderingKey }, "event publish failed; retrying"),
+  });
+  relay.start();
+  service.onClose(() => relay.stop());
+  return relay;
 }
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningPayments> {
@@ -160,6 +185,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     const acquirer = new AcquirerClient({ baseUrl: acquirerUrl, clock: systemClock, random: systemRandom });
     service.onClose(async () => acquirer.close());
     const orchestrator = startSagaWorker(service, db, acquirer, idempotency);
+    startOutboxRelay(service, db, env);
     const paymentConfig = { inlineDriveMs: config.inlineDriveMs, breakerOpenMode: config.breakerOpenMode };
     // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
     await service.app.register(async (scope) => {

@@ -80,6 +80,17 @@ test("a payment through the whole service lands in the merchant's accounts", asy
       ["USD:customer_funds", "USD:merchant_available", "USD:merchant_pending"],
       "the first payment provisioned the merchant's USD accounts",
     );
+    // PY-11: the finished saga's event went through the outbox and the relay published it.
+    const deadline = Date.now() + 10_000;
+    let published = 0n;
+    while (published < 1n && Date.now() < deadline) {
+      const { rows } = await running.db.query<{ n: bigint }>(
+        "SELECT coalesce(sum(published_seq), 0)::int8 AS n FROM outbox_streams",
+      );
+      published = rows[0]!.n;
+      if (published < 1n) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.ok(published >= 1n, "the payment's final event was published by the relay");
   } finally {
     await running.close();
     await rm(dir, { recursive: true, force: true });
