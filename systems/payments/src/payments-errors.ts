@@ -14,6 +14,7 @@ import { ledgerErrors } from "./domain/ledger-errors.ts";
 import { merchantErrors } from "./domain/merchant-errors.ts";
 import { outboxErrors } from "./domain/outbox-errors.ts";
 import { paymentErrors } from "./domain/payment-errors.ts";
+import { reconciliationErrors } from "./domain/reconciliation-errors.ts";
 
 /** Every registry whose codes the payments API may answer with (SQL_UNAVAILABLE → 503 among them). */
 export const paymentsErrorRegistries: readonly ErrorRegistry<string>[] = Object.freeze([
@@ -22,5 +23,6 @@ export const paymentsErrorRegistries: readonly ErrorRegistry<string>[] = Object.
   paymentErrors,
   outboxErrors,
   merchantErrors,
+  reconciliationErrors,
   sqlErrors,
 ]);

@@ -7,7 +7,14 @@ import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 
 const dir = new URL("../src/store/migrations/", import.meta.url);
-const expected = ["001_ledger", "002_idempotency", "003_payments", "004_outbox", "005_merchants"];
+const expected = [
+  "001_ledger",
+  "002_idempotency",
+  "003_payments",
+  "004_outbox",
+  "005_merchants",
+  "006_reconciliation",
+];
 
 test("every migration applies in order on PGlite, once", async () => {
   const db = await openDatabase({ system: "payments", dataDir: "memory://" });

@@ -1,0 +1,132 @@
+/**
+ * Command line for the reconciliation job (PY-10):
+ *
+ *   node systems/payments/src/workers/reconcile-cli.ts <file.csv | --date YYYY-MM-DD> [--date D]
+ *
+ * With a file, it is reconciled for `--date`, or the date in its name (`settlement-2026-10-22.csv`),
+ * or the date of its rows. With only `--date`, the file is fetched from ACQUIRER_URL. The database is
+ * DATABASE_URL (or the embedded PGlite in $CASEBOOK_DATA/payments); migrations are applied first.
+ * Prints a summary table (file rows, matched, differences by kind, new exceptions); exit code 0,
+ * or 1 when the run failed, or 2 for a usage error.
+ *
+ * @example
+ * const code = await runReconcileCli(["--date", "2026-10-22"], process.env, console.log);
+ */
+import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { runMigrations } from "@casebook/infra/sql/migrations";
+import { openDatabase } from "@casebook/infra/sql/open-database";
+import { systemClock } from "@casebook/kit/clock";
+import { parseSettlementCsv } from "../acquirer-sim/settlement-file.ts";
+import type { RunSummary } from "../store/reconciliation-repository.ts";
+import { reconcileDate, type SettlementSource } from "./reconciler.ts";
+
+export const USAGE = `usage: reconcile-cli.ts <file.csv | --date YYYY-MM-DD> [--date YYYY-MM-DD]
+
+  file.csv        a settlement file (columns of the acquirer's D+1 file); its date is --date,
+                  or the YYYY-MM-DD in its name, or the date of its rows
+  --date D        the UTC settlement date; without a file, fetched from $ACQUIRER_URL
+  --help          this text
+
+env: DATABASE_URL (PostgreSQL; unset = embedded PGlite in $CASEBOOK_DATA/payments), ACQUIRER_URL`;
+
+const DATE_IN_NAME = /(\d{4}-\d{2}-\d{2})/;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** The date a file is for: its name's, else its rows' (all rows must share one UTC date). */
+function dateOfFile(path: string, csv: string): string | undefined {
+  const named = DATE_IN_NAME.exec(basename(path))?.[1];
+  if (named !== undefined) return named;
+  const dates = new Set(
+    parseSettlementCsv(csv).map((row) => new Date(row.settledAtMs).toISOString().slice(0, 10)),
+  );
+  return dates.size === 1 ? [...dates][0] : undefined;
+}
+
+/** The summary as an aligned two-column table. */
+export function formatSummary(summary: RunSummary): string {
+  const lines: [string, string][] = [
+    ["date", summary.date],
+    ["file rows", String(summary.fileRows)],
+    ["matched", String(summary.matched)],
+    ["missing_in_ledger", String(summary.byKind.missing_in_ledger)],
+    ["missing_at_acquirer", String(summary.byKind.missing_at_acquirer)],
+    ["amount_mismatch", String(summary.byKind.amount_mismatch)],
+    ["exceptions (total)", String(summary.differences)],
+    ["new exceptions", String(summary.newExceptions)],
+  ];
+  const width = Math.max(...lines.map(([name]) => name.length));
+  return lines.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join("\n");
+}
+
+async function sourceOf(
+  file: string | undefined,
+  date: string | undefined,
+  env: Env,
+): Promise<{ date: string; from: SettlementSource } | string> {
+  if (file !== undefined) {
+    const csv = await readFile(file, "utf8");
+    const fileDate = date ?? dateOfFile(file, csv);
+    if (fileDate === undefined) return "cannot tell the file's date: pass --date YYYY-MM-DD";
+    return { date: fileDate, from: { csv, source: `file:${file}` } };
+  }
+  if (date === undefined) return "give a settlement file or --date YYYY-MM-DD";
+  if (!env.ACQUIRER_URL) return "--date without a file needs ACQUIRER_URL to fetch the settlement file";
+  return { date, from: { acquirerUrl: env.ACQUIRER_URL } };
+}
+
+/** Runs the CLI with `argv` (no node/script); returns the exit code. */
+export async function runReconcileCli(
+  argv: readonly string[],
+  env: Env,
+  print: (text: string) => void,
+): Promise<number> {
+  let parsed: ReturnType<
+    typeof parseArgs<{
+      options: { date: { type: "string" }; help: { type: "boolean" } };
+      allowPositionals: true;
+    }>
+  >;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      options: { date: { type: "string" }, help: { type: "boolean" } },
+      allowPositionals: true,
+    });
+  } catch (error) {
+    print(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    print(USAGE);
+    return 0;
+  }
+  if (parsed.positionals.length > 1) {
+    print(`one settlement file at a time\n${USAGE}`);
+    return 2;
+  }
+  const chosen = await sourceOf(parsed.positionals[0], parsed.values.date, env);
+  if (typeof chosen === "string") {
+    print(`${chosen}\n${USAGE}`);
+    return 2;
+  }
+  const db = await openDatabase({ system: "payments", env });
+  try {
+    await runMigrations(db, { dir: new URL("../store/migrations/", import.meta.url) });
+    const summary = await reconcileDate({ db, clock: systemClock }, chosen.date, chosen.from);
+    print(formatSummary(summary));
+    return 0;
+  } catch (error) {
+    print(`reconciliation failed: ${(error as Error).message}`);
+    return 1;
+  } finally {
+    await db.close();
+  }
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
+  process.exitCode = await runReconcileCli(process.argv.slice(2), process.env, (text) => console.log(text));
+}

@@ -1,0 +1,91 @@
+/**
+ * The daily reconciliation job (PY-10): for a settlement date, read the acquirer's D+1 file (fetched
+ * from the acquirer or given as text), match it by (operation, acquirer key) against what our ledger
+ * booked, and record every difference as an exception for operations. Corrections are never
+ * automatic: `adjust` (reconciliation-repository.ts) books them one by one, as NEW ledger entries.
+ *
+ * Schedule: once a day after the acquirer publishes (the file is refused before the day is over),
+ * for yesterday's UTC date; a re-run of a day adds no duplicate exceptions.
+ *
+ * @example
+ * const summary = await reconcileDate({ db, clock: systemClock }, "2026-10-22", { acquirerUrl: "http://127.0.0.1:8105" });
+ * summary.byKind.amount_mismatch; // 1
+ */
+import type { Database } from "@casebook/infra/sql/sql";
+import type { Clock } from "@casebook/kit/clock";
+import { parseSettlementCsv, type SettlementRow, utcDay } from "../acquirer-sim/settlement-file.ts";
+import { matchSettlement } from "../domain/reconciliation.ts";
+import { reconciliationErrors } from "../domain/reconciliation-errors.ts";
+import { bookedOperations, type RunSummary, recordRun } from "../store/reconciliation-repository.ts";
+
+/** How long one settlement-file download may take before the run gives up. */
+export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
+
+export interface ReconcilerDeps {
+  db: Database;
+  clock: Clock;
+}
+
+/** The file, either text already at hand or fetched from the acquirer's GET /v1/settlements/{date}.csv. */
+export type SettlementSource =
+  | { csv: string; source: string }
+  | { acquirerUrl: string; fetchTimeoutMs?: number };
+
+/** Downloads a day's settlement file; PAYMENTS_RECON_FILE_UNAVAILABLE when the acquirer refuses or fails. */
+export async function fetchSettlementCsv(
+  acquirerUrl: string,
+  date: string,
+  timeoutMs = DEFAULT_FETCH_TIMEOUT_MS,
+): Promise<string> {
+  const url = new URL(`/v1/settlements/${encodeURIComponent(date)}.csv`, acquirerUrl);
+  let res: Response;
+  try {
+    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  } catch (cause) {
+    throw reconciliationErrors.create("PAYMENTS_RECON_FILE_UNAVAILABLE", {
+      fields: { url: url.href, cause: String(cause) },
+    });
+  }
+  const text = await res.text();
+  if (!res.ok) {
+    throw reconciliationErrors.create("PAYMENTS_RECON_FILE_UNAVAILABLE", {
+      fields: { url: url.href, status: res.status, body: text.slice(0, 500) },
+    });
+  }
+  return text;
+}
+
+/** Reconciles one UTC date and records the run; returns the summary (matched, differences by kind). */
+export async function reconcileDate(
+  deps: ReconcilerDeps,
+  date: string,
+  from: SettlementSource,
+): Promise<RunSummary> {
+  const day = utcDay(date);
+  if (day === undefined)
+    throw reconciliationErrors.create("PAYMENTS_RECON_DATE_INVALID", { fields: { date } });
+  const startedAtMs = deps.clock.nowMs();
+  const csv =
+    "csv" in from ? from.csv : await fetchSettlementCsv(from.acquirerUrl, date, from.fetchTimeoutMs);
+  const source = "csv" in from ? from.source : from.acquirerUrl;
+  const rows: SettlementRow[] = parseSettlementCsv(csv);
+  const booked = await bookedOperations(
+    deps.db,
+    day,
+    rows.map((row) => row.idempotencyKey),
+  );
+  const result = matchSettlement(rows, booked, day);
+  return recordRun(deps.db, {
+    date,
+    source,
+    fileRows: rows.length,
+    result,
+    startedAtMs,
+    nowMs: deps.clock.nowMs(),
+  });
+}
+
+/** The UTC date before `nowMs` (the day whose D+1 file is due), as YYYY-MM-DD. */
+export function previousUtcDate(nowMs: number): string {
+  return new Date(nowMs - 86_400_000).toISOString().slice(0, 10);
+}

@@ -1,0 +1,141 @@
+/**
+ * PY-10 pure matching: settlement rows against booked operations by (operation, key), every
+ * difference classified once, and the direction of each ledger correction.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { type SettlementRow, utcDay } from "../src/acquirer-sim/settlement-file.ts";
+import { type BookedOperation, correctionFor, matchSettlement } from "../src/domain/reconciliation.ts";
+
+const day = utcDay("2026-10-22")!;
+const noon = day.startMs + 12 * 3_600_000;
+
+function row(key: string, amount: bigint, overrides: Partial<SettlementRow> = {}): SettlementRow {
+  return {
+    idempotencyKey: key,
+    authorizationId: `auth_${key}`,
+    operation: "capture",
+    amountMinor: amount,
+    currency: "BRL",
+    feeMinor: 0n,
+    settledAtMs: noon,
+    ...overrides,
+  };
+}
+
+function booked(key: string, amount: bigint, overrides: Partial<BookedOperation> = {}): BookedOperation {
+  return {
+    operation: "capture",
+    acquirerKey: key,
+    amountMinor: amount,
+    currency: "BRL",
+    atMs: noon,
+    paymentId: 1n,
+    refundId: null,
+    ...overrides,
+  };
+}
+
+test("PY-10 equal sides match with no difference", () => {
+  const result = matchSettlement(
+    [row("a", 500n), row("a:r1", 100n, { operation: "refund" })],
+    [booked("a", 500n), booked("a:r1", 100n, { operation: "refund", refundId: 9n })],
+    day,
+  );
+  assert.deepEqual(result, { matched: 2, differences: [] });
+});
+
+test("PY-10 each kind of difference is reported once, with both sides' amounts", () => {
+  const result = matchSettlement(
+    [row("same", 500n), row("changed", 777n), row("unknown", 42n)],
+    [
+      booked("same", 500n),
+      booked("changed", 700n, { paymentId: 2n }),
+      booked("dropped", 300n, { paymentId: 3n }),
+    ],
+    day,
+  );
+  assert.equal(result.matched, 1);
+  assert.deepEqual(
+    result.differences.map((d) => [d.kind, d.acquirerKey, d.expectedMinor, d.actualMinor, d.paymentId]),
+    [
+      ["amount_mismatch", "changed", 700n, 777n, 2n],
+      ["missing_in_ledger", "unknown", null, 42n, null],
+      ["missing_at_acquirer", "dropped", 300n, null, 3n],
+    ],
+  );
+});
+
+test("PY-10 capture and refund with the same key are different operations", () => {
+  const result = matchSettlement([row("k", 500n, { operation: "refund" })], [booked("k", 500n)], day);
+  assert.deepEqual(
+    result.differences.map((d) => [d.kind, d.operation]),
+    [
+      ["missing_in_ledger", "refund"],
+      ["missing_at_acquirer", "capture"],
+    ],
+  );
+});
+
+test("PY-10 a currency difference is an amount mismatch", () => {
+  const result = matchSettlement([row("k", 500n, { currency: "USD" })], [booked("k", 500n)], day);
+  assert.equal(result.differences[0]!.kind, "amount_mismatch");
+  assert.equal(result.differences[0]!.currency, "BRL");
+});
+
+test("PY-10 only our operations inside the day must be in the file; a file row matches any day's booking", () => {
+  const yesterday = noon - 86_400_000;
+  const result = matchSettlement(
+    [row("late", 500n)],
+    [booked("late", 500n, { atMs: day.startMs - 3 }), booked("other-day", 900n, { atMs: yesterday })],
+    day,
+  );
+  assert.deepEqual(result, { matched: 1, differences: [] });
+  const edge = matchSettlement(
+    [],
+    [booked("end", 1n, { atMs: day.endMs }), booked("start", 1n, { atMs: day.startMs })],
+    day,
+  );
+  assert.deepEqual(
+    edge.differences.map((d) => d.acquirerKey),
+    ["start"],
+  );
+});
+
+test("PY-10 a duplicated file row is settled once too often: missing_in_ledger", () => {
+  const result = matchSettlement([row("k", 500n), row("k", 500n)], [booked("k", 500n)], day);
+  assert.equal(result.matched, 1);
+  assert.deepEqual(
+    result.differences.map((d) => d.kind),
+    ["missing_in_ledger"],
+  );
+});
+
+test("PY-10 corrections move the acquirer-minus-ledger difference in the operation's direction", () => {
+  assert.deepEqual(correctionFor("capture", 700n, 777n), {
+    from: "customer_funds",
+    to: "merchant_pending",
+    amountMinor: 77n,
+  });
+  assert.deepEqual(correctionFor("capture", 300n, null), {
+    from: "merchant_pending",
+    to: "customer_funds",
+    amountMinor: 300n,
+  });
+  assert.deepEqual(correctionFor("capture", null, 42n), {
+    from: "customer_funds",
+    to: "merchant_pending",
+    amountMinor: 42n,
+  });
+  assert.deepEqual(correctionFor("refund", 100n, 150n), {
+    from: "merchant_pending",
+    to: "customer_funds",
+    amountMinor: 50n,
+  });
+  assert.deepEqual(correctionFor("refund", 100n, null), {
+    from: "customer_funds",
+    to: "merchant_pending",
+    amountMinor: 100n,
+  });
+  assert.equal(correctionFor("capture", 5n, 5n), undefined);
+});
