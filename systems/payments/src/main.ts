@@ -24,6 +24,13 @@ import { systemRandom } from "@casebook/kit/random";
 import { createAcquirerSim } from "./acquirer-sim/acquirer-sim.ts";
 import { registerAccountRoutes } from "./api/account-routes.ts";
 import { createMerchantAuth } from "./api/auth.ts";
+import {
+  correlatePaymentRequests,
+  countSagaBacklog,
+  createPaymentMetrics,
+  type PaymentMetrics,
+  registerBreakerGauge,
+} from "./api/payment-metrics.ts";
 import { registerPaymentRoutes } from "./api/payment-routes.ts";
 import { paymentsErrorRegistries } from "./payments-errors.ts";
 import { IdempotencyStore } from "./store/idempotency-store.ts";
@@ -123,6 +130,7 @@ function startSagaWorker(
   db: Database,
   acquirer: AcquirerClient,
   idempotency: IdempotencyStore,
+  metrics: PaymentMetrics,
 ) {
   const orchestrator = new SagaOrchestrator({
     db,
@@ -141,6 +149,9 @@ function startSagaWorker(
       }).then(() => undefined),
     onError: (error) =>
       service.log.error({ err: error }, "saga step failed; the saga is retried after its lease"),
+    // PY-17: step metrics, and a correlationId (the payment's acquirer key) on every saga line.
+    observer: metrics,
+    log: service.log,
   });
   orchestrator.start();
   // Added after the pool's and the acquirer's hooks, so it runs before them: sagas in hand are persisted first.
@@ -182,14 +193,27 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     const auth = createMerchantAuth((key) => merchants.authenticate(key));
     const ledger = new LedgerRepository(db);
     const idempotency = new IdempotencyStore(db, { clock: systemClock });
-    const acquirer = new AcquirerClient({ baseUrl: acquirerUrl, clock: systemClock, random: systemRandom });
+    const metrics = createPaymentMetrics(service.registry, {
+      clock: systemClock,
+      backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs() }),
+      onError: (error) => service.log.warn({ err: error }, "saga backlog count failed"),
+    });
+    const acquirer = new AcquirerClient({
+      baseUrl: acquirerUrl,
+      clock: systemClock,
+      random: systemRandom,
+      observer: metrics,
+      log: service.log,
+    });
+    registerBreakerGauge(service.registry, () => acquirer.breaker.state);
     service.onClose(async () => acquirer.close());
-    const orchestrator = startSagaWorker(service, db, acquirer, idempotency);
+    const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics);
     startOutboxRelay(service, db, env);
     const paymentConfig = { inlineDriveMs: config.inlineDriveMs, breakerOpenMode: config.breakerOpenMode };
     // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
     await service.app.register(async (scope) => {
       scope.addHook("onRequest", auth.authenticate);
+      scope.addHook("onRequest", correlatePaymentRequests(auth.merchantOf));
       registerAccountRoutes(scope, { db, ledger, merchantOf: auth.merchantOf });
       registerPaymentRoutes(scope, {
         db,

@@ -11,6 +11,8 @@
  *   this process's call rate on the external bottleneck (PY-12).
  *
  * Answers are outcomes, never exceptions: the saga's state machine decides what each means.
+ * Each call reports its outcome and duration to an optional observer (payment-metrics.ts, PY-17),
+ * logs with the payment's correlation id, and sends it as `x-correlation-id`.
  *
  * @example
  * const acquirer = new AcquirerClient({ baseUrl, clock: systemClock, random: systemRandom });
@@ -19,6 +21,7 @@
  */
 import { Agent, type ClientRequest, request as httpRequest } from "node:http";
 import { setTimeout as sleepMs } from "node:timers/promises";
+import type { Logger } from "@casebook/infra/http/logger";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import { CircuitBreaker, type CircuitBreakerOptions } from "@casebook/kit/circuit-breaker";
 import type { Clock } from "@casebook/kit/clock";
@@ -27,6 +30,17 @@ import type { StepOutcome } from "../domain/payment-saga.ts";
 import { TokenBucket } from "../domain/token-bucket.ts";
 
 export type CallPhase = "connect" | "headers" | "body";
+
+/** The acquirer operations, as metric labels. */
+export type AcquirerOperation = "authorize" | "query" | "capture" | "void" | "refund";
+
+/** Told of every finished call (all tries): its operation, outcome kind ("error" if it threw) and duration. */
+export interface AcquirerCallObserver {
+  callFinished(operation: AcquirerOperation, outcome: string, seconds: number): void;
+}
+
+/** The header carrying the payment's correlation id (its idempotency key) to the acquirer (PY-17). */
+export const CORRELATION_HEADER = "x-correlation-id";
 
 export interface PhaseTimeouts {
   /** TCP connect; a failure here means the request was never sent. */
@@ -54,6 +68,9 @@ export interface AcquirerClientOptions {
   /** Largest response body read, in bytes. */
   maxBodyBytes?: number;
   sleep?: (ms: number) => Promise<void>;
+  observer?: AcquirerCallObserver;
+  /** Per-call lines (debug; failures at warn), each with the payment's correlationId. */
+  log?: Logger;
 }
 
 export interface AuthorizeRequest {
@@ -97,6 +114,11 @@ function retryAfterOf(header: string | string[] | undefined, body: Record<string
   return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
 }
 
+/** A header value Node accepts whatever the merchant id holds: visible ASCII as is, anything else encoded. */
+function headerSafe(value: string): string {
+  return /^[\x21-\x7e]{1,512}$/.test(value) ? value : encodeURIComponent(value).slice(0, 512);
+}
+
 export class AcquirerClient {
   readonly callDeadlineMs: number;
   readonly breaker: CircuitBreaker;
@@ -109,6 +131,8 @@ export class AcquirerClient {
   readonly #maxBodyBytes: number;
   readonly #sleep: (ms: number) => Promise<void>;
   readonly #agent: Agent;
+  readonly #observer: AcquirerCallObserver | undefined;
+  readonly #log: Logger | undefined;
 
   constructor(options: AcquirerClientOptions) {
     this.#base = new URL(options.baseUrl);
@@ -138,12 +162,18 @@ export class AcquirerClient {
     this.#sleep = options.sleep ?? ((ms) => sleepMs(ms));
     // Keep-alive with a bound: a pool of connections to one host, never unbounded.
     this.#agent = new Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 1_000 });
+    this.#observer = options.observer;
+    this.#log = options.log;
   }
 
   /** Authorizes with `idempotencyKey` — the same key on every try (PY-06). */
-  async authorize(input: AuthorizeRequest): Promise<StepOutcome> {
+  authorize(input: AuthorizeRequest): Promise<StepOutcome> {
+    return this.#observed("authorize", input.idempotencyKey, () => this.#authorize(input));
+  }
+
+  async #authorize(input: AuthorizeRequest): Promise<StepOutcome> {
     const body = { ...input, amountMinor: input.amountMinor.toString() };
-    const exchange = await this.#call("POST", "/v1/authorizations", body);
+    const exchange = await this.#call("POST", "/v1/authorizations", body, input.idempotencyKey);
     if (exchange.kind !== "answer" || exchange.status !== 200) return this.#failure(exchange);
     const id = String(exchange.body.id);
     if (exchange.body.outcome === "approved") return { kind: "approved", authorizationId: id };
@@ -155,43 +185,51 @@ export class AcquirerClient {
   }
 
   /** The acquirer's status of the authorization made with `idempotencyKey`: how a saga resolves "unknown". */
-  async queryByKey(idempotencyKey: string): Promise<StepOutcome> {
-    const exchange = await this.#call(
-      "GET",
-      `/v1/authorizations/by-key/${encodeURIComponent(idempotencyKey)}`,
-    );
+  queryByKey(idempotencyKey: string): Promise<StepOutcome> {
+    return this.#observed("query", idempotencyKey, () => this.#queryByKey(idempotencyKey));
+  }
+
+  async #queryByKey(idempotencyKey: string): Promise<StepOutcome> {
+    const path = `/v1/authorizations/by-key/${encodeURIComponent(idempotencyKey)}`;
+    const exchange = await this.#call("GET", path, undefined, idempotencyKey);
     if (exchange.kind === "answer" && exchange.status === 404) return { kind: "not-found" };
     if (exchange.kind !== "answer" || exchange.status !== 200) return this.#failure(exchange);
     return this.#viewOutcome(exchange.body);
   }
 
-  async capture(authorizationId: string): Promise<StepOutcome> {
-    const exchange = await this.#call(
-      "POST",
-      `/v1/authorizations/${encodeURIComponent(authorizationId)}/capture`,
-      {},
+  /** `correlationId`: the payment's acquirer key, for logs and the correlation header. */
+  capture(authorizationId: string, correlationId?: string): Promise<StepOutcome> {
+    return this.#observed("capture", correlationId, () =>
+      this.#settle(authorizationId, "capture", correlationId),
     );
-    if (exchange.kind !== "answer" || exchange.status !== 200) return this.#failure(exchange);
-    return this.#viewOutcome(exchange.body);
   }
 
-  async void(authorizationId: string): Promise<StepOutcome> {
-    const exchange = await this.#call(
-      "POST",
-      `/v1/authorizations/${encodeURIComponent(authorizationId)}/void`,
-    );
+  void(authorizationId: string, correlationId?: string): Promise<StepOutcome> {
+    return this.#observed("void", correlationId, () => this.#settle(authorizationId, "void", correlationId));
+  }
+
+  async #settle(authorizationId: string, action: "capture" | "void", correlationId?: string) {
+    const path = `/v1/authorizations/${encodeURIComponent(authorizationId)}/${action}`;
+    const exchange = await this.#call("POST", path, action === "capture" ? {} : undefined, correlationId);
     if (exchange.kind !== "answer" || exchange.status !== 200) return this.#failure(exchange);
     return this.#viewOutcome(exchange.body);
   }
 
   /** A partial or full refund with its own idempotency key (PY-15). */
-  async refund(
+  refund(
     authorizationId: string,
-    request: { idempotencyKey: string; amountMinor: bigint },
+    request: { idempotencyKey: string; amountMinor: bigint; correlationId?: string },
+  ): Promise<RefundOutcome> {
+    return this.#observed("refund", request.correlationId, () => this.#refund(authorizationId, request));
+  }
+
+  async #refund(
+    authorizationId: string,
+    request: { idempotencyKey: string; amountMinor: bigint; correlationId?: string },
   ): Promise<RefundOutcome> {
     const body = { idempotencyKey: request.idempotencyKey, amountMinor: request.amountMinor.toString() };
     const path = `/v1/authorizations/${encodeURIComponent(authorizationId)}/refunds`;
-    const exchange = await this.#call("POST", path, body);
+    const exchange = await this.#call("POST", path, body, request.correlationId);
     if (exchange.kind === "answer" && exchange.status === 200) {
       return { kind: "refunded", refundId: String(exchange.body.id) };
     }
@@ -201,6 +239,32 @@ export class AcquirerClient {
   /** Closes idle keep-alive sockets. */
   close(): void {
     this.#agent.destroy();
+  }
+
+  /** Runs one call, then reports its outcome and duration to the observer and the log (PY-17). */
+  async #observed<T extends { kind: string }>(
+    operation: AcquirerOperation,
+    correlationId: string | undefined,
+    run: () => Promise<T>,
+  ): Promise<T> {
+    const startMs = this.#clock.monotonicMs();
+    let outcome: T | undefined;
+    try {
+      outcome = await run();
+      return outcome;
+    } finally {
+      const durationMs = this.#clock.monotonicMs() - startMs;
+      const kind = outcome?.kind ?? "error";
+      this.#observer?.callFinished(operation, kind, durationMs / 1000);
+      const fields = { correlationId, operation, outcome: kind, durationMs };
+      const reason = outcome !== undefined && "reason" in outcome ? outcome.reason : undefined;
+      if (kind === "unknown" || kind === "unavailable" || kind === "rejected" || kind === "error") {
+        this.#log?.warn(
+          { ...fields, reason, code: (outcome as { code?: string } | undefined)?.code },
+          "acquirer call failed",
+        );
+      } else this.#log?.debug(fields, "acquirer call");
+    }
   }
 
   #viewOutcome(view: Record<string, unknown>): StepOutcome {
@@ -237,13 +301,13 @@ export class AcquirerClient {
   }
 
   /** Tries until an answer, an unknown outcome, the try limit or the deadline. */
-  async #call(method: string, path: string, body?: unknown): Promise<Exchange> {
+  async #call(method: string, path: string, body?: unknown, correlationId?: string): Promise<Exchange> {
     const startMs = this.#clock.monotonicMs();
     let last: Exchange = { kind: "not-sent", reason: "deadline", retryAfterMs: 0 };
     for (let attempt = 1; attempt <= this.#maxTries; attempt++) {
       const admitted = await this.#admit(startMs);
       if (admitted !== undefined) return admitted;
-      last = await this.#exchange(method, path, body);
+      last = await this.#exchange(method, path, body, correlationId);
       const failed = last.kind !== "answer" || last.status >= 500 || last.status === 429;
       if (failed) this.breaker.onFailure();
       else this.breaker.onSuccess();
@@ -288,11 +352,12 @@ export class AcquirerClient {
   }
 
   /** One HTTP exchange, each phase under its own timer. */
-  #exchange(method: string, path: string, body: unknown): Promise<Exchange> {
+  #exchange(method: string, path: string, body: unknown, correlationId?: string): Promise<Exchange> {
     return new Promise((resolve) => {
       const url = new URL(path, this.#base);
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const headers: Record<string, string> = { accept: "application/json" };
+      if (correlationId !== undefined) headers[CORRELATION_HEADER] = headerSafe(correlationId);
       if (payload !== undefined) {
         headers["content-type"] = "application/json";
         headers["content-length"] = String(Buffer.byteLength(payload));

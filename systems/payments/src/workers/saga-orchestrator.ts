@@ -11,18 +11,28 @@
  * than one acquirer call's deadline (checked at construction), so a live owner never loses
  * its claim mid-call.
  *
+ * Every step reports its duration and outcome to an optional observer (payment-metrics.ts), and
+ * every line logged for a payment carries `correlationId` = its acquirer key (PY-17).
+ *
  * @example
  * const orchestrator = new SagaOrchestrator({ db, acquirer, idempotency, clock: systemClock, random: systemRandom, owner: "w1" });
  * orchestrator.start();
  * await orchestrator.stop();
  */
+import type { Logger } from "@casebook/infra/http/logger";
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
 import { idempotencyErrors } from "../domain/idempotency-errors.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
-import { decide, resumeStep, type SagaDecision, type StepOutcome } from "../domain/payment-saga.ts";
+import {
+  decide,
+  resumeStep,
+  type SagaDecision,
+  type SagaStep,
+  type StepOutcome,
+} from "../domain/payment-saga.ts";
 import type { IdempotencyStore } from "../store/idempotency-store.ts";
 import {
   applyDecision,
@@ -45,6 +55,11 @@ export interface PaymentEvent {
 }
 
 export type EmitEvent = (tx: Queryable, event: PaymentEvent) => Promise<void>;
+
+/** Told of every step driven: the step, the acquirer's outcome kind ("error" if it threw) and the duration. */
+export interface SagaStepObserver {
+  stepFinished(step: SagaStep, outcome: string, seconds: number): void;
+}
 
 export interface SagaBackoff {
   baseMs: number;
@@ -72,8 +87,12 @@ export interface SagaOrchestratorOptions {
   maxStepsPerClaim?: number;
   backoff?: Partial<SagaBackoff>;
   emitEvent?: EmitEvent;
+  /** Loop errors; a saga's own failures go here too unless `log` is set (then they are logged with its correlation id). */
   onError?: (error: unknown) => void;
   sleep?: (ms: number) => Promise<void>;
+  observer?: SagaStepObserver;
+  /** A line per step (info) and per failed step (error), each with the payment's correlationId. */
+  log?: Logger;
 }
 
 /** Margin between the acquirer deadline and the lease: the commit after the call must fit too. */
@@ -131,7 +150,9 @@ export class SagaOrchestrator {
       leaseMs: this.leaseMs,
       maxBatch: this.#o.maxBatch ?? 16,
     });
-    await Promise.all(claimed.map((payment) => this.drive(payment).catch((error) => this.#report(error))));
+    // With a logger, drive() has already logged a saga's failure with its correlation id.
+    const failed = (error: unknown) => (this.#o.log === undefined ? this.#report(error) : undefined);
+    await Promise.all(claimed.map((payment) => this.drive(payment).catch(failed)));
     return claimed.length;
   }
 
@@ -151,16 +172,42 @@ export class SagaOrchestrator {
   /** Drives a claimed saga until it finishes, has to wait, or maxStepsPerClaim steps ran. */
   async drive(claimed: ClaimedPayment): Promise<Payment> {
     let payment: Payment = { ...claimed, step: resumeStep(claimed, { takenOver: claimed.takenOver }) };
+    const log = this.#o.log?.child({ correlationId: claimed.acquirerKey, paymentId: claimed.id.toString() });
     for (let step = 0; step < (this.#o.maxStepsPerClaim ?? 8); step++) {
-      const outcome = await this.#perform(payment);
-      const next = decide(payment, outcome, {
-        elapsedMs: Math.max(0, this.#o.clock.nowMs() - payment.startedAt.getTime()),
-        policy: this.#policy,
-      });
-      payment = await this.#persist(payment, next);
-      if (next.finished || next.delayMs > 0) break;
+      const from = payment.step;
+      const startMs = this.#o.clock.monotonicMs();
+      let outcome: StepOutcome | undefined;
+      try {
+        outcome = await this.#perform(payment);
+        const next = decide(payment, outcome, {
+          elapsedMs: Math.max(0, this.#o.clock.nowMs() - payment.startedAt.getTime()),
+          policy: this.#policy,
+        });
+        payment = await this.#persist(payment, next);
+        this.#stepDone(from, outcome.kind, startMs);
+        log?.info(
+          { step: from, outcome: outcome.kind, next: next.step, status: next.status, delayMs: next.delayMs },
+          "saga step",
+        );
+        if (next.finished || next.delayMs > 0) break;
+      } catch (error) {
+        this.#stepDone(from, "error", startMs);
+        // A lost lease is normal (another owner has the saga now); anything else is worth an error line.
+        if (paymentErrors.is(error, "PAYMENTS_SAGA_LEASE_LOST"))
+          log?.debug({ step: from }, "saga lease lost");
+        else
+          log?.error(
+            { err: error, step: from, outcome: outcome?.kind },
+            "saga step failed; retried after its lease",
+          );
+        throw error;
+      }
     }
     return payment;
+  }
+
+  #stepDone(step: SagaStep, outcome: string, startMs: number): void {
+    this.#o.observer?.stepFinished(step, outcome, (this.#o.clock.monotonicMs() - startMs) / 1000);
   }
 
   #perform(p: Payment): Promise<StepOutcome> {
@@ -177,9 +224,9 @@ export class SagaOrchestrator {
       case "query":
         return acquirer.queryByKey(p.acquirerKey);
       case "capture":
-        return acquirer.capture(this.#authorizationId(p));
+        return acquirer.capture(this.#authorizationId(p), p.acquirerKey);
       case "void":
-        return acquirer.void(this.#authorizationId(p));
+        return acquirer.void(this.#authorizationId(p), p.acquirerKey);
       case "done":
         throw new Error(`saga ${p.id} is done: a done saga is never claimed`);
     }

@@ -1,0 +1,260 @@
+/**
+ * PY-17 observability: the payments metrics after real payments (approved and declined) against
+ * the acquirer simulator over HTTP, the correlation id (the payment's acquirer key) on every saga,
+ * acquirer-client and request log line of a payment, the correlation header at the acquirer,
+ * and the cached bounded backlog count.
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { createService } from "@casebook/infra/http/service";
+import { ManualClock, systemClock } from "@casebook/kit/clock";
+import { seededRandom } from "@casebook/kit/random";
+import { uniqueName } from "@casebook/lab/test-engines";
+import {
+  acquirerOutcomeLabel,
+  correlatePaymentRequests,
+  countSagaBacklog,
+  createPaymentMetrics,
+  registerBreakerGauge,
+} from "../src/api/payment-metrics.ts";
+import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
+import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
+import { paymentErrors } from "../src/domain/payment-errors.ts";
+import { main } from "../src/main.ts";
+import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { AcquirerClient, CORRELATION_HEADER } from "../src/workers/acquirer-client.ts";
+import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
+import { startSim } from "./acquirer-sim-fixture.ts";
+import { FAST_BACKOFF, FAST_CLIENT, openTestDb, paymentBody, seedPayment } from "./payment-fixture.ts";
+
+type LogLine = Record<string, unknown>;
+
+/** The payments stack of payment-fixture.ts, with metrics on the service registry and a captured log. */
+async function startObserved(t: import("node:test").TestContext) {
+  const { db } = await openTestDb(t);
+  const sim = await startSim(t);
+  const lines: LogLine[] = [];
+  const service = createService({
+    name: "payments-test",
+    version: "0.0.0",
+    log: { level: "debug", destination: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+    errors: [paymentErrors, idempotencyErrors],
+    defaultMetrics: false,
+  });
+  t.after(() => service.close());
+  const metrics = createPaymentMetrics(service.registry, {
+    clock: systemClock,
+    backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs() }),
+  });
+  const random = seededRandom("payment-metrics-test");
+  const acquirer = new AcquirerClient({
+    baseUrl: sim.url,
+    clock: systemClock,
+    random,
+    ...FAST_CLIENT,
+    observer: metrics,
+    log: service.log,
+  });
+  t.after(() => acquirer.close());
+  registerBreakerGauge(service.registry, () => acquirer.breaker.state);
+  const idempotency = new IdempotencyStore(db, { clock: systemClock });
+  const orchestrator = new SagaOrchestrator({
+    db,
+    acquirer,
+    idempotency,
+    clock: systemClock,
+    random,
+    owner: uniqueName("orch"),
+    leaseMs: 2_500,
+    pollIntervalMs: 10,
+    backoff: FAST_BACKOFF,
+    observer: metrics,
+    log: service.log,
+  });
+  t.after(() => orchestrator.stop());
+  const merchant = uniqueName("m");
+  const merchantOf = () => merchant;
+  await service.app.register(async (scope) => {
+    scope.addHook("onRequest", correlatePaymentRequests(merchantOf));
+    registerPaymentRoutes(scope, {
+      db,
+      idempotency,
+      orchestrator,
+      acquirer,
+      clock: systemClock,
+      merchantOf,
+      config: { inlineDriveMs: 2_000, breakerOpenMode: "accept" },
+    });
+  });
+  const pay = (body: Record<string, unknown>, key: string) =>
+    service.app.inject({
+      method: "POST",
+      url: "/v1/payments",
+      payload: body,
+      headers: { "idempotency-key": key },
+    });
+  const scrape = async () => (await service.app.inject({ method: "GET", url: "/metrics" })).body;
+  return { db, idempotency, service, merchant, lines, pay, scrape };
+}
+
+/** The value of one sample line `name{labels} value` in a scrape ("" labels for an unlabelled metric). */
+function sample(text: string, name: string, labels: string): number | undefined {
+  const head = labels === "" ? `${name} ` : `${name}{${labels}} `;
+  const line = text.split("\n").find((l) => l.startsWith(head));
+  return line === undefined ? undefined : Number(line.slice(head.length));
+}
+
+test("PY-17 metrics: an approved and a declined payment show in /metrics by step, operation and outcome", async (t) => {
+  const f = await startObserved(t);
+  assert.equal((await f.pay(paymentBody(), "ok-1")).statusCode, 201);
+  assert.equal((await f.pay(paymentBody({ cardToken: "tok_decline_funds" }), "no-1")).statusCode, 201);
+  const text = await f.scrape();
+  const authorize = (outcome: string) =>
+    sample(text, "payments_acquirer_calls_total", `operation="authorize",outcome="${outcome}"`);
+  assert.equal(authorize("approved"), 1);
+  assert.equal(authorize("declined"), 1);
+  assert.equal(sample(text, "payments_acquirer_calls_total", `operation="capture",outcome="approved"`), 1);
+  assert.equal(sample(text, "payments_acquirer_call_duration_seconds_count", `operation="authorize"`), 2);
+  const steps = (step: string, outcome: string) =>
+    sample(text, "payments_saga_step_duration_seconds_count", `step="${step}",outcome="${outcome}"`);
+  assert.equal(steps("authorize", "approved"), 1);
+  assert.equal(steps("authorize", "declined"), 1);
+  assert.equal(steps("capture", "captured"), 1);
+  assert.equal(sample(text, "payments_acquirer_breaker_state", ""), 0, "closed");
+  assert.equal(sample(text, "payments_saga_backlog", ""), 0, "both sagas finished");
+});
+
+test("PY-17 correlation id: every saga, acquirer and request line of a payment carries its acquirer key", async (t) => {
+  const f = await startObserved(t);
+  assert.equal((await f.pay(paymentBody({ cardToken: "tok_decline_x" }), "corr-1")).statusCode, 201);
+  const correlationId = `${f.merchant}:corr-1`;
+  const ours = f.lines.filter((l) => l.correlationId === correlationId);
+  const messages = ours.map((l) => l.msg);
+  assert.ok(messages.includes("saga step"), "the orchestrator's step line");
+  assert.ok(messages.includes("acquirer call"), "the acquirer client's call line");
+  assert.ok(messages.includes("request completed"), "the HTTP request line of POST /v1/payments");
+  const step = ours.find((l) => l.msg === "saga step");
+  assert.equal(step?.outcome, "declined");
+  // No saga or acquirer line for the payment is written without its id.
+  const uncorrelated = f.lines.filter(
+    (l) => (l.msg === "saga step" || l.msg === "acquirer call") && l.correlationId !== correlationId,
+  );
+  assert.deepEqual(uncorrelated, []);
+});
+
+test("PY-17 the acquirer receives the correlation id as x-correlation-id on every operation", async (t) => {
+  const seen: IncomingHttpHeaders[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.headers);
+    req.resume();
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ outcome: "approved", status: "captured", id: "auth_1" }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as AddressInfo;
+  const calls: string[] = [];
+  const client = new AcquirerClient({
+    baseUrl: `http://127.0.0.1:${port}`,
+    clock: systemClock,
+    random: seededRandom("corr-header"),
+    ...FAST_CLIENT,
+    observer: { callFinished: (operation, outcome) => calls.push(`${operation}:${outcome}`) },
+  });
+  t.after(() => client.close());
+  const key = "m1:key-1";
+  await client.authorize({
+    idempotencyKey: key,
+    merchantId: "m1",
+    amountMinor: 100n,
+    currency: "BRL",
+    cardToken: "tok",
+  });
+  await client.queryByKey(key);
+  await client.capture("auth_1", key);
+  await client.void("auth_1", "m\u00e9:odd\nkey");
+  assert.deepEqual(
+    seen.map((h) => h[CORRELATION_HEADER]),
+    [key, key, key, encodeURIComponent("m\u00e9:odd\nkey")],
+  );
+  assert.deepEqual(calls, ["authorize:approved", "query:captured", "capture:captured", "void:captured"]);
+});
+
+test("PY-17 outcome labels: unknown counts as timeout, definitive answers as approved, refusals as error", () => {
+  assert.equal(acquirerOutcomeLabel("unknown"), "timeout");
+  assert.equal(acquirerOutcomeLabel("unavailable"), "unavailable");
+  assert.equal(acquirerOutcomeLabel("declined"), "declined");
+  for (const kind of ["approved", "captured", "voided", "refunded", "not-found"]) {
+    assert.equal(acquirerOutcomeLabel(kind), "approved", kind);
+  }
+  assert.equal(acquirerOutcomeLabel("rejected"), "error");
+  assert.equal(acquirerOutcomeLabel("error"), "error");
+});
+
+test("PY-17 saga backlog: counts due sagas, bounded by maxCount, cached between scrapes", async (t) => {
+  const { db } = await openTestDb(t);
+  const idempotency = new IdempotencyStore(db, { clock: systemClock });
+  const merchant = uniqueName("m");
+  for (const key of ["b1", "b2", "b3"])
+    await seedPayment(db, idempotency, { merchant, key, amountMinor: 100n });
+  const nowMs = Date.now() + 1_000;
+  assert.equal(await countSagaBacklog(db, { nowMs }), 3);
+  assert.equal(await countSagaBacklog(db, { nowMs, maxCount: 2 }), 2, "the LIMIT bounds the count");
+  const clock = new ManualClock(0);
+  let counts = 0;
+  const service = createService({ name: "m", version: "0", log: { level: "silent" }, defaultMetrics: false });
+  t.after(() => service.close());
+  createPaymentMetrics(service.registry, {
+    clock,
+    backlogCacheMs: 5_000,
+    backlog: async () => {
+      counts++;
+      return countSagaBacklog(db, { nowMs });
+    },
+  });
+  const scrape = async () => sample(await service.registry.metrics(), "payments_saga_backlog", "");
+  assert.equal(await scrape(), 3);
+  assert.equal(await scrape(), 3);
+  assert.equal(counts, 1, "a second scrape within the cache window reuses the count");
+  clock.advance(5_000);
+  await scrape();
+  assert.equal(counts, 2);
+});
+
+test("PY-17 main() wires the metrics: a payment through the composed service shows in /metrics", async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), "casebook-payments-metrics-"));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const running = await main({ PORT: "0", CASEBOOK_DATA: dataDir, LOG_LEVEL: "silent" });
+  t.after(() => running.close());
+  const headers = {
+    authorization: `Bearer ${running.bootstrap!.apiKey}`,
+    "content-type": "application/json",
+  };
+  for (const [key, cardToken] of [
+    ["main-ok", "tok_visa"],
+    ["main-no", "tok_decline_x"],
+  ]) {
+    const res = await fetch(`${running.url}/v1/payments`, {
+      method: "POST",
+      headers: { ...headers, "idempotency-key": key! },
+      body: JSON.stringify(paymentBody({ cardToken })),
+    });
+    assert.equal(res.status, 201, await res.text());
+  }
+  const text = await (await fetch(`${running.url}/metrics`)).text();
+  const authorize = (outcome: string) =>
+    sample(text, "payments_acquirer_calls_total", `operation="authorize",outcome="${outcome}"`);
+  assert.equal(authorize("approved"), 1);
+  assert.equal(authorize("declined"), 1);
+  assert.equal(
+    sample(text, "payments_saga_step_duration_seconds_count", `step="authorize",outcome="declined"`),
+    1,
+  );
+  assert.equal(sample(text, "payments_acquirer_breaker_state", ""), 0);
+  assert.equal(sample(text, "payments_saga_backlog", ""), 0);
+});
