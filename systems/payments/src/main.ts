@@ -39,6 +39,7 @@ import { MerchantRepository } from "./store/merchant-repository.ts";
 import { enqueue } from "./store/outbox.ts";
 import { AcquirerClient } from "./workers/acquirer-client.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
+import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
 import { SagaOrchestrator } from "./workers/saga-orchestrator.ts";
 import { createEventPublisher } from "./workers/webhook-publisher.ts";
 
@@ -173,6 +174,45 @@ function startOutboxRelay(service: Service, db: Database, env: NodeJS.ProcessEnv
   return relay;
 }
 
+/** How often the daily reconciliation checks whether yesterday's D+1 file is due and not yet run. */
+const RECONCILE_CHECK_MS = 3_600_000;
+
+/**
+ * PY-10's daily job: once per UTC day, reconcile the previous day's settlement file. A day
+ * already reconciled is skipped; a file the acquirer has not published yet is tried again
+ * at the next check (re-runs add no duplicate exceptions anyway).
+ */
+function startDailyReconciliation(service: Service, db: Database, acquirerUrl: string): void {
+  let running = false;
+  const check = async () => {
+    if (running) return;
+    running = true;
+    const date = previousUtcDate(systemClock.nowMs());
+    try {
+      const done = await db.query(
+        "SELECT 1 FROM reconciliation_runs WHERE settlement_date = $1::date LIMIT 1",
+        [date],
+      );
+      if (done.rowCount > 0) return;
+      const summary = await reconcileDate({ db, clock: systemClock }, date, { acquirerUrl });
+      service.log.info({ date, summary }, "reconciliation run recorded");
+    } catch (error) {
+      service.log.warn({ err: error, date }, "reconciliation not run; retrying at the next check");
+    } finally {
+      running = false;
+    }
+  };
+  // First check a minute after start (the service is up and serving by then), then hourly.
+  const first = setTimeout(() => void check(), 60_000);
+  const timer = setInterval(() => void check(), RECONCILE_CHECK_MS);
+  first.unref();
+  timer.unref();
+  service.onClose(async () => {
+    clearTimeout(first);
+    clearInterval(timer);
+  });
+}
+
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningPayments> {
   const config = loadConfig(configSchema, { env });
   const db = await openDatabase({ system: "payments", url: config.databaseUrl, env });
@@ -209,6 +249,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     service.onClose(async () => acquirer.close());
     const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics);
     startOutboxRelay(service, db, env);
+    startDailyReconciliation(service, db, acquirerUrl);
     const paymentConfig = { inlineDriveMs: config.inlineDriveMs, breakerOpenMode: config.breakerOpenMode };
     // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
     await service.app.register(async (scope) => {
