@@ -9,7 +9,8 @@
  */
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { type BenchResult, benchFormat, renderBench } from "@casebook/lab/bench-report";
+import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
+import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { benchErrors } from "./bench-errors.ts";
 import { ledgerRows, peerName, pgbenchRows, scenarioOf } from "./bench-rows.ts";
@@ -17,7 +18,7 @@ import { type BenchLedger, loadShapes, openBenchLedger, runLedgerLoad } from "./
 import { openPgTarget, type PgTarget } from "./pg-target.ts";
 import { type Pgbench, preparePgbench } from "./pgbench.ts";
 
-const log = (line: string) => process.stderr.write(`${line}\n`);
+const log = benchLog;
 
 /** The issue's goals: single transfers ≥ 1.0× pgbench's TPS, batches ≥ 10× in transfers/s. */
 const singleGoal = 1.0;
@@ -123,48 +124,19 @@ function print(text: string): void {
   process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
 }
 
+/** `casebook bench payments`: flags, help, the engine, the run, cleanup (see lab's bench-main). */
+export const benchProgram: BenchProgram<BenchArgs, PgTarget> = {
+  name: "payments",
+  parseArgs: parseBenchArgs,
+  isArgsError: (error): error is Error => benchErrors.is(error),
+  help: benchHelp,
+  openTarget: () => openPgTarget({ env: process.env, log }),
+  run: runAll,
+};
+
 /** Runs the bench; resolves the exit code (0 ok, 2 bad flags; a failure rejects). */
-export async function main(argv: readonly string[]): Promise<number> {
-  let args: BenchArgs;
-  try {
-    args = parseBenchArgs(argv);
-  } catch (error) {
-    if (!benchErrors.is(error)) throw error;
-    log(`payments bench: ${error.message}`);
-    return 2;
-  }
-  if (args.help) {
-    print(benchHelp);
-    return 0;
-  }
-  const target = await openPgTarget({ env: process.env, log });
-  // Ctrl-C still stops a spawned PostgreSQL (its temp dir goes with it).
-  const interrupted = (signal: NodeJS.Signals) => {
-    log(`${signal}: cleaning up`);
-    void target.close().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
-  };
-  process.once("SIGINT", interrupted);
-  process.once("SIGTERM", interrupted);
-  try {
-    await runAll(target, args, benchFormat(argv) === "json");
-    return 0;
-  } finally {
-    await target.close();
-    process.off("SIGINT", interrupted);
-    process.off("SIGTERM", interrupted);
-  }
+export function main(argv: readonly string[]): Promise<number> {
+  return runBenchMain(benchProgram, argv);
 }
 
-if (import.meta.main) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error: unknown) => {
-      log(
-        `payments bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-      );
-      process.exitCode = 1;
-    },
-  );
-}
+if (import.meta.main) runBenchEntry(benchProgram);

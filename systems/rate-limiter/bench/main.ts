@@ -9,7 +9,8 @@
  */
 import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
-import { type BenchResult, benchFormat, renderBench } from "@casebook/lab/bench-report";
+import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
+import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { benchErrors } from "./bench-errors.ts";
 import { peerName } from "./contenders.ts";
@@ -19,7 +20,7 @@ import { runClosedScenario } from "./scenario-closed.ts";
 import { runMemoryScenario } from "./scenario-memory.ts";
 import { runOpenScenario } from "./scenario-open.ts";
 
-const log = (line: string) => process.stderr.write(`${line}\n`);
+const log = benchLog;
 
 function packageVersion(name: string): string {
   try {
@@ -103,48 +104,19 @@ function print(text: string): void {
   process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
 }
 
-/** Runs the bench; resolves the exit code (0 ok, 1 failed, 2 bad flags). */
-export async function main(argv: readonly string[]): Promise<number> {
-  let args: BenchArgs;
-  try {
-    args = parseBenchArgs(argv);
-  } catch (error) {
-    if (!benchErrors.is(error)) throw error;
-    log(`rate-limiter bench: ${error.message}`);
-    return 2;
-  }
-  if (args.help) {
-    print(benchHelp);
-    return 0;
-  }
-  const target = await openRedisTarget({ env: process.env, log });
-  // Ctrl-C still deletes the run's keys and stops a spawned Redis.
-  const interrupted = (signal: NodeJS.Signals) => {
-    log(`${signal}: cleaning up`);
-    void target.close().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
-  };
-  process.once("SIGINT", interrupted);
-  process.once("SIGTERM", interrupted);
-  try {
-    await runAndPrint(target, args, benchFormat(argv) === "json");
-    return 0;
-  } finally {
-    await target.close();
-    process.off("SIGINT", interrupted);
-    process.off("SIGTERM", interrupted);
-  }
+/** `casebook bench rate-limiter`: flags, help, the engine, the run, cleanup (see lab's bench-main). */
+export const benchProgram: BenchProgram<BenchArgs, RedisTarget> = {
+  name: "rate-limiter",
+  parseArgs: parseBenchArgs,
+  isArgsError: (error): error is Error => benchErrors.is(error),
+  help: benchHelp,
+  openTarget: () => openRedisTarget({ env: process.env, log }),
+  run: runAndPrint,
+};
+
+/** Runs the bench; resolves the exit code (0 ok, 2 bad flags; a failure rejects). */
+export function main(argv: readonly string[]): Promise<number> {
+  return runBenchMain(benchProgram, argv);
 }
 
-if (import.meta.main) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error: unknown) => {
-      log(
-        `rate-limiter bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
-      );
-      process.exitCode = 1;
-    },
-  );
-}
+if (import.meta.main) runBenchEntry(benchProgram);
