@@ -5,16 +5,18 @@
  * suite independent of the ledger's migrations.
  */
 import { applyMigrations, readMigrations } from "@casebook/infra/sql/migrations";
-import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
-import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
-import type { Backend } from "@casebook/lab/contract-suite";
-import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
+import { uniqueName } from "@casebook/lab/test-engines";
+import {
+  MIGRATIONS_DIR,
+  openPostgresTestSchema,
+  SYSTEM,
+  sqlBackends,
+  TEST_POOL_MAX,
+  type TestSchema,
+} from "./sql-backends.ts";
 
-export const SYSTEM = "payments";
-export const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
-/** Small on purpose: other helpers' suites share the server. */
-export const TEST_POOL_MAX = 4;
+export { MIGRATIONS_DIR, SYSTEM, TEST_POOL_MAX };
 
 export interface IdempotencySubject {
   db: Database;
@@ -38,43 +40,12 @@ function subjectOf(db: Database): IdempotencySubject {
 }
 
 /** Opens a PostgreSQL database in a fresh schema with the idempotency table; `drop()` removes the schema. */
-export async function openPostgresSchema(
-  url: string,
-  maxConnections = TEST_POOL_MAX,
-): Promise<{ db: Database; schema: string; drop(): Promise<void> }> {
-  const schema = uniqueName("idem");
-  const db = await openDatabase({ system: SYSTEM, url, schema, pool: { maxConnections } });
-  await migrateIdempotency(db);
-  return {
-    db,
-    schema,
-    drop: async () => {
-      try {
-        await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`);
-      } finally {
-        await db.close();
-      }
-    },
-  };
+export function openPostgresSchema(url: string, maxConnections = TEST_POOL_MAX): Promise<TestSchema> {
+  return openPostgresTestSchema(url, { prefix: "idem", prepare: migrateIdempotency, maxConnections });
 }
 
-export const pgliteMemory: Backend<IdempotencySubject> = {
-  name: "pglite memory",
-  async open() {
-    const db = await openDatabase({ system: SYSTEM, dataDir: "memory://", env: {} });
-    await migrateIdempotency(db);
-    return { subject: subjectOf(db), close: () => db.close() };
-  },
-};
-
-export const postgres: Backend<IdempotencySubject> = {
-  name: "postgresql",
-  async open(t) {
-    const url = await requirePostgres(t);
-    if (!url) return undefined;
-    const opened = await openPostgresSchema(url);
-    return { subject: subjectOf(opened.db), close: opened.drop };
-  },
-};
-
-export const idempotencyBackends = [pgliteMemory, postgres];
+export const idempotencyBackends = sqlBackends({
+  prefix: "idem",
+  prepare: migrateIdempotency,
+  subject: subjectOf,
+});

@@ -6,16 +6,20 @@
 import { applyMigrations, readMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
-import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
-import type { Backend } from "@casebook/lab/contract-suite";
-import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
+import { uniqueName } from "@casebook/lab/test-engines";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
+import {
+  MIGRATIONS_DIR,
+  openPostgresTestSchema,
+  SYSTEM,
+  sqlBackends,
+  TEST_POOL_MAX,
+  type TestSchema,
+} from "./sql-backends.ts";
 
-const SYSTEM = "payments";
-const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
+export { TEST_POOL_MAX };
+
 const LEDGER_MIGRATION = /^(001|003)_ledger/;
-/** Small on purpose: other helpers' suites share the server. Races open their own pools. */
-export const TEST_POOL_MAX = 4;
 
 export interface LedgerSubject {
   db: Database;
@@ -35,24 +39,8 @@ export function subjectOf(db: Database): LedgerSubject {
 }
 
 /** A fresh PostgreSQL schema holding the ledger; `drop()` removes it and closes the pool. */
-export async function openPostgresLedger(
-  url: string,
-  maxConnections = TEST_POOL_MAX,
-): Promise<{ db: Database; schema: string; drop(): Promise<void> }> {
-  const schema = uniqueName("ledger");
-  const db = await openDatabase({ system: SYSTEM, url, schema, pool: { maxConnections } });
-  await migrateLedger(db);
-  return {
-    db,
-    schema,
-    drop: async () => {
-      try {
-        await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`);
-      } finally {
-        await db.close();
-      }
-    },
-  };
+export function openPostgresLedger(url: string, maxConnections = TEST_POOL_MAX): Promise<TestSchema> {
+  return openPostgresTestSchema(url, { prefix: "ledger", prepare: migrateLedger, maxConnections });
 }
 
 /** Another pool on an existing schema: a second "process" racing the first. */
@@ -60,23 +48,4 @@ export function openPool(url: string, schema: string, maxConnections: number): P
   return openDatabase({ system: SYSTEM, url, schema, pool: { maxConnections } });
 }
 
-export const pgliteMemory: Backend<LedgerSubject> = {
-  name: "pglite memory",
-  async open() {
-    const db = await openDatabase({ system: SYSTEM, dataDir: "memory://", env: {} });
-    await migrateLedger(db);
-    return { subject: subjectOf(db), close: () => db.close() };
-  },
-};
-
-export const postgres: Backend<LedgerSubject> = {
-  name: "postgresql",
-  async open(t) {
-    const url = await requirePostgres(t);
-    if (!url) return undefined;
-    const opened = await openPostgresLedger(url);
-    return { subject: subjectOf(opened.db), close: opened.drop };
-  },
-};
-
-export const ledgerBackends = [pgliteMemory, postgres];
+export const ledgerBackends = sqlBackends({ prefix: "ledger", prepare: migrateLedger, subject: subjectOf });

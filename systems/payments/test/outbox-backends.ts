@@ -5,18 +5,20 @@
  * Also the test publishers: a recorder that tests await on, and controllable gates.
  */
 import { applyMigrations, readMigrations } from "@casebook/infra/sql/migrations";
-import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
-import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
-import type { Backend } from "@casebook/lab/contract-suite";
-import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
+import { uniqueName } from "@casebook/lab/test-engines";
 import type { OutboxEvent } from "../src/store/outbox.ts";
 import type { EventPublisher } from "../src/workers/outbox-relay.ts";
+import {
+  MIGRATIONS_DIR,
+  openPostgresTestSchema,
+  SYSTEM,
+  sqlBackends,
+  TEST_POOL_MAX,
+  type TestSchema,
+} from "./sql-backends.ts";
 
-export const SYSTEM = "payments";
-export const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
-/** Small on purpose: other helpers' suites share the server. */
-export const TEST_POOL_MAX = 4;
+export { SYSTEM, TEST_POOL_MAX };
 /** Bound on waiting for a background relay to publish what a test expects. */
 export const WAIT_TIMEOUT_MS = 20_000;
 
@@ -35,49 +37,15 @@ export async function migrateOutbox(db: Database): Promise<void> {
   );
 }
 
-export async function openPostgresSchema(
-  url: string,
-  maxConnections = TEST_POOL_MAX,
-): Promise<{ db: Database; schema: string; drop(): Promise<void> }> {
-  const schema = uniqueName("outbox");
-  const db = await openDatabase({ system: SYSTEM, url, schema, pool: { maxConnections } });
-  await migrateOutbox(db);
-  return {
-    db,
-    schema,
-    drop: async () => {
-      try {
-        await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`);
-      } finally {
-        await db.close();
-      }
-    },
-  };
+export function openPostgresSchema(url: string, maxConnections = TEST_POOL_MAX): Promise<TestSchema> {
+  return openPostgresTestSchema(url, { prefix: "outbox", prepare: migrateOutbox, maxConnections });
 }
 
 function subjectOf(db: Database): OutboxSubject {
   return { db, key: (label) => uniqueName(`acct_${label}`) };
 }
 
-export const outboxBackends: Backend<OutboxSubject>[] = [
-  {
-    name: "pglite memory",
-    async open() {
-      const db = await openDatabase({ system: SYSTEM, dataDir: "memory://", env: {} });
-      await migrateOutbox(db);
-      return { subject: subjectOf(db), close: () => db.close() };
-    },
-  },
-  {
-    name: "postgresql",
-    async open(t) {
-      const url = await requirePostgres(t);
-      if (!url) return undefined;
-      const opened = await openPostgresSchema(url);
-      return { subject: subjectOf(opened.db), close: opened.drop };
-    },
-  },
-];
+export const outboxBackends = sqlBackends({ prefix: "outbox", prepare: migrateOutbox, subject: subjectOf });
 
 /** Records every publication (duplicates included) and lets a test await a condition on them. */
 export class Recorder implements EventPublisher {
