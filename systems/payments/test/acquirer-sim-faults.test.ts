@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { test } from "node:test";
+import { createAcquirerSim } from "../src/acquirer-sim/acquirer-sim.ts";
 import { authorization, startSim } from "./acquirer-sim-fixture.ts";
 
 /** How long the "client" waits in these tests: the server holds a lost response far longer (hangMs). */
@@ -178,4 +179,30 @@ test("PUT /admin/behaviour refuses an out-of-range knob naming it, and reset res
   const knobs = (await call("GET", "/admin/behaviour")).body;
   assert.equal(knobs.outage, false);
   assert.equal(knobs.declineRate, 0.1);
+});
+
+test("a call delayed by latencyMs with the real timer still answers (the delay is not cut by the request's own close)", async () => {
+  const sim = createAcquirerSim({
+    behaviour: { latencyMs: 20 },
+    log: { level: "silent" },
+    defaultMetrics: false,
+  });
+  const { url } = await sim.listen({ port: 0 });
+  try {
+    const response = await fetch(`${url}/v1/authorizations`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        idempotencyKey: "latency-1",
+        merchantId: "m",
+        amountMinor: "100",
+        currency: "USD",
+        cardToken: "tok_visa",
+      }),
+    });
+    assert.equal(response.status, 200, await response.text());
+    assert.equal(sim.faults.counters().delayedCalls, 1);
+  } finally {
+    await sim.close();
+  }
 });

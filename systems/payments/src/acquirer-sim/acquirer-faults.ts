@@ -26,6 +26,19 @@ import {
 } from "./acquirer-behaviour.ts";
 import { acquirerErrors } from "./acquirer-errors.ts";
 
+/**
+ * Aborts when the client goes away before the response is written. Not `request.signal`:
+ * with a handler timeout Fastify 5 aborts that one on the request's 'close', which Node
+ * emits as soon as the body has been read — every delayed call became a 500.
+ */
+function clientGone(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
 /** Waits `ms`; rejects when `signal` aborts. Injected in tests to observe the delays without waiting. */
 export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 
@@ -112,7 +125,7 @@ export class FaultInjector {
       if (plan.fault.kind === "outage") return this.#refuse(request, reply, plan.fault.mode);
       if (plan.delayMs > 0) {
         this.#counters.delayedCalls += 1;
-        await this.#sleep(plan.delayMs, request.signal);
+        await this.#sleep(plan.delayMs, clientGone(reply));
       }
       if (plan.fault.kind === "error") {
         this.#counters.errors += 1;
