@@ -47,7 +47,9 @@ export interface ServerTimeouts {
    *  keepAliveTimeoutMs so it never cuts an idle keep-alive connection before the keep-alive rule does. */
   connectionTimeoutMs: number;
   /** A route must answer within this (503 HANDLER_TIMEOUT; `request.signal` aborts). Streaming or slow
-   *  routes set their own `handlerTimeout` route option. */
+   *  routes set their own `handlerTimeout` route option. Beware: Fastify 5 also aborts `request.signal`
+   *  on the request's 'close', which Node emits once a body has been READ — so it does not mean "the
+   *  client left". For that, watch `reply.raw` 'close' with `!reply.raw.writableFinished`. */
   handlerTimeoutMs: number;
   /** How often Node enforces the headers and request timeouts. Node's default is 30 s, which would let a
    *  10 s headers timeout fire anywhere between 10 and 40 s; one sweep a second keeps the bounds honest. */
