@@ -5,9 +5,9 @@
  * in the bench itself).
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { parseBenchRows, runBenchChild } from "@casebook/lab/bench-smoke";
 import { findPostgresBinDir } from "@casebook/lab/executables";
 import { findPgbench } from "../bench/pgbench.ts";
 
@@ -26,58 +26,10 @@ const tiny = [
   "--batch-size",
   "10",
 ];
-const rowKeys = ["system", "scenario", "metric", "unit", "value", "peer", "peer_value", "ratio"];
 
-interface Row {
-  system: string;
-  scenario: string;
-  metric: string;
-  unit: string;
-  value: number;
-  peer?: string;
-  peer_value?: number;
-  ratio?: number;
-}
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the bench without DATABASE_URL, so it spawns (and stops) its own PostgreSQL. */
-function runBench(args: string[]): Promise<Run> {
-  const { DATABASE_URL: _shared, ...env } = process.env;
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [benchMain, ...args],
-      { env, timeout: childTimeoutMs, maxBuffer: 10_000_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
-
-function parseRows(stdout: string): Row[] {
-  const lines = stdout.split("\n").filter((line) => line !== "");
-  assert.ok(lines.length > 0, "the bench printed no rows");
-  return lines.map((line) => {
-    const row = JSON.parse(line) as Row;
-    for (const key of ["system", "scenario", "metric", "unit"] as const) {
-      assert.equal(typeof row[key], "string", `${key} in ${line}`);
-    }
-    assert.ok(Number.isFinite(row.value), `value in ${line}`);
-    assert.deepEqual(
-      Object.keys(row).filter((key) => !rowKeys.includes(key)),
-      [],
-      `only the documented keys in ${line}`,
-    );
-    if (row.peer !== undefined) assert.ok(Number.isFinite(row.peer_value), `peer_value in ${line}`);
-    return row;
-  });
+/** Runs the bench without DATABASE_URL, so it spawns (and stops) its own engine. */
+function runBench(args: string[]) {
+  return runBenchChild(benchMain, args, { unsetEnv: ["DATABASE_URL"], timeoutMs: childTimeoutMs });
 }
 
 const skip =
@@ -114,7 +66,7 @@ describe("bench/main.ts", () => {
   test("--json prints only rows: pgbench, then every ledger shape with its ratio", { skip }, async () => {
     const run = await runBench(["--json", ...tiny]);
     assert.equal(run.code, 0, run.stderr);
-    const rows = parseRows(run.stdout);
+    const rows = parseBenchRows(run.stdout);
     assert.ok(rows.every((row) => row.system === "payments"));
     const throughput = (prefix: string) =>
       rows.find((r) => r.scenario.startsWith(prefix) && r.metric === "throughput");

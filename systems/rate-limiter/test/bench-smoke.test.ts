@@ -5,67 +5,19 @@
  * (speed lives in the bench itself).
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { parseBenchRows, runBenchChild } from "@casebook/lab/bench-smoke";
 import { findExecutable } from "@casebook/lab/executables";
 
 const benchMain = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
 /** Bound on one bench child: the tiny run takes ~10 s; a hang must fail the test, not stall CI. */
 const childTimeoutMs = 90_000;
 const tiny = ["--duration-ms", "300", "--warmup-ms", "100", "--users", "2000"];
-const rowKeys = ["system", "scenario", "metric", "unit", "value", "peer", "peer_value", "ratio"];
 
-interface Row {
-  system: string;
-  scenario: string;
-  metric: string;
-  unit: string;
-  value: number;
-  peer?: string;
-  peer_value?: number;
-  ratio?: number;
-}
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the bench without REDIS_URL, so it spawns (and stops) its own redis-server. */
-function runBench(args: string[]): Promise<Run> {
-  const { REDIS_URL: _shared, ...env } = process.env;
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [benchMain, ...args],
-      { env, timeout: childTimeoutMs, maxBuffer: 10_000_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
-
-function parseRows(stdout: string): Row[] {
-  const lines = stdout.split("\n").filter((line) => line !== "");
-  assert.ok(lines.length > 0, "the bench printed no rows");
-  return lines.map((line) => {
-    const row = JSON.parse(line) as Row;
-    for (const key of ["system", "scenario", "metric", "unit"] as const) {
-      assert.equal(typeof row[key], "string", `${key} in ${line}`);
-    }
-    assert.ok(Number.isFinite(row.value), `value in ${line}`);
-    assert.deepEqual(
-      Object.keys(row).filter((key) => !rowKeys.includes(key)),
-      [],
-      `only the documented keys in ${line}`,
-    );
-    if (row.peer !== undefined) assert.ok(Number.isFinite(row.peer_value), `peer_value in ${line}`);
-    return row;
-  });
+/** Runs the bench without REDIS_URL, so it spawns (and stops) its own engine. */
+function runBench(args: string[]) {
+  return runBenchChild(benchMain, args, { unsetEnv: ["REDIS_URL"], timeoutMs: childTimeoutMs });
 }
 
 const redisServer = findExecutable("redis-server");
@@ -89,7 +41,7 @@ describe("bench/main.ts", () => {
   test("--json prints only rows, with ratios against rate-limiter-flexible", { skip }, async () => {
     const run = await runBench(["--json", ...tiny]);
     assert.equal(run.code, 0, run.stderr);
-    const rows = parseRows(run.stdout);
+    const rows = parseBenchRows(run.stdout);
     assert.ok(rows.every((row) => row.system === "rate-limiter"));
     const peerRatios = rows.filter((row) => row.peer === "rate-limiter-flexible" && row.ratio !== undefined);
     for (const scenario of ["closed", "open", "memory"]) {
@@ -111,7 +63,7 @@ describe("bench/main.ts", () => {
   test("--algorithms --json gives RL-07 rows for every algorithm", { skip }, async () => {
     const run = await runBench(["--algorithms", "--json", ...tiny]);
     assert.equal(run.code, 0, run.stderr);
-    const rows = parseRows(run.stdout);
+    const rows = parseBenchRows(run.stdout);
     for (const algorithm of ["token-bucket", "fixed-window", "sliding-window-log", "gcra"]) {
       assert.ok(
         rows.some((r) => r.scenario.endsWith(`: ${algorithm}`) && r.metric === "throughput, Redis"),
