@@ -26,6 +26,7 @@ import {
   maxCost,
   type StoredState,
 } from "../src/domain/algorithm.ts";
+import { limitArbitraries } from "./limit-arbitraries.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_022);
 const RUNS_PER_ALGORITHM = 20;
@@ -45,40 +46,6 @@ type AnyAlgorithm = Algorithm<Limit, unknown>;
 function scriptSource(algorithm: AnyAlgorithm): string {
   return readFileSync(new URL(`../src/store/scripts/${algorithm.scriptName}`, import.meta.url), "utf8");
 }
-
-/** Small limits with short windows and fast rates, so a few ms of real time change decisions. */
-const limitArbitraries: Record<AlgorithmName, fc.Arbitrary<Limit>> = {
-  "token-bucket": fc.record({
-    algorithm: fc.constant("token-bucket" as const),
-    capacity: fc.integer({ min: 1, max: 6 }),
-    ratePerS: fc.constantFrom(0.5, 100 / 60, 200, 1_000 / 3),
-  }),
-  "fixed-window": fc.record({
-    algorithm: fc.constant("fixed-window" as const),
-    limit: fc.integer({ min: 1, max: 6 }),
-    windowMs: fc.constantFrom(3, 10, 25, 60_000),
-  }),
-  "sliding-window-log": fc.record({
-    algorithm: fc.constant("sliding-window-log" as const),
-    limit: fc.integer({ min: 1, max: 6 }),
-    windowMs: fc.constantFrom(3, 10, 25, 60_000),
-  }),
-  "sliding-window-counter": fc.record({
-    algorithm: fc.constant("sliding-window-counter" as const),
-    limit: fc.integer({ min: 1, max: 6 }),
-    windowMs: fc.constantFrom(3, 10, 25, 60_000),
-  }),
-  "leaky-bucket": fc.record({
-    algorithm: fc.constant("leaky-bucket" as const),
-    queueCapacity: fc.integer({ min: 1, max: 6 }),
-    ratePerS: fc.constantFrom(0.5, 100 / 60, 200, 1_000 / 3),
-  }),
-  gcra: fc.record({
-    algorithm: fc.constant("gcra" as const),
-    burst: fc.integer({ min: 1, max: 6 }),
-    ratePerS: fc.constantFrom(0.5, 100 / 60, 200, 1_000 / 3),
-  }),
-};
 
 interface Step {
   /** Which of the run's keys this call touches (bit i = key i); 0 means key 0 alone. */

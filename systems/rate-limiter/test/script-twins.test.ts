@@ -14,7 +14,6 @@ import { ManualClock } from "@casebook/kit/clock";
 import fc from "fast-check";
 import {
   type Algorithm,
-  type AlgorithmName,
   algorithmNames,
   algorithms,
   decideEach,
@@ -25,46 +24,13 @@ import {
 } from "../src/domain/algorithm.ts";
 import { scriptsDir } from "../src/store/limiter-store.ts";
 import { scriptTwins } from "../src/store/script-twins.ts";
+import { limitArbitraries } from "./limit-arbitraries.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_022);
 const RUNS_PER_ALGORITHM = 40;
 const START_MS = 1_700_000_000_000;
 
 type AnyAlgorithm = Algorithm<Limit, unknown>;
-
-/** Small limits, windows and rates that a few ms of manual clock change decisions on. */
-const limitArbitraries: Record<AlgorithmName, fc.Arbitrary<Limit>> = {
-  "token-bucket": fc.record({
-    algorithm: fc.constant("token-bucket" as const),
-    capacity: fc.integer({ min: 1, max: 6 }),
-    ratePerS: fc.constantFrom(0.5, 100 / 60, 200, 1_000 / 3),
-  }),
-  "fixed-window": fc.record({
-    algorithm: fc.constant("fixed-window" as const),
-    limit: fc.integer({ min: 1, max: 6 }),
-    windowMs: fc.constantFrom(3, 10, 25, 60_000),
-  }),
-  "sliding-window-log": fc.record({
-    algorithm: fc.constant("sliding-window-log" as const),
-    limit: fc.integer({ min: 1, max: 6 }),
-    windowMs: fc.constantFrom(3, 10, 25, 60_000),
-  }),
-  "sliding-window-counter": fc.record({
-    algorithm: fc.constant("sliding-window-counter" as const),
-    limit: fc.integer({ min: 1, max: 6 }),
-    windowMs: fc.constantFrom(3, 10, 25, 60_000),
-  }),
-  "leaky-bucket": fc.record({
-    algorithm: fc.constant("leaky-bucket" as const),
-    queueCapacity: fc.integer({ min: 1, max: 6 }),
-    ratePerS: fc.constantFrom(0.5, 100 / 60, 200, 1_000 / 3),
-  }),
-  gcra: fc.record({
-    algorithm: fc.constant("gcra" as const),
-    burst: fc.integer({ min: 1, max: 6 }),
-    ratePerS: fc.constantFrom(0.5, 100 / 60, 200, 1_000 / 3),
-  }),
-};
 
 const stepArbitrary = fc.record({
   requests: fc.array(fc.record({ keyIndex: fc.nat({ max: 2 }), costPick: fc.nat({ max: 100 }) }), {
