@@ -32,6 +32,19 @@ export interface BenchRow {
 
 export type Direction = "higher-is-better" | "lower-is-better";
 
+/**
+ * A measured value as a report shows it: whole numbers from 100 up, else 3 significant
+ * digits (noise below that is not information).
+ *
+ * @example
+ * tidyValue(104_055.7); // 104056
+ * tidyValue(2.0634);    // 2.06
+ */
+export function tidyValue(value: number): number {
+  if (Math.abs(value) >= 100) return Math.round(value);
+  return Number(value.toPrecision(3));
+}
+
 /** A row and what the table needs to word it; `toJsonLine` prints only the row's keys. */
 export interface BenchResult extends BenchRow {
   direction: Direction;

@@ -9,17 +9,10 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import type { BenchRow } from "./bench-report.ts";
 
-export interface BenchJsonRow {
-  system: string;
-  scenario: string;
-  metric: string;
-  unit: string;
-  value: number;
-  peer?: string;
-  peer_value?: number;
-  ratio?: number;
-}
+/** One parsed `--json` line. */
+export type BenchJsonRow = BenchRow;
 
 export interface BenchChildRun {
   code: number;

@@ -6,18 +6,12 @@
  * ledgerRows(singleRun, pgbenchRun, { accounts: 1_000, batchSize: 100 });
  * // transfers/s vs TPS, latency p50/p99 vs pgbench's, errors
  */
-import { type BenchResult, benchRow } from "@casebook/lab/bench-report";
+import { type BenchResult, benchRow, tidyValue } from "@casebook/lab/bench-report";
 import type { LedgerRun, LoadShape } from "./ledger-load.ts";
 import type { PgbenchRun } from "./pgbench.ts";
 
 export const system = "payments";
 export const peerName = "pgbench tpcb-like";
-
-/** Rounds for display and JSON alike: 3 significant digits below 100, integers above. */
-export function tidy(value: number): number {
-  if (Math.abs(value) >= 100) return Math.round(value);
-  return Number(value.toPrecision(3));
-}
 
 /** The scenario label of one shape at one client count; goals look rows up by it. */
 export function scenarioOf(
@@ -54,8 +48,8 @@ export function ledgerRows(
       scenario,
       metric,
       unit,
-      value: tidy(value),
-      ...(peerValue === undefined ? {} : { peer: { name: peerName, value: tidy(peerValue) } }),
+      value: tidyValue(value),
+      ...(peerValue === undefined ? {} : { peer: { name: peerName, value: tidyValue(peerValue) } }),
     });
   return [
     row("throughput", "transfers/s", run.transfersPerS, peer.tps),
@@ -82,7 +76,7 @@ export function ledgerRows(
 export function pgbenchRows(run: PgbenchRun, scale: number): BenchResult[] {
   const scenario = `c=${run.clients} peer: ${peerName}, scale ${scale}`;
   const row = (metric: string, unit: string, value: number) =>
-    benchRow({ system, scenario, metric, unit, value: tidy(value) });
+    benchRow({ system, scenario, metric, unit, value: tidyValue(value) });
   return [
     row("throughput", "transactions/s", run.tps),
     row("latency p50", "ms", run.latencyMs.p50),

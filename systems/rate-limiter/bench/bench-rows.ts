@@ -6,7 +6,7 @@
  * contenderRows("closed c=50: Limiter.check", ours, peer);
  * // decisions/s, latency p50/p99/p99.9, errors, Node CPU and Redis time per decision, allowed share
  */
-import { type BenchResult, type BenchRowInput, benchRow } from "@casebook/lab/bench-report";
+import { type BenchResult, type BenchRowInput, benchRow, tidyValue } from "@casebook/lab/bench-report";
 import type { Measured } from "./measure.ts";
 
 export const system = "rate-limiter";
@@ -35,12 +35,6 @@ const metrics: readonly Metric[] = [
   { metric: "Redis time per decision", unit: "µs", pick: (m) => m.serverUsPerDecision },
 ];
 
-/** Rounds for display and JSON alike: 3 significant digits below 100, integers above. */
-export function tidy(value: number): number {
-  if (Math.abs(value) >= 100) return Math.round(value);
-  return Number(value.toPrecision(3));
-}
-
 /**
  * The rows of one scenario: every metric of `ours`, with the peer's value and the
  * ratio when `peer` ran; a metric missing on either side (Redis time on a shared
@@ -61,10 +55,10 @@ export function contenderRows(scenario: string, ours: Measured, peer?: Measured)
         scenario,
         metric,
         unit,
-        value: tidy(value),
+        value: tidyValue(value),
         ...(direction ? { direction } : {}),
         ...(peer && peerValue !== undefined
-          ? { peer: { name: peer.contender, value: tidy(peerValue) } }
+          ? { peer: { name: peer.contender, value: tidyValue(peerValue) } }
           : {}),
       }),
     );
@@ -86,7 +80,7 @@ export function allowedRow(scenario: string, metric: string, run: Measured): Ben
     scenario,
     metric,
     unit: "%",
-    value: tidy(run.allowedPct),
+    value: tidyValue(run.allowedPct),
     direction: "higher-is-better",
   });
 }

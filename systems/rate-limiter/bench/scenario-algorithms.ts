@@ -11,11 +11,11 @@
  * process.stdout.write(result.comparisonMarkdown);
  */
 import { systemClock } from "@casebook/kit/clock";
-import { type BenchResult, benchRow } from "@casebook/lab/bench-report";
+import { type BenchResult, benchRow, tidyValue } from "@casebook/lab/bench-report";
 import { type AlgorithmName, algorithmNames, type Limit } from "../src/domain/algorithm.ts";
 import { type AlgorithmComparisonRow, printAlgorithmComparison } from "../src/domain/algorithm-comparison.ts";
 import { openInProcessLimiterStore, openRedisLimiterStore } from "../src/store/limiter-store.ts";
-import { system, tidy } from "./bench-rows.ts";
+import { system } from "./bench-rows.ts";
 import { type Contender, openOursStore } from "./contenders.ts";
 import { type Measured, type MeasureOptions, measureClosed } from "./measure.ts";
 import type { RedisTarget } from "./redis-target.ts";
@@ -92,7 +92,7 @@ function measuredRowsOf(
 ): BenchResult[] {
   const scenario = `algorithms (RL-07), closed c=${concurrency}: ${name}`;
   const row = (metric: string, unit: string, value: number) =>
-    benchRow({ system, scenario, metric, unit, value: tidy(value) });
+    benchRow({ system, scenario, metric, unit, value: tidyValue(value) });
   const rows = [
     row("throughput, in-process store", "decisions/s", m.inProcess.report.achievedRatePerS),
     row("throughput, Redis", "decisions/s", m.onRedis.report.achievedRatePerS),

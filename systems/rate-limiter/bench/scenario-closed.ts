@@ -9,8 +9,8 @@
  *   users: 10_000, log });
  */
 import { readFile } from "node:fs/promises";
-import { type BenchResult, benchRow } from "@casebook/lab/bench-report";
-import { allowedRow, contenderRows, system, tidy } from "./bench-rows.ts";
+import { type BenchResult, benchRow, tidyValue } from "@casebook/lab/bench-report";
+import { allowedRow, contenderRows, system } from "./bench-rows.ts";
 import {
   benchLimit,
   type Contender,
@@ -45,7 +45,7 @@ const redisBenchmarkName = "floor: seed EVALSHA, redis-benchmark";
 
 function redisBenchmarkRows(scenario: string, result: RedisBenchmarkResult): BenchResult[] {
   const row = (metric: string, unit: string, value: number) =>
-    benchRow({ system, scenario, metric, unit, value: tidy(value) });
+    benchRow({ system, scenario, metric, unit, value: tidyValue(value) });
   return [
     row("throughput", "decisions/s", result.rps),
     row("latency p50", "ms", result.p50Ms),
@@ -61,8 +61,8 @@ function floorRows(scenario: string, ours: Measured, floors: { name: string; rps
       scenario,
       metric: `throughput, ${ours.contender} vs floor`,
       unit: "decisions/s",
-      value: tidy(ours.report.achievedRatePerS),
-      peer: { name: floor.name, value: tidy(floor.rps) },
+      value: tidyValue(ours.report.achievedRatePerS),
+      peer: { name: floor.name, value: tidyValue(floor.rps) },
     }),
   );
 }

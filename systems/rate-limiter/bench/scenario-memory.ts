@@ -15,9 +15,9 @@
  * const rows = await runMemoryScenario(target, { users: 10_000, log });
  */
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
-import { type BenchResult, benchRow } from "@casebook/lab/bench-report";
+import { type BenchResult, benchRow, tidyValue } from "@casebook/lab/bench-report";
 import type { TokenBucketLimit } from "../src/domain/algorithm.ts";
-import { system, tidy } from "./bench-rows.ts";
+import { system } from "./bench-rows.ts";
 import { type Contender, openOursLimiter, openPeer, openSeedFloor, peerName } from "./contenders.ts";
 import { deleteKeysWithPrefix, type RedisTarget } from "./redis-target.ts";
 
@@ -156,8 +156,8 @@ function costRows(scenario: string, ours: KeyCost, peer: KeyCost, seed: KeyCost)
       scenario,
       metric,
       unit,
-      value: tidy(value),
-      ...(peerValue === undefined ? {} : { peer: { name: peerName, value: tidy(peerValue) } }),
+      value: tidyValue(value),
+      ...(peerValue === undefined ? {} : { peer: { name: peerName, value: tidyValue(peerValue) } }),
     });
   const rows = [row("bytes per key, MEMORY USAGE", "B", ours.memoryUsageBytes, peer.memoryUsageBytes)];
   if (ours.growthBytes !== undefined && peer.growthBytes !== undefined) {
