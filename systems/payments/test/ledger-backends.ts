@@ -19,7 +19,7 @@ import {
 
 export { TEST_POOL_MAX };
 
-const LEDGER_MIGRATION = /^(001|003)_ledger/;
+const LEDGER_MIGRATION = /^\d{3}_ledger/;
 
 export interface LedgerSubject {
   db: Database;

@@ -14,6 +14,7 @@ const expected = [
   "004_outbox",
   "005_merchants",
   "006_reconciliation",
+  "008_ledger_write",
 ];
 
 test("every migration applies in order on PGlite, once", async () => {

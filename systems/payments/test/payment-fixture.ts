@@ -1,7 +1,7 @@
 /**
  * The payments service under test: a database (PGlite in memory, or a fresh PostgreSQL schema)
- * with migrations 001–003, the REAL acquirer simulator over HTTP on port 0, the acquirer
- * client, an orchestrator, and the payment routes on a Casebook service (driven with inject).
+ * with the payment path's migrations (ledger, its write function, idempotency, payments), the
+ * REAL acquirer simulator over HTTP on port 0, the acquirer client, an orchestrator, and the payment routes on a Casebook service (driven with inject).
  */
 import type { TestContext } from "node:test";
 import { createService, type Service } from "@casebook/infra/http/service";
@@ -23,11 +23,13 @@ import { SagaOrchestrator, type SagaOrchestratorOptions } from "../src/workers/s
 import { type SimFixture, startSim } from "./acquirer-sim-fixture.ts";
 
 export const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
-const OURS = /^(001_ledger|002_idempotency|003_payments)$/;
+/** The payment path's migrations; 008 holds the ledger's write function every transfer calls. */
+const OURS = ["001_ledger", "002_idempotency", "003_payments", "008_ledger_write"];
 
 export async function migratePayments(db: Database): Promise<void> {
-  const migrations = (await readMigrations(MIGRATIONS_DIR)).filter((m) => OURS.test(m.name));
-  if (migrations.length !== 3) throw new Error("migrations 001–003 are missing");
+  const migrations = (await readMigrations(MIGRATIONS_DIR)).filter((m) => OURS.includes(m.name));
+  if (migrations.length !== OURS.length)
+    throw new Error(`one of the migrations ${OURS.join(", ")} is missing`);
   await applyMigrations(db, migrations);
 }
 

@@ -1,7 +1,9 @@
 /**
- * The double-entry ledger on PostgreSQL or PGlite (schema: migrations/001_ledger.sql).
+ * The double-entry ledger on PostgreSQL or PGlite (schema: migrations/001_ledger.sql; write path:
+ * 008_ledger_write.sql).
  *
- * Every write is one READ COMMITTED transaction that, in this order:
+ * Every write is one READ COMMITTED transaction that, in this order (for transfers, batches and
+ * reversals, inside ONE call of the server-side function `ledger_write`: one round trip):
  *   1. locks the touched account_balances rows in ascending account id (`ORDER BY … FOR UPDATE`):
  *      two transfers over the same accounts queue in the same order, so A→B and B→A never
  *      deadlock (PY-09; Blnk's PR #244 fixed exactly this missing order);
@@ -200,8 +202,8 @@ export async function loadTransactions(tx: Queryable, ids: readonly bigint[]): P
 }
 
 /**
- * Step 1: locks the balance rows of `accountIds` in ascending id (PY-09) and checks that each
- * account exists with the currency its entries claim.
+ * post/void's step 1: locks the balance rows of `accountIds` in ascending id (PY-09) and checks
+ * that each account exists with the currency its entries claim (ledger_write does the same).
  */
 async function lockAccounts(tx: Queryable, legs: readonly AccountLeg[]): Promise<void> {
   const ids = [...new Set(legs.map((leg) => leg.accountId))].sort((a, b) => (a < b ? -1 : 1));
@@ -230,56 +232,6 @@ async function lockAccounts(tx: Queryable, legs: readonly AccountLeg[]): Promise
   }
 }
 
-/** Step 2: inserts the rows whose key is new, in ascending key; returns key → new row. */
-async function insertTransactions(
-  tx: Queryable,
-  batch: readonly Pending[],
-): Promise<Map<string, TransactionRow>> {
-  const sorted = [...batch].sort((a, b) => (a.transfer.idemKey < b.transfer.idemKey ? -1 : 1));
-  const { rows } = await tx.query<TransactionRow>(
-    `INSERT INTO transactions (idem_key, fingerprint, status, reverses_id, metadata)
-     SELECT k, f, s, r, m::jsonb
-       FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::text[]) WITH ORDINALITY AS u(k, f, s, r, m, n)
-      ORDER BY n
-     ON CONFLICT (idem_key) DO NOTHING
-     RETURNING ${TRANSACTION_COLUMNS}`,
-    [
-      sorted.map((p) => p.transfer.idemKey),
-      sorted.map((p) => p.transfer.fingerprint),
-      sorted.map((p) => (p.transfer.pending ? "pending" : "posted")),
-      sorted.map((p) => (p.reversesId === null ? null : p.reversesId.toString())),
-      sorted.map((p) => JSON.stringify(p.transfer.metadata, bigintAsString)),
-    ],
-  );
-  return new Map(rows.map((row) => [row.idem_key, row]));
-}
-
-function bigintAsString(_key: string, value: unknown): unknown {
-  return typeof value === "bigint" ? value.toString() : value;
-}
-
-/** Step 3: the entries of every new transaction, in one statement. */
-async function insertEntries(
-  tx: Queryable,
-  created: readonly [TransactionRow, Transfer][],
-): Promise<EntryRow[]> {
-  const flat = created.flatMap(([row, transfer]) => transfer.entries.map((entry) => ({ id: row.id, entry })));
-  const { rows } = await tx.query<EntryRow>(
-    `INSERT INTO entries (transaction_id, account_id, currency, direction, amount)
-     SELECT t, a, c, d, x FROM unnest($1::int8[], $2::int8[], $3::text[], $4::text[], $5::int8[])
-       WITH ORDINALITY AS u(t, a, c, d, x, n) ORDER BY n
-     RETURNING ${ENTRY_COLUMNS}`,
-    [
-      flat.map((f) => f.id.toString()),
-      flat.map((f) => f.entry.accountId.toString()),
-      flat.map((f) => f.entry.currency),
-      flat.map((f) => f.entry.direction),
-      flat.map((f) => f.entry.amount.toString()),
-    ],
-  );
-  return rows;
-}
-
 /** What one account's balance row absorbs, split by phase. */
 interface BalanceDelta {
   accountId: bigint;
@@ -287,30 +239,6 @@ interface BalanceDelta {
   postedCredits: bigint;
   pendingDebits: bigint;
   pendingCredits: bigint;
-}
-
-function deltasOf(created: readonly Transfer[]): BalanceDelta[] {
-  const deltas = new Map<bigint, BalanceDelta>();
-  for (const transfer of created) {
-    for (const leg of legsByAccount(transfer.entries)) {
-      const delta = deltas.get(leg.accountId) ?? {
-        accountId: leg.accountId,
-        postedDebits: 0n,
-        postedCredits: 0n,
-        pendingDebits: 0n,
-        pendingCredits: 0n,
-      };
-      if (transfer.pending) {
-        delta.pendingDebits += leg.debits;
-        delta.pendingCredits += leg.credits;
-      } else {
-        delta.postedDebits += leg.debits;
-        delta.postedCredits += leg.credits;
-      }
-      deltas.set(leg.accountId, delta);
-    }
-  }
-  return [...deltas.values()];
 }
 
 /**
@@ -344,26 +272,6 @@ async function applyDeltas(tx: Queryable, deltas: readonly BalanceDelta[]): Prom
   throw ledgerErrors.create("LEDGER_INSUFFICIENT_FUNDS", { fields: { accountIds: short } });
 }
 
-/** Replays: keys that already existed must carry the same fingerprint; returns their ids by key. */
-async function checkReplays(tx: Queryable, replays: readonly Pending[]): Promise<Map<string, bigint>> {
-  if (replays.length === 0) return new Map();
-  const { rows } = await tx.query<{ id: bigint; idem_key: string; fingerprint: string }>(
-    "SELECT id, idem_key, fingerprint FROM transactions WHERE idem_key = ANY($1::text[])",
-    [replays.map((p) => p.transfer.idemKey)],
-  );
-  const stored = new Map(rows.map((row) => [row.idem_key, row]));
-  for (const { transfer } of replays) {
-    const row = stored.get(transfer.idemKey);
-    // Absent would mean the conflicting writer rolled back after we saw its key: a bug, not a user error.
-    if (!row) throw new Error(`ledger: idem_key ${transfer.idemKey} conflicted but is not stored`);
-    if (row.fingerprint !== transfer.fingerprint) {
-      const fields = { idemKey: transfer.idemKey, transactionId: row.id.toString() };
-      throw ledgerErrors.create("LEDGER_IDEMPOTENCY_CONFLICT", { fields });
-    }
-  }
-  return new Map(rows.map((row) => [row.idem_key, row.id]));
-}
-
 function checkUniqueKeys(batch: readonly Pending[]): void {
   const seen = new Set<string>();
   for (const { transfer } of batch) {
@@ -375,37 +283,107 @@ function checkUniqueKeys(batch: readonly Pending[]): void {
   }
 }
 
+function bigintAsString(_key: string, value: unknown): unknown {
+  return typeof value === "bigint" ? value.toString() : value;
+}
+
+interface WrittenRow {
+  ord: number;
+  replayed: boolean;
+  transaction_id: bigint;
+  status: TransactionStatus;
+  reverses_id: bigint | null;
+  metadata: Metadata;
+  created_at: Date;
+  entry_id: bigint;
+  account_id: bigint;
+  currency: string;
+  direction: "D" | "C";
+  amount: bigint;
+}
+
+/** `ledger_write`'s own SQLSTATEs (008_ledger_write.sql) → typed errors; anything else passes through. */
+function ledgerWriteError(err: unknown): unknown {
+  const { code, detail } = (err ?? {}) as { code?: unknown; detail?: unknown };
+  const text = typeof detail === "string" ? detail : "";
+  switch (code) {
+    case "LDA01":
+      return ledgerErrors.create("LEDGER_ACCOUNT_NOT_FOUND", { fields: { accountId: text }, cause: err });
+    case "LDA02":
+      return ledgerErrors.create("LEDGER_CURRENCY_MISMATCH", { fields: JSON.parse(text), cause: err });
+    case "LDI01":
+      return ledgerErrors.create("LEDGER_IDEMPOTENCY_CONFLICT", { fields: JSON.parse(text), cause: err });
+    case "LDF01":
+      return ledgerErrors.create("LEDGER_INSUFFICIENT_FUNDS", {
+        fields: { accountIds: text.split(",") },
+        cause: err,
+      });
+    default:
+      return err;
+  }
+}
+
+const LEDGER_WRITE = `SELECT ord, replayed, transaction_id, status, reverses_id, metadata, created_at,
+        entry_id, account_id, currency, direction, amount
+   FROM ledger_write($1::text[], $2::text[], $3::boolean[], $4::int8[], $5::jsonb[],
+                     $6::int4[], $7::int8[], $8::text[], $9::text[], $10::int8[])`;
+
+function writeParams(batch: readonly Pending[]): unknown[] {
+  const entries = batch.flatMap((p, i) => p.transfer.entries.map((entry) => ({ ord: i + 1, entry })));
+  return [
+    batch.map((p) => p.transfer.idemKey),
+    batch.map((p) => p.transfer.fingerprint),
+    batch.map((p) => p.transfer.pending),
+    batch.map((p) => (p.reversesId === null ? null : p.reversesId.toString())),
+    batch.map((p) => JSON.stringify(p.transfer.metadata, bigintAsString)),
+    entries.map((e) => e.ord),
+    entries.map((e) => e.entry.accountId.toString()),
+    entries.map((e) => e.entry.currency),
+    entries.map((e) => e.entry.direction),
+    entries.map((e) => e.entry.amount.toString()),
+  ];
+}
+
 /**
- * Writes `batch` inside the caller's transaction `tx` (steps 1–4 of the module comment), so a
- * saga can reserve funds and record its own step atomically. Results follow `batch`'s order.
+ * Writes `batch` (steps 1–4 of the module comment, in ONE call of the server-side
+ * `ledger_write`) on `on`: inside a caller's transaction, so a saga can reserve funds and
+ * record its own step atomically, or on the database itself, where the call is its own
+ * autocommit transaction — one round trip. Results follow `batch`'s order.
  */
-export async function applyTransfers(tx: Queryable, batch: readonly Pending[]): Promise<TransferResult[]> {
+export async function applyTransfers(on: Queryable, batch: readonly Pending[]): Promise<TransferResult[]> {
   checkUniqueKeys(batch);
-  await lockAccounts(
-    tx,
-    batch.flatMap((p) => legsByAccount(p.transfer.entries)),
-  );
-  const inserted = await insertTransactions(tx, batch);
-  const created = batch.filter((p) => inserted.has(p.transfer.idemKey));
-  const replayedIds = await checkReplays(
-    tx,
-    batch.filter((p) => !inserted.has(p.transfer.idemKey)),
-  );
-  const createdPairs = created.map((p): [TransactionRow, Transfer] => [
-    inserted.get(p.transfer.idemKey)!,
-    p.transfer,
-  ]);
-  const entryRows = created.length > 0 ? await insertEntries(tx, createdPairs) : [];
-  await applyDeltas(tx, deltasOf(created.map((p) => p.transfer)));
-  const replayed = await loadTransactions(tx, [...replayedIds.values()]);
-  const replayedByKey = new Map(replayed.map((t) => [t.idemKey, t]));
-  const entriesByTransaction = Map.groupBy(entryRows.map(toEntry), (entry) => entry.transactionId);
-  return batch.map(({ transfer }) => {
-    const row = inserted.get(transfer.idemKey);
-    if (row)
-      return { transaction: toTransaction(row, entriesByTransaction.get(row.id) ?? []), replayed: false };
-    return { transaction: replayedByKey.get(transfer.idemKey)!, replayed: true };
-  });
+  let rows: WrittenRow[];
+  try {
+    ({ rows } = await on.query<WrittenRow>(LEDGER_WRITE, writeParams(batch)));
+  } catch (err) {
+    throw ledgerWriteError(err);
+  }
+  const results: TransferResult[] = [];
+  for (const row of rows) {
+    let result = results[row.ord - 1];
+    if (!result) {
+      const transaction = toTransaction(
+        {
+          id: row.transaction_id,
+          idem_key: batch[row.ord - 1]!.transfer.idemKey,
+          status: row.status,
+          reverses_id: row.reverses_id,
+          metadata: row.metadata,
+          created_at: row.created_at,
+        },
+        [],
+      );
+      result = { transaction, replayed: row.replayed };
+      results[row.ord - 1] = result;
+    }
+    result.transaction.entries.push(
+      toEntry({ ...row, id: row.entry_id, transaction_id: row.transaction_id }),
+    );
+  }
+  // Every transfer has ≥ 2 entries, so each ordinal came back; a hole would be a bug in the function.
+  if (results.length !== batch.length || results.includes(undefined as never))
+    throw new Error(`ledger_write answered ${results.length} of ${batch.length} transfers`);
+  return results;
 }
 
 /** post/void inside `tx`: moves a pending transaction's amounts out of the pending columns. */
@@ -570,10 +548,8 @@ export class LedgerRepository {
    */
   async transfer(request: TransferRequest): Promise<TransferResult> {
     const transfer = normalizeTransfer(request);
-    const [result] = await this.#db.transaction(
-      (tx) => applyTransfers(tx, [{ transfer, reversesId: null }]),
-      READ_COMMITTED,
-    );
+    // One autocommit statement: ledger_write locks, writes and checks in the server (PY-09, PY-14).
+    const [result] = await applyTransfers(this.#db, [{ transfer, reversesId: null }]);
     return result!;
   }
 
@@ -588,7 +564,8 @@ export class LedgerRepository {
       throw ledgerErrors.create("LEDGER_BATCH_INVALID", { fields: { reason, size: requests.length } });
     }
     const batch = requests.map((request) => ({ transfer: normalizeTransfer(request), reversesId: null }));
-    return this.#db.transaction((tx) => applyTransfers(tx, batch), READ_COMMITTED);
+    // One statement is one transaction: the batch commits whole or not at all.
+    return applyTransfers(this.#db, batch);
   }
 
   /** Posts a pending hold: its amounts move from pending to posted. Posting twice is a no-op. */
