@@ -1,0 +1,188 @@
+/** WH-01, WH-04, WH-16, WH-18, WH-23: response classes → next state, as a pure function. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { seededRandom } from "@casebook/kit/random";
+import {
+  type AttemptResult,
+  beforeSend,
+  CLIENT_ERRORS_MAX_DEFAULT,
+  classify,
+  type DeliveryOutcome,
+  decideOutcome,
+  TERMINAL_STATES,
+} from "../src/domain/delivery-outcome.ts";
+import { retryAfterMs } from "../src/domain/retry-after.ts";
+import { DEADLINE_MS_DEFAULT, RetryPolicy } from "../src/domain/retry-policy.ts";
+
+const HOUR_MS = 3_600_000;
+const policy = () => new RetryPolicy({ random: seededRandom("outcome") });
+
+function once(result: AttemptResult, overrides: { nowMs?: number; attempt?: number; streak?: number } = {}) {
+  return decideOutcome({
+    result,
+    attempt: overrides.attempt ?? 1,
+    clientErrorStreak: overrides.streak ?? 0,
+    createdAtMs: 0,
+    nowMs: overrides.nowMs ?? 1_000,
+    policy: policy(),
+  });
+}
+
+/** Plays one delivery against an endpoint that answers `answer(attempt)`, on a virtual clock, to its end. */
+function playOut(answer: (attempt: number) => AttemptResult, retryPolicy = policy()) {
+  const startsMs: number[] = [];
+  let nowMs = 0;
+  let streak = 0;
+  for (let attempt = 1; attempt <= retryPolicy.maxAttempts; attempt++) {
+    startsMs.push(nowMs);
+    const outcome: DeliveryOutcome = decideOutcome({
+      result: answer(attempt),
+      attempt,
+      clientErrorStreak: streak,
+      createdAtMs: 0,
+      nowMs: nowMs + 50,
+      policy: retryPolicy,
+    });
+    if (outcome.state !== "retrying") return { outcome, startsMs };
+    streak = outcome.clientErrorStreak;
+    nowMs = outcome.nextAttemptAtMs!;
+  }
+  throw new Error("no terminal state within maxAttempts");
+}
+
+test("WH-01 a 2xx before the deadline is delivered; the same 2xx after it is not", () => {
+  for (const status of [200, 201, 202, 204, 299]) {
+    assert.equal(once({ kind: "response", status }).state, "succeeded", `status ${status}`);
+  }
+  const late = once({ kind: "response", status: 200 }, { nowMs: DEADLINE_MS_DEFAULT + 1 });
+  assert.equal(late.state, "expired");
+  assert.match(late.reason, /after the deadline/);
+  // A 2xx head whose body never finished is not a valid 2xx: the sender reports a body timeout.
+  assert.equal(once({ kind: "timeout", phase: "body" }).state, "retrying");
+});
+
+test("WH-16 a persistent 403 is quarantined after a few attempts, never retried for 24 h (convoy#1833)", () => {
+  const { outcome, startsMs } = playOut(() => ({ kind: "response", status: 403 }));
+  assert.equal(outcome.state, "quarantined");
+  assert.equal(outcome.subscriptionAction, "quarantine");
+  assert.equal(startsMs.length, CLIENT_ERRORS_MAX_DEFAULT);
+  assert.ok(startsMs.at(-1)! < 2 * 60_000, `quarantined within minutes, at ${startsMs.at(-1)} ms`);
+});
+
+test("WH-16 timeouts and 5xx retry by the documented policy until the deadline; they never quarantine", () => {
+  const answers: AttemptResult[] = [
+    { kind: "timeout", phase: "headers" },
+    { kind: "response", status: 500 },
+    { kind: "connection_error", phase: "connect", code: "ECONNRESET" },
+  ];
+  const { outcome, startsMs } = playOut((attempt) => answers[attempt % answers.length]!);
+  assert.equal(outcome.state, "expired");
+  assert.ok(startsMs.length > 200, `${startsMs.length} attempts across the window`);
+});
+
+test("WH-16 a client error streak resets on a server error: only consecutive 4xx count", () => {
+  const answers = [403, 403, 403, 403, 503, 403, 403, 403, 403, 200];
+  const { outcome, startsMs } = playOut((attempt) => ({ kind: "response", status: answers[attempt - 1]! }));
+  assert.equal(outcome.state, "succeeded");
+  assert.equal(startsMs.length, answers.length);
+});
+
+test("WH-23 an endpoint down for two days under a 24 h policy ends expired, with no attempt after 24 h", (t) => {
+  const { outcome, startsMs } = playOut(() => ({
+    kind: "connection_error",
+    phase: "connect",
+    code: "ECONNREFUSED",
+  }));
+  assert.equal(outcome.state, "expired");
+  assert.match(outcome.reason, /deadline/);
+  assert.ok(TERMINAL_STATES.includes(outcome.state as never));
+  assert.ok(startsMs.every((ms) => ms <= DEADLINE_MS_DEFAULT));
+  assert.ok(
+    startsMs.at(-1)! > DEADLINE_MS_DEFAULT - 300_000,
+    "the last attempt is within one cap of the deadline",
+  );
+  t.diagnostic(
+    `${startsMs.length} attempts, last at ${(startsMs.at(-1)! / HOUR_MS).toFixed(2)} h, then expired`,
+  );
+});
+
+test("3xx is a failure and never followed; 410 fails and disables the subscription", () => {
+  const redirect = once({ kind: "response", status: 301 });
+  assert.equal(redirect.responseClass, "3xx");
+  assert.equal(redirect.state, "retrying");
+  assert.equal(redirect.clientErrorStreak, 1);
+  const gone = once({ kind: "response", status: 410 });
+  assert.deepEqual([gone.state, gone.subscriptionAction], ["failed", "disable"]);
+});
+
+test("429/502/503/504 throttle: Retry-After (seconds or HTTP date) delays the retry and holds the endpoint", () => {
+  for (const status of [429, 502, 503, 504]) {
+    const outcome = once({ kind: "response", status, retryAfter: "120" }, { nowMs: 10_000 });
+    assert.equal(outcome.responseClass, "throttled");
+    assert.equal(outcome.nextAttemptAtMs, 130_000, `status ${status}`);
+    assert.equal(outcome.throttleEndpointUntilMs, 130_000);
+  }
+  const nowMs = Date.parse("2026-01-01T00:00:00Z");
+  const dated = decideOutcome({
+    result: { kind: "response", status: 503, retryAfter: "Thu, 01 Jan 2026 00:10:00 GMT" },
+    attempt: 1,
+    clientErrorStreak: 0,
+    createdAtMs: nowMs,
+    nowMs,
+    policy: policy(),
+  });
+  assert.equal(dated.nextAttemptAtMs, nowMs + 600_000);
+  const noHint = once({ kind: "response", status: 429 });
+  assert.equal(noHint.throttleEndpointUntilMs, undefined);
+});
+
+test("Retry-After is bounded and a malformed one is ignored", () => {
+  assert.equal(retryAfterMs("86400000", 0, HOUR_MS), HOUR_MS);
+  assert.equal(retryAfterMs("Thu, 01 Jan 1970 00:00:00 GMT", 5_000, HOUR_MS), 0);
+  assert.equal(retryAfterMs("Sunday, 06-Nov-94 08:49:37 GMT", Date.UTC(1994, 10, 6, 8, 49, 0)), 37_000);
+  assert.equal(retryAfterMs("Sun Nov  6 08:49:37 1994", Date.UTC(1994, 10, 6, 8, 49, 0)), 37_000);
+  for (const bad of ["-5", "1.5", "soon", "", "99999999999", "Thu, 01 Jan 2026"]) {
+    assert.equal(retryAfterMs(bad, 0), undefined, JSON.stringify(bad));
+  }
+});
+
+test("forbidden addresses quarantine at once; NXDOMAIN counts as a client error, EAI_AGAIN does not", () => {
+  const refused = once({ kind: "address_refused", addressClass: "private" });
+  assert.deepEqual([refused.state, refused.subscriptionAction], ["quarantined", "quarantine"]);
+  assert.equal(once({ kind: "dns_error", code: "ENOTFOUND" }).clientErrorStreak, 1);
+  assert.equal(once({ kind: "dns_error", code: "EAI_AGAIN" }).clientErrorStreak, 0);
+});
+
+test("response classes are stable labels for Attempt.response_class", () => {
+  const cases: [AttemptResult, string][] = [
+    [{ kind: "response", status: 204 }, "2xx"],
+    [{ kind: "response", status: 404 }, "4xx"],
+    [{ kind: "response", status: 501 }, "5xx"],
+    [{ kind: "response", status: 101 }, "invalid_status"],
+    [{ kind: "timeout", phase: "connect" }, "timeout_connect"],
+    [{ kind: "timeout", phase: "headers" }, "timeout_headers"],
+  ];
+  for (const [result, label] of cases) {
+    assert.equal(classify(result), label);
+    assert.match(label, /^[a-z0-9_]{1,32}$/);
+  }
+});
+
+test("WH-04 WH-18 before sending: an inactive subscription gets nothing, and nothing starts past the deadline", () => {
+  const p = policy();
+  assert.deepEqual(beforeSend({ subscriptionActive: true, createdAtMs: 0, nowMs: 5, policy: p }), {
+    send: true,
+  });
+  assert.deepEqual(beforeSend({ subscriptionActive: false, createdAtMs: 0, nowMs: 5, policy: p }), {
+    send: false,
+    state: "failed",
+    reason: "subscription inactive",
+  });
+  const late = beforeSend({
+    subscriptionActive: true,
+    createdAtMs: 0,
+    nowMs: DEADLINE_MS_DEFAULT + 1,
+    policy: p,
+  });
+  assert.equal(late.send ? "send" : late.state, "expired");
+});
