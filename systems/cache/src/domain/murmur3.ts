@@ -1,0 +1,96 @@
+/**
+ * MurmurHash3 x86_32 (Austin Appleby), over the UTF-8 bytes of a string: a stable 32-bit
+ * hash, the same in every language that implements the reference, so ring points and
+ * sketch rows can be checked against other tools. Not cryptographic: an attacker who
+ * knows the seed can build collisions (W-TinyLFU's admission guards against that).
+ *
+ * @example
+ * murmur3("hello");   // 0x248bfa47
+ * fmix32(42);         // the finalizer alone: a cheap, well-mixed hash of an integer
+ * hashKey("user:1");  // murmur3 for strings, fmix32 for 32-bit integers
+ */
+
+const C1 = 0xcc9e2d51;
+const C2 = 0x1b873593;
+/** Strings longer than this many UTF-16 units are encoded into a fresh buffer, not the shared one. */
+const SCRATCH_CHARS_MAX = 1_024;
+const encoder = new TextEncoder();
+// UTF-8 needs at most 3 bytes per UTF-16 unit; one shared buffer avoids an allocation per hash.
+const scratch = new Uint8Array(SCRATCH_CHARS_MAX * 3);
+
+function rotl32(x: number, r: number): number {
+  return (x << r) | (x >>> (32 - r));
+}
+
+function scramble(k: number): number {
+  return Math.imul(rotl32(Math.imul(k, C1), 15), C2);
+}
+
+/**
+ * The murmur3 finalizer: every input bit affects every output bit. Used alone it hashes
+ * integer keys; 0 maps to 0, which callers that need a non-zero value must handle.
+ *
+ * @example
+ * fmix32(1); // 0x514e28b7
+ */
+export function fmix32(h: number): number {
+  let x = h;
+  x ^= x >>> 16;
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  x ^= x >>> 16;
+  return x >>> 0;
+}
+
+/**
+ * MurmurHash3 x86_32 of `bytes[0..length)`.
+ *
+ * @example
+ * murmur3Bytes(new TextEncoder().encode("hello"), 5); // 0x248bfa47
+ */
+export function murmur3Bytes(bytes: Uint8Array, length: number, seed = 0): number {
+  let h = seed | 0;
+  const blocks = length & ~3;
+  for (let i = 0; i < blocks; i += 4) {
+    const k = bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24);
+    h ^= scramble(k);
+    h = (Math.imul(rotl32(h, 13), 5) + 0xe6546b64) | 0;
+  }
+  const remainder = length & 3;
+  if (remainder > 0) {
+    let tail = bytes[blocks]!;
+    if (remainder > 1) tail |= bytes[blocks + 1]! << 8;
+    if (remainder > 2) tail |= bytes[blocks + 2]! << 16;
+    h ^= scramble(tail);
+  }
+  return fmix32(h ^ length);
+}
+
+/**
+ * MurmurHash3 x86_32 of the UTF-8 encoding of `text`.
+ *
+ * @example
+ * murmur3("The quick brown fox jumps over the lazy dog"); // 0x2e4ff723
+ */
+export function murmur3(text: string, seed = 0): number {
+  if (text.length > SCRATCH_CHARS_MAX) {
+    const bytes = encoder.encode(text);
+    return murmur3Bytes(bytes, bytes.length, seed);
+  }
+  const { written } = encoder.encodeInto(text, scratch);
+  return murmur3Bytes(scratch, written, seed);
+}
+
+/**
+ * A 32-bit hash of a cache key: fmix32 for 32-bit integers (the simulator's keys), murmur3
+ * of the UTF-8 text otherwise.
+ *
+ * @example
+ * hashKey(7) === fmix32(7); // true
+ * hashKey("7") === murmur3("7"); // true
+ */
+export function hashKey(key: string | number): number {
+  if (typeof key === "number" && (key | 0) === key) return fmix32(key);
+  return murmur3(String(key));
+}
