@@ -30,7 +30,7 @@ export const argBounds = {
   clients: { min: 1, max: 64, default: [8, 16, 32] },
   durationMs: { min: 1_000, max: 600_000, default: 5_000 },
   warmupMs: { min: 0, max: 60_000, default: 1_000 },
-  accounts: { min: 2, max: 1_000_000, default: 1_000 },
+  accounts: { min: 2, max: 1_000_000, default: 100_000 },
   // The ledger's own bound (LedgerRepositoryOptions.maxBatch) is 1 000 per call.
   batchSize: { min: 1, max: 1_000, default: 100 },
 } as const;
