@@ -24,10 +24,10 @@
  * if (lease) { await send(lease.item); scheduler.complete(lease); }
  */
 import type { Clock } from "@casebook/kit/clock";
+import { TokenBucket } from "@casebook/kit/token-bucket";
 import { deliveryErrors } from "./delivery-errors.ts";
 import { MinHeap } from "./min-heap.ts";
 import { RingDeque } from "./ring-deque.ts";
-import { TokenBucket } from "./token-bucket.ts";
 
 export interface EndpointLimits {
   /** Attempts in flight at once to this endpoint. */
@@ -250,7 +250,7 @@ export class FairScheduler<T> {
     // Limits are validated before any state is created, so a bad one leaves nothing behind.
     const limits = this.#limitsOf(endpointId);
     requireCount("maxInFlight", limits.maxInFlight);
-    const bucket = new TokenBucket({ burst: limits.burst, ratePerS: limits.ratePerS, nowMs });
+    const bucket = new TokenBucket({ capacity: limits.burst, ratePerS: limits.ratePerS, nowMs });
     const tenant = this.#tenant(tenantId);
     const endpoint: EndpointState<T> = {
       id: endpointId,
