@@ -1,8 +1,9 @@
 /**
  * Composition root of the payments service: config → database (PostgreSQL or embedded
  * PGlite) and migrations → the acquirer (ACQUIRER_URL, or the simulator in-process) →
- * HTTP API (accounts, payments) behind merchant API keys → the saga orchestrator worker →
- * graceful shutdown (drain requests, stop the saga loop, then the acquirer, then the pool).
+ * HTTP API (accounts, payments, reconciliation exceptions) behind merchant API keys → the
+ * workers (saga orchestrator, refund retrier, outbox relay, daily reconciliation) → graceful
+ * shutdown (drain requests, stop the worker loops, then the acquirer, then the pool).
  * Stateless: run as many instances as you like against one DATABASE_URL.
  *
  * @example
@@ -32,6 +33,7 @@ import {
   registerBreakerGauge,
 } from "./api/payment-metrics.ts";
 import { registerPaymentRoutes } from "./api/payment-routes.ts";
+import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
 import { paymentsErrorRegistries } from "./payments-errors.ts";
 import { IdempotencyStore } from "./store/idempotency-store.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
@@ -40,6 +42,7 @@ import { enqueue } from "./store/outbox.ts";
 import { AcquirerClient } from "./workers/acquirer-client.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
 import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
+import { RefundRetrier } from "./workers/refund-retrier.ts";
 import { SagaOrchestrator } from "./workers/saga-orchestrator.ts";
 import { createEventPublisher } from "./workers/webhook-publisher.ts";
 
@@ -82,6 +85,21 @@ export const configSchema = {
     max: 25_000,
     description:
       "How long POST /v1/payments drives the saga before answering 202 pending (< handler timeout)",
+  }),
+  refundRetryAfterMs: field.int({
+    env: "PAYMENTS_REFUND_RETRY_AFTER_MS",
+    default: 5_000,
+    min: 0,
+    max: 86_400_000,
+    description:
+      "How long a refund left pending (unknown acquirer outcome) waits before the retry worker takes it",
+  }),
+  acquirerFeeBps: field.int({
+    env: "PAYMENTS_ACQUIRER_FEE_BPS",
+    default: 150,
+    min: 0,
+    max: 10_000,
+    description: "PY-10: the acquirer fee our contract sets on captures, in basis points (150 = 1.5 %)",
   }),
   logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
     env: "LOG_LEVEL",
@@ -160,6 +178,29 @@ function startSagaWorker(
   return orchestrator;
 }
 
+/** The refund retry worker (PY-15): one loop per process, settles refunds left pending past their delay. */
+function startRefundRetrier(
+  service: Service,
+  db: Database,
+  acquirer: AcquirerClient,
+  metrics: PaymentMetrics,
+) {
+  const retrier = new RefundRetrier({
+    db,
+    acquirer,
+    clock: systemClock,
+    random: systemRandom,
+    owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}:refunds`,
+    onError: (error) => service.log.error({ err: error }, "refund retry round failed; retrying"),
+    // PY-17: a correlationId (the refund's acquirer key) on every line, rounds counted by outcome.
+    observer: metrics,
+    log: service.log,
+  });
+  retrier.start();
+  service.onClose(() => retrier.stop());
+  return retrier;
+}
+
 /** The outbox relay: publishes events in order per account (to WEBHOOKS_URL when set). */
 function startOutboxRelay(service: Service, db: Database, env: NodeJS.ProcessEnv): OutboxRelay {
   const relay = new OutboxRelay(db, {
@@ -182,7 +223,7 @@ const RECONCILE_CHECK_MS = 3_600_000;
  * already reconciled is skipped; a file the acquirer has not published yet is tried again
  * at the next check (re-runs add no duplicate exceptions anyway).
  */
-function startDailyReconciliation(service: Service, db: Database, acquirerUrl: string): void {
+function startDailyReconciliation(service: Service, db: Database, acquirerUrl: string, feeBps: number): void {
   let running = false;
   const check = async () => {
     if (running) return;
@@ -194,7 +235,7 @@ function startDailyReconciliation(service: Service, db: Database, acquirerUrl: s
         [date],
       );
       if (done.rowCount > 0) return;
-      const summary = await reconcileDate({ db, clock: systemClock }, date, { acquirerUrl });
+      const summary = await reconcileDate({ db, clock: systemClock, feeBps }, date, { acquirerUrl });
       service.log.info({ date, summary }, "reconciliation run recorded");
     } catch (error) {
       service.log.warn({ err: error, date }, "reconciliation not run; retrying at the next check");
@@ -248,9 +289,14 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     registerBreakerGauge(service.registry, () => acquirer.breaker.state);
     service.onClose(async () => acquirer.close());
     const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics);
+    startRefundRetrier(service, db, acquirer, metrics);
     startOutboxRelay(service, db, env);
-    startDailyReconciliation(service, db, acquirerUrl);
-    const paymentConfig = { inlineDriveMs: config.inlineDriveMs, breakerOpenMode: config.breakerOpenMode };
+    startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps);
+    const paymentConfig = {
+      inlineDriveMs: config.inlineDriveMs,
+      breakerOpenMode: config.breakerOpenMode,
+      refundRetryAfterMs: config.refundRetryAfterMs,
+    };
     // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
     await service.app.register(async (scope) => {
       scope.addHook("onRequest", auth.authenticate);
@@ -265,6 +311,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         merchantOf: auth.merchantOf,
         config: paymentConfig,
       });
+      registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.merchantOf });
     });
     const bootstrap = await bootstrapMerchant(config, merchants, service);
     const { url } = await service.listen({ port: config.port, host: config.host });

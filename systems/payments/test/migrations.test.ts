@@ -14,7 +14,8 @@ const expected = [
   "004_outbox",
   "005_merchants",
   "006_reconciliation",
-  "008_ledger_write",
+  "007_ledger_write",
+  "008_capture_refund_retry_fees",
 ];
 
 test("every migration applies in order on PGlite, once", async () => {

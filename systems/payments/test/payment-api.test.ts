@@ -2,11 +2,14 @@
  * The payment API and saga end to end on PGlite, against the REAL acquirer simulator over HTTP:
  * PY-05 (happy path, decline compensation), PY-06 (timeout after charge → status query),
  * PY-13 (a retry after a lost response replays it; one authorization), PY-12 (outage → breaker →
- * 202 pending or 503; pending sagas finish after), PY-15/PY-16 (authorize-only, capture, partial refunds).
+ * 202 pending or 503; pending sagas finish after), PY-15/PY-16 (authorize-only, capture, partial refunds),
+ * PY-16 partial capture (on PGlite and PostgreSQL: the part posted and the rest released in one
+ * transaction, refunds bounded by the capture, bad input writes nothing, a keyed capture replays).
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { balances, paymentBody, startPayments, waitFor } from "./payment-fixture.ts";
+import { balances, paymentBody, waitFor } from "./payment-fixture.ts";
+import { startFullPayments as startPayments, testOnEngines } from "./payments-full-fixture.ts";
 
 test("PY-05 happy path: reserve, authorize, capture; the hold is posted and the ledger balances", async (t) => {
   const f = await startPayments(t);
@@ -209,4 +212,163 @@ test("payments are scoped to their merchant: another merchant's id answers 404",
   });
   assert.equal(other.status, 404);
   assert.equal(other.body.code, "PAYMENTS_PAYMENT_NOT_FOUND");
+});
+
+/** The payment's hold and (after a partial capture) capture transactions, with the writing transaction id. */
+async function holdAndCapture(f: Awaited<ReturnType<typeof startPayments>>, paymentId: bigint) {
+  const { rows } = await f.db.query<{
+    role: string;
+    id: bigint;
+    status: string;
+    amount: bigint;
+    writer: string;
+  }>(
+    `SELECT CASE WHEN t.id = p.hold_transaction_id THEN 'hold' ELSE 'capture' END AS role, t.id, t.status,
+            (SELECT sum(e.amount) FROM entries e WHERE e.transaction_id = t.id AND e.direction = 'D')::int8 AS amount,
+            t.xmin::text AS writer
+       FROM payments p JOIN transactions t ON t.id IN (p.hold_transaction_id, p.capture_transaction_id)
+      WHERE p.id = $1`,
+    [paymentId],
+  );
+  return Object.fromEntries(rows.map((r) => [r.role, r]));
+}
+
+testOnEngines(
+  "PY-16 partial capture: the acquirer captures the part, the ledger posts it and releases the rest in one transaction; refunds stop at the capture",
+  async (t, url) => {
+    const f = await startPayments(t, { url });
+    const res = await f.pay(paymentBody({ capture: false }), "partial-1");
+    assert.equal(res.body.status, "authorized");
+    const id = BigInt(String(res.body.id));
+    const captured = await f.call("POST", `/v1/payments/${id}/capture`, { amountMinor: "3000" });
+    assert.equal(captured.status, 200, captured.text);
+    assert.equal(captured.body.status, "captured");
+    assert.equal(captured.body.capturedMinor, "3000");
+    const auth = f.sim.sim.state.getByKey(`${f.merchant}:partial-1`);
+    assert.equal(auth.capturedMinor, 3000n, "the acquirer captured the part, not the authorization");
+    let b = await balances(f.db, f.merchant);
+    assert.equal(b.merchant_pending!.posted, 3000n);
+    assert.equal(b.merchant_pending!.pending_credits, 0n, "the uncaptured 2000 is released");
+    assert.equal(b.customer_funds!.posted, -3000n);
+    assert.equal(b.customer_funds!.pending_debits, 0n);
+    const tx = await holdAndCapture(f, id);
+    assert.equal(tx.hold!.status, "voided");
+    assert.equal(tx.hold!.amount, 5000n, "the hold's entries are untouched");
+    assert.equal(tx.capture!.status, "posted");
+    assert.equal(tx.capture!.amount, 3000n);
+    assert.equal(tx.capture!.writer, tx.hold!.writer, "release and posting committed in ONE transaction");
+    const path = `/v1/payments/${id}/refunds`;
+    const tooMuch = await f.call("POST", path, { amountMinor: "3500" }, { "idempotency-key": "prf-1" });
+    assert.equal(tooMuch.status, 422);
+    assert.equal(tooMuch.body.code, "PAYMENTS_REFUND_EXCEEDS_CAPTURED");
+    assert.equal(tooMuch.body.refundableMinor, "3000");
+    const refund = await f.call("POST", path, { amountMinor: "3000" }, { "idempotency-key": "prf-2" });
+    assert.equal(refund.status, 201, refund.text);
+    assert.equal((await f.call("GET", `/v1/payments/${id}`)).body.status, "refunded");
+    assert.equal(f.sim.sim.state.getByKey(`${f.merchant}:partial-1`).refundedMinor, 3000n);
+    b = await balances(f.db, f.merchant);
+    assert.equal(b.merchant_pending!.posted, 0n);
+    assert.equal(b.customer_funds!.posted, 0n);
+    const { rows } = await f.db.query<{ reverses_id: bigint }>(
+      "SELECT t.reverses_id FROM transactions t WHERE t.idem_key = $1",
+      [`pay:${id}:refund:prf-2`],
+    );
+    assert.equal(
+      rows[0]!.reverses_id,
+      tx.capture!.id,
+      "the refund reverses the capture transfer, not the hold",
+    );
+  },
+);
+
+testOnEngines(
+  "PY-16 capture input is checked before anything is written, naming the field",
+  async (t, url) => {
+    const f = await startPayments(t, { url });
+    const res = await f.pay(paymentBody({ capture: false }), "cap-bad");
+    const path = `/v1/payments/${res.body.id}/capture`;
+    const fieldsOf = (reply: { body: Record<string, unknown> }) =>
+      (reply.body.errors as { field: string }[]).map((e) => e.field).sort();
+    const notANumber = await f.call("POST", path, { amountMinor: "12.5" }, { "idempotency-key": "cap-b1" });
+    assert.equal(notANumber.status, 400);
+    assert.equal(notANumber.body.code, "PAYMENTS_PAYMENT_INVALID");
+    assert.deepEqual(fieldsOf(notANumber), ["/body/amountMinor"]);
+    const unknown = await f.call(
+      "POST",
+      path,
+      { amountMinor: "100", amount: 1 },
+      { "idempotency-key": "cap-b2" },
+    );
+    assert.equal(unknown.status, 400);
+    assert.deepEqual(fieldsOf(unknown), ["/body/amount"]);
+    const tooMuch = await f.call("POST", path, { amountMinor: "5001" }, { "idempotency-key": "cap-b3" });
+    assert.equal(tooMuch.status, 422);
+    assert.equal(tooMuch.body.code, "PAYMENTS_CAPTURE_EXCEEDS_AUTHORIZED");
+    assert.equal(tooMuch.body.authorizedMinor, "5000");
+    assert.deepEqual(fieldsOf(tooMuch), ["/body/amountMinor"]);
+    for (const key of ["cap-b1", "cap-b2", "cap-b3"])
+      assert.equal(await f.idempotency.find(f.merchant, key), undefined);
+    const { rows } = await f.db.query<{ status: string; step: string; capture_amount_minor: bigint | null }>(
+      "SELECT status, step, capture_amount_minor FROM payments WHERE id = $1",
+      [BigInt(String(res.body.id))],
+    );
+    assert.deepEqual({ ...rows[0] }, { status: "authorized", step: "done", capture_amount_minor: null });
+    assert.equal(f.sim.sim.state.stats().captures, 0);
+    const good = await f.call("POST", path, { amountMinor: "5000" }, { "idempotency-key": "cap-b3" });
+    assert.equal(good.status, 200, "the key refused earlier is free: nothing was stored");
+    assert.equal(good.body.capturedMinor, "5000");
+  },
+);
+
+test("PY-16 a capture with an Idempotency-Key replays its stored answer; the key with another amount is 422; a keyless repeat is 409", async (t) => {
+  const f = await startPayments(t);
+  const res = await f.pay(paymentBody({ capture: false }), "cap-idem");
+  const path = `/v1/payments/${res.body.id}/capture`;
+  const first = await f.call("POST", path, { amountMinor: "2000" }, { "idempotency-key": "cap-k1" });
+  assert.equal(first.status, 200);
+  assert.equal(first.body.capturedMinor, "2000");
+  const again = await f.call("POST", path, { amountMinor: "2000" }, { "idempotency-key": "cap-k1" });
+  assert.equal(again.status, 200);
+  assert.equal(again.text, first.text, "the stored answer, byte for byte");
+  const other = await f.call("POST", path, { amountMinor: "2500" }, { "idempotency-key": "cap-k1" });
+  assert.equal(other.status, 422);
+  assert.equal(other.body.code, "PAYMENTS_IDEMPOTENCY_MISMATCH");
+  const keyless = await f.call("POST", path, { amountMinor: "2000" });
+  assert.equal(keyless.status, 409);
+  assert.equal(f.sim.sim.state.stats().captures, 1);
+  assert.equal((await balances(f.db, f.merchant)).merchant_pending!.posted, 2000n);
+});
+
+test("PY-16 PY-06 a partial capture whose answer is lost is retried with the same amount: one capture, one posting", async (t) => {
+  const f = await startPayments(t);
+  const res = await f.pay(paymentBody({ capture: false }), "cap-lost");
+  const id = BigInt(String(res.body.id));
+  f.sim.sim.faults.update({ timeoutAfterChargeRate: 1, timeoutMode: "reset" });
+  // Only the first capture loses its answer: the fault goes off once the acquirer has captured.
+  const watcher = waitFor(
+    async () => (f.sim.sim.state.stats().captures > 0 ? true : undefined),
+    5_000,
+    1,
+  ).then(() => f.sim.sim.faults.update({ timeoutAfterChargeRate: 0 }));
+  const reply = await f.call("POST", `/v1/payments/${id}/capture`, { amountMinor: "1234" });
+  await watcher;
+  const final =
+    reply.status === 200
+      ? reply.body
+      : await waitFor(async () => {
+          await f.orchestrator.runOnce();
+          const got = await f.call("GET", `/v1/payments/${id}`);
+          return got.body.status === "captured" ? got.body : undefined;
+        });
+  assert.equal(final.capturedMinor, "1234");
+  assert.equal(f.sim.sim.faults.counters().responsesLost, 1);
+  assert.equal(f.sim.sim.state.stats().captures, 1);
+  assert.equal(
+    f.sim.sim.state.getByKey(`${f.merchant}:cap-lost`).capturedMinor,
+    1234n,
+    "the retry carried 1234",
+  );
+  const tx = await holdAndCapture(f, id);
+  assert.equal(tx.capture!.amount, 1234n);
+  assert.equal((await balances(f.db, f.merchant)).merchant_pending!.posted, 1234n);
 });

@@ -1,11 +1,10 @@
 /**
  * The payments service under test: a database (PGlite in memory, or a fresh PostgreSQL schema)
- * with the payment path's migrations (ledger, its write function, idempotency, payments), the
- * REAL acquirer simulator over HTTP on port 0, the acquirer client, an orchestrator, and the payment routes on a Casebook service (driven with inject).
+ * with every migration, the REAL acquirer simulator over HTTP on port 0, the acquirer client, an orchestrator, and the payment routes on a Casebook service (driven with inject).
  */
 import type { TestContext } from "node:test";
 import { createService, type Service } from "@casebook/infra/http/service";
-import { applyMigrations, readMigrations } from "@casebook/infra/sql/migrations";
+import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
@@ -23,14 +22,9 @@ import { SagaOrchestrator, type SagaOrchestratorOptions } from "../src/workers/s
 import { type SimFixture, startSim } from "./acquirer-sim-fixture.ts";
 
 export const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
-/** The payment path's migrations; 008 holds the ledger's write function every transfer calls. */
-const OURS = ["001_ledger", "002_idempotency", "003_payments", "008_ledger_write"];
-
+/** Every migration of the system: the schema the service itself runs on. */
 export async function migratePayments(db: Database): Promise<void> {
-  const migrations = (await readMigrations(MIGRATIONS_DIR)).filter((m) => OURS.includes(m.name));
-  if (migrations.length !== OURS.length)
-    throw new Error(`one of the migrations ${OURS.join(", ")} is missing`);
-  await applyMigrations(db, migrations);
+  await runMigrations(db, { dir: MIGRATIONS_DIR });
 }
 
 /** PGlite in memory, or a fresh schema on PostgreSQL (dropped when the test ends). */

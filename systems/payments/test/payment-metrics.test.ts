@@ -2,7 +2,8 @@
  * PY-17 observability: the payments metrics after real payments (approved and declined) against
  * the acquirer simulator over HTTP, the correlation id (the payment's acquirer key) on every saga,
  * acquirer-client and request log line of a payment, the correlation header at the acquirer,
- * and the cached bounded backlog count.
+ * and the cached bounded backlog count. Refunds likewise: their acquirer calls (the request's and
+ * the retry worker's) tagged by operation and outcome, the refund's acquirer key as correlation id.
  */
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -28,9 +29,11 @@ import { paymentErrors } from "../src/domain/payment-errors.ts";
 import { main } from "../src/main.ts";
 import { IdempotencyStore } from "../src/store/idempotency-store.ts";
 import { AcquirerClient, CORRELATION_HEADER } from "../src/workers/acquirer-client.ts";
+import { RefundRetrier } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 import { startSim } from "./acquirer-sim-fixture.ts";
-import { FAST_BACKOFF, FAST_CLIENT, openTestDb, paymentBody, seedPayment } from "./payment-fixture.ts";
+import { FAST_BACKOFF, FAST_CLIENT, paymentBody, seedPayment, waitFor } from "./payment-fixture.ts";
+import { FAST_REFUND_BACKOFF, openFullTestDb as openTestDb } from "./payments-full-fixture.ts";
 
 type LogLine = Record<string, unknown>;
 
@@ -77,6 +80,16 @@ async function startObserved(t: import("node:test").TestContext) {
     log: service.log,
   });
   t.after(() => orchestrator.stop());
+  const retrier = new RefundRetrier({
+    db,
+    acquirer,
+    clock: systemClock,
+    random,
+    owner: uniqueName("refunds"),
+    backoff: FAST_REFUND_BACKOFF,
+    observer: metrics,
+    log: service.log,
+  });
   const merchant = uniqueName("m");
   const merchantOf = () => merchant;
   await service.app.register(async (scope) => {
@@ -88,7 +101,7 @@ async function startObserved(t: import("node:test").TestContext) {
       acquirer,
       clock: systemClock,
       merchantOf,
-      config: { inlineDriveMs: 2_000, breakerOpenMode: "accept" },
+      config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0 },
     });
   });
   const pay = (body: Record<string, unknown>, key: string) =>
@@ -98,8 +111,15 @@ async function startObserved(t: import("node:test").TestContext) {
       payload: body,
       headers: { "idempotency-key": key },
     });
+  const refund = (paymentId: unknown, key: string, amountMinor: string) =>
+    service.app.inject({
+      method: "POST",
+      url: `/v1/payments/${paymentId}/refunds`,
+      payload: { amountMinor },
+      headers: { "idempotency-key": key },
+    });
   const scrape = async () => (await service.app.inject({ method: "GET", url: "/metrics" })).body;
-  return { db, idempotency, service, merchant, lines, pay, scrape };
+  return { db, idempotency, service, sim, retrier, merchant, lines, pay, refund, scrape };
 }
 
 /** The value of one sample line `name{labels} value` in a scrape ("" labels for an unlabelled metric). */
@@ -257,4 +277,90 @@ test("PY-17 main() wires the metrics: a payment through the composed service sho
   );
   assert.equal(sample(text, "payments_acquirer_breaker_state", ""), 0);
   assert.equal(sample(text, "payments_saga_backlog", ""), 0);
+});
+
+test("PY-17 refund calls are tagged like authorizations; the refund's acquirer key correlates its request and call lines", async (t) => {
+  const f = await startObserved(t);
+  const paid = await f.pay(paymentBody(), "pm-1");
+  assert.equal(paid.statusCode, 201);
+  const refunded = await f.refund(paid.json().id, "rf-m1", "1000");
+  assert.equal(refunded.statusCode, 201, refunded.body);
+  const text = await f.scrape();
+  assert.equal(sample(text, "payments_acquirer_calls_total", `operation="refund",outcome="approved"`), 1);
+  assert.equal(sample(text, "payments_acquirer_call_duration_seconds_count", `operation="refund"`), 1);
+  const correlationId = `${f.merchant}:pm-1:refund:rf-m1`;
+  const ours = f.lines.filter((l) => l.correlationId === correlationId);
+  assert.ok(
+    ours.some((l) => l.msg === "acquirer call" && l.operation === "refund"),
+    "the acquirer client's refund line",
+  );
+  assert.ok(
+    ours.some((l) => l.msg === "request completed"),
+    "the HTTP request line of the refund",
+  );
+  const uncorrelated = f.lines.filter(
+    (l) => l.msg === "acquirer call" && l.operation === "refund" && l.correlationId !== correlationId,
+  );
+  assert.deepEqual(uncorrelated, []);
+});
+
+test("PY-17 the refund retry worker's calls and rounds show in /metrics, its lines carry the refund's correlation id", async (t) => {
+  const f = await startObserved(t);
+  const paid = await f.pay(paymentBody(), "pm-2");
+  f.sim.sim.faults.update({ outage: true });
+  const pending = await f.refund(paid.json().id, "rf-m2", "700");
+  f.sim.sim.faults.update({ outage: false });
+  assert.equal(pending.statusCode, 202);
+  await waitFor(async () => {
+    await f.retrier.runOnce();
+    const { rows } = await f.db.query<{ status: string }>("SELECT status FROM payment_refunds");
+    return rows[0]?.status === "succeeded" ? true : undefined;
+  });
+  const text = await f.scrape();
+  const calls = (operation: string, outcome: string) =>
+    sample(text, "payments_acquirer_calls_total", `operation="${operation}",outcome="${outcome}"`);
+  assert.equal(calls("refund", "unavailable"), 1, "the request's call, refused by the outage");
+  assert.equal(calls("refund_query", "approved"), 1, "the worker asked by key first (not found)");
+  assert.equal(calls("refund", "approved"), 1, "then sent it once");
+  assert.equal(sample(text, "payments_refund_retries_total", `outcome="succeeded"`), 1);
+  const correlationId = `${f.merchant}:pm-2:refund:rf-m2`;
+  const worker = f.lines.filter((l) => l.msg === "refund retried");
+  assert.equal(worker.length, 1);
+  assert.equal(worker[0]!.correlationId, correlationId);
+  assert.equal(worker[0]!.outcome, "succeeded");
+  const workerCalls = f.lines.filter(
+    (l) => l.msg === "acquirer call" && (l.operation === "refund_query" || l.operation === "refund"),
+  );
+  assert.ok(workerCalls.length >= 2);
+  assert.ok(workerCalls.every((l) => l.correlationId === correlationId));
+});
+
+test("PY-17 the acquirer receives a refund's correlation id on its send and its status query", async (t) => {
+  const seen: IncomingHttpHeaders[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.headers);
+    req.resume();
+    res.setHeader("content-type", "application/json");
+    res.end(JSON.stringify({ id: "rfnd_1" }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  const { port } = server.address() as AddressInfo;
+  const calls: string[] = [];
+  const client = new AcquirerClient({
+    baseUrl: `http://127.0.0.1:${port}`,
+    clock: systemClock,
+    random: seededRandom("corr-refund"),
+    ...FAST_CLIENT,
+    observer: { callFinished: (operation, outcome) => calls.push(`${operation}:${outcome}`) },
+  });
+  t.after(() => client.close());
+  const key = "m1:key-1:refund:r-1";
+  await client.refund("auth_1", { idempotencyKey: key, amountMinor: 100n, correlationId: key });
+  await client.queryRefundByKey(key, key);
+  assert.deepEqual(
+    seen.map((h) => h[CORRELATION_HEADER]),
+    [key, key],
+  );
+  assert.deepEqual(calls, ["refund:refunded", "refund_query:refunded"]);
 });

@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import { test } from "node:test";
-import { applyMigrations, readMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
 import { reconciliationErrors } from "../src/domain/reconciliation-errors.ts";
@@ -15,13 +14,8 @@ import { adjust, listExceptions, resolve } from "../src/store/reconciliation-rep
 import { runReconcileCli } from "../src/workers/reconcile-cli.ts";
 import { reconcileDate } from "../src/workers/reconciler.ts";
 import { DAY_MS } from "./acquirer-sim-fixture.ts";
-import {
-  balances,
-  MIGRATIONS_DIR,
-  type PaymentsFixture,
-  paymentBody,
-  startPayments,
-} from "./payment-fixture.ts";
+import { balances, type PaymentsFixture, paymentBody } from "./payment-fixture.ts";
+import { startFullPayments } from "./payments-full-fixture.ts";
 
 interface Injected {
   kind: "dropped" | "amount-changed" | "unknown";
@@ -31,22 +25,15 @@ interface Injected {
   originalAmountMinor?: string;
 }
 
-async function migrateReconciliation(db: Database): Promise<void> {
-  // The runner checks every applied migration is known: pass the fixture's along with 006.
-  const migrations = (await readMigrations(MIGRATIONS_DIR)).filter((m) =>
-    /^(001_ledger|002_idempotency|003_payments|006_reconciliation|008_ledger_write)$/.test(m.name),
-  );
-  assert.equal(migrations.length, 5);
-  await applyMigrations(db, migrations);
-}
+/** The contracted fee, which the simulator also charges by default: a clean day has no fee mismatch. */
+const FEE_BPS = 150;
 
 /**
  * Three captures and two refunds "today" on both sides: the simulator's manual clock is set to the
  * real time the payments service stamps its rows with, then moved past midnight so the file is out.
  */
 async function settledDay(t: TestContext): Promise<{ f: PaymentsFixture; date: string; clock: ManualClock }> {
-  const f = await startPayments(t);
-  await migrateReconciliation(f.db);
+  const f = await startFullPayments(t);
   const now = Date.now();
   f.sim.clock.advance(now - f.sim.clock.nowMs());
   const date = new Date(now).toISOString().slice(0, 10);
@@ -118,13 +105,18 @@ test("PY-10 reconciliation reports exactly the differences the simulator injecte
   const { f, date, clock } = await settledDay(t);
   const injected = await inject(f, date);
   assert.equal(injected.length, 3);
-  const first = await reconcileDate({ db: f.db, clock }, date, { acquirerUrl: f.sim.url });
-  assert.deepEqual(first.byKind, { missing_in_ledger: 1, missing_at_acquirer: 1, amount_mismatch: 1 });
+  const first = await reconcileDate({ db: f.db, clock, feeBps: FEE_BPS }, date, { acquirerUrl: f.sim.url });
+  assert.deepEqual(first.byKind, {
+    missing_in_ledger: 1,
+    missing_at_acquirer: 1,
+    amount_mismatch: 1,
+    fee_mismatch: 0,
+  });
   assert.equal(first.fileRows, 5); // 5 true rows − 1 dropped + 1 unknown
   assert.equal(first.matched, 3);
   assert.equal(first.newExceptions, 3);
   assert.deepEqual(await recordedExceptions(f.db, date), expectedExceptions(injected));
-  const second = await reconcileDate({ db: f.db, clock }, date, { acquirerUrl: f.sim.url });
+  const second = await reconcileDate({ db: f.db, clock, feeBps: FEE_BPS }, date, { acquirerUrl: f.sim.url });
   assert.equal(second.differences, 3);
   assert.equal(second.newExceptions, 0);
   assert.equal((await listExceptions(f.db, { date })).length, 3);
@@ -132,7 +124,7 @@ test("PY-10 reconciliation reports exactly the differences the simulator injecte
 
 test("PY-10 a clean day has no exceptions", async (t) => {
   const { f, date, clock } = await settledDay(t);
-  const summary = await reconcileDate({ db: f.db, clock }, date, { acquirerUrl: f.sim.url });
+  const summary = await reconcileDate({ db: f.db, clock, feeBps: FEE_BPS }, date, { acquirerUrl: f.sim.url });
   assert.deepEqual(
     { matched: summary.matched, differences: summary.differences },
     { matched: 5, differences: 0 },
@@ -148,7 +140,7 @@ async function ledgerRows(db: Database) {
 test("PY-10 adjustments are new ledger entries, never edits; unknown keys are left to a person", async (t) => {
   const { f, date, clock } = await settledDay(t);
   await inject(f, date);
-  await reconcileDate({ db: f.db, clock }, date, { acquirerUrl: f.sim.url });
+  await reconcileDate({ db: f.db, clock, feeBps: FEE_BPS }, date, { acquirerUrl: f.sim.url });
   const before = await ledgerRows(f.db);
   const pendingBefore = (await balances(f.db, f.merchant)).merchant_pending!.posted;
   const open = await listExceptions(f.db, { status: "open" });

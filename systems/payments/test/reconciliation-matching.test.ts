@@ -1,11 +1,19 @@
 /**
  * PY-10 pure matching: settlement rows against booked operations by (operation, key), every
- * difference classified once, and the direction of each ledger correction.
+ * difference classified once, the direction of each ledger correction, and the fee checks.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { type SettlementRow, utcDay } from "../src/acquirer-sim/settlement-file.ts";
-import { type BookedOperation, correctionFor, matchSettlement } from "../src/domain/reconciliation.ts";
+import {
+  type BookedOperation,
+  contractedFeeMinor,
+  correctionFor,
+  feeChecks,
+  feeCorrectionFor,
+  feeDifferences,
+  matchSettlement,
+} from "../src/domain/reconciliation.ts";
 
 const day = utcDay("2026-10-22")!;
 const noon = day.startMs + 12 * 3_600_000;
@@ -138,4 +146,83 @@ test("PY-10 corrections move the acquirer-minus-ledger difference in the operati
     amountMinor: 100n,
   });
   assert.equal(correctionFor("capture", 5n, 5n), undefined);
+});
+
+test("PY-10 the contracted fee is feeBps of the capture, rounded half up, in minor units", () => {
+  assert.equal(contractedFeeMinor(5_000n, 150), 75n);
+  assert.equal(contractedFeeMinor(333n, 150), 5n, "4.995 rounds up");
+  assert.equal(contractedFeeMinor(33n, 150), 0n, "0.495 rounds down");
+  assert.equal(contractedFeeMinor(1n, 5_000), 1n, "0.5 rounds up");
+  assert.equal(contractedFeeMinor(10n ** 15n, 10_000), 10n ** 15n, "bigint all the way: no float");
+  assert.throws(() => contractedFeeMinor(100n, 1.5), RangeError);
+  assert.throws(() => contractedFeeMinor(100n, 10_001), RangeError);
+});
+
+test("PY-10 only captures matched on amount and currency carry a fee to check, once per key", () => {
+  const checks = feeChecks(
+    [
+      row("ok", 5_000n, { feeMinor: 75n }),
+      row("ok", 5_000n, { feeMinor: 75n }), // a duplicate row: missing_in_ledger, never a second fee
+      row("changed", 900n, { feeMinor: 14n }),
+      row("ok:r1", 100n, { operation: "refund" }),
+      row("unknown", 42n, { feeMinor: 1n }),
+    ],
+    [booked("ok", 5_000n), booked("changed", 700n), booked("ok:r1", 100n, { operation: "refund" })],
+    150,
+  );
+  assert.deepEqual(checks, [
+    {
+      acquirerKey: "ok",
+      paymentId: 1n,
+      currency: "BRL",
+      amountMinor: 5_000n,
+      fileFeeMinor: 75n,
+      contractedFeeMinor: 75n,
+    },
+  ]);
+});
+
+test("PY-10 a fee differing from what the ledger holds is a fee_mismatch: expected ours (null: none), actual the file's", () => {
+  const check = (key: string, fileFeeMinor: bigint) => ({
+    acquirerKey: key,
+    paymentId: 7n,
+    currency: "BRL",
+    amountMinor: 5_000n,
+    fileFeeMinor,
+    contractedFeeMinor: 75n,
+  });
+  const differences = feeDifferences(
+    [check("same", 75n), check("higher", 100n), check("unbooked", 75n)],
+    new Map<string, bigint | null>([
+      ["same", 75n],
+      ["higher", 75n],
+      ["unbooked", null],
+    ]),
+  );
+  assert.deepEqual(
+    differences.map((d) => [d.kind, d.operation, d.acquirerKey, d.expectedMinor, d.actualMinor, d.paymentId]),
+    [
+      ["fee_mismatch", "capture", "higher", 75n, 100n, 7n],
+      ["fee_mismatch", "capture", "unbooked", null, 75n, 7n],
+    ],
+  );
+});
+
+test("PY-10 a fee correction moves the file-minus-ledger difference between merchant_pending and acquirer_fees", () => {
+  assert.deepEqual(feeCorrectionFor(75n, 100n), {
+    from: "merchant_pending",
+    to: "acquirer_fees",
+    amountMinor: 25n,
+  });
+  assert.deepEqual(feeCorrectionFor(75n, 60n), {
+    from: "acquirer_fees",
+    to: "merchant_pending",
+    amountMinor: 15n,
+  });
+  assert.deepEqual(feeCorrectionFor(null, 15n), {
+    from: "merchant_pending",
+    to: "acquirer_fees",
+    amountMinor: 15n,
+  });
+  assert.equal(feeCorrectionFor(75n, 75n), undefined);
 });

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { BackoffPolicy } from "@casebook/kit/backoff";
+import { TokenBucket } from "@casebook/kit/token-bucket";
 import {
   decide,
   initialSagaState,
@@ -9,7 +10,6 @@ import {
   resumeStep,
   statusAfterRefunds,
 } from "../src/domain/payment-saga.ts";
-import { TokenBucket } from "../src/domain/token-bucket.ts";
 
 const policy = new BackoffPolicy({
   baseMs: 100,

@@ -14,6 +14,11 @@ export const acquirerErrors = defineErrors({
     status: 404,
     message: "No authorization with this id or idempotency key; check the id, or authorize first.",
   },
+  ACQUIRER_REFUND_NOT_FOUND: {
+    status: 404,
+    message:
+      "No refund was made with this idempotency key; refund with it (the same key is safe to send again).",
+  },
   ACQUIRER_IDEMPOTENCY_MISMATCH: {
     status: 422,
     message:

@@ -1,8 +1,9 @@
 /**
  * The acquirer's public API, the part the payments service calls: authorize (once
- * per idempotency key), capture, void, refund, the status query by key (PY-06) and
- * the D+1 settlement file (PY-10). Every route runs under the FaultInjector's hooks:
- * latency, errors, outages and lost responses apply here and nowhere else.
+ * per idempotency key), capture, void, refund, the status queries by key (PY-06 for an
+ * authorization, PY-15 for a refund) and the D+1 settlement file (PY-10). Every route runs
+ * under the FaultInjector's hooks: latency, errors, outages and lost responses apply here and
+ * nowhere else.
  *
  * @example
  * service.app.register(async (v1) => registerAcquirerRoutes(v1, { state, faults }));
@@ -175,6 +176,18 @@ function registerQueries(app: FastifyInstance, deps: AcquirerRouteDeps): void {
       },
     },
     async (request) => authorizationViewOf(deps.state.getByKey(request.params.key)),
+  );
+  app.get<{ Params: { key: string } }>(
+    "/v1/refunds/by-key/:key",
+    {
+      schema: {
+        summary: "The refund made with a refund idempotency key: ask this after a refund's answer was lost",
+        tags,
+        params: keyParams,
+        response: { 200: refundResult },
+      },
+    },
+    async (request) => refundResultOf(deps.state.getRefundByKey(request.params.key)),
   );
   app.get<{ Params: { id: string } }>(
     "/v1/authorizations/:id",

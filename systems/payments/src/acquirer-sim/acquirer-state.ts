@@ -302,6 +302,13 @@ export class AcquirerState {
     return authorization;
   }
 
+  /** The refund made with this refund key: how a caller resolves a refund whose answer it lost (PY-15). */
+  getRefundByKey(idempotencyKey: string): Refund {
+    const refund = this.#refundsByKey.get(idempotencyKey);
+    if (!refund) throw acquirerErrors.create("ACQUIRER_REFUND_NOT_FOUND", { fields: { idempotencyKey } });
+    return refund;
+  }
+
   #assertUsable(authorization: Authorization): void {
     const fields = { authorizationId: authorization.id };
     if (authorization.status === "declined")

@@ -3,10 +3,14 @@
  * service's registry (`service.registry`, exposed at /metrics):
  *
  *   payments_saga_step_duration_seconds{step,outcome}      histogram: one saga step, call + commit
- *   payments_acquirer_calls_total{operation,outcome}       approved|declined|timeout|unavailable|error
+ *   payments_acquirer_calls_total{operation,outcome}       approved|declined|timeout|unavailable|error;
+ *                                                          operation: authorize, query, capture, void,
+ *                                                          refund, refund_query (PY-17 for refunds too)
  *   payments_acquirer_call_duration_seconds{operation}     histogram: one call, all its tries
  *   payments_acquirer_breaker_state                        0 closed, 1 half-open, 2 open (read at scrape)
  *   payments_saga_backlog                                  sagas due or in flight (bounded count, cached)
+ *   payments_refund_retries_total{outcome}                 refund retry worker rounds: succeeded|failed|
+ *                                                          retry|unresolved|error (unresolved: alarm)
  *
  * Decline rate = rate(calls_total{operation="authorize",outcome="declined"}) / rate(calls_total{operation="authorize"});
  * timeout rate likewise with outcome="timeout". Labels are closed sets (never ids), so the
@@ -15,7 +19,9 @@
  *
  * Correlation: a payment's correlation id is its acquirer key (`merchant:Idempotency-Key`): the
  * orchestrator and the acquirer client log it on every line for the payment and send it as
- * `x-correlation-id`; `correlatePaymentRequests` puts it on the HTTP request's log lines.
+ * `x-correlation-id`; `correlatePaymentRequests` puts it on the HTTP request's log lines. A refund's
+ * is ITS acquirer key (`<payment's>:refund:<refund Idempotency-Key>`), set by the refund handler on
+ * its request's lines and by the refund retry worker on every line and acquirer call.
  *
  * @example
  * const metrics = createPaymentMetrics(service.registry, {
@@ -34,6 +40,7 @@ import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { SagaStep } from "../domain/payment-saga.ts";
 import { acquirerKeyOf } from "../store/payment-repository.ts";
 import type { AcquirerCallObserver, AcquirerOperation } from "../workers/acquirer-client.ts";
+import type { RefundRetryObserver, RefundRetryOutcome } from "../workers/refund-retrier.ts";
 import type { SagaStepObserver } from "../workers/saga-orchestrator.ts";
 import { idempotencyKeyOf } from "./payment-routes.ts";
 
@@ -51,7 +58,7 @@ export interface PaymentMetricsOptions {
   onError?: (error: unknown) => void;
 }
 
-export type PaymentMetrics = AcquirerCallObserver & SagaStepObserver;
+export type PaymentMetrics = AcquirerCallObserver & SagaStepObserver & RefundRetryObserver;
 
 /** Seconds, 5 ms to 30 s: a fast acquirer answer up to a saga step that waited out a slow call. */
 export const paymentDurationBucketsS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -107,9 +114,18 @@ export function createPaymentMetrics(registry: Registry, options: PaymentMetrics
     buckets: paymentDurationBucketsS,
     registers: [registry],
   });
+  const refundRetries = new Counter({
+    name: "payments_refund_retries_total",
+    help: "Refund retry worker rounds by how they ended (succeeded, failed, retry, unresolved, error)",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  });
   if (options.breaker !== undefined) registerBreakerGauge(registry, options.breaker);
   registerBacklogGauge(registry, options);
   return {
+    refundRetried(outcome: RefundRetryOutcome) {
+      refundRetries.inc({ outcome });
+    },
     stepFinished(step: SagaStep, outcome: string, seconds: number) {
       stepDuration.observe({ step, outcome }, seconds);
     },

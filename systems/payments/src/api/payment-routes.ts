@@ -5,9 +5,15 @@
  *                                     (one transaction) → drive inline up to `inlineDriveMs` →
  *                                     201 final state (the stored, replayable response) or 202 pending
  *   GET  /v1/payments/{id}            the payment, scoped to the merchant (another's id is 404)
- *   POST /v1/payments/{id}/capture    an authorize-only payment's capture (PY-16)
+ *   POST /v1/payments/{id}/capture    an authorize-only payment's capture, all of it or `{"amountMinor"}`
+ *                                     of it (PY-16: the rest of the hold is released)
  *   POST /v1/payments/{id}/void       its void (compensation: the hold is released)
  *   POST /v1/payments/{id}/refunds    a partial refund, own Idempotency-Key and acquirer call (PY-15)
+ *   GET  /v1/payments/{id}/refunds/{refundId}   one refund: where a 202 refund ended
+ *
+ * Capture and void take an optional Idempotency-Key: with one, the final answer is stored and
+ * every retry with the key replays it (the same key for another amount is a 422); without one, a
+ * repeat while the step is in flight joins it and a repeat after it finished is a 409.
  *
  * Input is validated BEFORE the idempotency begin, so a bad request stores nothing. While the
  * acquirer's breaker is open a new payment gets 202 pending (the saga waits with backoff) or a
@@ -23,7 +29,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { fingerprintRequest, type StoredResponse } from "../domain/idempotency.ts";
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
-import { requestSettlement } from "../domain/payment-saga.ts";
+import { captureAmountOf, requestSettlement } from "../domain/payment-saga.ts";
 import type { IdempotencyLease, IdempotencyStore } from "../store/idempotency-store.ts";
 import {
   createPayment,
@@ -37,7 +43,7 @@ import {
 } from "../store/payment-repository.ts";
 import type { AcquirerClient } from "../workers/acquirer-client.ts";
 import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
-import { handleRefund } from "./refund-handler.ts";
+import { getRefund, handleRefund } from "./refund-handler.ts";
 
 export type BreakerOpenMode = "accept" | "fail-fast";
 
@@ -46,6 +52,8 @@ export interface PaymentRoutesConfig {
   inlineDriveMs: number;
   /** PY-12: while the acquirer breaker is open, 202 pending ("accept") or 503 ("fail-fast"). */
   breakerOpenMode: BreakerOpenMode;
+  /** How long a refund left pending by its request waits before the retry worker takes it. Default 5000. */
+  refundRetryAfterMs?: number;
 }
 
 export interface PaymentRouteDeps {
@@ -114,8 +122,15 @@ export function parsePaymentInput(body: unknown): PaymentInput {
 }
 
 export function idempotencyKeyOf(request: FastifyRequest): string {
+  const key = optionalIdempotencyKeyOf(request);
+  if (key === undefined) throw paymentErrors.create("PAYMENTS_IDEMPOTENCY_KEY_MISSING");
+  return key;
+}
+
+/** The Idempotency-Key header when sent (validated), else undefined. */
+export function optionalIdempotencyKeyOf(request: FastifyRequest): string | undefined {
   const raw = request.headers["idempotency-key"];
-  if (raw === undefined) throw paymentErrors.create("PAYMENTS_IDEMPOTENCY_KEY_MISSING");
+  if (raw === undefined) return undefined;
   if (typeof raw !== "string" || !KEY_PATTERN.test(raw)) {
     const errors = [{ field: "/headers/idempotency-key", message: "must be 1..150 of [A-Za-z0-9._:-]" }];
     throw paymentErrors.create("PAYMENTS_PAYMENT_INVALID", { fields: { errors } });
@@ -232,6 +247,89 @@ async function postPayment(deps: PaymentRouteDeps, request: FastifyRequest, repl
   return answerDriven(deps, reply, merchantId, key, driven ?? payment);
 }
 
+/** A capture body: nothing or `{}` captures it all; `{"amountMinor"}` a part (PY-16). Bad fields → 400. */
+export function parseCaptureAmount(body: unknown): bigint | null {
+  if (body === undefined || body === null) return null;
+  const errors: FieldError[] = [];
+  if (typeof body !== "object" || Array.isArray(body))
+    errors.push({ field: "/body", message: "must be a JSON object" });
+  const b = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
+  for (const key of Object.keys(b))
+    if (key !== "amountMinor") errors.push({ field: `/body/${key}`, message: "is not a known field" });
+  const amount = b.amountMinor === undefined ? null : parseAmount(b.amountMinor, "/body/amountMinor", errors);
+  if (errors.length > 0) throw paymentErrors.create("PAYMENTS_PAYMENT_INVALID", { fields: { errors } });
+  return amount;
+}
+
+interface SettleRequest {
+  merchantId: string;
+  id: bigint;
+  action: "capture" | "void";
+  /** A partial capture's amount; null: all of it (and always for a void). */
+  amountMinor: bigint | null;
+}
+
+/** Moves the saga to its capture/void step in one transaction, with the key's step when there is one. */
+async function scheduleSettle(deps: PaymentRouteDeps, req: SettleRequest, lease?: IdempotencyLease) {
+  await deps.db.transaction(async (tx) => {
+    const payment = await lockPayment(tx, req.merchantId, req.id);
+    const next = requestSettlement(payment, req.action);
+    const asked = captureAmountOf(payment.amountMinor, req.amountMinor);
+    // Joining a capture in flight is idempotent only for the same amount.
+    const sameAmount = asked === captureAmountOf(payment.amountMinor, payment.captureAmountMinor);
+    if (next === undefined || (next === payment && req.action === "capture" && !sameAmount)) {
+      throw paymentErrors.create("PAYMENTS_PAYMENT_STATE_CONFLICT", {
+        fields: { status: payment.status, action: req.action },
+      });
+    }
+    if (next !== payment) await scheduleSettlement(tx, payment, next, deps.clock.nowMs(), req.amountMinor);
+    if (lease !== undefined) await deps.idempotency.advance(tx, lease, `${req.action}_requested`);
+  });
+}
+
+/** Drives the saga inline; the payment as it stands when the drive ends or its deadline passes. */
+async function driveSettle(deps: PaymentRouteDeps, req: SettleRequest): Promise<Payment> {
+  const driven = await driveInline(deps, () => deps.orchestrator.driveById(req.id));
+  return driven ?? (await findPayment(deps.db, req.merchantId, req.id))!;
+}
+
+function viewResponse(payment: Payment): StoredResponse {
+  return {
+    status: 200,
+    headers: { "content-type": "application/json; charset=utf-8", location: `/v1/payments/${payment.id}` },
+    body: new TextEncoder().encode(JSON.stringify(paymentView(payment))),
+  };
+}
+
+/** With an Idempotency-Key: begin, schedule once per key, and store the final answer for every retry. */
+async function settleWithKey(deps: PaymentRouteDeps, reply: FastifyReply, req: SettleRequest, key: string) {
+  const fingerprint = fingerprintRequest({
+    method: "POST",
+    path: `/v1/payments/${req.id}/${req.action}`,
+    body: { amountMinor: req.amountMinor?.toString() ?? "all" },
+  });
+  const begun = await deps.idempotency.begin({ merchantId: req.merchantId, key, fingerprint });
+  if (begun.kind === "replay") return sendStored(reply, begun.response);
+  let lease = begun.lease;
+  if (lease.recoveryPoint === "started") {
+    try {
+      await scheduleSettle(deps, req, lease);
+    } catch (error) {
+      await deps.idempotency.release(deps.db, lease); // nothing committed: the key is free again
+      throw error;
+    }
+    lease = { ...lease, recoveryPoint: `${req.action}_requested` };
+  }
+  const payment = await driveSettle(deps, req);
+  if (payment.step !== "done") {
+    await deps.idempotency.release(deps.db, lease); // a retry with the key resumes the drive
+    return sendView(reply, 202, payment);
+  }
+  const response = viewResponse(payment);
+  await deps.db.transaction((tx) => deps.idempotency.complete(tx, lease, response));
+  return sendStored(reply, response);
+}
+
 async function settle(
   deps: PaymentRouteDeps,
   request: FastifyRequest,
@@ -240,19 +338,24 @@ async function settle(
 ) {
   const merchantId = deps.merchantOf(request);
   const id = paymentIdOf(request);
-  const nowMs = deps.clock.nowMs();
-  await deps.db.transaction(async (tx) => {
-    const payment = await lockPayment(tx, merchantId, id);
-    const next = requestSettlement(payment, action);
-    if (next === undefined) {
-      throw paymentErrors.create("PAYMENTS_PAYMENT_STATE_CONFLICT", {
-        fields: { status: payment.status, action },
-      });
-    }
-    if (next !== payment) await scheduleSettlement(tx, payment, next, nowMs);
-  });
-  const driven = await driveInline(deps, () => deps.orchestrator.driveById(id));
-  const payment = driven ?? (await findPayment(deps.db, merchantId, id))!;
+  const key = optionalIdempotencyKeyOf(request);
+  const amountMinor = action === "capture" ? parseCaptureAmount(request.body) : null;
+  const found = await findPayment(deps.db, merchantId, id);
+  if (found === undefined)
+    throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND", { fields: { id: String(id) } });
+  // amount_minor never changes: this check, before anything is written, is exact.
+  if (amountMinor !== null && amountMinor > found.amountMinor) {
+    throw paymentErrors.create("PAYMENTS_CAPTURE_EXCEEDS_AUTHORIZED", {
+      fields: {
+        authorizedMinor: found.amountMinor.toString(),
+        errors: [{ field: "/body/amountMinor", message: `must be at most ${found.amountMinor}` }],
+      },
+    });
+  }
+  const req: SettleRequest = { merchantId, id, action, amountMinor };
+  if (key !== undefined) return settleWithKey(deps, reply, req, key);
+  await scheduleSettle(deps, req);
+  const payment = await driveSettle(deps, req);
   return sendView(reply, payment.step === "done" ? 200 : 202, payment);
 }
 
@@ -273,4 +376,5 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: PaymentRouteDe
   app.post("/v1/payments/:id/capture", (request, reply) => settle(deps, request, reply, "capture"));
   app.post("/v1/payments/:id/void", (request, reply) => settle(deps, request, reply, "void"));
   app.post("/v1/payments/:id/refunds", (request, reply) => handleRefund(deps, request, reply));
+  app.get("/v1/payments/:id/refunds/:refundId", (request, reply) => getRefund(deps, request, reply));
 }

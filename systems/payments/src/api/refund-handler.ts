@@ -1,27 +1,38 @@
 /**
  * POST /v1/payments/{id}/refunds (PY-15, PY-16): a partial refund with its own Idempotency-Key.
- * The refund row (reserving its amount) commits first with the idempotency step; then the
- * acquirer call, with the refund's own key on every try; then the ledger reversal, the refund's
- * status and the stored response in one transaction. An unknown outcome answers 202 and unlocks
- * the key, so the client's retry with the same key resumes it at once — and the acquirer, seeing
- * the same refund key, refunds at most once.
+ * The refund row (reserving its amount, leased by this request) commits first with the
+ * idempotency step; then the acquirer call, with the refund's own key on every try; then the
+ * ledger reversal, the refund's status and the stored response in one transaction.
+ *
+ * An unknown outcome answers 202: the refund's lease is given back and the key unlocked, so either
+ * the client's retry (same key) resumes it at once or, past `refundRetryAfterMs`, the refund retry
+ * worker (workers/refund-retrier.ts) does — whoever holds the row's lease calls the acquirer, and
+ * the acquirer, seeing the same refund key, refunds at most once. A retry that finds the refund
+ * settled by the worker answers (and stores) its final response.
+ *
+ * Correlation (PY-17): every log line of the request and every acquirer call carries the refund's
+ * acquirer key as `correlationId`.
  *
  * @example
  * app.post("/v1/payments/:id/refunds", (request, reply) => handleRefund(deps, request, reply));
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { fingerprintRequest } from "../domain/idempotency.ts";
+import { fingerprintRequest, type StoredResponse } from "../domain/idempotency.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import type { IdempotencyLease } from "../store/idempotency-store.ts";
-import { findPayment, lockPayment } from "../store/payment-repository.ts";
+import { findPayment, lockPayment, type Payment } from "../store/payment-repository.ts";
 import {
+  claimRefund,
   completeRefund,
   createRefund,
   failRefund,
+  findRefund,
   findRefundByKey,
+  postponeRefund,
   type Refund,
   refundView,
 } from "../store/refund-repository.ts";
+import type { RefundOutcome } from "../workers/acquirer-client.ts";
 import {
   idempotencyKeyOf,
   type PaymentRouteDeps,
@@ -29,6 +40,11 @@ import {
   paymentIdOf,
   sendStored,
 } from "./payment-routes.ts";
+
+/** Default wait before the retry worker may take over a refund its request left pending. */
+export const DEFAULT_REFUND_RETRY_AFTER_MS = 5_000;
+
+const ID_PATTERN = /^[1-9][0-9]{0,18}$/;
 
 function parseRefundAmount(body: unknown): bigint {
   const errors: { field: string; message: string }[] = [];
@@ -40,12 +56,22 @@ function parseRefundAmount(body: unknown): bigint {
   return amount;
 }
 
-function jsonResponse(status: number, body: unknown) {
+function jsonResponse(status: number, body: unknown): StoredResponse {
   return {
     status,
     headers: { "content-type": "application/json; charset=utf-8" },
     body: new TextEncoder().encode(JSON.stringify(body)),
   };
+}
+
+/** The final answer of a settled refund, the same bytes whoever settled it (request or worker). */
+function settledResponse(refund: Refund): StoredResponse {
+  return jsonResponse(refund.status === "succeeded" ? 201 : 422, refundView(refund));
+}
+
+/** The lease owner of refunds driven by requests: distinct from the process's retry worker. */
+function requestOwner(deps: PaymentRouteDeps): string {
+  return `${deps.orchestrator.owner}:api`;
 }
 
 async function openRefund(
@@ -55,27 +81,115 @@ async function openRefund(
   key: string,
   amountMinor: bigint,
   lease: IdempotencyLease,
-): Promise<Refund> {
+): Promise<{ refund: Refund; created: boolean }> {
   if (lease.recoveryPoint !== "started") {
     const existing = await findRefundByKey(deps.db, merchantId, key);
-    if (existing !== undefined) return existing;
+    if (existing !== undefined) return { refund: existing, created: false };
   }
   try {
-    return await deps.db.transaction(async (tx) => {
+    const refund = await deps.db.transaction(async (tx) => {
       const payment = await lockPayment(tx, merchantId, paymentId);
-      const refund = await createRefund(tx, payment, {
+      const nowMs = deps.clock.nowMs();
+      const created = await createRefund(tx, payment, {
         idempotencyKey: key,
         amountMinor,
         idemGeneration: lease.generation,
-        nowMs: deps.clock.nowMs(),
+        nowMs,
+        leaseOwner: requestOwner(deps),
+        leaseMs: deps.orchestrator.leaseMs,
+        retryAfterMs: deps.config.refundRetryAfterMs ?? DEFAULT_REFUND_RETRY_AFTER_MS,
       });
       await deps.idempotency.advance(tx, lease, "refund_pending");
-      return refund;
+      return created;
     });
+    return { refund, created: true };
   } catch (error) {
     await deps.idempotency.release(deps.db, lease);
     throw error;
   }
+}
+
+/** Not finished here: the key is unlocked (a retry resumes) and 202 says where the refund stands. */
+async function answerPending(
+  deps: PaymentRouteDeps,
+  reply: FastifyReply,
+  lease: IdempotencyLease,
+  refund: Refund,
+) {
+  await deps.idempotency.release(deps.db, lease);
+  return reply.code(202).send(refundView(refund));
+}
+
+/** Stores and sends the final response of a refund already settled (by this request or the worker). */
+async function answerSettled(
+  deps: PaymentRouteDeps,
+  reply: FastifyReply,
+  lease: IdempotencyLease,
+  refund: Refund,
+) {
+  // Unresolved is final for the worker but not an answer: the D+1 file decides; keep the key open.
+  if (refund.status === "unresolved" || refund.status === "pending")
+    return answerPending(deps, reply, lease, refund);
+  const response = settledResponse(refund);
+  await deps.db.transaction((tx) => deps.idempotency.complete(tx, lease, response));
+  return sendStored(reply, response);
+}
+
+/** Books the acquirer's definitive answer; LEASE_LOST (a worker took the refund over) answers 202. */
+async function settle(
+  deps: PaymentRouteDeps,
+  reply: FastifyReply,
+  lease: IdempotencyLease,
+  refund: Refund,
+  outcome: Extract<RefundOutcome, { kind: "refunded" | "rejected" }>,
+) {
+  const owner = requestOwner(deps);
+  try {
+    const response = await deps.db.transaction(async (tx) => {
+      const payment = await lockPayment(tx, refund.merchantId, refund.paymentId);
+      const nowMs = deps.clock.nowMs();
+      const done =
+        outcome.kind === "refunded"
+          ? await completeRefund(tx, refund, payment, { acquirerRefundId: outcome.refundId, nowMs, owner })
+          : await failRefund(tx, refund, { failure: `acquirer refused: ${outcome.code}`, nowMs, owner });
+      const stored = settledResponse(done);
+      await deps.idempotency.complete(tx, lease, stored);
+      return stored;
+    });
+    return sendStored(reply, response);
+  } catch (error) {
+    if (!paymentErrors.is(error, "PAYMENTS_REFUND_LEASE_LOST")) throw error;
+    return answerPending(deps, reply, lease, refund);
+  }
+}
+
+/** Calls the acquirer for a refund this request holds, then settles or postpones it. */
+async function drive(
+  deps: PaymentRouteDeps,
+  reply: FastifyReply,
+  lease: IdempotencyLease,
+  payment: Payment,
+  refund: Refund,
+) {
+  const outcome = await deps.acquirer.refund(payment.authorizationId ?? "", {
+    idempotencyKey: refund.acquirerKey,
+    amountMinor: refund.amountMinor,
+    correlationId: refund.acquirerKey,
+  });
+  if (outcome.kind === "refunded" || outcome.kind === "rejected")
+    return settle(deps, reply, lease, refund, outcome);
+  const nowMs = deps.clock.nowMs();
+  const retryAfterMs = deps.config.refundRetryAfterMs ?? DEFAULT_REFUND_RETRY_AFTER_MS;
+  const postponed = await postponeRefund(deps.db, refund, {
+    attempts: refund.attempts,
+    nextRunAtMs: nowMs + retryAfterMs,
+    nowMs,
+    owner: requestOwner(deps),
+  }).catch((error: unknown) => {
+    if (paymentErrors.is(error, "PAYMENTS_REFUND_LEASE_LOST")) return refund;
+    throw error;
+  });
+  return answerPending(deps, reply, lease, postponed);
 }
 
 export async function handleRefund(deps: PaymentRouteDeps, request: FastifyRequest, reply: FastifyReply) {
@@ -85,6 +199,10 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
   const amountMinor = parseRefundAmount(request.body);
   const payment = await findPayment(deps.db, merchantId, paymentId);
   if (payment === undefined) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND");
+  // PY-17: the refund's acquirer key is its correlation id, on the request's lines too.
+  const log = request.log.child({ correlationId: `${payment.acquirerKey}:refund:${key}` });
+  request.log = log;
+  reply.log = log;
   const fingerprint = fingerprintRequest({
     method: "POST",
     path: `/v1/payments/${paymentId}/refunds`,
@@ -92,30 +210,33 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
   });
   const begun = await deps.idempotency.begin({ merchantId, key, fingerprint });
   if (begun.kind === "replay") return sendStored(reply, begun.response);
-  let lease = begun.lease;
-  const refund = await openRefund(deps, merchantId, paymentId, key, amountMinor, lease);
-  if (lease.recoveryPoint === "started") lease = { ...lease, recoveryPoint: "refund_pending" };
-  const outcome = await deps.acquirer.refund(payment.authorizationId ?? "", {
-    idempotencyKey: refund.acquirerKey,
-    amountMinor: refund.amountMinor,
-  });
-  if (outcome.kind === "unknown" || outcome.kind === "unavailable") {
-    // Not finished: unlock so the client's retry (same key) resumes at once.
-    await deps.idempotency.release(deps.db, lease);
-    return reply.code(202).send(refundView(refund));
-  }
-  const response = await deps.db.transaction(async (tx) => {
-    const locked = await lockPayment(tx, merchantId, paymentId);
-    const done =
-      outcome.kind === "refunded"
-        ? await completeRefund(tx, refund, locked, {
-            acquirerRefundId: outcome.refundId,
-            nowMs: deps.clock.nowMs(),
-          })
-        : await failRefund(tx, refund, `acquirer refused: ${outcome.code}`, deps.clock.nowMs());
-    const stored = jsonResponse(done.status === "succeeded" ? 201 : 422, refundView(done));
-    await deps.idempotency.complete(tx, lease, stored);
-    return stored;
-  });
-  return sendStored(reply, response);
+  const opened = await openRefund(deps, merchantId, paymentId, key, amountMinor, begun.lease);
+  const lease = opened.created ? { ...begun.lease, recoveryPoint: "refund_pending" } : begun.lease;
+  if (opened.refund.status !== "pending") return answerSettled(deps, reply, lease, opened.refund);
+  const held = opened.created
+    ? opened.refund
+    : await claimRefund(deps.db, opened.refund.id, {
+        owner: requestOwner(deps),
+        nowMs: deps.clock.nowMs(),
+        leaseMs: deps.orchestrator.leaseMs,
+      });
+  // The retry worker holds it: it settles the refund; this request only reports where it stands.
+  if (held === undefined) return answerPending(deps, reply, lease, opened.refund);
+  return drive(deps, reply, lease, payment, held);
+}
+
+/**
+ * GET /v1/payments/{id}/refunds/{refundId}: one refund, scoped to the merchant — where a 202
+ * refund ended (succeeded, failed, or unresolved for the D+1 file to decide).
+ */
+export async function getRefund(deps: PaymentRouteDeps, request: FastifyRequest, reply: FastifyReply) {
+  const merchantId = deps.merchantOf(request);
+  const paymentId = paymentIdOf(request);
+  const raw = (request.params as { refundId?: string }).refundId ?? "";
+  const refund = ID_PATTERN.test(raw)
+    ? await findRefund(deps.db, merchantId, paymentId, BigInt(raw))
+    : undefined;
+  if (refund === undefined)
+    throw paymentErrors.create("PAYMENTS_REFUND_NOT_FOUND", { fields: { refundId: raw } });
+  return reply.code(200).send(refundView(refund));
 }

@@ -1,5 +1,5 @@
 /**
- * The payment saga's and payment API's error codes (PY-05, PY-06, PY-12, PY-15, PY-16).
+ * The payment saga's, refund retry's and payment API's error codes (PY-05, PY-06, PY-12, PY-15, PY-16).
  * Kept in their own file until the lead merges the payments registry; the HTTP layer
  * maps each to problem+json. Validation errors name the field in `errors: [{ field, message }]`.
  *
@@ -25,6 +25,15 @@ export const paymentErrors = defineErrors({
     status: 409,
     message: "The payment is not in a state that allows this operation (see `status`); read it first.",
   },
+  PAYMENTS_CAPTURE_EXCEEDS_AUTHORIZED: {
+    status: 422,
+    message:
+      "A capture takes at most the authorized amount; send `amountMinor` ≤ `authorizedMinor`, or none to capture it all. Nothing was stored.",
+  },
+  PAYMENTS_REFUND_NOT_FOUND: {
+    status: 404,
+    message: "No refund with this id on this payment of your merchant account.",
+  },
   PAYMENTS_REFUND_EXCEEDS_CAPTURED: {
     status: 422,
     message: "Refunds would exceed the captured amount; refund at most `refundableMinor`.",
@@ -38,6 +47,11 @@ export const paymentErrors = defineErrors({
     status: 409,
     message:
       "Another orchestrator took this payment's saga over; its step was not applied here. Nothing to do: the owner finishes it.",
+  },
+  PAYMENTS_REFUND_LEASE_LOST: {
+    status: 409,
+    message:
+      "Another worker or request holds this refund now; its outcome was not applied here. Nothing to do: the holder settles it.",
   },
 });
 

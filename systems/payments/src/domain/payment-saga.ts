@@ -288,3 +288,94 @@ export function statusAfterRefunds(capturedMinor: bigint, refundedMinor: bigint)
   if (refundedMinor === 0n) return "captured";
   return refundedMinor === capturedMinor ? "refunded" : "partially_refunded";
 }
+
+/**
+ * The amount a capture takes (PY-16, Stripe's `amount_to_capture`): the part the merchant asked
+ * for, or all of the authorization when it asked for none. Throws when the part is out of range
+ * (the API refuses that before anything is written; here it is an invariant).
+ *
+ * @example
+ * captureAmountOf(5_000n, 3_000n); // 3000n
+ * captureAmountOf(5_000n, null);   // 5000n
+ */
+export function captureAmountOf(authorizedMinor: bigint, requestedMinor: bigint | null): bigint {
+  const amount = requestedMinor ?? authorizedMinor;
+  if (amount <= 0n || amount > authorizedMinor) throw new RangeError("capture amount out of 1..authorized");
+  return amount;
+}
+
+/** What the acquirer said of a stuck refund: its status by key (`query`) or a new send (`send`). */
+export type RefundRetryOutcome =
+  | { readonly kind: "refunded"; readonly refundId: string }
+  | { readonly kind: "not-found" }
+  | { readonly kind: "unknown"; readonly reason: string }
+  | { readonly kind: "unavailable"; readonly reason: string; readonly retryAfterMs?: number }
+  | { readonly kind: "rejected"; readonly code: string };
+
+/**
+ * The refund retry worker's next move (PY-15, refund-retrier.ts):
+ * - `complete`: the acquirer has the refund — book the reversal;
+ * - `send`: the acquirer never saw the key — send the refund, with that same key;
+ * - `fail`: a definitive refusal — release the reserved amount;
+ * - `retry`: no answer — ask again after `delayMs`;
+ * - `give-up`: the retry bound is spent with the outcome still unknown — a visible terminal
+ *   state that keeps the reservation (the refund may have happened); the D+1 file decides.
+ */
+export type RefundRetryDecision =
+  | { readonly action: "complete"; readonly refundId: string }
+  | { readonly action: "send" }
+  | { readonly action: "fail"; readonly failure: string }
+  | { readonly action: "retry"; readonly attempts: number; readonly delayMs: number; readonly reason: string }
+  | { readonly action: "give-up"; readonly attempts: number; readonly failure: string };
+
+export interface RefundRetryContext {
+  /** Worker rounds already spent on this refund: the backoff exponent. */
+  readonly attempts: number;
+  /** Since the refund was created: the policy's budget is measured against it. */
+  readonly elapsedMs: number;
+  /** Backoff with its named bounds (`maxAttempts`, `budgetMs`). */
+  readonly policy: BackoffPolicy;
+}
+
+function retryOrGiveUp(reason: string, ctx: RefundRetryContext, retryAfterMs = 0): RefundRetryDecision {
+  const attempts = ctx.attempts + 1;
+  const next = ctx.policy.next(attempts, ctx.elapsedMs);
+  if (!next.retry) {
+    return {
+      action: "give-up",
+      attempts,
+      failure: `acquirer outcome still unknown after ${attempts} attempts (${next.reason}; last: ${reason}); the D+1 settlement file decides`,
+    };
+  }
+  return { action: "retry", attempts, delayMs: Math.max(next.delayMs, retryAfterMs), reason };
+}
+
+/**
+ * Decides what a stuck refund does after `outcome` of `phase`. Pure. A query never leads to a
+ * failure (only a refusal of a send is definitive), and a send follows only a "not-found" query,
+ * so the acquirer, counting refunds per key, never sees one refund twice from this path.
+ *
+ * @example
+ * decideRefundRetry("query", { kind: "not-found" }, ctx);             // { action: "send" }
+ * decideRefundRetry("send", { kind: "refunded", refundId: "r1" }, ctx); // { action: "complete", refundId: "r1" }
+ */
+export function decideRefundRetry(
+  phase: "query" | "send",
+  outcome: RefundRetryOutcome,
+  ctx: RefundRetryContext,
+): RefundRetryDecision {
+  switch (outcome.kind) {
+    case "refunded":
+      return { action: "complete", refundId: outcome.refundId };
+    case "not-found":
+      return phase === "query" ? { action: "send" } : retryOrGiveUp("send answered not-found", ctx);
+    case "rejected":
+      return phase === "send"
+        ? { action: "fail", failure: `acquirer refused: ${outcome.code}` }
+        : retryOrGiveUp(`query refused: ${outcome.code}`, ctx);
+    case "unknown":
+      return retryOrGiveUp(outcome.reason, ctx);
+    case "unavailable":
+      return retryOrGiveUp(outcome.reason, ctx, outcome.retryAfterMs ?? 0);
+  }
+}

@@ -11,6 +11,11 @@ export const reconciliationErrors = defineErrors({
     status: 404,
     message: "No reconciliation exception with this id.",
   },
+  PAYMENTS_RECON_EXCEPTION_RESOLVED: {
+    status: 409,
+    message:
+      "The exception was already resolved with the other action (see `resolutionAction`); repeat that action to read the result.",
+  },
   PAYMENTS_RECON_UNKNOWN_KEY: {
     status: 422,
     message:

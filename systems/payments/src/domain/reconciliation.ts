@@ -5,6 +5,8 @@
  * - `missing_in_ledger`: the acquirer settled an operation we have no booked record of.
  * - `missing_at_acquirer`: we booked an operation of that day and the file has no row for it.
  * - `amount_mismatch`: both sides have it, with another amount or currency.
+ * - `fee_mismatch`: a matched capture whose fee in the file differs from the fee our ledger booked
+ *   for it (the contracted `feeBps`, or none when it could not be booked).
  *
  * Only OUR operations inside the day are required to be in the file (the file is the day's); a
  * file row is looked up among all our operations, whatever day we booked it, so a capture we
@@ -19,7 +21,12 @@ import type { SettlementRow, UtcDay } from "../acquirer-sim/settlement-file.ts";
 
 export type SettlementOperation = "capture" | "refund";
 
-export const EXCEPTION_KINDS = ["missing_in_ledger", "missing_at_acquirer", "amount_mismatch"] as const;
+export const EXCEPTION_KINDS = [
+  "missing_in_ledger",
+  "missing_at_acquirer",
+  "amount_mismatch",
+  "fee_mismatch",
+] as const;
 export type ExceptionKind = (typeof EXCEPTION_KINDS)[number];
 
 /** An operation our ledger booked: a posted capture or a succeeded refund. */
@@ -122,11 +129,14 @@ export function matchSettlement(
   return { matched, differences };
 }
 
+/** The ledger accounts a correction moves money between: a merchant's two, or the platform's fee account. */
+export type CorrectionAccount = "customer_funds" | "merchant_pending" | "acquirer_fees";
+
 /** A ledger correction for one difference, in the direction money moved (or must move back). */
 export interface Correction {
-  /** The account role money leaves and the one it enters. */
-  readonly from: "customer_funds" | "merchant_pending";
-  readonly to: "customer_funds" | "merchant_pending";
+  /** The account money leaves and the one it enters. */
+  readonly from: CorrectionAccount;
+  readonly to: CorrectionAccount;
   readonly amountMinor: bigint;
 }
 
@@ -147,4 +157,112 @@ export function correctionFor(
   return forward
     ? { from: "customer_funds", to: "merchant_pending", amountMinor: delta < 0n ? -delta : delta }
     : { from: "merchant_pending", to: "customer_funds", amountMinor: delta < 0n ? -delta : delta };
+}
+
+/** Basis points in a whole: 150 bps is 1.5 %. */
+const BPS = 10_000n;
+
+/**
+ * The fee our contract with the acquirer sets on a capture: `feeBps` of the amount, rounded half up,
+ * in minor units (PY-10).
+ *
+ * @example
+ * contractedFeeMinor(5_000n, 150); // 75n
+ */
+export function contractedFeeMinor(amountMinor: bigint, feeBps: number): bigint {
+  if (!Number.isInteger(feeBps) || feeBps < 0 || feeBps > 10_000) throw new RangeError("feeBps in 0..10000");
+  if (amountMinor < 0n) throw new RangeError("amountMinor >= 0");
+  return (amountMinor * BigInt(feeBps) + BPS / 2n) / BPS;
+}
+
+/** A capture both sides agree on, whose fee is to be booked and checked. */
+export interface FeeCheck {
+  readonly acquirerKey: string;
+  readonly paymentId: bigint;
+  readonly currency: string;
+  /** The captured amount (equal on both sides). */
+  readonly amountMinor: bigint;
+  /** What the file says the acquirer withheld. */
+  readonly fileFeeMinor: bigint;
+  /** What our contract says it may withhold. */
+  readonly contractedFeeMinor: bigint;
+}
+
+/**
+ * The captures of the file that match our booking exactly (the first row of a key, as
+ * `matchSettlement` counts them): only those carry a fee to book. A mismatched or unknown capture
+ * is an exception of its own first; its fee waits for that to be resolved.
+ *
+ * @example
+ * feeChecks([row], [booked], 150); // [{ acquirerKey, contractedFeeMinor: 75n, fileFeeMinor: 75n, ... }]
+ */
+export function feeChecks(
+  rows: readonly SettlementRow[],
+  booked: readonly BookedOperation[],
+  feeBps: number,
+): FeeCheck[] {
+  const ours = new Map(booked.map((op) => [operationKey(op.operation, op.acquirerKey), op]));
+  const seen = new Set<string>();
+  const checks: FeeCheck[] = [];
+  for (const row of rows) {
+    const key = operationKey(row.operation, row.idempotencyKey);
+    const op = seen.has(key) ? undefined : ours.get(key);
+    seen.add(key);
+    if (row.operation !== "capture" || op === undefined) continue;
+    if (op.amountMinor !== row.amountMinor || op.currency !== row.currency) continue;
+    checks.push({
+      acquirerKey: row.idempotencyKey,
+      paymentId: op.paymentId,
+      currency: op.currency,
+      amountMinor: op.amountMinor,
+      fileFeeMinor: row.feeMinor,
+      contractedFeeMinor: contractedFeeMinor(op.amountMinor, feeBps),
+    });
+  }
+  return checks;
+}
+
+/**
+ * `fee_mismatch` differences: every check whose file fee differs from the fee our ledger holds for
+ * it (`bookedFees`: the booked amount, or null when none could be booked). Expected = ours,
+ * actual = the file's, as for every other kind.
+ */
+export function feeDifferences(
+  checks: readonly FeeCheck[],
+  bookedFees: ReadonlyMap<string, bigint | null>,
+): Difference[] {
+  const differences: Difference[] = [];
+  for (const check of checks) {
+    const ours = bookedFees.get(check.acquirerKey) ?? null;
+    if (ours === check.fileFeeMinor) continue;
+    differences.push({
+      kind: "fee_mismatch",
+      operation: "capture",
+      acquirerKey: check.acquirerKey,
+      expectedMinor: ours,
+      actualMinor: check.fileFeeMinor,
+      currency: check.currency,
+      paymentId: check.paymentId,
+      refundId: null,
+    });
+  }
+  return differences;
+}
+
+/**
+ * The correction that makes the fee our ledger holds equal what the acquirer withheld: the signed
+ * difference (file − ledger) moves merchant_pending → acquirer_fees, flipped when negative.
+ *
+ * @example
+ * feeCorrectionFor(75n, 80n); // { from: "merchant_pending", to: "acquirer_fees", amountMinor: 5n }
+ */
+export function feeCorrectionFor(
+  expectedMinor: bigint | null,
+  actualMinor: bigint | null,
+): Correction | undefined {
+  const delta = (actualMinor ?? 0n) - (expectedMinor ?? 0n);
+  if (delta === 0n) return undefined;
+  return delta > 0n
+    ? { from: "merchant_pending", to: "acquirer_fees", amountMinor: delta }
+    : { from: "acquirer_fees", to: "merchant_pending", amountMinor: -delta };
 }

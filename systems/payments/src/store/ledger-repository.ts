@@ -1,6 +1,6 @@
 /**
  * The double-entry ledger on PostgreSQL or PGlite (schema: migrations/001_ledger.sql; write path:
- * 008_ledger_write.sql).
+ * 007_ledger_write.sql).
  *
  * Every write is one READ COMMITTED transaction that, in this order (for transfers, batches and
  * reversals, inside ONE call of the server-side function `ledger_write`: one round trip):
@@ -302,7 +302,7 @@ interface WrittenRow {
   amount: bigint;
 }
 
-/** `ledger_write`'s own SQLSTATEs (008_ledger_write.sql) → typed errors; anything else passes through. */
+/** `ledger_write`'s own SQLSTATEs (007_ledger_write.sql) → typed errors; anything else passes through. */
 function ledgerWriteError(err: unknown): unknown {
   const { code, detail } = (err ?? {}) as { code?: unknown; detail?: unknown };
   const text = typeof detail === "string" ? detail : "";

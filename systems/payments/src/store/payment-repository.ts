@@ -17,8 +17,16 @@
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { normalizeTransfer } from "../domain/ledger.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
-import type { PaymentStatus, SagaDecision, SagaIntent, SagaState, SagaStep } from "../domain/payment-saga.ts";
+import {
+  captureAmountOf,
+  type PaymentStatus,
+  type SagaDecision,
+  type SagaIntent,
+  type SagaState,
+  type SagaStep,
+} from "../domain/payment-saga.ts";
 import type { IdempotencyLease, IdempotencyStore } from "./idempotency-store.ts";
+import { postPartially } from "./ledger-partial-post.ts";
 import { applyTransfers, settlePending } from "./ledger-repository.ts";
 import { ensureMerchantAccounts as provisionMerchantAccounts } from "./merchant-accounts.ts";
 
@@ -44,6 +52,10 @@ export interface Payment extends SagaState {
   version: bigint;
   idemGeneration: number;
   holdTransactionId: bigint;
+  /** The part a merchant asked to capture (PY-16); null: all of it. */
+  captureAmountMinor: bigint | null;
+  /** After a partial capture, the posted transfer refunds reverse; null: the hold itself was posted. */
+  captureTransactionId: bigint | null;
   capturedMinor: bigint;
   refundedMinor: bigint;
   startedAt: Date;
@@ -93,6 +105,8 @@ interface PaymentRow {
   idem_generation: number;
   acquirer_authorization_id: string | null;
   hold_transaction_id: bigint;
+  capture_amount_minor: bigint | null;
+  capture_transaction_id: bigint | null;
   captured_minor: bigint;
   refunded_minor: bigint;
   started_at: Date;
@@ -124,6 +138,8 @@ function toPayment(row: PaymentRow): Payment {
     idemGeneration: row.idem_generation,
     authorizationId: row.acquirer_authorization_id,
     holdTransactionId: row.hold_transaction_id,
+    captureAmountMinor: row.capture_amount_minor,
+    captureTransactionId: row.capture_transaction_id,
     capturedMinor: row.captured_minor,
     refundedMinor: row.refunded_minor,
     startedAt: row.started_at,
@@ -322,7 +338,7 @@ export async function applyDecision(
     `UPDATE payments SET status = $4::text, step = $5::text, intent = $6, attempts = $7, next_run_at = $8,
         lease_owner = $9, lease_until = $10, version = version + 1, acquirer_authorization_id = $11,
         decline_reason = COALESCE($12::text, decline_reason), failure = COALESCE($13::text, failure),
-        captured_minor = CASE WHEN $4::text = 'captured' THEN amount_minor ELSE captured_minor END,
+        captured_minor = CASE WHEN $4::text = 'captured' THEN $15::int8 ELSE captured_minor END,
         updated_at = $14::timestamptz, finished_at = CASE WHEN $5::text = 'done' THEN $14::timestamptz ELSE NULL END
       WHERE id = $1 AND version = $2 AND lease_owner = $3
       RETURNING *`,
@@ -341,17 +357,36 @@ export async function applyDecision(
       next.declineReason,
       next.failure,
       now,
+      captureAmountOf(payment.amountMinor, payment.captureAmountMinor),
     ],
   );
   if (rows[0] === undefined) {
     throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", { fields: { paymentId: payment.id.toString() } });
   }
-  const updated = toPayment(rows[0]);
-  if (next.ledger !== "none") {
-    await settlePending(tx, payment.holdTransactionId, next.ledger === "post-hold" ? "posted" : "voided");
-  }
+  const updated = await applyLedgerAction(tx, toPayment(rows[0]), next);
   await recordIdempotency(tx, updated, next, options);
   return updated;
+}
+
+/**
+ * The decision's ledger action: post the hold (all of it, or — PY-16 — the captured part with the
+ * rest released, ledger-partial-post.ts), or void it. In the step's transaction.
+ */
+async function applyLedgerAction(tx: Queryable, p: Payment, next: SagaDecision): Promise<Payment> {
+  if (next.ledger === "void-hold") await settlePending(tx, p.holdTransactionId, "voided");
+  if (next.ledger !== "post-hold") return p;
+  const capturedMinor = captureAmountOf(p.amountMinor, p.captureAmountMinor);
+  if (capturedMinor === p.amountMinor) {
+    await settlePending(tx, p.holdTransactionId, "posted");
+    return p;
+  }
+  const capture = await postPartially(tx, p.holdTransactionId, {
+    amountMinor: capturedMinor,
+    idemKey: `pay:${p.id}:capture`,
+    metadata: { paymentId: p.id.toString() },
+  });
+  await tx.query("UPDATE payments SET capture_transaction_id = $2 WHERE id = $1", [p.id, capture.id]);
+  return { ...p, captureTransactionId: capture.id };
 }
 
 /** The response the original POST /v1/payments replays once its saga finished (PY-13). */
@@ -385,17 +420,22 @@ async function recordIdempotency(
   else await options.idempotency.advance(tx, lease, `saga_${next.step}`, options.nowMs);
 }
 
-/** Moves a finished, authorized saga to its capture or void step (PY-16); the caller holds the row lock. */
+/**
+ * Moves a finished, authorized saga to its capture or void step (PY-16); the caller holds the row
+ * lock. `captureAmountMinor`: a partial capture's amount (< authorized), kept for every try of the step.
+ */
 export async function scheduleSettlement(
   tx: Queryable,
   p: Payment,
   state: SagaState,
   nowMs: number,
+  captureAmountMinor: bigint | null = null,
 ): Promise<void> {
+  const partial = captureAmountMinor !== null && captureAmountMinor < p.amountMinor;
   await tx.query(
     `UPDATE payments SET step = $2, intent = $3, attempts = 0, next_run_at = $4, finished_at = NULL,
-        updated_at = $4, version = version + 1 WHERE id = $1`,
-    [p.id, state.step, state.intent, new Date(nowMs)],
+        updated_at = $4, version = version + 1${partial ? ", capture_amount_minor = $5" : ""} WHERE id = $1`,
+    [p.id, state.step, state.intent, new Date(nowMs), ...(partial ? [captureAmountMinor] : [])],
   );
 }
 

@@ -2,11 +2,22 @@
  * Refunds (PY-15, PY-16): partial, each with its own idempotency key and acquirer call. The
  * refund row reserves its amount on the payment (`refunded_minor`, CHECK ≤ captured) in the
  * transaction that creates it, so concurrent refunds can never exceed the capture; the ledger
- * effect — a reversal of the payment's posted hold, linked by `reverses_id` — is written only
- * once the acquirer confirmed, with the stored response, in one transaction.
+ * effect — a reversal of the payment's posted capture, linked by `reverses_id` — is written only
+ * once the acquirer confirmed.
+ *
+ * Who may call the acquirer for a pending refund is decided by a lease on its row, the way sagas
+ * are claimed (payment-repository.ts): the API request that created it holds the lease during its
+ * call; a refund left pending past `next_run_at` is claimed by a retry worker with `FOR UPDATE
+ * SKIP LOCKED` + lease expiry; every later write is a compare-and-set on (version, owner, pending),
+ * so of two claimers only the current owner can settle it, and a settled refund never changes.
+ *
+ * Statuses: pending → succeeded (reversal booked) | failed (definitive refusal: the reservation is
+ * released) | unresolved (the retry bound ran out with the outcome unknown: the reservation stays,
+ * the D+1 settlement file decides).
  *
  * @example
  * const refund = await db.transaction((tx) => createRefund(tx, payment, { idempotencyKey, amountMinor: 1000n, ... }));
+ * const due = await claimDueRefunds(db, { owner: "w1", nowMs, leaseMs: 30_000, maxBatch: 8 });
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { paymentErrors } from "../domain/payment-errors.ts";
@@ -14,7 +25,7 @@ import { statusAfterRefunds } from "../domain/payment-saga.ts";
 import { applyReversal } from "./ledger-repository.ts";
 import type { Payment } from "./payment-repository.ts";
 
-export type RefundStatus = "pending" | "succeeded" | "failed";
+export type RefundStatus = "pending" | "succeeded" | "failed" | "unresolved";
 
 export interface Refund {
   id: bigint;
@@ -25,9 +36,17 @@ export interface Refund {
   amountMinor: bigint;
   status: RefundStatus;
   failure: string | null;
+  /** Retry-worker rounds spent on it (the backoff exponent). */
+  attempts: number;
+  nextRunAt: Date;
+  leaseOwner: string | null;
+  leaseUntil: Date | null;
+  /** Bumped by every write: the fence of the compare-and-set. */
+  version: bigint;
   acquirerRefundId: string | null;
   ledgerTransactionId: bigint | null;
   createdAt: Date;
+  updatedAt: Date;
 }
 
 interface RefundRow {
@@ -39,9 +58,15 @@ interface RefundRow {
   amount_minor: bigint;
   status: RefundStatus;
   failure: string | null;
+  attempts: number;
+  next_run_at: Date;
+  lease_owner: string | null;
+  lease_until: Date | null;
+  version: bigint;
   acquirer_refund_id: string | null;
   ledger_transaction_id: bigint | null;
   created_at: Date;
+  updated_at: Date;
 }
 
 function toRefund(row: RefundRow): Refund {
@@ -54,9 +79,15 @@ function toRefund(row: RefundRow): Refund {
     amountMinor: row.amount_minor,
     status: row.status,
     failure: row.failure,
+    attempts: row.attempts,
+    nextRunAt: row.next_run_at,
+    leaseOwner: row.lease_owner,
+    leaseUntil: row.lease_until,
+    version: row.version,
     acquirerRefundId: row.acquirer_refund_id,
     ledgerTransactionId: row.ledger_transaction_id,
     createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 
@@ -72,11 +103,23 @@ export function refundView(r: Refund): Record<string, unknown> {
   };
 }
 
-/** Inserts a pending refund and reserves its amount on the locked payment; 409/422 when not allowed. */
+export interface CreateRefundInput {
+  idempotencyKey: string;
+  amountMinor: bigint;
+  idemGeneration: number;
+  nowMs: number;
+  /** The creator holds the row's lease for its own acquirer call. */
+  leaseOwner: string;
+  leaseMs: number;
+  /** From now until the retry worker may take the refund over if it is still pending. */
+  retryAfterMs: number;
+}
+
+/** Inserts a pending, leased refund and reserves its amount on the locked payment; 409/422 when not allowed. */
 export async function createRefund(
   tx: Queryable,
   payment: Payment,
-  input: { idempotencyKey: string; amountMinor: bigint; idemGeneration: number; nowMs: number },
+  input: CreateRefundInput,
 ): Promise<Refund> {
   if (payment.status !== "captured" && payment.status !== "partially_refunded") {
     throw paymentErrors.create("PAYMENTS_PAYMENT_STATE_CONFLICT", { fields: { status: payment.status } });
@@ -91,19 +134,21 @@ export async function createRefund(
     payment.id,
     input.amountMinor,
   ]);
-  const now = new Date(input.nowMs);
   const { rows } = await tx.query<RefundRow>(
     `INSERT INTO payment_refunds (payment_id, merchant_id, idempotency_key, acquirer_key, amount_minor, status,
-       next_run_at, idem_generation, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $6, $6) RETURNING *`,
+       next_run_at, lease_owner, lease_until, idem_generation, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $10) RETURNING *`,
     [
       payment.id,
       payment.merchantId,
       input.idempotencyKey,
       `${payment.acquirerKey}:refund:${input.idempotencyKey}`,
       input.amountMinor,
-      now,
+      new Date(input.nowMs + input.retryAfterMs),
+      input.leaseOwner,
+      new Date(input.nowMs + input.leaseMs),
       input.idemGeneration,
+      new Date(input.nowMs),
     ],
   );
   return toRefund(rows[0]!);
@@ -121,27 +166,112 @@ export async function findRefundByKey(
   return rows[0] === undefined ? undefined : toRefund(rows[0]);
 }
 
+/** One refund of one payment, scoped to its merchant: another merchant's reads as absent. */
+export async function findRefund(
+  q: Queryable,
+  merchantId: string,
+  paymentId: bigint,
+  refundId: bigint,
+): Promise<Refund | undefined> {
+  const { rows } = await q.query<RefundRow>(
+    "SELECT * FROM payment_refunds WHERE id = $1 AND payment_id = $2 AND merchant_id = $3",
+    [refundId, paymentId, merchantId],
+  );
+  return rows[0] === undefined ? undefined : toRefund(rows[0]);
+}
+
+export interface RefundClaimOptions {
+  owner: string;
+  nowMs: number;
+  /** Must cover the claimer's acquirer calls for one round (checked by the retry worker). */
+  leaseMs: number;
+}
+
 /**
- * The acquirer confirmed the refund: the ledger reversal of the posted hold (`pay:<id>:refund:<key>`,
- * PY-15), the refund row and the payment's status, in `tx`. Idempotent: a succeeded refund is returned as is.
+ * Claims up to `maxBatch` refunds stuck in `pending` past their `next_run_at`, unleased or with an
+ * expired lease. SKIP LOCKED: concurrent claimers take disjoint rows without waiting; the version
+ * bump fences whatever a previous owner still tries to write.
+ */
+export async function claimDueRefunds(
+  q: Queryable,
+  options: RefundClaimOptions & { maxBatch: number },
+): Promise<Refund[]> {
+  const now = new Date(options.nowMs);
+  const { rows } = await q.query<RefundRow>(
+    `WITH due AS (
+       SELECT id FROM payment_refunds
+        WHERE status = 'pending' AND next_run_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+        ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+     UPDATE payment_refunds r SET lease_owner = $3, lease_until = $4, version = r.version + 1
+       FROM due WHERE r.id = due.id
+     RETURNING r.*`,
+    [now, options.maxBatch, options.owner, new Date(options.nowMs + options.leaseMs)],
+  );
+  return rows.map(toRefund);
+}
+
+/** Claims one pending refund when nobody else holds it (a client's retry of its request); undefined otherwise. */
+export async function claimRefund(
+  q: Queryable,
+  id: bigint,
+  options: RefundClaimOptions,
+): Promise<Refund | undefined> {
+  const { rows } = await q.query<RefundRow>(
+    `UPDATE payment_refunds SET lease_owner = $3, lease_until = $4, version = version + 1
+      WHERE id = $1 AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $2 OR lease_owner = $3)
+      RETURNING *`,
+    [id, new Date(options.nowMs), options.owner, new Date(options.nowMs + options.leaseMs)],
+  );
+  return rows[0] === undefined ? undefined : toRefund(rows[0]);
+}
+
+/** The compare-and-set every write of a claimed refund goes through; PAYMENTS_REFUND_LEASE_LOST when fenced. */
+async function updateOwned(
+  q: Queryable,
+  refund: Refund,
+  owner: string,
+  set: string,
+  params: readonly unknown[],
+): Promise<Refund> {
+  const { rows } = await q.query<RefundRow>(
+    `UPDATE payment_refunds SET ${set}, version = version + 1
+      WHERE id = $1 AND version = $2 AND lease_owner = $3 AND status = 'pending' RETURNING *`,
+    [refund.id, refund.version, owner, ...params],
+  );
+  if (rows[0] === undefined) {
+    throw paymentErrors.create("PAYMENTS_REFUND_LEASE_LOST", { fields: { refundId: refund.id.toString() } });
+  }
+  return toRefund(rows[0]);
+}
+
+/**
+ * The acquirer confirmed the refund: the refund row (compare-and-set, so it settles once), the
+ * ledger reversal of the posted capture (`pay:<id>:refund:<key>`, PY-15) and the payment's status,
+ * in `tx`. The caller locked `payment` first (lockPayment): the one lock order of refund writers.
  */
 export async function completeRefund(
   tx: Queryable,
   refund: Refund,
   payment: Payment,
-  input: { acquirerRefundId: string; nowMs: number },
+  input: { acquirerRefundId: string; nowMs: number; owner: string },
 ): Promise<Refund> {
-  if (refund.status === "succeeded") return refund;
-  const reversal = await applyReversal(tx, payment.holdTransactionId, {
+  const now = new Date(input.nowMs);
+  const claimed = await updateOwned(
+    tx,
+    refund,
+    input.owner,
+    "status = 'succeeded', acquirer_refund_id = $4, lease_owner = NULL, lease_until = NULL, updated_at = $5",
+    [input.acquirerRefundId, now],
+  );
+  // PY-16: after a partial capture the posted money sits in the capture transfer, not the hold.
+  const reversal = await applyReversal(tx, payment.captureTransactionId ?? payment.holdTransactionId, {
     idemKey: `pay:${payment.id}:refund:${refund.idempotencyKey}`,
     amount: refund.amountMinor,
     metadata: { paymentId: payment.id.toString(), refundId: refund.id.toString() },
   });
-  const now = new Date(input.nowMs);
   const { rows } = await tx.query<RefundRow>(
-    `UPDATE payment_refunds SET status = 'succeeded', acquirer_refund_id = $2, ledger_transaction_id = $3,
-        updated_at = $4 WHERE id = $1 RETURNING *`,
-    [refund.id, input.acquirerRefundId, reversal.transaction.id, now],
+    "UPDATE payment_refunds SET ledger_transaction_id = $2 WHERE id = $1 RETURNING *",
+    [claimed.id, reversal.transaction.id],
   );
   const { rows: sums } = await tx.query<{ refunded: bigint }>(
     "SELECT COALESCE(sum(amount_minor), 0)::int8 AS refunded FROM payment_refunds WHERE payment_id = $1 AND status = 'succeeded'",
@@ -155,21 +285,56 @@ export async function completeRefund(
   return toRefund(rows[0]!);
 }
 
-/** The acquirer refused the refund for good: release its reserved amount. */
+/** The acquirer refused the refund for good: failed, and its reserved amount released. */
 export async function failRefund(
   tx: Queryable,
   refund: Refund,
-  failure: string,
-  nowMs: number,
+  input: { failure: string; nowMs: number; owner: string },
 ): Promise<Refund> {
-  const { rows } = await tx.query<RefundRow>(
-    "UPDATE payment_refunds SET status = 'failed', failure = $2, updated_at = $3 WHERE id = $1 AND status = 'pending' RETURNING *",
-    [refund.id, failure, new Date(nowMs)],
+  const failed = await updateOwned(
+    tx,
+    refund,
+    input.owner,
+    "status = 'failed', failure = $4, lease_owner = NULL, lease_until = NULL, updated_at = $5",
+    [input.failure, new Date(input.nowMs)],
   );
-  if (rows[0] === undefined) return refund;
   await tx.query("UPDATE payments SET refunded_minor = refunded_minor - $2 WHERE id = $1", [
     refund.paymentId,
     refund.amountMinor,
   ]);
-  return toRefund(rows[0]);
+  return failed;
+}
+
+/** No answer this round: the lease is given back and the refund is due again at `nextRunAtMs`. */
+export async function postponeRefund(
+  q: Queryable,
+  refund: Refund,
+  input: { attempts: number; nextRunAtMs: number; nowMs: number; owner: string },
+): Promise<Refund> {
+  return updateOwned(
+    q,
+    refund,
+    input.owner,
+    "attempts = $4, next_run_at = $5, lease_owner = NULL, lease_until = NULL, updated_at = $6",
+    [input.attempts, new Date(input.nextRunAtMs), new Date(input.nowMs)],
+  );
+}
+
+/**
+ * The retry bound is spent and the outcome is still unknown: `unresolved`, terminal for the worker.
+ * The reservation stays (the acquirer may have refunded); reconciliation against the D+1 file finds
+ * the refund if it happened (missing_in_ledger) and its adjustment books it.
+ */
+export async function giveUpRefund(
+  q: Queryable,
+  refund: Refund,
+  input: { attempts: number; failure: string; nowMs: number; owner: string },
+): Promise<Refund> {
+  return updateOwned(
+    q,
+    refund,
+    input.owner,
+    "status = 'unresolved', attempts = $4, failure = $5, lease_owner = NULL, lease_until = NULL, updated_at = $6",
+    [input.attempts, input.failure, new Date(input.nowMs)],
+  );
 }

@@ -26,13 +26,13 @@ import { BackoffPolicy } from "@casebook/kit/backoff";
 import { CircuitBreaker, type CircuitBreakerOptions } from "@casebook/kit/circuit-breaker";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
+import { TokenBucket } from "@casebook/kit/token-bucket";
 import type { StepOutcome } from "../domain/payment-saga.ts";
-import { TokenBucket } from "../domain/token-bucket.ts";
 
 export type CallPhase = "connect" | "headers" | "body";
 
 /** The acquirer operations, as metric labels. */
-export type AcquirerOperation = "authorize" | "query" | "capture" | "void" | "refund";
+export type AcquirerOperation = "authorize" | "query" | "capture" | "void" | "refund" | "refund_query";
 
 /** Told of every finished call (all tries): its operation, outcome kind ("error" if it threw) and duration. */
 export interface AcquirerCallObserver {
@@ -84,6 +84,9 @@ export interface AuthorizeRequest {
 export type RefundOutcome =
   | { kind: "refunded"; refundId: string }
   | Extract<StepOutcome, { kind: "unknown" | "unavailable" | "rejected" }>;
+
+/** What the acquirer says of a refund key: refunded, never seen (`not-found`), or no answer. */
+export type RefundQueryOutcome = RefundOutcome | { kind: "not-found" };
 
 /** What one HTTP exchange gave: an answer, nothing sent, or sent without an answer. */
 type Exchange =
@@ -197,10 +200,13 @@ export class AcquirerClient {
     return this.#viewOutcome(exchange.body);
   }
 
-  /** `correlationId`: the payment's acquirer key, for logs and the correlation header. */
-  capture(authorizationId: string, correlationId?: string): Promise<StepOutcome> {
+  /**
+   * `correlationId`: the payment's acquirer key, for logs and the correlation header.
+   * `amountMinor`: a partial capture (PY-16, at most the authorized amount); omitted, all of it.
+   */
+  capture(authorizationId: string, correlationId?: string, amountMinor?: bigint): Promise<StepOutcome> {
     return this.#observed("capture", correlationId, () =>
-      this.#settle(authorizationId, "capture", correlationId),
+      this.#settle(authorizationId, "capture", correlationId, amountMinor),
     );
   }
 
@@ -208,9 +214,20 @@ export class AcquirerClient {
     return this.#observed("void", correlationId, () => this.#settle(authorizationId, "void", correlationId));
   }
 
-  async #settle(authorizationId: string, action: "capture" | "void", correlationId?: string) {
+  async #settle(
+    authorizationId: string,
+    action: "capture" | "void",
+    correlationId?: string,
+    amountMinor?: bigint,
+  ) {
     const path = `/v1/authorizations/${encodeURIComponent(authorizationId)}/${action}`;
-    const exchange = await this.#call("POST", path, action === "capture" ? {} : undefined, correlationId);
+    const body =
+      action === "void"
+        ? undefined
+        : amountMinor === undefined
+          ? {}
+          : { amountMinor: amountMinor.toString() };
+    const exchange = await this.#call("POST", path, body, correlationId);
     if (exchange.kind !== "answer" || exchange.status !== 200) return this.#failure(exchange);
     return this.#viewOutcome(exchange.body);
   }
@@ -230,6 +247,26 @@ export class AcquirerClient {
     const body = { idempotencyKey: request.idempotencyKey, amountMinor: request.amountMinor.toString() };
     const path = `/v1/authorizations/${encodeURIComponent(authorizationId)}/refunds`;
     const exchange = await this.#call("POST", path, body, request.correlationId);
+    if (exchange.kind === "answer" && exchange.status === 200) {
+      return { kind: "refunded", refundId: String(exchange.body.id) };
+    }
+    return this.#failure(exchange) as RefundOutcome;
+  }
+
+  /**
+   * The acquirer's record of the refund made with `idempotencyKey` (PY-15): how a refund whose
+   * answer was lost is resolved before anything is sent again. `correlationId` as for `refund`.
+   */
+  queryRefundByKey(idempotencyKey: string, correlationId?: string): Promise<RefundQueryOutcome> {
+    return this.#observed("refund_query", correlationId, () =>
+      this.#queryRefund(idempotencyKey, correlationId),
+    );
+  }
+
+  async #queryRefund(idempotencyKey: string, correlationId?: string): Promise<RefundQueryOutcome> {
+    const path = `/v1/refunds/by-key/${encodeURIComponent(idempotencyKey)}`;
+    const exchange = await this.#call("GET", path, undefined, correlationId);
+    if (exchange.kind === "answer" && exchange.status === 404) return { kind: "not-found" };
     if (exchange.kind === "answer" && exchange.status === 200) {
       return { kind: "refunded", refundId: String(exchange.body.id) };
     }

@@ -23,6 +23,9 @@ import { parseSettlementCsv } from "../acquirer-sim/settlement-file.ts";
 import type { RunSummary } from "../store/reconciliation-repository.ts";
 import { reconcileDate, type SettlementSource } from "./reconciler.ts";
 
+/** The contracted acquirer fee when PAYMENTS_ACQUIRER_FEE_BPS is unset: 1.5 %. */
+export const DEFAULT_FEE_BPS = 150;
+
 export const USAGE = `usage: reconcile-cli.ts <file.csv | --date YYYY-MM-DD> [--date YYYY-MM-DD]
 
   file.csv        a settlement file (columns of the acquirer's D+1 file); its date is --date,
@@ -30,9 +33,20 @@ export const USAGE = `usage: reconcile-cli.ts <file.csv | --date YYYY-MM-DD> [--
   --date D        the UTC settlement date; without a file, fetched from $ACQUIRER_URL
   --help          this text
 
-env: DATABASE_URL (PostgreSQL; unset = embedded PGlite in $CASEBOOK_DATA/payments), ACQUIRER_URL`;
+env: DATABASE_URL (PostgreSQL; unset = embedded PGlite in $CASEBOOK_DATA/payments), ACQUIRER_URL,
+     PAYMENTS_ACQUIRER_FEE_BPS (the contracted fee on captures, basis points; default ${DEFAULT_FEE_BPS})`;
 
 const DATE_IN_NAME = /(\d{4}-\d{2}-\d{2})/;
+
+/** PAYMENTS_ACQUIRER_FEE_BPS as an integer in 0..10000, or the error text naming it. */
+function feeBpsOf(env: Env): number | string {
+  const raw = env.PAYMENTS_ACQUIRER_FEE_BPS;
+  if (raw === undefined || raw === "") return DEFAULT_FEE_BPS;
+  const value = Number(raw);
+  return /^\d{1,5}$/.test(raw) && value <= 10_000
+    ? value
+    : "PAYMENTS_ACQUIRER_FEE_BPS must be an integer in 0..10000";
+}
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -55,6 +69,7 @@ export function formatSummary(summary: RunSummary): string {
     ["missing_in_ledger", String(summary.byKind.missing_in_ledger)],
     ["missing_at_acquirer", String(summary.byKind.missing_at_acquirer)],
     ["amount_mismatch", String(summary.byKind.amount_mismatch)],
+    ["fee_mismatch", String(summary.byKind.fee_mismatch)],
     ["exceptions (total)", String(summary.differences)],
     ["new exceptions", String(summary.newExceptions)],
   ];
@@ -109,14 +124,15 @@ export async function runReconcileCli(
     return 2;
   }
   const chosen = await sourceOf(parsed.positionals[0], parsed.values.date, env);
-  if (typeof chosen === "string") {
-    print(`${chosen}\n${USAGE}`);
+  const feeBps = feeBpsOf(env);
+  if (typeof chosen === "string" || typeof feeBps === "string") {
+    print(`${typeof chosen === "string" ? chosen : feeBps}\n${USAGE}`);
     return 2;
   }
   const db = await openDatabase({ system: "payments", env });
   try {
     await runMigrations(db, { dir: new URL("../store/migrations/", import.meta.url) });
-    const summary = await reconcileDate({ db, clock: systemClock }, chosen.date, chosen.from);
+    const summary = await reconcileDate({ db, clock: systemClock, feeBps }, chosen.date, chosen.from);
     print(formatSummary(summary));
     return 0;
   } catch (error) {

@@ -4,6 +4,10 @@
  * booked, and record every difference as an exception for operations. Corrections are never
  * automatic: `adjust` (reconciliation-repository.ts) books them one by one, as NEW ledger entries.
  *
+ * Fees: each matched capture's acquirer fee (the file's `fee_minor`) is booked at the contracted
+ * `feeBps` (merchant_pending → acquirer_fees), once per settlement row; a file fee that differs from
+ * what the ledger holds is a `fee_mismatch` exception.
+ *
  * Schedule: once a day after the acquirer publishes (the file is refused before the day is over),
  * for yesterday's UTC date; a re-run of a day adds no duplicate exceptions.
  *
@@ -14,9 +18,14 @@
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import { parseSettlementCsv, type SettlementRow, utcDay } from "../acquirer-sim/settlement-file.ts";
-import { matchSettlement } from "../domain/reconciliation.ts";
+import { feeChecks, feeDifferences, matchSettlement } from "../domain/reconciliation.ts";
 import { reconciliationErrors } from "../domain/reconciliation-errors.ts";
-import { bookedOperations, type RunSummary, recordRun } from "../store/reconciliation-repository.ts";
+import {
+  bookedOperations,
+  bookFees,
+  type RunSummary,
+  recordRun,
+} from "../store/reconciliation-repository.ts";
 
 /** How long one settlement-file download may take before the run gives up. */
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
@@ -24,6 +33,8 @@ export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
 export interface ReconcilerDeps {
   db: Database;
   clock: Clock;
+  /** The acquirer fee our contract sets on captures, in basis points (150 = 1.5 %). */
+  feeBps: number;
 }
 
 /** The file, either text already at hand or fetched from the acquirer's GET /v1/settlements/{date}.csv. */
@@ -55,7 +66,7 @@ export async function fetchSettlementCsv(
   return text;
 }
 
-/** Reconciles one UTC date and records the run; returns the summary (matched, differences by kind). */
+/** Reconciles one UTC date, books its fees and records the run; returns the summary (matched, differences by kind). */
 export async function reconcileDate(
   deps: ReconcilerDeps,
   date: string,
@@ -75,11 +86,16 @@ export async function reconcileDate(
     rows.map((row) => row.idempotencyKey),
   );
   const result = matchSettlement(rows, booked, day);
+  // Fees first, each once per row: a crash before the run is recorded leaves the day to re-run,
+  // and the re-run finds those fees booked and books nothing new.
+  const checks = feeChecks(rows, booked, deps.feeBps);
+  const fees = await bookFees(deps.db, checks);
   return recordRun(deps.db, {
     date,
     source,
     fileRows: rows.length,
-    result,
+    matched: result.matched,
+    differences: [...result.differences, ...feeDifferences(checks, fees)],
     startedAtMs,
     nowMs: deps.clock.nowMs(),
   });

@@ -224,7 +224,8 @@ export class SagaOrchestrator {
       case "query":
         return acquirer.queryByKey(p.acquirerKey);
       case "capture":
-        return acquirer.capture(this.#authorizationId(p), p.acquirerKey);
+        // PY-16: a partial capture sends its amount on every try; none captures all of it.
+        return acquirer.capture(this.#authorizationId(p), p.acquirerKey, p.captureAmountMinor ?? undefined);
       case "void":
         return acquirer.void(this.#authorizationId(p), p.acquirerKey);
       case "done":

@@ -1,4 +1,4 @@
--- 008_ledger_write: the ledger's write path as ONE server-side call (seed 000 §4; PY-07, PY-09, PY-14).
+-- 007_ledger_write: the ledger's write path as ONE server-side call (seed 000 §4; PY-07, PY-09, PY-14).
 -- Before, a transfer cost six round trips (BEGIN, lock, insert transaction, insert entries, update
 -- balances, COMMIT) and the client parsed and planned each statement. `ledger_write` runs the same
 -- four steps in the server, so a transfer outside a saga is one autocommit statement: one round

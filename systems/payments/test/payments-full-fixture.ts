@@ -1,0 +1,140 @@
+/**
+ * The payments stack of payment-fixture.ts, plus the reconciliation exceptions routes and a
+ * refund retry worker (not started: a test runs it or starts it).
+ * PGlite in memory, or a fresh PostgreSQL schema dropped when the test ends.
+ */
+import { type TestContext, test } from "node:test";
+import { createService } from "@casebook/infra/http/service";
+import { systemClock } from "@casebook/kit/clock";
+import { seededRandom } from "@casebook/kit/random";
+import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
+import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
+import { registerReconciliationRoutes } from "../src/api/reconciliation-routes.ts";
+import { paymentsErrorRegistries } from "../src/payments-errors.ts";
+import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { AcquirerClient } from "../src/workers/acquirer-client.ts";
+import { RefundRetrier, type RefundRetrierOptions } from "../src/workers/refund-retrier.ts";
+import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
+import { startSim } from "./acquirer-sim-fixture.ts";
+import {
+  FAST_BACKOFF,
+  FAST_CLIENT,
+  type FixtureOptions,
+  openTestDb,
+  type PaymentsFixture,
+  type Reply,
+} from "./payment-fixture.ts";
+
+/** A fresh database with every migration: PGlite in memory, or a PostgreSQL schema of its own. */
+export const openFullTestDb = openTestDb;
+
+export interface FullFixture extends PaymentsFixture {
+  retrier: RefundRetrier;
+  schema: string | undefined;
+}
+
+export interface FullFixtureOptions extends FixtureOptions {
+  retrier?: Partial<RefundRetrierOptions>;
+}
+
+/** Fast refund retries for tests: from 10 ms, capped at 50 ms. */
+export const FAST_REFUND_BACKOFF = { baseMs: 10, capMs: 50, maxAttempts: 20, budgetMs: 60_000 };
+
+export async function startFullPayments(
+  t: TestContext,
+  options: FullFixtureOptions = {},
+): Promise<FullFixture> {
+  const { db, schema } = await openFullTestDb(t, options.url);
+  const sim = await startSim(t);
+  const random = seededRandom("payments-full-test");
+  const acquirer = new AcquirerClient({
+    baseUrl: sim.url,
+    clock: systemClock,
+    random,
+    ...FAST_CLIENT,
+    ...options.client,
+  });
+  t.after(() => acquirer.close());
+  const idempotency = new IdempotencyStore(db, { clock: systemClock });
+  const orchestrator = new SagaOrchestrator({
+    db,
+    acquirer,
+    idempotency,
+    clock: systemClock,
+    random,
+    owner: uniqueName("orch"),
+    leaseMs: 2_500,
+    pollIntervalMs: 10,
+    backoff: FAST_BACKOFF,
+    ...options.orchestrator,
+  });
+  t.after(() => orchestrator.stop());
+  const retrier = new RefundRetrier({
+    db,
+    acquirer,
+    clock: systemClock,
+    random,
+    owner: uniqueName("refunds"),
+    pollIntervalMs: 10,
+    backoff: FAST_REFUND_BACKOFF,
+    ...options.retrier,
+  });
+  t.after(() => retrier.stop());
+  const service = createService({
+    name: "payments-full-test",
+    version: "0.0.0",
+    log: { level: (process.env.PAYMENTS_TEST_LOG ?? "silent") as "silent" },
+    errors: paymentsErrorRegistries,
+    defaultMetrics: false,
+  });
+  t.after(() => service.close());
+  const merchant = uniqueName("m");
+  const merchantOf = (request: { headers: Record<string, unknown> }) =>
+    String(request.headers["x-test-merchant"] ?? merchant);
+  registerPaymentRoutes(service.app, {
+    db,
+    idempotency,
+    orchestrator,
+    acquirer,
+    clock: systemClock,
+    merchantOf,
+    config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0, ...options.routes },
+  });
+  registerReconciliationRoutes(service.app, { db, clock: systemClock, merchantOf });
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Reply> => {
+    const res = await service.app.inject({
+      method: method as "GET",
+      url: path,
+      headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+    return {
+      status: res.statusCode,
+      body: res.body === "" ? {} : (JSON.parse(res.body) as Record<string, unknown>),
+      text: res.body,
+    };
+  };
+  const pay = (body: Record<string, unknown>, key: string, who = merchant) =>
+    call("POST", "/v1/payments", body, { "idempotency-key": key, "x-test-merchant": who });
+  return { db, schema, sim, acquirer, idempotency, orchestrator, retrier, service, merchant, pay, call };
+}
+
+/**
+ * Registers `name [pglite]` and `name [postgresql]`: the same test on both engines. On PostgreSQL
+ * it skips with the engine's reason when none is reachable (CI requires it).
+ */
+export function testOnEngines(
+  name: string,
+  fn: (t: TestContext, url: string | undefined) => Promise<void>,
+): void {
+  test(`${name} [pglite]`, (t) => fn(t, undefined));
+  test(`${name} [postgresql]`, async (t) => {
+    const url = await requirePostgres(t);
+    if (url) await fn(t, url);
+  });
+}
