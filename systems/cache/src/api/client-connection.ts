@@ -1,0 +1,183 @@
+/**
+ * One client connection of the cache server: its parser, its state (name, protocol,
+ * id), and the read → run → write loop. Each socket read runs every complete command
+ * it carries and sends all their replies in one write (pipelining). Backpressure: once
+ * the unsent replies pass `maxPendingOutputBytes`, or one batch's replies pass
+ * `maxBatchOutputBytes`, the connection stops reading until its socket drains, so a
+ * client that never reads cannot make the node buffer without limit.
+ *
+ * @example
+ * // created by CacheServer for every accepted socket:
+ * const connection = new Connection(socket, clientId, shared);
+ * await connection.end(); // flush what is owed, then close
+ */
+import type { Socket } from "node:net";
+import { cacheErrors } from "../cache-errors.ts";
+import type { Keyspace } from "../domain/keyspace.ts";
+import type { ClientState, CommandContext, CommandSpec, NodeContext } from "./commands/command-spec.ts";
+import { dispatch } from "./commands/command-table.ts";
+import { type RespLimits, RespParser } from "./resp-parser.ts";
+import type { ReplyWriter } from "./resp-writer.ts";
+
+/** What the server logs; pino's logger fits. */
+export interface ServerLog {
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+/** Node-wide counters INFO and /metrics report. */
+export interface Counters {
+  totalConnections: number;
+  rejectedConnections: number;
+  totalCommands: number;
+  usedMemoryPeakBytes: number;
+}
+
+/** What every connection shares with the server. */
+export interface SharedState {
+  readonly keyspace: Keyspace;
+  readonly writer: ReplyWriter;
+  readonly table: ReadonlyMap<string, CommandSpec>;
+  readonly node: NodeContext;
+  readonly counters: Counters;
+  readonly limits: RespLimits;
+  readonly maxPendingOutputBytes: number;
+  readonly maxBatchOutputBytes: number;
+  readonly log: ServerLog;
+}
+
+export class Connection {
+  readonly #socket: Socket;
+  readonly #parser: RespParser;
+  readonly #client: ClientState;
+  readonly #ctx: CommandContext;
+  readonly #shared: SharedState;
+  #waitingForDrain = false;
+  #ending = false;
+  readonly #closed: Promise<void>;
+
+  constructor(socket: Socket, id: number, shared: SharedState) {
+    this.#socket = socket;
+    this.#shared = shared;
+    this.#parser = new RespParser(this.#shared.limits);
+    this.#client = { id, name: "", protocol: 2, libName: "", libVersion: "", closeAfterReply: false };
+    this.#ctx = {
+      keyspace: this.#shared.keyspace,
+      reply: this.#shared.writer,
+      client: this.#client,
+      node: this.#shared.node,
+    };
+    this.#closed = new Promise((resolve) => socket.once("close", () => resolve()));
+    socket.on("data", (chunk: Buffer) => this.#onData(chunk));
+    socket.on("drain", () => this.#onDrain());
+    // A reset or a broken pipe ends this client only; the node carries on.
+    socket.on("error", () => socket.destroy());
+  }
+
+  get pendingOutputBytes(): number {
+    return this.#socket.writableLength;
+  }
+
+  get waitingForDrain(): boolean {
+    return this.#waitingForDrain;
+  }
+
+  /** Graceful end: no more reading, replies already owed are flushed, then FIN. */
+  end(): Promise<void> {
+    if (!this.#ending) {
+      this.#ending = true;
+      // Keep reading (and discarding, see #onData): a paused socket would never see the peer's FIN.
+      this.#socket.resume();
+      this.#socket.end();
+    }
+    return this.#closed;
+  }
+
+  destroy(): void {
+    this.#socket.destroy();
+  }
+
+  #onData(chunk: Buffer): void {
+    if (this.#ending) return;
+    try {
+      this.#parser.feed(chunk);
+    } catch (error) {
+      const { writer } = this.#shared;
+      writer.begin(this.#client.protocol);
+      if (cacheErrors.is(error)) writer.error(`ERR ${error.message}`);
+      this.#write(writer.finish());
+      this.#fail(error);
+      return;
+    }
+    this.#run();
+  }
+
+  #onDrain(): void {
+    if (!this.#waitingForDrain || this.#ending) return;
+    this.#waitingForDrain = false;
+    this.#socket.resume();
+    this.#run();
+  }
+
+  /** Runs the complete commands buffered, writes their replies at once, and applies backpressure. */
+  #run(): void {
+    const { writer, table, counters, maxBatchOutputBytes } = this.#shared;
+    writer.begin(this.#client.protocol);
+    let failure: unknown;
+    let more = false;
+    try {
+      for (;;) {
+        if (writer.batchBytes >= maxBatchOutputBytes) {
+          more = !this.#parser.idle;
+          break;
+        }
+        const args = this.#parser.next();
+        if (args === undefined) break;
+        counters.totalCommands += 1;
+        dispatch(table, this.#ctx, args);
+        if (this.#client.closeAfterReply) break;
+      }
+    } catch (error) {
+      failure = error;
+      if (cacheErrors.is(error)) writer.error(`ERR ${error.message}`);
+    }
+    this.#write(writer.finish());
+    if (failure !== undefined) {
+      this.#fail(failure);
+      return;
+    }
+    if (this.#client.closeAfterReply) {
+      void this.end();
+      return;
+    }
+    if (more || this.#socket.writableLength > this.#shared.maxPendingOutputBytes) {
+      // Backpressure: read nothing more from this client until it has taken its replies.
+      this.#waitingForDrain = true;
+      this.#socket.pause();
+      // No 'drain' will come if the socket never filled up (a batch stopped early): yield to I/O, then go on.
+      if (!this.#socket.writableNeedDrain) setImmediate(() => this.#onDrain());
+    }
+  }
+
+  #write(parts: readonly Buffer[]): void {
+    if (parts.length === 0 || this.#socket.destroyed) return;
+    if (parts.length === 1) {
+      this.#socket.write(parts[0]!);
+      return;
+    }
+    this.#socket.cork();
+    for (const part of parts) this.#socket.write(part);
+    this.#socket.uncork();
+  }
+
+  /** A protocol error (already answered, as Redis does) ends the connection; anything else is a bug: logged too. */
+  #fail(error: unknown): void {
+    if (!cacheErrors.is(error)) {
+      this.#shared.log.error(
+        { err: error, client: this.#client.id },
+        "cache command failed: closing the connection",
+      );
+    }
+    void this.end();
+  }
+}

@@ -1,0 +1,80 @@
+/**
+ * The command table and the dispatcher: find the command (case-insensitively), check
+ * its arity, run it. Unknown commands and wrong arities get Redis's exact replies.
+ * Container commands (CONFIG, CLIENT, COMMAND) dispatch their subcommand the same way.
+ * `commandKeys` reads a command's keys from its key positions, for COMMAND GETKEYS and
+ * for cluster routing.
+ *
+ * @example
+ * const table = createCommandTable([...stringCommands, ...keyCommands]);
+ * dispatch(table, ctx, ["GET", "k"]); // writes the reply on ctx.reply
+ */
+
+import { arityAccepts, type CommandContext, type CommandSpec } from "./command-spec.ts";
+import { arityError, unknownCommandError, unknownSubcommandError } from "./reply-errors.ts";
+
+/** Lookup map: every name in lowercase and UPPERCASE, so the common spellings skip toLowerCase. */
+export function createCommandTable(specs: readonly CommandSpec[]): Map<string, CommandSpec> {
+  const table = new Map<string, CommandSpec>();
+  for (const spec of specs) {
+    if (spec.name !== spec.name.toLowerCase())
+      throw new TypeError(`command name ${spec.name} must be lowercase`);
+    if (table.has(spec.name)) throw new TypeError(`command ${spec.name} is defined twice`);
+    table.set(spec.name, spec);
+    table.set(spec.name.toUpperCase(), spec);
+  }
+  return table;
+}
+
+/** The spec of `name` in any case, or undefined. */
+export function findCommand(table: ReadonlyMap<string, CommandSpec>, name: string): CommandSpec | undefined {
+  return table.get(name) ?? table.get(name.toLowerCase());
+}
+
+/** Runs one command, writing exactly one reply (or none after QUIT is flagged, which replies itself). */
+export function dispatch(
+  table: ReadonlyMap<string, CommandSpec>,
+  ctx: CommandContext,
+  args: readonly string[],
+) {
+  const spec = findCommand(table, args[0]!);
+  if (spec === undefined) {
+    ctx.reply.error(unknownCommandError(args));
+    return;
+  }
+  if (!arityAccepts(spec.arity, args.length)) {
+    ctx.reply.error(arityError(spec.name));
+    return;
+  }
+  spec.run(ctx, args);
+}
+
+/** Dispatches `args[1]` among a container's subcommands (CONFIG GET, CLIENT ID…). */
+export function dispatchSubcommand(
+  container: string,
+  subcommands: readonly CommandSpec[],
+  ctx: CommandContext,
+  args: readonly string[],
+): void {
+  const wanted = `${container}|${args[1]!.toLowerCase()}`;
+  const spec = subcommands.find((sub) => sub.name === wanted);
+  if (spec === undefined) {
+    ctx.reply.error(unknownSubcommandError(container, args[1]!));
+    return;
+  }
+  if (!arityAccepts(spec.arity, args.length)) {
+    ctx.reply.error(arityError(spec.name));
+    return;
+  }
+  spec.run(ctx, args);
+}
+
+/** The keys of `args` by the spec's key positions (empty for a command without keys). */
+export function commandKeys(spec: CommandSpec, args: readonly string[]): string[] {
+  const { first, last, step } = spec.keys;
+  if (first === 0) return [];
+  const end = last < 0 ? args.length + last : Math.min(last, args.length - 1);
+  const keys: string[] = [];
+  for (let i = first; i <= end; i += step) keys.push(args[i]!);
+  return keys;
+}

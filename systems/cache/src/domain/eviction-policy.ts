@@ -1,0 +1,50 @@
+/**
+ * The maxmemory policies Redis offers, by name, and what each one means for the
+ * evictor: which keys are candidates (`all` keys or only `volatile` ones, those with a
+ * TTL) and how they are ranked (`lru`, `lfu`, `ttl`, `random`), or `none` for
+ * noeviction (a write that does not fit gets -OOM).
+ *
+ * @example
+ * evictionPolicy("volatile-lru"); // { name: "volatile-lru", keys: "volatile", rank: "lru" }
+ * isEvictionPolicyName("lru");     // false
+ */
+
+export const EVICTION_POLICY_NAMES = [
+  "noeviction",
+  "allkeys-lru",
+  "volatile-lru",
+  "allkeys-lfu",
+  "volatile-lfu",
+  "allkeys-random",
+  "volatile-random",
+  "volatile-ttl",
+] as const;
+
+export type EvictionPolicyName = (typeof EVICTION_POLICY_NAMES)[number];
+
+export type EvictionRank = "none" | "lru" | "lfu" | "ttl" | "random";
+
+export interface EvictionPolicy {
+  readonly name: EvictionPolicyName;
+  readonly keys: "all" | "volatile";
+  readonly rank: EvictionRank;
+}
+
+const POLICIES: Readonly<Record<EvictionPolicyName, EvictionPolicy>> = {
+  noeviction: { name: "noeviction", keys: "all", rank: "none" },
+  "allkeys-lru": { name: "allkeys-lru", keys: "all", rank: "lru" },
+  "volatile-lru": { name: "volatile-lru", keys: "volatile", rank: "lru" },
+  "allkeys-lfu": { name: "allkeys-lfu", keys: "all", rank: "lfu" },
+  "volatile-lfu": { name: "volatile-lfu", keys: "volatile", rank: "lfu" },
+  "allkeys-random": { name: "allkeys-random", keys: "all", rank: "random" },
+  "volatile-random": { name: "volatile-random", keys: "volatile", rank: "random" },
+  "volatile-ttl": { name: "volatile-ttl", keys: "volatile", rank: "ttl" },
+};
+
+export function isEvictionPolicyName(name: string): name is EvictionPolicyName {
+  return Object.hasOwn(POLICIES, name);
+}
+
+export function evictionPolicy(name: EvictionPolicyName): EvictionPolicy {
+  return POLICIES[name];
+}

@@ -1,0 +1,76 @@
+/**
+ * Redis's LFU counter (CA-11): an 8-bit Morris counter, incremented with probability
+ * 1 / ((counter − 5) · logFactor + 1), so 255 stands for millions of hits, and
+ * decremented by one for every `decayTimeMin` minutes without access, so keys that
+ * were hot yesterday do not stay forever. New keys start at 5 so they are not
+ * the first evicted before they had a chance to be read.
+ *
+ * Packed in `CacheEntry.access` as `(minutes << 8) | counter`, minutes wrapping at
+ * 2^16 as in Redis (45 days).
+ *
+ * Redis's published table for logFactor 10 (redis.conf): 100 hits → 10,
+ * 1 000 → 18, 100 000 → 142, 1 000 000 → 255.
+ *
+ * @example
+ * let access = lfuInitial(nowMs);
+ * access = lfuTouch(access, nowMs, { logFactor: 10, decayTimeMin: 1 }, rng);
+ * lfuCounterOf(access); // 6 (the first hits almost always count)
+ */
+import type { RandomSource } from "@casebook/kit/random";
+
+export interface LfuParams {
+  /** lfu-log-factor: higher = slower growth (Redis default 10). */
+  readonly logFactor: number;
+  /** lfu-decay-time: minutes per decrement of an idle key's counter; 0 = never decay (default 1). */
+  readonly decayTimeMin: number;
+}
+
+export const defaultLfuParams: Readonly<LfuParams> = Object.freeze({ logFactor: 10, decayTimeMin: 1 });
+
+/** Counter of a new key (Redis's LFU_INIT_VAL). */
+export const LFU_INIT_VAL = 5;
+export const LFU_MAX = 255;
+const MINUTES_MASK = 0xffff;
+const MS_PER_MINUTE = 60_000;
+
+/** Minutes since the epoch, modulo 2^16 (Redis's LFUGetTimeInMinutes). */
+export function lfuMinutes(nowMs: number): number {
+  return Math.floor(nowMs / MS_PER_MINUTE) & MINUTES_MASK;
+}
+
+/** Minutes elapsed since `then`, across the 2^16 wrap. */
+function minutesSince(then: number, nowMs: number): number {
+  const now = lfuMinutes(nowMs);
+  return now >= then ? now - then : MINUTES_MASK + 1 - then + now;
+}
+
+export function lfuCounterOf(access: number): number {
+  return access & 0xff;
+}
+
+/** The packed field of a new key. */
+export function lfuInitial(nowMs: number): number {
+  return (lfuMinutes(nowMs) << 8) | LFU_INIT_VAL;
+}
+
+/** The counter after decay for idle time, without changing the entry (what eviction compares). */
+export function lfuDecayed(access: number, nowMs: number, params: LfuParams): number {
+  const counter = access & 0xff;
+  if (params.decayTimeMin <= 0) return counter;
+  const periods = Math.floor(minutesSince(access >>> 8, nowMs) / params.decayTimeMin);
+  return periods > counter ? 0 : counter - periods;
+}
+
+/** One logarithmic increment (Redis's LFULogIncr). */
+export function lfuLogIncrement(counter: number, logFactor: number, random: RandomSource): number {
+  if (counter >= LFU_MAX) return LFU_MAX;
+  const base = Math.max(0, counter - LFU_INIT_VAL);
+  const p = 1 / (base * logFactor + 1);
+  return random.next() < p ? counter + 1 : counter;
+}
+
+/** An access: decay for the idle time, then one logarithmic increment, stamped now. */
+export function lfuTouch(access: number, nowMs: number, params: LfuParams, random: RandomSource): number {
+  const counter = lfuLogIncrement(lfuDecayed(access, nowMs, params), params.logFactor, random);
+  return (lfuMinutes(nowMs) << 8) | counter;
+}

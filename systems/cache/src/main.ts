@@ -1,0 +1,139 @@
+/**
+ * Composition root of a cache node: config → keyspace → RESP server on CACHE_PORT
+ * (7000) → server cron (active expiry) → HTTP sidecar on PORT (8114) with /healthz,
+ * /readyz and /metrics. SIGTERM/SIGINT close the sidecar, then the RESP server
+ * (stop accepting, flush owed replies, close connections), then the cron.
+ *
+ * @example
+ * // CACHE_MAXMEMORY=64mb CACHE_MAXMEMORY_POLICY=allkeys-lfu node systems/cache/src/main.ts
+ * // redis-cli -p 7000 SET k v EX 60
+ */
+
+import { getHeapStatistics } from "node:v8";
+import { createService, type Service } from "@casebook/infra/http/service";
+import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { systemClock } from "@casebook/kit/clock";
+import { field, loadConfig } from "@casebook/kit/config";
+import { systemRandom } from "@casebook/kit/random";
+import { registerCacheMetrics } from "./api/cache-metrics.ts";
+import { CacheServer, cacheServerDefaults } from "./api/cache-server.ts";
+import { cacheErrors } from "./cache-errors.ts";
+import { EVICTION_POLICY_NAMES } from "./domain/eviction-policy.ts";
+import { heapNeededBytes } from "./domain/headroom.ts";
+import { DEFAULT_EVICTION_SAMPLES, Keyspace, MAX_EVICTION_SAMPLES } from "./domain/keyspace.ts";
+import { humanBytes, parseMemorySize } from "./domain/memory-size.ts";
+import { startServerCron } from "./workers/server-cron.ts";
+
+export const configSchema = {
+  port: field.int({
+    env: "CACHE_PORT",
+    default: 7000,
+    min: 0,
+    max: 65535,
+    description: "RESP (Redis protocol) port",
+  }),
+  host: field.string({
+    env: "CACHE_HOST",
+    default: "127.0.0.1",
+    description: "RESP interface (0.0.0.0 for all)",
+  }),
+  maxmemory: field.string({
+    env: "CACHE_MAXMEMORY",
+    default: "256mb",
+    pattern: /^\d{1,16}(b|k|kb|m|mb|g|gb)?$/i,
+    description: "Accounted data limit, Redis units (0 = none; plan ~75% of the RAM given to the node)",
+  }),
+  policy: field.enum(EVICTION_POLICY_NAMES, {
+    env: "CACHE_MAXMEMORY_POLICY",
+    default: "allkeys-lru",
+    description: "What to evict when maxmemory is reached",
+  }),
+  samples: field.int({
+    env: "CACHE_MAXMEMORY_SAMPLES",
+    default: DEFAULT_EVICTION_SAMPLES,
+    min: 1,
+    max: MAX_EVICTION_SAMPLES,
+    description: "Keys sampled per eviction",
+  }),
+  maxClients: field.int({
+    env: "CACHE_MAX_CLIENTS",
+    default: cacheServerDefaults.maxClients,
+    min: 1,
+    max: 1_000_000,
+    description: "Open client connections allowed",
+  }),
+  httpPort: field.int({ env: "PORT", default: 8114, min: 0, max: 65535, description: "HTTP sidecar port" }),
+  httpHost: field.string({ env: "HOST", default: "127.0.0.1", description: "HTTP sidecar interface" }),
+  logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
+    env: "LOG_LEVEL",
+    default: "info",
+    description: "Log level",
+  }),
+};
+
+export interface RunningNode {
+  readonly server: CacheServer;
+  readonly service: Service;
+  /** The RESP port and the sidecar's URL. */
+  readonly port: number;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningNode> {
+  const config = loadConfig(configSchema, { env });
+  const maxmemoryBytes = parseMemorySize(config.maxmemory);
+  if (maxmemoryBytes === undefined) {
+    throw cacheErrors.create("CACHE_CONFIG_INVALID", {
+      fields: { field: "CACHE_MAXMEMORY", expected: "a memory size like 256mb" },
+    });
+  }
+  // CA-13: a maxmemory the V8 heap cannot hold would crash the node before eviction ever ran.
+  const heapLimitBytes = getHeapStatistics().heap_size_limit;
+  if (heapNeededBytes(maxmemoryBytes) > heapLimitBytes) {
+    const neededMb = Math.ceil(heapNeededBytes(maxmemoryBytes) / 1024 / 1024);
+    throw cacheErrors.create("CACHE_CONFIG_INVALID", {
+      detail: `CACHE_MAXMEMORY=${config.maxmemory} needs a V8 heap of ${humanBytes(heapNeededBytes(maxmemoryBytes))}, above this process's limit of ${humanBytes(heapLimitBytes)}: lower CACHE_MAXMEMORY or start Node with --max-old-space-size=${neededMb}`,
+      fields: { field: "CACHE_MAXMEMORY", heapLimitBytes },
+    });
+  }
+  const service = createService({
+    name: "cache",
+    version: "0.1.0",
+    log: { level: config.logLevel },
+    errors: [cacheErrors],
+    description: "Distributed in-memory cache node (seed 004): RESP on CACHE_PORT, ops on this port",
+  });
+  const keyspace = new Keyspace({
+    clock: systemClock,
+    random: systemRandom,
+    maxmemoryBytes,
+    policy: config.policy,
+    samples: config.samples,
+  });
+  const server = new CacheServer({
+    keyspace,
+    clock: systemClock,
+    port: config.port,
+    host: config.host,
+    maxClients: config.maxClients,
+    log: service.log.child({ api: "resp" }),
+  });
+  const { port } = await server.listen();
+  const cron = startServerCron({ keyspace, onTick: () => server.sampleMemoryPeak() });
+  registerCacheMetrics(service.registry, server);
+  service.addCheck("resp", async () => {
+    if (server.port === 0) throw new Error("the RESP server is not listening");
+  });
+  // Close hooks run last-added first: the RESP server closes, then the cron stops.
+  service.onClose(() => cron.stop());
+  service.onClose(() => server.close());
+  const { url } = await service.listen({ port: config.httpPort, host: config.httpHost });
+  service.log.info({ url, respPort: port, maxmemoryBytes, policy: config.policy }, "cache node listening");
+  return { server, service, port, url, close: () => service.close() };
+}
+
+if (import.meta.main) {
+  const running = await main();
+  installSignalHandlers(running.service);
+}
