@@ -20,6 +20,10 @@ export interface BenchArgs {
   readonly keyspace: number;
   /** Value size of SET (redis-benchmark -d). */
   readonly dataBytes: number;
+  /** Key space of the hit-ratio study (bench/hit-ratio.ts). */
+  readonly hitRatioKeys: number;
+  /** Requests per trace of the hit-ratio study; 0 skips it. */
+  readonly hitRatioRequests: number;
 }
 
 export const benchDefaults: BenchArgs = Object.freeze({
@@ -30,6 +34,8 @@ export const benchDefaults: BenchArgs = Object.freeze({
   pipeline: 16,
   keyspace: 100_000,
   dataBytes: 100,
+  hitRatioKeys: 100_000,
+  hitRatioRequests: 1_000_000,
 });
 
 const BOUNDS: Readonly<Record<string, { key: keyof BenchArgs; min: number; max: number }>> = {
@@ -39,6 +45,8 @@ const BOUNDS: Readonly<Record<string, { key: keyof BenchArgs; min: number; max: 
   "--pipeline": { key: "pipeline", min: 2, max: 1_000 },
   "--keyspace": { key: "keyspace", min: 1, max: 100_000_000 },
   "--data-bytes": { key: "dataBytes", min: 1, max: 1_048_576 },
+  "--hit-ratio-keys": { key: "hitRatioKeys", min: 100, max: 10_000_000 },
+  "--hit-ratio-requests": { key: "hitRatioRequests", min: 0, max: 100_000_000 },
 };
 
 export const benchHelp = `casebook bench cache — this node beside redis-server, with redis-benchmark
@@ -55,6 +63,10 @@ Flags:
   --pipeline <n>       redis-benchmark -P for the pipelined scenario (default ${benchDefaults.pipeline})
   --keyspace <n>       redis-benchmark -r, distinct keys (default ${benchDefaults.keyspace})
   --data-bytes <n>     redis-benchmark -d, SET value size (default ${benchDefaults.dataBytes})
+  --hit-ratio-keys <n> key space of the hit-ratio study (default ${benchDefaults.hitRatioKeys})
+  --hit-ratio-requests <n>  requests per trace of the hit-ratio study: LRU, LFU, Redis's sampled
+                       policies, W-TinyLFU and Bélády on Zipf, scan and loop traces at 1/5/10%
+                       of the key space (default ${benchDefaults.hitRatioRequests}; 0 skips it)
   --json               JSON lines instead of the markdown table
   --help               this text
 

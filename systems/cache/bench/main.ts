@@ -15,6 +15,7 @@ import { type BenchResult, benchRow, renderBench } from "@casebook/lab/bench-rep
 import { cacheErrors } from "../src/cache-errors.ts";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { type BenchServer, type BenchTargets, openBenchTargets } from "./bench-targets.ts";
+import { runHitRatioBench } from "./hit-ratio.ts";
 import {
   type BenchmarkRow,
   CALIBRATION_REQUESTS,
@@ -234,8 +235,18 @@ async function runAndPrint(targets: BenchTargets, args: BenchArgs, json: boolean
     ...scenarioRows(ping),
     ...memoryRows(before, after),
   ];
-  if (json) return print(renderBench(rows, "json"));
-  print([preamble, "", renderBench(rows, "markdown"), "", ...goalLines(rows, args)].join("\n"));
+  const hitRatio =
+    args.hitRatioRequests > 0
+      ? runHitRatioBench({
+          keys: args.hitRatioKeys,
+          requests: args.hitRatioRequests,
+          seed: "cache-bench",
+          log,
+        })
+      : undefined;
+  if (json) return print(renderBench([...rows, ...(hitRatio?.rows ?? [])], "json"));
+  const study = hitRatio ? ["", `hit ratio (CA-24), ${args.hitRatioKeys} keys:`, "", hitRatio.markdown] : [];
+  print([preamble, "", renderBench(rows, "markdown"), "", ...goalLines(rows, args), ...study].join("\n"));
 }
 
 function print(text: string): void {

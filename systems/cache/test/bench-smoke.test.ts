@@ -13,7 +13,10 @@ import { findExecutable } from "@casebook/lab/executables";
 const benchMain = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
 /** Bound on one bench child: the tiny run takes ~10 s on a loaded machine; a hang must fail the test. */
 const childTimeoutMs = 120_000;
-const tiny = ["--duration-ms", "150", "--rounds", "1", "--keyspace", "1000", "--clients", "10"];
+const tiny = [
+  ...["--duration-ms", "150", "--rounds", "1", "--keyspace", "1000", "--clients", "10"],
+  ...["--hit-ratio-keys", "1000", "--hit-ratio-requests", "20000"],
+];
 
 function runBench(args: string[]) {
   return runBenchChild(benchMain, args, { timeoutMs: childTimeoutMs });
@@ -61,5 +64,9 @@ describe("bench/main.ts", () => {
     const keys = rows.find((r) => r.scenario === "memory" && r.metric === "keys after");
     assert.ok(keys && keys.value > 0 && keys.peer_value === keys.value, "both servers hold the same keys");
     assert.ok(rows.some((r) => r.metric === "RSS after" && r.unit === "MiB"));
+    assert.ok(
+      rows.some((r) => r.peer === "LRU" && r.ratio !== undefined),
+      "the hit-ratio study ran, beside LRU",
+    );
   });
 });
