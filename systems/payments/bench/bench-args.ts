@@ -10,9 +10,14 @@
 import { parseArgs } from "node:util";
 import { benchErrors } from "./bench-errors.ts";
 
+export type Scenario = "ledger" | "saga";
+export const scenarios: readonly Scenario[] = ["ledger", "saga"];
+
 export interface BenchArgs {
   readonly help: boolean;
   readonly json: boolean;
+  /** Which parts run: the ledger beside pgbench, the saga end to end, or both. */
+  readonly scenarios: readonly Scenario[];
   /** Client counts, each run by pgbench and by every ledger scenario. */
   readonly clients: readonly number[];
   /** Measured time of one run, warmup excluded (pgbench runs it rounded up to whole seconds). */
@@ -23,6 +28,12 @@ export interface BenchArgs {
   readonly accounts: number;
   /** Transfers per `transferBatch` call in the batch scenario. */
   readonly batchSize: number;
+  /** The acquirer simulator's latency per call in the saga scenario. */
+  readonly sagaLatencyMs: number;
+  /** The saga's open-loop rate; 0 = half the best closed-loop payments/s of this run. */
+  readonly sagaRatePerS: number;
+  /** The service's own limit on acquirer calls per second (PAYMENTS_ACQUIRER_RATE_PER_S). */
+  readonly acquirerRatePerS: number;
 }
 
 /** Bounds of each numeric flag, inclusive. */
@@ -33,9 +44,14 @@ export const argBounds = {
   accounts: { min: 2, max: 1_000_000, default: 100_000 },
   // The ledger's own bound (LedgerRepositoryOptions.maxBatch) is 1 000 per call.
   batchSize: { min: 1, max: 1_000, default: 100 },
+  sagaLatencyMs: { min: 0, max: 1_000, default: 5 },
+  sagaRatePerS: { min: 0, max: 100_000, default: 0 },
+  // Far above what one process reaches here: the bench measures the saga, not the contract's limit.
+  acquirerRatePerS: { min: 1, max: 1_000_000, default: 100_000 },
 } as const;
 
-export const benchHelp = `casebook bench payments — ledger transfers/s and p99 beside pgbench -b tpcb-like, on one PostgreSQL, in one run
+export const benchHelp = `casebook bench payments — ledger transfers/s and p99 beside pgbench -b tpcb-like, and payments/s
+end to end through the saga, on one PostgreSQL, in one run
 
 Target: $DATABASE_URL when set, else a throw-away PostgreSQL spawned for the run with PostgreSQL's
 default settings (fsync on, synchronous_commit on), stopped after. The settings are printed.
@@ -49,17 +65,25 @@ Per client count N (N client loops, each with its own pool connection, closed lo
   hot       the same, every transfer out of ONE account: all N clients queue on its row lock
   batch     LedgerRepository.transferBatch of --batch-size random-pair transfers, atomic per batch
             (one transaction, all or nothing); reported in transfers/s
-End-to-end payments/s through the saga is not measured yet (no saga orchestrator in src/workers).
+  saga      POST /v1/payments (capture=true, a unique Idempotency-Key each) through the payments service
+            (src/main.ts as a child process, in a schema of its own) and the acquirer simulator (a child,
+            --saga-latency-ms per call: authorize and capture make two): closed loop at each client count,
+            then an open loop at --saga-rate-per-s for p50/p99 from the intended send time. After each run
+            the acquirer's counters must show one authorization per payment and no repeated call.
 
 Goals (the issue): single ≥ 1.0× pgbench's TPS; batch ≥ 10× pgbench's TPS in transfers/s.
 
 Flags:
   --json              JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio})
+  --scenarios LIST    comma-separated parts to run: ${scenarios.join(",")} (default all)
   --clients LIST      comma-separated client counts (default ${argBounds.clients.default.join(",")}; each ${argBounds.clients.min}..${argBounds.clients.max})
   --duration-ms N     measured time per run (default ${argBounds.durationMs.default}; ${argBounds.durationMs.min}..${argBounds.durationMs.max})
   --warmup-ms N       unmeasured lead-in per ledger run (default ${argBounds.warmupMs.default}; ${argBounds.warmupMs.min}..${argBounds.warmupMs.max})
   --accounts N        ledger accounts (default ${argBounds.accounts.default}; ${argBounds.accounts.min}..${argBounds.accounts.max})
   --batch-size N      transfers per batch (default ${argBounds.batchSize.default}; ${argBounds.batchSize.min}..${argBounds.batchSize.max})
+  --saga-latency-ms N acquirer simulator latency per call (default ${argBounds.sagaLatencyMs.default}; ${argBounds.sagaLatencyMs.min}..${argBounds.sagaLatencyMs.max})
+  --saga-rate-per-s N open-loop payments/s (default: half the best closed-loop payments/s; ${argBounds.sagaRatePerS.min}..${argBounds.sagaRatePerS.max})
+  --acquirer-rate-per-s N  the service's limit on acquirer calls/s (default ${argBounds.acquirerRatePerS.default}; ${argBounds.acquirerRatePerS.min}..${argBounds.acquirerRatePerS.max})
   -h, --help          this text
 
 Output: a markdown table and the goals on stdout (progress on stderr); with --json, one JSON object per line.
@@ -75,6 +99,16 @@ function integer(raw: string | undefined, flag: string, bounds: { min: number; m
     throw invalid(`--${flag}: must be an integer in [${bounds.min}, ${bounds.max}], got ${raw}`, flag);
   }
   return value;
+}
+
+function scenarioList(raw: string | undefined): Scenario[] {
+  if (raw === undefined) return [...scenarios];
+  const picked = raw.split(",").map((part) => part.trim());
+  for (const name of picked) {
+    if (!scenarios.includes(name as Scenario))
+      throw invalid(`--scenarios: ${name} is not one of ${scenarios.join(", ")}`, "scenarios");
+  }
+  return scenarios.filter((name) => picked.includes(name));
 }
 
 function clientList(raw: string | undefined): number[] {
@@ -104,6 +138,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
         "warmup-ms": { type: "string" },
         accounts: { type: "string" },
         "batch-size": { type: "string" },
+        scenarios: { type: "string" },
+        "saga-latency-ms": { type: "string" },
+        "saga-rate-per-s": { type: "string" },
+        "acquirer-rate-per-s": { type: "string" },
       },
     }));
   } catch (cause) {
@@ -123,5 +161,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     warmupMs: orDefault("warmup-ms", argBounds.warmupMs),
     accounts: orDefault("accounts", argBounds.accounts),
     batchSize: orDefault("batch-size", argBounds.batchSize),
+    scenarios: scenarioList(text("scenarios")),
+    sagaLatencyMs: orDefault("saga-latency-ms", argBounds.sagaLatencyMs),
+    sagaRatePerS: orDefault("saga-rate-per-s", argBounds.sagaRatePerS),
+    acquirerRatePerS: orDefault("acquirer-rate-per-s", argBounds.acquirerRatePerS),
   };
 }

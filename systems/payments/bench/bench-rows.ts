@@ -9,6 +9,7 @@
 import { type BenchResult, benchRow, tidyValue } from "@casebook/lab/bench-report";
 import type { LedgerRun, LoadShape } from "./ledger-load.ts";
 import type { PgbenchRun } from "./pgbench.ts";
+import type { SagaRun } from "./saga-load.ts";
 
 export const system = "payments";
 export const peerName = "pgbench tpcb-like";
@@ -89,5 +90,60 @@ export function pgbenchRows(run: PgbenchRun, scale: number): BenchResult[] {
       value: run.failed,
       direction: "lower-is-better",
     }),
+  ];
+}
+
+/** The scenario label of a saga run; the goal lines look rows up by it. */
+export function sagaScenarioOf(run: Pick<SagaRun, "mode" | "clients" | "ratePerS" | "latencyMs">): string {
+  const what = `POST /v1/payments through the saga, acquirer at ${run.latencyMs} ms`;
+  return run.mode === "closed" ? `c=${run.clients} ${what}` : `open loop ${run.ratePerS}/s ${what}`;
+}
+
+/**
+ * The rows of one saga run: payments/s, latency (service time in a closed loop, from the
+ * intended send time in an open one), failures, and the acquirer's count of authorizations per
+ * payment created and of repeated authorization calls — 1 and 0, or the system charged twice.
+ * No peer: nothing else on this machine runs this saga.
+ *
+ * @example
+ * renderBench(sagaRows(run), "markdown");
+ */
+export function sagaRows(run: SagaRun): BenchResult[] {
+  const scenario = sagaScenarioOf(run);
+  const row = (metric: string, unit: string, value: number, direction?: "lower-is-better") =>
+    benchRow({
+      system,
+      scenario,
+      metric,
+      unit,
+      value: tidyValue(value),
+      ...(direction ? { direction } : {}),
+    });
+  const latency = run.mode === "open" ? "latency" : "service time";
+  const perPayment = run.payments > 0 ? run.authorizations / run.payments : 0;
+  return [
+    row("throughput", "payments/s", run.paymentsPerS),
+    row(`${latency} p50`, "ms", run.report.latencyMs.p50),
+    row(`${latency} p99`, "ms", run.report.latencyMs.p99),
+    row(
+      "errors (not 201 captured, timed out or dropped)",
+      "count",
+      run.report.errors + run.report.dropped,
+      "lower-is-better",
+    ),
+    benchRow({
+      system,
+      scenario,
+      metric: "acquirer authorizations per payment",
+      unit: "authorizations",
+      value: Math.round(perPayment * 1_000) / 1_000,
+      direction: "lower-is-better",
+    }),
+    row(
+      "repeated authorization calls",
+      "count",
+      run.authorizationCalls - run.authorizations,
+      "lower-is-better",
+    ),
   ];
 }

@@ -1,22 +1,25 @@
 /**
  * `casebook bench payments`: the ledger's transfers/s and p99 on real PostgreSQL at each
  * client count, beside `pgbench -b tpcb-like` on the same server, same client counts,
- * same run. Markdown table and the issue's goals on stdout by default, JSON lines with
- * --json; progress on stderr. `--help` lists the scenarios and flags (bench-args.ts).
+ * same run; then payments/s end to end through the saga (the service and the acquirer
+ * simulator as child processes, HTTP load), closed loop at the same client counts and an
+ * open loop for p50/p99. Markdown table and the issue's goals on stdout by default, JSON
+ * lines with --json; progress on stderr. `--help` lists the scenarios and flags (bench-args.ts).
  *
  * @example
  * // node systems/payments/bench/main.ts --clients 8,16 --duration-ms 3000 --json
+ * // node systems/payments/bench/main.ts --scenarios saga --saga-latency-ms 5
  */
-import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { benchErrors } from "./bench-errors.ts";
-import { ledgerRows, peerName, pgbenchRows, scenarioOf } from "./bench-rows.ts";
+import { ledgerRows, peerName, pgbenchRows, sagaRows, sagaScenarioOf, scenarioOf } from "./bench-rows.ts";
 import { type BenchLedger, loadShapes, openBenchLedger, runLedgerLoad } from "./ledger-load.ts";
 import { openPgTarget, type PgTarget } from "./pg-target.ts";
 import { type Pgbench, preparePgbench } from "./pgbench.ts";
+import { openSagaBench, type SagaRun } from "./saga-load.ts";
 
 const log = benchLog;
 
@@ -24,18 +27,26 @@ const log = benchLog;
 const singleGoal = 1.0;
 const batchGoal = 10;
 
-/** The saga scenario runs once its orchestrator exists; until then the report says it was skipped. */
-const sagaOrchestrator = new URL("../src/workers/saga-orchestrator.ts", import.meta.url);
+/** PY-19's peak: 1 000 payments/s, the number one process's payments/s is read against. */
+const peakPaymentsPerS = 1_000;
+/** The open loop's default rate, as a share of the best closed-loop payments/s: latency below saturation. */
+const openLoopShare = 0.5;
 
-function describeRun(target: PgTarget, pgbench: Pgbench, args: BenchArgs): string {
+function describeTarget(target: PgTarget): string[] {
   const settings = Object.entries(target.settings)
     .map(([name, value]) => `${name}=${value}`)
     .join(", ");
   return [
     `payments bench against ${target.label}`,
     `settings: ${settings}`,
+    `Node ${process.version}, ${availableParallelism()} CPUs`,
+  ];
+}
+
+function describeLedger(pgbench: Pgbench, args: BenchArgs): string {
+  return [
     `${pgbench.version}, scale ${pgbench.scale} (≥ the most clients: no two clients share a branch row by necessity)`,
-    `ledger: ${args.accounts} USD accounts, batch ${args.batchSize}; Node ${process.version}, ${availableParallelism()} CPUs;` +
+    `ledger: ${args.accounts} USD accounts, batch ${args.batchSize};` +
       ` ${args.durationMs} ms measured per run (pgbench -T ${pgbenchSeconds(args)} s), ${args.warmupMs} ms warmup (ours)`,
   ].join("\n");
 }
@@ -69,7 +80,7 @@ async function runClientCount(
 }
 
 /** The goals checked against this run's rows (markdown only: JSON stays rows). */
-function goalLines(rows: readonly BenchResult[], args: BenchArgs): string[] {
+function ledgerGoalLines(rows: readonly BenchResult[], args: BenchArgs): string[] {
   const setup = { accounts: args.accounts, batchSize: args.batchSize };
   const lines: string[] = [];
   for (const clients of args.clients) {
@@ -90,19 +101,21 @@ function goalLines(rows: readonly BenchResult[], args: BenchArgs): string[] {
       );
     }
   }
-  const saga = existsSync(sagaOrchestrator)
-    ? "src/workers/saga-orchestrator.ts exists but the bench does not drive it yet"
-    : "no src/workers/saga-orchestrator.ts yet";
-  lines.push(`- end-to-end payments/s through the saga (simulator at 5 ms): not measured — ${saga}`);
   return lines;
 }
 
-async function runAll(target: PgTarget, args: BenchArgs, json: boolean): Promise<void> {
+interface Part {
+  preamble: string[];
+  rows: BenchResult[];
+  goals: string[];
+}
+
+async function runLedgerPart(target: PgTarget, args: BenchArgs): Promise<Part> {
   const pgbench = await preparePgbench(target.url, { scale: Math.max(...args.clients), log });
   try {
     const ledger = await openBenchLedger(target.url, { accounts: args.accounts, log });
     try {
-      const preamble = describeRun(target, pgbench, args);
+      const preamble = describeLedger(pgbench, args);
       log(preamble);
       const rows: BenchResult[] = [];
       for (const clients of args.clients)
@@ -110,14 +123,76 @@ async function runAll(target: PgTarget, args: BenchArgs, json: boolean): Promise
       const imbalance = await ledger.imbalance();
       // A bench that lost a cent measured a broken ledger: fail instead of printing a speed.
       if (imbalance !== 0n) throw new Error(`ledger out of balance after the run: ${imbalance} minor units`);
-      if (json) return print(renderBench(rows, "json"));
-      print([preamble, "", renderBench(rows, "markdown"), "", ...goalLines(rows, args)].join("\n"));
+      return { preamble: [preamble], rows, goals: ledgerGoalLines(rows, args) };
     } finally {
       await ledger.drop();
     }
   } finally {
     await pgbench.drop();
   }
+}
+
+/** A run that charged a key twice, or lost a payment, measured a broken system: fail, print no speed. */
+function checkOneChargePerPayment(run: SagaRun): void {
+  if (run.authorizations !== run.payments || run.authorizationCalls !== run.authorizations) {
+    throw new Error(
+      `${sagaScenarioOf(run)}: ${run.payments} payments, ${run.authorizations} authorizations, ${run.authorizationCalls} authorization calls`,
+    );
+  }
+}
+
+async function runSagaPart(target: PgTarget, args: BenchArgs): Promise<Part> {
+  const bench = await openSagaBench(target.url, {
+    latencyMs: args.sagaLatencyMs,
+    acquirerRatePerS: args.acquirerRatePerS,
+    log,
+  });
+  try {
+    const description = `${bench.description}; ${args.durationMs} ms measured per run, ${args.warmupMs} ms warmup`;
+    log(description);
+    const runs: SagaRun[] = [];
+    for (const clients of args.clients) {
+      log(`saga, closed loop, ${clients} clients`);
+      runs.push(await bench.runClosed({ clients, durationMs: args.durationMs, warmupMs: args.warmupMs }));
+    }
+    const best = Math.max(...runs.map((run) => run.paymentsPerS));
+    const ratePerS =
+      args.sagaRatePerS > 0 ? args.sagaRatePerS : Math.max(1, Math.round(best * openLoopShare));
+    log(`saga, open loop, ${ratePerS} payments/s`);
+    const open = await bench.runOpen({ ratePerS, durationMs: args.durationMs, warmupMs: args.warmupMs });
+    runs.push(open);
+    for (const run of runs) checkOneChargePerPayment(run);
+    return {
+      preamble: [description],
+      rows: runs.flatMap(sagaRows),
+      goals: sagaGoalLines(best, open),
+    };
+  } finally {
+    await bench.close();
+  }
+}
+
+function sagaGoalLines(bestPerS: number, open: SagaRun): string[] {
+  const times = bestPerS > 0 ? (peakPaymentsPerS / bestPerS).toFixed(1) : "∞";
+  return [
+    `- end-to-end payments/s through the saga (simulator at ${open.latencyMs} ms): best ${bestPerS.toFixed(0)}/s on one service process;` +
+      ` PY-19's peak of ${peakPaymentsPerS}/s is ${times}× that (replicas are stateless, but they share this machine and its database)`,
+    `- open loop at ${open.ratePerS}/s: p50 ${open.report.latencyMs.p50.toFixed(1)} ms, p99 ${open.report.latencyMs.p99.toFixed(1)} ms` +
+      ` (floor: 2 acquirer calls × ${open.latencyMs} ms)`,
+    "- every run: one acquirer authorization per payment, no repeated authorization call (checked, the bench fails otherwise)",
+  ];
+}
+
+async function runAll(target: PgTarget, args: BenchArgs, json: boolean): Promise<void> {
+  const preamble = describeTarget(target);
+  log(preamble.join("\n"));
+  const parts: Part[] = [];
+  if (args.scenarios.includes("ledger")) parts.push(await runLedgerPart(target, args));
+  if (args.scenarios.includes("saga")) parts.push(await runSagaPart(target, args));
+  const rows = parts.flatMap((part) => part.rows);
+  if (json) return print(renderBench(rows, "json"));
+  const head = [...preamble, ...parts.flatMap((part) => part.preamble)];
+  print([...head, "", renderBench(rows, "markdown"), "", ...parts.flatMap((part) => part.goals)].join("\n"));
 }
 
 function print(text: string): void {

@@ -9,6 +9,8 @@
  * @example
  * // PORT=8104 node systems/payments/src/main.ts   (npm start runs it through the casebook CLI)
  * const running = await main({ PORT: "0", CASEBOOK_DATA: tmpDir, LOG_LEVEL: "silent" });
+ * // replicas on one PostgreSQL schema, with short leases for a crash test:
+ * // main({ DATABASE_URL, PAYMENTS_DB_SCHEMA: "pay_test", PORT: "0" }, { saga: { leaseMs: 2_500 } })
  * running.bootstrap?.apiKey; // "sk_…": the demo merchant's key, on first start only
  * await running.close();
  */
@@ -39,11 +41,11 @@ import { IdempotencyStore } from "./store/idempotency-store.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
 import { enqueue } from "./store/outbox.ts";
-import { AcquirerClient } from "./workers/acquirer-client.ts";
+import { AcquirerClient, type AcquirerClientOptions } from "./workers/acquirer-client.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
 import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
-import { RefundRetrier } from "./workers/refund-retrier.ts";
-import { SagaOrchestrator } from "./workers/saga-orchestrator.ts";
+import { RefundRetrier, type RefundRetrierOptions } from "./workers/refund-retrier.ts";
+import { SagaOrchestrator, type SagaOrchestratorOptions } from "./workers/saga-orchestrator.ts";
 import { createEventPublisher } from "./workers/webhook-publisher.ts";
 
 export const VERSION = "0.1.0";
@@ -62,6 +64,20 @@ export const configSchema = {
     protocols: ["postgres:", "postgresql:"],
     secret: true,
     description: "PostgreSQL; unset = embedded PGlite in $CASEBOOK_DATA/payments",
+  }),
+  databaseSchema: field.string({
+    env: "PAYMENTS_DB_SCHEMA",
+    pattern: /^[a-z_][a-z0-9_]{0,62}$/,
+    description:
+      "Schema of the tables (unset = payments): replicas share one; a test or a bench gets a fresh one",
+  }),
+  databaseMaxConnections: field.int({
+    env: "PAYMENTS_DB_MAX_CONNECTIONS",
+    default: 10,
+    min: 1,
+    max: 200,
+    description:
+      "PostgreSQL pool size of this instance: instances × this must fit the server's max_connections",
   }),
   acquirerUrl: field.url({
     env: "ACQUIRER_URL",
@@ -94,6 +110,14 @@ export const configSchema = {
     description:
       "How long a refund left pending (unknown acquirer outcome) waits before the retry worker takes it",
   }),
+  acquirerRatePerS: field.int({
+    env: "PAYMENTS_ACQUIRER_RATE_PER_S",
+    default: 200,
+    min: 1,
+    max: 1_000_000,
+    description:
+      "PY-12: acquirer calls per second this instance may make (a token bucket holding half a second of burst)",
+  }),
   acquirerFeeBps: field.int({
     env: "PAYMENTS_ACQUIRER_FEE_BPS",
     default: 150,
@@ -119,6 +143,19 @@ export interface RunningPayments {
 }
 
 type Config = ConfigOf<typeof configSchema>;
+
+/**
+ * Timings a test or a bench may shorten (a SIGKILLed process's leases expire in seconds, not
+ * half a minute); `main` runs with each piece's documented defaults when this is left out.
+ */
+export interface PaymentsTuning {
+  acquirer?: Pick<
+    Partial<AcquirerClientOptions>,
+    "timeouts" | "callDeadlineMs" | "retryBaseMs" | "retryCapMs" | "breaker"
+  >;
+  saga?: Pick<Partial<SagaOrchestratorOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
+  refunds?: Pick<Partial<RefundRetrierOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
+}
 
 /** ACQUIRER_URL, or an in-process simulator on a free loopback port (closed with the service). */
 async function acquirerFor(config: Config, service: Service): Promise<string> {
@@ -150,8 +187,10 @@ function startSagaWorker(
   acquirer: AcquirerClient,
   idempotency: IdempotencyStore,
   metrics: PaymentMetrics,
+  tuning: PaymentsTuning["saga"],
 ) {
   const orchestrator = new SagaOrchestrator({
+    ...tuning,
     db,
     acquirer,
     idempotency,
@@ -184,8 +223,10 @@ function startRefundRetrier(
   db: Database,
   acquirer: AcquirerClient,
   metrics: PaymentMetrics,
+  tuning: PaymentsTuning["refunds"],
 ) {
   const retrier = new RefundRetrier({
+    ...tuning,
     db,
     acquirer,
     clock: systemClock,
@@ -254,9 +295,18 @@ function startDailyReconciliation(service: Service, db: Database, acquirerUrl: s
   });
 }
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningPayments> {
+export async function main(
+  env: NodeJS.ProcessEnv = process.env,
+  tuning: PaymentsTuning = {},
+): Promise<RunningPayments> {
   const config = loadConfig(configSchema, { env });
-  const db = await openDatabase({ system: "payments", url: config.databaseUrl, env });
+  const db = await openDatabase({
+    system: "payments",
+    url: config.databaseUrl,
+    env,
+    ...(config.databaseSchema === undefined ? {} : { schema: config.databaseSchema }),
+    pool: { maxConnections: config.databaseMaxConnections },
+  });
   const service = createService({
     name: "payments",
     version: VERSION,
@@ -280,6 +330,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       onError: (error) => service.log.warn({ err: error }, "saga backlog count failed"),
     });
     const acquirer = new AcquirerClient({
+      ...tuning.acquirer,
+      rateLimit: { capacity: Math.ceil(config.acquirerRatePerS / 2), ratePerS: config.acquirerRatePerS },
       baseUrl: acquirerUrl,
       clock: systemClock,
       random: systemRandom,
@@ -288,8 +340,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     });
     registerBreakerGauge(service.registry, () => acquirer.breaker.state);
     service.onClose(async () => acquirer.close());
-    const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics);
-    startRefundRetrier(service, db, acquirer, metrics);
+    const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics, tuning.saga);
+    startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
     startOutboxRelay(service, db, env);
     startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps);
     const paymentConfig = {

@@ -1,8 +1,8 @@
 /**
  * The benchmark runs end to end, tiny: bench/main.ts as a child process (as
  * `casebook bench payments` runs it) with a throw-away PostgreSQL, pgbench beside the
- * ledger, JSON lines out. This checks the output's shape, never its speed (speed lives
- * in the bench itself).
+ * ledger, then the saga through the service and simulator processes, JSON lines out.
+ * This checks the output's shape, never its speed (speed lives in the bench itself).
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -12,7 +12,7 @@ import { findPostgresBinDir } from "@casebook/lab/executables";
 import { findPgbench } from "../bench/pgbench.ts";
 
 const benchMain = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
-/** Bound on one bench child: the tiny run takes ~15 s; a hang must fail the test, not stall CI. */
+/** Bound on one bench child: the tiny run takes ~25 s; a hang must fail the test, not stall CI. */
 const childTimeoutMs = 120_000;
 const tiny = [
   "--clients",
@@ -52,6 +52,9 @@ describe("bench/main.ts", () => {
       "--clients",
       "--duration-ms",
       "saga",
+      "--scenarios",
+      "--saga-latency-ms",
+      "--saga-rate-per-s",
     ]) {
       assert.ok(run.stdout.includes(word), `help mentions ${word}`);
     }
@@ -61,9 +64,14 @@ describe("bench/main.ts", () => {
     const run = await runBench(["--clients", "8,0"]);
     assert.equal(run.code, 2);
     assert.match(run.stderr, /--clients/);
+    const scenario = await runBench(["--scenarios", "ledger,sagas"]);
+    assert.equal(scenario.code, 2);
+    assert.match(scenario.stderr, /--scenarios: sagas/);
   });
 
-  test("--json prints only rows: pgbench, then every ledger shape with its ratio", { skip }, async () => {
+  test("--json prints only rows: pgbench, every ledger shape with its ratio, then the saga", {
+    skip,
+  }, async () => {
     const run = await runBench(["--json", ...tiny]);
     assert.equal(run.code, 0, run.stderr);
     const rows = parseBenchRows(run.stdout);
@@ -88,10 +96,31 @@ describe("bench/main.ts", () => {
       "single-transfer p99 beside pgbench's",
     );
     assert.ok(
-      rows.filter((r) => r.metric.startsWith("errors")).every((r) => r.value === 0),
+      rows
+        .filter((r) => r.metric.startsWith("errors") && !r.scenario.includes("through the saga"))
+        .every((r) => r.value === 0),
       "no transfer failed",
     );
     assert.match(run.stderr, /private PostgreSQL/, "it said what it ran against");
     assert.match(run.stderr, /fsync=on/, "it printed the server settings");
+    const saga = (prefix: string, metric: string) =>
+      rows.find(
+        (r) =>
+          r.scenario.startsWith(prefix) && r.scenario.includes("through the saga") && r.metric === metric,
+      );
+    for (const prefix of ["c=2 POST /v1/payments", "open loop"]) {
+      assert.ok((saga(prefix, "throughput")?.value ?? 0) > 0, `${prefix}: payments went through the saga`);
+      assert.equal(
+        saga(prefix, "acquirer authorizations per payment")?.value,
+        1,
+        `${prefix}: one authorization each`,
+      );
+      assert.equal(
+        saga(prefix, "repeated authorization calls")?.value,
+        0,
+        `${prefix}: no key authorized twice`,
+      );
+    }
+    assert.ok(saga("open loop", "latency p99"), "the open loop reports p99 from the intended send time");
   });
 });

@@ -1,78 +1,32 @@
 /**
- * The two SQL engines every webhook store contract suite runs on — PGlite in memory and
- * the real PostgreSQL in a schema of its own, dropped at close — migrated to the current
+ * The two SQL engines every webhook store contract suite runs on (lab's `sql-backends.ts`:
+ * PGlite in memory and the real PostgreSQL in a schema of its own), migrated to the current
  * schema. Suites share one database per backend, so each test makes its own tenant (and
  * claims with `claimDueForTenant`) to stay out of the others' way.
  */
-import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
-import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import type { Backend } from "@casebook/lab/contract-suite";
-import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
+import * as lab from "@casebook/lab/sql-backends";
 import { migrateWebhookStore } from "../src/store/migrate.ts";
 
-export const SYSTEM = "webhooks";
-/** Small on purpose: other suites share the server. Races open their own pools. */
-export const TEST_POOL_MAX = 4;
+export { TEST_POOL_MAX, type TestSchema } from "@casebook/lab/sql-backends";
 
-export interface TestSchema {
-  db: Database;
-  schema: string;
-  /** Drops the schema and closes the pool. */
-  drop(): Promise<void>;
-}
+export const SYSTEM = "webhooks";
 
 /** A fresh, migrated PostgreSQL schema named `<prefix>_…`. */
-export async function openPostgresTestSchema(
+export function openPostgresTestSchema(
   url: string,
   options: { prefix: string; maxConnections?: number },
-): Promise<TestSchema> {
-  const schema = uniqueName(options.prefix);
-  const db = await openDatabase({
-    system: SYSTEM,
-    url,
-    schema,
-    pool: { maxConnections: options.maxConnections ?? TEST_POOL_MAX },
-  });
-  await migrateWebhookStore(db);
-  return {
-    db,
-    schema,
-    drop: async () => {
-      try {
-        await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`);
-      } finally {
-        await db.close();
-      }
-    },
-  };
+): Promise<lab.TestSchema> {
+  return lab.openPostgresTestSchema(url, { ...options, system: SYSTEM, prepare: migrateWebhookStore });
 }
 
 /** PGlite in memory, migrated. */
-export async function openPgliteTestDatabase(): Promise<Database> {
-  const db = await openDatabase({ system: SYSTEM, dataDir: "memory://", env: {} });
-  await migrateWebhookStore(db);
-  return db;
+export function openPgliteTestDatabase(): Promise<Database> {
+  return lab.openPgliteTestDatabase({ system: SYSTEM, prepare: migrateWebhookStore });
 }
 
 /** Both engines as contract-suite backends; the subject is the migrated database. */
 export function storeBackends(prefix: string): Backend<Database>[] {
-  return [
-    {
-      name: "pglite memory",
-      async open() {
-        const db = await openPgliteTestDatabase();
-        return { subject: db, close: () => db.close() };
-      },
-    },
-    {
-      name: "postgresql",
-      async open(t) {
-        const url = await requirePostgres(t);
-        if (!url) return undefined;
-        const opened = await openPostgresTestSchema(url, { prefix });
-        return { subject: opened.db, close: opened.drop };
-      },
-    },
-  ];
+  return lab.sqlBackends({ system: SYSTEM, prefix, prepare: migrateWebhookStore, subject: (db) => db });
 }

@@ -9,6 +9,7 @@
  * await running.close();
  */
 import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import type { Clock } from "@casebook/kit/clock";
 import { field, loadConfig } from "@casebook/kit/config";
 import { seededRandom, systemRandom } from "@casebook/kit/random";
 import { defaultBehaviour } from "./acquirer-behaviour.ts";
@@ -60,9 +61,21 @@ export interface RunningAcquirer {
   close(): Promise<void>;
 }
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningAcquirer> {
+export interface AcquirerMainOptions {
+  /**
+   * The simulator's time (default: the system clock). A test that runs the simulator as its own
+   * process passes a clock it can move past midnight, so the day's D+1 file is published at once.
+   */
+  clock?: Clock;
+}
+
+export async function main(
+  env: NodeJS.ProcessEnv = process.env,
+  options: AcquirerMainOptions = {},
+): Promise<RunningAcquirer> {
   const config = loadConfig(acquirerConfigSchema, { env });
   const sim = createAcquirerSim({
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
     rng: config.seed === undefined ? systemRandom : seededRandom(config.seed),
     maxPayments: config.maxPayments,
     behaviour: { declineRate: config.declineRate, latencyMs: config.latencyMs },

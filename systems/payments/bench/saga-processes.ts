@@ -1,0 +1,91 @@
+/**
+ * The saga bench's two server processes, each started through its real entry point: the
+ * acquirer simulator (`src/acquirer-sim/acquirer-main.ts`) and the payments service
+ * (`src/main.ts`, the composition `npm start` runs). Children, not in-process, so the load
+ * generator never shares an event loop with what it measures. Each gets a free port and its
+ * environment, is ready once `/readyz` answers 200, and is guarded by lab's reaper so it dies
+ * with the bench however the bench ends. Their logs go to the bench's stderr.
+ *
+ * @example
+ * const acquirer = await startServerProcess({ name: "acquirer-sim", entry: acquirerEntry, env: { ACQUIRER_LATENCY_MS: "5" } });
+ * const service = await startServerProcess({ name: "payments", entry: serviceEntry, env: { DATABASE_URL, ACQUIRER_URL: acquirer.url } });
+ * await service.stop(); await acquirer.stop();
+ */
+import { spawn } from "node:child_process";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { guardProcessTree } from "@casebook/lab/child-reaper";
+import { freePort } from "@casebook/lab/free-port";
+
+export const acquirerEntry = new URL("../src/acquirer-sim/acquirer-main.ts", import.meta.url);
+export const serviceEntry = new URL("../src/main.ts", import.meta.url);
+
+/** A start on a loaded machine: TypeScript stripping, migrations checked, listen. */
+const READY_TIMEOUT_MS = 30_000;
+const READY_POLL_MS = 50;
+/** A graceful stop drains in-flight requests and the workers; past this the child is killed. */
+const STOP_TIMEOUT_MS = 10_000;
+
+export interface ServerProcess {
+  readonly name: string;
+  readonly url: string;
+  /** SIGTERM (graceful), SIGKILL after STOP_TIMEOUT_MS. Idempotent. */
+  stop(): Promise<void>;
+}
+
+async function answersReady(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) });
+    await res.body?.cancel();
+    return res.status === 200;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Starts `entry` with Node on a free loopback port (PORT) and `env` over this process's
+ * environment; resolves once it is ready, rejects when it exits or stays unready.
+ */
+export async function startServerProcess(options: {
+  name: string;
+  entry: URL;
+  env: NodeJS.ProcessEnv;
+}): Promise<ServerProcess> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [fileURLToPath(options.entry)], {
+    env: { ...process.env, LOG_LEVEL: "warn", ...options.env, PORT: String(port), HOST: "127.0.0.1" },
+    // Its stdout (JSON logs) to our stderr: the bench's stdout carries only the report.
+    stdio: ["ignore", 2, 2],
+    detached: true,
+  });
+  const guard = guardProcessTree(child.pid!);
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      guard.release();
+      resolve();
+    }),
+  );
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  };
+  const deadline = performance.now() + READY_TIMEOUT_MS;
+  while (!(await answersReady(url))) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(
+        `${options.name} exited while starting (code ${child.exitCode}, signal ${child.signalCode})`,
+      );
+    }
+    if (performance.now() > deadline) {
+      await stop();
+      throw new Error(`${options.name} not ready at ${url} within ${READY_TIMEOUT_MS} ms`);
+    }
+    await sleep(READY_POLL_MS);
+  }
+  return { name: options.name, url, stop };
+}
