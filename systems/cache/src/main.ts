@@ -4,11 +4,18 @@
  * /readyz and /metrics. SIGTERM/SIGINT close the sidecar, then the RESP server
  * (stop accepting, flush owed replies, close connections), then the cron.
  *
+ * With CACHE_CLUSTER_ENABLED=yes the node is a Redis Cluster member (part 2): a cluster
+ * runtime (bus, gossip, failover, replication) and the routing hooks are added. With
+ * `--nodes N` on the command line this entry launches a whole local cluster instead
+ * (cluster-main.ts).
+ *
  * @example
  * // CACHE_MAXMEMORY=64mb CACHE_MAXMEMORY_POLICY=allkeys-lfu node systems/cache/src/main.ts
  * // redis-cli -p 7000 SET k v EX 60
+ * // node systems/cache/src/main.ts --nodes 6 --replicas 1    (a local cluster on 7000–7005)
  */
 
+import { join } from "node:path";
 import { getHeapStatistics } from "node:v8";
 import { createService, type Service } from "@casebook/infra/http/service";
 import { installSignalHandlers } from "@casebook/infra/http/shutdown";
@@ -17,11 +24,19 @@ import { field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
 import { registerCacheMetrics } from "./api/cache-metrics.ts";
 import { CacheServer, cacheServerDefaults } from "./api/cache-server.ts";
+import { registerClusterMetrics } from "./api/cluster-metrics.ts";
+import { createClusterRouter } from "./api/cluster-router.ts";
+import { clusterCommands } from "./api/commands/cluster-command.ts";
 import { cacheErrors } from "./cache-errors.ts";
+import { isClusterLaunch, runClusterMain } from "./cluster-main.ts";
+import { clusterConfigSchema } from "./domain/cluster-settings.ts";
 import { EVICTION_POLICY_NAMES } from "./domain/eviction-policy.ts";
 import { heapNeededBytes } from "./domain/headroom.ts";
 import { DEFAULT_EVICTION_SAMPLES, Keyspace, MAX_EVICTION_SAMPLES } from "./domain/keyspace.ts";
 import { humanBytes, parseMemorySize } from "./domain/memory-size.ts";
+import { SlotIndex } from "./domain/slot-index.ts";
+import { clusterKeyspaceObserver } from "./workers/cluster-keyspace-observer.ts";
+import { ClusterRuntime } from "./workers/cluster-runtime.ts";
 import { startServerCron } from "./workers/server-cron.ts";
 
 export const configSchema = {
@@ -73,6 +88,8 @@ export const configSchema = {
 
 export interface RunningNode {
   readonly server: CacheServer;
+  /** Present when CACHE_CLUSTER_ENABLED. */
+  readonly cluster: ClusterRuntime | undefined;
   readonly service: Service;
   /** The RESP port and the sidecar's URL. */
   readonly port: number;
@@ -104,13 +121,33 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     errors: [cacheErrors],
     description: "Distributed in-memory cache node (seed 004): RESP on CACHE_PORT, ops on this port",
   });
+  const clusterConfig = loadConfig(clusterConfigSchema, { env });
+  const slotIndex = new SlotIndex();
+  let cluster: ClusterRuntime | undefined;
   const keyspace = new Keyspace({
     clock: systemClock,
     random: systemRandom,
     maxmemoryBytes,
     policy: config.policy,
     samples: config.samples,
+    ...(clusterConfig.enabled ? { observer: clusterKeyspaceObserver(slotIndex, () => cluster?.source) } : {}),
   });
+  if (clusterConfig.enabled) {
+    cluster = new ClusterRuntime({
+      keyspace,
+      slotIndex,
+      clock: systemClock,
+      random: systemRandom,
+      settings: {
+        ...clusterConfig,
+        busHost: config.host,
+        // Unset: the RESP port + 10000 (Redis's convention), or any free port when RESP has one.
+        busPort: clusterConfig.busPort ?? (config.port === 0 ? 0 : config.port + 10_000),
+        announceHost: clusterConfig.announceHost ?? (config.host === "0.0.0.0" ? "127.0.0.1" : config.host),
+      },
+      log: service.log.child({ api: "cluster" }),
+    });
+  }
   const server = new CacheServer({
     keyspace,
     clock: systemClock,
@@ -118,6 +155,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     host: config.host,
     maxClients: config.maxClients,
     log: service.log.child({ api: "resp" }),
+    ...(cluster ? { extraCommands: clusterCommands(cluster), hooks: createClusterRouter(cluster) } : {}),
   });
   const { port } = await server.listen();
   const cron = startServerCron({ keyspace, onTick: () => server.sampleMemoryPeak() });
@@ -125,15 +163,33 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
   service.addCheck("resp", async () => {
     if (server.port === 0) throw new Error("the RESP server is not listening");
   });
-  // Close hooks run last-added first: the RESP server closes, then the cron stops.
+  // Close hooks run last-added first: the RESP server closes, then the cluster runtime, then the cron.
   service.onClose(() => cron.stop());
+  if (cluster) {
+    const dataRoot = env.CASEBOOK_DATA ?? join(".casebook-data", "cache");
+    await cluster.start({ port, dir: clusterConfig.dir ?? join(dataRoot, `node-${port}`) });
+    registerClusterMetrics(service.registry, cluster);
+    const runtime = cluster;
+    service.onClose(() => runtime.close());
+  }
   service.onClose(() => server.close());
   const { url } = await service.listen({ port: config.httpPort, host: config.httpHost });
-  service.log.info({ url, respPort: port, maxmemoryBytes, policy: config.policy }, "cache node listening");
-  return { server, service, port, url, close: () => service.close() };
+  const clusterFields = cluster
+    ? { nodeId: cluster.state.myId, busPort: cluster.busPort, ...cluster.announced }
+    : {};
+  service.log.info(
+    { url, respPort: port, maxmemoryBytes, policy: config.policy, ...clusterFields },
+    "cache node listening",
+  );
+  return { server, cluster, service, port, url, close: () => service.close() };
 }
 
 if (import.meta.main) {
-  const running = await main();
-  installSignalHandlers(running.service);
+  const argv = process.argv.slice(2);
+  if (isClusterLaunch(argv)) {
+    process.exitCode = await runClusterMain(argv, process.env);
+  } else {
+    const running = await main();
+    installSignalHandlers(running.service);
+  }
 }

@@ -22,7 +22,7 @@ import type { Keyspace } from "../domain/keyspace.ts";
 import { Connection, type Counters, type ServerLog, type SharedState } from "./client-connection.ts";
 import { allCommands } from "./commands/all-commands.ts";
 import type { CommandSpec, NodeContext, NodeStats } from "./commands/command-spec.ts";
-import { createCommandTable } from "./commands/command-table.ts";
+import { createCommandTable, type DispatchHooks } from "./commands/command-table.ts";
 import { createConfigParams, type NodeSettings } from "./commands/config-params.ts";
 import { REPLY_ERRORS } from "./commands/reply-errors.ts";
 import { defaultRespLimits, type RespLimits } from "./resp-parser.ts";
@@ -50,6 +50,8 @@ export interface CacheServerOptions {
   readonly log?: ServerLog;
   /** Extra commands (part 2: CLUSTER, READONLY, ASKING). */
   readonly extraCommands?: readonly CommandSpec[];
+  /** Run around every command (part 2: cluster routing before, replication after). */
+  readonly hooks?: DispatchHooks;
 }
 
 export const cacheServerDefaults = Object.freeze({
@@ -96,7 +98,7 @@ export class CacheServer {
       hz: options.hz ?? cacheServerDefaults.hz,
       limits: options.limits ?? defaultRespLimits,
     };
-    this.#table = createCommandTable([...allCommands, ...(options.extraCommands ?? [])]);
+    this.#table = createCommandTable([...allCommands, ...(options.extraCommands ?? [])], options.hooks);
     const config = createConfigParams(this.keyspace, this.#settings);
     this.#node = {
       clock: options.clock,

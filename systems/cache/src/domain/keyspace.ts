@@ -10,6 +10,8 @@
  *   nothing can be evicted (noeviction, no volatile key, a value larger than maxmemory) the
  *   write is refused (`false`: the command layer answers -OOM). So after every write,
  *   `usedBytes <= maxmemoryBytes` holds; it is asserted.
+ * - An optional observer hears of every key added or removed (and why), so the cluster
+ *   layer can index keys by slot and replicate expirations and evictions as deletions.
  *
  * @example
  * const keyspace = new Keyspace({ clock, random: seededRandom(1), maxmemoryBytes: 1_000_000,
@@ -36,9 +38,23 @@ export const DEFAULT_EVICTION_SAMPLES = 5;
 /** Redis caps maxmemory-samples at 64: more samples cost more per eviction for little gain. */
 export const MAX_EVICTION_SAMPLES = 64;
 
+/** Why a key left the keyspace. */
+export type RemovalCause = "deleted" | "expired" | "evicted";
+
+/**
+ * Told of every key that enters or leaves (part 2: the cluster's per-slot index, and the
+ * replication stream, which must carry expirations and evictions as deletions).
+ */
+export interface KeyspaceObserver {
+  added(key: string): void;
+  removed(key: string, cause: RemovalCause): void;
+  flushed(): void;
+}
+
 export interface KeyspaceOptions {
   readonly clock: Clock;
   readonly random: RandomSource;
+  readonly observer?: KeyspaceObserver;
   /** Bytes of accounted data allowed; 0 = no limit (Redis's default). */
   readonly maxmemoryBytes?: number;
   readonly policy?: EvictionPolicyName;
@@ -63,6 +79,7 @@ export class Keyspace {
   readonly #all = new EntryBag("all");
   readonly #ttl = new EntryBag("ttl");
   readonly #evictor = new Evictor();
+  readonly #observer: KeyspaceObserver | undefined;
   #maxmemoryBytes: number;
   #policy: EvictionPolicy;
   #samples: number;
@@ -78,6 +95,7 @@ export class Keyspace {
   constructor(options: KeyspaceOptions) {
     this.#clock = options.clock;
     this.#random = options.random;
+    this.#observer = options.observer;
     this.#maxmemoryBytes = 0;
     this.#policy = evictionPolicy("noeviction");
     this.#lfuMode = false;
@@ -231,7 +249,7 @@ export class Keyspace {
   delete(key: string): boolean {
     const entry = this.#live(key, this.#clock.nowMs());
     if (entry === undefined) return false;
-    this.#remove(entry);
+    this.#remove(entry, "deleted");
     return true;
   }
 
@@ -242,6 +260,7 @@ export class Keyspace {
     this.#ttl.clear();
     this.#evictor.reset();
     this.#usedBytes = 0;
+    this.#observer?.flushed();
   }
 
   /** Evicts one key under the policy; false when there is nothing to evict. */
@@ -259,7 +278,7 @@ export class Keyspace {
     if (entry === undefined) return undefined;
     // Redis's keyIsExpired: expired strictly after the expiry instant.
     if (entry.expiresAtMs !== NO_EXPIRY && nowMs > entry.expiresAtMs) {
-      this.#remove(entry);
+      this.#remove(entry, "expired");
       this.#expiredKeys += 1;
       return undefined;
     }
@@ -268,7 +287,7 @@ export class Keyspace {
 
   #expireIfDue(entry: CacheEntry, nowMs: number): boolean {
     if (nowMs <= entry.expiresAtMs) return false;
-    this.#remove(entry);
+    this.#remove(entry, "expired");
     this.#expiredKeys += 1;
     return true;
   }
@@ -285,6 +304,7 @@ export class Keyspace {
       this.#map.set(key, entry);
       this.#all.add(entry);
       this.#usedBytes += entryBytes(key, value);
+      this.#observer?.added(key);
     } else {
       // An overwrite is an access (Redis's lookupKeyWrite touches), and LFU keeps the key's history.
       this.#usedBytes += value.length - entry.value.length;
@@ -294,11 +314,12 @@ export class Keyspace {
     if (expiresAtMs !== KEEP_TTL) this.setExpiry(entry, expiresAtMs);
   }
 
-  #remove(entry: CacheEntry): void {
+  #remove(entry: CacheEntry, cause: RemovalCause): void {
     this.#map.delete(entry.key);
     this.#all.remove(entry);
     if (entry.ttlSlot >= 0) this.#ttl.remove(entry);
     this.#usedBytes -= entryBytes(entry.key, entry.value);
+    this.#observer?.removed(entry.key, cause);
   }
 
   /**
@@ -353,7 +374,7 @@ export class Keyspace {
       random: this.#random,
     });
     if (victim === undefined) return false;
-    this.#remove(victim);
+    this.#remove(victim, "evicted");
     this.#evictedKeys += 1;
     return true;
   }

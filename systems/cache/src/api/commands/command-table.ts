@@ -3,7 +3,9 @@
  * its arity, run it. Unknown commands and wrong arities get Redis's exact replies.
  * Container commands (CONFIG, CLIENT, COMMAND) dispatch their subcommand the same way.
  * `commandKeys` reads a command's keys from its key positions, for COMMAND GETKEYS and
- * for cluster routing.
+ * for cluster routing. A table may carry `DispatchHooks` (part 2, cluster mode): `before`
+ * may answer instead of the command (-MOVED, -ASK, -CROSSSLOT, -CLUSTERDOWN), `after`
+ * sees every command that ran (the replication stream).
  *
  * @example
  * const table = createCommandTable([...stringCommands, ...keyCommands]);
@@ -13,9 +15,22 @@
 import { arityAccepts, type CommandContext, type CommandSpec } from "./command-spec.ts";
 import { arityError, unknownCommandError, unknownSubcommandError } from "./reply-errors.ts";
 
+/** Runs around every command of a table (arity already checked). */
+export interface DispatchHooks {
+  /** False when the hook answered instead of the command (a redirect, a refusal): the command does not run. */
+  before(ctx: CommandContext, spec: CommandSpec, args: readonly string[]): boolean;
+  after(ctx: CommandContext, spec: CommandSpec, args: readonly string[]): void;
+}
+
+/** A command table, with the hooks its dispatch runs. */
+export interface CommandTable extends Map<string, CommandSpec> {
+  hooks?: DispatchHooks;
+}
+
 /** Lookup map: every name in lowercase and UPPERCASE, so the common spellings skip toLowerCase. */
-export function createCommandTable(specs: readonly CommandSpec[]): Map<string, CommandSpec> {
-  const table = new Map<string, CommandSpec>();
+export function createCommandTable(specs: readonly CommandSpec[], hooks?: DispatchHooks): CommandTable {
+  const table: CommandTable = new Map<string, CommandSpec>();
+  if (hooks !== undefined) table.hooks = hooks;
   for (const spec of specs) {
     if (spec.name !== spec.name.toLowerCase())
       throw new TypeError(`command name ${spec.name} must be lowercase`);
@@ -46,7 +61,14 @@ export function dispatch(
     ctx.reply.error(arityError(spec.name));
     return;
   }
+  const hooks = (table as CommandTable).hooks;
+  if (hooks === undefined) {
+    spec.run(ctx, args);
+    return;
+  }
+  if (!hooks.before(ctx, spec, args)) return;
   spec.run(ctx, args);
+  hooks.after(ctx, spec, args);
 }
 
 /** Dispatches `args[1]` among a container's subcommands (CONFIG GET, CLIENT ID…). */

@@ -1,0 +1,168 @@
+/**
+ * `casebook run cache -- --nodes 6 --replicas 1`: a local Redis-Cluster-compatible
+ * cluster of cache nodes. Spawns the node processes on ports 7000+ (bus 17000+), splits
+ * the 16 384 slots evenly over the primaries, attaches the replicas, waits until every
+ * node serves, prints the layout, and serves /healthz and /readyz (every node ok) on
+ * PORT for the casebook CLI. Each node has its own /metrics (the layout lists them).
+ * SIGINT/SIGTERM stop every node gracefully.
+ *
+ * @example
+ * // node systems/cache/src/cluster-main.ts --nodes 6 --replicas 1
+ * // redis-cli -c -p 7000 SET k v     (-c follows -MOVED like any cluster client)
+ */
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { createService } from "@casebook/infra/http/service";
+import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { AdminClient } from "./api/cluster-admin-client.ts";
+import { clusterErrors } from "./domain/cluster-errors.ts";
+import { type LaunchedNode, type LocalCluster, launchCluster } from "./workers/cluster-launcher.ts";
+
+const HELP = `cache cluster launcher — a local cluster of cache nodes
+
+  --nodes N              nodes to start (required; primaries = N / (replicas + 1))
+  --replicas R           replicas per primary (default 1)
+  --port P               first node's RESP port (default 7000; bus ports are +10000; 0 = free ports)
+  --host H               address the nodes listen on and announce (default 127.0.0.1)
+  --node-timeout MS      failure detection timeout (default 15000, Redis's)
+  --data-dir DIR         where each node keeps nodes.json (default $CASEBOOK_DATA/cluster)
+  --http-port-base P     node i's /metrics on P + i (default: free ports, listed in the layout)
+  --help                 this text
+`;
+
+/** True when the command line asks for a cluster (main.ts hands over to this file). */
+export function isClusterLaunch(argv: readonly string[]): boolean {
+  return argv.some((arg) => arg === "--nodes" || arg.startsWith("--nodes="));
+}
+
+interface LauncherArgs {
+  readonly nodes: number;
+  readonly replicas: number;
+  readonly port: number;
+  readonly host: string;
+  readonly nodeTimeoutMs: number;
+  readonly dataDir: string;
+  readonly httpPortBase: number;
+}
+
+function integer(
+  value: string | undefined,
+  flag: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  const parsed = Number(value);
+  if (!(Number.isInteger(parsed) && parsed >= min && parsed <= max)) {
+    throw clusterErrors.create("CACHE_CLUSTER_ARGS_INVALID", {
+      detail: `${flag}=${value}: expected an integer ${min}..${max}`,
+      fields: { flag },
+    });
+  }
+  return parsed;
+}
+
+export function parseLauncherArgs(argv: readonly string[], env: NodeJS.ProcessEnv): LauncherArgs | undefined {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      nodes: { type: "string" },
+      replicas: { type: "string" },
+      port: { type: "string" },
+      host: { type: "string" },
+      "node-timeout": { type: "string" },
+      "data-dir": { type: "string" },
+      "http-port-base": { type: "string" },
+      help: { type: "boolean" },
+    },
+    strict: true,
+  });
+  if (values.help) return undefined;
+  const nodes = integer(values.nodes, "--nodes", 0, 1, 100);
+  const replicas = integer(values.replicas, "--replicas", 1, 0, 10);
+  return {
+    nodes,
+    replicas,
+    port: integer(values.port, "--port", 7000, 0, 55_535 - nodes),
+    host: values.host ?? "127.0.0.1",
+    nodeTimeoutMs: integer(values["node-timeout"], "--node-timeout", 15_000, 100, 3_600_000),
+    dataDir: values["data-dir"] ?? join(env.CASEBOOK_DATA ?? join(".casebook-data", "cache"), "cluster"),
+    httpPortBase: integer(values["http-port-base"], "--http-port-base", 0, 0, 65_000),
+  };
+}
+
+function layoutTable(cluster: LocalCluster): string {
+  const byIndex = (index: number | undefined) => (index === undefined ? "-" : `node ${index}`);
+  const rows = cluster.nodes.map((node: LaunchedNode) => [
+    `node ${node.index}`,
+    `${node.host}:${node.port}`,
+    String(node.busPort),
+    node.role,
+    byIndex(node.primaryIndex),
+    node.id.slice(0, 12),
+    `${node.httpUrl}/metrics`,
+  ]);
+  const header = ["node", "address", "bus", "role", "replica of", "id", "metrics"];
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...rows.map((row) => row[column]!.length)),
+  );
+  const line = (cells: string[]) => cells.map((cell, column) => cell.padEnd(widths[column]!)).join("  ");
+  return [line(header), ...rows.map(line)].join("\n");
+}
+
+async function allServing(cluster: LocalCluster): Promise<void> {
+  for (const node of cluster.nodes) {
+    const admin = await AdminClient.connect(node.host, node.listenPort, { timeoutMs: 500 });
+    try {
+      const info = await admin.call("CLUSTER", "INFO");
+      if (typeof info !== "string" || !info.includes("cluster_state:ok")) {
+        throw new Error(`node ${node.index} (${node.host}:${node.port}) is not serving`);
+      }
+    } finally {
+      admin.close();
+    }
+  }
+}
+
+/** Runs the launcher until a signal stops it; returns the exit code. */
+export async function runClusterMain(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  const args = parseLauncherArgs(argv, env);
+  if (args === undefined) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const cluster = await launchCluster({
+    nodes: args.nodes,
+    replicas: args.replicas,
+    basePort: args.port,
+    host: args.host,
+    dataDir: args.dataDir,
+    nodeTimeoutMs: args.nodeTimeoutMs,
+    httpPortBase: args.httpPortBase,
+  });
+  const service = createService({
+    name: "cache-cluster",
+    version: "0.1.0",
+    log: { level: env.LOG_LEVEL === "silent" ? "silent" : "info" },
+    description: "Launcher of a local cache cluster: /readyz is ready while every node serves",
+  });
+  // The nodes must not outlive the launcher, however it ends (a graceful stop SIGTERMs them first).
+  process.once("exit", () => {
+    for (const node of cluster.nodes) node.child.kill("SIGKILL");
+  });
+  service.addCheck("cluster", () => allServing(cluster));
+  service.onClose(() => cluster.stop());
+  const { url } = await service.listen({
+    port: integer(env.PORT, "PORT", 8114, 0, 65_535),
+    host: env.HOST ?? "127.0.0.1",
+  });
+  process.stdout.write(`cache cluster: ${args.nodes} nodes, ${args.replicas} replica(s) per primary\n`);
+  process.stdout.write(`${layoutTable(cluster)}\nlauncher: ${url}/readyz\n`);
+  installSignalHandlers(service);
+  return 0;
+}
+
+if (import.meta.main) {
+  process.exitCode = await runClusterMain(process.argv.slice(2), process.env);
+}
