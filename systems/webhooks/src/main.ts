@@ -1,0 +1,211 @@
+/**
+ * Composition root of the webhooks service (seed 003): config → database (PostgreSQL or
+ * embedded PGlite) and migrations → the tenant HTTP API (events, subscriptions, deliveries;
+ * admin behind WEBHOOKS_ADMIN_TOKEN) → the workers (outbox relay + dispatcher, delivery
+ * worker, retention sweeper) on one metrics registry → graceful shutdown (drain requests,
+ * stop the worker — its in-flight sends finish and are recorded — then the relay and the
+ * sweeper, then the sender's sockets, then the pool). Stateless: run as many instances as
+ * you like against one DATABASE_URL; leases and SKIP LOCKED share the work (WH-10, WH-11).
+ *
+ * @example
+ * // PORT=8113 node systems/webhooks/src/main.ts   (npx casebook run webhooks runs it through the CLI)
+ * const running = await main({ PORT: "0", CASEBOOK_DATA: tmpDir, LOG_LEVEL: "silent" });
+ * running.bootstrap?.apiKey; // "whk_…": the demo tenant's key, on first start only
+ * await running.close();
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { createService, type Service } from "@casebook/infra/http/service";
+import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { openDatabase } from "@casebook/infra/sql/open-database";
+import type { Database } from "@casebook/infra/sql/sql";
+import { systemClock } from "@casebook/kit/clock";
+import { systemRandom } from "@casebook/kit/random";
+import type { TenantDefaults } from "./api/admin-routes.ts";
+import { webhooksErrorRegistries } from "./api/error-registries.ts";
+import { registerWebhooksApi } from "./api/register-api.ts";
+import { storeErrors } from "./domain/store-errors.ts";
+import { migrateWebhookStore } from "./store/migrate.ts";
+import { createTenant, getTenant } from "./store/tenant-repository.ts";
+import {
+  BOOTSTRAP_OFF,
+  DEFAULT_BOOTSTRAP_TENANT,
+  loadWebhooksConfig,
+  type WebhooksConfig,
+} from "./webhooks-config.ts";
+import { DeliveryWorker } from "./workers/delivery-worker.ts";
+import { Dispatcher } from "./workers/dispatcher.ts";
+import { HttpSender } from "./workers/http-sender.ts";
+import { OutboxRelay } from "./workers/outbox-relay.ts";
+import { RetentionSweeper } from "./workers/retention-sweeper.ts";
+import { createWorkerMetrics } from "./workers/worker-metrics.ts";
+
+export const VERSION = "0.1.0";
+/** Inside the service base's 900 ms readiness timeout, so a slow ping reports its own error. */
+const DATABASE_PING_TIMEOUT_MS = 800;
+/** Bound on one phase of a send (connect, or the body after the headers) under a long deadline. */
+const SEND_PHASE_MS_MAX = 5_000;
+/** Close hooks beyond the worker's drain (one request deadline): writes and pool shutdown. */
+const CLOSE_HOOK_SLACK_MS = 5_000;
+
+export interface RunningWebhooks {
+  readonly url: string;
+  readonly service: Service;
+  readonly db: Database;
+  readonly config: WebhooksConfig;
+  /** The demo tenant created by THIS start (undefined when it existed already or is off). */
+  readonly bootstrap: { tenantId: string; apiKey: string } | undefined;
+  /** The delivery worker, when WEBHOOKS_WORKERS is on. */
+  readonly worker: DeliveryWorker | undefined;
+  close(): Promise<void>;
+}
+
+function tenantDefaultsOf(config: WebhooksConfig): TenantDefaults {
+  return {
+    deliveryWindowS: config.retentionHours * 3_600,
+    payloadRetentionS: config.payloadRetentionHoursResolved * 3_600,
+  };
+}
+
+/** WEBHOOKS_BOOTSTRAP_TENANT, or `demo` on the embedded database when there is no admin API. */
+async function bootstrapTenant(config: WebhooksConfig, db: Database, service: Service) {
+  const embeddedDemo = config.databaseUrl === undefined && config.adminToken === undefined;
+  const id = config.bootstrapTenant ?? (embeddedDemo ? DEFAULT_BOOTSTRAP_TENANT : BOOTSTRAP_OFF);
+  if (id === BOOTSTRAP_OFF) return undefined;
+  if (await getTenant(db, id)) {
+    service.log.info({ tenantId: id }, "bootstrap tenant exists; its API key was printed on first start");
+    return undefined;
+  }
+  try {
+    const created = await createTenant(
+      db,
+      { id, name: `${id} (bootstrap tenant)`, ...tenantDefaultsOf(config) },
+      { nowMs: systemClock.nowMs(), randomBytes },
+    );
+    return { tenantId: created.tenant.id, apiKey: created.apiKey.key };
+  } catch (error) {
+    // Two instances starting at once on one database: the other one created it first.
+    if (storeErrors.is(error, "WEBHOOK_TENANT_INVALID") && error.fields.field === "id") return undefined;
+    throw error;
+  }
+}
+
+/** Phase timeouts that add up to the whole-request deadline (the worker enforces the sum too). */
+function senderFor(config: WebhooksConfig): HttpSender {
+  const deadlineMs = config.httpDeadlineMs;
+  const connectMs = Math.min(SEND_PHASE_MS_MAX, Math.floor(deadlineMs / 4));
+  const bodyMs = Math.min(SEND_PHASE_MS_MAX, Math.floor(deadlineMs / 4));
+  return new HttpSender({
+    policy: config.urlPolicy,
+    timeouts: { connectMs, headersMs: deadlineMs - connectMs - bodyMs, bodyMs },
+    userAgent: `casebook-webhooks/${VERSION}`,
+    // The fair scheduler decides who sends; an agent queue below it would serve in arrival order.
+    maxSocketsPerOrigin: config.workerConcurrency,
+  });
+}
+
+/**
+ * The background loops, each stopped by a close hook. Hooks run last-added first, so the
+ * worker (added last) drains before the relay and sweeper stop and before the pool closes.
+ */
+function startWorkers(config: WebhooksConfig, db: Database, service: Service): DeliveryWorker {
+  const log = service.log;
+  const sender = senderFor(config);
+  service.onClose(function closeSender() {
+    sender.close();
+  });
+  // One relay publishes one event at a time (two commits each); several keep up with the seed's peak.
+  const relays = Array.from(
+    { length: config.relays },
+    () =>
+      new OutboxRelay(db, {
+        publisher: new Dispatcher(db, { clock: systemClock }),
+        clock: systemClock,
+        random: systemRandom,
+        pollIntervalMs: config.pollIntervalMs,
+        onError: (err, eventId) => log.warn({ err, eventId }, "outbox relay: publish failed; retrying"),
+      }),
+  );
+  const sweeper = new RetentionSweeper(db, {
+    clock: systemClock,
+    intervalMs: config.sweepIntervalMs,
+    onError: (err) => log.warn({ err }, "retention sweep failed; retrying next round"),
+  });
+  const worker = new DeliveryWorker({
+    db,
+    clock: systemClock,
+    random: systemRandom,
+    workerId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    sender,
+    httpDeadlineMs: config.httpDeadlineMs,
+    leaseMs: config.leaseMs,
+    maxInFlight: config.workerConcurrency,
+    pollIntervalMs: config.pollIntervalMs,
+    metrics: createWorkerMetrics(service.registry),
+    log: (obj, msg) => log.info(obj, msg),
+  });
+  for (const relay of relays) relay.start();
+  service.onClose(function stopRelays() {
+    return Promise.all(relays.map((relay) => relay.stop())).then(() => undefined);
+  });
+  sweeper.start();
+  service.onClose(function stopSweeper() {
+    return sweeper.stop();
+  });
+  worker.start();
+  service.onClose(function stopDeliveryWorker() {
+    return worker.stop();
+  });
+  return worker;
+}
+
+function announce(service: Service, url: string, bootstrap: { tenantId: string; apiKey: string }): void {
+  const hint =
+    `curl -s ${url}/v1/events -H 'Authorization: Bearer ${bootstrap.apiKey}' ` +
+    `-H 'content-type: application/json' -d '{"type":"invoice.paid","payload":{"invoice":"in_1"}}'`;
+  service.log.info({ ...bootstrap, try: hint }, "bootstrap tenant created: its API key is shown only now");
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningWebhooks> {
+  const config = loadWebhooksConfig(env);
+  const db = await openDatabase({ system: "webhooks", url: config.databaseUrl, env });
+  const service = createService({
+    name: "webhooks",
+    version: VERSION,
+    log: { level: config.logLevel },
+    errors: webhooksErrorRegistries,
+    checks: { database: () => db.ping(DATABASE_PING_TIMEOUT_MS) },
+    onClose: [() => db.close()], // first hook added, so it runs last: after every user of the pool
+    // The worker's stop waits for sends in flight, each bounded by the request deadline.
+    closeHookTimeoutMs: config.httpDeadlineMs + CLOSE_HOOK_SLACK_MS,
+    description:
+      "Multitenant outbound webhooks (seed 003): signed, at-least-once, fair across tenants, 24 h at most.",
+  });
+  try {
+    await migrateWebhookStore(db);
+    await registerWebhooksApi(service.app, {
+      db,
+      clock: systemClock,
+      randomBytes,
+      settings: { maxPayloadBytes: config.maxPayloadBytes, urlPolicy: config.urlPolicy },
+      tenantDefaults: tenantDefaultsOf(config),
+      adminToken: config.adminToken,
+    });
+    const worker = config.workers ? startWorkers(config, db, service) : undefined;
+    const bootstrap = await bootstrapTenant(config, db, service);
+    const { url } = await service.listen({ port: config.port, host: config.host });
+    service.log.info({ url, engine: db.engine, workers: config.workers }, "webhooks listening");
+    if (bootstrap) announce(service, url, bootstrap);
+    return { url, service, db, config, bootstrap, worker, close: () => service.close() };
+  } catch (error) {
+    await service
+      .close()
+      .catch((closeError: unknown) => service.log.error({ err: closeError }, "close failed"));
+    throw error;
+  }
+}
+
+if (import.meta.main) {
+  const running = await main();
+  installSignalHandlers(running.service);
+}
