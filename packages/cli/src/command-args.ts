@@ -36,6 +36,49 @@ export function parseCommandArgs<Options extends ParseArgsOptionsConfig>(
   }
 }
 
+/**
+ * `casebook run <name> …`: after the system's name, options casebook does not know go to the
+ * system as if they followed `--` (so `casebook run cache --nodes 6 --replicas 1` works);
+ * casebook's own options still count anywhere, and everything before the name is checked
+ * strictly. Returns argv rewritten as `<own…> -- <passed…>`.
+ *
+ * @example
+ * passUnknownAfterName(["cache", "--nodes", "6", "--logs", "raw"], { logs: { type: "string" } });
+ * // ["cache", "--logs", "raw", "--", "--nodes", "6"]
+ */
+export function passUnknownAfterName(argv: readonly string[], options: ParseArgsOptionsConfig): string[] {
+  const own: string[] = [];
+  const passed: string[] = [];
+  const known = (token: string) => {
+    const name = token.startsWith("--") ? token.slice(2).split("=")[0]! : token.slice(1);
+    const entry = token.startsWith("--")
+      ? options[name]
+      : Object.values(options).find((option) => option.short === name);
+    return entry;
+  };
+  let named = false;
+  for (let i = 0; i < argv.length; i++) {
+    const token = argv[i]!;
+    if (token === "--") {
+      passed.push(...argv.slice(i + 1));
+      break;
+    }
+    const option = token.startsWith("-") && token !== "-" ? known(token) : undefined;
+    if (option !== undefined) {
+      own.push(token);
+      if (option.type === "string" && !token.includes("=") && i + 1 < argv.length) own.push(argv[++i]!);
+    } else if (!named && !token.startsWith("-")) {
+      named = true;
+      own.push(token);
+    } else if (named) {
+      passed.push(token);
+    } else {
+      own.push(token); // an unknown option before the name: parseArgs refuses it by name
+    }
+  }
+  return passed.length === 0 ? own : [...own, "--", ...passed];
+}
+
 function usageFromParseError(command: string, error: unknown, known: string[]): Error {
   const code = (error as { code?: string }).code ?? "";
   const message = (error as Error).message ?? String(error);

@@ -8,7 +8,7 @@
  */
 import { cliErrors } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
-import { parseCommandArgs, parseCount } from "./command-args.ts";
+import { parseCommandArgs, parseCount, passUnknownAfterName } from "./command-args.ts";
 import { noSystemMessage } from "./command-list.ts";
 import { didYouMean } from "./did-you-mean.ts";
 import { discoverSystems, type SystemInfo } from "./discover-systems.ts";
@@ -55,11 +55,14 @@ export async function upCommand(argv: readonly string[], io: CliIo): Promise<num
   return launch({ mode: "up", names: positionals, portFlags: values.port ?? [], args: [], values }, io);
 }
 
+const runOptions = { ...sharedOptions, port: { type: "string" } } as const;
+
 export async function runCommand(argv: readonly string[], io: CliIo): Promise<number> {
-  const { values, positionals, passThrough } = parseCommandArgs("run", argv, {
-    ...sharedOptions,
-    port: { type: "string" },
-  });
+  const { values, positionals, passThrough } = parseCommandArgs(
+    "run",
+    passUnknownAfterName(argv, runOptions),
+    runOptions,
+  );
   if (values.help) {
     io.out(helpText("run"));
     return 0;

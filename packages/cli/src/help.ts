@@ -101,10 +101,11 @@ Examples
   run: `casebook run — one system in the foreground
 
 Usage
-  casebook run <name> [options] [-- args…]
+  casebook run <name> [options] [args…] [-- args…]
 
 Like \`casebook up <name>\`: starts the system, waits for /healthz, prints where it
-listens and passes its logs through; the arguments after -- go to its main.ts.
+listens and passes its logs through. Arguments after -- go to its main.ts, and so do
+options after the name that casebook does not know (\`casebook run cache --nodes 6\`).
 When the system exits on its own, casebook exits with its exit code; Ctrl-C or
 SIGTERM stops it and exits 0.
 
@@ -122,6 +123,7 @@ Examples
   npx casebook run rate-limiter
   PORT=8150 npx casebook run rate-limiter
   npx casebook run webhooks --logs raw -- --verbose
+  npx casebook run cache --nodes 6 --replicas 1
   REDIS_URL=redis://127.0.0.1:6379 npx casebook run rate-limiter
 `,
   bench: `casebook bench — run a system's benchmark

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { passUnknownAfterName } from "../src/command-args.ts";
 import { benchMain, cliEnv, healthyMain, makeFixtureRoot, removeFixtureRoot, runCli } from "./fixtures.ts";
 
 test("--help on the top level and on every command prints usage with examples", async (t) => {
@@ -138,4 +139,36 @@ test("a CASEBOOK_ROOT that does not exist is reported", async () => {
   const result = await runCli(["list"], cliEnv("/nonexistent/casebook-root"));
   assert.equal(result.code, 1);
   assert.match(result.stderr, /CASEBOOK_ROOT=\/nonexistent\/casebook-root is not a directory/);
+});
+
+test("run passes options it does not know, after the system's name, to the system", () => {
+  const options = {
+    logs: { type: "string" },
+    port: { type: "string" },
+    help: { type: "boolean", short: "h" },
+  } as const;
+  assert.deepEqual(passUnknownAfterName(["cache", "--nodes", "6", "--replicas", "1"], options), [
+    "cache",
+    "--",
+    "--nodes",
+    "6",
+    "--replicas",
+    "1",
+  ]);
+  assert.deepEqual(passUnknownAfterName(["cache", "--nodes", "6", "--logs", "raw", "--", "-v"], options), [
+    "cache",
+    "--logs",
+    "raw",
+    "--",
+    "--nodes",
+    "6",
+    "-v",
+  ]);
+  assert.deepEqual(passUnknownAfterName(["--port=8150", "alpha", "-h"], options), [
+    "--port=8150",
+    "alpha",
+    "-h",
+  ]);
+  // Before the name nothing is passed on: an unknown option there stays to be refused by name.
+  assert.deepEqual(passUnknownAfterName(["--bogus", "alpha"], options), ["--bogus", "alpha"]);
 });
