@@ -61,7 +61,8 @@ export const configSchema = {
   policy: field.enum(EVICTION_POLICY_NAMES, {
     env: "CACHE_MAXMEMORY_POLICY",
     default: "allkeys-lru",
-    description: "What to evict when maxmemory is reached",
+    description:
+      "What to evict when maxmemory is reached (Redis's policies, or allkeys-w-tinylfu: admission by frequency)",
   }),
   samples: field.int({
     env: "CACHE_MAXMEMORY_SAMPLES",

@@ -10,6 +10,10 @@
  * once its majority lease runs out (-CLUSTERDOWN); it hears of the newer epoch and follows
  * the new primary; once healed it has resynced v7 away and redirects writers (-MOVED).
  *
+ * WAIT tells the two writes apart: WAIT 1 answers 1 after v6 (on the replica: it survives
+ * the failover) and 0 after v7 (only on the old primary: lost), so a client that needs a
+ * write to survive a failover waits for it.
+ *
  * With min-replicas-to-write 1 (max lag 400 ms) the same partition loses only the writes
  * of the first ~400 ms: after that the old primary answers -NOREPLICAS.
  */
@@ -96,7 +100,7 @@ describe("split brain and lost writes", { timeout: 120_000 }, () => {
     for (const cleanup of cleanups) await cleanup();
   });
 
-  test("CA-14 CA-16 seats:42: v7 acknowledged by the old primary is lost after failover; the old primary refuses writes after the timeout, then follows the newer epoch", async () => {
+  test("CA-14 CA-16 seats:42: v6 confirmed by WAIT 1 survives the failover; v7 acknowledged by the old primary (WAIT 1 answers 0) is lost; the old primary refuses writes after the timeout, then follows the newer epoch", async () => {
     const { harness, proxy, primary, replica } = await partitionable();
     cleanups.push(async () => {
       await harness.stop();
@@ -107,11 +111,17 @@ describe("split brain and lost writes", { timeout: 120_000 }, () => {
     cleanups.push(async () => direct.close());
     const promoted = await harness.admin(replica);
     assert.equal(await direct.call("SET", KEY, "v6"), "OK");
-    await waitUntil("v6 to reach the replica", 5_000, async () => (await readOnReplica(promoted)) === "v6");
+    assert.equal(await direct.call("WAIT", 1, 5_000), 1, "WAIT: v6 is on the replica");
+    assert.equal(await readOnReplica(promoted), "v6");
 
     const partitionMs = performance.now();
     proxy.blackhole(true, "discard");
     assert.equal(await direct.call("SET", KEY, "v7"), "OK", "the old primary acknowledges v7");
+    assert.equal(
+      await direct.call("WAIT", 1, 200),
+      0,
+      "WAIT: no replica has v7, the client knows it is at risk",
+    );
     const loop = writeLoop(direct, partitionMs, "late-");
     await waitUntil(
       "the majority to elect the replica",
@@ -122,7 +132,7 @@ describe("split brain and lost writes", { timeout: 120_000 }, () => {
     assert.equal(
       await promoted.call("GET", KEY),
       "v6",
-      "the promoted replica never saw v7: the acknowledged write is lost",
+      "the promoted replica never saw v7: the acknowledged write is lost; v6, confirmed by WAIT, survives",
     );
     await waitUntil("the old primary to follow the new one", 15_000, async () => {
       const role = (await direct.call("ROLE")) as string[];
@@ -154,7 +164,7 @@ describe("split brain and lost writes", { timeout: 120_000 }, () => {
       "healed, it sends writers to the new primary",
     );
     process.stdout.write(
-      `# CA-14 seats:42 — v6 replicated; partition at 0 ms; v7 + ${accepted.length} later writes acknowledged by the old primary ` +
+      `# CA-14 seats:42 — v6 replicated (WAIT 1 → 1); partition at 0 ms; v7 + ${accepted.length} later writes acknowledged by the old primary (WAIT 1 → 0) ` +
         `(last at ${Math.round(lastAcceptedMs)} ms); replica elected at ${Math.round(electedMs)} ms and serves v6; ` +
         `v7 lost everywhere after the old primary resynced. Refusals: ${[...refusals].join(", ")}\n`,
     );

@@ -6,6 +6,10 @@
  * `maxBatchOutputBytes`, the connection stops reading until its socket drains, so a
  * client that never reads cannot make the node buffer without limit.
  *
+ * A blocking command (WAIT) leaves a `BlockedReply` instead of replying: the batch's
+ * earlier replies go out, reading pauses, and the commands already buffered behind it
+ * run only once its reply is written, so a pipelining client gets replies in order.
+ *
  * @example
  * // created by CacheServer for every accepted socket:
  * const connection = new Connection(socket, clientId, shared);
@@ -14,7 +18,13 @@
 import type { Socket } from "node:net";
 import { cacheErrors } from "../cache-errors.ts";
 import type { Keyspace } from "../domain/keyspace.ts";
-import type { ClientState, CommandContext, CommandSpec, NodeContext } from "./commands/command-spec.ts";
+import type {
+  BlockedReply,
+  ClientState,
+  CommandContext,
+  CommandSpec,
+  NodeContext,
+} from "./commands/command-spec.ts";
 import { dispatch } from "./commands/command-table.ts";
 import { type RespLimits, RespParser } from "./resp-parser.ts";
 import type { ReplyWriter } from "./resp-writer.ts";
@@ -54,20 +64,36 @@ export class Connection {
   readonly #shared: SharedState;
   #waitingForDrain = false;
   #ending = false;
+  /** The blocking command this client waits on; its later commands stay in the parser meanwhile. */
+  #blocked: BlockedReply | undefined;
   readonly #closed: Promise<void>;
 
   constructor(socket: Socket, id: number, shared: SharedState) {
     this.#socket = socket;
     this.#shared = shared;
     this.#parser = new RespParser(this.#shared.limits);
-    this.#client = { id, name: "", protocol: 2, libName: "", libVersion: "", closeAfterReply: false };
+    this.#client = {
+      id,
+      name: "",
+      protocol: 2,
+      libName: "",
+      libVersion: "",
+      closeAfterReply: false,
+      blocked: undefined,
+    };
     this.#ctx = {
       keyspace: this.#shared.keyspace,
       reply: this.#shared.writer,
       client: this.#client,
       node: this.#shared.node,
     };
-    this.#closed = new Promise((resolve) => socket.once("close", () => resolve()));
+    this.#closed = new Promise((resolve) =>
+      socket.once("close", () => {
+        // A client that left stops waiting: its WAIT must not hold a slot in the replication source.
+        (this.#blocked ?? this.#client.blocked)?.cancel();
+        resolve();
+      }),
+    );
     socket.on("data", (chunk: Buffer) => this.#onData(chunk));
     socket.on("drain", () => this.#onDrain());
     // A reset or a broken pipe ends this client only; the node carries on.
@@ -80,6 +106,11 @@ export class Connection {
 
   get waitingForDrain(): boolean {
     return this.#waitingForDrain;
+  }
+
+  /** True while a blocking command (WAIT) holds this client. */
+  get blocked(): boolean {
+    return this.#blocked !== undefined;
   }
 
   /** Graceful end: no more reading, replies already owed are flushed, then FIN. */
@@ -109,11 +140,12 @@ export class Connection {
       this.#fail(error);
       return;
     }
-    this.#run();
+    // Commands arriving behind a blocked one wait in the parser; #unblock runs them.
+    if (this.#blocked === undefined) this.#run();
   }
 
   #onDrain(): void {
-    if (!this.#waitingForDrain || this.#ending) return;
+    if (!this.#waitingForDrain || this.#ending || this.#blocked !== undefined) return;
     this.#waitingForDrain = false;
     this.#socket.resume();
     this.#run();
@@ -135,7 +167,7 @@ export class Connection {
         if (args === undefined) break;
         counters.totalCommands += 1;
         dispatch(table, this.#ctx, args);
-        if (this.#client.closeAfterReply) break;
+        if (this.#client.closeAfterReply || this.#client.blocked !== undefined) break;
       }
     } catch (error) {
       failure = error;
@@ -150,6 +182,11 @@ export class Connection {
       void this.end();
       return;
     }
+    const blocked = this.#client.blocked;
+    if (blocked !== undefined) {
+      this.#block(blocked);
+      return;
+    }
     if (more || this.#socket.writableLength > this.#shared.maxPendingOutputBytes) {
       // Backpressure: read nothing more from this client until it has taken its replies.
       this.#waitingForDrain = true;
@@ -157,6 +194,29 @@ export class Connection {
       // No 'drain' will come if the socket never filled up (a batch stopped early): yield to I/O, then go on.
       if (!this.#socket.writableNeedDrain) setImmediate(() => this.#onDrain());
     }
+  }
+
+  #block(blocked: BlockedReply): void {
+    this.#client.blocked = undefined;
+    this.#blocked = blocked;
+    this.#socket.pause();
+    blocked.settled.then(
+      (writeReply) => this.#unblock(blocked, writeReply),
+      (error: unknown) => this.#fail(error),
+    );
+  }
+
+  /** Writes the blocked command's reply, then runs what the client pipelined behind it. */
+  #unblock(blocked: BlockedReply, writeReply: (reply: ReplyWriter) => void): void {
+    if (this.#blocked !== blocked) return;
+    this.#blocked = undefined;
+    if (this.#ending || this.#socket.destroyed) return;
+    const { writer } = this.#shared;
+    writer.begin(this.#client.protocol);
+    writeReply(writer);
+    this.#write(writer.finish());
+    this.#socket.resume();
+    this.#run();
   }
 
   #write(parts: readonly Buffer[]): void {

@@ -2,7 +2,9 @@
  * The maxmemory policies Redis offers, by name, and what each one means for the
  * evictor: which keys are candidates (`all` keys or only `volatile` ones, those with a
  * TTL) and how they are ranked (`lru`, `lfu`, `ttl`, `random`), or `none` for
- * noeviction (a write that does not fit gets -OOM).
+ * noeviction (a write that does not fit gets -OOM). `allkeys-w-tinylfu` is this node's own
+ * addition (CA-24): not sampled, the keyspace delegates it to `eviction-w-tinylfu.ts`, whose
+ * admission may evict the key a SET just wrote.
  *
  * @example
  * evictionPolicy("volatile-lru"); // { name: "volatile-lru", keys: "volatile", rank: "lru" }
@@ -18,11 +20,12 @@ export const EVICTION_POLICY_NAMES = [
   "allkeys-random",
   "volatile-random",
   "volatile-ttl",
+  "allkeys-w-tinylfu",
 ] as const;
 
 export type EvictionPolicyName = (typeof EVICTION_POLICY_NAMES)[number];
 
-export type EvictionRank = "none" | "lru" | "lfu" | "ttl" | "random";
+export type EvictionRank = "none" | "lru" | "lfu" | "ttl" | "random" | "w-tinylfu";
 
 export interface EvictionPolicy {
   readonly name: EvictionPolicyName;
@@ -39,6 +42,7 @@ const POLICIES: Readonly<Record<EvictionPolicyName, EvictionPolicy>> = {
   "allkeys-random": { name: "allkeys-random", keys: "all", rank: "random" },
   "volatile-random": { name: "volatile-random", keys: "volatile", rank: "random" },
   "volatile-ttl": { name: "volatile-ttl", keys: "volatile", rank: "ttl" },
+  "allkeys-w-tinylfu": { name: "allkeys-w-tinylfu", keys: "all", rank: "w-tinylfu" },
 };
 
 export function isEvictionPolicyName(name: string): name is EvictionPolicyName {

@@ -39,7 +39,8 @@ const isInKeyspace = (entry: CacheEntry) => entry.allSlot >= 0;
 const hasTtl = (entry: CacheEntry) => entry.ttlSlot >= 0;
 
 function score(policy: EvictionPolicy, entry: CacheEntry, options: PickOptions): number {
-  if (policy.rank === "lru") return lruIdleMs(entry.access, options.nowMs);
+  // W-TinyLFU evicts through its own structure; an explicit evictOne() falls back to sampled LRU.
+  if (policy.rank === "lru" || policy.rank === "w-tinylfu") return lruIdleMs(entry.access, options.nowMs);
   if (policy.rank === "lfu") return lfuScore(entry.access, options.nowMs, options.lfu);
   return ttlScore(entry.expiresAtMs);
 }

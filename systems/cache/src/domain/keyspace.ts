@@ -10,6 +10,10 @@
  *   nothing can be evicted (noeviction, no volatile key, a value larger than maxmemory) the
  *   write is refused (`false`: the command layer answers -OOM). So after every write,
  *   `usedBytes <= maxmemoryBytes` holds; it is asserted.
+ * - `allkeys-w-tinylfu` (CA-24) is not sampled: a `WTinyLfuEviction` mirrors every key with
+ *   its accounted bytes and evicts after each write, by admission. A SET then always stores
+ *   (`true`) but its key may be evicted at once when admission rejects it; a value larger than
+ *   maxmemory is still refused. MSET stores every pair, each through admission.
  * - An optional observer hears of every key added or removed (and why), so the cluster
  *   layer can index keys by slot and replicate expirations and evictions as deletions.
  *
@@ -27,6 +31,7 @@ import { type CacheEntry, entryBytes, NO_EXPIRY } from "./cache-entry.ts";
 import { EntryBag } from "./entry-bag.ts";
 import { lruClock } from "./eviction-lru.ts";
 import { type EvictionPolicy, type EvictionPolicyName, evictionPolicy } from "./eviction-policy.ts";
+import { WTinyLfuEviction } from "./eviction-w-tinylfu.ts";
 import { Evictor } from "./evictor.ts";
 import { defaultLfuParams, type LfuParams, lfuInitial, lfuTouch } from "./lfu-counter.ts";
 
@@ -80,6 +85,8 @@ export class Keyspace {
   readonly #ttl = new EntryBag("ttl");
   readonly #evictor = new Evictor();
   readonly #observer: KeyspaceObserver | undefined;
+  /** Set only under allkeys-w-tinylfu with a maxmemory: then it, not the evictor, decides. */
+  #wTinyLfu: WTinyLfuEviction | undefined;
   #maxmemoryBytes: number;
   #policy: EvictionPolicy;
   #samples: number;
@@ -134,6 +141,7 @@ export class Keyspace {
       this.#lfuMode = this.#policy.rank === "lfu";
       this.#evictor.reset();
     }
+    if (maxmemoryBytes !== undefined || policy !== undefined) this.#resetWTinyLfu();
     // A lowered maxmemory takes effect now, as in Redis (under noeviction, writes that grow are refused instead).
     const nowMs = this.#clock.nowMs();
     while (this.#maxmemoryBytes > 0 && this.#usedBytes > this.#maxmemoryBytes && this.#evictOne(nowMs)) {}
@@ -194,6 +202,7 @@ export class Keyspace {
     }
     this.#hits += 1;
     this.#touch(entry, nowMs);
+    this.#wTinyLfu?.read(key);
     return entry.value;
   }
 
@@ -210,7 +219,10 @@ export class Keyspace {
     const nowMs = this.#clock.nowMs();
     const usedBefore = this.#usedBytes;
     let entry = this.#live(key, nowMs);
-    if (this.#maxmemoryBytes > 0) {
+    if (this.#wTinyLfu !== undefined) {
+      // Admission runs after the store; only a value that could never fit is refused up front.
+      if (entryBytes(key, value) > this.#maxmemoryBytes) return false;
+    } else if (this.#maxmemoryBytes > 0) {
       const growth = entry === undefined ? entryBytes(key, value) : value.length - entry.value.length;
       if (this.#usedBytes + growth > this.#maxmemoryBytes) {
         if (!this.#makeRoom([key], [value], nowMs)) return false;
@@ -226,7 +238,9 @@ export class Keyspace {
   setMany(keys: readonly string[], values: readonly string[]): boolean {
     const nowMs = this.#clock.nowMs();
     const usedBefore = this.#usedBytes;
-    if (this.#maxmemoryBytes > 0 && !this.#makeRoom(keys, values, nowMs)) return false;
+    if (this.#wTinyLfu !== undefined) {
+      if (keys.some((key, i) => entryBytes(key, values[i]!) > this.#maxmemoryBytes)) return false;
+    } else if (this.#maxmemoryBytes > 0 && !this.#makeRoom(keys, values, nowMs)) return false;
     for (let i = 0; i < keys.length; i++) {
       this.#store(keys[i]!, values[i]!, NO_EXPIRY, this.#live(keys[i]!, nowMs), nowMs);
     }
@@ -260,6 +274,7 @@ export class Keyspace {
     this.#ttl.clear();
     this.#evictor.reset();
     this.#usedBytes = 0;
+    this.#wTinyLfu?.clear();
     this.#observer?.flushed();
   }
 
@@ -312,6 +327,35 @@ export class Keyspace {
       this.#touch(entry, nowMs);
     }
     if (expiresAtMs !== KEEP_TTL) this.setExpiry(entry, expiresAtMs);
+    // Last: admission may evict this very entry, after which nothing may touch it.
+    if (this.#wTinyLfu !== undefined) this.#evictKeys(this.#wTinyLfu.written(key, entryBytes(key, value)));
+  }
+
+  /** Removes the keys W-TinyLFU evicted (it already dropped them itself). */
+  #evictKeys(keys: readonly string[]): void {
+    for (const key of keys) {
+      const entry = this.#map.get(key);
+      if (entry === undefined) continue;
+      this.#remove(entry, "evicted");
+      this.#evictedKeys += 1;
+    }
+  }
+
+  /**
+   * Starts W-TinyLFU afresh when the policy or maxmemory changes (CONFIG SET), replaying every
+   * key oldest first; a lowered maxmemory evicts through admission here. The sketch's history
+   * is lost: a rare event, and a cold sketch only means plain LRU-like behavior for a while.
+   */
+  #resetWTinyLfu(): void {
+    this.#wTinyLfu = undefined;
+    if (this.#policy.rank !== "w-tinylfu" || this.#maxmemoryBytes === 0) return;
+    const policy = new WTinyLfuEviction({ maxmemoryBytes: this.#maxmemoryBytes, random: this.#random });
+    const evicted: string[] = [];
+    for (const entry of this.#map.values()) {
+      evicted.push(...policy.written(entry.key, entryBytes(entry.key, entry.value)));
+    }
+    this.#wTinyLfu = policy;
+    this.#evictKeys(evicted);
   }
 
   #remove(entry: CacheEntry, cause: RemovalCause): void {
@@ -319,6 +363,7 @@ export class Keyspace {
     this.#all.remove(entry);
     if (entry.ttlSlot >= 0) this.#ttl.remove(entry);
     this.#usedBytes -= entryBytes(entry.key, entry.value);
+    this.#wTinyLfu?.removed(entry.key);
     this.#observer?.removed(entry.key, cause);
   }
 
@@ -381,6 +426,12 @@ export class Keyspace {
 
   /** A write may leave usage above maxmemory only if it did not grow it (maxmemory was lowered under noeviction). */
   #assertWithinMaxmemory(usedBefore: number): void {
+    const policy = this.#wTinyLfu;
+    if (policy !== undefined && (policy.weight !== this.#usedBytes || policy.size !== this.#map.size)) {
+      throw new Error(
+        `keyspace invariant broken: W-TinyLFU holds ${policy.size} keys / ${policy.weight} B, the keyspace ${this.#map.size} / ${this.#usedBytes} B`,
+      );
+    }
     if (this.#maxmemoryBytes > 0 && this.#usedBytes > this.#maxmemoryBytes && this.#usedBytes > usedBefore) {
       throw new Error(
         `keyspace invariant broken: used ${this.#usedBytes} B > maxmemory ${this.#maxmemoryBytes} B`,

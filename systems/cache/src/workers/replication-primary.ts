@@ -15,6 +15,8 @@
  *   replica's unsent bytes are bounded: past `outputLimitBytes` it is dropped and resyncs.
  * - Replicas acknowledge (`ACK offset`); `goodUntilMs` is how long the primary may still
  *   take writes under min-replicas-to-write (see cluster-write-guard.ts).
+ * - WAIT blocks a client until enough replicas acknowledged an offset (`waitForAcks`):
+ *   the only way a client learns that its write is on a replica and survives a failover.
  *
  * @example
  * const source = new ReplicationSource({ keyspace, slotIndex, clock, backlogBytes: 1 << 20, … });
@@ -53,6 +55,28 @@ export interface ReplicationSourceOptions {
   readonly minReplicasMaxLagMs: number;
 }
 
+/** A WAIT in progress: settles once `needed` replicas acknowledged `offset`, or on its timer. */
+interface AckWaiter {
+  readonly offset: number;
+  readonly needed: number;
+  readonly resolve: (acknowledged: number) => void;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/** The source replicating each keyspace, so commands reach it through the keyspace they serve (WAIT, INFO). */
+const sourcesByKeyspace = new WeakMap<Keyspace, ReplicationSource>();
+
+/**
+ * The replication source streaming `keyspace`, or undefined on a standalone node (no replicas).
+ *
+ * @example
+ * const source = replicationSourceOf(ctx.keyspace);
+ * if (source === undefined) ctx.reply.integer(0); // WAIT on a standalone node
+ */
+export function replicationSourceOf(keyspace: Keyspace): ReplicationSource | undefined {
+  return sourcesByKeyspace.get(keyspace);
+}
+
 /** A fresh replication id: 40 hex chars, as Redis's. */
 export function newReplicationId(): string {
   return randomBytes(20).toString("hex");
@@ -67,9 +91,12 @@ export class ReplicationSource {
   #replid = newReplicationId();
   #active = true;
   #goodUntilMs = Number.NEGATIVE_INFINITY;
+  /** Bounded by the connected clients: a connection blocks on at most one WAIT at a time. */
+  readonly #waiters = new Set<AckWaiter>();
 
   constructor(options: ReplicationSourceOptions) {
     this.#options = options;
+    sourcesByKeyspace.set(options.keyspace, this);
     this.#backlog = new ReplicationBacklog({ maxBytes: options.backlogBytes });
     this.#recomputeGood();
   }
@@ -94,6 +121,47 @@ export class ReplicationSource {
   /** Until when (monotonic ms) writes are allowed under min-replicas-to-write. */
   get goodUntilMs(): number {
     return this.#goodUntilMs;
+  }
+
+  /** Clients blocked in WAIT (INFO's blocked_clients). */
+  get waitingClients(): number {
+    return this.#waiters.size;
+  }
+
+  /** How many replicas acknowledged at least `offset`. */
+  acknowledged(offset: number): number {
+    let count = 0;
+    for (const info of this.#replicas.values()) if (info.ackOffset >= offset) count += 1;
+    return count;
+  }
+
+  /**
+   * Settles with the number of replicas that acknowledged `offset`, once `needed` did or
+   * after `timeoutMs` (0 = no timeout, as WAIT's), whichever comes first. `cancel` drops
+   * the wait (its client disconnected) without settling.
+   */
+  waitForAcks(
+    offset: number,
+    needed: number,
+    timeoutMs: number,
+  ): { settled: Promise<number>; cancel(): void } {
+    let waiter: AckWaiter | undefined;
+    const settled = new Promise<number>((resolve) => {
+      waiter = { offset, needed, resolve, timer: undefined };
+    });
+    const entry = waiter!;
+    this.#waiters.add(entry);
+    if (timeoutMs > 0) entry.timer = setTimeout(() => this.#settle(entry), timeoutMs);
+    // Entries still queued for this turn's batch go out now: the wait starts from the replicas' side at once.
+    this.flush();
+    this.#settleReached();
+    return {
+      settled,
+      cancel: () => {
+        clearTimeout(entry.timer);
+        this.#waiters.delete(entry);
+      },
+    };
   }
 
   propagateSet(key: string, value: string, expiresAtMs: number): void {
@@ -139,6 +207,8 @@ export class ReplicationSource {
   deactivate(): void {
     this.#active = false;
     this.#pending = [];
+    // A deposed primary's WAITs answer now, with what its replicas had acknowledged.
+    for (const waiter of [...this.#waiters]) this.#settle(waiter);
     for (const link of [...this.#replicas.keys()]) this.#drop(link);
   }
 
@@ -208,6 +278,19 @@ export class ReplicationSource {
     info.ackOffset = Math.max(info.ackOffset, offset);
     info.ackMs = this.#options.clock.monotonicMs();
     this.#recomputeGood();
+    this.#settleReached();
+  }
+
+  #settleReached(): void {
+    for (const waiter of [...this.#waiters]) {
+      if (this.acknowledged(waiter.offset) >= waiter.needed) this.#settle(waiter);
+    }
+  }
+
+  #settle(waiter: AckWaiter): void {
+    if (!this.#waiters.delete(waiter)) return;
+    clearTimeout(waiter.timer);
+    waiter.resolve(this.acknowledged(waiter.offset));
   }
 
   #drop(link: BusLink): void {

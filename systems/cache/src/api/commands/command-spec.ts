@@ -56,6 +56,19 @@ export interface ClientState {
   libVersion: string;
   /** QUIT: the server closes the connection once this batch's replies are written. */
   closeAfterReply: boolean;
+  /**
+   * Set by a blocking command (WAIT) instead of replying: the connection sends what the
+   * batch owes so far, then holds this client's later commands until the reply settles,
+   * so replies stay in request order. The connection clears it when it takes it.
+   */
+  blocked: BlockedReply | undefined;
+}
+
+/** A reply that comes later. `cancel` is called when the client goes away first. */
+export interface BlockedReply {
+  /** Resolves to the writer of the reply, run inside a fresh batch of the connection. */
+  readonly settled: Promise<(reply: ReplyWriter) => void>;
+  cancel(): void;
 }
 
 /** A setting as CONFIG GET/SET sees it. `set` returns an error text, or undefined when applied. */

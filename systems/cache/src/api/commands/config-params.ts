@@ -30,7 +30,10 @@ export interface NodeSettings {
 }
 
 const INT_MAX = 2 ** 31 - 1;
-/** Redis's order in its error message, kept so the text matches. */
+/**
+ * Redis's order in its error message, kept so the text matches redis-server's reply for reply
+ * (commands-conformance); this node's own allkeys-w-tinylfu is accepted but not listed.
+ */
 const POLICY_LIST =
   "volatile-lru, volatile-lfu, volatile-random, volatile-ttl, allkeys-lru, allkeys-lfu, allkeys-random, noeviction";
 

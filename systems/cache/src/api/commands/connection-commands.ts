@@ -2,21 +2,33 @@
  * Connection commands: PING, ECHO, HELLO (RESP2/RESP3 negotiation; ioredis 6 opens
  * every connection with `HELLO 3`), SELECT (database 0 only: a cluster node has one,
  * as in Redis Cluster), QUIT, RESET and CLIENT (ID, SETNAME, GETNAME, SETINFO — which
- * ioredis sends on connect — and HELP).
+ * ioredis sends on connect — and HELP), and WAIT (wait-command.ts).
  *
  * @example
  * // HELLO 3 → %7 server redis version … proto 3 id 7 mode standalone role master modules []
  */
 
+import { replicationSourceOf } from "../../workers/replication-primary.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
 import { dispatchSubcommand } from "./command-table.ts";
 import { parseInt64 } from "./integer-arg.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
+import { waitCommand } from "./wait-command.ts";
 
 /** The Redis version whose commands and replies this node follows (HELLO, INFO redis_version). */
 export const REDIS_COMPAT_VERSION = "7.2.0";
 
 const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
+
+/** `cluster` on a node started in cluster mode (its table has CLUSTER), as HELLO and INFO say. */
+export function serverMode(ctx: CommandContext): "cluster" | "standalone" {
+  return ctx.node.commands.has("cluster") ? "cluster" : "standalone";
+}
+
+/** `replica` while this node follows a primary; a standalone node is always `master`. */
+export function serverRole(ctx: CommandContext): "master" | "replica" {
+  return replicationSourceOf(ctx.keyspace)?.active === false ? "replica" : "master";
+}
 
 /** Redis's rule for client names and library names: printable ASCII without spaces. */
 function isValidName(name: string): boolean {
@@ -48,9 +60,9 @@ function helloReply(ctx: CommandContext): void {
   reply.bulk("id");
   reply.integer(client.id);
   reply.bulk("mode");
-  reply.bulk("standalone");
+  reply.bulk(serverMode(ctx));
   reply.bulk("role");
-  reply.bulk("master");
+  reply.bulk(serverRole(ctx));
   reply.bulk("modules");
   reply.arrayHeader(0);
 }
@@ -213,6 +225,7 @@ const doc = (summary: string, since: string) =>
   ({ summary, since, group: "connection", complexity: "O(1)" }) as const;
 
 export const connectionCommands: readonly CommandSpec[] = [
+  waitCommand,
   {
     name: "ping",
     arity: -1,

@@ -4,15 +4,19 @@
  * check reads `loading`, dashboards read keyspace_hits/misses, evicted_keys,
  * expired_keys, used_memory and maxmemory. `used_memory` is the accounted bytes that
  * maxmemory limits; `used_memory_rss` what the process really holds, so their ratio
- * (`mem_fragmentation_ratio`) shows the headroom CA-13 asks to plan for.
+ * (`mem_fragmentation_ratio`) shows the headroom CA-13 asks to plan for. In cluster mode
+ * `redis_mode:cluster` and `# Cluster` `cluster_enabled:1` tell clients (redis-cli
+ * --cluster, ioredis's checks) to use cluster commands; Replication reports the node's
+ * role, replicas and offset.
  *
  * @example
  * // INFO memory → "# Memory\r\nused_memory:1048576\r\n…maxmemory_policy:allkeys-lru\r\n"
  */
 import { ENTRY_OVERHEAD_BYTES } from "../../domain/cache-entry.ts";
 import { humanBytes } from "../../domain/memory-size.ts";
+import { replicationSourceOf } from "../../workers/replication-primary.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
-import { REDIS_COMPAT_VERSION } from "./connection-commands.ts";
+import { REDIS_COMPAT_VERSION, serverMode, serverRole } from "./connection-commands.ts";
 
 type Section = (ctx: CommandContext) => Array<[string, string | number]>;
 
@@ -23,7 +27,7 @@ const SECTIONS: Readonly<Record<string, Section>> = {
     return [
       ["redis_version", REDIS_COMPAT_VERSION],
       ["server_name", "casebook-cache"],
-      ["redis_mode", "standalone"],
+      ["redis_mode", serverMode(ctx)],
       ["os", `${process.platform} ${process.arch}`],
       ["arch_bits", 64],
       ["multiplexing_api", "libuv"],
@@ -40,7 +44,7 @@ const SECTIONS: Readonly<Record<string, Section>> = {
     return [
       ["connected_clients", stats.connectedClients],
       ["maxclients", stats.maxClients],
-      ["blocked_clients", 0],
+      ["blocked_clients", replicationSourceOf(ctx.keyspace)?.waitingClients ?? 0],
     ];
   },
   memory: (ctx) => {
@@ -80,10 +84,22 @@ const SECTIONS: Readonly<Record<string, Section>> = {
       ["keyspace_misses", keys.misses],
     ];
   },
-  replication: () => [
-    ["role", "master"],
-    ["connected_slaves", 0],
-  ],
+  replication: (ctx) => {
+    const source = replicationSourceOf(ctx.keyspace);
+    if (source === undefined || !source.active) {
+      // Redis's field names: "slave" is what its tools parse.
+      return [
+        ["role", serverRole(ctx) === "replica" ? "slave" : "master"],
+        ["connected_slaves", 0],
+      ];
+    }
+    return [
+      ["role", "master"],
+      ["connected_slaves", [...source.replicas()].length],
+      ["master_replid", source.replid],
+      ["master_repl_offset", source.offset],
+    ];
+  },
   cpu: () => {
     const usage = process.cpuUsage();
     return [
@@ -91,6 +107,7 @@ const SECTIONS: Readonly<Record<string, Section>> = {
       ["used_cpu_user", (usage.user / 1e6).toFixed(6)],
     ];
   },
+  cluster: (ctx) => [["cluster_enabled", serverMode(ctx) === "cluster" ? 1 : 0]],
   keyspace: (ctx) => {
     const stats = ctx.keyspace.stats;
     return stats.keys === 0 ? [] : [["db0", `keys=${stats.keys},expires=${stats.volatileKeys},avg_ttl=0`]];
@@ -105,6 +122,7 @@ const TITLES: Readonly<Record<string, string>> = {
   stats: "Stats",
   replication: "Replication",
   cpu: "CPU",
+  cluster: "Cluster",
   keyspace: "Keyspace",
 };
 
