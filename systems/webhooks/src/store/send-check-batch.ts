@@ -2,10 +2,9 @@
  * `loadForSend` for many claimed deliveries in one statement (WH-04, WH-18): the same
  * re-check just before sending — lease still current, subscription active, deadline not
  * passed, payload still there — and the same answers, send or skip (and why), with skips
- * settled under the caller's lease (`cancelled`/`expired`) exactly as send-check.ts does.
+ * settled under the caller's lease (`cancelled`/`expired`), as send-check.ts describes.
  * A worker that sends many requests at once reads their plans in one round trip instead
- * of one each; the rules are send-check.ts's, and test/worker-send-check-batch.test.ts
- * holds the two to the same answers on every case.
+ * of one each; `loadForSend` is this with a batch of one, so the rules live here only.
  *
  * @example
  * const plans = await loadForSendBatch(db, claimed, clock.nowMs());

@@ -21,7 +21,7 @@
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
 import type { DeliveryLease } from "./delivery-claims.ts";
-import { finishWithoutAttempt } from "./delivery-results.ts";
+import { loadForSendBatch } from "./send-check-batch.ts";
 import type { SigningSecret } from "./subscription-repository.ts";
 
 export type SkipReason = "lease_lost" | "subscription_inactive" | "deadline_passed" | "payload_expired";
@@ -57,81 +57,9 @@ export interface SendSkip {
 
 export type SendPlan = SendGo | SendSkip;
 
-interface SendRow {
-  state: string;
-  lease_version: bigint;
-  lease_expires_at: Date | null;
-  tenant_id: string;
-  event_id: string;
-  subscription_id: string;
-  attempts: number;
-  client_error_streak: number;
-  deadline_at: Date;
-  type: string;
-  payload: Record<string, unknown> | null;
-  payload_expires_at: Date;
-  event_created_at: Date;
-  url: string;
-  active: boolean;
-  rate_limit_per_s: number | null;
-  max_concurrency: number;
-  secrets: SigningSecret[] | null;
-}
-
-const LOAD = `
-  SELECT d.state, d.lease_version, d.lease_expires_at, d.tenant_id, d.event_id, d.subscription_id,
-         d.attempts, d.client_error_streak, d.deadline_at, e.type, e.payload, e.payload_expires_at, e.created_at AS event_created_at,
-         s.url, s.active, s.rate_limit_per_s, s.max_concurrency,
-         (SELECT json_agg(json_build_object('version', v.version, 'secret', v.secret) ORDER BY v.version DESC)
-            FROM subscription_secrets v
-           WHERE v.subscription_id = s.id AND (v.expires_at IS NULL OR v.expires_at > $2)) AS secrets
-    FROM deliveries d
-    JOIN events e ON e.id = d.event_id
-    JOIN subscriptions s ON s.id = d.subscription_id
-   WHERE d.id = $1`;
-
-function skipReason(row: SendRow, nowMs: number): Exclude<SkipReason, "lease_lost"> | undefined {
-  if (!row.active) return "subscription_inactive";
-  if (row.deadline_at.getTime() <= nowMs) return "deadline_passed";
-  if (row.payload === null || row.payload_expires_at.getTime() <= nowMs) return "payload_expired";
-  return undefined;
-}
-
-function leaseCurrent(row: SendRow, lease: DeliveryLease, nowMs: number): boolean {
-  return (
-    row.state === "in_flight" &&
-    row.lease_version === lease.leaseVersion &&
-    row.lease_expires_at !== null &&
-    row.lease_expires_at.getTime() > nowMs
-  );
-}
-
 /** The plan for one claimed delivery at `nowMs`: send (with everything needed) or skip (and why). */
 export async function loadForSend(q: Queryable, lease: DeliveryLease, nowMs: number): Promise<SendPlan> {
-  const { rows } = await q.query<SendRow>(LOAD, [lease.deliveryId, new Date(nowMs)]);
-  const row = rows[0];
-  if (!row || !leaseCurrent(row, lease, nowMs)) return { send: false, reason: "lease_lost", settled: false };
-  const reason = skipReason(row, nowMs);
-  if (reason !== undefined) {
-    const state = reason === "subscription_inactive" ? "cancelled" : "expired";
-    const settled = await finishWithoutAttempt(q, lease, { state, reason, nowMs });
-    return { send: false, reason: settled ? reason : "lease_lost", settled };
-  }
-  return {
-    send: true,
-    lease,
-    tenantId: row.tenant_id,
-    eventId: row.event_id,
-    eventType: row.type,
-    eventCreatedAtMs: row.event_created_at.getTime(),
-    payload: row.payload!,
-    subscriptionId: row.subscription_id,
-    url: row.url,
-    secrets: row.secrets ?? [],
-    rateLimitPerS: row.rate_limit_per_s,
-    maxConcurrency: row.max_concurrency,
-    attemptNo: row.attempts + 1,
-    clientErrorStreak: row.client_error_streak,
-    deadlineAtMs: row.deadline_at.getTime(),
-  };
+  // One rule set: the batch form (send-check-batch.ts) with a batch of one.
+  const [plan] = await loadForSendBatch(q, [lease], nowMs);
+  return plan!;
 }
