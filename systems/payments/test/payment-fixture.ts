@@ -1,25 +1,23 @@
 /**
- * The payments service under test: a database (PGlite in memory, or a fresh PostgreSQL schema)
- * with every migration, the REAL acquirer simulator over HTTP on port 0, the acquirer client, an orchestrator, and the payment routes on a Casebook service (driven with inject).
+ * Pieces of the payments service under test: a database (PGlite in memory, or a fresh PostgreSQL
+ * schema) with every migration, fast client and saga timings, seeded payments, ledger balances.
+ * The whole stack (simulator, client, orchestrator, routes) is `startFullPayments` in
+ * payments-full-fixture.ts.
  */
 import type { TestContext } from "node:test";
-import { createService, type Service } from "@casebook/infra/http/service";
+import type { Service } from "@casebook/infra/http/service";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
-import { systemClock } from "@casebook/kit/clock";
-import { seededRandom } from "@casebook/kit/random";
 import { uniqueName } from "@casebook/lab/test-engines";
-import { type PaymentRoutesConfig, registerPaymentRoutes } from "../src/api/payment-routes.ts";
+import type { PaymentRoutesConfig } from "../src/api/payment-routes.ts";
 import { fingerprintRequest } from "../src/domain/idempotency.ts";
-import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
-import { paymentErrors } from "../src/domain/payment-errors.ts";
-import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import type { IdempotencyStore } from "../src/store/idempotency-store.ts";
 import { createPayment } from "../src/store/payment-repository.ts";
-import { AcquirerClient, type AcquirerClientOptions } from "../src/workers/acquirer-client.ts";
-import { SagaOrchestrator, type SagaOrchestratorOptions } from "../src/workers/saga-orchestrator.ts";
-import { type SimFixture, startSim } from "./acquirer-sim-fixture.ts";
+import type { AcquirerClient, AcquirerClientOptions } from "../src/workers/acquirer-client.ts";
+import type { SagaOrchestrator, SagaOrchestratorOptions } from "../src/workers/saga-orchestrator.ts";
+import type { SimFixture } from "./acquirer-sim-fixture.ts";
 
 export const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
 /** Every migration of the system: the schema the service itself runs on. */
@@ -81,68 +79,6 @@ export const FAST_CLIENT: Partial<AcquirerClientOptions> = {
   retryCapMs: 20,
 };
 export const FAST_BACKOFF = { baseMs: 20, capMs: 100, budgetMs: 60_000, maxAttempts: 500 };
-
-export async function startPayments(t: TestContext, options: FixtureOptions = {}): Promise<PaymentsFixture> {
-  const { db } = await openTestDb(t, options.url);
-  const sim = await startSim(t);
-  const random = seededRandom("payments-test");
-  const acquirer = new AcquirerClient({
-    baseUrl: sim.url,
-    clock: systemClock,
-    random,
-    ...FAST_CLIENT,
-    ...options.client,
-  });
-  t.after(() => acquirer.close());
-  const idempotency = new IdempotencyStore(db, { clock: systemClock });
-  const orchestrator = new SagaOrchestrator({
-    db,
-    acquirer,
-    idempotency,
-    clock: systemClock,
-    random,
-    owner: uniqueName("orch"),
-    leaseMs: 2_500,
-    pollIntervalMs: 10,
-    backoff: FAST_BACKOFF,
-    ...options.orchestrator,
-  });
-  t.after(() => orchestrator.stop());
-  const service = createService({
-    name: "payments-test",
-    version: "0.0.0",
-    log: { level: (process.env.PAYMENTS_TEST_LOG ?? "silent") as "silent" },
-    errors: [paymentErrors, idempotencyErrors],
-    defaultMetrics: false,
-  });
-  const merchant = uniqueName("m");
-  registerPaymentRoutes(service.app, {
-    db,
-    idempotency,
-    orchestrator,
-    acquirer,
-    clock: systemClock,
-    merchantOf: (request) => String(request.headers["x-test-merchant"] ?? merchant),
-    config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", ...options.routes },
-  });
-  t.after(() => service.close());
-  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const res = await service.app.inject({
-      method: method as "GET",
-      url: path,
-      headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
-      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
-    });
-    return {
-      status: res.statusCode,
-      body: res.body === "" ? {} : (JSON.parse(res.body) as Record<string, unknown>),
-      text: res.body,
-    };
-  };
-  const pay = (body: Record<string, unknown>, key: string, who = merchant) =>
-    call("POST", "/v1/payments", body, { "idempotency-key": key, "x-test-merchant": who });
-  return { db, sim, acquirer, idempotency, orchestrator, service, merchant, pay, call };
-}
 
 export function paymentBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return { amountMinor: "5000", currency: "BRL", cardToken: "tok_visa_4242", capture: true, ...overrides };
