@@ -298,6 +298,11 @@ export async function openRedisLimiterStore(options: RedisStoreOptions): Promise
   });
 }
 
+/** ioredis rejects a command that outlived `commandTimeout` with exactly this message. */
+function isCommandTimeout(error: unknown): boolean {
+  return error instanceof Error && error.message === "Command timed out";
+}
+
 export interface RedisClusterStoreOptions extends RedisClusterConnectOptions {
   /** Check every call's keys share one slot before sending (they always should). Default true. */
   clusterSlots?: boolean;
@@ -320,8 +325,14 @@ export async function openRedisClusterLimiterStore(options: RedisClusterStoreOpt
   try {
     await registry.loadAll(cluster);
   } catch (error) {
-    await closeRedis(cluster);
-    throw error;
+    // The command timeout bounds decisions (20 ms), not start-up: a SCRIPT LOAD that timed out
+    // on a loaded node is not fatal, since a script missing there is sent once with EVAL
+    // (NOSCRIPT fallback). Any other failure (ACL, a SHA1 mismatch) is.
+    if (!isCommandTimeout(error)) {
+      await closeRedis(cluster);
+      throw error;
+    }
+    options.onError?.(error instanceof Error ? error : new Error(String(error)));
   }
   const prefix = options.keyPrefix ?? "";
   return new ScriptLimiterStore({
