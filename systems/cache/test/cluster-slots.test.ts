@@ -13,6 +13,9 @@ import type { AdminClient } from "../src/api/cluster-admin-client.ts";
 import { evenSlotRanges, formatRanges, parseRanges, toRanges } from "../src/domain/slot-ranges.ts";
 import { adminOf, type InProcessNode, startInProcessNode, waitUntil } from "./cluster-harness.ts";
 
+/** Node timeout of the two in-process nodes: far above any event-loop stall seen in CI. */
+const SLOW_MACHINE_NODE_TIMEOUT_MS = 10_000;
+
 async function clusterOk(admin: AdminClient): Promise<boolean> {
   return ((await admin.call("CLUSTER", "INFO")) as string).includes("cluster_state:ok");
 }
@@ -24,8 +27,11 @@ describe("slots and redirects", { timeout: 60_000 }, () => {
   let adminB: AdminClient;
 
   before(async () => {
-    a = await startInProcessNode();
-    b = await startInProcessNode();
+    // Both nodes share this test's event loop: a stall on a loaded machine must not let the
+    // majority lease (two voters here) lapse into -CLUSTERDOWN. Failure detection is tested
+    // with node processes elsewhere; these tests are about slots and redirects.
+    a = await startInProcessNode({ nodeTimeoutMs: SLOW_MACHINE_NODE_TIMEOUT_MS });
+    b = await startInProcessNode({ nodeTimeoutMs: SLOW_MACHINE_NODE_TIMEOUT_MS });
     adminA = await adminOf(a);
     adminB = await adminOf(b);
     await adminA.call("CLUSTER", "SET-CONFIG-EPOCH", 1);
@@ -139,7 +145,7 @@ describe("slots and redirects", { timeout: 60_000 }, () => {
     adminA.close();
     await a.close();
     await waitUntil("B to see A fail", 10_000, async () => !(await clusterOk(adminB)));
-    a = await startInProcessNode({ dir: a.dir, port });
+    a = await startInProcessNode({ dir: a.dir, port, nodeTimeoutMs: SLOW_MACHINE_NODE_TIMEOUT_MS });
     adminA = await adminOf(a);
     assert.equal(await adminA.call("CLUSTER", "MYID"), id);
     assert.equal(a.runtime.state.myself.configEpoch, epoch);
