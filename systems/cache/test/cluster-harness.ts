@@ -82,8 +82,11 @@ export async function startTestCluster(
       const first = cluster.nodes[0]!;
       const client = new Cluster([{ host: first.host, port: first.port }], {
         scaleReads: "master",
+        // While slots move, the old and the new owner can briefly disagree and bounce a command
+        // between them; a short pause per MOVED lets the views converge within the bound
+        // instead of spending 32 redirections in a millisecond (seen in CI under load).
         maxRedirections: 32,
-        retryDelayOnMoved: 0,
+        retryDelayOnMoved: 10,
         retryDelayOnTryAgain: 20,
         retryDelayOnClusterDown: 100,
         retryDelayOnFailover: 100,
