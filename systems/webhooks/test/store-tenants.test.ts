@@ -6,6 +6,8 @@ import assert from "node:assert/strict";
 import type { Database } from "@casebook/infra/sql/sql";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { uniqueName } from "@casebook/lab/test-engines";
+import { deliveryErrors } from "../src/domain/delivery-errors.ts";
+import { LIVE_SECRETS_MAX } from "../src/domain/secret-rotation.ts";
 import {
   createSubscription,
   getSubscription,
@@ -143,6 +145,27 @@ contractSuite("webhook tenants and subscriptions", storeBackends("wh_tenants"), 
       rotateSubscriptionSecret(db, other.id, subscription.id, { ...w.ctx(), overlapMs: 0 }),
       storeError("WEBHOOK_SUBSCRIPTION_NOT_FOUND"),
       "another tenant cannot rotate it",
+    );
+  });
+
+  it(`WH-02 racing rotations never pass the bound: at most ${LIVE_SECRETS_MAX} secrets sign at once`, async (db: Database) => {
+    const w = newWorld(db);
+    const t = await seedTenant(w);
+    const { subscription } = await createSubscription(db, t.id, { url: "https://a.example.com" }, w.ctx());
+    const rotations = await Promise.allSettled(
+      Array.from({ length: 8 }, () =>
+        rotateSubscriptionSecret(db, t.id, subscription.id, { ...w.ctx(), overlapMs: HOUR_MS }),
+      ),
+    );
+    const refused = rotations.filter((r) => r.status === "rejected");
+    for (const r of refused)
+      assert.ok(deliveryErrors.is(r.reason, "WEBHOOK_SECRET_ROTATION_LIMIT"), String(r.reason));
+    assert.equal(rotations.length - refused.length, LIVE_SECRETS_MAX - 1, "the first secret is live too");
+    assert.equal((await liveSecrets(db, subscription.id, w.clock.nowMs())).length, LIVE_SECRETS_MAX);
+    assert.equal(
+      (await getSubscription(db, t.id, subscription.id))?.secretVersion,
+      LIVE_SECRETS_MAX,
+      "a refused rotation leaves no version behind",
     );
   });
 

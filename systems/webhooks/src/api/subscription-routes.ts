@@ -23,15 +23,13 @@
  */
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance } from "fastify";
-import { deliveryErrors } from "../domain/delivery-errors.ts";
-import { LIVE_SECRETS_MAX, OVERLAP_MS_DEFAULT } from "../domain/secret-rotation.ts";
+import { OVERLAP_MS_DEFAULT } from "../domain/secret-rotation.ts";
 import { storeErrors } from "../domain/store-errors.ts";
 import { validateEndpointUrl } from "../domain/url-policy.ts";
 import {
   createSubscription,
   getSubscription,
   listSubscriptions,
-  liveSecrets,
   rotateSubscriptionSecret,
   type Subscription,
   setSubscriptionActive,
@@ -138,15 +136,6 @@ async function rotate(
   body: { overlapMs?: number; secret?: string },
 ) {
   const nowMs = context.clock.nowMs();
-  if (!(await getSubscription(context.db, tenantId, id))) throw notFound(id);
-  // Each live secret is one more HMAC per attempt and one more signature in the header. Checked
-  // before the rotation's own transaction: two rotations racing may both pass (one over the bound).
-  const live = await liveSecrets(context.db, id, nowMs);
-  if (live.length >= LIVE_SECRETS_MAX) {
-    throw deliveryErrors.create("WEBHOOK_SECRET_ROTATION_LIMIT", {
-      fields: { liveSecrets: live.length, max: LIVE_SECRETS_MAX },
-    });
-  }
   const overlapMs = body.overlapMs ?? OVERLAP_MS_DEFAULT;
   const rotated = await withFieldPointers("/body", () =>
     rotateSubscriptionSecret(context.db, tenantId, id, {

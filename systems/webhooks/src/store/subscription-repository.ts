@@ -16,6 +16,8 @@
  * await setSubscriptionActive(db, tenantId, subscription.id, { active: false, reason: "paused by tenant", nowMs });
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import { deliveryErrors } from "../domain/delivery-errors.ts";
+import { LIVE_SECRETS_MAX } from "../domain/secret-rotation.ts";
 import { decodeCursor, encodeCursor } from "../domain/store-cursor.ts";
 import { storeErrors } from "../domain/store-errors.ts";
 import { checkEventFilters, parseOrderingKeyPath } from "../domain/store-event-type.ts";
@@ -224,7 +226,9 @@ export async function setSubscriptionActive(
 
 /**
  * A new secret version; older live secrets expire `overlapMs` later (0: now). The row
- * lock on the subscription queues concurrent rotations, so versions never collide.
+ * lock on the subscription queues concurrent rotations, so versions never collide, and the
+ * bound on live secrets (`LIVE_SECRETS_MAX`: each one is an HMAC per attempt and a header
+ * entry) is checked under that lock, so racing rotations cannot pass it together.
  */
 export async function rotateSubscriptionSecret(
   db: Database,
@@ -245,6 +249,12 @@ export async function rotateSubscriptionSecret(
     );
     if (!rows[0]) throw notFound(id);
     const version = rows[0].secret_version;
+    const live = await liveSecrets(tx, id, ctx.nowMs);
+    if (live.length >= LIVE_SECRETS_MAX) {
+      throw deliveryErrors.create("WEBHOOK_SECRET_ROTATION_LIMIT", {
+        fields: { liveSecrets: live.length, max: LIVE_SECRETS_MAX },
+      });
+    }
     const expiresAt = new Date(ctx.nowMs + ctx.overlapMs);
     await tx.query(
       `UPDATE subscription_secrets SET expires_at = $2
