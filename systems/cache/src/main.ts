@@ -156,7 +156,13 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     host: config.host,
     maxClients: config.maxClients,
     log: service.log.child({ api: "resp" }),
-    ...(cluster ? { extraCommands: clusterCommands(cluster), hooks: createClusterRouter(cluster) } : {}),
+    ...(cluster
+      ? {
+          extraCommands: clusterCommands(cluster),
+          hooks: createClusterRouter(cluster),
+          replication: cluster.source,
+        }
+      : {}),
   });
   const { port } = await server.listen();
   const cron = startServerCron({ keyspace, onTick: () => server.sampleMemoryPeak() });

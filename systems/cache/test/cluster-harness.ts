@@ -210,6 +210,7 @@ export async function startInProcessNode(
     port: options.port ?? 0,
     extraCommands: clusterCommands(runtime),
     hooks: createClusterRouter(runtime),
+    replication: runtime.source,
   });
   const { port } = await server.listen();
   await runtime.start({ port, dir });

@@ -19,6 +19,7 @@
 import { createServer, type Server, type Socket } from "node:net";
 import type { Clock } from "@casebook/kit/clock";
 import type { Keyspace } from "../domain/keyspace.ts";
+import type { ReplicationSource } from "../workers/replication-primary.ts";
 import { Connection, type Counters, type ServerLog, type SharedState } from "./client-connection.ts";
 import { allCommands } from "./commands/all-commands.ts";
 import type { CommandSpec, NodeContext, NodeStats } from "./commands/command-spec.ts";
@@ -52,6 +53,8 @@ export interface CacheServerOptions {
   readonly extraCommands?: readonly CommandSpec[];
   /** Run around every command (part 2: cluster routing before, replication after). */
   readonly hooks?: DispatchHooks;
+  /** A cluster node's stream to its replicas (WAIT, INFO replication, ROLE). */
+  readonly replication?: ReplicationSource;
 }
 
 export const cacheServerDefaults = Object.freeze({
@@ -104,6 +107,7 @@ export class CacheServer {
       clock: options.clock,
       config,
       commands: this.#table,
+      replication: options.replication,
       stats: () => this.stats(),
       resetStats: () => {
         this.#counters.totalConnections = 0;

@@ -63,20 +63,6 @@ interface AckWaiter {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
-/** The source replicating each keyspace, so commands reach it through the keyspace they serve (WAIT, INFO). */
-const sourcesByKeyspace = new WeakMap<Keyspace, ReplicationSource>();
-
-/**
- * The replication source streaming `keyspace`, or undefined on a standalone node (no replicas).
- *
- * @example
- * const source = replicationSourceOf(ctx.keyspace);
- * if (source === undefined) ctx.reply.integer(0); // WAIT on a standalone node
- */
-export function replicationSourceOf(keyspace: Keyspace): ReplicationSource | undefined {
-  return sourcesByKeyspace.get(keyspace);
-}
-
 /** A fresh replication id: 40 hex chars, as Redis's. */
 export function newReplicationId(): string {
   return randomBytes(20).toString("hex");
@@ -96,7 +82,6 @@ export class ReplicationSource {
 
   constructor(options: ReplicationSourceOptions) {
     this.#options = options;
-    sourcesByKeyspace.set(options.keyspace, this);
     this.#backlog = new ReplicationBacklog({ maxBytes: options.backlogBytes });
     this.#recomputeGood();
   }

@@ -16,6 +16,7 @@
  */
 import type { Clock } from "@casebook/kit/clock";
 import type { Keyspace } from "../../domain/keyspace.ts";
+import type { ReplicationSource } from "../../workers/replication-primary.ts";
 import type { Protocol, ReplyWriter } from "../resp-writer.ts";
 
 export type CommandFlag =
@@ -106,6 +107,8 @@ export interface NodeContext {
   /** Zeroes the node's counters (CONFIG RESETSTAT). */
   resetStats(): void;
   readonly commands: ReadonlyMap<string, CommandSpec>;
+  /** The stream to this node's replicas (WAIT, INFO replication, ROLE); absent on a standalone node. */
+  readonly replication: ReplicationSource | undefined;
 }
 
 export interface CommandContext {

@@ -8,7 +8,6 @@
  * // HELLO 3 → %7 server redis version … proto 3 id 7 mode standalone role master modules []
  */
 
-import { replicationSourceOf } from "../../workers/replication-primary.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
 import { dispatchSubcommand } from "./command-table.ts";
 import { parseInt64 } from "./integer-arg.ts";
@@ -27,7 +26,7 @@ export function serverMode(ctx: CommandContext): "cluster" | "standalone" {
 
 /** `replica` while this node follows a primary; a standalone node is always `master`. */
 export function serverRole(ctx: CommandContext): "master" | "replica" {
-  return replicationSourceOf(ctx.keyspace)?.active === false ? "replica" : "master";
+  return ctx.node.replication?.active === false ? "replica" : "master";
 }
 
 /** Redis's rule for client names and library names: printable ASCII without spaces. */

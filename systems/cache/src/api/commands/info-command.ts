@@ -14,7 +14,6 @@
  */
 import { ENTRY_OVERHEAD_BYTES } from "../../domain/cache-entry.ts";
 import { humanBytes } from "../../domain/memory-size.ts";
-import { replicationSourceOf } from "../../workers/replication-primary.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
 import { REDIS_COMPAT_VERSION, serverMode, serverRole } from "./connection-commands.ts";
 
@@ -44,7 +43,7 @@ const SECTIONS: Readonly<Record<string, Section>> = {
     return [
       ["connected_clients", stats.connectedClients],
       ["maxclients", stats.maxClients],
-      ["blocked_clients", replicationSourceOf(ctx.keyspace)?.waitingClients ?? 0],
+      ["blocked_clients", ctx.node.replication?.waitingClients ?? 0],
     ];
   },
   memory: (ctx) => {
@@ -85,7 +84,7 @@ const SECTIONS: Readonly<Record<string, Section>> = {
     ];
   },
   replication: (ctx) => {
-    const source = replicationSourceOf(ctx.keyspace);
+    const source = ctx.node.replication;
     if (source === undefined || !source.active) {
       // Redis's field names: "slave" is what its tools parse.
       return [

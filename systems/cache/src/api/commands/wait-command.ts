@@ -12,7 +12,6 @@
  * @example
  * // SET k v → OK; WAIT 1 500 → :1 once a replica acknowledged the SET (or :0 after 500 ms)
  */
-import { replicationSourceOf } from "../../workers/replication-primary.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
 import { parseInt64 } from "./integer-arg.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
@@ -39,7 +38,7 @@ function waitCommandRun(ctx: CommandContext, args: readonly string[]): void {
     ctx.reply.error(WAIT_REPLIES.negativeTimeout);
     return;
   }
-  const source = replicationSourceOf(ctx.keyspace);
+  const source = ctx.node.replication;
   if (source === undefined) {
     // A standalone node has no replicas: none acknowledged anything.
     ctx.reply.integer(0);
