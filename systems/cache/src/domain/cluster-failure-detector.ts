@@ -38,9 +38,13 @@ export interface PeerHealth {
   pingSentMs: number;
   /** When the last ping left (answered or not): the pace of pings. */
   lastPingSentMs: number;
-  /** Last pong received (0: never): my link to the peer works. */
+  /**
+   * Last pong received (-Infinity: never): my link to the peer works. Not 0 for "never": the
+   * monotonic clock starts near 0 with the process, so a 0 would read as a contact at start
+   * and lend a restarted node a serving lease it never earned (CA-16).
+   */
   pongMs: number;
-  /** Last ping received from the peer (0: never): its link to me works. */
+  /** Last ping received from the peer (-Infinity: never): its link to me works. */
   pingInMs: number;
   pfail: boolean;
   fail: boolean;
@@ -97,8 +101,8 @@ export class FailureDetector {
         trackedAtMs: nowMs,
         pingSentMs: 0,
         lastPingSentMs: 0,
-        pongMs: 0,
-        pingInMs: 0,
+        pongMs: Number.NEGATIVE_INFINITY,
+        pingInMs: Number.NEGATIVE_INFINITY,
         pfail: false,
         fail: false,
         failSinceMs: 0,
@@ -138,10 +142,10 @@ export class FailureDetector {
     this.track(id, nowMs).pingInMs = nowMs;
   }
 
-  /** The last time both directions were proven (the older of the last pong and the last ping in; 0: never). */
+  /** The last time both directions were proven (the older of the last pong and the last ping in; -Infinity: never). */
   contactMs(id: string): number {
     const health = this.#peers.get(id);
-    return health === undefined ? 0 : Math.min(health.pongMs, health.pingInMs);
+    return health === undefined ? Number.NEGATIVE_INFINITY : Math.min(health.pongMs, health.pingInMs);
   }
 
   /** A voter's gossip flagged (or stopped flagging) `subject`. */

@@ -109,6 +109,7 @@ export class ClusterRuntime {
   #timer: ReturnType<typeof setInterval> | undefined;
   #busPort = 0;
   #saveScheduled = false;
+  #announceScheduled = false;
   #lastTickMs = Number.POSITIVE_INFINITY;
   #announced = { announcedHost: "", announcedPort: 0, announcedBusPort: 0 };
   #leaseUntilMs = Number.NEGATIVE_INFINITY;
@@ -256,9 +257,11 @@ export class ClusterRuntime {
     return id === this.state.myId || this.#peers.get(id)?.connected === true;
   }
 
-  /** Wall-clock ms of a monotonic instant (CLUSTER NODES prints unix ms). */
+  /** Wall-clock ms of a monotonic instant (CLUSTER NODES prints unix ms; 0 for never). */
   wallMs(monotonicMs: number): number {
-    return monotonicMs === 0 ? 0 : Math.round(this.clock.nowMs() - (this.#now() - monotonicMs));
+    return monotonicMs === 0 || !Number.isFinite(monotonicMs)
+      ? 0
+      : Math.round(this.clock.nowMs() - (this.#now() - monotonicMs));
   }
 
   /** CLUSTER MEET: opens a handshake; the peer becomes a member when it answers. */
@@ -290,6 +293,22 @@ export class ClusterRuntime {
     this.#saveScheduled = true;
     setImmediate(() => {
       if (this.#saveScheduled && this.#state !== undefined) this.saveConfig();
+    });
+  }
+
+  /**
+   * Tells every peer this node's header (slots, configEpoch) once the current batch of commands
+   * is done, instead of at the next ping: after importing slots (Redis broadcasts a PONG there
+   * too), so a client refreshing its slot map from any node soon reads the new owner rather
+   * than bouncing on -MOVED between a stale view and the truth. One broadcast per batch: a
+   * reshard pipelines thousands of SETSLOTs.
+   */
+  announceSoon(): void {
+    if (this.#announceScheduled) return;
+    this.#announceScheduled = true;
+    setImmediate(() => {
+      this.#announceScheduled = false;
+      if (this.#state !== undefined) this.#broadcast(["PONG", this.header()]);
     });
   }
 
@@ -383,9 +402,12 @@ export class ClusterRuntime {
     link.peerId = header.id;
     this.detector.pingReceived(header.id, nowMs);
     this.#applyEffects(absorbHeader(state, this.detector, header, nowMs));
-    this.#send(link, ["PONG", this.header()]);
+    // UPDATE before PONG, on the same ordered link: a restarted old primary completes its
+    // two-way contact (its serving lease) with this PONG, so by then it must already have
+    // learnt who owns its former slots — else it could take a write in between (CA-16).
     for (const owner of staleClaimOwners(state, header))
       this.#send(link, ["UPDATE", this.#updateBody(owner)]);
+    this.#send(link, ["PONG", this.header()]);
   }
 
   /** What an UPDATE says about `ownerId`: its id, configEpoch and slots. */

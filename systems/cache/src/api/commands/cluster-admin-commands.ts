@@ -139,8 +139,9 @@ function setSlotNode(runtime: ClusterRuntime, ctx: CommandContext, slot: number,
   if (keys === 0) state.migrating.delete(slot);
   state.assign(slot, nodeId);
   if (nodeId === state.myId && state.importing.delete(slot)) {
-    // The new owner's claim must outrank the old owner's everywhere: take a fresh epoch.
+    // The new owner's claim must outrank the old owner's everywhere: take a fresh epoch, and say so now.
     state.bumpConfigEpochWithoutConsensus();
+    runtime.announceSoon();
   }
   state.touch();
   ok(runtime, ctx);
