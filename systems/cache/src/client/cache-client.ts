@@ -2,8 +2,9 @@
  * The client library's typed face (CA-01, CA-06): get, set with TTL, SET NX for leases,
  * delete, INCRBY, and MGET as a scatter-gather that keeps the caller's order (CA-07), over
  * either routing mode: `CacheClient.cluster` (Redis Cluster slots, MOVED/ASK) or
- * `CacheClient.ring` (a consistent-hashing ring of independent nodes). Underneath: a
- * small pool of auto-pipelined connections per node.
+ * `CacheClient.ring` (a consistent-hashing ring of independent nodes; optionally ejecting
+ * dead nodes and failing over to a gutter pool, see ring-router.ts). Underneath: a small
+ * pool of auto-pipelined connections per node.
  *
  * Values are strings (UTF-8 by default); serialising objects is the caller's choice, and
  * cache-aside's codec does it. An error reply becomes CACHE_CLIENT_SERVER_ERROR carrying

@@ -63,6 +63,11 @@ export const clientErrors = defineErrors({
     message:
       "No cache node is known or reachable for this key (empty slot map or ring); check the seed nodes.",
   },
+  CACHE_CLIENT_GUTTER_REFUSED: {
+    status: 503,
+    message:
+      "The key's ring node is down and `command` cannot go to the gutter pool: it would leave a key there without the gutter's TTL cap (`ttlS`); retry when the node is back.",
+  },
   CACHE_PROXY_CONFIG_INVALID: {
     status: 400,
     message: "A routing proxy option is invalid; `field` names it and `expected` says what it accepts.",

@@ -27,7 +27,29 @@ export type RouterEvent =
       readonly attempt: number;
     }
   | { readonly type: "refresh"; readonly address: string; readonly ranges: number }
-  | { readonly type: "refresh-failed"; readonly reason: string };
+  | { readonly type: "refresh-failed"; readonly reason: string }
+  /** Ring mode: `address` failed `failures` times in a row and left this client's routing; a probe follows in `retryAfterMs`. */
+  | {
+      readonly type: "eject";
+      readonly address: string;
+      readonly failures: number;
+      readonly retryAfterMs: number;
+    }
+  /** Ring mode: `address` reached the failure limit but is the last routable node, so it stays. */
+  | { readonly type: "eject-skipped"; readonly address: string; readonly failures: number }
+  /** Ring mode: the PING probe of an ejected node; when it failed, the next one waits `retryAfterMs`. */
+  | { readonly type: "probe"; readonly address: string; readonly ok: boolean; readonly retryAfterMs?: number }
+  /** Ring mode: a probe answered, `address` routes its keys again. */
+  | { readonly type: "readmit"; readonly address: string }
+  /** Ring mode: a command for `owner`'s key went to the gutter node `address` (owner ejected, or the link failed). */
+  | {
+      readonly type: "gutter";
+      readonly owner: string;
+      readonly address: string;
+      readonly command: string;
+      readonly key: string;
+      readonly reason: "ejected" | "failed";
+    };
 
 export interface KeyRouter {
   readonly encoding: WireEncoding;

@@ -15,8 +15,17 @@
  * one write. Bounds: `maxClients`, `maxInFlightPerClient` (past it the proxy stops
  * reading from that client until replies drain), the parser's RespLimits.
  *
+ * A dead node is the router's business, so the proxy fails over exactly like the client
+ * library: give it a `RingRouter` with `ejection` (a node that keeps failing leaves the
+ * ring, a PING probe brings it back) and `gutter` (its keys go to a spare pool with TTLs
+ * capped), and applications see a dead node's keys answer nil instead of errors. A command
+ * the router refuses or that fails comes back as `-ERR proxy: … (CODE)`.
+ *
  * @example
- * const router = new RingRouter({ nodes, connectionsPerNode: 2, ...proxyWireOptions });
+ * const router = new RingRouter({
+ *   nodes, connectionsPerNode: 2, ...proxyWireOptions,
+ *   ejection: { failureLimit: 3, retryAfterMs: 3_000 }, gutter: { nodes: gutterNodes, ttlS: 10 },
+ * });
  * const proxy = new RoutingProxy({ router, port: 7100 });
  * await proxy.listen(); // redis-cli -p 7100 GET event:42
  * await proxy.close();
