@@ -166,8 +166,14 @@ class PgDatabase implements Database {
       throw surfaced(err);
     }
     const tx = new PgTransaction(client);
-    // A client whose ROLLBACK failed is in an unknown state: passing an error to release() destroys it.
+    // Passing an error to release() destroys the client instead of pooling it: for a link that
+    // failed, or a ROLLBACK that did. pg-pool stops listening to a client's "error" event while it
+    // is checked out, so without this listener a reset link would crash the process.
     let broken: Error | undefined;
+    const onLinkError = (err: Error) => {
+      broken ??= err;
+    };
+    client.on("error", onLinkError);
     try {
       const isolation =
         options.isolation === undefined ? "" : ` ISOLATION LEVEL ${isolationSql[options.isolation]}`;
@@ -176,13 +182,21 @@ class PgDatabase implements Database {
       await client.query("COMMIT");
       return result;
     } catch (err) {
-      // After a failed COMMIT the server has already ended the transaction; this ROLLBACK is then a no-op.
-      broken = await client.query("ROLLBACK").then(
-        () => undefined,
-        (rollbackErr: Error) => rollbackErr,
-      );
+      if (broken === undefined && !isConnectionLoss(err)) {
+        // After a failed COMMIT the server has already ended the transaction; this ROLLBACK is then a no-op.
+        const rollbackErr = await client.query("ROLLBACK").then(
+          () => undefined,
+          (failed: Error) => failed,
+        );
+        broken = rollbackErr ?? broken;
+      } else {
+        // A dead or timed-out link: a ROLLBACK would queue behind the stuck statement for another
+        // timeout. Destroying the client ends the session, and the server rolls back with it.
+        broken ??= err instanceof Error ? err : new Error(String(err));
+      }
       throw surfaced(err);
     } finally {
+      client.off("error", onLinkError);
       tx.end();
       client.release(broken);
     }

@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { startFaultProxy } from "@casebook/lab/fault-proxy";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { isConnectionLoss, openPgDatabase } from "../../src/sql/pg-database.ts";
 import type { Database } from "../../src/sql/sql.ts";
@@ -247,5 +248,39 @@ test("an unreachable server surfaces as SQL_UNAVAILABLE from query, transaction 
     }
   } finally {
     await db.close();
+  }
+});
+
+test("a link reset inside a transaction: the caller gets SQL_UNAVAILABLE, the process lives on, the pool recovers", async (t) => {
+  const url = await requirePostgres(t);
+  if (url === undefined) return;
+  const proxy = await startFaultProxy({ upstream: new URL(url).host });
+  const db = openPgDatabase({
+    url: proxy.rewrite(url),
+    applicationName: "casebook-sql-test",
+    connectTimeoutMs: 1_000,
+    statementTimeoutMs: 1_000,
+  });
+  try {
+    const started = performance.now();
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await tx.query("SELECT 1");
+        proxy.cutAll(); // the link dies between two statements of the transaction
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        await tx.query("SELECT 1");
+      }),
+      (err) => sqlErrors.is(err, "SQL_UNAVAILABLE"),
+    );
+    assert.ok(
+      performance.now() - started < 4_000,
+      "no ROLLBACK waits on the dead link: the client is destroyed",
+    );
+    await proxy.heal();
+    assert.equal((await db.query("SELECT 1 AS ok")).rows[0]?.ok, 1, "a fresh connection serves");
+    assert.equal(await db.transaction(async (tx) => (await tx.query("SELECT 2 AS two")).rows[0]?.two), 2);
+  } finally {
+    await db.close();
+    await proxy.close();
   }
 });
