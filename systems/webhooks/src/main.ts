@@ -168,7 +168,13 @@ function announce(service: Service, url: string, bootstrap: { tenantId: string; 
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningWebhooks> {
   const config = loadWebhooksConfig(env);
-  const db = await openDatabase({ system: "webhooks", url: config.databaseUrl, env });
+  const db = await openDatabase({
+    system: "webhooks",
+    url: config.databaseUrl,
+    env,
+    // A dead link must fail a request inside the handler timeout, with SQL_UNAVAILABLE.
+    pool: { connectTimeoutMs: config.dbConnectTimeoutMs, statementTimeoutMs: config.dbStatementTimeoutMs },
+  });
   const service = createService({
     name: "webhooks",
     version: VERSION,

@@ -18,6 +18,13 @@ import { createUrlPolicy, POLICY_RANGES_MAX, type UrlPolicy } from "./domain/url
 import { LEASE_HEADROOM_MS } from "./store/delivery-claims.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "./store/event-repository.ts";
 
+/**
+ * Every webhooks statement is a short OLTP one (claims, CAS writes, bounded batches). The
+ * pool gives up on a silent link 5 s after the statement timeout (infra's pg-database.ts):
+ * 5 + 5 s stays well inside the HTTP handler timeout (30 s), so a request on a dead link
+ * answers 503 SQL_UNAVAILABLE rather than HANDLER_TIMEOUT; the pool's own 30 s default would not.
+ */
+export const DB_STATEMENT_TIMEOUT_MS_DEFAULT = 5_000;
 /** WEBHOOKS_BOOTSTRAP_TENANT value that turns the demo tenant off. */
 export const BOOTSTRAP_OFF = "off";
 /** The demo tenant `npx casebook run webhooks` creates on the embedded database. */
@@ -53,6 +60,21 @@ export const configSchema = {
     protocols: ["postgres:", "postgresql:"],
     secret: true,
     description: "PostgreSQL; unset = embedded PGlite in $CASEBOOK_DATA/webhooks",
+  }),
+  dbConnectTimeoutMs: field.durationMs({
+    env: "WEBHOOKS_DB_CONNECT_TIMEOUT_MS",
+    default: 5_000,
+    min: 100,
+    max: 60_000,
+    description: "Bound on opening a PostgreSQL connection, and on waiting for a free one from the pool",
+  }),
+  dbStatementTimeoutMs: field.durationMs({
+    env: "WEBHOOKS_DB_STATEMENT_TIMEOUT_MS",
+    default: DB_STATEMENT_TIMEOUT_MS_DEFAULT,
+    min: 100,
+    max: 600_000,
+    description:
+      "PostgreSQL statement_timeout; a silent link is given up 5 s after it, so a request on a dead link answers 503 SQL_UNAVAILABLE",
   }),
   adminToken: field.string({
     env: "WEBHOOKS_ADMIN_TOKEN",

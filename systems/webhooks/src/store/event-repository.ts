@@ -6,6 +6,9 @@
  * change or not at all — no dual write, no phantom or lost event. `ingestEvent` is the
  * same in a transaction of its own, for producers that call the API instead.
  *
+ * A 503 from `ingestEvent` whose link broke on COMMIT carries `eventOutcome: "unknown"`:
+ * only then may the event have been stored (see commitInDoubt).
+ *
  * Idempotency: an event may carry a key, unique per tenant. The same key again returns the
  * first event's id (`created: false`); the same key with a different type or payload is
  * WEBHOOK_IDEMPOTENCY_CONFLICT. Payloads are compared by the sha256 of their jsonb text
@@ -19,6 +22,7 @@
  * });
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { storeErrors } from "../domain/store-errors.ts";
 import { checkEventType } from "../domain/store-event-type.ts";
 import { isId, newId } from "../domain/store-ids.ts";
@@ -148,13 +152,39 @@ export async function enqueue(
  * @example
  * const { eventId } = await ingestEvent(db, tenantId, { type: "invoice.paid", payload, idempotencyKey }, ctx);
  */
-export function ingestEvent(
+export async function ingestEvent(
   db: Database,
   tenantId: string,
   event: NewEvent,
   ctx: EnqueueContext,
 ): Promise<EnqueuedEvent> {
-  return db.transaction((tx) => enqueue(tx, tenantId, event, ctx));
+  let committing = false;
+  try {
+    return await db.transaction(async (tx) => {
+      const enqueued = await enqueue(tx, tenantId, event, ctx);
+      committing = true;
+      return enqueued;
+    });
+  } catch (error) {
+    if (committing && sqlErrors.is(error, "SQL_UNAVAILABLE")) throw commitInDoubt(error);
+    throw error;
+  }
+}
+
+/**
+ * The link broke while COMMIT was on its way: the server may have committed, and no one
+ * can tell until it answers again. Still 503 SQL_UNAVAILABLE, but it says so, so the
+ * caller retries with its Idempotency-Key (which returns the event if it was stored)
+ * instead of reading the 503 as "not stored". A failure before COMMIT is a plain 503: the
+ * server rolls the open transaction back when the session ends.
+ */
+function commitInDoubt(cause: unknown): Error {
+  return sqlErrors.create("SQL_UNAVAILABLE", {
+    detail:
+      "The database link broke while committing: the event may or may not be stored. Retry with the same Idempotency-Key.",
+    fields: { eventOutcome: "unknown" },
+    cause,
+  });
 }
 
 interface EventRow {

@@ -14,6 +14,13 @@
  * (publish_count is the attempt number); it is retried until it succeeds — the event
  * committed, so dropping it would break the producer's contract.
  *
+ * The database going away fails whole rounds: the loop then backs off, doubling its pause
+ * from pollIntervalMs up to ROUND_ERROR_BACKOFF_MS_MAX, instead of hammering a dead server
+ * (and its log) every poll. The claims a failed round could neither mark nor give back stay
+ * leased; rather than wait out their lease after the database returns, the relay gives them
+ * back first thing in its next round (fenced by their token, so a claim another relay took
+ * over meanwhile is left alone).
+ *
  * @example
  * const relay = new OutboxRelay(db, { publisher: new Dispatcher(db) });
  * relay.start();
@@ -75,7 +82,7 @@ export interface RelayRound {
   failed: number;
   /** Marks that lost their claim (another relay had taken the row over). */
   lost: number;
-  /** Rows given back because the lease could not cover their publish. */
+  /** Rows given back: the lease could not cover their publish, or a failed round left them claimed. */
   released: number;
 }
 
@@ -83,6 +90,8 @@ export const DEFAULT_RELAY_MAX_BATCH = 100;
 export const DEFAULT_RELAY_LEASE_MS = 30_000;
 export const DEFAULT_PUBLISH_TIMEOUT_MS = 10_000;
 export const DEFAULT_RELAY_POLL_MS = 200;
+/** Longest pause after failed rounds (the database is down): doubling from pollIntervalMs. */
+export const ROUND_ERROR_BACKOFF_MS_MAX = 5_000;
 
 function positiveInt(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1)
@@ -127,6 +136,8 @@ export class OutboxRelay {
   #loop: Promise<void> | undefined;
   #stopping = false;
   #wake: (() => void) | undefined;
+  /** Claims of a round that failed before settling them (at most maxBatch): given back next round. */
+  #unsettled = new Set<OutboxClaim>();
 
   constructor(db: Database, options: OutboxRelayOptions) {
     this.#db = db;
@@ -157,6 +168,7 @@ export class OutboxRelay {
    */
   async runOnce(): Promise<RelayRound> {
     const round: RelayRound = { claimed: 0, published: 0, failed: 0, lost: 0, released: 0 };
+    round.released += await this.#releaseUnsettled();
     const nowMs = this.#clock.nowMs();
     const claims = await claimOutbox(this.#db, {
       owner: this.owner,
@@ -165,16 +177,34 @@ export class OutboxRelay {
       maxBatch: this.#maxBatch,
     });
     round.claimed = claims.length;
+    // Until each claim is settled (marked, failure recorded, given back or lost), a throw
+    // leaves it here for the next round.
+    this.#unsettled = new Set(claims);
     const leaseEndMs = nowMs + this.#leaseMs;
     for (const claim of claims) {
       // The lease must cover the whole publish; what it cannot cover goes back at once.
       if (this.#clock.nowMs() + this.#publishTimeoutMs >= leaseEndMs) {
         if (await releaseOutboxClaim(this.#db, claim, this.#clock.nowMs())) round.released += 1;
-        continue;
+      } else {
+        await this.#publishOne(claim, round);
       }
-      await this.#publishOne(claim, round);
+      this.#unsettled.delete(claim);
     }
     return round;
+  }
+
+  /**
+   * Gives back, due now, the claims a failed round left leased: their publish may or may
+   * not have happened, and publishing again is harmless (WH-09), while waiting out the
+   * lease would hold those events back long after the database returned.
+   */
+  async #releaseUnsettled(): Promise<number> {
+    let released = 0;
+    for (const claim of this.#unsettled) {
+      if (await releaseOutboxClaim(this.#db, claim, this.#clock.nowMs())) released += 1;
+      this.#unsettled.delete(claim);
+    }
+    return released;
   }
 
   async #publishOne(claim: OutboxClaim, round: RelayRound): Promise<void> {
@@ -210,25 +240,38 @@ export class OutboxRelay {
   }
 
   async #run(): Promise<void> {
+    let failures = 0;
     while (!this.#stopping) {
       let full = false;
       try {
         full = (await this.runOnce()).claimed === this.#maxBatch;
+        failures = 0;
       } catch (err) {
+        failures += 1;
         this.#onError(err, undefined);
       }
-      if (!full && !this.#stopping) await this.#idle();
+      if (!full && !this.#stopping) await this.#idle(this.#pauseMs(failures));
     }
   }
 
-  #idle(): Promise<void> {
+  /** The poll interval; after failed rounds, doubling from it up to ROUND_ERROR_BACKOFF_MS_MAX (or the poll, if longer). */
+  #pauseMs(failures: number): number {
+    if (failures === 0) return this.#pollIntervalMs;
+    const backoffMs = Math.min(
+      ROUND_ERROR_BACKOFF_MS_MAX,
+      this.#pollIntervalMs * 2 ** Math.min(failures, 16),
+    );
+    return Math.max(this.#pollIntervalMs, backoffMs);
+  }
+
+  #idle(pauseMs: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.#wake = undefined;
         resolve();
       };
-      const timer = setTimeout(done, this.#pollIntervalMs);
+      const timer = setTimeout(done, pauseMs);
       this.#wake = done;
     });
   }
