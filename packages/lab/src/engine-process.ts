@@ -34,8 +34,13 @@ export interface EngineLaunch {
   uid?: number;
   gid?: number;
   env?: NodeJS.ProcessEnv;
-  /** True once the engine answers a real request (PING, a query); must settle within `pollMs`-ish. */
-  isReady: (port: number) => Promise<boolean>;
+  /**
+   * True once THIS engine answers a real request (PING, a query); must settle within `pollMs`-ish.
+   * "This" matters: when two spawns race for one free port, the loser's probe on that port
+   * reaches the winner, so a probe must check the answer comes from `pid` (or reach the
+   * engine by a path only it owns, such as a socket in its own directory).
+   */
+  isReady: (port: number, pid: number) => Promise<boolean>;
   /** Asks for a graceful stop; the group is SIGKILLed if it has not exited after `stopTimeoutMs`. */
   requestStop: (port: number, child: ChildProcess) => Promise<void>;
 }
@@ -51,6 +56,8 @@ export interface EngineTimeouts {
   maxPortAttempts?: number;
   /** Bytes of engine output kept for error messages. Default 64 KiB. */
   maxLogBytes?: number;
+  /** Where ports come from. Default: a free loopback port each attempt (tests force a port race with it). */
+  pickPort?: () => Promise<number>;
 }
 
 export type EngineState = "running" | "paused" | "exited";
@@ -81,6 +88,7 @@ const DEFAULTS: Required<EngineTimeouts> = {
   pollMs: 25,
   maxPortAttempts: 5,
   maxLogBytes: 64 * 1024,
+  pickPort: () => freePort(),
 };
 
 /** Resolves after `ms`, or earlier when `early` settles: a bounded wait that still wakes on the event. */
@@ -139,10 +147,10 @@ export class EngineProcess {
     // Only the known keys: callers pass their whole options object (spawnRedis's has `args`).
     for (const key of Object.keys(DEFAULTS) as Array<keyof EngineTimeouts>) {
       const value = timeouts[key];
-      if (value !== undefined) options[key] = value;
+      if (value !== undefined) (options as Record<string, unknown>)[key] = value;
     }
     for (let attempt = 1; ; attempt++) {
-      const port = await freePort();
+      const port = await options.pickPort();
       const engine = new EngineProcess(launch, options, port);
       engine.#running = engine.#spawn();
       const outcome = await engine.#awaitReady();
@@ -278,7 +286,7 @@ export class EngineProcess {
     const deadline = performance.now() + this.#options.readyTimeoutMs;
     while (performance.now() < deadline) {
       if (running.exit) return ADDRESS_IN_USE.test(running.output) ? "port-taken" : "exited";
-      if (await this.#launch.isReady(this.port)) return "ready";
+      if (await this.#launch.isReady(this.port, running.pgid)) return "ready";
       await waitAtMost(this.#options.pollMs, running.exited);
     }
     await this.kill();

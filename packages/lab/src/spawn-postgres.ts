@@ -155,8 +155,10 @@ export async function spawnPostgres(options: SpawnPostgresOptions = {}): Promise
         isReady: async (port) => {
           const pgIsReady = join(binDir, "pg_isready");
           const args = [
+            // Through the socket in this engine's own directory: on a lost port race the TCP
+            // port would answer for another server.
             "-h",
-            "127.0.0.1",
+            socketDir,
             "-p",
             String(port),
             "-U",

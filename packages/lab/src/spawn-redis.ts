@@ -65,6 +65,34 @@ export function redisProbe(port: number, args: string[], timeoutMs: number): Pro
   });
 }
 
+/**
+ * `INFO server` on a fresh connection: the whole bulk reply, or "" when the connection fails,
+ * closes early, times out or answers an error (a server still loading).
+ */
+function redisInfoProbe(port: number, timeoutMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    let reply = Buffer.alloc(0);
+    const done = (text: string) => {
+      socket.destroy();
+      resolve(text);
+    };
+    socket.setTimeout(timeoutMs, () => done(""));
+    socket.once("error", () => done(""));
+    socket.once("close", () => done(""));
+    socket.once("connect", () => socket.write(encodeCommand(["INFO", "server"])));
+    socket.on("data", (chunk: Buffer) => {
+      reply = Buffer.concat([reply, chunk]);
+      const headerEnd = reply.indexOf("\r\n");
+      if (headerEnd < 0) return;
+      if (reply[0] !== 0x24 /* $ */) return done("");
+      const length = Number(reply.subarray(1, headerEnd).toString("latin1"));
+      const body = reply.subarray(headerEnd + 2);
+      if (body.length >= length) done(`\r\n${body.subarray(0, length).toString("latin1")}`);
+    });
+  });
+}
+
 /** Starts a private redis-server on a free loopback port and waits until it answers PING. */
 export async function spawnRedis(options: SpawnRedisOptions = {}): Promise<SpawnedRedis> {
   const command = await ensureExecutable("redis-server", {
@@ -91,7 +119,9 @@ export async function spawnRedis(options: SpawnRedisOptions = {}): Promise<Spawn
           ...["--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", ""],
           ...(typeof options.args === "function" ? options.args(port) : (options.args ?? [])),
         ],
-        isReady: async (port) => (await redisProbe(port, ["PING"], probeTimeoutMs)) === "+PONG",
+        // INFO's process_id, not a PING: on a lost port race the port answers for another server.
+        isReady: async (port, pid) =>
+          (await redisInfoProbe(port, probeTimeoutMs)).includes(`\r\nprocess_id:${pid}\r\n`),
         requestStop: async (port) => {
           await redisProbe(port, ["SHUTDOWN", "NOSAVE"], probeTimeoutMs);
         },

@@ -3,6 +3,7 @@ import { existsSync, readlinkSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
+import { freePort } from "../src/free-port.ts";
 import { type SpawnedRedis, spawnRedis } from "../src/spawn-redis.ts";
 import { tcpReachable } from "../src/test-engines.ts";
 import { connectErrorCode, eventually, runThenDie } from "./process-helpers.ts";
@@ -86,6 +87,30 @@ describe("spawnRedis", () => {
     await other.kill();
     assert.throws(() => other.pause(), { code: "LAB_ENGINE_NOT_RUNNING" });
   });
+});
+
+test("a lost port race is detected: the port answering for another redis-server is not taken as ready", async () => {
+  const winner = await spawnRedis();
+  const ports = [winner.port];
+  const loser = await spawnRedis({ pickPort: async () => ports.shift() ?? (await freePort()) });
+  try {
+    assert.notEqual(loser.port, winner.port, "the loser moved to a fresh port");
+    const c = client(loser.url);
+    await c.connect();
+    try {
+      const info = await c.info("server");
+      assert.match(
+        info,
+        new RegExp(`\\r\\nprocess_id:${loser.pid}\\r\\n`),
+        "its url reaches its own process",
+      );
+    } finally {
+      c.disconnect();
+    }
+  } finally {
+    await loser.stop();
+    await winner.stop();
+  }
 });
 
 test("stop is final: the port is refused, the temp dir is gone, restart fails", async () => {
