@@ -18,7 +18,7 @@ import { isolationSql } from "./sql.ts";
 import { sqlErrors } from "./sql-errors.ts";
 import { DEFAULT_PING_TIMEOUT_MS, pingWithin } from "./sql-ping.ts";
 import { quoteIdentifier } from "./sql-schema.ts";
-import { sqlState } from "./sql-state.ts";
+import { SqlState, sqlState } from "./sql-state.ts";
 import { pgParams, pgTypesWithBigint } from "./sql-values.ts";
 
 export interface PgDatabaseOptions {
@@ -81,8 +81,21 @@ export function isConnectionLoss(err: unknown): boolean {
   return CONNECTION_MESSAGE.test(err.message);
 }
 
+/**
+ * What callers see: losing the engine, and the server giving up on a statement (57014:
+ * `statement_timeout`, e.g. a lock wait behind a stalled transaction), are SQL_UNAVAILABLE —
+ * "did not answer in time", a 503 to retry, like the driver's own read timeout; every other
+ * engine error keeps its SQLSTATE for the caller to branch on.
+ */
 function surfaced(err: unknown): unknown {
-  return isConnectionLoss(err) ? sqlErrors.create("SQL_UNAVAILABLE", { cause: err }) : err;
+  if (isConnectionLoss(err)) return sqlErrors.create("SQL_UNAVAILABLE", { cause: err });
+  if (sqlState(err) === SqlState.queryCanceled) {
+    return sqlErrors.create("SQL_UNAVAILABLE", {
+      detail: "The database gave up on a statement after statement_timeout; retry shortly.",
+      cause: err,
+    });
+  }
+  return err;
 }
 
 function resultOf<Row>(result: pg.QueryResult): QueryResult<Row> {

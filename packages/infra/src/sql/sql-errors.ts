@@ -1,8 +1,8 @@
 /**
  * Errors the SQL adapter raises itself. Engine errors (constraint violations,
  * serialization failures) are NOT wrapped: they keep their SQLSTATE so callers can
- * branch (`sql-state.ts`); only losing the engine becomes `SQL_UNAVAILABLE`, which
- * the HTTP layer answers with 503.
+ * branch (`sql-state.ts`); only losing the engine, or the server cancelling a statement at
+ * `statement_timeout` (57014), becomes `SQL_UNAVAILABLE`, which the HTTP layer answers with 503.
  *
  * @example
  * if (sqlErrors.is(err, "SQL_UNAVAILABLE")) return reply.code(503).send();

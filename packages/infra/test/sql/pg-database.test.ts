@@ -87,24 +87,6 @@ describe("postgresql database", () => {
     });
   });
 
-  test("statement_timeout cancels a runaway statement with 57014", async (t) => {
-    if (!url || !(await requirePostgres(t))) return;
-    const quick = openPgDatabase({
-      url,
-      applicationName: "casebook-sql-test",
-      statementTimeoutMs: 100,
-      maxConnections: 1,
-    });
-    try {
-      await assert.rejects(
-        quick.query("SELECT pg_sleep(10)"),
-        (err) => sqlState(err) === SqlState.queryCanceled,
-      );
-    } finally {
-      await quick.close();
-    }
-  });
-
   test("SKIP LOCKED: a claimer skips the rows another open transaction holds", async (t) => {
     if (!(await requirePostgres(t))) return;
     await db.exec(
@@ -282,5 +264,26 @@ test("a link reset inside a transaction: the caller gets SQL_UNAVAILABLE, the pr
   } finally {
     await db.close();
     await proxy.close();
+  }
+});
+
+test("a statement the server cancels at statement_timeout is SQL_UNAVAILABLE (a 503 to retry), and the pool keeps the connection", async (t) => {
+  const url = await requirePostgres(t);
+  if (url === undefined) return;
+  const db = openPgDatabase({ url, applicationName: "casebook-sql-test", statementTimeoutMs: 200 });
+  try {
+    for (const attempt of [
+      db.query("SELECT pg_sleep(2)"),
+      db.transaction(async (tx) => tx.query("SELECT pg_sleep(2)")),
+    ]) {
+      await assert.rejects(attempt, (err) => {
+        assert.ok(sqlErrors.is(err, "SQL_UNAVAILABLE"));
+        assert.equal(sqlState(err.cause), SqlState.queryCanceled, "the engine's error is kept as cause");
+        return true;
+      });
+    }
+    assert.equal((await db.query("SELECT 1 AS ok")).rows[0]?.ok, 1);
+  } finally {
+    await db.close();
   }
 });
