@@ -43,6 +43,7 @@ import {
 } from "../store/payment-repository.ts";
 import type { AcquirerClient } from "../workers/acquirer-client.ts";
 import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
+import { beginClaim, releaseAfterFailure } from "./claim-release.ts";
 import { getRefund, handleRefund } from "./refund-handler.ts";
 
 export type BreakerOpenMode = "accept" | "fail-fast";
@@ -158,7 +159,12 @@ function deadline(ms: number): Promise<undefined> {
   return new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref());
 }
 
-/** Drives a saga up to the inline deadline; the drive keeps going (and persisting) after it. */
+/**
+ * Drives a saga up to the inline deadline; the drive keeps going (and persisting) after it.
+ * Undefined when the drive did not finish here: past the deadline, or because an orchestrator
+ * took the saga over (this drive stalled past its lease, e.g. on a database that went silent) —
+ * the new owner finishes it, so the answer is "pending", not the lost lease.
+ */
 async function driveInline(
   deps: PaymentRouteDeps,
   run: () => Promise<Payment | undefined>,
@@ -167,7 +173,10 @@ async function driveInline(
     run().catch(() => {}); // the orchestrators own it from here; errors surface there
     return undefined;
   }
-  const driving = run();
+  const driving = run().catch((error: unknown) => {
+    if (paymentErrors.is(error, "PAYMENTS_SAGA_LEASE_LOST")) return undefined;
+    throw error;
+  });
   driving.catch(() => {});
   return Promise.race([driving, deadline(deps.config.inlineDriveMs)]);
 }
@@ -197,7 +206,7 @@ async function createAndDrive(
       return created;
     });
   } catch (error) {
-    await deps.idempotency.release(deps.db, lease);
+    await releaseAfterFailure(deps.idempotency, deps.db, lease, reply.log);
     throw error;
   }
   if (breakerOpen) return sendView(reply, 202, payment);
@@ -234,7 +243,8 @@ async function postPayment(deps: PaymentRouteDeps, request: FastifyRequest, repl
     path: "/v1/payments",
     body: { ...input, amountMinor: input.amountMinor.toString() },
   });
-  const begun = await deps.idempotency.begin({ merchantId, key, fingerprint });
+  const claim = { merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
+  const begun = await beginClaim(deps.idempotency, deps.db, claim, reply.log);
   if (begun.kind === "replay") return sendStored(reply, begun.response);
   if (begun.lease.recoveryPoint === "started") {
     return createAndDrive(deps, reply, merchantId, key, input, begun.lease);
@@ -308,14 +318,15 @@ async function settleWithKey(deps: PaymentRouteDeps, reply: FastifyReply, req: S
     path: `/v1/payments/${req.id}/${req.action}`,
     body: { amountMinor: req.amountMinor?.toString() ?? "all" },
   });
-  const begun = await deps.idempotency.begin({ merchantId: req.merchantId, key, fingerprint });
+  const claim = { merchantId: req.merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
+  const begun = await beginClaim(deps.idempotency, deps.db, claim, reply.log);
   if (begun.kind === "replay") return sendStored(reply, begun.response);
   let lease = begun.lease;
   if (lease.recoveryPoint === "started") {
     try {
       await scheduleSettle(deps, req, lease);
     } catch (error) {
-      await deps.idempotency.release(deps.db, lease); // nothing committed: the key is free again
+      await releaseAfterFailure(deps.idempotency, deps.db, lease, reply.log); // nothing committed: the key is free again
       throw error;
     }
     lease = { ...lease, recoveryPoint: `${req.action}_requested` };

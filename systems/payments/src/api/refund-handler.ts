@@ -16,7 +16,7 @@
  * @example
  * app.post("/v1/payments/:id/refunds", (request, reply) => handleRefund(deps, request, reply));
  */
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import { fingerprintRequest, type StoredResponse } from "../domain/idempotency.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import type { IdempotencyLease } from "../store/idempotency-store.ts";
@@ -33,6 +33,7 @@ import {
   refundView,
 } from "../store/refund-repository.ts";
 import type { RefundOutcome } from "../workers/acquirer-client.ts";
+import { beginClaim, releaseAfterFailure } from "./claim-release.ts";
 import {
   idempotencyKeyOf,
   type PaymentRouteDeps,
@@ -81,6 +82,7 @@ async function openRefund(
   key: string,
   amountMinor: bigint,
   lease: IdempotencyLease,
+  log: FastifyBaseLogger,
 ): Promise<{ refund: Refund; created: boolean }> {
   if (lease.recoveryPoint !== "started") {
     const existing = await findRefundByKey(deps.db, merchantId, key);
@@ -104,7 +106,7 @@ async function openRefund(
     });
     return { refund, created: true };
   } catch (error) {
-    await deps.idempotency.release(deps.db, lease);
+    await releaseAfterFailure(deps.idempotency, deps.db, lease, log);
     throw error;
   }
 }
@@ -208,9 +210,10 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
     path: `/v1/payments/${paymentId}/refunds`,
     body: { amountMinor: amountMinor.toString() },
   });
-  const begun = await deps.idempotency.begin({ merchantId, key, fingerprint });
+  const claim = { merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
+  const begun = await beginClaim(deps.idempotency, deps.db, claim, log);
   if (begun.kind === "replay") return sendStored(reply, begun.response);
-  const opened = await openRefund(deps, merchantId, paymentId, key, amountMinor, begun.lease);
+  const opened = await openRefund(deps, merchantId, paymentId, key, amountMinor, begun.lease, log);
   const lease = opened.created ? { ...begun.lease, recoveryPoint: "refund_pending" } : begun.lease;
   if (opened.refund.status !== "pending") return answerSettled(deps, reply, lease, opened.refund);
   const held = opened.created

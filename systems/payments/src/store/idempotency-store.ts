@@ -338,6 +338,31 @@ export class IdempotencyStore {
     return result.rowCount === 1;
   }
 
+  /**
+   * Deletes a fresh claim its request may have made without learning it: `begin` failed after
+   * its INSERT was sent (the answer was lost with the link, or a silent link delivered it late),
+   * so the request answered 503 holding no lease, and the claim would answer 409 to every retry
+   * until its lease ran out. The claim is recognised by its key and the instant `begin` stamped
+   * on it (`nowMs` of BeginInput), and deleted only while nothing of the request committed
+   * ("started") and nobody took it over. True when a claim was deleted.
+   *
+   * @example
+   * await store.abandonUnacknowledged(db, { merchantId, key, claimedAtMs }); // after begin threw SQL_UNAVAILABLE
+   */
+  async abandonUnacknowledged(
+    q: Queryable,
+    claim: { merchantId: string; key: string; claimedAtMs: number },
+  ): Promise<boolean> {
+    const at = new Date(claim.claimedAtMs);
+    const deleted = await q.query(
+      `DELETE FROM idempotency_keys
+        WHERE merchant_id = $1 AND key = $2 AND status = 'in_progress' AND recovery_point = '${RECOVERY_STARTED}'
+          AND created_at = $3 AND locked_at = $3`,
+      [claim.merchantId, claim.key, at],
+    );
+    return deleted.rowCount === 1;
+  }
+
   /** The key's entry, or undefined when absent or expired (PY-04: reads ignore expired entries). */
   async find(merchantId: string, key: string, nowMs?: number): Promise<ExistingEntry | undefined> {
     const row = await this.#read(this.#db, merchantId, key);

@@ -143,7 +143,9 @@ const CLAIM = `
   WITH due AS (
     SELECT ordering_key FROM outbox_streams
     WHERE published_seq < last_seq AND parked_at IS NULL AND next_attempt_at <= $1
-      AND (lease_until IS NULL OR lease_until <= $1)
+      AND (lease_until IS NULL OR lease_until <= $1
+           OR ($5::jsonb IS NOT NULL AND lease_owner = $3
+               AND ordering_key NOT IN (SELECT jsonb_array_elements_text($5::jsonb))))
     ORDER BY next_attempt_at
     LIMIT $2
     FOR UPDATE SKIP LOCKED
@@ -157,17 +159,34 @@ const CLAIM = `
  * Claims up to `maxKeys` keys that have unpublished, due events and no live claim, for
  * `leaseMs`. SKIP LOCKED passes over keys another relay is claiming or a transaction is
  * enqueuing to, so relays never wait on each other; the lease keeps one relay per key.
+ *
+ * `reclaimOwnExcept`: keys `owner` is publishing right now. Every OTHER key leased to `owner`
+ * is claimed again at once (a new token fences the old claim): its owner knows nobody works on
+ * it — a round the database failed mid-way left it leased — so it need not wait out its lease.
+ * Leave it undefined to honour every live lease, this owner's included.
  */
 export async function claimStreams(
   db: Queryable,
-  input: { owner: string; maxKeys: number; leaseMs: number; nowMs: number },
+  input: {
+    owner: string;
+    maxKeys: number;
+    leaseMs: number;
+    nowMs: number;
+    reclaimOwnExcept?: readonly string[];
+  },
 ): Promise<StreamClaim[]> {
   const { rows } = await db.query<{
     ordering_key: string;
     published_seq: bigint;
     lease_token: bigint;
     attempts: number;
-  }>(CLAIM, [new Date(input.nowMs), input.maxKeys, input.owner, new Date(input.nowMs + input.leaseMs)]);
+  }>(CLAIM, [
+    new Date(input.nowMs),
+    input.maxKeys,
+    input.owner,
+    new Date(input.nowMs + input.leaseMs),
+    input.reclaimOwnExcept === undefined ? null : JSON.stringify(input.reclaimOwnExcept),
+  ]);
   return rows.map((r) => ({
     orderingKey: r.ordering_key,
     publishedSeq: r.published_seq,

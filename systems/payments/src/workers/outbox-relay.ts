@@ -39,6 +39,7 @@ import {
   releaseStream,
   type StreamClaim,
 } from "../store/outbox.ts";
+import { loopDelayMs } from "./loop-backoff.ts";
 
 /** Where events go: a webhook service, a broker, a test's recorder. Must be safe to repeat. */
 export interface EventPublisher {
@@ -51,7 +52,7 @@ export interface OutboxRelayOptions {
   /** Name of this relay in leases; default `relay-<pid>-<random>`. */
   owner?: string;
   clock?: Clock;
-  /** Jitter source of the default backoff. */
+  /** Jitter source of the default backoff and of the wait after failed claims. */
   random?: RandomSource;
   /** Most keys published at once (parallelism across accounts). Default 16. */
   maxInFlightKeys?: number;
@@ -98,6 +99,7 @@ export class OutboxRelay {
   readonly #db: Database;
   readonly #publisher: EventPublisher;
   readonly #clock: Clock;
+  readonly #random: RandomSource;
   readonly #backoff: BackoffPolicy;
   readonly #onError: (err: unknown, orderingKey: string | undefined) => void;
   readonly #maxInFlightKeys: number;
@@ -106,6 +108,8 @@ export class OutboxRelay {
   readonly #publishTimeoutMs: number;
   readonly #pollIntervalMs: number;
   readonly #inFlight = new Set<Promise<void>>();
+  /** The keys those tasks publish: any other key leased to this relay is orphaned and claimed again. */
+  readonly #keysInFlight = new Set<string>();
   #round: RelayRoundStats = { keys: 0, published: 0, failed: 0 };
   #loop: Promise<void> | undefined;
   #stopping = false;
@@ -116,13 +120,14 @@ export class OutboxRelay {
     this.#publisher = options.publisher;
     this.owner = options.owner ?? `relay-${process.pid}-${randomUUID().slice(0, 8)}`;
     this.#clock = options.clock ?? systemClock;
+    this.#random = options.random ?? systemRandom;
     this.#backoff =
       options.backoff ??
       new BackoffPolicy({
         baseMs: 500,
         capMs: 60_000,
         jitter: "equal",
-        random: options.random ?? systemRandom,
+        random: this.#random,
         maxAttempts: 25,
       });
     this.#onError = options.onError ?? ((err, key) => console.error("outbox relay:", key ?? "-", err));
@@ -182,6 +187,8 @@ export class OutboxRelay {
   }
 
   async #run(): Promise<void> {
+    // Claims failed in a row (the database unreachable): the idle wait grows with them (loop-backoff.ts).
+    let failures = 0;
     while (!this.#stopping) {
       const free = this.#maxInFlightKeys - this.#inFlight.size;
       let claimed = 0;
@@ -189,29 +196,33 @@ export class OutboxRelay {
         try {
           const claims = await this.#claim(free);
           claimed = claims.length;
+          failures = 0;
           for (const claim of claims) this.#spawn(claim);
         } catch (err) {
+          failures += 1;
           this.#onError(err, undefined);
         }
       }
       // Everything due was taken and slots remain: nothing to do until a poll or a freed slot.
       if (this.#stopping || (free > 0 && claimed === free)) continue;
-      await this.#idle();
+      await this.#idle(loopDelayMs({ pollMs: this.#pollIntervalMs, failures, random: this.#random }));
     }
   }
 
   #spawn(claim: StreamClaim): void {
+    this.#keysInFlight.add(claim.orderingKey);
     const task = this.#processKey(claim).finally(() => {
       this.#inFlight.delete(task);
+      this.#keysInFlight.delete(claim.orderingKey);
       this.#wake?.();
     });
     this.#inFlight.add(task);
   }
 
-  /** Waits for the poll interval, a freed slot or stop(), whichever comes first. */
-  #idle(): Promise<void> {
+  /** Waits `ms` (the poll interval, longer after failed claims), a freed slot or stop(), whichever comes first. */
+  #idle(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, this.#pollIntervalMs);
+      const timer = setTimeout(done, ms);
       const self = this;
       function done(): void {
         clearTimeout(timer);
@@ -222,12 +233,18 @@ export class OutboxRelay {
     });
   }
 
+  /**
+   * Claims due keys, and takes back at once this relay's own keys that no task publishes: a
+   * round the database failed left them leased, and waiting out the lease would hold their
+   * events for `leaseMs` after the database came back.
+   */
   #claim(maxKeys: number): Promise<StreamClaim[]> {
     return claimStreams(this.#db, {
       owner: this.owner,
       maxKeys,
       leaseMs: this.#leaseMs,
       nowMs: this.#clock.nowMs(),
+      reclaimOwnExcept: [...this.#keysInFlight],
     });
   }
 

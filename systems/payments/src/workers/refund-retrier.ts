@@ -37,6 +37,7 @@ import {
   type Refund,
 } from "../store/refund-repository.ts";
 import type { AcquirerClient } from "./acquirer-client.ts";
+import { loopDelayMs } from "./loop-backoff.ts";
 import { LEASE_MARGIN_MS } from "./saga-orchestrator.ts";
 
 /** How a round ended, as a metric label: settled, postponed, given up, or threw. */
@@ -221,19 +222,28 @@ export class RefundRetrier {
     }
   }
 
-  /** Starts the loop: rounds back to back while refunds are due, a pause when none is. */
+  /**
+   * Starts the loop: rounds back to back while refunds are due, a pause when none is; after rounds
+   * that failed (the database unreachable) the pause grows, up to LOOP_BACKOFF_CAP_MS.
+   */
   start(): void {
     if (this.#running !== undefined) return;
     this.#stopping = false;
     this.#running = (async () => {
+      let failures = 0;
       while (!this.#stopping) {
         let claimed = 0;
         try {
           claimed = await this.runOnce();
+          failures = 0;
         } catch (error) {
+          failures += 1;
           this.#o.onError?.(error);
         }
-        if (claimed === 0 && !this.#stopping) await this.#sleep(this.#o.pollIntervalMs ?? 1_000);
+        if (claimed === 0 && !this.#stopping) {
+          const pollMs = this.#o.pollIntervalMs ?? 1_000;
+          await this.#sleep(loopDelayMs({ pollMs, failures, random: this.#o.random }));
+        }
       }
     })();
   }

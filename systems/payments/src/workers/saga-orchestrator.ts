@@ -43,6 +43,7 @@ import {
   paymentView,
 } from "../store/payment-repository.ts";
 import type { AcquirerClient } from "./acquirer-client.ts";
+import { loopDelayMs } from "./loop-backoff.ts";
 
 /** What leaves the saga when it finishes; the outbox helper persists it in the same transaction. */
 export interface PaymentEvent {
@@ -274,19 +275,28 @@ export class SagaOrchestrator {
     this.#o.onError?.(error);
   }
 
-  /** Starts the loop: rounds back to back while work is due, a pause when none is. */
+  /**
+   * Starts the loop: rounds back to back while work is due, a pause when none is; after rounds
+   * that failed (the database unreachable) the pause grows, up to LOOP_BACKOFF_CAP_MS.
+   */
   start(): void {
     if (this.#running !== undefined) return;
     this.#stopping = false;
     this.#running = (async () => {
+      let failures = 0;
       while (!this.#stopping) {
         let claimed = 0;
         try {
           claimed = await this.runOnce();
+          failures = 0;
         } catch (error) {
+          failures += 1;
           this.#report(error);
         }
-        if (claimed === 0 && !this.#stopping) await this.#sleep(this.#o.pollIntervalMs ?? 100);
+        if (claimed === 0 && !this.#stopping) {
+          const pollMs = this.#o.pollIntervalMs ?? 100;
+          await this.#sleep(loopDelayMs({ pollMs, failures, random: this.#o.random }));
+        }
       }
     })();
   }
