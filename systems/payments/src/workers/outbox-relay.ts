@@ -26,6 +26,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Database } from "@casebook/infra/sql/sql";
+import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { type RandomSource, systemRandom } from "@casebook/kit/random";
@@ -39,7 +40,7 @@ import {
   releaseStream,
   type StreamClaim,
 } from "../store/outbox.ts";
-import { loopDelayMs } from "./loop-backoff.ts";
+import { loopFailureBackoff } from "./loop-backoff.ts";
 
 /** Where events go: a webhook service, a broker, a test's recorder. Must be safe to repeat. */
 export interface EventPublisher {
@@ -108,12 +109,17 @@ export class OutboxRelay {
   readonly #publishTimeoutMs: number;
   readonly #pollIntervalMs: number;
   readonly #inFlight = new Set<Promise<void>>();
-  /** The keys those tasks publish: any other key leased to this relay is orphaned and claimed again. */
-  readonly #keysInFlight = new Set<string>();
+  /**
+   * The keys those tasks publish, each with the claim its task holds: any other key leased to
+   * this relay is orphaned and claimed again. A claim, not a bare key: a key released by one task
+   * can be claimed again (the next claim's answer may arrive before the release's own) by a
+   * second task before the first one's clean-up runs, and that clean-up must not unlist it.
+   */
+  readonly #keysInFlight = new Map<string, StreamClaim>();
   #round: RelayRoundStats = { keys: 0, published: 0, failed: 0 };
-  #loop: Promise<void> | undefined;
+  readonly #loop: BackgroundLoop;
+  /** True while stop() runs: in-flight keys stop after their current publish. */
   #stopping = false;
-  #wake: (() => void) | undefined;
 
   constructor(db: Database, options: OutboxRelayOptions) {
     this.#db = db;
@@ -144,6 +150,14 @@ export class OutboxRelay {
     this.#pollIntervalMs = positiveInt("pollIntervalMs", options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS);
     // A publish that outlives the lease could overlap another relay's publish of the key.
     if (this.#publishTimeoutMs >= this.#leaseMs) throw new RangeError("publishTimeoutMs must be < leaseMs");
+    // A freed slot wakes the loop; failed claims (the database unreachable) grow its pause (loop-backoff.ts).
+    this.#loop = new BackgroundLoop({
+      name: "relay",
+      round: () => this.#claimFreeSlots(),
+      idleMs: this.#pollIntervalMs,
+      failureBackoff: loopFailureBackoff(this.#random),
+      onError: (err) => this.#onError(err, undefined),
+    });
   }
 
   /** Keys being published right now. */
@@ -169,9 +183,9 @@ export class OutboxRelay {
 
   /** Starts the background loop: claims keys whenever a slot is free, polls when idle. */
   start(): void {
-    if (this.#loop !== undefined) throw new Error("relay already started");
-    this.#stopping = false;
-    this.#loop = this.#run();
+    // Until stop() has drained the in-flight keys the relay counts as started.
+    if (this.#stopping) throw new Error("relay already started");
+    this.#loop.start(); // throws "relay already started" when running
   }
 
   /**
@@ -180,57 +194,34 @@ export class OutboxRelay {
    */
   async stop(): Promise<void> {
     this.#stopping = true;
-    this.#wake?.();
-    await this.#loop;
-    await Promise.all(this.#inFlight);
-    this.#loop = undefined;
-  }
-
-  async #run(): Promise<void> {
-    // Claims failed in a row (the database unreachable): the idle wait grows with them (loop-backoff.ts).
-    let failures = 0;
-    while (!this.#stopping) {
-      const free = this.#maxInFlightKeys - this.#inFlight.size;
-      let claimed = 0;
-      if (free > 0) {
-        try {
-          const claims = await this.#claim(free);
-          claimed = claims.length;
-          failures = 0;
-          for (const claim of claims) this.#spawn(claim);
-        } catch (err) {
-          failures += 1;
-          this.#onError(err, undefined);
-        }
-      }
-      // Everything due was taken and slots remain: nothing to do until a poll or a freed slot.
-      if (this.#stopping || (free > 0 && claimed === free)) continue;
-      await this.#idle(loopDelayMs({ pollMs: this.#pollIntervalMs, failures, random: this.#random }));
+    try {
+      await this.#loop.stop();
+      await Promise.all(this.#inFlight);
+    } finally {
+      this.#stopping = false;
     }
   }
 
-  #spawn(claim: StreamClaim): void {
-    this.#keysInFlight.add(claim.orderingKey);
-    const task = this.#processKey(claim).finally(() => {
-      this.#inFlight.delete(task);
-      this.#keysInFlight.delete(claim.orderingKey);
-      this.#wake?.();
-    });
-    this.#inFlight.add(task);
+  /**
+   * One loop round: claims a due key for each free slot and spawns its task. True when every
+   * free slot got a key (more may be due); with no free slot it waits for a freed one (wake).
+   */
+  async #claimFreeSlots(): Promise<boolean> {
+    const free = this.#maxInFlightKeys - this.#inFlight.size;
+    if (free <= 0) return false;
+    const claims = await this.#claim(free);
+    for (const claim of claims) this.#spawn(claim);
+    return claims.length === free;
   }
 
-  /** Waits `ms` (the poll interval, longer after failed claims), a freed slot or stop(), whichever comes first. */
-  #idle(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done(): void {
-        clearTimeout(timer);
-        self.#wake = undefined;
-        resolve();
-      }
-      this.#wake = done;
+  #spawn(claim: StreamClaim): void {
+    this.#keysInFlight.set(claim.orderingKey, claim);
+    const task = this.#processKey(claim).finally(() => {
+      this.#inFlight.delete(task);
+      if (this.#keysInFlight.get(claim.orderingKey) === claim) this.#keysInFlight.delete(claim.orderingKey);
+      this.#loop.wake();
     });
+    this.#inFlight.add(task);
   }
 
   /**
@@ -244,7 +235,7 @@ export class OutboxRelay {
       maxKeys,
       leaseMs: this.#leaseMs,
       nowMs: this.#clock.nowMs(),
-      reclaimOwnExcept: [...this.#keysInFlight],
+      reclaimOwnExcept: [...this.#keysInFlight.keys()],
     });
   }
 

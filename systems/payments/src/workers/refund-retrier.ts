@@ -22,6 +22,7 @@
  */
 import type { Logger } from "@casebook/infra/http/logger";
 import type { Database } from "@casebook/infra/sql/sql";
+import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
@@ -37,7 +38,7 @@ import {
   type Refund,
 } from "../store/refund-repository.ts";
 import type { AcquirerClient } from "./acquirer-client.ts";
-import { loopDelayMs } from "./loop-backoff.ts";
+import { loopFailureBackoff } from "./loop-backoff.ts";
 import { LEASE_MARGIN_MS } from "./saga-orchestrator.ts";
 
 /** How a round ended, as a metric label: settled, postponed, given up, or threw. */
@@ -75,6 +76,7 @@ export interface RefundRetrierOptions {
   /** A line per round (info; unresolved at warn), with the refund's correlationId. */
   log?: Logger;
   onError?: (error: unknown) => void;
+  /** Replaces the timer of the loop's pauses (still cut short by stop()). */
   sleep?: (ms: number) => Promise<void>;
 }
 
@@ -98,10 +100,7 @@ export class RefundRetrier {
   readonly leaseMs: number;
   readonly #o: RefundRetrierOptions;
   readonly #policy: BackoffPolicy;
-  readonly #sleep: (ms: number) => Promise<void>;
-  #running: Promise<void> | undefined;
-  #stopping = false;
-  #wake: (() => void) | undefined;
+  readonly #loop: BackgroundLoop;
 
   constructor(options: RefundRetrierOptions) {
     this.#o = options;
@@ -115,16 +114,15 @@ export class RefundRetrier {
     }
     const backoff = { ...defaultRefundRetryBackoff, ...options.backoff };
     this.#policy = new BackoffPolicy({ ...backoff, jitter: "equal", random: options.random });
-    this.#sleep =
-      options.sleep ??
-      ((ms) =>
-        new Promise((resolve) => {
-          const timer = setTimeout(resolve, ms);
-          this.#wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        }));
+    // Rounds back to back while refunds are due (a round that claimed any may have left more).
+    this.#loop = new BackgroundLoop({
+      name: `refund retrier ${this.owner}`,
+      round: async () => (await this.runOnce()) > 0,
+      idleMs: options.pollIntervalMs ?? 1_000,
+      failureBackoff: loopFailureBackoff(options.random),
+      onError: (error) => this.#o.onError?.(error),
+      ...(options.sleep === undefined ? {} : { sleep: options.sleep }),
+    });
   }
 
   /** One round: claims up to maxBatch stuck refunds and settles or postpones each; returns how many. */
@@ -224,35 +222,15 @@ export class RefundRetrier {
 
   /**
    * Starts the loop: rounds back to back while refunds are due, a pause when none is; after rounds
-   * that failed (the database unreachable) the pause grows, up to LOOP_BACKOFF_CAP_MS.
+   * that failed (the database unreachable) the pause grows, up to LOOP_BACKOFF_CAP_MS. A second
+   * start() while running does nothing.
    */
   start(): void {
-    if (this.#running !== undefined) return;
-    this.#stopping = false;
-    this.#running = (async () => {
-      let failures = 0;
-      while (!this.#stopping) {
-        let claimed = 0;
-        try {
-          claimed = await this.runOnce();
-          failures = 0;
-        } catch (error) {
-          failures += 1;
-          this.#o.onError?.(error);
-        }
-        if (claimed === 0 && !this.#stopping) {
-          const pollMs = this.#o.pollIntervalMs ?? 1_000;
-          await this.#sleep(loopDelayMs({ pollMs, failures, random: this.#o.random }));
-        }
-      }
-    })();
+    if (!this.#loop.running) this.#loop.start();
   }
 
   /** Stops claiming and waits for the refunds in hand to be settled or postponed (graceful shutdown). */
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#wake?.();
-    await this.#running;
-    this.#running = undefined;
+    await this.#loop.stop();
   }
 }

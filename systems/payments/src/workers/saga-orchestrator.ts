@@ -21,6 +21,7 @@
  */
 import type { Logger } from "@casebook/infra/http/logger";
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
@@ -43,7 +44,7 @@ import {
   paymentView,
 } from "../store/payment-repository.ts";
 import type { AcquirerClient } from "./acquirer-client.ts";
-import { loopDelayMs } from "./loop-backoff.ts";
+import { loopFailureBackoff } from "./loop-backoff.ts";
 
 /** What leaves the saga when it finishes; the outbox helper persists it in the same transaction. */
 export interface PaymentEvent {
@@ -82,7 +83,7 @@ export interface SagaOrchestratorOptions {
   leaseMs?: number;
   /** Sagas claimed per round. Default 16. */
   maxBatch?: number;
-  /** Pause between rounds that found nothing due. Default 100. */
+  /** Pause between rounds that found nothing due; after failed rounds it doubles up to LOOP_BACKOFF_CAP_MS. Default 100. */
   pollIntervalMs?: number;
   /** Steps one claim drives before yielding the saga back. Default 8. */
   maxStepsPerClaim?: number;
@@ -90,6 +91,7 @@ export interface SagaOrchestratorOptions {
   emitEvent?: EmitEvent;
   /** Loop errors; a saga's own failures go here too unless `log` is set (then they are logged with its correlation id). */
   onError?: (error: unknown) => void;
+  /** Replaces the timer of the loop's pauses (still cut short by stop()). */
   sleep?: (ms: number) => Promise<void>;
   observer?: SagaStepObserver;
   /** A line per step (info) and per failed step (error), each with the payment's correlationId. */
@@ -114,10 +116,7 @@ export class SagaOrchestrator {
   readonly #o: SagaOrchestratorOptions;
   readonly #policy: BackoffPolicy;
   readonly #emit: EmitEvent;
-  readonly #sleep: (ms: number) => Promise<void>;
-  #running: Promise<void> | undefined;
-  #stopping = false;
-  #wake: (() => void) | undefined;
+  readonly #loop: BackgroundLoop;
 
   constructor(options: SagaOrchestratorOptions) {
     this.#o = options;
@@ -131,16 +130,15 @@ export class SagaOrchestrator {
     const backoff = { ...defaultSagaBackoff, ...options.backoff };
     this.#policy = new BackoffPolicy({ ...backoff, jitter: "equal", random: options.random });
     this.#emit = options.emitEvent ?? (async () => {});
-    this.#sleep =
-      options.sleep ??
-      ((ms) =>
-        new Promise((resolve) => {
-          const timer = setTimeout(resolve, ms);
-          this.#wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        }));
+    // Rounds back to back while sagas are due (a round that claimed any may have left more).
+    this.#loop = new BackgroundLoop({
+      name: `saga orchestrator ${this.owner}`,
+      round: async () => (await this.runOnce()) > 0,
+      idleMs: options.pollIntervalMs ?? 100,
+      failureBackoff: loopFailureBackoff(options.random),
+      onError: (error) => this.#report(error),
+      ...(options.sleep === undefined ? {} : { sleep: options.sleep }),
+    });
   }
 
   /** One round: claims up to maxBatch due sagas and drives each; returns how many it claimed. */
@@ -277,36 +275,16 @@ export class SagaOrchestrator {
 
   /**
    * Starts the loop: rounds back to back while work is due, a pause when none is; after rounds
-   * that failed (the database unreachable) the pause grows, up to LOOP_BACKOFF_CAP_MS.
+   * that failed (the database unreachable) the pause grows, up to LOOP_BACKOFF_CAP_MS. A second
+   * start() while running does nothing.
    */
   start(): void {
-    if (this.#running !== undefined) return;
-    this.#stopping = false;
-    this.#running = (async () => {
-      let failures = 0;
-      while (!this.#stopping) {
-        let claimed = 0;
-        try {
-          claimed = await this.runOnce();
-          failures = 0;
-        } catch (error) {
-          failures += 1;
-          this.#report(error);
-        }
-        if (claimed === 0 && !this.#stopping) {
-          const pollMs = this.#o.pollIntervalMs ?? 100;
-          await this.#sleep(loopDelayMs({ pollMs, failures, random: this.#o.random }));
-        }
-      }
-    })();
+    if (!this.#loop.running) this.#loop.start();
   }
 
   /** Stops claiming and waits for the sagas in hand to be persisted (graceful shutdown). */
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#wake?.();
-    await this.#running;
-    this.#running = undefined;
+    await this.#loop.stop();
   }
 }
 

@@ -29,6 +29,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { Database } from "@casebook/infra/sql/sql";
+import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { backoffDelayMs, jitterDelayMs } from "@casebook/kit/backoff";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { type RandomSource, systemRandom } from "@casebook/kit/random";
@@ -133,9 +134,7 @@ export class OutboxRelay {
   readonly #retryBaseMs: number;
   readonly #retryCapMs: number;
   readonly #onError: (err: unknown, eventId: string | undefined) => void;
-  #loop: Promise<void> | undefined;
-  #stopping = false;
-  #wake: (() => void) | undefined;
+  readonly #loop: BackgroundLoop;
   /** Claims of a round that failed before settling them (at most maxBatch): given back next round. */
   #unsettled = new Set<OutboxClaim>();
 
@@ -157,6 +156,14 @@ export class OutboxRelay {
     this.#onError = options.onError ?? ((err, id) => console.error("outbox relay:", id ?? "-", err));
     // A publish that outlives the lease could overlap another relay's publish of the row.
     if (this.#publishTimeoutMs >= this.#leaseMs) throw new RangeError("publishTimeoutMs must be < leaseMs");
+    // A full round means more is due: the next follows at once. Failed rounds double the pause, no jitter.
+    this.#loop = new BackgroundLoop({
+      name: "relay",
+      round: async () => (await this.runOnce()).claimed === this.#maxBatch,
+      idleMs: this.#pollIntervalMs,
+      failureBackoff: { capMs: ROUND_ERROR_BACKOFF_MS_MAX, jitter: "none" },
+      onError: (err) => this.#onError(err, undefined),
+    });
   }
 
   /**
@@ -226,53 +233,11 @@ export class OutboxRelay {
 
   /** Starts the background loop: a round whenever the previous one was full, else after pollIntervalMs. */
   start(): void {
-    if (this.#loop !== undefined) throw new Error("relay already started");
-    this.#stopping = false;
-    this.#loop = this.#run();
+    this.#loop.start(); // throws "relay already started" when running
   }
 
   /** Stops after the current round (each publish is bounded by publishTimeoutMs). */
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#wake?.();
-    await this.#loop;
-    this.#loop = undefined;
-  }
-
-  async #run(): Promise<void> {
-    let failures = 0;
-    while (!this.#stopping) {
-      let full = false;
-      try {
-        full = (await this.runOnce()).claimed === this.#maxBatch;
-        failures = 0;
-      } catch (err) {
-        failures += 1;
-        this.#onError(err, undefined);
-      }
-      if (!full && !this.#stopping) await this.#idle(this.#pauseMs(failures));
-    }
-  }
-
-  /** The poll interval; after failed rounds, doubling from it up to ROUND_ERROR_BACKOFF_MS_MAX (or the poll, if longer). */
-  #pauseMs(failures: number): number {
-    if (failures === 0) return this.#pollIntervalMs;
-    const backoffMs = Math.min(
-      ROUND_ERROR_BACKOFF_MS_MAX,
-      this.#pollIntervalMs * 2 ** Math.min(failures, 16),
-    );
-    return Math.max(this.#pollIntervalMs, backoffMs);
-  }
-
-  #idle(pauseMs: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, pauseMs);
-      this.#wake = done;
-    });
+    await this.#loop.stop();
   }
 }

@@ -12,6 +12,7 @@
  * await sweeper.stop();
  */
 import type { Database } from "@casebook/infra/sql/sql";
+import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import {
   deleteExpiredPayloads,
@@ -54,9 +55,7 @@ export class RetentionSweeper {
   readonly #intervalMs: number;
   readonly #outboxKeepMs: number;
   readonly #onError: (err: unknown) => void;
-  #loop: Promise<void> | undefined;
-  #stopping = false;
-  #wake: (() => void) | undefined;
+  readonly #loop: BackgroundLoop;
 
   constructor(db: Database, options: RetentionSweeperOptions = {}) {
     this.#db = db;
@@ -66,6 +65,18 @@ export class RetentionSweeper {
     this.#intervalMs = positiveInt("intervalMs", options.intervalMs ?? 60_000);
     this.#outboxKeepMs = positiveInt("outboxKeepMs", options.outboxKeepMs ?? 86_400_000);
     this.#onError = options.onError ?? ((err) => console.error("retention sweeper:", err));
+    // Every round is bounded and drains what it can (more waits for the next interval), and a failed
+    // round waits the same interval: capMs = intervalMs keeps the pause constant.
+    this.#loop = new BackgroundLoop({
+      name: "sweeper",
+      round: async () => {
+        await this.runOnce();
+        return false;
+      },
+      idleMs: this.#intervalMs,
+      failureBackoff: { capMs: this.#intervalMs, jitter: "none" },
+      onError: (err) => this.#onError(err),
+    });
   }
 
   /** Repeats `batch` until it touches fewer than maxBatch rows or the round's bound is hit. */
@@ -94,39 +105,11 @@ export class RetentionSweeper {
   }
 
   start(): void {
-    if (this.#loop !== undefined) throw new Error("sweeper already started");
-    this.#stopping = false;
-    this.#loop = this.#run();
+    this.#loop.start(); // throws "sweeper already started" when running
   }
 
   /** Stops after the current round. */
   async stop(): Promise<void> {
-    this.#stopping = true;
-    this.#wake?.();
-    await this.#loop;
-    this.#loop = undefined;
-  }
-
-  async #run(): Promise<void> {
-    while (!this.#stopping) {
-      try {
-        await this.runOnce();
-      } catch (err) {
-        this.#onError(err);
-      }
-      if (!this.#stopping) await this.#idle();
-    }
-  }
-
-  #idle(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#wake = undefined;
-        resolve();
-      };
-      const timer = setTimeout(done, this.#intervalMs);
-      this.#wake = done;
-    });
+    await this.#loop.stop();
   }
 }
