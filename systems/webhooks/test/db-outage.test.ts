@@ -16,9 +16,11 @@
  * /readyz is not ready, /healthz answers, the process neither crashes nor spins (its failed
  * claim and relay rounds are bounded by their backoff; CPU and heap stay bounded). After
  * heal: /readyz is ready within a bound; every event answered 2xx is delivered (at least
- * once; duplicates carry the same webhook-id and are counted); an event refused with 503
- * never appears later unless the 503 said the commit was in doubt; retrying each 503 with
- * its key yields exactly one event; nothing is half-written (every event has its delivery).
+ * once; duplicates carry the same webhook-id and are counted), each delivery within a third
+ * of the worker's lease after heal (stranded claims are given back, not waited out); an
+ * event refused with 503 never appears later unless the 503 said the commit was in doubt;
+ * retrying each 503 with its key yields exactly one event; nothing is half-written (every
+ * event has its delivery).
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
@@ -65,6 +67,19 @@ const FIRST_503_BOUND_MS = 10_000;
 /** Pool slots held by requests on a dead link free up within two read timeouts. */
 const READY_AFTER_HEAL_BOUND_MS = 2 * DB_QUERY_TIMEOUT_MS + DB_CONNECT_TIMEOUT_MS + 5_000;
 const DELIVERY_BOUND_MS = 45_000;
+/**
+ * The worker's lease, a production-sized one: the worker gives back the claims a failure
+ * stranded when the database answers again, not when their lease ends, so a long lease
+ * costs the recovery nothing (a delivery that waited it out would fail the bound below).
+ */
+const LEASE_MS = 60_000;
+/**
+ * After heal every delivery succeeds within a third of the lease. Its worst honest wait: a
+ * statement sent on a dead link just before heal (DB_QUERY_TIMEOUT_MS), a pool slot
+ * (DB_CONNECT_TIMEOUT_MS), the worker's longest pause after a failed round
+ * (CLAIM_ERROR_BACKOFF_MS_MAX), then the send (its 2 s deadline): 15 s.
+ */
+const DELIVERED_AFTER_HEAL_BOUND_MS = LEASE_MS / 3;
 const EXIT_BOUND_MS = 30_000;
 /** No spin: the service's CPU over the fault, in cores; a busy loop is ~1. */
 const FAULT_CPU_CORES_MAX = 0.9;
@@ -264,7 +279,7 @@ function serviceEnv(databaseUrl: string): NodeJS.ProcessEnv {
     WEBHOOKS_POLL_INTERVAL_MS: String(POLL_INTERVAL_MS),
     WEBHOOKS_RELAYS: String(RELAYS),
     WEBHOOKS_HTTP_DEADLINE_MS: "2000",
-    WEBHOOKS_LEASE_MS: "3000",
+    WEBHOOKS_LEASE_MS: String(LEASE_MS),
     WEBHOOKS_DB_CONNECT_TIMEOUT_MS: String(DB_CONNECT_TIMEOUT_MS),
     WEBHOOKS_DB_STATEMENT_TIMEOUT_MS: String(DB_STATEMENT_TIMEOUT_MS),
   };
@@ -527,6 +542,43 @@ async function checkDelivered(t: TestContext, world: World, expected: ReadonlySe
   }
 }
 
+/**
+ * No delivery waits out a lease after heal: each succeeded within DELIVERED_AFTER_HEAL_BOUND_MS
+ * of heal, or of its fan-out when that came later (the worker cannot send what the relays
+ * have not fanned out yet; the relays give back their own stranded claims, outbox-relay.ts).
+ * The service's clock and this process's are the same machine's wall clock.
+ */
+async function checkDeliveredSoonAfterHeal(
+  t: TestContext,
+  world: World,
+  healedAtWallMs: number,
+): Promise<void> {
+  const { rows } = await world.direct.query<{
+    lag_ms: number;
+    pending_at_heal: boolean;
+    event_lag_ms: number;
+  }>(
+    `SELECT extract(epoch FROM finished_at - greatest($1::timestamptz, created_at)) * 1000 AS lag_ms,
+            created_at < $1::timestamptz AND finished_at > $1::timestamptz AS pending_at_heal,
+            extract(epoch FROM finished_at - greatest($1::timestamptz, (SELECT created_at FROM events e WHERE e.id = d.event_id))) * 1000 AS event_lag_ms
+       FROM deliveries d WHERE state = 'succeeded'`,
+    [new Date(healedAtWallMs)],
+  );
+  const worst = (of: readonly number[]) => Math.round(Math.max(0, ...of));
+  const lags = rows.map((r) => Number(r.lag_ms));
+  const atHeal = rows.filter((r) => r.pending_at_heal).map((r) => Number(r.lag_ms));
+  const eventLags = rows.map((r) => Number(r.event_lag_ms));
+  t.diagnostic(
+    `after heal: ${atHeal.length} deliveries waiting at heal, all succeeded within ${worst(atHeal)} ms of it; ` +
+      `every delivery within ${worst(lags)} ms of heal or its fan-out, every event within ${worst(eventLags)} ms ` +
+      `of heal or its commit (lease ${LEASE_MS} ms, bound ${DELIVERED_AFTER_HEAL_BOUND_MS} ms)`,
+  );
+  assert.ok(
+    worst(lags) < DELIVERED_AFTER_HEAL_BOUND_MS,
+    `a delivery succeeded ${worst(lags)} ms after heal: stranded claims waited out their lease`,
+  );
+}
+
 async function stopService(service: ServiceProcess): Promise<void> {
   assert.equal(service.child.exitCode, null, `the service is still running: ${service.tail()}`);
   const exited = new Promise<number | null>((resolve) => service.child.once("exit", (code) => resolve(code)));
@@ -569,6 +621,7 @@ async function runOutage(t: TestContext, world: World, kind: FaultKind): Promise
   checkNoSpin(t, world, { from: before, to: during, kind });
   await world.proxy.heal();
   const healedAtMs = performance.now();
+  const healedAtWallMs = Date.now();
   const readyAtMs = await readyAgain(world.url, healedAtMs);
   t.diagnostic(`/readyz ready ${Math.round(readyAtMs - healedAtMs)} ms after heal`);
   await until(
@@ -591,6 +644,7 @@ async function runOutage(t: TestContext, world: World, kind: FaultKind): Promise
   const retried = await retryRefused(t, world, producer);
   const expected = new Set([...accepted.map((s) => s.id!), ...retried.values()]);
   await checkDelivered(t, world, expected);
+  await checkDeliveredSoonAfterHeal(t, world, healedAtWallMs);
   await stopService(world.service);
 }
 

@@ -34,7 +34,9 @@ export function testSender(socketsPerOrigin = 64): HttpSender {
   });
 }
 
-/** An in-process worker with test-sized bounds; `overrides` win. */
+let workersMade = 0;
+
+/** An in-process worker with test-sized bounds and its own id; `overrides` win. */
 export function testWorker(
   db: Database,
   clock: Clock,
@@ -45,7 +47,7 @@ export function testWorker(
     db,
     clock,
     random: seededRandom("worker-test"),
-    workerId: "w-test",
+    workerId: `w-test-${++workersMade}`,
     sender,
     httpDeadlineMs: TEST_DEADLINE_MS,
     leaseMs: TEST_LEASE_MS,

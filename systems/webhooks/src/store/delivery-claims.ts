@@ -220,3 +220,24 @@ export async function releaseLease(q: Queryable, lease: DeliveryLease, nowMs: nu
   );
   return rowCount === 1;
 }
+
+/**
+ * Gives back, due at once, every delivery leased to `workerId` except those in `keep`: the
+ * claims of a claim statement whose answer was lost (the database went away after it
+ * committed), which the worker never saw and so cannot name by lease version. Fenced by
+ * the owner: a delivery another worker has claimed since is not this worker's any more.
+ * Only the worker itself may call this, between its claim rounds, with `keep` = every
+ * claim it holds. Returns how many it gave back.
+ */
+export async function releaseOrphanedLeases(
+  q: Queryable,
+  options: { workerId: string; keep: readonly string[]; nowMs: number },
+): Promise<number> {
+  const { rowCount } = await q.query(
+    `UPDATE deliveries SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
+            next_attempt_at = $3, lease_version = lease_version + 1, updated_at = $3
+      WHERE lease_owner = $1 AND state = 'in_flight' AND NOT (id = ANY($2::text[]))`,
+    [options.workerId, options.keep, new Date(options.nowMs)],
+  );
+  return rowCount;
+}

@@ -33,6 +33,11 @@
  *   all attempts (domain/retry-budget.ts); otherwise it goes back to the store, deferred
  *   by about as long as the budget needs to admit the retries turned down before it
  *   (domain/retry-pacer.ts), and first attempts — new work — keep flowing.
+ * - **Database failures** strand claims: a re-check, renewal, deferral or record that fails
+ *   with SQL_UNAVAILABLE leaves its delivery leased to this worker. Each such claim is
+ *   remembered (at most the window) and given back first thing in the next round that
+ *   reaches the database, due now, by a lease-version CAS (stranded-claims.ts), instead of
+ *   waiting out its lease; a send whose record was lost goes again, same webhook-id (WH-14).
  * - **Stop** drains: no new claim, in-flight sends finish and are recorded (each bounded by
  *   the request deadline), claimed-but-unsent deliveries are released, due at once.
  *
@@ -49,6 +54,7 @@
  * await worker.stop();
  */
 import type { Database } from "@casebook/infra/sql/sql";
+import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
 import { type DeliveryOutcome as CoreOutcome, decideOutcome } from "../domain/delivery-outcome.ts";
@@ -85,6 +91,7 @@ import { EndpointLimitsCache } from "./endpoint-limits-cache.ts";
 import type { HttpSender } from "./http-sender.ts";
 import { QueueGauges } from "./queue-gauges.ts";
 import { DEADLINE_RESPONSE_CLASS, type SentAttempt, sendAttempt } from "./send-attempt.ts";
+import { StrandedClaims } from "./stranded-claims.ts";
 import { TenantClaimer } from "./tenant-claimer.ts";
 import type { WorkerMetrics } from "./worker-metrics.ts";
 
@@ -100,7 +107,11 @@ export interface DeliveryWorkerOptions {
   db: Database;
   clock: Clock;
   random: RandomSource;
-  /** Lease owner and attempts.worker_id: unique per process (1..200 characters). */
+  /**
+   * Lease owner and attempts.worker_id, 1..200 characters: unique per live worker. After a
+   * claim round the database failed, the worker gives back every lease held under this id that
+   * it does not hold itself — another worker sharing the id would lose its live leases.
+   */
   workerId: string;
   sender: HttpSender;
   /** Bound on one whole request; the sender's phase timeouts should add up to no more. */
@@ -141,7 +152,16 @@ const LIMITS_MAX = 10_000;
 const HOLDS_MAX = 10_000;
 const WORKER_ID_MAX_CHARS = 200;
 
-type ClaimOutcome = "full" | "exhausted" | "failed";
+/** "given_back": the round only gave stranded claims back (the window wanted no claim). */
+type ClaimOutcome = "full" | "exhausted" | "failed" | "given_back";
+
+/** How far one delivery got: a failure before it was settled strands its claim. */
+interface DeliveryStep {
+  /** Its lease-version CAS write answered (won or lost): nothing left to give back. */
+  settled: boolean;
+  /** The deferral that failed was for this time (a hold, the retry budget). */
+  deferUntilMs?: number;
+}
 type Log = (obj: Record<string, unknown>, msg: string) => void;
 
 function positiveInt(name: string, value: number, max: number): number {
@@ -191,6 +211,10 @@ export class DeliveryWorker {
   #weights = new Map<string, number>();
   /** Claimed, not yet picked: released on stop. */
   readonly #unpicked = new Map<string, ClaimedDelivery>();
+  /** Picked and not yet done (sending, or its writes). */
+  readonly #sending = new Set<string>();
+  /** Claims a database failure left leased to this worker: given back next round. */
+  readonly #stranded: StrandedClaims;
   readonly #inflight = new Set<Promise<void>>();
   #loop: Promise<void> | undefined;
   #stopping = false;
@@ -221,6 +245,7 @@ export class DeliveryWorker {
       o.maxInFlight,
     );
     this.#claimer = new TenantClaimer(o.db, o);
+    this.#stranded = new StrandedClaims(o.db, { workerId: o.workerId, max: this.#maxQueued });
     this.#limits = new EndpointLimitsCache(o.db, {
       clock: o.clock,
       ttlMs: LIMITS_TTL_MS,
@@ -266,6 +291,7 @@ export class DeliveryWorker {
     this.#loop = undefined;
     await this.#drainInFlight();
     await this.#releaseUnpicked();
+    await this.#giveBackOnStop();
     await this.#gauges?.settled();
   }
 
@@ -304,7 +330,7 @@ export class DeliveryWorker {
     let nextClaimAt = 0;
     let failures = 0;
     while (!this.#stopping) {
-      if (performance.now() >= nextClaimAt && this.#wantsClaim()) {
+      if (performance.now() >= nextClaimAt && this.#wantsRound()) {
         const outcome = await this.#claimRoundSafely();
         failures = outcome === "failed" ? failures + 1 : 0;
         nextClaimAt = performance.now() + this.#claimPauseMs(outcome, failures);
@@ -317,7 +343,7 @@ export class DeliveryWorker {
   }
 
   #claimPauseMs(outcome: ClaimOutcome, failures: number): number {
-    if (outcome === "full") return 0;
+    if (outcome === "full" || outcome === "given_back") return 0;
     if (outcome === "exhausted") return this.#o.pollIntervalMs;
     return Math.min(CLAIM_ERROR_BACKOFF_MS_MAX, this.#o.pollIntervalMs * 2 ** Math.min(failures, 16));
   }
@@ -325,7 +351,7 @@ export class DeliveryWorker {
   /** Until the next claim is allowed, a parked endpoint is ready, or (at most) one poll interval. */
   #sleepMs(nextClaimAt: number): number {
     let ms = this.#o.pollIntervalMs;
-    if (this.#wantsClaim()) ms = Math.min(ms, nextClaimAt - performance.now());
+    if (this.#wantsRound()) ms = Math.min(ms, nextClaimAt - performance.now());
     // A parked endpoint's time matters only when a slot is free to send to it.
     const readyAt = this.#inflight.size < this.#o.maxInFlight ? this.#scheduler.nextReadyAtMs() : undefined;
     if (readyAt !== undefined) ms = Math.min(ms, readyAt - this.#o.clock.monotonicMs());
@@ -362,10 +388,17 @@ export class DeliveryWorker {
     return room > 0 && (empty || room >= Math.ceil(this.#maxQueued / 8));
   }
 
+  /** A claim round is due when the window wants one, or stranded claims wait to be given back. */
+  #wantsRound(): boolean {
+    return this.#stranded.owed || this.#wantsClaim();
+  }
+
   async #claimRoundSafely(): Promise<ClaimOutcome> {
     try {
+      await this.#giveBackStranded();
+      if (!this.#wantsClaim()) return "given_back";
       const room = this.#room();
-      const claimed = await this.#claimRound();
+      const claimed = await this.#claim();
       return claimed >= room ? "full" : "exhausted";
     } catch (err) {
       this.#log({ err }, "delivery worker: claim round failed; retrying after a pause");
@@ -374,15 +407,44 @@ export class DeliveryWorker {
   }
 
   async #claimRound(): Promise<number> {
-    const round = await this.#claimer.claim(this.#room(), (tenantId) => this.#tenantRoom(tenantId));
-    if (round.weights.size > 0) this.#weights = round.weights;
+    await this.#giveBackStranded();
+    return this.#claim();
+  }
+
+  async #claim(): Promise<number> {
     try {
-      await this.#limits.load(round.claimed.map((c) => c.subscriptionId));
+      const round = await this.#claimer.claim(this.#room(), (tenantId) => this.#tenantRoom(tenantId));
+      if (round.weights.size > 0) this.#weights = round.weights;
+      try {
+        await this.#limits.load(round.claimed.map((c) => c.subscriptionId));
+      } catch (err) {
+        this.#log({ err }, "delivery worker: endpoint limits unreadable; using defaults this round");
+      }
+      for (const claimed of round.claimed) await this.#enqueue(claimed);
+      return round.claimed.length;
     } catch (err) {
-      this.#log({ err }, "delivery worker: endpoint limits unreadable; using defaults this round");
+      // A claim whose answer was lost, or a round cut short, may have leased rows this worker never saw.
+      this.#stranded.claimFailed();
+      throw err;
     }
-    for (const claimed of round.claimed) await this.#enqueue(claimed);
-    return round.claimed.length;
+  }
+
+  /** First thing in a round: what a database failure stranded goes back; throws while it is still down. */
+  async #giveBackStranded(): Promise<void> {
+    if (!this.#stranded.owed) return;
+    const back = await this.#stranded.giveBack(this.#o.clock.nowMs(), () => [
+      ...this.#unpicked.keys(),
+      ...this.#sending,
+    ]);
+    this.#log({ ...back }, "delivery worker: gave back the claims a database failure stranded");
+  }
+
+  async #giveBackOnStop(): Promise<void> {
+    try {
+      await this.#giveBackStranded();
+    } catch (err) {
+      this.#log({ err }, "delivery worker: stranded claims not given back; their leases will expire");
+    }
   }
 
   async #enqueue(claimed: ClaimedDelivery): Promise<void> {
@@ -406,6 +468,7 @@ export class DeliveryWorker {
       const lease = this.#scheduler.pick();
       if (lease === undefined) break;
       this.#unpicked.delete(lease.item.deliveryId);
+      this.#sending.add(lease.item.deliveryId);
       const running: Promise<void> = this.#process(lease).finally(() => {
         this.#inflight.delete(running);
         this.#wake?.();
@@ -444,26 +507,35 @@ export class DeliveryWorker {
   }
 
   async #process(lease: Lease<ClaimedDelivery>): Promise<void> {
+    const claimed = lease.item;
+    const step: DeliveryStep = { settled: false };
     try {
-      await this.#deliver(lease.item);
+      await this.#deliver(claimed, step);
     } catch (err) {
-      // The database failed mid-way: the delivery keeps its lease, which expires, and a
-      // later claim (here or elsewhere) tries again (WH-11).
-      this.#log({ err, deliveryId: lease.item.deliveryId }, "delivery worker: delivery step failed");
+      // The database failed mid-way: the delivery keeps its lease. Given back next round
+      // (due now, or at the deferral's time) when the database answers; otherwise (a bug,
+      // or past the bound) the lease expires and a later claim tries again (WH-11).
+      const strand = !step.settled && sqlErrors.is(err, "SQL_UNAVAILABLE");
+      const remembered = strand && this.#stranded.remember(claimed, step.deferUntilMs);
+      this.#log(
+        { err, deliveryId: claimed.deliveryId, givenBackNextRound: remembered },
+        "delivery worker: delivery step failed",
+      );
     } finally {
+      this.#sending.delete(claimed.deliveryId);
       this.#scheduler.complete(lease);
     }
   }
 
-  async #deliver(claimed: ClaimedDelivery): Promise<void> {
+  async #deliver(claimed: ClaimedDelivery, step: DeliveryStep): Promise<void> {
     const { clock } = this.#o;
     const nowMs = clock.nowMs();
     const heldUntilMs = this.#holds.heldUntil(claimed.subscriptionId, nowMs);
-    if (heldUntilMs !== undefined) return this.#defer(claimed, heldUntilMs, "endpoint_hold");
+    if (heldUntilMs !== undefined) return this.#defer(claimed, heldUntilMs, "endpoint_hold", step);
     const isRetry = claimed.attempts > 0;
     if (isRetry && this.#budget !== undefined && !this.#budget.tryRetry(clock.monotonicMs())) {
       const deferMs = this.#pacer.deferMs(clock.monotonicMs(), this.#admitPerWindow(this.#budget));
-      return this.#defer(claimed, nowMs + deferMs, "retry_budget");
+      return this.#defer(claimed, nowMs + deferMs, "retry_budget", step);
     }
     const plan = await this.#checks.submit(claimed);
     if (!plan.send) return this.#skipped(claimed, plan);
@@ -483,7 +555,7 @@ export class DeliveryWorker {
         onInternalError: (err) => this.#log({ err, deliveryId: claimed.deliveryId }, "sender bug"),
       },
     );
-    await this.#settle(plan, lease, sent);
+    await this.#settle(plan, lease, sent, step);
   }
 
   /** Retries the budget admits per window at the current rate of first attempts. */
@@ -501,7 +573,7 @@ export class DeliveryWorker {
     return renewLease(db, lease, { nowMs, leaseMs, httpDeadlineMs });
   }
 
-  async #settle(plan: SendGo, lease: DeliveryLease, sent: SentAttempt): Promise<void> {
+  async #settle(plan: SendGo, lease: DeliveryLease, sent: SentAttempt, step: DeliveryStep): Promise<void> {
     const outcome = decideOutcome({
       result: sent.result,
       attempt: plan.attemptNo,
@@ -526,6 +598,8 @@ export class DeliveryWorker {
       clientErrorStreak: outcome.clientErrorStreak,
       next: storeOutcome(outcome),
     });
+    // Recorded (or lost to a new owner): a failure from here on (disabling) strands nothing.
+    step.settled = true;
     if (!write.won) return this.#lost(plan.lease, "record");
     this.#count(plan, responseClass, write, sent);
     if (outcome.subscriptionAction !== "none") await this.#disable(plan, outcome);
@@ -576,7 +650,9 @@ export class DeliveryWorker {
     claimed: ClaimedDelivery,
     untilMs: number,
     reason: "endpoint_hold" | "retry_budget",
+    step: DeliveryStep,
   ): Promise<void> {
+    step.deferUntilMs = untilMs;
     const write = await this.#deferrals.submit({ lease: claimed, untilMs });
     if (!write.won) return this.#lost(claimed, "defer");
     const m = this.#o.metrics;
