@@ -21,6 +21,7 @@ import { installSignalHandlers } from "@casebook/infra/http/shutdown";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
+import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { systemClock } from "@casebook/kit/clock";
 import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
@@ -223,7 +224,12 @@ function startSagaWorker(
         payload: { ...event.payload, paymentId: event.paymentId, merchantId: event.merchantId },
       }).then(() => undefined),
     onError: (error) =>
-      service.log.error({ err: error }, "saga step failed; the saga is retried after its lease"),
+      service.log.error(
+        { err: error },
+        sqlErrors.is(error, "SQL_UNAVAILABLE")
+          ? "saga step failed; the saga is taken back once the database answers"
+          : "saga step failed; the saga is retried after its lease",
+      ),
     // PY-17: step metrics, and a correlationId (the payment's acquirer key) on every saga line.
     observer: metrics,
     log: service.log,

@@ -21,6 +21,11 @@
  * authorization call per key; the ledger balances; no idempotency claim is left half-done; every
  * event the sagas wrote to the outbox is published.
  *
+ * The cut and the blackhole run the service with its DEFAULT leases (a saga's: 30 s), and catch
+ * sagas in the orchestrator's hands when the link fails: those must finish soon after the heal,
+ * well within the lease they still hold — the orchestrator takes its own stranded sagas back at
+ * once instead of waiting it out (saga-giveback.test.ts forces each way they are stranded).
+ *
  * The load meets the rarer interleavings only when the fault happens to land on them, so two more
  * tests force them on purpose: a request's idempotency claim left behind by the failure (its
  * release refused, or its INSERT delivered by the healing link after the request answered 503) is
@@ -57,6 +62,27 @@ import { checkLedgerInvariants } from "./ledger-invariants.ts";
 import { openTestDb, waitFor } from "./payment-fixture.ts";
 
 const SERVICE_CHILD = fileURLToPath(new URL("./bank-workload-service-child.ts", import.meta.url));
+/**
+ * The same service with the default leases: crashTestTuning without its lease and call-deadline
+ * settings, so a saga's lease is 3 × the acquirer's default 10 s deadline = 30 s (a refund's 31 s).
+ * Run as an inline ES module: the service child's file always applies the crash-test leases.
+ */
+const DEFAULT_LEASES_CHILD = `
+const { main } = await import(${JSON.stringify(new URL("../src/main.ts", import.meta.url).href)});
+const { crashTestTuning } = await import(${JSON.stringify(new URL("./bank-workload-service-child.ts", import.meta.url).href)});
+const { installSignalHandlers } = await import(${JSON.stringify(import.meta.resolve("@casebook/infra/http/shutdown"))});
+const { callDeadlineMs: _deadline, ...acquirer } = crashTestTuning.acquirer;
+const { leaseMs: _sagaLease, ...saga } = crashTestTuning.saga;
+const { leaseMs: _refundLease, ...refunds } = crashTestTuning.refunds;
+const running = await main(process.env, { acquirer, saga, refunds });
+installSignalHandlers(running.service);
+`;
+/** The saga lease of DEFAULT_LEASES_CHILD: 3 × the acquirer client's default call deadline. */
+const DEFAULT_SAGA_LEASE_MS = 30_000;
+/** Sagas in the orchestrator's hands when the fault begins: the test waits for this many first. */
+const IN_HAND_AT_FAULT_MIN = 2;
+/** Bound on a saga in hand at the fault finishing after the heal: a third of its 30 s lease. */
+const IN_HAND_DONE_AFTER_HEAL_MAX_MS = DEFAULT_SAGA_LEASE_MS / 3;
 
 /**
  * One POST every 20–60 ms (seeded), open loop (a slow answer does not slow the sender): jittered,
@@ -113,7 +139,8 @@ const MAX_LOG_LINES = 50_000;
  * The workers' loop-failure lines (main.ts's onError hooks): one per failed round of the saga
  * orchestrator, the refund retrier and the outbox relay.
  */
-const WORKER_FAILURE = /saga step failed; the saga is retried|refund retry round failed|event publish failed/;
+const WORKER_FAILURE =
+  /saga step failed; the saga is (retried|taken back)|refund retry round failed|event publish failed/;
 
 interface LogLine {
   timeMs: number;
@@ -134,11 +161,17 @@ interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-/** Starts the real service as a child process on a free port; resolves once /readyz answers 200. */
-async function startServiceProcess(env: NodeJS.ProcessEnv): Promise<ServiceProcess> {
+/**
+ * Starts the real service as a child process on a free port; resolves once /readyz answers 200.
+ * `defaultLeases`: with the production leases (DEFAULT_LEASES_CHILD), not the crash-test ones.
+ */
+async function startServiceProcess(env: NodeJS.ProcessEnv, defaultLeases: boolean): Promise<ServiceProcess> {
   const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, [SERVICE_CHILD, String(port)], {
-    env: { ...process.env, LOG_LEVEL: "warn", ...env },
+  const args = defaultLeases
+    ? ["--input-type=module", "--eval", DEFAULT_LEASES_CHILD]
+    : [SERVICE_CHILD, String(port)];
+  const child: ChildProcess = spawn(process.execPath, args, {
+    env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -371,6 +404,12 @@ interface Fault {
   healBeforeTimeouts: boolean;
   /** How long the fault lasts at least; default MIN_OUTAGE_MS. */
   outageMs?: number;
+  /**
+   * Run the service with its default leases and begin the fault with sagas in hand, which must
+   * finish soon after the heal, well within their lease. The stall keeps the crash-test 2.5 s
+   * lease: it is there to outlive it (an orchestrator takes over a saga a stalled drive holds).
+   */
+  defaultLeases: boolean;
 }
 
 const CUT: Fault = {
@@ -380,6 +419,7 @@ const CUT: Fault = {
     proxy.cutAll();
   },
   healBeforeTimeouts: false,
+  defaultLeases: true,
 };
 
 /** Silent long enough that every statement in flight at its start has timed out in the driver. */
@@ -388,6 +428,7 @@ const BLACKHOLE: Fault = {
   begin: async (proxy) => proxy.blackhole(true, "hold"),
   healBeforeTimeouts: false,
   outageMs: STATEMENT_TIMEOUT_MS + DRIVER_GRACE_MS + 1_000,
+  defaultLeases: true,
 };
 
 /**
@@ -401,6 +442,7 @@ const STALL: Fault = {
   begin: async (proxy) => proxy.blackhole(true, "hold"),
   healBeforeTimeouts: true,
   outageMs: 3_000,
+  defaultLeases: false,
 };
 
 interface OutageRun {
@@ -417,6 +459,30 @@ interface OutageRun {
   aliveAfter: boolean;
   /** The service's "request failed" lines with their error, for failure messages. */
   serviceErrors: string[];
+  /** Sagas leased and unfinished when the fault began (read on a direct connection), with their lease's end. */
+  inHandAtFault: InHandSaga[];
+}
+
+interface InHandSaga {
+  id: bigint;
+  leaseUntilMs: number;
+}
+
+/** Unfinished sagas an orchestrator holds a lease on, read on `db` (a direct connection). */
+async function sagasInHand(db: Database): Promise<InHandSaga[]> {
+  const { rows } = await db.query<{ id: bigint; lease_until: Date }>(
+    "SELECT id, lease_until FROM payments WHERE step <> 'done' AND lease_owner IS NOT NULL ORDER BY id",
+  );
+  return rows.map((r) => ({ id: r.id, leaseUntilMs: r.lease_until.getTime() }));
+}
+
+/** When each of `ids` finished (epoch ms; NaN while unfinished). */
+async function finishedAt(db: Database, ids: readonly bigint[]): Promise<number[]> {
+  const { rows } = await db.query<{ finished_at: Date | null }>(
+    "SELECT finished_at FROM payments WHERE id IN (SELECT jsonb_array_elements_text($1::jsonb)::int8) ORDER BY id",
+    [JSON.stringify(ids.map(String))],
+  );
+  return rows.map((r) => r.finished_at?.getTime() ?? Number.NaN);
 }
 
 /** The load, the fault, the probes during it, the heal, the retries; the checks come after. */
@@ -426,13 +492,23 @@ async function runOutage(
   service: ServiceProcess,
   proxy: FaultProxy,
   apiKey: string,
+  db: Database,
 ): Promise<OutageRun> {
   const load = new PaymentLoad(service.url, apiKey, `${fault.name}-k`);
   load.start();
   await sleep(WARMUP_MS);
   await waitFor(async () => (load.successes() >= 3 ? true : undefined), 10_000, 20);
+  // With the default leases the fault begins with sagas in hand (at 50 ms per acquirer call there are some most of the time).
+  if (fault.defaultLeases)
+    await waitFor(
+      async () => ((await sagasInHand(db)).length >= IN_HAND_AT_FAULT_MIN ? true : undefined),
+      10_000,
+      5,
+    );
   const faultAtMs = Date.now();
   await fault.begin(proxy);
+  // The service can write nothing now: what is leased and unfinished was in hand at the fault.
+  const inHandAtFault = fault.defaultLeases ? await sagasInHand(db) : [];
   // What a client sees while the database is gone. Event-driven: unless the fault is a short
   // stall, the link heals only once the service gave up on it (a blackhole: statement timeout +
   // the driver's grace), never before.
@@ -502,6 +578,7 @@ async function runOutage(
     retried,
     aliveAfter: service.alive(),
     serviceErrors: service.lines.filter((l) => l.msg === "request failed").map((l) => `${l.level} ${l.err}`),
+    inHandAtFault,
   };
 }
 
@@ -551,17 +628,20 @@ async function dbOutage(t: TestContext, fault: Fault): Promise<void> {
   let service: ServiceProcess | undefined;
   try {
     acquirer = await startAcquirer({ ACQUIRER_SEED: `db-outage-${fault.name}`, ACQUIRER_LATENCY_MS: "50" });
-    service = await startServiceProcess({
-      DATABASE_URL: proxy.rewrite(url),
-      PAYMENTS_DB_SCHEMA: schema,
-      PAYMENTS_DB_MAX_CONNECTIONS: "6",
-      PAYMENTS_DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
-      PAYMENTS_DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
-      ACQUIRER_URL: acquirer.url,
-      PAYMENTS_BOOTSTRAP_MERCHANT: "off",
-      PAYMENTS_INLINE_DRIVE_MS: "1000",
-    });
-    const run = await runOutage(t, fault, service, proxy, apiKey.key).catch(async (error: unknown) => {
+    service = await startServiceProcess(
+      {
+        DATABASE_URL: proxy.rewrite(url),
+        PAYMENTS_DB_SCHEMA: schema,
+        PAYMENTS_DB_MAX_CONNECTIONS: "6",
+        PAYMENTS_DB_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
+        PAYMENTS_DB_CONNECT_TIMEOUT_MS: String(CONNECT_TIMEOUT_MS),
+        ACQUIRER_URL: acquirer.url,
+        PAYMENTS_BOOTSTRAP_MERCHANT: "off",
+        PAYMENTS_INLINE_DRIVE_MS: "1000",
+      },
+      fault.defaultLeases,
+    );
+    const run = await runOutage(t, fault, service, proxy, apiKey.key, db).catch(async (error: unknown) => {
       throw new Error(`${String(error)}; stored: ${await describeKeys(db, String(error))}`, { cause: error });
     });
     const liveService = service;
@@ -580,7 +660,22 @@ async function dbOutage(t: TestContext, fault: Fault): Promise<void> {
     const orphans = await orphanClaims(db);
     const invariants = await checkLedgerInvariants(db).catch((error: unknown) => error);
     const byKey = await paymentIdsByKey(db);
-    await checkRun(t, { fault, run, rows, views, stats, orphans, invariants, byKey, outboxLeft });
+    const inHandDoneAtMs = await finishedAt(
+      db,
+      run.inHandAtFault.map((s) => s.id),
+    );
+    await checkRun(t, {
+      fault,
+      run,
+      rows,
+      views,
+      stats,
+      orphans,
+      invariants,
+      byKey,
+      outboxLeft,
+      inHandDoneAtMs,
+    });
     assert.ok(liveService.alive(), "the service process is still alive at the end");
   } finally {
     await service?.stop();
@@ -608,6 +703,8 @@ interface Evidence {
   invariants: unknown;
   byKey: Map<string, string[]>;
   outboxLeft: bigint;
+  /** When each saga of run.inHandAtFault finished, in the same order. */
+  inHandDoneAtMs: number[];
 }
 
 async function checkRun(t: TestContext, e: Evidence): Promise<void> {
@@ -685,6 +782,39 @@ async function checkRun(t: TestContext, e: Evidence): Promise<void> {
   await t.test("PY-07 the ledger balances: each currency sums to 0, balances = entries", () => {
     assert.equal(e.invariants, undefined, String(e.invariants));
   });
+
+  if (e.fault.defaultLeases)
+    await t.test(
+      "PY-05 the sagas in hand at the fault finish soon after the heal, well within their 30 s lease",
+      () => {
+        const sagas = run.inHandAtFault.map((s, i) => ({
+          ...s,
+          afterHealMs: e.inHandDoneAtMs[i]! - run.healedAtMs,
+          leaseLeftAtHealMs: s.leaseUntilMs - run.healedAtMs,
+        }));
+        const slowest = Math.max(...sagas.map((s) => s.afterHealMs));
+        t.diagnostic(
+          `${e.fault.name}: ${sagas.length} sagas in hand at the fault finished at most ${slowest} ms after the heal ` +
+            `(their leases had ${Math.min(...sagas.map((s) => s.leaseLeftAtHealMs))}–${Math.max(...sagas.map((s) => s.leaseLeftAtHealMs))} ms ` +
+            `left at the heal; lease ${DEFAULT_SAGA_LEASE_MS} ms, bound ${IN_HAND_DONE_AFTER_HEAL_MAX_MS} ms)`,
+        );
+        assert.ok(sagas.length >= 1, "the fault caught sagas in hand");
+        for (const s of sagas) {
+          assert.ok(
+            s.leaseUntilMs - run.faultAtMs > DEFAULT_SAGA_LEASE_MS / 2,
+            `saga ${s.id}: a default lease`,
+          );
+          assert.ok(
+            s.afterHealMs <= IN_HAND_DONE_AFTER_HEAL_MAX_MS,
+            `saga ${s.id} finished ${s.afterHealMs} ms after the heal (bound ${IN_HAND_DONE_AFTER_HEAL_MAX_MS})`,
+          );
+          assert.ok(
+            s.afterHealMs + run.healedAtMs < s.leaseUntilMs,
+            `saga ${s.id} finished before its lease ended`,
+          );
+        }
+      },
+    );
 }
 
 test("db outage: PostgreSQL link cut (reset, then refused) under load, then healed", (t) => dbOutage(t, CUT));

@@ -5,7 +5,8 @@
  *   reserve step: a PENDING ledger hold customer_funds → merchant_pending (`pay:<id>:reserve`).
  * - `claimDue` hands due sagas to one orchestrator: `FOR UPDATE SKIP LOCKED` so concurrent
  *   claimers never wait on or share a row, plus a lease (owner, until) so a claim outlives the
- *   claiming transaction, and a `version` bump that fences every later write.
+ *   claiming transaction, and a `version` bump that fences every later write. It can also take
+ *   back at once the owner's own sagas a database failure stranded (`reclaimOwn`).
  * - `applyDecision` commits one saga step: the new state (compare-and-set on version and owner),
  *   its ledger action (post or void the hold) and the idempotency record (advance, or complete
  *   with the final response), all in ONE transaction: a response is stored iff its effects are.
@@ -64,7 +65,7 @@ export interface Payment extends SagaState {
   finishedAt: Date | null;
 }
 
-/** A payment claimed by `claimDue`; `takenOver` when a previous owner's lease had expired. */
+/** A claimed payment; `takenOver` when it was leased before (an expired lease, or its owner's own stranded one). */
 export interface ClaimedPayment extends Payment {
   takenOver: boolean;
 }
@@ -269,29 +270,66 @@ export interface ClaimOptions {
   /** How long the claim holds; must exceed the acquirer call deadline (checked by the orchestrator). */
   leaseMs: number;
   maxBatch: number;
+  /** Also claim `owner`'s own stranded sagas (see claimDue); undefined: honour every live lease. */
+  reclaimOwn?: ReclaimOwn;
+}
+
+/**
+ * Which of its own live leases an owner takes back: those it granted itself up to
+ * `leasedUpToMs` (lease_until ≤ leasedUpToMs + leaseMs) on sagas none of its drives holds now.
+ */
+export interface ReclaimOwn {
+  /** The sagas the owner is driving right now: never taken back. */
+  exceptIds: readonly bigint[];
+  /** Leases granted after this instant are spared (a saga the API just created, its drive about to start). */
+  leasedUpToMs: number;
 }
 
 /**
  * Claims up to `maxBatch` due sagas for `owner`: unfinished, due, and unleased or with an expired
  * lease. SKIP LOCKED makes concurrent claimers take disjoint rows without waiting; the version
  * bump fences any write of a previous owner that is still running.
+ *
+ * `reclaimOwn`: sagas still leased to `owner` that it is not driving (`exceptIds`) are claimed
+ * again at once, with a new version fencing the old claim: a database failure left them leased
+ * (a step's commit failed, or a claim committed but its answer was lost), and waiting out the
+ * lease would hold them for `leaseMs` after the database came back. Such a saga comes back
+ * `takenOver` like any other, so a pending authorization is asked about by key first (PY-06).
  */
 export async function claimDue(q: Queryable, options: ClaimOptions): Promise<ClaimedPayment[]> {
   const now = new Date(options.nowMs);
+  const reclaim = options.reclaimOwn;
   const { rows } = await q.query<PaymentRow & { prev_owner: string | null }>(
     `WITH due AS (
        SELECT id, lease_owner AS prev_owner FROM payments
-        WHERE step <> 'done' AND next_run_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
+        WHERE step <> 'done' AND next_run_at <= $1
+          AND (lease_until IS NULL OR lease_until <= $1
+               OR ($5::timestamptz IS NOT NULL AND lease_owner = $3 AND lease_until <= $5::timestamptz
+                   AND id NOT IN (SELECT jsonb_array_elements_text($6::jsonb)::int8)))
         ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED)
      UPDATE payments p SET lease_owner = $3, lease_until = $4, version = p.version + 1
        FROM due WHERE p.id = due.id
      RETURNING p.*, due.prev_owner`,
-    [now, options.maxBatch, options.owner, new Date(options.nowMs + options.leaseMs)],
+    [
+      now,
+      options.maxBatch,
+      options.owner,
+      new Date(options.nowMs + options.leaseMs),
+      reclaim === undefined ? null : new Date(reclaim.leasedUpToMs + options.leaseMs),
+      JSON.stringify((reclaim?.exceptIds ?? []).map(String)),
+    ],
   );
+  // Taken from anyone, this owner included: an authorize call of the old claim may have gone out.
   return rows.map((row) => ({ ...toPayment(row), takenOver: row.prev_owner !== null }));
 }
 
-/** Claims one payment by id for `owner` when it is unleased or its lease expired (inline drive, API capture). */
+/**
+ * Claims one payment by id for `owner` when it is unleased, its lease expired, or `owner` holds it
+ * (a retry's or a capture's inline drive). `takenOver` whenever it was leased, to this owner too:
+ * the API's own drive of a new payment starts from createPayment's lease without claiming, so a
+ * saga found leased here was stranded, or is being driven by a claim this one now fences — either
+ * way an authorize call may be out, and the status query must come first (PY-06).
+ */
 export async function claimPayment(
   q: Queryable,
   id: bigint,
@@ -308,9 +346,7 @@ export async function claimPayment(
     [id, now, options.owner, new Date(options.nowMs + options.leaseMs)],
   );
   const row = rows[0];
-  return row === undefined
-    ? undefined
-    : { ...toPayment(row), takenOver: row.prev_owner !== null && row.prev_owner !== options.owner };
+  return row === undefined ? undefined : { ...toPayment(row), takenOver: row.prev_owner !== null };
 }
 
 export interface ApplyDecisionOptions {

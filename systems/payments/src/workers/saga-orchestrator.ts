@@ -11,6 +11,15 @@
  * than one acquirer call's deadline (checked at construction), so a live owner never loses
  * its claim mid-call.
  *
+ * A live process that lost the DATABASE mid-step (the step's commit failed, or a claim committed
+ * but its answer was lost) holds leases nobody works on. It knows which: it tracks the sagas its
+ * drives hold (a Map by id holding the claim, so a finished drive never unlists a newer claim of
+ * the same id), and once it has seen the database fail, each round also takes back its own
+ * leases granted up to that failure that no drive holds (claimDue's `reclaimOwn`), at once
+ * instead of after the lease. Leases granted later are spared: the API creates a payment
+ * already leased to this owner and starts its drive only once the commit returns. A saga taken
+ * back is `takenOver`, so a pending authorization is asked about by key first (PY-06).
+ *
  * Every step reports its duration and outcome to an optional observer (payment-metrics.ts), and
  * every line logged for a payment carries `correlationId` = its acquirer key (PY-17).
  *
@@ -21,6 +30,7 @@
  */
 import type { Logger } from "@casebook/infra/http/logger";
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import type { Clock } from "@casebook/kit/clock";
@@ -117,6 +127,10 @@ export class SagaOrchestrator {
   readonly #policy: BackoffPolicy;
   readonly #emit: EmitEvent;
   readonly #loop: BackgroundLoop;
+  /** The claims this orchestrator's drives hold now, by payment id: its other leases are stranded. */
+  readonly #driving = new Map<bigint, ClaimedPayment>();
+  /** When it last saw the database fail: its own leases granted up to then may be stranded. */
+  #databaseFailedAtMs: number | undefined;
 
   constructor(options: SagaOrchestratorOptions) {
     this.#o = options;
@@ -141,14 +155,25 @@ export class SagaOrchestrator {
     });
   }
 
-  /** One round: claims up to maxBatch due sagas and drives each; returns how many it claimed. */
+  /** Sagas a drive of this orchestrator holds right now. */
+  get drivingCount(): number {
+    return this.#driving.size;
+  }
+
+  /**
+   * One round: claims up to maxBatch due sagas — its own stranded ones included, once the
+   * database has failed — and drives each; returns how many it claimed.
+   */
   async runOnce(): Promise<number> {
     const claimed = await claimDue(this.#o.db, {
       owner: this.owner,
       nowMs: this.#o.clock.nowMs(),
       leaseMs: this.leaseMs,
       maxBatch: this.#o.maxBatch ?? 16,
-    });
+      ...(this.#databaseFailedAtMs === undefined
+        ? {}
+        : { reclaimOwn: { exceptIds: [...this.#driving.keys()], leasedUpToMs: this.#databaseFailedAtMs } }),
+    }).catch((error: unknown) => this.#noteFailure(error));
     // With a logger, drive() has already logged a saga's failure with its correlation id.
     const failed = (error: unknown) => (this.#o.log === undefined ? this.#report(error) : undefined);
     await Promise.all(claimed.map((payment) => this.drive(payment).catch(failed)));
@@ -164,12 +189,34 @@ export class SagaOrchestrator {
       owner: this.owner,
       nowMs: this.#o.clock.nowMs(),
       leaseMs: this.leaseMs,
-    });
+    }).catch((error: unknown) => this.#noteFailure(error));
     return claimed === undefined ? undefined : this.drive(claimed);
   }
 
-  /** Drives a claimed saga until it finishes, has to wait, or maxStepsPerClaim steps ran. */
+  /**
+   * Drives a claimed saga until it finishes, has to wait, or maxStepsPerClaim steps ran. While it
+   * runs the saga is listed as driven, so no round of this orchestrator takes it back.
+   */
   async drive(claimed: ClaimedPayment): Promise<Payment> {
+    this.#driving.set(claimed.id, claimed);
+    try {
+      return await this.#driveClaimed(claimed);
+    } catch (error) {
+      return this.#noteFailure(error);
+    } finally {
+      if (this.#driving.get(claimed.id) === claimed) this.#driving.delete(claimed.id);
+    }
+  }
+
+  /** Remembers when the database last failed (its own leases up to then may be stranded), and rethrows. */
+  #noteFailure(error: unknown): never {
+    if (sqlErrors.is(error, "SQL_UNAVAILABLE")) {
+      this.#databaseFailedAtMs = Math.max(this.#databaseFailedAtMs ?? 0, this.#o.clock.nowMs());
+    }
+    throw error;
+  }
+
+  async #driveClaimed(claimed: ClaimedPayment): Promise<Payment> {
     let payment: Payment = { ...claimed, step: resumeStep(claimed, { takenOver: claimed.takenOver }) };
     const log = this.#o.log?.child({ correlationId: claimed.acquirerKey, paymentId: claimed.id.toString() });
     for (let step = 0; step < (this.#o.maxStepsPerClaim ?? 8); step++) {
@@ -197,7 +244,9 @@ export class SagaOrchestrator {
         else
           log?.error(
             { err: error, step: from, outcome: outcome?.kind },
-            "saga step failed; retried after its lease",
+            sqlErrors.is(error, "SQL_UNAVAILABLE")
+              ? "saga step failed; taken back once the database answers"
+              : "saga step failed; retried after its lease",
           );
         throw error;
       }
