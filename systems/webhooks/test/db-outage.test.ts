@@ -717,7 +717,11 @@ class DroppingLink implements Database {
       const result = await fn(linked);
       if (this.loseNextCommit) {
         this.loseNextCommit = false;
-        throw sqlErrors.create("SQL_UNAVAILABLE", { detail: "the test lost the COMMIT's answer" });
+        // What the SQL layer reports for a link lost with the COMMIT on its way.
+        throw sqlErrors.create("SQL_UNAVAILABLE", {
+          detail: "the test lost the COMMIT's answer",
+          fields: { commitOutcome: "unknown" },
+        });
       }
       return result;
     }, options);

@@ -67,6 +67,19 @@ const CONNECTION_CODES = new Set([
 ]);
 /** Server states meaning "no usable session": connection exceptions, shutdown, startup, too many clients. */
 const CONNECTION_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"]);
+/**
+ * SQL_UNAVAILABLE for a link lost while COMMIT was on its way: the server may or may not have
+ * committed, and no one can tell until it answers again — `fields.commitOutcome: "unknown"`
+ * says so, so a caller retries with its idempotency key instead of reading "not stored".
+ */
+function commitInDoubt(cause: unknown): Error {
+  return sqlErrors.create("SQL_UNAVAILABLE", {
+    detail: "The database link broke while committing: the transaction may or may not have committed.",
+    fields: { commitOutcome: "unknown" },
+    cause,
+  });
+}
+
 /** `pg` raises these without a code. */
 const CONNECTION_MESSAGE =
   /timeout exceeded when trying to connect|Connection terminated|Query read timeout|connection error|Client was closed|Cannot use a pool after calling end/i;
@@ -187,11 +200,13 @@ class PgDatabase implements Database {
       broken ??= err;
     };
     client.on("error", onLinkError);
+    let committing = false;
     try {
       const isolation =
         options.isolation === undefined ? "" : ` ISOLATION LEVEL ${isolationSql[options.isolation]}`;
       await client.query(`BEGIN${isolation}`);
       const result = await fn(tx);
+      committing = true;
       await client.query("COMMIT");
       return result;
     } catch (err) {
@@ -206,6 +221,8 @@ class PgDatabase implements Database {
         // A dead or timed-out link: a ROLLBACK would queue behind the stuck statement for another
         // timeout. Destroying the client ends the session, and the server rolls back with it.
         broken ??= err instanceof Error ? err : new Error(String(err));
+        // The link went with the COMMIT on its way: the server may have committed.
+        if (committing) throw commitInDoubt(err);
       }
       throw surfaced(err);
     } finally {

@@ -61,7 +61,8 @@ export interface Database extends Queryable {
   /**
    * Runs `fn` in a transaction: COMMIT when it resolves, ROLLBACK when it throws, and the
    * original error is rethrown. A COMMIT can itself fail (a deferred constraint, a
-   * serialization failure); that error is thrown too. Inside `fn` use only `tx`: on
+   * serialization failure); that error is thrown too. A link lost while COMMIT was on its way
+   * is SQL_UNAVAILABLE with `fields.commitOutcome: "unknown"`: it may have committed. Inside `fn` use only `tx`: on
    * PGlite, calling the database itself from inside a transaction is refused
    * (`SQL_TRANSACTION_NESTED`), because its single connection would wait on itself.
    */

@@ -252,7 +252,8 @@ test("a link reset inside a transaction: the caller gets SQL_UNAVAILABLE, the pr
         await new Promise((resolve) => setTimeout(resolve, 100));
         await tx.query("SELECT 1");
       }),
-      (err) => sqlErrors.is(err, "SQL_UNAVAILABLE"),
+      (err) => sqlErrors.is(err, "SQL_UNAVAILABLE") && err.fields.commitOutcome === undefined,
+      "lost before COMMIT: the outcome is known (rolled back), so not flagged",
     );
     assert.ok(
       performance.now() - started < 4_000,
@@ -285,5 +286,26 @@ test("a statement the server cancels at statement_timeout is SQL_UNAVAILABLE (a 
     assert.equal((await db.query("SELECT 1 AS ok")).rows[0]?.ok, 1);
   } finally {
     await db.close();
+  }
+});
+
+test("a link lost with the COMMIT on its way is SQL_UNAVAILABLE with commitOutcome unknown", async (t) => {
+  const url = await requirePostgres(t);
+  if (url === undefined) return;
+  const proxy = await startFaultProxy({ upstream: new URL(url).host });
+  const db = openPgDatabase({ url: proxy.rewrite(url), applicationName: "casebook-sql-test" });
+  try {
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await tx.query("SELECT 1");
+        // The COMMIT leaves into a blackhole, then the link is reset before any answer.
+        proxy.blackhole(true, "discard");
+        setTimeout(() => proxy.cutAll(), 100);
+      }),
+      (err) => sqlErrors.is(err, "SQL_UNAVAILABLE") && err.fields.commitOutcome === "unknown",
+    );
+  } finally {
+    await db.close();
+    await proxy.close();
   }
 });

@@ -7,7 +7,7 @@
  * same in a transaction of its own, for producers that call the API instead.
  *
  * A 503 from `ingestEvent` whose link broke on COMMIT carries `eventOutcome: "unknown"`:
- * only then may the event have been stored (see commitInDoubt).
+ * only then may the event have been stored (see eventInDoubt).
  *
  * Idempotency: an event may carry a key, unique per tenant. The same key again returns the
  * first event's id (`created: false`); the same key with a different type or payload is
@@ -23,6 +23,7 @@
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
+import type { CasebookError } from "@casebook/kit/errors";
 import { storeErrors } from "../domain/store-errors.ts";
 import { checkEventType } from "../domain/store-event-type.ts";
 import { isId, newId } from "../domain/store-ids.ts";
@@ -158,27 +159,24 @@ export async function ingestEvent(
   event: NewEvent,
   ctx: EnqueueContext,
 ): Promise<EnqueuedEvent> {
-  let committing = false;
   try {
-    return await db.transaction(async (tx) => {
-      const enqueued = await enqueue(tx, tenantId, event, ctx);
-      committing = true;
-      return enqueued;
-    });
+    return await db.transaction((tx) => enqueue(tx, tenantId, event, ctx));
   } catch (error) {
-    if (committing && sqlErrors.is(error, "SQL_UNAVAILABLE")) throw commitInDoubt(error);
+    if (sqlErrors.is(error, "SQL_UNAVAILABLE") && error.fields.commitOutcome === "unknown") {
+      throw eventInDoubt(error);
+    }
     throw error;
   }
 }
 
 /**
- * The link broke while COMMIT was on its way: the server may have committed, and no one
- * can tell until it answers again. Still 503 SQL_UNAVAILABLE, but it says so, so the
- * caller retries with its Idempotency-Key (which returns the event if it was stored)
- * instead of reading the 503 as "not stored". A failure before COMMIT is a plain 503: the
- * server rolls the open transaction back when the session ends.
+ * The link broke while COMMIT was on its way (the SQL layer says `commitOutcome: "unknown"`):
+ * still 503 SQL_UNAVAILABLE, but in this API's words, so the caller retries with its
+ * Idempotency-Key (which returns the event if it was stored) instead of reading the 503 as
+ * "not stored". A failure before COMMIT is a plain 503: the server rolls the open transaction
+ * back when the session ends.
  */
-function commitInDoubt(cause: unknown): Error {
+function eventInDoubt(cause: CasebookError): Error {
   return sqlErrors.create("SQL_UNAVAILABLE", {
     detail:
       "The database link broke while committing: the event may or may not be stored. Retry with the same Idempotency-Key.",
