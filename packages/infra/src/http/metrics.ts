@@ -14,7 +14,7 @@
  * duration.observe({ method: "GET", route: "/v1/links/:id", status_code: "200" }, 0.004);
  * await registry.metrics(); // Prometheus text format
  */
-import { collectDefaultMetrics, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 export const UNMATCHED_ROUTE = "(unmatched)";
 
@@ -62,5 +62,36 @@ export function createHttpDurationHistogram(registry: Registry): Histogram<HttpL
     labelNames: ["method", "route", "status_code"],
     buckets: httpDurationBucketsS,
     registers: [registry],
+  });
+}
+
+/**
+ * A gauge whose value is read from its source of truth at each scrape: nothing to update on
+ * the hot path.
+ *
+ * @example
+ * scrapedGauge(registry, "cache_keys", "Keys held.", () => keyspace.size);
+ */
+export function scrapedGauge(registry: Registry, name: string, help: string, read: () => number): void {
+  new Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
+/** A counter read from a monotonic source of truth at each scrape (`_total` in the name). */
+export function scrapedCounter(registry: Registry, name: string, help: string, read: () => number): void {
+  new Counter({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(read());
+    },
   });
 }

@@ -7,82 +7,54 @@
  * registerCacheMetrics(service.registry, server);
  * // cache_keyspace_hits_total 1042
  */
-import { Counter, Gauge, type Registry } from "prom-client";
+import { scrapedCounter, scrapedGauge } from "@casebook/infra/http/metrics";
+import type { Registry } from "prom-client";
 import type { CacheServer } from "./cache-server.ts";
-
-/** A counter whose value is read from a source of truth at scrape time. */
-function mirroredCounter(registry: Registry, name: string, help: string, read: () => number): void {
-  new Counter({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(read());
-    },
-  });
-}
-
-function mirroredGauge(registry: Registry, name: string, help: string, read: () => number): void {
-  new Gauge({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      this.set(read());
-    },
-  });
-}
 
 export function registerCacheMetrics(registry: Registry, server: CacheServer): void {
   const keyspace = server.keyspace;
-  mirroredCounter(
+  scrapedCounter(
     registry,
     "cache_keyspace_hits_total",
     "Reads that found their key.",
     () => keyspace.stats.hits,
   );
-  mirroredCounter(
+  scrapedCounter(
     registry,
     "cache_keyspace_misses_total",
     "Reads that did not find their key.",
     () => keyspace.stats.misses,
   );
-  mirroredCounter(
+  scrapedCounter(
     registry,
     "cache_evicted_keys_total",
     "Keys evicted to stay within maxmemory.",
     () => keyspace.stats.evictedKeys,
   );
-  mirroredCounter(
+  scrapedCounter(
     registry,
     "cache_expired_keys_total",
     "Keys removed because their TTL passed.",
     () => keyspace.stats.expiredKeys,
   );
-  mirroredCounter(
+  scrapedCounter(
     registry,
     "cache_commands_processed_total",
     "Commands run.",
     () => server.stats().totalCommands,
   );
-  mirroredGauge(
+  scrapedGauge(
     registry,
     "cache_used_memory_bytes",
     "Accounted bytes of keys, values and entry overhead.",
     () => keyspace.usedBytes,
   );
-  mirroredGauge(
+  scrapedGauge(
     registry,
     "cache_maxmemory_bytes",
     "The maxmemory limit (0 = none).",
     () => keyspace.maxmemoryBytes,
   );
-  mirroredGauge(registry, "cache_keys", "Keys in the keyspace.", () => keyspace.size);
-  mirroredGauge(
-    registry,
-    "cache_connected_clients",
-    "Open client connections.",
-    () => server.connectionCount,
-  );
+  scrapedGauge(registry, "cache_keys", "Keys in the keyspace.", () => keyspace.size);
+  scrapedGauge(registry, "cache_connected_clients", "Open client connections.", () => server.connectionCount);
 }

@@ -8,31 +8,9 @@
  * registerClusterMetrics(service.registry, runtime);
  * // cache_cluster_state_ok 1
  */
-import { Counter, Gauge, type Registry } from "prom-client";
+import { scrapedCounter, scrapedGauge } from "@casebook/infra/http/metrics";
+import { Counter, type Registry } from "prom-client";
 import type { ClusterRuntime } from "../workers/cluster-runtime.ts";
-
-function gauge(registry: Registry, name: string, help: string, read: () => number): void {
-  new Gauge({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      this.set(read());
-    },
-  });
-}
-
-function counter(registry: Registry, name: string, help: string, read: () => number): void {
-  new Counter({
-    name,
-    help,
-    registers: [registry],
-    collect() {
-      this.reset();
-      this.inc(read());
-    },
-  });
-}
 
 function failingNodes(runtime: ClusterRuntime): number {
   let failing = 0;
@@ -49,62 +27,65 @@ function maxReplicaLag(runtime: ClusterRuntime): number {
 
 export function registerClusterMetrics(registry: Registry, runtime: ClusterRuntime): void {
   const started = (read: () => number) => () => (runtime.started ? read() : 0);
-  gauge(
+  scrapedGauge(
     registry,
     "cache_cluster_state_ok",
     "1 while this node serves keys (coverage and majority).",
     started(() => (runtime.clusterOk() ? 1 : 0)),
   );
-  gauge(
+  scrapedGauge(
     registry,
     "cache_cluster_known_nodes",
     "Nodes in this node's view.",
     started(() => runtime.state.nodeCount),
   );
-  gauge(
+  scrapedGauge(
     registry,
     "cache_cluster_failing_nodes",
     "Nodes flagged FAIL by a quorum.",
     started(() => failingNodes(runtime)),
   );
-  gauge(
+  scrapedGauge(
     registry,
     "cache_cluster_slots_owned",
     "Hash slots this node serves as primary.",
     started(() => runtime.state.slotCount(runtime.state.myId)),
   );
-  gauge(
+  scrapedGauge(
     registry,
     "cache_cluster_current_epoch",
     "The cluster's logical clock as seen here.",
     started(() => runtime.state.currentEpoch),
   );
-  gauge(
+  scrapedGauge(
     registry,
     "cache_cluster_config_epoch",
     "This node's config epoch.",
     started(() => runtime.state.myself.configEpoch),
   );
-  gauge(
+  scrapedGauge(
     registry,
     "cache_cluster_is_primary",
     "1 when this node is a primary.",
     started(() => (runtime.state.myself.role === "primary" ? 1 : 0)),
   );
-  gauge(
+  scrapedGauge(
     registry,
     "cache_replication_offset",
     "Replication offset (entries) of this node.",
     started(() => (runtime.state.myself.role === "primary" ? runtime.source.offset : runtime.sink.offset)),
   );
-  gauge(
+  scrapedGauge(
     registry,
     "cache_connected_replicas",
     "Replicas streaming from this primary.",
     () => [...runtime.source.replicas()].length,
   );
-  gauge(registry, "cache_replica_lag_entries", "Entries the slowest replica has not acknowledged.", () =>
-    maxReplicaLag(runtime),
+  scrapedGauge(
+    registry,
+    "cache_replica_lag_entries",
+    "Entries the slowest replica has not acknowledged.",
+    () => maxReplicaLag(runtime),
   );
   new Counter({
     name: "cache_cluster_redirects_total",
@@ -116,13 +97,13 @@ export function registerClusterMetrics(registry: Registry, runtime: ClusterRunti
       for (const [kind, count] of Object.entries(runtime.redirects)) this.inc({ kind }, count);
     },
   });
-  counter(
+  scrapedCounter(
     registry,
     "cache_cluster_messages_sent_total",
     "Cluster bus messages sent.",
     () => runtime.messages.sent,
   );
-  counter(
+  scrapedCounter(
     registry,
     "cache_cluster_messages_received_total",
     "Cluster bus messages received.",

@@ -32,6 +32,7 @@
  * registerBreakerGauge(service.registry, () => acquirer.breaker.state);
  * new SagaOrchestrator({ ...options, observer: metrics, log: service.log });
  */
+import { scrapedGauge } from "@casebook/infra/http/metrics";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import type { BreakerState } from "@casebook/kit/circuit-breaker";
 import type { Clock } from "@casebook/kit/clock";
@@ -138,14 +139,12 @@ export function createPaymentMetrics(registry: Registry, options: PaymentMetrics
 
 /** `payments_acquirer_breaker_state`, read from `state` at each scrape (when the breaker is built after the metrics). */
 export function registerBreakerGauge(registry: Registry, state: () => BreakerState): void {
-  new Gauge({
-    name: "payments_acquirer_breaker_state",
-    help: "The acquirer circuit breaker: 0 closed, 1 half-open, 2 open",
-    registers: [registry],
-    collect() {
-      this.set(BREAKER_VALUES[state()]);
-    },
-  });
+  scrapedGauge(
+    registry,
+    "payments_acquirer_breaker_state",
+    "The acquirer circuit breaker: 0 closed, 1 half-open, 2 open",
+    () => BREAKER_VALUES[state()],
+  );
 }
 
 function registerBacklogGauge(registry: Registry, options: PaymentMetricsOptions): void {

@@ -3,8 +3,9 @@
  * breaker state and the "limiter degraded" alarm (RL-11: opening silently is how
  * protection gets lost without anyone knowing).
  */
+import { scrapedGauge } from "@casebook/infra/http/metrics";
 import type { CircuitBreaker } from "@casebook/kit/circuit-breaker";
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Histogram, type Registry } from "prom-client";
 import type { CheckResult, Limiter } from "../domain/limiter.ts";
 
 const BREAKER_STATES = { closed: 0, "half-open": 1, open: 2 } as const;
@@ -31,22 +32,18 @@ export function createLimiterMetrics(
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1],
     registers: [registry],
   });
-  new Gauge({
-    name: "ratelimit_degraded",
-    help: "1 while decisions come from the fallback (store failing or breaker open).",
-    registers: [registry],
-    collect() {
-      this.set(limiter.degraded ? 1 : 0);
-    },
-  });
-  new Gauge({
-    name: "ratelimit_breaker_state",
-    help: "Store circuit breaker: 0 closed, 1 half-open, 2 open.",
-    registers: [registry],
-    collect() {
-      this.set(BREAKER_STATES[breaker.state]);
-    },
-  });
+  scrapedGauge(
+    registry,
+    "ratelimit_degraded",
+    "1 while decisions come from the fallback (store failing or breaker open).",
+    () => (limiter.degraded ? 1 : 0),
+  );
+  scrapedGauge(
+    registry,
+    "ratelimit_breaker_state",
+    "Store circuit breaker: 0 closed, 1 half-open, 2 open.",
+    () => BREAKER_STATES[breaker.state],
+  );
   return {
     observe(result, seconds) {
       latency.observe({ path: result.degraded ? "fallback" : "store" }, seconds);
