@@ -32,6 +32,7 @@ import {
   MAX_TENANT_NAME_CHARS,
   MAX_TENANT_WEIGHT,
   MIN_ATTEMPT_RETENTION_S,
+  type NewTenant,
   revokeApiKey,
   setTenantWeight,
   type Tenant,
@@ -106,15 +107,6 @@ const createTenantBody = {
   },
 } as const;
 
-interface CreateTenantBody {
-  id?: string;
-  name: string;
-  weight?: number;
-  deliveryWindowS?: number;
-  payloadRetentionS?: number;
-  attemptRetentionS?: number;
-}
-
 function toTenantJson(t: Tenant) {
   return {
     id: t.id,
@@ -132,14 +124,14 @@ function tenantNotFound(tenantId: string): Error {
 }
 
 /** The service's retention defaults, kept consistent with a window the request sets itself. */
-function withDefaults(body: CreateTenantBody, defaults: TenantDefaults): CreateTenantBody {
+function withDefaults(body: NewTenant, defaults: TenantDefaults): NewTenant {
   const deliveryWindowS = body.deliveryWindowS ?? defaults.deliveryWindowS;
   const payloadRetentionS = body.payloadRetentionS ?? Math.max(defaults.payloadRetentionS, deliveryWindowS);
   return { ...body, deliveryWindowS, payloadRetentionS };
 }
 
 function registerTenantRoutes(app: FastifyInstance, context: AdminContext): void {
-  app.post<{ Body: CreateTenantBody }>(
+  app.post<{ Body: NewTenant }>(
     "/v1/admin/tenants",
     {
       schema: {

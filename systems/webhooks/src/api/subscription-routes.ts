@@ -30,6 +30,7 @@ import {
   createSubscription,
   getSubscription,
   listSubscriptions,
+  type NewSubscription,
   rotateSubscriptionSecret,
   type Subscription,
   setSubscriptionActive,
@@ -50,15 +51,6 @@ import {
 const tags = ["subscriptions"];
 export const DELETED_REASON = "deleted by the tenant";
 export const DISABLED_REASON_DEFAULT = "disabled by the tenant";
-
-interface CreateBody {
-  url: string;
-  eventTypes?: string[] | null;
-  rateLimitPerS?: number | null;
-  maxConcurrency?: number;
-  orderingKeyPath?: string | null;
-  secret?: string;
-}
 
 interface PatchBody {
   url?: string;
@@ -193,7 +185,7 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
 }
 
 function registerWrites(app: FastifyInstance, context: ApiContext): void {
-  app.post<{ Body: CreateBody }>(
+  app.post<{ Body: NewSubscription }>(
     "/v1/subscriptions",
     {
       schema: {
