@@ -76,8 +76,6 @@ export interface RefundRetrierOptions {
   /** A line per round (info; unresolved at warn), with the refund's correlationId. */
   log?: Logger;
   onError?: (error: unknown) => void;
-  /** Replaces the timer of the loop's pauses (still cut short by stop()). */
-  sleep?: (ms: number) => Promise<void>;
 }
 
 export const defaultRefundRetryBackoff: Readonly<RefundRetryBackoff> = Object.freeze({
@@ -121,7 +119,6 @@ export class RefundRetrier {
       idleMs: options.pollIntervalMs ?? 1_000,
       failureBackoff: loopFailureBackoff(options.random),
       onError: (error) => this.#o.onError?.(error),
-      ...(options.sleep === undefined ? {} : { sleep: options.sleep }),
     });
   }
 

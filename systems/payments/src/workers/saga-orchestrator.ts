@@ -101,8 +101,6 @@ export interface SagaOrchestratorOptions {
   emitEvent?: EmitEvent;
   /** Loop errors; a saga's own failures go here too unless `log` is set (then they are logged with its correlation id). */
   onError?: (error: unknown) => void;
-  /** Replaces the timer of the loop's pauses (still cut short by stop()). */
-  sleep?: (ms: number) => Promise<void>;
   observer?: SagaStepObserver;
   /** A line per step (info) and per failed step (error), each with the payment's correlationId. */
   log?: Logger;
@@ -151,7 +149,6 @@ export class SagaOrchestrator {
       idleMs: options.pollIntervalMs ?? 100,
       failureBackoff: loopFailureBackoff(options.random),
       onError: (error) => this.#report(error),
-      ...(options.sleep === undefined ? {} : { sleep: options.sleep }),
     });
   }
 
