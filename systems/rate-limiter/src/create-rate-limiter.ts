@@ -32,6 +32,11 @@ export interface RateLimiterOptions {
   readonly keyPrefix?: string;
   /** Bound on one store call (000 §1: "se o Redis não responde em 20 ms"). Default 20. */
   readonly timeoutMs?: number;
+  /**
+   * How long start-up waits for the first Redis connection. It starts either way: until
+   * Redis answers, decisions go by each policy's failMode (RL-11). Default 1 000.
+   */
+  readonly connectTimeoutMs?: number;
   /** Consecutive store failures that open the breaker (RL-13). Default 5. */
   readonly breakerFailures?: number;
   /** How long the breaker stays open before one probe. Default 1 000. */
@@ -55,6 +60,7 @@ export interface RateLimiter {
 
 export const rateLimiterDefaults = {
   timeoutMs: 20,
+  connectTimeoutMs: 1_000,
   breakerFailures: 5,
   breakerOpenMs: 1_000,
   instances: 1,
@@ -65,7 +71,7 @@ function openStore(options: RateLimiterOptions, clock: Clock, timeoutMs: number)
   const connection = {
     keyPrefix: options.keyPrefix,
     commandTimeoutMs: timeoutMs,
-    connectTimeoutMs: 1_000,
+    connectTimeoutMs: options.connectTimeoutMs ?? rateLimiterDefaults.connectTimeoutMs,
     connectionName: "casebook-rate-limiter",
   };
   if (options.redisClusterNodes && options.redisClusterNodes.length > 0) {

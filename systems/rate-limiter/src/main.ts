@@ -44,6 +44,14 @@ export const configSchema = {
     max: 10_000,
     description: "Bound on one Redis call; past it the policy's failMode decides",
   }),
+  connectTimeoutMs: field.int({
+    env: "RATE_LIMITER_CONNECT_TIMEOUT_MS",
+    default: rateLimiterDefaults.connectTimeoutMs,
+    min: 1,
+    max: 600_000,
+    description:
+      "How long start-up waits for Redis; it starts either way and decides by failMode until Redis answers",
+  }),
   breakerFailures: field.int({
     env: "RATE_LIMITER_BREAKER_FAILURES",
     default: rateLimiterDefaults.breakerFailures,
@@ -103,6 +111,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       .filter(Boolean),
     keyPrefix: config.keyPrefix,
     timeoutMs: config.timeoutMs,
+    connectTimeoutMs: config.connectTimeoutMs,
     breakerFailures: config.breakerFailures,
     breakerOpenMs: config.breakerOpenMs,
     instances: config.instances,

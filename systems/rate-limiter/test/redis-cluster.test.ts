@@ -21,6 +21,7 @@ import { CircuitBreaker } from "@casebook/kit/circuit-breaker";
 import { systemClock } from "@casebook/kit/clock";
 import { keySlot } from "@casebook/kit/cluster-slot";
 import { systemRandom } from "@casebook/kit/random";
+import { freePort } from "@casebook/lab/free-port";
 import { type SpawnedRedisCluster, spawnRedisCluster } from "@casebook/lab/spawn-redis-cluster";
 import { enginesRequired, uniqueName } from "@casebook/lab/test-engines";
 import { Cluster, Redis } from "ioredis";
@@ -37,6 +38,7 @@ import {
   openRedisClusterLimiterStore,
   type RedisClusterStoreOptions,
 } from "../src/store/limiter-store.ts";
+import { pollUntil } from "./service-processes.ts";
 
 let sequence = 0;
 const requestId = () => `req-${++sequence}`;
@@ -376,6 +378,14 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
       REDIS_CLUSTER_NODES: cluster.startupNodes.map((n) => `redis://${n.host}:${n.port}`).join(","),
     });
     try {
+      // Start-up never waits for the cluster; a deploy waits for readiness, and so does this.
+      await pollUntil(
+        () => fetch(`${running.url}/readyz`).then((r) => r.status),
+        (status) => status === 200,
+        {
+          timeoutMs: 15_000,
+        },
+      );
       const outcomes: string[] = [];
       for (let i = 0; i < 6; i++) {
         const response = await fetch(`${running.url}/v1/check`, {
@@ -389,6 +399,48 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
       }
       assert.deepEqual(outcomes, ["allowed", "allowed", "allowed", "allowed", "allowed", "limited"]);
       assert.equal((await fetch(`${running.url}/readyz`)).status, 200);
+    } finally {
+      await running.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("RL-11 the service starts while no cluster node answers: not ready, decisions by failMode; never a crash loop", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "rl-cluster-down-"));
+    const file = join(dir, "policies.json");
+    await writeFile(
+      file,
+      JSON.stringify({
+        policies: [
+          {
+            name: "reads",
+            key: "user:{user}",
+            limit: { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 },
+            failMode: "open",
+          },
+        ],
+      }),
+    );
+    const nobody = await freePort();
+    const started = performance.now();
+    const running = await main({
+      PORT: "0",
+      LOG_LEVEL: "silent",
+      RATE_LIMITER_POLICIES: file,
+      RATE_LIMITER_CONNECT_TIMEOUT_MS: "300",
+      REDIS_CLUSTER_NODES: `redis://127.0.0.1:${nobody}`,
+    });
+    try {
+      assert.ok(performance.now() - started < 5_000, "start-up is bounded by the connect wait");
+      assert.equal((await fetch(`${running.url}/readyz`)).status, 503, "no primary known: not ready");
+      const response = await fetch(`${running.url}/v1/check`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ descriptors: { user: "down-1" } }),
+      });
+      const body = (await response.json()) as { outcome: string; degraded: boolean };
+      assert.equal(body.outcome, "allowed", "failMode open");
+      assert.equal(body.degraded, true, "decided locally, not by the cluster");
     } finally {
       await running.close();
       await rm(dir, { recursive: true, force: true });

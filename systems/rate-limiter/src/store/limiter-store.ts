@@ -26,6 +26,7 @@ import {
   redisConnectDefaults,
 } from "@casebook/infra/redis/connect-redis";
 import { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
+import { redisErrors } from "@casebook/infra/redis/redis-errors";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
 import {
   InProcessScriptRunner,
@@ -280,13 +281,7 @@ export interface RedisStoreOptions extends RedisConnectOptions {
 export async function openRedisLimiterStore(options: RedisStoreOptions): Promise<LimiterStore> {
   const registry = await ScriptRegistry.fromDir(scriptsDir);
   const redis: Redis = await connectRedis({ ...options, lazyConnect: true });
-  // Wait for the first connection, within the connect bound, but start either way:
-  // after a failed first attempt ioredis keeps reconnecting with its bounded backoff.
-  const connected = redis.connect().then(
-    () => true,
-    () => false,
-  );
-  await Promise.race([connected, sleep(options.connectTimeoutMs ?? redisConnectDefaults.connectTimeoutMs)]);
+  await firstConnection(redis, options.connectTimeoutMs);
   return new ScriptLimiterStore({
     engine: "redis",
     runner: new RedisScriptRunner(redis, registry),
@@ -321,9 +316,12 @@ export interface RedisClusterStoreOptions extends RedisClusterConnectOptions {
  */
 export async function openRedisClusterLimiterStore(options: RedisClusterStoreOptions): Promise<LimiterStore> {
   const registry = await ScriptRegistry.fromDir(scriptsDir, { clusterSlots: options.clusterSlots ?? true });
-  const cluster: Cluster = await connectRedisCluster({ autoPipelining: true, ...options });
+  const cluster: Cluster = await connectRedisCluster({ autoPipelining: true, ...options, lazyConnect: true });
   try {
-    await registry.loadAll(cluster);
+    // Like one Redis: never wait for the cluster to come up (RL-11). The first connection
+    // is also bounded by the decision timeout (its CLUSTER INFO ready check is a command),
+    // so on a loaded host it may take a reconnect or two; decisions go by policy meanwhile.
+    if (await firstConnection(cluster, options.connectTimeoutMs)) await registry.loadAll(cluster);
   } catch (error) {
     // The command timeout bounds decisions (20 ms), not start-up: a SCRIPT LOAD that timed out
     // on a loaded node is not fatal, since a script missing there is sent once with EVAL
@@ -340,12 +338,38 @@ export async function openRedisClusterLimiterStore(options: RedisClusterStoreOpt
     runner: new RedisScriptRunner(cluster, registry),
     slotOf: (key) => keySlot(prefix + key),
     onError: (error) => options.onError?.(error instanceof Error ? error : new Error(String(error))),
-    // Ready means every primary answers: each one holds a share of the limits.
+    // Ready means every primary answers: each one holds a share of the limits. Before the
+    // first slot map the client knows no primary at all, and that is not ready either.
     ping: async () => {
+      if (cluster.status !== "ready") {
+        throw redisErrors.create("REDIS_UNAVAILABLE", {
+          detail: `The Redis Cluster client is ${cluster.status}, not ready.`,
+          fields: { phase: "ping" },
+        });
+      }
       await Promise.all(cluster.nodes("master").map((node) => node.ping()));
     },
     close: () => closeRedis(cluster),
   });
+}
+
+/**
+ * Starts the client's first connection and waits for it within `timeoutMs`, but never
+ * fails: after a failed first attempt the client keeps reconnecting with its bounded
+ * backoff, and the limiter answers by policy meanwhile. True if connected in time.
+ */
+async function firstConnection(client: Redis | Cluster, timeoutMs?: number): Promise<boolean> {
+  const connected = client.connect().then(
+    () => true,
+    () => false,
+  );
+  const waited = new AbortController();
+  const gaveUp = sleep(timeoutMs ?? redisConnectDefaults.connectTimeoutMs, false, { signal: waited.signal });
+  try {
+    return await Promise.race([connected, gaveUp]);
+  } finally {
+    waited.abort();
+  }
 }
 
 /** The embedded engine: the scripts' twins on an in-process keyspace with the given clock. */
