@@ -35,7 +35,7 @@ describe("cluster client against our cache nodes in cluster mode (3 primaries)",
   const indexOf = (address: string) =>
     harness.cluster.nodes.findIndex((node) => address === `${node.host}:${node.port}`);
 
-  test("CA-06 / CA-07 straight to each slot's owner; MGET over all three nodes keeps the caller's order", async () => {
+  test("CA-06 / CA-07 straight to each slot's owner; MGET over all three nodes keeps the caller's order", async (t) => {
     const keys = Array.from({ length: 60 }, (_, i) => `ours:${i}`);
     take(); // the map load at connect
     await Promise.all(keys.map((key) => client.set(key, `v:${key}`, { exS: 60 })));
@@ -44,10 +44,12 @@ describe("cluster client against our cache nodes in cluster mode (3 primaries)",
       keys.map((key) => `v:${key}`),
     );
     const seen = take();
-    assert.ok(
-      seen.every((event) => event.type === "send"),
-      "no redirects with a fresh map",
-    );
+    const redirects = seen.filter((event) => event.type === "moved" || event.type === "ask");
+    assert.deepEqual(redirects, [], "no redirects with a fresh map");
+    // A connect that outlived its timeout on a loaded host is retried at the same owner (and
+    // refreshes the map): not a redirect, and every send below must still go to the owner.
+    const retries = seen.filter((event) => !["send", "moved", "ask"].includes(event.type));
+    if (retries.length > 0) t.diagnostic(`retries under load: ${JSON.stringify(retries)}`);
     const nodes = new Set(seen.map((event) => (event.type === "send" ? event.address : "")));
     assert.equal(nodes.size, 3);
     for (const event of seen) {
