@@ -1,5 +1,5 @@
 /**
- * CA-04, CA-13 and CA-19: the text's back-of-the-envelope numbers, recomputed from its
+ * CA-04, CA-13, CA-19 and the sizing half of CA-23: the text's back-of-the-envelope numbers, recomputed from its
  * stated assumptions. Where the text rounds, the test pins both the exact value and the
  * text's reading of it: memory needs 17.2 nodes ("~17", really 18 machines), and a lost
  * node's slice is 80k req/s of which 76k are new misses ("~80k").
@@ -40,10 +40,14 @@ describe("CA-04 sizing by memory and by throughput", () => {
     assert.equal(e.decidedBy, "ops");
     assert.equal(e.primaries, 25);
     assert.equal(e.totalNodes, 50);
-    // CA-23's rule the other way round: when memory is the larger bound it decides.
+  });
+
+  test("CA-23 size by memory and by throughput, take the larger: ops for the text's numbers, memory for 2 KB values", () => {
+    assert.equal(e.primaries, Math.max(Math.ceil(e.nodesByMemory), Math.ceil(e.nodesByOps)));
     const bigValues = estimateCacheCapacity({ ...textAssumptions, valueBytes: 2_000 });
     assert.equal(bigValues.decidedBy, "memory");
     assert.equal(bigValues.primaries, Math.ceil(2_100 / 64));
+    assert.ok(bigValues.primaries > Math.ceil(bigValues.nodesByOps), "memory is the larger bound there");
   });
 
   test("CA-04 2 GB/s of values at peak, ~80 MB/s per node", () => {
