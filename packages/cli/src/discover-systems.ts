@@ -11,6 +11,7 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { cliErrors } from "./cli-errors.ts";
+import { didYouMean } from "./did-you-mean.ts";
 import { parseManifest, type SystemManifest } from "./manifest.ts";
 
 export interface SystemInfo {
@@ -71,4 +72,22 @@ export function findPortCollisions(claims: readonly { name: string; port: number
     .filter(([, names]) => names.length > 1)
     .map(([port, names]) => ({ port, names: names.sort() }))
     .sort((a, b) => a.port - b.port);
+}
+
+/** The system called `name`, or CLI_SYSTEM_UNKNOWN with the closest name (or the known ones) as a hint. */
+export function findSystem(systems: readonly SystemInfo[], name: string): SystemInfo {
+  const system = systems.find((s) => s.name === name);
+  if (system !== undefined) return system;
+  const known = systems.map((s) => s.name);
+  const guess = didYouMean(name, known);
+  throw cliErrors.create("CLI_SYSTEM_UNKNOWN", {
+    detail: `No system named '${name}'.`,
+    fields: {
+      hint: guess
+        ? `Did you mean '${guess}'?`
+        : known.length > 0
+          ? `Known systems: ${known.join(", ")}.`
+          : "No system is built yet.",
+    },
+  });
 }

@@ -25,6 +25,7 @@ Commands
   up [name…]               start every ready system (or the named ones); what \`npm start\` runs
   run <name> [-- args…]    one system in the foreground
   bench <name> [args…]     a system's benchmark (--json: one JSON object per line)
+  <name> [tool [args…]]    a system's own command-line tools (\`casebook payments\` lists them)
   help [command]           this help, or one command's
 
 Options
@@ -44,6 +45,7 @@ Examples
   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379 npx casebook up
   npx casebook run rate-limiter -- --verbose
   npx casebook bench rate-limiter --json
+  npx casebook payments reconcile --date 2026-10-22   # a system's tool
 `,
   list: `casebook list — the systems and their status
 

@@ -15,11 +15,10 @@
  * });
  */
 import { existsSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { cliErrors } from "./cli-errors.ts";
-import { didYouMean } from "./did-you-mean.ts";
-import type { SystemInfo } from "./discover-systems.ts";
-import { findPortCollisions } from "./discover-systems.ts";
+import { findPortCollisions, findSystem, type SystemInfo } from "./discover-systems.ts";
+import { dataDirOf } from "./foreground.ts";
 import type { EngineKind } from "./manifest.ts";
 
 export interface LaunchOptions {
@@ -121,21 +120,7 @@ function notRunnableReason(system: SystemInfo): string | undefined {
 }
 
 function requireRunnable(systems: readonly SystemInfo[], name: string): SystemInfo {
-  const system = systems.find((s) => s.name === name);
-  if (system === undefined) {
-    const known = systems.map((s) => s.name);
-    const guess = didYouMean(name, known);
-    throw cliErrors.create("CLI_SYSTEM_UNKNOWN", {
-      detail: `No system named '${name}'.`,
-      fields: {
-        hint: guess
-          ? `Did you mean '${guess}'?`
-          : known.length > 0
-            ? `Known systems: ${known.join(", ")}.`
-            : "No system is built yet.",
-      },
-    });
-  }
+  const system = findSystem(systems, name);
   const entry = join(system.dir, system.manifest.main);
   if (!existsSync(entry)) {
     throw cliErrors.create("CLI_ENTRY_MISSING", {
@@ -148,10 +133,7 @@ function requireRunnable(systems: readonly SystemInfo[], name: string): SystemIn
 
 function planOne(system: SystemInfo, options: LaunchOptions): SystemPlan {
   const port = choosePort(system, options);
-  const dataRoot = isSet(options.env.CASEBOOK_DATA)
-    ? resolve(options.env.CASEBOOK_DATA!)
-    : join(options.root, ".casebook-data");
-  const dataDir = join(dataRoot, system.name);
+  const dataDir = dataDirOf(options.root, options.env, system.name);
   return {
     name: system.name,
     title: system.manifest.title,

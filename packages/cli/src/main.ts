@@ -1,5 +1,6 @@
 /**
- * The `casebook` command: dispatches to list, up, run, bench and help, and turns
+ * The `casebook` command: dispatches to list, up, run, bench, help and a system's own
+ * tools (`casebook payments reconcile …`), and turns
  * every error into one readable message and an exit code (2: fix the command
  * line; 1: anything else).
  *
@@ -11,9 +12,12 @@ import { cliErrors, exitCodeOf } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
 import { benchCommand } from "./command-bench.ts";
 import { listCommand } from "./command-list.ts";
+import { toolCommand } from "./command-tool.ts";
 import { runCommand, upCommand } from "./command-up.ts";
 import { didYouMean } from "./did-you-mean.ts";
+import { discoverSystems, type SystemInfo } from "./discover-systems.ts";
 import { type CommandName, cliVersion, commandNames, helpText } from "./help.ts";
+import { findRepoRoot } from "./repo-root.ts";
 
 type Command = (argv: readonly string[], io: CliIo) => Promise<number>;
 
@@ -52,6 +56,8 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
   }
   const command = commands[first as CommandName];
   if (!(commandNames as readonly string[]).includes(first) || command === undefined) {
+    const tool = systemNamed(first, io);
+    if (tool !== undefined) return toolCommand(tool.system, rest, tool.root, io);
     const guess = didYouMean(first, commandNames);
     throw cliErrors.create("CLI_USAGE", {
       detail: `unknown command '${first}'.`,
@@ -61,6 +67,17 @@ async function dispatch(argv: readonly string[], io: CliIo): Promise<number> {
     });
   }
   return command(rest, io);
+}
+
+/** The system called `name`, for `casebook <system> <tool>`; undefined when none is (or the repo cannot be read). */
+function systemNamed(name: string, io: CliIo): { system: SystemInfo; root: string } | undefined {
+  try {
+    const root = findRepoRoot(io.cliDir, io.env);
+    const system = discoverSystems(root).find((s) => s.name === name);
+    return system === undefined ? undefined : { system, root };
+  } catch {
+    return undefined; // an unknown command stays an unknown command
+  }
 }
 
 async function helpCommand(argv: readonly string[], io: CliIo): Promise<number> {

@@ -41,6 +41,8 @@ export interface SystemManifest {
   env: Record<string, string>;
   /** Engines the system uses, for the "engine" column of `casebook up`. */
   engines: EngineKind[];
+  /** Its command-line tools, name → entry (`casebook <system> <tool> [args…]`), e.g. payments' `reconcile`. */
+  tools: Record<string, string>;
 }
 
 export interface ManifestResult {
@@ -49,7 +51,8 @@ export interface ManifestResult {
   problems: string[];
 }
 
-const knownFields = ["title", "status", "main", "bench", "port", "env", "engines"];
+const knownFields = ["title", "status", "main", "bench", "port", "env", "engines", "tools"];
+const toolNamePattern = /^[a-z][a-z0-9-]*$/;
 const envKeyPattern = /^[A-Z_][A-Z0-9_]*$/;
 const entryPattern = /\.(ts|mts|js|mjs)$/;
 
@@ -90,8 +93,9 @@ export function parseManifest(pkg: unknown, file: string, dirName: string): Mani
   const bench = checkEntry(raw.bench, "bench/main.ts", "casebook.bench", report);
   const env = checkEnv(raw.env, report);
   const engines = checkEngines(raw.engines, report);
+  const tools = checkTools(raw.tools, report);
   if (problems.length > 0 || status === undefined || typeof port !== "number") return { problems };
-  return { manifest: { title, status, main, bench, port, env, engines }, problems };
+  return { manifest: { title, status, main, bench, port, env, engines, tools }, problems };
 }
 
 type Report = (field: string, what: string) => void;
@@ -123,6 +127,21 @@ function checkEnv(value: unknown, report: Report): Record<string, string> {
     else env[key] = item;
   }
   return env;
+}
+
+function checkTools(value: unknown, report: Report): Record<string, string> {
+  if (value === undefined) return {};
+  if (!isRecord(value)) {
+    report("casebook.tools", `must be an object of name: "entry.ts" strings, got ${show(value)}`);
+    return {};
+  }
+  const tools: Record<string, string> = {};
+  for (const [name, entry] of Object.entries(value)) {
+    const field = `casebook.tools.${name}`;
+    if (!toolNamePattern.test(name)) report(field, 'must be a lowercase name like "reconcile"');
+    else tools[name] = checkEntry(entry, "src/workers/<tool>-cli.ts", field, report);
+  }
+  return tools;
 }
 
 function checkEngines(value: unknown, report: Report): EngineKind[] {

@@ -20,6 +20,7 @@ test("a minimal manifest gets the default entries, no env and both engines", () 
     port: 8101,
     env: {},
     engines: ["sql", "redis"],
+    tools: {},
   });
 });
 
@@ -33,6 +34,7 @@ test("a full manifest is taken as written", () => {
       port: 8199,
       env: { CACHE_WIRE_PORT: "7000" },
       engines: ["redis"],
+      tools: { reconcile: "src/workers/reconcile-cli.ts" },
     }),
     file,
     "rate-limiter",
@@ -41,6 +43,7 @@ test("a full manifest is taken as written", () => {
   assert.equal(manifest?.main, "src/server.ts");
   assert.deepEqual(manifest?.env, { CACHE_WIRE_PORT: "7000" });
   assert.deepEqual(manifest?.engines, ["redis"]);
+  assert.deepEqual(manifest?.tools, { reconcile: "src/workers/reconcile-cli.ts" });
 });
 
 test("every problem is reported at once, each naming the file and the field", () => {
@@ -54,6 +57,7 @@ test("every problem is reported at once, each naming the file and the field", ()
         bench: "/abs/bench.ts",
         env: { lower: "x", PORT: "1", N: 3 },
         engines: ["sql", "kafka"],
+        tools: { Reconcile: "src/r.ts", sweep: "../x.ts", fix: 3 },
         prot: 8101,
       },
       "@casebook/other",
@@ -74,6 +78,9 @@ test("every problem is reported at once, each naming the file and the field", ()
     "casebook.prot",
     "casebook.status",
     "casebook.title",
+    "casebook.tools.Reconcile",
+    "casebook.tools.fix",
+    "casebook.tools.sweep",
     "name",
   ]);
   for (const problem of problems) assert.ok(problem.startsWith(`${file}: field "`), problem);

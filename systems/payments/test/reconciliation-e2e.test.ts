@@ -5,10 +5,15 @@
  * none, and `adjust` books NEW ledger transactions while every original row stays as it was.
  */
 import assert from "node:assert/strict";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { TestContext } from "node:test";
 import { test } from "node:test";
+import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
+import { SETTLEMENT_COLUMNS } from "../src/acquirer-sim/settlement-file.ts";
 import { reconciliationErrors } from "../src/domain/reconciliation-errors.ts";
 import { adjust, listExceptions, resolve } from "../src/store/reconciliation-repository.ts";
 import { runReconcileCli } from "../src/workers/reconcile-cli.ts";
@@ -199,8 +204,25 @@ test("PY-10 adjustments are new ledger entries, never edits; unknown keys are le
 test("PY-10 the CLI prints usage and refuses a call without a file or date", async () => {
   const out: string[] = [];
   assert.equal(await runReconcileCli(["--help"], {}, (s) => out.push(s)), 0);
-  assert.match(out[0]!, /usage: reconcile-cli\.ts/);
+  assert.match(out[0]!, /usage: casebook payments reconcile/);
   assert.equal(await runReconcileCli([], {}, (s) => out.push(s)), 2);
   assert.equal(await runReconcileCli(["--date", "2026-10-22"], {}, (s) => out.push(s)), 2);
   assert.match(out.at(-1)!, /ACQUIRER_URL/);
+});
+
+test("PY-10 the CLI says in one line when it cannot open the database (the service holds the embedded one), exit 1", async () => {
+  const dataDir = await mkdtemp(join(tmpdir(), "reconcile-cli-"));
+  const env = { CASEBOOK_DATA: dataDir };
+  const service = await openDatabase({ system: "payments", env }); // what a running service holds
+  const file = join(dataDir, "settlement-2026-10-22.csv");
+  await writeFile(file, `${SETTLEMENT_COLUMNS.join(",")}\n`);
+  const out: string[] = [];
+  try {
+    assert.equal(await runReconcileCli([file], env, (s) => out.push(s)), 1);
+    assert.equal(out.length, 1);
+    assert.match(out[0]!, /^reconciliation failed: cannot open the database: Another live process holds/);
+  } finally {
+    await service.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
 });

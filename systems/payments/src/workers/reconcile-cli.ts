@@ -1,7 +1,8 @@
 /**
- * Command line for the reconciliation job (PY-10):
+ * Command line for the reconciliation job (PY-10), the payments system's `reconcile` tool:
  *
- *   node systems/payments/src/workers/reconcile-cli.ts <file.csv | --date YYYY-MM-DD> [--date D]
+ *   npx casebook payments reconcile <file.csv | --date YYYY-MM-DD> [--date D]
+ *   node systems/payments/src/workers/reconcile-cli.ts …   (the same, without the CLI)
  *
  * With a file, it is reconciled for `--date`, or the date in its name (`settlement-2026-10-22.csv`),
  * or the date of its rows. With only `--date`, the file is fetched from ACQUIRER_URL. The database is
@@ -26,7 +27,8 @@ import { reconcileDate, type SettlementSource } from "./reconciler.ts";
 /** The contracted acquirer fee when PAYMENTS_ACQUIRER_FEE_BPS is unset: 1.5 %. */
 export const DEFAULT_FEE_BPS = 150;
 
-export const USAGE = `usage: reconcile-cli.ts <file.csv | --date YYYY-MM-DD> [--date YYYY-MM-DD]
+export const USAGE = `usage: casebook payments reconcile <file.csv | --date YYYY-MM-DD> [--date YYYY-MM-DD]
+       (or: node systems/payments/src/workers/reconcile-cli.ts …)
 
   file.csv        a settlement file (columns of the acquirer's D+1 file); its date is --date,
                   or the YYYY-MM-DD in its name, or the date of its rows
@@ -129,7 +131,14 @@ export async function runReconcileCli(
     print(`${typeof chosen === "string" ? chosen : feeBps}\n${USAGE}`);
     return 2;
   }
-  const db = await openDatabase({ system: "payments", env });
+  let db: Awaited<ReturnType<typeof openDatabase>>;
+  try {
+    db = await openDatabase({ system: "payments", env });
+  } catch (error) {
+    // e.g. the embedded database is held by the running service: one line, not a stack.
+    print(`reconciliation failed: cannot open the database: ${(error as Error).message}`);
+    return 1;
+  }
   try {
     await runMigrations(db, { dir: new URL("../store/migrations/", import.meta.url) });
     const summary = await reconcileDate({ db, clock: systemClock, feeBps }, chosen.date, chosen.from);
