@@ -18,7 +18,7 @@
 import { join } from "node:path";
 import { getHeapStatistics } from "node:v8";
 import { createService, type Service } from "@casebook/infra/http/service";
-import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { systemClock } from "@casebook/kit/clock";
 import { field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
@@ -196,7 +196,16 @@ if (import.meta.main) {
   if (isClusterLaunch(argv)) {
     process.exitCode = await runClusterMain(argv, process.env);
   } else {
-    const running = await main();
-    installSignalHandlers(running.service);
+    await runServiceEntry({
+      name: "cache",
+      summary: "a cache node real Redis clients use (seed 004)",
+      schema: configSchema,
+      usage: [
+        "npx casebook run cache                           # one node, RESP on CACHE_PORT",
+        "npx casebook run cache --nodes 6 --replicas 1    # a local cluster (--nodes 1 --help: its flags)",
+      ],
+      notes: "Commands, cluster mode and the failure modes: systems/cache/README.md",
+      start: async () => (await main()).service,
+    });
   }
 }

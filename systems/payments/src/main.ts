@@ -17,7 +17,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { createService, type Service } from "@casebook/infra/http/service";
-import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
@@ -413,6 +413,13 @@ export async function main(
 }
 
 if (import.meta.main) {
-  const running = await main();
-  installSignalHandlers(running.service);
+  await runServiceEntry({
+    name: "payments",
+    summary: "idempotent payments, saga orchestration and a double-entry ledger (seed 000 §4)",
+    schema: configSchema,
+    usage: ["npx casebook run payments", "node systems/payments/src/main.ts"],
+    notes:
+      "Tools: npx casebook payments reconcile <file.csv | --date D>, npx casebook payments acquirer-sim.\nThe API and the failure modes: systems/payments/README.md",
+    start: async () => (await main()).service,
+  });
 }

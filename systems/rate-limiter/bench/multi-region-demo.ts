@@ -7,7 +7,7 @@
  * split, what each admitted and was asked, and the global total against quota + the
  * bound of quota-split.ts (the share moved at the previous tick).
  *
- *     node systems/rate-limiter/bench/multi-region-demo.ts [--interval-ms 1000] [--ticks 10]
+ *     npx casebook rate-limiter multi-region-demo [--interval-ms 1000] [--ticks 10]
  *
  * Progress goes to stderr, the table to stdout.
  */
@@ -31,15 +31,44 @@ const slicesPerInterval = 10;
 /** Bound on one region's requests in flight per slice. */
 const maxConcurrency = 50;
 
-const { values } = parseArgs({
-  options: { "interval-ms": { type: "string", default: "1000" }, ticks: { type: "string", default: "10" } },
-});
+const usage = `multi-region-demo — two regions' Redis, one quota of 1000 per interval, rebalanced (RL-14)
+
+Usage
+  npx casebook rate-limiter multi-region-demo [--interval-ms N] [--ticks N]
+
+  --interval-ms N   length of one rebalancing interval (default 1000, ${minIntervalMs}..${maxIntervalMs})
+  --ticks N         intervals to run (default 10, at most ${maxTicks}); region b's Redis is frozen in one of them
+  --help            this text
+`;
+
+/** Prints `problem` and the usage, and ends with exit code 2. */
+function usageError(problem: string): never {
+  process.stderr.write(`multi-region-demo: ${problem}\n\n${usage}`);
+  process.exit(2);
+}
+
+let values: { "interval-ms": string; ticks: string; help?: boolean };
+try {
+  values = parseArgs({
+    options: {
+      "interval-ms": { type: "string", default: "1000" },
+      ticks: { type: "string", default: "10" },
+      help: { type: "boolean" },
+    },
+  }).values;
+} catch (error) {
+  usageError((error as Error).message);
+}
+if (values.help) {
+  process.stdout.write(usage);
+  process.exit(0);
+}
 const intervalMs = Number(values["interval-ms"]);
 const ticks = Number(values.ticks);
 if (!Number.isInteger(intervalMs) || intervalMs < minIntervalMs || intervalMs > maxIntervalMs)
-  throw new RangeError(`--interval-ms must be an integer in [${minIntervalMs}, ${maxIntervalMs}]`);
+  usageError(`--interval-ms must be an integer in [${minIntervalMs}, ${maxIntervalMs}]`);
 if (!Number.isInteger(ticks) || ticks < 1 || ticks > maxTicks)
-  throw new RangeError(`--ticks must be an integer in [1, ${maxTicks}]`);
+  usageError(`--ticks must be an integer in [1, ${maxTicks}]`);
 
 const quota: MultiRegionQuota = {
   quota: 1_000,

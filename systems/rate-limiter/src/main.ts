@@ -5,7 +5,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { createService, type Service } from "@casebook/infra/http/service";
-import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { field, loadConfig } from "@casebook/kit/config";
 import { registerCheckRoute } from "./api/check-route.ts";
 import { startEnvoyRls } from "./api/envoy-rls.ts";
@@ -154,6 +154,12 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
 }
 
 if (import.meta.main) {
-  const running = await main();
-  installSignalHandlers(running.service);
+  await runServiceEntry({
+    name: "rate-limiter",
+    summary: "distributed rate limiter (seed 000 §1): may key K spend C now?",
+    schema: configSchema,
+    usage: ["npx casebook run rate-limiter", "node systems/rate-limiter/src/main.ts"],
+    notes: "The API, the policy file and the failure modes: systems/rate-limiter/README.md",
+    start: async () => (await main()).service,
+  });
 }

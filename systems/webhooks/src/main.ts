@@ -16,7 +16,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { createService, type Service } from "@casebook/infra/http/service";
-import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
@@ -29,6 +29,7 @@ import { migrateWebhookStore } from "./store/migrate.ts";
 import { createTenant, getTenant } from "./store/tenant-repository.ts";
 import {
   BOOTSTRAP_OFF,
+  configSchema,
   DEFAULT_BOOTSTRAP_TENANT,
   loadWebhooksConfig,
   type WebhooksConfig,
@@ -212,6 +213,13 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
 }
 
 if (import.meta.main) {
-  const running = await main();
-  installSignalHandlers(running.service);
+  await runServiceEntry({
+    name: "webhooks",
+    summary: "multitenant outbound webhook delivery (seed 003)",
+    schema: configSchema,
+    usage: ["npx casebook run webhooks", "node systems/webhooks/src/main.ts"],
+    notes:
+      "A receiver to try it with: npx casebook webhooks demo-receiver.\nThe API and the failure modes: systems/webhooks/README.md",
+    start: async () => (await main()).service,
+  });
 }

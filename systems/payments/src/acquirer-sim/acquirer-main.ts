@@ -8,7 +8,7 @@
  * const running = await main({ PORT: "0", ACQUIRER_SEED: "7" });
  * await running.close();
  */
-import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import type { Clock } from "@casebook/kit/clock";
 import { field, loadConfig } from "@casebook/kit/config";
 import { seededRandom, systemRandom } from "@casebook/kit/random";
@@ -88,7 +88,13 @@ export async function main(
 }
 
 if (import.meta.main) {
-  const running = await main();
-  // Signal → close(): the service drains; lost-response sockets are cut by the preClose hook.
-  installSignalHandlers(running.sim.service);
+  await runServiceEntry({
+    name: "acquirer-sim",
+    summary: "the card acquirer the payments saga calls, with the failures the design discusses",
+    schema: acquirerConfigSchema,
+    usage: ["npx casebook payments acquirer-sim", "node systems/payments/src/acquirer-sim/acquirer-main.ts"],
+    notes: "Its admin API (latency, declines, outages, the D+1 file): systems/payments/README.md",
+    // Signal → close(): the service drains; lost-response sockets are cut by the preClose hook.
+    start: async () => (await main()).sim.service,
+  });
 }

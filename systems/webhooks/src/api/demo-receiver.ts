@@ -12,7 +12,7 @@
  * of its data, which the service itself never logs (WH-22).
  *
  * @example
- * // WEBHOOK_SECRETS=whsec_… node systems/webhooks/src/api/demo-receiver.ts   (listens on 127.0.0.1:9113)
+ * // WEBHOOK_SECRETS=whsec_… npx casebook webhooks demo-receiver   (listens on 127.0.0.1:9113)
  * const receiver = await startDemoReceiver({ secrets: [secret], port: 0 });
  * const hook = await receiver.waitFor((w) => w.id === eventId, 5_000);
  * await receiver.close();
@@ -20,6 +20,8 @@
 import { EventEmitter, once } from "node:events";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { createLogger } from "@casebook/infra/http/logger";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { field, loadConfig } from "@casebook/kit/config";
 import { deliveryErrors } from "../domain/delivery-errors.ts";
@@ -245,13 +247,18 @@ const demoSchema = {
 };
 
 if (import.meta.main) {
-  const config = loadConfig(demoSchema, { env: process.env });
-  const secrets = config.secrets.split(",").map((s) => s.trim());
-  const receiver = await startDemoReceiver({ secrets, port: config.port, host: config.host });
-  process.stdout.write(
-    `${JSON.stringify({ msg: "demo receiver listening", url: `${receiver.url}/hooks` })}\n`,
-  );
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => void receiver.close().then(() => process.exit(0)));
-  }
+  await runServiceEntry({
+    name: "demo-receiver",
+    summary: "a webhook endpoint that verifies Standard Webhooks signatures and logs each webhook",
+    schema: demoSchema,
+    usage: ["WEBHOOK_SECRETS=whsec_… npx casebook webhooks demo-receiver"],
+    start: async () => {
+      const config = loadConfig(demoSchema, { env: process.env });
+      const secrets = config.secrets.split(",").map((s) => s.trim());
+      const receiver = await startDemoReceiver({ secrets, port: config.port, host: config.host });
+      const log = createLogger({ service: "demo-receiver", version: "0.1.0" });
+      log.info({ url: `${receiver.url}/hooks` }, "demo receiver listening");
+      return { close: () => receiver.close(), log };
+    },
+  });
 }
