@@ -87,7 +87,9 @@ export async function runServiceEntry(options: ServiceEntryOptions): Promise<voi
       return;
     }
     if (error instanceof CasebookError) {
-      io.err(`${options.name}: could not start: ${error.code}: ${error.message}\n`);
+      // The cause says where: "connect ECONNREFUSED 127.0.0.1:5432" under "the database is unavailable".
+      const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
+      io.err(`${options.name}: could not start: ${error.code}: ${error.message}${cause}\n`);
       io.fail(1);
       return;
     }

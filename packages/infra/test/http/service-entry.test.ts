@@ -81,13 +81,14 @@ test("a bad setting is one message naming it and exit 2; a typed start failure o
     start: async () => {
       throw sqlErrors.create("SQL_UNAVAILABLE", {
         detail: "PostgreSQL at 127.0.0.1:1 refused the connection.",
+        cause: new Error("connect ECONNREFUSED 127.0.0.1:1"),
       });
     },
   });
   assert.deepEqual(down.codes, [1]);
   assert.match(
     down.err.join(""),
-    /^demo: could not start: SQL_UNAVAILABLE: PostgreSQL at 127\.0\.0\.1:1 refused/,
+    /^demo: could not start: SQL_UNAVAILABLE: PostgreSQL at 127\.0\.0\.1:1 refused the connection\. \(connect ECONNREFUSED 127\.0\.0\.1:1\)\n$/,
   );
   assert.equal(down.err.join("").split("\n").length, 2, "one line");
 });
