@@ -156,6 +156,18 @@ describe("RespParser", () => {
     assert.equal(commands, 1);
   });
 
+  test("a command with more arguments than the parser preallocates arrives whole, cut anywhere", () => {
+    // MSET of 1,500 pairs: 3,001 arguments, beyond the 1,024 slots allocated from the header.
+    const args = ["MSET", ...Array.from({ length: 3_000 }, (_, i) => (i % 2 === 0 ? `key:${i}` : `v${i}`))];
+    const stream = Buffer.concat([encodeMultibulk(args), encodeMultibulk(["GET", "key:0"])]);
+    const parser = new RespParser();
+    assert.deepEqual(parseInChunks(parser, stream, [7, 5_000, 5_001, 20_000, stream.length - 3]), [
+      args,
+      ["GET", "key:0"],
+    ]);
+    assert.ok(parser.idle);
+  });
+
   const malformed: Array<[string, string]> = [
     ["*abc\r\n", "Protocol error: invalid multibulk length"],
     ["*2000000\r\n", "Protocol error: invalid multibulk length"],

@@ -22,6 +22,7 @@
 import type { CasebookError } from "@casebook/kit/errors";
 import { cacheErrors } from "../cache-errors.ts";
 import { splitInlineArgs } from "./inline-args.ts";
+import { internedName, MAX_INTERNED_NAME_BYTES } from "./interned-names.ts";
 /** The bounds of one connection's input. */
 export interface RespLimits {
   /** Largest bulk argument, in bytes (Redis's proto-max-bulk-len is 512 MB; V8 strings stop near 512 MiB). */
@@ -46,6 +47,12 @@ const LF = 10;
 const STAR = 42;
 const DOLLAR = 36;
 const MINUS = 45;
+/**
+ * Arguments array slots allocated up front from a multibulk's announced count, so the array is
+ * made once at its size (Redis's own cap on preallocating argv): a count is only a claim until
+ * the bulks arrive, and a larger command's array grows as they do.
+ */
+const MAX_PREALLOCATED_ARGS = 1024;
 /** Digits a header number may have: 18 keeps the parse exact in a double and covers every bound. */
 const MAX_HEADER_DIGITS = 18;
 const EMPTY = Buffer.alloc(0);
@@ -88,8 +95,9 @@ export class RespParser {
   #partsBytes = 0;
   /** Bytes still missing to finish the bulk being read; 0 when waiting for a header line. */
   #missingBytes = 0;
-  /** The multibulk being read: its arguments so far, and how many it announced. */
+  /** The multibulk being read: its arguments, how many have arrived, and how many it announced. */
   #args: string[] | undefined;
+  #argsRead = 0;
   #argCount = 0;
   #argBytes = 0;
   /** Length of the bulk whose `$` header was read, -1 when the next thing is a header. */
@@ -197,7 +205,8 @@ export class RespParser {
     }
     this.#pos = end + 2;
     if (count <= 0) return "empty";
-    this.#args = [];
+    this.#args = new Array<string>(Math.min(count, MAX_PREALLOCATED_ARGS));
+    this.#argsRead = 0;
     this.#argCount = count;
     this.#bulkLen = -1;
     return "started";
@@ -224,7 +233,7 @@ export class RespParser {
   #readBulks(): string[] | undefined {
     const args = this.#args!;
     const buf = this.#buf;
-    while (args.length < this.#argCount) {
+    while (this.#argsRead < this.#argCount) {
       if (this.#bulkLen < 0) {
         if (this.#pos >= buf.length) return this.#wait(0);
         if (buf[this.#pos] !== DOLLAR) {
@@ -241,7 +250,12 @@ export class RespParser {
       }
       const available = buf.length - this.#pos;
       if (available < this.#bulkLen + 2) return this.#wait(this.#bulkLen + 2 - available);
-      args.push((buf as Latin1Buffer).latin1Slice(this.#pos, this.#pos + this.#bulkLen));
+      // The command name comes from the interned few; keys and values are decoded as they come.
+      args[this.#argsRead] =
+        this.#argsRead === 0 && this.#bulkLen <= MAX_INTERNED_NAME_BYTES
+          ? internedName(buf, this.#pos, this.#bulkLen)
+          : (buf as Latin1Buffer).latin1Slice(this.#pos, this.#pos + this.#bulkLen);
+      this.#argsRead += 1;
       this.#argBytes += this.#bulkLen;
       // Like Redis, the two bytes after a bulk are skipped, not checked: the length already framed it.
       this.#pos += this.#bulkLen + 2;

@@ -38,6 +38,7 @@ function ascii(text: string): Uint8Array {
   return Uint8Array.from(text, (ch) => ch.charCodeAt(0));
 }
 
+const EMPTY = Buffer.alloc(0);
 const NULL_BULK_RESP2 = ascii("$-1\r\n");
 const NULL_ARRAY_RESP2 = ascii("*-1\r\n");
 const NULL_RESP3 = ascii("_\r\n");
@@ -48,15 +49,19 @@ export class ReplyWriter {
   #slab: Latin1Buffer = allocSlab();
   #start = 0;
   #pos = 0;
+  /** Parts cut before the batch's last one (a full slab, a big reply); usually empty. */
   readonly #parts: Buffer[] = [];
   #partsBytes = 0;
+  /** What finish() returns for the usual one-part batch, reused so that no array changes length. */
+  readonly #onePart: Buffer[] = [EMPTY];
   #protocol: Protocol = 2;
 
   /** Starts a batch for a connection speaking `protocol`. */
   begin(protocol: Protocol): void {
     this.#protocol = protocol;
     this.#start = this.#pos;
-    this.#parts.length = 0;
+    // Setting an array's length is a runtime call: only the rare multi-part batch pays it.
+    if (this.#parts.length > 0) this.#parts.length = 0;
     this.#partsBytes = 0;
   }
 
@@ -79,6 +84,12 @@ export class ReplyWriter {
    * written. The array is reused by the next batch: write its buffers before calling begin().
    */
   finish(): readonly Buffer[] {
+    if (this.#parts.length === 0) {
+      if (this.#pos === this.#start) return this.#parts;
+      // The whole batch is in this slab; the next batch starts at #pos, so these bytes stay as they are.
+      this.#onePart[0] = this.#slab.subarray(this.#start, this.#pos);
+      return this.#onePart;
+    }
     if (this.#pos > this.#start) this.#cut();
     return this.#parts;
   }
