@@ -90,6 +90,30 @@ describe("replication", { timeout: 60_000 }, () => {
     assert.equal(replica.keyspace.lookup("lock")?.value, "token");
   });
 
+  test("CA-14 SETEX PSETEX SETNX GETEX APPEND INCRBYFLOAT replicate their effects like SET", async () => {
+    await p.call("SETEX", "sx", 300, "a");
+    await p.call("PSETEX", "psx", 300_000, "b");
+    await p.call("SETNX", "snx", "c");
+    await p.call("APPEND", "snx", "d");
+    await p.call("INCRBYFLOAT", "fl", "0.1");
+    await p.call("INCRBYFLOAT", "fl", "0.2");
+    await p.call("SET", "gx", "g");
+    await p.call("GETEX", "gx", "EX", 600);
+    await p.call("GETEX", "sx", "PERSIST");
+    await p.call("SET", "gone", "x");
+    await p.call("GETEX", "gone", "PXAT", 1);
+    await inSync(primary, replica);
+    assert.equal(replica.keyspace.lookup("fl")?.value, "0.3");
+    assert.equal(replica.keyspace.lookup("snx")?.value, "cd");
+    assert.equal(replica.keyspace.lookup("sx")?.expiresAtMs, 0, "GETEX PERSIST replicated");
+    assert.ok(replica.keyspace.lookup("gx")!.expiresAtMs > 0, "GETEX EX replicated");
+    assert.equal(
+      replica.keyspace.lookup("gone"),
+      undefined,
+      "a GETEX PXAT in the past deletes on the replica too",
+    );
+  });
+
   test("CA-02 expirations and evictions on the primary reach the replica as deletions", async () => {
     await p.call("SET", "short", "x", "PX", 30);
     await inSync(primary, replica);

@@ -15,7 +15,10 @@
  *   (`true`) but its key may be evicted at once when admission rejects it; a value larger than
  *   maxmemory is still refused. MSET stores every pair, each through admission.
  * - An optional observer hears of every key added or removed (and why), so the cluster
- *   layer can index keys by slot and replicate expirations and evictions as deletions.
+ *   layer can replicate expirations and evictions as deletions.
+ * - Every key is also indexed by hash slot (`slotIndex`), in standalone mode too: SCAN walks
+ *   it slot by slot. The index changes only when a key is created or removed, never on an
+ *   overwrite, so a SET of an existing key pays nothing for it.
  *
  * @example
  * const keyspace = new Keyspace({ clock, random: seededRandom(1), maxmemoryBytes: 1_000_000,
@@ -34,6 +37,7 @@ import { type EvictionPolicy, type EvictionPolicyName, evictionPolicy } from "./
 import { WTinyLfuEviction } from "./eviction-w-tinylfu.ts";
 import { Evictor } from "./evictor.ts";
 import { defaultLfuParams, type LfuParams, lfuInitial, lfuTouch } from "./lfu-counter.ts";
+import { SlotIndex } from "./slot-index.ts";
 
 /** `set(…, KEEP_TTL)`: keep the key's current expiry (SET … KEEPTTL, INCR). */
 export const KEEP_TTL = -1;
@@ -42,6 +46,8 @@ export const KEEP_TTL = -1;
 export const DEFAULT_EVICTION_SAMPLES = 5;
 /** Redis caps maxmemory-samples at 64: more samples cost more per eviction for little gain. */
 export const MAX_EVICTION_SAMPLES = 64;
+/** RANDOMKEY's random draws before it walks the table for a live key (Redis also retries on expired picks). */
+const RANDOM_KEY_DRAWS = 100;
 
 /** Why a key left the keyspace. */
 export type RemovalCause = "deleted" | "expired" | "evicted";
@@ -60,6 +66,8 @@ export interface KeyspaceOptions {
   readonly clock: Clock;
   readonly random: RandomSource;
   readonly observer?: KeyspaceObserver;
+  /** The per-slot index to keep; a fresh one by default (a caller that already holds one shares it). */
+  readonly slotIndex?: SlotIndex;
   /** Bytes of accounted data allowed; 0 = no limit (Redis's default). */
   readonly maxmemoryBytes?: number;
   readonly policy?: EvictionPolicyName;
@@ -85,6 +93,7 @@ export class Keyspace {
   readonly #ttl = new EntryBag("ttl");
   readonly #evictor = new Evictor();
   readonly #observer: KeyspaceObserver | undefined;
+  readonly #slotIndex: SlotIndex;
   /** Set only under allkeys-w-tinylfu with a maxmemory: then it, not the evictor, decides. */
   #wTinyLfu: WTinyLfuEviction | undefined;
   #maxmemoryBytes: number;
@@ -103,6 +112,7 @@ export class Keyspace {
     this.#clock = options.clock;
     this.#random = options.random;
     this.#observer = options.observer;
+    this.#slotIndex = options.slotIndex ?? new SlotIndex();
     this.#maxmemoryBytes = 0;
     this.#policy = evictionPolicy("noeviction");
     this.#lfuMode = false;
@@ -170,6 +180,11 @@ export class Keyspace {
 
   get usedBytes(): number {
     return this.#usedBytes;
+  }
+
+  /** Every key by hash slot (SCAN, KEYS); may still hold expired keys not yet collected. */
+  get slotIndex(): SlotIndex {
+    return this.#slotIndex;
   }
 
   get stats(): KeyspaceStats {
@@ -267,6 +282,18 @@ export class Keyspace {
     return true;
   }
 
+  /** RANDOMKEY: a uniformly drawn live key, or undefined when the keyspace is empty. */
+  randomKey(): string | undefined {
+    const nowMs = this.#clock.nowMs();
+    for (let draw = 0; draw < RANDOM_KEY_DRAWS && this.#all.size > 0; draw++) {
+      const entry = this.#all.pick(this.#random)!;
+      if (this.#live(entry.key, nowMs) !== undefined) return entry.key;
+    }
+    // Mostly expired keys: walk the table, collecting expired ones, rather than draw forever.
+    for (const key of this.#map.keys()) if (this.#live(key, nowMs) !== undefined) return key;
+    return undefined;
+  }
+
   /** FLUSHALL / FLUSHDB. */
   flush(): void {
     this.#map = new Map();
@@ -274,6 +301,7 @@ export class Keyspace {
     this.#ttl.clear();
     this.#evictor.reset();
     this.#usedBytes = 0;
+    this.#slotIndex.clear();
     this.#wTinyLfu?.clear();
     this.#observer?.flushed();
   }
@@ -319,6 +347,7 @@ export class Keyspace {
       this.#map.set(key, entry);
       this.#all.add(entry);
       this.#usedBytes += entryBytes(key, value);
+      this.#slotIndex.add(key);
       this.#observer?.added(key);
     } else {
       // An overwrite is an access (Redis's lookupKeyWrite touches), and LFU keeps the key's history.
@@ -364,6 +393,7 @@ export class Keyspace {
     if (entry.ttlSlot >= 0) this.#ttl.remove(entry);
     this.#usedBytes -= entryBytes(entry.key, entry.value);
     this.#wTinyLfu?.removed(entry.key);
+    this.#slotIndex.remove(entry.key);
     this.#observer?.removed(entry.key, cause);
   }
 

@@ -1,6 +1,7 @@
 /**
- * Keyspace commands: DEL/UNLINK, EXISTS, TYPE, the EXPIRE family with 7.0's NX/XX/GT/LT,
- * TTL/PTTL, PERSIST, DBSIZE, FLUSHALL/FLUSHDB. TTL is the consistency tool of CA-12:
+ * Keyspace commands: DEL/UNLINK, EXISTS, TOUCH, TYPE, RANDOMKEY, the EXPIRE family with 7.0's
+ * NX/XX/GT/LT, TTL/PTTL, EXPIRETIME/PEXPIRETIME, PERSIST, DBSIZE, FLUSHALL/FLUSHDB (SCAN and
+ * KEYS walk the keyspace: scan-command.ts). TTL is the consistency tool of CA-12:
  * expiry is exact to the millisecond for readers (lazy expiry), and memory is reclaimed
  * by the active cycle.
  *
@@ -26,6 +27,19 @@ function existsCommand(ctx: CommandContext, args: readonly string[]): void {
   let found = 0;
   for (let i = 1; i < args.length; i++) if (ctx.keyspace.lookup(args[i]!) !== undefined) found += 1;
   ctx.reply.integer(found);
+}
+
+function touchCommand(ctx: CommandContext, args: readonly string[]): void {
+  // An access like GET (Redis's lookupKeyRead): it refreshes LRU/LFU and counts a hit or miss.
+  let touched = 0;
+  for (let i = 1; i < args.length; i++) if (ctx.keyspace.get(args[i]!) !== undefined) touched += 1;
+  ctx.reply.integer(touched);
+}
+
+function randomkeyCommand(ctx: CommandContext): void {
+  const key = ctx.keyspace.randomKey();
+  if (key === undefined) ctx.reply.nullBulk();
+  else ctx.reply.bulk(key);
 }
 
 interface ExpireFlags {
@@ -103,6 +117,17 @@ function ttlCommand(unit: TimeUnit) {
   };
 }
 
+/** EXPIRETIME / PEXPIRETIME: the absolute expiry; -1 without one, -2 for a missing key. */
+function expiretimeCommand(unit: TimeUnit) {
+  return (ctx: CommandContext, args: readonly string[]): void => {
+    const entry = ctx.keyspace.lookup(args[1]!);
+    if (entry === undefined) ctx.reply.integer(-2);
+    else if (entry.expiresAtMs === NO_EXPIRY) ctx.reply.integer(-1);
+    // Redis rounds to the nearest second, as TTL does.
+    else ctx.reply.integer(unit === "ms" ? entry.expiresAtMs : Math.floor((entry.expiresAtMs + 500) / 1000));
+  };
+}
+
 function persistCommand(ctx: CommandContext, args: readonly string[]): void {
   const entry = ctx.keyspace.lookup(args[1]!);
   if (entry === undefined || entry.expiresAtMs === NO_EXPIRY) {
@@ -150,7 +175,12 @@ function expireSpec(
   };
 }
 
-function ttlSpec(name: string, unit: TimeUnit, summary: string, since: string): CommandSpec {
+function ttlSpec(
+  name: string,
+  summary: string,
+  since: string,
+  run: (ctx: CommandContext, args: readonly string[]) => void,
+): CommandSpec {
   return {
     name,
     arity: 2,
@@ -158,7 +188,7 @@ function ttlSpec(name: string, unit: TimeUnit, summary: string, since: string): 
     keys: ONE_KEY,
     acl: ["@keyspace", "@read", "@fast"],
     doc: doc(summary, since),
-    run: ttlCommand(unit),
+    run,
   };
 }
 
@@ -217,8 +247,44 @@ export const keyCommands: readonly CommandSpec[] = [
     "Sets the expiration time of a key to a Unix milliseconds timestamp.",
     "2.6.0",
   ),
-  ttlSpec("ttl", "s", "Returns the expiration time in seconds of a key.", "1.0.0"),
-  ttlSpec("pttl", "ms", "Returns the expiration time in milliseconds of a key.", "2.6.0"),
+  ttlSpec("ttl", "Returns the expiration time in seconds of a key.", "1.0.0", ttlCommand("s")),
+  ttlSpec("pttl", "Returns the expiration time in milliseconds of a key.", "2.6.0", ttlCommand("ms")),
+  ttlSpec(
+    "expiretime",
+    "Returns the expiration time of a key as a Unix timestamp.",
+    "7.0.0",
+    expiretimeCommand("s"),
+  ),
+  ttlSpec(
+    "pexpiretime",
+    "Returns the expiration time of a key as a Unix milliseconds timestamp.",
+    "7.0.0",
+    expiretimeCommand("ms"),
+  ),
+  {
+    name: "touch",
+    arity: -2,
+    flags: ["readonly", "fast"],
+    keys: ALL_KEYS,
+    acl: ["@keyspace", "@read", "@fast"],
+    doc: doc(
+      "Returns the number of existing keys out of those specified after updating the time they were last accessed.",
+      "3.2.1",
+      "O(N) where N is the number of keys that will be touched.",
+    ),
+    tips: ["request_policy:multi_shard", "response_policy:agg_sum"],
+    run: touchCommand,
+  },
+  {
+    name: "randomkey",
+    arity: 1,
+    flags: ["readonly"],
+    keys: { first: 0, last: 0, step: 0 },
+    acl: ["@keyspace", "@read", "@slow"],
+    doc: doc("Returns a random key name from the database.", "1.0.0"),
+    tips: ["request_policy:all_shards", "nondeterministic_output"],
+    run: randomkeyCommand,
+  },
   {
     name: "persist",
     arity: 2,

@@ -11,6 +11,8 @@ export const REPLY_ERRORS = {
   syntax: "ERR syntax error",
   notInteger: "ERR value is not an integer or out of range",
   overflow: "ERR increment or decrement would overflow",
+  notFloat: "ERR value is not a valid float",
+  floatOverflow: "ERR increment would produce NaN or Infinity",
   decrementOverflow: "ERR decrement would overflow",
   oom: "OOM command not allowed when used memory > 'maxmemory'.",
   dbIndex: "ERR DB index is out of range",

@@ -26,7 +26,8 @@ export interface SetOptions {
   readonly expiry: SetExpiryOption | undefined;
 }
 
-const TIME_OPTIONS: Readonly<Record<string, Omit<SetExpiryOption, "raw">>> = {
+/** The time options SET and GETEX share, by lowercase name. */
+export const TIME_OPTIONS: Readonly<Record<string, Omit<SetExpiryOption, "raw">>> = {
   ex: { unit: "s", relative: true },
   px: { unit: "ms", relative: true },
   exat: { unit: "s", relative: false },

@@ -1,8 +1,10 @@
 /**
- * The string commands of CA-01: GET, SET (EX PX EXAT PXAT NX XX KEEPTTL GET), GETDEL,
- * MGET and MSET (many keys, one round trip), INCR/INCRBY/DECR/DECRBY (atomic: the node
- * runs one command at a time, so read-modify-write cannot interleave). Replies and
- * errors are Redis's; a write maxmemory cannot make room for answers -OOM.
+ * The string commands of CA-01: GET, SET (EX PX EXAT PXAT NX XX KEEPTTL GET), SETNX, GETDEL,
+ * MGET and MSET (many keys, one round trip), INCR/INCRBY/DECR/DECRBY and INCRBYFLOAT (atomic:
+ * the node runs one command at a time, so read-modify-write cannot interleave), APPEND and
+ * STRLEN. Replies and errors are Redis's; a write maxmemory cannot make room for answers -OOM.
+ * Every write goes through the keyspace's `set`, so maxmemory accounting stays exact, and the
+ * cluster's dispatch hook streams the key's resulting state to replicas as it does for SET.
  *
  * @example
  * // SET lock:42 token NX EX 5 → OK the first time, nil while the lock is held (CA-20's lease)
@@ -12,6 +14,7 @@ import { KEEP_TTL } from "../../domain/keyspace.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
 import { setExpiryAtMs } from "./expire-time.ts";
 import { addInt64, negateInt64, parseInt64 } from "./integer-arg.ts";
+import { addLongDouble, formatLongDouble, INFINITE, parseLongDouble } from "./long-double.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
 import { parseSetOptions } from "./set-options.ts";
 
@@ -145,6 +148,49 @@ function decrbyCommand(ctx: CommandContext, args: readonly string[]): void {
   incrementBy(ctx, args[1]!, negated);
 }
 
+function setnxCommand(ctx: CommandContext, args: readonly string[]): void {
+  const { keyspace, reply } = ctx;
+  if (keyspace.lookup(args[1]!) !== undefined) {
+    reply.integer(0);
+    return;
+  }
+  if (keyspace.set(args[1]!, args[2]!, NO_EXPIRY)) reply.integer(1);
+  else reply.error(REPLY_ERRORS.oom);
+}
+
+function appendCommand(ctx: CommandContext, args: readonly string[]): void {
+  const { keyspace, reply } = ctx;
+  const value = (keyspace.lookup(args[1]!)?.value ?? "") + args[2]!;
+  // KEEP_TTL: an append keeps the key's expiry; a new key gets none.
+  if (keyspace.set(args[1]!, value, KEEP_TTL)) reply.integer(value.length);
+  else reply.error(REPLY_ERRORS.oom);
+}
+
+function strlenCommand(ctx: CommandContext, args: readonly string[]): void {
+  // A read like GET (Redis's lookupKeyRead): it counts as a hit or miss and as an access.
+  ctx.reply.integer(ctx.keyspace.get(args[1]!)?.length ?? 0);
+}
+
+/** INCRBYFLOAT in long double like Redis (long-double.ts); the key keeps its TTL. */
+function incrbyfloatCommand(ctx: CommandContext, args: readonly string[]): void {
+  const { keyspace, reply } = ctx;
+  const stored = keyspace.lookup(args[1]!)?.value ?? "0";
+  const current = parseLongDouble(stored);
+  const increment = parseLongDouble(args[2]!);
+  if (current === undefined || increment === undefined) {
+    reply.error(REPLY_ERRORS.notFloat);
+    return;
+  }
+  const sum = current === INFINITE || increment === INFINITE ? INFINITE : addLongDouble(current, increment);
+  if (sum === INFINITE) {
+    reply.error(REPLY_ERRORS.floatOverflow);
+    return;
+  }
+  const text = formatLongDouble(sum);
+  if (keyspace.set(args[1]!, text, KEEP_TTL)) reply.bulk(text);
+  else reply.error(REPLY_ERRORS.oom);
+}
+
 const doc = (summary: string, since: string, complexity = "O(1)") =>
   ({ summary, since, group: "string", complexity }) as const;
 
@@ -253,5 +299,48 @@ export const stringCommands: readonly CommandSpec[] = [
       "1.0.0",
     ),
     run: decrbyCommand,
+  },
+  {
+    name: "setnx",
+    arity: 3,
+    flags: ["write", "denyoom", "fast"],
+    keys: ONE_KEY,
+    acl: ["@write", "@string", "@fast"],
+    doc: doc("Set the string value of a key only when the key doesn't exist.", "1.0.0"),
+    run: setnxCommand,
+  },
+  {
+    name: "append",
+    arity: 3,
+    flags: ["write", "denyoom", "fast"],
+    keys: ONE_KEY,
+    acl: ["@write", "@string", "@fast"],
+    doc: doc(
+      "Appends a string to the value of a key. Creates the key if it doesn't exist.",
+      "2.0.0",
+      "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.",
+    ),
+    run: appendCommand,
+  },
+  {
+    name: "strlen",
+    arity: 2,
+    flags: ["readonly", "fast"],
+    keys: ONE_KEY,
+    acl: ["@read", "@string", "@fast"],
+    doc: doc("Returns the length of a string value.", "2.2.0"),
+    run: strlenCommand,
+  },
+  {
+    name: "incrbyfloat",
+    arity: 3,
+    flags: ["write", "denyoom", "fast"],
+    keys: ONE_KEY,
+    acl: ["@write", "@string", "@fast"],
+    doc: doc(
+      "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.",
+      "2.6.0",
+    ),
+    run: incrbyfloatCommand,
   },
 ];

@@ -1,0 +1,92 @@
+/**
+ * MEMORY USAGE key [SAMPLES n]: the bytes this node accounts for the key toward maxmemory
+ * (key + value + the per-entry overhead, cache-entry.ts) — the number `used_memory` sums and
+ * `redis-cli --memkeys` ranks keys by (CA-19). SAMPLES is accepted and validated as Redis
+ * does; a string has nothing nested to sample. MEMORY HELP lists what is served.
+ *
+ * The container's key position is USAGE's key (argument 2), so cluster routing sends it to
+ * the key's slot; MEMORY HELP has no key and runs anywhere.
+ *
+ * @example
+ * // SET user:1 hello → MEMORY USAGE user:1 → 6 + 5 + ENTRY_OVERHEAD_BYTES
+ */
+import { entryBytes } from "../../domain/cache-entry.ts";
+import type { CommandContext, CommandSpec } from "./command-spec.ts";
+import { dispatchSubcommand } from "./command-table.ts";
+import { parseInt64 } from "./integer-arg.ts";
+import { REPLY_ERRORS } from "./reply-errors.ts";
+
+const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
+const SUBCOMMAND_KEY = { first: 2, last: 2, step: 1 } as const;
+
+const MEMORY_HELP = [
+  "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+  "USAGE <key> [SAMPLES <count>]",
+  "    Return memory in bytes used by <key> and its value. Nested values are",
+  "    sampled up to <count> times (default: 5, 0 means sample all).",
+  "HELP",
+  "    Prints this help.",
+];
+
+/** MEMORY USAGE's arguments after the key, checked as Redis does; undefined when valid. */
+function usageArgsError(args: readonly string[]): string | undefined {
+  if (args.length === 3) return undefined;
+  if (args.length !== 5 || args[3]!.toLowerCase() !== "samples") return REPLY_ERRORS.syntax;
+  const samples = parseInt64(args[4]!);
+  if (samples === undefined) return REPLY_ERRORS.notInteger;
+  return samples < 0 ? REPLY_ERRORS.syntax : undefined;
+}
+
+function usageCommand(ctx: CommandContext, args: readonly string[]): void {
+  const error = usageArgsError(args);
+  if (error !== undefined) {
+    ctx.reply.error(error);
+    return;
+  }
+  const entry = ctx.keyspace.lookup(args[2]!);
+  if (entry === undefined) ctx.reply.nullBulk();
+  else ctx.reply.integer(entryBytes(entry.key, entry.value));
+}
+
+const subDoc = (summary: string, since: string, complexity = "O(1)") =>
+  ({ summary, since, group: "server", complexity }) as const;
+
+const memorySubcommands: readonly CommandSpec[] = [
+  {
+    name: "memory|usage",
+    arity: -3,
+    flags: ["readonly"],
+    keys: SUBCOMMAND_KEY,
+    acl: ["@read", "@slow"],
+    doc: subDoc("Estimates the memory usage of a key.", "4.0.0", "O(N) where N is the number of samples."),
+    run: usageCommand,
+  },
+  {
+    name: "memory|help",
+    arity: 2,
+    flags: ["loading", "stale"],
+    keys: NO_KEYS,
+    acl: ["@slow"],
+    doc: subDoc("Returns helpful text about the different subcommands.", "4.0.0"),
+    run: (ctx) => {
+      ctx.reply.arrayHeader(MEMORY_HELP.length);
+      for (const line of MEMORY_HELP) ctx.reply.simple(line);
+    },
+  },
+];
+
+export const memoryCommand: CommandSpec = {
+  name: "memory",
+  arity: -2,
+  flags: [],
+  keys: SUBCOMMAND_KEY,
+  acl: ["@slow"],
+  doc: {
+    summary: "A container for memory diagnostics commands.",
+    since: "4.0.0",
+    group: "server",
+    complexity: "Depends on subcommand.",
+  },
+  subcommands: memorySubcommands,
+  run: (ctx, args) => dispatchSubcommand("memory", memorySubcommands, ctx, args),
+};
