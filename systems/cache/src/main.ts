@@ -34,7 +34,6 @@ import { EVICTION_POLICY_NAMES } from "./domain/eviction-policy.ts";
 import { heapNeededBytes } from "./domain/headroom.ts";
 import { DEFAULT_EVICTION_SAMPLES, Keyspace, MAX_EVICTION_SAMPLES } from "./domain/keyspace.ts";
 import { humanBytes, parseMemorySize } from "./domain/memory-size.ts";
-import { SlotIndex } from "./domain/slot-index.ts";
 import { clusterKeyspaceObserver } from "./workers/cluster-keyspace-observer.ts";
 import { ClusterRuntime } from "./workers/cluster-runtime.ts";
 import { startServerCron } from "./workers/server-cron.ts";
@@ -123,7 +122,6 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     description: "Distributed in-memory cache node (seed 004): RESP on CACHE_PORT, ops on this port",
   });
   const clusterConfig = loadConfig(clusterConfigSchema, { env });
-  const slotIndex = new SlotIndex();
   let cluster: ClusterRuntime | undefined;
   const keyspace = new Keyspace({
     clock: systemClock,
@@ -131,12 +129,12 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     maxmemoryBytes,
     policy: config.policy,
     samples: config.samples,
-    ...(clusterConfig.enabled ? { observer: clusterKeyspaceObserver(slotIndex, () => cluster?.source) } : {}),
+    ...(clusterConfig.enabled ? { observer: clusterKeyspaceObserver(() => cluster?.source) } : {}),
   });
   if (clusterConfig.enabled) {
     cluster = new ClusterRuntime({
       keyspace,
-      slotIndex,
+      slotIndex: keyspace.slotIndex,
       clock: systemClock,
       random: systemRandom,
       settings: {

@@ -22,7 +22,6 @@ import { AdminClient } from "../src/api/cluster-admin-client.ts";
 import { createClusterRouter } from "../src/api/cluster-router.ts";
 import { clusterCommands } from "../src/api/commands/cluster-command.ts";
 import { Keyspace } from "../src/domain/keyspace.ts";
-import { SlotIndex } from "../src/domain/slot-index.ts";
 import { clusterKeyspaceObserver } from "../src/workers/cluster-keyspace-observer.ts";
 import {
   type LaunchedNode,
@@ -177,18 +176,17 @@ export async function startInProcessNode(
   options: { dir?: string; nodeTimeoutMs?: number; maxmemoryBytes?: number; port?: number } = {},
 ): Promise<InProcessNode> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), "cache-node-"));
-  const slotIndex = new SlotIndex();
   let runtime: ClusterRuntime | undefined;
   const keyspace = new Keyspace({
     clock: systemClock,
     random: seededRandom("in-process-node"),
     maxmemoryBytes: options.maxmemoryBytes ?? 0,
     policy: "allkeys-lru",
-    observer: clusterKeyspaceObserver(slotIndex, () => runtime?.source),
+    observer: clusterKeyspaceObserver(() => runtime?.source),
   });
   runtime = new ClusterRuntime({
     keyspace,
-    slotIndex,
+    slotIndex: keyspace.slotIndex,
     clock: systemClock,
     random: seededRandom("in-process-cluster"),
     settings: {
@@ -231,4 +229,50 @@ export async function startInProcessNode(
 /** An admin connection to an in-process node. */
 export function adminOf(node: { port: number }): Promise<AdminClient> {
   return AdminClient.connect("127.0.0.1", node.port, { timeoutMs: 5_000 });
+}
+
+/** Two in-process nodes serving half the slots each (0–8191 on `a`), with an admin link to each. */
+export interface TwoNodeCluster {
+  readonly a: InProcessNode;
+  readonly b: InProcessNode;
+  readonly adminA: AdminClient;
+  readonly adminB: AdminClient;
+  close(): Promise<void>;
+}
+
+/**
+ * Both nodes share the test's event loop: `nodeTimeoutMs` should be generous (10 s), so a stall
+ * on a loaded machine cannot let the majority lease lapse into -CLUSTERDOWN. Failure detection
+ * is tested with node processes elsewhere; these clusters are for slots and redirects.
+ */
+export async function startTwoNodeCluster(nodeTimeoutMs: number): Promise<TwoNodeCluster> {
+  const a = await startInProcessNode({ nodeTimeoutMs });
+  const b = await startInProcessNode({ nodeTimeoutMs });
+  const adminA = await adminOf(a);
+  const adminB = await adminOf(b);
+  await adminA.call("CLUSTER", "SET-CONFIG-EPOCH", 1);
+  await adminB.call("CLUSTER", "SET-CONFIG-EPOCH", 2);
+  await adminA.call("CLUSTER", "ADDSLOTSRANGE", 0, 8191);
+  await adminB.call("CLUSTER", "ADDSLOTSRANGE", 8192, 16383);
+  await adminB.call("CLUSTER", "MEET", "127.0.0.1", a.port, a.runtime.busPort);
+  const serving = async (admin: AdminClient) =>
+    ((await admin.call("CLUSTER", "INFO")) as string).includes("cluster_state:ok");
+  await waitUntil(
+    "both nodes to serve",
+    10_000,
+    async () => (await serving(adminA)) && (await serving(adminB)),
+  );
+  return {
+    a,
+    b,
+    adminA,
+    adminB,
+    close: async () => {
+      adminA.close();
+      adminB.close();
+      await a.close();
+      await b.close();
+      for (const node of [a, b]) rmSync(node.dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -11,7 +11,13 @@ import { after, before, describe, test } from "node:test";
 import { crc16Xmodem, hashTag, keySlot } from "@casebook/kit/cluster-slot";
 import type { AdminClient } from "../src/api/cluster-admin-client.ts";
 import { evenSlotRanges, formatRanges, parseRanges, toRanges } from "../src/domain/slot-ranges.ts";
-import { adminOf, type InProcessNode, startInProcessNode, waitUntil } from "./cluster-harness.ts";
+import {
+  adminOf,
+  type InProcessNode,
+  startInProcessNode,
+  startTwoNodeCluster,
+  waitUntil,
+} from "./cluster-harness.ts";
 
 /** Node timeout of the two in-process nodes: far above any event-loop stall seen in CI. */
 const SLOW_MACHINE_NODE_TIMEOUT_MS = 10_000;
@@ -27,25 +33,10 @@ describe("slots and redirects", { timeout: 60_000 }, () => {
   let adminB: AdminClient;
 
   before(async () => {
-    // Both nodes share this test's event loop: a stall on a loaded machine must not let the
-    // majority lease (two voters here) lapse into -CLUSTERDOWN. Failure detection is tested
-    // with node processes elsewhere; these tests are about slots and redirects.
-    a = await startInProcessNode({ nodeTimeoutMs: SLOW_MACHINE_NODE_TIMEOUT_MS });
-    b = await startInProcessNode({ nodeTimeoutMs: SLOW_MACHINE_NODE_TIMEOUT_MS });
-    adminA = await adminOf(a);
-    adminB = await adminOf(b);
-    await adminA.call("CLUSTER", "SET-CONFIG-EPOCH", 1);
-    await adminB.call("CLUSTER", "SET-CONFIG-EPOCH", 2);
-    await adminA.call("CLUSTER", "ADDSLOTSRANGE", 0, 8191);
-    await adminB.call("CLUSTER", "ADDSLOTSRANGE", 8192, 16383);
-    await adminB.call("CLUSTER", "MEET", "127.0.0.1", a.port, a.runtime.busPort);
-    await waitUntil(
-      "both nodes to serve",
-      10_000,
-      async () => (await clusterOk(adminA)) && (await clusterOk(adminB)),
-    );
+    ({ a, b, adminA, adminB } = await startTwoNodeCluster(SLOW_MACHINE_NODE_TIMEOUT_MS));
   });
 
+  // Not the pair's close(): a test below restarts `a` on its port, so close what the variables hold now.
   after(async () => {
     adminA?.close();
     adminB?.close();

@@ -5,14 +5,12 @@
  * returns only its own keys, and OBJECT / MEMORY route by their key like any keyed command.
  */
 import assert from "node:assert/strict";
-import { rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { ManualClock } from "@casebook/kit/clock";
 import { keySlot } from "@casebook/kit/cluster-slot";
 import { Redis } from "ioredis";
-import type { AdminClient } from "../src/api/cluster-admin-client.ts";
 import { startCacheNode, type TestNode } from "./cache-node.ts";
-import { adminOf, type InProcessNode, startInProcessNode, waitUntil } from "./cluster-harness.ts";
+import { type InProcessNode, startTwoNodeCluster, type TwoNodeCluster } from "./cluster-harness.ts";
 
 /** Bound on SCAN calls in one iteration: 16 384 slots, at least one per call. */
 const MAX_SCAN_CALLS = 20_000;
@@ -140,34 +138,15 @@ describe("SCAN on a standalone node", () => {
 describe("SCAN in cluster mode: a node returns its own keys", { timeout: 60_000 }, () => {
   let a: InProcessNode;
   let b: InProcessNode;
-  let adminA: AdminClient;
-  let adminB: AdminClient;
-  const ready = async (admin: AdminClient) =>
-    ((await admin.call("CLUSTER", "INFO")) as string).includes("cluster_state:ok");
+  let two: TwoNodeCluster | undefined;
 
   before(async () => {
-    // Both nodes share this event loop: a generous node timeout keeps a loaded machine from -CLUSTERDOWN.
-    a = await startInProcessNode({ nodeTimeoutMs: 10_000 });
-    b = await startInProcessNode({ nodeTimeoutMs: 10_000 });
-    adminA = await adminOf(a);
-    adminB = await adminOf(b);
-    await adminA.call("CLUSTER", "SET-CONFIG-EPOCH", 1);
-    await adminB.call("CLUSTER", "SET-CONFIG-EPOCH", 2);
-    await adminA.call("CLUSTER", "ADDSLOTSRANGE", 0, 8191);
-    await adminB.call("CLUSTER", "ADDSLOTSRANGE", 8192, 16383);
-    await adminB.call("CLUSTER", "MEET", "127.0.0.1", a.port, a.runtime.busPort);
-    await waitUntil(
-      "both nodes to serve",
-      10_000,
-      async () => (await ready(adminA)) && (await ready(adminB)),
-    );
+    two = await startTwoNodeCluster(10_000);
+    ({ a, b } = two);
   });
+
   after(async () => {
-    adminA?.close();
-    adminB?.close();
-    await a?.close();
-    await b?.close();
-    for (const node of [a, b]) if (node) rmSync(node.dir, { recursive: true, force: true });
+    await two?.close();
   });
 
   test("each node's full SCAN is exactly the keys of its slots; OBJECT and MEMORY USAGE redirect", async () => {
