@@ -108,6 +108,7 @@ export class CacheServer {
       config,
       commands: this.#table,
       replication: options.replication,
+      clients: () => [...this.#connections].map((connection) => connection.client),
       stats: () => this.stats(),
       resetStats: () => {
         this.#counters.totalConnections = 0;

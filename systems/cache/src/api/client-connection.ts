@@ -56,6 +56,9 @@ export interface SharedState {
   readonly log: ServerLog;
 }
 
+/** Longest first argument kept for CLIENT LIST's `cmd=` (a subcommand's name); a key or value longer is not. */
+const MAX_SHOWN_ARGUMENT = 32;
+
 export class Connection {
   readonly #socket: Socket;
   readonly #parser: RespParser;
@@ -72,6 +75,7 @@ export class Connection {
     this.#socket = socket;
     this.#shared = shared;
     this.#parser = new RespParser(this.#shared.limits);
+    const openedAtMs = shared.node.clock.monotonicMs();
     this.#client = {
       id,
       name: "",
@@ -80,6 +84,13 @@ export class Connection {
       libVersion: "",
       closeAfterReply: false,
       blocked: undefined,
+      addr: `${socket.remoteAddress}:${socket.remotePort}`,
+      laddr: `${socket.localAddress}:${socket.localPort}`,
+      openedAtMs,
+      lastActiveAtMs: openedAtMs,
+      lastCommand: "NULL",
+      lastArgument: "",
+      buffers: () => ({ queryBytes: this.#parser.bufferedBytes, outputBytes: socket.writableLength }),
     };
     this.#ctx = {
       keyspace: this.#shared.keyspace,
@@ -98,6 +109,11 @@ export class Connection {
     socket.on("drain", () => this.#onDrain());
     // A reset or a broken pipe ends this client only; the node carries on.
     socket.on("error", () => socket.destroy());
+  }
+
+  /** This connection's state, as CLIENT LIST shows it. */
+  get client(): ClientState {
+    return this.#client;
   }
 
   get pendingOutputBytes(): number {
@@ -154,6 +170,7 @@ export class Connection {
   /** Runs the complete commands buffered, writes their replies at once, and applies backpressure. */
   #run(): void {
     const { writer, table, counters, maxBatchOutputBytes } = this.#shared;
+    this.#client.lastActiveAtMs = this.#shared.node.clock.monotonicMs();
     writer.begin(this.#client.protocol);
     let failure: unknown;
     let more = false;
@@ -166,6 +183,8 @@ export class Connection {
         const args = this.#parser.next();
         if (args === undefined) break;
         counters.totalCommands += 1;
+        this.#client.lastCommand = args[0]!;
+        this.#client.lastArgument = args.length > 1 && args[1]!.length <= MAX_SHOWN_ARGUMENT ? args[1]! : "";
         dispatch(table, this.#ctx, args);
         if (this.#client.closeAfterReply || this.#client.blocked !== undefined) break;
       }

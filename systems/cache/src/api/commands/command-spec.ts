@@ -57,6 +57,17 @@ export interface ClientState {
   libVersion: string;
   /** QUIT: the server closes the connection once this batch's replies are written. */
   closeAfterReply: boolean;
+  /** `host:port` of the peer, and of this node's end (CLIENT LIST `addr`, `laddr`). */
+  readonly addr: string;
+  readonly laddr: string;
+  /** When the connection opened, and when it last ran a command (the node clock's monotonic ms). */
+  readonly openedAtMs: number;
+  lastActiveAtMs: number;
+  /** The last command's name, and its first argument when short (`cmd=config|get`). */
+  lastCommand: string;
+  lastArgument: string;
+  /** Bytes held now: unparsed input, and replies not yet taken by the socket. */
+  buffers(): { readonly queryBytes: number; readonly outputBytes: number };
   /**
    * Set by a blocking command (WAIT) instead of replying: the connection sends what the
    * batch owes so far, then holds this client's later commands until the reply settles,
@@ -109,6 +120,8 @@ export interface NodeContext {
   readonly commands: ReadonlyMap<string, CommandSpec>;
   /** The stream to this node's replicas (WAIT, INFO replication, ROLE); absent on a standalone node. */
   readonly replication: ReplicationSource | undefined;
+  /** Every connected client (CLIENT LIST). */
+  clients(): Iterable<ClientState>;
 }
 
 export interface CommandContext {

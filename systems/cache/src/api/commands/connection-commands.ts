@@ -2,12 +2,14 @@
  * Connection commands: PING, ECHO, HELLO (RESP2/RESP3 negotiation; ioredis 6 opens
  * every connection with `HELLO 3`), SELECT (database 0 only: a cluster node has one,
  * as in Redis Cluster), QUIT, RESET and CLIENT (ID, SETNAME, GETNAME, SETINFO — which
- * ioredis sends on connect — and HELP), and WAIT (wait-command.ts).
+ * ioredis sends on connect — LIST and INFO (client-list-command.ts), HELP), and WAIT
+ * (wait-command.ts).
  *
  * @example
  * // HELLO 3 → %7 server redis version … proto 3 id 7 mode standalone role master modules []
  */
 
+import { clientListHelp, clientListSubcommands } from "./client-list-command.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
 import { dispatchSubcommand } from "./command-table.ts";
 import { parseInt64 } from "./integer-arg.ts";
@@ -142,6 +144,7 @@ const CLIENT_HELP = [
   "    Assign the name <name> to the current connection.",
   "SETINFO <option> <value>",
   "    Set client meta attr. Options are: LIB-NAME, LIB-VER.",
+  ...clientListHelp,
   "HELP",
   "    Print this help.",
 ];
@@ -218,6 +221,7 @@ const clientSubcommands: readonly CommandSpec[] = [
       for (const line of CLIENT_HELP) ctx.reply.simple(line);
     },
   },
+  ...clientListSubcommands,
 ];
 
 const doc = (summary: string, since: string) =>
