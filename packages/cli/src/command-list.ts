@@ -1,5 +1,5 @@
 /**
- * `casebook list`: every system with its status, port and what exists of it.
+ * `casebook list`: every system with its status, port, what exists of it and its tools.
  *
  * @example
  * const code = await listCommand(["--json"], io); // prints a JSON array, returns 0
@@ -42,8 +42,9 @@ export async function listCommand(argv: readonly string[], io: CliIo): Promise<n
       r.title,
       r.mainExists ? r.main : `${r.main} (not yet)`,
       r.benchExists ? r.bench : "—",
+      r.tools.length > 0 ? r.tools.join(", ") : "—",
     ]);
-    io.out(renderTable(["system", "status", "port", "design", "main", "bench"], table));
+    io.out(renderTable(["system", "status", "port", "design", "main", "bench", "tools"], table));
   }
   const collisions = findPortCollisions(systems.map((s) => ({ name: s.name, port: s.manifest.port })));
   for (const c of collisions) {
@@ -75,5 +76,7 @@ function describe(system: SystemInfo) {
     bench: manifest.bench,
     benchExists: existsSync(join(system.dir, manifest.bench)),
     engines: manifest.engines,
+    /** `casebook <name> <tool>`: the manifest's tools, by name. */
+    tools: Object.keys(manifest.tools).sort(),
   };
 }

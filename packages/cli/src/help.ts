@@ -54,7 +54,8 @@ Usage
 
 Reads every systems/<name>/package.json and its "casebook" manifest, validates it
 and shows name, status (working | in progress | planned), port, design, and
-whether its main.ts and bench exist. Two manifests on one port are reported (exit 1).
+whether its main.ts and bench exist, and its tools (\`casebook <name> <tool>\`). Two
+manifests on one port are reported (exit 1).
 
 Options
   --json                   one JSON array instead of the table

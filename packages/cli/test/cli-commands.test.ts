@@ -75,7 +75,7 @@ test("list shows every system with its status, port and what exists of it", asyn
     {
       name: "alpha",
       files: { "src/main.ts": healthyMain, "bench/main.ts": benchMain },
-      manifest: { port: 8140 },
+      manifest: { port: 8140, tools: { seed: "src/seed.ts", reconcile: "src/reconcile.ts" } },
     },
     { name: "beta", manifest: { status: "in progress", title: "news feed" } },
     { name: "gamma", manifest: { status: "planned" } },
@@ -84,13 +84,21 @@ test("list shows every system with its status, port and what exists of it", asyn
   const result = await runCli(["list"], cliEnv(root));
   assert.equal(result.code, 0, result.stderr);
   const lines = result.stdout.trimEnd().split("\n");
-  assert.match(lines[0]!, /^system\s+status\s+port\s+design\s+main\s+bench$/);
-  assert.match(lines[2]!, /^alpha\s+working\s+8140\s+fixture alpha\s+src\/main\.ts\s+bench\/main\.ts$/);
-  assert.match(lines[3]!, /^beta\s+in progress\s+8102\s+news feed\s+src\/main\.ts \(not yet\)\s+—$/);
+  assert.match(lines[0]!, /^system\s+status\s+port\s+design\s+main\s+bench\s+tools$/);
+  assert.match(
+    lines[2]!,
+    /^alpha\s+working\s+8140\s+fixture alpha\s+src\/main\.ts\s+bench\/main\.ts\s+reconcile, seed$/,
+  );
+  assert.match(lines[3]!, /^beta\s+in progress\s+8102\s+news feed\s+src\/main\.ts \(not yet\)\s+—\s+—$/);
   assert.match(lines[4]!, /^gamma\s+planned\s+8103/);
 
   const json = await runCli(["list", "--json"], cliEnv(root));
-  const rows = JSON.parse(json.stdout) as { name: string; mainExists: boolean; engines: string[] }[];
+  const rows = JSON.parse(json.stdout) as {
+    name: string;
+    mainExists: boolean;
+    engines: string[];
+    tools: string[];
+  }[];
   assert.deepEqual(
     rows.map((r) => [r.name, r.mainExists]),
     [
@@ -100,6 +108,7 @@ test("list shows every system with its status, port and what exists of it", asyn
     ],
   );
   assert.deepEqual(rows[0]!.engines, ["sql", "redis"]);
+  assert.deepEqual(rows[0]!.tools, ["reconcile", "seed"]);
 });
 
 test("list with no system present says none is built yet and exits 0", async (t) => {
