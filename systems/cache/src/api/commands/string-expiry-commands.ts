@@ -12,36 +12,9 @@ import { NO_EXPIRY } from "../../domain/cache-entry.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
 import { setExpiryAtMs, type TimeUnit } from "./expire-time.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
-import { type SetExpiryOption, TIME_OPTIONS } from "./set-options.ts";
+import { parseGetexOptions } from "./set-options.ts";
 
 const ONE_KEY = { first: 1, last: 1, step: 1 } as const;
-
-type GetexOptions = { readonly persist: boolean; readonly expiry: SetExpiryOption | undefined };
-
-/** GETEX's options (Redis's parseExtendedStringArgumentsOrReply for COMMAND_GET), or undefined for "syntax error". */
-function parseGetexOptions(args: readonly string[]): GetexOptions | undefined {
-  let persist = false;
-  let expiry: SetExpiryOption | undefined;
-  let timeKind: string | undefined;
-  for (let i = 2; i < args.length; i++) {
-    const option = args[i]!.toLowerCase();
-    const time = TIME_OPTIONS[option];
-    if (option === "persist" && timeKind === undefined) persist = true;
-    else if (
-      time !== undefined &&
-      !persist &&
-      (timeKind === undefined || timeKind === option) &&
-      i + 1 < args.length
-    ) {
-      timeKind = option;
-      expiry = { raw: args[i + 1]!, ...time };
-      i += 1;
-    } else {
-      return undefined;
-    }
-  }
-  return { persist, expiry };
-}
 
 function getexCommand(ctx: CommandContext, args: readonly string[]): void {
   const { keyspace, reply } = ctx;
