@@ -12,14 +12,13 @@
  * // source: MIGRATE … KEYS k1 k2          (until GETKEYSINSLOT 42 is empty)
  * // target, source: CLUSTER SETSLOT 42 NODE <target-id>
  */
+
 import { BUS_PORT_OFFSET } from "../../domain/cluster-settings.ts";
 import { parseSlot } from "../../domain/slot-ranges.ts";
 import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
+import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 import { parseInt64 } from "./integer-arg.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
-
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
 
 function spec(
   name: string,

@@ -7,11 +7,10 @@
  * @example
  * // on a replica: READONLY → OK; GET k → the replica's copy instead of -MOVED
  */
+
 import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
 import { flagsOf } from "../cluster-router.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
-
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
+import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 
 function spec(name: string, summary: string, since: string, run: (ctx: CommandContext) => void): CommandSpec {
   return {

@@ -6,15 +6,14 @@
  * @example
  * const table = createCommandTable([...allCommands, ...clusterCommands(runtime)], createClusterRouter(runtime));
  */
+
 import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
 import { clusterAdminCommands } from "./cluster-admin-commands.ts";
 import { clusterClientCommands } from "./cluster-client-commands.ts";
 import { clusterInfoCommands } from "./cluster-info-commands.ts";
 import { migrateCommand } from "./cluster-migrate-command.ts";
-import type { CommandSpec } from "./command-spec.ts";
-import { dispatchSubcommand } from "./command-table.ts";
-
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
+import { type CommandSpec, NO_KEYS } from "./command-spec.ts";
+import { dispatchSubcommand, helpSubcommand } from "./command-table.ts";
 
 const CLUSTER_HELP = [
   "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -44,23 +43,7 @@ function clusterCommand(runtime: ClusterRuntime): CommandSpec {
   const subcommands: CommandSpec[] = [
     ...clusterInfoCommands(runtime),
     ...clusterAdminCommands(runtime),
-    {
-      name: "cluster|help",
-      arity: 2,
-      flags: ["loading", "stale"],
-      keys: NO_KEYS,
-      acl: ["@slow"],
-      doc: {
-        summary: "Returns helpful text about the different subcommands.",
-        since: "5.0.0",
-        group: "cluster",
-        complexity: "O(1)",
-      },
-      run: (ctx) => {
-        ctx.reply.arrayHeader(CLUSTER_HELP.length);
-        for (const line of CLUSTER_HELP) ctx.reply.simple(line);
-      },
-    },
+    helpSubcommand("cluster", CLUSTER_HELP, { since: "5.0.0", group: "cluster" }),
   ];
   return {
     name: "cluster",

@@ -7,6 +7,7 @@
  * // CLUSTER KEYSLOT 123456789 → 12739 (0x31C3)
  * // CLUSTER GETKEYSINSLOT 12739 10 → up to 10 keys of that slot on this node
  */
+
 import { keySlot } from "@casebook/kit/cluster-slot";
 import { parseSlot } from "../../domain/slot-ranges.ts";
 import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
@@ -16,10 +17,8 @@ import {
   writeClusterShards,
   writeClusterSlots,
 } from "../cluster-topology.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
+import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 import { parseInt64 } from "./integer-arg.ts";
-
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
 
 const doc = (summary: string, since: string, complexity = "O(1)") =>
   ({ summary, since, group: "cluster", complexity }) as const;

@@ -7,12 +7,10 @@
  * @example
  * // COMMAND INFO get → [["get", 2, [readonly, fast], 1, 1, 1, [@read, @string, @fast], [], [keyspec], []]]
  */
-import type { ReplyWriter } from "../resp-writer.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
-import { arityAccepts } from "./command-spec.ts";
-import { commandKeys, dispatchSubcommand, findCommand } from "./command-table.ts";
 
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
+import type { ReplyWriter } from "../resp-writer.ts";
+import { arityAccepts, type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
+import { commandKeys, dispatchSubcommand, findCommand, helpSubcommand } from "./command-table.ts";
 
 /** Each spec once (the table maps both spellings of every name). */
 function uniqueSpecs(table: ReadonlyMap<string, CommandSpec>): CommandSpec[] {
@@ -210,18 +208,7 @@ const commandSubcommands: readonly CommandSpec[] = [
     doc: subDoc("Extracts the key names from an arbitrary command."),
     run: commandGetkeys,
   },
-  {
-    name: "command|help",
-    arity: 2,
-    flags: SUB_FLAGS,
-    keys: NO_KEYS,
-    acl: SUB_ACL,
-    doc: subDoc("Returns helpful text about the different subcommands."),
-    run: (ctx) => {
-      ctx.reply.arrayHeader(COMMAND_HELP.length);
-      for (const line of COMMAND_HELP) ctx.reply.simple(line);
-    },
-  },
+  helpSubcommand("command", COMMAND_HELP, { since: "2.8.13", group: "server", complexity: "O(N)" }, SUB_ACL),
 ];
 
 export const commandCommand: CommandSpec = {

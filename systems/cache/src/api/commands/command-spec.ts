@@ -40,6 +40,10 @@ export interface KeyPositions {
 }
 
 export const NO_KEYS: KeyPositions = Object.freeze({ first: 0, last: 0, step: 0 });
+/** The key is the first argument (GET k, SET k v …). */
+export const ONE_KEY: KeyPositions = Object.freeze({ first: 1, last: 1, step: 1 });
+/** A container whose key subcommands name their key second (OBJECT FREQ k, MEMORY USAGE k). */
+export const SUBCOMMAND_KEY: KeyPositions = Object.freeze({ first: 2, last: 2, step: 1 });
 
 export interface CommandDoc {
   readonly summary: string;

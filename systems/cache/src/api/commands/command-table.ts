@@ -12,7 +12,7 @@
  * dispatch(table, ctx, ["GET", "k"]); // writes the reply on ctx.reply
  */
 
-import { arityAccepts, type CommandContext, type CommandSpec } from "./command-spec.ts";
+import { arityAccepts, type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 import { arityError, unknownCommandError, unknownSubcommandError } from "./reply-errors.ts";
 
 /** Runs around every command of a table (arity already checked). */
@@ -99,4 +99,33 @@ export function commandKeys(spec: CommandSpec, args: readonly string[]): string[
   const keys: string[] = [];
   for (let i = first; i <= end; i += step) keys.push(args[i]!);
   return keys;
+}
+
+/**
+ * A container's HELP subcommand (CONFIG HELP, OBJECT HELP…): its lines as simple strings, as
+ * Redis's addReplyHelp sends them. `doc` is the subcommand's own (COMMAND DOCS shows it).
+ */
+export function helpSubcommand(
+  container: string,
+  lines: readonly string[],
+  doc: { readonly since: string; readonly group: string; readonly complexity?: string },
+  acl: readonly string[] = ["@slow"],
+): CommandSpec {
+  return {
+    name: `${container}|help`,
+    arity: 2,
+    flags: ["loading", "stale"],
+    keys: NO_KEYS,
+    acl,
+    doc: {
+      summary: "Returns helpful text about the different subcommands.",
+      since: doc.since,
+      group: doc.group,
+      complexity: doc.complexity ?? "O(1)",
+    },
+    run: (ctx) => {
+      ctx.reply.arrayHeader(lines.length);
+      for (const line of lines) ctx.reply.simple(line);
+    },
+  };
 }

@@ -7,11 +7,9 @@
  * // CONFIG SET maxmemory 64mb maxmemory-policy bad        → -ERR CONFIG SET failed … (neither applied)
  */
 
-import type { CommandContext, CommandSpec, ConfigParam } from "./command-spec.ts";
-import { dispatchSubcommand } from "./command-table.ts";
+import { type CommandContext, type CommandSpec, type ConfigParam, NO_KEYS } from "./command-spec.ts";
+import { dispatchSubcommand, helpSubcommand } from "./command-table.ts";
 import { globMatch } from "./glob-match.ts";
-
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
 
 function configGet(ctx: CommandContext, args: readonly string[]): void {
   const matched: ConfigParam[] = [];
@@ -121,18 +119,11 @@ const configSubcommands: readonly CommandSpec[] = [
       ctx.reply.simple("OK");
     },
   },
-  {
-    name: "config|help",
-    arity: 2,
-    flags: ["loading", "stale"],
-    keys: NO_KEYS,
-    acl: ["@slow"],
-    doc: subDoc("Returns helpful text about the different subcommands.", "5.0.0"),
-    run: (ctx) => {
-      ctx.reply.arrayHeader(CONFIG_HELP.length);
-      for (const line of CONFIG_HELP) ctx.reply.simple(line);
-    },
-  },
+  helpSubcommand("config", CONFIG_HELP, {
+    since: "5.0.0",
+    group: "server",
+    complexity: "O(N) when N is the number of configuration parameters provided",
+  }),
 ];
 
 export const configCommand: CommandSpec = {

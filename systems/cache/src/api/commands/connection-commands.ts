@@ -10,16 +10,14 @@
  */
 
 import { clientListHelp, clientListSubcommands } from "./client-list-command.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
-import { dispatchSubcommand } from "./command-table.ts";
+import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
+import { dispatchSubcommand, helpSubcommand } from "./command-table.ts";
 import { parseInt64 } from "./integer-arg.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
 import { waitCommand } from "./wait-command.ts";
 
 /** The Redis version whose commands and replies this node follows (HELLO, INFO redis_version). */
 export const REDIS_COMPAT_VERSION = "7.2.0";
-
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
 
 /** `cluster` on a node started in cluster mode (its table has CLUSTER), as HELLO and INFO say. */
 export function serverMode(ctx: CommandContext): "cluster" | "standalone" {
@@ -209,18 +207,7 @@ const clientSubcommands: readonly CommandSpec[] = [
     doc: subcommandDoc("Sets information specific to the client or connection.", "7.2.0"),
     run: clientSetinfo,
   },
-  {
-    name: "client|help",
-    arity: 2,
-    flags: ["loading", "stale"],
-    keys: NO_KEYS,
-    acl: ["@slow", "@connection"],
-    doc: subcommandDoc("Returns helpful text about the different subcommands.", "5.0.0"),
-    run: (ctx) => {
-      ctx.reply.arrayHeader(CLIENT_HELP.length);
-      for (const line of CLIENT_HELP) ctx.reply.simple(line);
-    },
-  },
+  helpSubcommand("client", CLIENT_HELP, { since: "5.0.0", group: "connection" }, ["@slow", "@connection"]),
   ...clientListSubcommands,
 ];
 

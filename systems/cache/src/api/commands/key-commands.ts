@@ -8,12 +8,12 @@
  * @example
  * // EXPIRE k 10 GT → 0 on a key without TTL (no TTL counts as infinite), as in Redis 7
  */
+
 import { NO_EXPIRY } from "../../domain/cache-entry.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
+import { type CommandContext, type CommandSpec, ONE_KEY } from "./command-spec.ts";
 import { expireAtMs, type TimeUnit } from "./expire-time.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
 
-const ONE_KEY = { first: 1, last: 1, step: 1 } as const;
 const ALL_KEYS = { first: 1, last: -1, step: 1 } as const;
 
 function delCommand(ctx: CommandContext, args: readonly string[]): void {

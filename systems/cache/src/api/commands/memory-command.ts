@@ -10,14 +10,12 @@
  * @example
  * // SET user:1 hello → MEMORY USAGE user:1 → 6 + 5 + ENTRY_OVERHEAD_BYTES
  */
+
 import { entryBytes } from "../../domain/cache-entry.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
-import { dispatchSubcommand } from "./command-table.ts";
+import { type CommandContext, type CommandSpec, SUBCOMMAND_KEY } from "./command-spec.ts";
+import { dispatchSubcommand, helpSubcommand } from "./command-table.ts";
 import { parseInt64 } from "./integer-arg.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
-
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
-const SUBCOMMAND_KEY = { first: 2, last: 2, step: 1 } as const;
 
 const MEMORY_HELP = [
   "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -61,18 +59,7 @@ const memorySubcommands: readonly CommandSpec[] = [
     doc: subDoc("Estimates the memory usage of a key.", "4.0.0", "O(N) where N is the number of samples."),
     run: usageCommand,
   },
-  {
-    name: "memory|help",
-    arity: 2,
-    flags: ["loading", "stale"],
-    keys: NO_KEYS,
-    acl: ["@slow"],
-    doc: subDoc("Returns helpful text about the different subcommands.", "4.0.0"),
-    run: (ctx) => {
-      ctx.reply.arrayHeader(MEMORY_HELP.length);
-      for (const line of MEMORY_HELP) ctx.reply.simple(line);
-    },
-  },
+  helpSubcommand("memory", MEMORY_HELP, { since: "4.0.0", group: "server" }),
 ];
 
 export const memoryCommand: CommandSpec = {

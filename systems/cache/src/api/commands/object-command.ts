@@ -22,12 +22,10 @@ import type { CacheEntry } from "../../domain/cache-entry.ts";
 import { lruIdleMs } from "../../domain/eviction-lru.ts";
 import { evictionPolicy } from "../../domain/eviction-policy.ts";
 import { lfuDecayed } from "../../domain/lfu-counter.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
-import { dispatchSubcommand } from "./command-table.ts";
+import { type CommandContext, type CommandSpec, SUBCOMMAND_KEY } from "./command-spec.ts";
+import { dispatchSubcommand, helpSubcommand } from "./command-table.ts";
 import { parseInt64 } from "./integer-arg.ts";
 
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
-const SUBCOMMAND_KEY = { first: 2, last: 2, step: 1 } as const;
 /** Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT and the longest int64 text. */
 const EMBSTR_MAX_BYTES = 44;
 const INT_MAX_CHARS = 20;
@@ -119,18 +117,7 @@ const objectSubcommands: readonly CommandSpec[] = [
   keySubcommand("refcount", "Returns the reference count of a value of a key.", "2.2.3", (ctx) =>
     ctx.reply.integer(1),
   ),
-  {
-    name: "object|help",
-    arity: 2,
-    flags: ["loading", "stale"],
-    keys: NO_KEYS,
-    acl: ["@keyspace", "@slow"],
-    doc: subDoc("Returns helpful text about the different subcommands.", "6.2.0"),
-    run: (ctx) => {
-      ctx.reply.arrayHeader(OBJECT_HELP.length);
-      for (const line of OBJECT_HELP) ctx.reply.simple(line);
-    },
-  },
+  helpSubcommand("object", OBJECT_HELP, { since: "6.2.0", group: "generic" }, ["@keyspace", "@slow"]),
 ];
 
 export const objectCommand: CommandSpec = {

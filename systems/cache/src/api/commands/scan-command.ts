@@ -22,8 +22,9 @@
  * @example
  * // SCAN 0 MATCH user:* COUNT 100 → ["4213", ["user:7", "user:12", …]]
  */
+
 import { SLOT_COUNT } from "../../domain/slot-ranges.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
+import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 import { globMatch } from "./glob-match.ts";
 import { parseInt64 } from "./integer-arg.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
@@ -104,12 +105,13 @@ function scanCommand(ctx: CommandContext, args: readonly string[]): void {
     slot += 1;
   }
   // Filters run after the walk: lookup may collect an expired key, which changes the slot's set.
+  // Every value here is a string: any other TYPE matches nothing.
   const found: string[] = [];
-  const wantsType = options.type === undefined || options.type === "string";
-  for (const key of walked) {
-    if (options.pattern !== undefined && !globMatch(options.pattern, key)) continue;
-    if (keyspace.lookup(key) === undefined || !wantsType) continue;
-    found.push(key);
+  if (options.type === undefined || options.type === "string") {
+    for (const key of walked) {
+      if (options.pattern !== undefined && !globMatch(options.pattern, key)) continue;
+      if (keyspace.lookup(key) !== undefined) found.push(key);
+    }
   }
   reply.arrayHeader(2);
   reply.bulk(slot >= SLOT_COUNT ? "0" : String(slot));
@@ -127,8 +129,6 @@ function keysCommand(ctx: CommandContext, args: readonly string[]): void {
   reply.arrayHeader(found.length);
   for (const key of found) reply.bulk(key);
 }
-
-const NO_KEYS = { first: 0, last: 0, step: 0 } as const;
 
 export const scanCommands: readonly CommandSpec[] = [
   {

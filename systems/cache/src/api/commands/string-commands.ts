@@ -9,16 +9,15 @@
  * @example
  * // SET lock:42 token NX EX 5 → OK the first time, nil while the lock is held (CA-20's lease)
  */
+
 import { NO_EXPIRY } from "../../domain/cache-entry.ts";
 import { KEEP_TTL } from "../../domain/keyspace.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
+import { type CommandContext, type CommandSpec, ONE_KEY } from "./command-spec.ts";
 import { setExpiryAtMs } from "./expire-time.ts";
 import { addInt64, negateInt64, parseInt64 } from "./integer-arg.ts";
 import { addLongDouble, formatLongDouble, INFINITE, parseLongDouble } from "./long-double.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
 import { parseSetOptions } from "./set-options.ts";
-
-const ONE_KEY = { first: 1, last: 1, step: 1 } as const;
 
 function getCommand(ctx: CommandContext, args: readonly string[]): void {
   const value = ctx.keyspace.get(args[1]!);

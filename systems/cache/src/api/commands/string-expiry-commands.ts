@@ -8,13 +8,12 @@
  * @example
  * // SETEX session:9 30 token → OK; GETEX session:9 EX 30 → "token" with the TTL reset to 30 s
  */
+
 import { NO_EXPIRY } from "../../domain/cache-entry.ts";
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
+import { type CommandContext, type CommandSpec, ONE_KEY } from "./command-spec.ts";
 import { setExpiryAtMs, type TimeUnit } from "./expire-time.ts";
 import { REPLY_ERRORS } from "./reply-errors.ts";
 import { parseGetexOptions } from "./set-options.ts";
-
-const ONE_KEY = { first: 1, last: 1, step: 1 } as const;
 
 function getexCommand(ctx: CommandContext, args: readonly string[]): void {
   const { keyspace, reply } = ctx;
