@@ -134,7 +134,6 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
   if (clusterConfig.enabled) {
     cluster = new ClusterRuntime({
       keyspace,
-      slotIndex: keyspace.slotIndex,
       clock: systemClock,
       random: systemRandom,
       settings: {

@@ -186,7 +186,6 @@ export async function startInProcessNode(
   });
   runtime = new ClusterRuntime({
     keyspace,
-    slotIndex: keyspace.slotIndex,
     clock: systemClock,
     random: seededRandom("in-process-cluster"),
     settings: {

@@ -14,7 +14,7 @@
  *   its accounted bytes and evicts after each write, by admission. A SET then always stores
  *   (`true`) but its key may be evicted at once when admission rejects it; a value larger than
  *   maxmemory is still refused. MSET stores every pair, each through admission.
- * - An optional observer hears of every key added or removed (and why), so the cluster
+ * - An optional observer hears of every key removed (and why) and of flushes, so the cluster
  *   layer can replicate expirations and evictions as deletions.
  * - Every key is also indexed by hash slot (`slotIndex`), in standalone mode too: SCAN walks
  *   it slot by slot. The index changes only when a key is created or removed, never on an
@@ -53,11 +53,10 @@ const RANDOM_KEY_DRAWS = 100;
 export type RemovalCause = "deleted" | "expired" | "evicted";
 
 /**
- * Told of every key that enters or leaves (part 2: the cluster's per-slot index, and the
- * replication stream, which must carry expirations and evictions as deletions).
+ * Told of every key that leaves, and of flushes (part 2: the replication stream, which must
+ * carry expirations and evictions as deletions).
  */
 export interface KeyspaceObserver {
-  added(key: string): void;
   removed(key: string, cause: RemovalCause): void;
   flushed(): void;
 }
@@ -66,8 +65,6 @@ export interface KeyspaceOptions {
   readonly clock: Clock;
   readonly random: RandomSource;
   readonly observer?: KeyspaceObserver;
-  /** The per-slot index to keep; a fresh one by default (a caller that already holds one shares it). */
-  readonly slotIndex?: SlotIndex;
   /** Bytes of accounted data allowed; 0 = no limit (Redis's default). */
   readonly maxmemoryBytes?: number;
   readonly policy?: EvictionPolicyName;
@@ -112,7 +109,7 @@ export class Keyspace {
     this.#clock = options.clock;
     this.#random = options.random;
     this.#observer = options.observer;
-    this.#slotIndex = options.slotIndex ?? new SlotIndex();
+    this.#slotIndex = new SlotIndex();
     this.#maxmemoryBytes = 0;
     this.#policy = evictionPolicy("noeviction");
     this.#lfuMode = false;
@@ -348,7 +345,6 @@ export class Keyspace {
       this.#all.add(entry);
       this.#usedBytes += entryBytes(key, value);
       this.#slotIndex.add(key);
-      this.#observer?.added(key);
     } else {
       // An overwrite is an access (Redis's lookupKeyWrite touches), and LFU keeps the key's history.
       this.#usedBytes += value.length - entry.value.length;

@@ -3,8 +3,7 @@
  * CLUSTER COUNTKEYSINSLOT and GETKEYSINSLOT answer from it in O(1) and O(count), so a
  * live reshard walks only the slot it moves, never the whole keyspace, and SCAN's cursor
  * is a slot number (scan-command.ts). The keyspace keeps it exact: every key created or
- * removed (deleted, expired, evicted, flushed) passes through `add` / `remove` / `clear`;
- * both are idempotent, so the cluster's observer may feed the same index too.
+ * removed (deleted, expired, evicted, flushed) passes through `add` / `remove` / `clear`.
  *
  * @example
  * const index = new SlotIndex();

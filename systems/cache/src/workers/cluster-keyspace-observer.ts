@@ -13,7 +13,6 @@ import type { ReplicationSource } from "./replication-primary.ts";
 
 export function clusterKeyspaceObserver(source: () => ReplicationSource | undefined): KeyspaceObserver {
   return {
-    added: () => {},
     removed: (key) => source()?.propagateDelete(key),
     flushed: () => source()?.propagateFlush(),
   };

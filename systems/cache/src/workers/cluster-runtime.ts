@@ -13,7 +13,7 @@
  * All cluster timing uses the monotonic clock: a wall-clock jump must not fail a node.
  *
  * @example
- * const runtime = new ClusterRuntime({ keyspace, slotIndex, clock, random, settings, log });
+ * const runtime = new ClusterRuntime({ keyspace, clock, random, settings, log });
  * await runtime.start({ port: 7000, dir }); // loads dir/nodes.json or becomes a new member
  * runtime.meet("127.0.0.1", 7001, 17001); // joins another node's cluster
  * await runtime.close();
@@ -71,7 +71,6 @@ export interface ClusterRuntimeSettings {
 
 export interface ClusterRuntimeOptions {
   readonly keyspace: Keyspace;
-  readonly slotIndex: SlotIndex;
   readonly clock: Clock;
   readonly random: RandomSource;
   readonly settings: ClusterRuntimeSettings;
@@ -119,7 +118,7 @@ export class ClusterRuntime {
   constructor(options: ClusterRuntimeOptions) {
     this.#options = options;
     this.keyspace = options.keyspace;
-    this.slotIndex = options.slotIndex;
+    this.slotIndex = options.keyspace.slotIndex;
     this.settings = options.settings;
     const nodeTimeoutMs = options.settings.nodeTimeoutMs;
     this.detector = new FailureDetector({ nodeTimeoutMs });
@@ -127,7 +126,7 @@ export class ClusterRuntime {
     this.pingIntervalMs = Math.min(1_000, Math.max(50, Math.floor(nodeTimeoutMs / 4)));
     this.source = new ReplicationSource({
       keyspace: options.keyspace,
-      slotIndex: options.slotIndex,
+      slotIndex: this.slotIndex,
       clock: options.clock,
       backlogBytes: options.settings.backlogBytes,
       outputLimitBytes: options.settings.replicaOutputLimitBytes,
