@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Starts PostgreSQL and Redis on their standard ports when they are down, with the
 # commands this machine's image uses, and waits until both answer.
+# NATS with JetStream too: the stream contract suite runs on the machine's NATS at 4222.
 set -uo pipefail
 
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
+# The server's INFO line must say JetStream is on (a plain nats-server would fail the suite).
+nats_up() { timeout 2 bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222 && read -r line <&3 && echo "$line"' 2>/dev/null | grep -q '"jetstream":true'; }
 
 if ! pg_up; then
   echo "starting PostgreSQL"
@@ -16,9 +19,16 @@ if ! redis_up; then
   redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
     --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
 fi
+if ! nats_up; then
+  echo "starting NATS (JetStream)"
+  mkdir -p /var/lib/nats-server
+  setsid nats-server -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log \
+    >/dev/null 2>&1 < /dev/null &
+fi
 for _ in $(seq 1 60); do
-  pg_up && redis_up && break
+  pg_up && redis_up && nats_up && break
   sleep 0.5
 done
 pg_up && echo "PostgreSQL: up" || { echo "PostgreSQL: DOWN"; exit 1; }
 redis_up && echo "Redis: up" || { echo "Redis: DOWN"; exit 1; }
+nats_up && echo "NATS: up" || { echo "NATS: DOWN"; exit 1; }
