@@ -289,39 +289,57 @@ export class InProcessStreamServer {
         resolve: (messages) => {
           clearTimeout(waiter.timer);
           consumer.waiters.splice(consumer.waiters.indexOf(waiter), 1);
+          this.#schedule(log, consumer);
           resolve(isClosed() ? [] : messages);
         },
         timer: setTimeout(() => waiter.resolve([]), options.expiresMs),
       };
       consumer.waiters.push(waiter);
+      this.#schedule(log, consumer);
     });
   }
 
   // --- acks, as JetStream takes them: by stream sequence, whichever delivery they answer ---
 
   ack(stream: string, name: string, seq: number): void {
-    this.#liveConsumer(stream, name)?.pending.delete(seq);
+    this.#settle(stream, name, seq, (consumer, pending) => {
+      consumer.pending.delete(seq);
+      return pending !== undefined;
+    });
   }
 
   nak(stream: string, name: string, seq: number, delayMs: number): void {
-    const log = this.#streams.get(stream);
-    const consumer = log?.consumers.get(name);
-    const pending = consumer?.pending.get(seq);
-    if (!log || !consumer || !pending) return;
-    pending.dueMs = this.#clock.nowMs() + delayMs;
-    this.#schedule(log, consumer);
+    this.#settle(stream, name, seq, (_consumer, pending) => {
+      if (!pending || !Number.isFinite(pending.dueMs)) return false;
+      pending.dueMs = this.#clock.nowMs() + delayMs;
+      return true;
+    });
   }
 
   working(stream: string, name: string, seq: number): void {
-    const consumer = this.#liveConsumer(stream, name);
-    const pending = consumer?.pending.get(seq);
-    if (consumer && pending && Number.isFinite(pending.dueMs)) {
-      pending.dueMs = this.#clock.nowMs() + consumer.config.ackWaitMs;
-    }
+    this.#settle(stream, name, seq, (consumer, pending) => {
+      if (pending && Number.isFinite(pending.dueMs))
+        pending.dueMs = this.#clock.nowMs() + consumer.config.ackWaitMs;
+      return false;
+    });
   }
 
   term(stream: string, name: string, seq: number): void {
-    this.#liveConsumer(stream, name)?.pending.delete(seq);
+    this.ack(stream, name, seq);
+  }
+
+  /** Applies an ack-like change; when it frees room or makes a message due, waiting fetches get it now. */
+  #settle(
+    stream: string,
+    name: string,
+    seq: number,
+    change: (c: ConsumerLog, p: Pending | undefined) => boolean,
+  ): void {
+    const log = this.#streams.get(stream);
+    const consumer = log?.consumers.get(name);
+    if (!log || !consumer) return;
+    if (change(consumer, consumer.pending.get(seq))) this.#serveWaiters(log, consumer);
+    this.#schedule(log, consumer);
   }
 
   // --- internals ---
@@ -338,10 +356,6 @@ export class InProcessStreamServer {
         fields: { stream: log.config.name, consumer: name },
       });
     return consumer;
-  }
-
-  #liveConsumer(stream: string, name: string): ConsumerLog | undefined {
-    return this.#streams.get(stream)?.consumers.get(name);
   }
 
   #state(log: StreamLog): StreamState {
@@ -501,16 +515,23 @@ export class InProcessStreamServer {
     }
   }
 
-  /** One timer per consumer, at the earliest redelivery, so waiting fetches wake for it. */
+  /**
+   * One timer per consumer, at the earliest future redelivery, and only while fetches wait:
+   * with nobody waiting a due message simply waits for the next fetch (a timer then would
+   * fire again at once, forever, since nothing takes the message).
+   */
   #schedule(log: StreamLog, consumer: ConsumerLog): void {
+    const nowMs = this.#clock.nowMs();
     let earliest = Number.POSITIVE_INFINITY;
-    for (const p of consumer.pending.values()) if (p.dueMs < earliest) earliest = p.dueMs;
+    if (consumer.waiters.length > 0) {
+      for (const p of consumer.pending.values())
+        if (p.dueMs > nowMs && p.dueMs < earliest) earliest = p.dueMs;
+    }
     if (earliest === consumer.wakeAtMs) return;
     if (consumer.wake) clearTimeout(consumer.wake);
     consumer.wake = undefined;
     consumer.wakeAtMs = earliest;
     if (!Number.isFinite(earliest)) return;
-    const delayMs = Math.max(0, earliest - this.#clock.nowMs());
     consumer.wake = setTimeout(() => {
       consumer.wake = undefined;
       consumer.wakeAtMs = Number.POSITIVE_INFINITY;
@@ -518,8 +539,8 @@ export class InProcessStreamServer {
       this.#expire(log);
       this.#serveWaiters(log, consumer);
       this.#schedule(log, consumer);
-    }, delayMs);
-    // The engine must not keep the process alive for a redelivery nobody waits on.
+    }, earliest - nowMs);
+    // The engine must not keep the process alive for a redelivery; a waiting fetch has its own timer.
     consumer.wake.unref();
   }
 

@@ -4,10 +4,9 @@
  * each API request and publish, each fetch, each ack; publishes in flight are capped.
  * Client errors become `streamErrors` codes, so callers branch on one registry.
  *
- * Fetch is a raw pull request with `no_wait` and `expires`: the server waits up to
- * `expires` for the first message, then answers with what it has at once — the
- * semantics the in-process twin implements. (The client's `consumer.fetch()` waits for
- * the whole batch and refuses an expiry under 1 s.)
+ * Fetch is built from raw pull requests (see `fetch`), so it answers as soon as its first
+ * message is there — the semantics the in-process twin implements. (The client's
+ * `consumer.fetch()` waits for the whole batch and refuses an expiry under 1 s.)
  *
  * @example
  * const stream = await openJetStream({ url: "nats://127.0.0.1:4222", name: "metrics" });
@@ -107,6 +106,19 @@ const API_CODES = {
 } as const;
 
 const API_PREFIX = "$JS.API";
+
+/**
+ * How long a "take what is there now" pull may wait: it ends at once when messages are there,
+ * and only waits this out when nothing is, or when `maxAckPending` holds it.
+ */
+export const NOW_LINGER_MS = 50;
+
+/** A JetStream pull request (`$JS.API.CONSUMER.MSG.NEXT`); `expires` in nanoseconds. */
+interface PullRequest {
+  batch: number;
+  no_wait?: boolean;
+  expires?: number;
+}
 
 /** Checks NATS_URL's shape (nats:// or tls://, comma-separated list); names the variable, never its value. */
 export function checkNatsUrl(url: string): string {
@@ -470,15 +482,54 @@ class JetStreamStream implements StreamClient {
     });
   }
 
+  /**
+   * Three pull requests at most, so a fetch answers as soon as its first message is there:
+   * take what is available now; if nothing, wait up to `expiresMs` for ONE message (a batch
+   * of 1 ends the moment it is filled); then take what else is available now. Server 2.9 holds
+   * a pull until its batch is full or it expires — even with `no_wait` when `maxAckPending`
+   * is reached — so the "now" pulls carry a short `expires` (`NOW_LINGER_MS`), and every pull
+   * is awaited to its end: an abandoned pull would take messages nobody reads (redelivered
+   * only after `ackWaitMs`).
+   */
   async fetch(stream: string, consumer: string, options: FetchOptions): Promise<StreamMessage[]> {
     checkName("stream", stream);
     checkName("consumer name", consumer);
     checkFetchOptions(options);
-    const context = { op: "fetch", stream, consumer };
-    // The server does not answer a pull on a missing consumer at all: check a name once, not every pull.
     const key = `${stream}.${consumer}`;
+    // The server does not answer a pull on a missing consumer at all: check a name once, not every pull.
     if (!this.#knownConsumers.has(key)) await this.consumerState(stream, consumer);
-    const outcome = await this.#call(context, () => this.#pull(stream, consumer, options));
+    const started = performance.now();
+    const max = options.maxMessages;
+    const lingerMs = Math.min(NOW_LINGER_MS, options.expiresMs);
+    const now = await this.#pullOnce(
+      stream,
+      consumer,
+      { batch: max, no_wait: true, expires: nanos(lingerMs) },
+      lingerMs,
+    );
+    if (now.length > 0) return now;
+    const leftMs = Math.floor(options.expiresMs - (performance.now() - started));
+    if (leftMs < 1) return [];
+    const first = await this.#pullOnce(stream, consumer, { batch: 1, expires: nanos(leftMs) }, leftMs);
+    if (first.length === 0 || max === 1) return first;
+    const rest = await this.#pullOnce(
+      stream,
+      consumer,
+      { batch: max - 1, no_wait: true, expires: nanos(NOW_LINGER_MS) },
+      NOW_LINGER_MS,
+    );
+    return [...first, ...rest];
+  }
+
+  /** One pull, its failures typed: an unanswered pull means a vanished consumer or a stalled server. */
+  async #pullOnce(
+    stream: string,
+    consumer: string,
+    request: PullRequest,
+    waitMs: number,
+  ): Promise<StreamMessage[]> {
+    const context = { op: "fetch", stream, consumer };
+    const outcome = await this.#call(context, () => this.#pull(stream, consumer, request, waitMs));
     if (outcome === "no-responders") {
       throw streamErrors.create("STREAM_UNAVAILABLE", {
         detail: "no JetStream answered the pull request",
@@ -486,19 +537,19 @@ class JetStreamStream implements StreamClient {
       });
     }
     if (outcome === "unanswered") {
-      // No status at the expiry: the consumer went away meanwhile, or the server stalled (this times out, typed).
-      this.#knownConsumers.delete(key);
-      await this.consumerState(stream, consumer);
+      this.#knownConsumers.delete(`${stream}.${consumer}`);
+      await this.consumerState(stream, consumer); // STREAM_CONSUMER_NOT_FOUND, or STREAM_TIMEOUT on a stalled server
       return [];
     }
     return outcome;
   }
 
-  /** One pull request: `no_wait` + `expires` = wait for the first message, then take what is there. */
+  /** Sends one pull request and collects its messages until a status ends it, the batch fills, or `waitMs`. */
   #pull(
     stream: string,
     consumer: string,
-    options: FetchOptions,
+    request: PullRequest,
+    waitMs: number,
   ): Promise<StreamMessage[] | "no-responders" | "unanswered"> {
     const inbox = createInbox();
     const taken: StreamMessage[] = [];
@@ -513,7 +564,7 @@ class JetStreamStream implements StreamClient {
         else resolve(outcome);
       };
       const sub = this.#nc.subscribe(inbox, {
-        max: options.maxMessages + 1, // the batch, and the status that ends it
+        max: request.batch + 1, // the batch, and the status that ends it
         callback: (error, msg) => {
           if (error) return finish(error);
           const status = msg.headers?.code ?? 0;
@@ -522,15 +573,11 @@ class JetStreamStream implements StreamClient {
           if (status !== 0 || !msg.reply) return finish(taken);
           const message = this.#message(stream, consumer, msg);
           if (message) taken.push(message);
-          if (taken.length >= options.maxMessages) finish(taken);
+          if (taken.length >= request.batch) finish(taken);
         },
       });
-      // The server ends the pull at `expires`; this bound covers a server that stopped answering.
-      const timer = setTimeout(
-        () => finish(taken.length > 0 ? taken : "unanswered"),
-        options.expiresMs + this.#requestTimeoutMs,
-      );
-      const request = { batch: options.maxMessages, no_wait: true, expires: nanos(options.expiresMs) };
+      // The server ends the pull itself; this bound covers a server that stopped answering.
+      const timer = setTimeout(() => finish(taken.length > 0 ? taken : "unanswered"), waitMs);
       try {
         this.#nc.publish(`${API_PREFIX}.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify(request), {
           reply: inbox,

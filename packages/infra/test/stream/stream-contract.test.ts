@@ -96,6 +96,18 @@ contractSuite<StreamSubject>("stream", streamBackends(), (it) => {
     });
   });
 
+  it("ST-01b past the duplicate window the same msgId is stored again", async ({ client }) => {
+    await withStream(client, { duplicateWindowMs: 300 }, async (scope) => {
+      assert.equal((await client.publish(`${scope.prefix}.a`, "x", { msgId: "tick" })).duplicate, false);
+      assert.equal((await client.publish(`${scope.prefix}.a`, "x", { msgId: "tick" })).duplicate, true);
+      await eventually(
+        async () => !(await client.publish(`${scope.prefix}.a`, "x", { msgId: "tick" })).duplicate,
+        3_000,
+      );
+      assert.equal((await client.streamState(scope.stream)).messages, 2);
+    });
+  });
+
   it("ST-02 a durable consumer resumes where it left off after its client goes away", async (subject) => {
     const { client } = subject;
     await withStream(client, {}, async (scope) => {
@@ -364,10 +376,15 @@ contractSuite<StreamSubject>("stream", streamBackends(), (it) => {
       assert.ok(performance.now() - started < 2_000, "a fetch with a message waiting did not answer at once");
       const waiting = fetchAll(client, scope, "worker", 5_000);
       await sleep(100);
+      started = performance.now();
       await client.publish(`${scope.prefix}.a`, "later");
       assert.deepEqual(
         (await waiting).map((m) => m.text()),
         ["later"],
+      );
+      assert.ok(
+        performance.now() - started < 2_000,
+        "a waiting fetch held its first message until its expiry",
       );
     });
   });
@@ -406,6 +423,29 @@ contractSuite<StreamSubject>("stream", streamBackends(), (it) => {
       await assert.rejects(client.ensureStream(streamConfig(scope, { maxMessages: 0 })), (e) =>
         streamErrors.is(e, "STREAM_CONFIG_INVALID"),
       );
+    });
+  });
+  it("ST-14 at maxAckPending a fetch waits, and an ack from another client hands it the next message at once", async (subject) => {
+    const { client } = subject;
+    await withStream(client, {}, async (scope) => {
+      await client.publish(`${scope.prefix}.a`, "m1");
+      await client.publish(`${scope.prefix}.a`, "m2");
+      await client.ensureConsumer(scope.stream, consumerConfig({ maxAckPending: 1, ackWaitMs: 10_000 }));
+      const other = await subject.connect();
+      const [first] = await other.fetch(scope.stream, "worker", { maxMessages: 10, expiresMs: 500 });
+      assert.equal(first?.text(), "m1");
+      const started = performance.now();
+      const waiting = client.fetch(scope.stream, "worker", { maxMessages: 10, expiresMs: 5_000 });
+      await sleep(200);
+      await first?.ack();
+      const next = await waiting;
+      assert.deepEqual(
+        next.map((m) => m.text()),
+        ["m2"],
+      );
+      assert.ok(performance.now() - started < 2_000, "the waiting fetch sat out its expiry");
+      await next[0]?.ack();
+      await other.close();
     });
   });
 });
