@@ -56,8 +56,16 @@ interface Pending {
   dueMs: number;
 }
 
+/** The client a fetch belongs to: its waits end, and its messages refuse acks, once it closes. */
+export interface FetchOwner {
+  readonly closed: boolean;
+  /** Cancels of this client's waiting fetches. */
+  readonly waits: Set<() => void>;
+}
+
 interface Waiter {
   max: number;
+  owner: FetchOwner;
   resolve(messages: StreamMessage[]): void;
   timer: NodeJS.Timeout;
 }
@@ -265,17 +273,12 @@ export class InProcessStreamServer {
   }
 
   /** Resolves with what is available now, else waits up to `expiresMs` for the first message. */
-  fetch(
-    stream: string,
-    name: string,
-    options: FetchOptions,
-    isClosed: () => boolean,
-  ): Promise<StreamMessage[]> {
+  fetch(stream: string, name: string, options: FetchOptions, owner: FetchOwner): Promise<StreamMessage[]> {
     checkFetchOptions(options);
     const log = this.#stream(stream);
     const consumer = this.#consumer(log, name);
     this.#expire(log);
-    const now = this.#take(log, consumer, options.maxMessages);
+    const now = this.#take(log, consumer, options.maxMessages, owner);
     if (now.length > 0) return Promise.resolve(now);
     if (consumer.waiters.length >= MAX_WAITING_FETCHES) {
       throw streamErrors.create("STREAM_BACKPRESSURE", {
@@ -284,17 +287,21 @@ export class InProcessStreamServer {
       });
     }
     return new Promise((resolve) => {
+      const cancel = () => waiter.resolve([]);
       const waiter: Waiter = {
         max: options.maxMessages,
+        owner,
         resolve: (messages) => {
           clearTimeout(waiter.timer);
           consumer.waiters.splice(consumer.waiters.indexOf(waiter), 1);
+          owner.waits.delete(cancel);
           this.#schedule(log, consumer);
-          resolve(isClosed() ? [] : messages);
+          resolve(messages);
         },
-        timer: setTimeout(() => waiter.resolve([]), options.expiresMs),
+        timer: setTimeout(cancel, options.expiresMs),
       };
       consumer.waiters.push(waiter);
+      owner.waits.add(cancel);
       this.#schedule(log, consumer);
     });
   }
@@ -447,7 +454,7 @@ export class InProcessStreamServer {
   }
 
   /** Redeliveries due now (in sequence order), then first deliveries, up to `max` and maxAckPending. */
-  #take(log: StreamLog, consumer: ConsumerLog, max: number): StreamMessage[] {
+  #take(log: StreamLog, consumer: ConsumerLog, max: number, owner: FetchOwner): StreamMessage[] {
     const { config } = consumer;
     const explicit = (config.ackPolicy ?? "explicit") === "explicit";
     const nowMs = this.#clock.nowMs();
@@ -471,17 +478,21 @@ export class InProcessStreamServer {
       }
     }
     consumer.nextSeq = Math.max(consumer.nextSeq, log.firstSeq);
+    let ackPending = explicit ? this.#ackPending(consumer) : 0;
     while (taken.length < max && consumer.nextSeq <= log.lastSeq) {
-      if (explicit && this.#ackPending(consumer) >= config.maxAckPending) break;
+      if (explicit && ackPending >= config.maxAckPending) break;
       const entry = this.#entry(log, consumer.nextSeq) as Entry;
       consumer.nextSeq++;
       if (!this.#matches(consumer, entry)) continue;
-      if (explicit) consumer.pending.set(entry.seq, { deliveryCount: 1, dueMs: nowMs + config.ackWaitMs });
+      if (explicit) {
+        consumer.pending.set(entry.seq, { deliveryCount: 1, dueMs: nowMs + config.ackWaitMs });
+        ackPending++;
+      }
       taken.push({ entry, deliveryCount: 1 });
     }
     if (explicit) this.#schedule(log, consumer);
     return taken.map(({ entry, deliveryCount }) =>
-      this.#message(log.config.name, config.name, entry, deliveryCount),
+      this.#message(log.config.name, config.name, entry, deliveryCount, owner),
     );
   }
 
@@ -491,7 +502,19 @@ export class InProcessStreamServer {
     return count;
   }
 
-  #message(stream: string, consumer: string, entry: Entry, deliveryCount: number): StreamMessage {
+  #message(
+    stream: string,
+    consumer: string,
+    entry: Entry,
+    deliveryCount: number,
+    owner: FetchOwner,
+  ): StreamMessage {
+    // As on a NATS connection: a closed client cannot ack what it received.
+    const live = (settle: () => void) => async () => {
+      if (owner.closed)
+        throw streamErrors.create("STREAM_CLOSED", { fields: { stream, consumer, seq: entry.seq } });
+      settle();
+    };
     const { bytes: _bytes, msgId: _msgId, ...stored } = entry;
     return {
       ...stored,
@@ -499,17 +522,17 @@ export class InProcessStreamServer {
       deliveryCount,
       text: () => new TextDecoder().decode(entry.data),
       json: <T>() => JSON.parse(new TextDecoder().decode(entry.data)) as T,
-      ack: async () => this.ack(stream, consumer, entry.seq),
-      nak: async (delayMs = 0) => this.nak(stream, consumer, entry.seq, delayMs),
-      working: async () => this.working(stream, consumer, entry.seq),
-      term: async () => this.term(stream, consumer, entry.seq),
+      ack: live(() => this.ack(stream, consumer, entry.seq)),
+      nak: (delayMs = 0) => live(() => this.nak(stream, consumer, entry.seq, delayMs))(),
+      working: live(() => this.working(stream, consumer, entry.seq)),
+      term: live(() => this.term(stream, consumer, entry.seq)),
     };
   }
 
   #serveWaiters(log: StreamLog, consumer: ConsumerLog): void {
     while (consumer.waiters.length > 0) {
       const waiter = consumer.waiters[0] as Waiter;
-      const messages = this.#take(log, consumer, waiter.max);
+      const messages = this.#take(log, consumer, waiter.max, waiter.owner);
       if (messages.length === 0) return;
       waiter.resolve(messages);
     }
@@ -554,14 +577,14 @@ export class InProcessStreamServer {
 class InProcessStream implements StreamClient {
   readonly backend = "in-process" as const;
   readonly #server: InProcessStreamServer;
-  #closed = false;
+  readonly #owner = { closed: false, waits: new Set<() => void>() };
 
   constructor(server: InProcessStreamServer) {
     this.#server = server;
   }
 
   #open(): InProcessStreamServer {
-    if (this.#closed) throw streamErrors.create("STREAM_CLOSED");
+    if (this.#owner.closed) throw streamErrors.create("STREAM_CLOSED");
     return this.#server;
   }
 
@@ -603,13 +626,15 @@ class InProcessStream implements StreamClient {
 
   fetch(stream: string, consumer: string, options: FetchOptions): Promise<StreamMessage[]> {
     try {
-      return this.#open().fetch(stream, consumer, options, () => this.#closed);
+      return this.#open().fetch(stream, consumer, options, this.#owner);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
+  /** Ends this client's waiting fetches at once (with []); what they took is redelivered after the ack wait. */
   async close(): Promise<void> {
-    this.#closed = true;
+    this.#owner.closed = true;
+    for (const cancel of [...this.#owner.waits]) cancel();
   }
 }

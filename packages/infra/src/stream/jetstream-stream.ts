@@ -507,11 +507,11 @@ class JetStreamStream implements StreamClient {
       { batch: max, no_wait: true, expires: nanos(lingerMs) },
       lingerMs,
     );
-    if (now.length > 0) return now;
+    if (now.length > 0 || this.#nc.isClosed()) return now;
     const leftMs = Math.floor(options.expiresMs - (performance.now() - started));
     if (leftMs < 1) return [];
     const first = await this.#pullOnce(stream, consumer, { batch: 1, expires: nanos(leftMs) }, leftMs);
-    if (first.length === 0 || max === 1) return first;
+    if (first.length === 0 || max === 1 || this.#nc.isClosed()) return first;
     const rest = await this.#pullOnce(
       stream,
       consumer,
@@ -576,6 +576,11 @@ class JetStreamStream implements StreamClient {
           if (taken.length >= request.batch) finish(taken);
         },
       });
+      // close() ends the subscription: a waiting fetch returns what it has, as on the twin.
+      sub.closed.then(
+        () => finish(taken),
+        () => finish(taken),
+      );
       // The server ends the pull itself; this bound covers a server that stopped answering.
       const timer = setTimeout(() => finish(taken.length > 0 ? taken : "unanswered"), waitMs);
       try {

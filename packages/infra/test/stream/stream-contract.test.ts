@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { ConsumerConfig, StreamClient, StreamConfig } from "@casebook/infra/stream/stream";
+import { startStreamConsumer } from "@casebook/infra/stream/stream-consumer";
 import { streamErrors } from "@casebook/infra/stream/stream-errors";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { type StreamSubject, streamBackends } from "@casebook/lab/stream-backends";
@@ -446,6 +447,75 @@ contractSuite<StreamSubject>("stream", streamBackends(), (it) => {
       assert.ok(performance.now() - started < 2_000, "the waiting fetch sat out its expiry");
       await next[0]?.ack();
       await other.close();
+    });
+  });
+  it("ST-15 close() ends a waiting fetch at once with []; a closed client cannot ack; its message comes back to another", async (subject) => {
+    const { client } = subject;
+    await withStream(client, {}, async (scope) => {
+      await client.ensureConsumer(scope.stream, consumerConfig());
+      const leaving = await subject.connect();
+      const waiting = leaving.fetch(scope.stream, "worker", { maxMessages: 10, expiresMs: 5_000 });
+      await sleep(100);
+      const started = performance.now();
+      await leaving.close();
+      assert.deepEqual(await waiting, []);
+      assert.ok(performance.now() - started < 1_000, "the waiting fetch outlived its client");
+      await client.publish(`${scope.prefix}.a`, "m1");
+      const taker = await subject.connect();
+      const [taken] = await taker.fetch(scope.stream, "worker", { maxMessages: 1, expiresMs: 500 });
+      await taker.close();
+      await assert.rejects(taken?.ack() ?? Promise.resolve(), (e) => streamErrors.is(e, "STREAM_CLOSED"));
+      const [again] = await client.fetch(scope.stream, "worker", { maxMessages: 1, expiresMs: 3_000 });
+      assert.equal(again?.text(), "m1");
+      // 2, or 3 on JetStream when the server still handed m1 to a pull of the just-closed client.
+      assert.ok((again?.deliveryCount ?? 0) >= 2, `delivery ${again?.deliveryCount}`);
+      await again?.ack();
+    });
+  });
+  it("ST-16 startStreamConsumer handles every message in order, retries a failed one after its delay, drops a termed one", async ({
+    client,
+  }) => {
+    await withStream(client, {}, async (scope) => {
+      for (let i = 1; i <= 12; i++)
+        await client.publish(`${scope.prefix}.${i % 2 ? "odd" : "even"}`, `m${i}`);
+      await client.ensureConsumer(scope.stream, consumerConfig({ ackWaitMs: 5_000 }));
+      const handled: string[] = [];
+      const errors: unknown[] = [];
+      const consumer = startStreamConsumer({
+        client,
+        stream: scope.stream,
+        consumer: "worker",
+        handle: async (message) => {
+          handled.push(`${message.text()}/${message.deliveryCount}`);
+          if (message.text() === "m3" && message.deliveryCount === 1) throw new Error("transient");
+          if (message.text() === "m5") return "term";
+          return undefined;
+        },
+        maxMessages: 5,
+        expiresMs: 300,
+        idleMs: 10,
+        retryDelayMs: () => 200,
+        failureBackoff: { capMs: 1_000, jitter: "none" },
+        onError: (error) => errors.push(error),
+      });
+      try {
+        await eventually(async () => handled.length === 13, 5_000);
+      } finally {
+        const stopping = performance.now();
+        await consumer.stop();
+        assert.ok(performance.now() - stopping < 2_000, "stop() waited past the fetch in progress");
+      }
+      assert.equal(consumer.running, false);
+      const firsts = handled.filter((h) => h.endsWith("/1")).map((h) => h.split("/")[0]);
+      assert.deepEqual(
+        firsts,
+        Array.from({ length: 12 }, (_, i) => `m${i + 1}`),
+        "first deliveries in publish order",
+      );
+      assert.ok(handled.includes("m3/2"), "the failed message came back");
+      assert.equal(errors.length, 1);
+      const state = await client.consumerState(scope.stream, "worker");
+      assert.deepEqual([state.ackPending, state.pending], [0, 0]);
     });
   });
 });
