@@ -69,7 +69,11 @@ export function natsJetStreamProbe(
         if (end < 0) return;
         const line = text.slice(0, end);
         if (!line.startsWith("INFO ")) return done(undefined);
-        info = JSON.parse(line.slice(5)) as Record<string, unknown>;
+        try {
+          info = JSON.parse(line.slice(5)) as Record<string, unknown>;
+        } catch {
+          return done(undefined); // not a NATS server's INFO: not ready, never a crash in a data handler
+        }
         text = text.slice(end + 2);
         socket.write(
           'CONNECT {"verbose":false,"pedantic":false,"headers":true,"no_responders":true,"protocol":1}\r\n' +
