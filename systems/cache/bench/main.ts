@@ -12,6 +12,7 @@ import { execFileSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { type BenchResult, benchRow, renderBench } from "@casebook/lab/bench-report";
+import { goalLine } from "@casebook/lab/bench-rows";
 import { cacheErrors } from "../src/cache-errors.ts";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { type BenchServer, type BenchTargets, openBenchTargets } from "./bench-targets.ts";
@@ -176,7 +177,7 @@ function goalLines(rows: readonly BenchResult[], args: BenchArgs): string[] {
       const value = ratio(`${test} ${label}`);
       if (value === undefined) continue;
       lines.push(
-        `- goal ${test} ${label} ≥ ${goal}× redis-server: ${value.toFixed(2)}× — ${value >= goal ? "met" : "NOT met"}`,
+        goalLine(`goal ${test} ${label} ≥ ${goal}× redis-server`, `${value.toFixed(2)}×`, value >= goal),
       );
     }
   }
