@@ -83,6 +83,21 @@ export const flag = {
     spec: Without<Omit<ChoiceListFlag<C>, "choices">>,
   ): ChoiceListFlag<C> => ({ kind: "choice-list", choices, ...spec }),
   string: (spec: Without<StringFlag>): StringFlag => ({ kind: "string", ...spec }),
+  /** `-h, --help`: "this text". */
+  help: (spec: Partial<Without<BooleanFlag>> = {}): BooleanFlag => ({
+    kind: "boolean",
+    short: "h",
+    label: "-h, --help",
+    help: "this text",
+    ...spec,
+  }),
+  /** `--json`: the house's JSON-lines output (bench-report's row keys). */
+  json: (
+    help = "JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio})",
+  ): BooleanFlag => ({
+    kind: "boolean",
+    help,
+  }),
 };
 
 type ValueOf<F> = F extends BooleanFlag

@@ -99,6 +99,15 @@ describe("bench-args", () => {
       invalid: (detail) => new Error(detail),
     });
     assert.equal(narrow.flagHelp(), "  --rounds <n>  rounds (default 3)", "a long label keeps two spaces");
+    const presets = defineBenchArgs({
+      flags: { json: flag.json(), help: flag.help() },
+      invalid: (detail) => new Error(detail),
+    });
+    assert.equal(
+      presets.flagHelp(),
+      "  --json              JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio})\n  -h, --help          this text",
+    );
+    assert.deepEqual(presets.parse(["-h", "--json"]), { json: true, help: true });
   });
 });
 

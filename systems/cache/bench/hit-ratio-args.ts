@@ -29,10 +29,10 @@ const cli = defineBenchArgs({
       value: "TEXT",
       help: 'seed of the traces and policies (default "ca-24")',
     }),
-    json: flag.boolean({
-      help: "JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio}; peer = LRU)",
-    }),
-    help: flag.boolean({ short: "h", label: "-h, --help", help: "this text" }),
+    json: flag.json(
+      "JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio}; peer = LRU)",
+    ),
+    help: flag.help(),
   },
   helpColumn: 16,
   invalid,

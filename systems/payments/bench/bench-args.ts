@@ -38,9 +38,7 @@ export interface BenchArgs {
 
 const cli = defineBenchArgs({
   flags: {
-    json: flag.boolean({
-      help: "JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio})",
-    }),
+    json: flag.json(),
     scenarios: flag.choiceList(scenarios, {
       help: `comma-separated parts to run: ${scenarios.join(",")} (default all)`,
     }),
@@ -79,7 +77,7 @@ const cli = defineBenchArgs({
       default: 100_000,
       help: "the service's limit on acquirer calls/s",
     }),
-    help: flag.boolean({ short: "h", label: "-h, --help", help: "this text" }),
+    help: flag.help(),
   },
   invalid: (detail, flag, cause) =>
     benchErrors.create("PAYMENTS_BENCH_ARGS_INVALID", { detail, fields: { flag }, cause }),

@@ -33,9 +33,7 @@ export interface BenchArgs {
 
 const cli = defineBenchArgs({
   flags: {
-    json: flag.boolean({
-      help: "JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio})",
-    }),
+    json: flag.json(),
     algorithms: flag.boolean({
       help: "RL-07 instead: the algorithm comparison table, and decisions/s of every\nalgorithm on the in-process store and on Redis (runs 1/5 as long)",
     }),
@@ -51,7 +49,7 @@ const cli = defineBenchArgs({
       default: 20_000,
       help: "open-loop decisions/s",
     }),
-    help: flag.boolean({ short: "h", label: "-h, --help", help: "this text" }),
+    help: flag.help(),
   },
   invalid: (detail, flag, cause) =>
     benchErrors.create("RATELIMIT_BENCH_ARGS_INVALID", { detail, fields: { flag }, cause }),

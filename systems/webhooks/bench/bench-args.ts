@@ -33,9 +33,7 @@ export interface BenchArgs {
 
 const cli = defineBenchArgs({
   flags: {
-    json: flag.boolean({
-      help: "JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio})",
-    }),
+    json: flag.json(),
     workers: flag.integerList({ min: 1, max: 16, default: [1, 2, 4], help: "worker process counts" }),
     backlog: flag.integer({
       min: 10,
@@ -60,7 +58,7 @@ const cli = defineBenchArgs({
     }),
     pool: flag.integer({ min: 1, max: 50, default: 8, help: "PostgreSQL connections per worker process" }),
     payloadBytes: flag.integer({ min: 64, max: 65_536, default: 2_048, help: "event payload size" }),
-    help: flag.boolean({ short: "h", label: "-h, --help", help: "this text" }),
+    help: flag.help(),
   },
   helpColumn: 21,
   invalid: (detail, flag, cause) =>
