@@ -21,3 +21,22 @@ test("spawnNginx serves the caller's config on its own port and prefix dir, then
   await nginx.stop();
   assert.equal(existsSync(nginx.dir), false);
 });
+
+test("a spawned nginx pauses, dies as a crash would, and restarts on the same port", async (t) => {
+  const nginx = await spawnOrSkip(t, () =>
+    spawnNginx({ http: (port) => `server { listen 127.0.0.1:${port}; location / { return 204; } }` }),
+  );
+  if (!nginx) return;
+  t.after(() => nginx.stop());
+  nginx.pause();
+  await assert.rejects(fetch(nginx.url, { signal: AbortSignal.timeout(300) }), /abort|timeout/i);
+  nginx.resume();
+  assert.equal((await fetch(nginx.url)).status, 204);
+  await nginx.kill();
+  assert.equal(nginx.state, "exited");
+  await assert.rejects(fetch(nginx.url), /fetch failed/);
+  const port = nginx.port;
+  await nginx.restart();
+  assert.equal(nginx.port, port);
+  assert.equal((await fetch(nginx.url)).status, 204);
+});
