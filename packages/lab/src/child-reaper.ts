@@ -19,7 +19,10 @@
  */
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
 import type { Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { KILL_TREE_SH, signalTree } from "./process-tree.ts";
 
 export interface Guard {
@@ -73,5 +76,24 @@ export function trackTempDir(dir: string): () => void {
   tempDirs.add(dir);
   return () => {
     tempDirs.delete(dir);
+  };
+}
+
+/**
+ * A fresh dir under the OS temp dir, removed when this process exits unless `remove()`
+ * ran first: the home of one engine's or browser's files.
+ *
+ * @example
+ * const { dir, remove } = await ownTempDir("casebook-redis-");
+ */
+export async function ownTempDir(prefix: string): Promise<{ dir: string; remove: () => Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const untrack = trackTempDir(dir);
+  return {
+    dir,
+    remove: async () => {
+      await rm(dir, { recursive: true, force: true });
+      untrack();
+    },
   };
 }

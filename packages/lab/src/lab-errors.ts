@@ -49,6 +49,20 @@ export const labErrors = defineErrors({
     status: 400,
     message: "The load options are invalid; `fields` names the option at fault.",
   },
+  LAB_WAIT_TIMEOUT: {
+    status: 504,
+    message:
+      "What the test awaited did not happen in time; the message names it and the cause is the last error.",
+  },
+  LAB_CHILD_FAILED: {
+    status: 500,
+    message:
+      "The child process exited or stayed silent before its ready line; the message ends with its stderr.",
+  },
+  LAB_BROWSER_MISSING: {
+    status: 500,
+    message: "No Chromium to drive; install Debian's chromium (apt-get install -y chromium).",
+  },
   LAB_BENCH_INVALID: {
     status: 400,
     message: "The bench row is invalid; `fields` names the value at fault.",

@@ -12,11 +12,8 @@
  * await redis.restart();  // same port, empty again (no persistence)
  * await redis.stop();     // final: process gone, temp dir removed
  */
-import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { trackTempDir } from "./child-reaper.ts";
+import { ownTempDir } from "./child-reaper.ts";
 import { EngineProcess, type EngineTimeouts, type SpawnedEngine, spawnedEngine } from "./engine-process.ts";
 import { ensureExecutable } from "./executables.ts";
 
@@ -100,12 +97,7 @@ export async function spawnRedis(options: SpawnRedisOptions = {}): Promise<Spawn
     install: options.install ?? true,
   });
   const probeTimeoutMs = options.probeTimeoutMs ?? 1_000;
-  const dir = await mkdtemp(join(tmpdir(), "casebook-redis-"));
-  const untrack = trackTempDir(dir);
-  const removeDir = async () => {
-    await rm(dir, { recursive: true, force: true });
-    untrack();
-  };
+  const { dir, remove: removeDir } = await ownTempDir("casebook-redis-");
   let engine: EngineProcess;
   try {
     engine = await EngineProcess.start(

@@ -3,23 +3,15 @@
  * have no event to await, hence a bounded poll), and a child "test process" that
  * starts an engine and then dies, to prove the engine does not outlive it.
  */
-import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { fileURLToPath } from "node:url";
+import { spawnChild } from "../src/spawn-child.ts";
 
 const packageDir = fileURLToPath(new URL("..", import.meta.url));
 
 /** Bounded poll for an external process's state: there is no event to wait for. */
-export async function eventually(check: () => Promise<boolean> | boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (performance.now() < deadline) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  assert.fail(`condition not met within ${timeoutMs} ms`);
-}
+export { eventually } from "../src/eventually.ts";
 
 /** The error code a fresh TCP connection to the port fails with ("" when it connects). */
 export function connectErrorCode(port: number): Promise<string> {
@@ -49,19 +41,9 @@ export function isAlive(pid: number): boolean {
  * The body must print its line and then either exit or idle.
  */
 export async function runThenDie<T>(body: string, how: "SIGKILL" | "exit"): Promise<T> {
-  const script = `${body}\n${how === "exit" ? "process.exit(0);" : "setInterval(() => {}, 1_000);"}`;
-  const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
-    cwd: packageDir, // so the body's bare imports (pg, ioredis) resolve from any working dir
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  const line = await new Promise<string>((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes("\n")) resolve(out.split("\n")[0]!);
-    });
-    child.once("exit", () => reject(new Error(`child exited before printing its line: ${out}`)));
-  });
-  if (how === "SIGKILL") child.kill("SIGKILL");
-  return JSON.parse(line) as T;
+  const code = `${body}\n${how === "exit" ? "process.exit(0);" : "setInterval(() => {}, 1_000);"}`;
+  // cwd: so the body's bare imports (pg, ioredis) resolve from any working dir.
+  const child = await spawnChild({ code }, { cwd: packageDir });
+  if (how === "SIGKILL") await child.kill("SIGKILL");
+  return JSON.parse(child.readyLine) as T;
 }

@@ -5,6 +5,7 @@
  * @example
  * parseBenchArgs(["--duration-ms", "500", "--rounds", "1", "--json"]);
  */
+import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { cacheErrors } from "../src/cache-errors.ts";
 
 export interface BenchArgs {
@@ -26,28 +27,70 @@ export interface BenchArgs {
   readonly hitRatioRequests: number;
 }
 
-export const benchDefaults: BenchArgs = Object.freeze({
-  help: false,
-  durationMs: 2_000,
-  rounds: 3,
-  clients: 50,
-  pipeline: 16,
-  keyspace: 100_000,
-  dataBytes: 100,
-  hitRatioKeys: 100_000,
-  hitRatioRequests: 1_000_000,
+const cli = defineBenchArgs({
+  flags: {
+    durationMs: flag.integer({
+      min: 100,
+      max: 600_000,
+      default: 2_000,
+      value: "<ms>",
+      help: "length of one SET or GET test per round",
+    }),
+    rounds: flag.integer({
+      min: 1,
+      max: 21,
+      default: 3,
+      value: "<n>",
+      help: "rounds per scenario, medians reported",
+    }),
+    clients: flag.integer({ min: 1, max: 1_000, default: 50, value: "<n>", help: "redis-benchmark -c" }),
+    pipeline: flag.integer({
+      min: 2,
+      max: 1_000,
+      default: 16,
+      value: "<n>",
+      help: "redis-benchmark -P for the pipelined scenario",
+    }),
+    keyspace: flag.integer({
+      min: 1,
+      max: 100_000_000,
+      default: 100_000,
+      value: "<n>",
+      help: "redis-benchmark -r, distinct keys",
+    }),
+    dataBytes: flag.integer({
+      min: 1,
+      max: 1_048_576,
+      default: 100,
+      value: "<n>",
+      help: "redis-benchmark -d, SET value size",
+    }),
+    hitRatioKeys: flag.integer({
+      min: 100,
+      max: 10_000_000,
+      default: 100_000,
+      value: "<n>",
+      help: "key space of the hit-ratio study",
+    }),
+    hitRatioRequests: flag.integer({
+      min: 0,
+      max: 100_000_000,
+      default: 1_000_000,
+      value: "<n>",
+      help: [
+        "requests per trace of the hit-ratio study: LRU, LFU, Redis's sampled",
+        "policies, W-TinyLFU and Bélády on Zipf, scan and loop traces at 1/5/10%",
+        "of the key space (default {default}; 0 skips it)",
+      ].join("\n"),
+    }),
+    json: flag.json("JSON lines instead of the markdown table"),
+    help: flag.help({ label: "--help" }),
+  },
+  helpColumn: 21,
+  helpBounds: false,
+  invalid: (detail, flag, cause) =>
+    cacheErrors.create("CACHE_BENCH_ARGS_INVALID", { detail, fields: { flag }, ...(cause ? { cause } : {}) }),
 });
-
-const BOUNDS: Readonly<Record<string, { key: keyof BenchArgs; min: number; max: number }>> = {
-  "--duration-ms": { key: "durationMs", min: 100, max: 600_000 },
-  "--rounds": { key: "rounds", min: 1, max: 21 },
-  "--clients": { key: "clients", min: 1, max: 1_000 },
-  "--pipeline": { key: "pipeline", min: 2, max: 1_000 },
-  "--keyspace": { key: "keyspace", min: 1, max: 100_000_000 },
-  "--data-bytes": { key: "dataBytes", min: 1, max: 1_048_576 },
-  "--hit-ratio-keys": { key: "hitRatioKeys", min: 100, max: 10_000_000 },
-  "--hit-ratio-requests": { key: "hitRatioRequests", min: 0, max: 100_000_000 },
-};
 
 export const benchHelp = `casebook bench cache — this node beside redis-server, with redis-benchmark
 
@@ -57,44 +100,11 @@ redis-server (spawned) in the same run, interleaved, unpipelined (-c clients) an
 used_memory) before and after.
 
 Flags:
-  --duration-ms <ms>   length of one SET or GET test per round (default ${benchDefaults.durationMs})
-  --rounds <n>         rounds per scenario, medians reported (default ${benchDefaults.rounds})
-  --clients <n>        redis-benchmark -c (default ${benchDefaults.clients})
-  --pipeline <n>       redis-benchmark -P for the pipelined scenario (default ${benchDefaults.pipeline})
-  --keyspace <n>       redis-benchmark -r, distinct keys (default ${benchDefaults.keyspace})
-  --data-bytes <n>     redis-benchmark -d, SET value size (default ${benchDefaults.dataBytes})
-  --hit-ratio-keys <n> key space of the hit-ratio study (default ${benchDefaults.hitRatioKeys})
-  --hit-ratio-requests <n>  requests per trace of the hit-ratio study: LRU, LFU, Redis's sampled
-                       policies, W-TinyLFU and Bélády on Zipf, scan and loop traces at 1/5/10%
-                       of the key space (default ${benchDefaults.hitRatioRequests}; 0 skips it)
-  --json               JSON lines instead of the markdown table
-  --help               this text
+${cli.flagHelp()}
 
 Goals (issue 5): throughput ≥ 0.7× redis-server unpipelined, ≥ 0.35× pipelined.`;
 
+/** Parses and validates the flags; throws CACHE_BENCH_ARGS_INVALID naming the flag. */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const args: Record<string, number | boolean> = { ...benchDefaults };
-  for (let i = 0; i < argv.length; i++) {
-    const flag = argv[i]!;
-    if (flag === "--help" || flag === "-h") args.help = true;
-    else if (flag === "--json") continue;
-    else if (Object.hasOwn(BOUNDS, flag)) {
-      const { key, min, max } = BOUNDS[flag]!;
-      const text = argv[++i];
-      const value = Number(text);
-      if (text === undefined || !Number.isInteger(value) || value < min || value > max) {
-        throw cacheErrors.create("CACHE_BENCH_ARGS_INVALID", {
-          detail: `${flag} needs an integer ${min}..${max}, got ${text ?? "nothing"}`,
-          fields: { flag },
-        });
-      }
-      args[key] = value;
-    } else {
-      throw cacheErrors.create("CACHE_BENCH_ARGS_INVALID", {
-        detail: `unknown flag ${flag}; see --help`,
-        fields: { flag },
-      });
-    }
-  }
-  return args as unknown as BenchArgs;
+  return cli.parse(argv);
 }

@@ -5,7 +5,7 @@
  * @example
  * parseHitRatioArgs(["--keys", "10000", "--requests", "100000", "--json"]).keys; // 10000
  */
-import { parseArgs } from "node:util";
+import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { policyNames } from "../src/domain/hit-ratio-sim.ts";
 import { hitRatioBenchErrors } from "./hit-ratio-errors.ts";
 
@@ -20,11 +20,23 @@ export interface HitRatioArgs {
   readonly seed: string;
 }
 
-/** Bounds of each numeric flag, inclusive. */
-export const hitRatioArgBounds = {
-  keys: { min: 100, max: 2_000_000, default: 100_000 },
-  requests: { min: 1_000, max: 20_000_000, default: 1_000_000 },
-} as const;
+const cli = defineBenchArgs({
+  flags: {
+    keys: flag.integer({ min: 100, max: 2_000_000, default: 100_000, help: "key space" }),
+    requests: flag.integer({ min: 1_000, max: 20_000_000, default: 1_000_000, help: "requests per trace" }),
+    seed: flag.string({
+      default: "ca-24",
+      value: "TEXT",
+      help: 'seed of the traces and policies (default "ca-24")',
+    }),
+    json: flag.json(
+      "JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio}; peer = LRU)",
+    ),
+    help: flag.help(),
+  },
+  helpColumn: 16,
+  invalid,
+});
 
 export const hitRatioHelp = `casebook bench cache (hit ratio) — CA-24: eviction policies by hit ratio at the same capacity
 
@@ -36,56 +48,24 @@ at cache sizes of 1%, 5% and 10% of the key space, cache-aside (get; set on a mi
 Pure computation: no engine, no network. The default size takes about a minute of one core.
 
 Flags:
-  --keys N        key space (default ${hitRatioArgBounds.keys.default}; ${hitRatioArgBounds.keys.min}..${hitRatioArgBounds.keys.max})
-  --requests N    requests per trace (default ${hitRatioArgBounds.requests.default}; ${hitRatioArgBounds.requests.min}..${hitRatioArgBounds.requests.max})
-  --seed TEXT     seed of the traces and policies (default "ca-24")
-  --json          JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio}; peer = LRU)
-  -h, --help      this text
+${cli.flagHelp()}
 
 Output: a markdown table on stdout (progress on stderr); with --json, one JSON object per line.
 `;
 
-function invalid(detail: string, flag: string): Error {
-  return hitRatioBenchErrors.create("CACHE_BENCH_ARGS_INVALID", { detail, fields: { flag } });
-}
-
-function integer(flag: "keys" | "requests", raw: string | undefined): number {
-  const bounds = hitRatioArgBounds[flag];
-  if (raw === undefined) return bounds.default;
-  const value = Number(raw.replaceAll("_", ""));
-  if (!Number.isInteger(value) || value < bounds.min || value > bounds.max) {
-    throw invalid(`--${flag}: must be an integer in ${bounds.min}..${bounds.max}, got ${raw}`, `--${flag}`);
-  }
-  return value;
+function invalid(detail: string, flag: string, cause?: unknown): Error {
+  return hitRatioBenchErrors.create("CACHE_BENCH_ARGS_INVALID", {
+    detail,
+    fields: { flag },
+    ...(cause ? { cause } : {}),
+  });
 }
 
 /** Parses the flags; throws CACHE_BENCH_ARGS_INVALID naming the flag at fault. */
 export function parseHitRatioArgs(argv: readonly string[]): HitRatioArgs {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      options: {
-        help: { type: "boolean", short: "h" },
-        json: { type: "boolean" },
-        keys: { type: "string" },
-        requests: { type: "string" },
-        seed: { type: "string" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (error) {
-    throw invalid(error instanceof Error ? error.message : String(error), "argv");
+  const args = cli.parse(argv);
+  if (args.requests < args.keys) {
+    throw invalid(`--requests (${args.requests}) must be >= --keys (${args.keys})`, "--requests");
   }
-  const keys = integer("keys", values.keys as string | undefined);
-  const requests = integer("requests", values.requests as string | undefined);
-  if (requests < keys) throw invalid(`--requests (${requests}) must be >= --keys (${keys})`, "--requests");
-  return {
-    help: values.help === true,
-    json: values.json === true,
-    keys,
-    requests,
-    seed: (values.seed as string | undefined) ?? "ca-24",
-  };
+  return args;
 }

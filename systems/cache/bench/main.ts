@@ -11,7 +11,8 @@
 import { execFileSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
-import { type BenchResult, benchRow, renderBench } from "@casebook/lab/bench-report";
+import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
+import { goalLine, scenarioRows as rowsOf } from "@casebook/lab/bench-rows";
 import { cacheErrors } from "../src/cache-errors.ts";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { type BenchServer, type BenchTargets, openBenchTargets } from "./bench-targets.ts";
@@ -117,12 +118,11 @@ function scenarioRows(result: ScenarioResult): BenchResult[] {
       if (mine === undefined) return [];
       const scenario =
         side === "ours" ? `${name} ${result.label}` : `${name} ${result.label}, node net floor`;
-      const row = (metric: string, unit: string, value: number, peer: number) =>
-        benchRow({ system: "cache", scenario, metric, unit, value, peer: { name: "redis", value: peer } });
+      const row = rowsOf({ system: "cache", scenario, peer: "redis" });
       return [
-        row("throughput", "req/s", mine.rps, redis.rps),
-        row("latency p50", "ms", mine.p50Ms, redis.p50Ms),
-        row("latency p99", "ms", mine.p99Ms, redis.p99Ms),
+        row.value("throughput", "req/s", mine.rps, { peer: redis.rps }),
+        row.value("latency p50", "ms", mine.p50Ms, { peer: redis.p50Ms }),
+        row.value("latency p99", "ms", mine.p99Ms, { peer: redis.p99Ms }),
       ];
     };
     return [...rowsFor("ours"), ...rowsFor("floor")];
@@ -135,29 +135,18 @@ function memoryRows(
   before: { ours: Memory; redis: Memory },
   after: { ours: Memory; redis: Memory },
 ): BenchResult[] {
+  const rows = rowsOf({ system: "cache", scenario: "memory", peer: "redis" });
   const row = (metric: string, unit: string, ours: number, redis: number) =>
-    benchRow({
-      system: "cache",
-      scenario: "memory",
-      metric,
-      unit,
-      value: ours,
-      peer: { name: "redis", value: redis },
-    });
+    rows.value(metric, unit, ours, { peer: redis });
   const perKey = (side: "ours" | "redis", field: "rssBytes" | "usedBytes") =>
     after[side].keys === 0 ? 0 : (after[side][field] - before[side][field]) / after[side].keys;
   return [
     row("RSS before", "MiB", before.ours.rssBytes / MIB, before.redis.rssBytes / MIB),
     row("RSS after", "MiB", after.ours.rssBytes / MIB, after.redis.rssBytes / MIB),
     row("used_memory after", "MiB", after.ours.usedBytes / MIB, after.redis.usedBytes / MIB),
-    benchRow({
-      system: "cache",
-      scenario: "memory",
-      metric: "keys after",
-      unit: "count",
+    rows.value("keys after", "count", after.ours.keys, {
+      peer: after.redis.keys,
       direction: "higher-is-better",
-      value: after.ours.keys,
-      peer: { name: "redis", value: after.redis.keys },
     }),
     row("RSS growth per key", "B", perKey("ours", "rssBytes"), perKey("redis", "rssBytes")),
     row("used_memory growth per key", "B", perKey("ours", "usedBytes"), perKey("redis", "usedBytes")),
@@ -176,7 +165,7 @@ function goalLines(rows: readonly BenchResult[], args: BenchArgs): string[] {
       const value = ratio(`${test} ${label}`);
       if (value === undefined) continue;
       lines.push(
-        `- goal ${test} ${label} ≥ ${goal}× redis-server: ${value.toFixed(2)}× — ${value >= goal ? "met" : "NOT met"}`,
+        goalLine(`goal ${test} ${label} ≥ ${goal}× redis-server`, `${value.toFixed(2)}×`, value >= goal),
       );
     }
   }

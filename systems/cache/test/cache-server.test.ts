@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { connect } from "node:net";
 import { describe, test } from "node:test";
+import { eventually } from "@casebook/lab/eventually";
 import { Redis } from "ioredis";
 import { rawExchange, rawRequest, startCacheNode } from "./cache-node.ts";
 
@@ -14,11 +15,7 @@ import { rawExchange, rawRequest, startCacheNode } from "./cache-node.ts";
 const WAIT_LIMIT_MS = 10_000;
 
 async function waitFor(what: string, condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + WAIT_LIMIT_MS;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  await eventually(condition, { what, timeoutMs: WAIT_LIMIT_MS, intervalMs: 0 });
 }
 
 function multibulk(...args: string[]): string {

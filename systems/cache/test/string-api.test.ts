@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { eventually } from "@casebook/lab/eventually";
 import { Redis } from "ioredis";
 import { startCacheNode, type TestNode } from "./cache-node.ts";
 
@@ -17,11 +18,7 @@ const WAIT_LIMIT_MS = 10_000;
 const SHORT_TTL_MS = 1_500;
 
 async function waitFor(what: string, condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + WAIT_LIMIT_MS;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  await eventually(condition, { what, timeoutMs: WAIT_LIMIT_MS, intervalMs: 0 });
 }
 
 function client(port: number): Redis {

@@ -6,7 +6,8 @@
  * ledgerRows(singleRun, pgbenchRun, { accounts: 1_000, batchSize: 100 });
  * // transfers/s vs TPS, latency p50/p99 vs pgbench's, errors
  */
-import { type BenchResult, benchRow, tidyValue } from "@casebook/lab/bench-report";
+import type { BenchResult } from "@casebook/lab/bench-report";
+import { scenarioRows } from "@casebook/lab/bench-rows";
 import type { LedgerRun, LoadShape } from "./ledger-load.ts";
 import type { PgbenchRun } from "./pgbench.ts";
 import type { SagaRun } from "./saga-load.ts";
@@ -40,31 +41,24 @@ export function ledgerRows(
   peer: PgbenchRun,
   setup: { accounts: number; batchSize: number },
 ): BenchResult[] {
-  const scenario = scenarioOf(run.shape, run.clients, setup);
+  const row = scenarioRows({
+    system,
+    scenario: scenarioOf(run.shape, run.clients, setup),
+    peer: peerName,
+    tidy: true,
+  });
   const withPeer = run.shape !== "batch";
   const latency = run.shape === "batch" ? "batch latency" : "latency";
-  const row = (metric: string, unit: string, value: number, peerValue?: number) =>
-    benchRow({
-      system,
-      scenario,
-      metric,
-      unit,
-      value: tidyValue(value),
-      ...(peerValue === undefined ? {} : { peer: { name: peerName, value: tidyValue(peerValue) } }),
-    });
   return [
-    row("throughput", "transfers/s", run.transfersPerS, peer.tps),
-    row(`${latency} p50`, "ms", run.report.latencyMs.p50, withPeer ? peer.latencyMs.p50 : undefined),
-    row(`${latency} p99`, "ms", run.report.latencyMs.p99, withPeer ? peer.latencyMs.p99 : undefined),
-    row("Node CPU per transfer", "µs", run.clientCpuUsPerTransfer),
-    benchRow({
-      system,
-      scenario,
-      metric: "errors (failed or timed out)",
-      unit: "count",
-      value: run.report.errors,
-      direction: "lower-is-better",
-    }),
+    row.value("throughput", "transfers/s", run.transfersPerS, { peer: peer.tps }),
+    ...row.percentiles(
+      latency,
+      ["p50", "p99"],
+      run.report.latencyMs,
+      withPeer ? { peer: peer.latencyMs } : {},
+    ),
+    row.value("Node CPU per transfer", "µs", run.clientCpuUsPerTransfer),
+    row.count("errors (failed or timed out)", run.report.errors),
   ];
 }
 
@@ -75,21 +69,15 @@ export function ledgerRows(
  * pgbenchRows(peer, 32); // TPS, latency p50 and p99, failed transactions
  */
 export function pgbenchRows(run: PgbenchRun, scale: number): BenchResult[] {
-  const scenario = `c=${run.clients} peer: ${peerName}, scale ${scale}`;
-  const row = (metric: string, unit: string, value: number) =>
-    benchRow({ system, scenario, metric, unit, value: tidyValue(value) });
+  const row = scenarioRows({
+    system,
+    scenario: `c=${run.clients} peer: ${peerName}, scale ${scale}`,
+    tidy: true,
+  });
   return [
-    row("throughput", "transactions/s", run.tps),
-    row("latency p50", "ms", run.latencyMs.p50),
-    row("latency p99", "ms", run.latencyMs.p99),
-    benchRow({
-      system,
-      scenario,
-      metric: "failed transactions",
-      unit: "count",
-      value: run.failed,
-      direction: "lower-is-better",
-    }),
+    row.value("throughput", "transactions/s", run.tps),
+    ...row.percentiles("latency", ["p50", "p99"], run.latencyMs),
+    row.count("failed transactions", run.failed),
   ];
 }
 
@@ -109,41 +97,22 @@ export function sagaScenarioOf(run: Pick<SagaRun, "mode" | "clients" | "ratePerS
  * renderBench(sagaRows(run), "markdown");
  */
 export function sagaRows(run: SagaRun): BenchResult[] {
-  const scenario = sagaScenarioOf(run);
-  const row = (metric: string, unit: string, value: number, direction?: "lower-is-better") =>
-    benchRow({
-      system,
-      scenario,
-      metric,
-      unit,
-      value: tidyValue(value),
-      ...(direction ? { direction } : {}),
-    });
+  const row = scenarioRows({ system, scenario: sagaScenarioOf(run), tidy: true });
   const latency = run.mode === "open" ? "latency" : "service time";
   const perPayment = run.payments > 0 ? run.authorizations / run.payments : 0;
   return [
-    row("throughput", "payments/s", run.paymentsPerS),
-    row(`${latency} p50`, "ms", run.report.latencyMs.p50),
-    row(`${latency} p99`, "ms", run.report.latencyMs.p99),
-    row(
-      "errors (not 201 captured, timed out or dropped)",
-      "count",
-      run.report.errors + run.report.dropped,
-      "lower-is-better",
+    row.value("throughput", "payments/s", run.paymentsPerS),
+    ...row.percentiles(latency, ["p50", "p99"], run.report.latencyMs),
+    row.count("errors (not 201 captured, timed out or dropped)", run.report.errors + run.report.dropped),
+    row.value(
+      "acquirer authorizations per payment",
+      "authorizations",
+      Math.round(perPayment * 1_000) / 1_000,
+      {
+        direction: "lower-is-better",
+        tidy: false,
+      },
     ),
-    benchRow({
-      system,
-      scenario,
-      metric: "acquirer authorizations per payment",
-      unit: "authorizations",
-      value: Math.round(perPayment * 1_000) / 1_000,
-      direction: "lower-is-better",
-    }),
-    row(
-      "repeated authorization calls",
-      "count",
-      run.authorizationCalls - run.authorizations,
-      "lower-is-better",
-    ),
+    row.count("repeated authorization calls", run.authorizationCalls - run.authorizations),
   ];
 }

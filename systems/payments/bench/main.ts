@@ -13,6 +13,7 @@
 import { availableParallelism } from "node:os";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
+import { goalLine } from "@casebook/lab/bench-rows";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { benchErrors } from "./bench-errors.ts";
 import { ledgerRows, peerName, pgbenchRows, sagaRows, sagaScenarioOf, scenarioOf } from "./bench-rows.ts";
@@ -89,16 +90,12 @@ function ledgerGoalLines(rows: readonly BenchResult[], args: BenchArgs): string[
     const single = ratioOf("single");
     const batch = ratioOf("batch");
     if (single !== undefined) {
-      const met = single >= singleGoal ? "met" : "NOT met";
-      lines.push(
-        `- c=${clients} goal single transfers ≥ ${singleGoal.toFixed(1)}× ${peerName} TPS: ${single.toFixed(2)}× — ${met}`,
-      );
+      const claim = `c=${clients} goal single transfers ≥ ${singleGoal.toFixed(1)}× ${peerName} TPS`;
+      lines.push(goalLine(claim, `${single.toFixed(2)}×`, single >= singleGoal));
     }
     if (batch !== undefined) {
-      const met = batch >= batchGoal ? "met" : "NOT met";
-      lines.push(
-        `- c=${clients} goal batch transfers/s ≥ ${batchGoal}× ${peerName} TPS: ${batch.toFixed(2)}× — ${met}`,
-      );
+      const claim = `c=${clients} goal batch transfers/s ≥ ${batchGoal}× ${peerName} TPS`;
+      lines.push(goalLine(claim, `${batch.toFixed(2)}×`, batch >= batchGoal));
     }
   }
   return lines;

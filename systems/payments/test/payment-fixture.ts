@@ -10,6 +10,7 @@ import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
+import { eventually } from "@casebook/lab/eventually";
 import { uniqueName } from "@casebook/lab/test-engines";
 import type { PaymentRoutesConfig } from "../src/api/payment-routes.ts";
 import { fingerprintRequest } from "../src/domain/idempotency.ts";
@@ -106,13 +107,8 @@ export async function waitFor<T>(
   timeoutMs = 10_000,
   everyMs = 20,
 ): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, everyMs));
-  }
+  const accept = (value: T | undefined) => value !== undefined;
+  return (await eventually(check, { timeoutMs, intervalMs: everyMs, accept })) as T;
 }
 
 /** Creates a payment and its saga as POST /v1/payments would (idempotency begun, advanced), unclaimed. */

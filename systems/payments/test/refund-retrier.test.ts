@@ -7,17 +7,15 @@
  * acquirer — which counts calls per refund key — saw every key exactly once.
  */
 import assert from "node:assert/strict";
-import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
-import type { Readable, Writable } from "node:stream";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
+import { type ChildProcessWithPipes, spawnChild } from "@casebook/lab/spawn-child";
 import { requirePostgres } from "@casebook/lab/test-engines";
 import { decideRefundRetry } from "../src/domain/payment-saga.ts";
 import { main } from "../src/main.ts";
@@ -210,7 +208,7 @@ testOnEngines(
   },
 );
 
-type Child = ChildProcessByStdio<Writable, Readable, null>;
+type Child = ChildProcessWithPipes;
 
 interface Worker {
   child: Child;
@@ -220,26 +218,20 @@ interface Worker {
 
 /** Spawns a retry worker process; resolves once it printed "ready". Counts its "round succeeded" lines. */
 async function spawnWorker(args: string[], workers: Worker[]): Promise<Worker> {
-  const child = spawn(process.execPath, [CHILD, ...args], { stdio: ["pipe", "pipe", "inherit"] });
-  const lines = createInterface({ input: child.stdout });
-  let ready: () => void = () => {};
   let stopped: () => void = () => {};
-  const worker: Worker = { child, settled: 0, stopped: new Promise((resolve) => (stopped = resolve)) };
+  const counts = { settled: 0, stopped: new Promise<void>((resolve) => (stopped = resolve)) };
+  const spawned = await spawnChild(CHILD, {
+    args,
+    ready: "ready",
+    readyTimeoutMs: 20_000,
+    onLine: (line) => {
+      if (line === "round succeeded") counts.settled += 1;
+      else if (line === "stopped") stopped();
+    },
+  });
+  const worker: Worker = Object.assign(counts, { child: spawned.process });
   workers.push(worker);
-  lines.on("line", (line) => {
-    if (line === "ready") ready();
-    else if (line === "round succeeded") worker.settled += 1;
-    else if (line === "stopped") stopped();
-  });
-  child.once("exit", () => stopped());
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`worker ${child.pid} not ready in 20 s`)), 20_000);
-    child.once("exit", (code) => reject(new Error(`worker exited with ${code}`)));
-    ready = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-  });
+  void spawned.exited.then(() => stopped());
   return worker;
 }
 

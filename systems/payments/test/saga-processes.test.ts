@@ -7,32 +7,21 @@
  *   acquirer saw exactly one authorization call per key (SKIP LOCKED + lease + version CAS).
  */
 import assert from "node:assert/strict";
-import { type ChildProcessByStdio, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import type { Readable, Writable } from "node:stream";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { type ChildProcessWithPipes, spawnChild } from "@casebook/lab/spawn-child";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { IdempotencyStore } from "../src/store/idempotency-store.ts";
 import { startSim } from "./acquirer-sim-fixture.ts";
 import { balances, openTestDb, seedPayment, waitFor } from "./payment-fixture.ts";
 
 const CHILD = fileURLToPath(new URL("./saga-orchestrator-child.ts", import.meta.url));
-type Child = ChildProcessByStdio<Writable, Readable, null>;
+type Child = ChildProcessWithPipes;
 
 /** Spawns an orchestrator process and resolves once it printed "ready". */
 async function spawnOrchestrator(args: string[], children: Child[]): Promise<Child> {
-  const child = spawn(process.execPath, [CHILD, ...args], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = (await spawnChild(CHILD, { args, readyTimeoutMs: 20_000 })).process;
   children.push(child);
-  const lines = createInterface({ input: child.stdout });
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`child ${child.pid} not ready in 20 s`)), 20_000);
-    child.once("exit", (code) => reject(new Error(`child exited with ${code}`)));
-    lines.once("line", () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
   return child;
 }
 

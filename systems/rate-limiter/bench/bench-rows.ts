@@ -6,7 +6,8 @@
  * contenderRows("closed c=50: Limiter.check", ours, peer);
  * // decisions/s, latency p50/p99/p99.9, errors, Node CPU and Redis time per decision, allowed share
  */
-import { type BenchResult, type BenchRowInput, benchRow, tidyValue } from "@casebook/lab/bench-report";
+import type { BenchResult, BenchRowInput } from "@casebook/lab/bench-report";
+import { scenarioRows } from "@casebook/lab/bench-rows";
 import type { Measured } from "./measure.ts";
 
 export const system = "rate-limiter";
@@ -44,22 +45,16 @@ const metrics: readonly Metric[] = [
  * renderBench(contenderRows("open 20000/s", ours, peer), "markdown");
  */
 export function contenderRows(scenario: string, ours: Measured, peer?: Measured): BenchResult[] {
+  const row = scenarioRows({ system, scenario, ...(peer ? { peer: peer.contender } : {}), tidy: true });
   const rows: BenchResult[] = [];
   for (const { metric, unit, pick, direction } of metrics) {
     const value = pick(ours);
     const peerValue = peer ? pick(peer) : undefined;
     if (value === undefined || (peer && peerValue === undefined)) continue;
     rows.push(
-      benchRow({
-        system,
-        scenario,
-        metric,
-        unit,
-        value: tidyValue(value),
+      row.value(metric, unit, value, {
         ...(direction ? { direction } : {}),
-        ...(peer && peerValue !== undefined
-          ? { peer: { name: peer.contender, value: tidyValue(peerValue) } }
-          : {}),
+        ...(peerValue === undefined ? {} : { peer: peerValue }),
       }),
     );
   }
@@ -75,12 +70,7 @@ export function contenderRows(scenario: string, ours: Measured, peer?: Measured)
  * allowedRow("closed c=50", "allowed share, rate-limiter-flexible", peerRun);
  */
 export function allowedRow(scenario: string, metric: string, run: Measured): BenchResult {
-  return benchRow({
-    system,
-    scenario,
-    metric,
-    unit: "%",
-    value: tidyValue(run.allowedPct),
+  return scenarioRows({ system, scenario, tidy: true }).value(metric, "%", run.allowedPct, {
     direction: "higher-is-better",
   });
 }

@@ -11,6 +11,7 @@ import { createRequire } from "node:module";
 import { availableParallelism } from "node:os";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
+import { goalLine } from "@casebook/lab/bench-rows";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { benchErrors } from "./bench-errors.ts";
 import { peerName } from "./contenders.ts";
@@ -63,19 +64,16 @@ function goalLines(rows: readonly BenchResult[]): string[] {
   );
   const lines: string[] = [];
   if (throughput?.ratio !== undefined) {
-    const met = throughput.ratio >= 1.2 ? "met" : "NOT met";
-    lines.push(
-      `- goal Limiter.check ≥ 1.2× ${peerName} (closed loop): ${throughput.ratio.toFixed(2)}× — ${met}`,
-    );
+    const claim = `goal Limiter.check ≥ 1.2× ${peerName} (closed loop)`;
+    lines.push(goalLine(claim, `${throughput.ratio.toFixed(2)}×`, throughput.ratio >= 1.2));
   }
   const floor = rows.find(
     (r) =>
       r.scenario.startsWith("open") && r.scenario.includes("harness floor") && r.metric === "latency p99",
   );
   if (p99) {
-    const met = p99.value < 2 ? "met" : "NOT met";
     const harness = floor ? ` (the harness alone, a no-op decision: ${floor.value} ms)` : "";
-    lines.push(`- goal p99 < 2 ms in the open loop: ${p99.value} ms — ${met}${harness}`);
+    lines.push(goalLine("goal p99 < 2 ms in the open loop", `${p99.value} ms`, p99.value < 2, harness));
   }
   return lines;
 }

@@ -11,8 +11,8 @@
  *
  * Progress goes to stderr, the table to stdout.
  */
-import { parseArgs } from "node:util";
 import { systemClock } from "@casebook/kit/clock";
+import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type SpawnedRedis, spawnRedis } from "@casebook/lab/spawn-redis";
 import { type MultiRegionQuota, type RegionalLimit, regionalLimitOf } from "../src/domain/regional-limit.ts";
 import {
@@ -31,14 +31,32 @@ const slicesPerInterval = 10;
 /** Bound on one region's requests in flight per slice. */
 const maxConcurrency = 50;
 
+const cli = defineBenchArgs({
+  flags: {
+    intervalMs: flag.integer({
+      min: minIntervalMs,
+      max: maxIntervalMs,
+      default: 1_000,
+      help: "length of one rebalancing interval (default {default}, {min}..{max})",
+    }),
+    ticks: flag.integer({
+      min: 1,
+      max: maxTicks,
+      default: 10,
+      help: "intervals to run (default {default}, at most {max}); region b's Redis is frozen in one of them",
+    }),
+    help: flag.boolean({ help: "this text" }),
+  },
+  helpColumn: 18,
+  invalid: (detail) => new Error(detail),
+});
+
 const usage = `multi-region-demo — two regions' Redis, one quota of 1000 per interval, rebalanced (RL-14)
 
 Usage
   npx casebook rate-limiter multi-region-demo [--interval-ms N] [--ticks N]
 
-  --interval-ms N   length of one rebalancing interval (default 1000, ${minIntervalMs}..${maxIntervalMs})
-  --ticks N         intervals to run (default 10, at most ${maxTicks}); region b's Redis is frozen in one of them
-  --help            this text
+${cli.flagHelp()}
 `;
 
 /** Prints `problem` and the usage, and ends with exit code 2. */
@@ -47,28 +65,17 @@ function usageError(problem: string): never {
   process.exit(2);
 }
 
-let values: { "interval-ms": string; ticks: string; help?: boolean };
+let args: ReturnType<typeof cli.parse>;
 try {
-  values = parseArgs({
-    options: {
-      "interval-ms": { type: "string", default: "1000" },
-      ticks: { type: "string", default: "10" },
-      help: { type: "boolean" },
-    },
-  }).values;
+  args = cli.parse(process.argv.slice(2));
 } catch (error) {
   usageError((error as Error).message);
 }
-if (values.help) {
+if (args.help) {
   process.stdout.write(usage);
   process.exit(0);
 }
-const intervalMs = Number(values["interval-ms"]);
-const ticks = Number(values.ticks);
-if (!Number.isInteger(intervalMs) || intervalMs < minIntervalMs || intervalMs > maxIntervalMs)
-  usageError(`--interval-ms must be an integer in [${minIntervalMs}, ${maxIntervalMs}]`);
-if (!Number.isInteger(ticks) || ticks < 1 || ticks > maxTicks)
-  usageError(`--ticks must be an integer in [1, ${maxTicks}]`);
+const { intervalMs, ticks } = args;
 
 const quota: MultiRegionQuota = {
   quota: 1_000,

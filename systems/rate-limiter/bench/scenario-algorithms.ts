@@ -11,7 +11,8 @@
  * process.stdout.write(result.comparisonMarkdown);
  */
 import { systemClock } from "@casebook/kit/clock";
-import { type BenchResult, benchRow, tidyValue } from "@casebook/lab/bench-report";
+import type { BenchResult } from "@casebook/lab/bench-report";
+import { scenarioRows } from "@casebook/lab/bench-rows";
 import { type AlgorithmName, algorithmNames, type Limit } from "../src/domain/algorithm.ts";
 import { type AlgorithmComparisonRow, printAlgorithmComparison } from "../src/domain/algorithm-comparison.ts";
 import { openInProcessLimiterStore, openRedisLimiterStore } from "../src/store/limiter-store.ts";
@@ -91,8 +92,7 @@ function measuredRowsOf(
   m: Awaited<ReturnType<typeof measureAlgorithm>>,
 ): BenchResult[] {
   const scenario = `algorithms (RL-07), closed c=${concurrency}: ${name}`;
-  const row = (metric: string, unit: string, value: number) =>
-    benchRow({ system, scenario, metric, unit, value: tidyValue(value) });
+  const { value: row } = scenarioRows({ system, scenario, tidy: true });
   const rows = [
     row("throughput, in-process store", "decisions/s", m.inProcess.report.achievedRatePerS),
     row("throughput, Redis", "decisions/s", m.onRedis.report.achievedRatePerS),
@@ -107,8 +107,9 @@ function measuredRowsOf(
 
 function modelRowsOf(r: AlgorithmComparisonRow): BenchResult[] {
   const scenario = `algorithms (RL-07), comparison traffic: ${r.algorithm}`;
+  const rows = scenarioRows({ system, scenario });
   const row = (metric: string, unit: string, value: number) =>
-    benchRow({ system, scenario, metric, unit, value, direction: "lower-is-better" });
+    rows.value(metric, unit, value, { direction: "lower-is-better" });
   return [
     row("max admitted in any 1 s", "requests", r.burstMax1s),
     row("max admitted in any 60 s", "requests", r.outputMax60s),

@@ -9,7 +9,8 @@
  *   users: 10_000, log });
  */
 import { readFile } from "node:fs/promises";
-import { type BenchResult, benchRow, tidyValue } from "@casebook/lab/bench-report";
+import type { BenchResult } from "@casebook/lab/bench-report";
+import { scenarioRows } from "@casebook/lab/bench-rows";
 import { allowedRow, contenderRows, system } from "./bench-rows.ts";
 import {
   benchLimit,
@@ -44,26 +45,23 @@ async function run(
 const redisBenchmarkName = "floor: seed EVALSHA, redis-benchmark";
 
 function redisBenchmarkRows(scenario: string, result: RedisBenchmarkResult): BenchResult[] {
-  const row = (metric: string, unit: string, value: number) =>
-    benchRow({ system, scenario, metric, unit, value: tidyValue(value) });
+  const row = scenarioRows({ system, scenario, tidy: true });
   return [
-    row("throughput", "decisions/s", result.rps),
-    row("latency p50", "ms", result.p50Ms),
-    row("latency p99", "ms", result.p99Ms),
+    row.value("throughput", "decisions/s", result.rps),
+    row.value("latency p50", "ms", result.p50Ms),
+    row.value("latency p99", "ms", result.p99Ms),
   ];
 }
 
 /** Ours against each floor: how close the full decision path gets to one bare round trip. */
 function floorRows(scenario: string, ours: Measured, floors: { name: string; rps: number }[]): BenchResult[] {
   return floors.map((floor) =>
-    benchRow({
-      system,
-      scenario,
-      metric: `throughput, ${ours.contender} vs floor`,
-      unit: "decisions/s",
-      value: tidyValue(ours.report.achievedRatePerS),
-      peer: { name: floor.name, value: tidyValue(floor.rps) },
-    }),
+    scenarioRows({ system, scenario, peer: floor.name, tidy: true }).value(
+      `throughput, ${ours.contender} vs floor`,
+      "decisions/s",
+      ours.report.achievedRatePerS,
+      { peer: floor.rps },
+    ),
   );
 }
 

@@ -15,7 +15,8 @@
  * const rows = await runMemoryScenario(target, { users: 10_000, log });
  */
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
-import { type BenchResult, benchRow, tidyValue } from "@casebook/lab/bench-report";
+import type { BenchResult } from "@casebook/lab/bench-report";
+import { scenarioRows } from "@casebook/lab/bench-rows";
 import type { TokenBucketLimit } from "../src/domain/algorithm.ts";
 import { system } from "./bench-rows.ts";
 import { type Contender, openOursLimiter, openPeer, openSeedFloor, peerName } from "./contenders.ts";
@@ -150,15 +151,9 @@ async function keyCosts(target: RedisTarget, openers: readonly Opener[], keys: n
 }
 
 function costRows(scenario: string, ours: KeyCost, peer: KeyCost, seed: KeyCost): BenchResult[] {
+  const memoryRow = scenarioRows({ system, scenario, peer: peerName, tidy: true });
   const row = (metric: string, unit: string, value: number, peerValue?: number) =>
-    benchRow({
-      system,
-      scenario,
-      metric,
-      unit,
-      value: tidyValue(value),
-      ...(peerValue === undefined ? {} : { peer: { name: peerName, value: tidyValue(peerValue) } }),
-    });
+    memoryRow.value(metric, unit, value, peerValue === undefined ? {} : { peer: peerValue });
   const rows = [row("bytes per key, MEMORY USAGE", "B", ours.memoryUsageBytes, peer.memoryUsageBytes)];
   if (ours.growthBytes !== undefined && peer.growthBytes !== undefined) {
     rows.push(row("bytes per key, used_memory growth", "B", ours.growthBytes, peer.growthBytes));

@@ -25,6 +25,7 @@ import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { guardProcessTree } from "@casebook/lab/child-reaper";
+import { eventually } from "@casebook/lab/eventually";
 
 const systemDir = fileURLToPath(new URL("..", import.meta.url));
 const mainPath = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -293,20 +294,11 @@ export async function pollUntil<T>(
   accept: (value: T) => boolean,
   options: { timeoutMs: number; intervalMs?: number },
 ): Promise<T> {
-  const deadline = performance.now() + options.timeoutMs;
-  let last: T | undefined;
-  let lastError: unknown;
-  while (performance.now() < deadline) {
-    try {
-      last = await probe();
-      if (accept(last)) return last;
-    } catch (error) {
-      lastError = error;
-    }
-    await sleep(options.intervalMs ?? 50);
-  }
-  throw new Error(
-    `condition not met within ${options.timeoutMs} ms; last value ${JSON.stringify(last)}` +
-      (lastError ? `, last error ${String(lastError)}` : ""),
-  );
+  const intervalMs = options.intervalMs ?? 50;
+  return eventually(probe, {
+    timeoutMs: options.timeoutMs,
+    intervalMs,
+    accept,
+    what: "the accepted value",
+  }) as Promise<T>;
 }

@@ -6,7 +6,7 @@
  * const args = parseBenchArgs(["--json", "--workers", "1,4", "--backlog", "50000"]);
  * args.workers; // [1, 4]
  */
-import { parseArgs } from "node:util";
+import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { benchErrors } from "./bench-errors.ts";
 
 export interface BenchArgs {
@@ -31,18 +31,39 @@ export interface BenchArgs {
   readonly payloadBytes: number;
 }
 
-/** Bounds of each numeric flag, inclusive. */
-export const argBounds = {
-  workers: { min: 1, max: 16, default: [1, 2, 4] },
-  backlog: { min: 10, max: 1_000_000, default: 20_000 },
-  subscriptions: { min: 1, max: 10, default: 3 },
-  rate: { min: 1, max: 10_000, default: 350 },
-  durationMs: { min: 1_000, max: 600_000, default: 10_000 },
-  warmupMs: { min: 0, max: 60_000, default: 2_000 },
-  maxInFlight: { min: 1, max: 1_000, default: 64 },
-  pool: { min: 1, max: 50, default: 8 },
-  payloadBytes: { min: 64, max: 65_536, default: 2_048 },
-} as const;
+const cli = defineBenchArgs({
+  flags: {
+    json: flag.json(),
+    workers: flag.integerList({ min: 1, max: 16, default: [1, 2, 4], help: "worker process counts" }),
+    backlog: flag.integer({
+      min: 10,
+      max: 1_000_000,
+      default: 20_000,
+      help: "deliveries queued before each drain (default {default}, ~15 s per run here; the issue's\n50000 takes ~30–60 s per run; {min}..{max})",
+    }),
+    subscriptions: flag.integer({ min: 1, max: 10, default: 3, help: "subscriptions per event" }),
+    rate: flag.integer({ min: 1, max: 10_000, default: 350, help: "latency run arrival rate, deliveries/s" }),
+    durationMs: flag.integer({
+      min: 1_000,
+      max: 600_000,
+      default: 10_000,
+      help: "latency run measured time",
+    }),
+    warmupMs: flag.integer({ min: 0, max: 60_000, default: 2_000, help: "latency run unmeasured lead-in" }),
+    maxInFlight: flag.integer({
+      min: 1,
+      max: 1_000,
+      default: 64,
+      help: "sends in flight per worker process",
+    }),
+    pool: flag.integer({ min: 1, max: 50, default: 8, help: "PostgreSQL connections per worker process" }),
+    payloadBytes: flag.integer({ min: 64, max: 65_536, default: 2_048, help: "event payload size" }),
+    help: flag.help(),
+  },
+  helpColumn: 21,
+  invalid: (detail, flag, cause) =>
+    benchErrors.create("WEBHOOKS_BENCH_ARGS_INVALID", { detail, fields: { flag }, cause }),
+});
 
 export const benchHelp = `casebook bench webhooks — end-to-end deliveries (commit → the receiver's 2xx) on real PostgreSQL
 
@@ -62,50 +83,10 @@ The seed assumes 60 attempts/s per worker; it is printed beside the single-proce
 Goals (the issue): one worker process ≥ 20× the seed's 60 attempts/s (1,200/s); p99 commit→2xx < 250 ms at 350/s.
 
 Flags:
-  --json               JSON lines only ({system, scenario, metric, unit, value, peer, peer_value, ratio})
-  --workers LIST       worker process counts (default ${argBounds.workers.default.join(",")}; each ${argBounds.workers.min}..${argBounds.workers.max})
-  --backlog N          deliveries queued before each drain (default ${argBounds.backlog.default}, ~15 s per run here; the issue's
-                       50000 takes ~30–60 s per run; ${argBounds.backlog.min}..${argBounds.backlog.max})
-  --subscriptions N    subscriptions per event (default ${argBounds.subscriptions.default}; ${argBounds.subscriptions.min}..${argBounds.subscriptions.max})
-  --rate N             latency run arrival rate, deliveries/s (default ${argBounds.rate.default}; ${argBounds.rate.min}..${argBounds.rate.max})
-  --duration-ms N      latency run measured time (default ${argBounds.durationMs.default}; ${argBounds.durationMs.min}..${argBounds.durationMs.max})
-  --warmup-ms N        latency run unmeasured lead-in (default ${argBounds.warmupMs.default}; ${argBounds.warmupMs.min}..${argBounds.warmupMs.max})
-  --max-in-flight N    sends in flight per worker process (default ${argBounds.maxInFlight.default}; ${argBounds.maxInFlight.min}..${argBounds.maxInFlight.max})
-  --pool N             PostgreSQL connections per worker process (default ${argBounds.pool.default}; ${argBounds.pool.min}..${argBounds.pool.max})
-  --payload-bytes N    event payload size (default ${argBounds.payloadBytes.default}; ${argBounds.payloadBytes.min}..${argBounds.payloadBytes.max})
-  -h, --help           this text
+${cli.flagHelp()}
 
 Output: a markdown table and the goals on stdout (progress on stderr); with --json, one JSON object per line.
 `;
-
-function invalid(detail: string, flag: string): Error {
-  return benchErrors.create("WEBHOOKS_BENCH_ARGS_INVALID", { detail, fields: { flag } });
-}
-
-function integer(raw: string | undefined, flag: string, bounds: { min: number; max: number }): number {
-  const value = Number(raw);
-  if (raw === undefined || !/^\d+$/.test(raw) || value < bounds.min || value > bounds.max) {
-    throw invalid(`--${flag}: must be an integer in [${bounds.min}, ${bounds.max}], got ${raw}`, flag);
-  }
-  return value;
-}
-
-function workerList(raw: string | undefined): number[] {
-  if (raw === undefined) return [...argBounds.workers.default];
-  const counts = raw.split(",").map((part) => integer(part.trim(), "workers", argBounds.workers));
-  return [...new Set(counts)].sort((a, b) => a - b);
-}
-
-const NUMERIC = {
-  backlog: "backlog",
-  subscriptions: "subscriptions",
-  rate: "rate",
-  durationMs: "duration-ms",
-  warmupMs: "warmup-ms",
-  maxInFlight: "max-in-flight",
-  pool: "pool",
-  payloadBytes: "payload-bytes",
-} as const;
 
 /**
  * Parses and validates the flags; throws WEBHOOKS_BENCH_ARGS_INVALID naming the flag.
@@ -114,32 +95,5 @@ const NUMERIC = {
  * parseBenchArgs(["--workers", "2", "--backlog", "1000"]).backlog; // 1000
  */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  let values: Record<string, string | boolean | undefined>;
-  const options: Record<string, { type: "string" | "boolean"; short?: string }> = {
-    help: { type: "boolean", short: "h" },
-    json: { type: "boolean" },
-    workers: { type: "string" },
-  };
-  for (const flag of Object.values(NUMERIC)) options[flag] = { type: "string" };
-  try {
-    ({ values } = parseArgs({ args: [...argv], strict: true, allowPositionals: false, options }));
-  } catch (cause) {
-    throw benchErrors.create("WEBHOOKS_BENCH_ARGS_INVALID", {
-      detail: `${(cause as Error).message}; see --help`,
-      cause,
-    });
-  }
-  const numbers = Object.fromEntries(
-    Object.entries(NUMERIC).map(([key, flag]) => {
-      const bounds = argBounds[key as keyof typeof NUMERIC];
-      const raw = values[flag] as string | undefined;
-      return [key, raw === undefined ? bounds.default : integer(raw, flag, bounds)];
-    }),
-  ) as Record<keyof typeof NUMERIC, number>;
-  return {
-    help: values.help === true,
-    json: values.json === true,
-    workers: workerList(values.workers as string | undefined),
-    ...numbers,
-  };
+  return cli.parse(argv);
 }

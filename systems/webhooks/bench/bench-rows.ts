@@ -6,7 +6,8 @@
  * @example
  * const rows = [...drainRows(drain, 1), ...latencyRows(latency, 350)];
  */
-import { type BenchResult, benchRow } from "@casebook/lab/bench-report";
+import type { BenchResult } from "@casebook/lab/bench-report";
+import { findRow, goalLine, scenarioRows } from "@casebook/lab/bench-rows";
 import type { DrainResult } from "./drain-run.ts";
 import type { LatencyResult } from "./latency-run.ts";
 
@@ -27,91 +28,52 @@ export function latencyScenario(ratePerS: number): string {
 }
 
 export function drainRows(result: DrainResult, workers: number): BenchResult[] {
-  const scenario = drainScenario(result.deliveries, workers);
+  const row = scenarioRows({ system, scenario: drainScenario(result.deliveries, workers), peer: seedPeer });
   return [
-    benchRow({
-      system,
-      scenario,
-      metric: "throughput",
-      unit: "deliveries/s",
-      value: result.ratePerS,
-      peer: { name: seedPeer, value: SEED_ATTEMPTS_PER_S * workers },
-    }),
-    benchRow({ system, scenario, metric: "drain time", unit: "s", value: result.seconds }),
-    benchRow({
-      system,
-      scenario,
-      metric: "duplicates",
-      unit: "count",
-      value: result.duplicates,
-      direction: "lower-is-better",
-    }),
-    benchRow({
-      system,
-      scenario,
-      metric: "unverified",
-      unit: "count",
-      value: result.unverified,
-      direction: "lower-is-better",
-    }),
+    row.value("throughput", "deliveries/s", result.ratePerS, { peer: SEED_ATTEMPTS_PER_S * workers }),
+    row.value("drain time", "s", result.seconds),
+    row.count("duplicates", result.duplicates),
+    row.count("unverified", result.unverified),
   ];
 }
 
 export function latencyRows(result: LatencyResult, ratePerS: number): BenchResult[] {
-  const scenario = latencyScenario(ratePerS);
-  const ms = (metric: string, value: number) => benchRow({ system, scenario, metric, unit: "ms", value });
+  const row = scenarioRows({ system, scenario: latencyScenario(ratePerS) });
+  const ms = (metric: string, value: number) => row.value(metric, "ms", value);
   return [
-    ms("commit→2xx p50", result.commitTo2xxMs.p50),
-    ms("commit→2xx p90", result.commitTo2xxMs.p90),
-    ms("commit→2xx p99", result.commitTo2xxMs.p99),
-    ms("commit→2xx max", result.commitTo2xxMs.max),
+    ...row.percentiles("commit→2xx", ["p50", "p90", "p99", "max"], result.commitTo2xxMs),
     ms("commit→fan-out p50 (relay)", result.stagesMs.relayP50),
     ms("commit→fan-out p99 (relay)", result.stagesMs.relayP99),
     ms("fan-out→attempt p50 (worker)", result.stagesMs.workerP50),
     ms("fan-out→attempt p99 (worker)", result.stagesMs.workerP99),
-    benchRow({
-      system,
-      scenario,
-      metric: "delivered",
-      unit: "deliveries",
-      value: result.delivered,
-      direction: "higher-is-better",
-    }),
-    benchRow({
-      system,
-      scenario,
-      metric: "ingest errors",
-      unit: "count",
-      value: result.ingest.errors + result.ingest.dropped,
-      direction: "lower-is-better",
-    }),
-    benchRow({
-      system,
-      scenario,
-      metric: "duplicates",
-      unit: "count",
-      value: result.duplicates,
-      direction: "lower-is-better",
-    }),
+    row.value("delivered", "deliveries", result.delivered, { direction: "higher-is-better" }),
+    row.count("ingest errors", result.ingest.errors + result.ingest.dropped),
+    row.count("duplicates", result.duplicates),
   ];
 }
 
 /** The goals checked against this run (markdown only). */
 export function goalLines(rows: readonly BenchResult[], ratePerS: number): string[] {
   const lines: string[] = [];
-  const single = rows.find((r) => r.metric === "throughput" && r.scenario.endsWith(", 1 worker process"));
+  const single = findRow(rows, { metric: "throughput", scenario: (s) => s.endsWith(", 1 worker process") });
   if (single !== undefined) {
     const factor = single.value / SEED_ATTEMPTS_PER_S;
-    const met = factor >= throughputGoal ? "met" : "NOT met";
     lines.push(
-      `- one worker process ≥ ${throughputGoal}× the seed's ${SEED_ATTEMPTS_PER_S} attempts/s (${throughputGoal * SEED_ATTEMPTS_PER_S}/s): ${Math.round(single.value)}/s = ${factor.toFixed(1)}× — ${met}`,
+      goalLine(
+        `one worker process ≥ ${throughputGoal}× the seed's ${SEED_ATTEMPTS_PER_S} attempts/s (${throughputGoal * SEED_ATTEMPTS_PER_S}/s)`,
+        `${Math.round(single.value)}/s = ${factor.toFixed(1)}×`,
+        factor >= throughputGoal,
+      ),
     );
   }
-  const p99 = rows.find((r) => r.metric === "commit→2xx p99");
+  const p99 = findRow(rows, { metric: "commit→2xx p99" });
   if (p99 !== undefined) {
-    const met = p99.value < p99GoalMs ? "met" : "NOT met";
     lines.push(
-      `- p99 commit→2xx < ${p99GoalMs} ms at ${ratePerS} deliveries/s: ${p99.value.toFixed(1)} ms — ${met}`,
+      goalLine(
+        `p99 commit→2xx < ${p99GoalMs} ms at ${ratePerS} deliveries/s`,
+        `${p99.value.toFixed(1)} ms`,
+        p99.value < p99GoalMs,
+      ),
     );
   }
   return lines;

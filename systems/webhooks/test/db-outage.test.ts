@@ -30,6 +30,7 @@ import type { Database, Queryable, QueryResult, TransactionOptions } from "@case
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { guardProcessTree } from "@casebook/lab/child-reaper";
+import { eventually } from "@casebook/lab/eventually";
 import { type FaultProxy, startFaultProxy } from "@casebook/lab/fault-proxy";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { newTestSecret } from "../bench/backlog.ts";
@@ -164,11 +165,7 @@ function parseLine(raw: string): LogLine {
 }
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!check()) {
-    if (performance.now() > deadline) assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await eventually(check, { what, timeoutMs });
 }
 
 // ---------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { eventually } from "@casebook/lab/eventually";
 
 const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
 const MARKER = "card-4242-4242-4242-4242-do-not-log";
@@ -54,11 +55,7 @@ function waitForOutput<T>(
 }
 
 async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await eventually(check, { what, timeoutMs, intervalMs: 50 });
 }
 
 test("WH-22 payloads never reach the logs, on success and on failing deliveries, at LOG_LEVEL=debug", async (t) => {

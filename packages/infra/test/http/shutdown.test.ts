@@ -3,6 +3,7 @@ import { EventEmitter } from "node:events";
 import { Agent, get, type IncomingMessage } from "node:http";
 import { connect } from "node:net";
 import { test } from "node:test";
+import { eventually } from "@casebook/lab/eventually";
 import { createLogger } from "../../src/http/logger.ts";
 import { createService } from "../../src/http/service.ts";
 import { installSignalHandlers, runCloseHooks } from "../../src/http/shutdown.ts";
@@ -45,11 +46,7 @@ function connectError(port: number): Promise<string | undefined> {
 
 /** Polls a condition each event-loop turn, bounded by `deadlineMs`: Node signals no event when a server stops listening. */
 async function until(condition: () => boolean, deadlineMs = 5_000): Promise<void> {
-  const stopAt = performance.now() + deadlineMs;
-  while (!condition()) {
-    if (performance.now() > stopAt) throw new Error(`condition not met within ${deadlineMs} ms`);
-    await new Promise((resolve) => setImmediate(resolve));
-  }
+  await eventually(condition, { timeoutMs: deadlineMs, intervalMs: 0 });
 }
 
 test("close() drains: the in-flight request completes with 200, new connections are refused, hooks run after", async () => {

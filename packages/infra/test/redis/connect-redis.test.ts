@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { test } from "node:test";
+import { eventually } from "@casebook/lab/eventually";
 import { requireRedis, uniqueName } from "@casebook/lab/test-engines";
 import {
   closeRedis,
@@ -211,9 +212,5 @@ test("closeRedis quits gracefully, is bounded on a stalled server, and is idempo
 
 /** Bounded poll of an external process's state. */
 async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met before the deadline");
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await eventually(condition, { timeoutMs, intervalMs: 10 });
 }

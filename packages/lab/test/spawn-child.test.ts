@@ -1,0 +1,79 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { labErrors } from "../src/lab-errors.ts";
+import { spawnChild } from "../src/spawn-child.ts";
+import { isAlive } from "./process-helpers.ts";
+
+const echo = `
+import { createInterface } from "node:readline";
+console.log("booting");
+console.log("ready " + process.argv.slice(1).join(",") + " " + process.env.SPAWN_CHILD_TEST);
+createInterface({ input: process.stdin }).on("line", (line) => {
+  if (line === "stop") { console.log("stopped"); process.exit(0); }
+  console.log("echo " + line);
+});
+`;
+
+test("spawnChild waits for the ready line, passes args and env, answers lines, and stops on request", async (t) => {
+  const seen: string[] = [];
+  const child = await spawnChild(
+    { code: echo },
+    {
+      args: ["a", "b"],
+      env: { ...process.env, SPAWN_CHILD_TEST: "yes" },
+      ready: /^ready /,
+      onLine: (line) => seen.push(line),
+      test: t,
+    },
+  );
+  assert.equal(child.readyLine, "ready a,b yes");
+  child.send("one");
+  assert.equal(await child.nextLine(), "echo one");
+  await child.stop({ line: "stop" });
+  assert.deepEqual((await child.exited).code, 0);
+  assert.deepEqual(seen, ["booting", "ready a,b yes", "echo one", "stopped"]);
+});
+
+test("a child that dies before its ready line fails with its stderr in the message", async () => {
+  await assert.rejects(
+    spawnChild(
+      { code: `console.error("cannot open the database: ECONNREFUSED"); process.exit(3);` },
+      {
+        echoStderr: false,
+      },
+    ),
+    (error: unknown) => {
+      assert.ok(labErrors.is(error, "LAB_CHILD_FAILED"));
+      assert.match(error.message, /exited \(code 3/);
+      assert.match(error.message, /cannot open the database: ECONNREFUSED/);
+      return true;
+    },
+  );
+});
+
+test("a silent child fails after readyTimeoutMs and is killed", async () => {
+  let pid = 0;
+  await assert.rejects(
+    spawnChild(
+      { code: `console.log(process.pid); setInterval(() => {}, 1000);` },
+      { ready: "ready", readyTimeoutMs: 2_000, onLine: (line) => (pid = Number(line)) },
+    ),
+    (error: unknown) =>
+      labErrors.is(error, "LAB_CHILD_FAILED") && /no ready line within 2000 ms/.test(error.message),
+  );
+  assert.ok(pid > 0);
+  assert.equal(isAlive(pid), false, "the silent child was killed");
+});
+
+test("the child is killed with the test that started it", async (t) => {
+  let pid = 0;
+  await t.test("inner", async (inner) => {
+    const child = await spawnChild(
+      { code: `console.log("up"); setInterval(() => {}, 1000);` },
+      { test: inner },
+    );
+    pid = child.pid;
+    assert.ok(isAlive(pid));
+  });
+  assert.equal(isAlive(pid), false);
+});
