@@ -9,6 +9,7 @@ import { test } from "node:test";
 import { createMetricsRegistry } from "@casebook/infra/http/metrics";
 import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
+import { GroupCommit as Batcher } from "@casebook/kit/group-commit";
 import { seededRandom } from "@casebook/kit/random";
 import { bucketQuantile } from "../src/domain/bucket-quantile.ts";
 import { EndpointHolds } from "../src/domain/endpoint-holds.ts";
@@ -16,7 +17,6 @@ import { RetryPacer } from "../src/domain/retry-pacer.ts";
 import { storeErrors } from "../src/domain/store-errors.ts";
 import { type TenantDemand, TenantShares } from "../src/domain/tenant-shares.ts";
 import { webhookBody } from "../src/domain/webhook-body.ts";
-import { Batcher } from "../src/workers/batcher.ts";
 import { DeliveryWorker } from "../src/workers/delivery-worker.ts";
 import type { HttpSender } from "../src/workers/http-sender.ts";
 import {
