@@ -65,7 +65,9 @@ export class GroupCommit<I, O> {
   readonly #maxWaitMs: number;
   readonly #sleep: ((ms: number) => Promise<void>) | undefined;
   readonly #pending = new Deque<Pending<I, O>>();
-  #flushing: Promise<void> | undefined;
+  /** True from the first item of a busy period until the flush loop finds nothing left. */
+  #flushing = false;
+  #flushed: Promise<void> = Promise.resolve();
   #filled: (() => void) | undefined;
   #stats = { batches: 0, items: 0, refused: 0 };
 
@@ -111,34 +113,44 @@ export class GroupCommit<I, O> {
       this.#pending.push({ item, resolve, reject });
       if (this.#filled !== undefined && this.#pending.length >= this.#maxBatch) this.#filled();
       // The flush runs synchronously up to its first await: an idle batch is taken at once.
-      this.#flushing ??= this.#flush().finally(() => {
-        this.#flushing = undefined;
-      });
+      if (!this.#flushing) {
+        this.#flushing = true;
+        this.#flushed = this.#flush();
+      }
     });
   }
 
   /** Resolves once everything submitted so far is written (or failed). */
   async drain(): Promise<void> {
-    while (this.#flushing !== undefined) await this.#flushing;
+    while (this.#flushing) await this.#flushed;
   }
 
   async #flush(): Promise<void> {
-    if (this.#maxWaitMs > 0 && this.#pending.length < this.#maxBatch) await this.#waitToFill();
-    while (this.#pending.length > 0) {
-      const batch: Pending<I, O>[] = [];
-      while (batch.length < this.#maxBatch && this.#pending.length > 0) batch.push(this.#pending.shift()!);
-      this.#stats.batches += 1;
-      this.#stats.items += batch.length;
-      try {
-        const outs = await this.#write(batch.map((p) => p.item));
-        assert(outs.length === batch.length, "a group write returns one result per item", {
-          results: outs.length,
-          items: batch.length,
-        });
-        for (let i = 0; i < batch.length; i++) batch[i]!.resolve(outs[i]!);
-      } catch (error) {
-        for (const p of batch) p.reject(error);
-      }
+    try {
+      if (this.#maxWaitMs > 0 && this.#pending.length < this.#maxBatch) await this.#waitToFill();
+      while (this.#pending.length > 0) await this.#writeBatch();
+    } finally {
+      // Cleared in the very step the loop sees the queue empty (no await in between): an
+      // item submitted by a caller the last batch woke starts a new flush instead of
+      // waiting for one that has already ended.
+      this.#flushing = false;
+    }
+  }
+
+  async #writeBatch(): Promise<void> {
+    const batch: Pending<I, O>[] = [];
+    while (batch.length < this.#maxBatch && this.#pending.length > 0) batch.push(this.#pending.shift()!);
+    this.#stats.batches += 1;
+    this.#stats.items += batch.length;
+    try {
+      const outs = await this.#write(batch.map((p) => p.item));
+      assert(outs.length === batch.length, "a group write returns one result per item", {
+        results: outs.length,
+        items: batch.length,
+      });
+      for (let i = 0; i < batch.length; i++) batch[i]!.resolve(outs[i]!);
+    } catch (error) {
+      for (const p of batch) p.reject(error);
     }
   }
 
