@@ -91,6 +91,15 @@ export class Deque<T> {
     return this.#items[(this.#head + index) & this.#mask];
   }
 
+  /** Items from index `start` (0 is the front) to the back, as an array; the deque is unchanged. */
+  slice(start = 0): T[] {
+    const from = Math.max(0, Math.min(this.#length, Math.trunc(start)));
+    const items: T[] = new Array(this.#length - from);
+    for (let i = from; i < this.#length; i++)
+      items[i - from] = this.#items[(this.#head + i) & this.#mask] as T;
+    return items;
+  }
+
   /** Removes every item and returns them front to back (e.g. to fail every waiter at once). */
   drain(): T[] {
     const items = [...this];
