@@ -29,6 +29,7 @@
  * tokens.verify(token).data;                                  // { userId: "u_1" }, or throws TOKEN_*
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
+import { assert } from "./assert.ts";
 import type { Clock } from "./clock.ts";
 import { kitErrors } from "./kit-errors.ts";
 
@@ -108,7 +109,9 @@ export class SignedTokens<T> {
     const issuedAtMs = Math.floor(this.#clock.nowMs());
     const payload = encode(JSON.stringify({ iat: issuedAtMs, exp: issuedAtMs + ttlMs, data }));
     const signed = `${this.#signingKid}.${payload}`;
-    const token = `${signed}.${this.#signature(this.#keys.get(this.#signingKid)!, signed)}`;
+    const secret = this.#keys.get(this.#signingKid);
+    assert(secret !== undefined, "the signing key is among the verifying keys");
+    const token = `${signed}.${this.#signature(secret, signed)}`;
     if (token.length > this.#maxTokenChars) {
       throw new RangeError(`the token is ${token.length} chars, above maxTokenChars ${this.#maxTokenChars}`);
     }

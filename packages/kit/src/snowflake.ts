@@ -27,6 +27,7 @@
  * const id = ids.next();              // 1234567890123456789n (a bigint)
  * decodeSnowflake(id);                // { timestampMs, workerId: 7, sequence: 0 }
  */
+import { assert } from "./assert.ts";
 import type { Clock } from "./clock.ts";
 import { kitErrors } from "./kit-errors.ts";
 
@@ -67,6 +68,7 @@ export class SnowflakeGenerator {
   readonly #epochMs: number;
   #lastMs = -1;
   #sequence = 0;
+  #lastId = -1n;
 
   constructor(options: SnowflakeOptions) {
     const { workerId } = options;
@@ -95,7 +97,11 @@ export class SnowflakeGenerator {
       this.#sequence = 0;
     }
     this.#lastMs = nowMs;
-    return (BigInt(nowMs) << TIME_SHIFT) | (this.#workerId << WORKER_SHIFT) | BigInt(this.#sequence);
+    const id = (BigInt(nowMs) << TIME_SHIFT) | (this.#workerId << WORKER_SHIFT) | BigInt(this.#sequence);
+    // The whole point: a repeat would be a duplicate primary key somewhere downstream.
+    assert(id > this.#lastId, "snowflake ids of one generator strictly increase");
+    this.#lastId = id;
+    return id;
   }
 
   #elapsedMs(): number {
