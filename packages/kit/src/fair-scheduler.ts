@@ -49,7 +49,7 @@ export const QUEUE_LIMITS_DEFAULT: Readonly<QueueLimits> = Object.freeze({
   ratePerS: 50,
   burst: 10,
 });
-/** Largest flow weight: bounds a round to Σ weights × quantum attempts. */
+/** Largest flow weight: bounds a round to Σ weights × quantum tasks. */
 export const WEIGHT_MAX = 1_000;
 /** Queue states remembered at once (queued, in flight, or holding a throttle or a bucket). */
 export const QUEUES_MAX_DEFAULT = 100_000;
@@ -187,16 +187,16 @@ export class FairScheduler<T> {
     }
   }
 
-  /** The next task by the fairness rules, or undefined when nothing may be sent now. */
+  /** The next task by the fairness rules, or undefined when nothing may go now. */
   pick(): Lease<T> | undefined {
     const nowMs = this.#clock.monotonicMs();
     this.#unpark(nowMs);
     // Each turn serves (weight × quantum >= 1 gives the head flow a credit) or retires a
-    // flow with nothing sendable now, so one pass over the ring always suffices.
+    // flow with nothing that may go now, so one pass over the ring always suffices.
     for (let turns = this.#active.length + 1; turns > 0 && this.#active.length > 0; turns--) {
       const flow = this.#active.peek()!;
       if (flow.deficit < 1) flow.deficit += flow.weight * this.#quantum;
-      const queue = this.#sendableQueue(flow, nowMs);
+      const queue = this.#readyQueue(flow, nowMs);
       if (queue === undefined) {
         this.#retire(flow);
         continue;
@@ -209,7 +209,7 @@ export class FairScheduler<T> {
     return undefined;
   }
 
-  /** Ends a picked task's attempt: frees its queue and flow slots. Exactly once per lease. */
+  /** Ends a picked task's work: frees its queue and flow slots. Exactly once per lease. */
   complete(lease: Lease<T>): void {
     const record = lease as LeaseRecord<T>;
     if (record.done !== false)
@@ -239,7 +239,7 @@ export class FairScheduler<T> {
     return true;
   }
 
-  /** When a parked queue becomes sendable, for a worker with nothing to pick to sleep until. */
+  /** When a parked queue may go again, for a worker with nothing to pick to sleep until. */
   nextReadyAtMs(): number | undefined {
     return this.#parked.peekKey();
   }
@@ -352,8 +352,8 @@ export class FairScheduler<T> {
     }
   }
 
-  /** The first queue of the flow's ring that may send now; parks those that may not. */
-  #sendableQueue(flow: FlowState<T>, nowMs: number): QueueState<T> | undefined {
+  /** The first queue of the flow's ring that may go now; parks those that may not. */
+  #readyQueue(flow: FlowState<T>, nowMs: number): QueueState<T> | undefined {
     for (let left = flow.ready.length; left > 0; left--) {
       const queue = flow.ready.shift()!;
       const readyAtMs =
