@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { keySlot } from "@casebook/kit/cluster-slot";
+import { SingleFlight } from "@casebook/kit/single-flight";
 import { decodeEnvelope, encodeEnvelope } from "../src/domain/cache-envelope.ts";
 import { parseRedirect, redirectAction, retryKind } from "../src/domain/redirect-reply.ts";
-import { RequestCoalescer } from "../src/domain/request-coalescer.ts";
 import { parseClusterSlots, SlotMap, slotOfKey } from "../src/domain/slot-map.ts";
 
 const CLUSTER_SLOTS = [
@@ -93,39 +93,39 @@ describe("redirect replies", () => {
 
 describe("request coalescer", () => {
   test("CA-20 concurrent calls for one key share one load; the next call after it settles starts afresh", async () => {
-    const coalescer = new RequestCoalescer<number>({ maxInFlightKeys: 10 });
+    const coalescer = new SingleFlight<number>({ maxInFlightKeys: 10 });
     let loads = 0;
     const work = async () => ++loads;
-    const results = await Promise.all(Array.from({ length: 100 }, () => coalescer.run("k", work)));
+    const results = await Promise.all(Array.from({ length: 100 }, () => coalescer.do("k", work)));
     assert.deepEqual(new Set(results), new Set([1]));
     assert.deepEqual(coalescer.stats, { started: 1, joined: 99, overflowed: 0 });
     assert.equal(coalescer.inFlight, 0);
-    assert.equal(await coalescer.run("k", work), 2);
+    assert.equal(await coalescer.do("k", work), 2);
   });
 
   test("a failed load fails every joined caller once and is not remembered", async () => {
-    const coalescer = new RequestCoalescer<number>({ maxInFlightKeys: 10 });
+    const coalescer = new SingleFlight<number>({ maxInFlightKeys: 10 });
     const failing = Promise.all([
-      coalescer.run("k", async () => {
+      coalescer.do("k", async () => {
         throw new Error("db down");
       }),
-      coalescer.run("k", async () => 1),
+      coalescer.do("k", async () => 1),
     ]);
     await assert.rejects(failing, /db down/);
-    assert.equal(await coalescer.run("k", async () => 7), 7);
+    assert.equal(await coalescer.do("k", async () => 7), 7);
   });
 
   test("past maxInFlightKeys new keys run uncoalesced instead of growing the map", async () => {
-    const coalescer = new RequestCoalescer<string>({ maxInFlightKeys: 2 });
+    const coalescer = new SingleFlight<string>({ maxInFlightKeys: 2 });
     let release: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
     const held = [
-      coalescer.run("a", () => gate.then(() => "a")),
-      coalescer.run("b", () => gate.then(() => "b")),
+      coalescer.do("a", () => gate.then(() => "a")),
+      coalescer.do("b", () => gate.then(() => "b")),
     ];
-    assert.equal(await coalescer.run("c", async () => "c"), "c");
+    assert.equal(await coalescer.do("c", async () => "c"), "c");
     assert.equal(coalescer.stats.overflowed, 1);
     assert.equal(coalescer.inFlight, 2);
     release();

@@ -5,10 +5,10 @@
  * decides what runs next. Pure and seeded: the same inputs give the same waits.
  */
 import { ManualClock } from "@casebook/kit/clock";
+import { Deque } from "@casebook/kit/deque";
+import { MinHeap } from "@casebook/kit/min-heap";
 import type { RandomSource } from "@casebook/kit/random";
 import type { Lease, ScheduledTask } from "../src/domain/fair-scheduler.ts";
-import { MinHeap } from "../src/domain/min-heap.ts";
-import { RingDeque } from "../src/domain/ring-deque.ts";
 
 export interface SimTask {
   tenantId: string;
@@ -28,7 +28,7 @@ export interface Discipline {
 
 /** The strawman the text warns about: one FIFO for everyone, no per-endpoint limit. */
 export class GlobalFifo implements Discipline {
-  readonly #queue = new RingDeque<SimTask>();
+  readonly #queue = new Deque<SimTask>();
 
   enqueue(task: ScheduledTask<SimTask>): void {
     this.#queue.push(task.item);

@@ -1,8 +1,9 @@
 /**
  * The delivery worker's pure pieces, deterministically: per-tenant claim shares (weighted
  * DRR, WH-15/WH-21), the retry pacer (WH-20), Retry-After holds, quantiles from histogram
- * buckets and the metrics built on them (WH-24), the webhook envelope, the group-commit
- * batcher, and the worker's refusal of unsafe options.
+ * buckets and the metrics built on them (WH-24), the webhook envelope, and the worker's
+ * refusal of unsafe options. (The group-commit batcher's test moved with it to kit's
+ * group-commit.test.ts.)
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -16,7 +17,6 @@ import { RetryPacer } from "../src/domain/retry-pacer.ts";
 import { storeErrors } from "../src/domain/store-errors.ts";
 import { type TenantDemand, TenantShares } from "../src/domain/tenant-shares.ts";
 import { webhookBody } from "../src/domain/webhook-body.ts";
-import { Batcher } from "../src/workers/batcher.ts";
 import { DeliveryWorker } from "../src/workers/delivery-worker.ts";
 import type { HttpSender } from "../src/workers/http-sender.ts";
 import {
@@ -178,46 +178,6 @@ test("WH-13 the body is the Standard Webhooks envelope, with the commit time the
     payload: { id: "in_1" },
   });
   assert.equal(body, '{"type":"invoice.paid","timestamp":"2025-01-01T00:00:00.000Z","data":{"id":"in_1"}}');
-});
-
-test("batcher: the first item goes alone, items arriving meanwhile go together; each caller gets its own answer", async () => {
-  const batches: number[][] = [];
-  let release: () => void = () => {};
-  const gate = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const batcher = new Batcher<number, number>(
-    async (batch) => {
-      batches.push(batch);
-      if (batches.length === 1) await gate;
-      return batch.map((n) => n * 10);
-    },
-    { maxBatch: 3, maxPending: 10 },
-  );
-  const answers = [1, 2, 3, 4, 5].map((n) => batcher.submit(n));
-  release();
-  assert.deepEqual(await Promise.all(answers), [10, 20, 30, 40, 50]);
-  assert.deepEqual(batches, [[1], [2, 3, 4], [5]]);
-  let fail: (error: Error) => void = () => {};
-  const failing = new Batcher<number, number>(
-    () =>
-      new Promise<number[]>((_, reject) => {
-        fail = reject;
-      }),
-    { maxBatch: 5, maxPending: 1 },
-  );
-  const inFlight = failing.submit(1); // taken by the first write at once
-  const waiting = failing.submit(2); // the one pending item allowed
-  await assert.rejects(failing.submit(3), /more than 1 writes pending/);
-  fail(new Error("db down"));
-  await assert.rejects(inFlight, /db down/);
-  fail(new Error("still down"));
-  await assert.rejects(
-    waiting,
-    /still down/,
-    "a failed batch rejects its callers, the next batch still runs",
-  );
-  await failing.drain();
 });
 
 test("the worker refuses unsafe options: a lease shorter than a request, no send slot", () => {

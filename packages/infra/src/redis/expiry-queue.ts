@@ -1,5 +1,5 @@
 /**
- * The in-process store's active expiry: a min-heap of (expiresAtMs, key), so a sweep
+ * The in-process store's active expiry: kit's min-heap of (expiresAtMs, key), so a sweep
  * finds expired keys in O(log n) each instead of scanning the keyspace (Redis samples
  * random keys; an exact heap is cheaper at our sizes and never misses one).
  *
@@ -13,6 +13,7 @@
  * queue.push(1_000, "a");
  * queue.popDue(1_500); // { atMs: 1000, key: "a" }
  */
+import { MinHeap } from "@casebook/kit/min-heap";
 
 export interface ExpiryEntry {
   atMs: number;
@@ -20,60 +21,30 @@ export interface ExpiryEntry {
 }
 
 export class ExpiryQueue {
-  #heap: ExpiryEntry[] = [];
+  readonly #heap = new MinHeap<string>();
 
   get size(): number {
-    return this.#heap.length;
+    return this.#heap.size;
   }
 
   push(atMs: number, key: string): void {
-    this.#heap.push({ atMs, key });
-    this.#siftUp(this.#heap.length - 1);
+    this.#heap.push(atMs, key);
   }
 
   /** Removes and returns the earliest entry if it expired before `nowMs` (Redis: expired when now > at). */
   popDue(nowMs: number): ExpiryEntry | undefined {
-    const top = this.#heap[0];
-    if (top === undefined || !(nowMs > top.atMs)) return undefined;
-    const last = this.#heap.pop()!;
-    if (this.#heap.length > 0) {
-      this.#heap[0] = last;
-      this.#siftDown(0);
-    }
-    return top;
+    const atMs = this.#heap.peekKey();
+    if (atMs === undefined || !(nowMs > atMs)) return undefined;
+    const { value: key } = this.#heap.pop()!;
+    return { atMs, key };
   }
 
   /** Rebuilds the heap from the entries `isLive` keeps (O(n)); the caller decides when. */
   compact(isLive: (entry: ExpiryEntry) => boolean): void {
-    this.#heap = this.#heap.filter(isLive);
-    for (let index = (this.#heap.length >> 1) - 1; index >= 0; index--) this.#siftDown(index);
+    this.#heap.retain((atMs, key) => isLive({ atMs, key }));
   }
 
   clear(): void {
-    this.#heap = [];
-  }
-
-  #siftUp(index: number): void {
-    const heap = this.#heap;
-    while (index > 0) {
-      const parent = (index - 1) >> 1;
-      if (heap[parent]!.atMs <= heap[index]!.atMs) return;
-      [heap[parent], heap[index]] = [heap[index]!, heap[parent]!];
-      index = parent;
-    }
-  }
-
-  #siftDown(index: number): void {
-    const heap = this.#heap;
-    for (;;) {
-      const left = 2 * index + 1;
-      const right = left + 1;
-      let smallest = index;
-      if (left < heap.length && heap[left]!.atMs < heap[smallest]!.atMs) smallest = left;
-      if (right < heap.length && heap[right]!.atMs < heap[smallest]!.atMs) smallest = right;
-      if (smallest === index) return;
-      [heap[smallest], heap[index]] = [heap[index]!, heap[smallest]!];
-      index = smallest;
-    }
+    this.#heap.clear();
   }
 }

@@ -23,14 +23,16 @@
  * const pages = new CacheAside<EventPage>({ client, ttlS: 300, jitter: 0.1, staleWhileRevalidateS: 30 });
  * const page = await pages.getOrLoad("event:42", () => db.eventPage(42));
  */
+
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { type RandomSource, systemRandom } from "@casebook/kit/random";
+import { IN_FLIGHT_KEYS_MAX, SingleFlight } from "@casebook/kit/single-flight";
 import { BigKeyDetector, type BigKeyReport } from "../domain/big-key-detector.ts";
 import { decodeEnvelope, encodeEnvelope } from "../domain/cache-envelope.ts";
 import { HotKeyDetector } from "../domain/hot-key-detector.ts";
 import { HotKeyL1 } from "../domain/hot-key-l1.ts";
 import { MAX_HOT_KEY_REPLICAS, pickReplicaKey, replicaKeys } from "../domain/hot-key-replicas.ts";
-import { RequestCoalescer } from "../domain/request-coalescer.ts";
+import { requireInteger } from "../domain/policy-errors.ts";
 import { jitteredTtlS, ttlRangeS } from "../domain/ttl-jitter.ts";
 import { MAX_XFETCH_BETA, shouldRefreshEarly } from "../domain/xfetch.ts";
 import type { CacheClient } from "./cache-client.ts";
@@ -122,8 +124,8 @@ export class CacheAside<T> {
   readonly #beta: number;
   readonly #staleS: number;
   readonly #lease: StampedeLease | undefined;
-  readonly #loads: RequestCoalescer<T> | undefined;
-  readonly #refreshes: RequestCoalescer<void>;
+  readonly #loads: SingleFlight<T> | undefined;
+  readonly #refreshes: SingleFlight<void>;
   readonly #hot: HotKeyOptions | undefined;
   readonly #detector: HotKeyDetector | undefined;
   readonly #l1: HotKeyL1<T> | undefined;
@@ -157,8 +159,9 @@ export class CacheAside<T> {
     this.#staleS = options.staleWhileRevalidateS ?? 0;
     requireClientInteger("staleWhileRevalidateS", this.#staleS, 0, MAX_STALE_S);
     const maxInFlightKeys = options.maxInFlightKeys ?? 10_000;
-    this.#loads = options.coalesce === false ? undefined : new RequestCoalescer<T>({ maxInFlightKeys });
-    this.#refreshes = new RequestCoalescer<void>({ maxInFlightKeys });
+    requireInteger("maxInFlightKeys", maxInFlightKeys, 1, IN_FLIGHT_KEYS_MAX);
+    this.#loads = options.coalesce === false ? undefined : new SingleFlight<T>({ maxInFlightKeys });
+    this.#refreshes = new SingleFlight<void>({ maxInFlightKeys });
     const leaseDeps = { monotonicMs: () => this.#clock.monotonicMs(), ...options.leaseDeps };
     this.#lease =
       options.lease === false ? undefined : new StampedeLease(this.#client, options.lease, leaseDeps);
@@ -204,7 +207,7 @@ export class CacheAside<T> {
     if (stored === undefined) {
       this.#count("miss", key, undefined);
       const load = () => this.#loadThroughLease(key, loader, call, hot);
-      return this.#loads ? this.#loads.run(key, load) : load();
+      return this.#loads ? this.#loads.do(key, load) : load();
     }
     const envelope = decodeEnvelope(stored);
     const value = this.#codec.decode(envelope.payload);
@@ -324,7 +327,7 @@ export class CacheAside<T> {
 
   /** One refresh per key at a time in this process, and across processes only the lease winner's. */
   #refreshInBackground(key: string, loader: () => Promise<T>, call: CallOptions, hot: boolean): void {
-    const refresh = this.#refreshes.run(key, async () => {
+    const refresh = this.#refreshes.do(key, async () => {
       const held = this.#lease ? await this.#lease.tryAcquire(key) : undefined;
       if (this.#lease && held === undefined) return;
       try {

@@ -24,7 +24,9 @@
  * const [a, b] = await Promise.all([connection.send(["GET", "a"]), connection.send(["GET", "b"])]); // one write
  * await connection.close();
  */
+
 import { createConnection, type Socket } from "node:net";
+import { Deque } from "@casebook/kit/deque";
 import type { CasebookError } from "@casebook/kit/errors";
 import { clientErrors, requireClientInteger } from "./client-errors.ts";
 import { encodeCommand, type WireEncoding } from "./command-encoder.ts";
@@ -76,8 +78,8 @@ export class NodeConnection {
   readonly #parser: ReplyParser;
   #state: ConnectionState = "connecting";
   #closing = false;
-  readonly #pending: Pending[] = [];
-  #head = 0;
+  /** Commands awaiting their reply, oldest first: replies arrive in command order. */
+  readonly #pending = new Deque<Pending>();
   #outbox: string[] = [];
   #outboxBytes = 0;
   #flush: NodeJS.Immediate | undefined;
@@ -122,7 +124,7 @@ export class NodeConnection {
 
   /** Commands sent (or queued) and not yet answered. */
   get pending(): number {
-    return this.#pending.length - this.#head;
+    return this.#pending.length;
   }
 
   get stats(): ConnectionStats {
@@ -197,14 +199,13 @@ export class NodeConnection {
     try {
       this.#parser.feed(chunk);
       for (let reply = this.#parser.next(); reply !== NEED_MORE; reply = this.#parser.next()) {
-        const waiting = this.#pending[this.#head];
+        const waiting = this.#pending.shift();
         if (waiting === undefined) {
           throw clientErrors.create("CACHE_CLIENT_PROTOCOL_INVALID", {
             detail: "Protocol error: a reply arrived with no command waiting for it",
             fields: { address: this.address },
           });
         }
-        this.#pending[this.#head++] = undefined as unknown as Pending;
         this.#stats.replies += 1;
         waiting.resolve(reply);
       }
@@ -212,28 +213,16 @@ export class NodeConnection {
       this.#fail(error as CasebookError);
       return;
     }
-    this.#compact();
     if (this.#closing && this.pending === 0) this.#socket.end();
-  }
-
-  /** Drops answered entries from the front of the FIFO once they are the bulk of it. */
-  #compact(): void {
-    if (this.#head === this.#pending.length) {
-      this.#pending.length = 0;
-      this.#head = 0;
-    } else if (this.#head > 1_024 && this.#head * 2 > this.#pending.length) {
-      this.#pending.splice(0, this.#head);
-      this.#head = 0;
-    }
   }
 
   /** One timer per connection, set for the oldest command: deadlines are in FIFO order. */
   #armTimer(): void {
     if (this.#timer !== undefined || this.pending === 0) return;
-    const waitMs = Math.max(0, this.#pending[this.#head]!.deadlineMs - performance.now());
+    const waitMs = Math.max(0, this.#pending.peek()!.deadlineMs - performance.now());
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      const oldest = this.#pending[this.#head];
+      const oldest = this.#pending.peek();
       if (oldest !== undefined && oldest.deadlineMs <= performance.now()) {
         this.#fail(this.#timeout("reply"));
         return;
@@ -267,9 +256,7 @@ export class NodeConnection {
     clearTimeout(this.#timer);
     if (this.#flush !== undefined) clearImmediate(this.#flush);
     this.#outbox = [];
-    const waiting = this.#pending.splice(this.#head);
-    this.#pending.length = 0;
-    this.#head = 0;
+    const waiting = this.#pending.drain();
     this.#socket.destroy();
     for (const entry of waiting) entry.reject(error);
   }

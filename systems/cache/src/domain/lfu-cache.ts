@@ -11,6 +11,8 @@
  * lfu.set("a"); lfu.get("a"); lfu.set("b");
  * lfu.set("c"); // evicts "b" (count 1) and keeps "a" (count 2)
  */
+
+import { type HeapNode, IndexedHeap } from "@casebook/kit/indexed-heap";
 import {
   type CacheBounds,
   type CacheBoundsOptions,
@@ -19,7 +21,6 @@ import {
   notifyEvicted,
   resolveBounds,
 } from "./cache-bounds.ts";
-import { type HeapNode, IndexedHeap } from "./indexed-heap.ts";
 import { requireWeight } from "./policy-errors.ts";
 
 export interface LfuCacheOptions<K> extends CacheBoundsOptions {

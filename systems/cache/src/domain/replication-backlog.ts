@@ -16,6 +16,7 @@
  * backlog.since(0);             // [encoded]
  * backlog.since(1);             // []
  */
+import { Deque } from "@casebook/kit/deque";
 
 export interface ReplicationBacklogOptions {
   /** Bytes of entries kept (Redis's repl-backlog-size, 1 MB by default). */
@@ -24,8 +25,7 @@ export interface ReplicationBacklogOptions {
 
 export class ReplicationBacklog {
   readonly #maxBytes: number;
-  #entries: Buffer[] = [];
-  #head = 0;
+  readonly #entries = new Deque<Buffer>();
   #bytes = 0;
   #offset = 0;
 
@@ -43,7 +43,7 @@ export class ReplicationBacklog {
 
   /** The lowest offset a replica may resume from. */
   get firstOffset(): number {
-    return this.#offset - (this.#entries.length - this.#head);
+    return this.#offset - this.#entries.length;
   }
 
   get bytes(): number {
@@ -54,15 +54,9 @@ export class ReplicationBacklog {
     this.#entries.push(entry);
     this.#bytes += entry.length;
     this.#offset += 1;
-    while (this.#bytes > this.#maxBytes && this.#head < this.#entries.length - 1) {
-      this.#bytes -= this.#entries[this.#head]!.length;
-      this.#entries[this.#head] = EMPTY;
-      this.#head += 1;
-    }
-    // Compact once the dropped prefix dominates, so the array does not grow without bound.
-    if (this.#head > 1024 && this.#head * 2 > this.#entries.length) {
-      this.#entries = this.#entries.slice(this.#head);
-      this.#head = 0;
+    // The newest entry stays even when it alone is above maxBytes: a replica still gets it.
+    while (this.#bytes > this.#maxBytes && this.#entries.length > 1) {
+      this.#bytes -= this.#entries.shift()!.length;
     }
   }
 
@@ -74,11 +68,8 @@ export class ReplicationBacklog {
 
   /** Starts a new history at `offset` (a promoted replica keeps counting from where it was). */
   reset(offset: number): void {
-    this.#entries = [];
-    this.#head = 0;
+    this.#entries.clear();
     this.#bytes = 0;
     this.#offset = offset;
   }
 }
-
-const EMPTY = Buffer.alloc(0);

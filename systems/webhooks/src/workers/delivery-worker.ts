@@ -56,6 +56,7 @@
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { Clock } from "@casebook/kit/clock";
+import { GroupCommit as Batcher } from "@casebook/kit/group-commit";
 import type { RandomSource } from "@casebook/kit/random";
 import { type DeliveryOutcome as CoreOutcome, decideOutcome } from "../domain/delivery-outcome.ts";
 import { EndpointHolds } from "../domain/endpoint-holds.ts";
@@ -86,7 +87,6 @@ import {
 import type { SendGo, SendPlan, SendSkip } from "../store/send-check.ts";
 import { loadForSendBatch, MAX_SEND_CHECK_BATCH } from "../store/send-check-batch.ts";
 import { setSubscriptionActive } from "../store/subscription-repository.ts";
-import { Batcher } from "./batcher.ts";
 import { EndpointLimitsCache } from "./endpoint-limits-cache.ts";
 import type { HttpSender } from "./http-sender.ts";
 import { QueueGauges } from "./queue-gauges.ts";

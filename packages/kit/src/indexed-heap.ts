@@ -1,7 +1,8 @@
 /**
  * A binary heap whose nodes remember their own position, so a node whose priority changed
  * is fixed in O(log n) without a search: LFU's counts grow on every hit, Bélády's next-use
- * moves forward on every hit. `before(a, b)` true means a comes out first.
+ * moves forward on every hit. `before(a, b)` true means a comes out first. (For a heap of
+ * plain keyed entries, see `min-heap.ts`.)
  *
  * @example
  * const heap = new IndexedHeap<{ p: number; heapIndex: number }>((a, b) => a.p < b.p);
@@ -10,6 +11,8 @@
  * x.p = 0; heap.update(x);
  * heap.pop(); // x
  */
+import { assert } from "./assert.ts";
+
 export interface HeapNode {
   /** Position in the heap's array; -1 when not in the heap. */
   heapIndex: number;
@@ -33,7 +36,7 @@ export class IndexedHeap<T extends HeapNode> {
   }
 
   push(node: T): void {
-    if (node.heapIndex !== -1) throw new Error("invariant: a node is in the heap at most once");
+    assert(node.heapIndex === -1, "a node is in the heap at most once");
     node.heapIndex = this.#items.length;
     this.#items.push(node);
     this.#siftUp(node.heapIndex);
@@ -49,7 +52,7 @@ export class IndexedHeap<T extends HeapNode> {
   /** Removes `node`, which must be in this heap. */
   remove(node: T): void {
     const index = node.heapIndex;
-    if (this.#items[index] !== node) throw new Error("invariant: remove() needs a node of this heap");
+    assert(this.#items[index] === node, "remove() needs a node of this heap");
     const last = this.#items.pop()!;
     node.heapIndex = -1;
     if (last === node) return;
@@ -60,8 +63,7 @@ export class IndexedHeap<T extends HeapNode> {
 
   /** Restores the order after `node`'s priority changed either way. */
   update(node: T): void {
-    if (this.#items[node.heapIndex] !== node)
-      throw new Error("invariant: update() needs a node of this heap");
+    assert(this.#items[node.heapIndex] === node, "update() needs a node of this heap");
     this.#siftDown(this.#siftUp(node.heapIndex));
   }
 

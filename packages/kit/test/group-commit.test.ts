@@ -1,0 +1,152 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import fc from "fast-check";
+import { GroupCommit } from "../src/group-commit.ts";
+import { kitErrors } from "../src/kit-errors.ts";
+
+// Moved from webhooks' worker-units.test.ts with its batcher (WH-10's group commit).
+test("the first item goes alone, items arriving meanwhile go together; each caller gets its own answer", async () => {
+  const batches: number[][] = [];
+  let release: () => void = () => {};
+  const gate = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const commit = new GroupCommit<number, number>(
+    async (batch) => {
+      batches.push(batch);
+      if (batches.length === 1) await gate;
+      return batch.map((n) => n * 10);
+    },
+    { maxBatch: 3, maxPending: 10 },
+  );
+  const answers = [1, 2, 3, 4, 5].map((n) => commit.submit(n));
+  assert.equal(commit.pending, 4, "the first item is already in a write");
+  release();
+  assert.deepEqual(await Promise.all(answers), [10, 20, 30, 40, 50]);
+  assert.deepEqual(batches, [[1], [2, 3, 4], [5]]);
+  assert.deepEqual(commit.stats, { batches: 3, items: 5, refused: 0 });
+});
+
+test("past maxPending waiting items a submit is refused with GROUP_COMMIT_QUEUE_FULL; a failed batch fails its callers only", async () => {
+  let fail: (error: Error) => void = () => {};
+  const commit = new GroupCommit<number, number>(
+    () =>
+      new Promise<number[]>((_, reject) => {
+        fail = reject;
+      }),
+    { maxBatch: 5, maxPending: 1 },
+  );
+  const inFlight = commit.submit(1);
+  const waiting = commit.submit(2);
+  await assert.rejects(
+    commit.submit(3),
+    (e: unknown) =>
+      kitErrors.is(e, "GROUP_COMMIT_QUEUE_FULL") &&
+      e.fields.limit === 1 &&
+      e.status === 503 &&
+      /more than 1 writes pending/.test(e.message),
+  );
+  fail(new Error("db down"));
+  await assert.rejects(inFlight, /db down/);
+  fail(new Error("still down"));
+  await assert.rejects(waiting, /still down/);
+  await commit.drain();
+  assert.equal(commit.stats.refused, 1);
+});
+
+test("a write that returns the wrong number of results fails its batch as a bug", async () => {
+  const commit = new GroupCommit<number, number>(async () => [1, 2, 3], { maxBatch: 5, maxPending: 5 });
+  const both = [commit.submit(1), commit.submit(2)];
+  await assert.rejects(both[0]!, /one result per item/);
+  await assert.rejects(
+    both[1]!,
+    /one result per item/,
+    "the second went alone in the next batch, and failed too",
+  );
+});
+
+test("maxWaitMs: a batch from idle waits for company, and goes at once when it fills", async () => {
+  const batches: number[][] = [];
+  const sleeps: Array<() => void> = [];
+  const commit = new GroupCommit<number, number>(
+    async (batch) => {
+      batches.push(batch);
+      return batch;
+    },
+    {
+      maxBatch: 3,
+      maxPending: 10,
+      maxWaitMs: 5,
+      sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
+    },
+  );
+  const a = commit.submit(1);
+  await Promise.resolve();
+  assert.deepEqual(batches, [], "waiting for company");
+  const b = commit.submit(2);
+  sleeps[0]!(); // the wait ends
+  assert.deepEqual(await Promise.all([a, b]), [1, 2]);
+  assert.deepEqual(batches, [[1, 2]]);
+  const filled = [3, 4, 5].map((n) => commit.submit(n)); // the third fills the batch: no wait
+  assert.deepEqual(await Promise.all(filled), [3, 4, 5]);
+  assert.deepEqual(batches, [
+    [1, 2],
+    [3, 4, 5],
+  ]);
+  await commit.drain();
+});
+
+test("bad options are refused", () => {
+  const write = async (batch: number[]) => batch;
+  assert.throws(() => new GroupCommit(write, { maxBatch: 0, maxPending: 1 }), RangeError);
+  assert.throws(() => new GroupCommit(write, { maxBatch: 1, maxPending: 1.5 }), RangeError);
+  assert.throws(() => new GroupCommit(write, { maxBatch: 1, maxPending: 1, maxWaitMs: -1 }), RangeError);
+});
+
+test("property: every caller gets its own item's result, batches keep order and stay within maxBatch, one write at a time", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.integer({ min: 1, max: 8 }),
+      fc.array(fc.integer({ min: 0, max: 3 }), { minLength: 1, maxLength: 60 }),
+      async (maxBatch, gaps) => {
+        const seen: number[][] = [];
+        let writing = 0;
+        const commit = new GroupCommit<number, string>(
+          async (batch) => {
+            writing += 1;
+            assert.equal(writing, 1, "one write at a time");
+            seen.push(batch);
+            for (let i = 0; i < batch.length % 3; i++) await Promise.resolve();
+            writing -= 1;
+            return batch.map((n) => `r${n}`);
+          },
+          { maxBatch, maxPending: 1_000 },
+        );
+        const answers: Promise<string>[] = [];
+        for (const [i, gap] of gaps.entries()) {
+          answers.push(commit.submit(i));
+          for (let g = 0; g < gap; g++) await Promise.resolve();
+        }
+        assert.deepEqual(
+          await Promise.all(answers),
+          gaps.map((_, i) => `r${i}`),
+        );
+        assert.deepEqual(
+          seen.flat(),
+          gaps.map((_, i) => i),
+          "every item once, in submit order",
+        );
+        assert.ok(seen.every((batch) => batch.length >= 1 && batch.length <= maxBatch));
+      },
+    ),
+  );
+});
+
+test("a caller woken by the last batch that submits at once is written in a new flush, not stranded", async () => {
+  const commit = new GroupCommit<number, number>(async (batch) => batch, { maxBatch: 4, maxPending: 4 });
+  assert.equal(await commit.submit(1), 1);
+  // Webhooks' Batcher cleared its in-flight flag a few microtasks after its loop ended:
+  // this submit landed in that window and waited for a flush that never came.
+  const guard = new Promise<string>((resolve) => setTimeout(() => resolve("stranded"), 1_000).unref());
+  assert.equal(await Promise.race([commit.submit(2), guard]), 2);
+});
