@@ -43,17 +43,17 @@ import {
 } from "./api/payment-metrics.ts";
 import { registerPaymentRoutes } from "./api/payment-routes.ts";
 import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
+import { AcquirerClient, type AcquirerClientOptions } from "./clients/acquirer-client.ts";
+import { createEventPublisher } from "./clients/webhook-publisher.ts";
 import { paymentsErrorRegistries } from "./payments-errors.ts";
 import { IdempotencyStore } from "./store/idempotency-store.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
 import { enqueue } from "./store/outbox.ts";
-import { AcquirerClient, type AcquirerClientOptions } from "./workers/acquirer-client.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
 import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "./workers/refund-retrier.ts";
 import { SagaOrchestrator, type SagaOrchestratorOptions } from "./workers/saga-orchestrator.ts";
-import { createEventPublisher } from "./workers/webhook-publisher.ts";
 
 export const VERSION = "0.1.0";
 /** PAYMENTS_BOOTSTRAP_MERCHANT value that turns the demo merchant off. */

@@ -7,13 +7,14 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { outboxErrors } from "../src/domain/outbox-errors.ts";
-import type { OutboxEvent } from "../src/store/outbox.ts";
+import { outboundErrors } from "@casebook/infra/http/outbound-errors";
 import {
   createEventPublisher,
   createWebhookPublisher,
   MemoryPublisher,
-} from "../src/workers/webhook-publisher.ts";
+} from "../src/clients/webhook-publisher.ts";
+import { outboxErrors } from "../src/domain/outbox-errors.ts";
+import type { OutboxEvent } from "../src/store/outbox.ts";
 
 const EVENT: OutboxEvent = {
   eventId: "evt_1",
@@ -80,7 +81,33 @@ describe("webhook publisher", () => {
   test("a receiver that never answers fails at the timeout", async () => {
     answer = () => {}; // hold the request open
     const publisher = createWebhookPublisher({ url, timeoutMs: 50 });
-    await assert.rejects(publisher.publish(EVENT, new AbortController().signal), { name: "TimeoutError" });
+    // The whole-call deadline (was fetch's TimeoutError), typed by the phase it ended in.
+    await assert.rejects(
+      publisher.publish(EVENT, new AbortController().signal),
+      (err) =>
+        outboundErrors.is(err, "OUTBOUND_DEADLINE_EXCEEDED") &&
+        err.fields.phase === "headers" &&
+        err.fields.deadlineMs === 50,
+    );
+    const phased = createWebhookPublisher({ url, timeoutMs: 5_000, timeouts: { headersMs: 50 } });
+    await assert.rejects(phased.publish(EVENT, new AbortController().signal), (err) =>
+      outboundErrors.is(err, "OUTBOUND_HEADERS_TIMEOUT"),
+    );
+  });
+
+  test("the relay's signal ends a publish in flight", async () => {
+    answer = () => {}; // hold the request open
+    const publisher = createWebhookPublisher({ url, timeoutMs: 5_000 });
+    const controller = new AbortController();
+    const reason = new Error("relay timeout");
+    const publishing = publisher.publish(EVENT, controller.signal);
+    const seen = received.length;
+    for (let i = 0; i < 200 && received.length === seen; i++) await new Promise((r) => setImmediate(r));
+    controller.abort(reason);
+    await assert.rejects(
+      publishing,
+      (err) => outboundErrors.is(err, "OUTBOUND_ABORTED") && err.cause === reason,
+    );
   });
 
   test("without WEBHOOKS_URL events stay in a bounded memory publisher; a bad URL fails by name", async () => {

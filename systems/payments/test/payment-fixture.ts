@@ -13,10 +13,10 @@ import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { eventually } from "@casebook/lab/eventually";
 import { uniqueName } from "@casebook/lab/test-engines";
 import type { PaymentRoutesConfig } from "../src/api/payment-routes.ts";
+import type { AcquirerClient, AcquirerClientOptions } from "../src/clients/acquirer-client.ts";
 import { fingerprintRequest } from "../src/domain/idempotency.ts";
 import type { IdempotencyStore } from "../src/store/idempotency-store.ts";
 import { createPayment } from "../src/store/payment-repository.ts";
-import type { AcquirerClient, AcquirerClientOptions } from "../src/workers/acquirer-client.ts";
 import type { SagaOrchestrator, SagaOrchestratorOptions } from "../src/workers/saga-orchestrator.ts";
 import type { SimFixture } from "./acquirer-sim-fixture.ts";
 

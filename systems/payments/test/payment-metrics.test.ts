@@ -24,11 +24,11 @@ import {
   registerBreakerGauge,
 } from "../src/api/payment-metrics.ts";
 import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
+import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-client.ts";
 import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
 import { paymentErrors } from "../src/domain/payment-errors.ts";
 import { main } from "../src/main.ts";
 import { IdempotencyStore } from "../src/store/idempotency-store.ts";
-import { AcquirerClient, CORRELATION_HEADER } from "../src/workers/acquirer-client.ts";
 import { RefundRetrier } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 import { startSim } from "./acquirer-sim-fixture.ts";

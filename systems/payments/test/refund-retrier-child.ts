@@ -8,7 +8,7 @@ import { createInterface } from "node:readline";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
-import { AcquirerClient } from "../src/workers/acquirer-client.ts";
+import { AcquirerClient } from "../src/clients/acquirer-client.ts";
 import { RefundRetrier } from "../src/workers/refund-retrier.ts";
 
 const [url, schema, acquirerUrl, owner] = process.argv.slice(2);

@@ -16,11 +16,11 @@ import type { Database, Queryable, QueryResult, TransactionOptions } from "@case
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { ManualClock, systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
+import { AcquirerClient } from "../src/clients/acquirer-client.ts";
 import { fingerprintRequest } from "../src/domain/idempotency.ts";
 import { paymentErrors } from "../src/domain/payment-errors.ts";
 import { IdempotencyStore } from "../src/store/idempotency-store.ts";
 import { createPayment, type Payment } from "../src/store/payment-repository.ts";
-import { AcquirerClient } from "../src/workers/acquirer-client.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 import { type SimFixture, startSim } from "./acquirer-sim-fixture.ts";
 import { FAST_BACKOFF, FAST_CLIENT, openTestDb, seedPayment, waitFor } from "./payment-fixture.ts";

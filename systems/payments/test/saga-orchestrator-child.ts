@@ -9,8 +9,8 @@ import { createInterface } from "node:readline";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
+import { AcquirerClient } from "../src/clients/acquirer-client.ts";
 import { IdempotencyStore } from "../src/store/idempotency-store.ts";
-import { AcquirerClient } from "../src/workers/acquirer-client.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 
 const [url, schema, acquirerUrl, owner, headersText] = process.argv.slice(2);

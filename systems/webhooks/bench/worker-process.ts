@@ -11,13 +11,14 @@
  * @example
  * const child = fork("bench/worker-process.ts", [JSON.stringify(config)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
  */
+
+import type { PhaseTimeouts } from "@casebook/infra/http/outbound";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
 import { DeliveryWorker } from "../src/workers/delivery-worker.ts";
 import { HttpSender } from "../src/workers/http-sender.ts";
-import type { PhaseTimeouts } from "../src/workers/phase-timer.ts";
 
 export interface WorkerProcessConfig {
   url: string;

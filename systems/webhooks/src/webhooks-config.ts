@@ -13,9 +13,10 @@
  * config.leaseMs;                // 45000
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
+import { POLICY_RANGES_MAX } from "@casebook/kit/address-policy";
 import { ConfigError, type ConfigOf, type ConfigProblem, field, loadConfig } from "@casebook/kit/config";
-import { parseCidr } from "./domain/ip-address.ts";
-import { createUrlPolicy, POLICY_RANGES_MAX, type UrlPolicy } from "./domain/url-policy.ts";
+import { parseCidr } from "@casebook/kit/ip-address";
+import { createUrlPolicy, type UrlPolicy } from "./domain/url-policy.ts";
 import { LEASE_HEADROOM_MS } from "./store/delivery-claims.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "./store/event-repository.ts";
 

@@ -12,31 +12,22 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
+import { outboundErrors } from "@casebook/infra/http/outbound-errors";
+import { hostileDns } from "@casebook/lab/hostile-dns";
+import { type MisbehavingServer, startMisbehavingServer } from "@casebook/lab/misbehaving-http-server";
 import { deliveryErrors } from "../src/domain/delivery-errors.ts";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
-import type { Resolver } from "../src/workers/address-guard.ts";
 import { attemptResultOf, HttpSender } from "../src/workers/http-sender.ts";
-import { type Receiver, startReceiver } from "./http-sender-receiver.ts";
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
 const timeouts = { connectMs: 1_000, headersMs: 1_000, bodyMs: 1_000 };
-let receiver: Receiver;
+let receiver: MisbehavingServer;
 
 before(async () => {
-  receiver = await startReceiver();
+  receiver = await startMisbehavingServer();
 });
 
 after(() => receiver.close());
-
-/** A resolver answering `answers(call)` for every name, counting calls. */
-function hostileDns(answers: (call: number) => string[]): Resolver & { calls: number } {
-  const resolver = async () => {
-    resolver.calls += 1;
-    return answers(resolver.calls).map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
-  };
-  resolver.calls = 0;
-  return resolver;
-}
 
 async function attempt(sender: HttpSender, url: string): Promise<unknown> {
   try {
@@ -49,7 +40,7 @@ async function attempt(sender: HttpSender, url: string): Promise<unknown> {
 }
 
 const refusedAs = (addressClass: string) => (e: unknown) =>
-  deliveryErrors.is(e, "WEBHOOK_SEND_ADDRESS_REFUSED") && e.fields.addressClass === addressClass;
+  outboundErrors.is(e, "OUTBOUND_ADDRESS_REFUSED") && e.fields.addressClass === addressClass;
 
 test("loopback is refused without the allow list: nothing reaches the receiver", async () => {
   const before = receiver.received.length;

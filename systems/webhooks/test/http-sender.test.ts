@@ -6,24 +6,28 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { outboundErrors } from "@casebook/infra/http/outbound-errors";
 import { seededRandom } from "@casebook/kit/random";
+import {
+  type MisbehavingServer,
+  startMisbehavingServer,
+  startSilentServer,
+} from "@casebook/lab/misbehaving-http-server";
 import { Webhook } from "standardwebhooks";
-import { deliveryErrors } from "../src/domain/delivery-errors.ts";
 import { decideOutcome } from "../src/domain/delivery-outcome.ts";
 import { RetryPolicy } from "../src/domain/retry-policy.ts";
 import { verifyWebhook } from "../src/domain/signature.ts";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
 import { attemptResultOf, HttpSender } from "../src/workers/http-sender.ts";
-import { type Receiver, startReceiver, startSilentServer } from "./http-sender-receiver.ts";
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
 const policy = createUrlPolicy({ allowHttp: true, allow: ["127.0.0.1/32"] });
 const timeouts = { connectMs: 300, headersMs: 300, bodyMs: 300 };
-let receiver: Receiver;
+let receiver: MisbehavingServer;
 let sender: HttpSender;
 
 before(async () => {
-  receiver = await startReceiver();
+  receiver = await startMisbehavingServer();
   sender = new HttpSender({ policy, timeouts, maxBodyBytes: 64 * 1024, bodyExcerptBytes: 32 });
 });
 
@@ -39,8 +43,9 @@ const message = (path: string, body = '{"type":"invoice.paid"}') => ({
   secrets: [SECRET],
 });
 
-const timeoutIn = (phase: string) => (e: unknown) =>
-  deliveryErrors.is(e, "WEBHOOK_SEND_TIMEOUT") && e.fields.phase === phase;
+const timeoutIn = (phase: "connect" | "headers" | "body") => (e: unknown) =>
+  outboundErrors.is(e, `OUTBOUND_${phase.toUpperCase() as Uppercase<typeof phase>}_TIMEOUT`) &&
+  e.fields.phase === phase;
 
 test("2xx: one signed POST the receiver verifies, with phase timings; the next attempt reuses the socket", async () => {
   const first = await sender.send(message("/ok"));
@@ -131,14 +136,14 @@ test("connect timeout: a TLS handshake the server never answers times out in the
 });
 
 test("a refused connection is a typed connection error in the connect phase", async () => {
-  const gone = await startReceiver();
+  const gone = await startMisbehavingServer();
   const url = gone.url("/ok");
   await gone.close();
   const fresh = new HttpSender({ policy, timeouts });
   try {
     const error = await fresh.send({ ...message("/ok"), url }).catch((e) => e);
     assert.ok(
-      deliveryErrors.is(error, "WEBHOOK_SEND_CONNECTION_FAILED") &&
+      outboundErrors.is(error, "OUTBOUND_CONNECTION_FAILED") &&
         error.fields.phase === "connect" &&
         error.fields.code === "ECONNREFUSED",
       String(error),

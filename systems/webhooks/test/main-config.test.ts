@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { checkAddress } from "@casebook/kit/address-policy";
 import { ConfigError } from "@casebook/kit/config";
-import { checkAddress } from "../src/domain/url-policy.ts";
 import { main } from "../src/main.ts";
 import { loadWebhooksConfig, PRIVATE_NETWORK_CIDRS } from "../src/webhooks-config.ts";
 

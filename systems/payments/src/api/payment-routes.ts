@@ -26,6 +26,7 @@
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { fingerprintRequest, type StoredResponse } from "../domain/idempotency.ts";
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
@@ -41,7 +42,6 @@ import {
   scheduleSettlement,
   setIdemGeneration,
 } from "../store/payment-repository.ts";
-import type { AcquirerClient } from "../workers/acquirer-client.ts";
 import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
 import { beginClaim, releaseAfterFailure } from "./claim-release.ts";
 import { getRefund, handleRefund } from "./refund-handler.ts";

@@ -17,6 +17,7 @@
  * app.post("/v1/payments/:id/refunds", (request, reply) => handleRefund(deps, request, reply));
  */
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
+import type { RefundOutcome } from "../clients/acquirer-client.ts";
 import { fingerprintRequest, type StoredResponse } from "../domain/idempotency.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import type { IdempotencyLease } from "../store/idempotency-store.ts";
@@ -32,7 +33,6 @@ import {
   type Refund,
   refundView,
 } from "../store/refund-repository.ts";
-import type { RefundOutcome } from "../workers/acquirer-client.ts";
 import { beginClaim, releaseAfterFailure } from "./claim-release.ts";
 import {
   idempotencyKeyOf,

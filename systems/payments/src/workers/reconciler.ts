@@ -15,6 +15,7 @@
  * const summary = await reconcileDate({ db, clock: systemClock }, "2026-10-22", { acquirerUrl: "http://127.0.0.1:8105" });
  * summary.byKind.amount_mismatch; // 1
  */
+import { OutboundClient, type OutboundResponse } from "@casebook/infra/http/outbound";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import { parseSettlementCsv, type SettlementRow, utcDay } from "../acquirer-sim/settlement-file.ts";
@@ -29,6 +30,13 @@ import {
 
 /** How long one settlement-file download may take before the run gives up. */
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
+/** Bound on connecting to the acquirer, inside the download's deadline. */
+const FETCH_CONNECT_MS_MAX = 5_000;
+/**
+ * Largest settlement file read, in bytes: a day's file is ~100 bytes a row, so this is
+ * over a million rows; a bigger answer fails the run rather than filling the heap.
+ */
+export const SETTLEMENT_FILE_BYTES_MAX = 256 * 1024 * 1024;
 
 export interface ReconcilerDeps {
   db: Database;
@@ -42,23 +50,43 @@ export type SettlementSource =
   | { csv: string; source: string }
   | { acquirerUrl: string; fetchTimeoutMs?: number };
 
-/** Downloads a day's settlement file; PAYMENTS_RECON_FILE_UNAVAILABLE when the acquirer refuses or fails. */
+/**
+ * Downloads a day's settlement file on infra's outbound client (connect, headers and body
+ * each bounded, under the `timeoutMs` deadline, the file size capped);
+ * PAYMENTS_RECON_FILE_UNAVAILABLE when the acquirer refuses or fails, the OUTBOUND_* error
+ * (naming its phase) as cause.
+ */
 export async function fetchSettlementCsv(
   acquirerUrl: string,
   date: string,
   timeoutMs = DEFAULT_FETCH_TIMEOUT_MS,
 ): Promise<string> {
   const url = new URL(`/v1/settlements/${encodeURIComponent(date)}.csv`, acquirerUrl);
-  let res: Response;
+  // One client per download (a daily job): phase bounds under the whole download's deadline.
+  const client = new OutboundClient({
+    addressGuard: "off", // the configured acquirer, not a user's URL
+    timeouts: {
+      connectMs: Math.min(FETCH_CONNECT_MS_MAX, timeoutMs),
+      headersMs: timeoutMs,
+      bodyMs: timeoutMs,
+    },
+    deadlineMs: timeoutMs,
+    maxResponseBytes: SETTLEMENT_FILE_BYTES_MAX,
+    pool: { maxOrigins: 1, maxSocketsPerOrigin: 1, idleSocketTimeoutMs: 1_000 },
+  });
+  let res: OutboundResponse;
   try {
-    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    res = await client.request({ method: "GET", url });
   } catch (cause) {
     throw reconciliationErrors.create("PAYMENTS_RECON_FILE_UNAVAILABLE", {
       fields: { url: url.href, cause: String(cause) },
+      cause,
     });
+  } finally {
+    client.close();
   }
-  const text = await res.text();
-  if (!res.ok) {
+  const text = res.body.toString("utf8");
+  if (!(res.status >= 200 && res.status < 300)) {
     throw reconciliationErrors.create("PAYMENTS_RECON_FILE_UNAVAILABLE", {
       fields: { url: url.href, status: res.status, body: text.slice(0, 500) },
     });

@@ -26,6 +26,7 @@ import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
+import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import { decideRefundRetry, type RefundRetryDecision } from "../domain/payment-saga.ts";
 import { findPayment, lockPayment } from "../store/payment-repository.ts";
@@ -37,7 +38,6 @@ import {
   postponeRefund,
   type Refund,
 } from "../store/refund-repository.ts";
-import type { AcquirerClient } from "./acquirer-client.ts";
 import { loopFailureBackoff } from "./loop-backoff.ts";
 import { LEASE_MARGIN_MS } from "./saga-orchestrator.ts";
 

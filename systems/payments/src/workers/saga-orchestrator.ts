@@ -35,6 +35,7 @@ import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
+import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { idempotencyErrors } from "../domain/idempotency-errors.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import {
@@ -53,7 +54,6 @@ import {
   type Payment,
   paymentView,
 } from "../store/payment-repository.ts";
-import type { AcquirerClient } from "./acquirer-client.ts";
 import { loopFailureBackoff } from "./loop-backoff.ts";
 
 /** What leaves the saga when it finishes; the outbox helper persists it in the same transaction. */

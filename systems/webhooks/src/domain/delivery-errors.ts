@@ -1,12 +1,13 @@
 /**
  * The delivery core's error codes (`WEBHOOK_*`): URL policy, signatures, scheduling,
- * capacity arithmetic and the HTTP sender. One registry for these areas until the lead
+ * capacity arithmetic. (The sender's failures are infra's OUTBOUND_* codes since issue 10:
+ * `@casebook/infra/http/outbound-errors`.) One registry for these areas until the lead
  * merges the system's registries; the HTTP layer maps each to problem+json. Context goes
  * in `fields` (never a secret, never a payload: WH-22 keeps payloads out of logs).
  *
  * @example
  * throw deliveryErrors.create("WEBHOOK_URL_FORBIDDEN", { fields: { host: "10.0.0.7", addressClass: "private" } });
- * if (deliveryErrors.is(err, "WEBHOOK_SEND_TIMEOUT")) log.warn({ phase: err.fields.phase });
+ * if (deliveryErrors.is(err, "WEBHOOK_QUEUE_FULL")) log.warn({ scope: err.fields.scope });
  */
 import { defineErrors } from "@casebook/kit/errors";
 
@@ -53,23 +54,6 @@ export const deliveryErrors = defineErrors({
   WEBHOOK_CAPACITY_INVALID: {
     status: 400,
     message: "The capacity inputs are invalid (`field`, `reason`); a drain needs processing above arrival.",
-  },
-  WEBHOOK_SEND_TIMEOUT: {
-    status: 504,
-    message: "The endpoint did not finish the `phase` phase (connect, headers or body) within `timeoutMs`.",
-  },
-  WEBHOOK_SEND_CONNECTION_FAILED: {
-    status: 502,
-    message: "The connection to the endpoint failed during `phase` (`code`); the attempt will be retried.",
-  },
-  WEBHOOK_SEND_DNS_FAILED: {
-    status: 502,
-    message: "The endpoint's host name did not resolve (`code`); check the URL or its DNS records.",
-  },
-  WEBHOOK_SEND_ADDRESS_REFUSED: {
-    status: 422,
-    message:
-      "The endpoint's host resolved to an address webhooks never call (`addressClass`); nothing was sent.",
   },
 });
 

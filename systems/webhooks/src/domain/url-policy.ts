@@ -4,11 +4,12 @@
  * guard it reaches the metadata service, the database, the admin port on localhost.
  *
  * Two checks use this policy: at registration (`validateEndpointUrl`: scheme, shape,
- * IP literals, `localhost` names) and at send time (`checkAddress`, called by the
- * sender's resolver hook on every address a host name resolves to, then connected to
+ * IP literals, `localhost` names) and at send time (kit's `checkAddress`, called by
+ * infra's address guard on every address a host name resolves to, then connected to
  * as checked, so a DNS answer that changes after registration cannot slip through).
  * Loopback, private and the rest are refused unless in the operator's allow list
  * (tests allow 127.0.0.1); the deny list wins over everything, public space included.
+ * The address rules are kit's (`address-policy.ts`); this file adds webhooks' URL rules.
  *
  * @example
  * const policy = createUrlPolicy({ allowHttp: false, allow: [], deny: [] });
@@ -16,20 +17,22 @@
  * validateEndpointUrl("https://[::ffff:169.254.169.254]/", policy); // throws WEBHOOK_URL_FORBIDDEN
  * checkAddress("10.0.0.5", policy); // { allowed: false, addressClass: "private" }
  */
-import { type AddressClass, classifyIp } from "./address-class.ts";
+import {
+  type AddressPolicy,
+  checkAddress,
+  createAddressPolicy,
+  isLocalhostName,
+} from "@casebook/kit/address-policy";
+import { type IpAddress, parseIp } from "@casebook/kit/ip-address";
 import { deliveryErrors } from "./delivery-errors.ts";
-import { type Cidr, cidrContains, embeddedIpv4, type IpAddress, parseCidr, parseIp } from "./ip-address.ts";
 
 /** Longest endpoint URL accepted, in characters. */
 export const URL_LENGTH_MAX = 2_048;
-/** Most ranges in each of the allow and deny lists: each address is checked against all. */
-export const POLICY_RANGES_MAX = 256;
 
-export interface UrlPolicy {
+/** The address policy (kit's: allow and deny lists, public only) plus webhooks' own scheme rule. */
+export interface UrlPolicy extends AddressPolicy {
   /** Plain http endpoints; off by default (payloads and signatures in clear text). */
   readonly allowHttp: boolean;
-  readonly allow: readonly Cidr[];
-  readonly deny: readonly Cidr[];
 }
 
 export interface UrlPolicyInput {
@@ -42,39 +45,8 @@ export interface UrlPolicyInput {
 
 /** A policy from configuration; a malformed range fails with a RangeError naming it. */
 export function createUrlPolicy(input: UrlPolicyInput = {}): UrlPolicy {
-  const allow = (input.allow ?? []).map(parseCidr);
-  const deny = (input.deny ?? []).map(parseCidr);
-  if (allow.length > POLICY_RANGES_MAX || deny.length > POLICY_RANGES_MAX) {
-    throw new RangeError(`allow and deny lists hold at most ${POLICY_RANGES_MAX} ranges each`);
-  }
-  return Object.freeze({ allowHttp: input.allowHttp ?? false, allow, deny });
-}
-
-export type AddressVerdict =
-  | { readonly allowed: true; readonly addressClass: AddressClass }
-  | { readonly allowed: false; readonly addressClass: AddressClass | "invalid"; readonly reason: string };
-
-/** Matches the address itself and, for IPv4-mapped/NAT64/6to4 forms, the IPv4 it carries. */
-function inAny(ranges: readonly Cidr[], ip: IpAddress): boolean {
-  const carried = embeddedIpv4(ip);
-  return ranges.some(
-    (cidr) => cidrContains(cidr, ip) || (carried !== undefined && cidrContains(cidr, carried)),
-  );
-}
-
-/**
- * May webhooks connect to this address? Deny list, then allow list, then public only.
- *
- * @example
- * checkAddress("127.0.0.1", createUrlPolicy({ allow: ["127.0.0.1/32"] })); // { allowed: true, addressClass: "loopback" }
- */
-export function checkAddress(address: string | IpAddress, policy: UrlPolicy): AddressVerdict {
-  const ip = typeof address === "string" ? parseIp(address) : address;
-  if (ip === undefined) return { allowed: false, addressClass: "invalid", reason: "not an IP address" };
-  const addressClass = classifyIp(ip);
-  if (inAny(policy.deny, ip)) return { allowed: false, addressClass, reason: "in the deny list" };
-  if (addressClass === "public" || inAny(policy.allow, ip)) return { allowed: true, addressClass };
-  return { allowed: false, addressClass, reason: `${addressClass} address` };
+  const addresses = createAddressPolicy(input);
+  return Object.freeze({ ...addresses, allowHttp: input.allowHttp ?? false });
 }
 
 export interface EndpointUrl {
@@ -96,7 +68,7 @@ function forbidden(host: string, addressClass: string): Error {
 
 /**
  * Parses and checks an endpoint URL at registration and again before each send.
- * Host names are checked when they resolve (see workers/address-guard.ts).
+ * Host names are checked when they resolve (infra/http/address-guard.ts).
  */
 export function validateEndpointUrl(text: string, policy: UrlPolicy): EndpointUrl {
   if (text.length > URL_LENGTH_MAX) throw invalid(`longer than ${URL_LENGTH_MAX} characters`);
@@ -122,8 +94,6 @@ export function validateEndpointUrl(text: string, policy: UrlPolicy): EndpointUr
     if (!verdict.allowed) throw forbidden(hostname, verdict.addressClass);
     return { url, hostname, port, ip };
   }
-  // RFC 6761: these names always mean this machine, whatever a resolver says.
-  const name = hostname.toLowerCase().replace(/\.$/, "");
-  if (name === "localhost" || name.endsWith(".localhost")) throw forbidden(hostname, "loopback");
+  if (isLocalhostName(hostname)) throw forbidden(hostname, "loopback");
   return { url, hostname, port };
 }

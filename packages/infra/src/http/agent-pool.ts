@@ -1,9 +1,10 @@
 /**
- * Keep-alive agents, one per origin, with bounded sockets (issue 4): reusing a
+ * Keep-alive agents, one per origin, with bounded sockets (webhooks issue 4, shared by
+ * every outbound client since issue 10): reusing a
  * connection saves a TCP and TLS handshake per attempt, and a per-origin socket bound
  * keeps one busy receiver from taking every file descriptor. Origins are bounded too:
  * the least recently used idle agent is closed when a new origin would pass the bound.
- * Requests beyond `maxSocketsPerOrigin` wait inside the agent; the sender's connect
+ * Requests beyond `maxSocketsPerOrigin` wait inside the agent; the outbound client's connect
  * timer runs during that wait, so the wait is bounded as well.
  *
  * @example
@@ -85,6 +86,6 @@ export class AgentPool {
       this.#agents.delete(origin);
     }
     // Every agent busy: go over the bound rather than kill in-flight attempts; the
-    // scheduler's in-flight bound caps how far (at most one origin per in-flight attempt).
+    // caller's in-flight bound caps how far (at most one origin per in-flight call).
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The payments service's HTTP client to the card acquirer (PY-06, PY-12, PY-18):
  *
- * - every call has a deadline, split by phase — connect, response headers, body — because the
+ * - every call has a deadline, split by phase — connect, response headers, body (infra's outbound
+ *   client, `@casebook/infra/http/outbound`: its errors carry the phase) — because the
  *   phase decides what a failure MEANS: a failed connect sent nothing (safe to retry, surely not
  *   charged); a timeout after the request went out is an UNKNOWN outcome the saga resolves by
  *   asking the acquirer's status by key, never by guessing;
@@ -19,12 +20,14 @@
  * const outcome = await acquirer.authorize({ idempotencyKey, merchantId, amountMinor: 5000n, currency: "BRL", cardToken });
  * if (outcome.kind === "unknown") await acquirer.queryByKey(idempotencyKey);
  */
-import { Agent, type ClientRequest, request as httpRequest } from "node:http";
 import { setTimeout as sleepMs } from "node:timers/promises";
 import type { Logger } from "@casebook/infra/http/logger";
+import { OutboundClient, type OutboundResponse, type PhaseTimeouts } from "@casebook/infra/http/outbound";
+import { mayHaveBeenProcessed, outboundErrors, phaseOf } from "@casebook/infra/http/outbound-errors";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import { CircuitBreaker, type CircuitBreakerOptions } from "@casebook/kit/circuit-breaker";
 import type { Clock } from "@casebook/kit/clock";
+import type { CasebookError } from "@casebook/kit/errors";
 import type { RandomSource } from "@casebook/kit/random";
 import { TokenBucket } from "@casebook/kit/token-bucket";
 import type { StepOutcome } from "../domain/payment-saga.ts";
@@ -42,14 +45,7 @@ export interface AcquirerCallObserver {
 /** The header carrying the payment's correlation id (its idempotency key) to the acquirer (PY-17). */
 export const CORRELATION_HEADER = "x-correlation-id";
 
-export interface PhaseTimeouts {
-  /** TCP connect; a failure here means the request was never sent. */
-  connectMs: number;
-  /** From sent to response headers: the acquirer's processing time. */
-  headersMs: number;
-  /** Reading the response body. */
-  bodyMs: number;
-}
+export type { PhaseTimeouts } from "@casebook/infra/http/outbound";
 
 export interface AcquirerClientOptions {
   baseUrl: string;
@@ -117,6 +113,21 @@ function retryAfterOf(header: string | string[] | undefined, body: Record<string
   return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 0;
 }
 
+/** The failure in words, for the outcome's `reason` and the log (the strings this client always gave). */
+function reasonOf(error: CasebookError): string {
+  const { phase, timeoutMs, limitBytes } = error.fields;
+  switch (error.code) {
+    case "OUTBOUND_CONNECT_TIMEOUT":
+    case "OUTBOUND_HEADERS_TIMEOUT":
+    case "OUTBOUND_BODY_TIMEOUT":
+      return `${String(phase)} timeout after ${String(timeoutMs)} ms`;
+    case "OUTBOUND_RESPONSE_TOO_LARGE":
+      return `body over ${String(limitBytes)} bytes`;
+    default:
+      return error.cause instanceof Error ? error.cause.message : error.message;
+  }
+}
+
 /** A header value Node accepts whatever the merchant id holds: visible ASCII as is, anything else encoded. */
 function headerSafe(value: string): string {
   return /^[\x21-\x7e]{1,512}$/.test(value) ? value : encodeURIComponent(value).slice(0, 512);
@@ -131,9 +142,8 @@ export class AcquirerClient {
   readonly #maxTries: number;
   readonly #backoff: BackoffPolicy;
   readonly #bucket: TokenBucket;
-  readonly #maxBodyBytes: number;
   readonly #sleep: (ms: number) => Promise<void>;
-  readonly #agent: Agent;
+  readonly #http: OutboundClient;
   readonly #observer: AcquirerCallObserver | undefined;
   readonly #log: Logger | undefined;
 
@@ -161,10 +171,18 @@ export class AcquirerClient {
     });
     const rate = options.rateLimit ?? { capacity: 100, ratePerS: 200 };
     this.#bucket = new TokenBucket({ ...rate, nowMs: options.clock.monotonicMs() });
-    this.#maxBodyBytes = options.maxBodyBytes ?? 256 * 1024;
     this.#sleep = options.sleep ?? ((ms) => sleepMs(ms));
-    // Keep-alive with a bound: a pool of connections to one host, never unbounded.
-    this.#agent = new Agent({ keepAlive: true, maxSockets: 64, keepAliveMsecs: 1_000 });
+    this.#http = new OutboundClient({
+      // A configured internal URL, not a user's: no SSRF guard (it is on loopback in tests).
+      addressGuard: "off",
+      timeouts: this.#timeouts,
+      maxResponseBytes: options.maxBodyBytes ?? 256 * 1024,
+      responseOverflow: "error",
+      // Keep-alive with a bound: a pool of connections to one host, never unbounded. Idle
+      // sockets close before the acquirer's 72 s keep-alive would close them under us.
+      pool: { maxOrigins: 1, maxSocketsPerOrigin: 64, idleSocketTimeoutMs: 60_000 },
+      clock: options.clock,
+    });
     this.#observer = options.observer;
     this.#log = options.log;
   }
@@ -275,7 +293,7 @@ export class AcquirerClient {
 
   /** Closes idle keep-alive sockets. */
   close(): void {
-    this.#agent.destroy();
+    this.#http.close();
   }
 
   /** Runs one call, then reports its outcome and duration to the observer and the log (PY-17). */
@@ -388,71 +406,32 @@ export class AcquirerClient {
     return { kind: "not-sent", reason: "rate limited", retryAfterMs: 0 };
   }
 
-  /** One HTTP exchange, each phase under its own timer. */
-  #exchange(method: string, path: string, body: unknown, correlationId?: string): Promise<Exchange> {
-    return new Promise((resolve) => {
-      const url = new URL(path, this.#base);
-      const payload = body === undefined ? undefined : JSON.stringify(body);
-      const headers: Record<string, string> = { accept: "application/json" };
-      if (correlationId !== undefined) headers[CORRELATION_HEADER] = headerSafe(correlationId);
-      if (payload !== undefined) {
-        headers["content-type"] = "application/json";
-        headers["content-length"] = String(Buffer.byteLength(payload));
-      }
-      let phase: CallPhase = "connect";
-      let settled = false;
-      let timer: NodeJS.Timeout | undefined;
-      const req: ClientRequest = httpRequest(url, { method, headers, agent: this.#agent });
-      const settle = (result: Exchange) => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        resolve(result);
-      };
-      const arm = (next: CallPhase, ms: number) => {
-        phase = next;
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          settle(this.#lost(phase, `${phase} timeout after ${ms} ms`));
-          req.destroy();
-        }, ms);
-      };
-      arm("connect", this.#timeouts.connectMs);
-      req.on("socket", (socket) => {
-        if (socket.connecting) socket.once("connect", () => arm("headers", this.#timeouts.headersMs));
-        else arm("headers", this.#timeouts.headersMs);
-      });
-      req.on("response", (res) => {
-        arm("body", this.#timeouts.bodyMs);
-        const chunks: Buffer[] = [];
-        let size = 0;
-        res.on("data", (chunk: Buffer) => {
-          size += chunk.length;
-          if (size > this.#maxBodyBytes) {
-            settle(this.#lost("body", `body over ${this.#maxBodyBytes} bytes`));
-            req.destroy();
-          } else chunks.push(chunk);
-        });
-        res.on("end", () => {
-          const parsed = parseJson(Buffer.concat(chunks).toString("utf8"));
-          settle({
-            kind: "answer",
-            status: res.statusCode ?? 0,
-            body: parsed,
-            retryAfterMs: retryAfterOf(res.headers["retry-after"], parsed),
-          });
-        });
-        res.on("error", (error) => settle(this.#lost("body", error.message)));
-      });
-      req.on("error", (error) => settle(this.#lost(phase, error.message)));
-      req.end(payload);
-    });
+  /** One HTTP exchange on the outbound client: each phase under its own timer, the body bounded. */
+  async #exchange(method: string, path: string, body: unknown, correlationId?: string): Promise<Exchange> {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (correlationId !== undefined) headers[CORRELATION_HEADER] = headerSafe(correlationId);
+    if (payload !== undefined) headers["content-type"] = "application/json";
+    let res: OutboundResponse;
+    try {
+      res = await this.#http.request({ method, url: new URL(path, this.#base), headers, body: payload });
+    } catch (error) {
+      if (!outboundErrors.is(error)) throw error; // not a failed exchange: a bug
+      return this.#lost(error);
+    }
+    const parsed = parseJson(res.body.toString("utf8"));
+    return {
+      kind: "answer",
+      status: res.status,
+      body: parsed,
+      retryAfterMs: retryAfterOf(res.headers["retry-after"], parsed),
+    };
   }
 
-  /** A failure in `phase`: before the connection opened nothing was sent. */
-  #lost(phase: CallPhase, reason: string): Exchange {
-    return phase === "connect"
-      ? { kind: "not-sent", reason, retryAfterMs: 0 }
-      : { kind: "no-answer", phase, reason };
+  /** A failed exchange: before the connection opened nothing was sent; after, the outcome is unknown. */
+  #lost(error: CasebookError): Exchange {
+    const reason = reasonOf(error);
+    if (!mayHaveBeenProcessed(error)) return { kind: "not-sent", reason, retryAfterMs: 0 };
+    return { kind: "no-answer", phase: phaseOf(error) as CallPhase, reason };
   }
 }

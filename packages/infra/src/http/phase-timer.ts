@@ -3,7 +3,8 @@
  * pooled socket), headers (request sent → response head), body (head → last byte) — and
  * the time each phase took. Splitting them is what lets a delivery log say "the
  * receiver accepted the connection but never answered" rather than just "timeout"
- * (STYLE: split timeouts by phase, as undici does).
+ * (STYLE: split timeouts by phase, as undici does). Used by `outbound.ts`; moved from
+ * webhooks' workers (issue 10).
  *
  * @example
  * const timer = new PhaseTimer(systemClock, { connectMs: 5_000, headersMs: 10_000, bodyMs: 5_000 },
@@ -11,21 +12,27 @@
  * timer.start("connect"); … timer.start("headers"); … timer.stop();
  */
 import type { Clock } from "@casebook/kit/clock";
-import type { SendPhase } from "../domain/delivery-outcome.ts";
+
+/** The phases with a timeout of their own (DNS runs inside `connect`, as in undici). */
+export type TimedPhase = "connect" | "headers" | "body";
 
 export interface PhaseTimeouts {
+  /** DNS, TCP, TLS, and any wait for a pooled socket: a failure here sent nothing. */
   connectMs: number;
+  /** Request sent → response head: the far side's processing time. */
   headersMs: number;
+  /** Response head → last byte (the whole body, not the gap between chunks). */
   bodyMs: number;
 }
 
+/** Milliseconds each phase took (0 for a phase never reached). */
 export interface PhaseTimings {
   connectMs: number;
   headersMs: number;
   bodyMs: number;
 }
 
-const TIMEOUT_OF: Record<SendPhase, keyof PhaseTimeouts> = {
+const TIMEOUT_OF: Record<TimedPhase, keyof PhaseTimeouts> = {
   connect: "connectMs",
   headers: "headersMs",
   body: "bodyMs",
@@ -34,16 +41,16 @@ const TIMEOUT_OF: Record<SendPhase, keyof PhaseTimeouts> = {
 export class PhaseTimer {
   readonly #clock: Clock;
   readonly #timeouts: PhaseTimeouts;
-  readonly #onTimeout: (phase: SendPhase, timeoutMs: number) => void;
-  readonly #startedAtMs: Partial<Record<SendPhase, number>> = {};
+  readonly #onTimeout: (phase: TimedPhase, timeoutMs: number) => void;
+  readonly #startedAtMs: Partial<Record<TimedPhase, number>> = {};
   readonly #tookMs: PhaseTimings = { connectMs: 0, headersMs: 0, bodyMs: 0 };
-  #phase: SendPhase | undefined;
+  #phase: TimedPhase | undefined;
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
     clock: Clock,
     timeouts: PhaseTimeouts,
-    onTimeout: (phase: SendPhase, timeoutMs: number) => void,
+    onTimeout: (phase: TimedPhase, timeoutMs: number) => void,
   ) {
     this.#clock = clock;
     this.#timeouts = timeouts;
@@ -51,12 +58,12 @@ export class PhaseTimer {
   }
 
   /** The phase running now (the one a failure happened in). */
-  get phase(): SendPhase {
+  get phase(): TimedPhase {
     return this.#phase ?? "connect";
   }
 
   /** Ends the current phase and arms the next one's timeout. */
-  start(phase: SendPhase): void {
+  start(phase: TimedPhase): void {
     this.#close();
     this.#phase = phase;
     this.#startedAtMs[phase] = this.#clock.monotonicMs();

@@ -5,29 +5,47 @@
  *
  * The HTTP publisher POSTs one event per request to `WEBHOOKS_URL` (the full endpoint
  * URL) with the event id as `Idempotency-Key`, so a republished event (at-least-once
- * relay) is deduped by the receiver, and with a timeout on every call. Any 2xx is
- * acceptance; anything else — status, network error, timeout — is a failure the relay
- * retries with backoff.
+ * relay) is deduped by the receiver, on infra's outbound client: a timeout per phase
+ * (connect, headers, body) under one deadline on the whole call, the relay's AbortSignal
+ * passed through, the response read to a bound. Any 2xx is acceptance; anything else —
+ * status (a 3xx included: redirects are never followed), network error, timeout (an
+ * OUTBOUND_* error naming its phase) — is a failure the relay retries with backoff.
  *
  * @example
  * const publisher = createEventPublisher(process.env);
  * const relay = new OutboxRelay(db, { publisher });
  */
+import { OutboundClient, type PhaseTimeouts } from "@casebook/infra/http/outbound";
 import { outboxErrors } from "../domain/outbox-errors.ts";
 import type { OutboxEvent } from "../store/outbox.ts";
-import type { EventPublisher } from "./outbox-relay.ts";
+import type { EventPublisher } from "../workers/outbox-relay.ts";
 
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 5_000;
+/** Phase bounds under the deadline: the webhooks intake is a service next to this one. */
+export const WEBHOOK_PHASE_TIMEOUTS_DEFAULT: Readonly<PhaseTimeouts> = Object.freeze({
+  connectMs: 1_000,
+  headersMs: 5_000,
+  bodyMs: 2_000,
+});
 /** Bound on the response body read for the error message, in characters. */
 const ERROR_BODY_MAX_CHARS = 500;
+/** Response bytes read: an intake's answer is small; a bigger one is cut, not buffered. */
+const RESPONSE_BYTES_MAX = 64 * 1024;
+/**
+ * Connections to the intake at once: far above the relay's parallelism (maxInFlightKeys,
+ * 16 by default), so a publish never queues for a socket under its connect timeout.
+ */
+const PUBLISH_SOCKETS_MAX = 256;
 
 export interface WebhookPublisherOptions {
   /** The webhooks system's event intake, e.g. http://127.0.0.1:8113/v1/events. */
   url: string;
   /** Sent as `Authorization: Bearer <apiKey>` when set. */
   apiKey?: string;
-  /** Bound on one POST, connect to last byte. Default 5 000. */
+  /** Bound on one POST, connect to last byte (the outbound deadline). Default 5 000. */
   timeoutMs?: number;
+  /** Per-phase bounds inside that deadline. Default WEBHOOK_PHASE_TIMEOUTS_DEFAULT. */
+  timeouts?: Partial<PhaseTimeouts>;
 }
 
 /** The request body: the event, bigints already strings in the payload. */
@@ -62,17 +80,27 @@ export function createWebhookPublisher(options: WebhookPublisherOptions): EventP
     throw new RangeError("timeoutMs must be an integer > 0");
   const headers: Record<string, string> = { "content-type": "application/json" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  // Idle keep-alive sockets are unref'd by node:http and close after 4 s: no close hook needed.
+  const client = new OutboundClient({
+    addressGuard: "off", // the operator's WEBHOOKS_URL, not a user's
+    timeouts: { ...WEBHOOK_PHASE_TIMEOUTS_DEFAULT, ...options.timeouts },
+    deadlineMs: timeoutMs,
+    maxResponseBytes: RESPONSE_BYTES_MAX,
+    responseOverflow: "truncate",
+    keptResponseBytes: 4 * ERROR_BODY_MAX_CHARS,
+    pool: { maxOrigins: 1, maxSocketsPerOrigin: PUBLISH_SOCKETS_MAX, idleSocketTimeoutMs: 4_000 },
+  });
   return {
     async publish(event, signal) {
-      const response = await fetch(url, {
+      const response = await client.request({
         method: "POST",
+        url,
         headers: { ...headers, "idempotency-key": event.eventId },
         body: eventBody(event),
-        signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
-        redirect: "error",
+        signal,
       });
-      const text = await response.text();
-      if (response.ok) return;
+      if (response.status >= 200 && response.status < 300) return;
+      const text = response.body.toString("utf8");
       throw outboxErrors.create("PAYMENTS_OUTBOX_PUBLISH_FAILED", {
         fields: { eventId: event.eventId, status: response.status },
         detail: `webhooks answered ${response.status}: ${text.slice(0, ERROR_BODY_MAX_CHARS)}`,

@@ -1,6 +1,7 @@
 /**
- * What kind of address an IP is, for the SSRF guard (architecture rule 8): webhooks call
- * only `public` addresses unless an operator's allow list says otherwise. The tables are
+ * What kind of address an IP is, for the SSRF guard (architecture rule 8): a guarded
+ * outbound call (infra/http/address-guard.ts) reaches only `public` addresses unless an
+ * operator's allow list says otherwise. The tables are
  * the IANA special-purpose registries (RFC 6890 and successors) narrowed to what matters
  * for "could this reach something that is not the customer's server": loopback, private
  * networks, link-local (169.254.169.254 is the cloud metadata service), carrier-grade

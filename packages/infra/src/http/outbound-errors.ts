@@ -1,0 +1,110 @@
+/**
+ * The errors of an outbound HTTP call (`outbound.ts`), one code per way a call can fail,
+ * modelled on undici's `lib/core/errors.js` (ConnectTimeoutError, HeadersTimeoutError,
+ * BodyTimeoutError, ResponseExceededMaxSizeError, SocketError…): a stable code, the
+ * `phase` it failed in and its context as `fields`, the underlying error as `{ cause }`.
+ *
+ * The phase is what a caller decides on. A failure in `policy`, `dns` or `connect` sent
+ * nothing (safe to retry, surely not processed); one in `headers` or `body` happened after
+ * the request went out, so the far side may have acted on it: an unknown outcome
+ * (`mayHaveBeenProcessed`). Timeouts are split by phase because "never connected" and
+ * "connected, never answered" mean different things in a delivery log.
+ *
+ * | code | phase | fields |
+ * |---|---|---|
+ * | `OUTBOUND_URL_INVALID` | policy | `reason` |
+ * | `OUTBOUND_REQUEST_TOO_LARGE` | policy | `limitBytes`, `bytes` |
+ * | `OUTBOUND_ADDRESS_REFUSED` | policy | `hostname`, `address`, `addressClass` |
+ * | `OUTBOUND_DNS_FAILED` | dns | `hostname`, `code` |
+ * | `OUTBOUND_CONNECT_TIMEOUT` | connect | `timeoutMs`, `host` |
+ * | `OUTBOUND_HEADERS_TIMEOUT` | headers | `timeoutMs`, `host` |
+ * | `OUTBOUND_BODY_TIMEOUT` | body | `timeoutMs`, `host` |
+ * | `OUTBOUND_DEADLINE_EXCEEDED` | the phase it ended | `deadlineMs`, `host` |
+ * | `OUTBOUND_ABORTED` | the phase it ended | `host` (cause: the signal's reason) |
+ * | `OUTBOUND_CONNECTION_FAILED` | connect, headers, body | `code` (ECONNREFUSED, ECONNRESET…), `host` |
+ * | `OUTBOUND_RESPONSE_TOO_LARGE` | body | `limitBytes`, `host` |
+ *
+ * @example
+ * try { await client.request({ method: "GET", url }); }
+ * catch (error) {
+ *   if (outboundErrors.is(error, "OUTBOUND_HEADERS_TIMEOUT")) log.warn({ timeoutMs: error.fields.timeoutMs });
+ *   if (outboundErrors.is(error) && !mayHaveBeenProcessed(error)) retryNow();
+ * }
+ */
+import { type CasebookError, defineErrors } from "@casebook/kit/errors";
+
+/**
+ * Where a call was when it failed: refused by this client's rules before anything was
+ * sent (`policy`), resolving the name, opening the connection (TCP, TLS, a wait for a
+ * pooled socket), waiting for the response head, reading the body.
+ */
+export type OutboundPhase = "policy" | "dns" | "connect" | "headers" | "body";
+
+export const outboundErrors = defineErrors({
+  OUTBOUND_URL_INVALID: {
+    status: 400,
+    message: "The outbound URL is not a valid absolute http(s) URL; `reason` says what to fix.",
+  },
+  OUTBOUND_REQUEST_TOO_LARGE: {
+    status: 413,
+    message: "The outbound request body is larger than this client sends (`limitBytes`); send less at once.",
+  },
+  OUTBOUND_ADDRESS_REFUSED: {
+    status: 422,
+    message:
+      "The host is, or resolved to, an address this client never calls (`addressClass`: loopback, private, link-local…); nothing was sent.",
+  },
+  OUTBOUND_DNS_FAILED: {
+    status: 502,
+    message: "The host name did not resolve (`code`); check the URL or its DNS records.",
+  },
+  OUTBOUND_CONNECT_TIMEOUT: {
+    status: 504,
+    message: "No connection to the host within `timeoutMs` (DNS, TCP and TLS included); nothing was sent.",
+  },
+  OUTBOUND_HEADERS_TIMEOUT: {
+    status: 504,
+    message:
+      "The host accepted the request but sent no response head within `timeoutMs`; the outcome is unknown.",
+  },
+  OUTBOUND_BODY_TIMEOUT: {
+    status: 504,
+    message:
+      "The host sent a response head but not the whole body within `timeoutMs`; the outcome is unknown.",
+  },
+  OUTBOUND_DEADLINE_EXCEEDED: {
+    status: 504,
+    message: "The call did not finish within its overall deadline (`deadlineMs`); `phase` says where it was.",
+  },
+  OUTBOUND_ABORTED: {
+    status: 503,
+    message: "The caller aborted the call (its signal fired); `phase` says where it was.",
+  },
+  OUTBOUND_CONNECTION_FAILED: {
+    status: 502,
+    message: "The connection failed during `phase` (`code`); retry, and check the host is up.",
+  },
+  OUTBOUND_RESPONSE_TOO_LARGE: {
+    status: 502,
+    message: "The response body is larger than this client reads (`limitBytes`); reading stopped there.",
+  },
+});
+
+export type OutboundErrorCode = keyof typeof outboundErrors.specs;
+
+/** The phase an outbound error carries (every code sets one). */
+export function phaseOf(error: CasebookError): OutboundPhase {
+  return error.fields.phase as OutboundPhase;
+}
+
+/**
+ * True when the request may have reached the far side: the failure came after the
+ * connection opened (headers, body), so a non-idempotent call has an unknown outcome.
+ *
+ * @example
+ * if (!mayHaveBeenProcessed(error)) retry(); else askTheOtherSideByKey();
+ */
+export function mayHaveBeenProcessed(error: CasebookError): boolean {
+  const phase = phaseOf(error);
+  return phase === "headers" || phase === "body";
+}
