@@ -14,8 +14,7 @@
  * running.bootstrap?.apiKey; // "sk_…": the demo merchant's key, on first start only
  * await running.close();
  */
-import { randomBytes, randomUUID } from "node:crypto";
-import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import {
@@ -25,6 +24,7 @@ import {
   logLevelField,
 } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
+import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
@@ -185,7 +185,7 @@ function startSagaWorker(
     idempotency,
     clock: systemClock,
     random: systemRandom,
-    owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    owner: leaseOwnerId(),
     // PY-11: the final step's event is written to the outbox in the step's own transaction.
     emitEvent: (tx, event) =>
       enqueue(tx, {
@@ -225,7 +225,7 @@ function startRefundRetrier(
     acquirer,
     clock: systemClock,
     random: systemRandom,
-    owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}:refunds`,
+    owner: leaseOwnerId("refunds"),
     onError: (error) => service.log.error({ err: error }, "refund retry round failed; retrying"),
     // PY-17: a correlationId (the refund's acquirer key) on every line, rounds counted by outcome.
     observer: metrics,

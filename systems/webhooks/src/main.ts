@@ -13,12 +13,12 @@
  * running.bootstrap?.apiKey; // "whk_…": the demo tenant's key, on first start only
  * await running.close();
  */
-import { randomBytes, randomUUID } from "node:crypto";
-import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
+import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
 import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
@@ -135,7 +135,7 @@ function startWorkers(config: WebhooksConfig, db: Database, service: Service): D
     db,
     clock: systemClock,
     random: systemRandom,
-    workerId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    workerId: leaseOwnerId(),
     sender,
     httpDeadlineMs: config.httpDeadlineMs,
     leaseMs: config.leaseMs,
