@@ -16,6 +16,7 @@ const expected = [
   "006_reconciliation",
   "007_ledger_write",
   "008_capture_refund_retry_fees",
+  "011_outbox_lease_vocabulary",
 ];
 
 test("every migration applies in order on PGlite, once", async () => {

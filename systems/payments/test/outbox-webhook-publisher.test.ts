@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { outboxErrors } from "../src/domain/outbox-errors.ts";
+import { outboxErrors } from "@casebook/infra/sql/outbox-errors";
 import type { OutboxEvent } from "../src/store/outbox.ts";
 import {
   createEventPublisher,
@@ -73,7 +73,7 @@ describe("webhook publisher", () => {
     const publisher = createWebhookPublisher({ url });
     await assert.rejects(
       publisher.publish(EVENT, new AbortController().signal),
-      (err) => outboxErrors.is(err, "PAYMENTS_OUTBOX_PUBLISH_FAILED") && err.fields.status === 503,
+      (err) => outboxErrors.is(err, "OUTBOX_PUBLISH_FAILED") && err.fields.status === 503,
     );
   });
 

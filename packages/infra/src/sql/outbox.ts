@@ -48,10 +48,9 @@ const TYPE_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/;
 const TYPE_MAX_CHARS = 100;
 const KEY_MAX_CHARS = 255;
 
-/** What every outbox event carries to a publisher, whatever the discipline. */
+/** What every outbox event carries to a publisher, whatever the discipline: its stable id. */
 export interface OutboxEventBase {
   readonly eventId: string;
-  readonly createdAtMs: number;
 }
 
 /**
@@ -150,6 +149,47 @@ function duplicateOr(err: unknown, eventId: string): unknown {
     : err;
 }
 
+/**
+ * What both disciplines write the same way through their lease queue: a failure (counted,
+ * due again or parked, the claim ended), a give-back, the give-back of stranded claims.
+ */
+abstract class LeasedOutbox<E extends OutboxEventBase> {
+  // biome-ignore lint/suspicious/noExplicitAny: each subclass keeps its own row and id types
+  protected readonly queue: LeaseQueue<any, any>;
+
+  // biome-ignore lint/suspicious/noExplicitAny: see above
+  constructor(queue: LeaseQueue<any, any>) {
+    this.queue = queue;
+  }
+
+  async recordFailure(q: Queryable, claim: OutboxClaim<E>, failure: OutboxFailure): Promise<boolean> {
+    const write = await this.queue.update(q, claim.lease, {
+      nowMs: failure.nowMs,
+      set: (p) => failureSet(p, failure),
+    });
+    return write.won;
+  }
+
+  release(q: Queryable, claim: OutboxClaim<E>, nowMs: number): Promise<boolean> {
+    return this.queue.release(q, claim.lease, nowMs);
+  }
+
+  releaseOrphaned(
+    q: Queryable,
+    options: { owner: string; keep: readonly LeaseId[]; nowMs: number },
+  ): Promise<number> {
+    return this.queue.releaseOrphaned(q, options);
+  }
+}
+
+/** SET clauses of a failed publish: one more attempt, the error, when due again or parked. */
+function failureSet(p: { now: string; add(v: unknown): string }, failure: OutboxFailure): string {
+  const parked = failure.retryAtMs === undefined;
+  const error = p.add(failure.error.slice(0, LAST_ERROR_MAX_CHARS));
+  const due = parked ? p.now : p.add(new Date(failure.retryAtMs!));
+  return `attempts = t.attempts + 1, last_error = ${error}, next_attempt_at = ${due}, parked_at = ${parked ? p.now : "NULL"}`;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ordered per key
 
@@ -173,6 +213,7 @@ export interface EnqueueOptions {
 
 /** An event of an ordered outbox as the relay hands it to a publisher. */
 export interface OrderedOutboxEvent extends OutboxEventBase {
+  readonly createdAtMs: number;
   readonly orderingKey: string;
   /** Position within its key, 1, 2, 3…: commit order. */
   readonly seq: bigint;
@@ -201,30 +242,34 @@ export interface OrderedOutboxOptions {
 }
 
 /** The ordered outbox over a system's two tables; see the file comment. Stateless. */
-export class OrderedOutbox implements OutboxStore<OrderedOutboxEvent> {
+export class OrderedOutbox
+  extends LeasedOutbox<OrderedOutboxEvent>
+  implements OutboxStore<OrderedOutboxEvent>
+{
   readonly discipline = "ordered";
   readonly #s: string;
   readonly #e: string;
   readonly #maxPayloadBytes: number;
-  readonly #queue: LeaseQueue<{ ordering_key: string; published_seq: bigint; attempts: number }, string>;
   readonly #enqueue: string;
 
   constructor(options: OrderedOutboxOptions = {}) {
     const streams = checkIdentifier(options.streams ?? "outbox_streams");
+    super(
+      new LeaseQueue<{ ordering_key: string; published_seq: bigint; attempts: number }, string>({
+        table: streams,
+        idColumn: "ordering_key",
+        idType: "text",
+        claimable: "t.published_seq < t.last_seq AND t.parked_at IS NULL",
+        order: "t.next_attempt_at",
+        returning: "t.ordering_key, t.published_seq, t.attempts",
+        minLeaseMs: 1,
+        maxClaimLimit: MAX_OUTBOX_CLAIM,
+      }),
+    );
     this.#s = quoteIdentifier(streams);
     this.#e = quoteIdentifier(checkIdentifier(options.events ?? "outbox_events"));
     this.#maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
     checkLimit("maxPayloadBytes", this.#maxPayloadBytes, 16 * 1024 * 1024);
-    this.#queue = new LeaseQueue({
-      table: streams,
-      idColumn: "ordering_key",
-      idType: "text",
-      claimable: "t.published_seq < t.last_seq AND t.parked_at IS NULL",
-      order: "t.next_attempt_at",
-      returning: "t.ordering_key, t.published_seq, t.attempts",
-      minLeaseMs: 1,
-      maxClaimLimit: MAX_OUTBOX_CLAIM,
-    });
     this.#enqueue = `
       WITH stream AS (
         INSERT INTO ${this.#s} AS s (ordering_key, last_seq, next_attempt_at)
@@ -275,7 +320,7 @@ export class OrderedOutbox implements OutboxStore<OrderedOutboxEvent> {
   /** Claims up to `limit` keys with unpublished, due events and no live claim. */
   async claim(q: Queryable, request: OutboxClaimRequest): Promise<OutboxClaim<OrderedOutboxEvent>[]> {
     checkLimit("limit", request.limit, MAX_OUTBOX_CLAIM);
-    const claimed = await this.#queue.claim(q, request);
+    const claimed = await this.queue.claim(q, request);
     return claimed.map(({ lease, row }) => ({
       label: row.ordering_key,
       lease,
@@ -324,7 +369,7 @@ export class OrderedOutbox implements OutboxStore<OrderedOutboxEvent> {
     at: { nowMs: number; leaseMs: number },
   ): Promise<boolean> {
     const untilMs = at.nowMs + at.leaseMs;
-    const fence = this.#queue.fenceSql({ id: "$1", version: "$2", owner: "$3" });
+    const fence = this.queue.fenceSql({ id: "$1", version: "$2", owner: "$3" });
     return db.transaction(async (tx) => {
       const updated = await tx.query(
         `UPDATE ${this.#s} t SET published_seq = $4, attempts = 0, last_error = NULL, lease_expires_at = $5
@@ -340,29 +385,6 @@ export class OrderedOutbox implements OutboxStore<OrderedOutboxEvent> {
       claim.lease = { ...claim.lease, leaseExpiresAtMs: untilMs };
       return true;
     });
-  }
-
-  async recordFailure(
-    q: Queryable,
-    claim: OutboxClaim<OrderedOutboxEvent>,
-    failure: OutboxFailure,
-  ): Promise<boolean> {
-    const write = await this.#queue.update(q, claim.lease as Lease<string>, {
-      nowMs: failure.nowMs,
-      set: (p) => failureSet(p, failure),
-    });
-    return write.won;
-  }
-
-  release(q: Queryable, claim: OutboxClaim<OrderedOutboxEvent>, nowMs: number): Promise<boolean> {
-    return this.#queue.release(q, claim.lease as Lease<string>, nowMs);
-  }
-
-  releaseOrphaned(
-    q: Queryable,
-    options: { owner: string; keep: readonly LeaseId[]; nowMs: number },
-  ): Promise<number> {
-    return this.#queue.releaseOrphaned(q, { ...options, keep: options.keep as string[] });
   }
 
   /** Un-parks a key (an operator fixed the consumer): its head event is retried at once. */
@@ -401,14 +423,6 @@ export class OrderedOutbox implements OutboxStore<OrderedOutboxEvent> {
       parked: r.parked_at !== null,
     };
   }
-}
-
-/** SET clauses of a failed publish: one more attempt, the error, when due again or parked. */
-function failureSet(p: { now: string; add(v: unknown): string }, failure: OutboxFailure): string {
-  const parked = failure.retryAtMs === undefined;
-  const error = p.add(failure.error.slice(0, LAST_ERROR_MAX_CHARS));
-  const due = parked ? p.now : p.add(new Date(failure.retryAtMs!));
-  return `attempts = t.attempts + 1, last_error = ${error}, next_attempt_at = ${due}, parked_at = ${parked ? p.now : "NULL"}`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -451,31 +465,36 @@ interface UnorderedDbRow {
 }
 
 /** The unordered outbox over a system's table; see the file comment. Stateless. */
-export class UnorderedOutbox<E extends OutboxEventBase = UnorderedRow> implements OutboxStore<E> {
+export class UnorderedOutbox<E extends OutboxEventBase = UnorderedRow>
+  extends LeasedOutbox<E>
+  implements OutboxStore<E>
+{
   readonly discipline = "unordered";
   readonly #t: string;
   readonly #columns: readonly string[];
   readonly #event: (row: UnorderedRow) => E;
-  readonly #queue: LeaseQueue<UnorderedDbRow, bigint>;
 
   constructor(options: UnorderedOutboxOptions<E> = {}) {
     const table = checkIdentifier(options.table ?? "outbox");
+    const columns = (options.columns ?? []).map(checkIdentifier);
+    const extra = columns.map((c) => `, t.${quoteIdentifier(c)}`).join("");
+    super(
+      new LeaseQueue<UnorderedDbRow, bigint>({
+        table,
+        idType: "int8",
+        claimable: "t.published_at IS NULL AND t.parked_at IS NULL",
+        held: "t.published_at IS NULL",
+        order: "t.next_attempt_at, t.id",
+        returning: `t.id, t.event_id, t.created_at, t.publish_count, t.attempts${extra}`,
+        onClaim: "publish_count = t.publish_count + 1",
+        dueAtLeaseEnd: true,
+        minLeaseMs: 1,
+        maxClaimLimit: MAX_OUTBOX_CLAIM,
+      }),
+    );
     this.#t = quoteIdentifier(table);
-    this.#columns = (options.columns ?? []).map(checkIdentifier);
+    this.#columns = columns;
     this.#event = options.event ?? ((row) => row as unknown as E);
-    const extra = this.#columns.map((c) => `, t.${quoteIdentifier(c)}`).join("");
-    this.#queue = new LeaseQueue({
-      table,
-      idType: "int8",
-      claimable: "t.published_at IS NULL AND t.parked_at IS NULL",
-      held: "t.published_at IS NULL",
-      order: "t.next_attempt_at, t.id",
-      returning: `t.id, t.event_id, t.created_at, t.publish_count, t.attempts${extra}`,
-      onClaim: "publish_count = t.publish_count + 1",
-      dueAtLeaseEnd: true,
-      minLeaseMs: 1,
-      maxClaimLimit: MAX_OUTBOX_CLAIM,
-    });
   }
 
   /**
@@ -514,7 +533,7 @@ export class UnorderedOutbox<E extends OutboxEventBase = UnorderedRow> implement
   /** Claims up to `limit` due rows, oldest due first, handed back in id order. */
   async claim(q: Queryable, request: OutboxClaimRequest): Promise<OutboxClaim<E>[]> {
     checkLimit("limit", request.limit, MAX_OUTBOX_CLAIM);
-    const claimed = await this.#queue.claim(q, request);
+    const claimed = await this.queue.claim(q, request);
     return claimed
       .sort((a, b) => (a.row.id < b.row.id ? -1 : a.row.id > b.row.id ? 1 : 0))
       .map(({ lease, row }) => {
@@ -542,30 +561,11 @@ export class UnorderedOutbox<E extends OutboxEventBase = UnorderedRow> implement
     _event: E,
     at: { nowMs: number },
   ): Promise<boolean> {
-    const write = await this.#queue.update(db, claim.lease as Lease<bigint>, {
+    const write = await this.queue.update(db, claim.lease, {
       nowMs: at.nowMs,
       set: (p) => `published_at = ${p.now}, attempts = 0, last_error = NULL`,
     });
     return write.won;
-  }
-
-  async recordFailure(q: Queryable, claim: OutboxClaim<E>, failure: OutboxFailure): Promise<boolean> {
-    const write = await this.#queue.update(q, claim.lease as Lease<bigint>, {
-      nowMs: failure.nowMs,
-      set: (p) => failureSet(p, failure),
-    });
-    return write.won;
-  }
-
-  release(q: Queryable, claim: OutboxClaim<E>, nowMs: number): Promise<boolean> {
-    return this.#queue.release(q, claim.lease as Lease<bigint>, nowMs);
-  }
-
-  releaseOrphaned(
-    q: Queryable,
-    options: { owner: string; keep: readonly LeaseId[]; nowMs: number },
-  ): Promise<number> {
-    return this.#queue.releaseOrphaned(q, { ...options, keep: options.keep as bigint[] });
   }
 
   /** Un-parks the row of `eventId`: it is retried at once. */

@@ -13,7 +13,7 @@
  * const publisher = createEventPublisher(process.env);
  * const relay = new OutboxRelay(db, { publisher });
  */
-import { outboxErrors } from "../domain/outbox-errors.ts";
+import { outboxErrors } from "@casebook/infra/sql/outbox-errors";
 import type { OutboxEvent } from "../store/outbox.ts";
 import type { EventPublisher } from "./outbox-relay.ts";
 
@@ -73,7 +73,7 @@ export function createWebhookPublisher(options: WebhookPublisherOptions): EventP
       });
       const text = await response.text();
       if (response.ok) return;
-      throw outboxErrors.create("PAYMENTS_OUTBOX_PUBLISH_FAILED", {
+      throw outboxErrors.create("OUTBOX_PUBLISH_FAILED", {
         fields: { eventId: event.eventId, status: response.status },
         detail: `webhooks answered ${response.status}: ${text.slice(0, ERROR_BODY_MAX_CHARS)}`,
       });
