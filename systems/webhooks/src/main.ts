@@ -13,10 +13,10 @@
  * running.bootstrap?.apiKey; // "whk_…": the demo tenant's key, on first start only
  * await running.close();
  */
-import { randomBytes, randomUUID } from "node:crypto";
-import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
 import { createService, type Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
@@ -136,7 +136,7 @@ function startWorkers(config: WebhooksConfig, db: Database, service: Service): D
     db,
     clock: systemClock,
     random: systemRandom,
-    workerId: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    workerId: leaseOwnerId(),
     sender,
     httpDeadlineMs: config.httpDeadlineMs,
     leaseMs: config.leaseMs,

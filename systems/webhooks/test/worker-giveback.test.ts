@@ -27,8 +27,8 @@ import { statesOf, TEST_DEADLINE_MS, TEST_LEASE_MS, testSender, testWorker } fro
 /** The worker's statements, as the store writes them. */
 const RECORD_ATTEMPTS = /INSERT INTO attempts/;
 const SEND_CHECK = /json_agg\(json_build_object\('version'/;
-const DEFER = /unnest\(\$1::text\[\], \$2::int8\[\], \$3::timestamptz\[\]\)/;
-const CLAIM = /FOR UPDATE OF d SKIP LOCKED/;
+const DEFER = /AS i\(lease_id, lease_version, lease_owner, until_at\)/;
+const CLAIM = /UPDATE "deliveries" t\s+SET lease_owner/;
 
 /** What the link does to the statements matching each pattern. */
 interface Faults {

@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { type ChildProcess, fork } from "node:child_process";
+import { once } from "node:events";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
@@ -23,27 +24,25 @@ const T0 = Date.UTC(2026, 0, 1);
 
 type Message = { kind: "ready" } | { kind: "claimed"; round: number; claimed: number; won: number };
 
-function nextMessage<K extends Message["kind"]>(
+/** The child's next message of `kind`, within CHILD_WAIT_MS; rejects if the child exits first. */
+async function nextMessage<K extends Message["kind"]>(
   child: ChildProcess,
   kind: K,
 ): Promise<Extract<Message, { kind: K }>> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`child ${child.pid}: no "${kind}" in ${CHILD_WAIT_MS} ms`)),
-      CHILD_WAIT_MS,
-    );
-    const onExit = (code: number | null) =>
-      reject(new Error(`child ${child.pid} exited (${code}) before "${kind}"`));
-    const onMessage = (message: Message) => {
-      if (message.kind !== kind) return;
-      clearTimeout(timer);
-      child.off("message", onMessage);
-      child.off("exit", onExit);
-      resolve(message as Extract<Message, { kind: K }>);
-    };
-    child.on("message", onMessage);
-    child.once("exit", onExit);
+  const done = new AbortController();
+  const signal = AbortSignal.any([done.signal, AbortSignal.timeout(CHILD_WAIT_MS)]);
+  const exited = once(child, "exit", { signal }).then(([code]) => {
+    throw new Error(`child ${child.pid} exited (${code}) before "${kind}"`);
   });
+  exited.catch(() => {}); // raced below; once this returns, it is aborted and nobody waits on it
+  try {
+    for (;;) {
+      const [message] = (await Promise.race([once(child, "message", { signal }), exited])) as [Message];
+      if (message.kind === kind) return message as Extract<Message, { kind: K }>;
+    }
+  } finally {
+    done.abort();
+  }
 }
 
 test("four claimer processes, three lease rounds over 4,000 rows: each row claimed exactly once per round, no double owner", async (t) => {

@@ -1,6 +1,7 @@
 /**
  * Delivery claims (WH-10, WH-11, WH-03; schema: migrations/004_deliveries.sql).
  *
+ * The deliveries table is a leased claim queue (`deliveryQueue`, infra lease-queue.ts).
  * A worker claims due deliveries with `FOR UPDATE SKIP LOCKED` — concurrent claimers take
  * disjoint rows without waiting — and puts a lease on each: owner, expiry, and a bumped
  * `lease_version`. Every later write of the worker (delivery-results.ts, send-check.ts)
@@ -31,6 +32,7 @@
  * const claimed = await claimDue(db, { workerId: "w1", nowMs, leaseMs: 45_000, httpDeadlineMs: 30_000, limit: 20 });
  * for (const d of claimed) { const plan = await loadForSend(db, d, clock.nowMs()); … }
  */
+import { type Lease, LeaseQueue, type LeaseSql } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { storeErrors } from "../domain/store-errors.ts";
 
@@ -84,40 +86,52 @@ export function checkLease(leaseMs: number, httpDeadlineMs: number): void {
   }
 }
 
-// $1 now, $2 limit, $3 worker, $4 lease end [, $5 tenant]. The NOT EXISTS is the WH-03 head rule.
-function claimSql(byTenant: boolean): string {
-  return `
-  WITH due AS (
-    SELECT d.id, d.lease_owner AS previous_owner FROM deliveries d
-     WHERE d.state IN ('pending', 'in_flight') AND d.next_attempt_at <= $1 AND d.deadline_at > $1
-       ${byTenant ? "AND d.tenant_id = $5" : ""}
-       AND (d.ordering_key IS NULL OR NOT EXISTS (
-             SELECT 1 FROM deliveries h
-              WHERE h.subscription_id = d.subscription_id AND h.ordering_key = d.ordering_key
-                AND h.state IN ('pending', 'in_flight') AND h.event_seq < d.event_seq))
-     ORDER BY d.next_attempt_at LIMIT $2
-     FOR UPDATE OF d SKIP LOCKED)
-  UPDATE deliveries d
-     SET state = 'in_flight', lease_owner = $3, lease_expires_at = $4, next_attempt_at = $4,
-         lease_version = d.lease_version + 1, updated_at = $1
-    FROM due WHERE d.id = due.id
-  RETURNING d.id, d.event_id, d.subscription_id, d.tenant_id, d.attempts, d.client_error_streak, d.deadline_at,
-            d.ordering_key, d.lease_version, due.previous_owner`;
-}
-const CLAIM_ANY = claimSql(false);
-const CLAIM_TENANT = claimSql(true);
-
 interface ClaimRow {
   id: string;
   event_id: string;
   subscription_id: string;
   tenant_id: string;
+  state: string;
   attempts: number;
   client_error_streak: number;
   deadline_at: Date;
   ordering_key: string | null;
-  lease_version: bigint;
-  previous_owner: string | null;
+}
+
+/**
+ * The deliveries table as a leased claim queue (infra lease-queue.ts): the lease mechanics
+ * are the queue's, the rules here are the system's. Claimable: pending, or in flight with an
+ * expired lease (an in-flight row's `next_attempt_at` IS its lease end: `dueAtLeaseEnd`),
+ * never past its deadline; the NOT EXISTS is the WH-03 head rule. Held: `in_flight`.
+ */
+export const deliveryQueue = new LeaseQueue<ClaimRow, string>({
+  table: "deliveries",
+  idType: "text",
+  claimable: (p) => `t.state IN ('pending', 'in_flight') AND t.deadline_at > ${p.now}
+       AND (t.ordering_key IS NULL OR NOT EXISTS (
+             SELECT 1 FROM deliveries h
+              WHERE h.subscription_id = t.subscription_id AND h.ordering_key = t.ordering_key
+                AND h.state IN ('pending', 'in_flight') AND h.event_seq < t.event_seq))`,
+  held: "t.state = 'in_flight'",
+  order: "t.next_attempt_at",
+  returning: `t.id, t.event_id, t.subscription_id, t.tenant_id, t.state, t.attempts, t.client_error_streak,
+              t.deadline_at, t.ordering_key`,
+  onClaim: (p) => `state = 'in_flight', updated_at = ${p.now}`,
+  onRelease: (p) => `state = 'pending', updated_at = ${p.now}`,
+  onRenew: (p) => `updated_at = ${p.now}`,
+  dueAtLeaseEnd: true,
+  minLeaseMs: LEASE_HEADROOM_MS + 1,
+  maxClaimLimit: MAX_CLAIM_LIMIT,
+});
+
+/** The queue's lease of a delivery lease (the system names its fields for the domain). */
+export function queueLease(lease: DeliveryLease): Lease<string> {
+  return {
+    id: lease.deliveryId,
+    leaseVersion: lease.leaseVersion,
+    owner: lease.workerId,
+    leaseExpiresAtMs: lease.leaseExpiresAtMs,
+  };
 }
 
 /**
@@ -126,23 +140,20 @@ interface ClaimRow {
  */
 export async function claimDue(q: Queryable, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   checkLease(options.leaseMs, options.httpDeadlineMs);
-  if (!Number.isInteger(options.limit) || options.limit < 1 || options.limit > MAX_CLAIM_LIMIT)
-    throw new RangeError(`limit must be an integer in 1..${MAX_CLAIM_LIMIT}, got ${options.limit}`);
-  const leaseExpiresAtMs = options.nowMs + options.leaseMs;
-  const params: unknown[] = [
-    new Date(options.nowMs),
-    options.limit,
-    options.workerId,
-    new Date(leaseExpiresAtMs),
-  ];
-  if (options.tenantId !== undefined) params.push(options.tenantId);
-  const sql = options.tenantId === undefined ? CLAIM_ANY : CLAIM_TENANT;
-  const { rows } = await q.query<ClaimRow>(sql, params);
-  return rows.map((r) => ({
-    deliveryId: r.id,
-    leaseVersion: r.lease_version,
-    workerId: options.workerId,
-    leaseExpiresAtMs,
+  const tenantId = options.tenantId;
+  const claimed = await deliveryQueue.claim(q, {
+    owner: options.workerId,
+    nowMs: options.nowMs,
+    leaseMs: options.leaseMs,
+    minLeaseMs: options.httpDeadlineMs + LEASE_HEADROOM_MS,
+    limit: options.limit,
+    ...(tenantId === undefined ? {} : { where: (p: LeaseSql) => `t.tenant_id = ${p.add(tenantId)}` }),
+  });
+  return claimed.map(({ lease, previousOwner, row: r }) => ({
+    deliveryId: lease.id,
+    leaseVersion: lease.leaseVersion,
+    workerId: lease.owner,
+    leaseExpiresAtMs: lease.leaseExpiresAtMs,
     eventId: r.event_id,
     subscriptionId: r.subscription_id,
     tenantId: r.tenant_id,
@@ -150,7 +161,7 @@ export async function claimDue(q: Queryable, options: ClaimOptions): Promise<Cla
     clientErrorStreak: r.client_error_streak,
     deadlineAtMs: r.deadline_at.getTime(),
     orderingKey: r.ordering_key,
-    previousOwner: r.previous_owner,
+    previousOwner,
   }));
 }
 
@@ -195,30 +206,23 @@ export async function dueCountsByTenant(
 }
 
 /** Extends a live lease by `leaseMs` from `nowMs` (a long send); undefined when the lease was lost. */
-export async function renewLease(
+export async function renewLease<L extends DeliveryLease>(
   q: Queryable,
-  lease: DeliveryLease,
+  lease: L,
   options: { nowMs: number; leaseMs: number; httpDeadlineMs: number },
-): Promise<DeliveryLease | undefined> {
+): Promise<L | undefined> {
   checkLease(options.leaseMs, options.httpDeadlineMs);
-  const until = options.nowMs + options.leaseMs;
-  const { rowCount } = await q.query(
-    `UPDATE deliveries SET lease_expires_at = $3, next_attempt_at = $3, updated_at = $4
-      WHERE id = $1 AND lease_version = $2 AND state = 'in_flight' AND lease_expires_at > $4`,
-    [lease.deliveryId, lease.leaseVersion, new Date(until), new Date(options.nowMs)],
-  );
-  return rowCount === 1 ? { ...lease, leaseExpiresAtMs: until } : undefined;
+  const renewed = await deliveryQueue.renew(q, queueLease(lease), {
+    nowMs: options.nowMs,
+    leaseMs: options.leaseMs,
+    minLeaseMs: options.httpDeadlineMs + LEASE_HEADROOM_MS,
+  });
+  return renewed === undefined ? undefined : { ...lease, leaseExpiresAtMs: renewed.leaseExpiresAtMs };
 }
 
 /** Gives a delivery back unattempted (shutdown): due again at once; false when the lease was lost. */
-export async function releaseLease(q: Queryable, lease: DeliveryLease, nowMs: number): Promise<boolean> {
-  const { rowCount } = await q.query(
-    `UPDATE deliveries SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
-            next_attempt_at = $3, lease_version = lease_version + 1, updated_at = $3
-      WHERE id = $1 AND lease_version = $2 AND state = 'in_flight'`,
-    [lease.deliveryId, lease.leaseVersion, new Date(nowMs)],
-  );
-  return rowCount === 1;
+export function releaseLease(q: Queryable, lease: DeliveryLease, nowMs: number): Promise<boolean> {
+  return deliveryQueue.release(q, queueLease(lease), nowMs);
 }
 
 /**
@@ -229,15 +233,13 @@ export async function releaseLease(q: Queryable, lease: DeliveryLease, nowMs: nu
  * Only the worker itself may call this, between its claim rounds, with `keep` = every
  * claim it holds. Returns how many it gave back.
  */
-export async function releaseOrphanedLeases(
+export function releaseOrphanedLeases(
   q: Queryable,
   options: { workerId: string; keep: readonly string[]; nowMs: number },
 ): Promise<number> {
-  const { rowCount } = await q.query(
-    `UPDATE deliveries SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
-            next_attempt_at = $3, lease_version = lease_version + 1, updated_at = $3
-      WHERE lease_owner = $1 AND state = 'in_flight' AND NOT (id = ANY($2::text[]))`,
-    [options.workerId, options.keep, new Date(options.nowMs)],
-  );
-  return rowCount;
+  return deliveryQueue.releaseOrphaned(q, {
+    owner: options.workerId,
+    keep: options.keep,
+    nowMs: options.nowMs,
+  });
 }

@@ -15,7 +15,7 @@
  * if (!write.won) log.warn("lease lost before the deferral");
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
-import type { DeliveryLease } from "./delivery-claims.ts";
+import { type DeliveryLease, deliveryQueue, queueLease } from "./delivery-claims.ts";
 
 export interface Deferral {
   lease: DeliveryLease;
@@ -33,21 +33,6 @@ export interface DeferralWrite {
 /** Largest batch of deferrals in one statement. */
 export const MAX_DEFERRAL_BATCH = 1_000;
 
-// $1 ids, $2 lease versions, $3 due times, $4 now.
-const DEFER = `
-  WITH input AS (
-    SELECT * FROM unnest($1::text[], $2::int8[], $3::timestamptz[]) AS i(id, lease_version, until_at)
-  )
-  UPDATE deliveries d
-     SET state = CASE WHEN i.until_at >= d.deadline_at THEN 'expired' ELSE 'pending' END,
-         state_reason = CASE WHEN i.until_at >= d.deadline_at THEN 'deadline' ELSE d.state_reason END,
-         next_attempt_at = CASE WHEN i.until_at >= d.deadline_at THEN $4 ELSE i.until_at END,
-         finished_at = CASE WHEN i.until_at >= d.deadline_at THEN $4 ELSE NULL END,
-         lease_owner = NULL, lease_expires_at = NULL, lease_version = d.lease_version + 1, updated_at = $4
-    FROM input i
-   WHERE d.id = i.id AND d.lease_version = i.lease_version AND d.state = 'in_flight'
-  RETURNING d.id, d.state`;
-
 /** Defers each delivery whose lease is still current; one write per input, in input order. */
 export async function deferDeliveries(
   q: Queryable,
@@ -62,15 +47,24 @@ export async function deferDeliveries(
   }
   if (new Set(deferrals.map((d) => d.lease.deliveryId)).size !== deferrals.length)
     throw new RangeError("deferDeliveries: a delivery appears twice in one batch");
-  const { rows } = await q.query<{ id: string; state: "pending" | "expired" }>(DEFER, [
-    deferrals.map((d) => d.lease.deliveryId),
-    deferrals.map((d) => d.lease.leaseVersion),
-    deferrals.map((d) => new Date(d.untilMs)),
-    new Date(nowMs),
-  ]);
-  const byId = new Map(rows.map((r) => [r.id, r.state]));
-  return deferrals.map((d) => {
-    const state = byId.get(d.lease.deliveryId);
-    return { deliveryId: d.lease.deliveryId, won: state !== undefined, state: state ?? null };
+  // The queue's fenced batch; the CASEs are the deadline rule.
+  const writes = await deliveryQueue.updateMany(
+    q,
+    deferrals.map((d) => queueLease(d.lease)),
+    {
+      nowMs,
+      columns: [{ name: "until_at", type: "timestamptz", values: deferrals.map((d) => new Date(d.untilMs)) }],
+      set: (p) => `state = CASE WHEN i.until_at >= t.deadline_at THEN 'expired' ELSE 'pending' END,
+         state_reason = CASE WHEN i.until_at >= t.deadline_at THEN 'deadline' ELSE t.state_reason END,
+         next_attempt_at = CASE WHEN i.until_at >= t.deadline_at THEN ${p.now} ELSE i.until_at END,
+         finished_at = CASE WHEN i.until_at >= t.deadline_at THEN ${p.now} ELSE NULL END,
+         updated_at = ${p.now}`,
+    },
+  );
+  return deferrals.map((d, i) => {
+    const write = writes[i]!;
+    return write.won
+      ? { deliveryId: d.lease.deliveryId, won: true, state: write.row.state as "pending" | "expired" }
+      : { deliveryId: d.lease.deliveryId, won: false, state: null };
   });
 }

@@ -1,6 +1,7 @@
 /**
  * What a worker writes after a claim (WH-10, WH-18): each write is a compare-and-swap on
- * (delivery id, lease_version) that says whether it won. A worker whose lease expired and
+ * (delivery id, lease_version, owner) that says whether it won — the lease queue's fence
+ * (`deliveryQueue`, delivery-claims.ts). A worker whose lease expired and
  * was taken over loses: its attempt is not recorded and the delivery's state is the new
  * owner's to decide. The attempt row and the state change are one statement, so an
  * attempt is recorded iff its outcome was applied.
@@ -17,7 +18,7 @@
  * if (!write.won) log.warn("lease lost: another worker owns this delivery now");
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
-import type { DeliveryLease } from "./delivery-claims.ts";
+import { type DeliveryLease, deliveryQueue, queueLease } from "./delivery-claims.ts";
 
 export type DeliveryState =
   | "pending"
@@ -92,7 +93,8 @@ function checkResult(r: AttemptResult): void {
     throw new RangeError(`${where}: nextAttemptAtMs`);
 }
 
-// $1..$12 and $14 one array per column, $13 now. The CASEs are the deadline guard.
+// $1..$12 and $14 one array per column, $13 now. The CASEs are the deadline guard; the fence
+// and the lease's end are the queue's (deliveryQueue), in a statement that also inserts the attempt.
 const RECORD = `
   WITH input AS (
     SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::timestamptz[], $5::text[], $6::timestamptz[],
@@ -100,21 +102,21 @@ const RECORD = `
       AS i(id, lease_version, next_state, next_attempt_at, reason, started_at,
            duration_ms, response_class, status, error_phase, error, worker_id, client_error_streak)
   ), won AS (
-    UPDATE deliveries d
-       SET state = CASE WHEN i.next_state = 'pending' AND i.next_attempt_at >= d.deadline_at
+    UPDATE deliveries t
+       SET state = CASE WHEN i.next_state = 'pending' AND i.next_attempt_at >= t.deadline_at
                         THEN 'expired' ELSE i.next_state END,
-           state_reason = CASE WHEN i.next_state = 'pending' AND i.next_attempt_at >= d.deadline_at
+           state_reason = CASE WHEN i.next_state = 'pending' AND i.next_attempt_at >= t.deadline_at
                                THEN 'deadline' ELSE i.reason END,
-           next_attempt_at = CASE WHEN i.next_state = 'pending' AND i.next_attempt_at < d.deadline_at
+           next_attempt_at = CASE WHEN i.next_state = 'pending' AND i.next_attempt_at < t.deadline_at
                                   THEN i.next_attempt_at ELSE $13 END,
-           finished_at = CASE WHEN i.next_state = 'pending' AND i.next_attempt_at < d.deadline_at
+           finished_at = CASE WHEN i.next_state = 'pending' AND i.next_attempt_at < t.deadline_at
                               THEN NULL ELSE $13 END,
-           attempts = d.attempts + 1, last_status = i.status, last_attempt_at = i.started_at,
-           client_error_streak = COALESCE(i.client_error_streak, d.client_error_streak),
-           lease_owner = NULL, lease_expires_at = NULL, lease_version = d.lease_version + 1, updated_at = $13
+           attempts = t.attempts + 1, last_status = i.status, last_attempt_at = i.started_at,
+           client_error_streak = COALESCE(i.client_error_streak, t.client_error_streak),
+           ${deliveryQueue.releaseSql()}, updated_at = $13
       FROM input i
-     WHERE d.id = i.id AND d.lease_version = i.lease_version AND d.state = 'in_flight'
-    RETURNING d.id, d.tenant_id, d.state, d.attempts
+     WHERE ${deliveryQueue.fenceSql({ id: "i.id", version: "i.lease_version", owner: "i.worker_id" })}
+    RETURNING t.id, t.tenant_id, t.state, t.attempts
   ), recorded AS (
     INSERT INTO attempts (delivery_id, attempt_no, tenant_id, worker_id, started_at, duration_ms,
                           response_class, status, error_phase, error)
@@ -188,17 +190,11 @@ export async function finishWithoutAttempt(
   lease: DeliveryLease,
   end: { state: "cancelled" | "expired" | "failed" | "quarantined"; reason: string; nowMs: number },
 ): Promise<boolean> {
-  const { rowCount } = await q.query(
-    `UPDATE deliveries SET state = $3, state_reason = $4, lease_owner = NULL, lease_expires_at = NULL,
-            lease_version = lease_version + 1, next_attempt_at = $5, finished_at = $5, updated_at = $5
-      WHERE id = $1 AND lease_version = $2 AND state = 'in_flight'`,
-    [
-      lease.deliveryId,
-      lease.leaseVersion,
-      end.state,
-      end.reason.slice(0, MAX_REASON_CHARS),
-      new Date(end.nowMs),
-    ],
-  );
-  return rowCount === 1;
+  const write = await deliveryQueue.update(q, queueLease(lease), {
+    nowMs: end.nowMs,
+    set: (p) =>
+      `state = ${p.add(end.state)}, state_reason = ${p.add(end.reason.slice(0, MAX_REASON_CHARS))},
+       next_attempt_at = ${p.now}, finished_at = ${p.now}, updated_at = ${p.now}`,
+  });
+  return write.won;
 }
