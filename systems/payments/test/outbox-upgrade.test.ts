@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { applyMigrations, readMigrations, runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
+import { orderedOutboxDdl } from "@casebook/infra/sql/outbox-ddl";
+import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
 import { type OutboxEvent, streamState } from "../src/store/outbox.ts";
 import { OutboxRelay } from "../src/workers/outbox-relay.ts";
@@ -20,6 +22,16 @@ const T0 = Date.UTC(2026, 0, 1);
 const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
 /** The migrations a data directory of the previous version has: up to 008. */
 const OLD_MAX = 8;
+
+/** A table's columns as the catalog has them (name, type, nullability), by name. */
+async function columnsOf(db: Database, table: string): Promise<unknown[]> {
+  const { rows } = await db.query(
+    `SELECT column_name, data_type, is_nullable FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = $1 ORDER BY column_name`,
+    [table],
+  );
+  return rows;
+}
 
 test("011 upgrades outbox streams written in the old lease shape, and their events relay in order (PY-11)", async (t) => {
   const root = await mkdtemp(join(tmpdir(), "casebook-payments-upgrade-"));
@@ -75,6 +87,18 @@ test("011 upgrades outbox streams written in the old lease shape, and their even
     lease_expires_at: new Date(T0 + 30_000),
     lease_version: 4n,
   });
+
+  await db.exec(orderedOutboxDdl({ streams: "shape_streams", events: "shape_events" }));
+  assert.deepEqual(
+    await columnsOf(db, "outbox_streams"),
+    await columnsOf(db, "shape_streams"),
+    "the shared streams",
+  );
+  assert.deepEqual(
+    await columnsOf(db, "outbox_events"),
+    await columnsOf(db, "shape_events"),
+    "the shared events",
+  );
 
   const clock = new ManualClock(T0 + 1_000);
   const published: OutboxEvent[] = [];

@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { applyMigrations, readMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
+import { unorderedOutboxDdl } from "@casebook/infra/sql/outbox-ddl";
+import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
 import { migrateWebhookStore, WEBHOOK_MIGRATIONS_DIR } from "../src/store/migrate.ts";
 import { OutboxRelay, type PublishedEvent } from "../src/workers/outbox-relay.ts";
@@ -19,6 +21,16 @@ import { OutboxRelay, type PublishedEvent } from "../src/workers/outbox-relay.ts
 const T0 = Date.UTC(2026, 0, 1);
 /** The migrations a data directory of the previous version has: up to 004. */
 const OLD_MAX = 4;
+
+/** A table's columns as the catalog has them (name, type, nullability), by name. */
+async function columnsOf(db: Database, table: string): Promise<unknown[]> {
+  const { rows } = await db.query(
+    `SELECT column_name, data_type, is_nullable FROM information_schema.columns
+      WHERE table_schema = current_schema() AND table_name = $1 ORDER BY column_name`,
+    [table],
+  );
+  return rows;
+}
 
 const eventId = (n: number) => `msg_${String(n).padStart(32, "0")}`;
 
@@ -75,6 +87,13 @@ test("007 upgrades an outbox written in the old lease shape, and its rows relay 
     lease_expires_at: new Date(T0 + 30_000),
     lease_version: 7n,
   });
+
+  await db.exec(unorderedOutboxDdl({ table: "outbox_shape", columns: "tenant_id text NOT NULL" }));
+  assert.deepEqual(
+    await columnsOf(db, "outbox"),
+    await columnsOf(db, "outbox_shape"),
+    "the shared outbox's columns",
+  );
 
   const clock = new ManualClock(T0 + 1_000);
   const published: PublishedEvent[] = [];
