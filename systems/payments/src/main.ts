@@ -14,10 +14,10 @@
  * running.bootstrap?.apiKey; // "sk_…": the demo merchant's key, on first start only
  * await running.close();
  */
-import { randomBytes, randomUUID } from "node:crypto";
-import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
 import { createService, type Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
@@ -214,7 +214,7 @@ function startSagaWorker(
     idempotency,
     clock: systemClock,
     random: systemRandom,
-    owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+    owner: leaseOwnerId(),
     // PY-11: the final step's event is written to the outbox in the step's own transaction.
     emitEvent: (tx, event) =>
       enqueue(tx, {
@@ -254,7 +254,7 @@ function startRefundRetrier(
     acquirer,
     clock: systemClock,
     random: systemRandom,
-    owner: `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}:refunds`,
+    owner: leaseOwnerId("refunds"),
     onError: (error) => service.log.error({ err: error }, "refund retry round failed; retrying"),
     // PY-17: a correlationId (the refund's acquirer key) on every line, rounds counted by outcome.
     observer: metrics,

@@ -465,15 +465,15 @@ interface OutageRun {
 
 interface InHandSaga {
   id: bigint;
-  leaseUntilMs: number;
+  leaseExpiresAtMs: number;
 }
 
 /** Unfinished sagas an orchestrator holds a lease on, read on `db` (a direct connection). */
 async function sagasInHand(db: Database): Promise<InHandSaga[]> {
-  const { rows } = await db.query<{ id: bigint; lease_until: Date }>(
-    "SELECT id, lease_until FROM payments WHERE step <> 'done' AND lease_owner IS NOT NULL ORDER BY id",
+  const { rows } = await db.query<{ id: bigint; lease_expires_at: Date }>(
+    "SELECT id, lease_expires_at FROM payments WHERE step <> 'done' AND lease_owner IS NOT NULL ORDER BY id",
   );
-  return rows.map((r) => ({ id: r.id, leaseUntilMs: r.lease_until.getTime() }));
+  return rows.map((r) => ({ id: r.id, leaseExpiresAtMs: r.lease_expires_at.getTime() }));
 }
 
 /** When each of `ids` finished (epoch ms; NaN while unfinished). */
@@ -790,7 +790,7 @@ async function checkRun(t: TestContext, e: Evidence): Promise<void> {
         const sagas = run.inHandAtFault.map((s, i) => ({
           ...s,
           afterHealMs: e.inHandDoneAtMs[i]! - run.healedAtMs,
-          leaseLeftAtHealMs: s.leaseUntilMs - run.healedAtMs,
+          leaseLeftAtHealMs: s.leaseExpiresAtMs - run.healedAtMs,
         }));
         const slowest = Math.max(...sagas.map((s) => s.afterHealMs));
         t.diagnostic(
@@ -801,7 +801,7 @@ async function checkRun(t: TestContext, e: Evidence): Promise<void> {
         assert.ok(sagas.length >= 1, "the fault caught sagas in hand");
         for (const s of sagas) {
           assert.ok(
-            s.leaseUntilMs - run.faultAtMs > DEFAULT_SAGA_LEASE_MS / 2,
+            s.leaseExpiresAtMs - run.faultAtMs > DEFAULT_SAGA_LEASE_MS / 2,
             `saga ${s.id}: a default lease`,
           );
           assert.ok(
@@ -809,7 +809,7 @@ async function checkRun(t: TestContext, e: Evidence): Promise<void> {
             `saga ${s.id} finished ${s.afterHealMs} ms after the heal (bound ${IN_HAND_DONE_AFTER_HEAL_MAX_MS})`,
           );
           assert.ok(
-            s.afterHealMs + run.healedAtMs < s.leaseUntilMs,
+            s.afterHealMs + run.healedAtMs < s.leaseExpiresAtMs,
             `saga ${s.id} finished before its lease ended`,
           );
         }

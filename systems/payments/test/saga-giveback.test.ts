@@ -155,9 +155,9 @@ async function sagaRow(db: Database, id: bigint) {
     step: string;
     status: string;
     lease_owner: string | null;
-    lease_until: Date | null;
-    version: bigint;
-  }>("SELECT step, status, lease_owner, lease_until, version FROM payments WHERE id = $1", [id]);
+    lease_expires_at: Date | null;
+    lease_version: bigint;
+  }>("SELECT step, status, lease_owner, lease_expires_at, lease_version FROM payments WHERE id = $1", [id]);
   return rows[0]!;
 }
 
@@ -174,7 +174,7 @@ async function strandAfterAuthorize(r: Rig, key: string): Promise<bigint> {
   r.flaky.failTransactions = false;
   const row = await sagaRow(r.db, id);
   assert.deepEqual([row.step, row.lease_owner], ["authorize", "giveback-1"], "stranded, leased to its owner");
-  assert.equal(row.lease_until?.getTime(), r.clock.nowMs() + DEFAULT_LEASE_MS);
+  assert.equal(row.lease_expires_at?.getTime(), r.clock.nowMs() + DEFAULT_LEASE_MS);
   assert.ok(
     r.errors.length > 0 && r.errors.every((e) => sqlErrors.is(e, "SQL_UNAVAILABLE")),
     "the drive failed on the database",
@@ -205,7 +205,7 @@ testOnEngines(
       key: "claim-lost",
       amountMinor: 7_000n,
     });
-    r.flaky.loseAnswerOf = /^WITH due AS/;
+    r.flaky.loseAnswerOf = /UPDATE "payments" t\s+SET lease_owner/; // the saga claim
     await assert.rejects(r.orchestrator.runOnce(), (e) => sqlErrors.is(e, "SQL_UNAVAILABLE"));
     const stranded = await sagaRow(r.db, id);
     assert.equal(stranded.lease_owner, "giveback-1", "the claim committed");
@@ -263,7 +263,7 @@ testOnEngines(
     assert.equal(await takingBack, 1);
     assert.equal((await sagaRow(r.db, stranded)).status, "captured");
     // The API's drive starts from its creation lease: untouched, so it commits every step.
-    assert.equal((await sagaRow(r.db, created.id)).version, created.version);
+    assert.equal((await sagaRow(r.db, created.id)).lease_version, created.leaseVersion);
     const driven = await r.orchestrator.drive({ ...created, takenOver: false });
     assert.deepEqual([driven.step, driven.status], ["done", "captured"]);
     assert.deepEqual(await authorizationCalls(r.sim), { attempts: 2, authorizations: 2 });

@@ -185,7 +185,7 @@ export async function countSagaBacklog(
   const { rows } = await q.query<{ n: number }>(
     `SELECT count(*)::int4 AS n FROM (
        SELECT 1 FROM payments
-        WHERE step <> 'done' AND (next_run_at <= $1 OR lease_until > $1)
+        WHERE step <> 'done' AND (next_attempt_at <= $1 OR lease_expires_at > $1)
         LIMIT $2) backlog`,
     [new Date(options.nowMs), options.maxCount ?? DEFAULT_BACKLOG_MAX_COUNT],
   );

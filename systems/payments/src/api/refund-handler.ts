@@ -184,7 +184,7 @@ async function drive(
   const retryAfterMs = deps.config.refundRetryAfterMs ?? DEFAULT_REFUND_RETRY_AFTER_MS;
   const postponed = await postponeRefund(deps.db, refund, {
     attempts: refund.attempts,
-    nextRunAtMs: nowMs + retryAfterMs,
+    nextAttemptAtMs: nowMs + retryAfterMs,
     nowMs,
     owner: requestOwner(deps),
   }).catch((error: unknown) => {

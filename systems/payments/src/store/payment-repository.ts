@@ -3,11 +3,12 @@
  *
  * - `createPayment` writes, in the caller's transaction, the payment row, its saga state and the
  *   reserve step: a PENDING ledger hold customer_funds → merchant_pending (`pay:<id>:reserve`).
- * - `claimDue` hands due sagas to one orchestrator: `FOR UPDATE SKIP LOCKED` so concurrent
- *   claimers never wait on or share a row, plus a lease (owner, until) so a claim outlives the
- *   claiming transaction, and a `version` bump that fences every later write. It can also take
+ * - `claimDue` hands due sagas to one orchestrator through the leased claim queue (`sagaQueue`,
+ *   infra lease-queue.ts): `FOR UPDATE SKIP LOCKED` so concurrent claimers never wait on or share
+ *   a row, plus a lease (`lease_owner`, `lease_expires_at`) so a claim outlives the claiming
+ *   transaction, and a `lease_version` bump that fences every later write. It can also take
  *   back at once the owner's own sagas a database failure stranded (`reclaimOwn`).
- * - `applyDecision` commits one saga step: the new state (compare-and-set on version and owner),
+ * - `applyDecision` commits one saga step: the new state (compare-and-set on lease_version and owner),
  *   its ledger action (post or void the hold) and the idempotency record (advance, or complete
  *   with the final response), all in ONE transaction: a response is stored iff its effects are.
  *
@@ -15,6 +16,7 @@
  * const created = await db.transaction((tx) => createPayment(tx, input));
  * const claimed = await claimDue(db, { owner: "worker-1", nowMs, leaseMs: 30_000, maxBatch: 10 });
  */
+import { type Claimed, LeaseQueue } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { normalizeTransfer } from "../domain/ledger.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
@@ -47,10 +49,11 @@ export interface Payment extends SagaState {
   cardToken: string;
   declineReason: string | null;
   failure: string | null;
-  nextRunAt: Date;
+  nextAttemptAt: Date;
   leaseOwner: string | null;
-  leaseUntil: Date | null;
-  version: bigint;
+  leaseExpiresAt: Date | null;
+  /** Bumped by every claim and step: the fence of the compare-and-set (lease-queue.ts). */
+  leaseVersion: bigint;
   idemGeneration: number;
   holdTransactionId: bigint;
   /** The part a merchant asked to capture (PY-16); null: all of it. */
@@ -99,10 +102,10 @@ interface PaymentRow {
   step: SagaStep;
   intent: SagaIntent;
   attempts: number;
-  next_run_at: Date;
+  next_attempt_at: Date;
   lease_owner: string | null;
-  lease_until: Date | null;
-  version: bigint;
+  lease_expires_at: Date | null;
+  lease_version: bigint;
   idem_generation: number;
   acquirer_authorization_id: string | null;
   hold_transaction_id: bigint;
@@ -132,10 +135,10 @@ function toPayment(row: PaymentRow): Payment {
     step: row.step,
     intent: row.intent,
     attempts: row.attempts,
-    nextRunAt: row.next_run_at,
+    nextAttemptAt: row.next_attempt_at,
     leaseOwner: row.lease_owner,
-    leaseUntil: row.lease_until,
-    version: row.version,
+    leaseExpiresAt: row.lease_expires_at,
+    leaseVersion: row.lease_version,
     idemGeneration: row.idem_generation,
     authorizationId: row.acquirer_authorization_id,
     holdTransactionId: row.hold_transaction_id,
@@ -208,10 +211,10 @@ export async function createPayment(tx: Queryable, input: CreatePaymentInput): P
   });
   const [hold] = await applyTransfers(tx, [{ transfer, reversesId: null }]);
   const now = new Date(input.nowMs);
-  const leaseUntil = input.leaseOwner === undefined ? null : new Date(input.nowMs + (input.leaseMs ?? 0));
+  const leaseExpiresAt = input.leaseOwner === undefined ? null : new Date(input.nowMs + (input.leaseMs ?? 0));
   const { rows } = await tx.query<PaymentRow>(
     `INSERT INTO payments (id, merchant_id, idempotency_key, acquirer_key, amount_minor, currency, card_token,
-       capture, status, step, intent, next_run_at, lease_owner, lease_until, idem_generation,
+       capture, status, step, intent, next_attempt_at, lease_owner, lease_expires_at, idem_generation,
        hold_transaction_id, started_at, created_at, updated_at)
      OVERRIDING SYSTEM VALUE
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', 'authorize', 'authorize', $9, $10, $11, $12, $13, $9, $9, $9)
@@ -227,7 +230,7 @@ export async function createPayment(tx: Queryable, input: CreatePaymentInput): P
       input.capture,
       now,
       input.leaseOwner ?? null,
-      leaseUntil,
+      leaseExpiresAt,
       input.idemGeneration,
       hold!.transaction.id,
     ],
@@ -276,13 +279,33 @@ export interface ClaimOptions {
 
 /**
  * Which of its own live leases an owner takes back: those it granted itself up to
- * `leasedUpToMs` (lease_until ≤ leasedUpToMs + leaseMs) on sagas none of its drives holds now.
+ * `leasedUpToMs` (lease_expires_at ≤ leasedUpToMs + leaseMs) on sagas none of its drives holds now.
  */
 export interface ReclaimOwn {
   /** The sagas the owner is driving right now: never taken back. */
   exceptIds: readonly bigint[];
   /** Leases granted after this instant are spared (a saga the API just created, its drive about to start). */
   leasedUpToMs: number;
+}
+
+/** Shortest saga or refund lease: an acquirer call and its commit must fit (the workers check the real bound). */
+export const MIN_LEASE_MS = 1_000;
+
+/**
+ * The payments table as a leased claim queue (infra lease-queue.ts): the lease mechanics are
+ * the queue's; the saga's rule is that an unfinished saga is claimable.
+ */
+export const sagaQueue = new LeaseQueue<PaymentRow, bigint>({
+  table: "payments",
+  idType: "int8",
+  claimable: "t.step <> 'done'",
+  order: "t.next_attempt_at",
+  minLeaseMs: MIN_LEASE_MS,
+});
+
+function claimedOf(c: Claimed<PaymentRow, bigint>): ClaimedPayment {
+  // Taken from anyone, this owner included: an authorize call of the old claim may have gone out.
+  return { ...toPayment(c.row), takenOver: c.previousOwner !== null };
 }
 
 /**
@@ -297,30 +320,14 @@ export interface ReclaimOwn {
  * `takenOver` like any other, so a pending authorization is asked about by key first (PY-06).
  */
 export async function claimDue(q: Queryable, options: ClaimOptions): Promise<ClaimedPayment[]> {
-  const now = new Date(options.nowMs);
-  const reclaim = options.reclaimOwn;
-  const { rows } = await q.query<PaymentRow & { prev_owner: string | null }>(
-    `WITH due AS (
-       SELECT id, lease_owner AS prev_owner FROM payments
-        WHERE step <> 'done' AND next_run_at <= $1
-          AND (lease_until IS NULL OR lease_until <= $1
-               OR ($5::timestamptz IS NOT NULL AND lease_owner = $3 AND lease_until <= $5::timestamptz
-                   AND id NOT IN (SELECT jsonb_array_elements_text($6::jsonb)::int8)))
-        ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-     UPDATE payments p SET lease_owner = $3, lease_until = $4, version = p.version + 1
-       FROM due WHERE p.id = due.id
-     RETURNING p.*, due.prev_owner`,
-    [
-      now,
-      options.maxBatch,
-      options.owner,
-      new Date(options.nowMs + options.leaseMs),
-      reclaim === undefined ? null : new Date(reclaim.leasedUpToMs + options.leaseMs),
-      JSON.stringify((reclaim?.exceptIds ?? []).map(String)),
-    ],
-  );
-  // Taken from anyone, this owner included: an authorize call of the old claim may have gone out.
-  return rows.map((row) => ({ ...toPayment(row), takenOver: row.prev_owner !== null }));
+  const claimed = await sagaQueue.claim(q, {
+    owner: options.owner,
+    nowMs: options.nowMs,
+    leaseMs: options.leaseMs,
+    limit: options.maxBatch,
+    ...(options.reclaimOwn === undefined ? {} : { reclaimOwn: options.reclaimOwn }),
+  });
+  return claimed.map(claimedOf);
 }
 
 /**
@@ -335,18 +342,13 @@ export async function claimPayment(
   id: bigint,
   options: Omit<ClaimOptions, "maxBatch">,
 ): Promise<ClaimedPayment | undefined> {
-  const now = new Date(options.nowMs);
-  const { rows } = await q.query<PaymentRow & { prev_owner: string | null }>(
-    `WITH one AS (SELECT id, lease_owner AS prev_owner FROM payments
-                   WHERE id = $1 AND step <> 'done' AND (lease_until IS NULL OR lease_until <= $2 OR lease_owner = $3)
-                   FOR UPDATE SKIP LOCKED)
-     UPDATE payments p SET lease_owner = $3, lease_until = $4, version = p.version + 1
-       FROM one WHERE p.id = one.id
-     RETURNING p.*, one.prev_owner`,
-    [id, now, options.owner, new Date(options.nowMs + options.leaseMs)],
-  );
-  const row = rows[0];
-  return row === undefined ? undefined : { ...toPayment(row), takenOver: row.prev_owner !== null };
+  const claimed = await sagaQueue.claimById(q, id, {
+    owner: options.owner,
+    nowMs: options.nowMs,
+    leaseMs: options.leaseMs,
+    orOwn: true,
+  });
+  return claimed === undefined ? undefined : claimedOf(claimed);
 }
 
 export interface ApplyDecisionOptions {
@@ -357,10 +359,10 @@ export interface ApplyDecisionOptions {
 }
 
 /**
- * Commits one saga step inside `tx`: the new saga state (CAS on version and owner, else
- * PAYMENTS_SAGA_LEASE_LOST), the ledger action, and the idempotency record — `complete` with
- * the final response when the original POST's saga finishes, `advance` (a lease renewal)
- * otherwise. Keeps the claim when the next step is due now, releases it when it waits.
+ * Commits one saga step inside `tx`: the new saga state (the queue's fenced write on version and
+ * owner, else PAYMENTS_SAGA_LEASE_LOST), the ledger action, and the idempotency record —
+ * `complete` with the final response when the original POST's saga finishes, `advance` (a lease
+ * renewal) otherwise. Keeps the claim when the next step is due now, releases it when it waits.
  */
 export async function applyDecision(
   tx: Queryable,
@@ -368,38 +370,34 @@ export async function applyDecision(
   next: SagaDecision,
   options: ApplyDecisionOptions,
 ): Promise<Payment> {
-  const now = new Date(options.nowMs);
   const keep = !next.finished && next.delayMs === 0;
-  const { rows } = await tx.query<PaymentRow>(
-    `UPDATE payments SET status = $4::text, step = $5::text, intent = $6, attempts = $7, next_run_at = $8,
-        lease_owner = $9, lease_until = $10, version = version + 1, acquirer_authorization_id = $11,
-        decline_reason = COALESCE($12::text, decline_reason), failure = COALESCE($13::text, failure),
-        captured_minor = CASE WHEN $4::text = 'captured' THEN $15::int8 ELSE captured_minor END,
-        updated_at = $14::timestamptz, finished_at = CASE WHEN $5::text = 'done' THEN $14::timestamptz ELSE NULL END
-      WHERE id = $1 AND version = $2 AND lease_owner = $3
-      RETURNING *`,
-    [
-      payment.id,
-      payment.version,
-      options.owner,
-      next.status,
-      next.step,
-      next.intent,
-      next.attempts,
-      new Date(options.nowMs + next.delayMs),
-      keep ? options.owner : null,
-      keep ? new Date(options.nowMs + options.leaseMs) : null,
-      next.authorizationId,
-      next.declineReason,
-      next.failure,
-      now,
-      captureAmountOf(payment.amountMinor, payment.captureAmountMinor),
-    ],
-  );
-  if (rows[0] === undefined) {
+  const lease = {
+    id: payment.id,
+    leaseVersion: payment.leaseVersion,
+    owner: options.owner,
+    leaseExpiresAtMs: payment.leaseExpiresAt?.getTime() ?? 0,
+  };
+  const write = await sagaQueue.update(tx, lease, {
+    nowMs: options.nowMs,
+    lease: keep ? { renewUntilMs: options.nowMs + options.leaseMs } : "release",
+    set: (p) => {
+      const status = p.add(next.status);
+      const step = p.add(next.step);
+      return `status = ${status}::text, step = ${step}::text, intent = ${p.add(next.intent)},
+        attempts = ${p.add(next.attempts)}, next_attempt_at = ${p.add(new Date(options.nowMs + next.delayMs))},
+        acquirer_authorization_id = ${p.add(next.authorizationId)},
+        decline_reason = COALESCE(${p.add(next.declineReason)}::text, decline_reason),
+        failure = COALESCE(${p.add(next.failure)}::text, failure),
+        captured_minor = CASE WHEN ${status}::text = 'captured'
+          THEN ${p.add(captureAmountOf(payment.amountMinor, payment.captureAmountMinor))}::int8 ELSE captured_minor END,
+        updated_at = ${p.now}::timestamptz,
+        finished_at = CASE WHEN ${step}::text = 'done' THEN ${p.now}::timestamptz ELSE NULL END`;
+    },
+  });
+  if (!write.won) {
     throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", { fields: { paymentId: payment.id.toString() } });
   }
-  const updated = await applyLedgerAction(tx, toPayment(rows[0]), next);
+  const updated = await applyLedgerAction(tx, toPayment(write.row), next);
   await recordIdempotency(tx, updated, next, options);
   return updated;
 }
@@ -469,8 +467,8 @@ export async function scheduleSettlement(
 ): Promise<void> {
   const partial = captureAmountMinor !== null && captureAmountMinor < p.amountMinor;
   await tx.query(
-    `UPDATE payments SET step = $2, intent = $3, attempts = 0, next_run_at = $4, finished_at = NULL,
-        updated_at = $4, version = version + 1${partial ? ", capture_amount_minor = $5" : ""} WHERE id = $1`,
+    `UPDATE payments SET step = $2, intent = $3, attempts = 0, next_attempt_at = $4, finished_at = NULL,
+        updated_at = $4, lease_version = lease_version + 1${partial ? ", capture_amount_minor = $5" : ""} WHERE id = $1`,
     [p.id, state.step, state.intent, new Date(nowMs), ...(partial ? [captureAmountMinor] : [])],
   );
 }

@@ -7,8 +7,9 @@
  *
  * Who may call the acquirer for a pending refund is decided by a lease on its row, the way sagas
  * are claimed (payment-repository.ts): the API request that created it holds the lease during its
- * call; a refund left pending past `next_run_at` is claimed by a retry worker with `FOR UPDATE
- * SKIP LOCKED` + lease expiry; every later write is a compare-and-set on (version, owner, pending),
+ * call; a refund left pending past `next_attempt_at` is claimed by a retry worker with `FOR UPDATE
+ * SKIP LOCKED` + lease expiry (`refundQueue`, infra lease-queue.ts); every later write is a
+ * compare-and-set on (lease_version, owner, pending),
  * so of two claimers only the current owner can settle it, and a settled refund never changes.
  *
  * Statuses: pending → succeeded (reversal booked) | failed (definitive refusal: the reservation is
@@ -19,11 +20,12 @@
  * const refund = await db.transaction((tx) => createRefund(tx, payment, { idempotencyKey, amountMinor: 1000n, ... }));
  * const due = await claimDueRefunds(db, { owner: "w1", nowMs, leaseMs: 30_000, maxBatch: 8 });
  */
+import { type Fragment, LeaseQueue } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import { statusAfterRefunds } from "../domain/payment-saga.ts";
 import { applyReversal } from "./ledger-repository.ts";
-import type { Payment } from "./payment-repository.ts";
+import { MIN_LEASE_MS, type Payment } from "./payment-repository.ts";
 
 export type RefundStatus = "pending" | "succeeded" | "failed" | "unresolved";
 
@@ -38,11 +40,11 @@ export interface Refund {
   failure: string | null;
   /** Retry-worker rounds spent on it (the backoff exponent). */
   attempts: number;
-  nextRunAt: Date;
+  nextAttemptAt: Date;
   leaseOwner: string | null;
-  leaseUntil: Date | null;
-  /** Bumped by every write: the fence of the compare-and-set. */
-  version: bigint;
+  leaseExpiresAt: Date | null;
+  /** Bumped by every claim and write: the fence of the compare-and-set (lease-queue.ts). */
+  leaseVersion: bigint;
   acquirerRefundId: string | null;
   ledgerTransactionId: bigint | null;
   createdAt: Date;
@@ -59,10 +61,10 @@ interface RefundRow {
   status: RefundStatus;
   failure: string | null;
   attempts: number;
-  next_run_at: Date;
+  next_attempt_at: Date;
   lease_owner: string | null;
-  lease_until: Date | null;
-  version: bigint;
+  lease_expires_at: Date | null;
+  lease_version: bigint;
   acquirer_refund_id: string | null;
   ledger_transaction_id: bigint | null;
   created_at: Date;
@@ -80,10 +82,10 @@ function toRefund(row: RefundRow): Refund {
     status: row.status,
     failure: row.failure,
     attempts: row.attempts,
-    nextRunAt: row.next_run_at,
+    nextAttemptAt: row.next_attempt_at,
     leaseOwner: row.lease_owner,
-    leaseUntil: row.lease_until,
-    version: row.version,
+    leaseExpiresAt: row.lease_expires_at,
+    leaseVersion: row.lease_version,
     acquirerRefundId: row.acquirer_refund_id,
     ledgerTransactionId: row.ledger_transaction_id,
     createdAt: row.created_at,
@@ -136,7 +138,7 @@ export async function createRefund(
   ]);
   const { rows } = await tx.query<RefundRow>(
     `INSERT INTO payment_refunds (payment_id, merchant_id, idempotency_key, acquirer_key, amount_minor, status,
-       next_run_at, lease_owner, lease_until, idem_generation, created_at, updated_at)
+       next_attempt_at, lease_owner, lease_expires_at, idem_generation, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8, $9, $10, $10) RETURNING *`,
     [
       payment.id,
@@ -188,60 +190,73 @@ export interface RefundClaimOptions {
 }
 
 /**
- * Claims up to `maxBatch` refunds stuck in `pending` past their `next_run_at`, unleased or with an
- * expired lease. SKIP LOCKED: concurrent claimers take disjoint rows without waiting; the version
- * bump fences whatever a previous owner still tries to write.
+ * The refunds table as a leased claim queue (infra lease-queue.ts): a pending refund is
+ * claimable, and every fenced write requires it still pending (a settled refund never changes).
+ */
+export const refundQueue = new LeaseQueue<RefundRow, bigint>({
+  table: "payment_refunds",
+  idType: "int8",
+  claimable: "t.status = 'pending'",
+  held: "t.status = 'pending'",
+  order: "t.next_attempt_at",
+  minLeaseMs: MIN_LEASE_MS,
+});
+
+/**
+ * Claims up to `maxBatch` refunds stuck in `pending` past their `next_attempt_at`, unleased or
+ * with an expired lease. SKIP LOCKED: concurrent claimers take disjoint rows without waiting; the
+ * version bump fences whatever a previous owner still tries to write.
  */
 export async function claimDueRefunds(
   q: Queryable,
   options: RefundClaimOptions & { maxBatch: number },
 ): Promise<Refund[]> {
-  const now = new Date(options.nowMs);
-  const { rows } = await q.query<RefundRow>(
-    `WITH due AS (
-       SELECT id FROM payment_refunds
-        WHERE status = 'pending' AND next_run_at <= $1 AND (lease_until IS NULL OR lease_until <= $1)
-        ORDER BY next_run_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-     UPDATE payment_refunds r SET lease_owner = $3, lease_until = $4, version = r.version + 1
-       FROM due WHERE r.id = due.id
-     RETURNING r.*`,
-    [now, options.maxBatch, options.owner, new Date(options.nowMs + options.leaseMs)],
-  );
-  return rows.map(toRefund);
+  const claimed = await refundQueue.claim(q, {
+    owner: options.owner,
+    nowMs: options.nowMs,
+    leaseMs: options.leaseMs,
+    limit: options.maxBatch,
+  });
+  return claimed.map((c) => toRefund(c.row));
 }
 
-/** Claims one pending refund when nobody else holds it (a client's retry of its request); undefined otherwise. */
+/**
+ * Claims one pending refund when nobody else holds it (a client's retry of its request); undefined
+ * otherwise. It waits for a transaction holding the row (`locked: "wait"`) and decides on the row
+ * as that left it, as the plain UPDATE it replaces did.
+ */
 export async function claimRefund(
   q: Queryable,
   id: bigint,
   options: RefundClaimOptions,
 ): Promise<Refund | undefined> {
-  const { rows } = await q.query<RefundRow>(
-    `UPDATE payment_refunds SET lease_owner = $3, lease_until = $4, version = version + 1
-      WHERE id = $1 AND status = 'pending' AND (lease_until IS NULL OR lease_until <= $2 OR lease_owner = $3)
-      RETURNING *`,
-    [id, new Date(options.nowMs), options.owner, new Date(options.nowMs + options.leaseMs)],
-  );
-  return rows[0] === undefined ? undefined : toRefund(rows[0]);
+  const claimed = await refundQueue.claimById(q, id, {
+    owner: options.owner,
+    nowMs: options.nowMs,
+    leaseMs: options.leaseMs,
+    orOwn: true,
+    locked: "wait",
+  });
+  return claimed === undefined ? undefined : toRefund(claimed.row);
 }
 
-/** The compare-and-set every write of a claimed refund goes through; PAYMENTS_REFUND_LEASE_LOST when fenced. */
+/** The fenced write every settlement of a claimed refund goes through; PAYMENTS_REFUND_LEASE_LOST when fenced. */
 async function updateOwned(
   q: Queryable,
   refund: Refund,
-  owner: string,
-  set: string,
-  params: readonly unknown[],
+  write: { owner: string; nowMs: number; set: Fragment },
 ): Promise<Refund> {
-  const { rows } = await q.query<RefundRow>(
-    `UPDATE payment_refunds SET ${set}, version = version + 1
-      WHERE id = $1 AND version = $2 AND lease_owner = $3 AND status = 'pending' RETURNING *`,
-    [refund.id, refund.version, owner, ...params],
-  );
-  if (rows[0] === undefined) {
+  const lease = {
+    id: refund.id,
+    leaseVersion: refund.leaseVersion,
+    owner: write.owner,
+    leaseExpiresAtMs: refund.leaseExpiresAt?.getTime() ?? 0,
+  };
+  const written = await refundQueue.update(q, lease, { nowMs: write.nowMs, set: write.set });
+  if (!written.won) {
     throw paymentErrors.create("PAYMENTS_REFUND_LEASE_LOST", { fields: { refundId: refund.id.toString() } });
   }
-  return toRefund(rows[0]);
+  return toRefund(written.row);
 }
 
 /**
@@ -256,13 +271,12 @@ export async function completeRefund(
   input: { acquirerRefundId: string; nowMs: number; owner: string },
 ): Promise<Refund> {
   const now = new Date(input.nowMs);
-  const claimed = await updateOwned(
-    tx,
-    refund,
-    input.owner,
-    "status = 'succeeded', acquirer_refund_id = $4, lease_owner = NULL, lease_until = NULL, updated_at = $5",
-    [input.acquirerRefundId, now],
-  );
+  const claimed = await updateOwned(tx, refund, {
+    owner: input.owner,
+    nowMs: input.nowMs,
+    set: (p) =>
+      `status = 'succeeded', acquirer_refund_id = ${p.add(input.acquirerRefundId)}, updated_at = ${p.now}`,
+  });
   // PY-16: after a partial capture the posted money sits in the capture transfer, not the hold.
   const reversal = await applyReversal(tx, payment.captureTransactionId ?? payment.holdTransactionId, {
     idemKey: `pay:${payment.id}:refund:${refund.idempotencyKey}`,
@@ -291,13 +305,11 @@ export async function failRefund(
   refund: Refund,
   input: { failure: string; nowMs: number; owner: string },
 ): Promise<Refund> {
-  const failed = await updateOwned(
-    tx,
-    refund,
-    input.owner,
-    "status = 'failed', failure = $4, lease_owner = NULL, lease_until = NULL, updated_at = $5",
-    [input.failure, new Date(input.nowMs)],
-  );
+  const failed = await updateOwned(tx, refund, {
+    owner: input.owner,
+    nowMs: input.nowMs,
+    set: (p) => `status = 'failed', failure = ${p.add(input.failure)}, updated_at = ${p.now}`,
+  });
   await tx.query("UPDATE payments SET refunded_minor = refunded_minor - $2 WHERE id = $1", [
     refund.paymentId,
     refund.amountMinor,
@@ -305,19 +317,19 @@ export async function failRefund(
   return failed;
 }
 
-/** No answer this round: the lease is given back and the refund is due again at `nextRunAtMs`. */
+/** No answer this round: the lease is given back and the refund is due again at `nextAttemptAtMs`. */
 export async function postponeRefund(
   q: Queryable,
   refund: Refund,
-  input: { attempts: number; nextRunAtMs: number; nowMs: number; owner: string },
+  input: { attempts: number; nextAttemptAtMs: number; nowMs: number; owner: string },
 ): Promise<Refund> {
-  return updateOwned(
-    q,
-    refund,
-    input.owner,
-    "attempts = $4, next_run_at = $5, lease_owner = NULL, lease_until = NULL, updated_at = $6",
-    [input.attempts, new Date(input.nextRunAtMs), new Date(input.nowMs)],
-  );
+  return updateOwned(q, refund, {
+    owner: input.owner,
+    nowMs: input.nowMs,
+    set: (p) =>
+      `attempts = ${p.add(input.attempts)}, next_attempt_at = ${p.add(new Date(input.nextAttemptAtMs))},
+       updated_at = ${p.now}`,
+  });
 }
 
 /**
@@ -330,11 +342,11 @@ export async function giveUpRefund(
   refund: Refund,
   input: { attempts: number; failure: string; nowMs: number; owner: string },
 ): Promise<Refund> {
-  return updateOwned(
-    q,
-    refund,
-    input.owner,
-    "status = 'unresolved', attempts = $4, failure = $5, lease_owner = NULL, lease_until = NULL, updated_at = $6",
-    [input.attempts, input.failure, new Date(input.nowMs)],
-  );
+  return updateOwned(q, refund, {
+    owner: input.owner,
+    nowMs: input.nowMs,
+    set: (p) =>
+      `status = 'unresolved', attempts = ${p.add(input.attempts)}, failure = ${p.add(input.failure)},
+       updated_at = ${p.now}`,
+  });
 }

@@ -1,6 +1,6 @@
 /**
  * The refund retry worker (PY-15, PY-06 for refunds): a refund whose acquirer outcome was unknown
- * (the request answered 202) stays `pending`; once it is past `next_run_at` with no live lease,
+ * (the request answered 202) stays `pending`; once it is past `next_attempt_at` with no live lease,
  * any number of these workers, in any number of processes, may claim it — `FOR UPDATE SKIP
  * LOCKED` + a lease + a version fence (refund-repository.ts), the saga orchestrator's way.
  *
@@ -199,7 +199,7 @@ export class RefundRetrier {
       case "retry":
         await postponeRefund(this.#o.db, refund, {
           attempts: decision.attempts,
-          nextRunAtMs: nowMs + decision.delayMs,
+          nextAttemptAtMs: nowMs + decision.delayMs,
           nowMs,
           owner,
         });
