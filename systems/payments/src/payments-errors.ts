@@ -7,12 +7,13 @@
  * @example
  * const service = createService({ name: "payments", version, errors: paymentsErrorRegistries });
  */
+
+import { outboxErrors } from "@casebook/infra/sql/outbox-errors";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { ErrorRegistry } from "@casebook/kit/errors";
 import { idempotencyErrors } from "./domain/idempotency-errors.ts";
 import { ledgerErrors } from "./domain/ledger-errors.ts";
 import { merchantErrors } from "./domain/merchant-errors.ts";
-import { outboxErrors } from "./domain/outbox-errors.ts";
 import { paymentErrors } from "./domain/payment-errors.ts";
 import { reconciliationErrors } from "./domain/reconciliation-errors.ts";
 

@@ -1,7 +1,7 @@
 /**
  * The backends the outbox suites run on: PGlite in memory and the real PostgreSQL in a
- * schema of its own, dropped at close. Only `004_outbox` is applied (it depends on no
- * other migration), plus `accounts_demo`, a stand-in for the caller's business rows.
+ * schema of its own, dropped at close. Only the outbox's migrations are applied (`004_outbox`,
+ * `011_outbox_lease_vocabulary`: they depend on no other migration), plus `accounts_demo`, a stand-in for the caller's business rows.
  * Also the test publishers: a recorder that tests await on, and controllable gates.
  */
 import { applyMigrations, readMigrations } from "@casebook/infra/sql/migrations";
@@ -29,8 +29,10 @@ export interface OutboxSubject {
 }
 
 export async function migrateOutbox(db: Database): Promise<void> {
-  const outbox = (await readMigrations(MIGRATIONS_DIR)).filter((m) => m.name === "004_outbox");
-  if (outbox.length !== 1) throw new Error("004_outbox.sql is missing");
+  const names = ["004_outbox", "011_outbox_lease_vocabulary"];
+  const outbox = (await readMigrations(MIGRATIONS_DIR)).filter((m) => names.includes(m.name));
+  if (outbox.length !== names.length)
+    throw new Error(`the outbox migrations ${names.join(", ")} are missing`);
   await applyMigrations(db, outbox);
   await db.exec(
     "CREATE TABLE IF NOT EXISTS accounts_demo (id text PRIMARY KEY, version int8 NOT NULL DEFAULT 0)",

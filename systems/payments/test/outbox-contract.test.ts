@@ -5,23 +5,22 @@
  * dies mid-publish leaves its events to be republished under the same ids.
  */
 import assert from "node:assert/strict";
-import { BackoffPolicy } from "@casebook/kit/backoff";
+import { outboxErrors } from "@casebook/infra/sql/outbox-errors";
 import { ManualClock } from "@casebook/kit/clock";
 import { contractSuite } from "@casebook/lab/contract-suite";
-import { outboxErrors } from "../src/domain/outbox-errors.ts";
 import { enqueue, type OutboxEvent, resumeStream, streamState } from "../src/store/outbox.ts";
 import { type EventPublisher, OutboxRelay } from "../src/workers/outbox-relay.ts";
 import { latch, outboxBackends, Recorder, seqs } from "./outbox-backends.ts";
 
 const T0 = Date.UTC(2026, 9, 22, 12, 0, 0);
 const noBackoffJitter = (maxAttempts = 25) =>
-  new BackoffPolicy({ baseMs: 1_000, capMs: 60_000, jitter: "none", maxAttempts });
+  ({ retryBaseMs: 1_000, retryCapMs: 60_000, retryJitter: "none", maxAttempts }) as const;
 const quiet = () => {};
 
 /** Drains everything due now with deterministic rounds; bounded. */
 async function drain(relay: OutboxRelay, maxRounds = 100): Promise<void> {
   for (let round = 0; round < maxRounds; round++) {
-    if ((await relay.runOnce()).keys === 0) return;
+    if ((await relay.runOnce()).claimed === 0) return;
   }
   throw new Error(`still claiming after ${maxRounds} rounds`);
 }
@@ -70,7 +69,7 @@ contractSuite("outbox", outboxBackends, (it) => {
     for (const event of bad) {
       await assert.rejects(
         db.transaction((tx) => enqueue(tx, event)),
-        (err) => outboxErrors.is(err, "PAYMENTS_OUTBOX_EVENT_INVALID"),
+        (err) => outboxErrors.is(err, "OUTBOX_EVENT_INVALID"),
       );
     }
     await assert.rejects(
@@ -81,13 +80,13 @@ contractSuite("outbox", outboxBackends, (it) => {
           { maxPayloadBytes: 100 },
         ),
       ),
-      (err) => outboxErrors.is(err, "PAYMENTS_OUTBOX_PAYLOAD_TOO_LARGE"),
+      (err) => outboxErrors.is(err, "OUTBOX_PAYLOAD_TOO_LARGE"),
     );
     await assert.rejects(
       db.transaction((tx) =>
         enqueue(tx, { orderingKey: account, type: "a.b", payload: {}, eventId: "evt-1" }),
       ),
-      (err) => outboxErrors.is(err, "PAYMENTS_OUTBOX_EVENT_DUPLICATE"),
+      (err) => outboxErrors.is(err, "OUTBOX_EVENT_DUPLICATE"),
     );
     assert.equal((await streamState(db, account))?.lastSeq, 1n);
   });
@@ -105,7 +104,7 @@ contractSuite("outbox", outboxBackends, (it) => {
     const recorder = new Recorder();
     // Small batches and few slots force many claims, interleaving keys across rounds.
     await drain(
-      new OutboxRelay(db, { publisher: recorder, maxInFlightKeys: 2, maxBatchPerKey: 3, onError: quiet }),
+      new OutboxRelay(db, { publisher: recorder, maxInFlightKeys: 2, maxBatch: 3, onError: quiet }),
     );
     for (const account of accounts) assert.deepEqual(recorder.idsOf(account), committed.get(account));
     assert.equal(recorder.events.length, 60);
@@ -175,8 +174,8 @@ contractSuite("outbox", outboxBackends, (it) => {
         await recorder.publish(event);
       },
     };
-    const relay = new OutboxRelay(db, { publisher, clock, backoff: noBackoffJitter(), onError: quiet });
-    assert.deepEqual(await relay.runOnce(), { keys: 1, published: 1, failed: 1 });
+    const relay = new OutboxRelay(db, { publisher, clock, ...noBackoffJitter(), onError: quiet });
+    assert.deepEqual(await relay.runOnce(), { claimed: 1, published: 1, failed: 1, lost: 0, released: 0 });
     let state = await streamState(db, account);
     assert.equal(state?.publishedSeq, 1n);
     assert.equal(state?.attempts, 1);
@@ -186,15 +185,15 @@ contractSuite("outbox", outboxBackends, (it) => {
     await db.transaction((tx) =>
       enqueue(tx, { orderingKey: other, type: "payment.event", payload: {} }, { nowMs: T0 }),
     );
-    assert.deepEqual(await relay.runOnce(), { keys: 1, published: 1, failed: 0 });
+    assert.deepEqual(await relay.runOnce(), { claimed: 1, published: 1, failed: 0, lost: 0, released: 0 });
     clock.advance(1_000);
-    assert.deepEqual(await relay.runOnce(), { keys: 1, published: 0, failed: 1 });
+    assert.deepEqual(await relay.runOnce(), { claimed: 1, published: 0, failed: 1, lost: 0, released: 0 });
     state = await streamState(db, account);
     assert.equal(state?.nextAttemptAtMs, T0 + 1_000 + 2_000, "the second delay doubles");
     clock.advance(1_999);
-    assert.equal((await relay.runOnce()).keys, 0);
+    assert.equal((await relay.runOnce()).claimed, 0);
     clock.advance(1);
-    assert.deepEqual(await relay.runOnce(), { keys: 1, published: 2, failed: 0 });
+    assert.deepEqual(await relay.runOnce(), { claimed: 1, published: 2, failed: 0, lost: 0, released: 0 });
     assert.deepEqual(recorder.dedupedSeqsOf(account), seqs(3));
     assert.deepEqual(recorder.idsOf(account).length, 3, "each event published once");
     state = await streamState(db, account);
@@ -219,16 +218,16 @@ contractSuite("outbox", outboxBackends, (it) => {
         await recorder.publish(event);
       },
     };
-    const relay = new OutboxRelay(db, { publisher, clock, backoff: noBackoffJitter(2), onError: quiet });
+    const relay = new OutboxRelay(db, { publisher, clock, ...noBackoffJitter(2), onError: quiet });
     assert.equal((await relay.runOnce()).failed, 1);
     clock.advance(1_000);
     assert.equal((await relay.runOnce()).failed, 1);
     assert.equal((await streamState(db, account))?.parked, true);
     clock.advance(3_600_000);
-    assert.equal((await relay.runOnce()).keys, 0, "a parked key is not retried");
+    assert.equal((await relay.runOnce()).claimed, 0, "a parked key is not retried");
     healthy = true;
     assert.equal(await resumeStream(db, account, clock.nowMs()), true);
-    assert.deepEqual(await relay.runOnce(), { keys: 1, published: 1, failed: 0 });
+    assert.deepEqual(await relay.runOnce(), { claimed: 1, published: 1, failed: 0, lost: 0, released: 0 });
     assert.deepEqual(recorder.dedupedSeqsOf(account), [1n]);
   });
 
@@ -266,9 +265,9 @@ contractSuite("outbox", outboxBackends, (it) => {
     const relayB = new OutboxRelay(db, { publisher: recorder, clock, leaseMs, onError: quiet });
     const roundA = relayA.runOnce();
     await delivered.promise;
-    assert.equal((await relayB.runOnce()).keys, 0, "A's lease is live: B must not touch the key");
+    assert.equal((await relayB.runOnce()).claimed, 0, "A's lease is live: B must not touch the key");
     clock.advance(leaseMs);
-    assert.deepEqual(await relayB.runOnce(), { keys: 1, published: 3, failed: 0 });
+    assert.deepEqual(await relayB.runOnce(), { claimed: 1, published: 3, failed: 0, lost: 0, released: 0 });
     hang.open();
     await roundA; // A's late failure is fenced off: it cannot touch B's progress
     assert.equal((await streamState(db, account))?.publishedSeq, 3n);

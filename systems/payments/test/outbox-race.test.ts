@@ -45,7 +45,7 @@ test("PY-11 four relays on four pools keep per-account commit order and publish 
         },
         owner: `relay-${i}`,
         maxInFlightKeys: 3,
-        maxBatchPerKey: 4,
+        maxBatch: 4,
         pollIntervalMs: 5,
         onError: (err) => errors.push(err),
       });

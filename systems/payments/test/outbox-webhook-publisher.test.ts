@@ -8,12 +8,12 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { outboundErrors } from "@casebook/infra/http/outbound-errors";
+import { outboxErrors } from "@casebook/infra/sql/outbox-errors";
 import {
   createEventPublisher,
   createWebhookPublisher,
   MemoryPublisher,
 } from "../src/clients/webhook-publisher.ts";
-import { outboxErrors } from "../src/domain/outbox-errors.ts";
 import type { OutboxEvent } from "../src/store/outbox.ts";
 
 const EVENT: OutboxEvent = {
@@ -74,7 +74,7 @@ describe("webhook publisher", () => {
     const publisher = createWebhookPublisher({ url });
     await assert.rejects(
       publisher.publish(EVENT, new AbortController().signal),
-      (err) => outboxErrors.is(err, "PAYMENTS_OUTBOX_PUBLISH_FAILED") && err.fields.status === 503,
+      (err) => outboxErrors.is(err, "OUTBOX_PUBLISH_FAILED") && err.fields.status === 503,
     );
   });
 

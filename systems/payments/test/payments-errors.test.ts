@@ -34,7 +34,7 @@ test("every code has a status, a message and answers as problem+json with that s
   });
   try {
     for (const [i, { code, spec }] of codes.entries()) {
-      assert.match(code, /^(PAYMENTS|LEDGER|SQL)_[A-Z0-9_]+$/);
+      assert.match(code, /^(PAYMENTS|LEDGER|SQL|OUTBOX)_[A-Z0-9_]+$/);
       assert.ok(spec.message.trim().length > 10, code);
       const res = await service.app.inject({ url: `/raise?i=${i}` });
       assert.equal(res.statusCode, spec.status, code);

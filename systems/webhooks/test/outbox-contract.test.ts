@@ -10,7 +10,7 @@ import { contractSuite } from "@casebook/lab/contract-suite";
 import { filtersSelect } from "../src/domain/store-event-type.ts";
 import { enqueue } from "../src/store/event-repository.ts";
 import { fanOut } from "../src/store/fan-out.ts";
-import { claimOutbox } from "../src/store/outbox.ts";
+import { webhookOutbox } from "../src/store/outbox.ts";
 import { setSubscriptionActive } from "../src/store/subscription-repository.ts";
 import { Dispatcher } from "../src/workers/dispatcher.ts";
 import { type EventPublisher, OutboxRelay, type PublishedEvent } from "../src/workers/outbox-relay.ts";
@@ -53,7 +53,7 @@ function relay(
 /** Outbox claims are global: rows other tests left unpublished are marked so each test relays only its own. */
 async function settleLeftovers(db: Database): Promise<void> {
   await db.query(
-    "UPDATE outbox SET published_at = created_at, lease_owner = NULL, lease_until = NULL WHERE published_at IS NULL",
+    "UPDATE outbox SET published_at = created_at, lease_owner = NULL, lease_expires_at = NULL WHERE published_at IS NULL",
   );
 }
 
@@ -122,14 +122,14 @@ contractSuite("webhook outbox, relay and fan-out", storeBackends("wh_outbox"), (
     const { eventId } = await ingest(w, t.id);
     const dispatcher = new Dispatcher(db, { clock: w.clock });
     // The doomed relay: claims, publishes, and "crashes" before markPublished.
-    const [claimed] = await claimOutbox(db, {
+    const [claimed] = await webhookOutbox.claim(db, {
       owner: "doomed",
       nowMs: w.clock.nowMs(),
       leaseMs: 30_000,
-      maxBatch: 10,
+      limit: 10,
     });
-    assert.equal(claimed?.eventId, eventId);
-    await dispatcher.publish({ eventId, tenantId: t.id, publishCount: claimed!.publishCount });
+    assert.equal(claimed?.event?.eventId, eventId);
+    await dispatcher.publish({ eventId, tenantId: t.id, publishCount: claimed!.event!.publishCount });
     const survivor = relay(w, dispatcher);
     assert.equal((await survivor.runOnce()).claimed, 0, "the lease still holds the row");
     w.clock.advance(30_000);
@@ -244,10 +244,10 @@ contractSuite("webhook outbox, relay and fan-out", storeBackends("wh_outbox"), (
     w.clock.advance(HOUR_MS);
     const claims = await Promise.all(
       ["r1", "r2", "r3"].map((owner) =>
-        claimOutbox(db, { owner, nowMs: w.clock.nowMs(), leaseMs: 30_000, maxBatch: 1_000 }),
+        webhookOutbox.claim(db, { owner, nowMs: w.clock.nowMs(), leaseMs: 30_000, limit: 1_000 }),
       ),
     );
-    const mine = claims.flat().map((c) => c.eventId);
+    const mine = claims.flat().map((c) => c.event!.eventId);
     assert.equal(mine.length, 40);
     assert.ok(mine.every((id) => ids.has(id)));
     assert.equal(new Set(mine).size, 40, "no row claimed twice");

@@ -16,7 +16,7 @@
  * const relay = new OutboxRelay(db, { publisher });
  */
 import { OutboundClient, type PhaseTimeouts } from "@casebook/infra/http/outbound";
-import { outboxErrors } from "../domain/outbox-errors.ts";
+import { outboxErrors } from "@casebook/infra/sql/outbox-errors";
 import type { OutboxEvent } from "../store/outbox.ts";
 import type { EventPublisher } from "../workers/outbox-relay.ts";
 
@@ -101,7 +101,7 @@ export function createWebhookPublisher(options: WebhookPublisherOptions): EventP
       });
       if (response.status >= 200 && response.status < 300) return;
       const text = response.body.toString("utf8");
-      throw outboxErrors.create("PAYMENTS_OUTBOX_PUBLISH_FAILED", {
+      throw outboxErrors.create("OUTBOX_PUBLISH_FAILED", {
         fields: { eventId: event.eventId, status: response.status },
         detail: `webhooks answered ${response.status}: ${text.slice(0, ERROR_BODY_MAX_CHARS)}`,
       });

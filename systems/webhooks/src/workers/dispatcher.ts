@@ -12,7 +12,8 @@
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { fanOut } from "../store/fan-out.ts";
-import type { EventPublisher, PublishedEvent } from "./outbox-relay.ts";
+import type { PublishedEvent } from "../store/outbox.ts";
+import type { EventPublisher } from "./outbox-relay.ts";
 
 export interface DispatcherStats {
   /** Events fanned out, duplicates included. */

@@ -1,0 +1,461 @@
+/**
+ * The transactional outbox and its relay on both engines (PGlite in memory, PostgreSQL in a
+ * fresh schema), both disciplines, on a manual clock: an event exists iff its transaction
+ * committed; per-key order holds across several relays; delivery is at least once under a
+ * stable event id; a relay killed between publish and mark has the item republished after
+ * its lease; a failure stranding claims gives them back before the next claim; failures back
+ * off and park after maxAttempts until resumed; bounds are refused.
+ */
+import assert from "node:assert/strict";
+import { ManualClock } from "@casebook/kit/clock";
+import { contractSuite } from "@casebook/lab/contract-suite";
+import { sqlBackends } from "@casebook/lab/sql-backends";
+import {
+  OrderedOutbox,
+  type OrderedOutboxEvent,
+  type OutboxEventBase,
+  UnorderedOutbox,
+  type UnorderedRow,
+} from "../../src/sql/outbox.ts";
+import { orderedOutboxDdl, unorderedOutboxDdl } from "../../src/sql/outbox-ddl.ts";
+import { outboxErrors } from "../../src/sql/outbox-errors.ts";
+import { type EventPublisher, OutboxRelay, type OutboxRelayOptions } from "../../src/sql/outbox-relay.ts";
+import type { Database } from "../../src/sql/sql.ts";
+
+const T0 = Date.UTC(2026, 0, 1);
+const LEASE_MS = 30_000;
+const quiet = () => {};
+let tables = 0;
+
+async function ordered(db: Database): Promise<OrderedOutbox> {
+  tables += 1;
+  const names = { streams: `ob_streams_${tables}`, events: `ob_events_${tables}` };
+  await db.exec(orderedOutboxDdl(names));
+  return new OrderedOutbox(names);
+}
+
+async function unordered(db: Database): Promise<UnorderedOutbox> {
+  tables += 1;
+  const table = `ob_rows_${tables}`;
+  await db.exec(unorderedOutboxDdl({ table, columns: "tenant_id text NOT NULL" }));
+  return new UnorderedOutbox({ table, columns: ["tenant_id"] });
+}
+
+/** Records every publication, duplicates included. */
+class Recorder<E extends OutboxEventBase> implements EventPublisher<E> {
+  readonly events: E[] = [];
+  async publish(event: E): Promise<void> {
+    this.events.push(event);
+  }
+  ids(): string[] {
+    return this.events.map((e) => e.eventId);
+  }
+}
+
+function latch(): { promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  return { promise, open };
+}
+
+function relayOf<E extends OutboxEventBase>(
+  db: Database,
+  clock: ManualClock,
+  options: Pick<OutboxRelayOptions<E>, "outbox" | "publisher"> & Partial<OutboxRelayOptions<E>>,
+): OutboxRelay<E> {
+  return new OutboxRelay(db, {
+    clock,
+    leaseMs: LEASE_MS,
+    retryBaseMs: 1_000,
+    retryJitter: "none",
+    onError: quiet,
+    ...options,
+  });
+}
+
+async function drain<E extends OutboxEventBase>(relay: OutboxRelay<E>, maxRounds = 200): Promise<void> {
+  for (let round = 0; round < maxRounds; round++) if ((await relay.runOnce()).claimed === 0) return;
+  throw new Error(`still claiming after ${maxRounds} rounds`);
+}
+
+const backends = sqlBackends({
+  system: "outbox",
+  prefix: "outbox",
+  prepare: async () => {},
+  subject: (db) => db,
+});
+
+contractSuite("outbox", backends, (it) => {
+  it("ordered: an event exists iff its transaction committed", async (db) => {
+    const outbox = await ordered(db);
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await outbox.enqueue(tx, { orderingKey: "k", type: "a.b", payload: { n: 1n } }, { nowMs: T0 });
+        throw new Error("the business step failed");
+      }),
+      /business step failed/,
+    );
+    assert.equal(await outbox.state(db, "k"), undefined);
+    const given = await db.transaction((tx) =>
+      outbox.enqueue(
+        tx,
+        { orderingKey: "k", type: "a.b", payload: { n: 5000n }, eventId: "e1" },
+        { nowMs: T0 },
+      ),
+    );
+    assert.deepEqual(given, { eventId: "e1", seq: 1n });
+    const recorder = new Recorder<OrderedOutboxEvent>();
+    await drain(relayOf(db, new ManualClock(T0), { outbox, publisher: recorder }));
+    assert.deepEqual(recorder.ids(), ["e1"]);
+    assert.deepEqual(recorder.events[0]!.payload, { n: "5000" }, "bigints as decimal strings");
+    assert.equal(recorder.events[0]!.createdAtMs, T0);
+  });
+
+  it("unordered: an event exists iff its transaction committed", async (db) => {
+    const outbox = await unordered(db);
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await outbox.enqueue(tx, { eventId: "gone", columns: { tenant_id: "t1" } }, { nowMs: T0 });
+        throw new Error("the business step failed");
+      }),
+      /business step failed/,
+    );
+    await db.transaction((tx) =>
+      outbox.enqueue(tx, { eventId: "kept", columns: { tenant_id: "t1" } }, { nowMs: T0 }),
+    );
+    const recorder = new Recorder<UnorderedRow>();
+    await drain(relayOf(db, new ManualClock(T0), { outbox, publisher: recorder }));
+    assert.deepEqual(recorder.ids(), ["kept"]);
+    assert.deepEqual(recorder.events[0]!.columns, { tenant_id: "t1" });
+    assert.equal(recorder.events[0]!.publishCount, 1);
+    assert.deepEqual(await outbox.lag(db, T0), { unpublished: 0n, parked: 0n, oldestAgeMs: 0 });
+  });
+
+  it("enqueue refuses malformed, oversized and duplicate events", async (db) => {
+    const outbox = await ordered(db);
+    const bad = [
+      { orderingKey: "", type: "a.b", payload: {} },
+      { orderingKey: "k".repeat(256), type: "a.b", payload: {} },
+      { orderingKey: "k", type: "Payment Captured", payload: {} },
+      { orderingKey: "k", type: "a.b", payload: [] as unknown as Record<string, unknown> },
+      { orderingKey: "k", type: "a.b", payload: {}, eventId: "" },
+    ];
+    for (const event of bad)
+      await assert.rejects(
+        db.transaction((tx) => outbox.enqueue(tx, event)),
+        (err) => outboxErrors.is(err, "OUTBOX_EVENT_INVALID"),
+      );
+    await assert.rejects(
+      db.transaction((tx) =>
+        outbox.enqueue(
+          tx,
+          { orderingKey: "k", type: "a.b", payload: { x: "x".repeat(200) } },
+          { maxPayloadBytes: 100 },
+        ),
+      ),
+      (err) => outboxErrors.is(err, "OUTBOX_PAYLOAD_TOO_LARGE") && err.fields.maxBytes === 100,
+    );
+    await db.transaction((tx) =>
+      outbox.enqueue(tx, { orderingKey: "k", type: "a.b", payload: {}, eventId: "same" }),
+    );
+    await assert.rejects(
+      db.transaction((tx) =>
+        outbox.enqueue(tx, { orderingKey: "j", type: "a.b", payload: {}, eventId: "same" }),
+      ),
+      (err) => outboxErrors.is(err, "OUTBOX_EVENT_DUPLICATE"),
+    );
+    assert.equal((await outbox.state(db, "k"))?.lastSeq, 1n);
+    const rows = await unordered(db);
+    await assert.rejects(
+      db.transaction((tx) => rows.enqueue(tx, { eventId: "x", columns: { other: 1 } })),
+      (err) => outboxErrors.is(err, "OUTBOX_EVENT_INVALID"),
+    );
+  });
+
+  it("ordered: several relays with small claims keep per-key commit order", async (db) => {
+    const outbox = await ordered(db);
+    const keys = ["a", "b", "c", "d", "e"];
+    const committed = new Map<string, string[]>(keys.map((k) => [k, []]));
+    for (let i = 0; i < 60; i++) {
+      const key = keys[(i * 7) % keys.length]!;
+      const { eventId } = await db.transaction((tx) =>
+        outbox.enqueue(tx, { orderingKey: key, type: "a.b", payload: { i } }, { nowMs: T0 }),
+      );
+      committed.get(key)!.push(eventId);
+    }
+    const clock = new ManualClock(T0);
+    const recorder = new Recorder<OrderedOutboxEvent>();
+    const relays = [1, 2, 3].map((n) =>
+      relayOf(db, clock, {
+        outbox,
+        publisher: recorder,
+        owner: `relay-${n}`,
+        maxInFlightKeys: 2,
+        maxBatch: 3,
+      }),
+    );
+    for (let round = 0; round < 100; round++) {
+      const rounds = await Promise.all(relays.map((r) => r.runOnce()));
+      if (rounds.every((r) => r.claimed === 0)) break;
+    }
+    for (const key of keys)
+      assert.deepEqual(
+        recorder.events.filter((e) => e.orderingKey === key).map((e) => e.eventId),
+        committed.get(key),
+        key,
+      );
+    assert.equal(recorder.events.length, 60, "no crash, no expiry: each event once");
+    for (const key of keys) {
+      const state = await outbox.state(db, key);
+      assert.equal(state?.publishedSeq, state?.lastSeq);
+    }
+  });
+
+  it("ordered: a relay killed between publish and mark has the key republished after its lease, same ids, same order", async (db) => {
+    const outbox = await ordered(db);
+    for (let i = 0; i < 3; i++)
+      await db.transaction((tx) =>
+        outbox.enqueue(tx, { orderingKey: "k", type: "a.b", payload: { i } }, { nowMs: T0 }),
+      );
+    const clock = new ManualClock(T0);
+    const recorder = new Recorder<OrderedOutboxEvent>();
+    const hang = latch();
+    const delivered = latch();
+    const dying = relayOf(db, clock, {
+      outbox,
+      owner: "dying",
+      publishTimeoutMs: 20_000,
+      publisher: {
+        async publish(event) {
+          await recorder.publish(event);
+          delivered.open();
+          await hang.promise;
+          throw new Error("killed");
+        },
+      },
+    });
+    const survivor = relayOf(db, clock, { outbox, publisher: recorder, owner: "survivor" });
+    const dyingRound = dying.runOnce();
+    await delivered.promise;
+    assert.equal((await survivor.runOnce()).claimed, 0, "the live lease keeps the key to one relay");
+    clock.advance(LEASE_MS);
+    assert.deepEqual(await survivor.runOnce(), { claimed: 1, published: 3, failed: 0, lost: 0, released: 0 });
+    hang.open();
+    const late = await dyingRound;
+    assert.equal(late.lost, 1, "the killed relay's late write is fenced off");
+    assert.equal((await outbox.state(db, "k"))?.publishedSeq, 3n);
+    const ids = recorder.ids();
+    assert.equal(ids.length, 4, "the first event twice: at least once");
+    assert.equal(ids[0], ids[1], "under the same event id");
+    assert.deepEqual(
+      recorder.events.slice(1).map((e) => e.seq),
+      [1n, 2n, 3n],
+    );
+  });
+
+  it("unordered: a relay killed between publish and mark has the row republished after its lease, same id", async (db) => {
+    const outbox = await unordered(db);
+    await db.transaction((tx) =>
+      outbox.enqueue(tx, { eventId: "e1", columns: { tenant_id: "t" } }, { nowMs: T0 }),
+    );
+    const clock = new ManualClock(T0);
+    // The killed relay: claims and publishes, never marks.
+    const [claimed] = await outbox.claim(db, { owner: "killed", nowMs: T0, leaseMs: LEASE_MS, limit: 10 });
+    assert.equal(claimed?.event?.eventId, "e1");
+    const recorder = new Recorder<UnorderedRow>();
+    const survivor = relayOf(db, clock, { outbox, publisher: recorder });
+    assert.equal((await survivor.runOnce()).claimed, 0, "the lease still holds the row");
+    clock.advance(LEASE_MS);
+    assert.deepEqual(await survivor.runOnce(), { claimed: 1, published: 1, failed: 0, lost: 0, released: 0 });
+    assert.deepEqual(recorder.ids(), ["e1"]);
+    assert.equal(recorder.events[0]!.publishCount, 2, "the second publish of the same event id");
+    assert.equal(await outbox.markPublished(db, claimed!, claimed!.event!, { nowMs: clock.nowMs() }), false);
+  });
+
+  it("unordered: disjoint claims, a failed publish backs off alone, a lease that cannot cover a publish gives the row back", async (db) => {
+    const outbox = await unordered(db);
+    for (let i = 0; i < 40; i++)
+      await db.transaction((tx) =>
+        outbox.enqueue(tx, { eventId: `e${i}`, columns: { tenant_id: "t" } }, { nowMs: T0 }),
+      );
+    const claims = await Promise.all(
+      ["r1", "r2", "r3"].map((owner) =>
+        outbox.claim(db, { owner, nowMs: T0, leaseMs: LEASE_MS, limit: 1_000 }),
+      ),
+    );
+    const ids = claims.flat().map((c) => c.label);
+    assert.equal(new Set(ids).size, 40, "no row claimed twice");
+    for (const c of claims.flat()) assert.equal(await outbox.release(db, c, T0), true);
+
+    const clock = new ManualClock(T0);
+    const recorder = new Recorder<UnorderedRow>();
+    let failing = "e1";
+    const relay = relayOf(db, clock, {
+      outbox,
+      maxBatch: 3,
+      publisher: {
+        async publish(event) {
+          if (event.eventId === failing) {
+            failing = "";
+            throw new Error("broker unavailable");
+          }
+          await recorder.publish(event);
+        },
+      },
+    });
+    assert.deepEqual(await relay.runOnce(), { claimed: 3, published: 2, failed: 1, lost: 0, released: 0 });
+    const { rows } = await db.query<{ next_attempt_at: Date; last_error: string; attempts: number }>(
+      `SELECT next_attempt_at, last_error, attempts FROM ob_rows_${tables} WHERE event_id = 'e1'`,
+    );
+    assert.equal(rows[0]!.next_attempt_at.getTime(), T0 + 1_000);
+    assert.equal(rows[0]!.attempts, 1);
+    assert.match(rows[0]!.last_error, /broker unavailable/);
+
+    const slow = relayOf(db, clock, {
+      outbox,
+      maxBatch: 3,
+      leaseMs: 1_500,
+      publishTimeoutMs: 500,
+      publisher: {
+        async publish(event) {
+          clock.advance(600);
+          await recorder.publish(event);
+        },
+      },
+    });
+    const round = await slow.runOnce();
+    assert.deepEqual(round, { claimed: 3, published: 2, failed: 0, lost: 0, released: 1 });
+  });
+
+  it("both: a head that keeps failing is parked after maxAttempts and stays parked until resumed", async (db) => {
+    const keyed = await ordered(db);
+    const rows = await unordered(db);
+    await db.transaction(async (tx) => {
+      await keyed.enqueue(tx, { orderingKey: "k", type: "a.b", payload: {} }, { nowMs: T0 });
+      await keyed.enqueue(tx, { orderingKey: "k", type: "a.b", payload: {} }, { nowMs: T0 });
+      await rows.enqueue(tx, { eventId: "r1", columns: { tenant_id: "t" } }, { nowMs: T0 });
+    });
+    const clock = new ManualClock(T0);
+    let healthy = false;
+    const published: string[] = [];
+    const publisher = {
+      async publish(event: OutboxEventBase) {
+        if (!healthy) throw new Error("consumer gone");
+        published.push(event.eventId);
+      },
+    };
+    const relays = [
+      relayOf(db, clock, { outbox: keyed, publisher, maxAttempts: 2 }),
+      relayOf<UnorderedRow>(db, clock, { outbox: rows, publisher, maxAttempts: 2 }),
+    ] as const;
+    for (const relay of relays) assert.equal((await relay.runOnce()).failed, 1);
+    clock.advance(1_000);
+    for (const relay of relays) assert.equal((await relay.runOnce()).failed, 1);
+    assert.equal((await keyed.state(db, "k"))?.parked, true);
+    assert.equal((await keyed.state(db, "k"))?.attempts, 2);
+    assert.equal((await rows.lag(db, clock.nowMs())).parked, 1n);
+    clock.advance(86_400_000);
+    for (const relay of relays)
+      assert.equal((await relay.runOnce()).claimed, 0, "a parked item is not retried");
+    healthy = true;
+    assert.equal(await keyed.resume(db, "k", clock.nowMs()), true);
+    assert.equal(await rows.resume(db, "r1", clock.nowMs()), true);
+    assert.equal(await keyed.resume(db, "k", clock.nowMs()), false, "resuming twice does nothing");
+    for (const relay of relays) await drain(relay);
+    assert.equal(published.length, 3);
+    assert.equal((await keyed.state(db, "k"))?.attempts, 0);
+  });
+
+  it("both: a failure that strands claims gives them back before the next claim, not after the lease", async (db) => {
+    const keyed = await ordered(db);
+    const rows = await unordered(db);
+    await db.transaction(async (tx) => {
+      await keyed.enqueue(tx, { orderingKey: "k", type: "a.b", payload: {} }, { nowMs: T0 });
+      await rows.enqueue(tx, { eventId: "r1", columns: { tenant_id: "t" } }, { nowMs: T0 });
+    });
+    const clock = new ManualClock(T0);
+    let down = true;
+    // A database that fails every mark while `down` (the answer to the claim arrived).
+    const flaky: Database = new Proxy(db, {
+      get(target, prop, receiver) {
+        // The ordered mark is the only transaction; the unordered one sets published_at.
+        if (prop === "transaction" || prop === "query")
+          return async (...args: unknown[]) => {
+            if (down && (prop === "transaction" || String(args[0]).includes("SET published_at")))
+              throw new Error("connection lost");
+            return (Reflect.get(target, prop, receiver) as (...a: unknown[]) => Promise<unknown>).apply(
+              target,
+              args,
+            );
+          };
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const seen: string[] = [];
+    const publisher = {
+      async publish(event: OutboxEventBase) {
+        seen.push(event.eventId);
+      },
+    };
+    const errors: string[] = [];
+    const keyedRelay = relayOf(flaky, clock, {
+      outbox: keyed,
+      publisher,
+      onError: (_e, label) => errors.push(label ?? "-"),
+    });
+    const rowRelay = relayOf<UnorderedRow>(flaky, clock, { outbox: rows, publisher });
+    assert.equal((await keyedRelay.runOnce()).claimed, 1);
+    assert.deepEqual(errors, ["k"], "the key's task reports its failure");
+    await assert.rejects(rowRelay.runOnce(), /connection lost/);
+    down = false;
+    // Same instant: both leases still run; only the give-back makes the items due.
+    assert.deepEqual(await keyedRelay.runOnce(), {
+      claimed: 1,
+      published: 1,
+      failed: 0,
+      lost: 0,
+      released: 1,
+    });
+    assert.deepEqual(await rowRelay.runOnce(), { claimed: 1, published: 1, failed: 0, lost: 0, released: 1 });
+    assert.equal(seen.length, 4, "each published twice: at least once");
+    assert.equal((await keyedRelay.runOnce()).released, 0, "nothing stranded any more");
+  });
+
+  it("the relay refuses knobs out of bounds", async (db) => {
+    const keyed = await ordered(db);
+    const rows = await unordered(db);
+    const publisher = new Recorder<OutboxEventBase>();
+    const bad: Partial<OutboxRelayOptions<OutboxEventBase>>[] = [
+      { leaseMs: 1_000, publishTimeoutMs: 1_000 },
+      { leaseMs: 0 },
+      { leaseMs: 86_400_001 },
+      { maxBatch: 0 },
+      { maxBatch: 1_001 },
+      { maxInFlightKeys: 0 },
+      { maxInFlightKeys: 1.5 },
+      { pollIntervalMs: 0 },
+      { retryBaseMs: 0 },
+      { retryBaseMs: 2_000, retryCapMs: 1_000 },
+      { maxAttempts: 0 },
+      { maxAttempts: Number.NaN },
+      { retryJitter: "some" as "none" },
+    ];
+    for (const options of bad)
+      assert.throws(
+        () => new OutboxRelay(db, { outbox: keyed, publisher, ...options }),
+        RangeError,
+        JSON.stringify(options),
+      );
+    assert.throws(() => new OutboxRelay(db, { outbox: rows, publisher, maxInFlightKeys: 2 }), RangeError);
+    new OutboxRelay(db, { outbox: rows, publisher, maxAttempts: Number.POSITIVE_INFINITY });
+    await assert.rejects(keyed.claim(db, { owner: "o", nowMs: T0, leaseMs: LEASE_MS, limit: 0 }), RangeError);
+    await assert.rejects(
+      rows.claim(db, { owner: "o", nowMs: T0, leaseMs: LEASE_MS, limit: 1_001 }),
+      RangeError,
+    );
+    assert.throws(() => new OrderedOutbox({ streams: "bad name" }));
+    assert.throws(() => new UnorderedOutbox({ columns: ["x; DROP TABLE y"] }));
+  });
+});
