@@ -16,6 +16,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import { createService, type Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { runMigrations } from "@casebook/infra/sql/migrations";
@@ -27,7 +28,6 @@ import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
 import { createAcquirerSim } from "./acquirer-sim/acquirer-sim.ts";
 import { registerAccountRoutes } from "./api/account-routes.ts";
-import { createMerchantAuth } from "./api/auth.ts";
 import {
   correlatePaymentRequests,
   countSagaBacklog,
@@ -349,7 +349,7 @@ export async function main(
     await runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) });
     const acquirerUrl = await acquirerFor(config, service);
     const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
-    const auth = createMerchantAuth((key) => merchants.authenticate(key));
+    const auth = createBearerAuth({ realm: "payments", verify: (key) => merchants.authenticate(key) });
     const ledger = new LedgerRepository(db);
     const idempotency = new IdempotencyStore(db, { clock: systemClock });
     const metrics = createPaymentMetrics(service.registry, {
@@ -380,18 +380,18 @@ export async function main(
     // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
     await service.app.register(async (scope) => {
       scope.addHook("onRequest", auth.authenticate);
-      scope.addHook("onRequest", correlatePaymentRequests(auth.merchantOf));
-      registerAccountRoutes(scope, { db, ledger, merchantOf: auth.merchantOf });
+      scope.addHook("onRequest", correlatePaymentRequests(auth.principalOf));
+      registerAccountRoutes(scope, { db, ledger, merchantOf: auth.principalOf });
       registerPaymentRoutes(scope, {
         db,
         idempotency,
         orchestrator,
         acquirer,
         clock: systemClock,
-        merchantOf: auth.merchantOf,
+        merchantOf: auth.principalOf,
         config: paymentConfig,
       });
-      registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.merchantOf });
+      registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.principalOf });
     });
     const bootstrap = await bootstrapMerchant(config, merchants, service);
     const { url } = await service.listen({ port: config.port, host: config.host });
