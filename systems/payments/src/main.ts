@@ -19,6 +19,7 @@ import { hostname } from "node:os";
 import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import { createService, type Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
@@ -38,7 +39,7 @@ import {
 import { registerPaymentRoutes } from "./api/payment-routes.ts";
 import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
 import { paymentsErrorRegistries } from "./payments-errors.ts";
-import { IdempotencyStore } from "./store/idempotency-store.ts";
+import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
 import { enqueue } from "./store/outbox.ts";
@@ -351,7 +352,7 @@ export async function main(
     const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
     const auth = createBearerAuth({ realm: "payments", verify: (key) => merchants.authenticate(key) });
     const ledger = new LedgerRepository(db);
-    const idempotency = new IdempotencyStore(db, { clock: systemClock });
+    const idempotency = paymentsIdempotencyStore(db, { clock: systemClock });
     const metrics = createPaymentMetrics(service.registry, {
       clock: systemClock,
       backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs() }),

@@ -9,7 +9,7 @@ import { createInterface } from "node:readline";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
-import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { AcquirerClient } from "../src/workers/acquirer-client.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 
@@ -31,7 +31,7 @@ const acquirer = new AcquirerClient({
 const orchestrator = new SagaOrchestrator({
   db,
   acquirer,
-  idempotency: new IdempotencyStore(db, { clock: systemClock }),
+  idempotency: paymentsIdempotencyStore(db, { clock: systemClock }),
   clock: systemClock,
   random: seededRandom(`${owner}-saga`),
   owner,

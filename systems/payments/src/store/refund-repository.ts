@@ -20,6 +20,7 @@
  * const due = await claimDueRefunds(db, { owner: "w1", nowMs, leaseMs: 30_000, maxBatch: 8 });
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
+import { refundAcquirerKey, refundLedgerKey } from "../domain/derived-keys.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import { statusAfterRefunds } from "../domain/payment-saga.ts";
 import { applyReversal } from "./ledger-repository.ts";
@@ -142,7 +143,7 @@ export async function createRefund(
       payment.id,
       payment.merchantId,
       input.idempotencyKey,
-      `${payment.acquirerKey}:refund:${input.idempotencyKey}`,
+      refundAcquirerKey(payment.acquirerKey, input.idempotencyKey),
       input.amountMinor,
       new Date(input.nowMs + input.retryAfterMs),
       input.leaseOwner,
@@ -265,7 +266,7 @@ export async function completeRefund(
   );
   // PY-16: after a partial capture the posted money sits in the capture transfer, not the hold.
   const reversal = await applyReversal(tx, payment.captureTransactionId ?? payment.holdTransactionId, {
-    idemKey: `pay:${payment.id}:refund:${refund.idempotencyKey}`,
+    idemKey: refundLedgerKey(payment.id, refund.idempotencyKey),
     amount: refund.amountMinor,
     metadata: { paymentId: payment.id.toString(), refundId: refund.id.toString() },
   });
