@@ -15,6 +15,7 @@
  * await running.close();
  */
 import { randomBytes } from "node:crypto";
+import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import {
@@ -24,6 +25,7 @@ import {
   logLevelField,
 } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
+import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
@@ -33,7 +35,6 @@ import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
 import { createAcquirerSim } from "./acquirer-sim/acquirer-sim.ts";
 import { registerAccountRoutes } from "./api/account-routes.ts";
-import { createMerchantAuth } from "./api/auth.ts";
 import {
   correlatePaymentRequests,
   countSagaBacklog,
@@ -46,7 +47,7 @@ import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
 import { AcquirerClient, type AcquirerClientOptions } from "./clients/acquirer-client.ts";
 import { createEventPublisher } from "./clients/webhook-publisher.ts";
 import { paymentsErrorRegistries } from "./payments-errors.ts";
-import { IdempotencyStore } from "./store/idempotency-store.ts";
+import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
 import { enqueue } from "./store/outbox.ts";
@@ -313,9 +314,9 @@ export async function main(
     build: async ({ service, db }) => {
       const acquirerUrl = await acquirerFor(config, service);
       const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
-      const auth = createMerchantAuth((key) => merchants.authenticate(key));
+      const auth = createBearerAuth({ realm: "payments", verify: (key) => merchants.authenticate(key) });
       const ledger = new LedgerRepository(db);
-      const idempotency = new IdempotencyStore(db, { clock: systemClock });
+      const idempotency = paymentsIdempotencyStore(db, { clock: systemClock });
       const metrics = createPaymentMetrics(service.registry, {
         clock: systemClock,
         backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs() }),
@@ -344,18 +345,18 @@ export async function main(
       // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
       await service.app.register(async (scope) => {
         scope.addHook("onRequest", auth.authenticate);
-        scope.addHook("onRequest", correlatePaymentRequests(auth.merchantOf));
-        registerAccountRoutes(scope, { db, ledger, merchantOf: auth.merchantOf });
+        scope.addHook("onRequest", correlatePaymentRequests(auth.principalOf));
+        registerAccountRoutes(scope, { db, ledger, merchantOf: auth.principalOf });
         registerPaymentRoutes(scope, {
           db,
           idempotency,
           orchestrator,
           acquirer,
           clock: systemClock,
-          merchantOf: auth.merchantOf,
+          merchantOf: auth.principalOf,
           config: paymentConfig,
         });
-        registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.merchantOf });
+        registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.principalOf });
       });
       const bootstrap = await bootstrapMerchant(config, merchants, service);
       return { acquirerUrl, bootstrap };

@@ -4,10 +4,10 @@
  * account (posted / pending / available) and cursor pagination of an account's transactions.
  */
 import assert from "node:assert/strict";
+import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import { createService, type Service } from "@casebook/infra/http/service";
 import { type Backend, contractSuite } from "@casebook/lab/contract-suite";
 import { registerAccountRoutes } from "../src/api/account-routes.ts";
-import { createMerchantAuth } from "../src/api/auth.ts";
 import { paymentsErrorRegistries } from "../src/payments-errors.ts";
 import { ensureMerchantAccounts, type MerchantAccounts } from "../src/store/merchant-accounts.ts";
 import { type MerchantSubject, merchantBackends } from "./merchant-backends.ts";
@@ -37,11 +37,11 @@ async function apiOf(subject: MerchantSubject): Promise<ApiSubject> {
     defaultMetrics: false,
     errors: paymentsErrorRegistries,
   });
-  const auth = createMerchantAuth((key) => subject.merchants.authenticate(key));
+  const auth = createBearerAuth({ realm: "payments", verify: (key) => subject.merchants.authenticate(key) });
   // The same wiring as main.ts: one authenticated scope.
   await service.app.register(async (scope) => {
     scope.addHook("onRequest", auth.authenticate);
-    registerAccountRoutes(scope, { db: subject.db, ledger: subject.ledger, merchantOf: auth.merchantOf });
+    registerAccountRoutes(scope, { db: subject.db, ledger: subject.ledger, merchantOf: auth.principalOf });
   });
   await service.app.ready();
   return {

@@ -40,19 +40,23 @@ import { type TestContext, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { createLogger } from "@casebook/infra/http/logger";
+import {
+  beginClaim,
+  pendingClaimCleanups,
+  releaseAfterFailure,
+} from "@casebook/infra/sql/idempotency-claim-release";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { systemClock } from "@casebook/kit/clock";
+import { fingerprintRequest } from "@casebook/kit/idempotency";
 import { type RandomSource, seededRandom } from "@casebook/kit/random";
 import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { type FaultProxy, startFaultProxy } from "@casebook/lab/fault-proxy";
 import { freePort } from "@casebook/lab/free-port";
 import { requirePostgres } from "@casebook/lab/test-engines";
-import { beginClaim, pendingClaimCleanups, releaseAfterFailure } from "../src/api/claim-release.ts";
-import { fingerprintRequest } from "../src/domain/idempotency.ts";
 import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
-import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { MerchantRepository } from "../src/store/merchant-repository.ts";
 import { enqueue } from "../src/store/outbox.ts";
 import { OutboxRelay } from "../src/workers/outbox-relay.ts";
@@ -842,11 +846,11 @@ test("db outage: claims of requests the database failed are given back after the
     pool: { maxConnections: 2, statementTimeoutMs: 300, connectTimeoutMs: 500 },
   });
   const log = createLogger({ service: "db-outage-test", version: "0", level: "silent" });
-  const store = new IdempotencyStore(viaProxy, { clock: systemClock });
-  const direct = new IdempotencyStore(db, { clock: systemClock });
+  const store = paymentsIdempotencyStore(viaProxy, { clock: systemClock });
+  const direct = paymentsIdempotencyStore(db, { clock: systemClock });
   const fingerprint = fingerprintRequest({ method: "POST", path: "/v1/payments", body: { n: 1 } });
   const retryStarts = async (key: string) => {
-    const begun = await direct.begin({ merchantId: "m1", key, fingerprint }).catch((e: unknown) => e);
+    const begun = await direct.begin({ scope: "m1", key, fingerprint }).catch((e: unknown) => e);
     return (begun as { kind?: string }).kind === "started" ? true : undefined;
   };
   try {
@@ -855,7 +859,7 @@ test("db outage: claims of requests the database failed are given back after the
       async () => {
         await viaProxy.query("SELECT 1"); // an open connection, so the INSERT is sent and held, not refused
         proxy.blackhole(true, "hold");
-        const claim = { merchantId: "m1", key: "held-insert", fingerprint, nowMs: Date.now() };
+        const claim = { scope: "m1", key: "held-insert", fingerprint, nowMs: Date.now() };
         const begun = await beginClaim(store, viaProxy, claim, log).catch((e: unknown) => e);
         assert.ok(sqlErrors.is(begun, "SQL_UNAVAILABLE"), `begin failed with ${String(begun)}`);
         await proxy.heal(); // the held INSERT reaches PostgreSQL now, after its request answered 503
@@ -863,14 +867,14 @@ test("db outage: claims of requests the database failed are given back after the
       },
     );
     await t.test("release refused while the link is cut: it lands after the heal", async () => {
-      const begun = await direct.begin({ merchantId: "m1", key: "cut-release", fingerprint });
+      const begun = await direct.begin({ scope: "m1", key: "cut-release", fingerprint });
       assert.equal(begun.kind, "started");
       await viaProxy.query("SELECT 1");
       await proxy.refuse(true);
       proxy.cutAll();
       if (begun.kind === "started") await releaseAfterFailure(store, viaProxy, begun.lease, log);
       const held = await direct
-        .begin({ merchantId: "m1", key: "cut-release", fingerprint })
+        .begin({ scope: "m1", key: "cut-release", fingerprint })
         .catch((e: unknown) => e);
       assert.ok(idempotencyErrors.is(held, "PAYMENTS_IDEMPOTENCY_IN_PROGRESS"), "the claim is still held");
       await proxy.heal();

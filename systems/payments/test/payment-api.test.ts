@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { paymentAcquirerKey } from "../src/domain/derived-keys.ts";
 import { balances, paymentBody, waitFor } from "./payment-fixture.ts";
 import { startFullPayments as startPayments, testOnEngines } from "./payments-full-fixture.ts";
 
@@ -103,6 +104,45 @@ test("PY-01 bad input is refused BEFORE the idempotency begin: nothing is stored
   assert.equal(missing.body.code, "PAYMENTS_IDEMPOTENCY_KEY_MISSING");
   const good = await f.pay(paymentBody(), "bad-1");
   assert.equal(good.status, 201);
+});
+
+test("one Idempotency-Key rule: any 1-255 visible ASCII key pays and refunds once (the acquirer gets a key in its charset); others are 400 naming the header", async (t) => {
+  const f = await startPayments(t);
+  const key = `order#1/{"x"}${"~".repeat(240)}`.slice(0, 255);
+  const res = await f.pay(paymentBody(), key);
+  assert.equal(res.status, 201);
+  assert.equal(res.body.status, "captured");
+  assert.equal((await f.pay(paymentBody(), key)).text, res.text, "a retry replays it");
+  const acquirerKey = paymentAcquirerKey(f.merchant, key);
+  assert.match(acquirerKey, /^[A-Za-z0-9_-]+:sha256\.[0-9a-f]{64}$/);
+  assert.equal(f.sim.sim.state.getByKey(acquirerKey).attempts, 1);
+  // Two long plain keys: the refund's acquirer key still fits the acquirer's bound.
+  const plain = "p".repeat(150);
+  const paid = await f.pay(paymentBody(), plain);
+  const refund = await f.call(
+    "POST",
+    `/v1/payments/${paid.body.id}/refunds`,
+    { amountMinor: "1000" },
+    {
+      "idempotency-key": "r".repeat(150),
+    },
+  );
+  assert.equal(refund.status, 201);
+  assert.equal(refund.body.status, "succeeded");
+  for (const bad of ["has space", "k".repeat(256), "tab\t", ""]) {
+    const refused = await f.pay(paymentBody(), bad);
+    assert.equal(refused.status, 400, JSON.stringify(bad));
+    assert.equal(refused.body.code, "REQUEST_INVALID");
+    assert.deepEqual(
+      (refused.body.errors as { field: string }[]).map((e) => e.field),
+      ["/headers/idempotency-key"],
+    );
+  }
+  const { rows } = await f.db.query<{ n: bigint }>(
+    "SELECT count(*) AS n FROM payments WHERE merchant_id = $1",
+    [f.merchant],
+  );
+  assert.equal(rows[0]!.n, 2n, "a refused key stores nothing");
 });
 
 test("PY-12 outage: the breaker opens, new payments get 202 pending, and they complete after the outage", async (t) => {

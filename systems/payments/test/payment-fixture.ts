@@ -6,16 +6,16 @@
  */
 import type { TestContext } from "node:test";
 import type { Service } from "@casebook/infra/http/service";
+import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
+import { fingerprintRequest } from "@casebook/kit/idempotency";
 import { eventually } from "@casebook/lab/eventually";
 import { uniqueName } from "@casebook/lab/test-engines";
 import type { PaymentRoutesConfig } from "../src/api/payment-routes.ts";
 import type { AcquirerClient, AcquirerClientOptions } from "../src/clients/acquirer-client.ts";
-import { fingerprintRequest } from "../src/domain/idempotency.ts";
-import type { IdempotencyStore } from "../src/store/idempotency-store.ts";
 import { createPayment } from "../src/store/payment-repository.ts";
 import type { SagaOrchestrator, SagaOrchestratorOptions } from "../src/workers/saga-orchestrator.ts";
 import type { SimFixture } from "./acquirer-sim-fixture.ts";
@@ -118,7 +118,7 @@ export async function seedPayment(
   input: { merchant: string; key: string; amountMinor: bigint; cardToken?: string },
 ): Promise<bigint> {
   const fingerprint = fingerprintRequest({ method: "POST", path: "/v1/payments", body: { key: input.key } });
-  const begun = await idempotency.begin({ merchantId: input.merchant, key: input.key, fingerprint });
+  const begun = await idempotency.begin({ scope: input.merchant, key: input.key, fingerprint });
   if (begun.kind !== "started") throw new Error("seedPayment: key already used");
   return db.transaction(async (tx) => {
     const payment = await createPayment(tx, {

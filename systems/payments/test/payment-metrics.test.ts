@@ -28,7 +28,7 @@ import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-clie
 import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
 import { paymentErrors } from "../src/domain/payment-errors.ts";
 import { main } from "../src/main.ts";
-import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { RefundRetrier } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 import { startSim } from "./acquirer-sim-fixture.ts";
@@ -65,7 +65,7 @@ async function startObserved(t: import("node:test").TestContext) {
   });
   t.after(() => acquirer.close());
   registerBreakerGauge(service.registry, () => acquirer.breaker.state);
-  const idempotency = new IdempotencyStore(db, { clock: systemClock });
+  const idempotency = paymentsIdempotencyStore(db, { clock: systemClock });
   const orchestrator = new SagaOrchestrator({
     db,
     acquirer,
@@ -218,7 +218,7 @@ test("PY-17 outcome labels: unknown counts as timeout, definitive answers as app
 
 test("PY-17 saga backlog: counts due sagas, bounded by maxCount, cached between scrapes", async (t) => {
   const { db } = await openTestDb(t);
-  const idempotency = new IdempotencyStore(db, { clock: systemClock });
+  const idempotency = paymentsIdempotencyStore(db, { clock: systemClock });
   const merchant = uniqueName("m");
   for (const key of ["b1", "b2", "b3"])
     await seedPayment(db, idempotency, { merchant, key, amountMinor: 100n });

@@ -12,7 +12,7 @@ import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
 import { registerReconciliationRoutes } from "../src/api/reconciliation-routes.ts";
 import { AcquirerClient } from "../src/clients/acquirer-client.ts";
 import { paymentsErrorRegistries } from "../src/payments-errors.ts";
-import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 import { startSim } from "./acquirer-sim-fixture.ts";
@@ -55,7 +55,7 @@ export async function startFullPayments(
     ...options.client,
   });
   t.after(() => acquirer.close());
-  const idempotency = new IdempotencyStore(db, { clock: systemClock });
+  const idempotency = paymentsIdempotencyStore(db, { clock: systemClock });
   const orchestrator = new SagaOrchestrator({
     db,
     acquirer,

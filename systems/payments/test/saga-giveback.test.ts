@@ -12,14 +12,15 @@
  */
 import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
+import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import type { Database, Queryable, QueryResult, TransactionOptions } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { ManualClock, systemClock } from "@casebook/kit/clock";
+import { fingerprintRequest } from "@casebook/kit/idempotency";
 import { seededRandom } from "@casebook/kit/random";
 import { AcquirerClient } from "../src/clients/acquirer-client.ts";
-import { fingerprintRequest } from "../src/domain/idempotency.ts";
 import { paymentErrors } from "../src/domain/payment-errors.ts";
-import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { createPayment, type Payment } from "../src/store/payment-repository.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 import { type SimFixture, startSim } from "./acquirer-sim-fixture.ts";
@@ -132,7 +133,7 @@ async function rig(t: TestContext, url: string | undefined): Promise<Rig> {
   t.after(() => acquirer.close());
   // Past every row seedPayment writes with the wall clock, so seeded sagas are due.
   const clock = new ManualClock(Date.now() + 5_000);
-  const idempotency = new IdempotencyStore(db, { clock });
+  const idempotency = paymentsIdempotencyStore(db, { clock });
   const steps: string[] = [];
   const errors: unknown[] = [];
   const orchestrator = new SagaOrchestrator({
@@ -232,7 +233,7 @@ testOnEngines(
       path: "/v1/payments",
       body: { key: "api-created" },
     });
-    const begun = await r.idempotency.begin({ merchantId: r.merchant, key: "api-created", fingerprint });
+    const begun = await r.idempotency.begin({ scope: r.merchant, key: "api-created", fingerprint });
     assert.equal(begun.kind, "started");
     if (begun.kind !== "started") return;
     const created: Payment = await r.db.transaction((tx) =>

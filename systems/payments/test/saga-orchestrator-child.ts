@@ -10,7 +10,7 @@ import { openDatabase } from "@casebook/infra/sql/open-database";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { AcquirerClient } from "../src/clients/acquirer-client.ts";
-import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 
 const [url, schema, acquirerUrl, owner, headersText] = process.argv.slice(2);
@@ -31,7 +31,7 @@ const acquirer = new AcquirerClient({
 const orchestrator = new SagaOrchestrator({
   db,
   acquirer,
-  idempotency: new IdempotencyStore(db, { clock: systemClock }),
+  idempotency: paymentsIdempotencyStore(db, { clock: systemClock }),
   clock: systemClock,
   random: seededRandom(`${owner}-saga`),
   owner,

@@ -11,7 +11,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { type ChildProcessWithPipes, spawnChild } from "@casebook/lab/spawn-child";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
-import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { startSim } from "./acquirer-sim-fixture.ts";
 import { balances, openTestDb, seedPayment, waitFor } from "./payment-fixture.ts";
 
@@ -46,7 +46,7 @@ test("PY-05 PY-06 an orchestrator killed mid-call is resumed by another after it
   const sim = await startSim(t, {
     behaviour: { timeoutAfterChargeRate: 1, timeoutMode: "hang", hangMs: 60_000 },
   });
-  const idempotency = new IdempotencyStore(db);
+  const idempotency = paymentsIdempotencyStore(db);
   const merchant = uniqueName("m");
   const id = await seedPayment(db, idempotency, { merchant, key: "crash-1", amountMinor: 7_000n });
   const a = await spawnOrchestrator([url, schema!, sim.url, "owner-a", "3000"], children);
@@ -94,7 +94,7 @@ test("PY-05 3 orchestrator processes racing on 50 sagas: each completes once, on
   const { db, schema } = await openTestDb(t, url);
   await eventsTable(db);
   const sim = await startSim(t, { behaviour: { declineRate: 0.2 } });
-  const idempotency = new IdempotencyStore(db);
+  const idempotency = paymentsIdempotencyStore(db);
   const merchant = uniqueName("m");
   const SAGAS = 50;
   for (let i = 0; i < SAGAS; i++)

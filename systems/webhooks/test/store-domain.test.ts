@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { test } from "node:test";
-import { newTenantApiKey, parseTenantApiKey, tenantApiKeyMatches } from "../src/domain/store-api-key.ts";
+import { apiKeyMatches, apiKeyScheme } from "@casebook/kit/api-key";
 import { decodeCursor, encodeCursor } from "../src/domain/store-cursor.ts";
 import { storeErrors } from "../src/domain/store-errors.ts";
 import {
@@ -50,6 +50,10 @@ test("a cursor round-trips its position and refuses another listing, tampering a
 });
 
 test("an API key is shown once; only its sha256 is kept; a wrong or malformed key never matches", () => {
+  const tenantKeys = apiKeyScheme("whk");
+  const newTenantApiKey = tenantKeys.issue;
+  const parseTenantApiKey = tenantKeys.parse;
+  const tenantApiKeyMatches = apiKeyMatches;
   const issued = newTenantApiKey(randomBytes);
   assert.match(issued.key, /^whk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
   assert.ok(issued.key.startsWith(issued.prefix));

@@ -23,15 +23,20 @@
  * registerPaymentRoutes(app, { db, idempotency, orchestrator, acquirer, clock, merchantOf: (r) => authedMerchant(r),
  *   config: { inlineDriveMs: 2_000, breakerOpenMode: "accept" } });
  */
+import {
+  idempotencyKeyOf as headerIdempotencyKey,
+  idempotencyKeyHeaders,
+} from "@casebook/infra/http/idempotency-key";
+import { beginClaim, releaseAfterFailure } from "@casebook/infra/sql/idempotency-claim-release";
+import type { IdempotencyLease, IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
+import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
-import { fingerprintRequest, type StoredResponse } from "../domain/idempotency.ts";
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import { captureAmountOf, requestSettlement } from "../domain/payment-saga.ts";
-import type { IdempotencyLease, IdempotencyStore } from "../store/idempotency-store.ts";
 import {
   createPayment,
   findPayment,
@@ -43,7 +48,7 @@ import {
   setIdemGeneration,
 } from "../store/payment-repository.ts";
 import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
-import { beginClaim, releaseAfterFailure } from "./claim-release.ts";
+import { authHeaders } from "./account-schemas.ts";
 import { getRefund, handleRefund } from "./refund-handler.ts";
 
 export type BreakerOpenMode = "accept" | "fail-fast";
@@ -80,8 +85,6 @@ export interface PaymentInput {
   capture: boolean;
 }
 
-/** Keys go to the acquirer inside its key (`merchant:key`): its charset, and room for the prefix. */
-const KEY_PATTERN = /^[A-Za-z0-9._:-]{1,150}$/;
 const CARD_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 const ID_PATTERN = /^[1-9][0-9]{0,18}$/;
 const PAYMENT_FIELDS = new Set(["amountMinor", "currency", "cardToken", "capture"]);
@@ -122,22 +125,29 @@ export function parsePaymentInput(body: unknown): PaymentInput {
   };
 }
 
+/** The Idempotency-Key a route requires: PAYMENTS_IDEMPOTENCY_KEY_MISSING without one. */
 export function idempotencyKeyOf(request: FastifyRequest): string {
   const key = optionalIdempotencyKeyOf(request);
   if (key === undefined) throw paymentErrors.create("PAYMENTS_IDEMPOTENCY_KEY_MISSING");
   return key;
 }
 
-/** The Idempotency-Key header when sent (validated), else undefined. */
+/**
+ * The Idempotency-Key header when sent, else undefined; a bad one is 400 REQUEST_INVALID naming
+ * `/headers/idempotency-key` (the one rule, infra/http/idempotency-key). Keys of any visible ASCII
+ * reach the acquirer through domain/derived-keys.ts, which keeps them in its charset and bound.
+ */
 export function optionalIdempotencyKeyOf(request: FastifyRequest): string | undefined {
-  const raw = request.headers["idempotency-key"];
-  if (raw === undefined) return undefined;
-  if (typeof raw !== "string" || !KEY_PATTERN.test(raw)) {
-    const errors = [{ field: "/headers/idempotency-key", message: "must be 1..150 of [A-Za-z0-9._:-]" }];
-    throw paymentErrors.create("PAYMENTS_PAYMENT_INVALID", { fields: { errors } });
-  }
-  return raw;
+  return headerIdempotencyKey(request.headers);
 }
+
+/** The headers of a route that takes an Idempotency-Key: ajv refuses a bad key before the handler. */
+export const keyedHeaders = {
+  type: "object",
+  properties: { ...authHeaders.properties, ...idempotencyKeyHeaders() },
+} as const;
+
+const keyedRoute = { schema: { headers: keyedHeaders } };
 
 export function paymentIdOf(request: FastifyRequest): bigint {
   const raw = (request.params as { id?: string }).id ?? "";
@@ -243,7 +253,7 @@ async function postPayment(deps: PaymentRouteDeps, request: FastifyRequest, repl
     path: "/v1/payments",
     body: { ...input, amountMinor: input.amountMinor.toString() },
   });
-  const claim = { merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
+  const claim = { scope: merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
   const begun = await beginClaim(deps.idempotency, deps.db, claim, reply.log);
   if (begun.kind === "replay") return sendStored(reply, begun.response);
   if (begun.lease.recoveryPoint === "started") {
@@ -318,7 +328,7 @@ async function settleWithKey(deps: PaymentRouteDeps, reply: FastifyReply, req: S
     path: `/v1/payments/${req.id}/${req.action}`,
     body: { amountMinor: req.amountMinor?.toString() ?? "all" },
   });
-  const claim = { merchantId: req.merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
+  const claim = { scope: req.merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
   const begun = await beginClaim(deps.idempotency, deps.db, claim, reply.log);
   if (begun.kind === "replay") return sendStored(reply, begun.response);
   let lease = begun.lease;
@@ -378,14 +388,16 @@ async function settle(
  * registerPaymentRoutes(service.app, deps);
  */
 export function registerPaymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps): void {
-  app.post("/v1/payments", (request, reply) => postPayment(deps, request, reply));
+  app.post("/v1/payments", keyedRoute, (request, reply) => postPayment(deps, request, reply));
   app.get("/v1/payments/:id", async (request, reply) => {
     const payment = await findPayment(deps.db, deps.merchantOf(request), paymentIdOf(request));
     if (payment === undefined) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND");
     return sendView(reply, 200, payment);
   });
-  app.post("/v1/payments/:id/capture", (request, reply) => settle(deps, request, reply, "capture"));
-  app.post("/v1/payments/:id/void", (request, reply) => settle(deps, request, reply, "void"));
-  app.post("/v1/payments/:id/refunds", (request, reply) => handleRefund(deps, request, reply));
+  app.post("/v1/payments/:id/capture", keyedRoute, (request, reply) =>
+    settle(deps, request, reply, "capture"),
+  );
+  app.post("/v1/payments/:id/void", keyedRoute, (request, reply) => settle(deps, request, reply, "void"));
+  app.post("/v1/payments/:id/refunds", keyedRoute, (request, reply) => handleRefund(deps, request, reply));
   app.get("/v1/payments/:id/refunds/:refundId", (request, reply) => getRefund(deps, request, reply));
 }

@@ -16,11 +16,14 @@
  * @example
  * app.post("/v1/payments/:id/refunds", (request, reply) => handleRefund(deps, request, reply));
  */
+
+import { beginClaim, releaseAfterFailure } from "@casebook/infra/sql/idempotency-claim-release";
+import type { IdempotencyLease } from "@casebook/infra/sql/idempotency-store";
+import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import type { RefundOutcome } from "../clients/acquirer-client.ts";
-import { fingerprintRequest, type StoredResponse } from "../domain/idempotency.ts";
+import { refundAcquirerKey } from "../domain/derived-keys.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
-import type { IdempotencyLease } from "../store/idempotency-store.ts";
 import { findPayment, lockPayment, type Payment } from "../store/payment-repository.ts";
 import {
   claimRefund,
@@ -33,7 +36,6 @@ import {
   type Refund,
   refundView,
 } from "../store/refund-repository.ts";
-import { beginClaim, releaseAfterFailure } from "./claim-release.ts";
 import {
   idempotencyKeyOf,
   type PaymentRouteDeps,
@@ -202,7 +204,7 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
   const payment = await findPayment(deps.db, merchantId, paymentId);
   if (payment === undefined) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND");
   // PY-17: the refund's acquirer key is its correlation id, on the request's lines too.
-  const log = request.log.child({ correlationId: `${payment.acquirerKey}:refund:${key}` });
+  const log = request.log.child({ correlationId: refundAcquirerKey(payment.acquirerKey, key) });
   request.log = log;
   reply.log = log;
   const fingerprint = fingerprintRequest({
@@ -210,7 +212,7 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
     path: `/v1/payments/${paymentId}/refunds`,
     body: { amountMinor: amountMinor.toString() },
   });
-  const claim = { merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
+  const claim = { scope: merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
   const begun = await beginClaim(deps.idempotency, deps.db, claim, log);
   if (begun.kind === "replay") return sendStored(reply, begun.response);
   const opened = await openRefund(deps, merchantId, paymentId, key, amountMinor, begun.lease, log);

@@ -1,7 +1,8 @@
 /**
- * Merchants and their API keys (schema: migrations/005_merchants.sql). A key is shown once,
- * when it is issued; only its sha256 and its public prefix are stored (domain/api-key.ts).
- * Authentication finds the row by prefix and compares hashes in constant time.
+ * Merchants and their API keys (schema: migrations/005_merchants.sql). A key (`sk_…`) is shown
+ * once, when it is issued; only its sha256 and its public prefix are stored. The key format is
+ * @casebook/kit/api-key and the key table @casebook/infra/sql/api-key-table: authentication finds
+ * the row by prefix and compares hashes in constant time.
  *
  * Rotation issues a new key and gives every other live key of the merchant an expiry: now,
  * or now + `overlapMs` so a rolling deploy can switch keys without a window of 401s. Both
@@ -14,36 +15,30 @@
  * await merchants.authenticate(apiKey.key); // merchant.id
  * const next = await merchants.rotateKey(merchant.id, { overlapMs: 60_000 });
  */
-import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import { type ApiKeyInfo, ApiKeyTable } from "@casebook/infra/sql/api-key-table";
+import type { Database } from "@casebook/infra/sql/sql";
+import { apiKeyScheme, type IssuedApiKey, type RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
-import {
-  apiKeyMatches,
-  type IssuedApiKey,
-  newApiKey,
-  parseApiKey,
-  type RandomBytes,
-} from "../domain/api-key.ts";
 import { merchantErrors } from "../domain/merchant-errors.ts";
+
+export type { ApiKeyInfo };
 
 /** Same rule as the table's CHECK and the acquirer's merchantId: no ':' (it separates acquirer keys). */
 export const MERCHANT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const MAX_MERCHANT_NAME_CHARS = 200;
 /** A rotation may keep the old keys alive at most this long (a week, as payment providers allow). */
 export const MAX_KEY_OVERLAP_MS = 7 * 24 * 3_600_000;
-/** Fresh prefixes tried when one is taken: 2^64 ids make even a second attempt vanishingly rare. */
-const MAX_PREFIX_ATTEMPTS = 3;
+/** Merchant keys: `sk_<16 hex>_<43 base64url>`, the format 005_merchants.sql checks. */
+export const merchantKeys = new ApiKeyTable({
+  table: "merchant_api_keys",
+  ownerColumn: "merchant_id",
+  scheme: apiKeyScheme("sk"),
+});
 
 export interface Merchant {
   id: string;
   name: string;
   createdAt: Date;
-}
-
-export interface ApiKeyInfo {
-  prefix: string;
-  createdAt: Date;
-  /** null: valid until the next rotation. */
-  expiresAt: Date | null;
 }
 
 export interface CreateMerchantRequest {
@@ -120,7 +115,11 @@ export class MerchantRepository {
         [id, name, now],
       );
       if (!rows[0]) return undefined;
-      return { merchant: toMerchant(rows[0]), apiKey: await this.#issueKey(tx, id, now) };
+      const apiKey = await merchantKeys.issue(tx, id, {
+        nowMs: now.getTime(),
+        randomBytes: this.#randomBytes,
+      });
+      return { merchant: toMerchant(rows[0]), apiKey };
     });
   }
 
@@ -134,12 +133,7 @@ export class MerchantRepository {
 
   /** The merchant's keys, newest first (prefixes only: the keys themselves are not stored). */
   async keys(merchantId: string): Promise<ApiKeyInfo[]> {
-    const { rows } = await this.#db.query<{ prefix: string; created_at: Date; expires_at: Date | null }>(
-      `SELECT prefix, created_at, expires_at FROM merchant_api_keys WHERE merchant_id = $1
-        ORDER BY created_at DESC, prefix`,
-      [merchantId],
-    );
-    return rows.map((row) => ({ prefix: row.prefix, createdAt: row.created_at, expiresAt: row.expires_at }));
+    return merchantKeys.list(this.#db, merchantId);
   }
 
   /**
@@ -157,42 +151,13 @@ export class MerchantRepository {
       if (locked.rowCount === 0) {
         throw merchantErrors.create("PAYMENTS_MERCHANT_NOT_FOUND", { fields: { id: merchantId } });
       }
-      const expiresAt = new Date(nowMs + overlapMs);
-      await tx.query(
-        `UPDATE merchant_api_keys SET expires_at = $2
-          WHERE merchant_id = $1 AND (expires_at IS NULL OR expires_at > $2)`,
-        [merchantId, expiresAt],
-      );
-      return this.#issueKey(tx, merchantId, new Date(nowMs));
+      await merchantKeys.expireAll(tx, merchantId, nowMs + overlapMs);
+      return merchantKeys.issue(tx, merchantId, { nowMs, randomBytes: this.#randomBytes });
     });
   }
 
   /** The merchant a presented key belongs to, or undefined (malformed, unknown, wrong secret, expired). */
   async authenticate(key: string): Promise<string | undefined> {
-    const presented = parseApiKey(key);
-    if (!presented) return undefined;
-    const { rows } = await this.#db.query<{ merchant_id: string; key_hash: string; expires_at: Date | null }>(
-      "SELECT merchant_id, key_hash, expires_at FROM merchant_api_keys WHERE prefix = $1",
-      [presented.prefix],
-    );
-    const row = rows[0];
-    // The hash compare runs before the expiry check, so both failures take the same path and time.
-    if (!row || !apiKeyMatches(presented.hash, row.key_hash)) return undefined;
-    if (row.expires_at !== null && row.expires_at.getTime() <= this.#clock.nowMs()) return undefined;
-    return row.merchant_id;
-  }
-
-  async #issueKey(tx: Queryable, merchantId: string, now: Date): Promise<IssuedApiKey> {
-    for (let attempt = 1; attempt <= MAX_PREFIX_ATTEMPTS; attempt++) {
-      const issued = newApiKey(this.#randomBytes);
-      // DO NOTHING instead of catching 23505: a unique violation would abort the whole transaction.
-      const { rowCount } = await tx.query(
-        `INSERT INTO merchant_api_keys (prefix, merchant_id, key_hash, created_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (prefix) DO NOTHING`,
-        [issued.prefix, merchantId, issued.hash, now],
-      );
-      if (rowCount === 1) return issued;
-    }
-    throw new Error(`api key: ${MAX_PREFIX_ATTEMPTS} random prefixes were all taken; is randomBytes random?`);
+    return merchantKeys.authenticate(this.#db, key, this.#clock.nowMs());
   }
 }

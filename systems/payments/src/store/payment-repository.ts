@@ -16,8 +16,11 @@
  * const created = await db.transaction((tx) => createPayment(tx, input));
  * const claimed = await claimDue(db, { owner: "worker-1", nowMs, leaseMs: 30_000, maxBatch: 10 });
  */
+
+import type { IdempotencyLease, IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import { type Claimed, LeaseQueue } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
+import { paymentAcquirerKey } from "../domain/derived-keys.ts";
 import { normalizeTransfer } from "../domain/ledger.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import {
@@ -28,7 +31,6 @@ import {
   type SagaState,
   type SagaStep,
 } from "../domain/payment-saga.ts";
-import type { IdempotencyLease, IdempotencyStore } from "./idempotency-store.ts";
 import { postPartially } from "./ledger-partial-post.ts";
 import { applyTransfers, settlePending } from "./ledger-repository.ts";
 import { ensureMerchantAccounts as provisionMerchantAccounts } from "./merchant-accounts.ts";
@@ -155,7 +157,7 @@ function toPayment(row: PaymentRow): Payment {
 
 /** The key sent to the acquirer on every attempt of a payment (PY-06). */
 export function acquirerKeyOf(merchantId: string, idempotencyKey: string): string {
-  return `${merchantId}:${idempotencyKey}`;
+  return paymentAcquirerKey(merchantId, idempotencyKey);
 }
 
 /** What the API answers (and the idempotency record stores) for a payment. */
@@ -445,7 +447,7 @@ async function recordIdempotency(
   // Only the POST that created the payment holds an idempotency record; capture/void requests later do not.
   if (next.intent !== "authorize") return;
   const lease: IdempotencyLease = {
-    merchantId: p.merchantId,
+    scope: p.merchantId,
     key: p.idempotencyKey,
     generation: p.idemGeneration,
     recoveryPoint: "saga",

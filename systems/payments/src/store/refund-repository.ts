@@ -22,6 +22,7 @@
  */
 import { type Fragment, LeaseQueue } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
+import { refundAcquirerKey, refundLedgerKey } from "../domain/derived-keys.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import { statusAfterRefunds } from "../domain/payment-saga.ts";
 import { applyReversal } from "./ledger-repository.ts";
@@ -144,7 +145,7 @@ export async function createRefund(
       payment.id,
       payment.merchantId,
       input.idempotencyKey,
-      `${payment.acquirerKey}:refund:${input.idempotencyKey}`,
+      refundAcquirerKey(payment.acquirerKey, input.idempotencyKey),
       input.amountMinor,
       new Date(input.nowMs + input.retryAfterMs),
       input.leaseOwner,
@@ -279,7 +280,7 @@ export async function completeRefund(
   });
   // PY-16: after a partial capture the posted money sits in the capture transfer, not the hold.
   const reversal = await applyReversal(tx, payment.captureTransactionId ?? payment.holdTransactionId, {
-    idemKey: `pay:${payment.id}:refund:${refund.idempotencyKey}`,
+    idemKey: refundLedgerKey(payment.id, refund.idempotencyKey),
     amount: refund.amountMinor,
     metadata: { paymentId: payment.id.toString(), refundId: refund.id.toString() },
   });

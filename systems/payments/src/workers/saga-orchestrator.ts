@@ -29,6 +29,7 @@
  * await orchestrator.stop();
  */
 import type { Logger } from "@casebook/infra/http/logger";
+import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
@@ -45,7 +46,6 @@ import {
   type SagaStep,
   type StepOutcome,
 } from "../domain/payment-saga.ts";
-import type { IdempotencyStore } from "../store/idempotency-store.ts";
 import {
   applyDecision,
   type ClaimedPayment,

@@ -1,5 +1,5 @@
 /**
- * The operator's API, behind WEBHOOKS_ADMIN_TOKEN (api/auth.ts `createAdminAuth`); absent
+ * The operator's API, behind WEBHOOKS_ADMIN_TOKEN (register-api.ts, bearer-auth's `createStaticTokenAuth`); absent
  * when no token is configured:
  *
  *   POST   /v1/admin/tenants                          201: the tenant and its first API key (shown once)

@@ -25,7 +25,7 @@ export interface ApiContext {
   clock: Clock;
   /** Cryptographically secure in production: ids and signing secrets come from it. */
   randomBytes: RandomBytes;
-  /** The tenant the request authenticated as (api/auth.ts). */
+  /** The tenant the request authenticated as (register-api.ts, bearer-auth). */
   tenantOf(request: FastifyRequest): string;
   settings: ApiSettings;
 }

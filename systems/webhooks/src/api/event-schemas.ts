@@ -6,14 +6,12 @@
  * @example
  * app.post("/v1/events", { schema: { body: eventBody, headers: eventHeaders, response: { 202: eventAccepted } } }, h);
  */
+import { idempotencyKeyHeader } from "@casebook/infra/http/idempotency-key";
 import { MAX_EVENT_TYPE_CHARS } from "../domain/store-event-type.ts";
-import { MAX_IDEMPOTENCY_KEY_CHARS } from "../store/event-repository.ts";
 import { authHeaders, instant, nullableString } from "./api-schemas.ts";
 
 /** `invoice.paid`: dotted segments of [A-Za-z0-9_-] (domain/store-event-type.ts says the same). */
 export const EVENT_TYPE_PATTERN = "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$";
-/** Visible ASCII: a key travels in a header and in logs. */
-export const IDEMPOTENCY_KEY_PATTERN = `^[\\x21-\\x7e]{1,${MAX_IDEMPOTENCY_KEY_CHARS}}$`;
 
 export const eventBody = {
   type: "object",
@@ -38,11 +36,10 @@ export const eventHeaders = {
   type: "object",
   properties: {
     ...authHeaders.properties,
-    "idempotency-key": {
-      type: "string",
-      pattern: IDEMPOTENCY_KEY_PATTERN,
-      description: "Same key, same event: a retried POST returns the first event's id and creates nothing",
-    },
+    // The one rule (1-255 visible ASCII); a bad key is 400 REQUEST_INVALID naming /headers/idempotency-key.
+    "idempotency-key": idempotencyKeyHeader(
+      "Same key, same event: a retried POST returns the first event's id and creates nothing",
+    ),
   },
 } as const;
 

@@ -9,8 +9,9 @@
  * newId("msg", randomBytes);               // "msg_3f9c…" (36 characters)
  * isId("sub", "sub_00ff…");                // true when the shape matches
  */
+import type { RandomBytes } from "@casebook/kit/api-key";
 
-export type RandomBytes = (size: number) => Uint8Array;
+export type { RandomBytes };
 
 /** What each prefix names; `msg` follows Standard Webhooks' message ids. */
 export type IdKind = "msg" | "sub" | "dlv" | "ten";

@@ -9,7 +9,8 @@
  * A 503 from `ingestEvent` whose link broke on COMMIT carries `eventOutcome: "unknown"`:
  * only then may the event have been stored (see eventInDoubt).
  *
- * Idempotency: an event may carry a key, unique per tenant. The same key again returns the
+ * Idempotency: an event may carry a key (the one Idempotency-Key rule, @casebook/kit/idempotency-key:
+ * 1-255 visible ASCII), unique per tenant. The same key again returns the
  * first event's id (`created: false`); the same key with a different type or payload is
  * WEBHOOK_IDEMPOTENCY_CONFLICT. Payloads are compared by the sha256 of their jsonb text
  * (key order and whitespace normalised), which outlives the payload itself (WH-22), so a
@@ -24,6 +25,7 @@
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { CasebookError } from "@casebook/kit/errors";
+import { isIdempotencyKey } from "@casebook/kit/idempotency-key";
 import { storeErrors } from "../domain/store-errors.ts";
 import { checkEventType } from "../domain/store-event-type.ts";
 import { isId, newId } from "../domain/store-ids.ts";
@@ -31,7 +33,6 @@ import type { WriteContext } from "./tenant-repository.ts";
 
 /** Largest payload accepted unless told otherwise, in bytes of its JSON text. */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 256 * 1024;
-export const MAX_IDEMPOTENCY_KEY_CHARS = 255;
 
 export interface NewEvent {
   /** Dotted name, `invoice.paid`. */
@@ -87,8 +88,7 @@ function payloadText(payload: unknown, maxBytes: number): string {
 
 function checkKey(key: unknown): string | null {
   if (key === undefined || key === null) return null;
-  if (typeof key !== "string" || key.length < 1 || key.length > MAX_IDEMPOTENCY_KEY_CHARS)
-    throw invalid("idempotencyKey");
+  if (!isIdempotencyKey(key)) throw invalid("idempotencyKey");
   return key;
 }
 

@@ -1,19 +1,16 @@
 /**
  * Tenants and their API keys (schema: migrations/001_tenants.sql). A tenant carries its
- * fair-scheduling weight and its retention settings; a key is shown once, when issued,
- * and only its sha256 and public prefix are stored (domain/store-api-key.ts).
+ * fair-scheduling weight and its retention settings; a key (`whk_…`) is shown once, when
+ * issued, and only its sha256 and public prefix are stored (the format is
+ * @casebook/kit/api-key, the key table @casebook/infra/sql/api-key-table).
  *
  * @example
  * const { tenant, apiKey } = await createTenant(db, { name: "Acme" }, { nowMs, randomBytes });
  * await authenticateTenant(db, apiKey.key, nowMs); // tenant.id
  */
+import { ApiKeyTable } from "@casebook/infra/sql/api-key-table";
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
-import {
-  type IssuedTenantApiKey,
-  newTenantApiKey,
-  parseTenantApiKey,
-  tenantApiKeyMatches,
-} from "../domain/store-api-key.ts";
+import { apiKeyScheme, type IssuedApiKey } from "@casebook/kit/api-key";
 import { storeErrors } from "../domain/store-errors.ts";
 import { newId, type RandomBytes } from "../domain/store-ids.ts";
 
@@ -28,8 +25,12 @@ export const DEFAULT_PAYLOAD_RETENTION_S = 86_400;
 export const MIN_ATTEMPT_RETENTION_S = 3_600;
 export const MAX_ATTEMPT_RETENTION_S = 365 * 86_400;
 export const DEFAULT_ATTEMPT_RETENTION_S = 30 * 86_400;
-/** Fresh prefixes tried when one is taken: 2^64 ids make a second try already rare. */
-const MAX_PREFIX_ATTEMPTS = 3;
+/** Tenant keys: `whk_<16 hex>_<43 base64url>`, the format 001_tenants.sql checks. */
+export const tenantKeys = new ApiKeyTable({
+  table: "tenant_api_keys",
+  ownerColumn: "tenant_id",
+  scheme: apiKeyScheme("whk"),
+});
 
 export interface Tenant {
   id: string;
@@ -135,7 +136,7 @@ export async function createTenant(
   db: Database,
   input: NewTenant,
   ctx: WriteContext,
-): Promise<{ tenant: Tenant; apiKey: IssuedTenantApiKey }> {
+): Promise<{ tenant: Tenant; apiKey: IssuedApiKey }> {
   const t = checkTenant(input, ctx.randomBytes);
   const now = new Date(ctx.nowMs);
   return db.transaction(async (tx) => {
@@ -146,7 +147,8 @@ export async function createTenant(
       [t.id, t.name, t.weight, t.delivery_window_s, t.payload_retention_s, t.attempt_retention_s, now],
     );
     if (!rows[0]) throw invalid("id");
-    return { tenant: toTenant(rows[0]), apiKey: await insertKey(tx, t.id, now, null, ctx.randomBytes) };
+    const apiKey = await tenantKeys.issue(tx, t.id, { nowMs: ctx.nowMs, randomBytes: ctx.randomBytes });
+    return { tenant: toTenant(rows[0]), apiKey };
   });
 }
 
@@ -162,37 +164,16 @@ export async function setTenantWeight(q: Queryable, tenantId: string, weight: nu
   return rowCount === 1;
 }
 
-async function insertKey(
-  tx: Queryable,
-  tenantId: string,
-  now: Date,
-  expiresAt: Date | null,
-  randomBytes: RandomBytes,
-): Promise<IssuedTenantApiKey> {
-  for (let attempt = 1; attempt <= MAX_PREFIX_ATTEMPTS; attempt++) {
-    const issued = newTenantApiKey(randomBytes);
-    // DO NOTHING rather than catching 23505, which would abort the caller's transaction.
-    const { rowCount } = await tx.query(
-      `INSERT INTO tenant_api_keys (prefix, tenant_id, key_hash, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, $5) ON CONFLICT (prefix) DO NOTHING`,
-      [issued.prefix, tenantId, issued.hash, now, expiresAt],
-    );
-    if (rowCount === 1) return issued;
-  }
-  throw new Error(`api key: ${MAX_PREFIX_ATTEMPTS} random prefixes were all taken; is randomBytes random?`);
-}
-
 /** Issues another key for the tenant (rotation: issue, deploy, then revoke the old prefix). */
 export async function issueApiKey(
   db: Database,
   tenantId: string,
   ctx: WriteContext & { expiresAtMs?: number },
-): Promise<IssuedTenantApiKey> {
+): Promise<IssuedApiKey> {
   return db.transaction(async (tx) => {
     const found = await tx.query("SELECT 1 FROM tenants WHERE id = $1", [tenantId]);
     if (found.rowCount === 0) throw storeErrors.create("WEBHOOK_TENANT_NOT_FOUND", { fields: { tenantId } });
-    const expiresAt = ctx.expiresAtMs === undefined ? null : new Date(ctx.expiresAtMs);
-    return insertKey(tx, tenantId, new Date(ctx.nowMs), expiresAt, ctx.randomBytes);
+    return tenantKeys.issue(tx, tenantId, ctx);
   });
 }
 
@@ -203,12 +184,7 @@ export async function revokeApiKey(
   prefix: string,
   nowMs: number,
 ): Promise<boolean> {
-  const { rowCount } = await q.query(
-    `UPDATE tenant_api_keys SET expires_at = $3
-      WHERE tenant_id = $1 AND prefix = $2 AND (expires_at IS NULL OR expires_at > $3)`,
-    [tenantId, prefix, new Date(nowMs)],
-  );
-  return rowCount === 1;
+  return tenantKeys.revoke(q, tenantId, prefix, nowMs);
 }
 
 /** The tenant a presented key belongs to, or undefined (malformed, unknown, wrong secret, expired). */
@@ -217,15 +193,5 @@ export async function authenticateTenant(
   key: string,
   nowMs: number,
 ): Promise<string | undefined> {
-  const presented = parseTenantApiKey(key);
-  if (!presented) return undefined;
-  const { rows } = await q.query<{ tenant_id: string; key_hash: string; expires_at: Date | null }>(
-    "SELECT tenant_id, key_hash, expires_at FROM tenant_api_keys WHERE prefix = $1",
-    [presented.prefix],
-  );
-  const row = rows[0];
-  // The hash compare runs before the expiry check, so both failures take the same path.
-  if (!row || !tenantApiKeyMatches(presented.hash, row.key_hash)) return undefined;
-  if (row.expires_at !== null && row.expires_at.getTime() <= nowMs) return undefined;
-  return row.tenant_id;
+  return tenantKeys.authenticate(q, key, nowMs);
 }

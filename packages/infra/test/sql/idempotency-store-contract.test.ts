@@ -5,10 +5,8 @@
  * The concurrent versions of PY-02 (processes, pools) live in idempotency-race.test.ts.
  */
 import assert from "node:assert/strict";
-import type { Queryable } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
 import type { CasebookError } from "@casebook/kit/errors";
-import { contractSuite } from "@casebook/lab/contract-suite";
 import {
   fingerprintRequest,
   RECOVERY_FINISHED,
@@ -16,10 +14,18 @@ import {
   type StoredResponse,
   selectReplayHeaders,
   validateIdempotencyKey,
-} from "../src/domain/idempotency.ts";
-import { type IdempotencyErrorCode, idempotencyErrors } from "../src/domain/idempotency-errors.ts";
-import { type IdempotencyLease, IdempotencyStore } from "../src/store/idempotency-store.ts";
-import { type IdempotencySubject, idempotencyBackends } from "./idempotency-backends.ts";
+} from "@casebook/kit/idempotency";
+import { contractSuite } from "@casebook/lab/contract-suite";
+import type { IdempotencyLease, IdempotencyStore } from "../../src/sql/idempotency-store.ts";
+import type { Queryable } from "../../src/sql/sql.ts";
+import {
+  type IdempotencyErrorCode,
+  type IdempotencySubject,
+  idempotencyBackends,
+  idempotencyErrors,
+  idempotencyStore,
+  testIdempotency,
+} from "./idempotency-backends.ts";
 
 const T0 = Date.UTC(2026, 9, 22, 12, 0, 0);
 const DAY_MS = 86_400_000;
@@ -52,12 +58,12 @@ async function code(promise: Promise<unknown>, expected: IdempotencyErrorCode): 
 
 function setup(subject: IdempotencySubject, label: string, startMs = T0) {
   const clock = new ManualClock(startMs);
-  const store = new IdempotencyStore(subject.db, { clock, leaseS: LEASE_MS / 1000 });
+  const store = idempotencyStore(subject.db, { clock, leaseS: LEASE_MS / 1000 });
   return { clock, store, merchantId: subject.merchant(label) };
 }
 
 async function started(store: IdempotencyStore, merchantId: string, key: string, fingerprint = PAY) {
-  const begun = await store.begin({ merchantId, key, fingerprint });
+  const begun = await store.begin({ scope: merchantId, key, fingerprint });
   assert.equal(begun.kind, "started");
   return (begun as { lease: IdempotencyLease }).lease;
 }
@@ -82,14 +88,14 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
   it("PY-01 the first act stores the key in progress; a duplicate cannot start a second charge", async (s) => {
     const { clock, store, merchantId } = setup(s, "py01");
     const lease = await started(store, merchantId, "k1");
-    assert.deepEqual(lease, { merchantId, key: "k1", generation: 1, recoveryPoint: RECOVERY_STARTED });
+    assert.deepEqual(lease, { scope: merchantId, key: "k1", generation: 1, recoveryPoint: RECOVERY_STARTED });
     const entry = await store.find(merchantId, "k1");
     assert.equal(entry?.status, "in_progress");
     assert.equal(entry?.lockedAtMs, T0);
     clock.advance(2_000);
     const err = await code(
-      store.begin({ merchantId, key: "k1", fingerprint: PAY }),
-      "PAYMENTS_IDEMPOTENCY_IN_PROGRESS",
+      store.begin({ scope: merchantId, key: "k1", fingerprint: PAY }),
+      "TEST_IDEMPOTENCY_IN_PROGRESS",
     );
     assert.equal(err.status, 409);
     assert.equal(err.fields.retryAfterMs, LEASE_MS - 2_000);
@@ -108,7 +114,7 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
     const lease = await started(store, merchantId, "k2");
     await s.db.transaction((tx) => store.complete(tx, lease, CREATED));
     clock.advance(5_000);
-    const again = await store.begin({ merchantId, key: "k2", fingerprint: PAY });
+    const again = await store.begin({ scope: merchantId, key: "k2", fingerprint: PAY });
     assert.deepEqual(again, { kind: "replay", response: CREATED });
     const entry = await store.find(merchantId, "k2");
     assert.equal(entry?.recoveryPoint, RECOVERY_FINISHED);
@@ -124,19 +130,19 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
       body: { amount: "9999", currency: "BRL" },
     });
     const err = await code(
-      store.begin({ merchantId, key: "k3", fingerprint: otherBody }),
-      "PAYMENTS_IDEMPOTENCY_MISMATCH",
+      store.begin({ scope: merchantId, key: "k3", fingerprint: otherBody }),
+      "TEST_IDEMPOTENCY_MISMATCH",
     );
     assert.equal(err.status, 422);
     assert.deepEqual(err.fields, { mismatch: ["body"] });
     await s.db.transaction((tx) => store.complete(tx, lease, CREATED));
     const otherRoute = { ...PAY, method: "PUT", path: "/refunds" };
     const after = await code(
-      store.begin({ merchantId, key: "k3", fingerprint: otherRoute }),
-      "PAYMENTS_IDEMPOTENCY_MISMATCH",
+      store.begin({ scope: merchantId, key: "k3", fingerprint: otherRoute }),
+      "TEST_IDEMPOTENCY_MISMATCH",
     );
     assert.deepEqual(after.fields, { mismatch: ["method", "path"] });
-    assert.deepEqual(await store.begin({ merchantId, key: "k3", fingerprint: PAY }), {
+    assert.deepEqual(await store.begin({ scope: merchantId, key: "k3", fingerprint: PAY }), {
       kind: "replay",
       response: CREATED,
     });
@@ -147,7 +153,7 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
     const lease = await started(store, merchantId, "k4");
     await s.db.transaction((tx) => store.complete(tx, lease, CREATED));
     clock.advance(DAY_MS - 1);
-    assert.equal((await store.begin({ merchantId, key: "k4", fingerprint: PAY })).kind, "replay");
+    assert.equal((await store.begin({ scope: merchantId, key: "k4", fingerprint: PAY })).kind, "replay");
     clock.advance(1);
     assert.equal(await store.find(merchantId, "k4"), undefined);
     const other = fingerprintRequest({ method: "POST", path: "/payments", body: { amount: "1" } });
@@ -200,7 +206,7 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
       0xfe,
     ]);
     const attempt = async (): Promise<StoredResponse> => {
-      const begun = await store.begin({ merchantId, key: "k13", fingerprint: PAY });
+      const begun = await store.begin({ scope: merchantId, key: "k13", fingerprint: PAY });
       if (begun.kind === "replay") return begun.response;
       authorizations += 1; // the saga: reserve, authorize at the acquirer, commit
       const headers = selectReplayHeaders({
@@ -230,7 +236,7 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
     await s.db.transaction((tx) => store.complete(tx, lease, CREATED));
     for (const laterMs of [6 * 60_000, 6 * 3_600_000, DAY_MS - 6 * 3_600_000 - 6 * 60_000 - 1]) {
       clock.advance(laterMs);
-      assert.deepEqual(await store.begin({ merchantId, key: "k18", fingerprint: PAY }), {
+      assert.deepEqual(await store.begin({ scope: merchantId, key: "k18", fingerprint: PAY }), {
         kind: "replay",
         response: CREATED,
       });
@@ -240,13 +246,13 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
   it("an invalid key is refused before anything is stored", async (s) => {
     const { store, merchantId } = setup(s, "invalid");
     assert.throws(
-      () => validateIdempotencyKey("bad key"),
+      () => validateIdempotencyKey("bad key", testIdempotency),
       (err) => idempotencyErrors.is(err),
     );
-    await code(store.begin({ merchantId, key: "", fingerprint: PAY }), "PAYMENTS_IDEMPOTENCY_KEY_INVALID");
+    await code(store.begin({ scope: merchantId, key: "", fingerprint: PAY }), "TEST_IDEMPOTENCY_KEY_INVALID");
     await code(
-      store.begin({ merchantId, key: "x".repeat(256), fingerprint: PAY }),
-      "PAYMENTS_IDEMPOTENCY_KEY_INVALID",
+      store.begin({ scope: merchantId, key: "x".repeat(256), fingerprint: PAY }),
+      "TEST_IDEMPOTENCY_KEY_INVALID",
     );
     assert.equal(await rowsOf(s.db, merchantId), 0n);
   });
@@ -286,7 +292,7 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
     assert.equal((await store.find(merchantId, "k6"))?.lockedAtMs, null);
     const resumed = await started(store, merchantId, "k6", other); // no wait for the lease
     assert.deepEqual(resumed, {
-      merchantId,
+      scope: merchantId,
       key: "k6",
       generation: lease.generation + 1,
       recoveryPoint: "ledger_reserved",
@@ -294,7 +300,7 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
     assert.equal(await store.release(s.db, lease), false, "a stale lease releases nothing");
     await code(
       s.db.transaction((tx) => store.advance(tx, lease, "authorized")),
-      "PAYMENTS_IDEMPOTENCY_LOCK_LOST",
+      "TEST_IDEMPOTENCY_LOCK_LOST",
     );
   });
 
@@ -304,18 +310,29 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
     clock.advance(10_000);
     const owner = await s.db.transaction((tx) => store.advance(tx, first, "ledger_reserved")); // renews the lease
     clock.advance(LEASE_MS - 1);
-    await code(store.begin({ merchantId, key: "k7", fingerprint: PAY }), "PAYMENTS_IDEMPOTENCY_IN_PROGRESS");
+    await code(
+      store.begin({ scope: merchantId, key: "k7", fingerprint: PAY }),
+      "TEST_IDEMPOTENCY_IN_PROGRESS",
+    );
     clock.advance(1);
     const retry = await started(store, merchantId, "k7");
-    assert.deepEqual(retry, { merchantId, key: "k7", generation: 2, recoveryPoint: "ledger_reserved" });
-    await code(store.begin({ merchantId, key: "k7", fingerprint: PAY }), "PAYMENTS_IDEMPOTENCY_IN_PROGRESS");
+    assert.deepEqual(retry, {
+      scope: merchantId,
+      key: "k7",
+      generation: 2,
+      recoveryPoint: "ledger_reserved",
+    });
+    await code(
+      store.begin({ scope: merchantId, key: "k7", fingerprint: PAY }),
+      "TEST_IDEMPOTENCY_IN_PROGRESS",
+    );
     // The old owner wakes up: its final write fails and takes its own writes down with it.
     await code(
       s.db.transaction(async (tx) => {
         await tx.query("INSERT INTO caller_effects VALUES ($1, 'k7', 'old owner')", [merchantId]);
         await store.complete(tx, owner, CREATED);
       }),
-      "PAYMENTS_IDEMPOTENCY_LOCK_LOST",
+      "TEST_IDEMPOTENCY_LOCK_LOST",
     );
     assert.equal(await store.release(s.db, owner), false);
     await s.db.transaction(async (tx) => {
@@ -323,7 +340,7 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
       await store.complete(tx, retry, CREATED);
     });
     assert.deepEqual(await effects(s.db, merchantId), ["retry"]);
-    assert.deepEqual(await store.begin({ merchantId, key: "k7", fingerprint: PAY }), {
+    assert.deepEqual(await store.begin({ scope: merchantId, key: "k7", fingerprint: PAY }), {
       kind: "replay",
       response: CREATED,
     });

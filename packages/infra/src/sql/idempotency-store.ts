@@ -1,6 +1,6 @@
 /**
- * Idempotency keys in SQL (PY-01…PY-04, PY-13), after Stripe's design: the FIRST act of
- * a request is one conditional INSERT on the (merchant, key) primary key — never a
+ * Idempotency keys in SQL (payments' PY-01…PY-04, PY-13), after Stripe's design: the FIRST act of
+ * a request is one conditional INSERT on the (scope, key) primary key — never a
  * read-then-insert, so two concurrent requests can never both start (PY-02). The row
  * does not expire while its owner works (PY-03: no TTL lock): only an owner silent for
  * longer than the lease (a crash) can be taken over, by compare-and-set, and the
@@ -26,9 +26,14 @@
  * All times come from the injected clock: replicas need clocks within a small fraction
  * of the lease (NTP), or a skewed replica could take a live claim over early.
  *
+ * The table lives in the system's schema, named by the system (`table`, and `scopeColumn`
+ * for the caller's id: `merchant_id`); `idempotencyTableSql` is its DDL for a migration. Errors
+ * carry the system's codes (`errors`: `defineIdempotencyErrors("PAYMENTS")` →
+ * `PAYMENTS_IDEMPOTENCY_IN_PROGRESS`, …).
+ *
  * @example
- * const store = new IdempotencyStore(db, { clock: systemClock });
- * const begun = await store.begin({ merchantId, key, fingerprint });
+ * const store = new IdempotencyStore(db, { table: "idempotency_keys", scopeColumn: "merchant_id", errors, clock });
+ * const begun = await store.begin({ scope: scope, key, fingerprint });
  * if (begun.kind === "replay") return send(begun.response);
  * await db.transaction(async (tx) => {
  *   await reserveInLedger(tx, payment);
@@ -36,17 +41,17 @@
  * });
  */
 
-import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import {
   checkAdvance,
   checkFingerprint,
-  checkMerchantId,
+  checkScope,
   checkStoredResponse,
   DEFAULT_LEASE_S,
   DEFAULT_RETENTION_S,
   decideExisting,
   type ExistingEntry,
+  type IdempotencyErrors,
   type IdempotencyPolicy,
   isExpired,
   RECOVERY_FINISHED,
@@ -54,10 +59,20 @@ import {
   type RequestFingerprint,
   type StoredResponse,
   validateIdempotencyKey,
-} from "../domain/idempotency.ts";
-import { idempotencyErrors } from "../domain/idempotency-errors.ts";
+} from "@casebook/kit/idempotency";
+import type { Database, Queryable } from "./sql.ts";
+import { checkIdentifier } from "./sql-schema.ts";
 
-export interface IdempotencyStoreOptions {
+export interface IdempotencyTableNames {
+  /** The table, in the system's schema: `idempotency_keys`. */
+  table: string;
+  /** The caller's id column, the first half of the primary key: `merchant_id`, `tenant_id`. */
+  scopeColumn: string;
+}
+
+export interface IdempotencyStoreOptions extends IdempotencyTableNames {
+  /** The system's codes: `defineIdempotencyErrors("PAYMENTS")`. */
+  errors: IdempotencyErrors;
   /** Source of every timestamp; default the system clock. */
   clock?: Clock;
   /** How long a key answers for its request before it reads as absent and may be pruned. Default 86 400. */
@@ -67,7 +82,8 @@ export interface IdempotencyStoreOptions {
 }
 
 export interface BeginInput {
-  merchantId: string;
+  /** Whose key it is (a merchant, a tenant): keys of two scopes never meet. */
+  scope: string;
   /** Already validated by the API (`validateIdempotencyKey`); checked again here as an assertion. */
   key: string;
   fingerprint: RequestFingerprint;
@@ -77,7 +93,7 @@ export interface BeginInput {
 
 /** The caller's claim on a key; pass it to advance/complete/release. Stale after a take-over. */
 export interface IdempotencyLease {
-  readonly merchantId: string;
+  readonly scope: string;
   readonly key: string;
   /** Fencing token: writes with an older generation fail with LOCK_LOST. */
   readonly generation: number;
@@ -111,27 +127,71 @@ interface KeyRow {
   response_body: Uint8Array | null;
 }
 
-const INSERT_OR_REPLACE_EXPIRED = `
-  INSERT INTO idempotency_keys AS k
-    (merchant_id, key, request_method, request_path, body_sha256, status, recovery_point, generation, locked_at, created_at)
+/** The statements of one table; `scope` is its scope column, checked as an identifier. */
+function statements(table: string, scope: string) {
+  return {
+    insertOrReplaceExpired: `
+  INSERT INTO ${table} AS k
+    (${scope}, key, request_method, request_path, body_sha256, status, recovery_point, generation, locked_at, created_at)
   VALUES ($1, $2, $3, $4, $5, 'in_progress', '${RECOVERY_STARTED}', 1, $6, $6)
-  ON CONFLICT (merchant_id, key) DO UPDATE SET
+  ON CONFLICT (${scope}, key) DO UPDATE SET
     request_method = EXCLUDED.request_method, request_path = EXCLUDED.request_path,
     body_sha256 = EXCLUDED.body_sha256, status = 'in_progress', recovery_point = '${RECOVERY_STARTED}',
     generation = k.generation + 1, locked_at = EXCLUDED.locked_at, created_at = EXCLUDED.created_at,
     completed_at = NULL, response_status = NULL, response_headers = NULL, response_body = NULL
   WHERE k.created_at <= $7
-  RETURNING generation`;
-
-const TAKE_OVER = `
-  UPDATE idempotency_keys SET locked_at = $3, generation = generation + 1
-  WHERE merchant_id = $1 AND key = $2 AND status = 'in_progress'
+  RETURNING generation`,
+    takeOver: `
+  UPDATE ${table} SET locked_at = $3, generation = generation + 1
+  WHERE ${scope} = $1 AND key = $2 AND status = 'in_progress'
     AND generation = $4 AND locked_at IS NOT DISTINCT FROM $5::timestamptz
-  RETURNING generation, recovery_point`;
+  RETURNING generation, recovery_point`,
+    /** `WHERE` of every owner write: the row is still ours, in progress and locked by us. */
+    owned: `${scope} = $1 AND key = $2 AND generation = $3 AND status = 'in_progress' AND locked_at IS NOT NULL`,
+  };
+}
 
-/** `WHERE` of every owner write: the row is still ours, in progress and locked by us. */
-const OWNED =
-  "merchant_id = $1 AND key = $2 AND generation = $3 AND status = 'in_progress' AND locked_at IS NOT NULL";
+/**
+ * The CREATE TABLE (and prune index) of an idempotency table, for a system's migration:
+ * payments' 002_idempotency.sql is this with `idempotency_keys` and `merchant_id` (a test
+ * checks the two build the same table).
+ *
+ * @example
+ * migration("003_idempotency", idempotencyTableSql({ table: "idempotency_keys", scopeColumn: "tenant_id" }));
+ */
+export function idempotencyTableSql(names: IdempotencyTableNames): string {
+  const table = checkIdentifier(names.table);
+  const scope = checkIdentifier(names.scopeColumn);
+  return `CREATE TABLE ${table} (
+  ${scope} text NOT NULL CHECK (char_length(${scope}) BETWEEN 1 AND 255),
+  key              text        NOT NULL CHECK (char_length(key) BETWEEN 1 AND 255),
+  -- The request fingerprint: a retry must match all three, else 422.
+  request_method   text        NOT NULL,
+  request_path     text        NOT NULL,
+  body_sha256      text        NOT NULL CHECK (body_sha256 ~ '^[0-9a-f]{64}$'),
+  status           text        NOT NULL CHECK (status IN ('in_progress', 'completed')),
+  -- The step last committed (Stripe's atomic phases): a retry resumes from here.
+  recovery_point   text        NOT NULL,
+  -- Fencing token: bumped on every take-over, checked by advance/complete/release.
+  generation       int4        NOT NULL DEFAULT 1 CHECK (generation >= 1),
+  -- The owner's lease start; NULL when completed or released for a retry to resume.
+  locked_at        timestamptz,
+  created_at       timestamptz NOT NULL,
+  completed_at     timestamptz,
+  response_status  int4        CHECK (response_status BETWEEN 100 AND 599),
+  response_headers jsonb,
+  response_body    bytea,
+  CONSTRAINT ${table}_pkey PRIMARY KEY (${scope}, key),
+  CONSTRAINT ${table}_completed_has_response CHECK (
+    (status = 'completed') = (completed_at IS NOT NULL AND response_status IS NOT NULL
+                              AND response_headers IS NOT NULL AND response_body IS NOT NULL)
+  ),
+  CONSTRAINT ${table}_completed_unlocked CHECK (status = 'in_progress' OR locked_at IS NULL)
+);
+-- The prune walks the oldest rows first, a bounded batch at a time.
+CREATE INDEX ${table}_created_at ON ${table} (created_at);
+`;
+}
 
 function toEntry(row: KeyRow): ExistingEntry {
   const completed = row.status === "completed";
@@ -156,35 +216,43 @@ export class IdempotencyStore {
   readonly #db: Database;
   readonly #clock: Clock;
   readonly #policy: IdempotencyPolicy;
+  readonly #errors: IdempotencyErrors;
+  readonly #table: string;
+  readonly #scope: string;
+  readonly #sql: ReturnType<typeof statements>;
 
-  constructor(db: Database, options: IdempotencyStoreOptions = {}) {
+  constructor(db: Database, options: IdempotencyStoreOptions) {
     const retentionS = options.retentionS ?? DEFAULT_RETENTION_S;
     const leaseS = options.leaseS ?? DEFAULT_LEASE_S;
     if (!(leaseS > 0 && retentionS > leaseS)) throw new RangeError("need 0 < leaseS < retentionS");
     this.#db = db;
     this.#clock = options.clock ?? systemClock;
     this.#policy = { leaseMs: leaseS * 1000, retentionMs: retentionS * 1000 };
+    this.#errors = options.errors;
+    this.#table = checkIdentifier(options.table);
+    this.#scope = checkIdentifier(options.scopeColumn);
+    this.#sql = statements(this.#table, this.#scope);
   }
 
   /**
    * Claims the key, as the request's first write, committed on its own so concurrent
    * duplicates see it. Returns `started` (fresh, or taken over from a crashed owner:
    * resume from `lease.recoveryPoint`) or `replay` (the completed response). Throws
-   * PAYMENTS_IDEMPOTENCY_IN_PROGRESS (409) while another owner holds a live claim and
-   * PAYMENTS_IDEMPOTENCY_MISMATCH (422, `mismatch` names method/path/body) when the key
+   * <AREA>_IDEMPOTENCY_IN_PROGRESS (409) while another owner holds a live claim and
+   * <AREA>_IDEMPOTENCY_MISMATCH (422, `mismatch` names method/path/body) when the key
    * was used for another request.
    *
    * @example
-   * const begun = await store.begin({ merchantId: "m_1", key, fingerprint: fingerprintRequest(req) });
+   * const begun = await store.begin({ scope: "m_1", key, fingerprint: fingerprintRequest(req) });
    */
   async begin(input: BeginInput): Promise<BeginResult> {
-    const merchantId = checkMerchantId(input.merchantId);
-    const key = validateIdempotencyKey(input.key);
+    const scope = checkScope(input.scope);
+    const key = validateIdempotencyKey(input.key, this.#errors);
     const fingerprint = checkFingerprint(input.fingerprint);
     const nowMs = input.nowMs ?? this.#clock.nowMs();
     for (let round = 0; round < BEGIN_MAX_ROUNDS; round++) {
-      const inserted = await this.#db.query<{ generation: number }>(INSERT_OR_REPLACE_EXPIRED, [
-        merchantId,
+      const inserted = await this.#db.query<{ generation: number }>(this.#sql.insertOrReplaceExpired, [
+        scope,
         key,
         fingerprint.method,
         fingerprint.path,
@@ -194,64 +262,61 @@ export class IdempotencyStore {
       ]);
       const generation = inserted.rows[0]?.generation;
       if (generation !== undefined) {
-        return { kind: "started", lease: { merchantId, key, generation, recoveryPoint: RECOVERY_STARTED } };
+        return { kind: "started", lease: { scope, key, generation, recoveryPoint: RECOVERY_STARTED } };
       }
-      const settled = await this.#settleExisting(merchantId, key, fingerprint, nowMs);
+      const settled = await this.#settleExisting(scope, key, fingerprint, nowMs);
       if (settled !== undefined) return settled;
     }
     // Only a key deleted and re-claimed under us every round ends here: someone else is working on it.
-    throw idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_IN_PROGRESS", {
+    throw this.#errors.create("IN_PROGRESS", {
       fields: { retryAfterMs: 1_000, roundsMax: BEGIN_MAX_ROUNDS },
     });
   }
 
   /** The existing row decides; undefined when it changed under us and begin should go round again. */
   async #settleExisting(
-    merchantId: string,
+    scope: string,
     key: string,
     fingerprint: RequestFingerprint,
     nowMs: number,
   ): Promise<BeginResult | undefined> {
-    const row = await this.#read(this.#db, merchantId, key);
+    const row = await this.#read(this.#db, scope, key);
     if (row === undefined) return undefined; // released or pruned in between: insert again
     const decision = decideExisting(toEntry(row), { fingerprint, nowMs }, this.#policy);
     switch (decision.kind) {
       case "expired":
         return undefined;
       case "mismatch":
-        throw idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_MISMATCH", {
+        throw this.#errors.create("MISMATCH", {
           fields: { mismatch: decision.parts },
         });
       case "replay":
         return { kind: "replay", response: decision.response };
       case "in_progress":
-        throw idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_IN_PROGRESS", {
+        throw this.#errors.create("IN_PROGRESS", {
           fields: { retryAfterMs: decision.retryAfterMs },
         });
       case "take_over": {
         // Compare-and-set on (generation, locked_at): of several retries only one wins;
         // a heartbeat from a live owner in between also makes it fail.
-        const taken = await this.#db.query<{ generation: number; recovery_point: string }>(TAKE_OVER, [
-          merchantId,
-          key,
-          new Date(nowMs),
-          row.generation,
-          row.locked_at,
-        ]);
+        const taken = await this.#db.query<{ generation: number; recovery_point: string }>(
+          this.#sql.takeOver,
+          [scope, key, new Date(nowMs), row.generation, row.locked_at],
+        );
         const won = taken.rows[0];
         if (won === undefined) return undefined; // another retry won: the next round sees its live claim
         return {
           kind: "started",
-          lease: { merchantId, key, generation: won.generation, recoveryPoint: won.recovery_point },
+          lease: { scope, key, generation: won.generation, recoveryPoint: won.recovery_point },
         };
       }
     }
   }
 
-  async #read(q: Queryable, merchantId: string, key: string): Promise<KeyRow | undefined> {
+  async #read(q: Queryable, scope: string, key: string): Promise<KeyRow | undefined> {
     const { rows } = await q.query<KeyRow>(
-      `SELECT ${COLUMNS} FROM idempotency_keys WHERE merchant_id = $1 AND key = $2`,
-      [merchantId, key],
+      `SELECT ${COLUMNS} FROM ${this.#table} WHERE ${this.#scope} = $1 AND key = $2`,
+      [scope, key],
     );
     return rows[0];
   }
@@ -259,7 +324,7 @@ export class IdempotencyStore {
   /**
    * Records that saga step `step` committed, in the caller's transaction `tx` together
    * with that step's own writes, and renews the lease. Returns the lease to use next.
-   * Throws PAYMENTS_IDEMPOTENCY_LOCK_LOST when a retry took the key over: the caller's
+   * Throws <AREA>_IDEMPOTENCY_LOCK_LOST when a retry took the key over: the caller's
    * transaction must then roll back (it does, since the error propagates).
    *
    * @example
@@ -274,8 +339,8 @@ export class IdempotencyStore {
     const to = checkAdvance(lease.recoveryPoint, step);
     const at = new Date(nowMs ?? this.#clock.nowMs());
     const updated = await tx.query(
-      `UPDATE idempotency_keys SET recovery_point = $4, locked_at = $5 WHERE ${OWNED}`,
-      [lease.merchantId, lease.key, lease.generation, to, at],
+      `UPDATE ${this.#table} SET recovery_point = $4, locked_at = $5 WHERE ${this.#sql.owned}`,
+      [lease.scope, lease.key, lease.generation, to, at],
     );
     if (updated.rowCount !== 1) throw this.#lockLost(lease);
     return { ...lease, recoveryPoint: to };
@@ -295,17 +360,17 @@ export class IdempotencyStore {
     response: StoredResponse,
     nowMs?: number,
   ): Promise<void> {
-    const checked = checkStoredResponse(response);
+    const checked = checkStoredResponse(response, this.#errors);
     if (lease.recoveryPoint === RECOVERY_FINISHED)
       throw new RangeError("this lease already completed its key");
     const at = new Date(nowMs ?? this.#clock.nowMs());
     const updated = await tx.query(
-      `UPDATE idempotency_keys
+      `UPDATE ${this.#table}
          SET status = 'completed', recovery_point = '${RECOVERY_FINISHED}', locked_at = NULL, completed_at = $4,
              response_status = $5, response_headers = $6, response_body = $7
-       WHERE ${OWNED}`,
+       WHERE ${this.#sql.owned}`,
       [
-        lease.merchantId,
+        lease.scope,
         lease.key,
         lease.generation,
         at,
@@ -327,14 +392,14 @@ export class IdempotencyStore {
    * try { ... } catch (err) { await store.release(db, lease); throw err; }
    */
   async release(q: Queryable, lease: IdempotencyLease): Promise<boolean> {
-    const params = [lease.merchantId, lease.key, lease.generation];
+    const params = [lease.scope, lease.key, lease.generation];
     const result =
       lease.recoveryPoint === RECOVERY_STARTED
         ? await q.query(
-            `DELETE FROM idempotency_keys WHERE ${OWNED} AND recovery_point = '${RECOVERY_STARTED}'`,
+            `DELETE FROM ${this.#table} WHERE ${this.#sql.owned} AND recovery_point = '${RECOVERY_STARTED}'`,
             params,
           )
-        : await q.query(`UPDATE idempotency_keys SET locked_at = NULL WHERE ${OWNED}`, params);
+        : await q.query(`UPDATE ${this.#table} SET locked_at = NULL WHERE ${this.#sql.owned}`, params);
     return result.rowCount === 1;
   }
 
@@ -347,25 +412,25 @@ export class IdempotencyStore {
    * ("started") and nobody took it over. True when a claim was deleted.
    *
    * @example
-   * await store.abandonUnacknowledged(db, { merchantId, key, claimedAtMs }); // after begin threw SQL_UNAVAILABLE
+   * await store.abandonUnacknowledged(db, { scope, key, claimedAtMs }); // after begin threw SQL_UNAVAILABLE
    */
   async abandonUnacknowledged(
     q: Queryable,
-    claim: { merchantId: string; key: string; claimedAtMs: number },
+    claim: { scope: string; key: string; claimedAtMs: number },
   ): Promise<boolean> {
     const at = new Date(claim.claimedAtMs);
     const deleted = await q.query(
-      `DELETE FROM idempotency_keys
-        WHERE merchant_id = $1 AND key = $2 AND status = 'in_progress' AND recovery_point = '${RECOVERY_STARTED}'
+      `DELETE FROM ${this.#table}
+        WHERE ${this.#scope} = $1 AND key = $2 AND status = 'in_progress' AND recovery_point = '${RECOVERY_STARTED}'
           AND created_at = $3 AND locked_at = $3`,
-      [claim.merchantId, claim.key, at],
+      [claim.scope, claim.key, at],
     );
     return deleted.rowCount === 1;
   }
 
   /** The key's entry, or undefined when absent or expired (PY-04: reads ignore expired entries). */
-  async find(merchantId: string, key: string, nowMs?: number): Promise<ExistingEntry | undefined> {
-    const row = await this.#read(this.#db, merchantId, key);
+  async find(scope: string, key: string, nowMs?: number): Promise<ExistingEntry | undefined> {
+    const row = await this.#read(this.#db, scope, key);
     if (row === undefined) return undefined;
     const entry = toEntry(row);
     return isExpired(entry.createdAtMs, nowMs ?? this.#clock.nowMs(), this.#policy.retentionMs)
@@ -391,8 +456,8 @@ export class IdempotencyStore {
     const olderThanMs = options.olderThanMs ?? limitMs;
     if (olderThanMs > limitMs) throw new RangeError("prune would delete keys younger than the retention");
     const deleted = await this.#db.query(
-      `DELETE FROM idempotency_keys WHERE (merchant_id, key) IN (
-         SELECT merchant_id, key FROM idempotency_keys WHERE created_at <= $1
+      `DELETE FROM ${this.#table} WHERE (${this.#scope}, key) IN (
+         SELECT ${this.#scope}, key FROM ${this.#table} WHERE created_at <= $1
          ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
       [new Date(olderThanMs), maxBatch],
     );
@@ -400,7 +465,7 @@ export class IdempotencyStore {
   }
 
   #lockLost(lease: IdempotencyLease) {
-    return idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_LOCK_LOST", {
+    return this.#errors.create("LOCK_LOST", {
       fields: { key: lease.key, generation: lease.generation },
     });
   }

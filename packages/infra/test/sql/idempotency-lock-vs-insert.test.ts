@@ -6,12 +6,16 @@
  * the "slow holder" is a holder that keeps running past a deadline it cannot see.
  */
 import assert from "node:assert/strict";
-import type { Queryable } from "@casebook/infra/sql/sql";
+import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
 import { contractSuite } from "@casebook/lab/contract-suite";
-import { fingerprintRequest, type StoredResponse } from "../src/domain/idempotency.ts";
-import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
-import { type IdempotencyLease, IdempotencyStore } from "../src/store/idempotency-store.ts";
-import { type IdempotencySubject, idempotencyBackends } from "./idempotency-backends.ts";
+import type { IdempotencyLease } from "../../src/sql/idempotency-store.ts";
+import type { Queryable } from "../../src/sql/sql.ts";
+import {
+  type IdempotencySubject,
+  idempotencyBackends,
+  idempotencyErrors,
+  idempotencyStore,
+} from "./idempotency-backends.ts";
 
 const T0 = Date.UTC(2026, 9, 22, 12, 0, 0);
 const LOCK_TTL_MS = 10_000;
@@ -88,8 +92,8 @@ contractSuite<IdempotencySubject>("PY-03 lock with a TTL vs conditional write", 
 
   it("PY-03 the conditional write does not expire while its owner works: nobody else gets in", async (s) => {
     const merchantId = s.merchant("durable");
-    const store = new IdempotencyStore(s.db, { leaseS: LEASE_MS / 1000 });
-    const begun = await store.begin({ merchantId, key: "k2", fingerprint: PAY, nowMs: T0 });
+    const store = idempotencyStore(s.db, { leaseS: LEASE_MS / 1000 });
+    const begun = await store.begin({ scope: merchantId, key: "k2", fingerprint: PAY, nowMs: T0 });
     assert.equal(begun.kind, "started");
     let lease = (begun as { lease: IdempotencyLease }).lease;
     // Five minutes of work, 30 times the naive lock's TTL; each committed step renews the lease.
@@ -102,29 +106,34 @@ contractSuite<IdempotencySubject>("PY-03 lock with a TTL vs conditional write", 
     ];
     for (const [i, step] of steps.entries()) {
       const stepMs = T0 + (i + 1) * 50_000;
-      const retry = store.begin({ merchantId, key: "k2", fingerprint: PAY, nowMs: stepMs - 1 });
-      assert.equal(await outcome(retry), "PAYMENTS_IDEMPOTENCY_IN_PROGRESS", `retry at step ${step}`);
+      const retry = store.begin({ scope: merchantId, key: "k2", fingerprint: PAY, nowMs: stepMs - 1 });
+      assert.equal(await outcome(retry), "TEST_IDEMPOTENCY_IN_PROGRESS", `retry at step ${step}`);
       lease = await s.db.transaction((tx) => store.advance(tx, lease, step, stepMs));
     }
     await s.db.transaction(async (tx) => {
       await charge(tx, merchantId, "k2", "attempt-1");
       await store.complete(tx, lease, CREATED, T0 + 300_000);
     });
-    const retry = await store.begin({ merchantId, key: "k2", fingerprint: PAY, nowMs: T0 + 300_001 });
+    const retry = await store.begin({ scope: merchantId, key: "k2", fingerprint: PAY, nowMs: T0 + 300_001 });
     assert.deepEqual(retry, { kind: "replay", response: CREATED });
     assert.deepEqual(await charges(s.db, merchantId), ["attempt-1"]);
   });
 
   it("PY-03 a take-over happens only after the lease, and the fencing token keeps the charge single", async (s) => {
     const merchantId = s.merchant("fenced");
-    const store = new IdempotencyStore(s.db, { leaseS: LEASE_MS / 1000 });
-    const first = await store.begin({ merchantId, key: "k3", fingerprint: PAY, nowMs: T0 });
+    const store = idempotencyStore(s.db, { leaseS: LEASE_MS / 1000 });
+    const first = await store.begin({ scope: merchantId, key: "k3", fingerprint: PAY, nowMs: T0 });
     assert.equal(first.kind, "started");
     const slow = (first as { lease: IdempotencyLease }).lease;
-    const early = store.begin({ merchantId, key: "k3", fingerprint: PAY, nowMs: T0 + LEASE_MS - 1 });
-    assert.equal(await outcome(early), "PAYMENTS_IDEMPOTENCY_IN_PROGRESS");
+    const early = store.begin({ scope: merchantId, key: "k3", fingerprint: PAY, nowMs: T0 + LEASE_MS - 1 });
+    assert.equal(await outcome(early), "TEST_IDEMPOTENCY_IN_PROGRESS");
     // The owner has been silent for a whole lease: it looks crashed, but it is only slow.
-    const second = await store.begin({ merchantId, key: "k3", fingerprint: PAY, nowMs: T0 + LEASE_MS });
+    const second = await store.begin({
+      scope: merchantId,
+      key: "k3",
+      fingerprint: PAY,
+      nowMs: T0 + LEASE_MS,
+    });
     assert.equal(second.kind, "started");
     const retry = (second as { lease: IdempotencyLease }).lease;
     // Unlike the naive lock, the slow owner's charge is fenced: its transaction rolls back.
@@ -132,7 +141,7 @@ contractSuite<IdempotencySubject>("PY-03 lock with a TTL vs conditional write", 
       await charge(tx, merchantId, "k3", "attempt-1");
       await store.complete(tx, slow, CREATED, T0 + LEASE_MS + 1);
     });
-    assert.equal(await outcome(stale.then(() => ({ kind: "committed" }))), "PAYMENTS_IDEMPOTENCY_LOCK_LOST");
+    assert.equal(await outcome(stale.then(() => ({ kind: "committed" }))), "TEST_IDEMPOTENCY_LOCK_LOST");
     await s.db.transaction(async (tx) => {
       await charge(tx, merchantId, "k3", "attempt-2");
       await store.complete(tx, retry, CREATED, T0 + LEASE_MS + 2);
@@ -142,10 +151,13 @@ contractSuite<IdempotencySubject>("PY-03 lock with a TTL vs conditional write", 
 
   it("PY-03 a take-over by read-then-write lets every racer in; the compare-and-set lets one", async (s) => {
     const merchantId = s.merchant("cas");
-    const store = new IdempotencyStore(s.db, { leaseS: LEASE_MS / 1000 });
+    const store = idempotencyStore(s.db, { leaseS: LEASE_MS / 1000 });
     const racers = 4;
     for (const key of ["naive", "cas"]) {
-      assert.equal((await store.begin({ merchantId, key, fingerprint: PAY, nowMs: T0 })).kind, "started");
+      assert.equal(
+        (await store.begin({ scope: merchantId, key, fingerprint: PAY, nowMs: T0 })).kind,
+        "started",
+      );
     }
     const nowMs = T0 + LEASE_MS;
     // Read-then-write: every racer reads the expired lease before any writes (the barrier), then all take it.
@@ -162,7 +174,7 @@ contractSuite<IdempotencySubject>("PY-03 lock with a TTL vs conditional write", 
       "every racer believes it owns the key",
     );
     const raced = Array.from({ length: racers }, () =>
-      outcome(store.begin({ merchantId, key: "cas", fingerprint: PAY, nowMs })),
+      outcome(store.begin({ scope: merchantId, key: "cas", fingerprint: PAY, nowMs })),
     );
     const outcomes = await Promise.all(raced);
     assert.equal(outcomes.filter((o) => o === "started").length, 1);

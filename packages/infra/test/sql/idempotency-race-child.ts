@@ -5,19 +5,18 @@
  * argv: <database url> <schema> <merchant id> <key> <now ms>
  */
 import { createInterface } from "node:readline";
-import { openDatabase } from "@casebook/infra/sql/open-database";
-import { fingerprintRequest } from "../src/domain/idempotency.ts";
-import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
-import { IdempotencyStore } from "../src/store/idempotency-store.ts";
+import { fingerprintRequest } from "@casebook/kit/idempotency";
+import { openDatabase } from "../../src/sql/open-database.ts";
+import { idempotencyErrors, idempotencyStore } from "./idempotency-backends.ts";
 
 const [url, schema, merchantId, key, nowText] = process.argv.slice(2);
 if (!url || !schema || !merchantId || !key || !nowText)
   throw new Error("usage: <url> <schema> <merchant> <key> <nowMs>");
 
-const db = await openDatabase({ system: "payments", url, schema, pool: { maxConnections: 1 } });
+const db = await openDatabase({ system: "idempotency", url, schema, pool: { maxConnections: 1 } });
 try {
   await db.query("SELECT 1"); // the connection is open before the barrier, so the race is on the INSERT
-  const store = new IdempotencyStore(db);
+  const store = idempotencyStore(db);
   const fingerprint = fingerprintRequest({ method: "POST", path: "/payments", body: { amount: "5000" } });
   const lines = createInterface({ input: process.stdin });
   process.stdout.write("ready\n");
@@ -27,7 +26,7 @@ try {
   lines.close();
   let outcome: string;
   try {
-    outcome = (await store.begin({ merchantId, key, fingerprint, nowMs: Number(nowText) })).kind;
+    outcome = (await store.begin({ scope: merchantId, key, fingerprint, nowMs: Number(nowText) })).kind;
   } catch (err) {
     if (!idempotencyErrors.is(err)) throw err;
     outcome = err.code;

@@ -9,13 +9,12 @@ import { createInterface, type Interface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { openDatabase } from "@casebook/infra/sql/open-database";
-import type { Database } from "@casebook/infra/sql/sql";
+import { fingerprintRequest } from "@casebook/kit/idempotency";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
-import { fingerprintRequest } from "../src/domain/idempotency.ts";
-import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
-import { type BeginResult, IdempotencyStore } from "../src/store/idempotency-store.ts";
-import { openPostgresSchema, SYSTEM } from "./idempotency-backends.ts";
+import type { BeginResult } from "../../src/sql/idempotency-store.ts";
+import { openDatabase } from "../../src/sql/open-database.ts";
+import type { Database } from "../../src/sql/sql.ts";
+import { idempotencyErrors, idempotencyStore, openPostgresSchema, SYSTEM } from "./idempotency-backends.ts";
 
 const CHILD = fileURLToPath(new URL("./idempotency-race-child.ts", import.meta.url));
 const PROCESSES = 4;
@@ -109,7 +108,7 @@ describe("idempotency races on PostgreSQL", () => {
       const outcomes = (await Promise.all(answers)).map(
         (line) => (JSON.parse(line) as { outcome: string }).outcome,
       );
-      assert.deepEqual(tally(outcomes), { started: 1, PAYMENTS_IDEMPOTENCY_IN_PROGRESS: PROCESSES - 1 });
+      assert.deepEqual(tally(outcomes), { started: 1, TEST_IDEMPOTENCY_IN_PROGRESS: PROCESSES - 1 });
       const { rows } = await main.db.query("SELECT generation FROM idempotency_keys WHERE merchant_id = $1", [
         merchantId,
       ]);
@@ -122,10 +121,12 @@ describe("idempotency races on PostgreSQL", () => {
   test(`PY-02 ${POOLS} pools racing begin() on one key, ${ROUNDS} rounds: one starts, then all replay one response`, async (t) => {
     if (!main) return t.skip("PostgreSQL not reachable");
     const merchantId = uniqueName("m_pools");
-    const stores = pools.map((db) => new IdempotencyStore(db, { leaseS: LEASE_MS / 1000 }));
+    const stores = pools.map((db) => idempotencyStore(db, { leaseS: LEASE_MS / 1000 }));
     for (let round = 0; round < ROUNDS; round++) {
       const key = `key-${round}`;
-      const raced = stores.map((store) => store.begin({ merchantId, key, fingerprint: PAY, nowMs: T0 }));
+      const raced = stores.map((store) =>
+        store.begin({ scope: merchantId, key, fingerprint: PAY, nowMs: T0 }),
+      );
       const results = await Promise.allSettled(raced);
       const winners = results.flatMap((r) =>
         r.status === "fulfilled" && r.value.kind === "started" ? [r.value] : [],
@@ -133,11 +134,11 @@ describe("idempotency races on PostgreSQL", () => {
       assert.equal(winners.length, 1, `round ${round}`);
       assert.deepEqual(tally(await Promise.all(raced.map(outcome))), {
         started: 1,
-        PAYMENTS_IDEMPOTENCY_IN_PROGRESS: POOLS - 1,
+        TEST_IDEMPOTENCY_IN_PROGRESS: POOLS - 1,
       });
       await main.db.transaction((tx) => stores[0]!.complete(tx, winners[0]!.lease, RESPONSE, T0 + 1));
       const replays = await Promise.all(
-        stores.map((s) => s.begin({ merchantId, key, fingerprint: PAY, nowMs: T0 + 2 })),
+        stores.map((s) => s.begin({ scope: merchantId, key, fingerprint: PAY, nowMs: T0 + 2 })),
       );
       for (const replay of replays) assert.deepEqual(replay, { kind: "replay", response: RESPONSE });
     }
@@ -146,13 +147,13 @@ describe("idempotency races on PostgreSQL", () => {
   test(`${POOLS} pools racing to take over one crashed claim, ${ROUNDS} rounds: the compare-and-set lets exactly one in`, async (t) => {
     if (!main) return t.skip("PostgreSQL not reachable");
     const merchantId = uniqueName("m_takeover");
-    const stores = pools.map((db) => new IdempotencyStore(db, { leaseS: LEASE_MS / 1000 }));
+    const stores = pools.map((db) => idempotencyStore(db, { leaseS: LEASE_MS / 1000 }));
     for (let round = 0; round < ROUNDS; round++) {
       const key = `key-${round}`;
-      const crashed = await stores[0]!.begin({ merchantId, key, fingerprint: PAY, nowMs: T0 });
+      const crashed = await stores[0]!.begin({ scope: merchantId, key, fingerprint: PAY, nowMs: T0 });
       assert.equal(crashed.kind, "started"); // and its owner never comes back
       const nowMs = T0 + LEASE_MS;
-      const raced = stores.map((store) => store.begin({ merchantId, key, fingerprint: PAY, nowMs }));
+      const raced = stores.map((store) => store.begin({ scope: merchantId, key, fingerprint: PAY, nowMs }));
       const results = await Promise.allSettled(raced);
       const winners = results.flatMap((r) =>
         r.status === "fulfilled" && r.value.kind === "started" ? [r.value] : [],
@@ -161,7 +162,7 @@ describe("idempotency races on PostgreSQL", () => {
       assert.equal(winners[0]!.lease.generation, 2);
       assert.deepEqual(tally(await Promise.all(raced.map(outcome))), {
         started: 1,
-        PAYMENTS_IDEMPOTENCY_IN_PROGRESS: POOLS - 1,
+        TEST_IDEMPOTENCY_IN_PROGRESS: POOLS - 1,
       });
     }
   });

@@ -1,31 +1,32 @@
 /**
- * Stripe-style idempotency keys, the pure half (PY-01…PY-04, PY-13, PY-18): key
- * validation, the request fingerprint, and the state machine that decides what a
- * request meets when its key already exists. The store (`store/idempotency-store.ts`)
- * does the one conditional write and asks `decideExisting` what to do next.
+ * Stripe-style idempotency keys, the pure half (payments' PY-01…PY-04, PY-13, PY-18): the
+ * request fingerprint, the state machine that decides what a request meets when its key
+ * already exists, and the error codes of the store. The store
+ * (`@casebook/infra/sql/idempotency-store`) does the one conditional write and asks
+ * `decideExisting` what to do next; the key rule itself is `./idempotency-key.ts`.
  *
- * States of a key, scoped per merchant:
+ * States of a key, scoped per caller (a merchant, a tenant):
  *
  *   (absent) ──begin──▶ in_progress(recovery point, locked_at) ──complete──▶ completed(response)
- *                          │  ▲ advance(step): a saga step committed with its writes
+ *                          │  ▲ advance(step): a step committed with its writes
  *                          │  └─ take over: lease expired or released, compare-and-set
  *                          └─release──▶ absent (nothing done yet) | unlocked (resume from its point)
  *
  * Expired entries (older than `retentionS`) read as absent and are pruned in batches.
  *
  * @example
- * const key = validateIdempotencyKey(request.headers["idempotency-key"]);
  * const fingerprint = fingerprintRequest({ method: "POST", path: "/payments", body: request.body });
  * decideExisting(entry, { fingerprint, nowMs }, { leaseMs: 60_000, retentionMs: 86_400_000 });
  * // → { kind: "replay", response } | { kind: "in_progress", retryAfterMs } | { kind: "mismatch", parts } | …
  */
 import { createHash } from "node:crypto";
-import { idempotencyErrors } from "./idempotency-errors.ts";
+import { defineErrors, type ErrorRegistry } from "./errors.ts";
+import { IDEMPOTENCY_KEY_MAX_CHARS, idempotencyKeyProblem } from "./idempotency-key.ts";
 
-/** Stripe's bound; a UUID (36) fits with room for a client prefix. */
-export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
-/** A merchant id comes from authentication, not from input; the bound is an assertion. */
-export const MERCHANT_ID_MAX_LENGTH = 255;
+/** The one rule's bound (./idempotency-key.ts): Stripe's. */
+export const IDEMPOTENCY_KEY_MAX_LENGTH = IDEMPOTENCY_KEY_MAX_CHARS;
+/** A scope (merchant, tenant) comes from authentication, not from input; the bound is an assertion. */
+export const SCOPE_MAX_LENGTH = 255;
 /** PY-04: keys live at least 24 h (Stripe prunes after 24 h). */
 export const DEFAULT_RETENTION_S = 86_400;
 /** A claim whose owner has not been heard from for this long may be taken over (crashed owner). */
@@ -42,7 +43,6 @@ export const RECOVERY_STARTED = "started";
 /** The recovery point of a completed key; only `complete` reaches it. */
 export const RECOVERY_FINISHED = "finished";
 
-const KEY_PATTERN = /^[\x21-\x7e]+$/;
 const STEP_PATTERN = /^[a-z][a-z0-9_]{0,62}$/;
 const METHOD_PATTERN = /^[A-Z]{1,16}$/;
 const SHA256_HEX_PATTERN = /^[0-9a-f]{64}$/;
@@ -93,32 +93,101 @@ export type ExistingDecision =
   | { kind: "in_progress"; retryAfterMs: number }
   | { kind: "take_over"; recoveryPoint: string };
 
-/**
- * The Idempotency-Key header, checked: 1..255 visible ASCII characters (no spaces,
- * so a proxy that trims or folds whitespace cannot turn one key into two).
- * Throws PAYMENTS_IDEMPOTENCY_KEY_INVALID naming the reason; call it BEFORE `begin`,
- * so an invalid request stores nothing.
- *
- * @example
- * validateIdempotencyKey("3f1c2a8e-6b1d-4c55-9d1e-2f3a4b5c6d7e"); // returns it
- */
-export function validateIdempotencyKey(raw: unknown): string {
-  const invalid = (reason: string) =>
-    idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_KEY_INVALID", {
-      fields: { field: "Idempotency-Key", reason },
-    });
-  if (typeof raw !== "string" || raw.length === 0) throw invalid("missing");
-  if (raw.length > IDEMPOTENCY_KEY_MAX_LENGTH) throw invalid(`longer than ${IDEMPOTENCY_KEY_MAX_LENGTH}`);
-  if (!KEY_PATTERN.test(raw)) throw invalid("only visible ASCII characters (0x21-0x7e) are allowed");
-  return raw;
+/** What can go wrong with a key; each system's codes are `<AREA>_IDEMPOTENCY_<kind>`. */
+export type IdempotencyErrorKind =
+  | "KEY_INVALID"
+  | "IN_PROGRESS"
+  | "MISMATCH"
+  | "LOCK_LOST"
+  | "RESPONSE_TOO_LARGE";
+export type IdempotencyErrorCode<Area extends string> = `${Area}_IDEMPOTENCY_${IdempotencyErrorKind}`;
+
+/** A system's idempotency errors: its registry, and `create` by kind for the shared store. */
+export interface IdempotencyErrors<Area extends string = string> {
+  readonly registry: ErrorRegistry<IdempotencyErrorCode<Area>>;
+  create(kind: IdempotencyErrorKind, options?: Parameters<ErrorRegistry<string>["create"]>[1]): Error;
+  is(error: unknown, kind: IdempotencyErrorKind): boolean;
 }
 
-/** Asserts a merchant id (it comes from authentication: a bad one is a bug, not bad input). */
-export function checkMerchantId(merchantId: string): string {
-  if (merchantId.length === 0 || merchantId.length > MERCHANT_ID_MAX_LENGTH) {
-    throw new RangeError(`merchantId must be 1..${MERCHANT_ID_MAX_LENGTH} characters`);
+const DEFAULT_MESSAGES: Readonly<Record<IdempotencyErrorKind, { status: number; message: string }>> = {
+  KEY_INVALID: {
+    status: 400,
+    message:
+      "The Idempotency-Key header must be 1 to 255 visible ASCII characters; send a fresh UUID per operation and reuse it on every retry.",
+  },
+  IN_PROGRESS: {
+    status: 409,
+    message:
+      "A request with this Idempotency-Key is still being processed; retry after `retryAfterMs` to get its result.",
+  },
+  MISMATCH: {
+    status: 422,
+    message:
+      "This Idempotency-Key was already used with different parameters (see `mismatch`); reuse a key only to retry the identical request.",
+  },
+  LOCK_LOST: {
+    status: 409,
+    message:
+      "This request's claim on its Idempotency-Key expired and a retry took it over; its writes were rolled back. Retry with the same key to get the result.",
+  },
+  RESPONSE_TOO_LARGE: {
+    status: 500,
+    message:
+      "The response is too large to store for replay; this is a bug in the endpoint, not in the request.",
+  },
+};
+
+/**
+ * The idempotency error registry of a system (`PAYMENTS_IDEMPOTENCY_IN_PROGRESS`, …), with the
+ * statuses every system shares (400, 409, 422, 409, 500) and messages it may reword.
+ *
+ * @example
+ * export const idempotency = defineIdempotencyErrors("PAYMENTS");
+ * throw idempotency.create("IN_PROGRESS", { fields: { retryAfterMs: 1_000 } }); // PAYMENTS_IDEMPOTENCY_IN_PROGRESS
+ */
+export function defineIdempotencyErrors<const Area extends string>(
+  area: Area,
+  messages: Partial<Record<IdempotencyErrorKind, string>> = {},
+): IdempotencyErrors<Area> {
+  const code = (kind: IdempotencyErrorKind) => `${area}_IDEMPOTENCY_${kind}` as IdempotencyErrorCode<Area>;
+  const specs = {} as Record<IdempotencyErrorCode<Area>, { status: number; message: string }>;
+  for (const [kind, spec] of Object.entries(DEFAULT_MESSAGES) as [
+    IdempotencyErrorKind,
+    { status: number; message: string },
+  ][]) {
+    specs[code(kind)] = { status: spec.status, message: messages[kind] ?? spec.message };
   }
-  return merchantId;
+  const registry = defineErrors(specs);
+  return {
+    registry,
+    create: (kind, options) => registry.create(code(kind), options),
+    is: (error, kind) => registry.is(error, code(kind)),
+  };
+}
+
+/**
+ * The Idempotency-Key, checked by the one rule (./idempotency-key.ts: 1..255 visible ASCII
+ * characters, so a proxy that trims or folds whitespace cannot turn one key into two).
+ * Throws `<AREA>_IDEMPOTENCY_KEY_INVALID` naming the reason; call it BEFORE `begin`, so an
+ * invalid request stores nothing.
+ *
+ * @example
+ * validateIdempotencyKey("3f1c2a8e-6b1d-4c55-9d1e-2f3a4b5c6d7e", errors); // returns it
+ */
+export function validateIdempotencyKey(raw: unknown, errors: IdempotencyErrors): string {
+  const problem = idempotencyKeyProblem(raw);
+  if (problem !== undefined) {
+    throw errors.create("KEY_INVALID", { fields: { field: "Idempotency-Key", reason: problem } });
+  }
+  return raw as string;
+}
+
+/** Asserts a scope id (it comes from authentication: a bad one is a bug, not bad input). */
+export function checkScope(scope: string): string {
+  if (scope.length === 0 || scope.length > SCOPE_MAX_LENGTH) {
+    throw new RangeError(`an idempotency scope must be 1..${SCOPE_MAX_LENGTH} characters`);
+  }
+  return scope;
 }
 
 /**
@@ -265,7 +334,7 @@ export function selectReplayHeaders(
 }
 
 /** Asserts a response can be stored: an HTTP status, lower-case header names, a bounded body. */
-export function checkStoredResponse(response: StoredResponse): StoredResponse {
+export function checkStoredResponse(response: StoredResponse, errors: IdempotencyErrors): StoredResponse {
   if (!Number.isInteger(response.status) || response.status < 100 || response.status > 599) {
     throw new RangeError(`not an HTTP status: ${response.status}`);
   }
@@ -274,7 +343,7 @@ export function checkStoredResponse(response: StoredResponse): StoredResponse {
     if (typeof value !== "string") throw new TypeError(`header ${name} must be a string`);
   }
   if (response.body.byteLength > RESPONSE_BODY_MAX_BYTES) {
-    throw idempotencyErrors.create("PAYMENTS_IDEMPOTENCY_RESPONSE_TOO_LARGE", {
+    throw errors.create("RESPONSE_TOO_LARGE", {
       fields: { bodyBytes: response.body.byteLength, maxBytes: RESPONSE_BODY_MAX_BYTES },
     });
   }

@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { CasebookError } from "@casebook/kit/errors";
+import { CasebookError } from "../src/errors.ts";
 import {
   CANONICAL_MAX_DEPTH,
   canonicalJson,
   checkAdvance,
   checkStoredResponse,
   decideExisting,
+  defineIdempotencyErrors,
   type ExistingEntry,
   fingerprintDigest,
   fingerprintRequest,
@@ -17,8 +18,12 @@ import {
   RESPONSE_BODY_MAX_BYTES,
   selectReplayHeaders,
   validateIdempotencyKey,
-} from "../src/domain/idempotency.ts";
-import { type IdempotencyErrorCode, idempotencyErrors } from "../src/domain/idempotency-errors.ts";
+} from "../src/idempotency.ts";
+
+/** A system's codes, as payments defines PAYMENTS_IDEMPOTENCY_*. */
+const testIdempotency = defineIdempotencyErrors("TEST");
+const idempotencyErrors = testIdempotency.registry;
+type IdempotencyErrorCode = keyof typeof idempotencyErrors.specs;
 
 const POLICY = { leaseMs: 60_000, retentionMs: 86_400_000 };
 const PAYMENT = fingerprintRequest({
@@ -29,13 +34,33 @@ const PAYMENT = fingerprintRequest({
 
 function keyError(raw: unknown): string {
   try {
-    validateIdempotencyKey(raw);
+    validateIdempotencyKey(raw, testIdempotency);
   } catch (err) {
-    assert.ok(idempotencyErrors.is(err, "PAYMENTS_IDEMPOTENCY_KEY_INVALID"));
+    assert.ok(idempotencyErrors.is(err, "TEST_IDEMPOTENCY_KEY_INVALID"));
     return String(err.fields.reason);
   }
   return "accepted";
 }
+
+test("defineIdempotencyErrors: <AREA>_IDEMPOTENCY_* codes with the shared statuses, messages the system may reword", () => {
+  const payments = defineIdempotencyErrors("PAYMENTS", {
+    KEY_INVALID: "Send a fresh UUID per payment attempt.",
+  });
+  assert.deepEqual(Object.keys(payments.registry.specs).sort(), [
+    "PAYMENTS_IDEMPOTENCY_IN_PROGRESS",
+    "PAYMENTS_IDEMPOTENCY_KEY_INVALID",
+    "PAYMENTS_IDEMPOTENCY_LOCK_LOST",
+    "PAYMENTS_IDEMPOTENCY_MISMATCH",
+    "PAYMENTS_IDEMPOTENCY_RESPONSE_TOO_LARGE",
+  ]);
+  assert.equal(
+    payments.registry.specs.PAYMENTS_IDEMPOTENCY_KEY_INVALID.message,
+    "Send a fresh UUID per payment attempt.",
+  );
+  const error = payments.create("LOCK_LOST", { fields: { key: "k" } });
+  assert.ok(payments.is(error, "LOCK_LOST") && !payments.is(error, "MISMATCH"));
+  assert.ok(!testIdempotency.is(error, "LOCK_LOST"), "another system's code");
+});
 
 test("every idempotency error code has a 4xx/5xx status, a message, and round-trips through is()", () => {
   for (const code of Object.keys(idempotencyErrors.specs) as IdempotencyErrorCode[]) {
@@ -45,8 +70,8 @@ test("every idempotency error code has a 4xx/5xx status, a message, and round-tr
     assert.ok(error.message.length > 20, code);
     assert.ok(idempotencyErrors.is(error, code));
   }
-  assert.equal(idempotencyErrors.specs.PAYMENTS_IDEMPOTENCY_IN_PROGRESS.status, 409);
-  assert.equal(idempotencyErrors.specs.PAYMENTS_IDEMPOTENCY_MISMATCH.status, 422);
+  assert.equal(idempotencyErrors.specs.TEST_IDEMPOTENCY_IN_PROGRESS.status, 409);
+  assert.equal(idempotencyErrors.specs.TEST_IDEMPOTENCY_MISMATCH.status, 422);
 });
 
 test("an idempotency key is 1..255 visible ASCII characters", () => {
@@ -174,12 +199,15 @@ test("only the allowed headers are kept for replay, names lower-cased", () => {
 
 test("a stored response needs an HTTP status, lower-case headers and a body within its bound", () => {
   const ok = { status: 201, headers: { "content-type": "application/json" }, body: new Uint8Array(3) };
-  assert.equal(checkStoredResponse(ok), ok);
-  assert.throws(() => checkStoredResponse({ ...ok, status: 99 }), RangeError);
-  assert.throws(() => checkStoredResponse({ ...ok, headers: { "Content-Type": "x" } }), TypeError);
+  assert.equal(checkStoredResponse(ok, testIdempotency), ok);
+  assert.throws(() => checkStoredResponse({ ...ok, status: 99 }, testIdempotency), RangeError);
+  assert.throws(
+    () => checkStoredResponse({ ...ok, headers: { "Content-Type": "x" } }, testIdempotency),
+    TypeError,
+  );
   const large = { ...ok, body: new Uint8Array(RESPONSE_BODY_MAX_BYTES + 1) };
   assert.throws(
-    () => checkStoredResponse(large),
-    (err) => idempotencyErrors.is(err, "PAYMENTS_IDEMPOTENCY_RESPONSE_TOO_LARGE"),
+    () => checkStoredResponse(large, testIdempotency),
+    (err) => idempotencyErrors.is(err, "TEST_IDEMPOTENCY_RESPONSE_TOO_LARGE"),
   );
 });

@@ -20,22 +20,21 @@
  * client must see).
  *
  * @example
- * const begun = await beginClaim(store, db, { merchantId, key, fingerprint, nowMs: clock.nowMs() }, reply.log);
+ * const begun = await beginClaim(store, db, { scope: merchantId, key, fingerprint, nowMs: clock.nowMs() }, reply.log);
  * try { await db.transaction(...); } catch (error) { await releaseAfterFailure(store, db, lease, reply.log); throw error; }
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Queryable } from "@casebook/infra/sql/sql";
-import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { BackoffPolicy } from "@casebook/kit/backoff";
+import { DEFAULT_LEASE_S } from "@casebook/kit/idempotency";
 import { systemRandom } from "@casebook/kit/random";
-import type { FastifyBaseLogger } from "fastify";
-import { DEFAULT_LEASE_S } from "../domain/idempotency.ts";
-import type {
-  BeginInput,
-  BeginResult,
-  IdempotencyLease,
-  IdempotencyStore,
-} from "../store/idempotency-store.ts";
+import type { BeginInput, BeginResult, IdempotencyLease, IdempotencyStore } from "./idempotency-store.ts";
+import type { Queryable } from "./sql.ts";
+import { sqlErrors } from "./sql-errors.ts";
+
+/** The one logger call made here (a Fastify request logger or pino fits). */
+export interface ClaimLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
 
 /** Bound on clean-ups waiting in the background in one process; past it a claim waits out its lease. */
 export const MAX_PENDING_CLEANUPS = 1_000;
@@ -73,13 +72,13 @@ export async function beginClaim(
   store: IdempotencyStore,
   db: Queryable,
   input: BeginInput & { nowMs: number },
-  log: FastifyBaseLogger,
+  log: ClaimLog,
 ): Promise<BeginResult> {
   try {
     return await store.begin(input);
   } catch (error) {
     if (sqlErrors.is(error, "SQL_UNAVAILABLE")) {
-      const claim = { merchantId: input.merchantId, key: input.key, claimedAtMs: input.nowMs };
+      const claim = { scope: input.scope, key: input.key, claimedAtMs: input.nowMs };
       let cleanChecks = 0;
       retryInBackground(input.key, log, async () => {
         if (await store.abandonUnacknowledged(db, claim)) return "done";
@@ -96,7 +95,7 @@ export async function releaseAfterFailure(
   store: IdempotencyStore,
   db: Queryable,
   lease: IdempotencyLease,
-  log: FastifyBaseLogger,
+  log: ClaimLog,
 ): Promise<void> {
   try {
     await store.release(db, lease);
@@ -113,7 +112,7 @@ export async function releaseAfterFailure(
 }
 
 /** Runs `attempt` after each backoff delay until it is done, fails otherwise, or the budget ends. */
-function retryInBackground(key: string, log: FastifyBaseLogger, attempt: Attempt): void {
+function retryInBackground(key: string, log: ClaimLog, attempt: Attempt): void {
   if (pendingCleanups >= MAX_PENDING_CLEANUPS) {
     log.warn({ key, pendingCleanups }, "idempotency claim kept until its lease ends");
     return;
@@ -124,7 +123,7 @@ function retryInBackground(key: string, log: FastifyBaseLogger, attempt: Attempt
   });
 }
 
-async function retryLoop(key: string, log: FastifyBaseLogger, attempt: Attempt): Promise<void> {
+async function retryLoop(key: string, log: ClaimLog, attempt: Attempt): Promise<void> {
   const startMs = performance.now();
   for (let n = 1; ; n++) {
     const decision = CLEANUP_RETRY.next(n, performance.now() - startMs);

@@ -1,0 +1,140 @@
+/**
+ * Bearer authentication (RFC 6750) as a Fastify hook: `Authorization: Bearer <credential>` →
+ * the request's principal (a merchant, a tenant), or 401 problem+json with `WWW-Authenticate`:
+ *
+ * - no usable credentials (no header, another scheme, an empty token): `AUTH_MISSING` and
+ *   `WWW-Authenticate: Bearer realm="<realm>"` (§3.1: no error code when none was sent);
+ * - a credential that is malformed, unknown, wrong or expired: `AUTH_INVALID` and
+ *   `…, error="invalid_token"` — one code for all four, so a caller learns nothing about
+ *   which keys exist.
+ *
+ * A credential longer than `maxCredentialChars` is refused without being looked up or hashed
+ * (bounds the work a stranger can cause). The hook fits `onRequest`: a stranger's request is
+ * refused before its body is even parsed. The principal is kept in a WeakMap keyed by the
+ * request instead of a Fastify decoration: nothing to declare on Fastify's types, and an entry
+ * goes away with its request; `principalOf` reads it.
+ *
+ * @example
+ * const auth = createBearerAuth({ realm: "payments", verify: (key) => merchants.authenticate(key) });
+ * app.register(async (scope) => {
+ *   scope.addHook("onRequest", auth.authenticate);
+ *   scope.get("/v1/accounts", async (request) => list(auth.principalOf(request)));
+ * });
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { commonErrors } from "@casebook/kit/errors";
+import type { FastifyReply, FastifyRequest } from "fastify";
+
+/** Longer than any key or token we issue: refused without hashing. */
+export const DEFAULT_MAX_CREDENTIAL_CHARS = 256;
+/** `[A-Za-z0-9_-]`: realms name a system; nothing to escape inside the quoted string. */
+const REALM_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+const BEARER = /^Bearer +(\S+) *$/i;
+
+export interface BearerAuthOptions<Principal> {
+  /** Named in `WWW-Authenticate: Bearer realm="…"`: the system's name. */
+  realm: string;
+  /** The principal a credential belongs to, or undefined (malformed, unknown, wrong, expired). */
+  verify(credential: string): Promise<Principal | undefined>;
+  /** Default DEFAULT_MAX_CREDENTIAL_CHARS (256). */
+  maxCredentialChars?: number;
+}
+
+export interface BearerAuth<Principal> {
+  /** Fastify hook (`onRequest` or `preHandler`): records the request's principal, or throws a 401. */
+  authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** The principal `authenticate` recorded; throws on a route left outside the authenticated scope. */
+  principalOf(request: FastifyRequest): Principal;
+}
+
+/**
+ * The bearer token of an Authorization header, or undefined when there is none to check.
+ *
+ * @example
+ * bearerToken("Bearer sk_1_x"); // "sk_1_x"
+ * bearerToken("Basic dTpw");    // undefined
+ */
+export function bearerToken(header: string | string[] | undefined): string | undefined {
+  // The regex is linear and Node bounds header size (16 KiB): no length check needed before it.
+  return typeof header === "string" ? BEARER.exec(header)?.[1] : undefined;
+}
+
+function checkRealm(realm: string): string {
+  if (!REALM_PATTERN.test(realm)) throw new RangeError(`realm ${realm} must be 1-64 of [A-Za-z0-9_-]`);
+  return realm;
+}
+
+/** Sets the RFC 6750 challenge and throws the 401: AUTH_INVALID when a credential was sent, else AUTH_MISSING. */
+function refuse(reply: FastifyReply, challenge: string, presented: boolean): never {
+  reply.header("www-authenticate", presented ? `${challenge}, error="invalid_token"` : challenge);
+  throw commonErrors.create(presented ? "AUTH_INVALID" : "AUTH_MISSING");
+}
+
+/**
+ * The hook and its accessor for credentials `verify` resolves to a principal.
+ *
+ * @example
+ * const auth = createBearerAuth({ realm: "webhooks", verify: async (key) => (key === "k" ? "ten_1" : undefined) });
+ */
+export function createBearerAuth<Principal>(options: BearerAuthOptions<Principal>): BearerAuth<Principal> {
+  const challenge = `Bearer realm="${checkRealm(options.realm)}"`;
+  const maxChars = options.maxCredentialChars ?? DEFAULT_MAX_CREDENTIAL_CHARS;
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  return {
+    async authenticate(request, reply) {
+      const token = bearerToken(request.headers.authorization);
+      if (token === undefined) refuse(reply, challenge, false);
+      const principal = token.length <= maxChars ? await options.verify(token) : undefined;
+      if (principal === undefined) refuse(reply, challenge, true);
+      principals.set(request, principal);
+    },
+    principalOf(request) {
+      // `has`, not `!== undefined`: a principal is whatever verify resolved, and only undefined means "none".
+      if (!principals.has(request)) {
+        // A bug, not a client error: the route was registered outside the authenticated scope.
+        throw new Error(`no authenticated principal for ${request.url}`);
+      }
+      return principals.get(request) as Principal;
+    },
+  };
+}
+
+function sha256(text: string): Buffer {
+  return createHash("sha256").update(text, "utf8").digest();
+}
+
+/**
+ * A hook that admits one fixed token (an operator's admin token), compared in constant time
+ * through its sha256: equal lengths, so the compare itself leaks nothing, not even the length.
+ *
+ * @example
+ * scope.addHook("onRequest", createStaticTokenAuth({ realm: "webhooks", token: config.adminToken }));
+ */
+export function createStaticTokenAuth(options: {
+  realm: string;
+  token: string;
+  maxCredentialChars?: number;
+}): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
+  const challenge = `Bearer realm="${checkRealm(options.realm)}"`;
+  const maxChars = options.maxCredentialChars ?? DEFAULT_MAX_CREDENTIAL_CHARS;
+  const expected = sha256(options.token);
+  return async function authenticateStaticToken(request, reply) {
+    const token = bearerToken(request.headers.authorization);
+    if (token === undefined) refuse(reply, challenge, false);
+    if (token.length > maxChars || !timingSafeEqual(sha256(token), expected)) refuse(reply, challenge, true);
+  };
+}
+
+/**
+ * The `authorization` header for a route's `headers` schema: documents the credential in
+ * /openapi.json (checking it is the hook's job, so it is not required here).
+ *
+ * @example
+ * app.get("/v1/things", { schema: { headers: bearerAuthHeaders("Bearer <merchant API key>") } }, h);
+ */
+export function bearerAuthHeaders<const Description extends string>(description: Description) {
+  return {
+    type: "object",
+    properties: { authorization: { type: "string", description } },
+  } as const;
+}

@@ -1,0 +1,159 @@
+/**
+ * API keys in SQL, the storage half of `@casebook/kit/api-key`: one table per system
+ * (`merchant_api_keys`, `tenant_api_keys`), one row per key — its public prefix (the primary
+ * key), its owner, sha256(key), when it was made and when it stops working. The key itself is
+ * never stored: `issue` returns it once, for the caller to hand to the owner.
+ *
+ * - `apiKeyTableSql` is the table's DDL, for a system's migration (payments' 005 and webhooks'
+ *   001 wrote the same table by hand; a test checks the helper still builds exactly theirs).
+ * - `ApiKeyTable` issues (a fresh prefix on the rare collision, inside the caller's
+ *   transaction), authenticates (lookup by prefix, constant-time hash compare, then expiry),
+ *   lists, expires an owner's other keys (rotation) and revokes one.
+ *
+ * Table and column names reach SQL text, so they are checked as identifiers.
+ *
+ * @example
+ * const keys = new ApiKeyTable({ table: "merchant_api_keys", ownerColumn: "merchant_id", scheme: apiKeyScheme("sk") });
+ * const issued = await db.transaction((tx) => keys.issue(tx, "mer_1", { nowMs, randomBytes }));
+ * await keys.authenticate(db, issued.key, nowMs); // "mer_1"
+ */
+import { type ApiKeyScheme, apiKeyMatches, type IssuedApiKey, type RandomBytes } from "@casebook/kit/api-key";
+import type { Queryable } from "./sql.ts";
+import { checkIdentifier } from "./sql-schema.ts";
+
+/** Fresh prefixes tried when one is taken: 2^64 ids make even a second attempt vanishingly rare. */
+export const MAX_PREFIX_ATTEMPTS = 3;
+
+export interface ApiKeyTableNames {
+  /** `merchant_api_keys`. */
+  table: string;
+  /** The owner's id column: `merchant_id`, `tenant_id`. */
+  ownerColumn: string;
+  scheme: ApiKeyScheme;
+}
+
+export interface ApiKeyTableSqlOptions extends ApiKeyTableNames {
+  /** The owners' table and its key, for the foreign key: `merchants (id)`. */
+  ownerTable: string;
+  /** Default `${table}_${ownerColumn}`. */
+  ownerIndex?: string;
+}
+
+export interface ApiKeyInfo {
+  prefix: string;
+  createdAt: Date;
+  /** null: valid until rotated out or revoked. */
+  expiresAt: Date | null;
+}
+
+export interface IssueContext {
+  nowMs: number;
+  /** Cryptographically secure in production (node:crypto `randomBytes`). */
+  randomBytes: RandomBytes;
+  /** Default: none (valid until rotated out or revoked). */
+  expiresAtMs?: number;
+}
+
+/**
+ * The CREATE TABLE (and owner index) of an API key table, for a migration.
+ *
+ * @example
+ * migration("002_api_keys", apiKeyTableSql({ table: "owner_api_keys", ownerColumn: "owner_id",
+ *   ownerTable: "owners", scheme: apiKeyScheme("ok") }));
+ */
+export function apiKeyTableSql(options: ApiKeyTableSqlOptions): string {
+  const table = checkIdentifier(options.table);
+  const owner = checkIdentifier(options.ownerColumn);
+  const ownerTable = checkIdentifier(options.ownerTable);
+  const index = checkIdentifier(options.ownerIndex ?? `${table}_${owner}`);
+  return `CREATE TABLE ${table} (
+  prefix     text        PRIMARY KEY CHECK (prefix ~ '${options.scheme.prefixRegex}'),
+  ${owner} text NOT NULL REFERENCES ${ownerTable} (id),
+  key_hash   char(64)    NOT NULL CHECK (key_hash ~ '^[0-9a-f]{64}$'),
+  created_at timestamptz NOT NULL,
+  -- NULL: valid until rotated out or revoked.
+  expires_at timestamptz
+);
+CREATE INDEX ${index} ON ${table} (${owner});
+`;
+}
+
+/** Issue, authenticate, list, expire and revoke the keys of one table; see the module comment. */
+export class ApiKeyTable {
+  readonly scheme: ApiKeyScheme;
+  readonly #table: string;
+  readonly #owner: string;
+
+  constructor(names: ApiKeyTableNames) {
+    this.scheme = names.scheme;
+    this.#table = checkIdentifier(names.table);
+    this.#owner = checkIdentifier(names.ownerColumn);
+  }
+
+  /**
+   * A fresh key for `ownerId`, inserted with `q` (the caller's transaction, so the key commits
+   * with the owner it belongs to). The returned `key` is the only copy: hand it over now.
+   */
+  async issue(q: Queryable, ownerId: string, ctx: IssueContext): Promise<IssuedApiKey> {
+    const expiresAt = ctx.expiresAtMs === undefined ? null : new Date(ctx.expiresAtMs);
+    for (let attempt = 1; attempt <= MAX_PREFIX_ATTEMPTS; attempt++) {
+      const issued = this.scheme.issue(ctx.randomBytes);
+      // DO NOTHING instead of catching 23505: a unique violation would abort the caller's transaction.
+      const { rowCount } = await q.query(
+        `INSERT INTO ${this.#table} (prefix, ${this.#owner}, key_hash, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (prefix) DO NOTHING`,
+        [issued.prefix, ownerId, issued.hash, new Date(ctx.nowMs), expiresAt],
+      );
+      if (rowCount === 1) return issued;
+    }
+    throw new Error(`api key: ${MAX_PREFIX_ATTEMPTS} random prefixes were all taken; is randomBytes random?`);
+  }
+
+  /** The owner a presented key belongs to, or undefined (malformed, unknown, wrong secret, expired). */
+  async authenticate(q: Queryable, key: string, nowMs: number): Promise<string | undefined> {
+    const presented = this.scheme.parse(key);
+    if (!presented) return undefined;
+    const { rows } = await q.query<{ owner: string; key_hash: string; expires_at: Date | null }>(
+      `SELECT ${this.#owner} AS owner, key_hash, expires_at FROM ${this.#table} WHERE prefix = $1`,
+      [presented.prefix],
+    );
+    const row = rows[0];
+    // The hash compare runs before the expiry check, so both failures take the same path and time.
+    if (!row || !apiKeyMatches(presented.hash, row.key_hash)) return undefined;
+    if (row.expires_at !== null && row.expires_at.getTime() <= nowMs) return undefined;
+    return row.owner;
+  }
+
+  /** The owner's keys, newest first (prefixes only: the keys themselves are not stored). */
+  async list(q: Queryable, ownerId: string): Promise<ApiKeyInfo[]> {
+    const { rows } = await q.query<{ prefix: string; created_at: Date; expires_at: Date | null }>(
+      `SELECT prefix, created_at, expires_at FROM ${this.#table} WHERE ${this.#owner} = $1
+        ORDER BY created_at DESC, prefix`,
+      [ownerId],
+    );
+    return rows.map((row) => ({ prefix: row.prefix, createdAt: row.created_at, expiresAt: row.expires_at }));
+  }
+
+  /**
+   * Every live key of the owner stops working at `atMs` (rotation: now, or after an overlap);
+   * a key already expiring sooner keeps its earlier expiry. Returns how many changed.
+   */
+  async expireAll(q: Queryable, ownerId: string, atMs: number): Promise<number> {
+    const { rowCount } = await q.query(
+      `UPDATE ${this.#table} SET expires_at = $2
+        WHERE ${this.#owner} = $1 AND (expires_at IS NULL OR expires_at > $2)`,
+      [ownerId, new Date(atMs)],
+    );
+    return rowCount;
+  }
+
+  /** The key with `prefix` stops working at `nowMs`; false when the owner has no such live key. */
+  async revoke(q: Queryable, ownerId: string, prefix: string, nowMs: number): Promise<boolean> {
+    const { rowCount } = await q.query(
+      `UPDATE ${this.#table} SET expires_at = $3
+        WHERE ${this.#owner} = $1 AND prefix = $2 AND (expires_at IS NULL OR expires_at > $3)`,
+      [ownerId, prefix, new Date(nowMs)],
+    );
+    return rowCount === 1;
+  }
+}
