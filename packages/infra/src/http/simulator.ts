@@ -27,12 +27,12 @@
  * });
  * const { url } = await sim.listen({ port: 0 });
  */
-import { timingSafeEqual } from "node:crypto";
 import type { Clock } from "@casebook/kit/clock";
-import { type CasebookError, commonErrors, type ErrorRegistry } from "@casebook/kit/errors";
+import { type CasebookError, type ErrorRegistry } from "@casebook/kit/errors";
 import type { RandomSource } from "@casebook/kit/random";
 import type { FastifyInstance } from "fastify";
 import { Gauge } from "prom-client";
+import { createStaticTokenAuth } from "./bearer-auth.ts";
 import { createService, type ListenOptions, type Service, type ServiceOptions } from "./service.ts";
 import {
   type ErrorStatus,
@@ -115,19 +115,6 @@ export const faultKnobsSchemaProperties = {
 /** A JSON schema number knob within `bounds`. */
 export function numberKnob(bounds: { min: number; max: number }, integer: boolean) {
   return { type: integer ? "integer" : "number", minimum: bounds.min, maximum: bounds.max } as const;
-}
-
-function bearerGuard(adminToken: string) {
-  const expected = Buffer.from(adminToken);
-  return async (request: { headers: Record<string, string | string[] | undefined> }) => {
-    const header = request.headers.authorization;
-    if (typeof header !== "string" || !header.startsWith("Bearer "))
-      throw commonErrors.create("AUTH_MISSING");
-    const given = Buffer.from(header.slice("Bearer ".length));
-    // Constant time: the admin token must not leak a byte at a time through response timing.
-    if (given.length !== expected.length || !timingSafeEqual(given, expected))
-      throw commonErrors.create("AUTH_INVALID");
-  };
 }
 
 const tags = ["admin"];
@@ -233,7 +220,8 @@ export function createSimulator<B>(options: SimulatorOptions<B>): Simulator<B> {
     options.routes(api, faults);
   });
   service.app.register(async (admin) => {
-    if (options.adminToken !== undefined) admin.addHook("onRequest", bearerGuard(options.adminToken));
+    if (options.adminToken !== undefined)
+      admin.addHook("onRequest", createStaticTokenAuth({ realm: options.name, token: options.adminToken }));
     registerControlPanel(admin, options, faults);
     options.adminRoutes?.(admin, faults);
   });

@@ -23,7 +23,7 @@
  *   event's stable id as `webhook-id` (WH-14), the sender's SSRF guard and phase timeouts,
  *   and a whole-request deadline (send-attempt.ts).
  * - **Record** the attempt and the core's decision (delivery-outcome.ts) as one CAS on the
- *   lease version, group-committed with the other results of the moment (batcher.ts).
+ *   lease version, group-committed with the other results of the moment (kit group-commit.ts).
  *   A lost CAS drops the result: the new owner decides. 410 disables the subscription;
  *   quarantine (persistent 4xx, refused address) disables it too, so queued deliveries to
  *   it are cancelled by their re-check instead of hammering it. Retry-After holds the
