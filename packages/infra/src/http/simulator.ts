@@ -28,7 +28,7 @@
  * const { url } = await sim.listen({ port: 0 });
  */
 import type { Clock } from "@casebook/kit/clock";
-import { type CasebookError, type ErrorRegistry } from "@casebook/kit/errors";
+import type { CasebookError, ErrorRegistry } from "@casebook/kit/errors";
 import type { RandomSource } from "@casebook/kit/random";
 import type { FastifyInstance } from "fastify";
 import { Gauge } from "prom-client";
