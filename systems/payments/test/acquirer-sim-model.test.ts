@@ -239,10 +239,10 @@ test("planCall draws only for knobs that are on and is reproducible for a seed",
   };
   assert.deepEqual(plans(3), plans(3));
   const kinds = new Set(plans(3).map((p) => p.fault.kind));
-  assert.deepEqual([...kinds].sort(), ["error", "none", "timeout-after-charge"]);
+  assert.deepEqual([...kinds].sort(), ["error", "lost-response", "none"]);
   assert.ok(plans(3).every((p) => p.delayMs >= 10 && p.delayMs <= 15));
   const readOnly = Array.from({ length: 50 }, () => planCall(noisy, seededRandom(4), { mutating: false }));
-  assert.ok(readOnly.every((p) => p.fault.kind !== "timeout-after-charge"));
+  assert.ok(readOnly.every((p) => p.fault.kind !== "lost-response"));
   const down = planCall(mergeBehaviour(noisy, { outage: true }), seededRandom(1), { mutating: true });
   assert.deepEqual(down, { delayMs: 0, fault: { kind: "outage", mode: "refuse" } });
 });

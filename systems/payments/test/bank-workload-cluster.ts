@@ -15,10 +15,10 @@ import { type ChildProcessByStdio, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import type { FaultCounters } from "@casebook/infra/http/simulator-faults";
 import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { EngineProcess } from "@casebook/lab/engine-process";
 import type { Behaviour } from "../src/acquirer-sim/acquirer-behaviour.ts";
-import type { FaultCounters } from "../src/acquirer-sim/acquirer-faults.ts";
 import type { AcquirerStats } from "../src/acquirer-sim/acquirer-state.ts";
 
 /** GET /admin/stats: the simulator's counters and its fault counters. */

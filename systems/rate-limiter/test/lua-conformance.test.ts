@@ -9,9 +9,9 @@
  * "before" state is exactly what the script read and nothing else runs in between.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
+import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
 import { requireRedis, uniqueName } from "@casebook/lab/test-engines";
 import fc from "fast-check";
 import { Redis } from "ioredis";
@@ -26,6 +26,7 @@ import {
   maxCost,
   type StoredState,
 } from "../src/domain/algorithm.ts";
+import { scriptsDir } from "../src/store/limiter-store.ts";
 import { limitArbitraries } from "./limit-arbitraries.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_022);
@@ -46,8 +47,11 @@ const exercisedEach = new Map<
 
 type AnyAlgorithm = Algorithm<Limit, unknown>;
 
+/** The scripts as Redis runs them: assembled by the registry, includes inlined. */
+const scripts = await ScriptRegistry.fromDir(scriptsDir);
+
 function scriptSource(algorithm: AnyAlgorithm): string {
-  return readFileSync(new URL(`../src/store/scripts/${algorithm.scriptName}`, import.meta.url), "utf8");
+  return scripts.get(algorithm.name).lua;
 }
 
 interface Step {

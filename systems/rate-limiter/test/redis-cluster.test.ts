@@ -12,11 +12,11 @@
  * - (d) RL-04 holds on the cluster, and a keyPrefix that splits a group is compensated.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
 import { CircuitBreaker } from "@casebook/kit/circuit-breaker";
 import { systemClock } from "@casebook/kit/clock";
 import { keySlot } from "@casebook/kit/cluster-slot";
@@ -37,6 +37,7 @@ import {
   type LimiterStore,
   openRedisClusterLimiterStore,
   type RedisClusterStoreOptions,
+  scriptsDir,
 } from "../src/store/limiter-store.ts";
 import { pollUntil } from "./service-processes.ts";
 
@@ -148,7 +149,7 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
     if (!cluster) return t.skip(skipReason);
     const [user, ip] = ["rl:{u42}:cross-user", "rl:{u7}:cross-ip"];
     assert.notEqual(keySlot(user), keySlot(ip));
-    const lua = readFileSync(new URL("../src/store/scripts/token-bucket-n.lua", import.meta.url), "utf8");
+    const lua = (await ScriptRegistry.fromDir(scriptsDir)).get("token-bucket").lua;
     const client = new Cluster([...cluster.startupNodes], {
       enableOfflineQueue: true,
       clusterRetryStrategy: () => null,

@@ -17,12 +17,18 @@
  * A script that takes any number of keys (all in one hash slot) is named
  * `<name>-n.lua` and declares them with one variadic line, `-- KEYS[1..] what each holds`.
  *
+ * Includes (`script-includes.ts`): after the header, a line `--- @include "name"` pulls
+ * in `includes/name.lua`. The header ends at the first line that is not a `--` comment
+ * or is a directive; the contract is then checked on the ASSEMBLED script (a body read
+ * of `ARGV[4]` inside an include counts), and the SHA1 is the assembled text's.
+ *
  * @example
  * const script = parseScript("take-token-1.lua", readFileSync(path, "utf8"));
  * checkCall(script, ["bucket:u1"], [10, 5]); // throws REDIS_SCRIPT_ARITY on a mismatch
  */
 import { createHash } from "node:crypto";
 import { redisErrors } from "./redis-errors.ts";
+import { assembleScript, isIncludeDirective, type ScriptIncludes } from "./script-includes.ts";
 
 export interface ScriptContract {
   /** `take-token` for `take-token-1.lua`. */
@@ -44,9 +50,12 @@ export interface ScriptContract {
 }
 
 export interface ScriptSource extends ScriptContract {
+  /** The assembled script (its includes inlined): the text Redis runs. */
   lua: string;
-  /** SHA1 of the exact text, as EVALSHA and SCRIPT LOAD compute it. */
+  /** SHA1 of the exact assembled text, as EVALSHA and SCRIPT LOAD compute it. */
   sha1: string;
+  /** The includes inlined, in the order they appear. */
+  includes: string[];
 }
 
 /** A script argument as callers pass it; Redis receives every ARGV as a string. */
@@ -57,8 +66,15 @@ const KEYS_LINE = /^KEYS\[(\d+)(\.\.)?\]\s+(\S.*)$/;
 const ARGV_LINE = /^ARGV\[(\d+)(\.\.)?\]\s+(\S.*)$/;
 const RETURNS_LINE = /^returns?\s*:?\s+(\S.*)$/i;
 
-/** Parses and validates one script file; throws REDIS_SCRIPT_INVALID naming the file and the fault. */
-export function parseScript(file: string, lua: string): ScriptSource {
+/**
+ * Parses and validates one script file, its includes inlined from `includes`; throws
+ * REDIS_SCRIPT_INVALID naming the file and the fault.
+ */
+export function parseScript(
+  file: string,
+  source: string,
+  includes: ScriptIncludes = new Map(),
+): ScriptSource {
   const invalid = (detail: string) =>
     redisErrors.create("REDIS_SCRIPT_INVALID", { detail: `${file}: ${detail}`, fields: { file } });
   const match = FILE_PATTERN.exec(file);
@@ -66,8 +82,13 @@ export function parseScript(file: string, lua: string): ScriptSource {
     throw invalid("name it <kebab-name>-<numKeys>.lua (or -n.lua for any number), e.g. take-token-1.lua");
   const name = match[1]!;
   const numKeys = match[2] === "n" ? Infinity : Number(match[2]);
+  const { lua, included } = assembleScript(file, source, includes);
+  // The header is read from the source (a directive ends it) and its lines are the same in
+  // the assembled text, which has only the body changed.
   const lines = lua.split(/\r?\n/);
-  const headerLength = lines.findIndex((line) => !line.startsWith("--"));
+  const headerLength = source
+    .split(/\r?\n/)
+    .findIndex((line) => !line.startsWith("--") || isIncludeDirective(line));
   const header = lines.slice(0, headerLength === -1 ? lines.length : headerLength);
   if (header.length === 0)
     throw invalid("the file must open with a `--` header listing KEYS, ARGV and returns");
@@ -99,6 +120,7 @@ export function parseScript(file: string, lua: string): ScriptSource {
     file,
     lua,
     sha1,
+    includes: included,
   };
 }
 

@@ -14,6 +14,9 @@
  * they live on ANOTHER node ("Script attempted to access a non local key"; Redis 7.0
  * lets a key of another slot on the same node through), so they break at random.
  *
+ * Scripts may share code through includes (`--- @include "name"` lines, inlined from an
+ * `includes/` folder beside the scripts when they load; see `script-includes.ts`).
+ *
  * Every method takes a `Redis` or a `Cluster` client. On a cluster, `loadAll` loads
  * each script on every node, and `runBatch` cannot be one pipeline (a pipeline is
  * bound to one node, and its calls' slots differ): each call is its own EVALSHA,
@@ -32,6 +35,7 @@ import type { Redis } from "ioredis";
 import { isClusterClient, type RedisClient } from "./connect-redis.ts";
 import { redisErrors } from "./redis-errors.ts";
 import { checkCall, parseScript, type ScriptArg, type ScriptSource } from "./script-contract.ts";
+import { loadIncludes } from "./script-includes.ts";
 
 /** One call in a batch. */
 export interface ScriptCall {
@@ -45,6 +49,8 @@ export interface ScriptRegistryOptions {
   maxBatch?: number;
   /** Check that each call's keys (with the connection's keyPrefix) share one cluster slot. */
   clusterSlots?: boolean;
+  /** Where `fromDir` reads includes from; default `<dir>/includes/` (a missing folder holds none). */
+  includesDir?: string | URL;
 }
 
 export const defaultMaxBatch = 1_000;
@@ -75,9 +81,13 @@ export class ScriptRegistry {
     this.#clusterSlots = options.clusterSlots ?? false;
   }
 
-  /** Loads every `*.lua` file of `dir` (other files are ignored); fails on the first invalid one. */
+  /**
+   * Loads every `*.lua` file of `dir` (other files and folders are ignored), its includes
+   * inlined from `options.includesDir`; fails on the first invalid one.
+   */
   static async fromDir(dir: string | URL, options: ScriptRegistryOptions = {}): Promise<ScriptRegistry> {
     const path = typeof dir === "string" ? dir : fileURLToPath(dir);
+    const includes = await loadIncludes(options.includesDir ?? `${path}/includes`);
     const files = (await readdir(path)).filter((file) => file.endsWith(".lua")).sort();
     if (files.length > maxScriptsPerDir) {
       throw redisErrors.create("REDIS_SCRIPT_INVALID", {
@@ -85,7 +95,7 @@ export class ScriptRegistry {
       });
     }
     const scripts = await Promise.all(
-      files.map(async (file) => parseScript(file, await readFile(`${path}/${file}`, "utf8"))),
+      files.map(async (file) => parseScript(file, await readFile(`${path}/${file}`, "utf8"), includes)),
     );
     return new ScriptRegistry(scripts, options);
   }

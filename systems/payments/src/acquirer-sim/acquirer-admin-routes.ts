@@ -1,17 +1,16 @@
 /**
- * The simulator's control panel, outside the fault hooks (an outage never locks the
- * test out): the failure knobs, a reset, the counters a test reads to prove "one
- * charge", and the differences injected into a day's settlement file (PY-10) with
- * the list of exactly what was injected.
+ * The acquirer's part of the control panel (the knobs, reset and counters are the
+ * simulator base's): the differences injected into a day's settlement file (PY-10),
+ * with the list of exactly what was injected. Outside the fault hooks, like the rest
+ * of /admin.
  *
  * @example
- * await fetch(`${url}/admin/behaviour`, { method: "PUT", body: JSON.stringify({ outage: true }), headers });
+ * await fetch(`${url}/admin/settlements/2026-10-22/differences`, { method: "PUT", body: JSON.stringify({ dropRows: 1 }), headers });
  */
 import type { FastifyInstance } from "fastify";
-import type { Behaviour } from "./acquirer-behaviour.ts";
 import { acquirerErrors } from "./acquirer-errors.ts";
 import { type AcquirerRouteDeps, closedDayRows } from "./acquirer-routes.ts";
-import { behaviourSchema, dateParams, differencesBody } from "./acquirer-schemas.ts";
+import { dateParams, differencesBody } from "./acquirer-schemas.ts";
 import { chooseDifferences, type DifferenceRequest, type InjectedDifference } from "./settlement-file.ts";
 
 const tags = ["admin"];
@@ -30,47 +29,6 @@ function differenceJson(difference: InjectedDifference) {
     currency: row.currency,
     settledAt: new Date(row.settledAtMs).toISOString(),
   };
-}
-
-function registerKnobs(app: FastifyInstance, { state, faults }: AcquirerRouteDeps): void {
-  app.get(
-    "/admin/behaviour",
-    { schema: { summary: "The failure knobs in force", tags } },
-    async () => faults.behaviour,
-  );
-  app.put<{ Body: Partial<Behaviour> }>(
-    "/admin/behaviour",
-    {
-      schema: {
-        summary: "Change some failure knobs; the others keep their value",
-        tags,
-        body: behaviourSchema,
-      },
-    },
-    async (request) => faults.update(request.body),
-  );
-  app.post(
-    "/admin/reset",
-    {
-      schema: {
-        summary: "Forget every payment, counter and injected difference; knobs back to the start",
-        tags,
-      },
-    },
-    async () => {
-      state.reset();
-      faults.reset();
-      return { reset: true };
-    },
-  );
-  const stats = async () => ({ ...state.stats(), faults: faults.counters() });
-  app.get("/admin/stats", { schema: { summary: "Counters: authorizations, attempts, faults", tags } }, stats);
-  // Also under /v1 where a test looks first; registered here so an outage cannot hide the counters.
-  app.get(
-    "/v1/stats",
-    { schema: { summary: "Counters (same as /admin/stats; never faulted)", tags } },
-    stats,
-  );
 }
 
 function registerDifferences(app: FastifyInstance, deps: AcquirerRouteDeps): void {
@@ -115,8 +73,7 @@ function registerDifferences(app: FastifyInstance, deps: AcquirerRouteDeps): voi
   );
 }
 
-/** Registers /admin/* and /v1/stats on `app`; these never see injected faults. */
+/** Registers the acquirer's /admin routes on `app` (the base's admin scope: never faulted). */
 export function registerAdminRoutes(app: FastifyInstance, deps: AcquirerRouteDeps): void {
-  registerKnobs(app, deps);
   registerDifferences(app, deps);
 }

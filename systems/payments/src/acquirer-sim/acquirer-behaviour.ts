@@ -1,20 +1,31 @@
 /**
- * The simulator's failure knobs and the pure decision of what happens to one call.
- * The HTTP layer (acquirer-faults.ts) carries the decision out; keeping the draw
- * here makes a seeded run reproducible: the same seed and the same calls give the
- * same delays, errors and lost responses.
- *
- * A random number is drawn only for a knob that is on, so turning one knob on does
- * not shift the sequence another knob sees.
+ * The simulator's knobs: the generic fault knobs of infra's simulator base
+ * (`@casebook/infra/http/simulator-faults`), under the names the acquirer's admin API
+ * has always used (`timeoutAfterChargeRate`, `timeoutMode`: a lost response here is a
+ * charge whose answer never arrives, PY-06), and the acquirer's own (declines, a rate
+ * limit per merchant, the fee). The draw is the base's `planFaults`: a seeded run is
+ * reproducible, and a random number is drawn only for a knob that is on.
  *
  * @example
  * const behaviour = mergeBehaviour(defaultBehaviour, { errorRate: 0.1, latencyMs: 20 });
  * planCall(behaviour, seededRandom(7), { mutating: true }); // { delayMs: 20, fault: "none" }
  */
-import { int, pick, type RandomSource } from "@casebook/kit/random";
+import {
+  type CallPlan,
+  checkBounds,
+  defaultFaultKnobs,
+  type FaultKnobs,
+  faultKnobBounds,
+  type LostResponseMode,
+  type OutageMode,
+  planFaults,
+} from "@casebook/infra/http/simulator-faults";
+import type { RandomSource } from "@casebook/kit/random";
 
-export type TimeoutMode = "hang" | "reset";
-export type OutageMode = "refuse" | "reset";
+export type { CallFault, CallPlan, ErrorStatus } from "@casebook/infra/http/simulator-faults";
+export { ERROR_STATUSES } from "@casebook/infra/http/simulator-faults";
+export type TimeoutMode = LostResponseMode;
+export type { OutageMode };
 
 export interface Behaviour {
   /** Added to every /v1 call before it is processed. */
@@ -41,78 +52,57 @@ export interface Behaviour {
 }
 
 export const defaultBehaviour: Behaviour = Object.freeze({
-  latencyMs: 0,
-  latencyJitterMs: 0,
+  latencyMs: defaultFaultKnobs.latencyMs,
+  latencyJitterMs: defaultFaultKnobs.latencyJitterMs,
   declineRate: 0,
-  errorRate: 0,
-  timeoutAfterChargeRate: 0,
-  timeoutMode: "hang",
-  hangMs: 60_000,
-  outage: false,
-  outageMode: "refuse",
+  errorRate: defaultFaultKnobs.errorRate,
+  timeoutAfterChargeRate: defaultFaultKnobs.lostResponseRate,
+  timeoutMode: defaultFaultKnobs.lostResponseMode,
+  hangMs: defaultFaultKnobs.hangMs,
+  outage: defaultFaultKnobs.outage,
+  outageMode: defaultFaultKnobs.outageMode,
   merchantRatePerS: 0,
   feeBps: 150,
 });
 
 /** Bounds of each numeric knob, shared by the JSON schema and `mergeBehaviour`. */
 export const behaviourBounds = {
-  latencyMs: { min: 0, max: 60_000 },
-  latencyJitterMs: { min: 0, max: 60_000 },
+  latencyMs: faultKnobBounds.latencyMs,
+  latencyJitterMs: faultKnobBounds.latencyJitterMs,
   declineRate: { min: 0, max: 1 },
-  errorRate: { min: 0, max: 1 },
-  timeoutAfterChargeRate: { min: 0, max: 1 },
-  hangMs: { min: 1, max: 600_000 },
+  errorRate: faultKnobBounds.errorRate,
+  timeoutAfterChargeRate: faultKnobBounds.lostResponseRate,
+  hangMs: faultKnobBounds.hangMs,
   merchantRatePerS: { min: 0, max: 1_000_000 },
   feeBps: { min: 0, max: 10_000 },
 } as const;
 
-export type ErrorStatus = 500 | 502 | 503;
-export const ERROR_STATUSES: readonly ErrorStatus[] = [500, 502, 503];
-
-export type CallFault =
-  | { readonly kind: "none" }
-  | { readonly kind: "outage"; readonly mode: OutageMode }
-  | { readonly kind: "error"; readonly status: ErrorStatus }
-  | { readonly kind: "timeout-after-charge"; readonly mode: TimeoutMode; readonly hangMs: number };
-
-export interface CallPlan {
-  readonly delayMs: number;
-  readonly fault: CallFault;
-}
-
 /** `current` with the knobs of `patch` replaced; throws RangeError naming a knob out of bounds. */
 export function mergeBehaviour(current: Behaviour, patch: Partial<Behaviour>): Behaviour {
   const next: Behaviour = { ...current, ...patch };
-  for (const [knob, { min, max }] of Object.entries(behaviourBounds)) {
-    const value = next[knob as keyof typeof behaviourBounds];
-    if (!(Number.isFinite(value) && value >= min && value <= max)) {
-      throw new RangeError(`${knob} must be a number in [${min}, ${max}], got ${value}`);
-    }
-  }
+  checkBounds(next, behaviourBounds);
   return Object.freeze(next);
+}
+
+/** The base's fault knobs under the acquirer's names. */
+export function faultKnobsOf(behaviour: Behaviour): FaultKnobs {
+  return {
+    latencyMs: behaviour.latencyMs,
+    latencyJitterMs: behaviour.latencyJitterMs,
+    errorRate: behaviour.errorRate,
+    lostResponseRate: behaviour.timeoutAfterChargeRate,
+    lostResponseMode: behaviour.timeoutMode,
+    hangMs: behaviour.hangMs,
+    outage: behaviour.outage,
+    outageMode: behaviour.outageMode,
+  };
 }
 
 /**
  * What happens to one call: refused by an outage (decided first, without latency:
  * a down acquirer answers or resets fast), otherwise delayed, then failed before
- * processing, or processed with its response lost (mutating calls only).
+ * processing, or processed with its response lost (`lost-response`, mutating calls only).
  */
 export function planCall(behaviour: Behaviour, rng: RandomSource, options: { mutating: boolean }): CallPlan {
-  if (behaviour.outage) return { delayMs: 0, fault: { kind: "outage", mode: behaviour.outageMode } };
-  const delayMs =
-    behaviour.latencyMs + (behaviour.latencyJitterMs > 0 ? int(rng, behaviour.latencyJitterMs + 1) : 0);
-  if (behaviour.errorRate > 0 && rng.next() < behaviour.errorRate) {
-    return { delayMs, fault: { kind: "error", status: pick(rng, ERROR_STATUSES) } };
-  }
-  if (
-    options.mutating &&
-    behaviour.timeoutAfterChargeRate > 0 &&
-    rng.next() < behaviour.timeoutAfterChargeRate
-  ) {
-    return {
-      delayMs,
-      fault: { kind: "timeout-after-charge", mode: behaviour.timeoutMode, hangMs: behaviour.hangMs },
-    };
-  }
-  return { delayMs, fault: { kind: "none" } };
+  return planFaults(faultKnobsOf(behaviour), rng, options);
 }

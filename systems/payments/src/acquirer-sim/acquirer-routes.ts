@@ -2,16 +2,17 @@
  * The acquirer's public API, the part the payments service calls: authorize (once
  * per idempotency key), capture, void, refund, the status queries by key (PY-06 for an
  * authorization, PY-15 for a refund) and the D+1 settlement file (PY-10). Every route runs
- * under the FaultInjector's hooks: latency, errors, outages and lost responses apply here and
- * nowhere else.
+ * under the simulator base's fault hooks: latency, errors, outages and lost responses apply
+ * here and nowhere else.
  *
  * @example
- * service.app.register(async (v1) => registerAcquirerRoutes(v1, { state, faults }));
+ * createSimulator({ ..., routes: (v1, faults) => registerAcquirerRoutes(v1, { state, faults }) });
  */
+import type { FaultInjector } from "@casebook/infra/http/simulator-faults";
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance } from "fastify";
+import type { Behaviour } from "./acquirer-behaviour.ts";
 import { acquirerErrors } from "./acquirer-errors.ts";
-import type { FaultInjector } from "./acquirer-faults.ts";
 import {
   authorizationIdParams,
   authorizationResult,
@@ -35,7 +36,7 @@ import {
 
 export interface AcquirerRouteDeps {
   readonly state: AcquirerState;
-  readonly faults: FaultInjector;
+  readonly faults: FaultInjector<Behaviour>;
 }
 
 /** Marks a replayed answer; the body is the stored one, byte for byte. */
@@ -221,9 +222,8 @@ function registerQueries(app: FastifyInstance, deps: AcquirerRouteDeps): void {
   );
 }
 
-/** Registers the acquirer's API on `app` (a scope) and installs the fault hooks on it. */
+/** Registers the acquirer's API on `app`, a scope the simulator base has installed the fault hooks on. */
 export function registerAcquirerRoutes(app: FastifyInstance, deps: AcquirerRouteDeps): void {
-  deps.faults.install(app);
   registerAuthorize(app, deps);
   registerCaptureAndVoid(app, deps);
   registerRefund(app, deps);

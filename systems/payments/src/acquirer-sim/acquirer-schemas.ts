@@ -7,6 +7,7 @@
  * @example
  * app.post("/v1/authorizations", { schema: { body: authorizeBody, response: { 200: authorizationResult } } }, h);
  */
+import { numberKnob } from "@casebook/infra/http/simulator";
 import { behaviourBounds } from "./acquirer-behaviour.ts";
 
 /** At most 18 digits: every value fits PostgreSQL's int8 (bigint). */
@@ -133,10 +134,6 @@ export const authorizationView = {
     attempts: { type: "integer", description: "Authorization calls made with this key (1 = no retry)" },
   },
 } as const;
-
-function numberKnob(bounds: { min: number; max: number }, integer: boolean) {
-  return { type: integer ? "integer" : "number", minimum: bounds.min, maximum: bounds.max };
-}
 
 export const behaviourSchema = {
   type: "object",

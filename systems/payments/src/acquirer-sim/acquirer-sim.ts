@@ -6,6 +6,11 @@
  * outage, and a charge whose response is lost (PY-06, PY-12, PY-13) — and a D+1
  * settlement file with injectable differences (PY-10).
  *
+ * Built on infra's simulator base (`@casebook/infra/http/simulator`): the fault hooks,
+ * /admin/behaviour, /admin/faults/schedule, /admin/reset, /admin/stats, the admin token
+ * and the operations gauge are the base's; the acquirer adds its state, its /v1 API,
+ * its knobs (declines, a merchant rate limit, the fee) and the settlement differences.
+ *
  * State lives in memory (bounded by `maxPayments`, emptied by POST /admin/reset);
  * time and randomness are injected, so a test with a ManualClock and a seed sees
  * the same ids, declines and faults on every run.
@@ -16,22 +21,15 @@
  * await fetch(`${url}/v1/authorizations`, { method: "POST", headers, body });
  * await sim.close();
  */
-import { timingSafeEqual } from "node:crypto";
-import {
-  createService,
-  type ListenOptions,
-  type Service,
-  type ServiceOptions,
-} from "@casebook/infra/http/service";
+import { createSimulator, type Simulator, type SimulatorOptions } from "@casebook/infra/http/simulator";
+import type { FaultInjector, Sleep } from "@casebook/infra/http/simulator-faults";
 import { type Clock, systemClock } from "@casebook/kit/clock";
-import { commonErrors } from "@casebook/kit/errors";
 import { type RandomSource, systemRandom } from "@casebook/kit/random";
-import { Gauge } from "prom-client";
 import { registerAdminRoutes } from "./acquirer-admin-routes.ts";
-import { type Behaviour, defaultBehaviour, mergeBehaviour } from "./acquirer-behaviour.ts";
+import { type Behaviour, defaultBehaviour, faultKnobsOf, mergeBehaviour } from "./acquirer-behaviour.ts";
 import { acquirerErrors } from "./acquirer-errors.ts";
-import { FaultInjector, type Sleep } from "./acquirer-faults.ts";
 import { registerAcquirerRoutes } from "./acquirer-routes.ts";
+import { behaviourSchema } from "./acquirer-schemas.ts";
 import { AcquirerState } from "./acquirer-state.ts";
 
 export const defaultMaxPayments = 100_000;
@@ -48,45 +46,23 @@ export interface AcquirerSimOptions {
   adminToken?: string;
   /** Injected in tests to observe latency without waiting for it. */
   sleep?: Sleep;
-  log?: ServiceOptions["log"];
+  log?: SimulatorOptions<Behaviour>["log"];
   defaultMetrics?: boolean;
 }
 
-export interface AcquirerSim {
-  readonly service: Service;
+export interface AcquirerSim extends Simulator<Behaviour> {
   readonly state: AcquirerState;
-  readonly faults: FaultInjector;
-  listen(options: ListenOptions): Promise<{ url: string }>;
-  /** Cuts the sockets held by lost responses, then closes the service gracefully. */
-  close(): Promise<void>;
+  readonly faults: FaultInjector<Behaviour>;
 }
 
-function bearerGuard(adminToken: string) {
-  const expected = Buffer.from(adminToken);
-  return async (request: { headers: Record<string, string | string[] | undefined> }) => {
-    const header = request.headers.authorization;
-    if (typeof header !== "string" || !header.startsWith("Bearer "))
-      throw commonErrors.create("AUTH_MISSING");
-    const given = Buffer.from(header.slice("Bearer ".length));
-    // Constant time: the admin token must not leak a byte at a time through response timing.
-    if (given.length !== expected.length || !timingSafeEqual(given, expected))
-      throw commonErrors.create("AUTH_INVALID");
-  };
-}
+/** Retry-After of a simulated outage: the caller's breaker decides, this only hints. */
+const outageRetryAfterMs = 1_000;
 
-function registerMetrics(service: Service, state: AcquirerState, faults: FaultInjector): void {
-  new Gauge({
-    name: "acquirer_sim_operations",
-    help: "Operations the simulator has done since its last reset, by kind",
-    labelNames: ["kind"],
-    registers: [service.registry],
-    collect() {
-      for (const [kind, value] of Object.entries(state.stats())) this.set({ kind }, value);
-      for (const [kind, value] of Object.entries(faults.counters()))
-        this.set({ kind: `fault_${kind}` }, value);
-    },
-  });
-}
+const errorCodeByStatus = {
+  500: "ACQUIRER_INTERNAL_FAILURE",
+  502: "ACQUIRER_UPSTREAM_FAILED",
+  503: "ACQUIRER_OVERLOADED",
+} as const;
 
 /** Creates the simulator (routes registered, not listening). */
 export function createAcquirerSim(options: AcquirerSimOptions = {}): AcquirerSim {
@@ -98,38 +74,37 @@ export function createAcquirerSim(options: AcquirerSimOptions = {}): AcquirerSim
     maxPayments: options.maxPayments ?? defaultMaxPayments,
     maxRefundsPerAuthorization: options.maxRefundsPerAuthorization,
   });
-  const faults = new FaultInjector({
-    rng,
-    initial: mergeBehaviour(defaultBehaviour, options.behaviour ?? {}),
-    ...(options.sleep ? { sleep: options.sleep } : {}),
-  });
-  const service = createService({
+  const sim = createSimulator<Behaviour>({
     name: "acquirer-sim",
     version: "0.1.0",
-    clock,
-    log: options.log ?? { level: "info" },
-    errors: [acquirerErrors],
-    defaultMetrics: options.defaultMetrics ?? true,
     description:
       "Card acquirer simulator for the payments system (seed 000 §4): authorize, capture, void, refund, D+1 settlement file, injected failures",
-  });
-  const deps = { state, faults };
-  service.app.register(async (v1) => registerAcquirerRoutes(v1, deps));
-  service.app.register(async (admin) => {
-    if (options.adminToken !== undefined) admin.addHook("onRequest", bearerGuard(options.adminToken));
-    registerAdminRoutes(admin, deps);
-  });
-  // Hung sockets would otherwise hold the graceful drain for its whole timeout.
-  service.app.addHook("preClose", async () => faults.releaseHeld());
-  registerMetrics(service, state, faults);
-  return {
-    service,
-    state,
-    faults,
-    listen: (listenOptions) => service.listen(listenOptions),
-    close: () => {
-      faults.releaseHeld();
-      return service.close();
+    metricPrefix: "acquirer_sim",
+    clock,
+    rng,
+    behaviour: {
+      initial: mergeBehaviour(defaultBehaviour, options.behaviour ?? {}),
+      merge: mergeBehaviour,
+      knobs: faultKnobsOf,
+      schema: behaviourSchema,
     },
-  };
+    stats: () => ({ ...state.stats() }),
+    reset: () => state.reset(),
+    routes: (v1, faults) => registerAcquirerRoutes(v1, { state, faults }),
+    adminRoutes: (admin, faults) => registerAdminRoutes(admin, { state, faults }),
+    statsAliases: ["/v1/stats"],
+    summaries: {
+      reset: "Forget every payment, counter and injected difference; knobs back to the start",
+      stats: "Counters: authorizations, attempts, faults",
+    },
+    errorFor: (status) => acquirerErrors.create(errorCodeByStatus[status]),
+    outageError: () =>
+      acquirerErrors.create("ACQUIRER_OUTAGE", { fields: { retryAfterMs: outageRetryAfterMs } }),
+    errors: [acquirerErrors],
+    ...(options.adminToken === undefined ? {} : { adminToken: options.adminToken }),
+    ...(options.sleep ? { sleep: options.sleep } : {}),
+    log: options.log ?? { level: "info" },
+    defaultMetrics: options.defaultMetrics ?? true,
+  });
+  return { ...sim, state };
 }

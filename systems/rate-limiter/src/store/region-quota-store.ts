@@ -95,6 +95,8 @@ export interface RegionQuotaStore {
 export const maxKeysPerBatch = 500;
 
 export const regionScriptsDir = fileURLToPath(new URL("./scripts/region-quota/", import.meta.url));
+/** The region scripts share the limiter scripts' includes (the server's TIME). */
+const regionIncludesDir = fileURLToPath(new URL("./scripts/includes/", import.meta.url));
 
 /**
  * The Redis key of a quota: one hash per (policy, subject). One key per script call,
@@ -244,7 +246,10 @@ export interface RedisRegionQuotaStoreOptions extends RedisConnectOptions {
 export async function openRedisRegionQuotaStore(
   options: RedisRegionQuotaStoreOptions,
 ): Promise<RegionQuotaStore> {
-  const registry = await ScriptRegistry.fromDir(regionScriptsDir, { maxBatch: maxKeysPerBatch });
+  const registry = await ScriptRegistry.fromDir(regionScriptsDir, {
+    maxBatch: maxKeysPerBatch,
+    includesDir: regionIncludesDir,
+  });
   const redis = await connectRedis({
     autoPipelining: true,
     connectionName: `rq-${options.region}`,
@@ -278,7 +283,10 @@ export async function openInProcessRegionQuotaStore(options: {
   clock: Clock;
   maxKeys?: number;
 }): Promise<RegionQuotaStore> {
-  const registry = await ScriptRegistry.fromDir(regionScriptsDir, { maxBatch: maxKeysPerBatch });
+  const registry = await ScriptRegistry.fromDir(regionScriptsDir, {
+    maxBatch: maxKeysPerBatch,
+    includesDir: regionIncludesDir,
+  });
   const keyspace = new InProcessKeyspace({ clock: options.clock, maxKeys: options.maxKeys ?? 1_000_000 });
   return new ScriptRegionQuotaStore({
     region: options.region,

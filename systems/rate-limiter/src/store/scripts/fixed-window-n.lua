@@ -12,13 +12,11 @@
 --          delayMs_i (0)}: keys decided in order, each on its own (independent requests coalesced into one
 --          call); an allowed key is written at once, so a repeat of it sees the write; a refusal writes nothing.
 -- Time is the server's TIME, never the caller's; windows are aligned to it (multiples of windowMs).
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local mode = ARGV[1]
-local each = mode == 'each'
-if (mode ~= 'spend' and mode ~= 'refund' and not each) or #ARGV ~= 1 + 3 * #KEYS then
-  return redis.error_reply('ERR usage: ARGV[1] spend|refund|each, then limit, windowMs, cost per key')
-end
+--- @include "server-time-ms"
+--- @include "batch-mode"
+local now = serverTimeMs()
+local mode, each, usage = readMode(3, 'limit, windowMs, cost')
+if usage then return usage end
 -- Flat arrays and an explicit length n: no table per key on this hot path.
 local reply, n, writes = {each and 0 or 1, now, 0, 0}, 4, {}
 for i, key in ipairs(KEYS) do

@@ -14,20 +14,13 @@
 --          call); an allowed key is written at once, so a repeat of it sees the write; a refusal writes nothing.
 -- Time is the server's TIME, never the caller's (RL-05). State is integers only: redis.call sends
 -- numbers as %.17g, exact below 2^53. A refusal writes nothing (the text rewrites the bucket).
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local mode, M = ARGV[1], 1000000
-local each = mode == 'each'
-if (mode ~= 'spend' and mode ~= 'refund' and not each) or #ARGV ~= 1 + 3 * #KEYS then
-  return redis.error_reply('ERR usage: ARGV[1] spend|refund|each, then capacity, ratePerS, cost per key')
-end
-local function msUntil(deficit, rate) -- least whole ms with floor(ms * rate) >= deficit
-  if deficit <= 0 then return 0 end
-  local ms = math.ceil(deficit / rate) -- float rounding may put it 1 ms off either way
-  if math.floor(ms * rate) < deficit then return ms + 1 end
-  if math.floor((ms - 1) * rate) >= deficit then return ms - 1 end
-  return ms
-end
+--- @include "server-time-ms"
+--- @include "batch-mode"
+--- @include "ms-until"
+local now = serverTimeMs()
+local mode, each, usage = readMode(3, 'capacity, ratePerS, cost')
+if usage then return usage end
+local M = 1000000
 -- Flat arrays and an explicit length n: no table per key on this hot path.
 local reply, n, writes = {each and 0 or 1, now, 0, 0}, 4, {}
 for i, key in ipairs(KEYS) do

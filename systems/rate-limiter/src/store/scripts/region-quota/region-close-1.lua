@@ -3,8 +3,8 @@
 -- KEYS[1] region quota hash {shareUnits?, epoch, windowStartMs, admitted, refused} of one (policy, subject)
 -- returns {closed epoch, nowMs, used, demand, windowMs, shareUnits (-1: static share), next epoch}
 -- The key is persisted: a subject the rebalancer tracks must not expire in one region and not another.
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+--- @include "server-time-ms"
+local now = serverTimeMs()
 local s = redis.call('HMGET', KEYS[1], 'shareUnits', 'epoch', 'windowStartMs', 'admitted', 'refused')
 local epoch, used, demand, windowMs, share = 0, 0, 0, 0, -1
 if s[3] then

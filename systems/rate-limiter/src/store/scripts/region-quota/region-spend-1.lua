@@ -7,8 +7,8 @@
 -- ARGV[4] maxWindowMs: a window older than this closes itself (integer >= intervalMs)
 -- returns {allowed 1|0, nowMs, shareUnits in force, remaining, retryAfterMs (0 when allowed), epoch}
 -- A refusal admits nothing; it counts `refused` (the demand signal). Time is the server's TIME.
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+--- @include "server-time-ms"
+local now = serverTimeMs()
 local cost, static, interval, maxWindow = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if not (cost and static and interval and maxWindow) or cost < 1 or static < 0 or interval < 1
   or maxWindow < interval then
