@@ -9,7 +9,7 @@
  * @example
  * process.exitCode = await newCommand(["flash-sale", "--dry-run"], io);
  */
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { readArchitectureMap } from "./architecture-map.ts";
 import { readClaims } from "./claims-file.ts";
@@ -21,6 +21,7 @@ import { commandNames, helpText } from "./help.ts";
 import { httpPortMax, httpPortMin } from "./manifest.ts";
 import { findRepoRoot } from "./repo-root.ts";
 import { renderSystem, type SystemValues } from "./system-template.ts";
+import { markInProgress } from "./systems-table-row.ts";
 
 /** kebab-case, as every file and folder of the house: `url-shortener`. */
 const namePattern = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
@@ -64,15 +65,25 @@ export async function newCommand(argv: readonly string[], io: CliIo): Promise<nu
   const summary = `${name} — ${title}${seed === undefined ? "" : ` (seed ${seed})`}, port ${port}; ${
     claims === undefined ? `no claims file (${claimsFile})` : `${claims.length} claims`
   }`;
+  const readmePath = join(root, "README.md");
+  const readme = existsSync(readmePath) ? readFileSync(readmePath, "utf8") : undefined;
+  const marked = readme === undefined ? undefined : markInProgress(readme, name);
+  const rowNote =
+    marked === undefined ? undefined : `README.md: its row in the systems table, planned → in progress`;
   if (values["dry-run"]) {
     io.out(`Would write ${files.length} files (${summary}):\n`);
     for (const f of files) io.out(`  systems/${name}/${f.path}\n`);
+    if (rowNote !== undefined) io.out(`and change ${rowNote}\n`);
     return 0;
   }
   writeSystem(dir, files);
   io.out(`Wrote ${files.length} files to systems/${name}/ (${summary}):\n`);
   for (const f of files) io.out(`  ${f.path}\n`);
-  io.out(nextSteps(name, port));
+  if (marked !== undefined) {
+    writeFileSync(readmePath, marked);
+    io.out(`Changed ${rowNote}.\n`);
+  }
+  io.out(nextSteps(name, port, marked !== undefined));
   return 0;
 }
 
@@ -185,13 +196,14 @@ function writeSystem(dir: string, files: readonly { path: string; text: string }
   }
 }
 
-function nextSteps(name: string, port: number): string {
+function nextSteps(name: string, port: number, rowMarked: boolean): string {
+  const row = rowMarked ? "" : "\n  add its row to the systems table of README.md (status: in progress)";
   return `
 Next steps
   npm install                          # links @casebook/${name} into the workspace and package-lock.json
   npx casebook run ${name}${" ".repeat(Math.max(1, 20 - name.length))}# then curl -s localhost:${port}/healthz
   node --test systems/${name}/test/*.test.ts   # its tests (npm test runs every system's)
-  npx casebook bench ${name} --json     # the template's placeholder bench
+  npx casebook bench ${name} --json     # the template's placeholder bench${row}
 Then: the mechanism in src/domain/, its claims' tests, and the README as it grows.
 `;
 }

@@ -168,7 +168,8 @@ src/store/, src/workers/, src/clients/…) are listed in its README and appear w
 first real file. Title, seed and port come from the systems table of ARCHITECTURE.md
 when the name is there (port 8100 + its row); the options override them. Refused with
 exit 2: a name that is not kebab-case or is a casebook command, a system that exists,
-a port another manifest holds. Nothing is written unless every check passes.
+a port another manifest holds. Nothing is written unless every check passes. Its
+planned row in the root README's systems table becomes "in progress", with a link.
 
 Options
   --title <text>           the design's name, as in the systems table (needed when the

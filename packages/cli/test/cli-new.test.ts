@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { parseBenchRows } from "@casebook/lab/bench-smoke";
 import { main } from "../src/main.ts";
+import { markInProgress } from "../src/systems-table-row.ts";
 import { cliEnv, runCli } from "./fixtures.ts";
 
 const repoRoot = join(import.meta.dirname, "..", "..", "..");
@@ -51,6 +52,15 @@ const flashSaleClaims = `# flash-sale — claims (seed 000 §8)
 - FS-03 The race: naive code sells one ticket twice.
 `;
 
+/** The root README's systems table: a planned flash-sale row, and none for url-shortener. */
+const rootReadme = `# fixture
+
+| system | design | status |
+|---|---|---|
+| [\`payments\`](systems/payments/README.md) | payments and double-entry ledger | **working** |
+| \`flash-sale\` | ticket flash sale | planned |
+`;
+
 interface NewRoot {
   /** The repository (CASEBOOK_ROOT); `../shared` is beside it. */
   root: string;
@@ -71,6 +81,7 @@ function makeNewRoot(
     join(root, "package.json"),
     JSON.stringify({ name: "fixture", private: true, type: "module", workspaces: ["systems/*"] }),
   );
+  writeFileSync(join(root, "README.md"), rootReadme);
   for (const { name, port } of existing) {
     mkdirSync(join(root, "systems", name));
     const manifest = { title: `fixture ${name}`, status: "working", port };
@@ -188,7 +199,28 @@ test("new --dry-run lists the files and writes none", async (t) => {
   ]) {
     assert.match(result.stdout, new RegExp(`^ {2}systems/flash-sale/${file}$`, "m"), file);
   }
+  assert.match(
+    result.stdout,
+    /^and change README\.md: its row in the systems table, planned → in progress$/m,
+  );
   assert.equal(existsSync(join(root, "systems", "flash-sale")), false);
+  assert.equal(readFileSync(join(root, "README.md"), "utf8"), rootReadme);
+});
+
+test("markInProgress links the planned row and leaves every other row and text alone", () => {
+  assert.equal(
+    markInProgress(rootReadme, "flash-sale"),
+    rootReadme.replace(
+      "| `flash-sale` | ticket flash sale | planned |",
+      "| [`flash-sale`](systems/flash-sale/README.md) | ticket flash sale | in progress |",
+    ),
+  );
+  assert.equal(markInProgress(rootReadme, "payments"), undefined);
+  assert.equal(markInProgress(rootReadme, "flash"), undefined);
+  assert.equal(
+    markInProgress("| `flash-sale` | ticket flash sale | in progress |\n", "flash-sale"),
+    undefined,
+  );
 });
 
 test("new takes title, seed and port from the map, a row per claim, and prints the next steps", async (t) => {
@@ -197,6 +229,12 @@ test("new takes title, seed and port from the map, a row per claim, and prints t
   const result = await runCli(["new", "flash-sale"], cliEnv(root));
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /npm install[\s\S]*npx casebook run flash-sale[\s\S]*npm test/);
+  assert.match(result.stdout, /^Changed README\.md: its row in the systems table, planned → in progress\.$/m);
+  assert.doesNotMatch(result.stdout, /add its row/);
+  assert.match(
+    readFileSync(join(root, "README.md"), "utf8"),
+    /^\| \[`flash-sale`\]\(systems\/flash-sale\/README\.md\) \| ticket flash sale \| in progress \|$/m,
+  );
   const dir = join(root, "systems", "flash-sale");
   const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"));
   assert.equal(pkg.name, "@casebook/flash-sale");
@@ -250,6 +288,7 @@ test("new picks the lowest free port when the map's is held, and says when there
   const result = await runCli(["new", "url-shortener"], cliEnv(root));
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /port 8101; no claims file/);
+  assert.match(result.stdout, /add its row to the systems table of README\.md/);
   const readme = readFileSync(join(root, "systems", "url-shortener", "README.md"), "utf8");
   assert.match(readme, /^# url-shortener — global URL shortener \(seed 000 §9\)\n/);
   assert.match(readme, /^\| — \| no `shared\/claims\/url-shortener\.md` yet \| — \| — \|$/m);
