@@ -326,7 +326,7 @@ test("the generated system works: its tests pass, main.ts --help and its bench r
     dir,
   );
   assert.equal(tests.code, 0, `${tests.stdout}\n${tests.stderr}`);
-  assert.match(tests.stdout, /^# pass 6$/m);
+  assert.match(tests.stdout, /^# pass 7$/m);
   assert.match(tests.stdout, /^# fail 0$/m);
 
   const help = await run(process.execPath, ["src/main.ts", "--help"], dir);

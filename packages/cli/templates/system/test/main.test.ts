@@ -1,7 +1,8 @@
 /**
  * The composition root end to end, in process on port 0: the operations routes the
  * service base gives every system (/healthz, /readyz, /metrics with this system's own
- * metrics, /openapi.json), and `main.ts --help` listing every setting, as a child process.
+ * metrics, /openapi.json); as child processes, `main.ts --help` listing every setting and a
+ * bad setting stopping the start with exit 2 and its name.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -11,8 +12,8 @@ import { promisify } from "node:util";
 import { main, type RunningSystem } from "../src/main.ts";
 
 const mainPath = join(import.meta.dirname, "..", "src", "main.ts");
-/** Bound on the --help child: a hang fails the test instead of the suite. */
-const HELP_TIMEOUT_MS = 30_000;
+/** Bound on each child: a hang fails the test instead of the suite. */
+const CHILD_TIMEOUT_MS = 30_000;
 
 let running: RunningSystem;
 before(async () => {
@@ -51,8 +52,20 @@ test("/openapi.json describes the service", async () => {
 
 test("main.ts --help prints every setting and exits 0", async () => {
   const { stdout } = await promisify(execFile)(process.execPath, [mainPath, "--help"], {
-    timeout: HELP_TIMEOUT_MS,
+    timeout: CHILD_TIMEOUT_MS,
   });
   assert.match(stdout, /^{{name}} — /);
   for (const env of ["PORT", "HOST", "LOG_LEVEL"]) assert.match(stdout, new RegExp(`\\b${env}\\b`));
+});
+
+test("a bad setting stops the start with exit 2, naming it", async () => {
+  const failed = await promisify(execFile)(process.execPath, [mainPath], {
+    timeout: CHILD_TIMEOUT_MS,
+    env: { ...process.env, PORT: "eighty" },
+  }).then(
+    () => assert.fail("the start should have failed"),
+    (error: { code?: number; stderr?: string }) => error,
+  );
+  assert.equal(failed.code, 2);
+  assert.match(failed.stderr ?? "", /PORT/);
 });
