@@ -23,7 +23,6 @@ const bounds = {
   durationMs: { flag: "duration-ms", min: 100, max: 600_000, default: 5_000 },
   warmupMs: { flag: "warmup-ms", min: 0, max: 60_000, default: 1_000 },
 } as const;
-const START_TIMEOUT_MS = 30_000;
 /** A request not answered within this counts as an error and frees its slot. */
 const REQUEST_TIMEOUT_MS = 5_000;
 
@@ -124,7 +123,7 @@ export const benchProgram: BenchProgram<BenchArgs, ServiceProcess> = {
   parseArgs: parseBenchArgs,
   isArgsError: (error): error is Error => errors.is(error, "BENCH_ARGS_INVALID"),
   help: benchHelp,
-  openTarget: () => startServiceProcess({ startTimeoutMs: START_TIMEOUT_MS }),
+  openTarget: () => startServiceProcess(),
   run,
 };
 

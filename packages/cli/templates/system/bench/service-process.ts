@@ -1,76 +1,83 @@
 /**
  * The service under measurement, as its own process (as it runs in production, so the
- * load generator's work never shares its event loop): `src/main.ts` on port 0, ready once
- * its JSON log says where it listens. Bounded: a service that has not said so within
- * `startTimeoutMs` is killed and the bench fails with its stderr.
+ * load generator never shares its event loop): `src/main.ts` on a free loopback port,
+ * ready once `/readyz` answers 200, guarded by lab's reaper so it dies with the bench
+ * however the bench ends. LOG_LEVEL=warn, as the house's benches run theirs: a JSON line
+ * per request would measure the log, not the service. Its output goes to the bench's
+ * stderr; the bench's stdout carries only the report. (payments' `bench/saga-processes.ts`
+ * starts its services the same way.)
  *
  * @example
- * const service = await startServiceProcess({ startTimeoutMs: 30_000 });
+ * const service = await startServiceProcess();
  * await fetch(`${service.url}/healthz`);
  * await service.close();
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
+import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
+import { guardProcessTree } from "@casebook/lab/child-reaper";
+import { freePort } from "@casebook/lab/free-port";
 
 const mainPath = join(import.meta.dirname, "..", "src", "main.ts");
-/** Stderr kept for the failure message: the end of it says why a start failed. */
-const STDERR_KEPT_CHARS = 4_000;
-/** Bound on the graceful close (SIGTERM) before SIGKILL. */
+/** A start on a loaded machine: TypeScript stripping, then listen. */
+const READY_TIMEOUT_MS = 30_000;
+const READY_POLL_MS = 50;
+/** Bound on one readiness probe. */
+const PROBE_TIMEOUT_MS = 1_000;
+/** A graceful close drains in-flight requests; past this the child is killed. */
 const STOP_TIMEOUT_MS = 10_000;
 
 export interface ServiceProcess {
   readonly url: string;
-  readonly child: ChildProcess;
+  /** SIGTERM (graceful), SIGKILL after STOP_TIMEOUT_MS. Idempotent. */
   close(): Promise<void>;
 }
 
-export async function startServiceProcess(options: { startTimeoutMs: number }): Promise<ServiceProcess> {
-  const env = { ...process.env, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info" };
-  const child = spawn(process.execPath, [mainPath], { env, stdio: ["ignore", "pipe", "pipe"] });
-  let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr = (stderr + chunk).slice(-STDERR_KEPT_CHARS);
+async function answersReady(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    await res.body?.cancel();
+    return res.status === 200;
+  } catch {
+    return false; // not listening yet
+  }
+}
+
+/** Starts the service; resolves once it is ready, rejects when it exits or stays unready. */
+export async function startServiceProcess(): Promise<ServiceProcess> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, [mainPath], {
+    env: { ...process.env, LOG_LEVEL: "warn", PORT: String(port), HOST: "127.0.0.1" },
+    stdio: ["ignore", 2, 2],
+    detached: true,
   });
+  const guard = guardProcessTree(child.pid!);
+  const exited = new Promise<void>((resolve) =>
+    child.once("exit", () => {
+      guard.release();
+      resolve();
+    }),
+  );
   const close = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, "exit");
     child.kill("SIGTERM");
     const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
     await exited;
     clearTimeout(timer);
   };
-  try {
-    const url = await listeningUrl(child, options.startTimeoutMs);
-    return { url, child, close };
-  } catch (error) {
-    await close();
-    throw new Error(`the service did not start: ${(error as Error).message}\n${stderr}`, { cause: error });
+  const deadline = performance.now() + READY_TIMEOUT_MS;
+  while (!(await answersReady(url))) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(
+        `the service exited while starting (code ${child.exitCode}, signal ${child.signalCode})`,
+      );
+    }
+    if (performance.now() > deadline) {
+      await close();
+      throw new Error(`the service was not ready at ${url} within ${READY_TIMEOUT_MS} ms`);
+    }
+    await sleep(READY_POLL_MS);
   }
-}
-
-/** The `url` of the service's "listening" log line. */
-function listeningUrl(child: ChildProcess, timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
-    const timer = setTimeout(() => done(new Error(`no "listening" line within ${timeoutMs} ms`)), timeoutMs);
-    const onExit = (code: number | null) => done(new Error(`it exited with code ${code}`));
-    const done = (outcome: Error | string) => {
-      clearTimeout(timer);
-      child.off("exit", onExit);
-      lines.close();
-      if (typeof outcome === "string") resolve(outcome);
-      else reject(outcome);
-    };
-    child.once("exit", onExit);
-    lines.on("line", (line) => {
-      try {
-        const record = JSON.parse(line) as { url?: unknown; msg?: unknown };
-        if (typeof record.url === "string" && String(record.msg).endsWith("listening")) done(record.url);
-      } catch {
-        // not a JSON log line: keep reading
-      }
-    });
-  });
+  return { url, close };
 }
