@@ -56,8 +56,8 @@ export async function newCommand(argv: readonly string[], io: CliIo): Promise<nu
   const systems = discoverSystems(root);
   const mapped = readArchitectureMap(root).get(name);
   const title = checkText(values.title ?? mapped?.title, "--title", titlePattern, name);
-  const seed = values.seed ?? mapped?.seed;
-  if (seed !== undefined) checkText(seed, "--seed", seedPattern, name);
+  const rawSeed = values.seed ?? mapped?.seed;
+  const seed = rawSeed === undefined ? undefined : checkText(rawSeed, "--seed", seedPattern, name);
   const port = choosePort(values.port, mapped?.row, systems);
   const { file: claimsFile, claims } = readClaims(root, name);
   const system: SystemValues = { name, title, seed, port, claims };

@@ -33,11 +33,11 @@ export interface RenderedFile {
   text: string;
 }
 
-/** Bound on the template's depth and size: it is a handful of files, never a tree to crawl. */
+/** Bound on the template's size: it is a handful of files, never a tree to crawl. */
 const maxTemplateFiles = 64;
 
-function templateFiles(dir = templateDir): string[] {
-  const files = readdirSync(dir, { withFileTypes: true, recursive: true })
+function templateFiles(): string[] {
+  const files = readdirSync(templateDir, { withFileTypes: true, recursive: true })
     .filter((entry) => entry.isFile())
     .map((entry) => relative(templateDir, join(entry.parentPath, entry.name)).split(sep).join("/"))
     .sort();
