@@ -17,8 +17,10 @@
 
 import { join } from "node:path";
 import { getHeapStatistics } from "node:v8";
-import { createService, type Service } from "@casebook/infra/http/service";
+import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { listenFields, logLevelField } from "@casebook/infra/http/service-preset";
+import { startService } from "@casebook/infra/http/start-service";
 import { systemClock } from "@casebook/kit/clock";
 import { field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
@@ -38,18 +40,21 @@ import { clusterKeyspaceObserver } from "./workers/cluster-keyspace-observer.ts"
 import { ClusterRuntime } from "./workers/cluster-runtime.ts";
 import { startServerCron } from "./workers/server-cron.ts";
 
+/** Where the HTTP sidecar (/healthz, /readyz, /metrics) listens: PORT and HOST, as every service. */
+const sidecar = listenFields({
+  port: 8114,
+  portDescription: "HTTP sidecar port",
+  hostDescription: "HTTP sidecar interface",
+});
+
 export const configSchema = {
-  port: field.int({
-    env: "CACHE_PORT",
-    default: 7000,
-    min: 0,
-    max: 65535,
-    description: "RESP (Redis protocol) port",
-  }),
-  host: field.string({
-    env: "CACHE_HOST",
-    default: "127.0.0.1",
-    description: "RESP interface (0.0.0.0 for all)",
+  // The node's own port is RESP's: CACHE_PORT and CACHE_HOST.
+  ...listenFields({
+    port: 7000,
+    portEnv: "CACHE_PORT",
+    hostEnv: "CACHE_HOST",
+    portDescription: "RESP (Redis protocol) port",
+    hostDescription: "RESP interface (0.0.0.0 for all)",
   }),
   maxmemory: field.string({
     env: "CACHE_MAXMEMORY",
@@ -77,13 +82,9 @@ export const configSchema = {
     max: 1_000_000,
     description: "Open client connections allowed",
   }),
-  httpPort: field.int({ env: "PORT", default: 8114, min: 0, max: 65535, description: "HTTP sidecar port" }),
-  httpHost: field.string({ env: "HOST", default: "127.0.0.1", description: "HTTP sidecar interface" }),
-  logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
-    env: "LOG_LEVEL",
-    default: "info",
-    description: "Log level",
-  }),
+  httpPort: sidecar.port,
+  httpHost: sidecar.host,
+  ...logLevelField(),
 };
 
 export interface RunningNode {
@@ -114,77 +115,84 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       fields: { field: "CACHE_MAXMEMORY", heapLimitBytes },
     });
   }
-  const service = createService({
-    name: "cache",
-    version: "0.1.0",
-    log: { level: config.logLevel },
-    errors: [cacheErrors],
-    description: "Distributed in-memory cache node (seed 004): RESP on CACHE_PORT, ops on this port",
-  });
   const clusterConfig = loadConfig(clusterConfigSchema, { env });
-  let cluster: ClusterRuntime | undefined;
-  const keyspace = new Keyspace({
-    clock: systemClock,
-    random: systemRandom,
-    maxmemoryBytes,
-    policy: config.policy,
-    samples: config.samples,
-    ...(clusterConfig.enabled ? { observer: clusterKeyspaceObserver(() => cluster?.source) } : {}),
+  const { url, service, built } = await startService({
+    service: {
+      name: "cache",
+      version: "0.1.0",
+      log: { level: config.logLevel },
+      errors: [cacheErrors],
+      description: "Distributed in-memory cache node (seed 004): RESP on CACHE_PORT, ops on this port",
+    },
+    build: async ({ service }) => {
+      let cluster: ClusterRuntime | undefined;
+      const keyspace = new Keyspace({
+        clock: systemClock,
+        random: systemRandom,
+        maxmemoryBytes,
+        policy: config.policy,
+        samples: config.samples,
+        ...(clusterConfig.enabled ? { observer: clusterKeyspaceObserver(() => cluster?.source) } : {}),
+      });
+      if (clusterConfig.enabled) {
+        cluster = new ClusterRuntime({
+          keyspace,
+          clock: systemClock,
+          random: systemRandom,
+          settings: {
+            ...clusterConfig,
+            busHost: config.host,
+            // Unset: the RESP port + 10000 (Redis's convention), or any free port when RESP has one.
+            busPort: clusterConfig.busPort ?? (config.port === 0 ? 0 : config.port + 10_000),
+            announceHost:
+              clusterConfig.announceHost ?? (config.host === "0.0.0.0" ? "127.0.0.1" : config.host),
+          },
+          log: service.log.child({ api: "cluster" }),
+        });
+      }
+      const server = new CacheServer({
+        keyspace,
+        clock: systemClock,
+        port: config.port,
+        host: config.host,
+        maxClients: config.maxClients,
+        log: service.log.child({ api: "resp" }),
+        ...(cluster
+          ? {
+              extraCommands: clusterCommands(cluster),
+              hooks: createClusterRouter(cluster),
+              replication: cluster.source,
+            }
+          : {}),
+      });
+      const { port } = await server.listen();
+      const cron = startServerCron({ keyspace, onTick: () => server.sampleMemoryPeak() });
+      registerCacheMetrics(service.registry, server);
+      service.addCheck("resp", async () => {
+        if (server.port === 0) throw new Error("the RESP server is not listening");
+      });
+      // Close hooks run last-added first: the RESP server closes, then the cluster runtime, then the cron.
+      service.onClose(() => cron.stop());
+      if (cluster) {
+        const dataRoot = env.CASEBOOK_DATA ?? join(".casebook-data", "cache");
+        await cluster.start({ port, dir: clusterConfig.dir ?? join(dataRoot, `node-${port}`) });
+        registerClusterMetrics(service.registry, cluster);
+        const runtime = cluster;
+        service.onClose(() => runtime.close());
+      }
+      service.onClose(() => server.close());
+      return { server, cluster, port };
+    },
+    listen: { port: config.httpPort, host: config.httpHost },
+    listeningMessage: "cache node listening",
+    listening: ({ port, cluster }) => ({
+      respPort: port,
+      maxmemoryBytes,
+      policy: config.policy,
+      ...(cluster ? { nodeId: cluster.state.myId, busPort: cluster.busPort, ...cluster.announced } : {}),
+    }),
   });
-  if (clusterConfig.enabled) {
-    cluster = new ClusterRuntime({
-      keyspace,
-      clock: systemClock,
-      random: systemRandom,
-      settings: {
-        ...clusterConfig,
-        busHost: config.host,
-        // Unset: the RESP port + 10000 (Redis's convention), or any free port when RESP has one.
-        busPort: clusterConfig.busPort ?? (config.port === 0 ? 0 : config.port + 10_000),
-        announceHost: clusterConfig.announceHost ?? (config.host === "0.0.0.0" ? "127.0.0.1" : config.host),
-      },
-      log: service.log.child({ api: "cluster" }),
-    });
-  }
-  const server = new CacheServer({
-    keyspace,
-    clock: systemClock,
-    port: config.port,
-    host: config.host,
-    maxClients: config.maxClients,
-    log: service.log.child({ api: "resp" }),
-    ...(cluster
-      ? {
-          extraCommands: clusterCommands(cluster),
-          hooks: createClusterRouter(cluster),
-          replication: cluster.source,
-        }
-      : {}),
-  });
-  const { port } = await server.listen();
-  const cron = startServerCron({ keyspace, onTick: () => server.sampleMemoryPeak() });
-  registerCacheMetrics(service.registry, server);
-  service.addCheck("resp", async () => {
-    if (server.port === 0) throw new Error("the RESP server is not listening");
-  });
-  // Close hooks run last-added first: the RESP server closes, then the cluster runtime, then the cron.
-  service.onClose(() => cron.stop());
-  if (cluster) {
-    const dataRoot = env.CASEBOOK_DATA ?? join(".casebook-data", "cache");
-    await cluster.start({ port, dir: clusterConfig.dir ?? join(dataRoot, `node-${port}`) });
-    registerClusterMetrics(service.registry, cluster);
-    const runtime = cluster;
-    service.onClose(() => runtime.close());
-  }
-  service.onClose(() => server.close());
-  const { url } = await service.listen({ port: config.httpPort, host: config.httpHost });
-  const clusterFields = cluster
-    ? { nodeId: cluster.state.myId, busPort: cluster.busPort, ...cluster.announced }
-    : {};
-  service.log.info(
-    { url, respPort: port, maxmemoryBytes, policy: config.policy, ...clusterFields },
-    "cache node listening",
-  );
+  const { server, cluster, port } = built;
   return { server, cluster, service, port, url, close: () => service.close() };
 }
 

@@ -16,10 +16,16 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { createService, type Service } from "@casebook/infra/http/service";
+import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import {
+  databaseFields,
+  databaseOptionsOf,
+  listenFields,
+  logLevelField,
+} from "@casebook/infra/http/service-preset";
+import { startService } from "@casebook/infra/http/start-service";
 import { runMigrations } from "@casebook/infra/sql/migrations";
-import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { systemClock } from "@casebook/kit/clock";
@@ -54,48 +60,17 @@ export const VERSION = "0.1.0";
 export const BOOTSTRAP_OFF = "off";
 /** The demo merchant `npm start` creates on the embedded database. */
 export const DEFAULT_BOOTSTRAP_MERCHANT = "demo";
-/** Inside the service base's 900 ms readiness timeout, so a slow ping reports its own error. */
-const DATABASE_PING_TIMEOUT_MS = 800;
 
 export const configSchema = {
-  port: field.int({ env: "PORT", default: 8104, min: 0, max: 65535, description: "HTTP port" }),
-  host: field.string({ env: "HOST", default: "127.0.0.1", description: "HTTP interface (0.0.0.0 for all)" }),
-  databaseUrl: field.url({
-    env: "DATABASE_URL",
-    protocols: ["postgres:", "postgresql:"],
-    secret: true,
-    description: "PostgreSQL; unset = embedded PGlite in $CASEBOOK_DATA/payments",
-  }),
-  databaseSchema: field.string({
-    env: "PAYMENTS_DB_SCHEMA",
-    pattern: /^[a-z_][a-z0-9_]{0,62}$/,
-    description:
-      "Schema of the tables (unset = payments): replicas share one; a test or a bench gets a fresh one",
-  }),
-  databaseMaxConnections: field.int({
-    env: "PAYMENTS_DB_MAX_CONNECTIONS",
-    default: 10,
-    min: 1,
-    max: 200,
-    description:
-      "PostgreSQL pool size of this instance: instances × this must fit the server's max_connections",
-  }),
-  databaseStatementTimeoutMs: field.int({
-    env: "PAYMENTS_DB_STATEMENT_TIMEOUT_MS",
-    // 10 s + the driver's 5 s grace stays inside the 30 s handler timeout, so a silent database
-    // answers 503 SQL_UNAVAILABLE; a ledger batch of 100 transfers takes ~1.6 s at p99 under load.
-    default: 10_000,
-    min: 100,
-    max: 600_000,
-    description:
-      "Bound on one SQL statement (server statement_timeout; on a silent link the driver gives up 5 s later): past it a request answers 503 SQL_UNAVAILABLE",
-  }),
-  databaseConnectTimeoutMs: field.int({
-    env: "PAYMENTS_DB_CONNECT_TIMEOUT_MS",
-    default: 5_000,
-    min: 100,
-    max: 60_000,
-    description: "Bound on opening a PostgreSQL connection and on waiting for a free one from a full pool",
+  ...listenFields({ port: 8104 }),
+  // 10 s statement timeout + the driver's 5 s grace stays inside the 30 s handler timeout, so a
+  // silent database answers 503 SQL_UNAVAILABLE; a ledger batch of 100 transfers takes ~1.6 s at p99.
+  ...databaseFields({
+    system: "payments",
+    envPrefix: "PAYMENTS_DB",
+    fields: ["schema", "maxConnections", "statementTimeoutMs", "connectTimeoutMs"],
+    maxConnectionsDefault: 10,
+    statementTimeoutMsDefault: 10_000,
   }),
   acquirerUrl: field.url({
     env: "ACQUIRER_URL",
@@ -143,11 +118,7 @@ export const configSchema = {
     max: 10_000,
     description: "PY-10: the acquirer fee our contract sets on captures, in basis points (150 = 1.5 %)",
   }),
-  logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
-    env: "LOG_LEVEL",
-    default: "info",
-    description: "Log level",
-  }),
+  ...logLevelField(),
 };
 
 export interface RunningPayments {
@@ -323,93 +294,85 @@ export async function main(
   tuning: PaymentsTuning = {},
 ): Promise<RunningPayments> {
   const config = loadConfig(configSchema, { env });
-  const db = await openDatabase({
-    system: "payments",
-    url: config.databaseUrl,
-    env,
-    ...(config.databaseSchema === undefined ? {} : { schema: config.databaseSchema }),
-    // A database that goes silent (a blackholed link) must cost a request a bounded wait, not the handler timeout.
-    pool: {
-      maxConnections: config.databaseMaxConnections,
-      statementTimeoutMs: config.databaseStatementTimeoutMs,
-      connectTimeoutMs: config.databaseConnectTimeoutMs,
+  const { url, service, db, built } = await startService({
+    service: {
+      name: "payments",
+      version: VERSION,
+      log: { level: config.logLevel },
+      errors: paymentsErrorRegistries,
+      description:
+        "Payments and double-entry ledger (seed 000 §4): never charges twice, accounts for every cent.",
     },
-  });
-  const service = createService({
-    name: "payments",
-    version: VERSION,
-    log: { level: config.logLevel },
-    errors: paymentsErrorRegistries,
-    checks: { database: () => db.ping(DATABASE_PING_TIMEOUT_MS) },
-    onClose: [() => db.close()], // first hook added, so it runs last: after every user of the pool
-    description:
-      "Payments and double-entry ledger (seed 000 §4): never charges twice, accounts for every cent.",
-  });
-  try {
-    await runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) });
-    const acquirerUrl = await acquirerFor(config, service);
-    const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
-    const auth = createMerchantAuth((key) => merchants.authenticate(key));
-    const ledger = new LedgerRepository(db);
-    const idempotency = new IdempotencyStore(db, { clock: systemClock });
-    const metrics = createPaymentMetrics(service.registry, {
-      clock: systemClock,
-      backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs() }),
-      onError: (error) => service.log.warn({ err: error }, "saga backlog count failed"),
-    });
-    const acquirer = new AcquirerClient({
-      ...tuning.acquirer,
-      rateLimit: { capacity: Math.ceil(config.acquirerRatePerS / 2), ratePerS: config.acquirerRatePerS },
-      baseUrl: acquirerUrl,
-      clock: systemClock,
-      random: systemRandom,
-      observer: metrics,
-      log: service.log,
-    });
-    registerBreakerGauge(service.registry, () => acquirer.breaker.state);
-    service.onClose(async () => acquirer.close());
-    const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics, tuning.saga);
-    startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
-    startOutboxRelay(service, db, env);
-    startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps);
-    const paymentConfig = {
-      inlineDriveMs: config.inlineDriveMs,
-      breakerOpenMode: config.breakerOpenMode,
-      refundRetryAfterMs: config.refundRetryAfterMs,
-    };
-    // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
-    await service.app.register(async (scope) => {
-      scope.addHook("onRequest", auth.authenticate);
-      scope.addHook("onRequest", correlatePaymentRequests(auth.merchantOf));
-      registerAccountRoutes(scope, { db, ledger, merchantOf: auth.merchantOf });
-      registerPaymentRoutes(scope, {
-        db,
-        idempotency,
-        orchestrator,
-        acquirer,
+    // A database that goes silent (a blackholed link) must cost a request a bounded wait, not the handler timeout.
+    database: {
+      system: "payments",
+      env,
+      ...databaseOptionsOf(config),
+      migrate: (db) => runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) }),
+    },
+    build: async ({ service, db }) => {
+      const acquirerUrl = await acquirerFor(config, service);
+      const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
+      const auth = createMerchantAuth((key) => merchants.authenticate(key));
+      const ledger = new LedgerRepository(db);
+      const idempotency = new IdempotencyStore(db, { clock: systemClock });
+      const metrics = createPaymentMetrics(service.registry, {
         clock: systemClock,
-        merchantOf: auth.merchantOf,
-        config: paymentConfig,
+        backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs() }),
+        onError: (error) => service.log.warn({ err: error }, "saga backlog count failed"),
       });
-      registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.merchantOf });
-    });
-    const bootstrap = await bootstrapMerchant(config, merchants, service);
-    const { url } = await service.listen({ port: config.port, host: config.host });
-    service.log.info({ url, engine: db.engine, acquirerUrl }, "payments listening");
-    if (bootstrap) {
+      const acquirer = new AcquirerClient({
+        ...tuning.acquirer,
+        rateLimit: { capacity: Math.ceil(config.acquirerRatePerS / 2), ratePerS: config.acquirerRatePerS },
+        baseUrl: acquirerUrl,
+        clock: systemClock,
+        random: systemRandom,
+        observer: metrics,
+        log: service.log,
+      });
+      registerBreakerGauge(service.registry, () => acquirer.breaker.state);
+      service.onClose(async () => acquirer.close());
+      const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics, tuning.saga);
+      startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
+      startOutboxRelay(service, db, env);
+      startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps);
+      const paymentConfig = {
+        inlineDriveMs: config.inlineDriveMs,
+        breakerOpenMode: config.breakerOpenMode,
+        refundRetryAfterMs: config.refundRetryAfterMs,
+      };
+      // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
+      await service.app.register(async (scope) => {
+        scope.addHook("onRequest", auth.authenticate);
+        scope.addHook("onRequest", correlatePaymentRequests(auth.merchantOf));
+        registerAccountRoutes(scope, { db, ledger, merchantOf: auth.merchantOf });
+        registerPaymentRoutes(scope, {
+          db,
+          idempotency,
+          orchestrator,
+          acquirer,
+          clock: systemClock,
+          merchantOf: auth.merchantOf,
+          config: paymentConfig,
+        });
+        registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.merchantOf });
+      });
+      const bootstrap = await bootstrapMerchant(config, merchants, service);
+      return { acquirerUrl, bootstrap };
+    },
+    listen: { port: config.port, host: config.host },
+    listening: ({ acquirerUrl }, { db }) => ({ engine: db.engine, acquirerUrl }),
+    announce: ({ bootstrap }, { service, url }) => {
+      if (!bootstrap) return;
       const hint = `curl -H 'Authorization: Bearer ${bootstrap.apiKey}' ${url}/v1/accounts`;
       service.log.info(
         { ...bootstrap, try: hint },
         "bootstrap merchant created: its API key is shown only now",
       );
-    }
-    return { url, service, db, acquirerUrl, bootstrap, close: () => service.close() };
-  } catch (error) {
-    await service
-      .close()
-      .catch((closeError: unknown) => service.log.error({ err: closeError }, "close failed"));
-    throw error;
-  }
+    },
+  });
+  const { acquirerUrl, bootstrap } = built;
+  return { url, service, db, acquirerUrl, bootstrap, close: () => service.close() };
 }
 
 if (import.meta.main) {

@@ -4,8 +4,10 @@
  * Stateless: run as many instances as you like against one REDIS_URL.
  */
 import { fileURLToPath } from "node:url";
-import { createService, type Service } from "@casebook/infra/http/service";
+import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { listenFields, logLevelField } from "@casebook/infra/http/service-preset";
+import { startService } from "@casebook/infra/http/start-service";
 import { field, loadConfig } from "@casebook/kit/config";
 import { registerCheckRoute } from "./api/check-route.ts";
 import { startEnvoyRls } from "./api/envoy-rls.ts";
@@ -16,8 +18,7 @@ import { rateLimitErrors } from "./rate-limit-errors.ts";
 import { loadPolicyFile, watchPolicyFile } from "./workers/policy-watcher.ts";
 
 export const configSchema = {
-  port: field.int({ env: "PORT", default: 8101, min: 0, max: 65535, description: "HTTP port" }),
-  host: field.string({ env: "HOST", default: "127.0.0.1", description: "HTTP interface (0.0.0.0 for all)" }),
+  ...listenFields({ port: 8101 }),
   redisUrl: field.url({
     env: "REDIS_URL",
     protocols: ["redis:", "rediss:"],
@@ -79,11 +80,7 @@ export const configSchema = {
     max: 65535,
     description: "Envoy rate limit service (gRPC, envoy.service.ratelimit.v3); unset = off, e.g. 8181",
   }),
-  logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
-    env: "LOG_LEVEL",
-    default: "info",
-    description: "Log level",
-  }),
+  ...logLevelField(),
 };
 
 export interface RunningService {
@@ -95,61 +92,63 @@ export interface RunningService {
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
   const config = loadConfig(configSchema, { env });
   const policies = await loadPolicyFile(config.policies);
-  const service = createService({
-    name: "rate-limiter",
-    version: "0.1.0",
-    log: { level: config.logLevel },
-    errors: [rateLimitErrors],
-    description: "Distributed rate limiter (seed 000 §1): may key K spend C now?",
-  });
-  const rl = await createRateLimiter({
-    policies,
-    redisUrl: config.redisUrl,
-    redisClusterNodes: config.redisClusterNodes
-      ?.split(",")
-      .map((node) => node.trim())
-      .filter(Boolean),
-    keyPrefix: config.keyPrefix,
-    timeoutMs: config.timeoutMs,
-    connectTimeoutMs: config.connectTimeoutMs,
-    breakerFailures: config.breakerFailures,
-    breakerOpenMs: config.breakerOpenMs,
-    instances: config.instances,
-    onStoreError: (error) => service.log.warn({ err: error }, "limiter degraded: store call failed"),
-  });
-  rl.breaker.onStateChange((change) => service.log.warn(change, "limiter store breaker changed state"));
-  const metrics = createLimiterMetrics(service.registry, rl.limiter, rl.breaker);
-  registerCheckRoute(service.app, rl.limiter, metrics);
-  registerPoliciesRoute(service.app, rl.limiter);
-  service.addCheck(rl.store.engine, () => rl.store.ping());
-  if (config.grpcPort !== undefined) {
-    const rls = await startEnvoyRls({
-      limiter: rl.limiter,
-      port: config.grpcPort,
-      host: config.host,
-      log: service.log.child({ api: "envoy-rls" }),
-      metrics,
-    });
-    // Close hooks run last-added first: the gRPC server stops before the store closes.
-    service.onClose(() => rls.close());
-    service.log.info({ port: rls.port, domain: policies.domain }, "envoy rate limit service listening");
-  }
-  const stopWatching = watchPolicyFile({
-    path: config.policies,
-    onReload: (next) => {
-      rl.limiter.setConfig(next);
-      service.log.info({ policies: next.policies.length }, "policies reloaded");
+  const { url, service } = await startService({
+    service: {
+      name: "rate-limiter",
+      version: "0.1.0",
+      log: { level: config.logLevel },
+      errors: [rateLimitErrors],
+      description: "Distributed rate limiter (seed 000 §1): may key K spend C now?",
     },
-    onError: (error) =>
-      service.log.error({ err: error }, "policy file refused; keeping the policies in force"),
+    build: async ({ service }) => {
+      const rl = await createRateLimiter({
+        policies,
+        redisUrl: config.redisUrl,
+        redisClusterNodes: config.redisClusterNodes
+          ?.split(",")
+          .map((node) => node.trim())
+          .filter(Boolean),
+        keyPrefix: config.keyPrefix,
+        timeoutMs: config.timeoutMs,
+        connectTimeoutMs: config.connectTimeoutMs,
+        breakerFailures: config.breakerFailures,
+        breakerOpenMs: config.breakerOpenMs,
+        instances: config.instances,
+        onStoreError: (error) => service.log.warn({ err: error }, "limiter degraded: store call failed"),
+      });
+      rl.breaker.onStateChange((change) => service.log.warn(change, "limiter store breaker changed state"));
+      const metrics = createLimiterMetrics(service.registry, rl.limiter, rl.breaker);
+      registerCheckRoute(service.app, rl.limiter, metrics);
+      registerPoliciesRoute(service.app, rl.limiter);
+      service.addCheck(rl.store.engine, () => rl.store.ping());
+      if (config.grpcPort !== undefined) {
+        const rls = await startEnvoyRls({
+          limiter: rl.limiter,
+          port: config.grpcPort,
+          host: config.host,
+          log: service.log.child({ api: "envoy-rls" }),
+          metrics,
+        });
+        // Close hooks run last-added first: the gRPC server stops before the store closes.
+        service.onClose(() => rls.close());
+        service.log.info({ port: rls.port, domain: policies.domain }, "envoy rate limit service listening");
+      }
+      const stopWatching = watchPolicyFile({
+        path: config.policies,
+        onReload: (next) => {
+          rl.limiter.setConfig(next);
+          service.log.info({ policies: next.policies.length }, "policies reloaded");
+        },
+        onError: (error) =>
+          service.log.error({ err: error }, "policy file refused; keeping the policies in force"),
+      });
+      service.onClose(() => rl.close());
+      service.onClose(async () => stopWatching());
+      return rl;
+    },
+    listen: { port: config.port, host: config.host },
+    listening: (rl) => ({ engine: rl.store.engine, policies: policies.policies.length }),
   });
-  service.onClose(() => rl.close());
-  service.onClose(async () => stopWatching());
-  const { url } = await service.listen({ port: config.port, host: config.host });
-  service.log.info(
-    { url, engine: rl.store.engine, policies: policies.policies.length },
-    "rate-limiter listening",
-  );
   return { url, service, close: () => service.close() };
 }
 

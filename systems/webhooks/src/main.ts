@@ -15,9 +15,10 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { createService, type Service } from "@casebook/infra/http/service";
+import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
-import { openDatabase } from "@casebook/infra/sql/open-database";
+import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
+import { startService } from "@casebook/infra/http/start-service";
 import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
@@ -42,8 +43,6 @@ import { RetentionSweeper } from "./workers/retention-sweeper.ts";
 import { createWorkerMetrics } from "./workers/worker-metrics.ts";
 
 export const VERSION = "0.1.0";
-/** Inside the service base's 900 ms readiness timeout, so a slow ping reports its own error. */
-const DATABASE_PING_TIMEOUT_MS = 800;
 /** Bound on one phase of a send (connect, or the body after the headers) under a long deadline. */
 const SEND_PHASE_MS_MAX = 5_000;
 /** Close hooks beyond the worker's drain (one request deadline): writes and pool shutdown. */
@@ -169,47 +168,40 @@ function announce(service: Service, url: string, bootstrap: { tenantId: string; 
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningWebhooks> {
   const config = loadWebhooksConfig(env);
-  const db = await openDatabase({
-    system: "webhooks",
-    url: config.databaseUrl,
-    env,
+  const { url, service, db, built } = await startService({
+    service: {
+      name: "webhooks",
+      version: VERSION,
+      log: { level: config.logLevel },
+      errors: webhooksErrorRegistries,
+      // The worker's stop waits for sends in flight, each bounded by the request deadline.
+      closeHookTimeoutMs: config.httpDeadlineMs + CLOSE_HOOK_SLACK_MS,
+      description:
+        "Multitenant outbound webhooks (seed 003): signed, at-least-once, fair across tenants, 24 h at most.",
+    },
     // A dead link must fail a request inside the handler timeout, with SQL_UNAVAILABLE.
-    pool: { connectTimeoutMs: config.dbConnectTimeoutMs, statementTimeoutMs: config.dbStatementTimeoutMs },
+    database: { system: "webhooks", env, ...databaseOptionsOf(config), migrate: migrateWebhookStore },
+    build: async ({ service, db }) => {
+      await registerWebhooksApi(service.app, {
+        db,
+        clock: systemClock,
+        randomBytes,
+        settings: { maxPayloadBytes: config.maxPayloadBytes, urlPolicy: config.urlPolicy },
+        tenantDefaults: tenantDefaultsOf(config),
+        adminToken: config.adminToken,
+      });
+      const worker = config.workers ? startWorkers(config, db, service) : undefined;
+      const bootstrap = await bootstrapTenant(config, db, service);
+      return { worker, bootstrap };
+    },
+    listen: { port: config.port, host: config.host },
+    listening: (_, { db }) => ({ engine: db.engine, workers: config.workers }),
+    announce: ({ bootstrap }, { service, url }) => {
+      if (bootstrap) announce(service, url, bootstrap);
+    },
   });
-  const service = createService({
-    name: "webhooks",
-    version: VERSION,
-    log: { level: config.logLevel },
-    errors: webhooksErrorRegistries,
-    checks: { database: () => db.ping(DATABASE_PING_TIMEOUT_MS) },
-    onClose: [() => db.close()], // first hook added, so it runs last: after every user of the pool
-    // The worker's stop waits for sends in flight, each bounded by the request deadline.
-    closeHookTimeoutMs: config.httpDeadlineMs + CLOSE_HOOK_SLACK_MS,
-    description:
-      "Multitenant outbound webhooks (seed 003): signed, at-least-once, fair across tenants, 24 h at most.",
-  });
-  try {
-    await migrateWebhookStore(db);
-    await registerWebhooksApi(service.app, {
-      db,
-      clock: systemClock,
-      randomBytes,
-      settings: { maxPayloadBytes: config.maxPayloadBytes, urlPolicy: config.urlPolicy },
-      tenantDefaults: tenantDefaultsOf(config),
-      adminToken: config.adminToken,
-    });
-    const worker = config.workers ? startWorkers(config, db, service) : undefined;
-    const bootstrap = await bootstrapTenant(config, db, service);
-    const { url } = await service.listen({ port: config.port, host: config.host });
-    service.log.info({ url, engine: db.engine, workers: config.workers }, "webhooks listening");
-    if (bootstrap) announce(service, url, bootstrap);
-    return { url, service, db, config, bootstrap, worker, close: () => service.close() };
-  } catch (error) {
-    await service
-      .close()
-      .catch((closeError: unknown) => service.log.error({ err: closeError }, "close failed"));
-    throw error;
-  }
+  const { worker, bootstrap } = built;
+  return { url, service, db, config, bootstrap, worker, close: () => service.close() };
 }
 
 if (import.meta.main) {

@@ -12,6 +12,7 @@
  * config.urlPolicy.allow.length; // 1
  * config.leaseMs;                // 45000
  */
+import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, type ConfigProblem, field, loadConfig } from "@casebook/kit/config";
 import { parseCidr } from "./domain/ip-address.ts";
 import { createUrlPolicy, POLICY_RANGES_MAX, type UrlPolicy } from "./domain/url-policy.ts";
@@ -53,28 +54,19 @@ export const PRIVATE_NETWORK_CIDRS: readonly string[] = Object.freeze([
 ]);
 
 export const configSchema = {
-  port: field.int({ env: "PORT", default: 8113, min: 0, max: 65535, description: "HTTP port" }),
-  host: field.string({ env: "HOST", default: "127.0.0.1", description: "HTTP interface (0.0.0.0 for all)" }),
-  databaseUrl: field.url({
-    env: "DATABASE_URL",
-    protocols: ["postgres:", "postgresql:"],
-    secret: true,
-    description: "PostgreSQL; unset = embedded PGlite in $CASEBOOK_DATA/webhooks",
-  }),
-  dbConnectTimeoutMs: field.durationMs({
-    env: "WEBHOOKS_DB_CONNECT_TIMEOUT_MS",
-    default: 5_000,
-    min: 100,
-    max: 60_000,
-    description: "Bound on opening a PostgreSQL connection, and on waiting for a free one from the pool",
-  }),
-  dbStatementTimeoutMs: field.durationMs({
-    env: "WEBHOOKS_DB_STATEMENT_TIMEOUT_MS",
-    default: DB_STATEMENT_TIMEOUT_MS_DEFAULT,
-    min: 100,
-    max: 600_000,
-    description:
-      "PostgreSQL statement_timeout; a silent link is given up 5 s after it, so a request on a dead link answers 503 SQL_UNAVAILABLE",
+  ...listenFields({ port: 8113 }),
+  ...databaseFields({
+    system: "webhooks",
+    envPrefix: "WEBHOOKS_DB",
+    fields: ["connectTimeoutMs", "statementTimeoutMs"],
+    timeouts: "duration-ms",
+    statementTimeoutMsDefault: DB_STATEMENT_TIMEOUT_MS_DEFAULT,
+    descriptions: {
+      connectTimeoutMs:
+        "Bound on opening a PostgreSQL connection, and on waiting for a free one from the pool",
+      statementTimeoutMs:
+        "PostgreSQL statement_timeout; a silent link is given up 5 s after it, so a request on a dead link answers 503 SQL_UNAVAILABLE",
+    },
   }),
   adminToken: field.string({
     env: "WEBHOOKS_ADMIN_TOKEN",
@@ -177,11 +169,7 @@ export const configSchema = {
     maxLength: 16_384,
     description: "Comma-separated CIDRs never called, even public ones (your own ranges)",
   }),
-  logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
-    env: "LOG_LEVEL",
-    default: "info",
-    description: "Log level",
-  }),
+  ...logLevelField(),
 };
 
 export type RawWebhooksConfig = ConfigOf<typeof configSchema>;

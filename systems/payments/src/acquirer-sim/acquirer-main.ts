@@ -9,6 +9,7 @@
  * await running.close();
  */
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import type { Clock } from "@casebook/kit/clock";
 import { field, loadConfig } from "@casebook/kit/config";
 import { seededRandom, systemRandom } from "@casebook/kit/random";
@@ -16,8 +17,7 @@ import { defaultBehaviour } from "./acquirer-behaviour.ts";
 import { type AcquirerSim, createAcquirerSim, defaultMaxPayments } from "./acquirer-sim.ts";
 
 export const acquirerConfigSchema = {
-  port: field.int({ env: "PORT", default: 8154, min: 0, max: 65535, description: "HTTP port" }),
-  host: field.string({ env: "HOST", default: "127.0.0.1", description: "HTTP interface (0.0.0.0 for all)" }),
+  ...listenFields({ port: 8154 }),
   seed: field.string({
     env: "ACQUIRER_SEED",
     description: "Seed of ids, declines and faults (unset = Math.random); same seed + same calls = same run",
@@ -48,11 +48,7 @@ export const acquirerConfigSchema = {
     secret: true,
     description: "Bearer token for /admin/* (unset = open: a simulator on loopback)",
   }),
-  logLevel: field.enum(["debug", "info", "warn", "error", "silent"], {
-    env: "LOG_LEVEL",
-    default: "info",
-    description: "Log level",
-  }),
+  ...logLevelField(),
 };
 
 export interface RunningAcquirer {
