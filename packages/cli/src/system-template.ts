@@ -60,6 +60,7 @@ export function placeholdersOf(values: SystemValues): Record<string, string> {
     seedParen: values.seed === undefined ? "" : ` (seed ${values.seed})`,
     port: String(values.port),
     snake: values.name.replaceAll("-", "_"),
+    envPrefix: values.name.replaceAll("-", "_").toUpperCase(),
     claimRows: claimRows(values.name, values.claims),
   };
 }

@@ -1,9 +1,11 @@
 /**
  * Composition root of {{name}} — {{title}}{{seedParen}}: config → service (JSON logs,
  * /healthz, /readyz, /metrics, /openapi.json, problem+json errors, graceful close) →
- * metrics → API → listen. Stateless: its state will live in its engines. An engine is
- * opened here when the first store arrives (infra's openDatabase, then runMigrations on
- * `src/store/migrations/`), and closed by the first close hook, so it closes last.
+ * metrics → API → listen, through infra's `startService`, which closes what a failed start
+ * opened. Stateless: its state will live in its engines. The first store adds the
+ * `database` step (`{ system: "{{name}}", env, ...databaseOptionsOf(config), migrate }`,
+ * with `runMigrations` on `src/store/migrations/`): opened first, pinged by /readyz,
+ * migrated before `build`, closed last.
  *
  * @example
  * // PORT={{port}} node systems/{{name}}/src/main.ts   (npx casebook run {{name}} runs it through the CLI)
@@ -11,8 +13,9 @@
  * await fetch(`${running.url}/healthz`); // 200
  * await running.close();
  */
-import { createService, type Service } from "@casebook/infra/http/service";
+import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { startService } from "@casebook/infra/http/start-service";
 import { systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import { registerApi } from "./api/register-api.ts";
@@ -32,26 +35,21 @@ export interface RunningSystem {
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningSystem> {
   const config = loadSystemConfig(env);
-  const service = createService({
-    name: SYSTEM,
-    version: VERSION,
-    log: { level: config.logLevel },
-    errors: [errors],
-    description: "{{title}}{{seedParen}}",
+  const started = await startService({
+    service: {
+      name: SYSTEM,
+      version: VERSION,
+      log: { level: config.logLevel },
+      errors: [errors],
+      description: "{{title}}{{seedParen}}",
+    },
+    build: async ({ service }) => {
+      createMetrics(service.registry, { version: VERSION });
+      await registerApi(service.app, { clock: systemClock });
+    },
+    listen: { port: config.port, host: config.host },
   });
-  try {
-    createMetrics(service.registry, { version: VERSION });
-    await registerApi(service.app, { clock: systemClock });
-    const { url } = await service.listen({ port: config.port, host: config.host });
-    service.log.info({ url }, `${SYSTEM} listening`);
-    return { url, service, config, close: () => service.close() };
-  } catch (error) {
-    // A start that fails leaves no socket or loop behind; the entry prints the error itself.
-    await service
-      .close()
-      .catch((closeError: unknown) => service.log.error({ err: closeError }, "close failed"));
-    throw error;
-  }
+  return { url: started.url, service: started.service, config, close: () => started.close() };
 }
 
 if (import.meta.main) {
