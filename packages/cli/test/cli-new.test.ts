@@ -12,6 +12,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   symlinkSync,
@@ -21,6 +22,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { parseBenchRows } from "@casebook/lab/bench-smoke";
+import { readArchitectureMap, sharedDir } from "../src/architecture-map.ts";
+import { parseClaims } from "../src/claims-file.ts";
 import { main } from "../src/main.ts";
 import { markInProgress } from "../src/systems-table-row.ts";
 import { cliEnv, runCli } from "./fixtures.ts";
@@ -370,4 +373,27 @@ test("the generated system works: its tests pass, main.ts --help and its bench r
   writeFileSync(join(root, "tsconfig.json"), JSON.stringify(tsconfig));
   const types = await run(join(binDir, "tsc"), ["--noEmit", "-p", "tsconfig.json"], root);
   assert.equal(types.code, 0, `${types.stdout}\n${types.stderr}`);
+});
+
+test("the project's own shared docs: every claim of every claims file parses, and the map's rows are the four systems' ports", (t) => {
+  const shared = sharedDir(repoRoot);
+  if (!existsSync(join(shared, "ARCHITECTURE.md"))) {
+    t.skip(`no ${shared}/ARCHITECTURE.md beside this checkout`);
+    return;
+  }
+  for (const file of readdirSync(join(shared, "claims")).filter(
+    (f) => f.endsWith(".md") && f !== "README.md",
+  )) {
+    const text = readFileSync(join(shared, "claims", file), "utf8");
+    const lines = text.split("\n").filter((line) => line.startsWith("- "));
+    assert.equal(parseClaims(text).length, lines.length, file);
+  }
+  const map = readArchitectureMap(repoRoot);
+  for (const name of ["flash-sale", "url-shortener", "chat", "feed", "llm-gateway", "metrics"]) {
+    assert.ok(map.has(name), name);
+  }
+  for (const system of ["rate-limiter", "payments", "webhooks", "cache"]) {
+    const pkg = JSON.parse(readFileSync(join(repoRoot, "systems", system, "package.json"), "utf8"));
+    assert.equal(pkg.casebook.port, 8100 + map.get(system)!.row, system);
+  }
 });
