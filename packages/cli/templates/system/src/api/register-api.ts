@@ -5,8 +5,8 @@
  * (authentication, say) covers all of them and none of the operations routes.
  *
  * @example
- * const service = createService({ name: "{{name}}", version, errors: [errors] });
- * await registerApi(service.app, { clock: systemClock });
+ * // main.ts, in startService's build step; a test does the same on its own service
+ * build: async ({ service }) => registerApi(service.app, { clock: systemClock }),
  */
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
@@ -18,6 +18,6 @@ export interface ApiOptions {
 
 export async function registerApi(app: FastifyInstance, _options: ApiOptions): Promise<void> {
   await app.register(async (_scope) => {
-    // No route yet: the first ones are registered here, e.g. registerLinkRoutes(scope, options).
+    // No route yet: the first ones are registered here, each `register<Thing>Routes(scope, options)`.
   });
 }
