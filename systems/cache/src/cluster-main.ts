@@ -12,8 +12,8 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createService } from "@casebook/infra/http/service";
 import { installSignalHandlers } from "@casebook/infra/http/shutdown";
+import { startService } from "@casebook/infra/http/start-service";
 import { AdminClient } from "./api/cluster-admin-client.ts";
 import { clusterErrors } from "./domain/cluster-errors.ts";
 import { type LaunchedNode, type LocalCluster, launchCluster } from "./workers/cluster-launcher.ts";
@@ -132,30 +132,39 @@ export async function runClusterMain(argv: readonly string[], env: NodeJS.Proces
     process.stdout.write(HELP);
     return 0;
   }
-  const cluster = await launchCluster({
-    nodes: args.nodes,
-    replicas: args.replicas,
-    basePort: args.port,
-    host: args.host,
-    dataDir: args.dataDir,
-    nodeTimeoutMs: args.nodeTimeoutMs,
-    httpPortBase: args.httpPortBase,
-  });
-  const service = createService({
-    name: "cache-cluster",
-    version: "0.1.0",
-    log: { level: env.LOG_LEVEL === "silent" ? "silent" : "info" },
-    description: "Launcher of a local cache cluster: /readyz is ready while every node serves",
-  });
-  // The nodes must not outlive the launcher, however it ends (a graceful stop SIGTERMs them first).
-  process.once("exit", () => {
-    for (const node of cluster.nodes) node.child.kill("SIGKILL");
-  });
-  service.addCheck("cluster", () => allServing(cluster));
-  service.onClose(() => cluster.stop());
-  const { url } = await service.listen({
-    port: integer(env.PORT, "PORT", 8114, 0, 65_535),
-    host: env.HOST ?? "127.0.0.1",
+  const listen = { port: integer(env.PORT, "PORT", 8114, 0, 65_535), host: env.HOST ?? "127.0.0.1" };
+  // The cluster is launched inside the start sequence, so a launcher that cannot listen stops its nodes.
+  const {
+    url,
+    service,
+    built: cluster,
+  } = await startService({
+    service: {
+      name: "cache-cluster",
+      version: "0.1.0",
+      log: { level: env.LOG_LEVEL === "silent" ? "silent" : "info" },
+      description: "Launcher of a local cache cluster: /readyz is ready while every node serves",
+    },
+    build: async ({ service }) => {
+      const cluster = await launchCluster({
+        nodes: args.nodes,
+        replicas: args.replicas,
+        basePort: args.port,
+        host: args.host,
+        dataDir: args.dataDir,
+        nodeTimeoutMs: args.nodeTimeoutMs,
+        httpPortBase: args.httpPortBase,
+      });
+      // The nodes must not outlive the launcher, however it ends (a graceful stop SIGTERMs them first).
+      process.once("exit", () => {
+        for (const node of cluster.nodes) node.child.kill("SIGKILL");
+      });
+      service.addCheck("cluster", () => allServing(cluster));
+      service.onClose(() => cluster.stop());
+      return cluster;
+    },
+    listen,
+    listening: () => ({ nodes: args.nodes, replicas: args.replicas }),
   });
   process.stdout.write(`cache cluster: ${args.nodes} nodes, ${args.replicas} replica(s) per primary\n`);
   process.stdout.write(`${layoutTable(cluster)}\nlauncher: ${url}/readyz\n`);
