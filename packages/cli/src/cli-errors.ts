@@ -24,6 +24,14 @@ export const cliErrors = defineErrors({
     status: 409,
     message: "Two systems would listen on the same port; give one another port.",
   },
+  CLI_SYSTEM_EXISTS: {
+    status: 409,
+    message: "A system of this name exists already; `casebook new` never writes over one.",
+  },
+  CLI_PORT_CLAIMED: {
+    status: 409,
+    message: "Another system's manifest holds this port; give the new system another with --port.",
+  },
   CLI_PORT_TAKEN: { status: 409, message: "A port a system needs is already taken; free it or override it." },
   CLI_ENTRY_MISSING: { status: 404, message: "The file a system's manifest points at does not exist." },
   CLI_START_FAILED: {
@@ -34,8 +42,15 @@ export const cliErrors = defineErrors({
 
 export type CliErrorCode = keyof typeof cliErrors.specs;
 
+/** The codes a retyped command line fixes (another name, another flag): exit code 2. */
+const usageCodes: readonly CliErrorCode[] = [
+  "CLI_USAGE",
+  "CLI_SYSTEM_UNKNOWN",
+  "CLI_SYSTEM_EXISTS",
+  "CLI_PORT_CLAIMED",
+];
+
 /** Exit status for the shell: 2 when retyping the command fixes it, 1 otherwise. */
 export function exitCodeOf(error: unknown): number {
-  if (cliErrors.is(error, "CLI_USAGE") || cliErrors.is(error, "CLI_SYSTEM_UNKNOWN")) return 2;
-  return 1;
+  return usageCodes.some((code) => cliErrors.is(error, code)) ? 2 : 1;
 }

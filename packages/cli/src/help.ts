@@ -7,7 +7,7 @@
  */
 import { readFileSync } from "node:fs";
 
-export const commandNames = ["list", "up", "run", "bench", "help"] as const;
+export const commandNames = ["list", "up", "run", "bench", "new", "help"] as const;
 export type CommandName = (typeof commandNames)[number];
 
 const envContract = `Each system's main.ts gets: PORT and HOST (where to listen for HTTP),
@@ -25,6 +25,7 @@ Commands
   up [name…]               start every ready system (or the named ones); what \`npm start\` runs
   run <name> [-- args…]    one system in the foreground
   bench <name> [args…]     a system's benchmark (--json: one JSON object per line)
+  new <name>               lay down a new system in the house's shape
   <name> [tool [args…]]    a system's own command-line tools (\`casebook payments\` lists them)
   help [command]           this help, or one command's
 
@@ -45,6 +46,7 @@ Examples
   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test REDIS_URL=redis://127.0.0.1:6379 npx casebook up
   npx casebook run rate-limiter -- --verbose
   npx casebook bench rate-limiter --json
+  npx casebook new url-shortener --dry-run
   npx casebook payments reconcile --date 2026-10-22   # a system's tool
 `,
   list: `casebook list — the systems and their status
@@ -148,6 +150,40 @@ Examples
   npm run bench -- rate-limiter
   npx casebook bench rate-limiter --json > results.jsonl
   npx casebook bench webhooks --help        # the benchmark's own options
+`,
+  new: `casebook new — lay down a new system in the house's shape
+
+Usage
+  casebook new <name> [options]
+
+Writes systems/<name>/ on the map of shared/ARCHITECTURE.md (Layout): package.json
+with its "casebook" manifest (status "in progress", a port in 8100–8199 no other
+manifest holds), README.md in the house order (Run it, API, Design: mechanism → file,
+Claims, Failure modes, Bench) with one row per claim of shared/claims/<name>.md,
+src/main.ts (composition root on infra's service base), src/config.ts, src/errors.ts,
+src/metrics.ts, src/api/register-api.ts, a test that starts it and checks /healthz,
+/readyz, /metrics and --help, and bench/main.ts printing the house rows (a placeholder
+scenario, GET /healthz, until the design's own). The other slots (src/domain/,
+src/store/, src/workers/, src/clients/…) are listed in its README and appear with their
+first real file. Title, seed and port come from the systems table of ARCHITECTURE.md
+when the name is there (port 8100 + its row); the options override them. Refused with
+exit 2: a name that is not kebab-case or is a casebook command, a system that exists,
+a port another manifest holds. Nothing is written unless every check passes. Its
+planned row in the root README's systems table becomes "in progress", with a link.
+
+Options
+  --title <text>           the design's name, as in the systems table (needed when the
+                           name is not in it)
+  --seed <ref>             the design text, e.g. "000 §9" (default: the table's)
+  --port <port>            its HTTP port in 8100–8199 (default: 8100 + its row, or the
+                           lowest free one)
+  --dry-run                list the files it would write, and write nothing
+  -h, --help               show this help
+
+Examples
+  npx casebook new url-shortener
+  npx casebook new flash-sale --dry-run
+  npx casebook new search --title "full-text search" --seed "005" --port 8150
 `,
   help: `casebook help — show help
 

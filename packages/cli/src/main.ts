@@ -1,5 +1,5 @@
 /**
- * The `casebook` command: dispatches to list, up, run, bench, help and a system's own
+ * The `casebook` command: dispatches to list, up, run, bench, new, help and a system's own
  * tools (`casebook payments reconcile …`), and turns
  * every error into one readable message and an exit code (2: fix the command
  * line; 1: anything else).
@@ -12,6 +12,7 @@ import { cliErrors, exitCodeOf } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
 import { benchCommand } from "./command-bench.ts";
 import { listCommand } from "./command-list.ts";
+import { newCommand } from "./command-new.ts";
 import { toolCommand } from "./command-tool.ts";
 import { runCommand, upCommand } from "./command-up.ts";
 import { didYouMean } from "./did-you-mean.ts";
@@ -26,6 +27,7 @@ const commands: Record<CommandName, Command> = {
   up: upCommand,
   run: runCommand,
   bench: benchCommand,
+  new: newCommand,
   help: helpCommand,
 };
 

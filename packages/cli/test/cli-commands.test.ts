@@ -45,7 +45,7 @@ test("unknown commands and options exit 2 with a hint", async (t) => {
   assert.match(typo.stderr, /unknown command 'lsit'\.\n {2}hint: Did you mean 'list'\?/);
   const nonsense = await runCli(["frobnicate"], env);
   assert.equal(nonsense.code, 2);
-  assert.match(nonsense.stderr, /Commands: list, up, run, bench, help/);
+  assert.match(nonsense.stderr, /Commands: list, up, run, bench, new, help/);
   const flag = await runCli(["up", "--bogus"], env);
   assert.equal(flag.code, 2);
   assert.match(

@@ -1,0 +1,135 @@
+/**
+ * `casebook bench {{name}}`: the template's placeholder scenario — GET /healthz on the
+ * service running as its own process, open loop at a fixed rate, latency from the intended
+ * send time — so the bench prints the house rows from day one. It measures the service
+ * base, not {{name}}'s mechanism: replace it with the design's own scenarios, beside the
+ * best peer that runs on this machine. Markdown table on stdout, JSON lines with --json,
+ * progress on stderr.
+ *
+ * @example
+ * // node systems/{{name}}/bench/main.ts --rate-per-s 500 --duration-ms 3000 --json
+ */
+import { parseArgs } from "node:util";
+import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
+import { renderBench, rowsFromLoad } from "@casebook/lab/bench-report";
+import { runOpenLoop } from "@casebook/lab/load-generator";
+import { errors } from "../src/errors.ts";
+import { type ServiceProcess, startServiceProcess } from "./service-process.ts";
+
+const SYSTEM = "{{name}}";
+/** Each flag's bounds: a typo must be refused, not run for a day. */
+const bounds = {
+  ratePerS: { flag: "rate-per-s", min: 1, max: 50_000, default: 200 },
+  durationMs: { flag: "duration-ms", min: 100, max: 600_000, default: 5_000 },
+  warmupMs: { flag: "warmup-ms", min: 0, max: 60_000, default: 1_000 },
+} as const;
+/** A request not answered within this counts as an error and frees its slot. */
+const REQUEST_TIMEOUT_MS = 5_000;
+
+export interface BenchArgs {
+  readonly help: boolean;
+  readonly json: boolean;
+  readonly ratePerS: number;
+  readonly durationMs: number;
+  readonly warmupMs: number;
+}
+
+export const benchHelp = `{{name}} bench — the template's placeholder: GET /healthz, open loop
+
+Usage
+  npx casebook bench {{name}} [options]
+
+Measures the service base (GET /healthz on src/main.ts, run as its own process), not
+{{name}}'s mechanism: it is what \`casebook new\` lays down, until the design's own
+scenarios and their peer replace it.
+
+Options
+  --rate-per-s N      arrivals per second (default ${bounds.ratePerS.default}; ${bounds.ratePerS.min}..${bounds.ratePerS.max})
+  --duration-ms N     measured time, warmup included (default ${bounds.durationMs.default}; ${bounds.durationMs.min}..${bounds.durationMs.max})
+  --warmup-ms N       leading time not measured (default ${bounds.warmupMs.default}; ${bounds.warmupMs.min}..${bounds.warmupMs.max})
+  --json              one JSON object per line instead of the table
+  -h, --help          this text
+`;
+
+function integer(raw: string | undefined, spec: (typeof bounds)[keyof typeof bounds]): number {
+  if (raw === undefined) return spec.default;
+  const value = Number(raw);
+  if (!/^\d+$/.test(raw) || value < spec.min || value > spec.max) {
+    throw errors.create("BENCH_ARGS_INVALID", {
+      detail: `--${spec.flag}: must be an integer in [${spec.min}, ${spec.max}], got ${raw}`,
+      fields: { flag: spec.flag },
+    });
+  }
+  return value;
+}
+
+export function parseBenchArgs(argv: readonly string[]): BenchArgs {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        help: { type: "boolean", short: "h" },
+        json: { type: "boolean" },
+        "rate-per-s": { type: "string" },
+        "duration-ms": { type: "string" },
+        "warmup-ms": { type: "string" },
+      },
+    }));
+  } catch (cause) {
+    throw errors.create("BENCH_ARGS_INVALID", { detail: `${(cause as Error).message}; see --help`, cause });
+  }
+  const text = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
+  const args = {
+    help: values.help === true,
+    json: values.json === true,
+    ratePerS: integer(text("rate-per-s"), bounds.ratePerS),
+    durationMs: integer(text("duration-ms"), bounds.durationMs),
+    warmupMs: integer(text("warmup-ms"), bounds.warmupMs),
+  };
+  if (args.warmupMs >= args.durationMs) {
+    throw errors.create("BENCH_ARGS_INVALID", {
+      detail: `--warmup-ms ${args.warmupMs} must be below --duration-ms ${args.durationMs}`,
+      fields: { flag: "warmup-ms" },
+    });
+  }
+  return args;
+}
+
+async function run(service: ServiceProcess, args: BenchArgs, json: boolean): Promise<void> {
+  benchLog(`${SYSTEM} bench: GET ${service.url}/healthz at ${args.ratePerS}/s for ${args.durationMs} ms`);
+  const report = await runOpenLoop({
+    ratePerS: args.ratePerS,
+    durationMs: args.durationMs,
+    warmupMs: args.warmupMs,
+    requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    task: async ({ signal }) => {
+      const res = await fetch(`${service.url}/healthz`, { signal });
+      await res.body?.cancel();
+      if (res.status !== 200) throw new Error(`GET /healthz answered ${res.status}`);
+    },
+  });
+  const rows = rowsFromLoad(
+    { system: SYSTEM, scenario: `GET /healthz, open loop ${args.ratePerS}/s` },
+    report,
+  );
+  process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
+}
+
+export const benchProgram: BenchProgram<BenchArgs, ServiceProcess> = {
+  name: SYSTEM,
+  parseArgs: parseBenchArgs,
+  isArgsError: (error): error is Error => errors.is(error, "BENCH_ARGS_INVALID"),
+  help: benchHelp,
+  openTarget: () => startServiceProcess(),
+  run,
+};
+
+/** Runs the bench; resolves the exit code (0 ok, 2 bad flags; a failure rejects). */
+export function main(argv: readonly string[]): Promise<number> {
+  return runBenchMain(benchProgram, argv);
+}
+
+if (import.meta.main) runBenchEntry(benchProgram);
