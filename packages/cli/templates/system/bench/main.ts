@@ -9,7 +9,7 @@
  * @example
  * // node systems/{{name}}/bench/main.ts --rate-per-s 500 --duration-ms 3000 --json
  */
-import { parseArgs } from "node:util";
+import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { renderBench, rowsFromLoad } from "@casebook/lab/bench-report";
 import { runOpenLoop } from "@casebook/lab/load-generator";
@@ -17,12 +17,6 @@ import { errors } from "../src/errors.ts";
 import { type ServiceProcess, startServiceProcess } from "./service-process.ts";
 
 const SYSTEM = "{{name}}";
-/** Each flag's bounds: a typo must be refused, not run for a day. */
-const bounds = {
-  ratePerS: { flag: "rate-per-s", min: 1, max: 50_000, default: 200 },
-  durationMs: { flag: "duration-ms", min: 100, max: 600_000, default: 5_000 },
-  warmupMs: { flag: "warmup-ms", min: 0, max: 60_000, default: 1_000 },
-} as const;
 /** A request not answered within this counts as an error and frees its slot. */
 const REQUEST_TIMEOUT_MS = 5_000;
 
@@ -34,6 +28,24 @@ export interface BenchArgs {
   readonly warmupMs: number;
 }
 
+/** Each flag with its bounds, default and help line: a typo is refused, not run for a day. */
+const cli = defineBenchArgs({
+  flags: {
+    ratePerS: flag.integer({ min: 1, max: 50_000, default: 200, help: "arrivals per second" }),
+    durationMs: flag.integer({
+      min: 100,
+      max: 600_000,
+      default: 5_000,
+      help: "measured time, warmup included",
+    }),
+    warmupMs: flag.integer({ min: 0, max: 60_000, default: 1_000, help: "leading time not measured" }),
+    json: flag.json("one JSON object per line instead of the table"),
+    help: flag.help(),
+  },
+  invalid: (detail, flagName, cause) =>
+    errors.create("BENCH_ARGS_INVALID", { detail, fields: { flag: flagName }, cause }),
+});
+
 export const benchHelp = `{{name}} bench — the template's placeholder: GET /healthz, open loop
 
 Usage
@@ -44,51 +56,11 @@ Measures the service base (GET /healthz on src/main.ts, run as its own process),
 scenarios and their peer replace it.
 
 Options
-  --rate-per-s N      arrivals per second (default ${bounds.ratePerS.default}; ${bounds.ratePerS.min}..${bounds.ratePerS.max})
-  --duration-ms N     measured time, warmup included (default ${bounds.durationMs.default}; ${bounds.durationMs.min}..${bounds.durationMs.max})
-  --warmup-ms N       leading time not measured (default ${bounds.warmupMs.default}; ${bounds.warmupMs.min}..${bounds.warmupMs.max})
-  --json              one JSON object per line instead of the table
-  -h, --help          this text
+${cli.flagHelp()}
 `;
 
-function integer(raw: string | undefined, spec: (typeof bounds)[keyof typeof bounds]): number {
-  if (raw === undefined) return spec.default;
-  const value = Number(raw);
-  if (!/^\d+$/.test(raw) || value < spec.min || value > spec.max) {
-    throw errors.create("BENCH_ARGS_INVALID", {
-      detail: `--${spec.flag}: must be an integer in [${spec.min}, ${spec.max}], got ${raw}`,
-      fields: { flag: spec.flag },
-    });
-  }
-  return value;
-}
-
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      args: [...argv],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        help: { type: "boolean", short: "h" },
-        json: { type: "boolean" },
-        "rate-per-s": { type: "string" },
-        "duration-ms": { type: "string" },
-        "warmup-ms": { type: "string" },
-      },
-    }));
-  } catch (cause) {
-    throw errors.create("BENCH_ARGS_INVALID", { detail: `${(cause as Error).message}; see --help`, cause });
-  }
-  const text = (name: string) => (typeof values[name] === "string" ? (values[name] as string) : undefined);
-  const args = {
-    help: values.help === true,
-    json: values.json === true,
-    ratePerS: integer(text("rate-per-s"), bounds.ratePerS),
-    durationMs: integer(text("duration-ms"), bounds.durationMs),
-    warmupMs: integer(text("warmup-ms"), bounds.warmupMs),
-  };
+  const args: BenchArgs = cli.parse(argv);
   if (args.warmupMs >= args.durationMs) {
     throw errors.create("BENCH_ARGS_INVALID", {
       detail: `--warmup-ms ${args.warmupMs} must be below --duration-ms ${args.durationMs}`,
