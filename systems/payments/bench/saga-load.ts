@@ -27,9 +27,13 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { systemClock } from "@casebook/kit/clock";
 import { type LoadReport, type LoadTask, runClosedLoop, runOpenLoop } from "@casebook/lab/load-generator";
+import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
 import { uniqueName } from "@casebook/lab/test-engines";
 import { MerchantRepository } from "../src/store/merchant-repository.ts";
-import { acquirerEntry, type ServerProcess, serviceEntry, startServerProcess } from "./saga-processes.ts";
+
+/** The two servers of the saga run, each through its real entry point. */
+const acquirerEntry = new URL("../src/acquirer-sim/acquirer-main.ts", import.meta.url);
+const serviceEntry = new URL("../src/main.ts", import.meta.url);
 
 const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
 /** A payment slower than this counts as an error; far past the service's 2 s inline drive. */

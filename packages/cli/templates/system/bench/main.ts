@@ -13,10 +13,22 @@ import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { renderBench, rowsFromLoad } from "@casebook/lab/bench-report";
 import { runOpenLoop } from "@casebook/lab/load-generator";
+import { startServerProcess } from "@casebook/lab/server-process";
 import { errors } from "../src/errors.ts";
-import { type ServiceProcess, startServiceProcess } from "./service-process.ts";
 
 const SYSTEM = "{{name}}";
+/** The service as it runs in production: its own process, through its real entry point. */
+const serviceEntry = new URL("../src/main.ts", import.meta.url);
+
+interface ServiceProcess {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+async function startService(): Promise<ServiceProcess> {
+  const server = await startServerProcess({ name: SYSTEM, entry: serviceEntry, env: {} });
+  return { url: server.url, close: () => server.stop() };
+}
 /** A request not answered within this counts as an error and frees its slot. */
 const REQUEST_TIMEOUT_MS = 5_000;
 
@@ -95,7 +107,7 @@ export const benchProgram: BenchProgram<BenchArgs, ServiceProcess> = {
   parseArgs: parseBenchArgs,
   isArgsError: (error): error is Error => errors.is(error, "BENCH_ARGS_INVALID"),
   help: benchHelp,
-  openTarget: () => startServiceProcess(),
+  openTarget: startService,
   run,
 };
 

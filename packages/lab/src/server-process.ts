@@ -1,10 +1,10 @@
 /**
- * The saga bench's two server processes, each started through its real entry point: the
- * acquirer simulator (`src/acquirer-sim/acquirer-main.ts`) and the payments service
- * (`src/main.ts`, the composition `npm start` runs). Children, not in-process, so the load
- * generator never shares an event loop with what it measures. Each gets a free port and its
- * environment, is ready once `/readyz` answers 200, and is guarded by lab's reaper so it dies
- * with the bench however the bench ends. Their logs go to the bench's stderr.
+ * A bench's server under measurement, as its own process through its real entry point (the
+ * composition `npm start` runs), so the load generator never shares an event loop with what
+ * it measures. It gets a free loopback port (PORT, HOST) and its environment over this
+ * process's (LOG_LEVEL=warn unless given: a JSON line per request would measure the log), is
+ * ready once `/readyz` answers 200, and is guarded by lab's reaper so it dies with the bench
+ * however the bench ends. Its output goes to the bench's stderr; stdout carries the report.
  *
  * @example
  * const acquirer = await startServerProcess({ name: "acquirer-sim", entry: acquirerEntry, env: { ACQUIRER_LATENCY_MS: "5" } });
@@ -14,11 +14,8 @@
 import { spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { guardProcessTree } from "@casebook/lab/child-reaper";
-import { freePort } from "@casebook/lab/free-port";
-
-export const acquirerEntry = new URL("../src/acquirer-sim/acquirer-main.ts", import.meta.url);
-export const serviceEntry = new URL("../src/main.ts", import.meta.url);
+import { guardProcessTree } from "./child-reaper.ts";
+import { freePort } from "./free-port.ts";
 
 /** A start on a loaded machine: TypeScript stripping, migrations checked, listen. */
 const READY_TIMEOUT_MS = 30_000;
