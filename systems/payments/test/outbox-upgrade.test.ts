@@ -15,6 +15,7 @@ import { openDatabase } from "@casebook/infra/sql/open-database";
 import { orderedOutboxDdl } from "@casebook/infra/sql/outbox-ddl";
 import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
+import { tableShape } from "@casebook/lab/table-shape";
 import { type OutboxEvent, streamState } from "../src/store/outbox.ts";
 import { OutboxRelay } from "../src/workers/outbox-relay.ts";
 
@@ -24,13 +25,9 @@ const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
 const OLD_MAX = 8;
 
 /** A table's columns as the catalog has them (name, type, nullability), by name. */
-async function columnsOf(db: Database, table: string): Promise<unknown[]> {
-  const { rows } = await db.query(
-    `SELECT column_name, data_type, is_nullable FROM information_schema.columns
-      WHERE table_schema = current_schema() AND table_name = $1 ORDER BY column_name`,
-    [table],
-  );
-  return rows;
+/** The table's columns (name, type, nullability, default), by name: column order is not shape. */
+async function columnsOf(db: Database, table: string): Promise<string[]> {
+  return (await tableShape(db, table)).columns.sort();
 }
 
 test("011 upgrades outbox streams written in the old lease shape, and their events relay in order (PY-11)", async (t) => {

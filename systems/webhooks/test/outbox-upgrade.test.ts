@@ -15,6 +15,7 @@ import { openDatabase } from "@casebook/infra/sql/open-database";
 import { unorderedOutboxDdl } from "@casebook/infra/sql/outbox-ddl";
 import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
+import { tableShape } from "@casebook/lab/table-shape";
 import { migrateWebhookStore, WEBHOOK_MIGRATIONS_DIR } from "../src/store/migrate.ts";
 import { OutboxRelay, type PublishedEvent } from "../src/workers/outbox-relay.ts";
 
@@ -23,13 +24,9 @@ const T0 = Date.UTC(2026, 0, 1);
 const OLD_MAX = 4;
 
 /** A table's columns as the catalog has them (name, type, nullability), by name. */
-async function columnsOf(db: Database, table: string): Promise<unknown[]> {
-  const { rows } = await db.query(
-    `SELECT column_name, data_type, is_nullable FROM information_schema.columns
-      WHERE table_schema = current_schema() AND table_name = $1 ORDER BY column_name`,
-    [table],
-  );
-  return rows;
+/** The table's columns (name, type, nullability, default), by name: column order is not shape. */
+async function columnsOf(db: Database, table: string): Promise<string[]> {
+  return (await tableShape(db, table)).columns.sort();
 }
 
 const eventId = (n: number) => `msg_${String(n).padStart(32, "0")}`;
