@@ -9,6 +9,7 @@
  * if (!url) return;                  // skipped locally when Redis is down
  */
 import { connect } from "node:net";
+import { after, before } from "node:test";
 
 export const testDatabaseUrl =
   process.env.CASEBOOK_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
@@ -60,6 +61,66 @@ export function requirePostgres(t: SkippableContext): Promise<string | undefined
 /** The real Redis URL, or undefined after skipping `t` when it is down (fails in CI). */
 export function requireRedis(t: SkippableContext): Promise<string | undefined> {
   return requireEngine(t, "Redis", testRedisUrl, 6379);
+}
+
+/** A describe block's engine, probed once by its `before`; see `suiteEngine`. */
+export interface SuiteEngine {
+  /** The engine's URL once the probe found it up; undefined before the probe ran, or when it is down. */
+  readonly url: string | undefined;
+  /** In a test: the URL, or undefined after skipping `t` with the probe's reason. */
+  use(t: SkippableContext): string | undefined;
+  /** Registers a `before` hook that runs only when the engine is up. */
+  before(fn: (url: string) => Promise<unknown> | unknown): void;
+  /** Registers an `after` hook that runs only when the engine is up. */
+  after(fn: (url: string) => Promise<unknown> | unknown): void;
+}
+
+/**
+ * One engine shared by a describe block's hooks and tests. node:test runs a block's
+ * `before` and `after` hooks even when every test in it skips, so a hook that opens
+ * or cleans up engine state must not run when the engine is down: a cleanup `after`
+ * that deletes keys on an unreachable Redis fails the whole run with nothing tested.
+ * Hooks registered here run only when the probe found the engine; call `suiteEngine`
+ * first in the block, so its probe runs before the hooks that need its answer.
+ * With `CASEBOOK_REQUIRE_ENGINES=1` the probe throws, failing the block (as in CI).
+ *
+ * @example
+ * describe("three services on real Redis", () => {
+ *   const redis = suiteEngine(requireRedis);
+ *   redis.before(async (url) => { services = await start(url); });
+ *   redis.after(async (url) => { await services.stop(); await deleteKeys(url, prefix); });
+ *   test("…", async (t) => { const url = redis.use(t); if (!url) return; … });
+ * });
+ */
+export function suiteEngine(probe: (t: SkippableContext) => Promise<string | undefined>): SuiteEngine {
+  let url: string | undefined;
+  let skipReason = "engine not probed yet";
+  before(async () => {
+    url = await probe({
+      skip: (message) => {
+        skipReason = message ?? "engine unavailable";
+      },
+    });
+  });
+  return {
+    get url() {
+      return url;
+    },
+    use(t) {
+      if (url === undefined) t.skip(skipReason);
+      return url;
+    },
+    before(fn) {
+      before(async () => {
+        if (url !== undefined) await fn(url);
+      });
+    },
+    after(fn) {
+      after(async () => {
+        if (url !== undefined) await fn(url);
+      });
+    },
+  };
 }
 
 let sequence = 0;

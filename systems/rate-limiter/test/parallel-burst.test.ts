@@ -9,9 +9,9 @@
  * make the counts prove nothing about Redis.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { runClosedLoop } from "@casebook/lab/load-generator";
-import { requireRedis, testRedisUrl, uniqueName } from "@casebook/lab/test-engines";
+import { requireRedis, suiteEngine, uniqueName } from "@casebook/lab/test-engines";
 import { type CheckAnswer, type ServiceProcesses, startServiceProcesses } from "./service-processes.ts";
 import { deleteKeys } from "./store-backends.ts";
 
@@ -46,14 +46,15 @@ describe("parallel burst against three service processes on real Redis", () => {
   let services: ServiceProcesses | undefined;
   const keyPrefix = `${uniqueName("rl-burst")}:`;
 
-  before(async () => {
-    // The engine check must run before spawning: a skipped suite starts nothing.
-    if (!(await requireRedis({ skip: () => {} }))) return;
+  // Hooks run even when every test skips: these run only when Redis is up.
+  const redis = suiteEngine(requireRedis);
+
+  redis.before(async (url) => {
     services = await startServiceProcesses({
       count: INSTANCES,
       policies,
       env: {
-        REDIS_URL: testRedisUrl,
+        REDIS_URL: url,
         RATE_LIMITER_KEY_PREFIX: keyPrefix,
         // Generous: on a loaded machine a 20 ms timeout would turn into "unavailable", not into a
         // wrong count; these tests are about atomicity, the fault tests cover timeouts.
@@ -62,13 +63,13 @@ describe("parallel burst against three service processes on real Redis", () => {
     });
   });
 
-  after(async () => {
+  redis.after(async (url) => {
     await services?.stop();
-    await deleteKeys(testRedisUrl, keyPrefix);
+    await deleteKeys(url, keyPrefix);
   });
 
   test("RL-04 60 calls in parallel, 30 at a time, over 3 instances on a fresh bucket of 5 allow exactly 5", async (t) => {
-    if (!(await requireRedis(t)) || !services) return;
+    if (!redis.use(t) || !services) return;
     const instances = services.instances;
     const user = uniqueName("u");
     const answers: CheckAnswer[] = [];
@@ -104,7 +105,7 @@ describe("parallel burst against three service processes on real Redis", () => {
   });
 
   test("RL-17 bounded concurrent load on 3 instances: allowed ≤ capacity + refill × elapsed", async (t) => {
-    if (!(await requireRedis(t)) || !services) return;
+    if (!redis.use(t) || !services) return;
     const instances = services.instances;
     const user = uniqueName("u");
     const perInstance = instances.map(() => 0);
