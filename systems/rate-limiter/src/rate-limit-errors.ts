@@ -15,6 +15,11 @@ export const rateLimitErrors = defineErrors({
     status: 400,
     message: "The cost is larger than a policy's bucket: such a request could never pass; lower `cost`.",
   },
+  RATELIMIT_POLICY_UNKNOWN: {
+    status: 400,
+    message:
+      "A check named a policy that is not in force; `policies` lists those in force (GET /v1/policies shows them).",
+  },
   RATELIMIT_POLICY_INVALID: {
     status: 400,
     message: "The rate-limit policy configuration is invalid; see `issues` for each problem by path.",

@@ -229,6 +229,43 @@ test("a cost no bucket could ever hold is a 400 naming the policy, and spends no
   assert.equal((await check({ ip: "192.0.2.130" })).json().limits[0].remaining, 19);
 });
 
+test("a check naming a policy not in force is a 400 listing the policies in force, and spends nothing", async () => {
+  const response = await check({ ip: "192.0.2.140" }, { policies: ["per-ip", "per-ipp"] });
+  assert.equal(response.statusCode, 400);
+  assert.match(response.headers["content-type"] as string, /^application\/problem\+json/);
+  const problem = response.json();
+  assert.equal(problem.code, "RATELIMIT_POLICY_UNKNOWN");
+  assert.deepEqual(problem.unknown, ["per-ipp"]);
+  assert.deepEqual(problem.policies, ["per-ip", "plan-free", "user-payments", "observe-users"]);
+  assert.match(problem.detail, /per-ipp/);
+  assert.equal((await check({ ip: "192.0.2.140" })).json().limits[0].remaining, 19, "nothing spent");
+});
+
+test("a policy the request lacks a descriptor for is reported in `skipped`, with what is missing", async () => {
+  // per-ip applies; user-payments matches the route but has no user; observe-users has no user;
+  // plan-free's match refuses plan=pro, so it does not apply and is not a skip.
+  const answer = (await check({ ip: "192.0.2.141", plan: "pro", route: "/v1/payments" })).json();
+  assert.deepEqual(
+    answer.limits.map((l: { policy: string }) => l.policy),
+    ["per-ip"],
+  );
+  assert.deepEqual(answer.skipped, [
+    { policy: "user-payments", reason: "descriptor-missing", missing: ["user"] },
+    { policy: "observe-users", reason: "descriptor-missing", missing: ["user"] },
+  ]);
+  // Naming the policy: the skip is the whole answer, instead of a silent "allowed".
+  const named = (await check({ ip: "192.0.2.141" }, { policies: ["plan-free"] })).json();
+  assert.equal(named.allowed, true);
+  assert.deepEqual(named.limits, []);
+  assert.deepEqual(named.skipped, [
+    { policy: "plan-free", reason: "descriptor-missing", missing: ["plan", "apiKey"] },
+  ]);
+  const complete = (await check({ ip: "192.0.2.142", user: "u1", route: "/v1/payments" })).json();
+  assert.deepEqual(complete.skipped, [
+    { policy: "plan-free", reason: "descriptor-missing", missing: ["plan", "apiKey"] },
+  ]);
+});
+
 test("RL-09 a hot key split in sub-buckets through the limiter: never over the quota, close to it", async () => {
   const split = await createRateLimiter({
     clock: new ManualClock(1_700_000_000_000),

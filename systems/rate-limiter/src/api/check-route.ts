@@ -3,12 +3,18 @@
  * (200) whatever it is: allowed, limited or unavailable (a fail-closed policy with
  * the store down), with the headers the caller should send its own client
  * (RL-15: Retry-After, RateLimit-Policy/RateLimit, X-RateLimit-*).
+ *
+ * A check naming a policy that is not in force is a 400 listing those in force: checking
+ * nothing would admit the request with no limit applied (a typo would switch a limit off).
+ * A policy the request lacks a descriptor for is reported in `skipped`.
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { type Descriptor, descriptor } from "../domain/descriptors.ts";
 import type { CheckResult, Limiter } from "../domain/limiter.ts";
+import { unknownPolicyNames } from "../domain/policy.ts";
 import { rateLimitHeaders } from "../domain/rate-limit-headers.ts";
+import { rateLimitErrors } from "../rate-limit-errors.ts";
 import { checkBody, checkResponse } from "./check-schema.ts";
 import type { LimiterMetrics } from "./limiter-metrics.ts";
 
@@ -42,6 +48,15 @@ export function registerCheckRoute(app: FastifyInstance, limiter: Limiter, metri
     },
     async (request) => {
       const started = performance.now();
+      const named = request.body.policies;
+      const unknown = named === undefined ? [] : unknownPolicyNames(limiter.config, named);
+      if (unknown.length > 0) {
+        const inForce = limiter.config.policies.map((policy) => policy.name);
+        throw rateLimitErrors.create("RATELIMIT_POLICY_UNKNOWN", {
+          detail: `policies: ${unknown.join(", ")} not in force; the policies in force are ${inForce.join(", ") || "none"}.`,
+          fields: { unknown, policies: inForce },
+        });
+      }
       const d: Descriptor = descriptor(request.body.descriptors);
       const result = await limiter.check({
         descriptor: d,
@@ -65,6 +80,7 @@ export function registerCheckRoute(app: FastifyInstance, limiter: Limiter, metri
         failMode: result.failMode,
         headers: headersOf(result),
         limits: result.limits.map(({ key: _key, refused: _refused, ...rest }) => rest),
+        skipped: result.skipped,
       };
     },
   );

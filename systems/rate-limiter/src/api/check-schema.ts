@@ -61,5 +61,19 @@ export const checkResponse = {
     failMode: { type: "string", enum: ["open", "closed"] },
     headers: { type: "object", additionalProperties: { type: "string" } },
     limits: { type: "array", items: limitResult },
+    skipped: {
+      type: "array",
+      description:
+        "Policies not applied because the request lacks a descriptor they read: they limited nothing.",
+      items: {
+        type: "object",
+        required: ["policy", "reason", "missing"],
+        properties: {
+          policy: { type: "string" },
+          reason: { type: "string", enum: ["descriptor-missing"] },
+          missing: { type: "array", items: { type: "string", enum: [...DESCRIPTOR_KEYS] } },
+        },
+      },
+    },
   },
 } as const;

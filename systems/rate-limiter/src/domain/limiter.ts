@@ -29,6 +29,8 @@ import {
   type Resolution,
   type ResolvedLimit,
   resolveLimits,
+  type SkippedPolicy,
+  skippedPolicies,
 } from "./policy.ts";
 import type { LimitStatus } from "./rate-limit-headers.ts";
 import type { SubBucketPicker } from "./sub-buckets.ts";
@@ -55,7 +57,12 @@ export interface CheckResult {
   /** True when the store was not used (breaker open or store failure): the fallback decided. */
   readonly degraded: boolean;
   readonly failMode: "open" | "closed";
+  /** Policies not applied because the request lacks a descriptor they read (they limited nothing). */
+  readonly skipped: readonly SkippedPolicy[];
 }
+
+/** A decision before the skipped policies are attached. */
+type Decision = Omit<CheckResult, "skipped">;
 
 export interface CheckInput {
   readonly descriptor: Descriptor;
@@ -109,13 +116,20 @@ export class Limiter {
   }
 
   async check(input: CheckInput): Promise<CheckResult> {
-    const resolution = resolveLimits(this.#config, input.descriptor, { picker: this.#o.picker });
+    // One snapshot: a hot reload mid-call must not mix two configs in one answer.
+    const config = this.#config;
+    const decision = await this.#decide(config, input);
+    return { ...decision, skipped: skippedPolicies(config, input.descriptor, input.policies) };
+  }
+
+  async #decide(config: PolicyConfig, input: CheckInput): Promise<Decision> {
+    const resolution = resolveLimits(config, input.descriptor, { picker: this.#o.picker });
     const { limits, groups, failMode } =
       input.policies === undefined ? resolution : onlyPolicies(resolution, input.policies);
     if (groups.length === 0) return allowedWithoutLimits(failMode);
     checkCost(limits, input.cost);
     const calls = groups.map((group) => toCall(group, input));
-    if (!this.#o.breaker.canRequest()) return this.#fallback(limits, calls, failMode, input);
+    if (!this.#o.breaker.canRequest()) return this.#fallback(config, limits, calls, failMode, input);
     let outcomes: GroupOutcome[];
     try {
       outcomes = await this.#o.store.spend(calls);
@@ -125,7 +139,7 @@ export class Limiter {
       this.#o.breaker.onFailure();
       this.#lastStoreFailed = true;
       this.#o.onStoreError?.(error);
-      return this.#fallback(limits, calls, failMode, input);
+      return this.#fallback(config, limits, calls, failMode, input);
     }
     await this.#compensate(calls, outcomes);
     return combine(groups, outcomes, failMode);
@@ -146,11 +160,12 @@ export class Limiter {
   }
 
   #fallback(
+    config: PolicyConfig,
     limits: readonly ResolvedLimit[],
     calls: readonly GroupCall[],
     failMode: "open" | "closed",
     input: CheckInput,
-  ): CheckResult {
+  ): Decision {
     if (failMode === "closed") {
       const retryAfterMs = Math.max(this.#o.breaker.retryAfterMs(), this.#o.unavailableRetryMs);
       return {
@@ -166,7 +181,7 @@ export class Limiter {
     const costs = new Map(calls.flatMap((call) => call.keys.map((key, i) => [key, call.costs[i]!] as const)));
     const results: LimitResult[] = limits.map((limit) => {
       const base = limit.subBucket?.baseKey ?? limit.key;
-      const policy = this.#config.policies.find((p) => p.name === limit.policy)!;
+      const policy = config.policies.find((p) => p.name === limit.policy)!;
       const decision = this.#o.local.take(
         base,
         bucketEquivalent(policy.limit),
@@ -242,7 +257,7 @@ function combine(
   groups: readonly LimitGroup[],
   outcomes: readonly GroupOutcome[],
   failMode: "open" | "closed",
-): CheckResult {
+): Decision {
   const results: LimitResult[] = [];
   let delayMs = 0;
   groups.forEach((group, g) => {
@@ -268,7 +283,7 @@ function summarize(
   delayMs: number,
   failMode: "open" | "closed",
   degraded: boolean,
-): CheckResult {
+): Decision {
   const enforcing = results.filter((r) => !r.shadow);
   const refused = enforcing.filter((r) => r.refused);
   const allowed = refused.length === 0;
@@ -284,7 +299,7 @@ function summarize(
   };
 }
 
-function allowedWithoutLimits(failMode: "open" | "closed"): CheckResult {
+function allowedWithoutLimits(failMode: "open" | "closed"): Decision {
   return {
     outcome: "allowed",
     ...NO_LIMIT,

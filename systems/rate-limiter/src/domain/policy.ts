@@ -496,6 +496,59 @@ export function policyApplies(policy: Policy, d: Descriptor): boolean {
   return true;
 }
 
+/** A policy that did not apply only because the request lacks descriptors it needs. */
+export interface SkippedPolicy {
+  readonly policy: string;
+  /** Stable reason code: the request lacks descriptors the policy's `key` or `match` reads. */
+  readonly reason: "descriptor-missing";
+  /** The descriptor keys the request lacks (match keys first, then the key template's). */
+  readonly missing: readonly DescriptorKey[];
+}
+
+/**
+ * The policies (all, or the `names` given) a request would have been checked against had it
+ * carried every descriptor they read. Skipping such a policy admits the request without
+ * that limit, so the answer says so: a caller that forgot `user` learns it from the first
+ * answer instead of from an unlimited abuser. A policy whose `match` refuses a value the
+ * request does carry is not skipped: it does not apply, by design.
+ *
+ * @example
+ * skippedPolicies(config, descriptor({ ip: "10.0.0.1" })); // [{ policy: "per-user", reason: "descriptor-missing", missing: ["user"] }]
+ */
+export function skippedPolicies(
+  config: PolicyConfig,
+  d: Descriptor,
+  names?: readonly string[],
+): SkippedPolicy[] {
+  const skipped: SkippedPolicy[] = [];
+  for (const policy of config.policies) {
+    if (names !== undefined && !names.includes(policy.name)) continue;
+    const missing = new Set<DescriptorKey>();
+    let excluded = false;
+    for (const [key, matcher] of policy.match) {
+      const value = descriptorValue(d, key);
+      if (value === undefined) missing.add(key);
+      else if (!matchesValue(matcher, value)) excluded = true;
+    }
+    for (const key of policy.key.keys) if (descriptorValue(d, key) === undefined) missing.add(key);
+    if (!excluded && missing.size > 0)
+      skipped.push({ policy: policy.name, reason: "descriptor-missing", missing: [...missing] });
+  }
+  return skipped;
+}
+
+/**
+ * The names in `names` that no policy in force has (an HTTP check naming one is refused:
+ * checking nothing would admit the request with no limit applied).
+ *
+ * @example
+ * unknownPolicyNames(config, ["per-user", "per-usr"]); // ["per-usr"]
+ */
+export function unknownPolicyNames(config: PolicyConfig, names: readonly string[]): string[] {
+  const known = new Set(config.policies.map((policy) => policy.name));
+  return [...new Set(names.filter((name) => !known.has(name)))];
+}
+
 // ---------------------------------------------------------------- resolution
 
 /** One limit that applies to a request, with its concrete Redis key. */
