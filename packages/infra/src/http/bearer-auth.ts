@@ -104,24 +104,51 @@ function sha256(text: string): Buffer {
 }
 
 /**
- * A hook that admits one fixed token (an operator's admin token), compared in constant time
- * through its sha256: equal lengths, so the compare itself leaks nothing, not even the length.
+ * A matcher for fixed tokens (an operator's admin or service tokens), compared in constant
+ * time through their sha256: equal lengths, so a compare leaks nothing, not even the length;
+ * every token is compared, so the time does not tell which one matched. For listeners that
+ * are not Fastify (a gRPC server) and for `createStaticTokenAuth`.
+ *
+ * @example
+ * const matches = staticTokenMatcher(["t1-…", "t2-…"]);
+ * matches(bearerToken(metadataAuthorization) ?? ""); // true for either token
+ */
+export function staticTokenMatcher(
+  tokens: string | readonly string[],
+  maxCredentialChars = DEFAULT_MAX_CREDENTIAL_CHARS,
+): (credential: string) => boolean {
+  const list = typeof tokens === "string" ? [tokens] : tokens;
+  if (list.length === 0 || list.some((token) => token === ""))
+    throw new RangeError("static tokens must be at least one non-empty token");
+  const expected = list.map(sha256);
+  return (credential) => {
+    if (credential.length > maxCredentialChars) return false;
+    const presented = sha256(credential);
+    let matched = false;
+    for (const digest of expected) matched = timingSafeEqual(presented, digest) || matched;
+    return matched;
+  };
+}
+
+/**
+ * A hook that admits fixed tokens (an operator's admin token; several while rotating one),
+ * checked by `staticTokenMatcher`.
  *
  * @example
  * scope.addHook("onRequest", createStaticTokenAuth({ realm: "webhooks", token: config.adminToken }));
  */
 export function createStaticTokenAuth(options: {
   realm: string;
-  token: string;
+  /** One token, or several (all admitted: rotate by adding the new one, then removing the old). */
+  token: string | readonly string[];
   maxCredentialChars?: number;
 }): (request: FastifyRequest, reply: FastifyReply) => Promise<void> {
   const challenge = `Bearer realm="${checkRealm(options.realm)}"`;
-  const maxChars = options.maxCredentialChars ?? DEFAULT_MAX_CREDENTIAL_CHARS;
-  const expected = sha256(options.token);
+  const matches = staticTokenMatcher(options.token, options.maxCredentialChars);
   return async function authenticateStaticToken(request, reply) {
     const token = bearerToken(request.headers.authorization);
     if (token === undefined) refuse(reply, challenge, false);
-    if (token.length > maxChars || !timingSafeEqual(sha256(token), expected)) refuse(reply, challenge, true);
+    if (!matches(token)) refuse(reply, challenge, true);
   };
 }
 

@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { bearerToken, createBearerAuth, createStaticTokenAuth } from "../../src/http/bearer-auth.ts";
+import {
+  bearerToken,
+  createBearerAuth,
+  createStaticTokenAuth,
+  staticTokenMatcher,
+} from "../../src/http/bearer-auth.ts";
 import { createService } from "../../src/http/service.ts";
 
 /** A service with one route behind each hook; `verified` counts the credentials verify saw. */
@@ -98,4 +103,36 @@ test("a static token (an operator's): the exact token passes, any other is AUTH_
     assert.equal(res.json().code, code);
   }
   assert.throws(() => createBearerAuth({ realm: 'bad"realm', verify: async () => undefined }), RangeError);
+});
+
+test("static tokens: several are admitted (a rotation), any other or an empty list is not", async (t) => {
+  const matches = staticTokenMatcher(["old-token-123", "new-token-456"]);
+  assert.equal(matches("old-token-123"), true);
+  assert.equal(matches("new-token-456"), true);
+  for (const wrong of ["", "old-token-12", "new-token-4567", "x".repeat(300)])
+    assert.equal(matches(wrong), false);
+  assert.throws(() => staticTokenMatcher([]), RangeError);
+  assert.throws(() => staticTokenMatcher(["ok", ""]), RangeError);
+
+  const service = createService({
+    name: "rotating",
+    version: "0",
+    log: { level: "silent" },
+    defaultMetrics: false,
+  });
+  t.after(() => service.close());
+  await service.app.register(async (scope) => {
+    scope.addHook(
+      "onRequest",
+      createStaticTokenAuth({ realm: "rotating", token: ["old-token-123", "new-token-456"] }),
+    );
+    scope.get("/admin", async () => ({ admin: true }));
+  });
+  const get = (authorization: string) =>
+    service.app.inject({ method: "GET", url: "/admin", headers: { authorization } });
+  assert.equal((await get("Bearer old-token-123")).statusCode, 200);
+  assert.equal((await get("Bearer new-token-456")).statusCode, 200);
+  const refused = await get("Bearer other-token");
+  assert.equal(refused.statusCode, 401);
+  assert.equal(refused.json().code, "AUTH_INVALID");
 });
