@@ -12,6 +12,7 @@
  * report.status; // "ok" | "unavailable"
  */
 import type { Clock } from "@casebook/kit/clock";
+import { CasebookError } from "@casebook/kit/errors";
 
 /** Resolves when the dependency is usable; `signal` aborts when the check has timed out. */
 export type ReadinessCheck = (signal: AbortSignal) => Promise<void>;
@@ -32,7 +33,14 @@ export interface ReadinessReport {
 export const maxCheckErrorChars = 200;
 
 function describe(error: unknown): string {
-  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  // A typed error's message is already written for the operator ("redis at … not reachable: …");
+  // its class name would only add noise. Other errors keep their name: it may be all they say.
+  const text =
+    error instanceof CasebookError
+      ? error.message
+      : error instanceof Error
+        ? `${error.name}: ${error.message}`
+        : String(error);
   return text.length > maxCheckErrorChars ? `${text.slice(0, maxCheckErrorChars - 1)}…` : text;
 }
 

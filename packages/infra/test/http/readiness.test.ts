@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ManualClock } from "@casebook/kit/clock";
+import { defineErrors } from "@casebook/kit/errors";
 import { maxCheckErrorChars, runReadinessChecks } from "../../src/http/readiness.ts";
 
 test("all checks passing is ok, with each check's duration from the injected clock", async () => {
@@ -53,6 +54,19 @@ test("a rejecting, a throwing and a hanging check each fail with the reason; the
   assert.equal(report.checks.throwsSync?.error, "TypeError: not a function");
   assert.equal(report.checks.hangs?.error, "TimeoutError: timed out after 25 ms");
   assert.ok(abortReason instanceof Error, "the hung check's signal was aborted");
+});
+
+test("a typed error is described by its message alone, written for the operator", async () => {
+  const errors = defineErrors({ DEMO_DOWN: { status: 503, message: "the demo engine is down" } });
+  const report = await runReadinessChecks(
+    {
+      typed: async () => {
+        throw errors.create("DEMO_DOWN", { detail: "demo at 127.0.0.1:1 not reachable: connection refused" });
+      },
+    },
+    { timeoutMs: 1_000, clock: new ManualClock() },
+  );
+  assert.equal(report.checks.typed?.error, "demo at 127.0.0.1:1 not reachable: connection refused");
 });
 
 test("a check that never settles and ignores its signal still times out", async () => {
