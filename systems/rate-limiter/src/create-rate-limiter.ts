@@ -49,6 +49,8 @@ export interface RateLimiterOptions {
   readonly random?: RandomSource;
   /** Told when the store fails; the request is still answered by policy. */
   readonly onStoreError?: (error: unknown) => void;
+  /** Told once, in plain words, when Redis does not answer at start (it starts anyway). */
+  readonly onUnreachableAtStart?: (message: string) => void;
 }
 
 export interface RateLimiter {
@@ -73,6 +75,7 @@ function openStore(options: RateLimiterOptions, clock: Clock, timeoutMs: number)
     commandTimeoutMs: timeoutMs,
     connectTimeoutMs: options.connectTimeoutMs ?? rateLimiterDefaults.connectTimeoutMs,
     connectionName: "casebook-rate-limiter",
+    onUnreachableAtStart: options.onUnreachableAtStart,
   };
   if (options.redisClusterNodes && options.redisClusterNodes.length > 0) {
     return openRedisClusterLimiterStore({ nodes: [...options.redisClusterNodes], ...connection });

@@ -4,6 +4,8 @@
  * Stateless: run as many instances as you like against one REDIS_URL.
  */
 import { fileURLToPath } from "node:url";
+import { createStaticTokenAuth } from "@casebook/infra/http/bearer-auth";
+import { requireCredentialsBeyondLoopback } from "@casebook/infra/http/loopback-guard";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { listenFields, logLevelField } from "@casebook/infra/http/service-preset";
@@ -74,6 +76,14 @@ export const configSchema = {
     max: 10_000,
     description: "Instances sharing the quota: fail-open holds quota/instances locally",
   }),
+  tokens: field.string({
+    env: "RATE_LIMITER_TOKEN",
+    secret: true,
+    // 16+ visible characters each: a guessable token is no credential; no whitespace (a bearer token has none).
+    pattern: /^[\x21-\x2b\x2d-\x7e]{16,256}(,[\x21-\x2b\x2d-\x7e]{16,256}){0,15}$/,
+    description:
+      "Bearer token(s) the check API and the gRPC API require, comma-separated (rotation); unset = no auth, allowed only when HOST is loopback",
+  }),
   grpcPort: field.int({
     env: "RATE_LIMITER_GRPC_PORT",
     min: 0,
@@ -91,6 +101,14 @@ export interface RunningService {
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningService> {
   const config = loadConfig(configSchema, { env });
+  const tokens = config.tokens?.split(",") ?? [];
+  // HOST binds both the HTTP and the gRPC listener: one check covers both.
+  requireCredentialsBeyondLoopback({
+    host: config.host,
+    credentialsSet: tokens.length > 0,
+    setting: "RATE_LIMITER_TOKEN",
+    credential: "a bearer token of 16+ characters (comma-separated for several)",
+  });
   const policies = await loadPolicyFile(config.policies);
   const { url, service } = await startService({
     service: {
@@ -115,11 +133,18 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         breakerOpenMs: config.breakerOpenMs,
         instances: config.instances,
         onStoreError: (error) => service.log.warn({ err: error }, "limiter degraded: store call failed"),
+        onUnreachableAtStart: (message) =>
+          service.log.warn(`${message}; starting anyway: each policy's failMode decides until Redis answers`),
       });
       rl.breaker.onStateChange((change) => service.log.warn(change, "limiter store breaker changed state"));
       const metrics = createLimiterMetrics(service.registry, rl.limiter, rl.breaker);
-      registerCheckRoute(service.app, rl.limiter, metrics);
-      registerPoliciesRoute(service.app, rl.limiter);
+      // The API behind the token when one is set; /healthz, /readyz and /metrics stay open to probes.
+      await service.app.register(async (scope) => {
+        if (tokens.length > 0)
+          scope.addHook("onRequest", createStaticTokenAuth({ realm: "rate-limiter", token: tokens }));
+        registerCheckRoute(scope, rl.limiter, metrics);
+        registerPoliciesRoute(scope, rl.limiter);
+      });
       service.addCheck(rl.store.engine, () => rl.store.ping());
       if (config.grpcPort !== undefined) {
         const rls = await startEnvoyRls({
@@ -128,6 +153,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           host: config.host,
           log: service.log.child({ api: "envoy-rls" }),
           metrics,
+          tokens,
         });
         // Close hooks run last-added first: the gRPC server stops before the store closes.
         service.onClose(() => rls.close());

@@ -407,3 +407,54 @@ describe("envoyRateLimit: a policy as Envoy's requests_per_unit + unit", () => {
     });
   }
 });
+
+describe("Envoy RLS with RATE_LIMITER_TOKEN", () => {
+  const TOKENS = ["envoy-token-0123456789", "rotated-token-0123456789"];
+
+  /** ShouldRateLimit with `authorization` metadata when given. */
+  function callWith(client: Client, authorization: string | undefined): Promise<RlsResponse> {
+    const metadata = new grpc.Metadata();
+    if (authorization !== undefined) metadata.set("authorization", authorization);
+    const typed = client as unknown as {
+      ShouldRateLimit(
+        request: RlsRequest,
+        metadata: grpc.Metadata,
+        options: grpc.CallOptions,
+        callback: (error: grpc.ServiceError | null, response?: RlsResponse) => void,
+      ): void;
+    };
+    return new Promise((resolve, reject) => {
+      typed.ShouldRateLimit(
+        ask({ entries: [entry("remote_address", "192.0.2.200")] }),
+        metadata,
+        { deadline: Date.now() + CALL_DEADLINE_MS },
+        (error, response) => (error ? reject(error) : resolve(response!)),
+      );
+    });
+  }
+
+  test("a call without one of the tokens is UNAUTHENTICATED and spends nothing; with one it is decided", async (t) => {
+    const rl = await createRateLimiter({ policies, clock: new ManualClock(START_MS) });
+    const rls = await startEnvoyRls({ limiter: rl.limiter, port: 0, host: "127.0.0.1", log, tokens: TOKENS });
+    const client = connect(rls.port);
+    t.after(async () => {
+      client.close();
+      await rls.close();
+      await rl.close();
+    });
+    for (const authorization of [undefined, "Bearer wrong-token-0123456789", `Basic ${TOKENS[0]}`]) {
+      await assert.rejects(callWith(client, authorization), (error: grpc.ServiceError) => {
+        assert.equal(error.code, grpc.status.UNAUTHENTICATED, String(authorization));
+        assert.match(error.details, /authorization: Bearer/);
+        return true;
+      });
+    }
+    for (const token of TOKENS) {
+      const response = await callWith(client, `Bearer ${token}`);
+      assert.equal(response.overall_code, "OK");
+    }
+    // per-ip is a fixed window of 3: the two authenticated calls spent 2, the refused ones nothing.
+    const third = await callWith(client, `Bearer ${TOKENS[0]}`);
+    assert.equal(third.statuses[0]!.limit_remaining, 0);
+  });
+});

@@ -43,6 +43,12 @@ export interface EnvoyRlsOptions {
   readonly maxMessageBytes?: number;
   /** Bound on concurrent calls per HTTP/2 connection (Envoy multiplexes on a few). Default 1 024. */
   readonly maxConcurrentStreams?: number;
+  /**
+   * Bearer tokens a call must carry in its `authorization` metadata (`Bearer <token>`;
+   * Envoy's grpc_service `initial_metadata` sets it); a call without one of them is
+   * UNAUTHENTICATED. Unset or empty = no check (main.ts allows that on loopback only).
+   */
+  readonly tokens?: readonly string[];
 }
 
 export interface EnvoyRls {

@@ -26,6 +26,11 @@
  * - A fail-closed policy with the store down (`unavailable`) fails the whole call
  *   with gRPC UNAVAILABLE, so Envoy applies its own `failure_mode_deny`.
  * - Shadow policies are checked and logged but never make a descriptor OVER_LIMIT.
+ * - With `tokens` set, a call must carry `authorization: Bearer <token>` metadata;
+ *   otherwise it is UNAUTHENTICATED before anything is decoded or spent.
+ * - Policies are never named on this API, so there is no "unknown policy" here: an
+ *   unknown domain or descriptor limits nothing, as in envoyproxy/ratelimit (the HTTP
+ *   API, where a caller names policies, refuses unknown names instead).
  *
  * @example
  * const rl = await createRateLimiter({ policies });
@@ -33,6 +38,7 @@
  * // envoy.yaml: rate_limit_service → grpc cluster at 127.0.0.1:<rls.port>, domain = policies.domain
  * await rls.close();
  */
+import { bearerToken, staticTokenMatcher } from "@casebook/infra/http/bearer-auth";
 import * as grpc from "@grpc/grpc-js";
 import { isDescriptorKey } from "../domain/descriptors.ts";
 import {
@@ -93,7 +99,20 @@ export async function startEnvoyRls(options: EnvoyRlsOptions): Promise<EnvoyRls>
     "grpc.max_send_message_length": maxMessageBytes,
     "grpc.max_concurrent_streams": options.maxConcurrentStreams ?? envoyRlsDefaults.maxConcurrentStreams,
   });
+  const matches =
+    options.tokens && options.tokens.length > 0 ? staticTokenMatcher(options.tokens) : undefined;
   const handler: grpc.handleUnaryCall<RlsRequest | Undecodable, RlsResponse> = (call, callback) => {
+    if (matches) {
+      const [header] = call.metadata.get("authorization");
+      const token = bearerToken(typeof header === "string" ? header : undefined);
+      if (token === undefined || !matches(token)) {
+        callback({
+          code: grpc.status.UNAUTHENTICATED,
+          details: `${token === undefined ? "no" : "a wrong"} bearer token: send metadata "authorization: Bearer <RATE_LIMITER_TOKEN>"`,
+        });
+        return;
+      }
+    }
     const request = call.request;
     if (request instanceof Undecodable) {
       callback({ code: grpc.status.INVALID_ARGUMENT, details: `not a RateLimitRequest: ${request.problem}` });

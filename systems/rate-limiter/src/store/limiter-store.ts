@@ -27,6 +27,7 @@ import {
 } from "@casebook/infra/redis/connect-redis";
 import { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
 import { redisErrors } from "@casebook/infra/redis/redis-errors";
+import { trackRedisReachability } from "@casebook/infra/redis/redis-reachability";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
 import {
   InProcessScriptRunner,
@@ -269,6 +270,12 @@ export interface RedisStoreOptions extends RedisConnectOptions {
    * 8 → 123k/s, 64 → 58k/s (one big batch leaves Node and Redis taking turns).
    */
   batchMaxKeys?: number;
+  /**
+   * Told once, in plain words, when Redis does not answer within `connectTimeoutMs` at
+   * start ("redis at 127.0.0.1:6379 not reachable: connection refused"); the store keeps
+   * connecting in the background and decisions go by failMode meanwhile.
+   */
+  onUnreachableAtStart?: (message: string) => void;
 }
 
 /**
@@ -281,14 +288,16 @@ export interface RedisStoreOptions extends RedisConnectOptions {
 export async function openRedisLimiterStore(options: RedisStoreOptions): Promise<LimiterStore> {
   const registry = await ScriptRegistry.fromDir(scriptsDir);
   const redis: Redis = await connectRedis({ ...options, lazyConnect: true });
-  await firstConnection(redis, options.connectTimeoutMs);
+  const reach = trackRedisReachability(redis);
+  const connectTimeoutMs = options.connectTimeoutMs ?? redisConnectDefaults.connectTimeoutMs;
+  if (!(await firstConnection(redis, connectTimeoutMs)))
+    options.onUnreachableAtStart?.(reach.unreachable(`no connection within ${connectTimeoutMs} ms`));
   return new ScriptLimiterStore({
     engine: "redis",
     runner: new RedisScriptRunner(redis, registry),
     batchMaxKeys: options.batchMaxKeys ?? 8,
-    ping: async () => {
-      await redis.ping();
-    },
+    // /readyz: "redis at host:port not reachable: connection refused", not the client's state.
+    ping: () => reach.ping(),
     close: () => closeRedis(redis),
   });
 }
@@ -301,6 +310,8 @@ function isCommandTimeout(error: unknown): boolean {
 export interface RedisClusterStoreOptions extends RedisClusterConnectOptions {
   /** Check every call's keys share one slot before sending (they always should). Default true. */
   clusterSlots?: boolean;
+  /** As RedisStoreOptions.onUnreachableAtStart, for the cluster's seed nodes. */
+  onUnreachableAtStart?: (message: string) => void;
 }
 
 /**
@@ -321,7 +332,12 @@ export async function openRedisClusterLimiterStore(options: RedisClusterStoreOpt
     // Like one Redis: never wait for the cluster to come up (RL-11). The first connection
     // is also bounded by the decision timeout (its CLUSTER INFO ready check is a command),
     // so on a loaded host it may take a reconnect or two; decisions go by policy meanwhile.
-    if (await firstConnection(cluster, options.connectTimeoutMs)) await registry.loadAll(cluster);
+    const connectTimeoutMs = options.connectTimeoutMs ?? redisConnectDefaults.connectTimeoutMs;
+    if (await firstConnection(cluster, connectTimeoutMs)) await registry.loadAll(cluster);
+    else
+      options.onUnreachableAtStart?.(
+        trackRedisReachability(cluster).unreachable(`no cluster connection within ${connectTimeoutMs} ms`),
+      );
   } catch (error) {
     // The command timeout bounds decisions (20 ms), not start-up: a SCRIPT LOAD that timed out
     // on a loaded node is not fatal, since a script missing there is sent once with EVAL
