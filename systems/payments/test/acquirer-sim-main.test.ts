@@ -34,6 +34,13 @@ test("main(env) starts the simulator from its environment; a bad value fails the
   }
 });
 
+test("beyond loopback without ACQUIRER_ADMIN_TOKEN the simulator refuses to start, naming the setting", async () => {
+  await assert.rejects(
+    main({ HOST: "0.0.0.0", PORT: "0", LOG_LEVEL: "silent" }),
+    /HOST=0\.0\.0\.0 listens beyond loopback without credentials: set ACQUIRER_ADMIN_TOKEN/,
+  );
+});
+
 test("acquirer-main.ts runs as its own process and exits 0 on SIGTERM", { timeout: 20_000 }, async () => {
   const child = spawn(process.execPath, [entry], {
     env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ACQUIRER_SEED: "1" },

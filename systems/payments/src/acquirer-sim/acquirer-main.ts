@@ -8,6 +8,7 @@
  * const running = await main({ PORT: "0", ACQUIRER_SEED: "7" });
  * await running.close();
  */
+import { requireCredentialsBeyondLoopback } from "@casebook/infra/http/loopback-guard";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import type { Clock } from "@casebook/kit/clock";
@@ -70,6 +71,13 @@ export async function main(
   options: AcquirerMainOptions = {},
 ): Promise<RunningAcquirer> {
   const config = loadConfig(acquirerConfigSchema, { env });
+  // Its /admin routes rewrite the simulated bank's books: open only where nobody else can reach them.
+  requireCredentialsBeyondLoopback({
+    host: config.host,
+    credentialsSet: config.adminToken !== undefined,
+    setting: "ACQUIRER_ADMIN_TOKEN",
+    credential: "a bearer token for /admin/* and /v1/stats",
+  });
   const sim = createAcquirerSim({
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     rng: config.seed === undefined ? systemRandom : seededRandom(config.seed),
