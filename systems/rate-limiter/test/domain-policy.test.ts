@@ -12,6 +12,8 @@ import {
   parsePolicyConfig,
   quotaOf,
   resolveLimits,
+  skippedPolicies,
+  unknownPolicyNames,
   validatePolicyConfig,
 } from "../src/domain/policy.ts";
 import { randomPicker } from "../src/domain/sub-buckets.ts";
@@ -495,4 +497,31 @@ test("keySlot's ASCII fast path agrees with CRC16 over the UTF-8 bytes, for any 
     }),
     { numRuns: 2_000, seed: 8 },
   );
+});
+
+test("skippedPolicies: a policy lacking only descriptors is skipped with what is missing; one whose match refuses is not", () => {
+  const config = parsePolicyConfig({
+    policies: [
+      { name: "per-ip", key: "ip:{ip}", limit: { algorithm: "token-bucket", capacity: 5, ratePerS: 1 } },
+      {
+        name: "free-users",
+        match: { plan: "free" },
+        key: "user:{user}",
+        limit: { algorithm: "token-bucket", capacity: 5, ratePerS: 1 },
+      },
+    ],
+  });
+  assert.deepEqual(skippedPolicies(config, descriptor({ ip: "10.0.0.1" })), [
+    { policy: "free-users", reason: "descriptor-missing", missing: ["plan", "user"] },
+  ]);
+  assert.deepEqual(skippedPolicies(config, descriptor({ plan: "free" })), [
+    { policy: "per-ip", reason: "descriptor-missing", missing: ["ip"] },
+    { policy: "free-users", reason: "descriptor-missing", missing: ["user"] },
+  ]);
+  // plan=pro: free-users does not apply by its match, missing user or not.
+  assert.deepEqual(skippedPolicies(config, descriptor({ ip: "10.0.0.1", plan: "pro" })), []);
+  assert.deepEqual(skippedPolicies(config, descriptor({ plan: "free" }), ["free-users"]), [
+    { policy: "free-users", reason: "descriptor-missing", missing: ["user"] },
+  ]);
+  assert.deepEqual(unknownPolicyNames(config, ["per-ip", "per-ipp", "per-ipp", "x"]), ["per-ipp", "x"]);
 });
