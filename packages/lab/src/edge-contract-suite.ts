@@ -254,3 +254,40 @@ export function edgeContractSuite(contract: EdgeContract): void {
     });
   });
 }
+
+/** A service whose HTTP side is only the ops routes (the cache node: its API is RESP on another port). */
+export interface OpsEdgeContract {
+  name: string;
+  open: Backend<EdgeSubject>["open"];
+}
+
+/**
+ * The part of the edge contract a service without HTTP writes can break: a wrong method on an
+ * ops route is 405 with `Allow`, an unknown path 404, both problem+json and changing nothing.
+ */
+export function opsEdgeContractSuite(contract: OpsEdgeContract): void {
+  const backend: Backend<EdgeSubject> = { name: "embedded engines", open: contract.open };
+  contractSuite(`${contract.name} edge contract (ops routes only)`, [backend], (it) => {
+    it("a method an ops route does not serve is 405 with Allow", async (s) => {
+      const before = await s.stateProbe();
+      for (const url of ["/healthz", "/readyz", "/metrics", "/openapi.json"]) {
+        for (const method of ["POST", "PUT", "DELETE"] as const) {
+          const res = await s.service.app.inject({ method, url });
+          const sent = { status: res.statusCode, headers: res.headers, body: res.body };
+          assert.equal(problemOf(sent, 405, `${method} ${url}`).code, "REQUEST_METHOD_NOT_ALLOWED");
+          assert.equal(res.headers.allow, "GET, HEAD", `${method} ${url}`);
+        }
+      }
+      assert.deepEqual(await s.stateProbe(), before);
+    });
+
+    it("an unknown path is 404 problem+json, whatever the method", async (s) => {
+      for (const method of ["GET", "POST"] as const) {
+        const res = await s.service.app.inject({ method, url: "/v1/no-such-route" });
+        const sent = { status: res.statusCode, headers: res.headers, body: res.body };
+        assert.equal(problemOf(sent, 404, `${method} unknown`).code, "RESOURCE_NOT_FOUND");
+        assert.equal(res.headers.allow, undefined);
+      }
+    });
+  });
+}
