@@ -39,8 +39,13 @@ export function trackRouteMethods(app: FastifyInstance): RouteMethods {
       const key = `${method} ${route.url}`;
       if (recorded.has(key)) continue; // the same path under constraints (version, host) is one entry here
       recorded.add(key);
-      methods.add(method);
-      router.on(method as HTTPMethod, route.url, noop);
+      try {
+        router.on(method as HTTPMethod, route.url, noop);
+        methods.add(method);
+      } catch {
+        // A method find-my-way does not know (one added with Fastify's addHttpMethod): Fastify has its
+        // own router for it; this index only leaves it out of `Allow` rather than fail the route.
+      }
     }
   });
   return {

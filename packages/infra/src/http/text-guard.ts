@@ -19,7 +19,7 @@
  */
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { FieldError } from "./problem.ts";
+import { escapePointer, type FieldError } from "./problem.ts";
 
 const NUL_MESSAGE = "must not contain U+0000 (NUL): PostgreSQL cannot store it";
 const SURROGATE_MESSAGE =
@@ -28,10 +28,6 @@ const PROTO_MESSAGE =
   "`__proto__` is refused as a key: merged into an object it would replace that object's prototype";
 const CONSTRUCTOR_MESSAGE =
   "`constructor.prototype` is refused: merged into an object it would rewrite a shared prototype";
-
-function escapeSegment(segment: string): string {
-  return segment.replaceAll("~", "~0").replaceAll("/", "~1");
-}
 
 /** Why `text` cannot be stored, or undefined when it can. */
 export function unstorableTextReason(text: string): string | undefined {
@@ -81,7 +77,7 @@ export function findUnacceptableText(root: unknown, base: string): FieldError | 
         const child = (value as Record<string, unknown>)[key];
         const problem = keyProblem(key, child, pointer);
         if (problem !== undefined) return problem;
-        stack.push({ value: child, pointer: `${pointer}/${escapeSegment(key)}` });
+        stack.push({ value: child, pointer: `${pointer}/${escapePointer(key)}` });
       }
     }
   }
