@@ -23,6 +23,27 @@ type BuildCompilerFromPool = AjvCompiler.BuildCompilerFromPool;
 type ExternalSchemas = Parameters<BuildCompilerFromPool>[0];
 type CompilerOptions = NonNullable<Parameters<BuildCompilerFromPool>[1]>;
 
+/**
+ * A header schema with its header names in lower case, as Node gives request headers. Fastify does
+ * this itself only for its own validator: with any `buildValidator` it hands the schema over as
+ * written, so `required: ["Idempotency-Key"]` would never match. `properties` and `required` are
+ * where header names stand in practice; write any other header-name construct in lower case.
+ */
+export function lowerCaseHeaderNames(schema: unknown): unknown {
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return schema;
+  const { properties, required, ...rest } = schema as { properties?: unknown; required?: unknown };
+  const lowered: Record<string, unknown> = { ...rest };
+  if (typeof properties === "object" && properties !== null) {
+    lowered.properties = Object.fromEntries(
+      Object.entries(properties).map(([name, value]) => [name.toLowerCase(), value]),
+    );
+  }
+  if (Array.isArray(required)) {
+    lowered.required = required.map((name) => (typeof name === "string" ? name.toLowerCase() : name));
+  }
+  return lowered;
+}
+
 /** One pool per process, as Fastify keeps: compilers with equal schemas and options are shared. */
 const pool = AjvCompiler();
 
@@ -44,5 +65,10 @@ export const buildPartAwareValidator: BuildCompilerFromPool = (
     ...given,
     customOptions: { ...given.customOptions, coerceTypes: false },
   } as CompilerOptions);
-  return (route) => (TEXT_PARTS.has(route.httpPart ?? "") ? textCompiler(route) : jsonCompiler(route));
+  return (route) => {
+    if (route.httpPart === "headers") {
+      return textCompiler({ ...route, schema: lowerCaseHeaderNames(route.schema) as typeof route.schema });
+    }
+    return TEXT_PARTS.has(route.httpPart ?? "") ? textCompiler(route) : jsonCompiler(route);
+  };
 };

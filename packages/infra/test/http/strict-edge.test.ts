@@ -222,3 +222,27 @@ test("a known path under another method is 405 with Allow; an unknown path stays
   assert.equal(unknown.headers.allow, undefined);
   await service.close();
 });
+
+test("header schemas still match whatever the case of the names they declare", async () => {
+  const service = createService({ name: "h", version: "1", log: { level: "silent" }, defaultMetrics: false });
+  service.app.get(
+    "/keyed",
+    {
+      schema: {
+        headers: {
+          type: "object",
+          required: ["X-Request-Tag"],
+          properties: { "X-Request-Tag": { type: "integer", maximum: 9 } },
+        },
+      },
+    },
+    async (request) => ({ tag: request.headers["x-request-tag"] }),
+  );
+  const ok = await service.app.inject({ url: "/keyed", headers: { "x-request-tag": "7" } });
+  assert.equal(ok.statusCode, 200);
+  assert.deepEqual(ok.json(), { tag: 7 }, "a header is text: parsed by its schema");
+  const missing = await service.app.inject({ url: "/keyed" });
+  assertProblem(missing, 400);
+  assert.equal(missing.json().errors[0].field, "/headers/x-request-tag");
+  await service.close();
+});
