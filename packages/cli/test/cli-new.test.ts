@@ -198,6 +198,7 @@ test("new --dry-run lists the files and writes none", async (t) => {
     "src/metrics.ts",
     "src/api/register-api.ts",
     "test/main.test.ts",
+    "test/edge-contract.test.ts",
     "bench/main.ts",
   ]) {
     assert.match(result.stdout, new RegExp(`^ {2}systems/flash-sale/${file}$`, "m"), file);
@@ -325,11 +326,19 @@ test("the generated system works: its tests pass, main.ts --help and its bench r
 
   const tests = await run(
     process.execPath,
-    ["--test", "--test-reporter=tap", "--test-concurrency=1", "test/main.test.ts", "test/errors.test.ts"],
+    [
+      "--test",
+      "--test-reporter=tap",
+      "--test-concurrency=1",
+      "test/main.test.ts",
+      "test/errors.test.ts",
+      "test/edge-contract.test.ts",
+    ],
     dir,
   );
   assert.equal(tests.code, 0, `${tests.stdout}\n${tests.stderr}`);
-  assert.match(tests.stdout, /^# pass 7$/m);
+  // 6 of main.test.ts, 1 of errors.test.ts, 2 of the edge contract's ops-routes part.
+  assert.match(tests.stdout, /^# pass 9$/m);
   assert.match(tests.stdout, /^# fail 0$/m);
 
   const help = await run(process.execPath, ["src/main.ts", "--help"], dir);

@@ -140,7 +140,12 @@ contractSuite("API secret rotation", apiBackends("wh_api_rotation", { urlPolicy:
   it(`WH-02 at most ${LIVE_SECRETS_MAX} secrets sign at once: one more rotation inside the overlap is 409`, async (s) => {
     const { tenant, id } = await subscribe(s);
     for (let i = 1; i < LIVE_SECRETS_MAX; i++) {
-      const ok = await s.request("POST", `/v1/subscriptions/${id}/rotate-secret`, { key: tenant.key });
+      // Every other call as a client that always sends a JSON Content-Type, with no body: still "defaults".
+      const headers: Record<string, string> = i % 2 === 0 ? { "content-type": "application/json" } : {};
+      const ok = await s.request("POST", `/v1/subscriptions/${id}/rotate-secret`, {
+        key: tenant.key,
+        headers,
+      });
       assert.equal(ok.status, 200, `rotation ${i}`);
     }
     const refused = assertProblem(

@@ -13,6 +13,7 @@ import { CasebookError, commonErrors } from "@casebook/kit/errors";
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type HttpErrorCode, httpErrors } from "./http-errors.ts";
 import type { Logger } from "./logger.ts";
+import type { RouteMethods } from "./method-not-allowed.ts";
 import {
   describeError,
   PROBLEM_CONTENT_TYPE,
@@ -66,14 +67,28 @@ export function sendProblem(
     .send(serializeProblem(problem));
 }
 
-/** Root error and not-found handlers. Plugins may still set their own for their routes. */
+/**
+ * Root error and not-found handlers. Plugins may still set their own for their routes. With
+ * `routeMethods`, a path served under other methods is 405 with `Allow` instead of 404.
+ */
 export function installErrorHandling(
   app: FastifyInstance,
-  options: { knownCodes: ReadonlySet<string> },
+  options: { knownCodes: ReadonlySet<string>; routeMethods?: RouteMethods },
 ): void {
   app.setErrorHandler((error, request, reply) => sendProblem(error, request, reply, options.knownCodes));
   app.setNotFoundHandler((request, reply) => {
-    const detail = `No route matches ${request.method} ${pathOf(request.url)}.`;
+    const path = pathOf(request.url);
+    const allow = options.routeMethods?.allowedFor(path) ?? [];
+    if (allow.length > 0) {
+      const detail = `${path} does not accept ${request.method}; it accepts ${allow.join(", ")}.`;
+      reply.header("allow", allow.join(", "));
+      return sendProblem(
+        httpErrors.create("REQUEST_METHOD_NOT_ALLOWED", { detail, fields: { allow } }),
+        request,
+        reply,
+      );
+    }
+    const detail = `No route matches ${request.method} ${path}.`;
     return sendProblem(commonErrors.create("RESOURCE_NOT_FOUND", { detail }), request, reply);
   });
 }

@@ -18,6 +18,10 @@ export const httpErrors = defineErrors({
     status: 415,
     message: "This endpoint does not accept that Content-Type; send `application/json`.",
   },
+  REQUEST_METHOD_NOT_ALLOWED: {
+    status: 405,
+    message: "This path does not accept that method; use one listed in the `Allow` header (and `allow`).",
+  },
   REQUEST_TIMEOUT: {
     status: 408,
     message: "The request did not arrive in time; send the whole request without pausing.",

@@ -78,7 +78,8 @@ function isValidationFailure(error: unknown): error is ValidationFailure {
   );
 }
 
-function escapePointer(segment: string): string {
+/** One JSON pointer segment (RFC 6901 §3): `~` → `~0`, `/` → `~1`. */
+export function escapePointer(segment: string): string {
   return segment.replaceAll("~", "~0").replaceAll("/", "~1");
 }
 

@@ -21,6 +21,7 @@ import { type Clock, systemClock } from "@casebook/kit/clock";
 import { commonErrors, type ErrorRegistry } from "@casebook/kit/errors";
 import { type FastifyInstance, fastify, LogController } from "fastify";
 import type { Registry } from "prom-client";
+import { buildPartAwareValidator } from "./body-validation.ts";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./error-handling.ts";
 import { httpErrors } from "./http-errors.ts";
 import { createLogger, type Logger, type LogOptions } from "./logger.ts";
@@ -30,6 +31,7 @@ import { OPS_PATHS, registerOpsRoutes } from "./ops-routes.ts";
 import { type ReadinessCheck, type ReadinessReport, runReadinessChecks } from "./readiness.ts";
 import { REQUEST_ID_HEADER, requestIdGenerator } from "./request-id.ts";
 import { type CloseHook, drainServer, runCloseHooks } from "./shutdown.ts";
+import { installStrictEdge } from "./strict-edge.ts";
 
 /**
  * Server timeouts, set explicitly because Fastify's defaults (0 = none for most)
@@ -179,10 +181,13 @@ function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => stri
         // Reject unknown properties (400 naming them) where a schema says additionalProperties: false,
         // instead of silently dropping them: a typo in a field name should not pass unnoticed.
         removeAdditional: false,
+        // The text parts only (querystring, params, headers): bodies are JSON and are validated without
+        // coercion, so `"cost":"3"` is a 400, not a 3 (body-validation.ts).
         coerceTypes: "array",
         useDefaults: true,
       },
     },
+    schemaController: { compilersFactory: { buildValidator: buildPartAwareValidator } },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler: clientErrorHandler(log, newRequestId),
   });
@@ -292,7 +297,8 @@ export function createService(options: ServiceOptions): Service {
   let closed: Promise<void> | undefined;
 
   installRequestHooks(app, registry, () => closing);
-  installErrorHandling(app, { knownCodes });
+  const { routeMethods } = installStrictEdge(app);
+  installErrorHandling(app, { knownCodes, routeMethods });
   const openapi = openApiSource(app, options, [...knownCodes]);
   const readiness = readinessSource(
     checks,
