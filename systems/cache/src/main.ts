@@ -30,7 +30,7 @@ import { registerClusterMetrics } from "./api/cluster-metrics.ts";
 import { createClusterRouter } from "./api/cluster-router.ts";
 import { clusterCommands } from "./api/commands/cluster-command.ts";
 import { cacheErrors } from "./cache-errors.ts";
-import { isClusterLaunch, runClusterMain } from "./cluster-main.ts";
+import { isClusterLaunch, runClusterEntry } from "./cluster-main.ts";
 import { clusterConfigSchema } from "./domain/cluster-settings.ts";
 import { EVICTION_POLICY_NAMES } from "./domain/eviction-policy.ts";
 import { heapNeededBytes } from "./domain/headroom.ts";
@@ -199,7 +199,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
 if (import.meta.main) {
   const argv = process.argv.slice(2);
   if (isClusterLaunch(argv)) {
-    process.exitCode = await runClusterMain(argv, process.env);
+    process.exitCode = await runClusterEntry(argv, process.env);
   } else {
     await runServiceEntry({
       name: "cache",
