@@ -16,6 +16,7 @@ import { installSignalHandlers } from "@casebook/infra/http/shutdown";
 import { startService } from "@casebook/infra/http/start-service";
 import { CasebookError } from "@casebook/kit/errors";
 import { AdminClient } from "./api/cluster-admin-client.ts";
+import { bindRefusal } from "./domain/bind-guard.ts";
 import { clusterErrors } from "./domain/cluster-errors.ts";
 import { type LaunchedNode, type LocalCluster, launchCluster } from "./workers/cluster-launcher.ts";
 import { assertClusterPortsFree } from "./workers/cluster-port-check.ts";
@@ -124,9 +125,10 @@ function layoutTable(cluster: LocalCluster): string {
   return [line(header), ...rows.map(line)].join("\n");
 }
 
-async function allServing(cluster: LocalCluster): Promise<void> {
+async function allServing(cluster: LocalCluster, password: string): Promise<void> {
+  const auth = password === "" ? {} : { auth: { password } };
   for (const node of cluster.nodes) {
-    const admin = await AdminClient.connect(node.host, node.listenPort, { timeoutMs: 500 });
+    const admin = await AdminClient.connect(node.host, node.listenPort, { timeoutMs: 500, ...auth });
     try {
       const info = await admin.call("CLUSTER", "INFO");
       if (typeof info !== "string" || !info.includes("cluster_state:ok")) {
@@ -146,6 +148,10 @@ export async function runClusterMain(argv: readonly string[], env: NodeJS.Proces
     return 0;
   }
   const listen = { port: integer(env.PORT, "PORT", 8114, 0, 65_535), host: env.HOST ?? "127.0.0.1" };
+  const refusal = bindRefusal(args.host, env.CACHE_REQUIREPASS ?? "", "--host");
+  if (refusal !== undefined) {
+    throw clusterErrors.create("CACHE_CLUSTER_ARGS_INVALID", { detail: refusal, fields: { flag: "--host" } });
+  }
   // Every port checked before any node starts: a taken one is named, nothing is left half-started.
   await assertClusterPortsFree({
     host: args.host,
@@ -181,7 +187,7 @@ export async function runClusterMain(argv: readonly string[], env: NodeJS.Proces
       process.once("exit", () => {
         for (const node of cluster.nodes) node.child.kill("SIGKILL");
       });
-      service.addCheck("cluster", () => allServing(cluster));
+      service.addCheck("cluster", () => allServing(cluster, env.CACHE_REQUIREPASS ?? ""));
       service.onClose(() => cluster.stop());
       return cluster;
     },

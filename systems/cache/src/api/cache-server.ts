@@ -128,6 +128,11 @@ export class CacheServer {
     this.#server = createServer({ noDelay: true, keepAlive: true }, (socket) => this.#accept(socket));
   }
 
+  /** The node's users (AUTH, ACL, requirepass). */
+  get acl(): AclUsers {
+    return this.#node.acl;
+  }
+
   /** The port actually bound (after listen). */
   get port(): number {
     return this.#port;

@@ -177,6 +177,11 @@ export class AclUsers {
     return ok ? user : undefined;
   }
 
+  /** True when no password is required, or the pair authenticates (a replica's PSYNC). */
+  allows(name: string, password: string): boolean {
+    return this.defaultOpen || this.authenticate(name, password) !== undefined;
+  }
+
   /** Why `user` may not run this command on these keys, or undefined when it may. */
   denial(user: AclUser, fullName: string, keys: readonly string[]): Denial | undefined {
     if (!user.allowed.has(fullName)) return { kind: "command", name: fullName };
