@@ -2,15 +2,23 @@
  * A password-protected cluster: every node started with CACHE_REQUIREPASS, the launcher
  * AUTHs its admin calls, replicas present CACHE_MASTERAUTH with PSYNC (the launcher gives
  * them the cluster's password) and a primary refuses a replica with a wrong one. Clients:
- * ioredis' Cluster with a password, and Redis's own `redis-cli -a … --cluster check` and
- * `redis-cli --user … --pass … -c`.
+ * ioredis' Cluster with a password, and Redis's own `redis-cli -a … --cluster create`,
+ * `--cluster check` and `redis-cli --user … --pass … -c`.
  */
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { findExecutable } from "@casebook/lab/executables";
+import { freePort } from "@casebook/lab/free-port";
 import { clusterErrors } from "../src/domain/cluster-errors.ts";
-import { startTestCluster, type TestCluster } from "./cluster-harness.ts";
+import { startTestCluster, type TestCluster, waitUntil } from "./cluster-harness.ts";
+
+const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
 const PASSWORD = "cluster-s3cret";
 const TOOL_TIMEOUT_MS = 60_000;
@@ -111,5 +119,58 @@ describe("a replica with the wrong masterauth", { timeout: 120_000 }, () => {
       (error) =>
         clusterErrors.is(error, "CACHE_CLUSTER_LAUNCH_FAILED") || /replica|stream/i.test(String(error)),
     );
+  });
+});
+
+describe("redis-cli --cluster create -a on bare password-protected nodes", { timeout: 180_000 }, () => {
+  test("creates the cluster, and --cluster check -a sees every slot covered", {
+    skip: redisCli ? false : "redis-cli is not installed (Debian package redis-tools)",
+  }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cache-cli-create-"));
+    const children: ChildProcess[] = [];
+    try {
+      const ports: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const port = await freePort();
+        ports.push(port);
+        const child = spawn(process.execPath, [MAIN], {
+          env: {
+            ...process.env,
+            CACHE_CLUSTER_ENABLED: "yes",
+            CACHE_PORT: String(port),
+            CACHE_CLUSTER_BUS_PORT: "0",
+            CACHE_CLUSTER_DIR: join(dir, `node-${i}`),
+            CACHE_CLUSTER_NODE_TIMEOUT: "2000",
+            CACHE_REQUIREPASS: PASSWORD,
+            PORT: "0",
+            LOG_LEVEL: "silent",
+          },
+          stdio: "ignore",
+          detached: true,
+        });
+        const guard = guardProcessTree(child.pid!);
+        child.once("exit", () => guard.release());
+        children.push(child);
+      }
+      const auth = ["-a", PASSWORD, "--no-auth-warning"];
+      await waitUntil("every node to answer PING", 60_000, async () => {
+        for (const port of ports) {
+          if ((await run(redisCli!, ["-p", String(port), ...auth, "PING"])).stdout.trim() !== "PONG")
+            return false;
+        }
+        return true;
+      });
+      const addresses = ports.map((port) => `127.0.0.1:${port}`);
+      const created = await run(redisCli!, [...auth, "--cluster", "create", ...addresses, "--cluster-yes"]);
+      assert.equal(created.code, 0, created.stdout + created.stderr);
+      assert.match(created.stdout, /\[OK\] All 16384 slots covered\./);
+      await waitUntil("the cluster to be ok", 30_000, async () => {
+        const checked = await run(redisCli!, [...auth, "--cluster", "check", addresses[0]!]);
+        return checked.code === 0 && /All 16384 slots covered/.test(checked.stdout);
+      });
+    } finally {
+      for (const child of children) child.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
