@@ -14,20 +14,28 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { installSignalHandlers } from "@casebook/infra/http/shutdown";
 import { startService } from "@casebook/infra/http/start-service";
+import { CasebookError } from "@casebook/kit/errors";
 import { AdminClient } from "./api/cluster-admin-client.ts";
+import { bindRefusal } from "./domain/bind-guard.ts";
 import { clusterErrors } from "./domain/cluster-errors.ts";
 import { type LaunchedNode, type LocalCluster, launchCluster } from "./workers/cluster-launcher.ts";
+import { assertClusterPortsFree } from "./workers/cluster-port-check.ts";
 
 const HELP = `cache cluster launcher — a local cluster of cache nodes
 
   --nodes N              nodes to start (required; primaries = N / (replicas + 1))
   --replicas R           replicas per primary (default 1)
-  --port P               first node's RESP port (default 7000; bus ports are +10000; 0 = free ports)
-  --host H               address the nodes listen on and announce (default 127.0.0.1)
+  --port P               first node's RESP port (default CACHE_PORT, else 7000); node i uses P+i,
+                         its cluster bus P+10000+i; 0 = free ports
+  --host H               address the nodes listen on and announce (default CACHE_HOST, else 127.0.0.1)
   --node-timeout MS      failure detection timeout (default 15000, Redis's)
   --data-dir DIR         where each node keeps nodes.json (default $CASEBOOK_DATA/cluster)
   --http-port-base P     node i's /metrics on P + i (default: free ports, listed in the layout)
   --help                 this text
+
+  PORT                   the launcher's /healthz and /readyz (default 8114)
+  Every port is checked before any node starts; a taken one is named with the way around it.
+  The nodes inherit the environment (CACHE_MAXMEMORY, CACHE_REQUIREPASS…).
 `;
 
 /** True when the command line asks for a cluster (main.ts hands over to this file). */
@@ -84,8 +92,14 @@ export function parseLauncherArgs(argv: readonly string[], env: NodeJS.ProcessEn
   return {
     nodes,
     replicas,
-    port: integer(values.port, "--port", 7000, 0, 55_535 - nodes),
-    host: values.host ?? "127.0.0.1",
+    port: integer(
+      values.port ?? env.CACHE_PORT,
+      values.port === undefined ? "CACHE_PORT" : "--port",
+      7000,
+      0,
+      55_535 - nodes,
+    ),
+    host: values.host ?? env.CACHE_HOST ?? "127.0.0.1",
     nodeTimeoutMs: integer(values["node-timeout"], "--node-timeout", 15_000, 100, 3_600_000),
     dataDir: values["data-dir"] ?? join(env.CASEBOOK_DATA ?? join(".casebook-data", "cache"), "cluster"),
     httpPortBase: integer(values["http-port-base"], "--http-port-base", 0, 0, 65_000),
@@ -111,9 +125,10 @@ function layoutTable(cluster: LocalCluster): string {
   return [line(header), ...rows.map(line)].join("\n");
 }
 
-async function allServing(cluster: LocalCluster): Promise<void> {
+async function allServing(cluster: LocalCluster, password: string): Promise<void> {
+  const auth = password === "" ? {} : { auth: { password } };
   for (const node of cluster.nodes) {
-    const admin = await AdminClient.connect(node.host, node.listenPort, { timeoutMs: 500 });
+    const admin = await AdminClient.connect(node.host, node.listenPort, { timeoutMs: 500, ...auth });
     try {
       const info = await admin.call("CLUSTER", "INFO");
       if (typeof info !== "string" || !info.includes("cluster_state:ok")) {
@@ -133,6 +148,19 @@ export async function runClusterMain(argv: readonly string[], env: NodeJS.Proces
     return 0;
   }
   const listen = { port: integer(env.PORT, "PORT", 8114, 0, 65_535), host: env.HOST ?? "127.0.0.1" };
+  const refusal = bindRefusal(args.host, env.CACHE_REQUIREPASS ?? "", "--host");
+  if (refusal !== undefined) {
+    throw clusterErrors.create("CACHE_CLUSTER_ARGS_INVALID", { detail: refusal, fields: { flag: "--host" } });
+  }
+  // Every port checked before any node starts: a taken one is named, nothing is left half-started.
+  await assertClusterPortsFree({
+    host: args.host,
+    nodes: args.nodes,
+    basePort: args.port,
+    httpPortBase: args.httpPortBase,
+    launcherPort: listen.port,
+    launcherHost: listen.host,
+  });
   // The cluster is launched inside the start sequence, so a launcher that cannot listen stops its nodes.
   const {
     url,
@@ -159,7 +187,7 @@ export async function runClusterMain(argv: readonly string[], env: NodeJS.Proces
       process.once("exit", () => {
         for (const node of cluster.nodes) node.child.kill("SIGKILL");
       });
-      service.addCheck("cluster", () => allServing(cluster));
+      service.addCheck("cluster", () => allServing(cluster, env.CACHE_REQUIREPASS ?? ""));
       service.onClose(() => cluster.stop());
       return cluster;
     },
@@ -172,6 +200,30 @@ export async function runClusterMain(argv: readonly string[], env: NodeJS.Proces
   return 0;
 }
 
+/**
+ * What main.ts runs for `--nodes`: a flag, a setting or a taken port is one line on stderr
+ * and a non-zero exit (2 for what the operator typed, 1 for the rest), never a stack trace;
+ * anything else is a bug and keeps its stack.
+ */
+export async function runClusterEntry(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  err: (text: string) => void = (text) => process.stderr.write(text),
+): Promise<number> {
+  try {
+    return await runClusterMain(argv, env);
+  } catch (error) {
+    const typed = clusterErrors.is(error) || error instanceof CasebookError;
+    const isArgs =
+      clusterErrors.is(error, "CACHE_CLUSTER_ARGS_INVALID") ||
+      (error as NodeJS.ErrnoException).code?.startsWith("ERR_PARSE_ARGS") === true;
+    if (!typed && !isArgs) throw error;
+    const code = error instanceof CasebookError ? `${error.code}: ` : "";
+    err(`cache cluster: could not start: ${code}${(error as Error).message}\n`);
+    return isArgs ? 2 : 1;
+  }
+}
+
 if (import.meta.main) {
-  process.exitCode = await runClusterMain(process.argv.slice(2), process.env);
+  process.exitCode = await runClusterEntry(process.argv.slice(2), process.env);
 }

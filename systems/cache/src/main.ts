@@ -30,7 +30,8 @@ import { registerClusterMetrics } from "./api/cluster-metrics.ts";
 import { createClusterRouter } from "./api/cluster-router.ts";
 import { clusterCommands } from "./api/commands/cluster-command.ts";
 import { cacheErrors } from "./cache-errors.ts";
-import { isClusterLaunch, runClusterMain } from "./cluster-main.ts";
+import { isClusterLaunch, runClusterEntry } from "./cluster-main.ts";
+import { bindRefusal } from "./domain/bind-guard.ts";
 import { clusterConfigSchema } from "./domain/cluster-settings.ts";
 import { EVICTION_POLICY_NAMES } from "./domain/eviction-policy.ts";
 import { heapNeededBytes } from "./domain/headroom.ts";
@@ -75,6 +76,25 @@ export const configSchema = {
     max: MAX_EVICTION_SAMPLES,
     description: "Keys sampled per eviction",
   }),
+  requirepass: field.string({
+    env: "CACHE_REQUIREPASS",
+    default: "",
+    secret: true,
+    description:
+      "The default user's password (Redis's requirepass): clients AUTH with it; required when CACHE_HOST is not loopback",
+  }),
+  masterauth: field.string({
+    env: "CACHE_MASTERAUTH",
+    default: "",
+    secret: true,
+    description:
+      "Password this node presents to its primary (replication) and to a MIGRATE target, as Redis's masterauth",
+  }),
+  masteruser: field.string({
+    env: "CACHE_MASTERUSER",
+    default: "",
+    description: "User for CACHE_MASTERAUTH (Redis's masteruser); empty = default",
+  }),
   maxClients: field.int({
     env: "CACHE_MAX_CLIENTS",
     default: cacheServerDefaults.maxClients,
@@ -115,6 +135,14 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       fields: { field: "CACHE_MAXMEMORY", heapLimitBytes },
     });
   }
+  // No unauthenticated service beyond loopback.
+  const refusal = bindRefusal(config.host, config.requirepass);
+  if (refusal !== undefined) {
+    throw cacheErrors.create("CACHE_CONFIG_INVALID", {
+      detail: refusal,
+      fields: { field: "CACHE_REQUIREPASS", expected: "a password when CACHE_HOST is not loopback" },
+    });
+  }
   const clusterConfig = loadConfig(clusterConfigSchema, { env });
   const { url, service, built } = await startService({
     service: {
@@ -148,6 +176,13 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
               clusterConfig.announceHost ?? (config.host === "0.0.0.0" ? "127.0.0.1" : config.host),
           },
           log: service.log.child({ api: "cluster" }),
+          masterAuth: () =>
+            config.masterauth === ""
+              ? undefined
+              : {
+                  user: config.masteruser === "" ? "default" : config.masteruser,
+                  password: config.masterauth,
+                },
         });
       }
       const server = new CacheServer({
@@ -156,6 +191,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         port: config.port,
         host: config.host,
         maxClients: config.maxClients,
+        requirepass: config.requirepass,
         log: service.log.child({ api: "resp" }),
         ...(cluster
           ? {
@@ -165,6 +201,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
             }
           : {}),
       });
+      // A replica's PSYNC is checked against the same users as a client's AUTH.
+      if (cluster) cluster.authorizeReplica = (user, password) => server.acl.allows(user, password);
       const { port } = await server.listen();
       const cron = startServerCron({ keyspace, onTick: () => server.sampleMemoryPeak() });
       registerCacheMetrics(service.registry, server);
@@ -199,7 +237,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
 if (import.meta.main) {
   const argv = process.argv.slice(2);
   if (isClusterLaunch(argv)) {
-    process.exitCode = await runClusterMain(argv, process.env);
+    process.exitCode = await runClusterEntry(argv, process.env);
   } else {
     await runServiceEntry({
       name: "cache",

@@ -4,12 +4,14 @@
  * - one database, as a Redis Cluster node: SELECT n > 0 is "DB index is out of range";
  * - no persistence (the database is the source of truth): CONFIG SET save/appendonly refuse;
  * - CLIENT SETINFO (Redis 7.2, which ioredis sends on connect) is supported;
- * - HELLO, INFO, COMMAND COUNT/DOCS/LIST describe this node.
+ * - HELLO, INFO, COMMAND COUNT/DOCS/LIST describe this node;
+ * - CONFIG GET requirepass does not echo the password (only its SHA-256 is kept).
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { Redis } from "ioredis";
 import { allCommands } from "../src/api/commands/all-commands.ts";
+import { REQUIREPASS_HIDDEN } from "../src/api/commands/config-params.ts";
 import { rawRequest, startCacheNode, type TestNode } from "./cache-node.ts";
 
 function multibulk(...args: string[]): string {
@@ -70,6 +72,16 @@ describe("commands: this node's own replies", () => {
     assert.equal(await redis.call("CONFIG", "SET", "maxmemory-samples", "10", "lfu-log-factor", "20"), "OK");
     assert.deepEqual(await redis.call("CONFIG", "GET", "maxmemory-samples"), ["maxmemory-samples", "10"]);
     await redis.call("CONFIG", "SET", "maxmemory-samples", "5", "lfu-log-factor", "10");
+  });
+
+  test("CONFIG GET requirepass never echoes the password: only its hash is kept", async () => {
+    assert.deepEqual(await redis.config("GET", "requirepass"), ["requirepass", ""]);
+    assert.equal(await redis.config("SET", "requirepass", "pw"), "OK");
+    const [, shown] = (await redis.config("GET", "requirepass")) as string[];
+    assert.equal(shown, REQUIREPASS_HIDDEN);
+    assert.notEqual(shown, "pw");
+    assert.equal(await redis.config("SET", "requirepass", ""), "OK");
+    assert.deepEqual(await redis.config("GET", "requirepass"), ["requirepass", ""]);
   });
 
   test("INFO reports the fields tools and dashboards read", async () => {

@@ -1,6 +1,7 @@
 /**
  * Redis's own tools, unmodified, against this node: redis-cli (commands, --pipe mass
- * insertion, RESP3 with -3) and redis-benchmark (the brief's `-t set,get -n 20000 -q`).
+ * insertion, RESP3 with -3, -a / --user --pass against a node with requirepass and ACL users)
+ * and redis-benchmark (the brief's `-t set,get -n 20000 -q`).
  * Skipped with the reason when the Debian redis-tools are missing.
  */
 import assert from "node:assert/strict";
@@ -79,5 +80,52 @@ describe("redis tools against this node", () => {
     assert.match(stdout, /SET: [\d.]+ requests per second/);
     assert.match(stdout, /GET: [\d.]+ requests per second/);
     assert.doesNotMatch(stdout + stderr, /error|ERR/i);
+  });
+});
+
+describe("redis-cli against a node with a password and ACL users", () => {
+  let node: TestNode;
+  before(async () => {
+    node = await startCacheNode({ server: { requirepass: "adm1n" } });
+  });
+  after(() => node.close());
+
+  const cli = (...args: string[]) => run(redisCli!, ["-p", String(node.port), "--no-auth-warning", ...args]);
+  const skip = redisCli ? false : "redis-cli is not installed (Debian package redis-tools)";
+
+  test("-a authenticates as default; without it NOAUTH; a wrong one is refused", { skip }, async () => {
+    assert.equal((await cli("-a", "adm1n", "PING")).stdout, "PONG\n");
+    assert.match((await cli("PING")).stdout, /^NOAUTH Authentication required\.\n/);
+    const wrong = await cli("-a", "nope", "PING");
+    assert.match(
+      wrong.stdout + wrong.stderr,
+      /WRONGPASS invalid username-password pair or user is disabled\./,
+    );
+  });
+
+  test("--user/--pass: ACL SETUSER's rules hold for redis-cli, ACL WHOAMI names the user", {
+    skip,
+  }, async () => {
+    const admin = ["-a", "adm1n"];
+    assert.equal(
+      (await cli(...admin, "ACL", "SETUSER", "reader", "on", ">r3ad", "~pub:*", "+@read")).stdout,
+      "OK\n",
+    );
+    assert.equal((await cli(...admin, "SET", "pub:1", "one")).stdout, "OK\n");
+    const reader = ["--user", "reader", "--pass", "r3ad"];
+    assert.equal((await cli(...reader, "ACL", "WHOAMI")).stdout.trim().length > 0, true);
+    assert.equal((await cli(...reader, "GET", "pub:1")).stdout, "one\n");
+    assert.match(
+      (await cli(...reader, "SET", "pub:1", "x")).stdout,
+      /^NOPERM this user has no permissions to run the 'set' command/,
+    );
+    assert.match(
+      (await cli(...reader, "GET", "secret:1")).stdout,
+      /^NOPERM this user has no permissions to access one of the keys used as arguments/,
+    );
+    assert.match(
+      (await cli(...admin, "ACL", "LIST")).stdout,
+      /user reader on #[0-9a-f]{64} ~pub:\* resetchannels -@all \+@read/,
+    );
   });
 });

@@ -18,6 +18,7 @@
  */
 import { createServer, type Server, type Socket } from "node:net";
 import type { Clock } from "@casebook/kit/clock";
+import { AclUsers } from "../domain/acl-users.ts";
 import type { Keyspace } from "../domain/keyspace.ts";
 import type { ReplicationSource } from "../workers/replication-primary.ts";
 import { Connection, type Counters, type ServerLog, type SharedState } from "./client-connection.ts";
@@ -25,6 +26,7 @@ import { allCommands } from "./commands/all-commands.ts";
 import type { CommandSpec, NodeContext, NodeStats } from "./commands/command-spec.ts";
 import { createCommandTable, type DispatchHooks } from "./commands/command-table.ts";
 import { createConfigParams, type NodeSettings } from "./commands/config-params.ts";
+import { globMatch } from "./commands/glob-match.ts";
 import { REPLY_ERRORS } from "./commands/reply-errors.ts";
 import { defaultRespLimits, type RespLimits } from "./resp-parser.ts";
 import { ReplyWriter } from "./resp-writer.ts";
@@ -55,6 +57,8 @@ export interface CacheServerOptions {
   readonly hooks?: DispatchHooks;
   /** A cluster node's stream to its replicas (WAIT, INFO replication, ROLE). */
   readonly replication?: ReplicationSource;
+  /** The default user's password (Redis's requirepass); unset or "" = no password. */
+  readonly requirepass?: string;
 }
 
 export const cacheServerDefaults = Object.freeze({
@@ -102,10 +106,15 @@ export class CacheServer {
       limits: options.limits ?? defaultRespLimits,
     };
     this.#table = createCommandTable([...allCommands, ...(options.extraCommands ?? [])], options.hooks);
-    const config = createConfigParams(this.keyspace, this.#settings);
+    const acl = new AclUsers([...new Set(this.#table.values())], (pattern, key) => globMatch(pattern, key));
+    if (options.requirepass !== undefined && options.requirepass !== "") {
+      acl.setUser("default", ["resetpass", `>${options.requirepass}`]);
+    }
+    const config = createConfigParams(this.keyspace, this.#settings, acl);
     this.#node = {
       clock: options.clock,
       config,
+      acl,
       commands: this.#table,
       replication: options.replication,
       clients: () => [...this.#connections].map((connection) => connection.client),
@@ -117,6 +126,11 @@ export class CacheServer {
       },
     };
     this.#server = createServer({ noDelay: true, keepAlive: true }, (socket) => this.#accept(socket));
+  }
+
+  /** The node's users (AUTH, ACL, requirepass). */
+  get acl(): AclUsers {
+    return this.#node.acl;
   }
 
   /** The port actually bound (after listen). */

@@ -84,6 +84,9 @@ export class Connection {
       libVersion: "",
       closeAfterReply: false,
       blocked: undefined,
+      user: shared.node.acl.default,
+      // As Redis's clientSetDefaultAuth: a connection opened while default is nopass stays authenticated.
+      authenticated: shared.node.acl.defaultOpen,
       addr: `${socket.remoteAddress}:${socket.remotePort}`,
       laddr: `${socket.localAddress}:${socket.localPort}`,
       openedAtMs,

@@ -85,6 +85,8 @@ interface Waiter {
 export interface AdminClientOptions {
   /** Bound on connecting and on each call. */
   readonly timeoutMs: number;
+  /** Sent as AUTH right after connecting (a node with requirepass or ACL users). */
+  readonly auth?: { readonly user?: string; readonly password: string };
 }
 
 export class AdminClient {
@@ -106,7 +108,20 @@ export class AdminClient {
     socket.on("close", () => this.#fail(new Error(`connection to ${host}:${port} closed`)));
   }
 
-  static connect(host: string, port: number, options: AdminClientOptions): Promise<AdminClient> {
+  static async connect(host: string, port: number, options: AdminClientOptions): Promise<AdminClient> {
+    const client = await AdminClient.#open(host, port, options);
+    if (options.auth === undefined) return client;
+    const { user, password } = options.auth;
+    try {
+      await client.call("AUTH", ...(user === undefined ? [] : [user]), password);
+    } catch (error) {
+      client.close();
+      throw error;
+    }
+    return client;
+  }
+
+  static #open(host: string, port: number, options: AdminClientOptions): Promise<AdminClient> {
     return new Promise((resolve, reject) => {
       const socket = connect({ host, port, noDelay: true });
       const timer = setTimeout(() => {

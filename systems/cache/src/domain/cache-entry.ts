@@ -4,8 +4,9 @@
  *
  * - `access` is Redis's 24-bit `lru` field: under an LRU policy the last access time
  *   (ms, wrapping at 2^30 so it stays a small integer), under an LFU policy
- *   `(decay minutes << 8) | Morris counter`. One field, read by whichever policy runs
- *   (switching policy at runtime reinterprets it, as in Redis: it settles as keys are touched).
+ *   `~((decay minutes << 8) | Morris counter)`, negative. One field, read by whichever policy
+ *   runs; the sign tells a reader which policy wrote it, so a runtime policy switch reads old
+ *   fields sensibly (lfu-counter.ts) until keys are touched and rewritten.
  * - `flags`: Redis keeps type and encoding bits there; this node stores strings only, so there
  *   are none, and the entry stays six fields.
  *

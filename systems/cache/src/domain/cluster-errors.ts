@@ -33,6 +33,11 @@ export const clusterErrors = defineErrors({
     message:
       "Moving slots between nodes stopped half way; the slots named in `slot` stay MIGRATING/IMPORTING until the reshard is run again.",
   },
+  CACHE_CLUSTER_PORT_TAKEN: {
+    status: 409,
+    message:
+      "A port the local cluster needs (a node's RESP or cluster bus port, or the launcher's) cannot be bound; pick another base with --port or CACHE_PORT.",
+  },
   CACHE_CLUSTER_ARGS_INVALID: {
     status: 400,
     message: "A cluster launcher flag is invalid; run with --help for the flags and their ranges.",

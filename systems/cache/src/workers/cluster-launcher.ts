@@ -98,7 +98,13 @@ export class LocalCluster {
   /** A fresh admin connection to node `index`. */
   admin(index: number): Promise<AdminClient> {
     const node = this.nodes[index]!;
-    return AdminClient.connect(node.host, node.listenPort, { timeoutMs: this.#timeoutMs() });
+    return AdminClient.connect(node.host, node.listenPort, { timeoutMs: this.#timeoutMs(), ...this.#auth });
+  }
+
+  /** The nodes' requirepass (from the environment they inherit): the launcher AUTHs with it. */
+  get #auth(): { auth: { password: string } } | Record<string, never> {
+    const password = requirepassOf(this.#options);
+    return password === "" ? {} : { auth: { password } };
   }
 
   #timeoutMs(): number {
@@ -176,11 +182,17 @@ export class LocalCluster {
   }
 }
 
+function requirepassOf(options: LaunchOptions): string {
+  return options.env?.CACHE_REQUIREPASS ?? process.env.CACHE_REQUIREPASS ?? "";
+}
+
 function nodeEnv(options: LaunchOptions, index: number, ports: { port: number; busPort: number }) {
   const httpBase = options.httpPortBase ?? 0;
+  const inherited = { ...process.env, ...options.env };
   return {
-    ...process.env,
-    ...options.env,
+    ...inherited,
+    // One password for the whole local cluster: a replica presents it to its primary unless told otherwise.
+    CACHE_MASTERAUTH: inherited.CACHE_MASTERAUTH ?? requirepassOf(options),
     CACHE_HOST: options.host ?? "127.0.0.1",
     CACHE_PORT: String(ports.port),
     CACHE_CLUSTER_ENABLED: "yes",

@@ -75,6 +75,8 @@ export interface ClusterRuntimeOptions {
   readonly random: RandomSource;
   readonly settings: ClusterRuntimeSettings;
   readonly log: ClusterLog;
+  /** What this node presents to its primary with PSYNC (masteruser/masterauth). */
+  readonly masterAuth?: () => { readonly user: string; readonly password: string } | undefined;
 }
 
 /** Redis's cron runs 10 times a second; so does ours. */
@@ -95,6 +97,11 @@ export class ClusterRuntime {
   readonly messages = { sent: 0, received: 0 };
   /** Redirects and refusals this node answered, by kind (CLUSTER INFO, /metrics). */
   readonly redirects = { moved: 0, ask: 0, tryagain: 0, crossslot: 0, down: 0, noreplicas: 0 };
+  /**
+   * Checks a replica's PSYNC credentials against this node's users (set by main.ts once the
+   * RESP server, which holds them, exists); absent = no password required.
+   */
+  authorizeReplica: ((user: string, password: string) => boolean) | undefined;
   /** MIGRATE's blocking transport to other nodes' buses. */
   readonly transfer = new KeyTransfer();
   readonly #options: ClusterRuntimeOptions;
@@ -139,6 +146,7 @@ export class ClusterRuntime {
       clock: options.clock,
       connect: (host, port) => this.#connect(host, port),
       onError: (error, what) => options.log.error({ err: error }, `cluster: ${what} failed`),
+      ...(options.masterAuth ? { masterAuth: options.masterAuth } : {}),
     });
   }
 
@@ -474,9 +482,18 @@ export class ClusterRuntime {
   }
 
   #onPsync(link: BusLink, frame: Frame): void {
-    const [, replicaId = "", replid = "?", offsetText = "0"] = frame;
+    const [, replicaId = "", replid = "?", offsetText = "0", user = "default", password = ""] = frame;
     const me = this.state.myself;
     if (me.role !== "primary" || !this.source.active) {
+      link.close();
+      return;
+    }
+    if (this.authorizeReplica !== undefined && !this.authorizeReplica(user, password)) {
+      // Redis's replica logs "-NOAUTH" / "-WRONGPASS" from its primary; here the primary says why.
+      this.log.warn(
+        { replicaId, user },
+        "cluster: a replica's PSYNC credentials were refused: set CACHE_MASTERAUTH",
+      );
       link.close();
       return;
     }

@@ -38,6 +38,11 @@ export interface ReplicationSinkOptions {
   /** Pause before reopening a dropped link. Default 200 ms. */
   readonly reconnectDelayMs?: number;
   readonly onError?: (error: unknown, what: string) => void;
+  /**
+   * Credentials sent with PSYNC (Redis's masteruser/masterauth): a primary that requires a
+   * password refuses a replica without them. Read at each connect, so CONFIG SET applies.
+   */
+  readonly masterAuth?: () => { readonly user: string; readonly password: string } | undefined;
 }
 
 /** An absolute expiry from the stream; a malformed one (a bug on the primary) keeps the key without TTL. */
@@ -135,7 +140,9 @@ export class ReplicationSink {
       this.#state = "none";
       this.#nextConnectMs = this.#options.clock.nowMs() + (this.#options.reconnectDelayMs ?? 200);
     };
-    link.send(["PSYNC", this.#options.myId(), this.#replid, String(this.#offset)]);
+    const auth = this.#options.masterAuth?.();
+    const credentials = auth === undefined ? [] : [auth.user, auth.password];
+    link.send(["PSYNC", this.#options.myId(), this.#replid, String(this.#offset), ...credentials]);
   }
 
   #closeLink(): void {

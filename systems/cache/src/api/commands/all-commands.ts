@@ -4,6 +4,7 @@
  * @example
  * const table = createCommandTable(allCommands);
  */
+import { aclCommands } from "./acl-commands.ts";
 import { commandCommand } from "./command-command.ts";
 import type { CommandSpec } from "./command-spec.ts";
 import { configCommand } from "./config-command.ts";
@@ -26,6 +27,7 @@ export const allCommands: readonly CommandSpec[] = [
   memoryCommand,
   timeCommand,
   ...connectionCommands,
+  ...aclCommands,
   infoCommand,
   configCommand,
   commandCommand,

@@ -15,6 +15,7 @@
  *   run: (ctx, args) => { … } };
  */
 import type { Clock } from "@casebook/kit/clock";
+import type { AclUser, AclUsers } from "../../domain/acl-users.ts";
 import type { Keyspace } from "../../domain/keyspace.ts";
 import type { ReplicationSource } from "../../workers/replication-primary.ts";
 import type { Protocol, ReplyWriter } from "../resp-writer.ts";
@@ -59,6 +60,10 @@ export interface ClientState {
   protocol: Protocol;
   libName: string;
   libVersion: string;
+  /** The ACL user the connection runs as (`default` until AUTH). */
+  user: AclUser;
+  /** Opened while default was nopass, or a successful AUTH since; otherwise only `no_auth` commands run. */
+  authenticated: boolean;
   /** QUIT: the server closes the connection once this batch's replies are written. */
   closeAfterReply: boolean;
   /** `host:port` of the peer, and of this node's end (CLIENT LIST `addr`, `laddr`). */
@@ -124,6 +129,8 @@ export interface NodeContext {
   readonly commands: ReadonlyMap<string, CommandSpec>;
   /** The stream to this node's replicas (WAIT, INFO replication, ROLE); absent on a standalone node. */
   readonly replication: ReplicationSource | undefined;
+  /** Users, passwords and permissions (AUTH, ACL, requirepass). */
+  readonly acl: AclUsers;
   /** Every connected client (CLIENT LIST). */
   clients(): Iterable<ClientState>;
 }

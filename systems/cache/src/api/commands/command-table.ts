@@ -12,6 +12,7 @@
  * dispatch(table, ctx, ["GET", "k"]); // writes the reply on ctx.reply
  */
 
+import { needsCheck, passesAcl } from "./acl-check.ts";
 import { arityAccepts, type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 import { arityError, unknownCommandError, unknownSubcommandError } from "./reply-errors.ts";
 
@@ -61,6 +62,8 @@ export function dispatch(
     ctx.reply.error(arityError(spec.name));
     return;
   }
+  // Auth and ACL, as Redis orders them: after arity, before cluster redirects.
+  if (needsCheck(ctx) && !passesAcl(ctx, spec, args)) return;
   const hooks = (table as CommandTable).hooks;
   if (hooks === undefined) {
     spec.run(ctx, args);

@@ -10,6 +10,7 @@
  * params.get("maxmemory")!.get(); // "268435456"
  */
 
+import type { AclUsers } from "../../domain/acl-users.ts";
 import { isEvictionPolicyName } from "../../domain/eviction-policy.ts";
 import type { Keyspace } from "../../domain/keyspace.ts";
 import { MAX_EVICTION_SAMPLES } from "../../domain/keyspace.ts";
@@ -101,10 +102,35 @@ function memoryParams(keyspace: Keyspace): ConfigParam[] {
   ];
 }
 
+/**
+ * requirepass is the default user's one password (Redis 6+). CONFIG SET applies it to new
+ * AUTHs at once ("" = nopass again). CONFIG GET cannot echo it: only its SHA-256 is kept,
+ * so it answers "" when there is none and a placeholder when there is one (Redis echoes the
+ * password: a deliberate difference, in commands-own).
+ */
+function requirepassParam(acl: AclUsers): ConfigParam {
+  return {
+    name: "requirepass",
+    get: () => (acl.default.noPass ? "" : REQUIREPASS_HIDDEN),
+    validate: () => undefined,
+    apply: (v) => {
+      acl.setUser("default", v === "" ? ["nopass"] : ["resetpass", `>${v}`]);
+    },
+  };
+}
+
+/** What CONFIG GET requirepass answers when a password is set. */
+export const REQUIREPASS_HIDDEN = "(set; stored as a SHA-256 hash)";
+
 /** Every CONFIG parameter by name. */
-export function createConfigParams(keyspace: Keyspace, settings: NodeSettings): Map<string, ConfigParam> {
+export function createConfigParams(
+  keyspace: Keyspace,
+  settings: NodeSettings,
+  acl: AclUsers,
+): Map<string, ConfigParam> {
   const params: ConfigParam[] = [
     ...memoryParams(keyspace),
+    requirepassParam(acl),
     {
       name: "maxclients",
       get: () => String(settings.maxClients),

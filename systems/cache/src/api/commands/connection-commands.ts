@@ -9,6 +9,7 @@
  * // HELLO 3 → %7 server redis version … proto 3 id 7 mode standalone role master modules []
  */
 
+import { AUTH_ERRORS, authenticate } from "./acl-commands.ts";
 import { clientListHelp, clientListSubcommands } from "./client-list-command.ts";
 import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 import { dispatchSubcommand, helpSubcommand } from "./command-table.ts";
@@ -66,6 +67,9 @@ function helloReply(ctx: CommandContext): void {
   reply.arrayHeader(0);
 }
 
+const HELLO_NOAUTH =
+  "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time";
+
 function helloCommand(ctx: CommandContext, args: readonly string[]): void {
   let protocol: 2 | 3 | undefined;
   let next = 1;
@@ -83,16 +87,27 @@ function helloCommand(ctx: CommandContext, args: readonly string[]): void {
     protocol = version;
   }
   let name: string | undefined;
+  let credentials: { user: string; password: string } | undefined;
   for (let i = next; i < args.length; i++) {
     const option = args[i]!.toLowerCase();
     const more = args.length - 1 - i;
-    // No ACL users here: AUTH is accepted as the default user without a password would be.
-    if (option === "auth" && more >= 2) i += 2;
-    else if (option === "setname" && more >= 1) name = args[++i]!;
+    if (option === "auth" && more >= 2) {
+      credentials = { user: args[i + 1]!, password: args[i + 2]! };
+      i += 2;
+    } else if (option === "setname" && more >= 1) name = args[++i]!;
     else {
       ctx.reply.error(`ERR Syntax error in HELLO option '${args[i]}'`);
       return;
     }
+  }
+  // As Redis: AUTH first (a wrong pair changes nothing), then the NOAUTH check, then the rest.
+  if (credentials !== undefined && !authenticate(ctx, credentials.user, credentials.password)) {
+    ctx.reply.error(AUTH_ERRORS.wrongPass);
+    return;
+  }
+  if (!ctx.client.authenticated) {
+    ctx.reply.error(HELLO_NOAUTH);
+    return;
   }
   if (name !== undefined) {
     if (!isValidName(name)) {
@@ -126,6 +141,9 @@ function selectCommand(ctx: CommandContext, args: readonly string[]): void {
 }
 
 function resetCommand(ctx: CommandContext): void {
+  // Redis's RESET also returns the connection to the default user (clientSetDefaultAuth).
+  ctx.client.user = ctx.node.acl.default;
+  ctx.client.authenticated = ctx.node.acl.defaultOpen;
   ctx.client.name = "";
   ctx.client.protocol = 2;
   ctx.reply.useProtocol(2);
