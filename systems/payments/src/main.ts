@@ -31,7 +31,7 @@ import { runMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { systemClock } from "@casebook/kit/clock";
-import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
+import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
 import { createAcquirerSim } from "./acquirer-sim/acquirer-sim.ts";
 import { registerAccountRoutes } from "./api/account-routes.ts";
@@ -46,6 +46,7 @@ import { registerPaymentRoutes } from "./api/payment-routes.ts";
 import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
 import { AcquirerClient, type AcquirerClientOptions } from "./clients/acquirer-client.ts";
 import { createEventPublisher } from "./clients/webhook-publisher.ts";
+import { crossFieldProblems } from "./config-checks.ts";
 import { paymentsErrorRegistries } from "./payments-errors.ts";
 import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
@@ -76,7 +77,8 @@ export const configSchema = {
   acquirerUrl: field.url({
     env: "ACQUIRER_URL",
     protocols: ["http:", "https:"],
-    description: "The card acquirer; unset = start the acquirer simulator in-process on a free port",
+    description:
+      "The card acquirer; unset = start the acquirer simulator in-process on a free port (PGlite only: required with DATABASE_URL)",
   }),
   bootstrapMerchant: field.string({
     env: "PAYMENTS_BOOTSTRAP_MERCHANT",
@@ -295,6 +297,8 @@ export async function main(
   tuning: PaymentsTuning = {},
 ): Promise<RunningPayments> {
   const config = loadConfig(configSchema, { env });
+  const problems = crossFieldProblems(config);
+  if (problems.length > 0) throw new ConfigError(problems);
   const { url, service, db, built } = await startService({
     service: {
       name: "payments",
