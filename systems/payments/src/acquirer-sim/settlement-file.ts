@@ -227,7 +227,9 @@ function splitCsvLine(line: string): string[] {
  */
 export function parseSettlementCsv(text: string): SettlementRow[] {
   const lines = text.split(/\r?\n/).filter((line) => line !== "");
-  if (lines[0] !== SETTLEMENT_COLUMNS.join(",")) throw new SyntaxError("settlement file: unexpected header");
+  if (lines[0] !== SETTLEMENT_COLUMNS.join(",")) {
+    throw new SyntaxError(`settlement file: line 1 is not the header ${SETTLEMENT_COLUMNS.join(",")}`);
+  }
   return lines.slice(1).map((line, index) => {
     const fields = splitCsvLine(line);
     const [key, authorizationId, operation, amount, currency, fee, settledAt] = fields;
