@@ -35,6 +35,7 @@ import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempoten
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
+import { stateConflict } from "../domain/payment-actions.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import { captureAmountOf, requestSettlement } from "../domain/payment-saga.ts";
 import {
@@ -298,9 +299,7 @@ async function scheduleSettle(deps: PaymentRouteDeps, req: SettleRequest, lease?
     // Joining a capture in flight is idempotent only for the same amount.
     const sameAmount = asked === captureAmountOf(payment.amountMinor, payment.captureAmountMinor);
     if (next === undefined || (next === payment && req.action === "capture" && !sameAmount)) {
-      throw paymentErrors.create("PAYMENTS_PAYMENT_STATE_CONFLICT", {
-        fields: { status: payment.status, action: req.action },
-      });
+      throw stateConflict(payment, req.action);
     }
     if (next !== payment) await scheduleSettlement(tx, payment, next, deps.clock.nowMs(), req.amountMinor);
     if (lease !== undefined) await deps.idempotency.advance(tx, lease, `${req.action}_requested`);
