@@ -16,6 +16,7 @@
  * const injected = chooseDifferences(rows, { dropRows: 1, changeAmounts: 1, unknownRows: 1 }, rng, day);
  * renderSettlementCsv(applyDifferences(rows, injected));
  */
+import { hasMinorUnit } from "@casebook/kit/iso-4217";
 import { int, type RandomSource, shuffle } from "@casebook/kit/random";
 import type { SettledOperation } from "./acquirer-state.ts";
 
@@ -239,6 +240,7 @@ export function parseSettlementCsv(text: string): SettlementRow[] {
       (operation !== "capture" && operation !== "refund") ||
       !/^-?\d+$/.test(amount ?? "") ||
       !/^-?\d+$/.test(fee ?? "") ||
+      !hasMinorUnit(currency) ||
       Number.isNaN(settledAtMs)
     ) {
       throw new SyntaxError(`settlement file: malformed row on line ${index + 2}`);

@@ -32,6 +32,7 @@ import type { IdempotencyLease, IdempotencyStore } from "@casebook/infra/sql/ide
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
+import { currencyProblem } from "@casebook/kit/iso-4217";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
@@ -108,9 +109,8 @@ export function parsePaymentInput(body: unknown): PaymentInput {
   for (const key of Object.keys(b))
     if (!PAYMENT_FIELDS.has(key)) errors.push({ field: `/body/${key}`, message: "is not a known field" });
   const amountMinor = parseAmount(b.amountMinor, "/body/amountMinor", errors);
-  if (typeof b.currency !== "string" || !/^[A-Z]{3}$/.test(b.currency)) {
-    errors.push({ field: "/body/currency", message: "must be an ISO 4217 code (BRL)" });
-  }
+  const currencyIssue = currencyProblem(b.currency);
+  if (currencyIssue !== undefined) errors.push({ field: "/body/currency", message: currencyIssue });
   if (typeof b.cardToken !== "string" || !CARD_TOKEN_PATTERN.test(b.cardToken)) {
     errors.push({ field: "/body/cardToken", message: "must be a card token of 1..128 [A-Za-z0-9_-]" });
   }
