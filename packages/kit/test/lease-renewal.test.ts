@@ -5,7 +5,11 @@ import { LeaseRenewal, whileRenewing } from "../src/lease-renewal.ts";
 
 test("renews while the work runs and not after it ends", async () => {
   let calls = 0;
-  const result = await whileRenewing({ everyMs: 5, renew: async () => (calls++, true) }, async (signal) => {
+  const renew = async () => {
+    calls++;
+    return true;
+  };
+  const result = await whileRenewing({ everyMs: 5, renew }, async (signal) => {
     while (calls < 3) await sleep(5);
     assert.equal(signal.aborted, false);
     return "done";
