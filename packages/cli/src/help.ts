@@ -101,7 +101,7 @@ Examples
   npx casebook up rate-limiter webhooks
   npx casebook up --port rate-limiter=8150 --logs raw
   CASEBOOK_PORT_WEBHOOKS=8160 npx casebook up
-  DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npx casebook up payments
+  DATABASE_URL=postgres://postgres@127.0.0.1:5432/test ACQUIRER_URL=http://127.0.0.1:8154 npx casebook up payments
 `,
   run: `casebook run — one system in the foreground
 

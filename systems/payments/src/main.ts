@@ -31,7 +31,7 @@ import { runMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { systemClock } from "@casebook/kit/clock";
-import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
+import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
 import { createAcquirerSim } from "./acquirer-sim/acquirer-sim.ts";
 import { registerAccountRoutes } from "./api/account-routes.ts";
@@ -46,6 +46,7 @@ import { registerPaymentRoutes } from "./api/payment-routes.ts";
 import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
 import { AcquirerClient, type AcquirerClientOptions } from "./clients/acquirer-client.ts";
 import { createEventPublisher } from "./clients/webhook-publisher.ts";
+import { crossFieldProblems } from "./config-checks.ts";
 import { paymentsErrorRegistries } from "./payments-errors.ts";
 import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
@@ -54,7 +55,11 @@ import { enqueue } from "./store/outbox.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
 import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "./workers/refund-retrier.ts";
-import { SagaOrchestrator, type SagaOrchestratorOptions } from "./workers/saga-orchestrator.ts";
+import {
+  DEFAULT_SAGA_LEASE_MS,
+  SagaOrchestrator,
+  type SagaOrchestratorOptions,
+} from "./workers/saga-orchestrator.ts";
 
 export const VERSION = "0.1.0";
 /** PAYMENTS_BOOTSTRAP_MERCHANT value that turns the demo merchant off. */
@@ -76,7 +81,8 @@ export const configSchema = {
   acquirerUrl: field.url({
     env: "ACQUIRER_URL",
     protocols: ["http:", "https:"],
-    description: "The card acquirer; unset = start the acquirer simulator in-process on a free port",
+    description:
+      "The card acquirer; unset = start the acquirer simulator in-process on a free port (PGlite only: required with DATABASE_URL)",
   }),
   bootstrapMerchant: field.string({
     env: "PAYMENTS_BOOTSTRAP_MERCHANT",
@@ -118,6 +124,14 @@ export const configSchema = {
     min: 0,
     max: 10_000,
     description: "PY-10: the acquirer fee our contract sets on captures, in basis points (150 = 1.5 %)",
+  }),
+  claimLeaseMs: field.int({
+    env: "PAYMENTS_CLAIM_LEASE_MS",
+    default: DEFAULT_SAGA_LEASE_MS,
+    min: 1_000,
+    max: 60_000,
+    description:
+      "Lease of a saga's claim and of an Idempotency-Key's claim, renewed every third of it while the work runs: a crashed process's payments are taken over within it",
   }),
   ...logLevelField(),
 };
@@ -295,6 +309,8 @@ export async function main(
   tuning: PaymentsTuning = {},
 ): Promise<RunningPayments> {
   const config = loadConfig(configSchema, { env });
+  const problems = crossFieldProblems(config);
+  if (problems.length > 0) throw new ConfigError(problems);
   const { url, service, db, built } = await startService({
     service: {
       name: "payments",
@@ -316,7 +332,10 @@ export async function main(
       const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
       const auth = createBearerAuth({ realm: "payments", verify: (key) => merchants.authenticate(key) });
       const ledger = new LedgerRepository(db);
-      const idempotency = paymentsIdempotencyStore(db, { clock: systemClock });
+      const idempotency = paymentsIdempotencyStore(db, {
+        clock: systemClock,
+        leaseS: config.claimLeaseMs / 1000,
+      });
       const metrics = createPaymentMetrics(service.registry, {
         clock: systemClock,
         backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs() }),
@@ -333,7 +352,8 @@ export async function main(
       });
       registerBreakerGauge(service.registry, () => acquirer.breaker.state);
       service.onClose(async () => acquirer.close());
-      const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics, tuning.saga);
+      const saga = { leaseMs: config.claimLeaseMs, ...tuning.saga };
+      const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics, saga);
       startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
       startOutboxRelay(service, db, env);
       startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps);

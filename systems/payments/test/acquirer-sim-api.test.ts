@@ -57,6 +57,8 @@ test("bad input gets a 400 naming the field: amount, currency, unknown field, mi
     [authorization({ amountMinor: "0" }), "/body/amountMinor"],
     [authorization({ amountMinor: "-5" }), "/body/amountMinor"],
     [authorization({ currency: "real" }), "/body/currency"],
+    [authorization({ currency: "XYZ" }), "/body/currency"],
+    [authorization({ currency: "XAU" }), "/body/currency"],
     [{ ...authorization(), tip: 1 }, "/body/tip"],
     [{ merchantId: "m", amountMinor: "1", currency: "BRL", cardToken: "t" }, "/body/idempotencyKey"],
   ];

@@ -67,8 +67,10 @@ import { openTestDb, waitFor } from "./payment-fixture.ts";
 
 const SERVICE_CHILD = fileURLToPath(new URL("./bank-workload-service-child.ts", import.meta.url));
 /**
- * The same service with the default leases: crashTestTuning without its lease and call-deadline
- * settings, so a saga's lease is 3 × the acquirer's default 10 s deadline = 30 s (a refund's 31 s).
+ * The same service with the default call deadline and a long lease: crashTestTuning without its
+ * lease and call-deadline settings, and PAYMENTS_CLAIM_LEASE_MS = 30 s (the default is 5 s,
+ * renewed while a step runs): a lease long enough that waiting it out would show, so the test
+ * sees the orchestrator take its stranded sagas back at once instead.
  * Run as an inline ES module: the service child's file always applies the crash-test leases.
  */
 const DEFAULT_LEASES_CHILD = `
@@ -81,7 +83,7 @@ const { leaseMs: _refundLease, ...refunds } = crashTestTuning.refunds;
 const running = await main(process.env, { acquirer, saga, refunds });
 installSignalHandlers(running.service);
 `;
-/** The saga lease of DEFAULT_LEASES_CHILD: 3 × the acquirer client's default call deadline. */
+/** The saga lease of DEFAULT_LEASES_CHILD (PAYMENTS_CLAIM_LEASE_MS). */
 const DEFAULT_SAGA_LEASE_MS = 30_000;
 /** Sagas in the orchestrator's hands when the fault begins: the test waits for this many first. */
 const IN_HAND_AT_FAULT_MIN = 2;
@@ -175,7 +177,13 @@ async function startServiceProcess(env: NodeJS.ProcessEnv, defaultLeases: boolea
     ? ["--input-type=module", "--eval", DEFAULT_LEASES_CHILD]
     : [SERVICE_CHILD, String(port)];
   const child: ChildProcess = spawn(process.execPath, args, {
-    env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(port) },
+    env: {
+      ...process.env,
+      LOG_LEVEL: "warn",
+      ...(defaultLeases ? { PAYMENTS_CLAIM_LEASE_MS: String(DEFAULT_SAGA_LEASE_MS) } : {}),
+      ...env,
+      PORT: String(port),
+    },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });

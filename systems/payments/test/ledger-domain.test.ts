@@ -74,9 +74,14 @@ test("PY-07 money is positive bigint minor units within bounds: floats, zero, ne
   );
 });
 
-test("currency codes are ISO 4217 shaped: three uppercase letters", () => {
-  assert.ok(isCurrencyCode("USD") && isCurrencyCode("BRL") && isCurrencyCode("JPY"));
-  for (const bad of ["usd", "US", "USDT", "U1D", "", 840]) assert.ok(!isCurrencyCode(bad), String(bad));
+test("currency codes are active ISO 4217 codes with a minor unit (not XYZ, not XAU)", () => {
+  assert.ok(isCurrencyCode("USD") && isCurrencyCode("BRL") && isCurrencyCode("JPY") && isCurrencyCode("BHD"));
+  for (const bad of ["usd", "US", "USDT", "U1D", "", 840, "XYZ", "XAU"])
+    assert.ok(!isCurrencyCode(bad), String(bad));
+  assert.equal(
+    fieldOf(() => normalizeTransfer({ ...simple, currency: "XYZ" })),
+    "currency",
+  );
   assert.equal(
     fieldOf(() => normalizeTransfer({ ...simple, currency: "usd" })),
     "currency",

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { ConfigError } from "@casebook/kit/config";
+import { ACQUIRER_URL_REQUIRED } from "../src/config-checks.ts";
 import { main } from "../src/main.ts";
 
 let dataDir: string;
@@ -137,5 +138,18 @@ test("a bad setting fails the start with one message naming it", async () => {
       err instanceof ConfigError &&
       /PORT/.test(err.message) &&
       /PAYMENTS_BOOTSTRAP_MERCHANT/.test(err.message),
+  );
+});
+
+test("DATABASE_URL without ACQUIRER_URL is refused: each replica would run its own simulator", async () => {
+  // Nothing listens on port 1: the refusal comes before any connection is tried.
+  const env = envFor(dataDir, { DATABASE_URL: "postgres://postgres@127.0.0.1:1/test" });
+  await assert.rejects(
+    main(env),
+    (err: unknown) =>
+      err instanceof ConfigError &&
+      err.problems.length === 1 &&
+      err.problems[0]!.message === ACQUIRER_URL_REQUIRED &&
+      /npx casebook payments acquirer-sim/.test(err.message),
   );
 });

@@ -1,6 +1,6 @@
 /**
  * The saga orchestrator takes back at once its OWN sagas a database failure stranded, instead of
- * waiting out their lease (30 s by default), and never takes a saga one of its drives still holds.
+ * waiting out their lease (30 s here), and never takes a saga one of its drives still holds.
  *
  * Deterministic: one orchestrator driven round by round (`runOnce`, no loop), a ManualClock that
  * moves only when told (1 s after the failure: far inside the 30 s lease, so only a take-back can
@@ -27,7 +27,10 @@ import { type SimFixture, startSim } from "./acquirer-sim-fixture.ts";
 import { FAST_BACKOFF, FAST_CLIENT, openTestDb, seedPayment, waitFor } from "./payment-fixture.ts";
 import { testOnEngines } from "./payments-full-fixture.ts";
 
-/** The default lease: 3 × the acquirer client's default call deadline (10 s). */
+/**
+ * A long lease (the default is 5 s, PAYMENTS_CLAIM_LEASE_MS, renewed while a step runs): long
+ * enough that waiting it out would show, so only a take-back explains a saga resumed 1 s later.
+ */
 const DEFAULT_LEASE_MS = 30_000;
 /** How long after the failure the test looks again: a small part of the lease. */
 const AFTER_HEAL_MS = 1_000;
@@ -122,7 +125,7 @@ async function rig(t: TestContext, url: string | undefined): Promise<Rig> {
   const { db } = await openTestDb(t, url);
   const flaky = new FlakyDatabase(db);
   const sim = await startSim(t);
-  // The client's own call deadline stays at its default, so the lease is the default one.
+  // The client's own call deadline stays at its default (10 s); the lease is set below.
   const { callDeadlineMs: _fastDeadline, ...client } = FAST_CLIENT;
   const acquirer = new AcquirerClient({
     baseUrl: sim.url,
@@ -143,6 +146,7 @@ async function rig(t: TestContext, url: string | undefined): Promise<Rig> {
     clock,
     random: seededRandom("saga-giveback-orchestrator"),
     owner: "giveback-1",
+    leaseMs: DEFAULT_LEASE_MS,
     backoff: FAST_BACKOFF,
     observer: { stepFinished: (step, outcome) => steps.push(`${step}:${outcome}`) },
     onError: (error) => errors.push(error),

@@ -382,6 +382,34 @@ export class IdempotencyStore {
     if (updated.rowCount !== 1) throw this.#lockLost(lease);
   }
 
+  /** How long a claim holds without a write or a renewal before a retry may take it over, in ms. */
+  get leaseMs(): number {
+    return this.#policy.leaseMs;
+  }
+
+  /**
+   * Extends the claim's lease to `nowMs` without changing its recovery point: the holder of a
+   * short lease calls it while its work runs (kit's `LeaseRenewal`). False when the claim is no
+   * longer this lease's (completed, taken over by a retry, or released).
+   *
+   * @example
+   * const held = await store.renew(db, lease);
+   */
+  async renew(
+    q: Queryable,
+    lease: Pick<IdempotencyLease, "scope" | "key" | "generation">,
+    nowMs?: number,
+  ): Promise<boolean> {
+    const at = new Date(nowMs ?? this.#clock.nowMs());
+    const { rowCount } = await q.query(`UPDATE ${this.#table} SET locked_at = $4 WHERE ${this.#sql.owned}`, [
+      lease.scope,
+      lease.key,
+      lease.generation,
+      at,
+    ]);
+    return rowCount === 1;
+  }
+
   /**
    * Gives the claim up after a transient failure whose writes rolled back: deletes the
    * key when nothing committed yet (recovery point "started"), else unlocks it so a

@@ -102,6 +102,26 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
     assert.equal(await rowsOf(s.db, merchantId), 1n);
   });
 
+  it("renew pushes the claim's lease on while its holder works; a taken-over or completed claim is not renewed", async (s) => {
+    const { clock, store, merchantId } = setup(s, "renew");
+    const lease = await started(store, merchantId, "k-renew");
+    assert.equal(store.leaseMs, LEASE_MS);
+    clock.advance(LEASE_MS - 1);
+    assert.equal(await store.renew(s.db, lease), true);
+    clock.advance(LEASE_MS - 1); // past the first lease, inside the renewed one: still in progress
+    await code(
+      store.begin({ scope: merchantId, key: "k-renew", fingerprint: PAY }),
+      "TEST_IDEMPOTENCY_IN_PROGRESS",
+    );
+    clock.advance(2); // the renewed lease ran out without another renewal: a retry takes it over
+    const retry = await store.begin({ scope: merchantId, key: "k-renew", fingerprint: PAY });
+    assert.equal(retry.kind, "started");
+    assert.equal(await store.renew(s.db, lease), false, "the old holder's renewal loses");
+    const taken = (retry as { lease: IdempotencyLease }).lease;
+    await s.db.transaction((tx) => store.complete(tx, taken, CREATED));
+    assert.equal(await store.renew(s.db, taken), false, "a completed claim is not renewed");
+  });
+
   it("PY-01 keys are scoped per merchant: one key under two merchants is two requests", async (s) => {
     const { store, merchantId } = setup(s, "scope");
     const otherMerchant = s.merchant("scope_other");

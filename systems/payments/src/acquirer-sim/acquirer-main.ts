@@ -15,6 +15,7 @@ import type { Clock } from "@casebook/kit/clock";
 import { field, loadConfig } from "@casebook/kit/config";
 import { seededRandom, systemRandom } from "@casebook/kit/random";
 import { defaultBehaviour } from "./acquirer-behaviour.ts";
+import { SETTLEMENT_TIMINGS } from "./acquirer-routes.ts";
 import { type AcquirerSim, createAcquirerSim, defaultMaxPayments } from "./acquirer-sim.ts";
 
 export const acquirerConfigSchema = {
@@ -43,6 +44,12 @@ export const acquirerConfigSchema = {
     min: 0,
     max: 60_000,
     description: "Latency added to every /v1 call",
+  }),
+  settlement: field.enum(SETTLEMENT_TIMINGS, {
+    env: "ACQUIRER_SETTLEMENT",
+    default: "d+1",
+    description:
+      "When a day's settlement file is published: d+1 once the UTC day is over; immediate = today's so far (a demo: reconcile today's payments at once)",
   }),
   adminToken: field.string({
     env: "ACQUIRER_ADMIN_TOKEN",
@@ -82,6 +89,7 @@ export async function main(
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     rng: config.seed === undefined ? systemRandom : seededRandom(config.seed),
     maxPayments: config.maxPayments,
+    settlement: config.settlement,
     behaviour: { declineRate: config.declineRate, latencyMs: config.latencyMs },
     ...(config.adminToken === undefined ? {} : { adminToken: config.adminToken }),
     log: { level: config.logLevel },

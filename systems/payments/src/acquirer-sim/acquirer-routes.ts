@@ -34,9 +34,19 @@ import {
   utcDay,
 } from "./settlement-file.ts";
 
+/**
+ * When a day's settlement file is published: `d+1` once the UTC day is over (a bank's file),
+ * `immediate` at once with the day's operations so far — a demo setting, so today's payments
+ * reconcile in one sitting (a later fetch of the same day may hold more rows).
+ */
+export const SETTLEMENT_TIMINGS = ["d+1", "immediate"] as const;
+export type SettlementTiming = (typeof SETTLEMENT_TIMINGS)[number];
+
 export interface AcquirerRouteDeps {
   readonly state: AcquirerState;
   readonly faults: FaultInjector<Behaviour>;
+  /** Default `d+1`. */
+  readonly settlement?: SettlementTiming;
 }
 
 /** Marks a replayed answer; the body is the stored one, byte for byte. */
@@ -47,7 +57,8 @@ const tags = ["acquirer"];
 
 /**
  * A day's true rows, once the day is over (D+1): a file asked for earlier would be
- * missing the rest of the day's operations, so it is refused, as a bank would.
+ * missing the rest of the day's operations, so it is refused, as a bank would — unless the
+ * simulator was started with `settlement: "immediate"`, which publishes the day so far.
  */
 export function closedDayRows(
   deps: AcquirerRouteDeps,
@@ -59,7 +70,7 @@ export function closedDayRows(
       fields: { errors: [{ field: "/params/date", message: "is not a calendar date" }] },
     });
   }
-  if (deps.state.clock.nowMs() < day.endMs) {
+  if (deps.settlement !== "immediate" && deps.state.clock.nowMs() < day.endMs) {
     throw acquirerErrors.create("ACQUIRER_SETTLEMENT_NOT_READY", {
       fields: { date, readyAt: new Date(day.endMs).toISOString() },
     });

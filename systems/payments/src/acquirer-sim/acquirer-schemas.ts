@@ -8,6 +8,7 @@
  * app.post("/v1/authorizations", { schema: { body: authorizeBody, response: { 200: authorizationResult } } }, h);
  */
 import { numberKnob } from "@casebook/infra/http/simulator";
+import { ISO_4217_MINOR_UNITS } from "@casebook/kit/iso-4217";
 import { behaviourBounds } from "./acquirer-behaviour.ts";
 
 /** At most 18 digits: every value fits PostgreSQL's int8 (bigint). */
@@ -28,7 +29,12 @@ export const idempotencyKeySchema = {
 } as const;
 
 const idSchema = { type: "string", minLength: 1, maxLength: 64, pattern: "^[A-Za-z0-9_-]+$" } as const;
-const currencySchema = { type: "string", pattern: "^[A-Z]{3}$", description: "ISO 4217 code" } as const;
+// An acquirer refuses a currency it cannot settle: the active ISO 4217 codes with a minor unit.
+const currencySchema = {
+  type: "string",
+  enum: Object.keys(ISO_4217_MINOR_UNITS),
+  description: "ISO 4217 code with a minor unit",
+} as const;
 const moneyOut = { type: "string", pattern: "^[0-9]+$" } as const;
 const instantOut = { type: "string", format: "date-time" } as const;
 const nullableInstant = { type: ["string", "null"] } as const;

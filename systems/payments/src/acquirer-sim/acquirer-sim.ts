@@ -28,7 +28,7 @@ import { type RandomSource, systemRandom } from "@casebook/kit/random";
 import { registerAdminRoutes } from "./acquirer-admin-routes.ts";
 import { type Behaviour, defaultBehaviour, faultKnobsOf, mergeBehaviour } from "./acquirer-behaviour.ts";
 import { acquirerErrors } from "./acquirer-errors.ts";
-import { registerAcquirerRoutes } from "./acquirer-routes.ts";
+import { registerAcquirerRoutes, type SettlementTiming } from "./acquirer-routes.ts";
 import { behaviourSchema } from "./acquirer-schemas.ts";
 import { AcquirerState } from "./acquirer-state.ts";
 
@@ -42,6 +42,8 @@ export interface AcquirerSimOptions {
   maxRefundsPerAuthorization?: number;
   /** Knobs at start and after POST /admin/reset (merged over the defaults). */
   behaviour?: Partial<Behaviour>;
+  /** When a day's settlement file is published (default `d+1`; `immediate` for a demo). */
+  settlement?: SettlementTiming;
   /** When set, /admin/* and /v1/stats need `Authorization: Bearer <adminToken>`. */
   adminToken?: string;
   /** Injected in tests to observe latency without waiting for it. */
@@ -68,6 +70,7 @@ const errorCodeByStatus = {
 export function createAcquirerSim(options: AcquirerSimOptions = {}): AcquirerSim {
   const clock = options.clock ?? systemClock;
   const rng = options.rng ?? systemRandom;
+  const settlement = options.settlement ?? "d+1";
   const state = new AcquirerState({
     clock,
     rng,
@@ -90,8 +93,8 @@ export function createAcquirerSim(options: AcquirerSimOptions = {}): AcquirerSim
     },
     stats: () => ({ ...state.stats() }),
     reset: () => state.reset(),
-    routes: (v1, faults) => registerAcquirerRoutes(v1, { state, faults }),
-    adminRoutes: (admin, faults) => registerAdminRoutes(admin, { state, faults }),
+    routes: (v1, faults) => registerAcquirerRoutes(v1, { state, faults, settlement }),
+    adminRoutes: (admin, faults) => registerAdminRoutes(admin, { state, faults, settlement }),
     statsAliases: ["/v1/stats"],
     summaries: {
       reset: "Forget every payment, counter and injected difference; knobs back to the start",

@@ -16,6 +16,7 @@
  * const injected = chooseDifferences(rows, { dropRows: 1, changeAmounts: 1, unknownRows: 1 }, rng, day);
  * renderSettlementCsv(applyDifferences(rows, injected));
  */
+import { hasMinorUnit } from "@casebook/kit/iso-4217";
 import { int, type RandomSource, shuffle } from "@casebook/kit/random";
 import type { SettledOperation } from "./acquirer-state.ts";
 
@@ -227,7 +228,9 @@ function splitCsvLine(line: string): string[] {
  */
 export function parseSettlementCsv(text: string): SettlementRow[] {
   const lines = text.split(/\r?\n/).filter((line) => line !== "");
-  if (lines[0] !== SETTLEMENT_COLUMNS.join(",")) throw new SyntaxError("settlement file: unexpected header");
+  if (lines[0] !== SETTLEMENT_COLUMNS.join(",")) {
+    throw new SyntaxError(`settlement file: line 1 is not the header ${SETTLEMENT_COLUMNS.join(",")}`);
+  }
   return lines.slice(1).map((line, index) => {
     const fields = splitCsvLine(line);
     const [key, authorizationId, operation, amount, currency, fee, settledAt] = fields;
@@ -237,6 +240,7 @@ export function parseSettlementCsv(text: string): SettlementRow[] {
       (operation !== "capture" && operation !== "refund") ||
       !/^-?\d+$/.test(amount ?? "") ||
       !/^-?\d+$/.test(fee ?? "") ||
+      !hasMinorUnit(currency) ||
       Number.isNaN(settledAtMs)
     ) {
       throw new SyntaxError(`settlement file: malformed row on line ${index + 2}`);

@@ -32,9 +32,11 @@ import type { IdempotencyLease, IdempotencyStore } from "@casebook/infra/sql/ide
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
+import { currencyProblem } from "@casebook/kit/iso-4217";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
+import { stateConflict } from "../domain/payment-actions.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import { captureAmountOf, requestSettlement } from "../domain/payment-saga.ts";
 import {
@@ -107,9 +109,8 @@ export function parsePaymentInput(body: unknown): PaymentInput {
   for (const key of Object.keys(b))
     if (!PAYMENT_FIELDS.has(key)) errors.push({ field: `/body/${key}`, message: "is not a known field" });
   const amountMinor = parseAmount(b.amountMinor, "/body/amountMinor", errors);
-  if (typeof b.currency !== "string" || !/^[A-Z]{3}$/.test(b.currency)) {
-    errors.push({ field: "/body/currency", message: "must be an ISO 4217 code (BRL)" });
-  }
+  const currencyIssue = currencyProblem(b.currency);
+  if (currencyIssue !== undefined) errors.push({ field: "/body/currency", message: currencyIssue });
   if (typeof b.cardToken !== "string" || !CARD_TOKEN_PATTERN.test(b.cardToken)) {
     errors.push({ field: "/body/cardToken", message: "must be a card token of 1..128 [A-Za-z0-9_-]" });
   }
@@ -298,9 +299,7 @@ async function scheduleSettle(deps: PaymentRouteDeps, req: SettleRequest, lease?
     // Joining a capture in flight is idempotent only for the same amount.
     const sameAmount = asked === captureAmountOf(payment.amountMinor, payment.captureAmountMinor);
     if (next === undefined || (next === payment && req.action === "capture" && !sameAmount)) {
-      throw paymentErrors.create("PAYMENTS_PAYMENT_STATE_CONFLICT", {
-        fields: { status: payment.status, action: req.action },
-      });
+      throw stateConflict(payment, req.action);
     }
     if (next !== payment) await scheduleSettlement(tx, payment, next, deps.clock.nowMs(), req.amountMinor);
     if (lease !== undefined) await deps.idempotency.advance(tx, lease, `${req.action}_requested`);

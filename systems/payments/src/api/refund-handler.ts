@@ -20,6 +20,7 @@
 import { beginClaim, releaseAfterFailure } from "@casebook/infra/sql/idempotency-claim-release";
 import type { IdempotencyLease } from "@casebook/infra/sql/idempotency-store";
 import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
+import { RENEWALS_PER_LEASE, whileRenewing } from "@casebook/kit/lease-renewal";
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import type { RefundOutcome } from "../clients/acquirer-client.ts";
 import { refundAcquirerKey } from "../domain/derived-keys.ts";
@@ -100,7 +101,7 @@ async function openRefund(
         idemGeneration: lease.generation,
         nowMs,
         leaseOwner: requestOwner(deps),
-        leaseMs: deps.orchestrator.leaseMs,
+        leaseMs: deps.orchestrator.unrenewedLeaseMs,
         retryAfterMs: deps.config.refundRetryAfterMs ?? DEFAULT_REFUND_RETRY_AFTER_MS,
       });
       await deps.idempotency.advance(tx, lease, "refund_pending");
@@ -175,11 +176,18 @@ async function drive(
   payment: Payment,
   refund: Refund,
 ) {
-  const outcome = await deps.acquirer.refund(payment.authorizationId ?? "", {
-    idempotencyKey: refund.acquirerKey,
-    amountMinor: refund.amountMinor,
-    correlationId: refund.acquirerKey,
-  });
+  // The key's lease is short (PAYMENTS_CLAIM_LEASE_MS): renewed while the call runs, so a retry waits for it.
+  const renewal = {
+    everyMs: deps.idempotency.leaseMs / RENEWALS_PER_LEASE,
+    renew: () => deps.idempotency.renew(deps.db, lease),
+  };
+  const outcome = await whileRenewing(renewal, () =>
+    deps.acquirer.refund(payment.authorizationId ?? "", {
+      idempotencyKey: refund.acquirerKey,
+      amountMinor: refund.amountMinor,
+      correlationId: refund.acquirerKey,
+    }),
+  );
   if (outcome.kind === "refunded" || outcome.kind === "rejected")
     return settle(deps, reply, lease, refund, outcome);
   const nowMs = deps.clock.nowMs();
@@ -223,7 +231,7 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
     : await claimRefund(deps.db, opened.refund.id, {
         owner: requestOwner(deps),
         nowMs: deps.clock.nowMs(),
-        leaseMs: deps.orchestrator.leaseMs,
+        leaseMs: deps.orchestrator.unrenewedLeaseMs,
       });
   // The retry worker holds it: it settles the refund; this request only reports where it stands.
   if (held === undefined) return answerPending(deps, reply, lease, opened.refund);

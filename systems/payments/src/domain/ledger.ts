@@ -13,6 +13,7 @@
  * transfer.entries; // [{ accountId: 1n, currency: "USD", direction: "D", amount: 500n }, { … "C" … }]
  */
 import { createHash } from "node:crypto";
+import { hasMinorUnit } from "@casebook/kit/iso-4217";
 import { ledgerErrors } from "./ledger-errors.ts";
 
 export type Direction = "D" | "C";
@@ -60,16 +61,18 @@ export const MAX_IDEM_KEY_CHARS = 255;
 export const MAX_METADATA_BYTES = 4_096;
 
 const MAX_ID = 2n ** 63n - 1n;
-const CURRENCY_PATTERN = /^[A-Z]{3}$/;
 
 function invalid(field: string, reason: string): Error {
   return ledgerErrors.create("LEDGER_TRANSFER_INVALID", { fields: { field, reason } });
 }
 
-/** ISO 4217 alphabetic code shape: three uppercase letters (`USD`, `BRL`, `JPY`). */
+/** An active ISO 4217 code with a minor unit (`USD`, `BRL`, `JPY`; not `XYZ`, not `XAU`): `@casebook/kit/iso-4217`. */
 export function isCurrencyCode(code: unknown): code is string {
-  return typeof code === "string" && CURRENCY_PATTERN.test(code);
+  return hasMinorUnit(code);
 }
+
+/** The reason a ledger error gives for a currency it refuses. */
+export const CURRENCY_REASON = "currency must be an active ISO 4217 code with a minor unit (USD, JPY, BHD)";
 
 /** A positive bigint within bounds, or LEDGER_TRANSFER_INVALID naming `field`. */
 export function checkAmount(amount: unknown, field: string): bigint {
@@ -95,7 +98,7 @@ export function checkIdemKey(key: unknown, field = "idemKey"): string {
 
 function checkEntry(entry: Entry, index: number): Entry {
   const at = `entries[${index}]`;
-  if (!isCurrencyCode(entry.currency)) throw invalid(`${at}.currency`, "currency must be ISO 4217 (USD)");
+  if (!isCurrencyCode(entry.currency)) throw invalid(`${at}.currency`, CURRENCY_REASON);
   if (entry.direction !== "D" && entry.direction !== "C") throw invalid(`${at}.direction`, "D or C");
   return {
     accountId: checkId(entry.accountId, `${at}.accountId`),
@@ -132,7 +135,7 @@ function shorthandEntries(request: TransferRequest): Entry[] {
   const to = checkId(request.to, "to");
   if (from === to) throw invalid("to", "from and to must be different accounts");
   const amount = checkAmount(request.amount, "amount");
-  if (!isCurrencyCode(request.currency)) throw invalid("currency", "currency must be ISO 4217 (USD)");
+  if (!isCurrencyCode(request.currency)) throw invalid("currency", CURRENCY_REASON);
   const currency = request.currency;
   return [
     { accountId: from, currency, direction: "D", amount },

@@ -23,7 +23,8 @@ export const paymentErrors = defineErrors({
   },
   PAYMENTS_PAYMENT_STATE_CONFLICT: {
     status: 409,
-    message: "The payment is not in a state that allows this operation (see `status`); read it first.",
+    message:
+      "The payment is not in a state that allows this operation: `paymentStatus` is its status now, `allowedActions` what it takes.",
   },
   PAYMENTS_CAPTURE_EXCEEDS_AUTHORIZED: {
     status: 422,

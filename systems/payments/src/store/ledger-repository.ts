@@ -31,6 +31,7 @@
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import {
   type AccountLeg,
+  CURRENCY_REASON,
   checkId,
   checkIdemKey,
   type Entry,
@@ -511,7 +512,7 @@ export class LedgerRepository {
   /** Opens an account and its zero balance row in one statement. */
   async createAccount(request: CreateAccountRequest): Promise<LedgerAccount> {
     if (!isCurrencyCode(request.currency)) {
-      const fields = { field: "currency", reason: "currency must be ISO 4217 (USD)" };
+      const fields = { field: "currency", reason: CURRENCY_REASON };
       throw ledgerErrors.create("LEDGER_TRANSFER_INVALID", { fields });
     }
     const { rows } = await this.#db.query<{

@@ -20,7 +20,7 @@
  *   to: accounts.merchant_pending, amount: 500n, currency: "USD", pending: true });
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
-import { isCurrencyCode } from "../domain/ledger.ts";
+import { CURRENCY_REASON, isCurrencyCode } from "../domain/ledger.ts";
 import { ledgerErrors } from "../domain/ledger-errors.ts";
 
 export const ACCOUNT_ROLES = ["customer_funds", "merchant_pending", "merchant_available"] as const;
@@ -96,7 +96,7 @@ export async function ensureMerchantAccounts(
   currency: string,
 ): Promise<MerchantAccounts> {
   if (!isCurrencyCode(currency)) {
-    const fields = { field: "currency", reason: "currency must be ISO 4217 (USD)" };
+    const fields = { field: "currency", reason: CURRENCY_REASON };
     throw ledgerErrors.create("LEDGER_TRANSFER_INVALID", { fields });
   }
   const existing = complete(await rolesOf(tx, merchantId, currency));

@@ -18,7 +18,7 @@
  */
 
 import type { IdempotencyLease, IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
-import { type Claimed, LeaseQueue } from "@casebook/infra/sql/lease-queue";
+import { type Claimed, type Lease, LeaseQueue } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { paymentAcquirerKey } from "../domain/derived-keys.ts";
 import { normalizeTransfer } from "../domain/ledger.ts";
@@ -272,7 +272,7 @@ export async function setIdemGeneration(q: Queryable, paymentId: bigint, generat
 export interface ClaimOptions {
   owner: string;
   nowMs: number;
-  /** How long the claim holds; must exceed the acquirer call deadline (checked by the orchestrator). */
+  /** How long the claim holds; the orchestrator renews it while a step runs. */
   leaseMs: number;
   maxBatch: number;
   /** Also claim `owner`'s own stranded sagas (see claimDue); undefined: honour every live lease. */
@@ -351,6 +351,15 @@ export async function claimPayment(
     orOwn: true,
   });
   return claimed === undefined ? undefined : claimedOf(claimed);
+}
+
+/** Extends a saga's live lease (same version and owner) while its step runs; false when it was lost. */
+export async function renewSagaLease(
+  q: Queryable,
+  lease: Lease<bigint>,
+  options: { nowMs: number; leaseMs: number },
+): Promise<boolean> {
+  return (await sagaQueue.renew(q, lease, options)) !== undefined;
 }
 
 export interface ApplyDecisionOptions {

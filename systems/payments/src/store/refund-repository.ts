@@ -23,6 +23,7 @@
 import { type Fragment, LeaseQueue } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { refundAcquirerKey, refundLedgerKey } from "../domain/derived-keys.ts";
+import { stateConflict } from "../domain/payment-actions.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import { statusAfterRefunds } from "../domain/payment-saga.ts";
 import { applyReversal } from "./ledger-repository.ts";
@@ -125,7 +126,7 @@ export async function createRefund(
   input: CreateRefundInput,
 ): Promise<Refund> {
   if (payment.status !== "captured" && payment.status !== "partially_refunded") {
-    throw paymentErrors.create("PAYMENTS_PAYMENT_STATE_CONFLICT", { fields: { status: payment.status } });
+    throw stateConflict(payment, "refund");
   }
   const refundableMinor = payment.capturedMinor - payment.refundedMinor;
   if (input.amountMinor > refundableMinor) {

@@ -5,10 +5,13 @@
  *   node systems/payments/src/workers/reconcile-cli.ts …   (the same, without the CLI)
  *
  * With a file, it is reconciled for `--date`, or the date in its name (`settlement-2026-10-22.csv`),
- * or the date of its rows. With only `--date`, the file is fetched from ACQUIRER_URL. The database is
- * DATABASE_URL (or the embedded PGlite in $CASEBOOK_DATA/payments); migrations are applied first.
+ * or the date of its rows. With only `--date`, the file is fetched from ACQUIRER_URL; `--date today`
+ * is the current UTC date (an acquirer simulator started with ACQUIRER_SETTLEMENT=immediate
+ * publishes it at once). The database is DATABASE_URL (or the embedded PGlite in
+ * $CASEBOOK_DATA/payments); migrations are applied first.
  * Prints a summary table (file rows, matched, differences by kind, new exceptions); exit code 0,
- * or 1 when the run failed, or 2 for a usage error.
+ * or 1 when the run failed (a file that cannot be read or parsed, in one line, no stack), or 2
+ * for a usage error.
  *
  * @example
  * const code = await runReconcileCli(["--date", "2026-10-22"], process.env, console.log);
@@ -32,7 +35,7 @@ export const USAGE = `usage: casebook payments reconcile <file.csv | --date YYYY
 
   file.csv        a settlement file (columns of the acquirer's D+1 file); its date is --date,
                   or the YYYY-MM-DD in its name, or the date of its rows
-  --date D        the UTC settlement date; without a file, fetched from $ACQUIRER_URL
+  --date D        the UTC settlement date (or "today"); without a file, fetched from $ACQUIRER_URL
   --help          this text
 
 env: DATABASE_URL (PostgreSQL; unset = embedded PGlite in $CASEBOOK_DATA/payments), ACQUIRER_URL,
@@ -79,20 +82,53 @@ export function formatSummary(summary: RunSummary): string {
   return lines.map(([name, value]) => `${name.padEnd(width)}  ${value}`).join("\n");
 }
 
+/** A file that cannot be read or parsed: one line for the user, exit 1 (not a usage error). */
+class FileProblem extends Error {}
+
+/** The file's text, or a FileProblem naming the path and the system's reason (no stack). */
+async function readSettlementFile(file: string): Promise<string> {
+  try {
+    return await readFile(file, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason =
+      code === "ENOENT"
+        ? "no such file"
+        : code === "EISDIR"
+          ? "is a directory"
+          : code === "EACCES"
+            ? "permission denied"
+            : (error as Error).message;
+    throw new FileProblem(`cannot read settlement file ${file}: ${reason}`);
+  }
+}
+
 async function sourceOf(
   file: string | undefined,
   date: string | undefined,
   env: Env,
 ): Promise<{ date: string; from: SettlementSource } | string> {
   if (file !== undefined) {
-    const csv = await readFile(file, "utf8");
-    const fileDate = date ?? dateOfFile(file, csv);
+    const csv = await readSettlementFile(file);
+    let fileDate: string | undefined;
+    try {
+      // Parsed here for its rows' date, and once more by the run: a bad file stops before the database opens.
+      fileDate = date ?? dateOfFile(file, csv);
+      parseSettlementCsv(csv);
+    } catch (error) {
+      throw new FileProblem(`${file}: ${(error as Error).message}`);
+    }
     if (fileDate === undefined) return "cannot tell the file's date: pass --date YYYY-MM-DD";
     return { date: fileDate, from: { csv, source: `file:${file}` } };
   }
   if (date === undefined) return "give a settlement file or --date YYYY-MM-DD";
   if (!env.ACQUIRER_URL) return "--date without a file needs ACQUIRER_URL to fetch the settlement file";
   return { date, from: { acquirerUrl: env.ACQUIRER_URL } };
+}
+
+/** The current UTC date, YYYY-MM-DD: what `--date today` means. */
+function todayUtc(): string {
+  return new Date(systemClock.nowMs()).toISOString().slice(0, 10);
 }
 
 /** Runs the CLI with `argv` (no node/script); returns the exit code. */
@@ -125,7 +161,15 @@ export async function runReconcileCli(
     print(`one settlement file at a time\n${USAGE}`);
     return 2;
   }
-  const chosen = await sourceOf(parsed.positionals[0], parsed.values.date, env);
+  const date = parsed.values.date === "today" ? todayUtc() : parsed.values.date;
+  let chosen: Awaited<ReturnType<typeof sourceOf>>;
+  try {
+    chosen = await sourceOf(parsed.positionals[0], date, env);
+  } catch (error) {
+    if (!(error instanceof FileProblem)) throw error;
+    print(`reconciliation failed: ${error.message}`);
+    return 1;
+  }
   const feeBps = feeBpsOf(env);
   if (typeof chosen === "string" || typeof feeBps === "string") {
     print(`${typeof chosen === "string" ? chosen : feeBps}\n${USAGE}`);

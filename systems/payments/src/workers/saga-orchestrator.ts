@@ -35,6 +35,7 @@ import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import type { Clock } from "@casebook/kit/clock";
+import { LeaseRenewal, RENEWALS_PER_LEASE } from "@casebook/kit/lease-renewal";
 import type { RandomSource } from "@casebook/kit/random";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { idempotencyErrors } from "../domain/idempotency-errors.ts";
@@ -51,8 +52,10 @@ import {
   type ClaimedPayment,
   claimDue,
   claimPayment,
+  MIN_LEASE_MS,
   type Payment,
   paymentView,
+  renewSagaLease,
 } from "../store/payment-repository.ts";
 import { loopFailureBackoff } from "./loop-backoff.ts";
 
@@ -89,7 +92,10 @@ export interface SagaOrchestratorOptions {
   random: RandomSource;
   /** Unique per process/loop: the lease owner written on claimed rows. */
   owner: string;
-  /** Claim duration; must exceed the acquirer call deadline plus a commit. Default 3 × deadline. */
+  /**
+   * Claim duration, renewed every third of it while a step's acquirer call runs, so a crashed
+   * orchestrator's sagas come back within one lease. Default DEFAULT_SAGA_LEASE_MS (5 s).
+   */
   leaseMs?: number;
   /** Sagas claimed per round. Default 16. */
   maxBatch?: number;
@@ -106,8 +112,11 @@ export interface SagaOrchestratorOptions {
   log?: Logger;
 }
 
-/** Margin between the acquirer deadline and the lease: the commit after the call must fit too. */
+/** Margin between the acquirer deadline and an unrenewed lease: the commit after the call must fit too. */
 export const LEASE_MARGIN_MS = 1_000;
+/** The saga's claim lease when none is configured (PAYMENTS_CLAIM_LEASE_MS): ≤ 5 s, renewed while a step runs. */
+export const DEFAULT_SAGA_LEASE_MS = 5_000;
+
 /** Re-reads of the idempotency generation when a client retry took the key over mid-step. */
 const LOCK_LOST_RETRIES = 3;
 
@@ -121,6 +130,11 @@ export const defaultSagaBackoff: Readonly<SagaBackoff> = Object.freeze({
 export class SagaOrchestrator {
   readonly owner: string;
   readonly leaseMs: number;
+  /**
+   * A lease that is never renewed (a refund's own acquirer call holds its row this long): it
+   * must outlive one call, every try included, and its commit.
+   */
+  readonly unrenewedLeaseMs: number;
   readonly #o: SagaOrchestratorOptions;
   readonly #policy: BackoffPolicy;
   readonly #emit: EmitEvent;
@@ -133,12 +147,11 @@ export class SagaOrchestrator {
   constructor(options: SagaOrchestratorOptions) {
     this.#o = options;
     this.owner = options.owner;
-    this.leaseMs = options.leaseMs ?? options.acquirer.callDeadlineMs * 3;
-    if (this.leaseMs < options.acquirer.callDeadlineMs + LEASE_MARGIN_MS) {
-      throw new RangeError(
-        `leaseMs (${this.leaseMs}) must exceed the acquirer call deadline (${options.acquirer.callDeadlineMs}) + ${LEASE_MARGIN_MS}`,
-      );
+    this.leaseMs = options.leaseMs ?? DEFAULT_SAGA_LEASE_MS;
+    if (!(this.leaseMs >= MIN_LEASE_MS)) {
+      throw new RangeError(`leaseMs (${this.leaseMs}) must be at least ${MIN_LEASE_MS} ms`);
     }
+    this.unrenewedLeaseMs = options.acquirer.callDeadlineMs + LEASE_MARGIN_MS;
     const backoff = { ...defaultSagaBackoff, ...options.backoff };
     this.#policy = new BackoffPolicy({ ...backoff, jitter: "equal", random: options.random });
     this.#emit = options.emitEvent ?? (async () => {});
@@ -221,7 +234,7 @@ export class SagaOrchestrator {
       const startMs = this.#o.clock.monotonicMs();
       let outcome: StepOutcome | undefined;
       try {
-        outcome = await this.#perform(payment);
+        outcome = await this.#performRenewing(payment);
         const next = decide(payment, outcome, {
           elapsedMs: Math.max(0, this.#o.clock.nowMs() - payment.startedAt.getTime()),
           policy: this.#policy,
@@ -253,6 +266,39 @@ export class SagaOrchestrator {
 
   #stepDone(step: SagaStep, outcome: string, startMs: number): void {
     this.#o.observer?.stepFinished(step, outcome, (this.#o.clock.monotonicMs() - startMs) / 1000);
+  }
+
+  /**
+   * One acquirer call with the saga's lease — and the payment's idempotency claim, while its
+   * original request's key is in progress — renewed every third of the lease until it answers.
+   * A renewal that finds the saga taken over ends the drive: the call's outcome is not persisted
+   * (the new owner asks the acquirer by key), so nothing is done twice.
+   */
+  async #performRenewing(p: Payment): Promise<StepOutcome> {
+    const { db, clock, idempotency } = this.#o;
+    const lease = { id: p.id, leaseVersion: p.leaseVersion, owner: this.owner, leaseExpiresAtMs: 0 };
+    const key = { scope: p.merchantId, key: p.idempotencyKey, generation: p.idemGeneration };
+    const renewal = new LeaseRenewal({
+      everyMs: this.leaseMs / RENEWALS_PER_LEASE,
+      renew: async () => {
+        const nowMs = clock.nowMs();
+        const held = await renewSagaLease(db, lease, { nowMs, leaseMs: this.leaseMs });
+        // The key is the original request's; a completed or taken-over key is simply not renewed.
+        if (held) await idempotency.renew(db, key, nowMs);
+        return held;
+      },
+      onError: (error) =>
+        this.#o.log?.warn({ err: error, paymentId: p.id.toString() }, "saga lease renewal failed"),
+    });
+    try {
+      const outcome = await this.#perform(p);
+      if (renewal.lost) {
+        throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", { fields: { paymentId: p.id.toString() } });
+      }
+      return outcome;
+    } finally {
+      await renewal.stop();
+    }
   }
 
   #perform(p: Payment): Promise<StepOutcome> {
