@@ -50,6 +50,12 @@ export interface SpawnChildOptions {
   maxStderrBytes?: number;
   /** Called for every stdout line from the first (the ready line included), before `nextLine` takes it. */
   onLine?: (line: string) => void;
+  /**
+   * `false`: stdout lines go only to `onLine` listeners and are not kept for `nextLine` — for
+   * a service that logs more than a test reads (its log would otherwise pile up here).
+   * Needs `ready: false` or a ready message. Default true.
+   */
+  queueLines?: boolean;
   /** The test: the child is SIGKILLed in its `after` hook. */
   test?: { after(fn: () => unknown): void };
   /**
@@ -118,6 +124,8 @@ export async function spawnChild(
   file: string | URL | { readonly code: string },
   options: SpawnChildOptions = {},
 ): Promise<SpawnedChild> {
+  if (options.queueLines === false && matcher(options.ready) !== undefined)
+    throw new TypeError("spawnChild: a ready line needs queueLines (use ready: false or a ready message)");
   const inline = typeof file === "object" && "code" in file;
   const path = inline ? "(inline module)" : typeof file === "string" ? file : fileURLToPath(file);
   const entry = inline ? ["--input-type=module", "-e", file.code] : [path];
@@ -166,7 +174,7 @@ export async function spawnChild(
       for (const listener of listeners) listener(line);
       const waiter = waiters.shift();
       if (waiter) waiter(line);
-      else queue.push(line);
+      else if (options.queueLines !== false) queue.push(line);
       end = partial.indexOf("\n");
     }
   });

@@ -120,3 +120,19 @@ test("ipc: a child that never sends its ready message fails after readyTimeoutMs
     (error: unknown) => labErrors.is(error, "LAB_CHILD_FAILED") && /within 1500 ms/.test(error.message),
   );
 });
+
+test("queueLines: false hands every line to the listeners and keeps none", async (t) => {
+  const seen: string[] = [];
+  const child = await spawnChild(
+    { code: `for (let i = 0; i < 1000; i++) console.log("log " + i);` },
+    { ready: false, queueLines: false, onLine: (line) => seen.push(line), test: t },
+  );
+  await child.exited;
+  assert.equal(seen.length, 1_000);
+  await assert.rejects(child.nextLine(1_000), (error: unknown) => labErrors.is(error, "LAB_CHILD_FAILED"));
+  await assert.rejects(
+    spawnChild({ code: "" }, { queueLines: false }),
+    TypeError,
+    "a ready line needs the queue",
+  );
+});
