@@ -11,6 +11,10 @@
  * with `sendMessage` / `nextMessage`; its ready handshake is then a message too (`ready`
  * given a predicate over messages), since such a child prints nothing on stdout.
  *
+ * stdin is a pipe (for `send`). A child that takes no input but opens PGlite must have it
+ * ended (`child.process.stdin.end()`): PGlite's stdin device reads fd 0 with a blocking
+ * readSync, which an open, silent pipe holds forever (stdin "ignore" gave EOF at once).
+ *
  * @example
  * const worker = await spawnChild(new URL("./worker-child.ts", import.meta.url), {
  *   args: [databaseUrl, "owner-a"], ready: "ready", test: t,
