@@ -6,7 +6,14 @@
  * lab's reaper (exit hook + watchdog) if the test process itself dies.
  *
  * The child speaks lines: it prints a ready line when it can take work, then one line per
- * answer; the test writes commands to its stdin with `send`.
+ * answer; the test writes commands to its stdin with `send`. A child that speaks Node's IPC
+ * instead (`process.send`, structured messages) is started with `ipc: true` and answered
+ * with `sendMessage` / `nextMessage`; its ready handshake is then a message too (`ready`
+ * given a predicate over messages), since such a child prints nothing on stdout.
+ *
+ * stdin is a pipe (for `send`). A child that takes no input but opens PGlite must have it
+ * ended (`child.process.stdin.end()`): PGlite's stdin device reads fd 0 with a blocking
+ * readSync, which an open, silent pipe holds forever (stdin "ignore" gave EOF at once).
  *
  * @example
  * const worker = await spawnChild(new URL("./worker-child.ts", import.meta.url), {
@@ -34,7 +41,7 @@ export interface SpawnChildOptions {
    * Which stdout line means ready: exact text, a pattern, or a predicate. Default: the
    * first line, whatever it says. `false`: do not wait.
    */
-  ready?: string | RegExp | ((line: string) => boolean) | false;
+  ready?: string | RegExp | ((line: string) => boolean) | ReadyMessage | false;
   /** Bound on the wait for the ready line (start-up on a loaded 2-core machine). Default 20 000 ms. */
   readyTimeoutMs?: number;
   /** Bound on each `nextLine` unless it is given one. Default 30 000 ms. */
@@ -47,8 +54,24 @@ export interface SpawnChildOptions {
   maxStderrBytes?: number;
   /** Called for every stdout line from the first (the ready line included), before `nextLine` takes it. */
   onLine?: (line: string) => void;
+  /**
+   * `false`: stdout lines go only to `onLine` listeners and are not kept for `nextLine` — for
+   * a service that logs more than a test reads (its log would otherwise pile up here).
+   * Needs `ready: false` or a ready message. Default true.
+   */
+  queueLines?: boolean;
   /** The test: the child is SIGKILLed in its `after` hook. */
   test?: { after(fn: () => unknown): void };
+  /**
+   * Open Node's IPC channel (`process.send` / `process.on("message")` in the child). With it,
+   * `ready` may be `{ message: predicate }`: wait for the first message it accepts instead of a line.
+   */
+  ipc?: boolean;
+}
+
+/** With `ipc: true`, the ready handshake may be a message: the first one `message` accepts. */
+export interface ReadyMessage {
+  message: (message: unknown) => boolean;
 }
 
 export type ChildProcessWithPipes = ChildProcessByStdio<Writable, Readable, Readable>;
@@ -67,6 +90,15 @@ export interface SpawnedChild {
   onLine(listener: (line: string) => void): void;
   /** Writes `line` and a newline to the child's stdin. */
   send(line: string): void;
+  /** The ready message (`ready: { message }`), else undefined. */
+  readonly readyMessage: unknown;
+  /**
+   * With `ipc`: the next IPC message `accept` takes (default any) not yet taken; messages it
+   * skips stay for later calls. Rejects when the child exits or sends none within `timeoutMs`.
+   */
+  nextMessage<T = unknown>(accept?: (message: unknown) => boolean, timeoutMs?: number): Promise<T>;
+  /** With `ipc`: sends `message` over the channel; resolves once it is written. */
+  sendMessage(message: unknown): Promise<void>;
   /** The end of the child's stderr so far. */
   stderr(): string;
   /** SIGKILL (or `signal`) and wait for the exit. Idempotent. */
@@ -77,7 +109,7 @@ export interface SpawnedChild {
 }
 
 function matcher(ready: SpawnChildOptions["ready"]): ((line: string) => boolean) | undefined {
-  if (ready === false) return undefined;
+  if (ready === false || (typeof ready === "object" && "message" in ready)) return undefined;
   if (ready === undefined) return () => true;
   if (typeof ready === "string") return (line) => line === ready;
   if (ready instanceof RegExp) return (line) => ready.test(line);
@@ -96,6 +128,8 @@ export async function spawnChild(
   file: string | URL | { readonly code: string },
   options: SpawnChildOptions = {},
 ): Promise<SpawnedChild> {
+  if (options.queueLines === false && matcher(options.ready) !== undefined)
+    throw new TypeError("spawnChild: a ready line needs queueLines (use ready: false or a ready message)");
   const inline = typeof file === "object" && "code" in file;
   const path = inline ? "(inline module)" : typeof file === "string" ? file : fileURLToPath(file);
   const entry = inline ? ["--input-type=module", "-e", file.code] : [path];
@@ -104,8 +138,8 @@ export async function spawnChild(
   const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry, ...(options.args ?? [])], {
     env: options.env ?? process.env,
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
-    stdio: ["pipe", "pipe", "pipe"],
-  });
+    stdio: options.ipc ? ["pipe", "pipe", "pipe", "ipc"] : ["pipe", "pipe", "pipe"],
+  }) as ChildProcessWithPipes;
   const guard = child.pid === undefined ? { release: () => {} } : guardProcessTree(child.pid);
   let stderrText = "";
   child.stderr.on("data", (chunk: Buffer) => {
@@ -144,10 +178,20 @@ export async function spawnChild(
       for (const listener of listeners) listener(line);
       const waiter = waiters.shift();
       if (waiter) waiter(line);
-      else queue.push(line);
+      else if (options.queueLines !== false) queue.push(line);
       end = partial.indexOf("\n");
     }
   });
+
+  // IPC messages, kept in arrival order until a `nextMessage` accepts them.
+  const messages: unknown[] = [];
+  const messageWaiters = new Set<() => void>();
+  if (options.ipc) {
+    child.on("message", (message: unknown) => {
+      messages.push(message);
+      for (const wake of [...messageWaiters]) wake();
+    });
+  }
 
   const failure = (why: string) =>
     labErrors.create("LAB_CHILD_FAILED", {
@@ -187,6 +231,43 @@ export async function spawnChild(
     });
   };
 
+  const nextMessage = <T>(accept: (message: unknown) => boolean = () => true, timeoutMs = lineTimeoutMs) => {
+    if (!options.ipc) return Promise.reject(new TypeError("nextMessage needs spawnChild({ ipc: true })"));
+    return new Promise<T>((resolve, reject) => {
+      const done = (settle: () => void) => {
+        messageWaiters.delete(look);
+        clearTimeout(timer);
+        settle();
+      };
+      const look = () => {
+        const at = messages.findIndex(accept);
+        if (at >= 0) done(() => resolve(messages.splice(at, 1)[0] as T));
+      };
+      const timer = setTimeout(
+        () => done(() => reject(failure(`sent no awaited message within ${timeoutMs} ms`))),
+        timeoutMs,
+      );
+      messageWaiters.add(look);
+      look();
+      exited.then(() =>
+        // Messages already received are looked at first (the close event follows them).
+        setImmediate(() => {
+          if (!messageWaiters.has(look)) return;
+          look();
+          if (messageWaiters.has(look))
+            done(() =>
+              reject(failure(`exited (code ${exitInfo?.code ?? "-"}, signal ${exitInfo?.signal ?? "-"})`)),
+            );
+        }),
+      );
+    });
+  };
+  const sendMessage = (message: unknown) =>
+    new Promise<void>((resolve, reject) => {
+      if (!options.ipc) return reject(new TypeError("sendMessage needs spawnChild({ ipc: true })"));
+      child.send(message as never, (error: Error | null) => (error ? reject(error) : resolve()));
+    });
+
   const kill = async (signal: NodeJS.Signals = "SIGKILL") => {
     if (exitInfo) return;
     child.kill(signal);
@@ -204,6 +285,17 @@ export async function spawnChild(
 
   const isReady = matcher(options.ready);
   let readyLine = "";
+  let readyMessage: unknown;
+  const readyOnMessage =
+    typeof options.ready === "object" && "message" in options.ready ? options.ready : undefined;
+  if (readyOnMessage) {
+    try {
+      readyMessage = await nextMessage(readyOnMessage.message, options.readyTimeoutMs ?? 20_000);
+    } catch (error) {
+      await kill();
+      throw error;
+    }
+  }
   if (isReady) {
     const deadline = performance.now() + (options.readyTimeoutMs ?? 20_000);
     try {
@@ -228,8 +320,11 @@ export async function spawnChild(
     process: child,
     pid: child.pid ?? -1,
     readyLine,
+    readyMessage,
     exited,
     nextLine,
+    nextMessage,
+    sendMessage,
     onLine: (listener) => {
       listeners.push(listener);
     },

@@ -77,3 +77,62 @@ test("the child is killed with the test that started it", async (t) => {
   });
   assert.equal(isAlive(pid), false);
 });
+
+const ipcChild = `
+process.on("message", (message) => {
+  if (message.kind === "add") process.send({ kind: "sum", value: message.a + message.b });
+  if (message === "bye") process.disconnect();
+});
+process.send({ kind: "noise" });
+process.send({ kind: "ready", pid: process.pid });
+`;
+
+test("ipc: the ready handshake is a message; messages go both ways; skipped messages wait for their taker", async (t) => {
+  const child = await spawnChild(
+    { code: ipcChild },
+    { ipc: true, ready: { message: (m) => (m as { kind: string }).kind === "ready" }, test: t },
+  );
+  assert.deepEqual(child.readyMessage, { kind: "ready", pid: child.pid });
+  await child.sendMessage({ kind: "add", a: 2, b: 3 });
+  assert.deepEqual(await child.nextMessage((m) => (m as { kind: string }).kind === "sum"), {
+    kind: "sum",
+    value: 5,
+  });
+  assert.deepEqual(
+    await child.nextMessage(),
+    { kind: "noise" },
+    "the message the handshake skipped is still there",
+  );
+  await child.sendMessage("bye");
+  assert.equal((await child.exited).code, 0, "a child that disconnects ends on its own");
+  await assert.rejects(
+    child.nextMessage(undefined, 1_000),
+    (error: unknown) => labErrors.is(error, "LAB_CHILD_FAILED") && /exited/.test(error.message),
+  );
+});
+
+test("ipc: a child that never sends its ready message fails after readyTimeoutMs and is killed", async () => {
+  await assert.rejects(
+    spawnChild(
+      { code: "setInterval(() => {}, 1000);" },
+      { ipc: true, ready: { message: () => true }, readyTimeoutMs: 1_500 },
+    ),
+    (error: unknown) => labErrors.is(error, "LAB_CHILD_FAILED") && /within 1500 ms/.test(error.message),
+  );
+});
+
+test("queueLines: false hands every line to the listeners and keeps none", async (t) => {
+  const seen: string[] = [];
+  const child = await spawnChild(
+    { code: `for (let i = 0; i < 1000; i++) console.log("log " + i);` },
+    { ready: false, queueLines: false, onLine: (line) => seen.push(line), test: t },
+  );
+  await child.exited;
+  assert.equal(seen.length, 1_000);
+  await assert.rejects(child.nextLine(1_000), (error: unknown) => labErrors.is(error, "LAB_CHILD_FAILED"));
+  await assert.rejects(
+    spawnChild({ code: "" }, { queueLines: false }),
+    TypeError,
+    "a ready line needs the queue",
+  );
+});

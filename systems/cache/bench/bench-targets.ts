@@ -9,10 +9,9 @@
  * targets.ours.port; targets.redis.port;
  * await targets.close();
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { findExecutable } from "@casebook/lab/executables";
 import { freePort } from "@casebook/lab/free-port";
+import { spawnChild } from "@casebook/lab/spawn-child";
 import { redisProbe, type SpawnedRedis, spawnRedis } from "@casebook/lab/spawn-redis";
 import { Redis } from "ioredis";
 import { cacheErrors } from "../src/cache-errors.ts";
@@ -94,7 +93,7 @@ async function fillKeys(port: number, keyspace: number, dataBytes: number): Prom
   }
 }
 
-async function waitForPong(port: number, child: ChildProcess): Promise<void> {
+async function waitForPong(port: number, child: { readonly exitCode: number | null }): Promise<void> {
   const deadline = Date.now() + START_TIMEOUT_MS;
   while ((await redisProbe(port, ["PING"], PROBE_TIMEOUT_MS)) !== "+PONG") {
     if (child.exitCode !== null)
@@ -108,24 +107,23 @@ async function waitForPong(port: number, child: ChildProcess): Promise<void> {
 /** Runs `script` with Node as a child process listening on a free port; resolves once it answers PING. */
 async function startNodeChild(script: string, env: NodeJS.ProcessEnv, args: (port: number) => string[]) {
   const port = await freePort();
-  const child = spawn(process.execPath, [fileURLToPath(new URL(script, import.meta.url)), ...args(port)], {
+  // Ready is its PING answer; its stdout is not read (no line kept), its stderr is echoed.
+  const child = await spawnChild(new URL(script, import.meta.url), {
+    args: args(port),
     env: { ...process.env, ...env, CACHE_PORT: String(port) },
-    stdio: ["ignore", "ignore", "inherit"],
+    ready: false,
+    queueLines: false,
+    stopTimeoutMs: STOP_TIMEOUT_MS,
   });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.process.stdin.end(); // no input, as stdin "ignore" gave
   try {
-    await waitForPong(port, child);
+    await waitForPong(port, child.process);
   } catch (error) {
-    child.kill("SIGKILL");
+    await child.kill();
     throw error;
   }
-  const stop = async () => {
-    if (child.exitCode !== null) return;
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
-    await exited;
-    clearTimeout(timer);
-  };
+  // SIGTERM, SIGKILL after STOP_TIMEOUT_MS.
+  const stop = () => child.stop();
   return { port, stop };
 }
 

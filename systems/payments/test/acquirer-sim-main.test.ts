@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { createInterface } from "node:readline";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { spawnChild } from "@casebook/lab/spawn-child";
 import { main } from "../src/acquirer-sim/acquirer-main.ts";
 
 const entry = fileURLToPath(new URL("../src/acquirer-sim/acquirer-main.ts", import.meta.url));
@@ -41,27 +39,19 @@ test("beyond loopback without ACQUIRER_ADMIN_TOKEN the simulator refuses to star
   );
 });
 
-test("acquirer-main.ts runs as its own process and exits 0 on SIGTERM", { timeout: 20_000 }, async () => {
-  const child = spawn(process.execPath, [entry], {
+test("acquirer-main.ts runs as its own process and exits 0 on SIGTERM", { timeout: 20_000 }, async (t) => {
+  // Ready is the log line that carries its URL (every line is pino JSON).
+  const listening = (line: string) => (JSON.parse(line) as { msg?: string }).msg === "acquirer-sim listening";
+  const child = await spawnChild(entry, {
     env: { ...process.env, PORT: "0", LOG_LEVEL: "info", ACQUIRER_SEED: "1" },
-    stdio: ["ignore", "pipe", "inherit"],
+    ready: listening,
+    readyTimeoutMs: 15_000,
+    test: t,
   });
-  try {
-    let url: string | undefined;
-    for await (const line of createInterface({ input: child.stdout })) {
-      const entryLine = JSON.parse(line) as { msg?: string; url?: string };
-      if (entryLine.msg === "acquirer-sim listening") {
-        url = entryLine.url;
-        break;
-      }
-    }
-    assert.ok(url, "the process logged its URL");
-    assert.equal((await fetch(`${url}/healthz`)).status, 200);
-    child.stdout.resume();
-    child.kill("SIGTERM");
-    const [code] = await once(child, "exit");
-    assert.equal(code, 0);
-  } finally {
-    if (child.exitCode === null) child.kill("SIGKILL");
-  }
+  const url = (JSON.parse(child.readyLine) as { url?: string }).url;
+  assert.ok(url, "the process logged its URL");
+  assert.equal((await fetch(`${url}/healthz`)).status, 200);
+  child.process.kill("SIGTERM");
+  const { code } = await child.exited;
+  assert.equal(code, 0);
 });

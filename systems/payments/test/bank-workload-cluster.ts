@@ -11,13 +11,10 @@
  * await services.kill(0); await services.restart(0);
  * await services.stop(); await acquirer.stop();
  */
-import { type ChildProcessByStdio, spawn } from "node:child_process";
-import { createInterface } from "node:readline";
-import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import type { FaultCounters } from "@casebook/infra/http/simulator-faults";
-import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { EngineProcess } from "@casebook/lab/engine-process";
+import { spawnChild } from "@casebook/lab/spawn-child";
 import type { Behaviour } from "../src/acquirer-sim/acquirer-behaviour.ts";
 import type { AcquirerStats } from "../src/acquirer-sim/acquirer-state.ts";
 
@@ -49,32 +46,6 @@ export interface AcquirerProcess {
   stop(): Promise<void>;
 }
 
-type Child = ChildProcessByStdio<Writable, Readable, null>;
-
-/** Lines of a child's stdout, awaited one at a time with a bound. */
-function lineReader(child: Child): (timeoutMs: number) => Promise<string> {
-  const queued: string[] = [];
-  const waiting: Array<(line: string) => void> = [];
-  createInterface({ input: child.stdout }).on("line", (line) => {
-    const next = waiting.shift();
-    if (next) next(line);
-    else queued.push(line);
-  });
-  return (timeoutMs) =>
-    new Promise((resolve, reject) => {
-      const line = queued.shift();
-      if (line !== undefined) return resolve(line);
-      const timer = setTimeout(
-        () => reject(new Error(`child ${child.pid}: no line in ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-      waiting.push((next) => {
-        clearTimeout(timer);
-        resolve(next);
-      });
-    });
-}
-
 async function callJson(base: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${base}${path}`, {
     method,
@@ -90,15 +61,13 @@ async function callJson(base: string, method: string, path: string, body?: unkno
 
 /** Starts the simulator process; `env` adds to this process's environment (PORT defaults to 0). */
 export async function startAcquirer(env: NodeJS.ProcessEnv): Promise<AcquirerProcess> {
-  const child: Child = spawn(process.execPath, [ACQUIRER_CHILD], {
+  // Its first line is its address; then one answer line per command on stdin.
+  const child = await spawnChild(ACQUIRER_CHILD, {
     env: { ...process.env, PORT: "0", LOG_LEVEL: "silent", ...env },
-    stdio: ["pipe", "pipe", "inherit"],
-    detached: true,
+    readyTimeoutMs: START_TIMEOUT_MS,
+    stopTimeoutMs: STOP_TIMEOUT_MS,
   });
-  const guard = guardProcessTree(child.pid!);
-  child.once("exit", () => guard.release());
-  const nextLine = lineReader(child);
-  const { url } = JSON.parse(await nextLine(START_TIMEOUT_MS)) as { url: string };
+  const { url } = JSON.parse(child.readyLine) as { url: string };
   const call = (method: string, path: string, body?: unknown) => callJson(url, method, path, body);
   return {
     url,
@@ -109,19 +78,12 @@ export async function startAcquirer(env: NodeJS.ProcessEnv): Promise<AcquirerPro
     },
     stats: async () => (await call("GET", "/admin/stats")).body as AcquirerCounters,
     advance: async (ms) => {
-      child.stdin.write(`advance ${ms}\n`);
-      const answer = JSON.parse(await nextLine(ADMIN_TIMEOUT_MS)) as { nowMs?: number; error?: string };
+      child.send(`advance ${ms}`);
+      const answer = JSON.parse(await child.nextLine(ADMIN_TIMEOUT_MS)) as { nowMs?: number; error?: string };
       if (answer.nowMs === undefined) throw new Error(`acquirer child: ${answer.error}`);
       return answer.nowMs;
     },
-    stop: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.stdin.write("stop\n");
-      const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => child.stop({ line: "stop" }),
   };
 }
 

@@ -33,9 +33,7 @@
  * failed mid-batch, instead of waiting out its lease.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createInterface } from "node:readline";
 import { type TestContext, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
@@ -51,9 +49,9 @@ import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { systemClock } from "@casebook/kit/clock";
 import { fingerprintRequest } from "@casebook/kit/idempotency";
 import { type RandomSource, seededRandom } from "@casebook/kit/random";
-import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { type FaultProxy, startFaultProxy } from "@casebook/lab/fault-proxy";
 import { freePort } from "@casebook/lab/free-port";
+import { spawnChild } from "@casebook/lab/spawn-child";
 import { requirePostgres } from "@casebook/lab/test-engines";
 import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
@@ -173,28 +171,8 @@ interface ServiceProcess {
  */
 async function startServiceProcess(env: NodeJS.ProcessEnv, defaultLeases: boolean): Promise<ServiceProcess> {
   const port = await freePort();
-  const args = defaultLeases
-    ? ["--input-type=module", "--eval", DEFAULT_LEASES_CHILD]
-    : [SERVICE_CHILD, String(port)];
-  const child: ChildProcess = spawn(process.execPath, args, {
-    env: {
-      ...process.env,
-      LOG_LEVEL: "warn",
-      ...(defaultLeases ? { PAYMENTS_CLAIM_LEASE_MS: String(DEFAULT_SAGA_LEASE_MS) } : {}),
-      ...env,
-      PORT: String(port),
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  const guard = guardProcessTree(child.pid!);
-  child.once("exit", () => guard.release());
   const lines: LogLine[] = [];
-  let stderr = "";
-  child.stderr!.on("data", (chunk: Buffer) => {
-    stderr = (stderr + chunk.toString()).slice(-4_000);
-  });
-  createInterface({ input: child.stdout! }).on("line", (text) => {
+  const onLine = (text: string) => {
     if (lines.length >= MAX_LOG_LINES) return;
     try {
       // The service logs pino JSON with an ISO time and the level's label (infra/http/logger.ts).
@@ -211,12 +189,32 @@ async function startServiceProcess(env: NodeJS.ProcessEnv, defaultLeases: boolea
     } catch {
       lines.push({ timeMs: Date.now(), level: "", msg: text, err: undefined });
     }
+  };
+  // Ready is /readyz below, not a line; the log goes to onLine only, stderr's tail is kept unechoed.
+  const spawned = await spawnChild(defaultLeases ? { code: DEFAULT_LEASES_CHILD } : SERVICE_CHILD, {
+    args: defaultLeases ? [] : [String(port)],
+    env: {
+      ...process.env,
+      LOG_LEVEL: "warn",
+      ...(defaultLeases ? { PAYMENTS_CLAIM_LEASE_MS: String(DEFAULT_SAGA_LEASE_MS) } : {}),
+      ...env,
+      PORT: String(port),
+    },
+    ready: false,
+    queueLines: false,
+    onLine,
+    echoStderr: false,
+    maxStderrBytes: 4_000,
+    stopTimeoutMs: STOP_TIMEOUT_MS,
   });
+  spawned.process.stdin.end(); // no input, as stdin "ignore" gave
+  const child = spawned.process;
+  const stderr = () => spawned.stderr();
   const alive = () => child.exitCode === null && child.signalCode === null;
   const url = `http://127.0.0.1:${port}`;
   await waitFor(
     async () => {
-      if (!alive()) throw new Error(`service exited while starting: ${stderr}`);
+      if (!alive()) throw new Error(`service exited while starting: ${stderr()}`);
       const res = await probe(url, "/readyz");
       return res.status === 200 ? true : undefined;
     },
@@ -228,19 +226,12 @@ async function startServiceProcess(env: NodeJS.ProcessEnv, defaultLeases: boolea
     alive,
     lines,
     describe: () =>
-      `exit ${child.exitCode ?? "-"} signal ${child.signalCode ?? "-"}; stderr: ${stderr}; log tail: ` +
+      `exit ${child.exitCode ?? "-"} signal ${child.signalCode ?? "-"}; stderr: ${stderr()}; log tail: ` +
       lines
         .slice(-8)
         .map((l) => `${l.level} ${l.msg}`)
         .join(" | "),
-    stop: async () => {
-      if (!alive()) return;
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), STOP_TIMEOUT_MS);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => spawned.stop(),
   };
 }
 

@@ -5,8 +5,8 @@
  * fallback. Each process listens on port 0 and announces its URL in the
  * "rate-limiter listening" log line; the policies are written to a temp JSON file.
  *
- * Processes never outlive the test: each is guarded by lab's reaper (SIGKILL of its
- * tree if this process dies), and `stop()` sends SIGTERM, then SIGKILL after a bound.
+ * Processes never outlive the test: each is lab's spawnChild, guarded by its reaper (SIGKILL
+ * of its tree if this process dies), and `stop()` sends SIGTERM, then SIGKILL after a bound.
  *
  * @example
  * const services = await startServiceProcesses({
@@ -17,15 +17,13 @@
  * const answer = await services.instances[0]!.check({ descriptors: { user: "42" } });
  * await services.stop();
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { eventually } from "@casebook/lab/eventually";
+import { type ChildProcessWithPipes, type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 
 const systemDir = fileURLToPath(new URL("..", import.meta.url));
 const mainPath = fileURLToPath(new URL("../src/main.ts", import.meta.url));
@@ -99,37 +97,48 @@ interface Waiter {
 
 /** A child process running main.ts, with its log lines parsed as they arrive. */
 class ServiceChild implements ServiceProcess {
-  readonly child: ChildProcess;
+  readonly child: ChildProcessWithPipes;
   readonly pid: number;
   url = "";
+  readonly #spawned: SpawnedChild;
   readonly #lines: LogLine[] = [];
   readonly #waiters = new Set<Waiter>();
   readonly #maxLogLines: number;
   readonly #requestTimeoutMs: number;
-  #stderr = "";
   #closed = false;
   readonly exited: Promise<void>;
 
-  constructor(env: NodeJS.ProcessEnv, options: { maxLogLines: number; requestTimeoutMs: number }) {
+  /** Starts main.ts; its log lines are parsed as they arrive (none kept by lab itself). */
+  static async start(
+    env: NodeJS.ProcessEnv,
+    options: { maxLogLines: number; requestTimeoutMs: number },
+  ): Promise<ServiceChild> {
+    const spawned = await spawnChild(mainPath, {
+      cwd: systemDir,
+      env,
+      ready: false,
+      queueLines: false,
+      echoStderr: false,
+      // Only the tail matters for a failure message; keep it bounded.
+      maxStderrBytes: 8_192,
+    });
+    spawned.process.stdin.end(); // no input, as stdin "ignore" gave
+    return new ServiceChild(spawned, options);
+  }
+
+  private constructor(spawned: SpawnedChild, options: { maxLogLines: number; requestTimeoutMs: number }) {
     this.#maxLogLines = options.maxLogLines;
     this.#requestTimeoutMs = options.requestTimeoutMs;
-    // detached: the child leads its own process group, which the reaper kills as a whole.
-    this.child = spawn(process.execPath, [mainPath], { cwd: systemDir, env, detached: true });
-    if (this.child.pid === undefined) throw new Error(`could not start ${mainPath}`);
-    this.pid = this.child.pid;
-    const guard = guardProcessTree(this.pid);
-    this.exited = new Promise((resolve) => this.child.once("exit", () => resolve()));
-    void this.exited.then(() => guard.release());
-    createInterface({ input: this.child.stdout! }).on("line", (text) => this.#onLine(text));
+    this.#spawned = spawned;
+    this.child = spawned.process;
+    this.pid = spawned.pid;
+    this.exited = spawned.exited.then(() => {});
+    spawned.onLine((text) => this.#onLine(text));
     // Exited and every output stream drained: no line will come any more.
     this.child.once("close", () => {
       this.#closed = true;
       for (const waiter of this.#waiters) waiter.reject(new Error(`pid ${this.pid} exited:\n${this.tail()}`));
       this.#waiters.clear();
-    });
-    this.child.stderr!.on("data", (chunk: Buffer) => {
-      // Only the tail matters for a failure message; keep it bounded.
-      this.#stderr = (this.#stderr + chunk.toString()).slice(-8_192);
     });
   }
 
@@ -157,7 +166,7 @@ class ServiceChild implements ServiceProcess {
   /** What the process wrote, for failure messages. */
   tail(): string {
     const out = this.#lines.slice(-20).map((line) => JSON.stringify(line));
-    return `${out.join("\n")}\n${this.#stderr}`;
+    return `${out.join("\n")}\n${this.#spawned.stderr()}`;
   }
 
   waitForLog(match: (line: LogLine) => boolean, timeoutMs: number): Promise<LogLine> {
@@ -210,7 +219,7 @@ class ServiceChild implements ServiceProcess {
     return Number(line.slice(name.length + 1));
   }
 
-  /** SIGTERM (graceful drain), then SIGKILL of the group when it has not exited within the bound. */
+  /** SIGTERM (graceful drain), then SIGKILL when it has not exited within the bound. */
   async stop(stopTimeoutMs: number): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.kill("SIGTERM");
@@ -222,12 +231,7 @@ class ServiceChild implements ServiceProcess {
     ]);
     bound.abort();
     if (exited) return;
-    try {
-      process.kill(-this.pid, "SIGKILL");
-    } catch {
-      // Already gone between the check and the kill.
-    }
-    await this.exited;
+    await this.#spawned.kill("SIGKILL");
   }
 }
 
@@ -261,7 +265,7 @@ export async function startServiceProcesses(options: ServiceProcessOptions): Pro
   try {
     for (let i = 0; i < options.count; i++) {
       children.push(
-        new ServiceChild(env, {
+        await ServiceChild.start(env, {
           maxLogLines: options.maxLogLines ?? 2_000,
           requestTimeoutMs: options.requestTimeoutMs ?? 5_000,
         }),

@@ -1,6 +1,6 @@
 /**
  * A delivery worker PROCESS for claim-race.test.ts, on the real PostgreSQL. It opens its
- * own pool on the test schema, says "ready" over IPC, and on "go" runs its mode:
+ * own pool on the test schema, says "ready" over IPC (lab spawnChild with `ipc`), and on "go" runs its mode:
  *
  * - `race`: claims batches of due deliveries until none is left; records each claim in
  *   `test_claims` (no unique constraint: a double claim would show as two rows), then

@@ -10,10 +10,10 @@
  *   dead worker's write, were it to arrive late, loses its compare-and-swap.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, fork } from "node:child_process";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import type { Database } from "@casebook/infra/sql/sql";
+import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { requirePostgres } from "@casebook/lab/test-engines";
 import { claimDue, type DeliveryLease } from "../src/store/delivery-claims.ts";
 import { finishWithoutAttempt, recordAttempts } from "../src/store/delivery-results.ts";
@@ -30,37 +30,32 @@ interface HoldingMessage {
 }
 
 function nextMessage<K extends Message["kind"]>(
-  child: ChildProcess,
+  child: SpawnedChild,
   kind: K,
 ): Promise<Extract<Message, { kind: K }>> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`child ${child.pid}: no "${kind}" in ${CHILD_WAIT_MS} ms`)),
-      CHILD_WAIT_MS,
-    );
-    const onExit = (code: number | null) =>
-      reject(new Error(`child ${child.pid} exited (${code}) before "${kind}"`));
-    const onMessage = (message: Message) => {
-      if (message.kind !== kind) return;
-      clearTimeout(timer);
-      child.off("message", onMessage);
-      child.off("exit", onExit);
-      resolve(message as Extract<Message, { kind: K }>);
-    };
-    child.on("message", onMessage);
-    child.once("exit", onExit);
-  });
+  return child.nextMessage((message) => (message as Message).kind === kind, CHILD_WAIT_MS);
 }
 
-function spawnWorker(args: string[], children: ChildProcess[]): ChildProcess {
-  const child = fork(CHILD, args, { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+/** A worker process, ready to take "go", in `children` (killed before the schema is dropped). */
+async function spawnWorker(args: string[], children: SpawnedChild[]): Promise<SpawnedChild> {
+  const child = await spawnChild(CHILD, {
+    args,
+    ipc: true,
+    ready: { message: (message) => (message as Message).kind === "ready" },
+    readyTimeoutMs: CHILD_WAIT_MS,
+  });
   children.push(child);
   return child;
 }
 
-function killAll(children: ChildProcess[]): void {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+/** The test's cleanup: every child gone, then its schema. */
+function cleanUp(t: { after(fn: () => unknown): void }, drop: () => Promise<void>): SpawnedChild[] {
+  const children: SpawnedChild[] = [];
+  t.after(async () => {
+    await Promise.all(children.map((child) => child.kill()));
+    await drop();
+  });
+  return children;
 }
 
 /** `n` due deliveries of one tenant and subscription, written set-wise (the seeding is not under test). */
@@ -90,18 +85,13 @@ test("WH-10 four worker processes claiming 10,000 due deliveries: each claimed b
   if (!url) return;
   const DELIVERIES = 10_000;
   const { db, schema, drop } = await openPostgresTestSchema(url, { prefix: "wh_race" });
-  const children: ChildProcess[] = [];
-  t.after(async () => {
-    killAll(children);
-    await drop();
-  });
+  const children = cleanUp(t, drop);
   await seedDeliveries(db, DELIVERIES);
-  const workers = ["w1", "w2", "w3", "w4"].map((id) =>
-    spawnWorker([url, schema, id, "race", "60000", "5000"], children),
+  const workers = await Promise.all(
+    ["w1", "w2", "w3", "w4"].map((id) => spawnWorker([url, schema, id, "race", "60000", "5000"], children)),
   );
-  await Promise.all(workers.map((child) => nextMessage(child, "ready")));
   const done = workers.map((child) => nextMessage(child, "done"));
-  for (const child of workers) child.send("go"); // all four start together
+  await Promise.all(workers.map((child) => child.sendMessage("go"))); // all four start together
   const reports = await Promise.all(done);
   const { rows } = await db.query<{ claims: bigint; distinct_ids: bigint; workers: bigint }>(
     "SELECT count(*) AS claims, count(DISTINCT delivery_id) AS distinct_ids, count(DISTINCT worker_id) AS workers FROM test_claims",
@@ -130,24 +120,17 @@ test("WH-11 a worker SIGKILLed mid-send: after its lease another claims the same
   const LEASE_MS = 1_500;
   const HTTP_DEADLINE_MS = 400;
   const { db, schema, drop } = await openPostgresTestSchema(url, { prefix: "wh_kill" });
-  const children: ChildProcess[] = [];
-  t.after(async () => {
-    killAll(children);
-    await drop();
-  });
+  const children = cleanUp(t, drop);
   await seedDeliveries(db, DELIVERIES);
-  const doomed = spawnWorker(
+  const doomed = await spawnWorker(
     [url, schema, "doomed", "hold", String(LEASE_MS), String(HTTP_DEADLINE_MS)],
     children,
   );
-  await nextMessage(doomed, "ready");
   const holding = nextMessage(doomed, "holding");
-  doomed.send("go");
+  await doomed.sendMessage("go");
   const { leases } = await holding;
   assert.equal(leases.length, DELIVERIES, "the doomed worker holds every delivery");
-  const exited = new Promise((resolve) => doomed.once("exit", resolve));
-  doomed.kill("SIGKILL");
-  await exited;
+  await doomed.kill("SIGKILL");
   // Wait for the event that matters — the leases running out — by polling the claim itself.
   const leaseEndMs = Math.max(...leases.map((l) => l.leaseExpiresAtMs));
   let reclaimed: Awaited<ReturnType<typeof claimDue>> = [];

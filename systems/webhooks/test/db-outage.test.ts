@@ -23,15 +23,14 @@
  * event has its delivery).
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { type TestContext, test } from "node:test";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import type { Database, Queryable, QueryResult, TransactionOptions } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
-import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { eventually } from "@casebook/lab/eventually";
 import { type FaultProxy, startFaultProxy } from "@casebook/lab/fault-proxy";
+import { type ChildProcessWithPipes, type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { newTestSecret } from "../bench/backlog.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../bench/webhook-receiver.ts";
@@ -114,13 +113,23 @@ class ServiceProcess {
   readonly lines: LogLine[] = [];
   #partial = "";
   #text = "";
-  readonly child: ChildProcess;
+  readonly #spawned: SpawnedChild;
 
-  constructor(env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [MAIN], { env, stdio: ["ignore", "pipe", "pipe"] });
-    guardProcessTree(this.child.pid!);
-    this.child.stdout!.on("data", (chunk: Buffer) => this.#take(chunk));
-    this.child.stderr!.on("data", (chunk: Buffer) => this.#take(chunk));
+  private constructor(spawned: SpawnedChild) {
+    this.#spawned = spawned;
+    // Both streams are the log, read raw: lab keeps no line queue and echoes nothing.
+    spawned.process.stdout.on("data", (chunk: Buffer) => this.#take(chunk));
+    spawned.process.stderr.on("data", (chunk: Buffer) => this.#take(chunk));
+  }
+
+  static async start(env: NodeJS.ProcessEnv): Promise<ServiceProcess> {
+    const spawned = await spawnChild(MAIN, { env, ready: false, queueLines: false, echoStderr: false });
+    spawned.process.stdin.end(); // no input, as stdin "ignore" gave
+    return new ServiceProcess(spawned);
+  }
+
+  get child(): ChildProcessWithPipes {
+    return this.#spawned.process;
   }
 
   /** A string field of the first log line with message `msg`, waiting for it up to `timeoutMs`. */
@@ -304,7 +313,7 @@ async function startWorld(t: TestContext, testUrl: string): Promise<World> {
   const secret = newTestSecret();
   const receiver = await startWebhookReceiver({ secrets: [secret] });
   t.after(() => receiver.close());
-  const service = new ServiceProcess(serviceEnv(proxy.rewrite(databaseUrl)));
+  const service = await ServiceProcess.start(serviceEnv(proxy.rewrite(databaseUrl)));
   t.after(async () => {
     if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill("SIGKILL");
   });

@@ -5,27 +5,42 @@ import { seededRandom } from "@casebook/kit/random";
 import {
   type AttemptResult,
   beforeSend,
-  CLIENT_ERRORS_MAX_DEFAULT,
   classify,
   type DeliveryOutcome,
   decideOutcome,
   TERMINAL_STATES,
 } from "../src/domain/delivery-outcome.ts";
+import {
+  type EndpointStreak,
+  healthSignal,
+  QUARANTINE_BOUNDS_DEFAULT,
+} from "../src/domain/endpoint-health.ts";
 import { retryAfterMs } from "../src/domain/retry-after.ts";
 import { DEADLINE_MS_DEFAULT, RetryPolicy } from "../src/domain/retry-policy.ts";
 
 const HOUR_MS = 3_600_000;
 const policy = () => new RetryPolicy({ random: seededRandom("outcome") });
+const NO_STREAK: EndpointStreak = { clientErrors: 0, clientErrorsSinceMs: null };
 
-function once(result: AttemptResult, overrides: { nowMs?: number; attempt?: number; streak?: number } = {}) {
+function once(
+  result: AttemptResult,
+  overrides: { nowMs?: number; attempt?: number; streak?: number; endpoint?: EndpointStreak } = {},
+) {
   return decideOutcome({
     result,
     attempt: overrides.attempt ?? 1,
     clientErrorStreak: overrides.streak ?? 0,
+    endpoint: overrides.endpoint ?? NO_STREAK,
     createdAtMs: 0,
     nowMs: overrides.nowMs ?? 1_000,
     policy: policy(),
   });
+}
+
+/** What the store does with the endpoint's streak (store/endpoint-health.ts), for one endpoint. */
+function nextStreak(streak: EndpointStreak, result: AttemptResult, nowMs: number): EndpointStreak {
+  if (healthSignal(classify(result)) !== "client_error") return NO_STREAK;
+  return { clientErrors: streak.clientErrors + 1, clientErrorsSinceMs: streak.clientErrorsSinceMs ?? nowMs };
 }
 
 /** Plays one delivery against an endpoint that answers `answer(attempt)`, on a virtual clock, to its end. */
@@ -33,12 +48,16 @@ function playOut(answer: (attempt: number) => AttemptResult, retryPolicy = polic
   const startsMs: number[] = [];
   let nowMs = 0;
   let streak = 0;
+  let endpoint = NO_STREAK;
   for (let attempt = 1; attempt <= retryPolicy.maxAttempts; attempt++) {
     startsMs.push(nowMs);
+    const result = answer(attempt);
+    endpoint = nextStreak(endpoint, result, nowMs + 50);
     const outcome: DeliveryOutcome = decideOutcome({
-      result: answer(attempt),
+      result,
       attempt,
       clientErrorStreak: streak,
+      endpoint,
       createdAtMs: 0,
       nowMs: nowMs + 50,
       policy: retryPolicy,
@@ -61,12 +80,48 @@ test("WH-01 a 2xx before the deadline is delivered; the same 2xx after it is not
   assert.equal(once({ kind: "timeout", phase: "body" }).state, "retrying");
 });
 
-test("WH-16 a persistent 403 is quarantined after a few attempts, never retried for 24 h (convoy#1833)", () => {
+test("WH-16 a persistent 403 is quarantined once it persists (≥ 5 in a row over ≥ 1 h), never retried for 24 h (convoy#1833)", (t) => {
   const { outcome, startsMs } = playOut(() => ({ kind: "response", status: 403 }));
   assert.equal(outcome.state, "quarantined");
   assert.equal(outcome.subscriptionAction, "quarantine");
-  assert.equal(startsMs.length, CLIENT_ERRORS_MAX_DEFAULT);
-  assert.ok(startsMs.at(-1)! < 2 * 60_000, `quarantined within minutes, at ${startsMs.at(-1)} ms`);
+  assert.match(outcome.reason, /client errors in a row over \d+ s \(last: 4xx\)/);
+  const lastMs = startsMs.at(-1)!;
+  assert.ok(lastMs + 50 >= QUARANTINE_BOUNDS_DEFAULT.spanMsMin, `not before the span: at ${lastMs} ms`);
+  assert.ok(lastMs < QUARANTINE_BOUNDS_DEFAULT.spanMsMin + 300_000, `within one cap after it: ${lastMs} ms`);
+  assert.ok(startsMs.length > QUARANTINE_BOUNDS_DEFAULT.clientErrorsMin);
+  t.diagnostic(`quarantined at attempt ${startsMs.length}, ${(lastMs / 60_000).toFixed(1)} min in`);
+});
+
+test("the issue's DNS failures (ENOTFOUND, EAI_AGAIN) retry for the whole window and never quarantine", () => {
+  for (const code of ["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "ENODATA"]) {
+    const { outcome, startsMs } = playOut(() => ({ kind: "dns_error", code }));
+    assert.equal(outcome.state, "expired", code);
+    assert.equal(outcome.subscriptionAction, "none", code);
+    assert.ok(startsMs.length > 200, `${code}: ${startsMs.length} attempts across the window`);
+    assert.ok(startsMs.at(-1)! > DEADLINE_MS_DEFAULT - 300_000, `${code}: retried up to the deadline`);
+    assert.equal(once({ kind: "dns_error", code }, { streak: 4 }).clientErrorStreak, 0, code);
+  }
+});
+
+test("WH-16 a client-error count alone does not quarantine: 50 in a row within minutes still retry", () => {
+  const burst = once(
+    { kind: "response", status: 404 },
+    { nowMs: 10 * 60_000, endpoint: { clientErrors: 50, clientErrorsSinceMs: 0 } },
+  );
+  assert.equal(burst.state, "retrying");
+  const persisted = once(
+    { kind: "response", status: 404 },
+    { nowMs: QUARANTINE_BOUNDS_DEFAULT.spanMsMin, endpoint: { clientErrors: 5, clientErrorsSinceMs: 0 } },
+  );
+  assert.equal(persisted.state, "quarantined");
+  const few = once(
+    { kind: "response", status: 404 },
+    { nowMs: 5 * QUARANTINE_BOUNDS_DEFAULT.spanMsMin, endpoint: { clientErrors: 4, clientErrorsSinceMs: 0 } },
+  );
+  assert.equal(few.state, "retrying", "4 over five hours: not 5 in a row");
+  const longStreak = { clientErrors: 9, clientErrorsSinceMs: 0 };
+  const server = once({ kind: "response", status: 500 }, { nowMs: 2 * HOUR_MS, endpoint: longStreak });
+  assert.equal(server.state, "retrying", "a 5xx never quarantines, whatever the streak before it");
 });
 
 test("WH-16 timeouts and 5xx retry by the documented policy until the deadline; they never quarantine", () => {
@@ -80,11 +135,25 @@ test("WH-16 timeouts and 5xx retry by the documented policy until the deadline; 
   assert.ok(startsMs.length > 200, `${startsMs.length} attempts across the window`);
 });
 
-test("WH-16 a client error streak resets on a server error: only consecutive 4xx count", () => {
+test("WH-16 a client error streak resets on a server error or a 2xx: only consecutive 4xx count", () => {
   const answers = [403, 403, 403, 403, 503, 403, 403, 403, 403, 200];
   const { outcome, startsMs } = playOut((attempt) => ({ kind: "response", status: answers[attempt - 1]! }));
   assert.equal(outcome.state, "succeeded");
   assert.equal(startsMs.length, answers.length);
+  for (const breaker of [503, 200]) {
+    // 403s for hours, but attempt 15 (about half an hour in) answers otherwise: the hour starts again after it.
+    const run = playOut((attempt) => ({ kind: "response", status: attempt === 15 ? breaker : 403 }));
+    if (breaker === 200) {
+      assert.equal(run.outcome.state, "succeeded", "this delivery is done; the endpoint's streak is 0");
+      continue;
+    }
+    assert.equal(run.outcome.state, "quarantined");
+    const restartMs = run.startsMs[15]!;
+    assert.ok(
+      run.startsMs.at(-1)! + 50 - restartMs >= QUARANTINE_BOUNDS_DEFAULT.spanMsMin,
+      "a new hour after the 503",
+    );
+  }
 });
 
 test("WH-23 an endpoint down for two days under a 24 h policy ends expired, with no attempt after 24 h", (t) => {
@@ -127,6 +196,7 @@ test("429/502/503/504 throttle: Retry-After (seconds or HTTP date) delays the re
     result: { kind: "response", status: 503, retryAfter: "Thu, 01 Jan 2026 00:10:00 GMT" },
     attempt: 1,
     clientErrorStreak: 0,
+    endpoint: NO_STREAK,
     createdAtMs: nowMs,
     nowMs,
     policy: policy(),
@@ -146,11 +216,12 @@ test("Retry-After is bounded and a malformed one is ignored", () => {
   }
 });
 
-test("forbidden addresses quarantine at once; NXDOMAIN counts as a client error, EAI_AGAIN does not", () => {
+test("a refused address is a configuration error: it counts as a client error and quarantines when it persists", () => {
   const refused = once({ kind: "address_refused", addressClass: "private" });
-  assert.deepEqual([refused.state, refused.subscriptionAction], ["quarantined", "quarantine"]);
-  assert.equal(once({ kind: "dns_error", code: "ENOTFOUND" }).clientErrorStreak, 1);
-  assert.equal(once({ kind: "dns_error", code: "EAI_AGAIN" }).clientErrorStreak, 0);
+  assert.deepEqual([refused.state, refused.clientErrorStreak], ["retrying", 1]);
+  const { outcome, startsMs } = playOut(() => ({ kind: "address_refused", addressClass: "loopback" }));
+  assert.deepEqual([outcome.state, outcome.subscriptionAction], ["quarantined", "quarantine"]);
+  assert.ok(startsMs.at(-1)! + 50 >= QUARANTINE_BOUNDS_DEFAULT.spanMsMin);
 });
 
 test("response classes are stable labels for Attempt.response_class", () => {

@@ -101,6 +101,7 @@ test("a throttling answer surfaces Retry-After, and the outcome holds the endpoi
     result: attemptResultOf(response),
     attempt: 1,
     clientErrorStreak: 0,
+    endpoint: { clientErrors: 0, clientErrorsSinceMs: null },
     createdAtMs: 0,
     nowMs: 1_000,
     policy: new RetryPolicy({ random: seededRandom(1), jitter: "none" }),

@@ -5,7 +5,6 @@
  * error paths log the most), and its whole stdout/stderr never contains the marker.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -13,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { eventually } from "@casebook/lab/eventually";
+import { spawnChild } from "@casebook/lab/spawn-child";
 
 const MAIN = new URL("../src/main.ts", import.meta.url).pathname;
 const MARKER = "card-4242-4242-4242-4242-do-not-log";
@@ -63,7 +63,11 @@ test("WH-22 payloads never reach the logs, on success and on failing deliveries,
   const ok = await receiver(200);
   const failing = await receiver(500);
   let output = "";
-  const child: ChildProcess = spawn(process.execPath, [MAIN], {
+  // Its whole output is read raw (a last line without a newline too): no line queue, no echo.
+  const child = await spawnChild(MAIN, {
+    ready: false,
+    queueLines: false,
+    echoStderr: false,
     env: {
       PATH: process.env.PATH ?? "",
       PORT: "0",
@@ -73,16 +77,18 @@ test("WH-22 payloads never reach the logs, on success and on failing deliveries,
       WEBHOOKS_ALLOW_CIDRS: "127.0.0.1/32",
       WEBHOOKS_POLL_INTERVAL_MS: "20",
     },
-    stdio: ["ignore", "pipe", "pipe"],
   });
-  child.stdout!.on("data", (chunk: Buffer) => {
+  // End of input at once, as stdin "ignore" gave: PGlite's stdin device reads fd 0 with a
+  // blocking readSync, which an open, silent pipe would hold forever.
+  child.process.stdin.end();
+  child.process.stdout.on("data", (chunk: Buffer) => {
     output += chunk.toString("utf8");
   });
-  child.stderr!.on("data", (chunk: Buffer) => {
+  child.process.stderr.on("data", (chunk: Buffer) => {
     output += chunk.toString("utf8");
   });
   t.after(async () => {
-    if (child.exitCode === null) child.kill("SIGKILL");
+    await child.kill();
     ok.server.close();
     failing.server.close();
     await rm(dataDir, { recursive: true, force: true });
@@ -117,8 +123,8 @@ test("WH-22 payloads never reach the logs, on success and on failing deliveries,
     DELIVERY_TIMEOUT_MS,
     "both receivers to be called twice",
   );
-  child.kill("SIGTERM");
-  await new Promise((resolve) => child.once("exit", resolve));
+  child.process.kill("SIGTERM");
+  await child.exited;
   assert.ok(
     output.split("\n").filter((line) => line.includes('"level":"')).length > 3,
     "the service did log",

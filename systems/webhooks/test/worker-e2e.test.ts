@@ -190,7 +190,7 @@ test("WH-04 a subscription deactivated after its deliveries were queued: the wor
   assert.match(await registry.metrics(), /webhooks_send_skipped_total\{reason="subscription_inactive"\} 5/);
 });
 
-test("WH-16 410 Gone: the delivery fails, the subscription is disabled, its other queued deliveries are cancelled unsent", async (t) => {
+test("WH-16 410 Gone: the delivery fails, the subscription is disabled (and the tenant told), its other queued deliveries are cancelled unsent", async (t) => {
   const db = await database(t);
   if (!db) return;
   const { clock, world } = manualWorld(db);
@@ -210,11 +210,24 @@ test("WH-16 410 Gone: the delivery fails, the subscription is disabled, its othe
   await testWorker(db, clock, sender).runOnce();
   assert.equal(rx.requests, 1, "one request: the 410 stops the rest");
   assert.deepEqual(await statesOf(db, tenant.tenantId), { cancelled: 2, failed: 1 });
-  const { rows } = await db.query<{ active: boolean; disabled_reason: string }>(
-    "SELECT active, disabled_reason FROM subscriptions WHERE id = $1",
+  const { rows } = await db.query<{ active: boolean; disabled_reason: string; status: string }>(
+    "SELECT active, disabled_reason, status FROM subscriptions WHERE id = $1",
     [tenant.subscriptionIds[0]],
   );
-  assert.deepEqual(rows[0], { active: false, disabled_reason: "the endpoint answered 410 Gone" });
+  assert.deepEqual(rows[0], {
+    active: false,
+    disabled_reason: "the endpoint answered 410 Gone",
+    status: "disabled",
+  });
+  const notices = await db.query<{ payload: { subscriptionId: string; status: string } }>(
+    "SELECT payload FROM events WHERE tenant_id = $1 AND type = 'webhook.subscription.disabled'",
+    [tenant.tenantId],
+  );
+  assert.deepEqual(
+    notices.rows.map((r) => [r.payload.subscriptionId, r.payload.status]),
+    [[tenant.subscriptionIds[0], "disabled"]],
+    "one notice to the tenant",
+  );
 });
 
 test("Retry-After on a 503 holds every delivery to that endpoint until then, and the backoff never undercuts it", async (t) => {

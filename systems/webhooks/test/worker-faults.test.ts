@@ -3,7 +3,11 @@
  * decisions run on it; requests are real, to a local receiver): each test steps the clock
  * to the next due delivery, or by a fixed step, and runs the worker one round at a time.
  *
- * - WH-16: a receiver answering 403 forever → quarantined after the bound, endpoint disabled;
+ * - WH-16: a receiver answering 403 forever → quarantined once the 403s persist (≥ 5 over
+ *   ≥ 1 h), the endpoint's status `quarantined`, and a `webhook.subscription.quarantined`
+ *   event delivered to the tenant's other endpoint; a 2xx in between resets the streak;
+ * - the issue's DNS failures: a name that does not resolve (ENOTFOUND, EAI_AGAIN) is retried
+ *   for the whole window and ends `expired`, the endpoint `failing`, never quarantined;
  * - WH-23: a receiver down "two days" under the 24 h policy → `expired` at the deadline,
  *   retried up to it and never attempted after it;
  * - the issue's outage: receiver failing (500) for "15 minutes" while events keep arriving →
@@ -14,20 +18,24 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { after, before, test } from "node:test";
+import type { Resolver } from "@casebook/infra/http/address-guard";
 import { createMetricsRegistry } from "@casebook/infra/http/metrics";
 import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
 import { requirePostgres } from "@casebook/lab/test-engines";
 import { createReceiverTenant, newTestSecret, seedBacklog } from "../bench/backlog.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../bench/webhook-receiver.ts";
-import { CLIENT_ERRORS_MAX_DEFAULT } from "../src/domain/delivery-outcome.ts";
+import { QUARANTINE_BOUNDS_DEFAULT } from "../src/domain/endpoint-health.ts";
+import { createUrlPolicy } from "../src/domain/url-policy.ts";
+import { SUBSCRIPTION_EVENT_TYPES } from "../src/store/endpoint-health.ts";
 import { ingestEvent } from "../src/store/event-repository.ts";
+import { createSubscription } from "../src/store/subscription-repository.ts";
 import type { DeliveryWorker } from "../src/workers/delivery-worker.ts";
-import type { HttpSender } from "../src/workers/http-sender.ts";
+import { HttpSender } from "../src/workers/http-sender.ts";
 import { createWorkerMetrics } from "../src/workers/worker-metrics.ts";
 import { openPostgresTestSchema, type TestSchema } from "./store-backends.ts";
 import { DAY_MS, relayAll, T0_MS } from "./store-fixture.ts";
-import { nextDueMs, statesOf, testSender, testWorker } from "./worker-fixture.ts";
+import { nextDueMs, statesOf, TEST_TIMEOUTS, testSender, testWorker } from "./worker-fixture.ts";
 
 /** Bound on worker rounds in one test: far above what each needs (WH-23: ~400 per delivery). */
 const MAX_ROUNDS = 5_000;
@@ -52,26 +60,71 @@ async function database(t: { skip(message?: string): void }): Promise<Database |
   return schema.db;
 }
 
-async function world(t: { skip(message?: string): void }, name: string) {
+async function world(t: { skip(message?: string): void }, name: string, options: { host?: string } = {}) {
   const db = await database(t);
   if (!db) return undefined;
   const clock = new ManualClock(T0_MS);
   const secret = newTestSecret();
   const rx = await startWebhookReceiver({ secrets: [secret] });
   receivers.push(rx);
-  const tenant = await createReceiverTenant(db, {
-    name,
-    url: rx.url(`/${name}`),
-    secret,
-    nowMs: clock.nowMs(),
-  });
+  const url = options.host === undefined ? rx.url(`/${name}`) : `http://${options.host}:${rx.port}/${name}`;
+  const tenant = await createReceiverTenant(db, { name, url, secret, nowMs: clock.nowMs() });
   const ctx = () => ({ nowMs: clock.nowMs(), randomBytes: (n: number) => randomBytes(n) });
+  const relay = () => relayAll({ db, clock, randomBytes: (n) => randomBytes(n), ctx });
   const ingest = async (count: number) => {
     for (let i = 0; i < count; i++)
       await ingestEvent(db, tenant.tenantId, { type: "a.b", payload: { i } }, ctx());
-    await relayAll({ db, clock, randomBytes: (n) => randomBytes(n), ctx });
+    await relay();
   };
-  return { db, clock, rx, tenant, ingest };
+  /** The tenant's second endpoint, on a receiver of its own, subscribed to the system's notices only. */
+  const opsEndpoint = async () => {
+    const ops = await startWebhookReceiver({ secrets: [secret] });
+    receivers.push(ops);
+    const filters = ["webhook.subscription.*"];
+    await createSubscription(
+      db,
+      tenant.tenantId,
+      { url: ops.url("/ops"), eventTypes: filters, secret },
+      ctx(),
+    );
+    return ops;
+  };
+  return { db, clock, rx, tenant, ingest, relay, opsEndpoint };
+}
+
+/** A sender whose resolver fails every lookup with `codes` in turn: a name that does not resolve. */
+function unresolvableSender(codes: readonly string[], resolvesAfter = Number.POSITIVE_INFINITY) {
+  let calls = 0;
+  const resolver: Resolver = async () => {
+    calls += 1;
+    if (calls > resolvesAfter) return [{ address: "127.0.0.1", family: 4 }];
+    const code = codes[(calls - 1) % codes.length]!;
+    throw Object.assign(new Error(`getaddrinfo ${code} hooks.invalid`), { code });
+  };
+  const dnsSender = new HttpSender({
+    policy: createUrlPolicy({ allowHttp: true, allow: ["127.0.0.1/32"] }),
+    timeouts: TEST_TIMEOUTS,
+    resolver,
+  });
+  return { sender: dnsSender, lookups: () => calls };
+}
+
+interface StatusRow {
+  active: boolean;
+  status: string;
+  status_reason: string | null;
+  disabled_reason: string | null;
+  failing_since: Date | null;
+  client_errors: number;
+}
+
+async function subscriptionStatus(db: Database, subscriptionId: string): Promise<StatusRow> {
+  const { rows } = await db.query<StatusRow>(
+    `SELECT active, status, status_reason, disabled_reason, failing_since, client_errors
+       FROM subscriptions WHERE id = $1`,
+    [subscriptionId],
+  );
+  return rows[0]!;
 }
 
 /** Steps the clock to each next due delivery and runs a round, until nothing is due before `untilMs`. */
@@ -114,33 +167,150 @@ async function attemptsOf(db: Database, tenantId: string): Promise<AttemptRow[]>
   return rows;
 }
 
-test(`WH-16 a receiver answering 403 forever: quarantined after ${CLIENT_ERRORS_MAX_DEFAULT} attempts, the endpoint disabled, nothing more sent`, async (t) => {
+test("WH-16 a receiver answering 403 forever: quarantined once the 403s persist (≥ 5 over ≥ 1 h), the status says so, and the tenant gets a webhook.subscription.quarantined event", async (t) => {
   const w = await world(t, "forbidden");
   if (!w) return;
+  const ops = await w.opsEndpoint();
   w.rx.setMode({ kind: "status", status: 403 });
   await w.ingest(1);
   const worker = testWorker(w.db, w.clock, sender);
   await runToQuiet(w.db, w.clock, worker, T0_MS + DAY_MS);
   const { rows } = await w.db.query<{ state: string; attempts: number; state_reason: string }>(
-    "SELECT state, attempts, state_reason FROM deliveries WHERE tenant_id = $1",
+    "SELECT d.state, d.attempts, d.state_reason FROM deliveries d JOIN events e ON e.id = d.event_id WHERE e.type = 'a.b' AND d.tenant_id = $1",
     [w.tenant.tenantId],
   );
-  assert.deepEqual(rows, [
-    {
-      state: "quarantined",
-      attempts: CLIENT_ERRORS_MAX_DEFAULT,
-      state_reason: `${CLIENT_ERRORS_MAX_DEFAULT} client errors in a row`,
-    },
-  ]);
-  assert.equal(w.rx.requests, CLIENT_ERRORS_MAX_DEFAULT, "not retried for 24 h (convoy#1833)");
-  const sub = await w.db.query<{ active: boolean; disabled_reason: string }>(
-    "SELECT active, disabled_reason FROM subscriptions WHERE tenant_id = $1",
-    [w.tenant.tenantId],
+  assert.equal(rows.length, 1);
+  assert.equal(rows[0]!.state, "quarantined");
+  assert.match(rows[0]!.state_reason, /^\d+ client errors in a row over \d+ s \(last: 4xx\)$/);
+  const attempts = await attemptsOf(w.db, w.tenant.tenantId);
+  const spanMs = attempts.at(-1)!.started_at.getTime() - attempts[0]!.started_at.getTime();
+  assert.ok(attempts.length > QUARANTINE_BOUNDS_DEFAULT.clientErrorsMin, `${attempts.length} attempts`);
+  // The quarantining attempt ENDS at least an hour after the first 403 ended: allow one deadline.
+  assert.ok(
+    spanMs + 10_000 >= QUARANTINE_BOUNDS_DEFAULT.spanMsMin,
+    `quarantined ${spanMs} ms after the first`,
   );
-  assert.equal(sub.rows[0]!.active, false);
-  assert.match(sub.rows[0]!.disabled_reason, /^quarantined: /);
+  assert.ok(spanMs < QUARANTINE_BOUNDS_DEFAULT.spanMsMin + 300_000, "and within one backoff cap of it");
+  assert.equal(w.rx.requests, attempts.length, "not retried for 24 h (convoy#1833)");
+  const [subscriptionId] = w.tenant.subscriptionIds;
+  const status = await subscriptionStatus(w.db, subscriptionId!);
+  assert.equal(status.active, false);
+  assert.equal(status.status, "quarantined");
+  assert.match(status.status_reason!, /^quarantined: /);
+  assert.equal(status.disabled_reason, status.status_reason);
+  const sinceFirstMs = status.failing_since!.getTime() - attempts[0]!.started_at.getTime();
+  assert.ok(sinceFirstMs >= 0 && sinceFirstMs < 10_000, "failing since the first 403");
+  // The tenant is told: one notice, fanned out to its other endpoint and delivered there.
+  await w.relay();
+  await runToQuiet(w.db, w.clock, worker, w.clock.nowMs() + DAY_MS);
+  const notices = ops.received.filter((r) => r.path === "/ops");
+  assert.equal(notices.length, 1, "one notice");
+  assert.equal(notices[0]!.verified, true);
+  const body = JSON.parse(notices[0]!.body) as { type: string; data: Record<string, unknown> };
+  assert.equal(body.type, SUBSCRIPTION_EVENT_TYPES.quarantined);
+  assert.equal(body.data.subscriptionId, subscriptionId);
+  assert.equal(body.data.status, "quarantined");
+  assert.equal(body.data.clientErrors, attempts.length);
   await w.ingest(1); // a later event finds the endpoint disabled: no delivery at all
-  assert.deepEqual(await statesOf(w.db, w.tenant.tenantId), { quarantined: 1 });
+  const { rows: later } = await w.db.query<{ n: bigint }>(
+    "SELECT count(*) AS n FROM deliveries WHERE subscription_id = $1",
+    [subscriptionId],
+  );
+  assert.equal(Number(later[0]!.n), 1);
+  t.diagnostic(
+    `quarantined at attempt ${attempts.length}, ${(spanMs / 60_000).toFixed(1)} min after the first 403`,
+  );
+});
+
+test("WH-16 a recovery resets the streak: 403s for 45 min, one 2xx, then the endpoint is active with no streak", async (t) => {
+  const w = await world(t, "recovers");
+  if (!w) return;
+  const [subscriptionId] = w.tenant.subscriptionIds;
+  w.rx.setMode({ kind: "status", status: 403 });
+  await w.ingest(1);
+  const worker = testWorker(w.db, w.clock, sender);
+  await runToQuiet(w.db, w.clock, worker, T0_MS + 45 * 60_000);
+  const failing = await subscriptionStatus(w.db, subscriptionId!);
+  assert.equal(failing.status, "failing");
+  assert.equal(failing.active, true);
+  assert.ok(
+    failing.client_errors >= QUARANTINE_BOUNDS_DEFAULT.clientErrorsMin,
+    `${failing.client_errors} 403s`,
+  );
+  assert.match(failing.status_reason!, /^4xx 403/);
+  assert.equal(
+    failing.failing_since?.getTime(),
+    T0_MS,
+    "since the first 403 (the clock only moves between rounds)",
+  );
+  w.rx.setMode({ kind: "ok" });
+  await runToQuiet(w.db, w.clock, worker, T0_MS + DAY_MS);
+  assert.deepEqual(await statesOf(w.db, w.tenant.tenantId), { succeeded: 1 });
+  const healed = await subscriptionStatus(w.db, subscriptionId!);
+  assert.deepEqual(
+    [healed.status, healed.active, healed.client_errors, healed.failing_since, healed.status_reason],
+    ["active", true, 0, null, null],
+  );
+});
+
+test("the issue: a name that does not resolve (ENOTFOUND) is retried for the whole window and expires; the endpoint is failing, never quarantined", async (t) => {
+  const w = await world(t, "nxdomain", { host: "hooks.invalid" });
+  if (!w) return;
+  const ops = await w.opsEndpoint();
+  const dns = unresolvableSender(["ENOTFOUND"]);
+  try {
+    await w.ingest(1);
+    const worker = testWorker(w.db, w.clock, dns.sender);
+    await runToQuiet(w.db, w.clock, worker, T0_MS + 2 * DAY_MS);
+    const { rows } = await w.db.query<{ state: string; state_reason: string }>(
+      "SELECT state, state_reason FROM deliveries WHERE tenant_id = $1",
+      [w.tenant.tenantId],
+    );
+    assert.deepEqual(
+      rows.map((r) => r.state),
+      ["expired"],
+      "ended by the window, not by quarantine",
+    );
+    const attempts = await attemptsOf(w.db, w.tenant.tenantId);
+    assert.ok(attempts.length > 300, `${attempts.length} attempts`);
+    assert.equal(dns.lookups(), attempts.length, "each attempt resolved the name afresh");
+    const last = attempts.at(-1)!.started_at.getTime();
+    assert.ok(T0_MS + DAY_MS - last <= 300_000, "retried right up to the deadline (within one 300 s cap)");
+    const status = await subscriptionStatus(w.db, w.tenant.subscriptionIds[0]!);
+    assert.equal(status.status, "failing");
+    assert.equal(status.active, true, "still on: a new event would be tried");
+    assert.equal(status.client_errors, 0);
+    const sinceFirstMs = status.failing_since!.getTime() - attempts[0]!.started_at.getTime();
+    assert.ok(sinceFirstMs >= 0 && sinceFirstMs < 10_000, "failing since the first attempt");
+    assert.match(status.status_reason!, /^dns_error/);
+    await w.relay();
+    assert.equal(ops.requests, 0, "no notice: nothing was switched off");
+    t.diagnostic(`${attempts.length} attempts over 24 h, all dns_error`);
+  } finally {
+    dns.sender.close();
+  }
+});
+
+test("the issue: DNS failing for an hour, then resolving: delivered, and the endpoint is active again", async (t) => {
+  const w = await world(t, "dnsheals", { host: "hooks.invalid" });
+  if (!w) return;
+  const dns = unresolvableSender(["EAI_AGAIN", "ENOTFOUND"], 25);
+  try {
+    await w.ingest(1);
+    const worker = testWorker(w.db, w.clock, dns.sender);
+    await runToQuiet(w.db, w.clock, worker, T0_MS + DAY_MS);
+    assert.deepEqual(await statesOf(w.db, w.tenant.tenantId), { succeeded: 1 });
+    const attempts = await attemptsOf(w.db, w.tenant.tenantId);
+    assert.equal(attempts.length, 26, "25 DNS failures, then the 2xx");
+    assert.ok(
+      attempts.at(-1)!.started_at.getTime() - T0_MS > 3_600_000,
+      "failing for over an hour, not quarantined",
+    );
+    const status = await subscriptionStatus(w.db, w.tenant.subscriptionIds[0]!);
+    assert.deepEqual([status.status, status.failing_since, status.status_reason], ["active", null, null]);
+  } finally {
+    dns.sender.close();
+  }
 });
 
 test("WH-23 a receiver down for two days under the 24 h policy: retried up to the deadline, then expired, never attempted after it", async (t) => {

@@ -4,12 +4,10 @@
  * connection, transactions in series), so these run on PostgreSQL only.
  */
 import assert from "node:assert/strict";
-import { type ChildProcessByStdio, spawn } from "node:child_process";
-import { createInterface, type Interface } from "node:readline";
-import type { Readable, Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { fingerprintRequest } from "@casebook/kit/idempotency";
+import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import type { BeginResult } from "../../src/sql/idempotency-store.ts";
 import { openDatabase } from "../../src/sql/open-database.ts";
@@ -30,24 +28,6 @@ const RESPONSE = {
   headers: { "content-type": "application/json" },
   body: new Uint8Array([123, 125]),
 };
-
-type Child = ChildProcessByStdio<Writable, Readable, null>;
-
-function nextLine(lines: Interface, child: Child): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`child ${child.pid} silent for ${CHILD_TIMEOUT_MS} ms`)),
-      CHILD_TIMEOUT_MS,
-    );
-    const onExit = (code: number | null) => reject(new Error(`child ${child.pid} exited with ${code}`));
-    child.once("exit", onExit);
-    lines.once("line", (line) => {
-      clearTimeout(timer);
-      child.off("exit", onExit);
-      resolve(line);
-    });
-  });
-}
 
 /** Outcome of one begin(): "started", "replay" or the error code. */
 async function outcome(promise: Promise<BeginResult>): Promise<string> {
@@ -94,17 +74,20 @@ describe("idempotency races on PostgreSQL", () => {
   test(`PY-02 ${PROCESSES} processes racing begin() on one key: exactly one starts, the others get IN_PROGRESS`, async (t) => {
     if (!url || !main) return t.skip("PostgreSQL not reachable");
     const merchantId = uniqueName("m_proc");
-    const args = [CHILD, url, main.schema, merchantId, "race-key", String(T0)];
-    const children: Child[] = [];
+    const args = [url, main.schema, merchantId, "race-key", String(T0)];
+    const children: SpawnedChild[] = [];
     try {
-      for (let i = 0; i < PROCESSES; i++) {
-        children.push(spawn(process.execPath, args, { stdio: ["pipe", "pipe", "inherit"] }));
-      }
-      const readers = children.map((child) => createInterface({ input: child.stdout }));
-      const ready = await Promise.all(readers.map((lines, i) => nextLine(lines, children[i]!)));
+      // Each child's first line is its ready line, whatever it says: asserted below.
+      const timeouts = { readyTimeoutMs: CHILD_TIMEOUT_MS, lineTimeoutMs: CHILD_TIMEOUT_MS };
+      await Promise.all(
+        Array.from({ length: PROCESSES }, async () =>
+          children.push(await spawnChild(CHILD, { args, ...timeouts })),
+        ),
+      );
+      const ready = children.map((child) => child.readyLine);
       assert.deepEqual(ready, Array(PROCESSES).fill("ready"));
-      const answers = readers.map((lines, i) => nextLine(lines, children[i]!));
-      for (const child of children) child.stdin.write("go\n"); // the barrier opens for all at once
+      const answers = children.map((child) => child.nextLine());
+      for (const child of children) child.send("go"); // the barrier opens for all at once
       const outcomes = (await Promise.all(answers)).map(
         (line) => (JSON.parse(line) as { outcome: string }).outcome,
       );
@@ -114,7 +97,7 @@ describe("idempotency races on PostgreSQL", () => {
       ]);
       assert.deepEqual(rows, [{ generation: 1 }]);
     } finally {
-      for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+      await Promise.all(children.map((child) => child.kill()));
     }
   });
 

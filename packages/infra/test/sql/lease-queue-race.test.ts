@@ -7,10 +7,9 @@
  * shared, and in the last round every fenced write wins.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, fork } from "node:child_process";
-import { once } from "node:events";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { requirePostgres } from "@casebook/lab/test-engines";
 
@@ -25,24 +24,11 @@ const T0 = Date.UTC(2026, 0, 1);
 type Message = { kind: "ready" } | { kind: "claimed"; round: number; claimed: number; won: number };
 
 /** The child's next message of `kind`, within CHILD_WAIT_MS; rejects if the child exits first. */
-async function nextMessage<K extends Message["kind"]>(
-  child: ChildProcess,
+function nextMessage<K extends Message["kind"]>(
+  child: SpawnedChild,
   kind: K,
 ): Promise<Extract<Message, { kind: K }>> {
-  const done = new AbortController();
-  const signal = AbortSignal.any([done.signal, AbortSignal.timeout(CHILD_WAIT_MS)]);
-  const exited = once(child, "exit", { signal }).then(([code]) => {
-    throw new Error(`child ${child.pid} exited (${code}) before "${kind}"`);
-  });
-  exited.catch(() => {}); // raced below; once this returns, it is aborted and nobody waits on it
-  try {
-    for (;;) {
-      const [message] = (await Promise.race([once(child, "message", { signal }), exited])) as [Message];
-      if (message.kind === kind) return message as Extract<Message, { kind: K }>;
-    }
-  } finally {
-    done.abort();
-  }
+  return child.nextMessage((message) => (message as Message).kind === kind, CHILD_WAIT_MS);
 }
 
 test("four claimer processes, three lease rounds over 4,000 rows: each row claimed exactly once per round, no double owner", async (t) => {
@@ -57,10 +43,9 @@ test("four claimer processes, three lease rounds over 4,000 rows: each row claim
         CREATE TABLE race_claims (round int4 NOT NULL, id text NOT NULL, owner text NOT NULL, lease_version int8 NOT NULL)`);
     },
   });
-  const children: ChildProcess[] = [];
+  const children: SpawnedChild[] = [];
   t.after(async () => {
-    for (const child of children)
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await Promise.all(children.map((child) => child.kill()));
     await drop();
   });
   await db.query(
@@ -68,16 +53,24 @@ test("four claimer processes, three lease rounds over 4,000 rows: each row claim
     [ROWS, new Date(T0)],
   );
   const owners = ["p1", "p2", "p3", "p4"];
-  for (const owner of owners)
-    children.push(
-      fork(CHILD, [url, schema, "race_jobs", owner], { stdio: ["ignore", "inherit", "inherit", "ipc"] }),
-    );
-  await Promise.all(children.map((child) => nextMessage(child, "ready")));
+  const ready = { message: (message: unknown) => (message as Message).kind === "ready" };
+  await Promise.all(
+    owners.map(async (owner) =>
+      children.push(
+        await spawnChild(CHILD, {
+          args: [url, schema, "race_jobs", owner],
+          ipc: true,
+          ready,
+          readyTimeoutMs: CHILD_WAIT_MS,
+        }),
+      ),
+    ),
+  );
   let won = 0;
   for (let round = 1; round <= ROUNDS; round++) {
     const done = children.map((child) => nextMessage(child, "claimed"));
     const message = { kind: "round", round, nowMs: T0 + (round - 1) * LEASE_MS, complete: round === ROUNDS };
-    for (const child of children) child.send(message); // all start together
+    await Promise.all(children.map((child) => child.sendMessage(message))); // all start together
     const reports = await Promise.all(done);
     won += reports.reduce((sum, r) => sum + r.won, 0);
     const { rows } = await db.query<{ claims: bigint; ids: bigint; owners: bigint; versions: bigint[] }>(
@@ -100,5 +93,5 @@ test("four claimer processes, three lease rounds over 4,000 rows: each row claim
     "SELECT count(*) FILTER (WHERE done_at IS NULL OR lease_owner IS NOT NULL) AS open FROM race_jobs",
   );
   assert.equal(rows[0]!.open, 0n, "every row done and its lease ended");
-  for (const child of children) child.send("stop");
+  await Promise.all(children.map((child) => child.sendMessage("stop")));
 });

@@ -8,11 +8,10 @@
  * shared between processes.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, fork } from "node:child_process";
-import { once } from "node:events";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { seededRandom } from "@casebook/kit/random";
+import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { requirePostgres } from "@casebook/lab/test-engines";
 import { openDatabase } from "../../src/sql/open-database.ts";
@@ -31,20 +30,11 @@ const EVENTS_PER_WRITER = 40;
 type Message = { kind: "ready" } | { kind: "stopped"; errors: string[] };
 
 /** The child's next message of `kind`, within WAIT_MS; rejects if the child exits first. */
-async function nextMessage<K extends Message["kind"]>(
-  child: ChildProcess,
+function nextMessage<K extends Message["kind"]>(
+  child: SpawnedChild,
   kind: K,
 ): Promise<Extract<Message, { kind: K }>> {
-  const signal = AbortSignal.timeout(WAIT_MS);
-  for (;;) {
-    const [message] = (await Promise.race([
-      once(child, "message", { signal }),
-      once(child, "exit", { signal }).then(([code]) => {
-        throw new Error(`child ${child.pid} exited (${code}) before "${kind}"`);
-      }),
-    ])) as [Message];
-    if (message.kind === kind) return message as Extract<Message, { kind: K }>;
-  }
+  return child.nextMessage((message) => (message as Message).kind === kind, WAIT_MS);
 }
 
 test("four relay processes, both disciplines: each event published exactly once, per key in commit order, the work shared", async (t) => {
@@ -61,20 +51,24 @@ test("four relay processes, both disciplines: each event published exactly once,
         CREATE TABLE race_keys (id text PRIMARY KEY, version int8 NOT NULL DEFAULT 0)`);
     },
   });
-  const children: ChildProcess[] = [];
+  const children: SpawnedChild[] = [];
   const pools: Database[] = [];
   t.after(async () => {
-    for (const child of children)
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await Promise.all(children.map((child) => child.kill()));
     await Promise.all(pools.map((p) => p.close()));
     await drop();
   });
   const keys = Array.from({ length: KEYS }, (_, i) => `key_${i}`);
   for (const id of keys) await db.query("INSERT INTO race_keys (id) VALUES ($1)", [id]);
-  for (let i = 0; i < RELAYS; i++)
-    children.push(fork(CHILD, [url, schema, `p${i}`], { stdio: ["ignore", "inherit", "inherit", "ipc"] }));
-  await Promise.all(children.map((child) => nextMessage(child, "ready")));
-  for (const child of children) child.send("start");
+  const ready = { message: (message: unknown) => (message as Message).kind === "ready" };
+  await Promise.all(
+    Array.from({ length: RELAYS }, async (_, i) =>
+      children.push(
+        await spawnChild(CHILD, { args: [url, schema, `p${i}`], ipc: true, ready, readyTimeoutMs: WAIT_MS }),
+      ),
+    ),
+  );
+  await Promise.all(children.map((child) => child.sendMessage("start")));
 
   const ordered = new OrderedOutbox({ streams: "race_streams", events: "race_events" });
   const unordered = new UnorderedOutbox({ table: "race_rows" });
@@ -112,7 +106,7 @@ test("four relay processes, both disciplines: each event published exactly once,
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   const stopped = children.map((child) => nextMessage(child, "stopped"));
-  for (const child of children) child.send("stop");
+  await Promise.all(children.map((child) => child.sendMessage("stop")));
   const reports = await Promise.all(stopped);
   assert.deepEqual(
     reports.flatMap((r) => r.errors),

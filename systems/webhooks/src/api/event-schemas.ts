@@ -13,6 +13,9 @@ import { authHeaders, instant, nullableString } from "./api-schemas.ts";
 /** `invoice.paid`: dotted segments of [A-Za-z0-9_-] (domain/store-event-type.ts says the same). */
 export const EVENT_TYPE_PATTERN = "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$";
 
+/** Types under `webhook.` are the system's (`webhook.subscription.quarantined`, …). */
+export const RESERVED_EVENT_TYPE_PATTERN = "^webhook\\.";
+
 export const eventBody = {
   type: "object",
   required: ["type", "payload"],
@@ -22,7 +25,11 @@ export const eventBody = {
       type: "string",
       maxLength: MAX_EVENT_TYPE_CHARS,
       pattern: EVENT_TYPE_PATTERN,
-      description: "Dotted event type, `invoice.paid`; subscriptions filter on it",
+      // `webhook.*` is the system's own notices (store/endpoint-health.ts): a tenant's event
+      // cannot pass for one at a receiver that acts on it.
+      not: { pattern: RESERVED_EVENT_TYPE_PATTERN },
+      description:
+        "Dotted event type, `invoice.paid`; subscriptions filter on it. `webhook.…` is reserved for the system's own notices",
     },
     payload: {
       type: "object",

@@ -37,7 +37,7 @@ import {
   updateSubscription,
 } from "../store/subscription-repository.ts";
 import type { ApiContext } from "./api-context.ts";
-import { authHeaders, idParams, pageOf, pageQuery } from "./api-schemas.ts";
+import { authHeaders, idParams, iso, pageOf, pageQuery } from "./api-schemas.ts";
 import { atField, withFieldPointers } from "./field-errors.ts";
 import {
   rotateSecretBody,
@@ -68,6 +68,11 @@ export function toSubscriptionJson(s: Subscription) {
     eventTypes: s.eventTypes,
     active: s.active,
     disabledReason: s.disabledReason,
+    status: s.status,
+    statusReason: s.statusReason,
+    failingSince: iso(s.failingSince),
+    clientErrors: s.clientErrors,
+    clientErrorsSince: iso(s.clientErrorsSince),
     secretVersion: s.secretVersion,
     rateLimitPerS: s.rateLimitPerS,
     maxConcurrency: s.maxConcurrency,

@@ -7,6 +7,8 @@
  * @example
  * app.post("/v1/subscriptions", { schema: { body: subscriptionCreateBody, response: { 201: subscriptionCreated } } }, h);
  */
+
+import { SUBSCRIPTION_STATUSES } from "../domain/endpoint-health.ts";
 import { MAX_EVENT_FILTERS, MAX_EVENT_TYPE_CHARS } from "../domain/store-event-type.ts";
 import {
   MAX_CONCURRENCY,
@@ -15,7 +17,7 @@ import {
   MAX_SECRET_OVERLAP_MS,
   MAX_URL_CHARS,
 } from "../store/subscription-repository.ts";
-import { instant, nullableInt, nullableString } from "./api-schemas.ts";
+import { instant, nullableInstant, nullableInt, nullableString } from "./api-schemas.ts";
 
 /** `invoice.paid`, `invoice.*` or `*`. */
 export const EVENT_FILTER_PATTERN = "^(\\*|[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*(\\.\\*)?)$";
@@ -114,6 +116,11 @@ export const subscriptionView = {
     "eventTypes",
     "active",
     "disabledReason",
+    "status",
+    "statusReason",
+    "failingSince",
+    "clientErrors",
+    "clientErrorsSince",
     "secretVersion",
     "rateLimitPerS",
     "maxConcurrency",
@@ -127,6 +134,16 @@ export const subscriptionView = {
     eventTypes: { type: ["array", "null"], items: { type: "string" } },
     active: { type: "boolean" },
     disabledReason: nullableString,
+    status: {
+      type: "string",
+      enum: SUBSCRIPTION_STATUSES,
+      description:
+        "active; failing (the last attempt failed, still retried for the whole window); quarantined (client errors persisted: ≥ 5 in a row over ≥ 1 h); disabled (410 Gone or the tenant). Quarantine and 410 also send a `webhook.subscription.quarantined` / `.disabled` event",
+    },
+    statusReason: { ...nullableString, description: "Why the current status; null when active" },
+    failingSince: { ...nullableInstant, description: "First failure of the current failing run" },
+    clientErrors: { type: "integer", description: "Client errors (3xx, 4xx, refused address) in a row" },
+    clientErrorsSince: { ...nullableInstant, description: "When the first of those client errors arrived" },
     secretVersion: { type: "integer" },
     rateLimitPerS: nullableInt,
     maxConcurrency: { type: "integer" },

@@ -7,21 +7,38 @@
  * | 2xx, complete, before the deadline | 2xx                 | succeeded                             |
  * | 410 Gone                           | 410                 | failed; subscription disabled         |
  * | 429, 502, 503, 504                 | throttled           | retry after Retry-After (bounded)     |
- * | 3xx (not followed), 4xx, NXDOMAIN  | 3xx, 4xx, dns_error | retry; quarantined at clientErrorsMax |
- * | resolves to a forbidden address    | address_refused     | quarantined at once                   |
- * | 5xx, timeouts, connection errors   | 5xx, timeout_…      | retry                                 |
+ * | 3xx (not followed), 4xx            | 3xx, 4xx            | retry; quarantined when the endpoint's|
+ * | resolves to a forbidden address    | address_refused     |   client errors persist (endpoint-    |
+ * |                                    |                     |   health.ts: ≥ 5 in a row over ≥ 1 h) |
+ * | 5xx, timeouts, connection errors,  | 5xx, timeout_…,     | retry until the deadline; never       |
+ * | DNS failures (NXDOMAIN included)   | connection_error,   |   quarantined                         |
+ * |                                    | dns_error           |                                       |
  * | a retry past the deadline or limit | —                   | expired                               |
  *
  * Persistent client errors end in quarantine instead of retrying for 24 h (convoy#1833: a
- * 403 retried forever); server-side trouble retries until the deadline, then the delivery
- * shows a terminal `expired` rather than a promise of later delivery (WH-23).
+ * 403 retried forever); server-side and network trouble retries until the deadline, then
+ * the delivery shows a terminal `expired` rather than a promise of later delivery (WH-23).
+ * A DNS failure is not a client error: "no such name" is what a resolver outage, a lapsed
+ * zone or a split-horizon mistake all look like from here, and the issue saw five of them
+ * in 22 s quarantine an endpoint far inside the promised window. Whether client errors
+ * persist is the ENDPOINT's streak (the store's, after this attempt), not this delivery's:
+ * one event a receiver rejects forever expires alone; an endpoint that rejects everything
+ * for an hour is quarantined.
  *
  * @example
  * const outcome = decideOutcome({ result: { kind: "response", status: 503, retryAfter: "30" },
- *   attempt: 1, clientErrorStreak: 0, createdAtMs, nowMs, policy });
+ *   attempt: 1, clientErrorStreak: 0, endpoint: { clientErrors: 0, clientErrorsSinceMs: null },
+ *   createdAtMs, nowMs, policy });
  * outcome.state;                  // "retrying"
  * outcome.throttleEndpointUntilMs; // nowMs + 30_000
  */
+import {
+  type EndpointStreak,
+  healthSignal,
+  isPersistentClientError,
+  QUARANTINE_BOUNDS_DEFAULT,
+  type QuarantineBounds,
+} from "./endpoint-health.ts";
 import { retryAfterMs } from "./retry-after.ts";
 import type { RetryPolicy } from "./retry-policy.ts";
 
@@ -55,24 +72,22 @@ export type DeliveryState = "pending" | "retrying" | TerminalState;
 
 export const TERMINAL_STATES: readonly TerminalState[] = ["succeeded", "failed", "expired", "quarantined"];
 
-/** Client errors (3xx, 4xx, NXDOMAIN) in a row before quarantine: a few, never "until the deadline". */
-export const CLIENT_ERRORS_MAX_DEFAULT = 5;
-
 const THROTTLE_STATUSES = new Set([429, 502, 503, 504]);
-// getaddrinfo's "no such name" codes: the name is wrong, not the resolver busy (EAI_AGAIN).
-const DNS_PERMANENT = new Set(["ENOTFOUND", "EAI_NONAME", "EAI_NODATA"]);
 
 export interface OutcomeInput {
   result: AttemptResult;
   /** This attempt's number, 1 for the first. */
   attempt: number;
-  /** Client errors in a row before this attempt. */
+  /** This delivery's client errors in a row before this attempt (kept on the delivery, for reading). */
   clientErrorStreak: number;
+  /** The endpoint's client-error streak AFTER this attempt, as the store recorded it: what quarantines. */
+  endpoint: EndpointStreak;
   createdAtMs: number;
   /** When the result arrived. */
   nowMs: number;
   policy: RetryPolicy;
-  clientErrorsMax?: number;
+  /** Default QUARANTINE_BOUNDS_DEFAULT (5 in a row over at least 1 h). */
+  quarantine?: QuarantineBounds;
 }
 
 export interface DeliveryOutcome {
@@ -80,6 +95,7 @@ export interface DeliveryOutcome {
   readonly state: "retrying" | TerminalState;
   readonly reason: string;
   readonly nextAttemptAtMs?: number;
+  /** This delivery's client errors in a row after this attempt. */
   readonly clientErrorStreak: number;
   readonly subscriptionAction: "none" | "disable" | "quarantine";
   /** A throttling answer with Retry-After: hold every delivery to this endpoint until then. */
@@ -111,11 +127,6 @@ function classifyStatus(status: number): ResponseClass {
   return status < 500 ? "4xx" : "5xx";
 }
 
-function isClientError(result: AttemptResult, responseClass: ResponseClass): boolean {
-  if (responseClass === "3xx" || responseClass === "4xx") return true;
-  return result.kind === "dns_error" && DNS_PERMANENT.has(result.code);
-}
-
 /** Decides the delivery's next state after one attempt. */
 export function decideOutcome(input: OutcomeInput): DeliveryOutcome {
   const responseClass = classify(input.result);
@@ -130,14 +141,16 @@ export function decideOutcome(input: OutcomeInput): DeliveryOutcome {
   if (responseClass === "410") {
     return { ...base, state: "failed", reason: "410 Gone", subscriptionAction: "disable" };
   }
-  if (responseClass === "address_refused") {
-    // Retrying would probe an internal network on a schedule: the endpoint is invalid now.
-    return { ...base, state: "quarantined", reason: "address refused", subscriptionAction: "quarantine" };
-  }
-  const clientErrorStreak = isClientError(input.result, responseClass) ? input.clientErrorStreak + 1 : 0;
-  const clientErrorsMax = input.clientErrorsMax ?? CLIENT_ERRORS_MAX_DEFAULT;
-  if (clientErrorStreak >= clientErrorsMax) {
-    const reason = `${clientErrorStreak} client errors in a row`;
+  // A refused address is a configuration error like a 4xx, and quarantines by the same
+  // persistence rule rather than at once: the guard refuses before connecting, so a retry
+  // sends nothing to the refused address, and a name that answered 127.0.0.1 for a few
+  // minutes (a parked or misconfigured zone) does not cost the tenant its endpoint.
+  const clientError = healthSignal(responseClass) === "client_error";
+  const clientErrorStreak = clientError ? input.clientErrorStreak + 1 : 0;
+  const bounds = input.quarantine ?? QUARANTINE_BOUNDS_DEFAULT;
+  if (clientError && isPersistentClientError(input.endpoint, input.nowMs, bounds)) {
+    const spanS = Math.floor((input.nowMs - input.endpoint.clientErrorsSinceMs!) / 1_000);
+    const reason = `${input.endpoint.clientErrors} client errors in a row over ${spanS} s (last: ${responseClass})`;
     return { ...base, clientErrorStreak, state: "quarantined", reason, subscriptionAction: "quarantine" };
   }
   return retryOrExpire(input, { ...base, clientErrorStreak });

@@ -11,6 +11,7 @@
  * plans.forEach((plan, i) => plan.send ? send(plan) : skip(claimed[i], plan.reason));
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
+import type { SubscriptionStatus } from "../domain/endpoint-health.ts";
 import type { DeliveryLease } from "./delivery-claims.ts";
 import { finishWithoutAttempt } from "./delivery-results.ts";
 import type { SendPlan, SkipReason } from "./send-check.ts";
@@ -36,6 +37,8 @@ interface BatchRow {
   event_created_at: Date;
   url: string;
   active: boolean;
+  status: SubscriptionStatus;
+  client_errors: number;
   rate_limit_per_s: number | null;
   max_concurrency: number;
   secrets: SigningSecret[] | null;
@@ -44,7 +47,8 @@ interface BatchRow {
 const LOAD_MANY = `
   SELECT d.id, d.state, d.lease_version, d.lease_expires_at, d.tenant_id, d.event_id, d.subscription_id,
          d.attempts, d.client_error_streak, d.deadline_at, e.type, e.payload, e.payload_expires_at,
-         e.created_at AS event_created_at, s.url, s.active, s.rate_limit_per_s, s.max_concurrency,
+         e.created_at AS event_created_at, s.url, s.active, s.status, s.client_errors,
+         s.rate_limit_per_s, s.max_concurrency,
          (SELECT json_agg(json_build_object('version', v.version, 'secret', v.secret) ORDER BY v.version DESC)
             FROM subscription_secrets v
            WHERE v.subscription_id = s.id AND (v.expires_at IS NULL OR v.expires_at > $2)) AS secrets
@@ -97,6 +101,7 @@ async function planOf(
     maxConcurrency: row.max_concurrency,
     attemptNo: row.attempts + 1,
     clientErrorStreak: row.client_error_streak,
+    endpoint: { status: row.status, clientErrors: row.client_errors },
     deadlineAtMs: row.deadline_at.getTime(),
   };
 }

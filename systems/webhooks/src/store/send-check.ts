@@ -20,6 +20,7 @@
  * if (plan.send) await sender.send(plan.url, plan.secrets, body(plan));
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
+import type { EndpointSeen } from "../domain/endpoint-health.ts";
 import type { DeliveryLease } from "./delivery-claims.ts";
 import { loadForSendBatch } from "./send-check-batch.ts";
 import type { SigningSecret } from "./subscription-repository.ts";
@@ -43,8 +44,10 @@ export interface SendGo {
   maxConcurrency: number;
   /** The number this attempt will be recorded under. */
   attemptNo: number;
-  /** Client errors in a row before this attempt (the core's quarantine input). */
+  /** This delivery's client errors in a row before this attempt. */
   clientErrorStreak: number;
+  /** The subscription's status and client-error streak now: the worker skips health writes that change nothing. */
+  endpoint: EndpointSeen;
   deadlineAtMs: number;
 }
 

@@ -17,6 +17,7 @@
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { deliveryErrors } from "../domain/delivery-errors.ts";
+import type { SubscriptionStatus } from "../domain/endpoint-health.ts";
 import { LIVE_SECRETS_MAX } from "../domain/secret-rotation.ts";
 import { decodeCursor, encodeCursor } from "../domain/store-cursor.ts";
 import { storeErrors } from "../domain/store-errors.ts";
@@ -44,6 +45,15 @@ export interface Subscription {
   eventTypes: string[] | null;
   active: boolean;
   disabledReason: string | null;
+  /** The endpoint's health (domain/endpoint-health.ts); active ⇔ status is active or failing. */
+  status: SubscriptionStatus;
+  /** Why the current status; null when active. */
+  statusReason: string | null;
+  /** First failure of the current failing run; null when the last attempt succeeded. */
+  failingSince: Date | null;
+  /** Client errors in a row (the quarantine input), and when the first of them arrived. */
+  clientErrors: number;
+  clientErrorsSince: Date | null;
   secretVersion: number;
   rateLimitPerS: number | null;
   maxConcurrency: number;
@@ -70,6 +80,11 @@ interface SubscriptionRow {
   event_types: string[] | null;
   active: boolean;
   disabled_reason: string | null;
+  status: SubscriptionStatus;
+  status_reason: string | null;
+  failing_since: Date | null;
+  client_errors: number;
+  client_errors_since: Date | null;
   secret_version: number;
   rate_limit_per_s: number | null;
   max_concurrency: number;
@@ -86,6 +101,11 @@ function toSubscription(row: SubscriptionRow): Subscription {
     eventTypes: row.event_types,
     active: row.active,
     disabledReason: row.disabled_reason,
+    status: row.status,
+    statusReason: row.status_reason,
+    failingSince: row.failing_since,
+    clientErrors: row.client_errors,
+    clientErrorsSince: row.client_errors_since,
     secretVersion: row.secret_version,
     rateLimitPerS: row.rate_limit_per_s,
     maxConcurrency: row.max_concurrency,
@@ -203,9 +223,11 @@ export async function listSubscriptions(
 }
 
 /**
- * Enables or disables a subscription. Disabling needs a reason (shown to the tenant);
- * deliveries already queued are not touched here: the worker re-checks just before
- * sending and cancels them (WH-04). Undefined when the tenant has no such subscription.
+ * Enables or disables a subscription — the tenant's switch. Disabling needs a reason (shown
+ * to the tenant) and sets status `disabled`; enabling sets `active` with a clean slate (a
+ * quarantined endpoint the tenant fixed starts a new streak). Deliveries already queued are
+ * not touched here: the worker re-checks just before sending and cancels them (WH-04).
+ * Undefined when the tenant has no such subscription.
  */
 export async function setSubscriptionActive(
   q: Queryable,
@@ -217,7 +239,10 @@ export async function setSubscriptionActive(
   if (reason !== null && (reason.trim() === "" || reason.length > MAX_REASON_CHARS)) throw invalid("reason");
   if (!isId("sub", id)) return undefined;
   const { rows } = await q.query<SubscriptionRow>(
-    `UPDATE subscriptions SET active = $3, disabled_reason = $4, updated_at = $5
+    `UPDATE subscriptions
+        SET active = $3, disabled_reason = $4, status = CASE WHEN $3 THEN 'active' ELSE 'disabled' END,
+            status_reason = $4, failing_since = NULL, client_errors = 0, client_errors_since = NULL,
+            updated_at = $5
       WHERE id = $1 AND tenant_id = $2 RETURNING *`,
     [id, tenantId, change.active, reason, new Date(change.nowMs)],
   );

@@ -24,8 +24,11 @@
  *   and a whole-request deadline (send-attempt.ts).
  * - **Record** the attempt and the core's decision (delivery-outcome.ts) as one CAS on the
  *   lease version, group-committed with the other results of the moment (kit group-commit.ts).
- *   A lost CAS drops the result: the new owner decides. 410 disables the subscription;
- *   quarantine (persistent 4xx, refused address) disables it too, so queued deliveries to
+ *   A lost CAS drops the result: the new owner decides. Before it, the endpoint's status
+ *   (active, failing) and client-error streak are updated when the attempt changes them
+ *   (store/endpoint-health.ts). 410 disables the subscription; quarantine (client errors
+ *   persisting ≥ 1 h; DNS and network failures never) disables it too, each with a
+ *   `webhook.subscription.*` event to the tenant in the same transaction, so queued deliveries to
  *   it are cancelled by their re-check instead of hammering it. Retry-After holds the
  *   endpoint: in memory when the lease can cover the wait, else the endpoint's claimed
  *   deliveries go back to the store due at the hold's end.
@@ -53,18 +56,27 @@
  * // on SIGTERM:
  * await worker.stop();
  */
+import { randomBytes as cryptoRandomBytes } from "node:crypto";
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { Clock } from "@casebook/kit/clock";
 import { GroupCommit as Batcher } from "@casebook/kit/group-commit";
 import type { RandomSource } from "@casebook/kit/random";
-import { type DeliveryOutcome as CoreOutcome, decideOutcome } from "../domain/delivery-outcome.ts";
+import { type DeliveryOutcome as CoreOutcome, classify, decideOutcome } from "../domain/delivery-outcome.ts";
+import {
+  checkQuarantineBounds,
+  type EndpointStreak,
+  healthSignal,
+  healthWriteNeeded,
+  type QuarantineBounds,
+} from "../domain/endpoint-health.ts";
 import { EndpointHolds } from "../domain/endpoint-holds.ts";
 import { FairScheduler, type Lease } from "../domain/fair-scheduler.ts";
 import { BUDGET_WINDOW_MS_DEFAULT, RetryBudget } from "../domain/retry-budget.ts";
 import { RetryPacer } from "../domain/retry-pacer.ts";
 import { RetryPolicy } from "../domain/retry-policy.ts";
 import { SIGNATURES_MAX, secretKey } from "../domain/signature.ts";
+import type { RandomBytes } from "../domain/store-ids.ts";
 import { webhookBody } from "../domain/webhook-body.ts";
 import {
   type ClaimedDelivery,
@@ -84,9 +96,9 @@ import {
   MAX_RESULT_BATCH,
   recordAttempts,
 } from "../store/delivery-results.ts";
+import { recordEndpointHealth, switchOffSubscription } from "../store/endpoint-health.ts";
 import type { SendGo, SendPlan, SendSkip } from "../store/send-check.ts";
 import { loadForSendBatch, MAX_SEND_CHECK_BATCH } from "../store/send-check-batch.ts";
-import { setSubscriptionActive } from "../store/subscription-repository.ts";
 import { EndpointLimitsCache } from "./endpoint-limits-cache.ts";
 import type { HttpSender } from "./http-sender.ts";
 import { QueueGauges } from "./queue-gauges.ts";
@@ -134,8 +146,10 @@ export interface DeliveryWorkerOptions {
   retryPolicy?: RetryPolicy;
   /** WH-20; `false` turns it off. Default { retryFraction: 0.2 }. */
   retryBudget?: RetryBudgetSettings | false;
-  /** Client errors in a row before quarantine (delivery-outcome.ts default 5). */
-  clientErrorsMax?: number;
+  /** When an endpoint's client errors are persistent (endpoint-health.ts default: 5 in a row over ≥ 1 h). */
+  quarantine?: QuarantineBounds;
+  /** Ids of the tenant notices written on a switch-off; default node:crypto's. */
+  randomBytes?: RandomBytes;
   /** Oldest-queued-age gauge refresh, in ms. Default 15 000. */
   queueAgeRefreshMs?: number;
   /** Per-state delivery counts refresh (a table scan), in ms. Default 60 000. */
@@ -229,6 +243,7 @@ export class DeliveryWorker {
     this.#o = o;
     this.#log = o.log ?? (() => {});
     this.#policy = o.retryPolicy ?? new RetryPolicy({ random: o.random });
+    if (o.quarantine !== undefined) checkQuarantineBounds(o.quarantine);
     const budget = o.retryBudget ?? { retryFraction: 0.2 };
     this.#budget =
       budget === false ? undefined : new RetryBudget({ ...budget, nowMs: o.clock.monotonicMs() });
@@ -574,16 +589,18 @@ export class DeliveryWorker {
   }
 
   async #settle(plan: SendGo, lease: DeliveryLease, sent: SentAttempt, step: DeliveryStep): Promise<void> {
+    const endpoint = await this.#endpointHealth(plan, sent);
     const outcome = decideOutcome({
       result: sent.result,
       attempt: plan.attemptNo,
       clientErrorStreak: plan.clientErrorStreak,
+      endpoint,
       // The policy measures its deadline from creation; the store's deadline already holds
       // the tenant's window, so the policy is given the window that ends exactly there.
       createdAtMs: plan.deadlineAtMs - this.#policy.deadlineMs,
       nowMs: sent.finishedAtMs,
       policy: this.#policy,
-      ...(this.#o.clientErrorsMax === undefined ? {} : { clientErrorsMax: this.#o.clientErrorsMax }),
+      ...(this.#o.quarantine === undefined ? {} : { quarantine: this.#o.quarantine }),
     });
     if (outcome.throttleEndpointUntilMs !== undefined) this.#hold(plan, outcome.throttleEndpointUntilMs);
     const responseClass = sent.deadlineExceeded ? DEADLINE_RESPONSE_CLASS : outcome.responseClass;
@@ -629,19 +646,45 @@ export class DeliveryWorker {
     else this.#holds.hold(plan.subscriptionId, untilMs, nowMs);
   }
 
+  /**
+   * The endpoint's status after this attempt (failing, back to active, one more client
+   * error), written only when it changes; the streak it leaves is the quarantine input.
+   * A write that fails strands the claim like any other (the send goes again).
+   */
+  async #endpointHealth(plan: SendGo, sent: SentAttempt): Promise<EndpointStreak> {
+    const responseClass = classify(sent.result);
+    const signal = healthSignal(responseClass);
+    const none = { clientErrors: 0, clientErrorsSinceMs: null };
+    if (!healthWriteNeeded(signal, plan.endpoint)) return none;
+    const status = sent.status === null ? "" : ` ${sent.status}`;
+    const error = sent.error === null ? "" : `: ${sent.error}`;
+    const streak = await recordEndpointHealth(this.#o.db, {
+      tenantId: plan.tenantId,
+      subscriptionId: plan.subscriptionId,
+      signal,
+      reason: `${responseClass}${status}${error}`,
+      nowMs: sent.finishedAtMs,
+    });
+    // Switched off meanwhile: nothing counts, and the re-check cancels what is queued.
+    return streak ?? none;
+  }
+
+  /** 410 disables, persistent client errors quarantine: the status and the tenant's notice in one write. */
   async #disable(plan: SendGo, outcome: CoreOutcome): Promise<void> {
-    const reason =
-      outcome.subscriptionAction === "disable"
-        ? "the endpoint answered 410 Gone"
-        : `quarantined: ${outcome.reason}`;
-    await setSubscriptionActive(this.#o.db, plan.tenantId, plan.subscriptionId, {
-      active: false,
+    const gone = outcome.subscriptionAction === "disable";
+    const reason = gone ? "the endpoint answered 410 Gone" : `quarantined: ${outcome.reason}`;
+    const eventId = await switchOffSubscription(this.#o.db, {
+      tenantId: plan.tenantId,
+      subscriptionId: plan.subscriptionId,
+      status: gone ? "disabled" : "quarantined",
       reason,
       nowMs: this.#o.clock.nowMs(),
+      randomBytes: this.#o.randomBytes ?? cryptoRandomBytes,
     });
     this.#holds.release(plan.subscriptionId);
+    if (eventId === undefined) return; // another worker switched it off first, and told the tenant
     this.#log(
-      { tenantId: plan.tenantId, subscriptionId: plan.subscriptionId, reason },
+      { tenantId: plan.tenantId, subscriptionId: plan.subscriptionId, reason, eventId },
       "delivery worker: subscription disabled",
     );
   }
