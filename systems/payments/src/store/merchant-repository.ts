@@ -32,6 +32,7 @@ export const MAX_KEY_OVERLAP_MS = 7 * 24 * 3_600_000;
 export const merchantKeys = new ApiKeyTable({
   table: "merchant_api_keys",
   ownerColumn: "merchant_id",
+  ownerTable: "merchants",
   scheme: apiKeyScheme("sk"),
 });
 

@@ -1,7 +1,7 @@
 /**
  * The webhook store's schema: the migrations in `./migrations/` (001 tenants, 002
  * subscriptions, 003 events + outbox, 004 deliveries + attempts, 007 the outbox's lease
- * vocabulary), applied by infra's runner (one transaction each, advisory-locked, checksummed).
+ * vocabulary, 008 API keys' last use and revocation), applied by infra's runner (one transaction each, advisory-locked, checksummed).
  *
  * @example
  * const db = await openDatabase({ system: "webhooks" });

@@ -29,6 +29,7 @@ export const DEFAULT_ATTEMPT_RETENTION_S = 30 * 86_400;
 export const tenantKeys = new ApiKeyTable({
   table: "tenant_api_keys",
   ownerColumn: "tenant_id",
+  ownerTable: "tenants",
   scheme: apiKeyScheme("whk"),
 });
 
