@@ -132,6 +132,12 @@ export class MerchantRepository {
     return rows[0] ? toMerchant(rows[0]) : undefined;
   }
 
+  /** Whether any merchant exists: a start on an empty database says how to make the first one. */
+  async any(): Promise<boolean> {
+    const { rowCount } = await this.#db.query("SELECT 1 FROM merchants LIMIT 1");
+    return rowCount > 0;
+  }
+
   /** The merchant's keys, newest first (prefixes only: the keys themselves are not stored). */
   async keys(merchantId: string): Promise<ApiKeyInfo[]> {
     return merchantKeys.list(this.#db, merchantId);
