@@ -158,6 +158,12 @@ export async function getTenant(q: Queryable, tenantId: string): Promise<Tenant 
   return rows[0] ? toTenant(rows[0]) : undefined;
 }
 
+/** Whether any tenant exists: a start on an empty database says how to make the first one. */
+export async function anyTenant(q: Queryable): Promise<boolean> {
+  const { rowCount } = await q.query("SELECT 1 FROM tenants LIMIT 1");
+  return rowCount > 0;
+}
+
 /** Changes a tenant's scheduling weight (1..MAX_TENANT_WEIGHT); false when there is no such tenant. */
 export async function setTenantWeight(q: Queryable, tenantId: string, weight: number): Promise<boolean> {
   const checked = intIn("weight", weight, 1, 1, MAX_TENANT_WEIGHT);
