@@ -40,3 +40,19 @@ export function readArchitectureMap(root: string): Map<string, MappedSystem> {
   }
   return map;
 }
+
+/**
+ * The map's systems that systems/ does not hold yet: planned, not built. Their port is the
+ * one `casebook new` would give them (8100 + row).
+ *
+ * @example
+ * plannedSystems(root, ["payments", "webhooks"]).map((s) => s.name); // ["rate-limiter"?, "chat", …]
+ */
+export function plannedSystems(root: string, built: readonly string[]): MappedSystem[] {
+  return [...readArchitectureMap(root).values()].filter((s) => !built.includes(s.name));
+}
+
+/** The port a mapped system gets: 8100 + its row. */
+export function mappedPort(system: MappedSystem): number {
+  return 8100 + system.row;
+}

@@ -1,8 +1,10 @@
 /**
- * `casebook payments new-key [--merchant ID] [--rotate [--expires-in-s N]]`: a merchant API key
- * from the running service's admin API (PAYMENTS_ADMIN_TOKEN), the merchant created first when
- * it does not exist — how the first merchant of an empty PostgreSQL is made. The mechanism is
- * @casebook/infra/http/api-key-tool, shared with webhooks.
+ * A new merchant API key from the running service's admin API, the merchant made first if new.
+ *
+ * `casebook payments new-key [--merchant ID] [--rotate [--expires-in-s N]]` calls the admin API
+ * with PAYMENTS_ADMIN_TOKEN; creating the merchant when it does not exist is how the first
+ * merchant of an empty PostgreSQL is made. The mechanism is @casebook/infra/http/api-key-tool,
+ * shared with webhooks.
  *
  * @example
  * // PAYMENTS_ADMIN_TOKEN=… npx casebook payments new-key --merchant acme

@@ -1,7 +1,9 @@
 /**
- * `casebook webhooks new-key [--tenant ID] [--rotate [--expires-in-s N]]`: a tenant API key
- * from the running service's admin API (WEBHOOKS_ADMIN_TOKEN), the tenant created first when it
- * does not exist. The mechanism is @casebook/infra/http/api-key-tool, shared with payments.
+ * A new tenant API key from the running service's admin API, the tenant made first if new.
+ *
+ * `casebook webhooks new-key [--tenant ID] [--rotate [--expires-in-s N]]` calls the admin API
+ * with WEBHOOKS_ADMIN_TOKEN. The mechanism is @casebook/infra/http/api-key-tool, shared with
+ * payments.
  *
  * @example
  * // WEBHOOKS_ADMIN_TOKEN=… npx casebook webhooks new-key --tenant acme
