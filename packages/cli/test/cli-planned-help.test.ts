@@ -100,6 +100,23 @@ test("list shows the map's unbuilt designs as planned; up chat says planned, not
   }
 });
 
+test("without ../shared, the plan comes from README.md's systems table", async (t) => {
+  const { root, remove } = makeRoot(8140);
+  t.after(remove);
+  rmSync(join(root, "..", "shared"), { recursive: true });
+  writeFileSync(
+    join(root, "README.md"),
+    "# x\n\n| system | design | status |\n|---|---|---|\n" +
+      "| `rate-limiter` | distributed rate limiter | planned |\n" +
+      "| `chat` | real-time chat with offline delivery | planned |\n" +
+      "| [`alpha`](systems/alpha/README.md) | the alpha design | **working** — it runs |\n",
+  );
+  const list = await runCli(["list"], cliEnv(root));
+  assert.match(list.stdout, /^chat\s+planned\s+8102\s+real-time chat with offline delivery/m);
+  const up = await runCli(["up", "chat"], cliEnv(root));
+  assert.match(up.stderr, /chat \(real-time chat with offline delivery\) is planned, not built yet/);
+});
+
 test("casebook <system> describes each tool in a line, from its entry's opening comment", async (t) => {
   const { root, remove } = makeRoot(8140);
   t.after(remove);
