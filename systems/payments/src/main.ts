@@ -309,10 +309,9 @@ function announceNoMerchant(service: Service, config: Config): void {
     config.adminToken === undefined
       ? `restart with PAYMENTS_ADMIN_TOKEN=<16+ chars> and run \`PAYMENTS_ADMIN_TOKEN=<same> ${tool}\``
       : `run \`${tool}\` (with the same PAYMENTS_ADMIN_TOKEN)`;
-  service.log.warn(
-    { try: config.adminToken === undefined ? undefined : tool },
-    `no merchant yet: to create one and its API key, ${next}`,
-  );
+  // `try` / `next`: what `casebook up` prints below its table for this system.
+  const tryIt = config.adminToken === undefined ? { next } : { try: tool };
+  service.log.warn(tryIt, `no merchant yet: to create one and its API key, ${next}`);
 }
 
 export async function main(

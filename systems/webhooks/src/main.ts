@@ -176,10 +176,9 @@ function announceNoTenant(service: Service, config: WebhooksConfig): void {
     config.adminToken === undefined
       ? `restart with WEBHOOKS_ADMIN_TOKEN=<16+ chars> and run \`WEBHOOKS_ADMIN_TOKEN=<same> ${tool}\``
       : `run \`${tool}\` (with the same WEBHOOKS_ADMIN_TOKEN)`;
-  service.log.warn(
-    { try: config.adminToken === undefined ? undefined : tool },
-    `no tenant yet: to create one and its API key, ${next}`,
-  );
+  // `try` / `next`: what `casebook up` prints below its table for this system.
+  const tryIt = config.adminToken === undefined ? { next } : { try: tool };
+  service.log.warn(tryIt, `no tenant yet: to create one and its API key, ${next}`);
 }
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningWebhooks> {
