@@ -40,3 +40,42 @@ export function readArchitectureMap(root: string): Map<string, MappedSystem> {
   }
   return map;
 }
+
+/** `| [\`payments\`](systems/payments/README.md) | payments and double-entry ledger | **working** — … |` */
+const readmeRowPattern = /^\|\s*\[?`([a-z0-9-]+)`\]?(?:\([^)]*\))?\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|\s*$/;
+
+/**
+ * The systems table of the repository's own README.md (the same rows, in the same order, as
+ * the map): what a clone without `../shared` knows of the plan. Seeds are not in it ("").
+ */
+export function readReadmeSystems(root: string): Map<string, MappedSystem & { status: string }> {
+  const file = join(root, "README.md");
+  const rows = new Map<string, MappedSystem & { status: string }>();
+  if (!existsSync(file)) return rows;
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    const match = readmeRowPattern.exec(line);
+    if (match === null) continue;
+    const [, name, title, status] = match as unknown as [string, string, string, string];
+    rows.set(name, { name, title, seed: "", row: rows.size + 1, status });
+  }
+  return rows;
+}
+
+/**
+ * The designs of the plan that systems/ does not hold yet: planned, not built. From the map
+ * (`../shared/ARCHITECTURE.md`) when it is there, else from README.md's systems table. Their
+ * port is the one `casebook new` would give them (8100 + row).
+ *
+ * @example
+ * plannedSystems(root, ["payments", "webhooks"]).map((s) => s.name); // ["chat", "feed", …]
+ */
+export function plannedSystems(root: string, built: readonly string[]): MappedSystem[] {
+  const map = readArchitectureMap(root);
+  const plan = map.size > 0 ? [...map.values()] : [...readReadmeSystems(root).values()];
+  return plan.filter((s) => !built.includes(s.name));
+}
+
+/** The port a mapped system gets: 8100 + its row. */
+export function mappedPort(system: MappedSystem): number {
+  return 8100 + system.row;
+}

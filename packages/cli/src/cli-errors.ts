@@ -33,6 +33,10 @@ export const cliErrors = defineErrors({
     message: "Another system's manifest holds this port; give the new system another with --port.",
   },
   CLI_PORT_TAKEN: { status: 409, message: "A port a system needs is already taken; free it or override it." },
+  CLI_SYSTEM_PLANNED: {
+    status: 404,
+    message: "This system is planned, not built yet; `casebook list` shows which ones run.",
+  },
   CLI_ENTRY_MISSING: { status: 404, message: "The file a system's manifest points at does not exist." },
   CLI_START_FAILED: {
     status: 503,

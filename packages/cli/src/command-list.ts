@@ -6,11 +6,13 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { type MappedSystem, mappedPort, plannedSystems } from "./architecture-map.ts";
 import { cliErrors } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
 import { parseCommandArgs } from "./command-args.ts";
 import { discoverSystems, findPortCollisions, type SystemInfo } from "./discover-systems.ts";
 import { helpText } from "./help.ts";
+import type { EngineKind, SystemStatus } from "./manifest.ts";
 import { findRepoRoot } from "./repo-root.ts";
 import { renderTable } from "./table.ts";
 
@@ -31,16 +33,21 @@ export async function listCommand(argv: readonly string[], io: CliIo): Promise<n
   }
   const root = findRepoRoot(io.cliDir, io.env);
   const systems = discoverSystems(root);
-  const rows = systems.map(describe);
+  // The designs of the map not yet in systems/: listed as planned, so the list is the whole plan.
+  const planned = plannedSystems(
+    root,
+    systems.map((s) => s.name),
+  ).map(describePlanned);
+  const rows = [...systems.map(describe), ...planned];
   if (values.json) io.out(`${JSON.stringify(rows, null, 2)}\n`);
-  else if (systems.length === 0) io.out(noSystemMessage(root));
+  else if (rows.length === 0) io.out(noSystemMessage(root));
   else {
     const table = rows.map((r) => [
       r.name,
       r.status,
       String(r.port),
       r.title,
-      r.mainExists ? r.main : `${r.main} (not yet)`,
+      r.mainExists ? r.main : r.main === "" ? "—" : `${r.main} (not yet)`,
       r.benchExists ? r.bench : "—",
       r.tools.length > 0 ? r.tools.join(", ") : "—",
     ]);
@@ -64,18 +71,34 @@ export function noSystemMessage(root: string): string {
   );
 }
 
+/** A design of the map with no folder yet: planned, nothing of it exists. */
+function describePlanned(system: MappedSystem): ReturnType<typeof describe> {
+  return {
+    name: system.name,
+    title: system.title,
+    status: "planned",
+    port: mappedPort(system),
+    main: "",
+    mainExists: false,
+    bench: "",
+    benchExists: false,
+    engines: [],
+    tools: [],
+  };
+}
+
 function describe(system: SystemInfo) {
   const { manifest } = system;
   return {
     name: system.name,
     title: manifest.title,
-    status: manifest.status,
+    status: manifest.status as SystemStatus,
     port: manifest.port,
     main: manifest.main,
     mainExists: existsSync(join(system.dir, manifest.main)),
     bench: manifest.bench,
     benchExists: existsSync(join(system.dir, manifest.bench)),
-    engines: manifest.engines,
+    engines: manifest.engines as EngineKind[],
     /** `casebook <name> <tool>`: the manifest's tools, by name. */
     tools: Object.keys(manifest.tools).sort(),
   };

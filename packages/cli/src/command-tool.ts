@@ -18,6 +18,7 @@ import { didYouMean } from "./did-you-mean.ts";
 import type { SystemInfo } from "./discover-systems.ts";
 import { dataDirOf, runForeground } from "./foreground.ts";
 import { exitCodeFor } from "./supervisor.ts";
+import { toolSummary } from "./tool-summary.ts";
 
 export async function toolCommand(
   system: SystemInfo,
@@ -56,10 +57,15 @@ export async function toolCommand(
   return exitCodeFor(info);
 }
 
+/** One line per tool: the command, then what it does (the first sentence of its entry's doc comment). */
 function toolsText(system: SystemInfo, tools: readonly string[]): string {
   if (tools.length === 0) return `${system.name} has no command-line tools. See \`casebook --help\`.\n`;
-  const lines = tools.map(
-    (tool) => `  casebook ${system.name} ${tool} [args…]   (${system.manifest.tools[tool]})`,
-  );
-  return `${system.name} — its command-line tools (each takes --help)\n\n${lines.join("\n")}\n`;
+  const commands = tools.map((tool) => `casebook ${system.name} ${tool}`);
+  const width = Math.max(...commands.map((c) => c.length));
+  const lines = tools.map((tool, i) => {
+    const summary =
+      toolSummary(join(system.dir, system.manifest.tools[tool]!)) ?? `(${system.manifest.tools[tool]})`;
+    return `  ${commands[i]!.padEnd(width)}  ${summary}`;
+  });
+  return `${system.name} — ${system.manifest.title}: its command-line tools (each takes --help)\n\n${lines.join("\n")}\n`;
 }

@@ -6,17 +6,21 @@
  * @example
  * process.exitCode = await upCommand(["rate-limiter", "--port", "rate-limiter=8150"], io);
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { plannedSystems } from "./architecture-map.ts";
 import { cliErrors } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
 import { parseCommandArgs, parseCount, passUnknownAfterName } from "./command-args.ts";
 import { noSystemMessage } from "./command-list.ts";
 import { didYouMean } from "./did-you-mean.ts";
-import { discoverSystems, type SystemInfo } from "./discover-systems.ts";
+import { discoverSystems, findSystem, type SystemInfo } from "./discover-systems.ts";
+import { dataDirOf, runForeground } from "./foreground.ts";
 import { helpText } from "./help.ts";
 import { parsePort, planLaunch } from "./launch-plan.ts";
 import { assertPortsFree } from "./port-check.ts";
 import { findRepoRoot } from "./repo-root.ts";
-import { defaultSuperviseLimits, supervise } from "./supervisor.ts";
+import { defaultSuperviseLimits, exitCodeFor, supervise } from "./supervisor.ts";
 
 const sharedOptions = {
   host: { type: "string" },
@@ -63,6 +67,8 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     passUnknownAfterName(argv, runOptions),
     runOptions,
   );
+  const wantsHelp = values.help === true || passThrough.some((a) => a === "--help" || a === "-h");
+  if (wantsHelp && positionals.length === 1) return systemHelp(positionals[0]!, io);
   if (values.help) {
     io.out(helpText("run"));
     return 0;
@@ -100,6 +106,7 @@ async function launch(request: Launch, io: CliIo): Promise<number> {
     return 0;
   }
   assertKnownNames(portOverrides, systems);
+  assertBuilt(request.names, systems, root);
   const honourPortEnv = request.mode === "run";
   const selection = planLaunch(systems, {
     root,
@@ -137,6 +144,42 @@ function parsePortFlags(flags: readonly string[]): Map<string, number> {
     ports.set(name, parsePort(value, `--port ${name}`));
   }
   return ports;
+}
+
+/**
+ * `casebook run <name> --help` and `casebook help <name>`: the system's own `--help` (what it
+ * is, every setting it reads), run in the foreground — no port check, no health wait, so
+ * neither a taken port nor the entry's prompt exit reads as a failed start.
+ */
+export async function systemHelp(name: string, io: CliIo): Promise<number> {
+  const root = findRepoRoot(io.cliDir, io.env);
+  const systems = discoverSystems(root);
+  assertBuilt([name], systems, root);
+  const system = findSystem(systems, name);
+  const entry = join(system.dir, system.manifest.main);
+  if (!existsSync(entry)) {
+    throw cliErrors.create("CLI_ENTRY_MISSING", {
+      detail: `${name} (${system.manifest.status}) has no ${system.manifest.main} yet (casebook.main in ${system.file}).`,
+      fields: { entry },
+    });
+  }
+  const info = await runForeground(system, entry, ["--help"], dataDirOf(root, io.env, system.name), io);
+  if (info.error) io.err(`casebook: could not run ${name} --help: ${info.error.message}\n`);
+  return exitCodeFor(info);
+}
+
+/** A name that is a planned design (on the map, or a manifest with status "planned"): say so, not "unknown". */
+function assertBuilt(names: readonly string[], systems: readonly SystemInfo[], root: string): void {
+  for (const name of names) {
+    const found = systems.find((s) => s.name === name);
+    const mapped = found === undefined ? plannedSystems(root, []).find((s) => s.name === name) : undefined;
+    if (found?.manifest.status !== "planned" && mapped === undefined) continue;
+    const title = found?.manifest.title ?? mapped?.title;
+    throw cliErrors.create("CLI_SYSTEM_PLANNED", {
+      detail: `${name} (${title}) is planned, not built yet.`,
+      fields: { hint: "`casebook list` shows the systems that run; `casebook up` starts them all." },
+    });
+  }
 }
 
 function assertKnownNames(ports: ReadonlyMap<string, number>, systems: readonly SystemInfo[]): void {

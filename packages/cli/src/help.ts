@@ -21,13 +21,13 @@ Usage
   casebook <command> [options]
 
 Commands
-  list                     the systems and their status
+  list                     the systems and their status (planned ones too)
   up [name…]               start every ready system (or the named ones); what \`npm start\` runs
-  run <name> [-- args…]    one system in the foreground
+  run <name> [-- args…]    one system in the foreground (run <name> --help: its settings)
   bench <name> [args…]     a system's benchmark (--json: one JSON object per line)
   new <name>               lay down a new system in the house's shape
   <name> [tool [args…]]    a system's own command-line tools (\`casebook payments\` lists them)
-  help [command]           this help, or one command's
+  help [command | system]  this help, one command's, or a system's settings
 
 Options
   -h, --help               show help (also after any command)

@@ -46,10 +46,12 @@ export interface SystemPlan {
   port: number;
   /** Where the CLI probes `/healthz` and what it prints. */
   url: string;
-  /** "embedded", "postgres + redis", "postgres + embedded redis", … */
+  /** "pglite (embedded)", "postgres", "redis", "own memory", … (engineLabel) */
   engine: string;
   dataDir: string;
   env: NodeJS.ProcessEnv;
+  /** The manifest's `try` template (`{url}`, `{resp}`), for the block below `up`'s table. */
+  tryTemplate?: string;
 }
 
 export interface LaunchSelection {
@@ -95,14 +97,19 @@ export function portOverrideHint(name: string, port = 8150): string {
   return `\`casebook up --port ${name}=${port}\` or \`${portEnvName(name)}=${port} npm start\``;
 }
 
-/** What the "engine" column says for a system using `engines` under `env`. */
+/**
+ * What the "engine" column says for a system using `engines` under `env`: the engine each role
+ * really runs on — `postgres` when DATABASE_URL is set, else `pglite (embedded)`; `redis` when
+ * REDIS_URL (or REDIS_CLUSTER_NODES) is set, else `in-process (embedded)`; a system with no
+ * engine of ours (the cache is one) keeps its data in its own memory.
+ */
 export function engineLabel(engines: readonly EngineKind[], env: NodeJS.ProcessEnv): string {
-  if (engines.length === 0) return "none";
+  if (engines.length === 0) return "own memory";
   const parts = engines.map((kind) => {
-    if (kind === "sql") return isSet(env.DATABASE_URL) ? "postgres" : "embedded sql";
-    return isSet(env.REDIS_URL) ? "redis" : "embedded redis";
+    if (kind === "sql") return isSet(env.DATABASE_URL) ? "postgres" : "pglite (embedded)";
+    return isSet(env.REDIS_URL) || isSet(env.REDIS_CLUSTER_NODES) ? "redis" : "in-process (embedded)";
   });
-  return parts.every((p) => p.startsWith("embedded")) ? "embedded" : parts.join(" + ");
+  return parts.join(" + ");
 }
 
 /** The host to probe and print: a wildcard bind is reached through loopback. */
@@ -145,6 +152,7 @@ function planOne(system: SystemInfo, options: LaunchOptions): SystemPlan {
     url: urlFor(options.host, port),
     engine: engineLabel(system.manifest.engines, options.env),
     dataDir,
+    ...(system.manifest.try === undefined ? {} : { tryTemplate: system.manifest.try }),
     env: {
       ...system.manifest.env,
       ...options.env,

@@ -8,13 +8,14 @@
  * process.exitCode = await main(["list"], io);
  */
 import { CasebookError } from "@casebook/kit/errors";
+import { plannedSystems } from "./architecture-map.ts";
 import { cliErrors, exitCodeOf } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
 import { benchCommand } from "./command-bench.ts";
 import { listCommand } from "./command-list.ts";
 import { newCommand } from "./command-new.ts";
 import { toolCommand } from "./command-tool.ts";
-import { runCommand, upCommand } from "./command-up.ts";
+import { runCommand, systemHelp, upCommand } from "./command-up.ts";
 import { didYouMean } from "./did-you-mean.ts";
 import { discoverSystems, type SystemInfo } from "./discover-systems.ts";
 import { type CommandName, cliVersion, commandNames, helpText } from "./help.ts";
@@ -82,11 +83,24 @@ function systemNamed(name: string, io: CliIo): { system: SystemInfo; root: strin
   }
 }
 
+/** A built or planned system's name (`casebook help chat` says it is planned). */
+function isSystemName(name: string, io: CliIo): boolean {
+  if (systemNamed(name, io) !== undefined) return true;
+  try {
+    return plannedSystems(findRepoRoot(io.cliDir, io.env), []).some((s) => s.name === name);
+  } catch {
+    return false;
+  }
+}
+
 async function helpCommand(argv: readonly string[], io: CliIo): Promise<number> {
   const [topic, ...extra] = argv;
   if (topic === undefined || topic === "-h" || topic === "--help") {
     io.out(helpText(topic === undefined ? "top" : "help"));
     return 0;
+  }
+  if (extra.length === 0 && !(commandNames as readonly string[]).includes(topic) && isSystemName(topic, io)) {
+    return systemHelp(topic, io);
   }
   if (extra.length > 0 || !(commandNames as readonly string[]).includes(topic)) {
     const guess = didYouMean(topic, commandNames);

@@ -43,6 +43,11 @@ export interface SystemManifest {
   engines: EngineKind[];
   /** Its command-line tools, name → entry (`casebook <system> <tool> [args…]`), e.g. payments' `reconcile`. */
   tools: Record<string, string>;
+  /**
+   * A first command to try it, printed by `casebook up` when the system's own start log gives
+   * none (a `try` field): `{url}` becomes its HTTP URL, `{resp}` its RESP URL.
+   */
+  try?: string;
 }
 
 export interface ManifestResult {
@@ -51,7 +56,7 @@ export interface ManifestResult {
   problems: string[];
 }
 
-const knownFields = ["title", "status", "main", "bench", "port", "env", "engines", "tools"];
+const knownFields = ["title", "status", "main", "bench", "port", "env", "engines", "tools", "try"];
 const toolNamePattern = /^[a-z][a-z0-9-]*$/;
 const envKeyPattern = /^[A-Z_][A-Z0-9_]*$/;
 const entryPattern = /\.(ts|mts|js|mjs)$/;
@@ -94,8 +99,13 @@ export function parseManifest(pkg: unknown, file: string, dirName: string): Mani
   const env = checkEnv(raw.env, report);
   const engines = checkEngines(raw.engines, report);
   const tools = checkTools(raw.tools, report);
+  if (raw.try !== undefined && (typeof raw.try !== "string" || raw.try.trim() === "")) {
+    report("casebook.try", `must be a shell command like "curl -s {url}/v1/things", got ${show(raw.try)}`);
+  }
   if (problems.length > 0 || status === undefined || typeof port !== "number") return { problems };
-  return { manifest: { title, status, main, bench, port, env, engines, tools }, problems };
+  const manifest: SystemManifest = { title, status, main, bench, port, env, engines, tools };
+  if (typeof raw.try === "string") manifest.try = raw.try;
+  return { manifest, problems };
 }
 
 type Report = (field: string, what: string) => void;

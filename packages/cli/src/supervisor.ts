@@ -12,10 +12,12 @@
  */
 import { mkdirSync } from "node:fs";
 import { constants } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { cliErrors } from "./cli-errors.ts";
 import { waitForHealthy } from "./health-wait.ts";
 import type { SystemPlan } from "./launch-plan.ts";
 import { formatLogLine, type LogStyle } from "./log-format.ts";
+import { StartNotes } from "./start-notes.ts";
 import { type ExitInfo, SystemProcess } from "./system-process.ts";
 import { renderTable } from "./table.ts";
 
@@ -52,6 +54,8 @@ export interface SuperviseOptions extends SuperviseLimits {
 type StartResult = { kind: "healthy" | "aborted" } | { kind: "exited"; info: ExitInfo } | { kind: "timeout" };
 
 const shutdownSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+/** After the last /healthz: time for start log lines (keys, RESP port) still in the pipes to arrive. */
+const NOTES_SETTLE_MS = 300;
 
 export async function supervise(plans: readonly SystemPlan[], options: SuperviseOptions): Promise<number> {
   const children: SystemProcess[] = [];
@@ -75,8 +79,9 @@ export async function supervise(plans: readonly SystemPlan[], options: Supervise
   };
   for (const signal of shutdownSignals) process.on(signal, onSignal);
   process.on("exit", onExit);
+  const notes = new StartNotes();
   try {
-    children.push(...startChildren(plans, options));
+    children.push(...startChildren(plans, options, notes));
     const failed = await awaitStart(children, plans, options, shutdown);
     if (signalled === undefined && failed.length > 0) {
       await stopAll(children, options);
@@ -85,7 +90,9 @@ export async function supervise(plans: readonly SystemPlan[], options: Supervise
       });
     }
     if (signalled === undefined) {
-      printReady(plans, options);
+      // A line logged just before /healthz answered may still be in the pipe: a short, bounded settle.
+      await sleep(NOTES_SETTLE_MS);
+      printReady(plans, options, notes);
       const code = await runUntilDone(children, options, shutdown);
       if (signalled === undefined) return code;
     }
@@ -99,7 +106,11 @@ export async function supervise(plans: readonly SystemPlan[], options: Supervise
   }
 }
 
-function startChildren(plans: readonly SystemPlan[], options: SuperviseOptions): SystemProcess[] {
+function startChildren(
+  plans: readonly SystemPlan[],
+  options: SuperviseOptions,
+  notes: StartNotes,
+): SystemProcess[] {
   const nameWidth = Math.max(...plans.map((p) => p.name.length));
   const style: LogStyle = { ...options.logStyle, nameWidth };
   return plans.map((plan, index) => {
@@ -114,6 +125,7 @@ function startChildren(plans: readonly SystemPlan[], options: SuperviseOptions):
       stderrTailLines: options.stderrTailLines,
       maxLineChars: options.maxLineChars,
       onLine: (stream, line) => {
+        notes.observe(plan.name, line);
         const text = `${formatLogLine(plan.name, line, style, index)}\n`;
         if (stream === "stdout") options.out(text);
         else options.err(text);
@@ -219,9 +231,12 @@ async function stopAll(children: readonly SystemProcess[], options: SuperviseOpt
   });
 }
 
-function printReady(plans: readonly SystemPlan[], options: SuperviseOptions): void {
+function printReady(plans: readonly SystemPlan[], options: SuperviseOptions, notes: StartNotes): void {
   const rows = plans.map((p) => [p.name, p.url, p.engine, p.title]);
-  options.out(`\n${renderTable(["system", "url", "engine", "design"], rows)}\n`);
+  const tryBlock = notes.render(plans);
+  options.out(
+    `\n${renderTable(["system", "url", "engine", "design"], rows)}\n${tryBlock === "" ? "" : `${tryBlock}\n`}`,
+  );
   options.err(`casebook: ${plans.length} system(s) up; Ctrl-C stops ${plans.length > 1 ? "them" : "it"}\n`);
 }
 

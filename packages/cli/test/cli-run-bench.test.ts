@@ -28,7 +28,9 @@ test("run starts one system in the foreground with PORT and the arguments after 
   await cli.waitFor(/system\(s\) up/);
   assert.match(
     cli.stdout(),
-    new RegExp(`alpha\\s+http://127\\.0\\.0\\.1:${port}\\s+embedded\\s+fixture alpha`),
+    new RegExp(
+      `alpha\\s+http://127\\.0\\.0\\.1:${port}\\s+pglite \\(embedded\\) \\+ in-process \\(embedded\\)\\s+fixture alpha`,
+    ),
   );
   assert.match(
     cli.stdout(),

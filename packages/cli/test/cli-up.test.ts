@@ -42,7 +42,7 @@ test("up starts every system, prints where each listens, and SIGTERM stops them 
   const table = cli.stdout();
   assert.match(
     table,
-    new RegExp(`alpha\\s+http://127\\.0\\.0\\.1:${alphaPort}\\s+postgres \\+ embedded redis`),
+    new RegExp(`alpha\\s+http://127\\.0\\.0\\.1:${alphaPort}\\s+postgres \\+ in-process \\(embedded\\)`),
   );
   assert.match(table, new RegExp(`beta\\s+http://127\\.0\\.0\\.1:${betaPort}`));
   assert.doesNotMatch(table, /gamma\s+http/);

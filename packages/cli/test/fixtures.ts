@@ -146,7 +146,8 @@ export interface CliRun {
   exited: Promise<number>;
 }
 
-export function startCli(args: readonly string[], env: NodeJS.ProcessEnv): CliRun {
+/** `lifetimeMs`: how long the CLI may run before it is killed (default cliTimeoutMs). */
+export function startCli(args: readonly string[], env: NodeJS.ProcessEnv, lifetimeMs = cliTimeoutMs): CliRun {
   const child = spawn(process.execPath, [binPath, ...args], { env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
@@ -166,8 +167,8 @@ export function startCli(args: readonly string[], env: NodeJS.ProcessEnv): CliRu
   const exited = new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
-      reject(new Error(`casebook ${args.join(" ")} did not exit within ${cliTimeoutMs} ms\n${out}\n${err}`));
-    }, cliTimeoutMs);
+      reject(new Error(`casebook ${args.join(" ")} did not exit within ${lifetimeMs} ms\n${out}\n${err}`));
+    }, lifetimeMs);
     child.once("close", (code, signal) => {
       clearTimeout(timer);
       closed = true;

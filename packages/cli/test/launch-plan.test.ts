@@ -67,7 +67,7 @@ test("the child's environment: manifest defaults, then the caller's, then PORT, 
   assert.equal(plan.url, "http://127.0.0.1:8101", "a wildcard bind is probed through loopback");
   assert.equal(plan.dataDir, "/var/casebook/alpha");
   assert.deepEqual(plan.args, ["-v"]);
-  assert.equal(plan.engine, "postgres + embedded redis");
+  assert.equal(plan.engine, "postgres + in-process (embedded)");
   assert.deepEqual(
     {
       GREETING: plan.env.GREETING,
@@ -139,18 +139,24 @@ test("named systems must exist and have their main written", (t) => {
   );
 });
 
-test("engine labels name the real engines and collapse all-embedded to one word", () => {
+test("engine labels name the engine each role really runs on, from the manifest and the environment", () => {
   const both = ["sql", "redis"] as const;
-  assert.equal(engineLabel(both, {}), "embedded");
-  assert.equal(engineLabel(both, { DATABASE_URL: "postgres://x" }), "postgres + embedded redis");
-  assert.equal(engineLabel(both, { REDIS_URL: "redis://x" }), "embedded sql + redis");
+  assert.equal(engineLabel(both, {}), "pglite (embedded) + in-process (embedded)");
+  assert.equal(engineLabel(both, { DATABASE_URL: "postgres://x" }), "postgres + in-process (embedded)");
+  assert.equal(engineLabel(both, { REDIS_URL: "redis://x" }), "pglite (embedded) + redis");
   assert.equal(
     engineLabel(both, { DATABASE_URL: "postgres://x", REDIS_URL: "redis://x" }),
     "postgres + redis",
   );
-  assert.equal(engineLabel(["redis"], { DATABASE_URL: "postgres://x" }), "embedded");
-  assert.equal(engineLabel([], {}), "none");
-  assert.equal(engineLabel(both, { DATABASE_URL: "" }), "embedded", "an empty variable is unset");
+  assert.equal(engineLabel(["sql"], {}), "pglite (embedded)", "payments and webhooks: SQL only");
+  assert.equal(engineLabel(["redis"], { DATABASE_URL: "postgres://x" }), "in-process (embedded)");
+  assert.equal(engineLabel(["redis"], { REDIS_CLUSTER_NODES: "redis://a:1" }), "redis");
+  assert.equal(engineLabel([], {}), "own memory", "the cache is its own engine");
+  assert.equal(
+    engineLabel(both, { DATABASE_URL: "" }),
+    "pglite (embedded) + in-process (embedded)",
+    "an empty variable is unset",
+  );
 });
 
 test("names, URLs and ports from user input", () => {

@@ -35,6 +35,7 @@ import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/con
 import { systemRandom } from "@casebook/kit/random";
 import { createAcquirerSim } from "./acquirer-sim/acquirer-sim.ts";
 import { registerAccountRoutes } from "./api/account-routes.ts";
+import { registerPaymentsAdminApi } from "./api/admin-routes.ts";
 import {
   correlatePaymentRequests,
   countSagaBacklog,
@@ -88,6 +89,14 @@ export const configSchema = {
     env: "PAYMENTS_BOOTSTRAP_MERCHANT",
     pattern: /^[A-Za-z0-9_-]{1,64}$/,
     description: `Merchant created with a printed API key on first start; "${BOOTSTRAP_OFF}" = none; unset = "${DEFAULT_BOOTSTRAP_MERCHANT}" on PGlite, none on PostgreSQL`,
+  }),
+  adminToken: field.string({
+    env: "PAYMENTS_ADMIN_TOKEN",
+    minLength: 16,
+    maxLength: 256,
+    secret: true,
+    description:
+      "Bearer token of /v1/admin/* (merchants and their API keys; `casebook payments new-key` uses it); unset = no admin API",
   }),
   breakerOpenMode: field.enum(["accept", "fail-fast"], {
     env: "PAYMENTS_BREAKER_OPEN_MODE",
@@ -304,6 +313,21 @@ function startDailyReconciliation(service: Service, db: Database, acquirerUrl: s
   });
 }
 
+/**
+ * On a database with no merchant (PostgreSQL starts with none), one line that says how to make
+ * the first: the admin API, through `casebook payments new-key`, which needs the admin token.
+ */
+function announceNoMerchant(service: Service, config: Config): void {
+  const tool = "npx casebook payments new-key --merchant demo";
+  const next =
+    config.adminToken === undefined
+      ? `restart with PAYMENTS_ADMIN_TOKEN=<16+ chars> and run \`PAYMENTS_ADMIN_TOKEN=<same> ${tool}\``
+      : `run \`${tool}\` (with the same PAYMENTS_ADMIN_TOKEN)`;
+  // `try` / `next`: what `casebook up` prints below its table for this system.
+  const tryIt = config.adminToken === undefined ? { next } : { try: tool };
+  service.log.warn(tryIt, `no merchant yet: to create one and its API key, ${next}`);
+}
+
 export async function main(
   env: NodeJS.ProcessEnv = process.env,
   tuning: PaymentsTuning = {},
@@ -378,14 +402,24 @@ export async function main(
         });
         registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.principalOf });
       });
+      if (config.adminToken !== undefined) {
+        await registerPaymentsAdminApi(service.app, {
+          db,
+          clock: systemClock,
+          randomBytes,
+          adminToken: config.adminToken,
+        });
+      }
       const bootstrap = await bootstrapMerchant(config, merchants, service);
-      return { acquirerUrl, bootstrap };
+      const noMerchant = bootstrap === undefined && !(await merchants.any());
+      return { acquirerUrl, bootstrap, noMerchant };
     },
     listen: { port: config.port, host: config.host },
     listening: ({ acquirerUrl }, { db }) => ({ engine: db.engine, acquirerUrl }),
-    announce: ({ bootstrap }, { service, url }) => {
+    announce: ({ bootstrap, noMerchant }, { service, url }) => {
+      if (noMerchant) announceNoMerchant(service, config);
       if (!bootstrap) return;
-      const hint = `curl -H 'Authorization: Bearer ${bootstrap.apiKey}' ${url}/v1/accounts`;
+      const hint = `curl -s -H 'Authorization: Bearer ${bootstrap.apiKey}' ${url}/v1/accounts`;
       service.log.info(
         { ...bootstrap, try: hint },
         "bootstrap merchant created: its API key is shown only now",
@@ -403,7 +437,7 @@ if (import.meta.main) {
     schema: configSchema,
     usage: ["npx casebook run payments", "node systems/payments/src/main.ts"],
     notes:
-      "Tools: npx casebook payments reconcile <file.csv | --date D>, npx casebook payments acquirer-sim.\nThe API and the failure modes: systems/payments/README.md",
+      "Tools: npx casebook payments new-key [--merchant ID], npx casebook payments reconcile <file.csv | --date D>,\nnpx casebook payments acquirer-sim.\nThe API and the failure modes: systems/payments/README.md",
     start: async () => (await main()).service,
   });
 }

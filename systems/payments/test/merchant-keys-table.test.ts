@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
-import { apiKeyTableSql } from "@casebook/infra/sql/api-key-table";
+import { apiKeyTableSql, apiKeyUsageSql } from "@casebook/infra/sql/api-key-table";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { tableShape } from "@casebook/lab/table-shape";
@@ -15,7 +15,7 @@ import { merchantKeys } from "../src/store/merchant-repository.ts";
 
 const dir = new URL("../src/store/migrations/", import.meta.url);
 
-test("the api key table helper builds exactly 005's merchant_api_keys", async (t) => {
+test("the api key table helpers build exactly 005 + 012's merchant_api_keys", async (t) => {
   const migrated = await openDatabase({ system: "payments", dataDir: "memory://" });
   t.after(() => migrated.close());
   await runMigrations(migrated, { dir });
@@ -31,6 +31,7 @@ test("the api key table helper builds exactly 005's merchant_api_keys", async (t
       scheme: merchantKeys.scheme,
     }),
   );
+  await helper.exec(apiKeyUsageSql({ table: "merchant_api_keys" }));
   assert.deepEqual(
     await tableShape(helper, "merchant_api_keys"),
     await tableShape(migrated, "merchant_api_keys"),

@@ -27,7 +27,7 @@ import { webhooksErrorRegistries } from "./api/error-registries.ts";
 import { registerWebhooksApi } from "./api/register-api.ts";
 import { storeErrors } from "./domain/store-errors.ts";
 import { migrateWebhookStore } from "./store/migrate.ts";
-import { createTenant, getTenant } from "./store/tenant-repository.ts";
+import { anyTenant, createTenant, getTenant } from "./store/tenant-repository.ts";
 import {
   BOOTSTRAP_OFF,
   configSchema,
@@ -166,6 +166,21 @@ function announce(service: Service, url: string, bootstrap: { tenantId: string; 
   service.log.info({ ...bootstrap, try: hint }, "bootstrap tenant created: its API key is shown only now");
 }
 
+/**
+ * On a database with no tenant (PostgreSQL, or any start with WEBHOOKS_ADMIN_TOKEN set), one
+ * line that says how to make the first: `casebook webhooks new-key`, which needs the admin token.
+ */
+function announceNoTenant(service: Service, config: WebhooksConfig): void {
+  const tool = "npx casebook webhooks new-key --tenant demo";
+  const next =
+    config.adminToken === undefined
+      ? `restart with WEBHOOKS_ADMIN_TOKEN=<16+ chars> and run \`WEBHOOKS_ADMIN_TOKEN=<same> ${tool}\``
+      : `run \`${tool}\` (with the same WEBHOOKS_ADMIN_TOKEN)`;
+  // `try` / `next`: what `casebook up` prints below its table for this system.
+  const tryIt = config.adminToken === undefined ? { next } : { try: tool };
+  service.log.warn(tryIt, `no tenant yet: to create one and its API key, ${next}`);
+}
+
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningWebhooks> {
   const config = loadWebhooksConfig(env);
   const { url, service, db, built } = await startService({
@@ -192,11 +207,13 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       });
       const worker = config.workers ? startWorkers(config, db, service) : undefined;
       const bootstrap = await bootstrapTenant(config, db, service);
-      return { worker, bootstrap };
+      const noTenant = bootstrap === undefined && !(await anyTenant(db));
+      return { worker, bootstrap, noTenant };
     },
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({ engine: db.engine, workers: config.workers }),
-    announce: ({ bootstrap }, { service, url }) => {
+    announce: ({ bootstrap, noTenant }, { service, url }) => {
+      if (noTenant) announceNoTenant(service, config);
       if (bootstrap) announce(service, url, bootstrap);
     },
   });
@@ -211,7 +228,7 @@ if (import.meta.main) {
     schema: configSchema,
     usage: ["npx casebook run webhooks", "node systems/webhooks/src/main.ts"],
     notes:
-      "A receiver to try it with: npx casebook webhooks demo-receiver.\nThe API and the failure modes: systems/webhooks/README.md",
+      "A tenant API key: npx casebook webhooks new-key [--tenant ID] (needs WEBHOOKS_ADMIN_TOKEN).\nA receiver to try it with: npx casebook webhooks demo-receiver.\nThe API and the failure modes: systems/webhooks/README.md",
     start: async () => (await main()).service,
   });
 }

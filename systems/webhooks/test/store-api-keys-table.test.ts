@@ -7,13 +7,13 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { test } from "node:test";
-import { apiKeyTableSql } from "@casebook/infra/sql/api-key-table";
+import { apiKeyTableSql, apiKeyUsageSql } from "@casebook/infra/sql/api-key-table";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { tableShape } from "@casebook/lab/table-shape";
 import { migrateWebhookStore } from "../src/store/migrate.ts";
 import { tenantKeys } from "../src/store/tenant-repository.ts";
 
-test("the api key table helper builds exactly 001's tenant_api_keys", async (t) => {
+test("the api key table helpers build exactly 001 + 009's tenant_api_keys", async (t) => {
   const migrated = await openDatabase({ system: "webhooks", dataDir: "memory://" });
   t.after(() => migrated.close());
   await migrateWebhookStore(migrated);
@@ -29,6 +29,7 @@ test("the api key table helper builds exactly 001's tenant_api_keys", async (t) 
       scheme: tenantKeys.scheme,
     }),
   );
+  await helper.exec(apiKeyUsageSql({ table: "tenant_api_keys" }));
   assert.deepEqual(
     await tableShape(helper, "tenant_api_keys"),
     await tableShape(migrated, "tenant_api_keys"),

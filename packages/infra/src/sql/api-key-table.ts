@@ -6,9 +6,17 @@
  *
  * - `apiKeyTableSql` is the table's DDL, for a system's migration (payments' 005 and webhooks'
  *   001 wrote the same table by hand; a test checks the helper still builds exactly theirs).
+ * - `apiKeyUsageSql` is the upgrade every key table takes after it (`last_used_at`, `revoked_at`):
+ *   a table is `apiKeyTableSql` + `apiKeyUsageSql`, in one migration or two.
  * - `ApiKeyTable` issues (a fresh prefix on the rare collision, inside the caller's
  *   transaction), authenticates (lookup by prefix, constant-time hash compare, then expiry),
- *   lists, expires an owner's other keys (rotation) and revokes one.
+ *   lists, rotates (a new key, the owner's others expiring after an overlap), expires an owner's
+ *   other keys and revokes one.
+ *
+ * `last_used_at` is written by `authenticate`, but only when the stored value is older than
+ * `touchIntervalMs` (default a minute): a key serving a thousand requests a second costs one
+ * UPDATE a minute, not a thousand, and the listing is still right to the minute. The UPDATE
+ * repeats the age condition, so replicas racing on one key write it once per interval too.
  *
  * Table and column names reach SQL text, so they are checked as identifiers.
  *
@@ -18,11 +26,15 @@
  * await keys.authenticate(db, issued.key, nowMs); // "mer_1"
  */
 import { type ApiKeyScheme, apiKeyMatches, type IssuedApiKey, type RandomBytes } from "@casebook/kit/api-key";
-import type { Queryable } from "./sql.ts";
+import type { Database, Queryable } from "./sql.ts";
 import { checkIdentifier } from "./sql-schema.ts";
 
 /** Fresh prefixes tried when one is taken: 2^64 ids make even a second attempt vanishingly rare. */
 export const MAX_PREFIX_ATTEMPTS = 3;
+/** How stale `last_used_at` may get before an authentication writes it again: one write per key per minute. */
+export const DEFAULT_LAST_USED_TOUCH_MS = 60_000;
+/** A rotation keeps the old keys alive at most this long (a week, as payment providers allow). */
+export const MAX_ROTATION_OVERLAP_MS = 7 * 24 * 3_600_000;
 
 export interface ApiKeyTableNames {
   /** `merchant_api_keys`. */
@@ -30,9 +42,13 @@ export interface ApiKeyTableNames {
   /** The owner's id column: `merchant_id`, `tenant_id`. */
   ownerColumn: string;
   scheme: ApiKeyScheme;
+  /** The owners' table (`merchants`, `tenants`, keyed by `id`): rotate checks and locks the owner there. */
+  ownerTable?: string;
+  /** Default DEFAULT_LAST_USED_TOUCH_MS; 0 writes on every authentication (tests). */
+  touchIntervalMs?: number;
 }
 
-export interface ApiKeyTableSqlOptions extends ApiKeyTableNames {
+export interface ApiKeyTableSqlOptions extends Omit<ApiKeyTableNames, "touchIntervalMs"> {
   /** The owners' table and its key, for the foreign key: `merchants (id)`. */
   ownerTable: string;
   /** Default `${table}_${ownerColumn}`. */
@@ -44,6 +60,22 @@ export interface ApiKeyInfo {
   createdAt: Date;
   /** null: valid until rotated out or revoked. */
   expiresAt: Date | null;
+  /** The last authentication, to within the table's touch interval; null: never used. */
+  lastUsedAt: Date | null;
+  /** When it was revoked (it stopped working then); null: never revoked. */
+  revokedAt: Date | null;
+}
+
+export interface RotateContext {
+  nowMs: number;
+  randomBytes: RandomBytes;
+  /** How long the owner's other keys keep working (0..MAX_ROTATION_OVERLAP_MS): a rolling deploy's window. */
+  overlapMs: number;
+}
+
+export interface RotatedApiKey extends IssuedApiKey {
+  /** When the owner's previous keys stop working. */
+  previousExpireAtMs: number;
 }
 
 export interface IssueContext {
@@ -78,16 +110,40 @@ CREATE INDEX ${index} ON ${table} (${owner});
 `;
 }
 
-/** Issue, authenticate, list, expire and revoke the keys of one table; see the module comment. */
+/**
+ * The columns every key table gained after its first version: when a key was last used and
+ * when it was revoked. Existing keys start as never used, never revoked.
+ *
+ * @example
+ * migration("012_api_key_usage", apiKeyUsageSql({ table: "merchant_api_keys" }));
+ */
+export function apiKeyUsageSql(options: { table: string }): string {
+  const table = checkIdentifier(options.table);
+  return `ALTER TABLE ${table}
+  -- Written by authentication at most once per touch interval (api-key-table.ts), so it is not a write per request.
+  ADD COLUMN last_used_at timestamptz,
+  -- Set by a revocation, beside expires_at (which is what authentication checks).
+  ADD COLUMN revoked_at timestamptz;
+`;
+}
+
+/** Issue, authenticate, list, rotate, expire and revoke the keys of one table; see the module comment. */
 export class ApiKeyTable {
   readonly scheme: ApiKeyScheme;
+  readonly touchIntervalMs: number;
   readonly #table: string;
   readonly #owner: string;
+  readonly #ownerTable: string | undefined;
 
   constructor(names: ApiKeyTableNames) {
     this.scheme = names.scheme;
     this.#table = checkIdentifier(names.table);
     this.#owner = checkIdentifier(names.ownerColumn);
+    this.#ownerTable = names.ownerTable === undefined ? undefined : checkIdentifier(names.ownerTable);
+    const touch = names.touchIntervalMs ?? DEFAULT_LAST_USED_TOUCH_MS;
+    if (!Number.isInteger(touch) || touch < 0)
+      throw new RangeError(`touchIntervalMs ${touch} must be an integer >= 0`);
+    this.touchIntervalMs = touch;
   }
 
   /**
@@ -113,25 +169,82 @@ export class ApiKeyTable {
   async authenticate(q: Queryable, key: string, nowMs: number): Promise<string | undefined> {
     const presented = this.scheme.parse(key);
     if (!presented) return undefined;
-    const { rows } = await q.query<{ owner: string; key_hash: string; expires_at: Date | null }>(
-      `SELECT ${this.#owner} AS owner, key_hash, expires_at FROM ${this.#table} WHERE prefix = $1`,
+    const { rows } = await q.query<{
+      owner: string;
+      key_hash: string;
+      expires_at: Date | null;
+      last_used_at: Date | null;
+    }>(
+      `SELECT ${this.#owner} AS owner, key_hash, expires_at, last_used_at FROM ${this.#table} WHERE prefix = $1`,
       [presented.prefix],
     );
     const row = rows[0];
     // The hash compare runs before the expiry check, so both failures take the same path and time.
     if (!row || !apiKeyMatches(presented.hash, row.key_hash)) return undefined;
     if (row.expires_at !== null && row.expires_at.getTime() <= nowMs) return undefined;
+    if (row.last_used_at === null || row.last_used_at.getTime() <= nowMs - this.touchIntervalMs) {
+      await this.#touch(q, presented.prefix, nowMs);
+    }
     return row.owner;
+  }
+
+  /** last_used_at = now, unless another request (or replica) wrote it within the interval already. */
+  async #touch(q: Queryable, prefix: string, nowMs: number): Promise<void> {
+    await q.query(
+      `UPDATE ${this.#table} SET last_used_at = $2
+        WHERE prefix = $1 AND (last_used_at IS NULL OR last_used_at <= $3)`,
+      [prefix, new Date(nowMs), new Date(nowMs - this.touchIntervalMs)],
+    );
   }
 
   /** The owner's keys, newest first (prefixes only: the keys themselves are not stored). */
   async list(q: Queryable, ownerId: string): Promise<ApiKeyInfo[]> {
-    const { rows } = await q.query<{ prefix: string; created_at: Date; expires_at: Date | null }>(
-      `SELECT prefix, created_at, expires_at FROM ${this.#table} WHERE ${this.#owner} = $1
-        ORDER BY created_at DESC, prefix`,
+    const { rows } = await q.query<{
+      prefix: string;
+      created_at: Date;
+      expires_at: Date | null;
+      last_used_at: Date | null;
+      revoked_at: Date | null;
+    }>(
+      `SELECT prefix, created_at, expires_at, last_used_at, revoked_at FROM ${this.#table}
+        WHERE ${this.#owner} = $1 ORDER BY created_at DESC, prefix`,
       [ownerId],
     );
-    return rows.map((row) => ({ prefix: row.prefix, createdAt: row.created_at, expiresAt: row.expires_at }));
+    return rows.map((row) => ({
+      prefix: row.prefix,
+      createdAt: row.created_at,
+      expiresAt: row.expires_at,
+      lastUsedAt: row.last_used_at,
+      revokedAt: row.revoked_at,
+    }));
+  }
+
+  /** Whether the owner exists (needs `ownerTable`); `forUpdate` locks its row for the caller's transaction. */
+  async ownerExists(q: Queryable, ownerId: string, forUpdate = false): Promise<boolean> {
+    if (this.#ownerTable === undefined) throw new Error(`api key table ${this.#table}: no ownerTable given`);
+    const { rowCount } = await q.query(
+      `SELECT 1 FROM ${this.#ownerTable} WHERE id = $1${forUpdate ? " FOR UPDATE" : ""}`,
+      [ownerId],
+    );
+    return rowCount === 1;
+  }
+
+  /**
+   * Rotation with overlap, in one transaction holding the owner's row (two rotations queue
+   * instead of leaving two "newest" keys): a new key, live now, and every other live key of
+   * the owner expiring `overlapMs` from now. Undefined when there is no such owner.
+   */
+  async rotate(db: Database, ownerId: string, ctx: RotateContext): Promise<RotatedApiKey | undefined> {
+    if (!Number.isInteger(ctx.overlapMs) || ctx.overlapMs < 0 || ctx.overlapMs > MAX_ROTATION_OVERLAP_MS) {
+      throw new RangeError(`overlapMs ${ctx.overlapMs} must be an integer in 0..${MAX_ROTATION_OVERLAP_MS}`);
+    }
+    return db.transaction(async (tx) => {
+      if (!(await this.ownerExists(tx, ownerId, true))) return undefined;
+      const previousExpireAtMs = ctx.nowMs + ctx.overlapMs;
+      await this.expireAll(tx, ownerId, previousExpireAtMs);
+      const issued = await this.issue(tx, ownerId, { nowMs: ctx.nowMs, randomBytes: ctx.randomBytes });
+      return { ...issued, previousExpireAtMs };
+    });
   }
 
   /**
@@ -150,7 +263,7 @@ export class ApiKeyTable {
   /** The key with `prefix` stops working at `nowMs`; false when the owner has no such live key. */
   async revoke(q: Queryable, ownerId: string, prefix: string, nowMs: number): Promise<boolean> {
     const { rowCount } = await q.query(
-      `UPDATE ${this.#table} SET expires_at = $3
+      `UPDATE ${this.#table} SET expires_at = $3, revoked_at = $3
         WHERE ${this.#owner} = $1 AND prefix = $2 AND (expires_at IS NULL OR expires_at > $3)`,
       [ownerId, prefix, new Date(nowMs)],
     );

@@ -8,12 +8,21 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { apiKeyScheme } from "@casebook/kit/api-key";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { sqlBackends } from "@casebook/lab/sql-backends";
-import { ApiKeyTable, apiKeyTableSql } from "../../src/sql/api-key-table.ts";
+import { ApiKeyTable, apiKeyTableSql, apiKeyUsageSql } from "../../src/sql/api-key-table.ts";
 import { applyMigrations, migration } from "../../src/sql/migrations.ts";
 import type { Database } from "../../src/sql/sql.ts";
 
 const scheme = apiKeyScheme("ok");
 const keys = new ApiKeyTable({ table: "owner_api_keys", ownerColumn: "owner_id", scheme });
+/** The same table with its owners known (rotation) and last_used_at written at most every 10 s. */
+const TOUCH_MS = 10_000;
+const ownedKeys = new ApiKeyTable({
+  table: "owner_api_keys",
+  ownerColumn: "owner_id",
+  ownerTable: "owners",
+  scheme,
+  touchIntervalMs: TOUCH_MS,
+});
 
 const backends = sqlBackends({
   system: "api-key-table",
@@ -25,6 +34,7 @@ const backends = sqlBackends({
         "002_api_keys",
         apiKeyTableSql({ table: "owner_api_keys", ownerColumn: "owner_id", ownerTable: "owners", scheme }),
       ),
+      migration("003_api_key_usage", apiKeyUsageSql({ table: "owner_api_keys" })),
     ]),
   subject: (db) => db,
 });
@@ -92,5 +102,64 @@ contractSuite("api key table", backends, (test) => {
         ),
       );
     }
+  });
+
+  test("last_used_at is written on authentication only when older than the touch interval", async (db) => {
+    const [o1] = await owners(db);
+    const issued = await ownedKeys.issue(db, o1, { nowMs: 1_000, randomBytes });
+    const lastUsed = async () => (await ownedKeys.list(db, o1))[0]!.lastUsedAt?.getTime() ?? null;
+    assert.equal(await lastUsed(), null, "never used yet");
+    // Count the UPDATEs authentication sends: the point is not writing once per request.
+    let updates = 0;
+    const counting = {
+      query: (text: string, params?: unknown[]) => {
+        if (text.trimStart().startsWith("UPDATE")) updates++;
+        return db.query(text, params);
+      },
+    } as Database;
+    assert.equal(await ownedKeys.authenticate(counting, issued.key, 50_000), o1);
+    assert.equal(await lastUsed(), 50_000);
+    for (const nowMs of [50_001, 55_000, 59_999]) {
+      assert.equal(await ownedKeys.authenticate(counting, issued.key, nowMs), o1);
+    }
+    assert.equal(updates, 1, "requests inside the interval write nothing");
+    assert.equal(await lastUsed(), 50_000);
+    assert.equal(await ownedKeys.authenticate(counting, issued.key, 50_000 + TOUCH_MS), o1);
+    assert.equal(updates, 2, "a request once the interval has passed writes it again");
+    assert.equal(await lastUsed(), 50_000 + TOUCH_MS);
+    assert.equal(
+      await ownedKeys.authenticate(counting, `${issued.prefix}_${"A".repeat(43)}`, 99_000),
+      undefined,
+    );
+    assert.equal(updates, 2, "a wrong secret touches nothing");
+  });
+
+  test("rotate: the new key is live at once, the old one until the overlap ends; revoke is recorded", async (db) => {
+    const [o1, o2] = await owners(db);
+    const old = await ownedKeys.issue(db, o1, { nowMs: 1_000, randomBytes });
+    const rotated = await ownedKeys.rotate(db, o1, { nowMs: 2_000, randomBytes, overlapMs: 3_000 });
+    assert.ok(rotated);
+    assert.equal(rotated.previousExpireAtMs, 5_000);
+    assert.equal(await ownedKeys.authenticate(db, rotated.key, 2_000), o1, "the new key works now");
+    assert.equal(await ownedKeys.authenticate(db, old.key, 4_999), o1, "the old one through the overlap");
+    assert.equal(await ownedKeys.authenticate(db, old.key, 5_000), undefined, "and not after");
+    assert.equal(
+      await ownedKeys.rotate(db, "o_nobody", { nowMs: 2_000, randomBytes, overlapMs: 0 }),
+      undefined,
+    );
+    await assert.rejects(ownedKeys.rotate(db, o1, { nowMs: 2_000, randomBytes, overlapMs: -1 }), RangeError);
+    const other = await ownedKeys.issue(db, o2, { nowMs: 1_000, randomBytes });
+    assert.equal(await ownedKeys.revoke(db, o2, other.prefix, 7_000), true);
+    const [info] = await ownedKeys.list(db, o2);
+    assert.equal(info!.revokedAt?.getTime(), 7_000);
+    assert.equal(info!.expiresAt?.getTime(), 7_000);
+    const listed = await ownedKeys.list(db, o1);
+    assert.deepEqual(
+      listed.map((k) => [k.prefix, k.expiresAt?.getTime() ?? null, k.revokedAt]),
+      [
+        [rotated.prefix, null, null],
+        [old.prefix, 5_000, null],
+      ],
+    );
   });
 });

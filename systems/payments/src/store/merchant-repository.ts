@@ -32,6 +32,7 @@ export const MAX_KEY_OVERLAP_MS = 7 * 24 * 3_600_000;
 export const merchantKeys = new ApiKeyTable({
   table: "merchant_api_keys",
   ownerColumn: "merchant_id",
+  ownerTable: "merchants",
   scheme: apiKeyScheme("sk"),
 });
 
@@ -129,6 +130,12 @@ export class MerchantRepository {
       [merchantId],
     );
     return rows[0] ? toMerchant(rows[0]) : undefined;
+  }
+
+  /** Whether any merchant exists: a start on an empty database says how to make the first one. */
+  async any(): Promise<boolean> {
+    const { rowCount } = await this.#db.query("SELECT 1 FROM merchants LIMIT 1");
+    return rowCount > 0;
   }
 
   /** The merchant's keys, newest first (prefixes only: the keys themselves are not stored). */

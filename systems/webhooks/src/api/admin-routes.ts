@@ -4,8 +4,12 @@
  *
  *   POST   /v1/admin/tenants                          201: the tenant and its first API key (shown once)
  *   PATCH  /v1/admin/tenants/{id}                     its fair-scheduling weight (WH-15, WH-21)
- *   POST   /v1/admin/tenants/{id}/api-keys            201: another key (rotation: issue, deploy, revoke)
+ *   GET    /v1/admin/tenants/{id}/api-keys            its keys: prefix, createdAt, lastUsedAt, expiresAt, revokedAt
+ *   POST   /v1/admin/tenants/{id}/api-keys            201: another key (shown once)
+ *   POST   /v1/admin/tenants/{id}/api-keys/rotate     201: a new key; the others work `expiresInS` more
  *   DELETE /v1/admin/tenants/{id}/api-keys/{prefix}   204: that key stops working now
+ *
+ * The key routes are @casebook/infra/http/api-key-admin-routes, the same as payments'.
  *
  * New tenants get the service's retention settings unless the request names their own:
  * the retry window (WH-02, ≤ 24 h) and the payload retention (WH-22, ≥ the window).
@@ -16,16 +20,15 @@
  *   registerAdminRoutes(scope, { db, clock, randomBytes, tenantDefaults: { deliveryWindowS: 86_400, payloadRetentionS: 86_400 } });
  * });
  */
+import { registerApiKeyAdminRoutes } from "@casebook/infra/http/api-key-admin-routes";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
-import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance } from "fastify";
 import { storeErrors } from "../domain/store-errors.ts";
 import type { RandomBytes } from "../domain/store-ids.ts";
 import {
   createTenant,
   getTenant,
-  issueApiKey,
   MAX_ATTEMPT_RETENTION_S,
   MAX_DELIVERY_WINDOW_S,
   MAX_PAYLOAD_RETENTION_S,
@@ -33,9 +36,9 @@ import {
   MAX_TENANT_WEIGHT,
   MIN_ATTEMPT_RETENTION_S,
   type NewTenant,
-  revokeApiKey,
   setTenantWeight,
   type Tenant,
+  tenantKeys,
 } from "../store/tenant-repository.ts";
 import { idParams, instant } from "./api-schemas.ts";
 import { withFieldPointers } from "./field-errors.ts";
@@ -187,54 +190,17 @@ function registerTenantRoutes(app: FastifyInstance, context: AdminContext): void
   );
 }
 
+/** The key routes are infra's, shared with payments: list, issue, rotate with overlap, revoke. */
 function registerKeyRoutes(app: FastifyInstance, context: AdminContext): void {
-  app.post<{ Params: { id: string } }>(
-    "/v1/admin/tenants/:id/api-keys",
-    {
-      schema: {
-        summary: "Issue another API key for a tenant (shown once)",
-        tags,
-        headers: adminHeaders,
-        params: idParams,
-        response: { 201: apiKeyView },
-      },
-    },
-    async (request, reply) => {
-      const ctx = { nowMs: context.clock.nowMs(), randomBytes: context.randomBytes };
-      const issued = await issueApiKey(context.db, request.params.id, ctx);
-      return reply.code(201).send({ key: issued.key, prefix: issued.prefix });
-    },
-  );
-
-  app.delete<{ Params: { id: string; prefix: string } }>(
-    "/v1/admin/tenants/:id/api-keys/:prefix",
-    {
-      schema: {
-        summary: "Revoke one of a tenant's API keys, effective now",
-        tags,
-        headers: adminHeaders,
-        params: {
-          type: "object",
-          required: ["id", "prefix"],
-          additionalProperties: false,
-          properties: {
-            id: { type: "string", minLength: 1, maxLength: 100 },
-            prefix: { type: "string", minLength: 1, maxLength: 100 },
-          },
-        },
-        response: { 204: { type: "null" } },
-      },
-    },
-    async (request, reply) => {
-      const { id, prefix } = request.params;
-      const revoked = await revokeApiKey(context.db, id, prefix, context.clock.nowMs());
-      if (!revoked) {
-        const detail = "This tenant has no live API key with this prefix.";
-        throw commonErrors.create("RESOURCE_NOT_FOUND", { detail, fields: { tenantId: id, prefix } });
-      }
-      return reply.code(204).send();
-    },
-  );
+  registerApiKeyAdminRoutes(app, {
+    owners: "tenants",
+    keys: tenantKeys,
+    db: context.db,
+    clock: context.clock,
+    randomBytes: context.randomBytes,
+    ownerNotFound: tenantNotFound,
+    credential: "Bearer <WEBHOOKS_ADMIN_TOKEN>",
+  });
 }
 
 export function registerAdminRoutes(app: FastifyInstance, context: AdminContext): void {

@@ -1,8 +1,8 @@
 /**
  * The webhook store's schema: the migrations in `./migrations/` (001 tenants, 002
  * subscriptions, 003 events + outbox, 004 deliveries + attempts, 007 the outbox's lease
- * vocabulary, 008 the subscription's status), applied by infra's runner (one transaction
- * each, advisory-locked, checksummed).
+ * vocabulary, 008 the subscription's status, 009 API keys' last use and revocation), applied by
+ * infra's runner (one transaction each, advisory-locked, checksummed).
  *
  * @example
  * const db = await openDatabase({ system: "webhooks" });

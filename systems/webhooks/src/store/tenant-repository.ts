@@ -29,6 +29,7 @@ export const DEFAULT_ATTEMPT_RETENTION_S = 30 * 86_400;
 export const tenantKeys = new ApiKeyTable({
   table: "tenant_api_keys",
   ownerColumn: "tenant_id",
+  ownerTable: "tenants",
   scheme: apiKeyScheme("whk"),
 });
 
@@ -155,6 +156,12 @@ export async function createTenant(
 export async function getTenant(q: Queryable, tenantId: string): Promise<Tenant | undefined> {
   const { rows } = await q.query<TenantRow>("SELECT * FROM tenants WHERE id = $1", [tenantId]);
   return rows[0] ? toTenant(rows[0]) : undefined;
+}
+
+/** Whether any tenant exists: a start on an empty database says how to make the first one. */
+export async function anyTenant(q: Queryable): Promise<boolean> {
+  const { rowCount } = await q.query("SELECT 1 FROM tenants LIMIT 1");
+  return rowCount > 0;
 }
 
 /** Changes a tenant's scheduling weight (1..MAX_TENANT_WEIGHT); false when there is no such tenant. */
