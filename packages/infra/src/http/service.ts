@@ -21,12 +21,13 @@ import { type Clock, systemClock } from "@casebook/kit/clock";
 import { commonErrors, type ErrorRegistry } from "@casebook/kit/errors";
 import { type FastifyInstance, fastify, LogController } from "fastify";
 import type { Registry } from "prom-client";
+import { installAccessLog } from "./access-log.ts";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./error-handling.ts";
 import { httpErrors } from "./http-errors.ts";
 import { createLogger, type Logger, type LogOptions } from "./logger.ts";
 import { createHttpDurationHistogram, createMetricsRegistry, UNMATCHED_ROUTE } from "./metrics.ts";
 import { buildOpenApiDocument, type RouteDoc, routeDocs } from "./openapi.ts";
-import { OPS_PATHS, registerOpsRoutes } from "./ops-routes.ts";
+import { registerOpsRoutes } from "./ops-routes.ts";
 import { type ReadinessCheck, type ReadinessReport, runReadinessChecks } from "./readiness.ts";
 import { REQUEST_ID_HEADER, requestIdGenerator } from "./request-id.ts";
 import { type CloseHook, drainServer, runCloseHooks } from "./shutdown.ts";
@@ -99,6 +100,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** OpenAPI `info.description`. */
   description?: string;
+  /** The access log's bounds (lines a second); see access-log.ts. */
+  accessLog?: { clientErrorLinesPerS?: number; sampledLinesPerS?: number };
 }
 
 export interface ListenOptions {
@@ -150,8 +153,8 @@ function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => stri
     requestIdHeader: false, // we read x-request-id ourselves, to validate it
     logController: new LogController({
       requestIdLogLabel: "requestId",
-      // Probes and scrapes arrive every few seconds from every replica: their request lines drown the rest.
-      disableRequestLogging: (request) => OPS_PATHS.has(request.routeOptions.url ?? ""),
+      // Fastify's two lines per request are replaced by access-log.ts's one.
+      disableRequestLogging: true,
     }),
     genReqId: requestIdGenerator(newRequestId),
     bodyLimit: options.bodyLimitBytes ?? defaultBodyLimitBytes,
@@ -292,6 +295,7 @@ export function createService(options: ServiceOptions): Service {
   let closed: Promise<void> | undefined;
 
   installRequestHooks(app, registry, () => closing);
+  installAccessLog(app, { registry, clock: options.clock ?? systemClock, ...options.accessLog });
   installErrorHandling(app, { knownCodes });
   const openapi = openApiSource(app, options, [...knownCodes]);
   const readiness = readinessSource(
