@@ -26,7 +26,13 @@ import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from 
 import { httpErrors } from "./http-errors.ts";
 import { createLogger, type Logger, type LogOptions } from "./logger.ts";
 import { createHttpDurationHistogram, createMetricsRegistry, UNMATCHED_ROUTE } from "./metrics.ts";
-import { buildOpenApiDocument, type RouteDoc, routeDocs } from "./openapi.ts";
+import {
+  buildOpenApiDocument,
+  type OpenApiInput,
+  type RouteDoc,
+  routeDocs,
+  routeErrorCodes,
+} from "./openapi.ts";
 import { registerOpsRoutes } from "./ops-routes.ts";
 import { type ReadinessCheck, type ReadinessReport, runReadinessChecks } from "./readiness.ts";
 import { REQUEST_ID_HEADER, requestIdGenerator } from "./request-id.ts";
@@ -100,6 +106,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** OpenAPI `info.description`. */
   description?: string;
+  /** /openapi.json's `servers` (default `/`) and `securitySchemes` (describe `bearerAuth` here). */
+  openapi?: Pick<OpenApiInput, "servers" | "securitySchemes">;
   /** The access log's bounds (lines a second); see access-log.ts. */
   accessLog?: { clientErrorLinesPerS?: number; sampledLinesPerS?: number };
 }
@@ -131,8 +139,8 @@ function isLogger(log: LogOptions | Logger | undefined): log is Logger {
   return typeof (log as Logger | undefined)?.child === "function";
 }
 
-/** Union of the registries' codes; a code with two different statuses is a bug caught at start. */
-function knownErrorCodes(registries: readonly ErrorRegistry<string>[]): Set<string> {
+/** Each code's status, over all registries; a code with two different statuses is a bug caught at start. */
+function errorStatuses(registries: readonly ErrorRegistry<string>[]): Map<string, number> {
   const statuses = new Map<string, number>();
   for (const registry of registries) {
     for (const [code, spec] of Object.entries(registry.specs)) {
@@ -143,7 +151,7 @@ function knownErrorCodes(registries: readonly ErrorRegistry<string>[]): Set<stri
       statuses.set(code, spec.status);
     }
   }
-  return new Set(statuses.keys());
+  return statuses;
 }
 
 function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => string): FastifyInstance {
@@ -227,12 +235,18 @@ function installRequestHooks(app: FastifyInstance, registry: Registry, isClosing
 function openApiSource(
   app: FastifyInstance,
   options: ServiceOptions,
-  errorCodes: readonly string[],
+  statuses: ReadonlyMap<string, number>,
 ): () => string {
   const routes: RouteDoc[] = [];
   let text: string | undefined;
   app.addHook("onRoute", (route) => {
-    routes.push(...routeDocs(route));
+    const docs = routeDocs(route);
+    // A route naming a code no registry defines is a bug: fail its registration, not /openapi.json.
+    for (const code of docs.flatMap(routeErrorCodes)) {
+      if (!statuses.has(code))
+        throw new TypeError(`${route.method} ${route.url}: error code ${code} is in no registry`);
+    }
+    routes.push(...docs);
     text = undefined;
   });
   return () => {
@@ -243,7 +257,9 @@ function openApiSource(
         ...(options.description ? { description: options.description } : {}),
         routes,
         sharedSchemas: app.getSchemas(),
-        errorCodes,
+        errorCodes: [...statuses.keys()],
+        errorStatuses: Object.fromEntries(statuses),
+        ...(options.openapi ?? {}),
       }),
     );
     return text;
@@ -285,7 +301,8 @@ export function createService(options: ServiceOptions): Service {
   const log = isLogger(options.log)
     ? options.log
     : createLogger({ ...options.log, service: options.name, version: options.version });
-  const knownCodes = knownErrorCodes([commonErrors, httpErrors, ...(options.errors ?? [])]);
+  const statuses = errorStatuses([commonErrors, httpErrors, ...(options.errors ?? [])]);
+  const knownCodes = new Set(statuses.keys());
   const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
   const checks: Record<string, ReadinessCheck> = { ...options.checks };
   const hooks: CloseHook[] = [...(options.onClose ?? [])];
@@ -297,7 +314,7 @@ export function createService(options: ServiceOptions): Service {
   installRequestHooks(app, registry, () => closing);
   installAccessLog(app, { registry, clock: options.clock ?? systemClock, ...options.accessLog });
   installErrorHandling(app, { knownCodes });
-  const openapi = openApiSource(app, options, [...knownCodes]);
+  const openapi = openApiSource(app, options, statuses);
   const readiness = readinessSource(
     checks,
     options.checkTimeoutMs ?? defaultCheckTimeoutMs,

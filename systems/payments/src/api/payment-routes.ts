@@ -48,7 +48,6 @@ import {
   setIdemGeneration,
 } from "../store/payment-repository.ts";
 import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
-import { authHeaders } from "./account-schemas.ts";
 import { getRefund, handleRefund } from "./refund-handler.ts";
 
 export type BreakerOpenMode = "accept" | "fail-fast";
@@ -144,7 +143,7 @@ export function optionalIdempotencyKeyOf(request: FastifyRequest): string | unde
 /** The headers of a route that takes an Idempotency-Key: ajv refuses a bad key before the handler. */
 export const keyedHeaders = {
   type: "object",
-  properties: { ...authHeaders.properties, ...idempotencyKeyHeaders() },
+  properties: { ...idempotencyKeyHeaders() },
 } as const;
 
 const keyedRoute = { schema: { headers: keyedHeaders } };

@@ -16,6 +16,8 @@
  *   registerAdminRoutes(scope, { db, clock, randomBytes, tenantDefaults: { deliveryWindowS: 86_400, payloadRetentionS: 86_400 } });
  * });
  */
+
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import { commonErrors } from "@casebook/kit/errors";
@@ -135,6 +137,7 @@ function registerTenantRoutes(app: FastifyInstance, context: AdminContext): void
     "/v1/admin/tenants",
     {
       schema: {
+        security: bearerSecurity,
         summary: "Create a tenant and its first API key (shown once)",
         tags,
         headers: adminHeaders,
@@ -162,6 +165,7 @@ function registerTenantRoutes(app: FastifyInstance, context: AdminContext): void
     "/v1/admin/tenants/:id",
     {
       schema: {
+        security: bearerSecurity,
         summary: "Change a tenant's fair-scheduling weight",
         tags,
         headers: adminHeaders,
@@ -192,6 +196,7 @@ function registerKeyRoutes(app: FastifyInstance, context: AdminContext): void {
     "/v1/admin/tenants/:id/api-keys",
     {
       schema: {
+        security: bearerSecurity,
         summary: "Issue another API key for a tenant (shown once)",
         tags,
         headers: adminHeaders,
@@ -210,6 +215,7 @@ function registerKeyRoutes(app: FastifyInstance, context: AdminContext): void {
     "/v1/admin/tenants/:id/api-keys/:prefix",
     {
       schema: {
+        security: bearerSecurity,
         summary: "Revoke one of a tenant's API keys, effective now",
         tags,
         headers: adminHeaders,

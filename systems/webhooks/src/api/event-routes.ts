@@ -14,11 +14,13 @@
  * @example
  * registerEventRoutes(scope, { db, clock, randomBytes, tenantOf: auth.tenantOf, settings });
  */
+
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { FastifyInstance } from "fastify";
 import { storeErrors } from "../domain/store-errors.ts";
 import { getEvent, ingestEvent, type StoredEvent } from "../store/event-repository.ts";
 import type { ApiContext } from "./api-context.ts";
-import { authHeaders, idParams } from "./api-schemas.ts";
+import { idParams } from "./api-schemas.ts";
 import { eventAccepted, eventBody, eventHeaders, eventView } from "./event-schemas.ts";
 import { withFieldPointers } from "./field-errors.ts";
 
@@ -95,7 +97,7 @@ export function registerEventRoutes(app: FastifyInstance, context: ApiContext): 
       schema: {
         summary: "One of your events, with its payload until retention deletes it",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         response: { 200: eventView },
       },

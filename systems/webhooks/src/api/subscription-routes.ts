@@ -21,6 +21,8 @@
  * @example
  * registerSubscriptionRoutes(scope, { db, clock, randomBytes, tenantOf: auth.tenantOf, settings });
  */
+
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance } from "fastify";
 import { OVERLAP_MS_DEFAULT } from "../domain/secret-rotation.ts";
@@ -37,7 +39,7 @@ import {
   updateSubscription,
 } from "../store/subscription-repository.ts";
 import type { ApiContext } from "./api-context.ts";
-import { authHeaders, idParams, pageOf, pageQuery } from "./api-schemas.ts";
+import { idParams, pageOf, pageQuery } from "./api-schemas.ts";
 import { atField, withFieldPointers } from "./field-errors.ts";
 import {
   rotateSecretBody,
@@ -152,7 +154,7 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
       schema: {
         summary: "Your subscriptions, oldest first (cursor pagination)",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         querystring: pageQuery,
         response: { 200: pageOf(subscriptionView) },
       },
@@ -171,7 +173,7 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
       schema: {
         summary: "One of your subscriptions",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         response: { 200: subscriptionView },
       },
@@ -191,7 +193,7 @@ function registerWrites(app: FastifyInstance, context: ApiContext): void {
       schema: {
         summary: "Register an endpoint (the signing secret is returned once)",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         body: subscriptionCreateBody,
         response: { 201: subscriptionCreated },
       },
@@ -216,7 +218,7 @@ function registerWrites(app: FastifyInstance, context: ApiContext): void {
       schema: {
         summary: "Change an endpoint's URL, filters, limits, or switch it off and on",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         body: subscriptionPatchBody,
         response: { 200: subscriptionView },
@@ -238,7 +240,7 @@ function registerLifecycle(app: FastifyInstance, context: ApiContext): void {
       schema: {
         summary: "Stop an endpoint for good (its delivery history stays readable)",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         response: { 204: { type: "null" } },
       },
@@ -262,7 +264,7 @@ function registerLifecycle(app: FastifyInstance, context: ApiContext): void {
       schema: {
         summary: "Rotate the signing secret; old and new both sign during the overlap",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         body: rotateSecretBody,
         response: { 200: secretRotated },
