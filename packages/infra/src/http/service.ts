@@ -22,8 +22,10 @@ import { commonErrors, type ErrorRegistry } from "@casebook/kit/errors";
 import { type FastifyInstance, fastify, LogController } from "fastify";
 import type { Registry } from "prom-client";
 import { installAccessLog } from "./access-log.ts";
+import { registerApiReference } from "./api-reference.ts";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./error-handling.ts";
 import { httpErrors } from "./http-errors.ts";
+import { registerLandingRoute } from "./landing-routes.ts";
 import { createLogger, type Logger, type LogOptions } from "./logger.ts";
 import { createHttpDurationHistogram, createMetricsRegistry, UNMATCHED_ROUTE } from "./metrics.ts";
 import {
@@ -321,6 +323,8 @@ export function createService(options: ServiceOptions): Service {
     options.clock ?? systemClock,
   );
   registerOpsRoutes(app, { registry, readiness, openapi });
+  registerLandingRoute(app, options);
+  registerApiReference(app, { title: options.name });
 
   return {
     name: options.name,

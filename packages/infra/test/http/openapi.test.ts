@@ -88,6 +88,8 @@ test("GET /openapi.json is an OpenAPI 3.1 document of the service's routes", asy
     "/readyz",
     "/metrics",
     "/openapi.json",
+    "/",
+    "/docs",
     "/v1/links",
     "/v1/links/{code}",
   ]);
