@@ -84,12 +84,36 @@ export function registerOpsRoutes(app: FastifyInstance, sources: OpsRouteSources
   );
   app.get(
     "/metrics",
-    { config: quiet, schema: { summary: "Prometheus metrics, text format", tags: [OPS_TAG] } },
+    {
+      config: quiet,
+      schema: {
+        summary: "Prometheus metrics, text format",
+        tags: [OPS_TAG],
+        // The body is sent as text (a string is never re-serialized): the schema only documents it.
+        response: { 200: { content: { "text/plain": { schema: { type: "string" } } } } },
+      },
+    },
     async (_r, reply) => reply.type(sources.registry.contentType).send(await sources.registry.metrics()),
   );
   app.get(
     "/openapi.json",
-    { config: quiet, schema: { summary: "This document", tags: [OPS_TAG] } },
+    {
+      config: quiet,
+      schema: {
+        summary: "This document",
+        tags: [OPS_TAG],
+        // Sent as ready JSON text, so this schema documents the body without re-serializing (or trimming) it.
+        response: {
+          200: {
+            description: "An OpenAPI 3.1 document",
+            type: "object",
+            required: ["openapi", "info", "paths"],
+            additionalProperties: true,
+            properties: { openapi: { type: "string" }, info: { type: "object", additionalProperties: true } },
+          },
+        },
+      },
+    },
     async (_r, reply) => reply.type("application/json; charset=utf-8").send(sources.openapi()),
   );
 }

@@ -114,6 +114,13 @@ export interface ServiceOptions {
   accessLog?: { clientErrorLinesPerS?: number; sampledLinesPerS?: number };
 }
 
+/** A route as registered: `hidden` when its schema says `hide: true` (left out of /openapi.json). */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  hidden: boolean;
+}
+
 export interface ListenOptions {
   port: number;
   /** Default 127.0.0.1: listening on every interface is a decision, so it must be asked for (`0.0.0.0`). */
@@ -127,6 +134,8 @@ export interface Service {
   readonly log: Logger;
   /** This service's metrics registry: register the system's own metrics here. */
   readonly registry: Registry;
+  /** Every route registered, in order (HEAD included): what a test checks /openapi.json against. */
+  readonly routes: readonly RegisteredRoute[];
   /** True from the moment close() is called: new requests get 503 SERVICE_CLOSING. */
   readonly closing: boolean;
   addCheck(name: string, check: ReadinessCheck): void;
@@ -238,10 +247,14 @@ function openApiSource(
   app: FastifyInstance,
   options: ServiceOptions,
   statuses: ReadonlyMap<string, number>,
+  registered: RegisteredRoute[],
 ): () => string {
   const routes: RouteDoc[] = [];
   let text: string | undefined;
   app.addHook("onRoute", (route) => {
+    for (const method of typeof route.method === "string" ? [route.method] : route.method) {
+      registered.push({ method: method.toUpperCase(), url: route.url, hidden: route.schema?.hide === true });
+    }
     const docs = routeDocs(route);
     // A route naming a code no registry defines is a bug: fail its registration, not /openapi.json.
     for (const code of docs.flatMap(routeErrorCodes)) {
@@ -316,7 +329,8 @@ export function createService(options: ServiceOptions): Service {
   installRequestHooks(app, registry, () => closing);
   installAccessLog(app, { registry, clock: options.clock ?? systemClock, ...options.accessLog });
   installErrorHandling(app, { knownCodes });
-  const openapi = openApiSource(app, options, statuses);
+  const registered: RegisteredRoute[] = [];
+  const openapi = openApiSource(app, options, statuses, registered);
   const readiness = readinessSource(
     checks,
     options.checkTimeoutMs ?? defaultCheckTimeoutMs,
@@ -332,6 +346,7 @@ export function createService(options: ServiceOptions): Service {
     app,
     log,
     registry,
+    routes: registered,
     get closing() {
       return closing;
     },
