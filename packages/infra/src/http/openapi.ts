@@ -48,6 +48,8 @@ declare module "fastify" {
     security?: readonly Readonly<Record<string, readonly string[]>>[];
     /** Error codes this route answers with beyond the ones derived (validation, body, auth): its 404, 409… */
     errorCodes?: readonly string[];
+    /** The request body, documented but not validated by ajv: for a handler that validates it itself. */
+    documentedBody?: unknown;
   }
 }
 
@@ -265,6 +267,33 @@ function problemResponses(route: RouteDoc, statuses: Readonly<Record<string, num
   return out;
 }
 
+function requestBody(schema: FastifySchema, ids: ReadonlySet<string>): Json {
+  const body = isObject(schema.body) ? schema.body : schema.documentedBody;
+  if (!isObject(body)) return {};
+  // A body whose every property is optional may be left out entirely (a capture of the whole amount).
+  const required = !isObject(schema.body) ? Array.isArray(body.required) && body.required.length > 0 : true;
+  return { requestBody: { required, content: content(body, ids) } };
+}
+
+/** A status both declared and derived (a 422 with a body, or a problem) documents both media types. */
+function mergeResponses(problems: Json, declared: Json): Json {
+  const out: Json = { ...problems };
+  for (const [status, response] of Object.entries(declared)) {
+    const problem = problems[status];
+    out[status] =
+      isObject(problem) && isObject(response) && isObject(response.content)
+        ? {
+            description: `${response.description}; or a problem: ${String(problem.description)}`,
+            content: { ...response.content, ...(problem.content as Json) },
+          }
+        : response;
+  }
+  // Numbered statuses first, in order, then `default`: the order readers and generators expect.
+  return Object.fromEntries(
+    Object.entries(out).sort(([a], [b]) => (a === "default" ? 1 : b === "default" ? -1 : a.localeCompare(b))),
+  );
+}
+
 /** `get /v1/links/:code` → `getV1LinksByCode`: stable, unique per method and path. */
 export function defaultOperationId(method: string, url: string): string {
   const words = url
@@ -296,10 +325,9 @@ function operation(
     ...(schema.tags?.length ? { tags: [...schema.tags] } : {}),
     ...(schema.deprecated ? { deprecated: true } : {}),
     ...(params.length > 0 ? { parameters: params } : {}),
-    ...(isObject(schema.body) ? { requestBody: { required: true, content: content(schema.body, ids) } } : {}),
+    ...requestBody(schema, ids),
     ...(schema.security ? { security: schema.security.map((requirement) => ({ ...requirement })) } : {}),
-    // The route's own declaration of a status wins over the derived problem.
-    responses: { ...problems, ...declared },
+    responses: mergeResponses(problems, declared),
   };
 }
 
