@@ -55,11 +55,6 @@ export interface AdminContext {
 }
 
 const tags = ["admin"];
-const adminHeaders = {
-  type: "object",
-  properties: { authorization: { type: "string", description: "Bearer <WEBHOOKS_ADMIN_TOKEN>" } },
-} as const;
-
 const tenantView = {
   type: "object",
   required: [
@@ -137,10 +132,10 @@ function registerTenantRoutes(app: FastifyInstance, context: AdminContext): void
     "/v1/admin/tenants",
     {
       schema: {
+        errorCodes: ["WEBHOOK_TENANT_INVALID"],
         security: bearerSecurity,
         summary: "Create a tenant and its first API key (shown once)",
         tags,
-        headers: adminHeaders,
         body: createTenantBody,
         response: {
           201: {
@@ -165,10 +160,10 @@ function registerTenantRoutes(app: FastifyInstance, context: AdminContext): void
     "/v1/admin/tenants/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_TENANT_NOT_FOUND", "WEBHOOK_TENANT_INVALID"],
         security: bearerSecurity,
         summary: "Change a tenant's fair-scheduling weight",
         tags,
-        headers: adminHeaders,
         params: idParams,
         body: {
           type: "object",
@@ -196,10 +191,10 @@ function registerKeyRoutes(app: FastifyInstance, context: AdminContext): void {
     "/v1/admin/tenants/:id/api-keys",
     {
       schema: {
+        errorCodes: ["WEBHOOK_TENANT_NOT_FOUND"],
         security: bearerSecurity,
         summary: "Issue another API key for a tenant (shown once)",
         tags,
-        headers: adminHeaders,
         params: idParams,
         response: { 201: apiKeyView },
       },
@@ -215,10 +210,10 @@ function registerKeyRoutes(app: FastifyInstance, context: AdminContext): void {
     "/v1/admin/tenants/:id/api-keys/:prefix",
     {
       schema: {
+        errorCodes: ["WEBHOOK_TENANT_NOT_FOUND", "RESOURCE_NOT_FOUND"],
         security: bearerSecurity,
         summary: "Revoke one of a tenant's API keys, effective now",
         tags,
-        headers: adminHeaders,
         params: {
           type: "object",
           required: ["id", "prefix"],

@@ -68,6 +68,7 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/webhook-deliveries",
     {
       schema: {
+        errorCodes: ["WEBHOOK_CURSOR_INVALID"],
         summary: "Your deliveries, newest first (cursor pagination; filter by state, subscription, event)",
         tags,
         security: bearerSecurity,
@@ -87,6 +88,7 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/webhook-deliveries/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_DELIVERY_NOT_FOUND"],
         summary: "One of your deliveries: state, attempts so far, next attempt, deadline",
         tags,
         security: bearerSecurity,
@@ -105,6 +107,7 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/webhook-deliveries/:id/attempts",
     {
       schema: {
+        errorCodes: ["WEBHOOK_DELIVERY_NOT_FOUND", "WEBHOOK_CURSOR_INVALID"],
         summary: "The attempts of one of your deliveries, in order (cursor pagination)",
         tags,
         security: bearerSecurity,
@@ -130,6 +133,12 @@ export function registerDeliveryRoutes(app: FastifyInstance, context: ApiContext
     "/v1/webhook-deliveries/:id/replay",
     {
       schema: {
+        errorCodes: [
+          "WEBHOOK_DELIVERY_NOT_FOUND",
+          "WEBHOOK_DELIVERY_IN_PROGRESS",
+          "WEBHOOK_SUBSCRIPTION_INACTIVE",
+          "WEBHOOK_REPLAY_PAYLOAD_EXPIRED",
+        ],
         summary: "Send a finished delivery again (same delivery id and webhook-id)",
         description:
           "Refused with 410 once the event's payload passed its retention (WH-22), with 409 while the delivery is still being attempted or its subscription is disabled.",

@@ -61,6 +61,7 @@ export function registerEventRoutes(app: FastifyInstance, context: ApiContext): 
     {
       bodyLimit: eventBodyLimitBytes(settings.maxPayloadBytes),
       schema: {
+        errorCodes: ["WEBHOOK_EVENT_INVALID", "WEBHOOK_EVENT_TOO_LARGE", "WEBHOOK_IDEMPOTENCY_CONFLICT"],
         summary: "Send an event to your subscriptions (202: accepted, delivered later)",
         description:
           "Stored with its outbox row in one transaction; fanned out to every active subscription whose filters match. Same Idempotency-Key, same event.",
@@ -95,6 +96,7 @@ export function registerEventRoutes(app: FastifyInstance, context: ApiContext): 
     "/v1/events/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_EVENT_NOT_FOUND"],
         summary: "One of your events, with its payload until retention deletes it",
         tags,
         security: bearerSecurity,

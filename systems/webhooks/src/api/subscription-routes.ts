@@ -152,6 +152,7 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions",
     {
       schema: {
+        errorCodes: ["WEBHOOK_CURSOR_INVALID"],
         summary: "Your subscriptions, oldest first (cursor pagination)",
         tags,
         security: bearerSecurity,
@@ -171,6 +172,7 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_SUBSCRIPTION_NOT_FOUND"],
         summary: "One of your subscriptions",
         tags,
         security: bearerSecurity,
@@ -191,6 +193,13 @@ function registerWrites(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions",
     {
       schema: {
+        errorCodes: [
+          "WEBHOOK_SUBSCRIPTION_INVALID",
+          "WEBHOOK_URL_INVALID",
+          "WEBHOOK_URL_INSECURE",
+          "WEBHOOK_URL_FORBIDDEN",
+          "WEBHOOK_SECRET_INVALID",
+        ],
         summary: "Register an endpoint (the signing secret is returned once)",
         tags,
         security: bearerSecurity,
@@ -216,6 +225,13 @@ function registerWrites(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions/:id",
     {
       schema: {
+        errorCodes: [
+          "WEBHOOK_SUBSCRIPTION_NOT_FOUND",
+          "WEBHOOK_SUBSCRIPTION_INVALID",
+          "WEBHOOK_URL_INVALID",
+          "WEBHOOK_URL_INSECURE",
+          "WEBHOOK_URL_FORBIDDEN",
+        ],
         summary: "Change an endpoint's URL, filters, limits, or switch it off and on",
         tags,
         security: bearerSecurity,
@@ -238,6 +254,7 @@ function registerLifecycle(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_SUBSCRIPTION_NOT_FOUND"],
         summary: "Stop an endpoint for good (its delivery history stays readable)",
         tags,
         security: bearerSecurity,
@@ -262,6 +279,11 @@ function registerLifecycle(app: FastifyInstance, context: ApiContext): void {
         request.body ??= {};
       },
       schema: {
+        errorCodes: [
+          "WEBHOOK_SUBSCRIPTION_NOT_FOUND",
+          "WEBHOOK_SECRET_INVALID",
+          "WEBHOOK_SECRET_ROTATION_LIMIT",
+        ],
         summary: "Rotate the signing secret; old and new both sign during the overlap",
         tags,
         security: bearerSecurity,
