@@ -15,7 +15,7 @@
  * await running.close();
  */
 import { randomBytes } from "node:crypto";
-import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
+import { bearerSecurityScheme, createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import {
@@ -341,6 +341,7 @@ export async function main(
       version: VERSION,
       log: { level: config.logLevel },
       errors: paymentsErrorRegistries,
+      openapi: { securitySchemes: bearerSecurityScheme("Merchant API key") },
       description:
         "Payments and double-entry ledger (seed 000 §4): never charges twice, accounts for every cent.",
     },

@@ -157,7 +157,7 @@ test("PY-17 correlation id: every saga, acquirer and request line of a payment c
   const messages = ours.map((l) => l.msg);
   assert.ok(messages.includes("saga step"), "the orchestrator's step line");
   assert.ok(messages.includes("acquirer call"), "the acquirer client's call line");
-  assert.ok(messages.includes("request completed"), "the HTTP request line of POST /v1/payments");
+  assert.ok(messages.includes("request"), "the HTTP access line of POST /v1/payments");
   const step = ours.find((l) => l.msg === "saga step");
   assert.equal(step?.outcome, "declined");
   // No saga or acquirer line for the payment is written without its id.
@@ -295,8 +295,8 @@ test("PY-17 refund calls are tagged like authorizations; the refund's acquirer k
     "the acquirer client's refund line",
   );
   assert.ok(
-    ours.some((l) => l.msg === "request completed"),
-    "the HTTP request line of the refund",
+    ours.some((l) => l.msg === "request"),
+    "the HTTP access line of the refund",
   );
   const uncorrelated = f.lines.filter(
     (l) => l.msg === "acquirer call" && l.operation === "refund" && l.correlationId !== correlationId,

@@ -47,7 +47,12 @@ const layered = parsePolicyConfig({
 
 let rl: RateLimiter;
 const clock = new ManualClock(1_700_000_000_000);
-const service = createService({ name: "rate-limiter", version: "test", log: { level: "silent" } });
+const service = createService({
+  name: "rate-limiter",
+  version: "test",
+  log: { level: "silent" },
+  errors: [rateLimitErrors],
+});
 const app = createService({
   name: "demo-app",
   version: "test",
@@ -187,6 +192,21 @@ test("GET /v1/policies lists the policies in force", async () => {
   );
   assert.equal(body.policies[2].failMode, "closed");
   assert.equal(body.policies[1].match.plan, "free");
+  // The response schema serializes the body: every field of a policy, each algorithm's parameters too, survives.
+  assert.deepEqual(body.policies[1], {
+    name: "plan-free",
+    match: { plan: "free" },
+    key: "key:{apiKey}",
+    hashTag: null,
+    limit: { algorithm: "fixed-window", limit: 3, windowMs: 60_000 },
+    failMode: "open",
+    shadow: false,
+    cost: { default: 1, routes: {} },
+    subBuckets: 1,
+  });
+  assert.deepEqual(body.policies[0].limit, { algorithm: "token-bucket", capacity: 20, ratePerS: 0.01 });
+  assert.equal(body.policies[3].shadow, true);
+  assert.equal(body.domain, rl.limiter.config.domain);
 });
 
 test("the service hot-reloads its policy file and refuses an invalid one, keeping the policies in force", async () => {

@@ -14,6 +14,7 @@
  * await running.close();
  */
 import { randomBytes } from "node:crypto";
+import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -189,6 +190,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       version: VERSION,
       log: { level: config.logLevel },
       errors: webhooksErrorRegistries,
+      openapi: {
+        securitySchemes: bearerSecurityScheme("Tenant API key (whk_...); the admin token on /admin routes"),
+      },
       // The worker's stop waits for sends in flight, each bounded by the request deadline.
       closeHookTimeoutMs: config.httpDeadlineMs + CLOSE_HOOK_SLACK_MS,
       description:

@@ -152,16 +152,26 @@ export function createStaticTokenAuth(options: {
   };
 }
 
+/** The security scheme name `bearerSecurity` refers to in /openapi.json. */
+export const BEARER_SCHEME = "bearerAuth";
+
 /**
- * The `authorization` header for a route's `headers` schema: documents the credential in
- * /openapi.json (checking it is the hook's job, so it is not required here).
+ * A route's `schema.security`: it needs `Authorization: Bearer <credential>`. /openapi.json then
+ * lists the requirement and the route's 401 problems (checking it is still the hook's job).
  *
  * @example
- * app.get("/v1/things", { schema: { headers: bearerAuthHeaders("Bearer <merchant API key>") } }, h);
+ * app.get("/v1/things", { schema: { security: bearerSecurity, response: { 200: things } } }, h);
  */
-export function bearerAuthHeaders<const Description extends string>(description: Description) {
-  return {
-    type: "object",
-    properties: { authorization: { type: "string", description } },
-  } as const;
+export const bearerSecurity: readonly Readonly<Record<string, readonly string[]>>[] = Object.freeze([
+  Object.freeze({ [BEARER_SCHEME]: Object.freeze([]) }),
+]);
+
+/**
+ * The service's `bearerAuth` security scheme, described: for createService's `openapi.securitySchemes`.
+ *
+ * @example
+ * createService({ name: "payments", version, openapi: { securitySchemes: bearerSecurityScheme("Merchant API key") } });
+ */
+export function bearerSecurityScheme(description: string) {
+  return { [BEARER_SCHEME]: { type: "http", scheme: "bearer", description } };
 }

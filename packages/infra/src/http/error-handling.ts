@@ -11,6 +11,7 @@ import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import { CasebookError, commonErrors } from "@casebook/kit/errors";
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { noteProblemCode } from "./access-log.ts";
 import { type HttpErrorCode, httpErrors } from "./http-errors.ts";
 import type { Logger } from "./logger.ts";
 import type { RouteMethods } from "./method-not-allowed.ts";
@@ -43,7 +44,8 @@ function logProblem(
     // A failure we named (dependency down, closing, too slow): worth a look, not a page.
     log.warn({ err: error, code, status, detail }, "request failed");
   } else {
-    log.info({ code, status, detail }, "request rejected");
+    // debug: the access line records the 4xx (bounded per second); this one adds the detail when asked.
+    log.debug({ code, status, detail }, "request rejected");
   }
   if (knownCodes && error instanceof CasebookError && !knownCodes.has(error.code)) {
     log.warn({ code: error.code }, "error code is in no registry passed to createService({ errors })");
@@ -59,6 +61,7 @@ export function sendProblem(
 ): FastifyReply {
   const described = describeError(error, { bodyLimitBytes: request.routeOptions.bodyLimit });
   logProblem(request.log, error, described, knownCodes);
+  noteProblemCode(reply, described.code);
   const problem = toProblem(described, { instance: pathOf(request.url), requestId: request.id });
   return reply
     .code(described.status)

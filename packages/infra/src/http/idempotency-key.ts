@@ -52,7 +52,7 @@ export function idempotencyKeyHeader(description: string = DEFAULT_IDEMPOTENCY_K
  * `{ "idempotency-key": schema }`, to spread into a route's `headers.properties`.
  *
  * @example
- * const headers = { type: "object", properties: { ...authHeaders.properties, ...idempotencyKeyHeaders() } };
+ * const headers = { type: "object", properties: { ...idempotencyKeyHeaders() } };
  */
 export function idempotencyKeyHeaders(description?: string) {
   return { [IDEMPOTENCY_KEY_HEADER]: idempotencyKeyHeader(description) } as {

@@ -11,6 +11,15 @@
  * `$ref: "Thing#"` becomes `$ref: "#/components/schemas/Thing"`. Every operation
  * gets a `default` response: the problem+json body of every error.
  *
+ * For client generators, each operation also lists the 4xx problems it can answer, by
+ * status, naming their codes: 400 when it validates a request part, 400/413/415 when it
+ * reads a body, 401 when its `security` asks for credentials (`security: bearerSecurity`
+ * from bearer-auth.ts; the scheme is in `components.securitySchemes`, not an
+ * `authorization` header parameter), and each code of its own `errorCodes` (checked
+ * against the service's registries). An operation without an `operationId` gets one from
+ * its method and path (`getV1LinksByCode`), and `servers` defaults to `/`: relative to
+ * wherever the document was fetched, which stays right behind a proxy.
+ *
  * Limits: HEAD routes are left out (Fastify adds one per GET); `$ref`s local to a
  * route schema (`#/definitions/x`) are kept as written; schemas are Fastify's
  * draft-07, which OpenAPI 3.1's 2020-12 dialect reads the same except for tuple
@@ -21,7 +30,9 @@
  * // GET /openapi.json → paths["/v1/links"].post.summary === "Shorten a URL"
  */
 import { STATUS_CODES } from "node:http";
+import { commonErrors } from "@casebook/kit/errors";
 import type { FastifySchema } from "fastify";
+import { httpErrors } from "./http-errors.ts";
 
 declare module "fastify" {
   interface FastifySchema {
@@ -33,6 +44,12 @@ declare module "fastify" {
     deprecated?: boolean;
     /** Leave this route out of /openapi.json. */
     hide?: boolean;
+    /** OpenAPI security requirements: `bearerSecurity` (bearer-auth.ts) for `Authorization: Bearer`. */
+    security?: readonly Readonly<Record<string, readonly string[]>>[];
+    /** Error codes this route answers with beyond the ones derived (validation, body, auth): its 404, 409… */
+    errorCodes?: readonly string[];
+    /** The request body, documented but not validated by ajv: for a handler that validates it itself. */
+    documentedBody?: unknown;
   }
 }
 
@@ -51,11 +68,35 @@ export interface OpenApiInput {
   sharedSchemas?: Readonly<Record<string, unknown>>;
   /** Every error code the service can answer with, for the Problem schema's `code` enum. */
   errorCodes?: readonly string[];
+  /** The HTTP status of each code (the service's registries), for the per-route 4xx responses. */
+  errorStatuses?: Readonly<Record<string, number>>;
+  /** Default `[{ url: "/" }]`. */
+  servers?: readonly { url: string; description?: string }[];
+  /** Security schemes by name; `bearerAuth` defaults to plain HTTP bearer when a route uses it. */
+  securitySchemes?: Readonly<Record<string, Json>>;
 }
 
 type Json = Record<string, unknown>;
 
 const PROBLEM_RESPONSE_REF = "#/components/responses/Problem";
+const PROBLEM_SCHEMA_REF = "#/components/schemas/Problem";
+
+/** The scheme `bearerSecurity` names, defined unless the service gives its own description. */
+const DEFAULT_SECURITY_SCHEMES: Readonly<Record<string, Json>> = {
+  bearerAuth: { type: "http", scheme: "bearer", description: "`Authorization: Bearer <API key>`" },
+};
+
+/** Codes every route that validates a part may answer (the schema), and every route that reads a body. */
+const VALIDATION_CODES = ["REQUEST_INVALID"];
+const BODY_CODES = ["REQUEST_MALFORMED", "REQUEST_TOO_LARGE", "REQUEST_MEDIA_TYPE_UNSUPPORTED"];
+const AUTH_CODES = ["AUTH_MISSING", "AUTH_INVALID"];
+const BODY_METHODS = new Set(["post", "put", "patch"]);
+/** The codes every service can answer with (createService always includes these registries). */
+const BASE_ERROR_STATUSES: Readonly<Record<string, number>> = Object.fromEntries(
+  [commonErrors, httpErrors].flatMap((registry) =>
+    Object.entries(registry.specs).map(([code, spec]) => [code, spec.status]),
+  ),
+);
 
 function isObject(value: unknown): value is Json {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -195,18 +236,98 @@ function responses(response: unknown, ids: ReadonlySet<string>): Json {
   return out;
 }
 
-function operation(route: RouteDoc, pathNames: readonly string[], ids: ReadonlySet<string>): Json {
+/** The codes a route can answer with, derived from its shape, then its own `errorCodes`. */
+export function routeErrorCodes(route: RouteDoc): string[] {
+  const schema = route.schema ?? {};
+  const codes: string[] = [];
+  if (schema.body || schema.querystring || schema.params || schema.headers) codes.push(...VALIDATION_CODES);
+  if (BODY_METHODS.has(route.method)) codes.push(...BODY_CODES);
+  if (schema.security?.some((requirement) => Object.keys(requirement).length > 0)) codes.push(...AUTH_CODES);
+  codes.push(...(schema.errorCodes ?? []));
+  return [...new Set(codes)];
+}
+
+/** One problem+json response per 4xx status the route can give, naming its codes. */
+function problemResponses(route: RouteDoc, statuses: Readonly<Record<string, number>>): Json {
+  const byStatus = new Map<number, string[]>();
+  for (const code of routeErrorCodes(route)) {
+    const status = statuses[code];
+    if (status === undefined)
+      throw new TypeError(`${route.method} ${route.url}: error code ${code} is in no registry`);
+    if (status >= 500) continue; // 5xx are the `default` response: any route may give them
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Json = {};
+  for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
+    out[String(status)] = {
+      description: `${STATUS_CODES[status] ?? "Error"}: ${codes.join(", ")}`,
+      content: { "application/problem+json": { schema: { $ref: PROBLEM_SCHEMA_REF } } },
+    };
+  }
+  return out;
+}
+
+function requestBody(schema: FastifySchema, ids: ReadonlySet<string>): Json {
+  const body = isObject(schema.body) ? schema.body : schema.documentedBody;
+  if (!isObject(body)) return {};
+  // A body whose every property is optional may be left out entirely (a capture of the whole amount).
+  const required = !isObject(schema.body) ? Array.isArray(body.required) && body.required.length > 0 : true;
+  return { requestBody: { required, content: content(body, ids) } };
+}
+
+/** A status both declared and derived (a 422 with a body, or a problem) documents both media types. */
+function mergeResponses(problems: Json, declared: Json): Json {
+  const out: Json = { ...problems };
+  for (const [status, response] of Object.entries(declared)) {
+    const problem = problems[status];
+    out[status] =
+      isObject(problem) && isObject(response) && isObject(response.content)
+        ? {
+            description: `${response.description}; or a problem: ${String(problem.description)}`,
+            content: { ...response.content, ...(problem.content as Json) },
+          }
+        : response;
+  }
+  // Numbered statuses first, in order, then `default`: the order readers and generators expect.
+  return Object.fromEntries(
+    Object.entries(out).sort(([a], [b]) => (a === "default" ? 1 : b === "default" ? -1 : a.localeCompare(b))),
+  );
+}
+
+/** `get /v1/links/:code` → `getV1LinksByCode`: stable, unique per method and path. */
+export function defaultOperationId(method: string, url: string): string {
+  const words = url
+    .split("/")
+    .filter((segment) => segment !== "")
+    .flatMap((segment) =>
+      segment.startsWith(":")
+        ? ["by", ...segment.slice(1).split(/[^A-Za-z0-9]+/)]
+        : segment.split(/[^A-Za-z0-9]+/),
+    )
+    .filter((word) => word !== "");
+  return method + words.map((word) => word[0]!.toUpperCase() + word.slice(1)).join("");
+}
+
+function operation(
+  route: RouteDoc,
+  pathNames: readonly string[],
+  ids: ReadonlySet<string>,
+  statuses: Readonly<Record<string, number>>,
+): Json {
   const schema = route.schema ?? {};
   const params = parameters(schema, pathNames, ids);
+  const declared = responses(schema.response, ids);
+  const problems = problemResponses(route, statuses);
   return {
-    ...(schema.operationId ? { operationId: schema.operationId } : {}),
+    operationId: schema.operationId ?? defaultOperationId(route.method, route.url),
     ...(schema.summary ? { summary: schema.summary } : {}),
     ...(schema.description ? { description: schema.description } : {}),
     ...(schema.tags?.length ? { tags: [...schema.tags] } : {}),
     ...(schema.deprecated ? { deprecated: true } : {}),
     ...(params.length > 0 ? { parameters: params } : {}),
-    ...(isObject(schema.body) ? { requestBody: { required: true, content: content(schema.body, ids) } } : {}),
-    responses: responses(schema.response, ids),
+    ...requestBody(schema, ids),
+    ...(schema.security ? { security: schema.security.map((requirement) => ({ ...requirement })) } : {}),
+    responses: mergeResponses(problems, declared),
   };
 }
 
@@ -233,6 +354,17 @@ function problemSchema(errorCodes: readonly string[]): Json {
   };
 }
 
+function securitySchemes(names: ReadonlySet<string>, given: Readonly<Record<string, Json>> = {}): Json {
+  const out: Json = {};
+  for (const name of names) {
+    const scheme = given[name] ?? DEFAULT_SECURITY_SCHEMES[name];
+    if (scheme === undefined)
+      throw new TypeError(`security scheme ${name} is used by a route but not defined`);
+    out[name] = scheme;
+  }
+  return out;
+}
+
 /** Builds the document; paths and tags keep registration order, so output is stable. */
 export function buildOpenApiDocument(input: OpenApiInput): Json {
   const shared = input.sharedSchemas ?? {};
@@ -246,11 +378,15 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
   schemas.Problem = problemSchema(input.errorCodes ?? []);
   const paths: Record<string, Json> = {};
   const tags = new Set<string>();
+  const schemeNames = new Set<string>();
+  const statuses = { ...BASE_ERROR_STATUSES, ...input.errorStatuses };
   for (const route of input.routes) {
     const { path, names } = openApiPath(route.url);
     paths[path] ??= {};
-    paths[path][route.method] = operation(route, names, ids);
+    paths[path][route.method] = operation(route, names, ids, statuses);
     for (const tag of route.schema?.tags ?? []) tags.add(tag);
+    for (const requirement of route.schema?.security ?? [])
+      for (const name in requirement) schemeNames.add(name);
   }
   return {
     openapi: "3.1.0",
@@ -259,10 +395,14 @@ export function buildOpenApiDocument(input: OpenApiInput): Json {
       version: input.version,
       ...(input.description ? { description: input.description } : {}),
     },
+    servers: (input.servers ?? [{ url: "/" }]).map((server) => ({ ...server })),
     ...(tags.size > 0 ? { tags: [...tags].map((name) => ({ name })) } : {}),
     paths,
     components: {
       schemas,
+      ...(schemeNames.size > 0
+        ? { securitySchemes: securitySchemes(schemeNames, input.securitySchemes) }
+        : {}),
       responses: {
         Problem: {
           description: "An error, as RFC 9457 problem details.",

@@ -10,11 +10,12 @@
 import type { FastifyInstance } from "fastify";
 import type { Registry } from "prom-client";
 import "./openapi.ts"; // the FastifySchema augmentation: summary, tags
+import "./access-log.ts"; // the route config augmentation: accessLog
 import type { ReadinessReport } from "./readiness.ts";
 
 export const OPS_TAG = "operations";
 
-/** The operator routes, whose per-request log lines are suppressed (their errors are still logged). */
+/** The operator routes, whose access lines are off (their errors are still logged by the error handler). */
 export const OPS_PATHS: ReadonlySet<string> = new Set(["/healthz", "/readyz", "/metrics", "/openapi.json"]);
 
 const readinessSchema = {
@@ -44,10 +45,14 @@ export interface OpsRouteSources {
   openapi(): string;
 }
 
+/** Probes and scrapes arrive every few seconds from every replica: their lines would drown the rest. */
+const quiet = { accessLog: "off" } as const;
+
 export function registerOpsRoutes(app: FastifyInstance, sources: OpsRouteSources): void {
   app.get(
     "/healthz",
     {
+      config: quiet,
       schema: {
         summary: "Liveness: the process is up and serving HTTP",
         tags: [OPS_TAG],
@@ -65,6 +70,7 @@ export function registerOpsRoutes(app: FastifyInstance, sources: OpsRouteSources
   app.get(
     "/readyz",
     {
+      config: quiet,
       schema: {
         summary: "Readiness: every dependency check passed within its timeout",
         tags: [OPS_TAG],
@@ -78,10 +84,36 @@ export function registerOpsRoutes(app: FastifyInstance, sources: OpsRouteSources
   );
   app.get(
     "/metrics",
-    { schema: { summary: "Prometheus metrics, text format", tags: [OPS_TAG] } },
+    {
+      config: quiet,
+      schema: {
+        summary: "Prometheus metrics, text format",
+        tags: [OPS_TAG],
+        // The body is sent as text (a string is never re-serialized): the schema only documents it.
+        response: { 200: { content: { "text/plain": { schema: { type: "string" } } } } },
+      },
+    },
     async (_r, reply) => reply.type(sources.registry.contentType).send(await sources.registry.metrics()),
   );
-  app.get("/openapi.json", { schema: { summary: "This document", tags: [OPS_TAG] } }, async (_r, reply) =>
-    reply.type("application/json; charset=utf-8").send(sources.openapi()),
+  app.get(
+    "/openapi.json",
+    {
+      config: quiet,
+      schema: {
+        summary: "This document",
+        tags: [OPS_TAG],
+        // Sent as ready JSON text, so this schema documents the body without re-serializing (or trimming) it.
+        response: {
+          200: {
+            description: "An OpenAPI 3.1 document",
+            type: "object",
+            required: ["openapi", "info", "paths"],
+            additionalProperties: true,
+            properties: { openapi: { type: "string" }, info: { type: "object", additionalProperties: true } },
+          },
+        },
+      },
+    },
+    async (_r, reply) => reply.type("application/json; charset=utf-8").send(sources.openapi()),
   );
 }

@@ -21,13 +21,22 @@ import { type Clock, systemClock } from "@casebook/kit/clock";
 import { commonErrors, type ErrorRegistry } from "@casebook/kit/errors";
 import { type FastifyInstance, fastify, LogController } from "fastify";
 import type { Registry } from "prom-client";
+import { installAccessLog } from "./access-log.ts";
+import { registerApiReference } from "./api-reference.ts";
 import { buildPartAwareValidator } from "./body-validation.ts";
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./error-handling.ts";
 import { httpErrors } from "./http-errors.ts";
+import { registerLandingRoute } from "./landing-routes.ts";
 import { createLogger, type Logger, type LogOptions } from "./logger.ts";
 import { createHttpDurationHistogram, createMetricsRegistry, UNMATCHED_ROUTE } from "./metrics.ts";
-import { buildOpenApiDocument, type RouteDoc, routeDocs } from "./openapi.ts";
-import { OPS_PATHS, registerOpsRoutes } from "./ops-routes.ts";
+import {
+  buildOpenApiDocument,
+  type OpenApiInput,
+  type RouteDoc,
+  routeDocs,
+  routeErrorCodes,
+} from "./openapi.ts";
+import { registerOpsRoutes } from "./ops-routes.ts";
 import { type ReadinessCheck, type ReadinessReport, runReadinessChecks } from "./readiness.ts";
 import { REQUEST_ID_HEADER, requestIdGenerator } from "./request-id.ts";
 import { type CloseHook, drainServer, runCloseHooks } from "./shutdown.ts";
@@ -101,6 +110,17 @@ export interface ServiceOptions {
   clock?: Clock;
   /** OpenAPI `info.description`. */
   description?: string;
+  /** /openapi.json's `servers` (default `/`) and `securitySchemes` (describe `bearerAuth` here). */
+  openapi?: Pick<OpenApiInput, "servers" | "securitySchemes">;
+  /** The access log's bounds (lines a second); see access-log.ts. */
+  accessLog?: { clientErrorLinesPerS?: number; sampledLinesPerS?: number };
+}
+
+/** A route as registered: `hidden` when its schema says `hide: true` (left out of /openapi.json). */
+export interface RegisteredRoute {
+  method: string;
+  url: string;
+  hidden: boolean;
 }
 
 export interface ListenOptions {
@@ -116,6 +136,8 @@ export interface Service {
   readonly log: Logger;
   /** This service's metrics registry: register the system's own metrics here. */
   readonly registry: Registry;
+  /** Every route registered, in order (HEAD included): what a test checks /openapi.json against. */
+  readonly routes: readonly RegisteredRoute[];
   /** True from the moment close() is called: new requests get 503 SERVICE_CLOSING. */
   readonly closing: boolean;
   addCheck(name: string, check: ReadinessCheck): void;
@@ -130,8 +152,8 @@ function isLogger(log: LogOptions | Logger | undefined): log is Logger {
   return typeof (log as Logger | undefined)?.child === "function";
 }
 
-/** Union of the registries' codes; a code with two different statuses is a bug caught at start. */
-function knownErrorCodes(registries: readonly ErrorRegistry<string>[]): Set<string> {
+/** Each code's status, over all registries; a code with two different statuses is a bug caught at start. */
+function errorStatuses(registries: readonly ErrorRegistry<string>[]): Map<string, number> {
   const statuses = new Map<string, number>();
   for (const registry of registries) {
     for (const [code, spec] of Object.entries(registry.specs)) {
@@ -142,7 +164,7 @@ function knownErrorCodes(registries: readonly ErrorRegistry<string>[]): Set<stri
       statuses.set(code, spec.status);
     }
   }
-  return new Set(statuses.keys());
+  return statuses;
 }
 
 function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => string): FastifyInstance {
@@ -152,8 +174,8 @@ function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => stri
     requestIdHeader: false, // we read x-request-id ourselves, to validate it
     logController: new LogController({
       requestIdLogLabel: "requestId",
-      // Probes and scrapes arrive every few seconds from every replica: their request lines drown the rest.
-      disableRequestLogging: (request) => OPS_PATHS.has(request.routeOptions.url ?? ""),
+      // Fastify's two lines per request are replaced by access-log.ts's one.
+      disableRequestLogging: true,
     }),
     genReqId: requestIdGenerator(newRequestId),
     bodyLimit: options.bodyLimitBytes ?? defaultBodyLimitBytes,
@@ -229,12 +251,22 @@ function installRequestHooks(app: FastifyInstance, registry: Registry, isClosing
 function openApiSource(
   app: FastifyInstance,
   options: ServiceOptions,
-  errorCodes: readonly string[],
+  statuses: ReadonlyMap<string, number>,
+  registered: RegisteredRoute[],
 ): () => string {
   const routes: RouteDoc[] = [];
   let text: string | undefined;
   app.addHook("onRoute", (route) => {
-    routes.push(...routeDocs(route));
+    for (const method of typeof route.method === "string" ? [route.method] : route.method) {
+      registered.push({ method: method.toUpperCase(), url: route.url, hidden: route.schema?.hide === true });
+    }
+    const docs = routeDocs(route);
+    // A route naming a code no registry defines is a bug: fail its registration, not /openapi.json.
+    for (const code of docs.flatMap(routeErrorCodes)) {
+      if (!statuses.has(code))
+        throw new TypeError(`${route.method} ${route.url}: error code ${code} is in no registry`);
+    }
+    routes.push(...docs);
     text = undefined;
   });
   return () => {
@@ -245,7 +277,9 @@ function openApiSource(
         ...(options.description ? { description: options.description } : {}),
         routes,
         sharedSchemas: app.getSchemas(),
-        errorCodes,
+        errorCodes: [...statuses.keys()],
+        errorStatuses: Object.fromEntries(statuses),
+        ...(options.openapi ?? {}),
       }),
     );
     return text;
@@ -287,7 +321,8 @@ export function createService(options: ServiceOptions): Service {
   const log = isLogger(options.log)
     ? options.log
     : createLogger({ ...options.log, service: options.name, version: options.version });
-  const knownCodes = knownErrorCodes([commonErrors, httpErrors, ...(options.errors ?? [])]);
+  const statuses = errorStatuses([commonErrors, httpErrors, ...(options.errors ?? [])]);
+  const knownCodes = new Set(statuses.keys());
   const newRequestId = options.newRequestId ?? (() => crypto.randomUUID());
   const checks: Record<string, ReadinessCheck> = { ...options.checks };
   const hooks: CloseHook[] = [...(options.onClose ?? [])];
@@ -297,15 +332,19 @@ export function createService(options: ServiceOptions): Service {
   let closed: Promise<void> | undefined;
 
   installRequestHooks(app, registry, () => closing);
+  installAccessLog(app, { registry, clock: options.clock ?? systemClock, ...options.accessLog });
   const { routeMethods } = installStrictEdge(app);
   installErrorHandling(app, { knownCodes, routeMethods });
-  const openapi = openApiSource(app, options, [...knownCodes]);
+  const registered: RegisteredRoute[] = [];
+  const openapi = openApiSource(app, options, statuses, registered);
   const readiness = readinessSource(
     checks,
     options.checkTimeoutMs ?? defaultCheckTimeoutMs,
     options.clock ?? systemClock,
   );
   registerOpsRoutes(app, { registry, readiness, openapi });
+  registerLandingRoute(app, options);
+  registerApiReference(app, { title: options.name });
 
   return {
     name: options.name,
@@ -313,6 +352,7 @@ export function createService(options: ServiceOptions): Service {
     app,
     log,
     registry,
+    routes: registered,
     get closing() {
       return closing;
     },

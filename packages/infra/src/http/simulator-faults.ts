@@ -61,6 +61,13 @@ export const simulatorErrors = defineErrors({
   },
 });
 
+declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The route changes state: a lost-response fault may hit it (see above). */
+    mutating?: boolean;
+  }
+}
+
 export type LostResponseMode = "hang" | "reset";
 export type OutageMode = "refuse" | "reset";
 export type ErrorStatus = 500 | 502 | 503;

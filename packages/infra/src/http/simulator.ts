@@ -119,6 +119,44 @@ export function numberKnob(bounds: { min: number; max: number }, integer: boolea
 
 const tags = ["admin"];
 
+const counter = { type: "integer", minimum: 0 } as const;
+
+/** /admin/stats: the simulator's own counters (names vary by simulator), and the fault counters. */
+const statsSchema = {
+  type: "object",
+  required: ["faults"],
+  additionalProperties: { type: "number" },
+  properties: {
+    faults: {
+      type: "object",
+      required: [
+        "heldSockets",
+        "delayedCalls",
+        "errors",
+        "outageRefusals",
+        "connectionResets",
+        "responsesLost",
+      ],
+      additionalProperties: false,
+      properties: {
+        heldSockets: counter,
+        delayedCalls: counter,
+        errors: counter,
+        outageRefusals: counter,
+        connectionResets: counter,
+        responsesLost: counter,
+      },
+    },
+  },
+} as const;
+
+const resetSchema = {
+  type: "object",
+  required: ["reset"],
+  additionalProperties: false,
+  properties: { reset: { type: "boolean", const: true } },
+} as const;
+
 function registerControlPanel<B>(
   app: FastifyInstance,
   options: SimulatorOptions<B>,
@@ -126,7 +164,7 @@ function registerControlPanel<B>(
 ) {
   app.get(
     "/admin/behaviour",
-    { schema: { summary: "The failure knobs in force", tags } },
+    { schema: { summary: "The failure knobs in force", tags, response: { 200: options.behaviour.schema } } },
     async () => faults.behaviour,
   );
   app.put<{ Body: Partial<B> }>(
@@ -136,13 +174,16 @@ function registerControlPanel<B>(
         summary: "Change some failure knobs; the others keep their value",
         tags,
         body: options.behaviour.schema,
+        response: { 200: options.behaviour.schema },
       },
     },
     async (request) => faults.update(request.body as Partial<B>),
   );
   app.get(
     "/admin/faults/schedule",
-    { schema: { summary: "The scheduled faults not taken yet", tags } },
+    {
+      schema: { summary: "The scheduled faults not taken yet", tags, response: { 200: faultScheduleSchema } },
+    },
     async () => ({ faults: faults.scheduled() }),
   );
   app.put<{ Body: { faults: ScheduledFault[] } }>(
@@ -153,6 +194,7 @@ function registerControlPanel<B>(
           "The exact faults of the next calls, in order, before the random knobs (replaces the schedule)",
         tags,
         body: faultScheduleSchema,
+        response: { 200: faultScheduleSchema },
       },
     },
     async (request) => {
@@ -163,17 +205,31 @@ function registerControlPanel<B>(
   const resetSummary =
     options.summaries?.reset ??
     "Forget the simulator's state, counters and schedule; knobs back to the start";
-  app.post("/admin/reset", { schema: { summary: resetSummary, tags } }, async () => {
-    options.reset();
-    faults.reset();
-    return { reset: true };
-  });
+  app.post(
+    "/admin/reset",
+    { schema: { summary: resetSummary, tags, response: { 200: resetSchema } } },
+    async () => {
+      options.reset();
+      faults.reset();
+      return { reset: true };
+    },
+  );
   const stats = async () => ({ ...options.stats(), faults: faults.counters() });
   const statsSummary = options.summaries?.stats ?? "Counters: operations and faults";
-  app.get("/admin/stats", { schema: { summary: statsSummary, tags } }, stats);
+  app.get("/admin/stats", { schema: { summary: statsSummary, tags, response: { 200: statsSchema } } }, stats);
   // Registered here, outside the fault hooks, so an outage cannot hide the counters.
   for (const path of options.statsAliases ?? []) {
-    app.get(path, { schema: { summary: "Counters (same as /admin/stats; never faulted)", tags } }, stats);
+    app.get(
+      path,
+      {
+        schema: {
+          summary: "Counters (same as /admin/stats; never faulted)",
+          tags,
+          response: { 200: statsSchema },
+        },
+      },
+      stats,
+    );
   }
 }
 

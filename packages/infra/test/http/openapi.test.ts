@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { defineErrors } from "@casebook/kit/errors";
-import { buildOpenApiDocument, openApiPath, routeDocs } from "../../src/http/openapi.ts";
+import { bearerSecurity, bearerSecurityScheme } from "../../src/http/bearer-auth.ts";
+import { buildOpenApiDocument, defaultOperationId, openApiPath, routeDocs } from "../../src/http/openapi.ts";
 import { createService } from "../../src/http/service.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is JSON walked by key in assertions
@@ -87,6 +88,8 @@ test("GET /openapi.json is an OpenAPI 3.1 document of the service's routes", asy
     "/readyz",
     "/metrics",
     "/openapi.json",
+    "/",
+    "/docs",
     "/v1/links",
     "/v1/links/{code}",
   ]);
@@ -188,4 +191,69 @@ test("refs inside a shared schema are re-pointed into components", () => {
   const order = doc.components.schemas.Order;
   assert.equal(order.properties.total.$ref, "#/components/schemas/Money");
   assert.equal(order.properties.lines.items.$ref, "#/components/schemas/Order/$defs/line");
+});
+
+test("a route's 4xx problems, bearer security, servers and a default operationId are documented", async () => {
+  const service = createService({
+    name: "links",
+    version: "1.0.0",
+    log: { level: "silent" },
+    defaultMetrics: false,
+    errors: [linkErrors],
+    openapi: { securitySchemes: bearerSecurityScheme("Tenant API key") },
+  });
+  service.app.patch(
+    "/v1/links/:code",
+    {
+      schema: {
+        security: bearerSecurity,
+        errorCodes: ["LINK_NOT_FOUND"],
+        body: { type: "object", properties: { target: { type: "string" } } },
+        response: { 200: { type: "object", properties: { code: { type: "string" } } } },
+      },
+    },
+    async () => ({ code: "abc" }),
+  );
+  const doc: Doc = (await service.app.inject({ url: "/openapi.json" })).json();
+  await service.close();
+  assert.deepEqual(doc.servers, [{ url: "/" }]);
+  const patch = doc.paths["/v1/links/{code}"].patch;
+  assert.equal(patch.operationId, "patchV1LinksByCode");
+  assert.deepEqual(patch.security, [{ bearerAuth: [] }]);
+  assert.equal(
+    patch.parameters.find((p: Doc) => p.name === "authorization"),
+    undefined,
+    "the credential is a security scheme, not a header parameter",
+  );
+  assert.deepEqual(doc.components.securitySchemes, {
+    bearerAuth: { type: "http", scheme: "bearer", description: "Tenant API key" },
+  });
+  assert.deepEqual(Object.keys(patch.responses), ["200", "400", "401", "404", "413", "415", "default"]);
+  assert.equal(patch.responses["400"].description, "Bad Request: REQUEST_INVALID, REQUEST_MALFORMED");
+  assert.equal(patch.responses["401"].description, "Unauthorized: AUTH_MISSING, AUTH_INVALID");
+  assert.equal(patch.responses["404"].description, "Not Found: LINK_NOT_FOUND");
+  assert.deepEqual(patch.responses["404"].content, {
+    "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } },
+  });
+  const health = doc.paths["/healthz"].get;
+  assert.equal(health.security, undefined, "operator routes need no credentials");
+  assert.deepEqual(Object.keys(health.responses), ["200", "default"]);
+});
+
+test("a route naming an error code no registry defines fails its registration", async () => {
+  const service = createService({ name: "t", version: "0", log: { level: "silent" }, defaultMetrics: false });
+  assert.throws(
+    () => service.app.get("/x", { schema: { errorCodes: ["NOPE_MISSING"] } }, async () => ({})),
+    /error code NOPE_MISSING is in no registry/,
+  );
+  await service.close();
+});
+
+test("defaultOperationId is the method and the path's words", () => {
+  assert.equal(
+    defaultOperationId("get", "/v1/payments/:id/refunds/:refundId"),
+    "getV1PaymentsByIdRefundsByRefundId",
+  );
+  assert.equal(defaultOperationId("post", "/admin/faults"), "postAdminFaults");
+  assert.equal(defaultOperationId("get", "/openapi.json"), "getOpenapiJson");
 });

@@ -15,6 +15,42 @@ import { chooseDifferences, type DifferenceRequest, type InjectedDifference } fr
 
 const tags = ["admin"];
 
+/** The full shape of `differenceJson`: Fastify serializes with it, so an undeclared field would be dropped. */
+const differencesView = {
+  type: "object",
+  required: ["date", "differences"],
+  additionalProperties: false,
+  properties: {
+    date: { type: "string", format: "date" },
+    differences: {
+      type: "array",
+      items: {
+        type: "object",
+        required: [
+          "kind",
+          "idempotencyKey",
+          "authorizationId",
+          "operation",
+          "amountMinor",
+          "currency",
+          "settledAt",
+        ],
+        additionalProperties: false,
+        properties: {
+          kind: { type: "string", enum: ["dropped", "amount-changed", "unknown"] },
+          idempotencyKey: { type: "string" },
+          authorizationId: { type: "string" },
+          operation: { type: "string", enum: ["capture", "refund"] },
+          amountMinor: { type: "string", pattern: "^-?[0-9]+$" },
+          originalAmountMinor: { type: "string", pattern: "^-?[0-9]+$", description: "amount-changed only" },
+          currency: { type: "string" },
+          settledAt: { type: "string", format: "date-time" },
+        },
+      },
+    },
+  },
+} as const;
+
 function differenceJson(difference: InjectedDifference) {
   const { row } = difference;
   return {
@@ -40,6 +76,8 @@ function registerDifferences(app: FastifyInstance, deps: AcquirerRouteDeps): voi
         tags,
         params: dateParams,
         body: differencesBody,
+        errorCodes: ["ACQUIRER_SETTLEMENT_NOT_READY", "ACQUIRER_DIFFERENCES_TOO_MANY"],
+        response: { 200: differencesView },
       },
     },
     async (request) => {
@@ -64,7 +102,12 @@ function registerDifferences(app: FastifyInstance, deps: AcquirerRouteDeps): voi
   app.get<{ Params: { date: string } }>(
     "/admin/settlements/:date/differences",
     {
-      schema: { summary: "The differences injected into a day's settlement file", tags, params: dateParams },
+      schema: {
+        summary: "The differences injected into a day's settlement file",
+        tags,
+        params: dateParams,
+        response: { 200: differencesView },
+      },
     },
     async (request) => ({
       date: request.params.date,

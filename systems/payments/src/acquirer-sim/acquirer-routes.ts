@@ -220,6 +220,9 @@ function registerQueries(app: FastifyInstance, deps: AcquirerRouteDeps): void {
         summary: "The D+1 settlement file: captures and refunds of a UTC day, as CSV",
         tags: ["settlement"],
         params: dateParams,
+        errorCodes: ["ACQUIRER_SETTLEMENT_NOT_READY"],
+        // Sent as text (a string is never re-serialized): the schema documents the body.
+        response: { 200: { content: { "text/csv": { schema: { type: "string" } } } } },
       },
     },
     async (request, reply) => {

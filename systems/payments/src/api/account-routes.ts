@@ -12,6 +12,8 @@
  *   registerAccountRoutes(scope, { db, ledger, merchantOf: auth.merchantOf });
  * });
  */
+
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { merchantErrors } from "../domain/merchant-errors.ts";
@@ -26,7 +28,6 @@ import {
   accountIdParams,
   accountList,
   accountView,
-  authHeaders,
   DEFAULT_TRANSACTIONS_PAGE,
   transactionPage,
   transactionsQuery,
@@ -92,7 +93,7 @@ export function registerAccountRoutes(app: FastifyInstance, deps: AccountRouteDe
         description:
           "Three accounts per currency you have used: customer_funds, merchant_pending, merchant_available.",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         response: { 200: accountList },
       },
     },
@@ -108,7 +109,7 @@ export function registerAccountRoutes(app: FastifyInstance, deps: AccountRouteDe
       schema: {
         summary: "One of your accounts with its posted, pending and available balances",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: accountIdParams,
         response: { 200: accountView },
       },
@@ -123,7 +124,7 @@ export function registerAccountRoutes(app: FastifyInstance, deps: AccountRouteDe
       schema: {
         summary: "Transactions of one of your accounts, newest first (cursor pagination)",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: accountIdParams,
         querystring: transactionsQuery,
         response: { 200: transactionPage },

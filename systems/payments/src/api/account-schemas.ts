@@ -6,7 +6,6 @@
  * @example
  * app.get("/v1/accounts/:id", { schema: { params: accountIdParams, response: { 200: accountView } } }, h);
  */
-import { bearerAuthHeaders } from "@casebook/infra/http/bearer-auth";
 
 /** Largest page of GET /v1/accounts/{id}/transactions. */
 export const MAX_TRANSACTIONS_PAGE = 100;
@@ -15,9 +14,6 @@ export const DEFAULT_TRANSACTIONS_PAGE = 20;
 const moneyOut = { type: "string", pattern: "^-?[0-9]+$", description: "Minor units (cents)" } as const;
 const idOut = { type: "string", pattern: "^[1-9][0-9]*$" } as const;
 const instantOut = { type: "string", format: "date-time" } as const;
-
-/** Documents the credential in /openapi.json; checking it is the onRequest hook's job (infra/http/bearer-auth). */
-export const authHeaders = bearerAuthHeaders("Bearer <merchant API key>");
 
 export const accountIdParams = {
   type: "object",

@@ -23,6 +23,7 @@
  * registerPaymentRoutes(app, { db, idempotency, orchestrator, acquirer, clock, merchantOf: (r) => authedMerchant(r),
  *   config: { inlineDriveMs: 2_000, breakerOpenMode: "accept" } });
  */
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import {
   idempotencyKeyOf as headerIdempotencyKey,
   idempotencyKeyHeaders,
@@ -50,7 +51,14 @@ import {
   setIdemGeneration,
 } from "../store/payment-repository.ts";
 import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
-import { authHeaders } from "./account-schemas.ts";
+import {
+  captureBody,
+  idempotencyCodes,
+  paymentBody,
+  paymentViewSchema,
+  refundBody,
+  refundViewSchema,
+} from "./payment-schemas.ts";
 import { getRefund, handleRefund } from "./refund-handler.ts";
 
 export type BreakerOpenMode = "accept" | "fail-fast";
@@ -145,10 +153,8 @@ export function optionalIdempotencyKeyOf(request: FastifyRequest): string | unde
 /** The headers of a route that takes an Idempotency-Key: ajv refuses a bad key before the handler. */
 export const keyedHeaders = {
   type: "object",
-  properties: { ...authHeaders.properties, ...idempotencyKeyHeaders() },
+  properties: { ...idempotencyKeyHeaders() },
 } as const;
-
-const keyedRoute = { schema: { headers: keyedHeaders } };
 
 export function paymentIdOf(request: FastifyRequest): bigint {
   const raw = (request.params as { id?: string }).id ?? "";
@@ -387,16 +393,119 @@ async function settle(
  * registerPaymentRoutes(service.app, deps);
  */
 export function registerPaymentRoutes(app: FastifyInstance, deps: PaymentRouteDeps): void {
-  app.post("/v1/payments", keyedRoute, (request, reply) => postPayment(deps, request, reply));
-  app.get("/v1/payments/:id", async (request, reply) => {
-    const payment = await findPayment(deps.db, deps.merchantOf(request), paymentIdOf(request));
-    if (payment === undefined) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND");
-    return sendView(reply, 200, payment);
-  });
-  app.post("/v1/payments/:id/capture", keyedRoute, (request, reply) =>
-    settle(deps, request, reply, "capture"),
+  const tags = ["payments"];
+  const security = bearerSecurity;
+  const notFound = ["PAYMENTS_PAYMENT_NOT_FOUND"] as const;
+  app.post(
+    "/v1/payments",
+    {
+      schema: {
+        summary: "Create a payment (Idempotency-Key required): 201 final, 202 still pending",
+        tags,
+        security,
+        headers: keyedHeaders,
+        documentedBody: paymentBody,
+        errorCodes: ["PAYMENTS_PAYMENT_INVALID", "PAYMENTS_IDEMPOTENCY_KEY_MISSING", ...idempotencyCodes],
+        response: {
+          201: { ...paymentViewSchema, description: "The payment's final state (replayed to every retry)" },
+          202: { ...paymentViewSchema, description: "Pending: the saga goes on; GET the payment later" },
+        },
+      },
+    },
+    (request, reply) => postPayment(deps, request, reply),
   );
-  app.post("/v1/payments/:id/void", keyedRoute, (request, reply) => settle(deps, request, reply, "void"));
-  app.post("/v1/payments/:id/refunds", keyedRoute, (request, reply) => handleRefund(deps, request, reply));
-  app.get("/v1/payments/:id/refunds/:refundId", (request, reply) => getRefund(deps, request, reply));
+  app.get(
+    "/v1/payments/:id",
+    {
+      schema: {
+        summary: "One payment",
+        tags,
+        security,
+        errorCodes: notFound,
+        response: { 200: paymentViewSchema },
+      },
+    },
+    async (request, reply) => {
+      const payment = await findPayment(deps.db, deps.merchantOf(request), paymentIdOf(request));
+      if (payment === undefined) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND");
+      return sendView(reply, 200, payment);
+    },
+  );
+  const settled = {
+    200: { ...paymentViewSchema, description: "Done" },
+    202: { ...paymentViewSchema, description: "Pending: the saga goes on" },
+  };
+  const settleCodes = [...notFound, "PAYMENTS_PAYMENT_STATE_CONFLICT", ...idempotencyCodes];
+  app.post(
+    "/v1/payments/:id/capture",
+    {
+      schema: {
+        summary: "Capture an authorized payment, all of it or a part (PY-16)",
+        tags,
+        security,
+        headers: keyedHeaders,
+        documentedBody: captureBody,
+        errorCodes: ["PAYMENTS_PAYMENT_INVALID", "PAYMENTS_CAPTURE_EXCEEDS_AUTHORIZED", ...settleCodes],
+        response: settled,
+      },
+    },
+    (request, reply) => settle(deps, request, reply, "capture"),
+  );
+  app.post(
+    "/v1/payments/:id/void",
+    {
+      schema: {
+        summary: "Void an authorized payment: the hold is released",
+        tags,
+        security,
+        headers: keyedHeaders,
+        errorCodes: settleCodes,
+        response: settled,
+      },
+    },
+    (request, reply) => settle(deps, request, reply, "void"),
+  );
+  app.post(
+    "/v1/payments/:id/refunds",
+    {
+      schema: {
+        summary: "Refund part or all of a captured payment (Idempotency-Key required, PY-15)",
+        tags,
+        security,
+        headers: keyedHeaders,
+        documentedBody: refundBody,
+        errorCodes: [
+          "PAYMENTS_PAYMENT_INVALID",
+          "PAYMENTS_IDEMPOTENCY_KEY_MISSING",
+          ...notFound,
+          "PAYMENTS_PAYMENT_STATE_CONFLICT",
+          "PAYMENTS_REFUND_EXCEEDS_CAPTURED",
+          "PAYMENTS_REFUND_LEASE_LOST",
+          ...idempotencyCodes,
+        ],
+        response: {
+          201: { ...refundViewSchema, description: "Refunded" },
+          202: {
+            ...refundViewSchema,
+            description: "Outcome unknown yet: retry with the same key, or GET it",
+          },
+          422: { ...refundViewSchema, description: "The acquirer refused the refund" },
+        },
+      },
+    },
+    (request, reply) => handleRefund(deps, request, reply),
+  );
+  app.get(
+    "/v1/payments/:id/refunds/:refundId",
+    {
+      schema: {
+        summary: "One refund: where a 202 refund ended",
+        tags,
+        security,
+        errorCodes: [...notFound, "PAYMENTS_REFUND_NOT_FOUND"],
+        response: { 200: refundViewSchema },
+      },
+    },
+    (request, reply) => getRefund(deps, request, reply),
+  );
 }

@@ -20,6 +20,8 @@
  *   registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.merchantOf });
  * });
  */
+
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import { commonErrors } from "@casebook/kit/errors";
@@ -35,7 +37,6 @@ import {
   type ResolutionAction,
   resolveMerchantException,
 } from "../store/reconciliation-repository.ts";
-import { authHeaders } from "./account-schemas.ts";
 import {
   DEFAULT_EXCEPTIONS_PAGE_SIZE,
   exceptionIdParams,
@@ -120,7 +121,7 @@ function registerList(app: FastifyInstance, deps: ReconciliationRouteDeps): void
         summary: "Your reconciliation exceptions, oldest first (cursor pagination)",
         description: "Differences between the ledger and the acquirer's D+1 settlement file, for operations.",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         querystring: exceptionsQuery,
         response: { 200: exceptionPage },
       },
@@ -154,7 +155,7 @@ function registerOne(app: FastifyInstance, deps: ReconciliationRouteDeps): void 
       schema: {
         summary: "One of your reconciliation exceptions",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: exceptionIdParams,
         response: { 200: exceptionView },
       },
@@ -176,7 +177,7 @@ function registerResolve(app: FastifyInstance, deps: ReconciliationRouteDeps): v
         description:
           "Idempotent: the same action again answers the stored result; the other action on a resolved exception is 409.",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: exceptionIdParams,
         body: resolveBody,
         response: { 200: exceptionView },

@@ -43,6 +43,7 @@ export function registerCheckRoute(app: FastifyInstance, limiter: Limiter, metri
         summary: "Decide whether a request may spend `cost` now",
         tags: ["rate limit"],
         body: checkBody,
+        errorCodes: ["RATELIMIT_COST_TOO_HIGH"],
         response: { 200: checkResponse },
       },
     },

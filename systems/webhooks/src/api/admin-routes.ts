@@ -21,6 +21,7 @@
  * });
  */
 import { registerApiKeyAdminRoutes } from "@casebook/infra/http/api-key-admin-routes";
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
@@ -56,11 +57,6 @@ export interface AdminContext {
 }
 
 const tags = ["admin"];
-const adminHeaders = {
-  type: "object",
-  properties: { authorization: { type: "string", description: "Bearer <WEBHOOKS_ADMIN_TOKEN>" } },
-} as const;
-
 const tenantView = {
   type: "object",
   required: [
@@ -138,9 +134,10 @@ function registerTenantRoutes(app: FastifyInstance, context: AdminContext): void
     "/v1/admin/tenants",
     {
       schema: {
+        errorCodes: ["WEBHOOK_TENANT_INVALID"],
+        security: bearerSecurity,
         summary: "Create a tenant and its first API key (shown once)",
         tags,
-        headers: adminHeaders,
         body: createTenantBody,
         response: {
           201: {
@@ -165,9 +162,10 @@ function registerTenantRoutes(app: FastifyInstance, context: AdminContext): void
     "/v1/admin/tenants/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_TENANT_NOT_FOUND", "WEBHOOK_TENANT_INVALID"],
+        security: bearerSecurity,
         summary: "Change a tenant's fair-scheduling weight",
         tags,
-        headers: adminHeaders,
         params: idParams,
         body: {
           type: "object",

@@ -1,19 +1,14 @@
 /**
- * JSON-schema pieces every webhooks route shares: the credential header (documented in
- * /openapi.json; checked by the bearer hook of register-api.ts), instants, nullable fields, id path parameters and
+ * JSON-schema pieces every webhooks route shares: instants, nullable fields, id path parameters and
  * keyset pages. Ids travel as the store's `<kind>_<32 hex>` strings; a path id of any other
  * shape is simply not found (404, like another tenant's id: WH-12), so params are not
  * pattern-checked here.
  *
  * @example
- * app.get("/v1/things/:id", { schema: { headers: authHeaders, params: idParams, response: { 200: view } } }, h);
+ * app.get("/v1/things/:id", { schema: { security: bearerSecurity, params: idParams, response: { 200: view } } }, h);
  */
-import { bearerAuthHeaders } from "@casebook/infra/http/bearer-auth";
 import { MAX_CURSOR_CHARS } from "../domain/store-cursor.ts";
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from "../store/pagination.ts";
-
-/** Documents the credential in /openapi.json; checking it is the onRequest hook's job (register-api.ts). */
-export const authHeaders = bearerAuthHeaders("Bearer <tenant API key (whk_…)>");
 
 /** Longest path id looked up: far above the 36 characters of ours, bounded all the same. */
 export const MAX_PATH_ID_CHARS = 100;

@@ -15,6 +15,8 @@
  * @example
  * registerDeliveryRoutes(scope, { db, clock, randomBytes, tenantOf: auth.tenantOf, settings });
  */
+
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { FastifyInstance } from "fastify";
 import { storeErrors } from "../domain/store-errors.ts";
 import {
@@ -27,7 +29,7 @@ import {
   replayDelivery,
 } from "../store/delivery-queries.ts";
 import type { ApiContext } from "./api-context.ts";
-import { authHeaders, idParams, iso, pageOf, pageQuery } from "./api-schemas.ts";
+import { idParams, iso, pageOf, pageQuery } from "./api-schemas.ts";
 import { attemptView, deliveryListQuery, deliveryView } from "./delivery-schemas.ts";
 import { withFieldPointers } from "./field-errors.ts";
 
@@ -66,9 +68,10 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/webhook-deliveries",
     {
       schema: {
+        errorCodes: ["WEBHOOK_CURSOR_INVALID"],
         summary: "Your deliveries, newest first (cursor pagination; filter by state, subscription, event)",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         querystring: deliveryListQuery,
         response: { 200: pageOf(deliveryView) },
       },
@@ -85,9 +88,10 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/webhook-deliveries/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_DELIVERY_NOT_FOUND"],
         summary: "One of your deliveries: state, attempts so far, next attempt, deadline",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         response: { 200: deliveryView },
       },
@@ -103,9 +107,10 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/webhook-deliveries/:id/attempts",
     {
       schema: {
+        errorCodes: ["WEBHOOK_DELIVERY_NOT_FOUND", "WEBHOOK_CURSOR_INVALID"],
         summary: "The attempts of one of your deliveries, in order (cursor pagination)",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         querystring: pageQuery,
         response: { 200: pageOf(attemptView) },
@@ -128,11 +133,17 @@ export function registerDeliveryRoutes(app: FastifyInstance, context: ApiContext
     "/v1/webhook-deliveries/:id/replay",
     {
       schema: {
+        errorCodes: [
+          "WEBHOOK_DELIVERY_NOT_FOUND",
+          "WEBHOOK_DELIVERY_IN_PROGRESS",
+          "WEBHOOK_SUBSCRIPTION_INACTIVE",
+          "WEBHOOK_REPLAY_PAYLOAD_EXPIRED",
+        ],
         summary: "Send a finished delivery again (same delivery id and webhook-id)",
         description:
           "Refused with 410 once the event's payload passed its retention (WH-22), with 409 while the delivery is still being attempted or its subscription is disabled.",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         response: { 202: deliveryView },
       },

@@ -14,11 +14,13 @@
  * @example
  * registerEventRoutes(scope, { db, clock, randomBytes, tenantOf: auth.tenantOf, settings });
  */
+
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { FastifyInstance } from "fastify";
 import { storeErrors } from "../domain/store-errors.ts";
 import { getEvent, ingestEvent, type StoredEvent } from "../store/event-repository.ts";
 import type { ApiContext } from "./api-context.ts";
-import { authHeaders, idParams } from "./api-schemas.ts";
+import { idParams } from "./api-schemas.ts";
 import { eventAccepted, eventBody, eventHeaders, eventView } from "./event-schemas.ts";
 import { withFieldPointers } from "./field-errors.ts";
 
@@ -59,6 +61,7 @@ export function registerEventRoutes(app: FastifyInstance, context: ApiContext): 
     {
       bodyLimit: eventBodyLimitBytes(settings.maxPayloadBytes),
       schema: {
+        errorCodes: ["WEBHOOK_EVENT_INVALID", "WEBHOOK_EVENT_TOO_LARGE", "WEBHOOK_IDEMPOTENCY_CONFLICT"],
         summary: "Send an event to your subscriptions (202: accepted, delivered later)",
         description:
           "Stored with its outbox row in one transaction; fanned out to every active subscription whose filters match. Same Idempotency-Key, same event.",
@@ -93,9 +96,10 @@ export function registerEventRoutes(app: FastifyInstance, context: ApiContext): 
     "/v1/events/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_EVENT_NOT_FOUND"],
         summary: "One of your events, with its payload until retention deletes it",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         response: { 200: eventView },
       },

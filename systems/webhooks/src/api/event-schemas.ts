@@ -8,7 +8,7 @@
  */
 import { idempotencyKeyHeader } from "@casebook/infra/http/idempotency-key";
 import { MAX_EVENT_TYPE_CHARS } from "../domain/store-event-type.ts";
-import { authHeaders, instant, nullableString } from "./api-schemas.ts";
+import { instant, nullableString } from "./api-schemas.ts";
 
 /** `invoice.paid`: dotted segments of [A-Za-z0-9_-] (domain/store-event-type.ts says the same). */
 export const EVENT_TYPE_PATTERN = "^[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*$";
@@ -42,7 +42,6 @@ export const eventBody = {
 export const eventHeaders = {
   type: "object",
   properties: {
-    ...authHeaders.properties,
     // The one rule (1-255 visible ASCII); a bad key is 400 REQUEST_INVALID naming /headers/idempotency-key.
     "idempotency-key": idempotencyKeyHeader(
       "Same key, same event: a retried POST returns the first event's id and creates nothing",

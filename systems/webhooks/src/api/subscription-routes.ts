@@ -21,6 +21,8 @@
  * @example
  * registerSubscriptionRoutes(scope, { db, clock, randomBytes, tenantOf: auth.tenantOf, settings });
  */
+
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance } from "fastify";
 import { OVERLAP_MS_DEFAULT } from "../domain/secret-rotation.ts";
@@ -37,7 +39,7 @@ import {
   updateSubscription,
 } from "../store/subscription-repository.ts";
 import type { ApiContext } from "./api-context.ts";
-import { authHeaders, idParams, iso, pageOf, pageQuery } from "./api-schemas.ts";
+import { idParams, iso, pageOf, pageQuery } from "./api-schemas.ts";
 import { atField, withFieldPointers } from "./field-errors.ts";
 import {
   rotateSecretBody,
@@ -155,9 +157,10 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions",
     {
       schema: {
+        errorCodes: ["WEBHOOK_CURSOR_INVALID"],
         summary: "Your subscriptions, oldest first (cursor pagination)",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         querystring: pageQuery,
         response: { 200: pageOf(subscriptionView) },
       },
@@ -174,9 +177,10 @@ function registerReads(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_SUBSCRIPTION_NOT_FOUND"],
         summary: "One of your subscriptions",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         response: { 200: subscriptionView },
       },
@@ -194,9 +198,16 @@ function registerWrites(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions",
     {
       schema: {
+        errorCodes: [
+          "WEBHOOK_SUBSCRIPTION_INVALID",
+          "WEBHOOK_URL_INVALID",
+          "WEBHOOK_URL_INSECURE",
+          "WEBHOOK_URL_FORBIDDEN",
+          "WEBHOOK_SECRET_INVALID",
+        ],
         summary: "Register an endpoint (the signing secret is returned once)",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         body: subscriptionCreateBody,
         response: { 201: subscriptionCreated },
       },
@@ -219,9 +230,16 @@ function registerWrites(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions/:id",
     {
       schema: {
+        errorCodes: [
+          "WEBHOOK_SUBSCRIPTION_NOT_FOUND",
+          "WEBHOOK_SUBSCRIPTION_INVALID",
+          "WEBHOOK_URL_INVALID",
+          "WEBHOOK_URL_INSECURE",
+          "WEBHOOK_URL_FORBIDDEN",
+        ],
         summary: "Change an endpoint's URL, filters, limits, or switch it off and on",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         body: subscriptionPatchBody,
         response: { 200: subscriptionView },
@@ -241,9 +259,10 @@ function registerLifecycle(app: FastifyInstance, context: ApiContext): void {
     "/v1/subscriptions/:id",
     {
       schema: {
+        errorCodes: ["WEBHOOK_SUBSCRIPTION_NOT_FOUND"],
         summary: "Stop an endpoint for good (its delivery history stays readable)",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         response: { 204: { type: "null" } },
       },
@@ -265,9 +284,14 @@ function registerLifecycle(app: FastifyInstance, context: ApiContext): void {
         request.body ??= {};
       },
       schema: {
+        errorCodes: [
+          "WEBHOOK_SUBSCRIPTION_NOT_FOUND",
+          "WEBHOOK_SECRET_INVALID",
+          "WEBHOOK_SECRET_ROTATION_LIMIT",
+        ],
         summary: "Rotate the signing secret; old and new both sign during the overlap",
         tags,
-        headers: authHeaders,
+        security: bearerSecurity,
         params: idParams,
         body: rotateSecretBody,
         response: { 200: secretRotated },
