@@ -20,6 +20,7 @@ import { freePort } from "@casebook/lab/free-port";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { main } from "../src/main.ts";
+import { startSim } from "./acquirer-sim-fixture.ts";
 
 const TOKEN = "test-payments-admin-token-0123";
 const MAIN = new URL("../src/main.ts", import.meta.url);
@@ -126,7 +127,15 @@ test("on PostgreSQL with no merchant: one line says how; new-key makes the merch
     }
   });
   const port = String(await freePort());
-  const serviceEnv = { DATABASE_URL: databaseUrl, PAYMENTS_DB_SCHEMA: schema, PORT: port, HOST: "127.0.0.1" };
+  // On PostgreSQL every replica must share one acquirer (ACQUIRER_URL is required): a simulator of its own here.
+  const acquirer = await startSim(t);
+  const serviceEnv = {
+    DATABASE_URL: databaseUrl,
+    ACQUIRER_URL: acquirer.url,
+    PAYMENTS_DB_SCHEMA: schema,
+    PORT: port,
+    HOST: "127.0.0.1",
+  };
   const service = await spawnChild(MAIN, {
     env: { ...process.env, ...serviceEnv, PAYMENTS_ADMIN_TOKEN: TOKEN, LOG_LEVEL: "info" },
     ready: (line) => line.includes("no merchant yet"),

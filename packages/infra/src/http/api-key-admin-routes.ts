@@ -27,6 +27,7 @@ import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance } from "fastify";
 import { type ApiKeyInfo, type ApiKeyTable, MAX_ROTATION_OVERLAP_MS } from "../sql/api-key-table.ts";
 import type { Database } from "../sql/sql.ts";
+import { bearerSecurity } from "./bearer-auth.ts";
 
 /** How long the old keys keep working after a rotation that does not say: an hour, enough for a rolling deploy. */
 export const DEFAULT_ROTATION_OVERLAP_S = 3_600;
@@ -44,8 +45,8 @@ export interface ApiKeyAdminOptions {
   randomBytes: RandomBytes;
   /** The system's own "no such owner" error (a 404 with its stable code). */
   ownerNotFound(ownerId: string): Error;
-  /** Described on the `authorization` header in /openapi.json: `Bearer <PAYMENTS_ADMIN_TOKEN>`. */
-  credential: string;
+  /** The stable code of `ownerNotFound`'s error, listed among each route's 4xx in /openapi.json. */
+  ownerNotFoundCode: string;
 }
 
 const tags = ["admin"];
@@ -108,10 +109,8 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
   if (!OWNERS_PATTERN.test(options.owners))
     throw new RangeError(`owners ${options.owners} must be a-z and -`);
   const base = `/v1/admin/${options.owners}/:id/api-keys`;
-  const headers = {
-    type: "object",
-    properties: { authorization: { type: "string", description: options.credential } },
-  } as const;
+  // The admin token is a bearer credential (the caller's scope checks it): declared once, per route.
+  const auth = { security: bearerSecurity, errorCodes: [options.ownerNotFoundCode] } as const;
   const { db, keys, clock } = options;
   const requireOwner = async (id: string) => {
     if (!(await keys.ownerExists(db, id))) throw options.ownerNotFound(id);
@@ -123,7 +122,7 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
       schema: {
         summary: "List an owner's API keys: prefixes and times, never the keys",
         tags,
-        headers,
+        ...auth,
         params: ownerParams,
         response: {
           200: {
@@ -146,7 +145,7 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
       schema: {
         summary: "Issue another API key (shown once); the others keep working",
         tags,
-        headers,
+        ...auth,
         params: ownerParams,
         response: { 201: issuedView },
       },
@@ -167,7 +166,7 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
       schema: {
         summary: "Rotate: a new key (shown once), the others expiring after an overlap",
         tags,
-        headers,
+        ...auth,
         params: ownerParams,
         body: rotateBody,
         response: {
@@ -201,7 +200,8 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
       schema: {
         summary: "Revoke one API key, effective now",
         tags,
-        headers,
+        ...auth,
+        errorCodes: [options.ownerNotFoundCode, "RESOURCE_NOT_FOUND"],
         params: {
           type: "object",
           required: ["id", "prefix"],

@@ -15,7 +15,7 @@
  * await registerPaymentsAdminApi(service.app, { db, clock: systemClock, randomBytes, adminToken });
  */
 import { registerApiKeyAdminRoutes } from "@casebook/infra/http/api-key-admin-routes";
-import { createStaticTokenAuth } from "@casebook/infra/http/bearer-auth";
+import { bearerSecurity, createStaticTokenAuth } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
@@ -32,7 +32,6 @@ export interface PaymentsAdminOptions {
   adminToken: string;
 }
 
-const CREDENTIAL = "Bearer <PAYMENTS_ADMIN_TOKEN>";
 const tags = ["admin"];
 
 const createMerchantBody = {
@@ -76,10 +75,7 @@ function registerMerchantRoutes(app: FastifyInstance, merchants: MerchantReposit
       schema: {
         summary: "Create a merchant and its first API key (shown once)",
         tags,
-        headers: {
-          type: "object",
-          properties: { authorization: { type: "string", description: CREDENTIAL } },
-        },
+        security: bearerSecurity,
         body: createMerchantBody,
         response: { 201: createdMerchantView },
       },
@@ -111,7 +107,7 @@ export async function registerPaymentsAdminApi(
       clock,
       randomBytes,
       ownerNotFound: (id) => merchantErrors.create("PAYMENTS_MERCHANT_NOT_FOUND", { fields: { id } }),
-      credential: CREDENTIAL,
+      ownerNotFoundCode: "PAYMENTS_MERCHANT_NOT_FOUND",
     });
   });
 }

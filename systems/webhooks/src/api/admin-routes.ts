@@ -197,7 +197,7 @@ function registerKeyRoutes(app: FastifyInstance, context: AdminContext): void {
     clock: context.clock,
     randomBytes: context.randomBytes,
     ownerNotFound: tenantNotFound,
-    credential: "Bearer <WEBHOOKS_ADMIN_TOKEN>",
+    ownerNotFoundCode: "WEBHOOK_TENANT_NOT_FOUND",
   });
 }
 
