@@ -1,7 +1,8 @@
 /**
  * The edge contract (packages/lab/src/edge-contract-suite.ts) on the check API, started by
  * main() as in production, on the in-process store. The state probe is the decision counter
- * of /metrics: a refused request must decide nothing, so spend nothing.
+ * of /metrics: a refused request must decide nothing, so spend nothing. With RATE_LIMITER_TOKEN set,
+ * a check without the token, or with another, is 401 and decides nothing too.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -9,6 +10,9 @@ import { join } from "node:path";
 import { defaultBodyLimitBytes } from "@casebook/infra/http/service";
 import { edgeContractSuite } from "@casebook/lab/edge-contract-suite";
 import { main } from "../src/main.ts";
+
+/** RATE_LIMITER_TOKEN: the check API's bearer token (16+ characters). */
+const TOKEN = "edge-contract-token-0123456789";
 
 const policies = {
   policies: [
@@ -22,7 +26,12 @@ edgeContractSuite({
     const dir = await mkdtemp(join(tmpdir(), "rl-edge-"));
     const file = join(dir, "policies.json");
     await writeFile(file, JSON.stringify(policies));
-    const running = await main({ PORT: "0", RATE_LIMITER_POLICIES: file, LOG_LEVEL: "silent" });
+    const running = await main({
+      PORT: "0",
+      RATE_LIMITER_POLICIES: file,
+      RATE_LIMITER_TOKEN: TOKEN,
+      LOG_LEVEL: "silent",
+    });
     const service = running.service;
     return {
       subject: {
@@ -55,6 +64,8 @@ edgeContractSuite({
   bodyLimitBytes: defaultBodyLimitBytes,
   wrongMethod: { method: "GET", allow: "POST" },
   auth: {
-    none: "the check API takes no credentials on this branch (a bearer token is being added on another)",
+    header: "authorization",
+    valid: () => `Bearer ${TOKEN}`,
+    wrong: "Bearer not-the-edge-contract-token",
   },
 });
