@@ -53,7 +53,8 @@ const tags = ["admin"];
 const instant = { type: "string", format: "date-time" } as const;
 const nullableInstant = { type: ["string", "null"], format: "date-time" } as const;
 
-const issuedView = {
+/** A key just issued, as every admin route that issues one answers it (the one time the key is shown). */
+export const issuedApiKeyView = {
   type: "object",
   required: ["key", "prefix"],
   properties: {
@@ -147,7 +148,7 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
         tags,
         ...auth,
         params: ownerParams,
-        response: { 201: issuedView },
+        response: { 201: issuedApiKeyView },
       },
     },
     async (request, reply) => {
@@ -173,7 +174,7 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
           201: {
             type: "object",
             required: ["key", "prefix", "previousKeysExpireAt"],
-            properties: { ...issuedView.properties, previousKeysExpireAt: instant },
+            properties: { ...issuedApiKeyView.properties, previousKeysExpireAt: instant },
           },
         },
       },

@@ -14,7 +14,7 @@
  * @example
  * await registerPaymentsAdminApi(service.app, { db, clock: systemClock, randomBytes, adminToken });
  */
-import { registerApiKeyAdminRoutes } from "@casebook/infra/http/api-key-admin-routes";
+import { issuedApiKeyView, registerApiKeyAdminRoutes } from "@casebook/infra/http/api-key-admin-routes";
 import { bearerSecurity, createStaticTokenAuth } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
@@ -57,14 +57,7 @@ const createdMerchantView = {
         createdAt: { type: "string", format: "date-time" },
       },
     },
-    apiKey: {
-      type: "object",
-      required: ["key", "prefix"],
-      properties: {
-        key: { type: "string", description: "The whole key: shown now, never again" },
-        prefix: { type: "string" },
-      },
-    },
+    apiKey: issuedApiKeyView,
   },
 } as const;
 

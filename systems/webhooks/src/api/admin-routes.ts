@@ -20,7 +20,7 @@
  *   registerAdminRoutes(scope, { db, clock, randomBytes, tenantDefaults: { deliveryWindowS: 86_400, payloadRetentionS: 86_400 } });
  * });
  */
-import { registerApiKeyAdminRoutes } from "@casebook/infra/http/api-key-admin-routes";
+import { issuedApiKeyView, registerApiKeyAdminRoutes } from "@casebook/infra/http/api-key-admin-routes";
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
@@ -79,15 +79,6 @@ const tenantView = {
   },
 } as const;
 
-const apiKeyView = {
-  type: "object",
-  required: ["key", "prefix"],
-  properties: {
-    key: { type: "string", description: "The whole key: shown now, never again" },
-    prefix: { type: "string", description: "Its public part, to tell keys apart and revoke one" },
-  },
-} as const;
-
 const createTenantBody = {
   type: "object",
   required: ["name"],
@@ -143,7 +134,7 @@ function registerTenantRoutes(app: FastifyInstance, context: AdminContext): void
           201: {
             type: "object",
             required: ["tenant", "apiKey"],
-            properties: { tenant: tenantView, apiKey: apiKeyView },
+            properties: { tenant: tenantView, apiKey: issuedApiKeyView },
           },
         },
       },
