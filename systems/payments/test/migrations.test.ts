@@ -30,6 +30,7 @@ const expected = [
   "008_capture_refund_retry_fees",
   "009_lease_vocabulary",
   "011_outbox_lease_vocabulary",
+  "013_opaque_ids",
 ];
 
 test("every migration applies in order on PGlite, once", async () => {
