@@ -11,6 +11,9 @@
  *   POST /v1/payments/{id}/refunds    a partial refund, own Idempotency-Key and acquirer call (PY-15)
  *   GET  /v1/payments/{id}/refunds/{refundId}   one refund: where a 202 refund ended
  *
+ * `{id}` and `{refundId}` are public ids (domain/public-ids.ts: `pay_…`/`re_…`, or a pre-013 decimal
+ * id), looked up within the merchant; the internal int8 id never appears in a request or an answer.
+ *
  * Capture and void take an optional Idempotency-Key: with one, the final answer is stored and
  * every retry with the key replays it (the same key for another amount is a 422); without one, a
  * repeat while the step is in flight joins it and a repeat after it finished is a 409.
