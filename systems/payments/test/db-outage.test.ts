@@ -687,12 +687,13 @@ async function dbOutage(t: TestContext, fault: Fault): Promise<void> {
   }
 }
 
+/** The public ids (what the API answers) of the payments stored for each key. */
 async function paymentIdsByKey(db: Database): Promise<Map<string, string[]>> {
-  const { rows } = await db.query<{ idempotency_key: string; id: bigint }>(
-    "SELECT idempotency_key, id FROM payments ORDER BY id",
+  const { rows } = await db.query<{ idempotency_key: string; public_id: string }>(
+    "SELECT idempotency_key, public_id FROM payments ORDER BY id",
   );
   const byKey = new Map<string, string[]>();
-  for (const r of rows) byKey.set(r.idempotency_key, [...(byKey.get(r.idempotency_key) ?? []), String(r.id)]);
+  for (const r of rows) byKey.set(r.idempotency_key, [...(byKey.get(r.idempotency_key) ?? []), r.public_id]);
   return byKey;
 }
 

@@ -31,6 +31,7 @@ const expected = [
   "009_lease_vocabulary",
   "011_outbox_lease_vocabulary",
   "012_api_key_usage",
+  "013_opaque_ids",
 ];
 
 test("every migration applies in order on PGlite, once", async () => {

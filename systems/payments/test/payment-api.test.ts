@@ -241,8 +241,8 @@ test("PY-15 partial refunds: reversal entries, own keys, replay-safe, never beyo
   assert.equal(b.merchant_pending!.posted, 0n);
   assert.equal(b.customer_funds!.posted, 0n);
   const { rows } = await f.db.query<{ n: bigint }>(
-    "SELECT count(*) AS n FROM transactions t JOIN payments p ON t.reverses_id = p.hold_transaction_id WHERE p.id = $1",
-    [BigInt(String(res.body.id))],
+    "SELECT count(*) AS n FROM transactions t JOIN payments p ON t.reverses_id = p.hold_transaction_id WHERE p.public_id = $1",
+    [res.body.id],
   );
   assert.equal(rows[0]!.n, 2n);
 });
@@ -258,7 +258,7 @@ test("payments are scoped to their merchant: another merchant's id answers 404",
 });
 
 /** The payment's hold and (after a partial capture) capture transactions, with the writing transaction id. */
-async function holdAndCapture(f: Awaited<ReturnType<typeof startPayments>>, paymentId: bigint) {
+async function holdAndCapture(f: Awaited<ReturnType<typeof startPayments>>, paymentId: string) {
   const { rows } = await f.db.query<{
     role: string;
     id: bigint;
@@ -270,7 +270,7 @@ async function holdAndCapture(f: Awaited<ReturnType<typeof startPayments>>, paym
             (SELECT sum(e.amount) FROM entries e WHERE e.transaction_id = t.id AND e.direction = 'D')::int8 AS amount,
             t.xmin::text AS writer
        FROM payments p JOIN transactions t ON t.id IN (p.hold_transaction_id, p.capture_transaction_id)
-      WHERE p.id = $1`,
+      WHERE p.public_id = $1`,
     [paymentId],
   );
   return Object.fromEntries(rows.map((r) => [r.role, r]));
@@ -282,7 +282,7 @@ testOnEngines(
     const f = await startPayments(t, { url });
     const res = await f.pay(paymentBody({ capture: false }), "partial-1");
     assert.equal(res.body.status, "authorized");
-    const id = BigInt(String(res.body.id));
+    const id = String(res.body.id);
     const captured = await f.call("POST", `/v1/payments/${id}/capture`, { amountMinor: "3000" });
     assert.equal(captured.status, 200, captured.text);
     assert.equal(captured.body.status, "captured");
@@ -313,8 +313,9 @@ testOnEngines(
     assert.equal(b.merchant_pending!.posted, 0n);
     assert.equal(b.customer_funds!.posted, 0n);
     const { rows } = await f.db.query<{ reverses_id: bigint }>(
-      "SELECT t.reverses_id FROM transactions t WHERE t.idem_key = $1",
-      [`pay:${id}:refund:prf-2`],
+      // Ledger keys hold the internal id (`pay:<id>:refund:<key>`), not the public one.
+      "SELECT t.reverses_id FROM transactions t JOIN payments p ON p.public_id = $1 WHERE t.idem_key = 'pay:' || p.id || ':refund:prf-2'",
+      [id],
     );
     assert.equal(
       rows[0]!.reverses_id,
@@ -352,8 +353,8 @@ testOnEngines(
     for (const key of ["cap-b1", "cap-b2", "cap-b3"])
       assert.equal(await f.idempotency.find(f.merchant, key), undefined);
     const { rows } = await f.db.query<{ status: string; step: string; capture_amount_minor: bigint | null }>(
-      "SELECT status, step, capture_amount_minor FROM payments WHERE id = $1",
-      [BigInt(String(res.body.id))],
+      "SELECT status, step, capture_amount_minor FROM payments WHERE public_id = $1",
+      [res.body.id],
     );
     assert.deepEqual({ ...rows[0] }, { status: "authorized", step: "done", capture_amount_minor: null });
     assert.equal(f.sim.sim.state.stats().captures, 0);
@@ -385,7 +386,7 @@ test("PY-16 a capture with an Idempotency-Key replays its stored answer; the key
 test("PY-16 PY-06 a partial capture whose answer is lost is retried with the same amount: one capture, one posting", async (t) => {
   const f = await startPayments(t);
   const res = await f.pay(paymentBody({ capture: false }), "cap-lost");
-  const id = BigInt(String(res.body.id));
+  const id = String(res.body.id);
   f.sim.sim.faults.update({ timeoutAfterChargeRate: 1, timeoutMode: "reset" });
   // Only the first capture loses its answer: the fault goes off once the acquirer has captured.
   const watcher = waitFor(

@@ -5,6 +5,7 @@
  */
 import { type TestContext, test } from "node:test";
 import { createService } from "@casebook/infra/http/service";
+import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
@@ -35,6 +36,8 @@ export interface FullFixture extends PaymentsFixture {
 
 export interface FullFixtureOptions extends FixtureOptions {
   retrier?: Partial<RefundRetrierOptions>;
+  /** A database the test opened and migrated itself (an upgraded data directory); the test closes it. */
+  db?: Database;
 }
 
 /** Fast refund retries for tests: from 10 ms, capped at 50 ms. */
@@ -44,7 +47,8 @@ export async function startFullPayments(
   t: TestContext,
   options: FullFixtureOptions = {},
 ): Promise<FullFixture> {
-  const { db, schema } = await openFullTestDb(t, options.url);
+  const { db, schema } =
+    options.db === undefined ? await openFullTestDb(t, options.url) : { db: options.db, schema: undefined };
   const sim = await startSim(t);
   const random = seededRandom("payments-full-test");
   const acquirer = new AcquirerClient({

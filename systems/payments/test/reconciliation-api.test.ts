@@ -29,7 +29,11 @@ interface Seeded {
 async function captured(f: FullFixture, key: string, amount: string, merchant?: string): Promise<bigint> {
   const paid = await f.pay(paymentBody({ amountMinor: amount }), key, merchant);
   assert.equal(paid.body.status, "captured");
-  return BigInt(String(paid.body.id));
+  // The differences name the internal id (reconciliation-repository.ts), as the reconciler does.
+  const { rows } = await f.db.query<{ id: bigint }>("SELECT id FROM payments WHERE public_id = $1", [
+    paid.body.id,
+  ]);
+  return rows[0]!.id;
 }
 
 function difference(
@@ -106,6 +110,13 @@ testOnEngines(
       [item.kind, item.settlementDate, item.expectedMinor, item.actualMinor, item.status],
       ["amount_mismatch", "2026-10-20", "5000", "5100", "open"],
     );
+    // The payment is named by its public id (public-ids.ts), never the internal one.
+    const { rows } = await s.f.db.query<{ public_id: string }>(
+      "SELECT public_id FROM payments WHERE acquirer_key = $1",
+      [item.acquirerKey],
+    );
+    assert.match(String(item.paymentId), /^pay_[0-9a-f]{32}$/);
+    assert.equal(item.paymentId, rows[0]!.public_id);
     assert.deepEqual(ids(await s.as(me, "GET", `${LIST}?kind=fee_mismatch`)), [s.a[1]]);
     assert.deepEqual(ids(await s.as(me, "GET", `${LIST}?from=2026-10-21`)), [s.a[1], s.a[2]]);
     assert.deepEqual(ids(await s.as(me, "GET", `${LIST}?from=2026-10-20&to=2026-10-20`)), [s.a[0]]);

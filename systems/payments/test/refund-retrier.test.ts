@@ -105,10 +105,12 @@ async function retryUntilSettled(f: FullFixture, paymentId: string, refundId: st
   );
 }
 
+/** The ledger reversals of the payment with public id `paymentId`: their keys hold its internal id (`pay:<id>:refund:…`). */
 async function reversals(f: FullFixture, paymentId: string): Promise<bigint> {
   const { rows } = await f.db.query<{ n: bigint }>(
-    "SELECT count(*) AS n FROM transactions WHERE idem_key LIKE $1",
-    [`pay:${paymentId}:refund:%`],
+    `SELECT count(*) AS n FROM transactions t JOIN payments p ON p.public_id = $1
+      WHERE t.idem_key LIKE 'pay:' || p.id || ':refund:%'`,
+    [paymentId],
   );
   return rows[0]!.n;
 }

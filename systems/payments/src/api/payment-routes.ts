@@ -11,6 +11,9 @@
  *   POST /v1/payments/{id}/refunds    a partial refund, own Idempotency-Key and acquirer call (PY-15)
  *   GET  /v1/payments/{id}/refunds/{refundId}   one refund: where a 202 refund ended
  *
+ * `{id}` and `{refundId}` are public ids (domain/public-ids.ts: `pay_…`/`re_…`, or a pre-013 decimal
+ * id), looked up within the merchant; the internal int8 id never appears in a request or an answer.
+ *
  * Capture and void take an optional Idempotency-Key: with one, the final answer is stored and
  * every retry with the key replays it (the same key for another amount is a 422); without one, a
  * repeat while the step is in flight joins it and a repeat after it finished is a 409.
@@ -40,10 +43,12 @@ import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
 import { stateConflict } from "../domain/payment-actions.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
 import { captureAmountOf, requestSettlement } from "../domain/payment-saga.ts";
+import { isPaymentId } from "../domain/public-ids.ts";
 import {
   createPayment,
   findPayment,
   findPaymentByKey,
+  findPaymentByPublicId,
   lockPayment,
   type Payment,
   paymentView,
@@ -96,7 +101,6 @@ export interface PaymentInput {
 }
 
 const CARD_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
-const ID_PATTERN = /^[1-9][0-9]{0,18}$/;
 const PAYMENT_FIELDS = new Set(["amountMinor", "currency", "cardToken", "capture"]);
 
 export function parseAmount(raw: unknown, field: string, errors: FieldError[]): bigint {
@@ -156,11 +160,23 @@ export const keyedHeaders = {
   properties: { ...idempotencyKeyHeaders() },
 } as const;
 
-export function paymentIdOf(request: FastifyRequest): bigint {
+/** The route's `{id}`: a payment's public id (domain/public-ids.ts); any other shape is a 404 like an unknown id. */
+export function paymentIdOf(request: FastifyRequest): string {
   const raw = (request.params as { id?: string }).id ?? "";
-  if (!ID_PATTERN.test(raw))
-    throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND", { fields: { id: raw } });
-  return BigInt(raw);
+  if (!isPaymentId(raw)) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND", { fields: { id: raw } });
+  return raw;
+}
+
+/** The route's payment, scoped to the request's merchant: another merchant's id is a 404 like an unknown one. */
+export async function routePayment(
+  deps: PaymentRouteDeps,
+  merchantId: string,
+  publicId: string,
+): Promise<Payment> {
+  const payment = await findPaymentByPublicId(deps.db, merchantId, publicId);
+  if (payment === undefined)
+    throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND", { fields: { id: publicId } });
+  return payment;
 }
 
 export function sendStored(reply: FastifyReply, response: StoredResponse): FastifyReply {
@@ -168,7 +184,7 @@ export function sendStored(reply: FastifyReply, response: StoredResponse): Fasti
 }
 
 function sendView(reply: FastifyReply, status: number, payment: Payment): FastifyReply {
-  return reply.code(status).header("location", `/v1/payments/${payment.id}`).send(paymentView(payment));
+  return reply.code(status).header("location", `/v1/payments/${payment.publicId}`).send(paymentView(payment));
 }
 
 /** Resolves after `ms` with undefined: the inline drive's deadline. */
@@ -290,7 +306,10 @@ export function parseCaptureAmount(body: unknown): bigint | null {
 
 interface SettleRequest {
   merchantId: string;
+  /** Internal id. */
   id: bigint;
+  /** The id the route was called with: it names the request in its fingerprint. */
+  publicId: string;
   action: "capture" | "void";
   /** A partial capture's amount; null: all of it (and always for a void). */
   amountMinor: bigint | null;
@@ -321,7 +340,10 @@ async function driveSettle(deps: PaymentRouteDeps, req: SettleRequest): Promise<
 function viewResponse(payment: Payment): StoredResponse {
   return {
     status: 200,
-    headers: { "content-type": "application/json; charset=utf-8", location: `/v1/payments/${payment.id}` },
+    headers: {
+      "content-type": "application/json; charset=utf-8",
+      location: `/v1/payments/${payment.publicId}`,
+    },
     body: new TextEncoder().encode(JSON.stringify(paymentView(payment))),
   };
 }
@@ -330,7 +352,7 @@ function viewResponse(payment: Payment): StoredResponse {
 async function settleWithKey(deps: PaymentRouteDeps, reply: FastifyReply, req: SettleRequest, key: string) {
   const fingerprint = fingerprintRequest({
     method: "POST",
-    path: `/v1/payments/${req.id}/${req.action}`,
+    path: `/v1/payments/${req.publicId}/${req.action}`,
     body: { amountMinor: req.amountMinor?.toString() ?? "all" },
   });
   const claim = { scope: req.merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
@@ -363,12 +385,10 @@ async function settle(
   action: "capture" | "void",
 ) {
   const merchantId = deps.merchantOf(request);
-  const id = paymentIdOf(request);
+  const publicId = paymentIdOf(request);
   const key = optionalIdempotencyKeyOf(request);
   const amountMinor = action === "capture" ? parseCaptureAmount(request.body) : null;
-  const found = await findPayment(deps.db, merchantId, id);
-  if (found === undefined)
-    throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND", { fields: { id: String(id) } });
+  const found = await routePayment(deps, merchantId, publicId);
   // amount_minor never changes: this check, before anything is written, is exact.
   if (amountMinor !== null && amountMinor > found.amountMinor) {
     throw paymentErrors.create("PAYMENTS_CAPTURE_EXCEEDS_AUTHORIZED", {
@@ -378,7 +398,7 @@ async function settle(
       },
     });
   }
-  const req: SettleRequest = { merchantId, id, action, amountMinor };
+  const req: SettleRequest = { merchantId, id: found.id, publicId: found.publicId, action, amountMinor };
   if (key !== undefined) return settleWithKey(deps, reply, req, key);
   await scheduleSettle(deps, req);
   const payment = await driveSettle(deps, req);
@@ -425,11 +445,8 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: PaymentRouteDe
         response: { 200: paymentViewSchema },
       },
     },
-    async (request, reply) => {
-      const payment = await findPayment(deps.db, deps.merchantOf(request), paymentIdOf(request));
-      if (payment === undefined) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND");
-      return sendView(reply, 200, payment);
-    },
+    async (request, reply) =>
+      sendView(reply, 200, await routePayment(deps, deps.merchantOf(request), paymentIdOf(request))),
   );
   const settled = {
     200: { ...paymentViewSchema, description: "Done" },

@@ -10,13 +10,16 @@
  * app.get("/v1/payments/:id", { schema: { security: bearerSecurity, response: { 200: paymentViewSchema } } }, h);
  */
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
+import { PAYMENT_ID_PATTERN, REFUND_ID_PATTERN } from "../domain/public-ids.ts";
 
 const moneyOut = {
   type: "string",
   pattern: "^[0-9]+$",
   description: "Minor units (cents), as a string",
 } as const;
-const idOut = { type: "string", pattern: "^[1-9][0-9]*$" } as const;
+/** Public ids (domain/public-ids.ts): `pay_…`/`re_…`, or the decimal id of a row made before 013. */
+const paymentIdOut = { type: "string", pattern: PAYMENT_ID_PATTERN } as const;
+const refundIdOut = { type: "string", pattern: REFUND_ID_PATTERN } as const;
 const nullableText = { type: ["string", "null"] } as const;
 
 const amountIn = {
@@ -55,7 +58,7 @@ export const paymentViewSchema = {
   ],
   additionalProperties: false,
   properties: {
-    id: idOut,
+    id: paymentIdOut,
     status: { type: "string", enum: paymentStatuses },
     amountMinor: moneyOut,
     currency: { type: "string", description: "ISO 4217" },
@@ -74,8 +77,8 @@ export const refundViewSchema = {
   required: ["id", "paymentId", "status", "amountMinor", "acquirerRefundId", "failure", "createdAt"],
   additionalProperties: false,
   properties: {
-    id: idOut,
-    paymentId: idOut,
+    id: refundIdOut,
+    paymentId: paymentIdOut,
     status: { type: "string", enum: ["pending", "succeeded", "failed", "unresolved"] },
     amountMinor: moneyOut,
     acquirerRefundId: nullableText,

@@ -1,6 +1,7 @@
 /**
  * JSON schemas of the reconciliation exceptions API (PY-10). Money travels as an integer string of
- * minor units (or null when a side has nothing), ids as decimal strings (int8), dates as YYYY-MM-DD,
+ * minor units (or null when a side has nothing), exception ids as decimal strings (int8), payment and
+ * refund ids as their public ids (domain/public-ids.ts), dates as YYYY-MM-DD,
  * instants as ISO 8601. Every object refuses unknown fields, so a typo gets a 400 naming it.
  *
  * @example
@@ -17,6 +18,7 @@ export const MAX_NOTE_CHARS = 500;
 const datePattern = { type: "string", pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" } as const;
 const moneyOrNull = { type: ["string", "null"], pattern: "^-?[0-9]+$" } as const;
 const idOrNull = { type: ["string", "null"], pattern: "^[1-9][0-9]*$" } as const;
+const publicIdOrNull = { type: ["string", "null"] } as const;
 const instantOrNull = { type: ["string", "null"] } as const;
 
 export const exceptionIdParams = {
@@ -77,8 +79,14 @@ export const exceptionView = {
     currency: { type: "string" },
     expectedMinor: { ...moneyOrNull, description: "What our ledger booked (null: nothing)" },
     actualMinor: { ...moneyOrNull, description: "What the acquirer settled (null: nothing)" },
-    paymentId: idOrNull,
-    refundId: idOrNull,
+    paymentId: {
+      ...publicIdOrNull,
+      description: "The payment's public id (`pay_…`; a decimal id from before 013)",
+    },
+    refundId: {
+      ...publicIdOrNull,
+      description: "The refund's public id (`re_…`; a decimal id from before 013)",
+    },
     status: { type: "string", enum: ["open", "resolved"] },
     resolutionAction: { type: ["string", "null"], description: "adjust | dismiss, once resolved" },
     resolution: { type: ["string", "null"] },

@@ -25,7 +25,8 @@ import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
 import type { RefundOutcome } from "../clients/acquirer-client.ts";
 import { refundAcquirerKey } from "../domain/derived-keys.ts";
 import { paymentErrors } from "../domain/payment-errors.ts";
-import { findPayment, lockPayment, type Payment } from "../store/payment-repository.ts";
+import { isRefundId } from "../domain/public-ids.ts";
+import { lockPayment, type Payment } from "../store/payment-repository.ts";
 import {
   claimRefund,
   completeRefund,
@@ -42,13 +43,12 @@ import {
   type PaymentRouteDeps,
   parseAmount,
   paymentIdOf,
+  routePayment,
   sendStored,
 } from "./payment-routes.ts";
 
 /** Default wait before the retry worker may take over a refund its request left pending. */
 export const DEFAULT_REFUND_RETRY_AFTER_MS = 5_000;
-
-const ID_PATTERN = /^[1-9][0-9]{0,18}$/;
 
 function parseRefundAmount(body: unknown): bigint {
   const errors: { field: string; message: string }[] = [];
@@ -69,8 +69,8 @@ function jsonResponse(status: number, body: unknown): StoredResponse {
 }
 
 /** The final answer of a settled refund, the same bytes whoever settled it (request or worker). */
-function settledResponse(refund: Refund): StoredResponse {
-  return jsonResponse(refund.status === "succeeded" ? 201 : 422, refundView(refund));
+function settledResponse(refund: Refund, payment: Payment): StoredResponse {
+  return jsonResponse(refund.status === "succeeded" ? 201 : 422, refundView(refund, payment.publicId));
 }
 
 /** The lease owner of refunds driven by requests: distinct from the process's retry worker. */
@@ -119,10 +119,11 @@ async function answerPending(
   deps: PaymentRouteDeps,
   reply: FastifyReply,
   lease: IdempotencyLease,
+  payment: Payment,
   refund: Refund,
 ) {
   await deps.idempotency.release(deps.db, lease);
-  return reply.code(202).send(refundView(refund));
+  return reply.code(202).send(refundView(refund, payment.publicId));
 }
 
 /** Stores and sends the final response of a refund already settled (by this request or the worker). */
@@ -130,12 +131,13 @@ async function answerSettled(
   deps: PaymentRouteDeps,
   reply: FastifyReply,
   lease: IdempotencyLease,
+  payment: Payment,
   refund: Refund,
 ) {
   // Unresolved is final for the worker but not an answer: the D+1 file decides; keep the key open.
   if (refund.status === "unresolved" || refund.status === "pending")
-    return answerPending(deps, reply, lease, refund);
-  const response = settledResponse(refund);
+    return answerPending(deps, reply, lease, payment, refund);
+  const response = settledResponse(refund, payment);
   await deps.db.transaction((tx) => deps.idempotency.complete(tx, lease, response));
   return sendStored(reply, response);
 }
@@ -145,6 +147,7 @@ async function settle(
   deps: PaymentRouteDeps,
   reply: FastifyReply,
   lease: IdempotencyLease,
+  routed: Payment,
   refund: Refund,
   outcome: Extract<RefundOutcome, { kind: "refunded" | "rejected" }>,
 ) {
@@ -157,14 +160,14 @@ async function settle(
         outcome.kind === "refunded"
           ? await completeRefund(tx, refund, payment, { acquirerRefundId: outcome.refundId, nowMs, owner })
           : await failRefund(tx, refund, { failure: `acquirer refused: ${outcome.code}`, nowMs, owner });
-      const stored = settledResponse(done);
+      const stored = settledResponse(done, payment);
       await deps.idempotency.complete(tx, lease, stored);
       return stored;
     });
     return sendStored(reply, response);
   } catch (error) {
     if (!paymentErrors.is(error, "PAYMENTS_REFUND_LEASE_LOST")) throw error;
-    return answerPending(deps, reply, lease, refund);
+    return answerPending(deps, reply, lease, routed, refund);
   }
 }
 
@@ -189,7 +192,7 @@ async function drive(
     }),
   );
   if (outcome.kind === "refunded" || outcome.kind === "rejected")
-    return settle(deps, reply, lease, refund, outcome);
+    return settle(deps, reply, lease, payment, refund, outcome);
   const nowMs = deps.clock.nowMs();
   const retryAfterMs = deps.config.refundRetryAfterMs ?? DEFAULT_REFUND_RETRY_AFTER_MS;
   const postponed = await postponeRefund(deps.db, refund, {
@@ -201,31 +204,30 @@ async function drive(
     if (paymentErrors.is(error, "PAYMENTS_REFUND_LEASE_LOST")) return refund;
     throw error;
   });
-  return answerPending(deps, reply, lease, postponed);
+  return answerPending(deps, reply, lease, payment, postponed);
 }
 
 export async function handleRefund(deps: PaymentRouteDeps, request: FastifyRequest, reply: FastifyReply) {
   const merchantId = deps.merchantOf(request);
-  const paymentId = paymentIdOf(request);
+  const publicId = paymentIdOf(request);
   const key = idempotencyKeyOf(request);
   const amountMinor = parseRefundAmount(request.body);
-  const payment = await findPayment(deps.db, merchantId, paymentId);
-  if (payment === undefined) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND");
+  const payment = await routePayment(deps, merchantId, publicId);
   // PY-17: the refund's acquirer key is its correlation id, on the request's lines too.
   const log = request.log.child({ correlationId: refundAcquirerKey(payment.acquirerKey, key) });
   request.log = log;
   reply.log = log;
   const fingerprint = fingerprintRequest({
     method: "POST",
-    path: `/v1/payments/${paymentId}/refunds`,
+    path: `/v1/payments/${payment.publicId}/refunds`,
     body: { amountMinor: amountMinor.toString() },
   });
   const claim = { scope: merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
   const begun = await beginClaim(deps.idempotency, deps.db, claim, log);
   if (begun.kind === "replay") return sendStored(reply, begun.response);
-  const opened = await openRefund(deps, merchantId, paymentId, key, amountMinor, begun.lease, log);
+  const opened = await openRefund(deps, merchantId, payment.id, key, amountMinor, begun.lease, log);
   const lease = opened.created ? { ...begun.lease, recoveryPoint: "refund_pending" } : begun.lease;
-  if (opened.refund.status !== "pending") return answerSettled(deps, reply, lease, opened.refund);
+  if (opened.refund.status !== "pending") return answerSettled(deps, reply, lease, payment, opened.refund);
   const held = opened.created
     ? opened.refund
     : await claimRefund(deps.db, opened.refund.id, {
@@ -234,7 +236,7 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
         leaseMs: deps.orchestrator.unrenewedLeaseMs,
       });
   // The retry worker holds it: it settles the refund; this request only reports where it stands.
-  if (held === undefined) return answerPending(deps, reply, lease, opened.refund);
+  if (held === undefined) return answerPending(deps, reply, lease, payment, opened.refund);
   return drive(deps, reply, lease, payment, held);
 }
 
@@ -244,12 +246,10 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
  */
 export async function getRefund(deps: PaymentRouteDeps, request: FastifyRequest, reply: FastifyReply) {
   const merchantId = deps.merchantOf(request);
-  const paymentId = paymentIdOf(request);
+  const payment = await routePayment(deps, merchantId, paymentIdOf(request));
   const raw = (request.params as { refundId?: string }).refundId ?? "";
-  const refund = ID_PATTERN.test(raw)
-    ? await findRefund(deps.db, merchantId, paymentId, BigInt(raw))
-    : undefined;
+  const refund = isRefundId(raw) ? await findRefund(deps.db, merchantId, payment.id, raw) : undefined;
   if (refund === undefined)
     throw paymentErrors.create("PAYMENTS_REFUND_NOT_FOUND", { fields: { refundId: raw } });
-  return reply.code(200).send(refundView(refund));
+  return reply.code(200).send(refundView(refund, payment.publicId));
 }

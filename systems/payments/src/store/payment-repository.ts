@@ -42,7 +42,10 @@ export interface MerchantAccounts {
 }
 
 export interface Payment extends SagaState {
+  /** Internal: foreign keys, ledger keys, lease queue. Never shown by the API (publicId is). */
   id: bigint;
+  /** What the API shows and routes take: `pay_…`, or the old decimal id of a payment from before 013. */
+  publicId: string;
   merchantId: string;
   idempotencyKey: string;
   acquirerKey: string;
@@ -91,6 +94,7 @@ export interface CreatePaymentInput {
 
 interface PaymentRow {
   id: bigint;
+  public_id: string;
   merchant_id: string;
   idempotency_key: string;
   acquirer_key: string;
@@ -124,6 +128,7 @@ interface PaymentRow {
 function toPayment(row: PaymentRow): Payment {
   return {
     id: row.id,
+    publicId: row.public_id,
     merchantId: row.merchant_id,
     idempotencyKey: row.idempotency_key,
     acquirerKey: row.acquirer_key,
@@ -163,7 +168,7 @@ export function acquirerKeyOf(merchantId: string, idempotencyKey: string): strin
 /** What the API answers (and the idempotency record stores) for a payment. */
 export function paymentView(p: Payment): Record<string, unknown> {
   return {
-    id: p.id.toString(),
+    id: p.publicId,
     status: p.status,
     amountMinor: p.amountMinor.toString(),
     currency: p.currency,
@@ -240,6 +245,7 @@ export async function createPayment(tx: Queryable, input: CreatePaymentInput): P
   return toPayment(rows[0]!);
 }
 
+/** A payment by its internal id, scoped to its merchant. */
 export async function findPayment(
   q: Queryable,
   merchantId: string,
@@ -249,6 +255,19 @@ export async function findPayment(
     id,
     merchantId,
   ]);
+  return rows[0] === undefined ? undefined : toPayment(rows[0]);
+}
+
+/** A payment by the id the API shows (domain/public-ids.ts), scoped to its merchant: another's reads as absent. */
+export async function findPaymentByPublicId(
+  q: Queryable,
+  merchantId: string,
+  publicId: string,
+): Promise<Payment | undefined> {
+  const { rows } = await q.query<PaymentRow>(
+    "SELECT * FROM payments WHERE public_id = $1 AND merchant_id = $2",
+    [publicId, merchantId],
+  );
   return rows[0] === undefined ? undefined : toPayment(rows[0]);
 }
 
@@ -442,7 +461,7 @@ export function finalResponse(p: Payment): {
 } {
   return {
     status: 201,
-    headers: { "content-type": "application/json; charset=utf-8", location: `/v1/payments/${p.id}` },
+    headers: { "content-type": "application/json; charset=utf-8", location: `/v1/payments/${p.publicId}` },
     body: new TextEncoder().encode(JSON.stringify(paymentView(p))),
   };
 }
@@ -484,13 +503,13 @@ export async function scheduleSettlement(
   );
 }
 
-/** The payment row locked FOR UPDATE, scoped to its merchant. */
+/** The payment row (by internal id) locked FOR UPDATE, scoped to its merchant. */
 export async function lockPayment(tx: Queryable, merchantId: string, id: bigint): Promise<Payment> {
   const { rows } = await tx.query<PaymentRow>(
     "SELECT * FROM payments WHERE id = $1 AND merchant_id = $2 FOR UPDATE",
     [id, merchantId],
   );
-  if (rows[0] === undefined)
-    throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND", { fields: { id: String(id) } });
+  // No id in the problem: the internal one never leaves the service (public-ids.ts).
+  if (rows[0] === undefined) throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND");
   return toPayment(rows[0]);
 }

@@ -50,8 +50,11 @@ export interface ReconciliationException {
   currency: string;
   expectedMinor: bigint | null;
   actualMinor: bigint | null;
+  /** Internal ids (public-ids.ts): the API shows paymentPublicId and refundPublicId. */
   paymentId: bigint | null;
   refundId: bigint | null;
+  paymentPublicId: string | null;
+  refundPublicId: string | null;
   /** Whose payment or refund it is; null for a key none of ours carries (operations only). */
   merchantId: string | null;
   status: "open" | "resolved";
@@ -74,6 +77,8 @@ interface ExceptionRow {
   actual_minor: bigint | null;
   payment_id: bigint | null;
   refund_id: bigint | null;
+  payment_public_id: string | null;
+  refund_public_id: string | null;
   merchant_id: string | null;
   status: "open" | "resolved";
   resolution_action: ResolutionAction | null;
@@ -83,9 +88,12 @@ interface ExceptionRow {
   resolved_at: Date | null;
 }
 
+/** An exception's columns, with the public ids of its payment and refund (the API shows no internal id). */
 const EXCEPTION_COLUMNS = `id, run_id, settlement_date::text AS settlement_date, kind, operation, acquirer_key,
-  currency, expected_minor, actual_minor, payment_id, refund_id, merchant_id, status, resolution_action, resolution,
-  adjustment_transaction_id, created_at, resolved_at`;
+  currency, expected_minor, actual_minor, payment_id, refund_id,
+  (SELECT p.public_id FROM payments p WHERE p.id = reconciliation_exceptions.payment_id) AS payment_public_id,
+  (SELECT r.public_id FROM payment_refunds r WHERE r.id = reconciliation_exceptions.refund_id) AS refund_public_id,
+  merchant_id, status, resolution_action, resolution, adjustment_transaction_id, created_at, resolved_at`;
 
 function toException(row: ExceptionRow): ReconciliationException {
   return {
@@ -100,6 +108,8 @@ function toException(row: ExceptionRow): ReconciliationException {
     actualMinor: row.actual_minor,
     paymentId: row.payment_id,
     refundId: row.refund_id,
+    paymentPublicId: row.payment_public_id,
+    refundPublicId: row.refund_public_id,
     merchantId: row.merchant_id,
     status: row.status,
     resolutionAction: row.resolution_action,

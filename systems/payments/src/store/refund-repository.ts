@@ -32,7 +32,11 @@ import { MIN_LEASE_MS, type Payment } from "./payment-repository.ts";
 export type RefundStatus = "pending" | "succeeded" | "failed" | "unresolved";
 
 export interface Refund {
+  /** Internal, like its payment's (public-ids.ts). */
   id: bigint;
+  /** What the API shows and routes take: `re_…`, or the old decimal id of a refund from before 013. */
+  publicId: string;
+  /** The payment's internal id. */
   paymentId: bigint;
   merchantId: string;
   idempotencyKey: string;
@@ -55,6 +59,7 @@ export interface Refund {
 
 interface RefundRow {
   id: bigint;
+  public_id: string;
   payment_id: bigint;
   merchant_id: string;
   idempotency_key: string;
@@ -76,6 +81,7 @@ interface RefundRow {
 function toRefund(row: RefundRow): Refund {
   return {
     id: row.id,
+    publicId: row.public_id,
     paymentId: row.payment_id,
     merchantId: row.merchant_id,
     idempotencyKey: row.idempotency_key,
@@ -95,10 +101,11 @@ function toRefund(row: RefundRow): Refund {
   };
 }
 
-export function refundView(r: Refund): Record<string, unknown> {
+/** What the API answers for a refund of the payment whose public id is `paymentPublicId`. */
+export function refundView(r: Refund, paymentPublicId: string): Record<string, unknown> {
   return {
-    id: r.id.toString(),
-    paymentId: r.paymentId.toString(),
+    id: r.publicId,
+    paymentId: paymentPublicId,
     status: r.status,
     amountMinor: r.amountMinor.toString(),
     acquirerRefundId: r.acquirerRefundId,
@@ -170,16 +177,19 @@ export async function findRefundByKey(
   return rows[0] === undefined ? undefined : toRefund(rows[0]);
 }
 
-/** One refund of one payment, scoped to its merchant: another merchant's reads as absent. */
+/**
+ * One refund of one payment (its internal id) by the refund's public id, scoped to its merchant:
+ * another merchant's, or another payment's, reads as absent.
+ */
 export async function findRefund(
   q: Queryable,
   merchantId: string,
   paymentId: bigint,
-  refundId: bigint,
+  refundPublicId: string,
 ): Promise<Refund | undefined> {
   const { rows } = await q.query<RefundRow>(
-    "SELECT * FROM payment_refunds WHERE id = $1 AND payment_id = $2 AND merchant_id = $3",
-    [refundId, paymentId, merchantId],
+    "SELECT * FROM payment_refunds WHERE public_id = $1 AND payment_id = $2 AND merchant_id = $3",
+    [refundPublicId, paymentId, merchantId],
   );
   return rows[0] === undefined ? undefined : toRefund(rows[0]);
 }

@@ -62,6 +62,7 @@ import { loopFailureBackoff } from "./loop-backoff.ts";
 /** What leaves the saga when it finishes; the outbox helper persists it in the same transaction. */
 export interface PaymentEvent {
   type: string;
+  /** The payment's public id (`pay_…`, or a pre-013 payment's decimal id): also names the event. */
   paymentId: string;
   merchantId: string;
   /** Ordering key for per-account ordering downstream (PY-11). */
@@ -383,7 +384,8 @@ export class SagaOrchestrator {
 function eventOf(p: Payment): PaymentEvent {
   return {
     type: `payment.${p.status}`,
-    paymentId: p.id.toString(),
+    // The public id (public-ids.ts): events leave the service, the internal id does not.
+    paymentId: p.publicId,
     merchantId: p.merchantId,
     accountKey: `${p.merchantId}:${p.currency}`,
     payload: paymentView(p),
