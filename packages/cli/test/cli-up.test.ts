@@ -103,11 +103,13 @@ test("up gives up on a system that never answers /healthz within --health-timeou
   const root = makeFixtureRoot([{ name: "slow", files: { "src/main.ts": unhealthyMain } }]);
   t.after(() => removeFixtureRoot(root));
   const port = await freePort();
-  const result = await runCli(["up", "--port", `slow=${port}`, "--health-timeout-ms", "500"], cliEnv(root));
+  // 3 s, not less: the bound starts at spawn, and on a loaded machine Node may not even have run the
+  // child's first line (the "still warming up" the report must quote) within half a second.
+  const result = await runCli(["up", "--port", `slow=${port}`, "--health-timeout-ms", "3000"], cliEnv(root));
   assert.equal(result.code, 1);
   assert.match(
     result.stderr,
-    /slow did not answer GET http:\/\/127\.0\.0\.1:\d+\/healthz with 200 within 500 ms/,
+    /slow did not answer GET http:\/\/127\.0\.0\.1:\d+\/healthz with 200 within 3000 ms/,
   );
   assert.match(result.stderr, /still warming up/);
 });
