@@ -32,7 +32,7 @@ function killAll(children: Child[]): void {
 
 async function eventsTable(db: import("@casebook/infra/sql/sql").Database): Promise<void> {
   await db.exec(
-    "CREATE TABLE test_events (payment_id int8 NOT NULL, owner text NOT NULL, type text NOT NULL)",
+    "CREATE TABLE test_events (payment_id text NOT NULL, owner text NOT NULL, type text NOT NULL)",
   );
 }
 
@@ -72,9 +72,11 @@ test("PY-05 PY-06 an orchestrator killed mid-call is resumed by another after it
   const auth = sim.sim.state.getByKey(`${merchant}:crash-1`);
   assert.equal(auth.attempts, 1, "the resumer asked by key instead of authorizing again");
   assert.equal(sim.sim.state.stats().captures, 1);
-  const events = await db.query<{ owner: string }>("SELECT owner FROM test_events WHERE payment_id = $1", [
-    id,
-  ]);
+  // Events name a payment by its public id (013_opaque_ids), the id the API shows.
+  const events = await db.query<{ owner: string }>(
+    "SELECT owner FROM test_events WHERE payment_id = (SELECT public_id FROM payments WHERE id = $1)",
+    [id],
+  );
   assert.deepEqual(
     events.rows.map((r) => r.owner),
     ["owner-b"],
@@ -121,7 +123,7 @@ test("PY-05 3 orchestrator processes racing on 50 sagas: each completes once, on
     );
   });
   for (const child of children) child.stdin.write("stop\n");
-  const events = await db.query<{ payment_id: bigint; n: bigint }>(
+  const events = await db.query<{ payment_id: string; n: bigint }>(
     "SELECT payment_id, count(*) AS n FROM test_events GROUP BY payment_id",
   );
   assert.equal(events.rows.length, SAGAS);
