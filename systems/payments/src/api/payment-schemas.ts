@@ -10,6 +10,7 @@
  * app.get("/v1/payments/:id", { schema: { security: bearerSecurity, response: { 200: paymentViewSchema } } }, h);
  */
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
+import { PAYMENT_STATUSES } from "../domain/payment-saga.ts";
 import { PAYMENT_ID_PATTERN, REFUND_ID_PATTERN } from "../domain/public-ids.ts";
 
 const moneyOut = {
@@ -30,17 +31,6 @@ const amountIn = {
   description: `Minor units, 1..${MAX_AMOUNT_MINOR}: an integer string (exact past 2^53) or a safe JSON integer`,
 } as const;
 
-export const paymentStatuses = [
-  "pending",
-  "authorized",
-  "captured",
-  "voided",
-  "declined",
-  "failed",
-  "refunded",
-  "partially_refunded",
-] as const;
-
 export const paymentViewSchema = {
   type: "object",
   required: [
@@ -59,7 +49,7 @@ export const paymentViewSchema = {
   additionalProperties: false,
   properties: {
     id: paymentIdOut,
-    status: { type: "string", enum: paymentStatuses },
+    status: { type: "string", enum: PAYMENT_STATUSES },
     amountMinor: moneyOut,
     currency: { type: "string", description: "ISO 4217" },
     capture: { type: "boolean", description: "false: authorize only; capture later" },
