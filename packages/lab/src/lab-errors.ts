@@ -63,6 +63,11 @@ export const labErrors = defineErrors({
     status: 500,
     message: "No Chromium to drive; install Debian's chromium (apt-get install -y chromium).",
   },
+  LAB_MUTATION_INVALID: {
+    status: 400,
+    message:
+      "The mutation list or one of its entries is invalid (or its `find` text does not occur exactly once); `fields.field` names the entry and field.",
+  },
   LAB_BENCH_INVALID: {
     status: 400,
     message: "The bench row is invalid; `fields` names the value at fault.",
