@@ -38,7 +38,7 @@ export interface TestRun {
 }
 
 export interface MutationCheckOptions {
-  /** Bound on one `node --test` run (all the mutation's files); killed past it. */
+  /** Bound on one mutation's test runs (all its files); killed past it. */
   readonly runTimeoutMs: number;
   /** node's `--test-timeout`, per test. */
   readonly testTimeoutMs: number;
@@ -61,15 +61,38 @@ const STDERR_TAIL_BYTES = 4_096;
 const REPORTER = fileURLToPath(new URL("./mutation-reporter.ts", import.meta.url));
 const ORIGINAL_SUFFIX = ".mutation-original";
 
-/** Runs `files` with node --test; resolves what failed. Never rejects on test failures. */
-export function runTests(files: readonly string[], options: MutationCheckOptions): Promise<TestRun> {
+/**
+ * Runs each of `files` with its own node --test, in turn; resolves what failed, each failure
+ * named by the file that ran it (node's own `file` is where `test()` was called: a shared
+ * contract suite's module, not the test file). Never rejects on test failures.
+ */
+export async function runTests(files: readonly string[], options: MutationCheckOptions): Promise<TestRun> {
+  const failed: FailedTest[] = [];
+  let exitCode: number | null = 0;
+  let stderrTail = "";
+  const deadline = performance.now() + options.runTimeoutMs;
+  for (const file of files) {
+    const run = await runTestFile(file, {
+      ...options,
+      runTimeoutMs: Math.max(1, deadline - performance.now()),
+    });
+    failed.push(...run.failed);
+    if (run.exitCode !== 0) {
+      exitCode = run.exitCode;
+      stderrTail = run.stderrTail;
+    }
+    if (run.timedOut) return { exitCode, failed, timedOut: true, stderrTail };
+  }
+  return { exitCode, failed, timedOut: false, stderrTail };
+}
+
+function runTestFile(file: string, options: MutationCheckOptions): Promise<TestRun> {
   const args = [
     "--test",
-    "--test-concurrency=1",
     `--test-timeout=${options.testTimeoutMs}`,
     `--test-reporter=${REPORTER}`,
     "--test-reporter-destination=stdout",
-    ...files,
+    file,
   ];
   // Run from inside a test (the runner's own), node --test would see NODE_TEST_CONTEXT and
   // talk the parent runner's wire format instead of using our reporter.
@@ -84,27 +107,29 @@ export function runTests(files: readonly string[], options: MutationCheckOptions
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
     stderrTail = (stderrTail + chunk).slice(-STDERR_TAIL_BYTES);
   });
-  const timer = setTimeout(() => {
-    timedOut = true;
-    if (child.pid !== undefined) signalTree(child.pid, "SIGKILL");
-  }, options.runTimeoutMs);
-  const stopOnExit = () => {
+  const kill = () => {
     if (child.pid !== undefined) signalTree(child.pid, "SIGKILL");
   };
-  process.once("exit", stopOnExit);
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, options.runTimeoutMs);
+  process.once("exit", kill);
   return new Promise((resolve, reject) => {
-    child.once("error", (error) => {
+    const done = () => {
       clearTimeout(timer);
-      process.off("exit", stopOnExit);
+      process.off("exit", kill);
+    };
+    child.once("error", (error) => {
+      done();
       reject(error);
     });
     child.once("close", (code) => {
-      clearTimeout(timer);
-      process.off("exit", stopOnExit);
+      done();
       const failed = stdout
         .split("\n")
         .filter((line) => line.startsWith("{"))
-        .map((line) => JSON.parse(line) as FailedTest);
+        .map((line) => ({ file, name: (JSON.parse(line) as { name: string }).name }));
       resolve({ exitCode: code, failed, timedOut, stderrTail });
     });
   });
@@ -217,7 +242,7 @@ function code(text: string): string {
 function failingCell(result: MutationResult): string {
   if (result.outcome === "survived") return "—";
   if (result.run.failed.length === 0) return cell(result.run.stderrTail.trim().split("\n").at(-1) ?? "");
-  const shown = result.run.failed.slice(0, 2).map((f) => `${basename(f.file)} › ${cell(f.name, 80)}`);
+  const shown = result.run.failed.slice(0, 1).map((f) => `${basename(f.file)} › ${cell(f.name, 100)}`);
   const more = result.run.failed.length - shown.length;
   return shown.join("; ") + (more > 0 ? `; +${more} more` : "");
 }
