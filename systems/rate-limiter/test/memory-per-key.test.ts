@@ -63,7 +63,13 @@ test("RL-18 50 M token buckets: a few tens of bytes of data each, about 10 GB wi
         const outcomes = await Promise.all(
           users.map((user) =>
             store.spend([
-              { algorithm: "token-bucket", keys: [keyOf(user)], limits: [limit], costs: [1], requestId: `r${user}` },
+              {
+                algorithm: "token-bucket",
+                keys: [keyOf(user)],
+                limits: [limit],
+                costs: [1],
+                requestId: `r${user}`,
+              },
             ]),
           ),
         );
@@ -81,7 +87,10 @@ test("RL-18 50 M token buckets: a few tens of bytes of data each, about 10 GB wi
     // The data: the hash's fields and values and the key's name.
     const sampleKey = keyOf(1_000_000);
     const fields = await admin.hgetall(sampleKey);
-    assert.ok(algorithms["token-bucket"].fromStored({ kind: "hash", fields }), "the key holds a token bucket");
+    assert.ok(
+      algorithms["token-bucket"].fromStored({ kind: "hash", fields }),
+      "the key holds a token bucket",
+    );
     const dataBytes = storedBytes({ kind: "hash", fields }) + sampleKey.length;
     assert.ok(dataBytes >= 10 && dataBytes < 100, `data per key: ${dataBytes} B, "a few tens of bytes"`);
 
