@@ -13,7 +13,7 @@
  * const mutations = readMutationList("systems/rate-limiter");
  */
 import { existsSync, readFileSync } from "node:fs";
-import { isAbsolute, join, normalize, sep } from "node:path";
+import { isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
 import { labErrors } from "./lab-errors.ts";
 
 export interface Mutation {
@@ -21,7 +21,7 @@ export interface Mutation {
   readonly id: string;
   /** The claim whose "never" the mutation breaks (`RL-05`). */
   readonly claim: string;
-  /** The mutated file, relative to the system's folder (`src/store/scripts/x.lua`). */
+  /** The mutated file, relative to the system's folder (`src/store/scripts/x.lua`; `../../packages/…` for a shared one). */
   readonly file: string;
   /** Exact text that occurs exactly once in `file`. */
   readonly find: string;
@@ -41,12 +41,20 @@ function invalid(detail: string, field: string): Error {
   return labErrors.create("LAB_MUTATION_INVALID", { detail, fields: { field } });
 }
 
-/** A path inside the system's folder: relative, no `..` escaping it. */
+/**
+ * A path relative to the system's folder that stays inside the repository (`systems/<name>`
+ * two levels down): a mechanism the system shares lives in `packages/`, and its mutation is
+ * the system's too (`../../packages/infra/src/sql/lease-queue.ts`).
+ */
 function insidePath(value: unknown, where: string, systemDir: string): string {
   if (typeof value !== "string" || value === "") throw invalid(`${where} must be a non-empty string`, where);
   const clean = normalize(value);
-  if (isAbsolute(value) || clean === ".." || clean.startsWith(`..${sep}`)) {
-    throw invalid(`${where} must be relative to the system's folder, got ${JSON.stringify(value)}`, where);
+  const fromRoot = relative(resolve(systemDir, "..", ".."), resolve(systemDir, clean));
+  if (isAbsolute(value) || fromRoot === ".." || fromRoot.startsWith(`..${sep}`)) {
+    throw invalid(
+      `${where} must be relative to the system's folder, inside the repository, got ${JSON.stringify(value)}`,
+      where,
+    );
   }
   if (!existsSync(join(systemDir, clean)))
     throw invalid(`${where}: ${value} does not exist in ${systemDir}`, where);

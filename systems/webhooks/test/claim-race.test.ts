@@ -5,6 +5,8 @@
  * - WH-10: four workers claim 10 000 due deliveries at once, with leases longer than
  *   their work. Every claim is recorded in a table without a unique constraint: each
  *   delivery appears exactly once (none twice, none missing), and every CAS write won.
+ *   A claim PostgreSQL aborts (a deadlock) is retried by the child, so without the row
+ *   lock the double-claim count fails the test, not a crashed child.
  * - WH-11: a worker holding leases mid-send is SIGKILLed. Nothing is lost: after the
  *   lease another worker claims the SAME delivery ids (lease_version bumped), and the
  *   dead worker's write, were it to arrive late, loses its compare-and-swap.
@@ -23,7 +25,10 @@ const CHILD = fileURLToPath(new URL("./claim-race-child.ts", import.meta.url));
 /** Bound on any wait for a child: generous for a loaded 2-core machine, still finite. */
 const CHILD_WAIT_MS = 60_000;
 
-type Message = { kind: "ready" } | { kind: "done"; claimed: number; won: number } | HoldingMessage;
+type Message =
+  | { kind: "ready" }
+  | { kind: "done"; claimed: number; won: number; aborted: number }
+  | HoldingMessage;
 interface HoldingMessage {
   kind: "holding";
   leases: { deliveryId: string; leaseVersion: string; leaseExpiresAtMs: number }[];
@@ -110,7 +115,9 @@ test("WH-10 four worker processes claiming 10,000 due deliveries: each claimed b
   assert.deepEqual(states.rows, [{ state: "succeeded", n: BigInt(DELIVERIES) }]);
   const attempts = await db.query<{ n: bigint }>("SELECT count(*) AS n FROM attempts WHERE attempt_no = 1");
   assert.equal(attempts.rows[0]!.n, BigInt(DELIVERIES));
-  t.diagnostic(`claims per worker: ${reports.map((r) => r.claimed).join(", ")}`);
+  t.diagnostic(
+    `claims per worker: ${reports.map((r) => r.claimed).join(", ")}; claims aborted by PostgreSQL and retried: ${reports.map((r) => r.aborted).join(", ")}`,
+  );
 });
 
 test("WH-11 a worker SIGKILLed mid-send: after its lease another claims the same deliveries; the dead one's late write loses", async (t) => {
