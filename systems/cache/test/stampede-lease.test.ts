@@ -1,6 +1,7 @@
 /**
  * CA-20 / CA-21, the stampede: a hot key is missing and 1,000 requests want it at once,
- * from 10 application processes (10 client instances, each with its own connections)
+ * from 10 client instances standing for 10 application servers (each with its own
+ * connections, its own coalescing and its own lease tokens; all in this one test process)
  * × 100 concurrent calls, against a cache node. The "database" is a Map behind a load
  * counter; it answers once all 1,000 requests have seen their miss (so the misses are
  * concurrent by construction, even on a loaded machine), after 20 ms. With the lease (SET lock:key token NX PX, losers
@@ -51,21 +52,21 @@ async function stampede(
   port: number,
   key: string,
   protection: { lease: boolean; coalesce: boolean },
-  shape = { processes: 10, callsEach: 100 },
+  shape = { clients: 10, callsEach: 100 },
 ): Promise<StampedeResult> {
   const node = `127.0.0.1:${port}`;
-  const total = shape.processes * shape.callsEach;
+  const total = shape.clients * shape.callsEach;
   let misses = 0;
   let everyoneMissed: () => void = () => {};
   const db = fakeDatabase(20, new Promise<void>((resolve) => (everyoneMissed = resolve)));
-  const clients = Array.from({ length: shape.processes }, () => CacheClient.ring({ nodes: [node] }));
+  const clients = Array.from({ length: shape.clients }, () => CacheClient.ring({ nodes: [node] }));
   // Application servers run with warm connections: a cold connect would stagger the GETs.
   await Promise.all(clients.map((client) => client.router.sendToNode(node, ["PING"])));
   const helpers = clients.map(
     (client, i) =>
       new CacheAside<unknown>({
         client,
-        random: seededRandom(`process-${i}`),
+        random: seededRandom(`client-${i}`),
         ...(protection.lease ? {} : { lease: false as const }),
         coalesce: protection.coalesce,
         onEvent: (type) => {
@@ -97,14 +98,14 @@ describe("CA-20 / CA-21 stampede on one hot key", () => {
   });
   after(() => node.close());
 
-  test("CA-20 1,000 concurrent misses (10 processes x 100): 1 database load with lease + coalescing, ~1,000 without", async (t) => {
+  test("CA-20 1,000 concurrent misses (10 clients x 100 calls, each client its own connections, in one test process): 1 database load with lease + coalescing, ~1,000 without", async (t) => {
     const protectedRun = await stampede(node.port, "stampede:a", { lease: true, coalesce: true });
     const bare = await stampede(node.port, "stampede:b", { lease: false, coalesce: false });
     const coalesceOnly = await stampede(node.port, "stampede:c", { lease: false, coalesce: true });
     const leaseOnly = await stampede(node.port, "stampede:d", { lease: true, coalesce: false });
     t.diagnostic(
       [
-        "1,000 concurrent misses on one key (10 client processes x 100 calls):",
+        "1,000 concurrent misses on one key (10 clients x 100 calls):",
         "| protection              | database loads |",
         "|-------------------------|---------------:|",
         `| none                    | ${String(bare.loads).padStart(14)} |`,
@@ -115,10 +116,10 @@ describe("CA-20 / CA-21 stampede on one hot key", () => {
     );
     assert.equal(protectedRun.loads, 1, "one load for the whole stampede");
     assert.equal(protectedRun.leaseTimeouts, 0);
-    assert.equal(protectedRun.waitHits, 9, "the 9 other processes found the value by polling");
+    assert.equal(protectedRun.waitHits, 9, "the 9 other clients found the value by polling");
     assert.equal(bare.loads, 1_000, "every miss went to the database");
-    assert.equal(coalesceOnly.loads, 10, "coalescing alone: one load per process");
-    assert.equal(leaseOnly.loads, 1, "the lease alone: one load across processes");
+    assert.equal(coalesceOnly.loads, 10, "coalescing alone: one load per client");
+    assert.equal(leaseOnly.loads, 1, "the lease alone: one load across clients");
   });
 
   test("CA-21 the lease winner re-reads after acquiring: a value filled meanwhile is a hit, not a load", async () => {
