@@ -15,6 +15,7 @@
  * weight stays full); never more.
  */
 import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
 import { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
 import {
@@ -35,6 +36,7 @@ import {
   type StoredState,
 } from "../src/domain/algorithm.ts";
 import { scriptsDir } from "../src/store/limiter-store.ts";
+import { regionQuotaTwins, regionScriptsDir } from "../src/store/region-quota-store.ts";
 import { scriptTwins } from "../src/store/script-twins.ts";
 import { deleteKeys } from "./store-backends.ts";
 
@@ -55,6 +57,8 @@ const limits: Record<AlgorithmName, Limit> = {
 
 interface Engine {
   runner: ScriptRunner;
+  /** The same engine running src/store/scripts/region-quota/ (RL-14's per-region windows). */
+  regionRunner: ScriptRunner;
   /** The engine's own clock (Redis TIME; the keyspace's clock in-process). */
   nowMs(): Promise<number>;
   /** Writes `stored` under `key` as the script would have, with a TTL. */
@@ -62,6 +66,9 @@ interface Engine {
 }
 
 const registry = await ScriptRegistry.fromDir(scriptsDir);
+const regionRegistry = await ScriptRegistry.fromDir(regionScriptsDir, {
+  includesDir: fileURLToPath(new URL("../src/store/scripts/includes/", import.meta.url)),
+});
 
 const engines = [
   {
@@ -71,6 +78,11 @@ const engines = [
       const keyspace = new InProcessKeyspace({ clock, maxKeys: 10_000 });
       const engine: Engine = {
         runner: new InProcessScriptRunner({ registry, twins: scriptTwins, keyspace }),
+        regionRunner: new InProcessScriptRunner({
+          registry: regionRegistry,
+          twins: regionQuotaTwins,
+          keyspace,
+        }),
         nowMs: async () => clock.nowMs(),
         write: async (key, stored, ttlMs) => {
           if (stored.kind === "hash") keyspace.hset(key, { ...stored.fields });
@@ -90,6 +102,7 @@ const engines = [
       const redis = new Redis(url, { maxRetriesPerRequest: 1, keyPrefix: `${prefix}:` });
       const engine: Engine = {
         runner: new RedisScriptRunner(redis, registry),
+        regionRunner: new RedisScriptRunner(redis, regionRegistry),
         nowMs: async () => {
           const [s, us] = await redis.time();
           return Number(s) * 1000 + Math.floor(Number(us) / 1000);
@@ -169,4 +182,37 @@ contractSuite("RL-05 on the engine: stored state ahead of the engine's clock", e
       });
     }
   }
+
+  it(`RL-05 region-spend: a region's window opened ${AHEAD_MS / 60_000} min ahead of the engine's clock, its share spent, admits nothing`, async (engine) => {
+    const key = `{clock-${++sequence}}:region`;
+    const share = 10;
+    const aheadMs = (await engine.nowMs()) + AHEAD_MS;
+    await engine.write(
+      key,
+      {
+        kind: "hash",
+        fields: {
+          shareUnits: String(share),
+          epoch: "1",
+          windowStartMs: String(aheadMs),
+          admitted: String(share),
+          refused: "0",
+        },
+      },
+      2 * AHEAD_MS,
+    );
+    // cost 1, static share 10, a 60 s interval, windows close by themselves after 120 s.
+    const args = [1, share, 60_000, 120_000];
+    let admitted = 0;
+    for (let i = 0; i < CALLS; i++) {
+      const reply = (await engine.regionRunner.run("region-spend", [key], args)) as number[];
+      assert.ok(reply[1]! < aheadMs, "the engine's clock stayed behind the stored window");
+      admitted += reply[0]!;
+    }
+    assert.equal(
+      admitted,
+      0,
+      `a window ahead of the clock was reopened: ${admitted} admitted over the spent share`,
+    );
+  });
 });
