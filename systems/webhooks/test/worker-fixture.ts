@@ -3,6 +3,7 @@
  * test timeouts, in-process workers with short timeouts on a sender allowed to reach
  * the local receiver, and small database reads the assertions use.
  */
+import { after } from "node:test";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
@@ -63,6 +64,28 @@ export function startWorkerProcess(
     Partial<Pick<WorkerProcessConfig, "timeouts" | "socketsPerOrigin">>,
 ): WorkerChild {
   return startChild({ timeouts: TEST_TIMEOUTS, socketsPerOrigin: 64, ...config });
+}
+
+/**
+ * What a file of worker-process tests starts, stopped after the file in this order: the
+ * worker processes (killed), the receivers (closed), then the schemas (dropped).
+ */
+export function cleanUpAfterFile(): {
+  children: WorkerChild[];
+  receivers: { close(): Promise<void> }[];
+  schemas: { drop(): Promise<void> }[];
+} {
+  const held = {
+    children: [] as WorkerChild[],
+    receivers: [] as { close(): Promise<void> }[],
+    schemas: [] as { drop(): Promise<void> }[],
+  };
+  after(async () => {
+    for (const c of held.children) await c.kill();
+    for (const r of held.receivers) await r.close();
+    for (const s of held.schemas) await s.drop();
+  });
+  return held;
 }
 
 /** Deliveries per state, e.g. { succeeded: 10 }. */

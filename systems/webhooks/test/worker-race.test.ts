@@ -11,26 +11,19 @@
  *   (the dead worker never recorded one).
  */
 import assert from "node:assert/strict";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { requirePostgres } from "@casebook/lab/test-engines";
 import { createReceiverTenant, newTestSecret, seedBacklog } from "../bench/backlog.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../bench/webhook-receiver.ts";
-import { openPostgresTestSchema, type TestSchema } from "./store-backends.ts";
-import { startWorkerProcess, statesOf, type WorkerChild } from "./worker-fixture.ts";
+import { startWebhookReceiver } from "../bench/webhook-receiver.ts";
+import { openPostgresTestSchema } from "./store-backends.ts";
+import { cleanUpAfterFile, startWorkerProcess, statesOf } from "./worker-fixture.ts";
 
 /** The issue asks for 10,000; the test keeps it (a few seconds here). */
 const DELIVERIES = 10_000;
 const WORKERS = 4;
 const DRAIN_WAIT_MS = 60_000;
 
-const children: WorkerChild[] = [];
-const receivers: WebhookReceiver[] = [];
-const schemas: TestSchema[] = [];
-after(async () => {
-  for (const c of children) await c.kill();
-  for (const r of receivers) await r.close();
-  for (const s of schemas) await s.drop();
-});
+const { children, receivers, schemas } = cleanUpAfterFile();
 
 test(`WH-10 the issue's race: ${DELIVERIES.toLocaleString("en-US")} deliveries, ${WORKERS} worker processes, a healthy receiver: every delivery attempted exactly once`, async (t) => {
   const url = await requirePostgres(t);

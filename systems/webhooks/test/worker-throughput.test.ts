@@ -8,12 +8,12 @@
  * (this is a claim check, not a speed test: the floor is generous, the backlog small).
  */
 import assert from "node:assert/strict";
-import { after, test } from "node:test";
+import { test } from "node:test";
 import { requirePostgres } from "@casebook/lab/test-engines";
 import { createReceiverTenant, newTestSecret, seedBacklog } from "../bench/backlog.ts";
-import { startWebhookReceiver, type WebhookReceiver } from "../bench/webhook-receiver.ts";
-import { openPostgresTestSchema, type TestSchema } from "./store-backends.ts";
-import { startWorkerProcess, statesOf, type WorkerChild } from "./worker-fixture.ts";
+import { startWebhookReceiver } from "../bench/webhook-receiver.ts";
+import { openPostgresTestSchema } from "./store-backends.ts";
+import { cleanUpAfterFile, startWorkerProcess, statesOf } from "./worker-fixture.ts";
 
 /** The design text's figure: attempts per second one worker sustains (WH-05). */
 const SEED_ATTEMPTS_PER_S = 60;
@@ -23,14 +23,7 @@ const DELIVERIES = EVENTS * SUBSCRIPTIONS;
 /** Bound on the drain: 900 deliveries at a tenth of the floor, and more. */
 const DRAIN_WAIT_MS = 180_000;
 
-const children: WorkerChild[] = [];
-const receivers: WebhookReceiver[] = [];
-const schemas: TestSchema[] = [];
-after(async () => {
-  for (const c of children) await c.kill();
-  for (const r of receivers) await r.close();
-  for (const s of schemas) await s.drop();
-});
+const { children, receivers, schemas } = cleanUpAfterFile();
 
 test(`WH-05 one worker process drains ${DELIVERIES} deliveries at ≥ ${SEED_ATTEMPTS_PER_S} attempts/s by its own clock, each once`, async (t) => {
   const url = await requirePostgres(t);
