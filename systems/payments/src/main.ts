@@ -53,6 +53,7 @@ import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
 import { enqueue } from "./store/outbox.ts";
+import { IdempotencyPruner, type IdempotencyPrunerOptions } from "./workers/idempotency-pruner.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
 import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "./workers/refund-retrier.ts";
@@ -168,6 +169,7 @@ export interface PaymentsTuning {
   >;
   saga?: Pick<Partial<SagaOrchestratorOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
   refunds?: Pick<Partial<RefundRetrierOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
+  pruner?: Pick<Partial<IdempotencyPrunerOptions>, "intervalMs" | "maxBatch" | "maxBatchesPerRound">;
 }
 
 /** ACQUIRER_URL, or an in-process simulator on a free loopback port (closed with the service). */
@@ -272,6 +274,21 @@ function startOutboxRelay(service: Service, db: Database, env: NodeJS.ProcessEnv
   relay.start();
   service.onClose(() => relay.stop());
   return relay;
+}
+
+/** PY-04: the idempotency table's TTL — keys past the retention (24 h) deleted in bounded rounds. */
+function startIdempotencyPruner(
+  service: Service,
+  idempotency: IdempotencyStore,
+  tuning: PaymentsTuning["pruner"],
+): void {
+  const pruner = new IdempotencyPruner(idempotency, {
+    ...tuning,
+    random: systemRandom,
+    onError: (error) => service.log.warn({ err: error }, "idempotency prune round failed; retrying"),
+  });
+  pruner.start();
+  service.onClose(() => pruner.stop());
 }
 
 /** How often the daily reconciliation checks whether yesterday's D+1 file is due and not yet run. */
@@ -381,6 +398,7 @@ export async function main(
       const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics, saga);
       startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
       startOutboxRelay(service, db, env);
+      startIdempotencyPruner(service, idempotency, tuning.pruner);
       startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps);
       const paymentConfig = {
         inlineDriveMs: config.inlineDriveMs,
