@@ -38,6 +38,7 @@ import { registerAccountRoutes } from "./api/account-routes.ts";
 import { registerPaymentsAdminApi } from "./api/admin-routes.ts";
 import {
   correlatePaymentRequests,
+  countOpenExceptions,
   countSagaBacklog,
   createPaymentMetrics,
   type PaymentMetrics,
@@ -170,6 +171,8 @@ export interface PaymentsTuning {
   saga?: Pick<Partial<SagaOrchestratorOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
   refunds?: Pick<Partial<RefundRetrierOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
   pruner?: Pick<Partial<IdempotencyPrunerOptions>, "intervalMs" | "maxBatch" | "maxBatchesPerRound">;
+  /** The daily reconciliation's first check after start and the pause between checks, in ms. */
+  reconciliation?: { firstCheckMs?: number; checkEveryMs?: number };
 }
 
 /** ACQUIRER_URL, or an in-process simulator on a free loopback port (closed with the service). */
@@ -299,7 +302,13 @@ const RECONCILE_CHECK_MS = 3_600_000;
  * already reconciled is skipped; a file the acquirer has not published yet is tried again
  * at the next check (re-runs add no duplicate exceptions anyway).
  */
-function startDailyReconciliation(service: Service, db: Database, acquirerUrl: string, feeBps: number): void {
+function startDailyReconciliation(
+  service: Service,
+  db: Database,
+  acquirerUrl: string,
+  feeBps: number,
+  tuning: PaymentsTuning["reconciliation"] = {},
+): void {
   let running = false;
   const check = async () => {
     if (running) return;
@@ -312,7 +321,10 @@ function startDailyReconciliation(service: Service, db: Database, acquirerUrl: s
       );
       if (done.rowCount > 0) return;
       const summary = await reconcileDate({ db, clock: systemClock, feeBps }, date, { acquirerUrl });
-      service.log.info({ date, summary }, "reconciliation run recorded");
+      // PY-17: the last-line alarm — differences are a warning (and payments_reconciliation_open_exceptions).
+      if (summary.differences > 0)
+        service.log.warn({ date, summary }, "reconciliation found differences with the acquirer's file");
+      else service.log.info({ date, summary }, "reconciliation run recorded");
     } catch (error) {
       service.log.warn({ err: error, date }, "reconciliation not run; retrying at the next check");
     } finally {
@@ -320,8 +332,8 @@ function startDailyReconciliation(service: Service, db: Database, acquirerUrl: s
     }
   };
   // First check a minute after start (the service is up and serving by then), then hourly.
-  const first = setTimeout(() => void check(), 60_000);
-  const timer = setInterval(() => void check(), RECONCILE_CHECK_MS);
+  const first = setTimeout(() => void check(), tuning.firstCheckMs ?? 60_000);
+  const timer = setInterval(() => void check(), tuning.checkEveryMs ?? RECONCILE_CHECK_MS);
   first.unref();
   timer.unref();
   service.onClose(async () => {
@@ -381,6 +393,7 @@ export async function main(
       const metrics = createPaymentMetrics(service.registry, {
         clock: systemClock,
         backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs() }),
+        openExceptions: () => countOpenExceptions(db),
         onError: (error) => service.log.warn({ err: error }, "saga backlog count failed"),
       });
       const acquirer = new AcquirerClient({
@@ -399,7 +412,7 @@ export async function main(
       startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
       startOutboxRelay(service, db, env);
       startIdempotencyPruner(service, idempotency, tuning.pruner);
-      startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps);
+      startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps, tuning.reconciliation);
       const paymentConfig = {
         inlineDriveMs: config.inlineDriveMs,
         breakerOpenMode: config.breakerOpenMode,
