@@ -2,8 +2,9 @@
  * Composition root of the payments service: config → database (PostgreSQL or embedded
  * PGlite) and migrations → the acquirer (ACQUIRER_URL, or the simulator in-process) →
  * HTTP API (accounts, payments, reconciliation exceptions) behind merchant API keys → the
- * workers (saga orchestrator, refund retrier, outbox relay, daily reconciliation) → graceful
- * shutdown (drain requests, stop the worker loops, then the acquirer, then the pool).
+ * workers (saga orchestrator, refund retrier, outbox relay, idempotency pruner, daily
+ * reconciliation) → graceful shutdown (drain requests, stop the worker loops, then the
+ * acquirer, then the pool).
  * Stateless: run as many instances as you like against one DATABASE_URL.
  *
  * @example
