@@ -2,8 +2,9 @@
  * Composition root of the payments service: config → database (PostgreSQL or embedded
  * PGlite) and migrations → the acquirer (ACQUIRER_URL, or the simulator in-process) →
  * HTTP API (accounts, payments, reconciliation exceptions) behind merchant API keys → the
- * workers (saga orchestrator, refund retrier, outbox relay, daily reconciliation) → graceful
- * shutdown (drain requests, stop the worker loops, then the acquirer, then the pool).
+ * workers (saga orchestrator, refund retrier, outbox relay, idempotency pruner, daily
+ * reconciliation) → graceful shutdown (drain requests, stop the worker loops, then the
+ * acquirer, then the pool).
  * Stateless: run as many instances as you like against one DATABASE_URL.
  *
  * @example
@@ -38,6 +39,7 @@ import { registerAccountRoutes } from "./api/account-routes.ts";
 import { registerPaymentsAdminApi } from "./api/admin-routes.ts";
 import {
   correlatePaymentRequests,
+  countOpenExceptions,
   countSagaBacklog,
   createPaymentMetrics,
   type PaymentMetrics,
@@ -53,6 +55,7 @@ import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
 import { enqueue } from "./store/outbox.ts";
+import { IdempotencyPruner, type IdempotencyPrunerOptions } from "./workers/idempotency-pruner.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
 import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "./workers/refund-retrier.ts";
@@ -168,6 +171,9 @@ export interface PaymentsTuning {
   >;
   saga?: Pick<Partial<SagaOrchestratorOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
   refunds?: Pick<Partial<RefundRetrierOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
+  pruner?: Pick<Partial<IdempotencyPrunerOptions>, "intervalMs" | "maxBatch" | "maxBatchesPerRound">;
+  /** The daily reconciliation's first check after start and the pause between checks, in ms. */
+  reconciliation?: { firstCheckMs?: number; checkEveryMs?: number };
 }
 
 /** ACQUIRER_URL, or an in-process simulator on a free loopback port (closed with the service). */
@@ -274,6 +280,21 @@ function startOutboxRelay(service: Service, db: Database, env: NodeJS.ProcessEnv
   return relay;
 }
 
+/** PY-04: the idempotency table's TTL — keys past the retention (24 h) deleted in bounded rounds. */
+function startIdempotencyPruner(
+  service: Service,
+  idempotency: IdempotencyStore,
+  tuning: PaymentsTuning["pruner"],
+): void {
+  const pruner = new IdempotencyPruner(idempotency, {
+    ...tuning,
+    random: systemRandom,
+    onError: (error) => service.log.warn({ err: error }, "idempotency prune round failed; retrying"),
+  });
+  pruner.start();
+  service.onClose(() => pruner.stop());
+}
+
 /** How often the daily reconciliation checks whether yesterday's D+1 file is due and not yet run. */
 const RECONCILE_CHECK_MS = 3_600_000;
 
@@ -282,7 +303,13 @@ const RECONCILE_CHECK_MS = 3_600_000;
  * already reconciled is skipped; a file the acquirer has not published yet is tried again
  * at the next check (re-runs add no duplicate exceptions anyway).
  */
-function startDailyReconciliation(service: Service, db: Database, acquirerUrl: string, feeBps: number): void {
+function startDailyReconciliation(
+  service: Service,
+  db: Database,
+  acquirerUrl: string,
+  feeBps: number,
+  tuning: PaymentsTuning["reconciliation"] = {},
+): void {
   let running = false;
   const check = async () => {
     if (running) return;
@@ -295,7 +322,10 @@ function startDailyReconciliation(service: Service, db: Database, acquirerUrl: s
       );
       if (done.rowCount > 0) return;
       const summary = await reconcileDate({ db, clock: systemClock, feeBps }, date, { acquirerUrl });
-      service.log.info({ date, summary }, "reconciliation run recorded");
+      // PY-17: the last-line alarm — differences are a warning (and payments_reconciliation_open_exceptions).
+      if (summary.differences > 0)
+        service.log.warn({ date, summary }, "reconciliation found differences with the acquirer's file");
+      else service.log.info({ date, summary }, "reconciliation run recorded");
     } catch (error) {
       service.log.warn({ err: error, date }, "reconciliation not run; retrying at the next check");
     } finally {
@@ -303,8 +333,8 @@ function startDailyReconciliation(service: Service, db: Database, acquirerUrl: s
     }
   };
   // First check a minute after start (the service is up and serving by then), then hourly.
-  const first = setTimeout(() => void check(), 60_000);
-  const timer = setInterval(() => void check(), RECONCILE_CHECK_MS);
+  const first = setTimeout(() => void check(), tuning.firstCheckMs ?? 60_000);
+  const timer = setInterval(() => void check(), tuning.checkEveryMs ?? RECONCILE_CHECK_MS);
   first.unref();
   timer.unref();
   service.onClose(async () => {
@@ -364,6 +394,7 @@ export async function main(
       const metrics = createPaymentMetrics(service.registry, {
         clock: systemClock,
         backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs() }),
+        openExceptions: () => countOpenExceptions(db),
         onError: (error) => service.log.warn({ err: error }, "saga backlog count failed"),
       });
       const acquirer = new AcquirerClient({
@@ -381,7 +412,8 @@ export async function main(
       const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics, saga);
       startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
       startOutboxRelay(service, db, env);
-      startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps);
+      startIdempotencyPruner(service, idempotency, tuning.pruner);
+      startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps, tuning.reconciliation);
       const paymentConfig = {
         inlineDriveMs: config.inlineDriveMs,
         breakerOpenMode: config.breakerOpenMode,

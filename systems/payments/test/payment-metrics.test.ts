@@ -91,7 +91,8 @@ async function startObserved(t: import("node:test").TestContext) {
     log: service.log,
   });
   const merchant = uniqueName("m");
-  const merchantOf = () => merchant;
+  const merchantOf = (request: { headers: Record<string, unknown> }) =>
+    String(request.headers["x-test-merchant"] ?? merchant);
   await service.app.register(async (scope) => {
     scope.addHook("onRequest", correlatePaymentRequests(merchantOf));
     registerPaymentRoutes(scope, {
@@ -104,12 +105,12 @@ async function startObserved(t: import("node:test").TestContext) {
       config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0 },
     });
   });
-  const pay = (body: Record<string, unknown>, key: string) =>
+  const pay = (body: Record<string, unknown>, key: string, who = merchant) =>
     service.app.inject({
       method: "POST",
       url: "/v1/payments",
       payload: body,
-      headers: { "idempotency-key": key },
+      headers: { "idempotency-key": key, "x-test-merchant": who },
     });
   const refund = (paymentId: unknown, key: string, amountMinor: string) =>
     service.app.inject({
@@ -119,7 +120,7 @@ async function startObserved(t: import("node:test").TestContext) {
       headers: { "idempotency-key": key },
     });
   const scrape = async () => (await service.app.inject({ method: "GET", url: "/metrics" })).body;
-  return { db, idempotency, service, sim, retrier, merchant, lines, pay, refund, scrape };
+  return { db, idempotency, service, sim, orchestrator, retrier, merchant, lines, pay, refund, scrape };
 }
 
 /** The value of one sample line `name{labels} value` in a scrape ("" labels for an unlabelled metric). */
@@ -363,4 +364,47 @@ test("PY-17 the acquirer receives a refund's correlation id on its send and its 
     [key, key],
   );
   assert.deepEqual(calls, ["refund:refunded", "refund_query:refunded"]);
+});
+
+test("PY-17 timeout rate: acquirer timeouts caused at the simulator (a charge whose answer is lost) count in /metrics", async (t) => {
+  const f = await startObserved(t);
+  f.orchestrator.start();
+  // Every authorization is charged but its answer never comes: the client's headers timeout fires.
+  f.sim.sim.faults.update({ timeoutAfterChargeRate: 1, timeoutMode: "hang" });
+  const replies = await Promise.all(
+    ["to-1", "to-2"].map((key) => f.pay(paymentBody({ capture: false }), key)),
+  );
+  for (const reply of replies) assert.ok([201, 202].includes(reply.statusCode), reply.body);
+  await waitFor(async () => {
+    const { rows } = await f.db.query<{ n: number }>(
+      "SELECT count(*)::int4 AS n FROM payments WHERE status = 'authorized'",
+    );
+    return rows[0]!.n === 2 ? true : undefined;
+  }, 30_000);
+  const text = await f.scrape();
+  const calls = (operation: string, outcome: string) =>
+    sample(text, "payments_acquirer_calls_total", `operation="${operation}",outcome="${outcome}"`);
+  assert.equal(calls("authorize", "timeout"), 2, "each lost answer is one timeout");
+  assert.equal(calls("authorize", "approved"), undefined, "no authorize answer ever arrived");
+  assert.equal(calls("query", "approved"), 2, "each was resolved by a status query by key");
+  assert.equal(
+    sample(text, "payments_saga_step_duration_seconds_count", `step="authorize",outcome="unknown"`),
+    2,
+  );
+  assert.equal(f.sim.sim.state.stats().authorizations, 2, "one charge per payment");
+});
+
+test("PY-17 the correlation id is the merchant-scoped idempotency key: one Idempotency-Key from two merchants gives two ids, each the key the acquirer holds", async (t) => {
+  const f = await startObserved(t);
+  const other = uniqueName("m");
+  for (const who of [f.merchant, other]) {
+    const res = await f.pay(paymentBody({ capture: false }), "same-key", who);
+    assert.equal(res.statusCode, 201, res.body);
+  }
+  const ids = new Set(f.lines.filter((l) => l.msg === "saga step").map((l) => l.correlationId as string));
+  assert.deepEqual([...ids].sort(), [`${f.merchant}:same-key`, `${other}:same-key`].sort());
+  for (const id of ids) {
+    // The acquirer's idempotency key for the payment is its correlation id, so one id follows it everywhere.
+    assert.equal(f.sim.sim.state.getByKey(id).status, "approved", id);
+  }
 });

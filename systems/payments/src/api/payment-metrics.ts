@@ -11,13 +11,17 @@
  *   payments_saga_backlog                                  sagas due or in flight (bounded count, cached)
  *   payments_refund_retries_total{outcome}                 refund retry worker rounds: succeeded|failed|
  *                                                          retry|unresolved|error (unresolved: alarm)
+ *   payments_reconciliation_open_exceptions                differences with the acquirer's D+1 file not yet
+ *                                                          resolved (bounded count, cached): the last-line alarm
  *
  * Decline rate = rate(calls_total{operation="authorize",outcome="declined"}) / rate(calls_total{operation="authorize"});
  * timeout rate likewise with outcome="timeout". Labels are closed sets (never ids), so the
- * series count is bounded. Reconciliation stays the last-line alarm: these only say something
- * looks wrong early.
+ * series count is bounded. Reconciliation stays the last-line alarm (alert on
+ * payments_reconciliation_open_exceptions > 0): the others only say something looks wrong early.
  *
- * Correlation: a payment's correlation id is its acquirer key (`merchant:Idempotency-Key`): the
+ * Correlation: a payment's correlation id is its idempotency key as the system knows it, scoped by
+ * merchant — its acquirer key (`merchant:Idempotency-Key`; two merchants may send the same header
+ * value, and the acquirer needs one key per payment across them all): the
  * orchestrator and the acquirer client log it on every line for the payment and send it as
  * `x-correlation-id`; `correlatePaymentRequests` puts it on the HTTP request's log lines. A refund's
  * is ITS acquirer key (`<payment's>:refund:<refund Idempotency-Key>`), set by the refund handler on
@@ -55,7 +59,9 @@ export interface PaymentMetricsOptions {
   backlog?: () => Promise<number>;
   /** How long a backlog count is reused across scrapes, in ms. Default 5000. */
   backlogCacheMs?: number;
-  /** A failed backlog count (the scrape keeps the last value). */
+  /** Counts the open reconciliation exceptions; cached like the backlog. */
+  openExceptions?: () => Promise<number>;
+  /** A failed backlog or exceptions count (the scrape keeps the last value). */
   onError?: (error: unknown) => void;
 }
 
@@ -122,7 +128,16 @@ export function createPaymentMetrics(registry: Registry, options: PaymentMetrics
     registers: [registry],
   });
   if (options.breaker !== undefined) registerBreakerGauge(registry, options.breaker);
-  registerBacklogGauge(registry, options);
+  registerCachedCountGauge(registry, options, {
+    name: "payments_saga_backlog",
+    help: "Unfinished sagas due now or held by a worker (bounded count, cached a few seconds)",
+    count: options.backlog,
+  });
+  registerCachedCountGauge(registry, options, {
+    name: "payments_reconciliation_open_exceptions",
+    help: "Differences with the acquirer's settlement file not yet resolved: the last-line alarm (bounded count, cached)",
+    count: options.openExceptions,
+  });
   return {
     refundRetried(outcome: RefundRetryOutcome) {
       refundRetries.inc({ outcome });
@@ -147,15 +162,20 @@ export function registerBreakerGauge(registry: Registry, state: () => BreakerSta
   );
 }
 
-function registerBacklogGauge(registry: Registry, options: PaymentMetricsOptions): void {
-  const count = options.backlog;
+/** A gauge set from `count` at scrape time, reusing a count for `backlogCacheMs`, one count at a time. */
+function registerCachedCountGauge(
+  registry: Registry,
+  options: PaymentMetricsOptions,
+  gauge: { name: string; help: string; count: (() => Promise<number>) | undefined },
+): void {
+  const count = gauge.count;
   if (count === undefined) return;
   const cacheMs = options.backlogCacheMs ?? DEFAULT_BACKLOG_CACHE_MS;
   let countedAtMs = Number.NEGATIVE_INFINITY;
   let inflight: Promise<void> | undefined;
   new Gauge({
-    name: "payments_saga_backlog",
-    help: "Unfinished sagas due now or held by a worker (bounded count, cached a few seconds)",
+    name: gauge.name,
+    help: gauge.help,
     registers: [registry],
     collect() {
       if (options.clock.monotonicMs() - countedAtMs < cacheMs) return undefined;
@@ -188,6 +208,19 @@ export async function countSagaBacklog(
         WHERE step <> 'done' AND (next_attempt_at <= $1 OR lease_expires_at > $1)
         LIMIT $2) backlog`,
     [new Date(options.nowMs), options.maxCount ?? DEFAULT_BACKLOG_MAX_COUNT],
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** Reconciliation exceptions still open, counted up to `maxCount` (on the partial index of open ones). */
+export async function countOpenExceptions(
+  q: Queryable,
+  options: { maxCount?: number } = {},
+): Promise<number> {
+  const { rows } = await q.query<{ n: number }>(
+    `SELECT count(*)::int4 AS n FROM (
+       SELECT 1 FROM reconciliation_exceptions WHERE status = 'open' LIMIT $1) open_exceptions`,
+    [options.maxCount ?? DEFAULT_BACKLOG_MAX_COUNT],
   );
   return Number(rows[0]?.n ?? 0);
 }
