@@ -199,6 +199,7 @@ test("new --dry-run lists the files and writes none", async (t) => {
     "src/api/register-api.ts",
     "test/main.test.ts",
     "test/edge-contract.test.ts",
+    "test/mutations.json",
     "bench/main.ts",
   ]) {
     assert.match(result.stdout, new RegExp(`^ {2}systems/flash-sale/${file}$`, "m"), file);
@@ -261,6 +262,7 @@ test("new takes title, seed and port from the map, a row per claim, and prints t
     "API",
     "Design: mechanism → file",
     "Claims",
+    "Mutation check",
     "Failure modes",
     "Bench",
   ]);

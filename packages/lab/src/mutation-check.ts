@@ -242,7 +242,11 @@ function code(text: string): string {
 function failingCell(result: MutationResult): string {
   if (result.outcome === "survived") return "—";
   if (result.run.failed.length === 0) return cell(result.run.stderrTail.trim().split("\n").at(-1) ?? "");
-  const shown = result.run.failed.slice(0, 1).map((f) => `${basename(f.file)} › ${cell(f.name, 100)}`);
+  // The claim's own test first, when one of the failures is named after the claim.
+  const ordered = [...result.run.failed].sort(
+    (a, b) => Number(b.name.includes(result.mutation.claim)) - Number(a.name.includes(result.mutation.claim)),
+  );
+  const shown = ordered.slice(0, 1).map((f) => `${basename(f.file)} › ${cell(f.name, 100)}`);
   const more = result.run.failed.length - shown.length;
   return shown.join("; ") + (more > 0 ? `; +${more} more` : "");
 }

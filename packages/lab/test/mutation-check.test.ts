@@ -205,3 +205,16 @@ function alive(pid: number): boolean {
     return false;
   }
 }
+
+test("an empty list (a new system's) is valid: nothing to run, a header-only report, nothing survived", async (t) => {
+  const { root, systemDir } = await fixture(t);
+  const mutations = parseMutationList("[]", systemDir);
+  assert.deepEqual(mutations, []);
+  await checkBaseline(systemDir, mutations, options(root));
+  const results = await checkMutations(systemDir, mutations, options(root));
+  assert.equal(
+    mutationReport(results),
+    "| mutation | claim | change | caught? | failing test |\n|---|---|---|---|---|\n",
+  );
+  assert.equal(allCaught(results), true);
+});

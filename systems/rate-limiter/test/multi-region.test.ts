@@ -507,8 +507,14 @@ describe("RL-14 on two redis-server processes (one per region)", () => {
   let redisB: SpawnedRedis | undefined;
   let skipReason: string | undefined;
   const opened: RegionQuotaStore[] = [];
-  /** Bound on one rebalancer call to a region: a frozen region costs the tick this much. */
-  const rebalancerTimeoutMs = 300;
+  /**
+   * Bound on one rebalancer call to a region: a frozen region costs the tick this much.
+   * Generous: at 300 ms a loaded 2-core machine timed out a healthy region's call, and the
+   * tick came out "partial" (the frozen region is still skipped, 2 s later).
+   */
+  const rebalancerTimeoutMs = 2_000;
+  /** Bound on one request-path call: a path that touched the frozen region fails at it. */
+  const serviceTimeoutMs = 2_000;
 
   before(async () => {
     try {
@@ -535,8 +541,8 @@ describe("RL-14 on two redis-server processes (one per region)", () => {
       return store;
     };
     return {
-      serviceA: await open("a", redisA!.url, 250),
-      serviceB: await open("b", redisB!.url, 250),
+      serviceA: await open("a", redisA!.url, serviceTimeoutMs),
+      serviceB: await open("b", redisB!.url, serviceTimeoutMs),
       rebalancerA: await open("a", redisA!.url, rebalancerTimeoutMs),
       rebalancerB: await open("b", redisB!.url, rebalancerTimeoutMs),
     };
