@@ -3,7 +3,7 @@
  * every authorization request's arrival (recording-acquirer-child.ts), and
  * - with the client's token bucket at `ratePerS` (burst `capacity`), many payments at once never
  *   reach the acquirer faster than the bucket allows: in any window of w seconds at most
- *   capacity + ratePerS · w calls arrive (two calls of slack for delivery);
+ *   capacity + ratePerS · w calls arrive (three calls of slack for delivery);
  * - a saga whose acquirer answers 5xx waits with backoff on the RUNNING orchestrator: the gap
  *   between its authorize attempts is at least the jittered exponential delay's floor (half the
  *   nominal delay, equal jitter), not the orchestrator's poll interval.
@@ -44,10 +44,11 @@ async function recordingSim(t: TestContext) {
 }
 
 /**
- * Calls of slack for what happens between the bucket and the wire: a call admitted just before a
- * stall of the service's event loop is written with the next one.
+ * Calls of slack (300 ms at 10/s) for what happens between the bucket and the wire: calls admitted
+ * just before a stall of the service's event loop (PGlite runs on it) are written after it, with
+ * later ones. The bypassed bucket sends all 24 in well under a second, far past this.
  */
-const SLACK_CALLS = 2;
+const SLACK_CALLS = 3;
 
 /** The most calls that arrived in any window of `windowMs` (windows start at an arrival). */
 function busiestWindow(times: readonly number[], windowMs: number): number {
