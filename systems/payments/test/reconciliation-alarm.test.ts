@@ -45,6 +45,8 @@ test("PY-17 reconciliation is the last-line alarm: the running service's daily j
   const env = { PORT: "0", CASEBOOK_DATA: dataDir, LOG_LEVEL: "silent", ACQUIRER_URL: acquirerUrl };
   // Today: payments, the daily job not due (yesterday's file is not out yet anyway).
   const first = await main(env, { reconciliation: { firstCheckMs: 3_600_000 } });
+  let firstOpen = true;
+  t.after(() => (firstOpen ? first.close() : undefined)); // a failed assertion must not leave it running
   const auth = { authorization: `Bearer ${first.bootstrap!.apiKey}` };
   for (const key of ["alarm-1", "alarm-2"]) {
     const res = await fetch(`${first.url}/v1/payments`, {
@@ -56,6 +58,7 @@ test("PY-17 reconciliation is the last-line alarm: the running service's daily j
   }
   assert.equal(await openExceptions(first.url), 0, "nothing to report before the file is out");
   await first.close();
+  firstOpen = false;
   simClock.advance(DAY_MS); // the acquirer's day is over: yesterday's file is published
   const injected = await fetch(`${acquirerUrl}/admin/settlements/${yesterday}/differences`, {
     method: "PUT",
