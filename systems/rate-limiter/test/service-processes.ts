@@ -52,6 +52,11 @@ export interface CheckAnswer {
   readonly limits: readonly Readonly<Record<string, unknown>>[];
 }
 
+/** POST /v1/check's answer, or the explicit shed of an overloaded instance (503 RATELIMIT_OVERLOADED). */
+export type CheckOrShed =
+  | { readonly kind: "decision"; readonly answer: CheckAnswer }
+  | { readonly kind: "shed"; readonly code: string; readonly retryAfterS: number };
+
 export interface ServiceProcessOptions {
   /** How many instances to start (they share `env`, hence one Redis and one key prefix). */
   readonly count: number;
@@ -75,6 +80,8 @@ export interface ServiceProcess {
   readonly pid: number;
   /** POST /v1/check; rejects unless the answer is 200. */
   check(body: CheckRequest): Promise<CheckAnswer>;
+  /** POST /v1/check; a 503 problem is returned as a shed (its code), any other non-200 rejects. */
+  checkOrShed(body: CheckRequest): Promise<CheckOrShed>;
   /** The value of an unlabelled metric in GET /metrics (a gauge such as `ratelimit_degraded`). */
   metric(name: string): Promise<number>;
   /** The JSON log lines written so far (the last `maxLogLines`). */
@@ -198,6 +205,12 @@ class ServiceChild implements ServiceProcess {
   }
 
   async check(body: CheckRequest): Promise<CheckAnswer> {
+    const answer = await this.checkOrShed(body);
+    if (answer.kind === "shed") throw new Error(`POST /v1/check answered 503 ${answer.code}`);
+    return answer.answer;
+  }
+
+  async checkOrShed(body: CheckRequest): Promise<CheckOrShed> {
     const response = await fetch(`${this.url}/v1/check`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -205,8 +218,12 @@ class ServiceChild implements ServiceProcess {
       signal: AbortSignal.timeout(this.#requestTimeoutMs),
     });
     const text = await response.text();
-    if (response.status !== 200) throw new Error(`POST /v1/check answered ${response.status}: ${text}`);
-    return JSON.parse(text) as CheckAnswer;
+    if (response.status === 200) return { kind: "decision", answer: JSON.parse(text) as CheckAnswer };
+    if (response.status === 503) {
+      const code = String((JSON.parse(text) as { code?: unknown }).code);
+      return { kind: "shed", code, retryAfterS: Number(response.headers.get("retry-after")) };
+    }
+    throw new Error(`POST /v1/check answered ${response.status}: ${text}`);
   }
 
   async metric(name: string): Promise<number> {
