@@ -55,7 +55,9 @@ export interface CheckAnswer {
 /** POST /v1/check's answer, or the explicit shed of an overloaded instance (503 RATELIMIT_OVERLOADED). */
 export type CheckOrShed =
   | { readonly kind: "decision"; readonly answer: CheckAnswer }
-  | { readonly kind: "shed"; readonly code: string; readonly retryAfterS: number };
+  | { readonly kind: "shed"; readonly code: string; readonly retryAfterS: number }
+  /** The HTTP edge dropped the request before any route ran: 408 (not read in time) or a reset connection. */
+  | { readonly kind: "edge"; readonly code: string };
 
 export interface ServiceProcessOptions {
   /** How many instances to start (they share `env`, hence one Redis and one key prefix). */
@@ -206,18 +208,27 @@ class ServiceChild implements ServiceProcess {
 
   async check(body: CheckRequest): Promise<CheckAnswer> {
     const answer = await this.checkOrShed(body);
-    if (answer.kind === "shed") throw new Error(`POST /v1/check answered 503 ${answer.code}`);
+    if (answer.kind !== "decision") throw new Error(`POST /v1/check was not decided: ${answer.code}`);
     return answer.answer;
   }
 
   async checkOrShed(body: CheckRequest): Promise<CheckOrShed> {
-    const response = await fetch(`${this.url}/v1/check`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(this.#requestTimeoutMs),
-    });
-    const text = await response.text();
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(`${this.url}/v1/check`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.#requestTimeoutMs),
+      });
+      text = await response.text();
+    } catch (error) {
+      const code = (error as { cause?: { code?: string } }).cause?.code;
+      if (code === "ECONNRESET" || code === "UND_ERR_SOCKET") return { kind: "edge", code };
+      throw error;
+    }
+    if (response.status === 408) return { kind: "edge", code: "REQUEST_TIMEOUT" };
     if (response.status === 200) return { kind: "decision", answer: JSON.parse(text) as CheckAnswer };
     if (response.status === 503) {
       const code = String((JSON.parse(text) as { code?: unknown }).code);
