@@ -10,8 +10,8 @@
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { benchErrors } from "./bench-errors.ts";
 
-export type ScenarioName = "closed" | "open" | "memory";
-export const scenarioNames: readonly ScenarioName[] = ["closed", "open", "memory"];
+export type ScenarioName = "closed" | "open" | "burst" | "memory";
+export const scenarioNames: readonly ScenarioName[] = ["closed", "open", "burst", "memory"];
 
 export interface BenchArgs {
   readonly help: boolean;

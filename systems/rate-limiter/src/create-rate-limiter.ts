@@ -38,13 +38,13 @@ export interface RateLimiterOptions {
    * Bound on Redis's silence during a store call (000 §1: "se o Redis não responde em 20 ms"):
    * the call falls back when no reply at all has come on its connection for this long —
    * Redis paused, hung, or the link dead — measured at the socket, never our own event
-   * loop's delay (@casebook/infra/redis/reply-deadline). Default 100: the text's 20 ms is
+   * loop's delay (@casebook/infra/redis/reply-deadline). Default 200: the text's 20 ms is
    * shorter than the silences of a healthy Redis on a loaded host (README, "Failure").
    */
   readonly timeoutMs?: number;
   /**
    * Bound on one store call's whole wait while Redis keeps answering others (alive but
-   * slow: a burst's queue on a loaded host); past it the call falls back too. Default 500.
+   * slow: a burst's queue on a loaded host); past it the call falls back too. Default 1 000.
    */
   readonly maxWaitMs?: number;
   /** Store decisions in flight in this process; past it checks queue (issue 12). Default 512. */
@@ -96,8 +96,8 @@ export interface RateLimiter {
 }
 
 export const rateLimiterDefaults = {
-  timeoutMs: 100,
-  maxWaitMs: 500,
+  timeoutMs: 200,
+  maxWaitMs: 1_000,
   connectTimeoutMs: 1_000,
   breakerFailures: 5,
   breakerOpenMs: 1_000,

@@ -18,7 +18,7 @@ import { type SpawnedRedis, spawnRedis } from "@casebook/lab/spawn-redis";
 import { uniqueName } from "@casebook/lab/test-engines";
 import { Redis } from "ioredis";
 import { rateLimitPlugin } from "../src/api/rate-limit-plugin.ts";
-import { createRateLimiter } from "../src/create-rate-limiter.ts";
+import { createRateLimiter, rateLimiterDefaults } from "../src/create-rate-limiter.ts";
 import { descriptor } from "../src/domain/descriptors.ts";
 import { parsePolicyConfig } from "../src/domain/policy.ts";
 import { rateLimitErrors } from "../src/rate-limit-errors.ts";
@@ -290,6 +290,100 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
     }
   });
 
+  test("RL-13 a starved event loop (busy loop in this process) is not Redis slowness: bursts stay exact, nothing falls back, the breaker stays closed, every check answers within the stated bound; past the in-flight bound checks are shed, never decided by the fallback", async () => {
+    const BUSY_MS = 40;
+    const starvedPolicies = parsePolicyConfig({
+      domain: "starved",
+      policies: [
+        {
+          name: "closed",
+          key: "user:{user}",
+          limit: { algorithm: "token-bucket", capacity: 100, ratePerS: 0.001 },
+          failMode: "closed",
+        },
+        {
+          name: "open",
+          key: "user:{user}",
+          limit: { algorithm: "fixed-window", limit: 100, windowMs: 3_600_000 },
+          failMode: "open",
+        },
+      ],
+    });
+    // Default timeout, wait bounds and in-flight bound: what the service runs with.
+    const rl = await createRateLimiter({
+      policies: starvedPolicies,
+      redisUrl: redis.url,
+      keyPrefix: "starved:",
+    });
+    const small = await createRateLimiter({
+      policies: starvedPolicies,
+      redisUrl: redis.url,
+      keyPrefix: "starved-small:",
+      maxInFlight: 8,
+      maxQueued: 16,
+    });
+    // The loop is busy BUSY_MS out of every BUSY_MS + 10 ms: timers fire late, replies wait in the socket.
+    const starver = setInterval(() => {
+      const until = performance.now() + BUSY_MS;
+      while (performance.now() < until) {
+        // starving the event loop on purpose
+      }
+    }, 10);
+    let sequence = 0;
+    const timed = async (limiter: typeof rl, policy: string, user: string) => {
+      const started = performance.now();
+      try {
+        const result = await limiter.limiter.check({
+          descriptor: descriptor({ user }),
+          requestId: `s${++sequence}`,
+          policies: [policy],
+        });
+        return { result, shed: false, ms: performance.now() - started };
+      } catch (error) {
+        if (!rateLimitErrors.is(error, "RATELIMIT_OVERLOADED")) throw error;
+        return { result: undefined, shed: true, ms: performance.now() - started };
+      }
+    };
+    try {
+      await rl.limiter.check({ descriptor: descriptor({ user: "warm" }), requestId: "warm" });
+      await small.limiter.check({ descriptor: descriptor({ user: "warm" }), requestId: "warm" });
+      // The stated bound: queueWaitMs + maxWaitMs, plus the loop's own delay (one busy slice per turn).
+      const boundMs = rateLimiterDefaults.queueWaitMs + rateLimiterDefaults.maxWaitMs + 4 * BUSY_MS;
+      for (const policy of ["closed", "open"]) {
+        const user = uniqueName("u");
+        const answers = await Promise.all(Array.from({ length: 400 }, () => timed(rl, policy, user)));
+        const results = answers.flatMap((a) => (a.result ? [a.result] : []));
+        const detail = `${policy}: ${results.filter((r) => r.outcome === "allowed").length} allowed, ${answers.filter((a) => a.shed).length} shed, slowest ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms`;
+        assert.equal(answers.filter((a) => a.shed).length, 0, detail);
+        assert.ok(
+          results.every((r) => !r.degraded && r.outcome !== "unavailable"),
+          `nothing from the fallback: ${detail}`,
+        );
+        assert.equal(results.filter((r) => r.outcome === "allowed").length, 100, detail);
+        for (const a of answers) assert.ok(a.ms <= boundMs, `answered within ${boundMs} ms: ${detail}`);
+      }
+      assert.equal(rl.breaker.state, "closed", "our lag never reached the breaker");
+      // Past the in-flight bound (8 + 16 queued): shed explicitly, at once, and never admitted extra.
+      const user = uniqueName("u");
+      const answers = await Promise.all(Array.from({ length: 200 }, () => timed(small, "open", user)));
+      const shed = answers.filter((a) => a.shed).length;
+      const results = answers.flatMap((a) => (a.result ? [a.result] : []));
+      assert.ok(shed > 0, "a burst 8× the bound sheds");
+      assert.equal(small.gate.shed["queue-full"] + small.gate.shed["queue-wait"], shed);
+      assert.ok(
+        results.every((r) => !r.degraded),
+        "a shed check is not decided by the fallback",
+      );
+      assert.equal(results.filter((r) => r.outcome === "allowed").length, Math.min(100, results.length));
+      for (const a of answers) assert.ok(a.ms <= boundMs, `shed or decided within ${boundMs} ms`);
+      assert.equal(small.breaker.state, "closed");
+    } finally {
+      clearInterval(starver);
+      await rl.close();
+      await small.close();
+    }
+  });
+
   test("RL-17 Redis killed under three service instances that count themselves: billing closes while reads open on what is LEFT of each share (overshoot measured against the README's formula); after restart decisions come from Redis again", async () => {
     const COUNT = 3;
     // No RATE_LIMITER_INSTANCES: the share comes from the heartbeats in Redis.
@@ -370,7 +464,9 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
         count: 1,
         policies: rawPolicies,
         env: { REDIS_URL: redis.url, RATE_LIMITER_KEY_PREFIX: "rl11-start:" },
-        startTimeoutMs: 5_000,
+        // Redis stays down until after the start: any bound proves the start does not wait for it
+        // (generous: at load ~25 importing the service alone takes ~9 s).
+        startTimeoutMs: 20_000,
       });
       try {
         const svc = services.instances[0]!;
