@@ -46,7 +46,7 @@ export const benchFixedWindow: FixedWindowLimit = { algorithm: "fixed-window", l
 /** The same window with a limit no run reaches: every decision admitted (and written). */
 export const benchAllAdmitted: FixedWindowLimit = {
   algorithm: "fixed-window",
-  limit: 1_000_000_000,
+  limit: 1_000_000,
   windowMs: 2_000,
 };
 

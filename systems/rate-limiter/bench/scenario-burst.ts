@@ -93,9 +93,7 @@ export async function runBurstScenario(
             "bound (capacity + refill × elapsed)",
             "count",
             admissionBound(limit, startWallMs, startWallMs + elapsedMs),
-            {
-              tidy: true,
-            },
+            { tidy: true, direction: "lower-is-better" },
           ),
           row.count("shed (503 RATELIMIT_OVERLOADED)", answers.filter((a) => a.shed).length),
           row.count("decided by the fallback", answers.filter((a) => a.degraded).length),
