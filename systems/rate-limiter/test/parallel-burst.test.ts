@@ -17,13 +17,15 @@
  *   min(limit, decided); an instance that cannot keep up may only shed explicitly
  *   (503 RATELIMIT_OVERLOADED), counted apart.
  * - RL-17, fail-open cells: a spurious fallback would show as an overshoot. The refill
- *   is real but slow (1 per 36 s), so the bound stays below limit + 1 for any burst
- *   shorter than 36 s: a single extra admission always fails the test (the former 2 s
+ *   is real but slow (1 per 360 s), so the bound stays below limit + 1 for any burst
+ *   shorter than 360 s: a single extra admission always fails the test (the former 2 s
  *   sustained load at 20 tokens/s caught a one-token overshoot in only 2 runs of 3, the
  *   slack of its bound being a fraction of a token).
  *
- * CI budget: 6 × 4 650 = 27 900 HTTP requests over the two tests; ~40 s on an idle
- * 2-core machine, ~100 s at load ~20 (the 3 000-request bursts dominate).
+ * CI budget: 6 × 4 650 = 27 900 HTTP requests over the two tests, the 3 000-request bursts
+ * dominating: 90 s at load ~19, 170 s at load ~20–25 on this project's 2-core machine
+ * (less when idle). At that load the HTTP edge itself drops some of a 3 000 burst (408:
+ * not read within its 10 s headers timeout): those are counted apart, never decided.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -35,15 +37,15 @@ import { deleteKeys } from "./store-backends.ts";
 
 const INSTANCES = 3;
 const BURSTS = [50, 200, 400, 1_000, 3_000] as const;
-/** 100 per hour for every algorithm: the refill (1 per 36 s) is real but below one unit per burst. */
+/** 100 per 10 hours for every algorithm: the refill (1 per 360 s) is real but below one unit per burst. */
 const LIMIT = 100;
-const HOUR_MS = 3_600_000;
-const RATE_PER_S = LIMIT / 3_600;
+const WINDOW_MS = 36_000_000;
+const RATE_PER_S = (LIMIT * 1_000) / WINDOW_MS;
 const LIMITS: readonly Limit[] = [
   { algorithm: "token-bucket", capacity: LIMIT, ratePerS: RATE_PER_S },
-  { algorithm: "fixed-window", limit: LIMIT, windowMs: HOUR_MS },
-  { algorithm: "sliding-window-log", limit: LIMIT, windowMs: HOUR_MS },
-  { algorithm: "sliding-window-counter", limit: LIMIT, windowMs: HOUR_MS },
+  { algorithm: "fixed-window", limit: LIMIT, windowMs: WINDOW_MS },
+  { algorithm: "sliding-window-log", limit: LIMIT, windowMs: WINDOW_MS },
+  { algorithm: "sliding-window-counter", limit: LIMIT, windowMs: WINDOW_MS },
   { algorithm: "leaky-bucket", queueCapacity: LIMIT, ratePerS: RATE_PER_S },
   { algorithm: "gcra", burst: LIMIT, ratePerS: RATE_PER_S },
 ];
