@@ -396,6 +396,8 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
         RATE_LIMITER_BREAKER_OPEN_MS: "200",
         RATE_LIMITER_HEARTBEAT_MS: "200",
       },
+      // Three processes importing at once on a loaded 2-core host take ~10 s each.
+      startTimeoutMs: 60_000,
     });
     try {
       for (const svc of services.instances) {
