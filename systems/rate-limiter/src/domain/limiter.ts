@@ -187,7 +187,7 @@ export class Limiter {
    */
   #storeFailed(sentMs: number): void {
     this.#lastStoreFailed = true;
-    if (sentMs < this.#lastFailureMs && this.#o.breaker.state === "closed") return;
+    if (sentMs <= this.#lastFailureMs && this.#o.breaker.state === "closed") return;
     this.#lastFailureMs = this.#clock.monotonicMs();
     this.#o.breaker.onFailure();
   }
