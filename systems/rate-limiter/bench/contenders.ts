@@ -85,7 +85,6 @@ export function benchPolicy(domain: string, limit: Limit): PolicyConfig {
 export function benchLimiter(config: PolicyConfig, store: LimiterStore): Limiter {
   return new Limiter(config, {
     store,
-    clock: systemClock,
     gate: new AdmissionGate({
       maxInFlight: rateLimiterDefaults.maxInFlight,
       maxQueued: rateLimiterDefaults.maxQueued,

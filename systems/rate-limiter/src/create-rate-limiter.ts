@@ -154,7 +154,6 @@ export async function createRateLimiter(options: RateLimiterOptions): Promise<Ra
   });
   const limiter = new Limiter(options.policies, {
     store,
-    clock,
     breaker,
     local,
     gate,

@@ -18,7 +18,6 @@
  */
 import type { AdmissionFate, AdmissionGate } from "@casebook/kit/admission-gate";
 import type { CircuitBreaker } from "@casebook/kit/circuit-breaker";
-import { type Clock, systemClock } from "@casebook/kit/clock";
 import { rateLimitErrors } from "../rate-limit-errors.ts";
 import type { GroupCall, GroupOutcome, LimiterStore } from "../store/limiter-store.ts";
 import { maxCost } from "./algorithm.ts";
@@ -78,8 +77,6 @@ export interface CheckInput {
 
 export interface LimiterOptions {
   readonly store: LimiterStore;
-  /** Monotonic time, to tell failures of one stall from failures in a row. Default the system clock. */
-  readonly clock?: Clock;
   readonly breaker: CircuitBreaker;
   readonly local: LocalLimiter;
   readonly picker: SubBucketPicker;
@@ -104,15 +101,13 @@ export class Limiter {
   readonly #o: LimiterOptions;
   #config: PolicyConfig;
   #lastStoreFailed = false;
-  /** Monotonic ms of the last failure reported to the breaker (see #storeFailed). */
-  #lastFailureMs = Number.NEGATIVE_INFINITY;
-
-  readonly #clock: Clock;
+  /** Store calls sent so far, and how many had been sent when the last failure was reported (#storeFailed). */
+  #sent = 0;
+  #sentAtLastFailure = 0;
 
   constructor(config: PolicyConfig, options: LimiterOptions) {
     this.#config = config;
     this.#o = options;
-    this.#clock = options.clock ?? systemClock;
   }
 
   get config(): PolicyConfig {
@@ -157,7 +152,7 @@ export class Limiter {
     let outcomes: GroupOutcome[];
     try {
       if (!this.#o.breaker.canRequest()) return this.#fallback(config, limits, calls, failMode, input);
-      const sentMs = this.#clock.monotonicMs();
+      const sent = ++this.#sent;
       try {
         outcomes = await this.#o.store.spend(calls);
         this.#o.breaker.onSuccess();
@@ -165,7 +160,7 @@ export class Limiter {
       } catch (error) {
         // Only Redis-side failures get here: a timeout is measured at the socket
         // (reply-deadline.ts), and our own overload was shed above, before any call.
-        this.#storeFailed(sentMs);
+        this.#storeFailed(sent);
         this.#o.onStoreError?.(error);
         return this.#fallback(config, limits, calls, failMode, input);
       }
@@ -185,10 +180,10 @@ export class Limiter {
    * failures mean Redis failed N times in a row, not that one hiccup caught N requests.
    * A half-open probe is always reported (it holds the breaker's probe slot).
    */
-  #storeFailed(sentMs: number): void {
+  #storeFailed(sent: number): void {
     this.#lastStoreFailed = true;
-    if (sentMs <= this.#lastFailureMs && this.#o.breaker.state === "closed") return;
-    this.#lastFailureMs = this.#clock.monotonicMs();
+    if (sent <= this.#sentAtLastFailure && this.#o.breaker.state === "closed") return;
+    this.#sentAtLastFailure = this.#sent;
     this.#o.breaker.onFailure();
   }
 
