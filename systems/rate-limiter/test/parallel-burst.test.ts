@@ -23,8 +23,8 @@
  *   slack of its bound being a fraction of a token).
  *
  * CI budget: 6 × 4 650 = 27 900 HTTP requests over the two tests, the 3 000-request bursts
- * dominating: 90 s at load ~19, 170 s at load ~20–25 on this project's 2-core machine
- * (less when idle). At that load the HTTP edge itself drops some of a 3 000 burst (408:
+ * dominating: 67 s at load ~15, 90 s at load ~19, 170 s at load ~20–25 on this project's
+ * 2-core machine. At that load the HTTP edge itself drops some of a 3 000 burst (408:
  * not read within its 10 s headers timeout): those are counted apart, never decided.
  */
 import assert from "node:assert/strict";
