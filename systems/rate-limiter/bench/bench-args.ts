@@ -10,8 +10,8 @@
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { benchErrors } from "./bench-errors.ts";
 
-export type ScenarioName = "closed" | "open" | "memory";
-export const scenarioNames: readonly ScenarioName[] = ["closed", "open", "memory"];
+export type ScenarioName = "closed" | "open" | "burst" | "memory";
+export const scenarioNames: readonly ScenarioName[] = ["closed", "open", "burst", "memory"];
 
 export interface BenchArgs {
   readonly help: boolean;
@@ -63,16 +63,21 @@ export const benchHelp = `casebook bench rate-limiter — our limiter beside rat
 Target: $REDIS_URL when set, else a throw-away redis-server spawned for the run (and stopped after).
 Every key lives under a unique prefix and is deleted at the end.
 
-Scenarios (default: all three):
-  closed   ${argBounds.concurrency.default} concurrent callers as fast as they go, keys spread over ${argBounds.users.default} users:
-           ours = Limiter.check (the full decision path: policy, breaker, store) and the bare
-           store spend, as shipped (script-level batching) and unbatched (one call per decision);
-           peer = rate-limiter-flexible RateLimiterRedis.consume (a refusal is a decision);
-           floor = the design text's script, one EVALSHA per decision, from Node (ioredis) and
-           from redis-benchmark (-c ${argBounds.concurrency.default}, unpipelined). Also Node CPU and Redis CPU per decision.
-  open     ${argBounds.ratePerS.default} decisions/s at a fixed arrival rate: ours (as shipped and
-           unbatched) vs peer; latency from the intended send time (p50, p99, p99.9),
-           so a stall is not hidden.
+Scenarios (default: all four):
+  closed   ${argBounds.concurrency.default} concurrent callers as fast as they go, keys spread over ${argBounds.users.default} users.
+           Equal work: ours = Limiter.check (the full decision path: policy, in-flight bound,
+           breaker, store) on a fixed window of 10 per 2 s, peer = rate-limiter-flexible
+           RateLimiterRedis.consume, the same fixed window (same limit, same admitted share;
+           a refusal is a decision); the same on an all-admitted limit; our token bucket on
+           its own; the bare store spend and the unbatched what-if; floor = the design text's
+           script, one EVALSHA per decision, from Node (ioredis) and from redis-benchmark
+           (-c ${argBounds.concurrency.default}, unpipelined). Also Node CPU and Redis CPU per decision.
+  open     ${argBounds.ratePerS.default} decisions/s at a fixed arrival rate: ours (fixed window, as shipped
+           and unbatched) vs the peer's fixed window, our token bucket on its own; latency from
+           the intended send time (p50, p99, p99.9), so a stall is not hidden.
+  burst    50 … 3 000 checks of ONE key at once at one limiter (fail-open, 100/h): allowed
+           beside the bound (capacity + refill × elapsed), shed (503 RATELIMIT_OVERLOADED),
+           decided by the fallback, p99 latency.
   memory   RL-18: bytes per key (MEMORY USAGE; on a private Redis also the used_memory growth
            per key) for ours and the peer, and the projection for 50 million keys.
 

@@ -1,29 +1,33 @@
 /**
  * The contenders, each one way of answering "may user U make one more request?"
- * against the same Redis, with the same limit (a bucket of 10 refilled at 5/s):
+ * against the same Redis. Equal work (issue 12): the peer's Redis limiter is a fixed-window
+ * counter, so ours is compared with it on OUR fixed window at the same limit (10 per 2 s),
+ * hence the same admitted share, and on an all-admitted limit (every decision writes);
+ * our token bucket (10, refilled at 5/s) is reported on its own.
  *
- * - ours, `Limiter.check`: the real decision path (policy resolution, breaker,
- *   store, compensation) over `openRedisLimiterStore`, as shipped;
- * - ours, bare `store.spend`: one token-bucket-n.lua call, nothing around it;
- * - the peer, rate-limiter-flexible's `RateLimiterRedis.consume` (a fixed window:
- *   10 points per 2 s, the same average rate and burst), on an ioredis client
- *   configured like ours (connectRedis) as its docs recommend: no offline queue;
+ * - ours, `Limiter.check`: the real decision path (policy resolution, in-flight bound,
+ *   breaker, store with its reply deadline, compensation, the fallback's mirror), as shipped;
+ * - ours, bare `store.spend`: one `<algorithm>-n.lua` call, nothing around it;
+ * - the peer, rate-limiter-flexible's `RateLimiterRedis.consume` (a fixed window), on an
+ *   ioredis client configured like ours (connectRedis) as its docs recommend: no offline queue;
  * - the floor, the design text's script (bench/seed-token-bucket.lua): one EVALSHA.
  *
  * A refusal is a decision, not an error: `decide` resolves false. It rejects only
  * when Redis failed, so the load generator counts it as an error.
  *
  * @example
- * const peer = await openPeer(target, benchLimit);
+ * const peer = await openPeer(target, benchFixedWindow);
  * await peer.decide("user-42"); // true: allowed
  */
 import { readFile } from "node:fs/promises";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { AdmissionGate } from "@casebook/kit/admission-gate";
 import { CircuitBreaker } from "@casebook/kit/circuit-breaker";
 import { systemClock } from "@casebook/kit/clock";
 import { int, type RandomSource, seededRandom } from "@casebook/kit/random";
 import { RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import type { AlgorithmName, Limit, TokenBucketLimit } from "../src/domain/algorithm.ts";
+import { rateLimiterDefaults } from "../src/create-rate-limiter.ts";
+import type { AlgorithmName, FixedWindowLimit, Limit, TokenBucketLimit } from "../src/domain/algorithm.ts";
 import { descriptor } from "../src/domain/descriptors.ts";
 import { Limiter } from "../src/domain/limiter.ts";
 import { LocalLimiter } from "../src/domain/local-limiter.ts";
@@ -33,8 +37,18 @@ import { type LimiterStore, openRedisLimiterStore } from "../src/store/limiter-s
 import { benchErrors } from "./bench-errors.ts";
 import type { RedisTarget } from "./redis-target.ts";
 
-/** The limit every contender enforces per user: a burst of 10, 5 per second on average. */
+/** Our token bucket per user: a burst of 10, 5 per second on average (reported on its own). */
 export const benchLimit: TokenBucketLimit = { algorithm: "token-bucket", capacity: 10, ratePerS: 5 };
+
+/** The equal-work limit, ours and the peer's: 10 per fixed window of 2 s. */
+export const benchFixedWindow: FixedWindowLimit = { algorithm: "fixed-window", limit: 10, windowMs: 2_000 };
+
+/** The same window with a limit no run reaches: every decision admitted (and written). */
+export const benchAllAdmitted: FixedWindowLimit = {
+  algorithm: "fixed-window",
+  limit: 1_000_000,
+  windowMs: 2_000,
+};
 
 export const peerName = "rate-limiter-flexible";
 
@@ -67,10 +81,16 @@ export function benchPolicy(domain: string, limit: Limit): PolicyConfig {
   return parsePolicyConfig({ domain, policies: [{ name: "per-user", key: "user:{user}", limit }] });
 }
 
-/** A Limiter wired as src/main.ts would wire it, over `store`. */
+/** A Limiter wired as src/main.ts would wire it (in-flight bound included), over `store`. */
 export function benchLimiter(config: PolicyConfig, store: LimiterStore): Limiter {
   return new Limiter(config, {
     store,
+    gate: new AdmissionGate({
+      maxInFlight: rateLimiterDefaults.maxInFlight,
+      maxQueued: rateLimiterDefaults.maxQueued,
+      maxQueueWaitMs: rateLimiterDefaults.queueWaitMs,
+      clock: systemClock,
+    }),
     breaker: new CircuitBreaker({
       name: "bench-store",
       clock: systemClock,
@@ -104,6 +124,12 @@ export function limiterContender(
   } satisfies Contender;
 }
 
+/** The store's reply deadline as createRateLimiter sets it (ioredis's own timer off). */
+const shippedDeadline = {
+  commandTimeoutMs: 0,
+  replyDeadline: { timeoutMs: rateLimiterDefaults.timeoutMs, maxWaitMs: rateLimiterDefaults.maxWaitMs },
+};
+
 /**
  * Ours through the full decision path. `batching` undefined = as shipped by
  * openRedisLimiterStore (script-level batching on); false = one script call per decision.
@@ -116,10 +142,12 @@ export async function openOursLimiter(
     url: target.url,
     keyPrefix: target.keyPrefix,
     connectionName: `bench-${options.domain}`,
+    ...shippedDeadline,
     ...(options.batching === false ? { batchMaxKeys: 1 } : {}),
   });
-  const limiter = benchLimiter(benchPolicy(options.domain, options.limit ?? benchLimit), store);
-  const name = `ours: Limiter.check${options.batching === false ? ", unbatched" : ""}`;
+  const limit = options.limit ?? benchLimit;
+  const limiter = benchLimiter(benchPolicy(options.domain, limit), store);
+  const name = `ours: Limiter.check (${limit.algorithm})${options.batching === false ? ", unbatched" : ""}`;
   return limiterContender(name, limiter, target.keyPrefix, () => store.close());
 }
 
@@ -142,6 +170,7 @@ export async function openOursStore(
       url: target.url,
       keyPrefix: target.keyPrefix,
       connectionName: `bench-${options.namespace}`,
+      ...shippedDeadline,
       ...(options.batching === false ? { batchMaxKeys: 1 } : {}),
     }));
   const algorithm = options.algorithm ?? "token-bucket";
@@ -167,12 +196,12 @@ export async function openOursStore(
   };
 }
 
-/** rate-limiter-flexible's RateLimiterRedis with the same average rate and burst as `benchLimit`. */
+/** rate-limiter-flexible's RateLimiterRedis: a fixed window of `limit.limit` points per `limit.windowMs`. */
 export async function openPeer(
   target: RedisTarget,
-  limit: TokenBucketLimit = benchLimit,
+  limit: FixedWindowLimit = benchFixedWindow,
 ): Promise<Contender> {
-  const durationS = limit.capacity / limit.ratePerS;
+  const durationS = limit.windowMs / 1_000;
   if (!Number.isInteger(durationS))
     throw new RangeError(`peer window must be whole seconds, got ${durationS}`);
   const client = await connectRedis({
@@ -182,8 +211,8 @@ export async function openPeer(
   });
   const peer = new RateLimiterRedis({
     storeClient: client,
-    keyPrefix: "rlflx",
-    points: limit.capacity,
+    keyPrefix: `rlflx${limit.limit}`,
+    points: limit.limit,
     duration: durationS,
     // ioredis: its defineCommand + EVALSHA path, not node-redis's `eval({ keys })` signature.
     useRedisPackage: false,

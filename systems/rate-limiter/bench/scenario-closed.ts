@@ -1,8 +1,13 @@
 /**
- * Scenario "closed": max decisions/s with N concurrent callers on one Redis, ours
- * beside rate-limiter-flexible and beside the floor (one EVALSHA of the design
- * text's script per decision), all in this one invocation so the ratios hold on a
- * noisy machine. Runs one contender at a time, each on fresh keys.
+ * Scenario "closed": max decisions/s with N concurrent callers on one Redis, in this one
+ * invocation so the ratios hold on a noisy machine; one contender at a time, fresh keys.
+ *
+ * Equal work (issue 12): the peer's Redis limiter is a fixed-window counter, and a refusal
+ * that writes nothing is cheaper than an admission, so ours is compared with it on the SAME
+ * algorithm at the SAME limit (fixed window, 10 per 2 s: the same admitted share, printed
+ * for both) and on an all-admitted limit (every decision writes, both sides). Our token
+ * bucket is reported on its own, and beside the floor: one EVALSHA of the design text's
+ * script per decision (ioredis, and redis-benchmark when installed).
  *
  * @example
  * const rows = await runClosedScenario(target, { concurrency: 50, durationMs: 5_000, warmupMs: 1_000,
@@ -13,6 +18,8 @@ import type { BenchResult } from "@casebook/lab/bench-report";
 import { scenarioRows } from "@casebook/lab/bench-rows";
 import { allowedRow, contenderRows, system } from "./bench-rows.ts";
 import {
+  benchAllAdmitted,
+  benchFixedWindow,
   benchLimit,
   type Contender,
   openOursLimiter,
@@ -65,6 +72,9 @@ function floorRows(scenario: string, ours: Measured, floors: { name: string; rps
   );
 }
 
+/** The scenario label of the equal-work comparison (main.ts's goal line reads its ratio). */
+export const equalWorkLabel = "fixed window 10 per 2 s, Limiter.check";
+
 /**
  * Runs every contender of the closed-loop scenario and returns its rows.
  *
@@ -73,18 +83,28 @@ function floorRows(scenario: string, ours: Measured, floors: { name: string; rps
  */
 export async function runClosedScenario(target: RedisTarget, options: ClosedOptions): Promise<BenchResult[]> {
   const label = `closed c=${options.concurrency}, ${options.users} users`;
-  const limiter = await run(() => openOursLimiter(target, { domain: "check" }), target, options);
-  const peer = await run(() => openPeer(target), target, options);
-  const store = await run(() => openOursStore(target, { namespace: "spend" }), target, options);
-  // What-if runs: openRedisLimiterStore batches the single-key decisions of one event-loop
-  // turn into one script call; these show the same paths with one script call per decision.
-  const limiterNoPipe = await run(
-    () => openOursLimiter(target, { domain: "check-nopipe", batching: false }),
+  const fixed = await run(
+    () => openOursLimiter(target, { domain: "fw", limit: benchFixedWindow }),
     target,
     options,
   );
-  const storeNoPipe = await run(
-    () => openOursStore(target, { namespace: "spend-nopipe", batching: false }),
+  const peer = await run(() => openPeer(target, benchFixedWindow), target, options);
+  const allOurs = await run(
+    () => openOursLimiter(target, { domain: "fw-all", limit: benchAllAdmitted }),
+    target,
+    options,
+  );
+  const allPeer = await run(() => openPeer(target, benchAllAdmitted), target, options);
+  const bucket = await run(() => openOursLimiter(target, { domain: "tb" }), target, options);
+  const store = await run(
+    () => openOursStore(target, { namespace: "spend", algorithm: "fixed-window", limit: benchFixedWindow }),
+    target,
+    options,
+  );
+  // What-if: openRedisLimiterStore batches the single-key decisions of one event-loop turn
+  // into one script call; this is the same path with one script call per decision.
+  const unbatched = await run(
+    () => openOursLimiter(target, { domain: "fw-nopipe", batching: false, limit: benchFixedWindow }),
     target,
     options,
   );
@@ -103,13 +123,19 @@ export async function runClosedScenario(target: RedisTarget, options: ClosedOpti
   const floors = [{ name: seed.contender, rps: seed.report.achievedRatePerS }];
   if (benchmark) floors.push({ name: redisBenchmarkName, rps: benchmark.rps });
   return [
-    ...contenderRows(`${label}: Limiter.check`, limiter, peer),
-    allowedRow(`${label}: Limiter.check`, `allowed share, ${peer.contender}`, peer),
-    ...contenderRows(`${label}: store.spend`, store, peer),
-    ...contenderRows(`${label}: Limiter.check, unbatched`, limiterNoPipe, peer),
-    ...contenderRows(`${label}: store.spend, unbatched`, storeNoPipe, peer),
+    ...contenderRows(`${label}: ${equalWorkLabel}`, fixed, peer),
+    allowedRow(`${label}: ${equalWorkLabel}`, `allowed share, ${peer.contender}`, peer),
+    ...contenderRows(`${label}: fixed window, all admitted, Limiter.check`, allOurs, allPeer),
+    allowedRow(
+      `${label}: fixed window, all admitted, Limiter.check`,
+      `allowed share, ${allPeer.contender}`,
+      allPeer,
+    ),
+    ...contenderRows(`${label}: token bucket 10 @ 5/s, Limiter.check`, bucket),
+    ...contenderRows(`${label}: fixed window, store.spend`, store, peer),
+    ...contenderRows(`${label}: fixed window, Limiter.check, unbatched`, unbatched, peer),
     ...contenderRows(`${label}: ${seed.contender}`, seed),
     ...(benchmark ? redisBenchmarkRows(`${label}: ${redisBenchmarkName}`, benchmark) : []),
-    ...floorRows(`${label}: vs floor`, limiter, floors),
+    ...floorRows(`${label}: vs floor`, bucket, floors),
   ];
 }

@@ -180,7 +180,13 @@ export async function runMemoryScenario(target: RedisTarget, options: MemoryOpti
     target,
     [
       (t) => openOursLimiter(t, { domain: "mem", limit: memoryLimit }),
-      (t) => openPeer(t, memoryLimit),
+      // The peer's fixed window with the same burst and average rate: 100 points per 100 s.
+      (t) =>
+        openPeer(t, {
+          algorithm: "fixed-window",
+          limit: memoryLimit.capacity,
+          windowMs: (memoryLimit.capacity / memoryLimit.ratePerS) * 1_000,
+        }),
       (t) => openSeedFloor(t, memoryLimit),
     ],
     keys,

@@ -45,7 +45,16 @@ export const configSchema = {
     default: rateLimiterDefaults.timeoutMs,
     min: 1,
     max: 10_000,
-    description: "Bound on one Redis call; past it the policy's failMode decides",
+    description:
+      "Bound on Redis's silence during a call (no reply on the connection); past it the policy's failMode decides",
+  }),
+  maxWaitMs: field.int({
+    env: "RATE_LIMITER_MAX_WAIT_MS",
+    default: rateLimiterDefaults.maxWaitMs,
+    min: 1,
+    max: 60_000,
+    description:
+      "Bound on one Redis call's whole wait while Redis answers others; past it the failMode decides",
   }),
   connectTimeoutMs: field.int({
     env: "RATE_LIMITER_CONNECT_TIMEOUT_MS",
@@ -69,12 +78,41 @@ export const configSchema = {
     max: 600_000,
     description: "How long the breaker stays open before a probe",
   }),
+  maxInFlight: field.int({
+    env: "RATE_LIMITER_MAX_IN_FLIGHT",
+    default: rateLimiterDefaults.maxInFlight,
+    min: 1,
+    max: 100_000,
+    description: "Decisions in flight to Redis per process; past it checks queue",
+  }),
+  maxQueued: field.int({
+    env: "RATE_LIMITER_MAX_QUEUED",
+    default: rateLimiterDefaults.maxQueued,
+    min: 0,
+    max: 1_000_000,
+    description: "Checks waiting for a decision slot; past it a check is shed (503 RATELIMIT_OVERLOADED)",
+  }),
+  queueWaitMs: field.int({
+    env: "RATE_LIMITER_QUEUE_WAIT_MS",
+    default: rateLimiterDefaults.queueWaitMs,
+    min: 1,
+    max: 60_000,
+    description: "Longest wait for a decision slot before a check is shed (503 RATELIMIT_OVERLOADED)",
+  }),
+  heartbeatMs: field.int({
+    env: "RATE_LIMITER_HEARTBEAT_MS",
+    default: rateLimiterDefaults.heartbeatMs,
+    min: 50,
+    max: 60_000,
+    description: "Heartbeat period in Redis; the live instance count divides fail-open's share",
+  }),
   instances: field.int({
     env: "RATE_LIMITER_INSTANCES",
     default: rateLimiterDefaults.instances,
     min: 1,
     max: 10_000,
-    description: "Instances sharing the quota: fail-open holds quota/instances locally",
+    description:
+      "Fewest instances assumed to share the quota (the live heartbeat count replaces it when larger): fail-open holds quota/instances locally",
   }),
   tokens: field.string({
     env: "RATE_LIMITER_TOKEN",
@@ -128,16 +166,22 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           .filter(Boolean),
         keyPrefix: config.keyPrefix,
         timeoutMs: config.timeoutMs,
+        maxWaitMs: config.maxWaitMs,
         connectTimeoutMs: config.connectTimeoutMs,
         breakerFailures: config.breakerFailures,
         breakerOpenMs: config.breakerOpenMs,
         instances: config.instances,
+        maxInFlight: config.maxInFlight,
+        maxQueued: config.maxQueued,
+        queueWaitMs: config.queueWaitMs,
+        heartbeatMs: config.heartbeatMs,
         onStoreError: (error) => service.log.warn({ err: error }, "limiter degraded: store call failed"),
         onUnreachableAtStart: (message) =>
           service.log.warn(`${message}; starting anyway: each policy's failMode decides until Redis answers`),
       });
       rl.breaker.onStateChange((change) => service.log.warn(change, "limiter store breaker changed state"));
-      const metrics = createLimiterMetrics(service.registry, rl.limiter, rl.breaker);
+      const metrics = createLimiterMetrics(service.registry, rl.limiter, rl.breaker, rl);
+      service.onClose(async () => metrics.stop());
       // The API behind the token when one is set; /healthz, /readyz and /metrics stay open to probes.
       await service.app.register(async (scope) => {
         if (tokens.length > 0)

@@ -11,6 +11,11 @@ export const rateLimitErrors = defineErrors({
     message:
       "The rate limiter is unavailable and this route fails closed; retry after Retry-After, with backoff.",
   },
+  RATELIMIT_OVERLOADED: {
+    status: 503,
+    message:
+      "This rate-limiter instance has too many decisions in flight and shed the check undecided (not a refusal: you are not over your limit); retry after Retry-After.",
+  },
   RATELIMIT_COST_TOO_HIGH: {
     status: 400,
     message: "The cost is larger than a policy's bucket: such a request could never pass; lower `cost`.",

@@ -27,7 +27,7 @@ describe("bench/main.ts", () => {
   test("--help explains the scenarios and flags, without touching Redis", async () => {
     const run = await runBench(["--help"]);
     assert.equal(run.code, 0, run.stderr);
-    for (const word of ["closed", "open", "memory", "--json", "--duration-ms", "--algorithms"]) {
+    for (const word of ["closed", "open", "burst", "memory", "--json", "--duration-ms", "--algorithms"]) {
       assert.ok(run.stdout.includes(word), `help mentions ${word}`);
     }
   });
@@ -50,8 +50,16 @@ describe("bench/main.ts", () => {
         `a ${scenario} row with a ratio against the peer`,
       );
     }
-    const throughput = rows.find((r) => r.scenario.endsWith(": Limiter.check") && r.metric === "throughput");
+    const throughput = rows.find(
+      (r) => r.scenario.endsWith(": fixed window 10 per 2 s, Limiter.check") && r.metric === "throughput",
+    );
     assert.ok(throughput && throughput.value > 0, "Limiter.check made decisions");
+    assert.ok(throughput.peer === "rate-limiter-flexible", "fixed window against the peer's fixed window");
+    for (const size of [50, 3000]) {
+      const allowed = rows.find((r) => r.scenario.startsWith(`burst of ${size},`) && r.metric === "allowed");
+      const bound = rows.find((r) => r.scenario === allowed?.scenario && r.metric.startsWith("bound"));
+      assert.ok(allowed && bound, `the burst of ${size} printed allowed and its bound`);
+    }
     assert.ok(
       rows.some((r) => r.scenario.includes("redis-benchmark")) || !findExecutable("redis-benchmark"),
       "the redis-benchmark floor ran",

@@ -99,3 +99,34 @@ test("bad options and limits are refused", () => {
   assert.throws(() => local.take("k", { capacity: 0, ratePerS: 1 }), RangeError);
   assert.throws(() => local.take("k", { capacity: 1, ratePerS: 0 }), RangeError);
 });
+
+test("RL-11 mirror: what Redis admitted through this instance leaves its share, and the share never holds more than its part of what Redis said is left", () => {
+  const clock = new ManualClock(0);
+  const local = new LocalLimiter({ clock, maxKeys: 10, instances: 3 });
+  const limit = { capacity: 30, ratePerS: 0.001 };
+  // Share 10; Redis admitted 4 through this instance, then said 21 remain (21 / 3 = 7 ≥ 6).
+  for (let i = 0; i < 4; i++) local.mirror("k", limit, 1);
+  local.mirror("k", limit, 0, 21);
+  const left = [];
+  for (let i = 0; i < 8; i++) left.push(local.take("k", limit).allowed);
+  assert.deepEqual(left, [true, true, true, true, true, true, false, false], "6 left of the share of 10");
+  // Redis said only 3 remain: this instance keeps at most 1 of them, whatever it spent.
+  local.mirror("fresh", limit, 0, 3);
+  assert.deepEqual([local.take("fresh", limit).allowed, local.take("fresh", limit).allowed], [true, false]);
+  // A refusal from Redis (0 left) empties the share; spending never goes below 0.
+  local.mirror("gone", limit, 50, 0);
+  assert.equal(local.take("gone", limit).allowed, false);
+});
+
+test("RL-11 setInstances: the live count divides the share, a fixed fraction stays", () => {
+  const clock = new ManualClock(0);
+  const limit = { capacity: 12, ratePerS: 0.001 };
+  const local = new LocalLimiter({ clock, maxKeys: 10, instances: 1 });
+  local.setInstances(4);
+  assert.equal(local.fraction, 0.25);
+  assert.equal(local.take("k", limit).capacity, 3);
+  const fixed = new LocalLimiter({ clock, maxKeys: 10, fraction: 0.5 });
+  fixed.setInstances(4);
+  assert.equal(fixed.fraction, 0.5);
+  assert.throws(() => local.setInstances(0), RangeError);
+});

@@ -18,7 +18,7 @@ import { type SpawnedRedis, spawnRedis } from "@casebook/lab/spawn-redis";
 import { uniqueName } from "@casebook/lab/test-engines";
 import { Redis } from "ioredis";
 import { rateLimitPlugin } from "../src/api/rate-limit-plugin.ts";
-import { createRateLimiter } from "../src/create-rate-limiter.ts";
+import { createRateLimiter, rateLimiterDefaults } from "../src/create-rate-limiter.ts";
 import { descriptor } from "../src/domain/descriptors.ts";
 import { parsePolicyConfig } from "../src/domain/policy.ts";
 import { rateLimitErrors } from "../src/rate-limit-errors.ts";
@@ -232,7 +232,19 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
 
       proxy.setLatency(TIMEOUT_MS * 3); // every reply arrives after the timeout
       const failed = [];
-      for (let i = 0; i < FAILURES; i++) failed.push(await check(readOf(user)));
+      const waitsMs: number[] = [];
+      for (let i = 0; i < FAILURES; i++) {
+        const started = performance.now();
+        failed.push(await check(readOf(user)));
+        waitsMs.push(performance.now() - started);
+      }
+      // Each slowed call was answered by the fallback after Redis's silence bound, not later
+      // (the slack is the loaded machine's own scheduling, well under the 300 ms reply).
+      for (const waitedMs of waitsMs)
+        assert.ok(
+          waitedMs >= TIMEOUT_MS - 1 && waitedMs < TIMEOUT_MS * 3,
+          `waited ${waitedMs.toFixed(0)} ms`,
+        );
       assert.ok(failed.every((r) => r.degraded));
       assert.equal(calls.spend, 1 + FAILURES, "each of the first N calls tried the store and timed out");
       assert.equal(rl.breaker.state, "open");
@@ -244,9 +256,10 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
       for (let i = 0; i < 5; i++) bills.push(await check(billingOf(user)));
       assert.equal(calls.spend, 1 + FAILURES, "no store call while open: no timeout paid");
       assert.ok([...reads, ...bills].every((r) => r.degraded));
-      // The local limiter held 10 / 2 = 5 for this key across every fallback read (RL-11).
+      // The local limiter held what was LEFT of this instance's share, 10 / 2 = 5 minus the one
+      // unit the healthy call spent through Redis: no double spending across every fallback read.
       const fallbackReads = [...failed, ...reads];
-      assert.equal(fallbackReads.filter((r) => r.outcome === "allowed").length, LOCAL_READ_CAPACITY);
+      assert.equal(fallbackReads.filter((r) => r.outcome === "allowed").length, LOCAL_READ_CAPACITY - 1);
       assert.ok(bills.every((r) => r.outcome === "unavailable" && r.retryAfterMs >= OPEN_MS));
 
       await proxy.heal();
@@ -277,22 +290,134 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
     }
   });
 
-  test("RL-17 Redis killed under two service instances: billing closes (unavailable + Retry-After) while reads open; after restart decisions come from Redis again", async () => {
+  test("RL-13 a starved event loop (busy loop in this process) is not Redis slowness: bursts stay exact, nothing falls back, the breaker stays closed, every check answers within the stated bound; past the in-flight bound checks are shed, never decided by the fallback", async () => {
+    const BUSY_MS = 40;
+    const starvedPolicies = parsePolicyConfig({
+      domain: "starved",
+      policies: [
+        {
+          name: "closed",
+          key: "user:{user}",
+          limit: { algorithm: "token-bucket", capacity: 100, ratePerS: 0.001 },
+          failMode: "closed",
+        },
+        {
+          name: "open",
+          key: "user:{user}",
+          limit: { algorithm: "fixed-window", limit: 100, windowMs: 3_600_000 },
+          failMode: "open",
+        },
+      ],
+    });
+    // Default timeout, wait bounds and in-flight bound: what the service runs with.
+    const rl = await createRateLimiter({
+      policies: starvedPolicies,
+      redisUrl: redis.url,
+      keyPrefix: "starved:",
+    });
+    const small = await createRateLimiter({
+      policies: starvedPolicies,
+      redisUrl: redis.url,
+      keyPrefix: "starved-small:",
+      maxInFlight: 8,
+      maxQueued: 16,
+    });
+    // The loop is busy BUSY_MS out of every BUSY_MS + 10 ms: timers fire late, replies wait in the socket.
+    const starver = setInterval(() => {
+      const until = performance.now() + BUSY_MS;
+      while (performance.now() < until) {
+        // starving the event loop on purpose
+      }
+    }, 10);
+    let sequence = 0;
+    const timed = async (limiter: typeof rl, policy: string, user: string) => {
+      const started = performance.now();
+      try {
+        const result = await limiter.limiter.check({
+          descriptor: descriptor({ user }),
+          requestId: `s${++sequence}`,
+          policies: [policy],
+        });
+        return { result, shed: false, ms: performance.now() - started };
+      } catch (error) {
+        if (!rateLimitErrors.is(error, "RATELIMIT_OVERLOADED")) throw error;
+        return { result: undefined, shed: true, ms: performance.now() - started };
+      }
+    };
+    try {
+      await rl.limiter.check({ descriptor: descriptor({ user: "warm" }), requestId: "warm" });
+      await small.limiter.check({ descriptor: descriptor({ user: "warm" }), requestId: "warm" });
+      // The stated bound: queueWaitMs + maxWaitMs, plus the loop's own delay (one busy slice per turn).
+      const boundMs = rateLimiterDefaults.queueWaitMs + rateLimiterDefaults.maxWaitMs + 4 * BUSY_MS;
+      for (const policy of ["closed", "open"]) {
+        const user = uniqueName("u");
+        const answers = await Promise.all(Array.from({ length: 400 }, () => timed(rl, policy, user)));
+        const results = answers.flatMap((a) => (a.result ? [a.result] : []));
+        const detail = `${policy}: ${results.filter((r) => r.outcome === "allowed").length} allowed, ${answers.filter((a) => a.shed).length} shed, slowest ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms`;
+        assert.equal(answers.filter((a) => a.shed).length, 0, detail);
+        assert.ok(
+          results.every((r) => !r.degraded && r.outcome !== "unavailable"),
+          `nothing from the fallback: ${detail}`,
+        );
+        assert.equal(results.filter((r) => r.outcome === "allowed").length, 100, detail);
+        for (const a of answers) assert.ok(a.ms <= boundMs, `answered within ${boundMs} ms: ${detail}`);
+      }
+      assert.equal(rl.breaker.state, "closed", "our lag never reached the breaker");
+      // Past the in-flight bound (8 + 16 queued): shed explicitly, at once, and never admitted extra.
+      const user = uniqueName("u");
+      const answers = await Promise.all(Array.from({ length: 200 }, () => timed(small, "open", user)));
+      const shed = answers.filter((a) => a.shed).length;
+      const results = answers.flatMap((a) => (a.result ? [a.result] : []));
+      assert.ok(shed > 0, "a burst 8× the bound sheds");
+      assert.equal(small.gate.shed["queue-full"] + small.gate.shed["queue-wait"], shed);
+      assert.ok(
+        results.every((r) => !r.degraded),
+        "a shed check is not decided by the fallback",
+      );
+      assert.equal(results.filter((r) => r.outcome === "allowed").length, Math.min(100, results.length));
+      for (const a of answers) assert.ok(a.ms <= boundMs, `shed or decided within ${boundMs} ms`);
+      assert.equal(small.breaker.state, "closed");
+    } finally {
+      clearInterval(starver);
+      await rl.close();
+      await small.close();
+    }
+  });
+
+  test("RL-17 Redis killed under three service instances that count themselves: billing closes while reads open on what is LEFT of each share (overshoot measured against the README's formula); after restart decisions come from Redis again", async () => {
+    const COUNT = 3;
+    // No RATE_LIMITER_INSTANCES: the share comes from the heartbeats in Redis.
     const services = await startServiceProcesses({
-      count: INSTANCES,
+      count: COUNT,
       policies: rawPolicies,
       env: {
         REDIS_URL: redis.url,
         RATE_LIMITER_KEY_PREFIX: "rl17:",
-        RATE_LIMITER_INSTANCES: String(INSTANCES),
         RATE_LIMITER_BREAKER_OPEN_MS: "200",
+        RATE_LIMITER_HEARTBEAT_MS: "200",
       },
+      // Three processes importing at once on a loaded 2-core host take ~10 s each.
+      startTimeoutMs: 60_000,
     });
     try {
       for (const svc of services.instances) {
         await pollUntil(() => svc.check(billingOf(uniqueName("warm"))), fromRedis, { timeoutMs: 5_000 });
+        await pollUntil(
+          () => svc.metric("ratelimit_instances"),
+          (n) => n === COUNT,
+          { timeoutMs: 10_000 },
+        );
+      }
+      // Before the outage: one read per instance through Redis, on one key (capacity 10).
+      const reader = uniqueName("reader");
+      const seen: number[] = [];
+      for (const svc of services.instances) {
+        const read = await svc.check(readOf(reader));
+        assert.ok(fromRedis(read), "decided by Redis");
+        seen.push(read.remaining ?? Number.NaN);
       }
       await redis.kill();
+      let fallbackAllowed = 0;
       try {
         for (const svc of services.instances) {
           const user = uniqueName("u");
@@ -304,10 +429,25 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
           const read = await svc.check(readOf(user));
           assert.equal(read.outcome, "allowed");
           assert.equal(read.degraded, true, "through the local limiter");
+          // The key read before the outage: this instance holds what is left of its share.
+          const answers = [];
+          for (let i = 0; i < READ_CAPACITY; i++) answers.push(await svc.check(readOf(reader)));
+          assert.ok(answers.every((a) => a.degraded));
+          fallbackAllowed += answers.filter((a) => a.allowed).length;
         }
       } finally {
         await redis.restart();
       }
+      // README's formula: during an outage instance i admits at most min(s − aᵢ, Rᵢ / M) (+ refill),
+      // with M the live count, s = ⌊C / M⌋ its share, aᵢ what it spent through Redis, Rᵢ the
+      // last remaining Redis told it. Here M = 3, s = 3, aᵢ = 1, Rᵢ ∈ {9, 8, 7}: 2 each.
+      const share = Math.floor(READ_CAPACITY / COUNT);
+      const formula = seen.reduce((sum, r) => sum + Math.max(0, Math.min(share - 1, r / COUNT)), 0);
+      const admitted = COUNT + fallbackAllowed;
+      const overshoot = Math.max(0, admitted - READ_CAPACITY);
+      assert.equal(fallbackAllowed, Math.floor(share - 1) * COUNT, `fallback admitted ${fallbackAllowed}`);
+      assert.ok(fallbackAllowed <= formula, `fallback ${fallbackAllowed} ≤ formula ${formula.toFixed(2)}`);
+      assert.equal(overshoot, 0, `admitted ${admitted} of ${READ_CAPACITY} across the outage`);
       // A restarted Redis is empty (no scripts cached): EVALSHA → NOSCRIPT → EVAL must recover.
       for (const svc of services.instances) {
         await pollUntil(() => svc.check(billingOf(uniqueName("back"))), fromRedis, {
@@ -326,7 +466,9 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
         count: 1,
         policies: rawPolicies,
         env: { REDIS_URL: redis.url, RATE_LIMITER_KEY_PREFIX: "rl11-start:" },
-        startTimeoutMs: 5_000,
+        // Redis stays down until after the start: any bound proves the start does not wait for it
+        // (generous: at load ~25 importing the service alone takes ~9 s).
+        startTimeoutMs: 20_000,
       });
       try {
         const svc = services.instances[0]!;

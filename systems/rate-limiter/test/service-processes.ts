@@ -52,6 +52,13 @@ export interface CheckAnswer {
   readonly limits: readonly Readonly<Record<string, unknown>>[];
 }
 
+/** POST /v1/check's answer, or the explicit shed of an overloaded instance (503 RATELIMIT_OVERLOADED). */
+export type CheckOrShed =
+  | { readonly kind: "decision"; readonly answer: CheckAnswer }
+  | { readonly kind: "shed"; readonly code: string; readonly retryAfterS: number }
+  /** The HTTP edge dropped the request before any route ran: 408 (not read in time) or a reset connection. */
+  | { readonly kind: "edge"; readonly code: string };
+
 export interface ServiceProcessOptions {
   /** How many instances to start (they share `env`, hence one Redis and one key prefix). */
   readonly count: number;
@@ -75,6 +82,8 @@ export interface ServiceProcess {
   readonly pid: number;
   /** POST /v1/check; rejects unless the answer is 200. */
   check(body: CheckRequest): Promise<CheckAnswer>;
+  /** POST /v1/check; a 503 problem is returned as a shed (its code), any other non-200 rejects. */
+  checkOrShed(body: CheckRequest): Promise<CheckOrShed>;
   /** The value of an unlabelled metric in GET /metrics (a gauge such as `ratelimit_degraded`). */
   metric(name: string): Promise<number>;
   /** The JSON log lines written so far (the last `maxLogLines`). */
@@ -198,15 +207,34 @@ class ServiceChild implements ServiceProcess {
   }
 
   async check(body: CheckRequest): Promise<CheckAnswer> {
-    const response = await fetch(`${this.url}/v1/check`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(this.#requestTimeoutMs),
-    });
-    const text = await response.text();
-    if (response.status !== 200) throw new Error(`POST /v1/check answered ${response.status}: ${text}`);
-    return JSON.parse(text) as CheckAnswer;
+    const answer = await this.checkOrShed(body);
+    if (answer.kind !== "decision") throw new Error(`POST /v1/check was not decided: ${answer.code}`);
+    return answer.answer;
+  }
+
+  async checkOrShed(body: CheckRequest): Promise<CheckOrShed> {
+    let response: Response;
+    let text: string;
+    try {
+      response = await fetch(`${this.url}/v1/check`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        signal: AbortSignal.timeout(this.#requestTimeoutMs),
+      });
+      text = await response.text();
+    } catch (error) {
+      const code = (error as { cause?: { code?: string } }).cause?.code;
+      if (code === "ECONNRESET" || code === "UND_ERR_SOCKET") return { kind: "edge", code };
+      throw error;
+    }
+    if (response.status === 408) return { kind: "edge", code: "REQUEST_TIMEOUT" };
+    if (response.status === 200) return { kind: "decision", answer: JSON.parse(text) as CheckAnswer };
+    if (response.status === 503) {
+      const code = String((JSON.parse(text) as { code?: unknown }).code);
+      return { kind: "shed", code, retryAfterS: Number(response.headers.get("retry-after")) };
+    }
+    throw new Error(`POST /v1/check answered ${response.status}: ${text}`);
   }
 
   async metric(name: string): Promise<number> {

@@ -40,7 +40,11 @@ export interface RedisConnectOptions {
   keyPrefix?: string;
   /** Bound on TCP connect plus handshake, for the first connect and each reconnect. Default 1 000. */
   connectTimeoutMs?: number;
-  /** Bound on each command's reply. Default 250: a script is sub-millisecond; 250 ms only trips on a stall. */
+  /**
+   * Bound on each command's reply. Default 250: a script is sub-millisecond; 250 ms only trips on a stall.
+   * 0 turns it off, for a caller that bounds its calls itself at the socket (reply-deadline.ts): ioredis's
+   * timer is checked before the socket is read, so a busy event loop trips it although the reply is there.
+   */
   commandTimeoutMs?: number;
   /**
    * How many reconnects an in-flight command survives before it is rejected. Default 0: a
@@ -136,7 +140,8 @@ export function redisClientOptions(options: RedisConnectOptions = {}): RedisOpti
   return {
     keyPrefix: options.keyPrefix ?? "",
     connectTimeout: d.connectTimeoutMs,
-    commandTimeout: d.commandTimeoutMs,
+    // ioredis arms a timer for any number, 0 included: off means undefined.
+    commandTimeout: d.commandTimeoutMs > 0 ? d.commandTimeoutMs : undefined,
     maxRetriesPerRequest: d.maxRetriesPerRequest,
     enableOfflineQueue: d.enableOfflineQueue,
     // Same reason as maxRetriesPerRequest: never re-send a command the server may have run.

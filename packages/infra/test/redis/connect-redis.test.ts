@@ -37,6 +37,8 @@ test("the client options are explicit and fail fast by default", () => {
   assert.equal(options.maxRetriesPerRequest, 0);
   assert.equal(options.autoResendUnfulfilledCommands, false);
   assert.equal(options.commandTimeout, 250);
+  // 0 turns ioredis's own timer off (ioredis would arm one for 0 ms): the caller bounds its calls.
+  assert.equal(redisClientOptions({ commandTimeoutMs: 0 }).commandTimeout, undefined);
   assert.equal(options.connectTimeout, 1_000);
   assert.equal(options.keyPrefix, "p:");
   assert.equal(options.lazyConnect, true);

@@ -43,7 +43,7 @@ export function registerCheckRoute(app: FastifyInstance, limiter: Limiter, metri
         summary: "Decide whether a request may spend `cost` now",
         tags: ["rate limit"],
         body: checkBody,
-        errorCodes: ["RATELIMIT_COST_TOO_HIGH"],
+        errorCodes: ["RATELIMIT_COST_TOO_HIGH", "RATELIMIT_OVERLOADED"],
         response: { 200: checkResponse },
       },
     },

@@ -41,6 +41,7 @@
 import { bearerToken, staticTokenMatcher } from "@casebook/infra/http/bearer-auth";
 import * as grpc from "@grpc/grpc-js";
 import { isDescriptorKey } from "../domain/descriptors.ts";
+import { rateLimitErrors } from "../rate-limit-errors.ts";
 import {
   answerRlsRequest,
   type EnvoyRls,
@@ -121,6 +122,11 @@ export async function startEnvoyRls(options: EnvoyRlsOptions): Promise<EnvoyRls>
     answerRlsRequest(request, options).then(
       (out) => ("error" in out ? callback(out.error) : callback(null, out.response)),
       (error: unknown) => {
+        if (rateLimitErrors.is(error, "RATELIMIT_OVERLOADED")) {
+          // Shed undecided: UNAVAILABLE, so Envoy applies its own failure_mode_deny (never a refusal).
+          callback({ code: grpc.status.UNAVAILABLE, details: "rate limiter overloaded: the check was shed" });
+          return;
+        }
         options.log.error({ err: error }, "envoy rate limit call failed");
         callback({ code: grpc.status.INTERNAL, details: "rate limit decision failed; see the service log" });
       },

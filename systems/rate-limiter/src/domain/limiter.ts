@@ -16,6 +16,7 @@
  *
  * Pure apart from the injected store: time from the Clock, no timers.
  */
+import type { AdmissionFate, AdmissionGate } from "@casebook/kit/admission-gate";
 import type { CircuitBreaker } from "@casebook/kit/circuit-breaker";
 import { rateLimitErrors } from "../rate-limit-errors.ts";
 import type { GroupCall, GroupOutcome, LimiterStore } from "../store/limiter-store.ts";
@@ -83,6 +84,15 @@ export interface LimiterOptions {
   readonly unavailableRetryMs: number;
   /** Called when the store fails (the error is swallowed here and answered by policy). */
   readonly onStoreError?: (error: unknown) => void;
+  /**
+   * Bound on store decisions in flight in this process, with a short bounded queue
+   * (issue 12): past it a check is shed — RATELIMIT_OVERLOADED (503), never decided by
+   * the fallback, so an overloaded instance neither admits extra nor refuses wrongly.
+   * Undefined: no bound (library users who bound concurrency themselves).
+   */
+  readonly gate?: AdmissionGate;
+  /** Retry-After of a shed check. Default 1 000 ms. */
+  readonly shedRetryMs?: number;
 }
 
 const NO_LIMIT = { remaining: Number.POSITIVE_INFINITY, resetMs: 0 };
@@ -91,6 +101,9 @@ export class Limiter {
   readonly #o: LimiterOptions;
   #config: PolicyConfig;
   #lastStoreFailed = false;
+  /** Store calls sent so far, and how many had been sent when the last failure was reported (#storeFailed). */
+  #sent = 0;
+  #sentAtLastFailure = 0;
 
   constructor(config: PolicyConfig, options: LimiterOptions) {
     this.#config = config;
@@ -129,20 +142,88 @@ export class Limiter {
     if (groups.length === 0) return allowedWithoutLimits(failMode);
     checkCost(limits, input.cost);
     const calls = groups.map((group) => toCall(group, input));
-    if (!this.#o.breaker.canRequest()) return this.#fallback(config, limits, calls, failMode, input);
+    // Open: the fallback decides at once, holding no slot (nothing waits on Redis).
+    if (this.#o.breaker.state === "open") return this.#fallback(config, limits, calls, failMode, input);
+    const gate = this.#o.gate;
+    if (gate) {
+      const fate = await gate.enter();
+      if (fate !== "admitted") throw this.#overloaded(fate);
+    }
     let outcomes: GroupOutcome[];
     try {
-      outcomes = await this.#o.store.spend(calls);
-      this.#o.breaker.onSuccess();
-      this.#lastStoreFailed = false;
-    } catch (error) {
-      this.#o.breaker.onFailure();
-      this.#lastStoreFailed = true;
-      this.#o.onStoreError?.(error);
-      return this.#fallback(config, limits, calls, failMode, input);
+      if (!this.#o.breaker.canRequest()) return this.#fallback(config, limits, calls, failMode, input);
+      const sent = ++this.#sent;
+      try {
+        outcomes = await this.#o.store.spend(calls);
+        this.#o.breaker.onSuccess();
+        this.#lastStoreFailed = false;
+      } catch (error) {
+        // Only Redis-side failures get here: a timeout is measured at the socket
+        // (reply-deadline.ts), and our own overload was shed above, before any call.
+        this.#storeFailed(sent);
+        this.#o.onStoreError?.(error);
+        return this.#fallback(config, limits, calls, failMode, input);
+      }
+    } finally {
+      gate?.leave();
     }
     await this.#compensate(calls, outcomes);
-    return combine(groups, outcomes, failMode);
+    const decision = combine(groups, outcomes, failMode);
+    this.#mirror(config, groups, calls, outcomes, decision.outcome === "allowed");
+    return decision;
+  }
+
+  /**
+   * Reports a failure to the breaker once per stall, not once per call: the calls that were
+   * in flight when Redis stalled all fail together, and count as ONE failure; a call sent
+   * after that failure was seen and failing too counts as the next. So N consecutive
+   * failures mean Redis failed N times in a row, not that one hiccup caught N requests.
+   * A half-open probe is always reported (it holds the breaker's probe slot).
+   */
+  #storeFailed(sent: number): void {
+    this.#lastStoreFailed = true;
+    if (sent <= this.#sentAtLastFailure && this.#o.breaker.state === "closed") return;
+    this.#sentAtLastFailure = this.#sent;
+    this.#o.breaker.onFailure();
+  }
+
+  #overloaded(fate: Exclude<AdmissionFate, "admitted">): Error {
+    const gate = this.#o.gate!;
+    return rateLimitErrors.create("RATELIMIT_OVERLOADED", {
+      detail:
+        fate === "queue-full"
+          ? `This instance has ${gate.inFlight} decisions in flight and ${gate.queued} queued; the check was not decided.`
+          : "The check waited its bound for a decision slot; it was not decided.",
+      fields: { reason: fate, retryAfterMs: this.#o.shedRetryMs ?? 1_000 },
+    });
+  }
+
+  /**
+   * Keeps the local fallback in step with what Redis decided through this instance
+   * (see local-limiter.ts): units an admitted request spent leave this instance's share,
+   * and the share never holds more than its part of what Redis said is left.
+   */
+  #mirror(
+    config: PolicyConfig,
+    groups: readonly LimitGroup[],
+    calls: readonly GroupCall[],
+    outcomes: readonly GroupOutcome[],
+    admitted: boolean,
+  ): void {
+    groups.forEach((group, g) => {
+      if (group.shadow) return;
+      group.limits.forEach((limit, i) => {
+        const spent = admitted ? calls[g]!.costs[i]! : 0;
+        if (limit.subBucket === undefined) {
+          const remaining = outcomes[g]!.keys[i]!.remaining;
+          this.#o.local.mirror(limit.key, bucketEquivalent(limit.limit), spent, remaining);
+        } else {
+          // A sub-bucket's remaining is its own part's, not the key's: mirror the spend only.
+          const policy = config.policies.find((p) => p.name === limit.policy)!;
+          this.#o.local.mirror(limit.subBucket.baseKey, bucketEquivalent(policy.limit), spent);
+        }
+      });
+    });
   }
 
   /** Refunds the enforcing groups that spent when another enforcing group refused. */

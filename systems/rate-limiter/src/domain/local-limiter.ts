@@ -13,6 +13,17 @@
  * rate·t. Traffic skewed to one instance gets only that instance's fraction: the
  * approximation the design text accepts.
  *
+ * No double spending (issue 12): while Redis answers, every decision it makes for this
+ * instance is MIRRORED here (`mirror`): what Redis admitted through this instance is
+ * taken from the local bucket too, and the bucket never holds more than this instance's
+ * share of what Redis said is left (remaining × fraction). A call that timed out is
+ * decided by `take` like any fallback call — it is assumed spent. So when Redis goes
+ * away the local quota is what is LEFT of this instance's share, not a fresh one: with
+ * M instances each holding at most min(s − aᵢ, Rᵢ / M) (s = its share, aᵢ what it spent
+ * through Redis, Rᵢ the last remaining it saw), the outage admits at most what Redis had
+ * left plus each instance's view being stale — bounded by (M − 1)·s when one instance
+ * did all the spending and the others never saw the key (README, "Failure").
+ *
  * Memory is bounded: at most `maxKeys` buckets, least recently used evicted first.
  * An evicted key comes back with a full bucket, so a flood of distinct keys can
  * reset legitimate ones: `evictions` counts it for the degraded-mode dashboards.
@@ -72,9 +83,11 @@ interface Bucket {
 export class LocalLimiter {
   readonly #clock: Clock;
   readonly #maxKeys: number;
-  readonly #fraction: number;
+  #fraction: number;
   readonly #buckets = new Map<string, Bucket>();
   #evictions = 0;
+  /** Fixed by `fraction`, or 1 / the instance count (which `setInstances` updates). */
+  #fractionFixed: boolean;
 
   constructor(options: LocalLimiterOptions) {
     if (!Number.isInteger(options.maxKeys) || options.maxKeys < 1) {
@@ -88,6 +101,30 @@ export class LocalLimiter {
     this.#clock = options.clock;
     this.#maxKeys = options.maxKeys;
     this.#fraction = fraction;
+    this.#fractionFixed = options.fraction !== undefined;
+  }
+
+  /**
+   * The live instance count changed (heartbeats in Redis): the share becomes 1 / count.
+   * Buckets above the new capacity are trimmed on their next use. Ignored when a fixed
+   * `fraction` was given.
+   */
+  setInstances(count: number): void {
+    if (!(Number.isInteger(count) && count >= 1))
+      throw new RangeError(`instances must be an integer >= 1, got ${count}`);
+    if (!this.#fractionFixed) this.#fraction = 1 / count;
+  }
+
+  /**
+   * Mirrors a decision the store made through this instance: `spent` units leave the
+   * local bucket as well (never below 0), and when the store said how much is left
+   * (`remaining`, in the policy's units) the bucket keeps at most this instance's share of it.
+   */
+  mirror(key: string, limit: LocalBucketLimit, spent: number, remaining?: number): void {
+    const { bucket } = this.#refilled(key, limit);
+    bucket.tokens = Math.max(0, bucket.tokens - spent);
+    if (remaining !== undefined && Number.isFinite(remaining))
+      bucket.tokens = Math.min(bucket.tokens, Math.max(0, remaining) * this.#fraction);
   }
 
   /**
@@ -101,14 +138,8 @@ export class LocalLimiter {
         `need capacity >= 1, ratePerS > 0, cost >= 1 (got ${limit.capacity}, ${limit.ratePerS}, ${cost})`,
       );
     }
-    const capacity = Math.max(1, Math.floor(limit.capacity * this.#fraction));
-    const ratePerMs = (limit.ratePerS * this.#fraction) / 1_000;
+    const { bucket, capacity, ratePerMs } = this.#refilled(key, limit);
     const need = Math.min(cost, capacity);
-    const nowMs = this.#clock.monotonicMs();
-    const bucket = this.#touch(key, capacity, nowMs);
-    // Lazy refill; elapsed clamped at 0 (RL-05) even though the monotonic clock should not step back.
-    bucket.tokens = Math.min(capacity, bucket.tokens + Math.max(0, nowMs - bucket.tsMs) * ratePerMs);
-    bucket.tsMs = nowMs;
     const allowed = bucket.tokens >= need;
     if (allowed) bucket.tokens -= need;
     if (!(bucket.tokens >= 0 && bucket.tokens <= capacity))
@@ -132,6 +163,18 @@ export class LocalLimiter {
     if (!bucket) return;
     const capacity = Math.max(1, Math.floor(limit.capacity * this.#fraction));
     bucket.tokens = Math.min(capacity, bucket.tokens + Math.min(cost, capacity));
+  }
+
+  /** `key`'s bucket at this instance's share, lazily refilled to now. */
+  #refilled(key: string, limit: LocalBucketLimit): { bucket: Bucket; capacity: number; ratePerMs: number } {
+    const capacity = Math.max(1, Math.floor(limit.capacity * this.#fraction));
+    const ratePerMs = (limit.ratePerS * this.#fraction) / 1_000;
+    const nowMs = this.#clock.monotonicMs();
+    const bucket = this.#touch(key, capacity, nowMs);
+    // Lazy refill; elapsed clamped at 0 (RL-05) even though the monotonic clock should not step back.
+    bucket.tokens = Math.min(capacity, bucket.tokens + Math.max(0, nowMs - bucket.tsMs) * ratePerMs);
+    bucket.tsMs = nowMs;
+    return { bucket, capacity, ratePerMs };
   }
 
   #touch(key: string, capacity: number, nowMs: number): Bucket {

@@ -28,6 +28,11 @@ import {
 import { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
 import { redisErrors } from "@casebook/infra/redis/redis-errors";
 import { trackRedisReachability } from "@casebook/infra/redis/redis-reachability";
+import {
+  DeadlineScriptRunner,
+  type ReplyDeadlineOptions,
+  withReplyDeadline,
+} from "@casebook/infra/redis/reply-deadline";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
 import {
   InProcessScriptRunner,
@@ -74,6 +79,39 @@ export interface LimiterStore {
   refund(groups: readonly GroupCall[]): Promise<void>;
   ping(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Heartbeat (Redis engines only): records instance `id` as alive for `ttlMs` and answers
+   * how many instances are alive — the real count behind fail-open's share (RL-11).
+   */
+  announce?(id: string, ttlMs: number): Promise<number>;
+  /** Removes `id` from the live instances (a graceful stop), so the others' share grows at once. */
+  withdraw?(id: string): Promise<void>;
+}
+
+/** The sorted set of live instances (member id, score = last heartbeat, wall-clock ms). */
+export const INSTANCES_KEY = "instances";
+
+/**
+ * One heartbeat as a MULTI (no script: Redis's script counters stay the decisions'):
+ * stamp this instance, drop those silent for `ttlMs`, keep the set itself expiring.
+ * Scores are the instances' own clocks: a skew between hosts shorter than ttlMs is harmless.
+ */
+async function announceOn(client: Redis | Cluster, id: string, ttlMs: number): Promise<number> {
+  const nowMs = Date.now();
+  const replies = await client
+    .multi()
+    .zadd(INSTANCES_KEY, nowMs, id)
+    .zremrangebyscore(INSTANCES_KEY, "-inf", nowMs - ttlMs)
+    .pexpire(INSTANCES_KEY, ttlMs * 2)
+    .zcard(INSTANCES_KEY)
+    .exec();
+  const failed = replies?.find(([error]) => error !== null);
+  if (!replies || failed) throw failed?.[0] ?? new Error("heartbeat MULTI was discarded");
+  return Number(replies[3]![1]);
+}
+
+async function withdrawOn(client: Redis | Cluster, id: string): Promise<void> {
+  await client.zrem(INSTANCES_KEY, id);
 }
 
 export const scriptsDir = fileURLToPath(new URL("./scripts/", import.meta.url));
@@ -159,6 +197,8 @@ export class ScriptLimiterStore implements LimiterStore {
   readonly #slotOf: ((key: string) => number) | undefined;
   readonly #onError: (error: unknown) => void;
   readonly #batcher: DecisionBatcher | undefined;
+  announce?: (id: string, ttlMs: number) => Promise<number>;
+  withdraw?: (id: string) => Promise<void>;
 
   constructor(options: {
     engine: "redis" | "in-process";
@@ -174,6 +214,8 @@ export class ScriptLimiterStore implements LimiterStore {
     onError?: (error: unknown) => void;
     /** Batch single-key decisions of one event-loop turn into one script call (standalone Redis). */
     batchMaxKeys?: number;
+    announce?: (id: string, ttlMs: number) => Promise<number>;
+    withdraw?: (id: string) => Promise<void>;
   }) {
     this.engine = options.engine;
     this.#runner = options.runner;
@@ -181,6 +223,8 @@ export class ScriptLimiterStore implements LimiterStore {
     this.#close = options.close;
     this.#slotOf = options.slotOf;
     this.#onError = options.onError ?? (() => {});
+    if (options.announce) this.announce = options.announce;
+    if (options.withdraw) this.withdraw = options.withdraw;
     if (options.batchMaxKeys !== undefined && options.batchMaxKeys > 1) {
       const runner = options.runner;
       this.#batcher = new DecisionBatcher((name, keys, args) => runner.run(name, keys, args), {
@@ -261,7 +305,19 @@ export class ScriptLimiterStore implements LimiterStore {
   }
 }
 
-export interface RedisStoreOptions extends RedisConnectOptions {
+/**
+ * The decision timeout, measured at the socket (see reply-deadline.ts): a call times out
+ * only when Redis's reply had not arrived `timeoutMs` after the write, never because our
+ * event loop was busy. Give the connection `commandTimeoutMs: 0` then: ioredis's own timer
+ * has the flaw the deadline avoids (checked before the socket is read, it fires on our lag
+ * — at a 3 000-request burst a 2 s backstop still tripped). A command Redis never answers
+ * stays queued in the client until the connection drops; the breaker bounds how many.
+ */
+export interface DecisionDeadline {
+  replyDeadline?: ReplyDeadlineOptions;
+}
+
+export interface RedisStoreOptions extends RedisConnectOptions, DecisionDeadline {
   url: string;
   /**
    * Decisions per batched script call (see decision-batcher.ts); 1 turns batching off.
@@ -294,20 +350,39 @@ export async function openRedisLimiterStore(options: RedisStoreOptions): Promise
     options.onUnreachableAtStart?.(reach.unreachable(`no connection within ${connectTimeoutMs} ms`));
   return new ScriptLimiterStore({
     engine: "redis",
-    runner: new RedisScriptRunner(redis, registry),
+    runner: withDeadline(new RedisScriptRunner(redis, registry), options.replyDeadline),
     batchMaxKeys: options.batchMaxKeys ?? 8,
+    announce: (id, ttlMs) => bounded(() => announceOn(redis, id, ttlMs)),
+    withdraw: (id) => bounded(() => withdrawOn(redis, id)),
     // /readyz: "redis at host:port not reachable: connection refused", not the client's state.
-    ping: () => reach.ping(),
+    ping: () => bounded(() => reach.ping()),
     close: () => closeRedis(redis),
   });
 }
 
 /** ioredis rejects a command that outlived `commandTimeout` with exactly this message. */
 function isCommandTimeout(error: unknown): boolean {
-  return error instanceof Error && error.message === "Command timed out";
+  return (
+    redisErrors.is(error, "REDIS_TIMEOUT") ||
+    (error instanceof Error && error.message === "Command timed out")
+  );
 }
 
-export interface RedisClusterStoreOptions extends RedisClusterConnectOptions {
+/**
+ * Bound on the calls beside the decisions (heartbeat, readiness ping) when the connection's
+ * own command timeout is off (see DecisionDeadline): a paused Redis must not hang them.
+ */
+const SIDE_CALL_TIMEOUT_MS = 1_000;
+
+function bounded<T>(call: () => Promise<T>): Promise<T> {
+  return withReplyDeadline(call, { timeoutMs: SIDE_CALL_TIMEOUT_MS });
+}
+
+function withDeadline(runner: ScriptRunner, deadline: ReplyDeadlineOptions | undefined): ScriptRunner {
+  return deadline ? new DeadlineScriptRunner(runner, deadline) : runner;
+}
+
+export interface RedisClusterStoreOptions extends RedisClusterConnectOptions, DecisionDeadline {
   /** Check every call's keys share one slot before sending (they always should). Default true. */
   clusterSlots?: boolean;
   /** As RedisStoreOptions.onUnreachableAtStart, for the cluster's seed nodes. */
@@ -333,7 +408,8 @@ export async function openRedisClusterLimiterStore(options: RedisClusterStoreOpt
     // is also bounded by the decision timeout (its CLUSTER INFO ready check is a command),
     // so on a loaded host it may take a reconnect or two; decisions go by policy meanwhile.
     const connectTimeoutMs = options.connectTimeoutMs ?? redisConnectDefaults.connectTimeoutMs;
-    if (await firstConnection(cluster, connectTimeoutMs)) await registry.loadAll(cluster);
+    if (await firstConnection(cluster, connectTimeoutMs))
+      await withReplyDeadline(() => registry.loadAll(cluster), { timeoutMs: connectTimeoutMs });
     else
       options.onUnreachableAtStart?.(
         trackRedisReachability(cluster).unreachable(`no cluster connection within ${connectTimeoutMs} ms`),
@@ -351,7 +427,9 @@ export async function openRedisClusterLimiterStore(options: RedisClusterStoreOpt
   const prefix = options.keyPrefix ?? "";
   return new ScriptLimiterStore({
     engine: "redis",
-    runner: new RedisScriptRunner(cluster, registry),
+    runner: withDeadline(new RedisScriptRunner(cluster, registry), options.replyDeadline),
+    announce: (id, ttlMs) => bounded(() => announceOn(cluster, id, ttlMs)),
+    withdraw: (id) => bounded(() => withdrawOn(cluster, id)),
     slotOf: (key) => keySlot(prefix + key),
     onError: (error) => options.onError?.(error instanceof Error ? error : new Error(String(error))),
     // Ready means every primary answers: each one holds a share of the limits. Before the
@@ -363,7 +441,7 @@ export async function openRedisClusterLimiterStore(options: RedisClusterStoreOpt
           fields: { phase: "ping" },
         });
       }
-      await Promise.all(cluster.nodes("master").map((node) => node.ping()));
+      await bounded(() => Promise.all(cluster.nodes("master").map((node) => node.ping())));
     },
     close: () => closeRedis(cluster),
   });
