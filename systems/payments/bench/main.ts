@@ -10,7 +10,7 @@
  * // node systems/payments/bench/main.ts --clients 8,16 --duration-ms 3000 --json
  * // node systems/payments/bench/main.ts --scenarios saga --saga-latency-ms 5
  */
-import { availableParallelism } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
 import { goalLine } from "@casebook/lab/bench-rows";
@@ -40,8 +40,14 @@ function describeTarget(target: PgTarget): string[] {
   return [
     `payments bench against ${target.label}`,
     `settings: ${settings}`,
-    `Node ${process.version}, ${availableParallelism()} CPUs`,
+    `Node ${process.version}, ${availableParallelism()} CPUs, ${loadLine()}`,
   ];
+}
+
+/** The machine's load average now: figures taken on a shared, loaded machine say so. */
+function loadLine(): string {
+  const [one, five, fifteen] = loadavg().map((value) => value.toFixed(2));
+  return `load average ${one} / ${five} / ${fifteen} (1 / 5 / 15 min)`;
 }
 
 function describeLedger(pgbench: Pgbench, args: BenchArgs): string {
@@ -189,7 +195,12 @@ async function runAll(target: PgTarget, args: BenchArgs, json: boolean): Promise
   const rows = parts.flatMap((part) => part.rows);
   if (json) return print(renderBench(rows, "json"));
   const head = [...preamble, ...parts.flatMap((part) => part.preamble)];
-  print([...head, "", renderBench(rows, "markdown"), "", ...parts.flatMap((part) => part.goals)].join("\n"));
+  const after = `after the run: ${loadLine()}`;
+  print(
+    [...head, "", renderBench(rows, "markdown"), "", ...parts.flatMap((part) => part.goals), after].join(
+      "\n",
+    ),
+  );
 }
 
 function print(text: string): void {
