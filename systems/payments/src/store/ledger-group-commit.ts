@@ -92,6 +92,8 @@ export function transferResultOf(outcome: TransferOutcome, idemKey: string): Tra
       throw ledgerErrors.create("LEDGER_INSUFFICIENT_FUNDS", {
         fields: { accountIds: outcome.accountIds.map(String) },
       });
+    case "write_failed":
+      throw outcome.error;
     default:
       // linked_* cannot happen to a lone transfer; a new code must be mapped here first.
       throw new Error(`transfer ${idemKey}: unexpected outcome ${outcome.code}`);

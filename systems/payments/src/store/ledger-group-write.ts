@@ -41,8 +41,14 @@ import { applyTransfers, type LedgerTransaction, loadTransactions } from "./ledg
 
 export type { GroupItem };
 
-/** A transfer's outcome: its decision, plus the transaction when it is `ok` or `exists`. */
-export type TransferOutcome = Decision & { transaction?: LedgerTransaction };
+/**
+ * A transfer's outcome: its decision, plus the transaction when it is `ok` or `exists…`; or
+ * `write_failed` when the database refused the write of this transfer (or of its linked chain)
+ * even alone, with that error.
+ */
+export type TransferOutcome =
+  | (Decision & { transaction?: LedgerTransaction })
+  | { code: "write_failed"; error: unknown };
 
 export interface GroupWriteOptions {
   /** Re-decisions after a concurrent writer stored one of the group's keys. Default 3. */
@@ -166,9 +172,9 @@ function splitPoint(items: readonly GroupItem[]): number | undefined {
 
 /**
  * Writes `items` in one database transaction and answers one outcome per item, in order (see
- * the module comment for the re-decide and split-and-retry rules). Rejects only when the
- * group's own failure cannot be split further (one transfer, or one chain) or the database is
- * unreachable.
+ * the module comment for the re-decide and split-and-retry rules). A transfer (or chain)
+ * the database refuses even alone gets `write_failed` with the error; the call rejects only
+ * when the database is unreachable (SQL_UNAVAILABLE).
  */
 export async function writeTransferGroup(
   db: Database,
@@ -184,7 +190,8 @@ export async function writeTransferGroup(
       if (error instanceof StaleDecision && attempt < maxRedecides) continue;
       if (sqlErrors.is(error, "SQL_UNAVAILABLE")) throw error;
       const cut = splitPoint(items);
-      if (cut === undefined) throw error;
+      // One transfer, or one chain: the error is its own, and its callers get it.
+      if (cut === undefined) return items.map(() => ({ code: "write_failed", error }));
       const first = await writeTransferGroup(db, items.slice(0, cut), options);
       const second = await writeTransferGroup(db, items.slice(cut), options);
       return [...first, ...second];
