@@ -80,6 +80,7 @@ async function lockAccounts(tx: Queryable, items: readonly GroupItem[]): Promise
        FROM account_balances b JOIN accounts a ON a.id = b.account_id
       WHERE b.account_id = ANY($1::int8[]) ORDER BY b.account_id FOR UPDATE OF b`,
     [[...ids].map(String)],
+    { name: "ledger_group_lock" },
   );
   return new Map(
     rows.map((r) => [
@@ -105,6 +106,7 @@ async function storedKeys(
   const { rows } = await tx.query<{ id: bigint; idem_key: string; fingerprint: string }>(
     "SELECT id, idem_key, fingerprint FROM transactions WHERE idem_key = ANY($1::text[])",
     [keys],
+    { name: "ledger_group_keys" },
   );
   if (rows.length === 0) return new Map();
   const loaded = await loadTransactions(

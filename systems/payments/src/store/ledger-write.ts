@@ -208,7 +208,7 @@ export async function applyTransfers(on: Queryable, batch: readonly Pending[]): 
   checkUniqueKeys(batch);
   let rows: WrittenRow[];
   try {
-    ({ rows } = await on.query<WrittenRow>(LEDGER_WRITE, writeParams(batch)));
+    ({ rows } = await on.query<WrittenRow>(LEDGER_WRITE, writeParams(batch), { name: "ledger_write" }));
   } catch (err) {
     throw ledgerWriteError(err);
   }
