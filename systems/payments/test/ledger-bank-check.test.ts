@@ -23,6 +23,11 @@ const TRANSFERS_PER_WRITER = 60;
 /** Reads happen until the writers finish; at least this many must have been taken. */
 const MIN_READS = 10;
 
+interface Snapshot {
+  balances: { account_id: bigint; no_overdraft: boolean; posted: bigint; pd: bigint }[];
+  entries: Map<bigint, bigint>;
+}
+
 describe("ledger bank check [postgresql]", () => {
   let url: string | undefined;
   let subject: TestSchema | undefined;
@@ -84,7 +89,7 @@ describe("ledger bank check [postgresql]", () => {
     let reads = 0;
     const idText = ids.map(String);
     while (writing || reads < MIN_READS) {
-      const snapshot = await subject.db.transaction(
+      const snapshot: Snapshot = await subject.db.transaction(
         async (tx) => {
           const balances = await tx.query<{
             account_id: bigint;
@@ -109,7 +114,7 @@ describe("ledger bank check [postgresql]", () => {
         { isolation: "repeatable read" },
       );
       reads += 1;
-      const sum = snapshot.balances.reduce((acc: bigint, row: { posted: bigint }) => acc + row.posted, 0n);
+      const sum = snapshot.balances.reduce((acc, row) => acc + row.posted, 0n);
       assert.equal(sum, total, `read ${reads}: the total is ${sum}, not ${total}`);
       for (const row of snapshot.balances) {
         if (row.no_overdraft)
