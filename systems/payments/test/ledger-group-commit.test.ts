@@ -227,7 +227,7 @@ contractSuite<LedgerSubject>("ledger group commit", ledgerBackends, (it) => {
   });
 
   it("group commit: concurrent single transfers are ONE database transaction, each with its own outcome", async (s) => {
-    const ledger = new LedgerRepository(s.db, { groupCommit: { maxWaitMs: 200 } });
+    const ledger = new LedgerRepository(s.db, { groupCommit: { maxWaitMs: 200, lanes: 1 } });
     const world = await ledger.createAccount({ currency: "USD" });
     const wallet = await ledger.createAccount({ currency: "USD", noOverdraft: true });
     const requests = Array.from({ length: 20 }, (_, i) => ({
@@ -285,7 +285,7 @@ contractSuite<LedgerSubject>("ledger group commit", ledgerBackends, (it) => {
   });
 
   it("group commit: a full queue is refused at once with GROUP_COMMIT_QUEUE_FULL (503), never a wait", async (s) => {
-    const ledger = new LedgerRepository(s.db, { groupCommit: { maxPending: 2, maxWaitMs: 500 } });
+    const ledger = new LedgerRepository(s.db, { groupCommit: { maxPending: 2, maxWaitMs: 500, lanes: 1 } });
     const a = await ledger.createAccount({ currency: "USD" });
     const b = await ledger.createAccount({ currency: "USD" });
     const settled = await Promise.allSettled(
@@ -314,7 +314,7 @@ contractSuite<LedgerSubject>("ledger group commit", ledgerBackends, (it) => {
       END $$;
       CREATE TRIGGER test_poison BEFORE INSERT ON transactions FOR EACH ROW EXECUTE FUNCTION test_poison();`);
     try {
-      const ledger = new LedgerRepository(s.db, { groupCommit: { maxWaitMs: 200 } });
+      const ledger = new LedgerRepository(s.db, { groupCommit: { maxWaitMs: 200, lanes: 1 } });
       const a = await ledger.createAccount({ currency: "USD" });
       const b = await ledger.createAccount({ currency: "USD" });
       const settled = await Promise.allSettled(

@@ -6,7 +6,12 @@
  * outcome. A hot account then costs one balance-row update and one commit per group, not per
  * transfer.
  *
- * Bounded: at most `maxPending` transfers wait; past it `submit` refuses at once with
+ * `lanes` groups are written at once (each its own transaction, on its own connection), so one
+ * group's commit flush overlaps the next group's work; a transfer joins the lane with the
+ * fewest waiting. Arrival order is kept within a group — which is what "one by one" means for
+ * transfers that were in flight together (their callers could not have known an order).
+ *
+ * Bounded: at most `maxPending` transfers wait per lane; past it `submit` refuses at once with
  * GROUP_COMMIT_QUEUE_FULL (503 over HTTP), never an unbounded wait.
  *
  * @example
@@ -28,35 +33,62 @@ export interface TransferGroupCommitOptions {
   maxPending?: number;
   /** Longest the first transfer of an idle moment waits for company, in ms. Default 1. */
   maxWaitMs?: number;
+  /**
+   * Groups written at once, each on its own connection (the pool needs at least this many).
+   * One lane waits for its commit's flush doing nothing; two or more overlap their flushes
+   * (PostgreSQL flushes concurrent commits together). `maxPending` is per lane. Default 2.
+   */
+  lanes?: number;
 }
 
-export const GROUP_COMMIT_DEFAULTS = { maxBatch: 1_000, maxPending: 10_000, maxWaitMs: 1 } as const;
+export const GROUP_COMMIT_DEFAULTS = { maxBatch: 1_000, maxPending: 10_000, maxWaitMs: 1, lanes: 2 } as const;
+
+/** Most lanes: each holds a connection while it writes. */
+const LANES_MAX = 64;
 
 export class TransferGroupCommit {
-  readonly #group: GroupCommit<GroupItem, TransferOutcome>;
+  readonly #lanes: GroupCommit<GroupItem, TransferOutcome>[];
 
   constructor(db: Database, options: TransferGroupCommitOptions = {}) {
-    const settings = { ...GROUP_COMMIT_DEFAULTS, ...options };
-    this.#group = new GroupCommit((items) => writeTransferGroup(db, items), settings);
+    const { lanes, ...settings } = { ...GROUP_COMMIT_DEFAULTS, ...options };
+    if (!(Number.isInteger(lanes) && lanes >= 1 && lanes <= LANES_MAX))
+      throw new RangeError(`lanes must be an integer in [1, ${LANES_MAX}], got ${lanes}`);
+    this.#lanes = Array.from(
+      { length: lanes },
+      () => new GroupCommit<GroupItem, TransferOutcome>((items) => writeTransferGroup(db, items), settings),
+    );
   }
 
-  /** Queues one validated transfer; resolves with its own outcome (rejects only when its group could not be written). */
+  /**
+   * Queues one validated transfer on the lane with the fewest waiting; resolves with its own
+   * outcome (rejects only when its group could not be written at all: SQL_UNAVAILABLE).
+   */
   submit(transfer: Transfer): Promise<TransferOutcome> {
-    return this.#group.submit({ transfer });
+    let lane = this.#lanes[0]!;
+    for (const other of this.#lanes) if (other.pending < lane.pending) lane = other;
+    return lane.submit({ transfer });
   }
 
-  /** Transfers waiting for a group. */
+  /** Transfers waiting for a group, all lanes. */
   get pending(): number {
-    return this.#group.pending;
+    return this.#lanes.reduce((sum, lane) => sum + lane.pending, 0);
   }
 
+  /** Counters summed over the lanes. */
   get stats(): GroupCommitStats {
-    return this.#group.stats;
+    const sum = { batches: 0, items: 0, refused: 0 };
+    for (const lane of this.#lanes) {
+      const stats = lane.stats;
+      sum.batches += stats.batches;
+      sum.items += stats.items;
+      sum.refused += stats.refused;
+    }
+    return sum;
   }
 
   /** Resolves once everything submitted so far is written (or failed). */
-  drain(): Promise<void> {
-    return this.#group.drain();
+  async drain(): Promise<void> {
+    await Promise.all(this.#lanes.map((lane) => lane.drain()));
   }
 }
 
