@@ -21,6 +21,13 @@
  * `transferBatch` runs many transfers through the same steps in ONE database transaction
  * (TigerBeetle's lesson: amortize the commit): atomic per batch — all commit or none does.
  *
+ * `transfer` goes through the group commit by default (ledger-group-commit.ts): concurrent
+ * calls share one database transaction per group, each transfer's fate decided first in
+ * arrival order (ledger-group-write.ts), so one refused transfer never fails its neighbours.
+ * `createTransfers` is the same group write for a caller's own batch (TigerBeetle's
+ * create_transfers: a result code per transfer, `linked` chains). Call `drain()` before
+ * closing the database.
+ *
  * @example
  * const ledger = new LedgerRepository(db);
  * const cash = await ledger.createAccount({ currency: "USD" });
