@@ -26,8 +26,8 @@ export interface BenchArgs {
   readonly warmupMs: number;
   /** Ledger accounts the random pairs are drawn from. */
   readonly accounts: number;
-  /** Transfers per `transferBatch` call in the batch scenario. */
-  readonly batchSize: number;
+  /** Transfers per `createTransfers` call in the batch scenario: one run per size. */
+  readonly batchSize: readonly number[];
   /** The acquirer simulator's latency per call in the saga scenario. */
   readonly sagaLatencyMs: number;
   /** The saga's open-loop rate; 0 = half the best closed-loop payments/s of this run. */
@@ -57,7 +57,12 @@ const cli = defineBenchArgs({
     }),
     accounts: flag.integer({ min: 2, max: 1_000_000, default: 100_000, help: "ledger accounts" }),
     // The ledger's own bound (LedgerRepositoryOptions.maxBatch) is 1 000 per call.
-    batchSize: flag.integer({ min: 1, max: 1_000, default: 100, help: "transfers per batch" }),
+    batchSize: flag.integerList({
+      min: 1,
+      max: 1_000,
+      default: [100, 1_000],
+      help: "comma-separated transfers per batch, one batch run per size",
+    }),
     sagaLatencyMs: flag.integer({
       min: 0,
       max: 1_000,
@@ -93,18 +98,20 @@ Ours runs in a schema of its own, pgbench in another (PGOPTIONS search_path); bo
 Per client count N (N client loops, each with its own pool connection, closed loop):
   pgbench   pgbench -b tpcb-like -c N -j N -T <duration> -n, on tables of scale = max(--clients),
             so each client has a branch row of its own to update (TPC-B's one hot row per branch)
-  single    LedgerRepository.transfer: one posted transfer per database transaction, random pairs
-            over --accounts accounts
-  hot       the same, every transfer out of ONE account: all N clients queue on its row lock
-  batch     LedgerRepository.transferBatch of --batch-size random-pair transfers, atomic per batch
-            (one transaction, all or nothing); reported in transfers/s
+  single    LedgerRepository.transfer through the group commit (the default): the N clients'
+            transfers, random pairs over --accounts accounts, share database transactions
+  serial    the same with group commit off: one database transaction per transfer (the baseline)
+  hot       group commit, every transfer out of ONE account: one row update per group
+  batch     LedgerRepository.createTransfers of --batch-size random-pair transfers (TigerBeetle's
+            create_transfers: one transaction, a result per transfer); reported in transfers/s
   saga      POST /v1/payments (capture=true, a unique Idempotency-Key each) through the payments service
             (src/main.ts as a child process, in a schema of its own) and the acquirer simulator (a child,
             --saga-latency-ms per call: authorize and capture make two): closed loop at each client count,
             then an open loop at --saga-rate-per-s for p50/p99 from the intended send time. After each run
             the acquirer's counters must show one authorization per payment and no repeated call.
 
-Goals (the issue): single ≥ 1.0× pgbench's TPS; batch ≥ 10× pgbench's TPS in transfers/s.
+Goals (issue 14): single ≥ 1.5× pgbench's TPS, hot ≥ 1.0×, batch ≥ 10× in transfers/s, and the
+group-committed p99 ≤ 2× the serial p99. Figures are printed with the machine's load average.
 
 Flags:
 ${cli.flagHelp()}

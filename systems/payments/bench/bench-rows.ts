@@ -3,7 +3,7 @@
  * pgbench run at the same client count, so throughput and latency carry their ratio.
  *
  * @example
- * ledgerRows(singleRun, pgbenchRun, { accounts: 1_000, batchSize: 100 });
+ * ledgerRows(singleRun, pgbenchRun, { accounts: 1_000 });
  * // transfers/s vs TPS, latency p50/p99 vs pgbench's, errors
  */
 import type { BenchResult } from "@casebook/lab/bench-report";
@@ -22,9 +22,10 @@ export function scenarioOf(
   setup: { accounts: number; batchSize: number },
 ) {
   const what = {
-    single: `transfer, random pairs of ${setup.accounts} accounts`,
-    hot: "transfer, all out of one hot account",
-    batch: `transferBatch of ${setup.batchSize}, atomic per batch`,
+    single: `transfer, random pairs of ${setup.accounts} accounts, group commit`,
+    "single-serial": `transfer, random pairs of ${setup.accounts} accounts, one transaction each`,
+    hot: "transfer, all out of one hot account, group commit",
+    batch: `batch of ${setup.batchSize} (createTransfers, a result per transfer)`,
   }[shape];
   return `c=${clients} ${what}`;
 }
@@ -36,14 +37,10 @@ export function scenarioOf(
  * @example
  * renderBench(ledgerRows(run, peer, setup), "markdown");
  */
-export function ledgerRows(
-  run: LedgerRun,
-  peer: PgbenchRun,
-  setup: { accounts: number; batchSize: number },
-): BenchResult[] {
+export function ledgerRows(run: LedgerRun, peer: PgbenchRun, setup: { accounts: number }): BenchResult[] {
   const row = scenarioRows({
     system,
-    scenario: scenarioOf(run.shape, run.clients, setup),
+    scenario: scenarioOf(run.shape, run.clients, { ...setup, batchSize: run.batchSize }),
     peer: peerName,
     tidy: true,
   });

@@ -3,14 +3,16 @@
  * lab's closed loop. N client loops share a pool of exactly N connections, so each loop
  * holds its own connection for each transaction, like N pgbench clients.
  *
- * Three shapes of load, each over the same accounts (none no-overdraft, so a random
+ * Four shapes of load, each over the same accounts (none no-overdraft, so a random
  * transfer is never refused):
- * - `single`: one `transfer` per database transaction, between two accounts drawn at
- *   random: with 1 000 accounts, two of N clients rarely meet on a row lock;
- * - `hot`: every transfer out of ONE account (a merchant's settlement account): the N
- *   clients queue on that row's lock, so this is the ledger's serial floor;
- * - `batch`: `transferBatch` of `batchSize` random-pair transfers in one transaction
- *   (atomic per batch: all commit or none), one commit amortized over the batch.
+ * - `single`: one `transfer` per request between two accounts drawn at random, through the
+ *   group commit (the default): the N clients' transfers share database transactions;
+ * - `single-serial`: the same with group commit off: one database transaction per transfer
+ *   (the baseline, and the p99 the group commit's p99 is compared with);
+ * - `hot`: every transfer out of ONE account (a merchant's settlement account), group commit
+ *   on: one balance-row update per group instead of N clients queueing on that row's lock;
+ * - `batch`: `createTransfers` of `batchSize` random-pair transfers (TigerBeetle's
+ *   create_transfers: one database transaction, per-transfer results).
  *
  * @example
  * const ledger = await openBenchLedger(url, { accounts: 1_000, log });
@@ -28,8 +30,9 @@ import { uniqueName } from "@casebook/lab/test-engines";
 import type { TransferRequest } from "../src/domain/ledger.ts";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
 
-export type LoadShape = "single" | "hot" | "batch";
-export const loadShapes: readonly LoadShape[] = ["single", "hot", "batch"];
+export type LoadShape = "single" | "single-serial" | "hot" | "batch";
+/** In the order they run at each client count; `batch` runs once per batch size. */
+export const loadShapes: readonly LoadShape[] = ["single", "single-serial", "hot", "batch"];
 
 export interface BenchLedger {
   readonly url: string;
@@ -43,6 +46,8 @@ export interface BenchLedger {
 export interface LedgerRun {
   readonly shape: LoadShape;
   readonly clients: number;
+  /** Transfers per request of the batch shape (1 for the others). */
+  readonly batchSize: number;
   /** Requests are transfers (single, hot) or batches (batch); latency is per request. */
   readonly report: LoadReport;
   /** Committed transfers per second of the measured window. */
@@ -150,11 +155,19 @@ export async function runLedgerLoad(
   const { shape, clients, batchSize } = options;
   const db = await openPool(ledger.url, ledger.schema, clients);
   try {
-    const repository = new LedgerRepository(db, { maxBatch: Math.max(batchSize, 1) });
+    const groupCommit = shape === "single-serial" ? false : {};
+    const repository = new LedgerRepository(db, { maxBatch: Math.max(batchSize, 1), groupCommit });
     const next = requestMaker(ledger, shape, seededRandom(`${shape}-${clients}`), uniqueName(shape));
     const task =
       shape === "batch"
-        ? () => repository.transferBatch(Array.from({ length: batchSize }, next))
+        ? async () => {
+            const outcomes = await repository.createTransfers(
+              Array.from({ length: batchSize }, () => ({ request: next() })),
+            );
+            // Random pairs of overdraft-allowed accounts: every transfer must be ok, or the run measured failures.
+            const failed = outcomes.find((outcome) => outcome.code !== "ok");
+            if (failed !== undefined) throw new Error(`a batch transfer was ${failed.code}`);
+          }
         : () => repository.transfer(next());
     options.log(`ledger ${shape}, ${clients} clients`);
     const cpuBefore = process.cpuUsage();
@@ -177,6 +190,7 @@ export async function runLedgerLoad(
     return {
       shape,
       clients,
+      batchSize: perRequest,
       report,
       transfersPerS,
       clientCpuUsPerTransfer: (cpu.user + cpu.system) / allCommitted,

@@ -31,6 +31,8 @@ export const reportedSettings = [
   "server_version",
   "fsync",
   "synchronous_commit",
+  "wal_sync_method",
+  "commit_delay",
   "full_page_writes",
   "wal_level",
   "shared_buffers",

@@ -82,8 +82,9 @@ describe("bench/main.ts", () => {
     assert.ok(peer && peer.value > 0, "pgbench committed transactions");
     for (const prefix of [
       "c=2 transfer, random pairs",
+      "c=2 transfer, random pairs of 50 accounts, one transaction each",
       "c=2 transfer, all out of one hot",
-      "c=2 transferBatch of 10",
+      "c=2 batch of 10",
     ]) {
       const row = throughput(prefix);
       assert.ok(row && row.value > 0, `${prefix}: transfers committed`);

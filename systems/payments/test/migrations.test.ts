@@ -32,6 +32,7 @@ const expected = [
   "011_outbox_lease_vocabulary",
   "012_api_key_usage",
   "013_opaque_ids",
+  "015_ledger_group_commit",
 ];
 
 test("every migration applies in order on PGlite, once", async () => {

@@ -13,8 +13,8 @@
  * await db.close();
  */
 import pg from "pg";
-import type { Database, Queryable, QueryResult, TransactionOptions } from "./sql.ts";
-import { isolationSql } from "./sql.ts";
+import type { Database, Queryable, QueryOptions, QueryResult, TransactionOptions } from "./sql.ts";
+import { isolationSql, preparedName } from "./sql.ts";
 import { sqlErrors } from "./sql-errors.ts";
 import { DEFAULT_PING_TIMEOUT_MS, pingWithin } from "./sql-ping.ts";
 import { quoteIdentifier } from "./sql-schema.ts";
@@ -111,6 +111,16 @@ function surfaced(err: unknown): unknown {
   return err;
 }
 
+/** `pg`'s query config: with `name`, a named prepared statement (parsed once per connection). */
+function queryConfig(
+  text: string,
+  params: readonly unknown[] | undefined,
+  options: QueryOptions | undefined,
+) {
+  const name = preparedName(options);
+  return { text, values: pgParams(params), ...(name === undefined ? {} : { name }) };
+}
+
 function resultOf<Row>(result: pg.QueryResult): QueryResult<Row> {
   return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
 }
@@ -127,10 +137,12 @@ class PgTransaction implements Queryable {
   async query<Row = Record<string, unknown>>(
     text: string,
     params?: readonly unknown[],
+    options?: QueryOptions,
   ): Promise<QueryResult<Row>> {
     this.#checkOpen();
+    const config = queryConfig(text, params, options);
     try {
-      return resultOf<Row>(await this.#client.query(text, pgParams(params)));
+      return resultOf<Row>(await this.#client.query(config));
     } catch (err) {
       throw surfaced(err);
     }
@@ -168,9 +180,11 @@ class PgDatabase implements Database {
   async query<Row = Record<string, unknown>>(
     text: string,
     params?: readonly unknown[],
+    options?: QueryOptions,
   ): Promise<QueryResult<Row>> {
+    const config = queryConfig(text, params, options);
     try {
-      return resultOf<Row>(await this.#pool.query(text, pgParams(params)));
+      return resultOf<Row>(await this.#pool.query(config));
     } catch (err) {
       throw surfaced(err);
     }

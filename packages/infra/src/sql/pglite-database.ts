@@ -21,8 +21,8 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { PGlite, type Results, type Transaction } from "@electric-sql/pglite";
 import { acquireDataDirLock, type DataDirLock } from "./data-dir-lock.ts";
-import type { Database, Queryable, QueryResult, TransactionOptions } from "./sql.ts";
-import { isolationSql } from "./sql.ts";
+import type { Database, Queryable, QueryOptions, QueryResult, TransactionOptions } from "./sql.ts";
+import { isolationSql, preparedName } from "./sql.ts";
 import { sqlErrors } from "./sql-errors.ts";
 import { DEFAULT_PING_TIMEOUT_MS, pingWithin } from "./sql-ping.ts";
 import { quoteIdentifier } from "./sql-schema.ts";
@@ -61,7 +61,10 @@ class PgliteTransaction implements Queryable {
   async query<Row = Record<string, unknown>>(
     text: string,
     params?: readonly unknown[],
+    options?: QueryOptions,
   ): Promise<QueryResult<Row>> {
+    // Checked like pg's, then run unnamed: PGlite's API has no named statements (see QueryOptions).
+    preparedName(options);
     this.#checkOpen();
     return resultOf(await this.#raw.query<Row>(text, params as unknown[] | undefined));
   }
@@ -98,7 +101,10 @@ class PgliteDatabase implements Database {
   async query<Row = Record<string, unknown>>(
     text: string,
     params?: readonly unknown[],
+    options?: QueryOptions,
   ): Promise<QueryResult<Row>> {
+    // Checked like pg's, then run unnamed: PGlite's API has no named statements (see QueryOptions).
+    preparedName(options);
     this.#refuseNested();
     try {
       return resultOf(await this.#pglite.query<Row>(text, params as unknown[] | undefined));

@@ -27,6 +27,8 @@
  * }, { isolation: "read committed" });
  */
 
+import { sqlErrors } from "./sql-errors.ts";
+
 /** Which engine is underneath; stores use it only to explain, never to change semantics. */
 export type Engine = "postgres" | "pglite";
 
@@ -38,10 +40,42 @@ export interface QueryResult<Row> {
   rowCount: number;
 }
 
+/** How one statement runs. */
+export interface QueryOptions {
+  /**
+   * A prepared statement's name (`ledger_write`): on PostgreSQL (`pg`) the statement is parsed
+   * and planned once per connection under this name, and later calls send only Bind/Execute
+   * with the parameters — no parse, no plan, a smaller message. One name, one text: reusing a
+   * name for another text fails. Lowercase letters, digits and `_`, 1..63 characters.
+   * On PGlite the name is checked and the statement runs unnamed: PGlite (0.5) has no named
+   * statements in its API and no network between the caller and the engine, so what a named
+   * statement saves there is only the parse and plan, in the same process (see pglite-database.ts).
+   */
+  name?: string;
+}
+
+/** What `QueryOptions.name` may be. */
+export const PREPARED_NAME = /^[a-z][a-z0-9_]{0,62}$/;
+
+/** `options.name` checked against PREPARED_NAME (SQL_NAME_INVALID otherwise), or undefined. */
+export function preparedName(options: QueryOptions | undefined): string | undefined {
+  const name = options?.name;
+  if (name === undefined) return undefined;
+  if (!PREPARED_NAME.test(name)) {
+    const detail = "A prepared statement's name is lowercase letters, digits and '_', 1..63 characters.";
+    throw sqlErrors.create("SQL_NAME_INVALID", { detail, fields: { name } });
+  }
+  return name;
+}
+
 /** What a query can run on: the database itself, or the transaction handed to a callback. */
 export interface Queryable {
-  /** One statement with `$1..$n` parameters. */
-  query<Row = Record<string, unknown>>(text: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+  /** One statement with `$1..$n` parameters; `options.name` makes it a prepared statement. */
+  query<Row = Record<string, unknown>>(
+    text: string,
+    params?: readonly unknown[],
+    options?: QueryOptions,
+  ): Promise<QueryResult<Row>>;
   /**
    * A script of one or more statements without parameters (simple query protocol):
    * migrations, schema set-up. Never interpolate input into it.

@@ -301,4 +301,25 @@ contractSuite<SqlSubject>("sql database", sqlBackends, (it) => {
   it("ping answers within its deadline", async ({ db }) => {
     await db.ping(5_000);
   });
+
+  it("a named query is a prepared statement on pg (parsed once per connection), the same rows on PGlite", async ({
+    db,
+  }) => {
+    const text = "SELECT $1::int8 + 1 AS next, $2::text[] AS tags";
+    const named = { name: "contract_next" };
+    const [first, second, plain] = await db.transaction(async (tx) => [
+      await tx.query<{ next: bigint; tags: string[] }>(text, [1n, ["a"]], named),
+      await tx.query<{ next: bigint; tags: string[] }>(text, [41n, []], named),
+      await tx.query<{ n: bigint }>(
+        "SELECT count(*) AS n FROM pg_prepared_statements WHERE name = 'contract_next' AND NOT from_sql",
+      ),
+    ]);
+    assert.deepEqual(first.rows, [{ next: 2n, tags: ["a"] }]);
+    assert.deepEqual(second.rows, [{ next: 42n, tags: [] }]);
+    // pg keeps it in the session under its name; PGlite's API has none, so it ran unnamed.
+    assert.equal(plain.rows[0]!.n, db.engine === "postgres" ? 1n : 0n);
+    const bad = await rejection(db.query("SELECT 1", [], { name: "Not A Name" }));
+    assert.ok(sqlErrors.is(bad, "SQL_NAME_INVALID"));
+    assert.equal(bad.fields.name, "Not A Name");
+  });
 });

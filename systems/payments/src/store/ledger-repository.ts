@@ -21,6 +21,13 @@
  * `transferBatch` runs many transfers through the same steps in ONE database transaction
  * (TigerBeetle's lesson: amortize the commit): atomic per batch — all commit or none does.
  *
+ * `transfer` goes through the group commit by default (ledger-group-commit.ts): concurrent
+ * calls share one database transaction per group, each transfer's fate decided first in
+ * arrival order (ledger-group-write.ts), so one refused transfer never fails its neighbours.
+ * `createTransfers` is the same group write for a caller's own batch (TigerBeetle's
+ * create_transfers: a result code per transfer, `linked` chains). Call `drain()` before
+ * closing the database.
+ *
  * @example
  * const ledger = new LedgerRepository(db);
  * const cash = await ledger.createAccount({ currency: "USD" });
@@ -29,55 +36,44 @@
  * (await ledger.balance(wallet.id)).available; // 5000n
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import type { GroupCommitStats } from "@casebook/kit/group-commit";
 import {
   type AccountLeg,
   CURRENCY_REASON,
   checkId,
   checkIdemKey,
-  type Entry,
   fingerprintOf,
   isCurrencyCode,
   legsByAccount,
   type Metadata,
   normalizeTransfer,
   reversalEntries,
-  type Transfer,
   type TransferRequest,
 } from "../domain/ledger.ts";
 import { decodeCursor, encodeCursor } from "../domain/ledger-cursor.ts";
 import { ledgerErrors } from "../domain/ledger-errors.ts";
+import {
+  TransferGroupCommit,
+  type TransferGroupCommitOptions,
+  transferResultOf,
+} from "./ledger-group-commit.ts";
+import { type TransferOutcome, writeTransferGroup } from "./ledger-group-write.ts";
+import {
+  applyTransfers,
+  bigintAsString,
+  ENTRY_COLUMNS,
+  type EntryRow,
+  type LedgerAccount,
+  type LedgerEntry,
+  type LedgerTransaction,
+  loadTransactions,
+  type TransactionStatus,
+  type TransferResult,
+  toEntry,
+} from "./ledger-write.ts";
 
-export type TransactionStatus = "pending" | "posted" | "voided";
-
-export interface LedgerAccount {
-  id: bigint;
-  currency: string;
-  noOverdraft: boolean;
-  metadata: Metadata;
-  createdAt: Date;
-}
-
-export interface LedgerEntry extends Entry {
-  id: bigint;
-  transactionId: bigint;
-}
-
-export interface LedgerTransaction {
-  id: bigint;
-  idemKey: string;
-  status: TransactionStatus;
-  /** The transaction this one reverses (PY-15), or null. */
-  reversesId: bigint | null;
-  metadata: Metadata;
-  createdAt: Date;
-  entries: LedgerEntry[];
-}
-
-export interface TransferResult {
-  transaction: LedgerTransaction;
-  /** True when the idem_key already existed with the same parameters: nothing new was written. */
-  replayed: boolean;
-}
+export type { LedgerAccount, LedgerEntry, LedgerTransaction, TransactionStatus, TransferResult };
+export { applyTransfers, loadTransactions };
 
 /** Credits − debits, in minor units of the account's currency. */
 export interface Balance {
@@ -114,6 +110,12 @@ export interface ReverseRequest {
 }
 
 export interface LedgerRepositoryOptions {
+  /**
+   * Group commit for `transfer` (ledger-group-commit.ts): concurrent single transfers share one
+   * database transaction, each keeping its own outcome. Default on with GROUP_COMMIT_DEFAULTS;
+   * `false`: each transfer is its own transaction (one ledger_write call).
+   */
+  groupCommit?: TransferGroupCommitOptions | false;
   /** Transfers in one `transferBatch` call (one database transaction). Default 1 000. */
   maxBatch?: number;
   /** Largest page `entries`/`transactions` return. Default 500. */
@@ -123,84 +125,6 @@ export interface LedgerRepositoryOptions {
 }
 
 const READ_COMMITTED = { isolation: "read committed" } as const;
-
-/** A transfer about to be written: normalized, plus what only reversals carry. */
-interface Pending {
-  transfer: Transfer;
-  reversesId: bigint | null;
-}
-
-interface TransactionRow {
-  id: bigint;
-  idem_key: string;
-  status: TransactionStatus;
-  reverses_id: bigint | null;
-  metadata: Metadata;
-  created_at: Date;
-}
-
-interface EntryRow {
-  id: bigint;
-  transaction_id: bigint;
-  account_id: bigint;
-  currency: string;
-  direction: "D" | "C";
-  amount: bigint;
-}
-
-const TRANSACTION_COLUMNS = "id, idem_key, status, reverses_id, metadata, created_at";
-const ENTRY_COLUMNS = "id, transaction_id, account_id, currency, direction, amount";
-
-function toEntry(row: EntryRow): LedgerEntry {
-  return {
-    id: row.id,
-    transactionId: row.transaction_id,
-    accountId: row.account_id,
-    currency: row.currency,
-    direction: row.direction,
-    amount: row.amount,
-  };
-}
-
-function toTransaction(row: TransactionRow, entries: LedgerEntry[]): LedgerTransaction {
-  return {
-    id: row.id,
-    idemKey: row.idem_key,
-    status: row.status,
-    reversesId: row.reverses_id,
-    metadata: row.metadata,
-    createdAt: row.created_at,
-    entries,
-  };
-}
-
-/** Loads transactions with their entries, in the order of `ids`. */
-export async function loadTransactions(tx: Queryable, ids: readonly bigint[]): Promise<LedgerTransaction[]> {
-  if (ids.length === 0) return [];
-  const idText = ids.map(String);
-  const [txns, entries] = [
-    await tx.query<TransactionRow>(
-      `SELECT ${TRANSACTION_COLUMNS} FROM transactions WHERE id = ANY($1::int8[])`,
-      [idText],
-    ),
-    await tx.query<EntryRow>(
-      `SELECT ${ENTRY_COLUMNS} FROM entries WHERE transaction_id = ANY($1::int8[]) ORDER BY id`,
-      [idText],
-    ),
-  ];
-  const byTransaction = new Map<bigint, LedgerEntry[]>();
-  for (const row of entries.rows) {
-    const list = byTransaction.get(row.transaction_id) ?? [];
-    list.push(toEntry(row));
-    byTransaction.set(row.transaction_id, list);
-  }
-  const rows = new Map(txns.rows.map((row) => [row.id, row]));
-  return ids.map((id) => {
-    const row = rows.get(id);
-    if (!row) throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_FOUND", { fields: { id: id.toString() } });
-    return toTransaction(row, byTransaction.get(id) ?? []);
-  });
-}
 
 /**
  * post/void's step 1: locks the balance rows of `accountIds` in ascending id (PY-09) and checks
@@ -271,120 +195,6 @@ async function applyDeltas(tx: Queryable, deltas: readonly BalanceDelta[]): Prom
   const updated = new Set(rows.map((row) => row.account_id));
   const short = deltas.filter((d) => !updated.has(d.accountId)).map((d) => d.accountId.toString());
   throw ledgerErrors.create("LEDGER_INSUFFICIENT_FUNDS", { fields: { accountIds: short } });
-}
-
-function checkUniqueKeys(batch: readonly Pending[]): void {
-  const seen = new Set<string>();
-  for (const { transfer } of batch) {
-    if (seen.has(transfer.idemKey)) {
-      const fields = { reason: "an idempotency key appears twice in the batch", idemKey: transfer.idemKey };
-      throw ledgerErrors.create("LEDGER_BATCH_INVALID", { fields });
-    }
-    seen.add(transfer.idemKey);
-  }
-}
-
-function bigintAsString(_key: string, value: unknown): unknown {
-  return typeof value === "bigint" ? value.toString() : value;
-}
-
-interface WrittenRow {
-  ord: number;
-  replayed: boolean;
-  transaction_id: bigint;
-  status: TransactionStatus;
-  reverses_id: bigint | null;
-  metadata: Metadata;
-  created_at: Date;
-  entry_id: bigint;
-  account_id: bigint;
-  currency: string;
-  direction: "D" | "C";
-  amount: bigint;
-}
-
-/** `ledger_write`'s own SQLSTATEs (007_ledger_write.sql) → typed errors; anything else passes through. */
-function ledgerWriteError(err: unknown): unknown {
-  const { code, detail } = (err ?? {}) as { code?: unknown; detail?: unknown };
-  const text = typeof detail === "string" ? detail : "";
-  switch (code) {
-    case "LDA01":
-      return ledgerErrors.create("LEDGER_ACCOUNT_NOT_FOUND", { fields: { accountId: text }, cause: err });
-    case "LDA02":
-      return ledgerErrors.create("LEDGER_CURRENCY_MISMATCH", { fields: JSON.parse(text), cause: err });
-    case "LDI01":
-      return ledgerErrors.create("LEDGER_IDEMPOTENCY_CONFLICT", { fields: JSON.parse(text), cause: err });
-    case "LDF01":
-      return ledgerErrors.create("LEDGER_INSUFFICIENT_FUNDS", {
-        fields: { accountIds: text.split(",") },
-        cause: err,
-      });
-    default:
-      return err;
-  }
-}
-
-const LEDGER_WRITE = `SELECT ord, replayed, transaction_id, status, reverses_id, metadata, created_at,
-        entry_id, account_id, currency, direction, amount
-   FROM ledger_write($1::text[], $2::text[], $3::boolean[], $4::int8[], $5::jsonb[],
-                     $6::int4[], $7::int8[], $8::text[], $9::text[], $10::int8[])`;
-
-function writeParams(batch: readonly Pending[]): unknown[] {
-  const entries = batch.flatMap((p, i) => p.transfer.entries.map((entry) => ({ ord: i + 1, entry })));
-  return [
-    batch.map((p) => p.transfer.idemKey),
-    batch.map((p) => p.transfer.fingerprint),
-    batch.map((p) => p.transfer.pending),
-    batch.map((p) => (p.reversesId === null ? null : p.reversesId.toString())),
-    batch.map((p) => JSON.stringify(p.transfer.metadata, bigintAsString)),
-    entries.map((e) => e.ord),
-    entries.map((e) => e.entry.accountId.toString()),
-    entries.map((e) => e.entry.currency),
-    entries.map((e) => e.entry.direction),
-    entries.map((e) => e.entry.amount.toString()),
-  ];
-}
-
-/**
- * Writes `batch` (steps 1–4 of the module comment, in ONE call of the server-side
- * `ledger_write`) on `on`: inside a caller's transaction, so a saga can reserve funds and
- * record its own step atomically, or on the database itself, where the call is its own
- * autocommit transaction — one round trip. Results follow `batch`'s order.
- */
-export async function applyTransfers(on: Queryable, batch: readonly Pending[]): Promise<TransferResult[]> {
-  checkUniqueKeys(batch);
-  let rows: WrittenRow[];
-  try {
-    ({ rows } = await on.query<WrittenRow>(LEDGER_WRITE, writeParams(batch)));
-  } catch (err) {
-    throw ledgerWriteError(err);
-  }
-  const results: TransferResult[] = [];
-  for (const row of rows) {
-    let result = results[row.ord - 1];
-    if (!result) {
-      const transaction = toTransaction(
-        {
-          id: row.transaction_id,
-          idem_key: batch[row.ord - 1]!.transfer.idemKey,
-          status: row.status,
-          reverses_id: row.reverses_id,
-          metadata: row.metadata,
-          created_at: row.created_at,
-        },
-        [],
-      );
-      result = { transaction, replayed: row.replayed };
-      results[row.ord - 1] = result;
-    }
-    result.transaction.entries.push(
-      toEntry({ ...row, id: row.entry_id, transaction_id: row.transaction_id }),
-    );
-  }
-  // Every transfer has ≥ 2 entries, so each ordinal came back; a hole would be a bug in the function.
-  if (results.length !== batch.length || results.includes(undefined as never))
-    throw new Error(`ledger_write answered ${results.length} of ${batch.length} transfers`);
-  return results;
 }
 
 /** post/void inside `tx`: moves a pending transaction's amounts out of the pending columns. */
@@ -485,7 +295,9 @@ export interface CreateAccountRequest {
   metadata?: Metadata;
 }
 
-function pageLimit(request: PageRequest, options: Required<LedgerRepositoryOptions>): number {
+type PageOptions = Required<Pick<LedgerRepositoryOptions, "maxPageSize" | "defaultPageSize">>;
+
+function pageLimit(request: PageRequest, options: PageOptions): number {
   const limit = request.limit ?? options.defaultPageSize;
   if (!Number.isInteger(limit) || limit < 1 || limit > options.maxPageSize) {
     const fields = { field: "limit", reason: `limit must be an integer in 1..${options.maxPageSize}` };
@@ -502,11 +314,43 @@ function cursorId(request: PageRequest): bigint {
 /** The ledger over a `Database`; see the module comment for how each write stays correct. */
 export class LedgerRepository {
   readonly #db: Database;
-  readonly #options: Required<LedgerRepositoryOptions>;
+  readonly #options: PageOptions & { maxBatch: number };
+  readonly #group: TransferGroupCommit | undefined;
 
   constructor(db: Database, options: LedgerRepositoryOptions = {}) {
     this.#db = db;
-    this.#options = { maxBatch: 1_000, maxPageSize: 500, defaultPageSize: 50, ...options };
+    const { groupCommit = {}, ...rest } = options;
+    this.#options = { maxBatch: 1_000, maxPageSize: 500, defaultPageSize: 50, ...rest };
+    this.#group = groupCommit === false ? undefined : new TransferGroupCommit(db, groupCommit);
+  }
+
+  /** The group commit's counters (groups written, transfers, refusals); undefined when it is off. */
+  get groupCommitStats(): GroupCommitStats | undefined {
+    return this.#group?.stats;
+  }
+
+  /** Resolves once every transfer submitted so far is written (or failed): call before closing the database. */
+  async drain(): Promise<void> {
+    await this.#group?.drain();
+  }
+
+  /**
+   * TigerBeetle's create_transfers: up to `maxBatch` transfers in ONE database transaction, each
+   * with its own result code, decided in order as if applied one by one; `linked` chains commit
+   * whole or not at all. Not atomic per batch, unlike `transferBatch`.
+   */
+  async createTransfers(
+    items: readonly { request: TransferRequest; linked?: boolean }[],
+  ): Promise<TransferOutcome[]> {
+    if (items.length === 0 || items.length > this.#options.maxBatch) {
+      const reason = `a batch holds 1..${this.#options.maxBatch} transfers`;
+      throw ledgerErrors.create("LEDGER_BATCH_INVALID", { fields: { reason, size: items.length } });
+    }
+    const group = items.map((item) => ({
+      transfer: normalizeTransfer(item.request),
+      linked: item.linked === true,
+    }));
+    return writeTransferGroup(this.#db, group);
   }
 
   /** Opens an account and its zero balance row in one statement. */
@@ -549,6 +393,8 @@ export class LedgerRepository {
    */
   async transfer(request: TransferRequest): Promise<TransferResult> {
     const transfer = normalizeTransfer(request);
+    if (this.#group !== undefined)
+      return transferResultOf(await this.#group.submit(transfer), transfer.idemKey);
     // One autocommit statement: ledger_write locks, writes and checks in the server (PY-09, PY-14).
     const [result] = await applyTransfers(this.#db, [{ transfer, reversesId: null }]);
     return result!;

@@ -1,0 +1,133 @@
+/**
+ * Group commit for single transfers (issue 14), on kit's GroupCommit: concurrent `transfer`
+ * calls of one process are gathered — the first of an idle moment waits up to `maxWaitMs` for
+ * company, those arriving while a group is being written go together in the next — and each
+ * group is ONE database transaction (ledger-group-write.ts), every transfer keeping its own
+ * outcome. A hot account then costs one balance-row update and one commit per group, not per
+ * transfer.
+ *
+ * `lanes` groups are written at once (each its own transaction, on its own connection), so one
+ * group's commit flush overlaps the next group's work; a transfer joins the lane with the
+ * fewest waiting. Arrival order is kept within a group — which is what "one by one" means for
+ * transfers that were in flight together (their callers could not have known an order).
+ *
+ * Bounded: at most `maxPending` transfers wait per lane; past it `submit` refuses at once with
+ * GROUP_COMMIT_QUEUE_FULL (503 over HTTP), never an unbounded wait.
+ *
+ * @example
+ * const group = new TransferGroupCommit(db, { maxWaitMs: 1 });
+ * const outcome = await group.submit(normalizeTransfer(request));
+ * const { transaction, replayed } = transferResultOf(outcome, request.idemKey); // or a typed error
+ */
+import type { Database } from "@casebook/infra/sql/sql";
+import { GroupCommit, type GroupCommitStats } from "@casebook/kit/group-commit";
+import type { Transfer } from "../domain/ledger.ts";
+import { ledgerErrors } from "../domain/ledger-errors.ts";
+import { type GroupItem, type TransferOutcome, writeTransferGroup } from "./ledger-group-write.ts";
+import type { TransferResult } from "./ledger-write.ts";
+
+export interface TransferGroupCommitOptions {
+  /** Transfers in one database transaction. Default 1 000. */
+  maxBatch?: number;
+  /** Transfers waiting at once (the group being written not counted). Default 10 000. */
+  maxPending?: number;
+  /** Longest the first transfer of an idle moment waits for company, in ms. Default 1. */
+  maxWaitMs?: number;
+  /**
+   * Groups written at once, each on its own connection (the pool needs at least this many).
+   * One lane waits for its commit's flush doing nothing; two or more overlap their flushes
+   * (PostgreSQL flushes concurrent commits together). `maxPending` is per lane. Default 2.
+   */
+  lanes?: number;
+}
+
+export const GROUP_COMMIT_DEFAULTS = { maxBatch: 1_000, maxPending: 10_000, maxWaitMs: 1, lanes: 2 } as const;
+
+/** Most lanes: each holds a connection while it writes. */
+const LANES_MAX = 64;
+
+export class TransferGroupCommit {
+  readonly #lanes: GroupCommit<GroupItem, TransferOutcome>[];
+
+  constructor(db: Database, options: TransferGroupCommitOptions = {}) {
+    const { lanes, ...settings } = { ...GROUP_COMMIT_DEFAULTS, ...options };
+    if (!(Number.isInteger(lanes) && lanes >= 1 && lanes <= LANES_MAX))
+      throw new RangeError(`lanes must be an integer in [1, ${LANES_MAX}], got ${lanes}`);
+    this.#lanes = Array.from(
+      { length: lanes },
+      () => new GroupCommit<GroupItem, TransferOutcome>((items) => writeTransferGroup(db, items), settings),
+    );
+  }
+
+  /**
+   * Queues one validated transfer on the lane with the fewest waiting; resolves with its own
+   * outcome (rejects only when its group could not be written at all: SQL_UNAVAILABLE).
+   */
+  submit(transfer: Transfer): Promise<TransferOutcome> {
+    let lane = this.#lanes[0]!;
+    for (const other of this.#lanes) if (other.pending < lane.pending) lane = other;
+    return lane.submit({ transfer });
+  }
+
+  /** Transfers waiting for a group, all lanes. */
+  get pending(): number {
+    return this.#lanes.reduce((sum, lane) => sum + lane.pending, 0);
+  }
+
+  /** Counters summed over the lanes. */
+  get stats(): GroupCommitStats {
+    const sum = { batches: 0, items: 0, refused: 0 };
+    for (const lane of this.#lanes) {
+      const stats = lane.stats;
+      sum.batches += stats.batches;
+      sum.items += stats.items;
+      sum.refused += stats.refused;
+    }
+    return sum;
+  }
+
+  /** Resolves once everything submitted so far is written (or failed). */
+  async drain(): Promise<void> {
+    await Promise.all(this.#lanes.map((lane) => lane.drain()));
+  }
+}
+
+/**
+ * A single transfer's outcome as `LedgerRepository.transfer` has always answered it: the
+ * transaction (`replayed` for `exists`), or the typed error of its failure.
+ */
+export function transferResultOf(outcome: TransferOutcome, idemKey: string): TransferResult {
+  switch (outcome.code) {
+    case "ok":
+      return { transaction: outcome.transaction!, replayed: false };
+    case "exists":
+      return { transaction: outcome.transaction!, replayed: true };
+    case "exists_with_different_entries":
+    case "exists_with_different_metadata":
+    case "exists_with_different_flags": {
+      const fields = { idemKey, transactionId: outcome.transaction?.id.toString(), result: outcome.code };
+      throw ledgerErrors.create("LEDGER_IDEMPOTENCY_CONFLICT", { fields });
+    }
+    case "account_not_found":
+      throw ledgerErrors.create("LEDGER_ACCOUNT_NOT_FOUND", {
+        fields: { accountId: outcome.accountId.toString() },
+      });
+    case "currency_mismatch":
+      throw ledgerErrors.create("LEDGER_CURRENCY_MISMATCH", {
+        fields: {
+          accountId: outcome.accountId.toString(),
+          accountCurrency: outcome.accountCurrency,
+          entryCurrency: outcome.entryCurrency,
+        },
+      });
+    case "exceeds_credits":
+      throw ledgerErrors.create("LEDGER_INSUFFICIENT_FUNDS", {
+        fields: { accountIds: outcome.accountIds.map(String) },
+      });
+    case "write_failed":
+      throw outcome.error;
+    default:
+      // linked_* cannot happen to a lone transfer; a new code must be mapped here first.
+      throw new Error(`transfer ${idemKey}: unexpected outcome ${outcome.code}`);
+  }
+}
