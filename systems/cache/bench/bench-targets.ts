@@ -109,7 +109,8 @@ async function startNodeChild(script: string, env: NodeJS.ProcessEnv, args: (por
   return { port, stop };
 }
 
-function startOurNode(maxmemory: string = BENCH_MAXMEMORY) {
+/** This node as its own process (`node src/main.ts`) on a free port; `stop()` ends it. */
+export function startOurNode(maxmemory: string = BENCH_MAXMEMORY) {
   const env = {
     PORT: "0",
     CACHE_MAXMEMORY: maxmemory,

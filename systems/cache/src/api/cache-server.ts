@@ -179,7 +179,7 @@ export class CacheServer {
   sampleMemoryPeak(): void {
     this.#counters.usedMemoryPeakBytes = Math.max(
       this.#counters.usedMemoryPeakBytes,
-      this.keyspace.usedBytes,
+      this.keyspace.peakUsedBytes,
     );
   }
 

@@ -11,13 +11,13 @@
  * - `flags`: Redis keeps type and encoding bits there; this node stores strings only, so there
  *   are none.
  *
- * Accounting: an entry costs `key.length + slotBytes(value.length) + ENTRY_OVERHEAD_BYTES`
- * toward maxmemory (see that constant for what it covers): the value counts as the arena slot
- * it takes, as Redis counts jemalloc's size class. Keys and values are latin1 strings: one
+ * Accounting: an entry costs `slotBytes(key.length) + slotBytes(value.length) +
+ * ENTRY_OVERHEAD_BYTES` toward maxmemory (see that constant for what it covers): key and value
+ * count as the arena slots they take, as Redis counts jemalloc's size classes. Keys and values are latin1 strings: one
  * char per byte, so `.length` is the byte count.
  *
  * @example
- * entryBytes("user:1", "x".repeat(100)); // 6 + 112 (the slot of a 100-byte value) + ENTRY_OVERHEAD_BYTES
+ * entryBytes("user:1", "x".repeat(100)); // 16 + 112 (the slots of the key and value) + ENTRY_OVERHEAD_BYTES
  */
 
 import { slotBytes } from "./value-arena.ts";
@@ -37,19 +37,19 @@ export interface CacheEntry {
 export const NO_EXPIRY = 0;
 
 /**
- * The bytes one key costs beyond its key's characters and its value's arena slot, measured
- * on Node 24 x64 (V8 without pointer compression) by `test/entry-overhead.test.ts`, which
- * keeps it within 15% of V8 heap used + external memory: the key string's header and
- * alignment (~20 B), its `Map` entry with the table's growth slack (28–56 B), its slot in
- * the keys array (8–16 B), the record's typed-array fields (28 B, up to twice with growth
- * slack) and its entry in the per-slot key index (a `Set`, ~30 B).
- * Redis's own per-key overhead is ~50–90 B (dictEntry, robj, sds headers, jemalloc classes).
+ * The bytes one key costs beyond its key's and its value's arena slots, measured on Node 24
+ * x64 by `test/entry-overhead.test.ts`, which keeps used_memory within 20% of V8 heap used +
+ * external: the record's typed-array fields (46 B: key and value references and lengths,
+ * expiry, access, TTL-bag slot and index, hash slot and its list links), up to twice that with
+ * the arrays' doubling slack, and the hash table's buckets and hashes (~12–16 B at load
+ * 3/8–3/4). Nothing per key is on the V8 heap. Redis's own per-key overhead is ~50–90 B
+ * (dictEntry, robj, sds headers, bucket pointer, rounded to jemalloc's size classes).
  */
-export const ENTRY_OVERHEAD_BYTES = 120;
+export const ENTRY_OVERHEAD_BYTES = 80;
 
 /** What a key of `keyLength` chars with a value of `valueLength` bytes costs toward maxmemory. */
 export function recordBytes(keyLength: number, valueLength: number): number {
-  return keyLength + slotBytes(valueLength) + ENTRY_OVERHEAD_BYTES;
+  return slotBytes(keyLength) + slotBytes(valueLength) + ENTRY_OVERHEAD_BYTES;
 }
 
 /** What storing `key` → `value` costs toward maxmemory: the value counts as its arena slot. */

@@ -1,9 +1,10 @@
 /**
  * The keyspace's records as struct-of-arrays (issue 15): one dense record id per key, its
- * fields in typed arrays (value reference and length, expiry, access field, TTL-bag slot),
- * its value's bytes in the `ValueArena` off the V8 heap. Per key the V8 heap holds only the
- * key string, its `Map` entry (key → id) and one slot of the `keys` array: no entry object,
- * no boxed expiry, no value string.
+ * fields in typed arrays (key and value references and lengths, expiry, access field, TTL-bag
+ * slot, hash-slot list links), its key's and value's bytes in the `ValueArena` off the V8 heap,
+ * found through `KeyTable` (open addressing, seeded hash). Per key the V8 heap holds nothing:
+ * no key or value string, no entry object, no Map entry. A key is decoded into a string only
+ * when one is asked for (SCAN, eviction samples, the replication stream).
  *
  * Ids are dense (0..size−1), so a uniformly random id is a uniformly random key: eviction
  * and active expiry sample in O(1) (Redis's dictGetRandomKey). Removal moves the last record
@@ -25,6 +26,7 @@ import { keySlot } from "@casebook/kit/cluster-slot";
 import { int, type RandomSource } from "@casebook/kit/random";
 import { NO_EXPIRY } from "./cache-entry.ts";
 import type { CandidateKeys, EvictionCandidates } from "./evictor.ts";
+import { KeyTable } from "./key-table.ts";
 import { SLOT_COUNT } from "./slot-ranges.ts";
 import { slotBytes, ValueArena } from "./value-arena.ts";
 
@@ -39,8 +41,10 @@ function grown<T extends Field>(array: T, capacity: number): T {
 }
 
 export class KeyRecords implements EvictionCandidates {
-  #ids = new Map<string, number>();
-  #keys: string[] = [];
+  #size = 0;
+  readonly #table: KeyTable;
+  #keyRef = new Uint32Array(INITIAL_CAPACITY);
+  #keyLength = new Uint32Array(INITIAL_CAPACITY);
   #valueRef = new Uint32Array(INITIAL_CAPACITY);
   #valueLength = new Uint32Array(INITIAL_CAPACITY);
   #expiresAt = new Float64Array(INITIAL_CAPACITY);
@@ -58,8 +62,13 @@ export class KeyRecords implements EvictionCandidates {
   #slotCount = new Int32Array(SLOT_COUNT);
   #arena = new ValueArena();
 
+  /** `seed` seeds the key hash (draw it at random per process: see key-table.ts). */
+  constructor(seed: number) {
+    this.#table = new KeyTable(seed, (id, key) => this.#keyEquals(id, key));
+  }
+
   get size(): number {
-    return this.#keys.length;
+    return this.#size;
   }
 
   /** Bytes of value chunks the arena holds (free slots included). */
@@ -70,24 +79,26 @@ export class KeyRecords implements EvictionCandidates {
   /** Bytes of the typed arrays (capacity, not just size). */
   get fieldBytes(): number {
     const arrays = [...this.#fields(), this.#slotHead, this.#slotTail, this.#slotCount];
-    return arrays.reduce((bytes, array) => bytes + array.byteLength, 0);
+    return arrays.reduce((bytes, array) => bytes + array.byteLength, this.#table.bytes);
   }
 
   /** The record id of `key`, or −1. */
   idOf(key: string): number {
-    return this.#ids.get(key) ?? -1;
+    return this.#table.find(key, this.#table.hashOf(key));
   }
 
-  /** Keys in insertion order (the Map's). */
-  keys(): IterableIterator<string> {
-    return this.#ids.keys();
+  /** Every key, by record id (not insertion order), decoded once the walk reaches it. */
+  *keys(): Generator<string> {
+    for (let id = 0; id < this.#size; id++) yield this.keyOf(id);
   }
 
   add(key: string, value: string, access: number): number {
-    const id = this.#keys.length;
+    const id = this.#size;
     if (id === this.#valueRef.length) this.#grow(id * 2);
-    this.#keys.push(key);
-    this.#ids.set(key, id);
+    this.#size += 1;
+    this.#keyRef[id] = this.#arena.store(key);
+    this.#keyLength[id] = key.length;
+    this.#table.insert(id, this.#table.hashOf(key));
     this.#valueRef[id] = this.#arena.store(value);
     this.#valueLength[id] = value.length;
     this.#expiresAt[id] = NO_EXPIRY;
@@ -106,7 +117,7 @@ export class KeyRecords implements EvictionCandidates {
   slotKeys(slot: number, max: number): string[] {
     const keys: string[] = [];
     for (let id = this.#slotHead[slot]!; id >= 0 && keys.length < max; id = this.#slotNext[id]!) {
-      keys.push(this.#keys[id]!);
+      keys.push(this.keyOf(id));
     }
     return keys;
   }
@@ -115,14 +126,15 @@ export class KeyRecords implements EvictionCandidates {
   remove(id: number): void {
     this.setExpiresAt(id, NO_EXPIRY);
     this.#arena.free(this.#valueRef[id]!, this.#valueLength[id]!);
-    this.#ids.delete(this.#keys[id]!);
+    this.#arena.free(this.#keyRef[id]!, this.#keyLength[id]!);
+    this.#table.delete(id);
     this.#unlinkSlot(id);
-    const last = this.#keys.length - 1;
-    const lastKey = this.#keys.pop()!;
+    const last = --this.#size;
     if (id === last) return;
     this.#relinkSlot(last, id);
-    this.#keys[id] = lastKey;
-    this.#ids.set(lastKey, id);
+    this.#table.move(last, id);
+    this.#keyRef[id] = this.#keyRef[last]!;
+    this.#keyLength[id] = this.#keyLength[last]!;
     this.#valueRef[id] = this.#valueRef[last]!;
     this.#valueLength[id] = this.#valueLength[last]!;
     this.#expiresAt[id] = this.#expiresAt[last]!;
@@ -133,7 +145,11 @@ export class KeyRecords implements EvictionCandidates {
   }
 
   keyOf(id: number): string {
-    return this.#keys[id]!;
+    return this.#arena.read(this.#keyRef[id]!, this.#keyLength[id]!);
+  }
+
+  keyLength(id: number): number {
+    return this.#keyLength[id]!;
   }
 
   value(id: number): string {
@@ -185,27 +201,31 @@ export class KeyRecords implements EvictionCandidates {
   }
 
   count(keys: CandidateKeys): number {
-    return keys === "all" ? this.#keys.length : this.#ttlCount;
+    return keys === "all" ? this.#size : this.#ttlCount;
   }
 
   sample(keys: CandidateKeys, random: RandomSource): number {
-    return keys === "all" ? int(random, this.#keys.length) : this.#ttlIds[int(random, this.#ttlCount)]!;
+    return keys === "all" ? int(random, this.#size) : this.#ttlIds[int(random, this.#ttlCount)]!;
   }
 
   holds(key: string, keys: CandidateKeys): boolean {
-    const id = this.#ids.get(key);
-    return id !== undefined && (keys === "all" || this.#ttlSlot[id]! >= 0);
+    const id = this.idOf(key);
+    return id >= 0 && (keys === "all" || this.#ttlSlot[id]! >= 0);
   }
 
   clear(): void {
-    this.#ids = new Map();
-    this.#keys = [];
+    this.#size = 0;
+    this.#table.clear();
     this.#ttlCount = 0;
     this.#arena.clear();
     this.#slotHead.fill(-1);
     this.#slotTail.fill(-1);
     this.#slotCount.fill(0);
     this.#grow(INITIAL_CAPACITY, false);
+  }
+
+  #keyEquals(id: number, key: string): boolean {
+    return this.#keyLength[id] === key.length && this.#arena.equals(this.#keyRef[id]!, key);
   }
 
   #linkSlot(id: number, slot: number): void {
@@ -246,6 +266,8 @@ export class KeyRecords implements EvictionCandidates {
 
   #fields(): Field[] {
     return [
+      this.#keyRef,
+      this.#keyLength,
       this.#valueRef,
       this.#valueLength,
       this.#expiresAt,
@@ -261,6 +283,8 @@ export class KeyRecords implements EvictionCandidates {
   #grow(capacity: number, keep = true): void {
     const resize = <T extends Field>(array: T): T =>
       keep ? grown(array, capacity) : (new (array.constructor as new (length: number) => T)(capacity) as T);
+    this.#keyRef = resize(this.#keyRef);
+    this.#keyLength = resize(this.#keyLength);
     this.#valueRef = resize(this.#valueRef);
     this.#valueLength = resize(this.#valueLength);
     this.#expiresAt = resize(this.#expiresAt);

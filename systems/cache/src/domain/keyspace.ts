@@ -28,7 +28,7 @@
  * keyspace.stats.hits;                             // 1
  */
 import type { Clock } from "@casebook/kit/clock";
-import type { RandomSource } from "@casebook/kit/random";
+import { int, type RandomSource } from "@casebook/kit/random";
 import { type ActiveExpiryReport, type ExpiryTarget, runActiveExpiry } from "./active-expiry.ts";
 import { type CacheEntry, entryBytes, NO_EXPIRY, recordBytes } from "./cache-entry.ts";
 import { lruClock } from "./eviction-lru.ts";
@@ -86,7 +86,7 @@ export interface KeyspaceStats {
 export class Keyspace {
   readonly #clock: Clock;
   readonly #random: RandomSource;
-  readonly #records = new KeyRecords();
+  readonly #records: KeyRecords;
   readonly #evictor = new Evictor();
   readonly #observer: KeyspaceObserver | undefined;
   readonly #slotIndex: SlotIndex;
@@ -98,6 +98,7 @@ export class Keyspace {
   #lfu: LfuParams;
   #lfuMode: boolean;
   #usedBytes = 0;
+  #peakUsedBytes = 0;
   #hits = 0;
   #misses = 0;
   #expiredKeys = 0;
@@ -108,6 +109,8 @@ export class Keyspace {
     this.#clock = options.clock;
     this.#random = options.random;
     this.#observer = options.observer;
+    // The key hash's seed (key-table.ts): drawn once, so colliding keys cannot be chosen in advance.
+    this.#records = new KeyRecords(int(options.random, 0x7fffffff));
     this.#slotIndex = new SlotIndex(this.#records);
     this.#maxmemoryBytes = 0;
     this.#policy = evictionPolicy("noeviction");
@@ -181,6 +184,11 @@ export class Keyspace {
 
   get usedBytes(): number {
     return this.#usedBytes;
+  }
+
+  /** The highest `usedBytes` ever reached (INFO's used_memory_peak), kept exact on every write. */
+  get peakUsedBytes(): number {
+    return this.#peakUsedBytes;
   }
 
   /** Every key by hash slot (SCAN, KEYS); may still hold expired keys not yet collected. */
@@ -367,6 +375,7 @@ export class Keyspace {
       this.#records.setValue(id, value);
       this.#touch(id, nowMs);
     }
+    if (this.#usedBytes > this.#peakUsedBytes) this.#peakUsedBytes = this.#usedBytes;
     if (expiresAtMs !== KEEP_TTL) this.#records.setExpiresAt(id, expiresAtMs);
     // Last: admission may evict this very entry, after which nothing may touch it.
     if (this.#wTinyLfu !== undefined) this.#evictKeys(this.#wTinyLfu.written(key, entryBytes(key, value)));
@@ -384,8 +393,8 @@ export class Keyspace {
 
   /**
    * Starts W-TinyLFU afresh when the policy or maxmemory changes (CONFIG SET), replaying every
-   * key oldest first; a lowered maxmemory evicts through admission here. The sketch's history
-   * is lost: a rare event, and a cold sketch only means plain LRU-like behavior for a while.
+   * key in record order (the records do not keep insertion order); a lowered maxmemory evicts
+   * through admission here. The sketch's history is lost: a rare event, and a cold sketch only means plain LRU-like behavior for a while.
    */
   #resetWTinyLfu(): void {
     this.#wTinyLfu = undefined;
@@ -393,17 +402,21 @@ export class Keyspace {
     const policy = new WTinyLfuEviction({ maxmemoryBytes: this.#maxmemoryBytes, random: this.#random });
     const evicted: string[] = [];
     const records = this.#records;
-    for (const key of records.keys()) {
-      evicted.push(...policy.written(key, recordBytes(key.length, records.valueLength(records.idOf(key)))));
+    for (let id = 0; id < records.size; id++) {
+      evicted.push(
+        ...policy.written(records.keyOf(id), recordBytes(records.keyLength(id), records.valueLength(id))),
+      );
     }
     this.#wTinyLfu = policy;
     this.#evictKeys(evicted);
   }
 
   #remove(id: number, cause: RemovalCause): void {
-    const key = this.#records.keyOf(id);
-    this.#usedBytes -= recordBytes(key.length, this.#records.valueLength(id));
-    this.#records.remove(id);
+    const records = this.#records;
+    this.#usedBytes -= recordBytes(records.keyLength(id), records.valueLength(id));
+    // Decoded only for who must hear of it: the key's bytes are gone once the record is.
+    const key = this.#observer !== undefined || this.#wTinyLfu !== undefined ? records.keyOf(id) : "";
+    records.remove(id);
     this.#wTinyLfu?.removed(key);
     this.#observer?.removed(key, cause);
   }

@@ -99,6 +99,14 @@ export class ValueArena {
     this.#chunks[ref >>> OFFSET_BITS]!.write(value, (ref & 0xffff) << ALIGN_SHIFT, value.length, "latin1");
   }
 
+  /** Whether the bytes at `ref` are `text`'s latin1 chars (the caller checked the length). */
+  equals(ref: number, text: string): boolean {
+    const chunk = this.#chunks[ref >>> OFFSET_BITS]!;
+    const start = (ref & 0xffff) << ALIGN_SHIFT;
+    for (let i = 0; i < text.length; i++) if (chunk[start + i] !== text.charCodeAt(i)) return false;
+    return true;
+  }
+
   read(ref: number, length: number): string {
     const start = (ref & 0xffff) << ALIGN_SHIFT;
     return this.#chunks[ref >>> OFFSET_BITS]!.toString("latin1", start, start + length);
