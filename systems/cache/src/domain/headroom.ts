@@ -28,18 +28,6 @@ export const DEFAULT_DATA_SHARE = 0.75;
  */
 export const MEASURED_NODE_FRAGMENTATION = 2.35;
 
-/**
- * The V8 heap limit a maxmemory needs: the accounted data times the measured ratio. Above
- * the process's heap limit, V8 would abort with "heap out of memory" before maxmemory
- * ever evicts.
- *
- * @example
- * heapNeededBytes(1 * GIB); // ≈ 2.35 GiB: start Node with --max-old-space-size=2600 or more
- */
-export function heapNeededBytes(maxmemoryBytes: number): number {
-  return Math.ceil(maxmemoryBytes * MEASURED_NODE_FRAGMENTATION);
-}
-
 export interface HeadroomInput {
   readonly ramBytes: number;
   /** RSS / used_memory as observed (INFO mem_fragmentation_ratio); ≥ 1. */

@@ -25,6 +25,8 @@ export const CHUNK_BYTES = 1 << 20;
 const ALIGN_SHIFT = 4;
 const OFFSET_BITS = 16;
 const MAX_CHUNKS = 1 << 16;
+/** What the arena can address: 65,536 chunks of 1 MiB (a large value's own chunk counts as one). */
+export const ARENA_MAX_BYTES = MAX_CHUNKS * CHUNK_BYTES;
 
 /** Size classes: 16..128 in steps of 16, then 4 per doubling (160, 192, 224, 256, 320, …) to 16 KiB. */
 export const SIZE_CLASSES: readonly number[] = (() => {
