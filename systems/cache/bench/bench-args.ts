@@ -121,7 +121,9 @@ servers, RSS, V8 heap and used_memory per key after writes, overwrites and delet
 Flags:
 ${cli.flagHelp()}
 
-Goals (issue 5): throughput ≥ 0.7× redis-server unpipelined, ≥ 0.35× pipelined.`;
+Goals (issue 5): throughput ≥ 0.7× redis-server unpipelined, ≥ 0.35× pipelined.
+Goals (issue 15): RSS growth per key ≤ 2× redis-server's, used_memory per key ≤ 1.2×, at
+100k and 1M keys of 100 B (the default matrix took 22 min at load average 18–25 on 2 cores).`;
 
 /** Parses and validates the flags; throws CACHE_BENCH_ARGS_INVALID naming the flag. */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
