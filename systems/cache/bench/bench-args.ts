@@ -25,6 +25,10 @@ export interface BenchArgs {
   readonly hitRatioKeys: number;
   /** Requests per trace of the hit-ratio study; 0 skips it. */
   readonly hitRatioRequests: number;
+  /** Key counts of the memory matrix (bench/memory-matrix.ts); [0] skips it. */
+  readonly memoryKeys: readonly number[];
+  /** Value sizes of the memory matrix, bytes. */
+  readonly memoryValues: readonly number[];
 }
 
 const cli = defineBenchArgs({
@@ -83,6 +87,20 @@ const cli = defineBenchArgs({
         "of the key space (default {default}; 0 skips it)",
       ].join("\n"),
     }),
+    memoryKeys: flag.integerList({
+      min: 0,
+      max: 10_000_000,
+      default: [100_000, 1_000_000],
+      value: "<n,…>",
+      help: "key counts of the memory matrix, fresh servers per cell (0 skips it)",
+    }),
+    memoryValues: flag.integerList({
+      min: 1,
+      max: 1_048_576,
+      default: [16, 100, 1_024],
+      value: "<bytes,…>",
+      help: "value sizes of the memory matrix",
+    }),
     json: flag.json("JSON lines instead of the markdown table"),
     help: flag.help({ label: "--help" }),
   },
@@ -97,12 +115,15 @@ export const benchHelp = `casebook bench cache — this node beside redis-server
 Runs \`redis-benchmark -t set,get\` against a cache node (spawned: node src/main.ts) and a
 redis-server (spawned) in the same run, interleaved, unpipelined (-c clients) and pipelined
 (-P pipeline); prints medians of the rounds, ratios ours/redis, and memory (RSS and
-used_memory) before and after.
+used_memory) before and after; then the memory matrix: for each key count × value size, fresh
+servers, RSS, V8 heap and used_memory per key after writes, overwrites and deletes.
 
 Flags:
 ${cli.flagHelp()}
 
-Goals (issue 5): throughput ≥ 0.7× redis-server unpipelined, ≥ 0.35× pipelined.`;
+Goals (issue 5): throughput ≥ 0.7× redis-server unpipelined, ≥ 0.35× pipelined.
+Goals (issue 15): RSS growth per key ≤ 2× redis-server's, used_memory per key ≤ 1.2×, at
+100k and 1M keys of 100 B (the default matrix took 22 min at load average 18–25 on 2 cores).`;
 
 /** Parses and validates the flags; throws CACHE_BENCH_ARGS_INVALID naming the flag. */
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {

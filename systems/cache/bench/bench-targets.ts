@@ -46,26 +46,8 @@ export interface BenchTargets {
 }
 
 async function readMemory(port: number): Promise<{ rssBytes: number; usedBytes: number; keys: number }> {
-  const client = new Redis({
-    port,
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    commandTimeout: 10_000,
-    protocol: 2,
-  });
-  try {
-    await client.connect();
-    const info = await client.info("memory");
-    const field = (name: string) =>
-      Number(new RegExp(`(?:^|\\r\\n)${name}:(\\d+)`).exec(info)?.[1] ?? Number.NaN);
-    return {
-      rssBytes: field("used_memory_rss"),
-      usedBytes: field("used_memory"),
-      keys: await client.dbsize(),
-    };
-  } finally {
-    client.disconnect();
-  }
+  const { field, keys } = await readInfoMemory(port);
+  return { rssBytes: field("used_memory_rss"), usedBytes: field("used_memory"), keys };
 }
 
 /** Keys per pipeline when filling: bounds the client's buffered replies. */
@@ -127,10 +109,11 @@ async function startNodeChild(script: string, env: NodeJS.ProcessEnv, args: (por
   return { port, stop };
 }
 
-function startOurNode() {
+/** This node as its own process (`node src/main.ts`) on a free port; `stop()` ends it. */
+export function startOurNode(maxmemory: string = BENCH_MAXMEMORY) {
   const env = {
     PORT: "0",
-    CACHE_MAXMEMORY: BENCH_MAXMEMORY,
+    CACHE_MAXMEMORY: maxmemory,
     CACHE_MAXMEMORY_POLICY: BENCH_POLICY,
     LOG_LEVEL: "warn",
   };
@@ -139,6 +122,58 @@ function startOurNode() {
 
 function startFloor() {
   return startNodeChild("./net-floor-server.ts", {}, (port) => [String(port)]);
+}
+
+/** Fields of INFO memory as numbers (NaN when absent: redis-server has no `node_*` fields). */
+export type InfoMemory = (field: string) => number;
+
+/** INFO memory and DBSIZE of a server, through a short-lived connection. */
+export async function readInfoMemory(port: number): Promise<{ field: InfoMemory; keys: number }> {
+  const client = new Redis({
+    port,
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 10_000,
+    protocol: 2,
+  });
+  try {
+    await client.connect();
+    const info = await client.info("memory");
+    const field = (name: string) =>
+      Number(new RegExp(`(?:^|\\r\\n)${name}:([\\d.]+)`).exec(info)?.[1] ?? Number.NaN);
+    return { field, keys: await client.dbsize() };
+  } finally {
+    client.disconnect();
+  }
+}
+
+export interface MemoryPair {
+  readonly ours: number;
+  readonly redis: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh node and a fresh redis-server for one cell of the memory matrix, both without a
+ * maxmemory (nothing evicts, and our node's heap check does not apply), so each cell's idle
+ * RSS and growth are its own.
+ */
+export async function openMemoryPair(): Promise<MemoryPair> {
+  const redis = await spawnRedis({ args: ["--maxmemory", "0", "--maxmemory-policy", BENCH_POLICY] });
+  let ours: Awaited<ReturnType<typeof startOurNode>>;
+  try {
+    ours = await startOurNode("0");
+  } catch (error) {
+    await redis.stop();
+    throw error;
+  }
+  return {
+    ours: ours.port,
+    redis: Number(new URL(redis.url).port),
+    close: async () => {
+      await Promise.allSettled([ours.stop(), redis.stop()]);
+    },
+  };
 }
 
 export async function openBenchTargets(log: (line: string) => void): Promise<BenchTargets> {

@@ -17,6 +17,7 @@ import { cacheErrors } from "../src/cache-errors.ts";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { type BenchServer, type BenchTargets, openBenchTargets } from "./bench-targets.ts";
 import { runHitRatioBench } from "./hit-ratio.ts";
+import { runMemoryMatrix } from "./memory-matrix.ts";
 import {
   type BenchmarkRow,
   CALIBRATION_REQUESTS,
@@ -233,9 +234,19 @@ async function runAndPrint(targets: BenchTargets, args: BenchArgs, json: boolean
           log,
         })
       : undefined;
-  if (json) return print(renderBench([...rows, ...(hitRatio?.rows ?? [])], "json"));
+  const matrix = args.memoryKeys.some((n) => n > 0)
+    ? await runMemoryMatrix({ keyCounts: args.memoryKeys, valueSizes: args.memoryValues, log })
+    : undefined;
+  if (json) return print(renderBench([...rows, ...(hitRatio?.rows ?? []), ...(matrix?.rows ?? [])], "json"));
   const study = hitRatio ? ["", `hit ratio (CA-24), ${args.hitRatioKeys} keys:`, "", hitRatio.markdown] : [];
-  print([preamble, "", renderBench(rows, "markdown"), "", ...goalLines(rows, args), ...study].join("\n"));
+  const memory = matrix
+    ? ["", matrix.preamble, "", renderBench(matrix.rows, "markdown"), "", ...matrix.goals]
+    : [];
+  print(
+    [preamble, "", renderBench(rows, "markdown"), "", ...goalLines(rows, args), ...study, ...memory].join(
+      "\n",
+    ),
+  );
 }
 
 function print(text: string): void {

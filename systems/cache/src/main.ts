@@ -16,7 +16,6 @@
  */
 
 import { join } from "node:path";
-import { getHeapStatistics } from "node:v8";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { listenFields, logLevelField } from "@casebook/infra/http/service-preset";
@@ -34,9 +33,9 @@ import { isClusterLaunch, runClusterEntry } from "./cluster-main.ts";
 import { bindRefusal } from "./domain/bind-guard.ts";
 import { clusterConfigSchema } from "./domain/cluster-settings.ts";
 import { EVICTION_POLICY_NAMES } from "./domain/eviction-policy.ts";
-import { heapNeededBytes } from "./domain/headroom.ts";
 import { DEFAULT_EVICTION_SAMPLES, Keyspace, MAX_EVICTION_SAMPLES } from "./domain/keyspace.ts";
 import { humanBytes, parseMemorySize } from "./domain/memory-size.ts";
+import { ARENA_MAX_BYTES } from "./domain/value-arena.ts";
 import { clusterKeyspaceObserver } from "./workers/cluster-keyspace-observer.ts";
 import { ClusterRuntime } from "./workers/cluster-runtime.ts";
 import { startServerCron } from "./workers/server-cron.ts";
@@ -126,13 +125,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       fields: { field: "CACHE_MAXMEMORY", expected: "a memory size like 256mb" },
     });
   }
-  // CA-13: a maxmemory the V8 heap cannot hold would crash the node before eviction ever ran.
-  const heapLimitBytes = getHeapStatistics().heap_size_limit;
-  if (heapNeededBytes(maxmemoryBytes) > heapLimitBytes) {
-    const neededMb = Math.ceil(heapNeededBytes(maxmemoryBytes) / 1024 / 1024);
+  // CA-13: keys and values live in the value arena (the V8 heap holds none), which addresses ARENA_MAX_BYTES.
+  if (maxmemoryBytes > ARENA_MAX_BYTES) {
     throw cacheErrors.create("CACHE_CONFIG_INVALID", {
-      detail: `CACHE_MAXMEMORY=${config.maxmemory} needs a V8 heap of ${humanBytes(heapNeededBytes(maxmemoryBytes))}, above this process's limit of ${humanBytes(heapLimitBytes)}: lower CACHE_MAXMEMORY or start Node with --max-old-space-size=${neededMb}`,
-      fields: { field: "CACHE_MAXMEMORY", heapLimitBytes },
+      detail: `CACHE_MAXMEMORY=${config.maxmemory} is above the ${humanBytes(ARENA_MAX_BYTES)} this node's value arena addresses: lower CACHE_MAXMEMORY or spread the data over more nodes (--nodes)`,
+      fields: { field: "CACHE_MAXMEMORY", arenaMaxBytes: ARENA_MAX_BYTES },
     });
   }
   // No unauthenticated service beyond loopback.

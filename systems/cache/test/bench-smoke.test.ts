@@ -16,6 +16,7 @@ const childTimeoutMs = 120_000;
 const tiny = [
   ...["--duration-ms", "150", "--rounds", "1", "--keyspace", "1000", "--clients", "10"],
   ...["--hit-ratio-keys", "1000", "--hit-ratio-requests", "20000"],
+  ...["--memory-keys", "2000", "--memory-values", "100"],
 ];
 
 function runBench(args: string[]) {

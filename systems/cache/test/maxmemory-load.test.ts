@@ -13,7 +13,6 @@ import type { EvictionPolicyName } from "../src/domain/eviction-policy.ts";
 import {
   DEFAULT_DATA_SHARE,
   GIB,
-  heapNeededBytes,
   MEASURED_NODE_FRAGMENTATION,
   planMaxmemory,
 } from "../src/domain/headroom.ts";
@@ -137,7 +136,7 @@ describe("maxmemory under load", () => {
     assert.ok(bare.dataShareOfRam > light.dataShareOfRam);
   });
 
-  test("CA-13 this node's own headroom: its measured RSS/used ratio plans ~40% of RAM, not 75%", () => {
+  test("CA-13 this node's own headroom: its measured RSS growth per accounted byte (1.1) plans ~88% of a bare node's RAM", () => {
     const plan = planMaxmemory({
       ramBytes: 64 * GIB,
       replicationBufferBytes: 0,
@@ -145,8 +144,8 @@ describe("maxmemory under load", () => {
       fragmentationRatio: MEASURED_NODE_FRAGMENTATION,
       forkCopyShare: 0,
     });
-    assert.ok(plan.dataShareOfRam > 0.35 && plan.dataShareOfRam < 0.45, `${plan.dataShareOfRam}`);
-    assert.equal(heapNeededBytes(GIB), Math.ceil(GIB * MEASURED_NODE_FRAGMENTATION));
+    // Data off the V8 heap: like Redis's jemalloc, not the 2.35 of values kept as JS strings.
+    assert.ok(plan.dataShareOfRam > 0.85 && plan.dataShareOfRam < 0.9, `${plan.dataShareOfRam}`);
   });
 
   test("the calculator refuses inputs that leave nothing for data", () => {

@@ -167,6 +167,9 @@ export class CacheServer {
       totalCommands: this.#counters.totalCommands,
       rssBytes: memory.rss,
       heapUsedBytes: memory.heapUsed,
+      heapTotalBytes: memory.heapTotal,
+      externalBytes: memory.external,
+      arrayBuffersBytes: memory.arrayBuffers,
       usedMemoryPeakBytes: this.#counters.usedMemoryPeakBytes,
       processId: process.pid,
     };
@@ -176,7 +179,7 @@ export class CacheServer {
   sampleMemoryPeak(): void {
     this.#counters.usedMemoryPeakBytes = Math.max(
       this.#counters.usedMemoryPeakBytes,
-      this.keyspace.usedBytes,
+      this.keyspace.peakUsedBytes,
     );
   }
 

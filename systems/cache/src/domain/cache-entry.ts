@@ -1,6 +1,7 @@
 /**
  * One key of the keyspace (CA-08): the text's `{ key, value, expires_at, flags,
- * lru_clock | lfu_counter }`, plus the two positions that make sampling O(1).
+ * lru_clock | lfu_counter }`, kept as one record of typed-array fields with the value's bytes
+ * in the value arena (key-records.ts, value-arena.ts).
  *
  * - `access` is Redis's 24-bit `lru` field: under an LRU policy the last access time
  *   (ms, wrapping at 2^30 so it stays a small integer), under an LFU policy
@@ -8,43 +9,50 @@
  *   runs; the sign tells a reader which policy wrote it, so a runtime policy switch reads old
  *   fields sensibly (lfu-counter.ts) until keys are touched and rewritten.
  * - `flags`: Redis keeps type and encoding bits there; this node stores strings only, so there
- *   are none, and the entry stays six fields.
+ *   are none.
  *
- * Accounting: an entry costs `key.length + value.length + ENTRY_OVERHEAD_BYTES` toward
- * maxmemory (see that constant for what it covers). Keys and values are latin1 strings:
- * one char per byte, so `.length` is the byte count.
+ * Accounting: an entry costs `slotBytes(key.length) + slotBytes(value.length) +
+ * ENTRY_OVERHEAD_BYTES` toward maxmemory (see that constant for what it covers): key and value
+ * count as the arena slots they take, as Redis counts jemalloc's size classes. Keys and values are latin1 strings: one
+ * char per byte, so `.length` is the byte count.
  *
  * @example
- * entryBytes("user:1", "x".repeat(100)); // 6 + 100 + ENTRY_OVERHEAD_BYTES
+ * entryBytes("user:1", "x".repeat(100)); // 16 + 112 (the slots of the key and value) + ENTRY_OVERHEAD_BYTES
  */
 
+import { slotBytes } from "./value-arena.ts";
+
+/** One key as `Keyspace.lookup` shows it: a view read from the records (key-records.ts). */
 export interface CacheEntry {
   readonly key: string;
-  value: string;
+  /** Copied out of the value arena when read. */
+  readonly value: string;
   /** Absolute wall-clock ms when the key expires; NO_EXPIRY when it has no TTL. */
-  expiresAtMs: number;
+  readonly expiresAtMs: number;
   /** LRU clock or packed LFU counter, per the policy (see the module comment). */
-  access: number;
-  /** Index in the all-keys bag; -1 once the entry left the keyspace. */
-  allSlot: number;
-  /** Index in the keys-with-TTL bag; -1 when it has no TTL. */
-  ttlSlot: number;
+  readonly access: number;
 }
 
 /** `expiresAtMs` of a key without TTL (0 is never a valid expiry: PXAT 0 is refused). */
 export const NO_EXPIRY = 0;
 
 /**
- * The bytes one entry costs beyond its key and value, measured on Node 24 x64 (V8 without
- * pointer compression) by `test/entry-overhead.test.ts`, which keeps this constant within
- * 25% of the truth: the entry object (6 fields, 72 B), its boxed expiry double (16 B), the
- * Map's hash-table slot with its growth slack (28–56 B), the bag slots (8–24 B) and the two
- * string headers with alignment (~40 B). Measured: ~205 B without TTL, ~230–245 B with one.
- * Redis's own per-key overhead is ~50–90 B: a JavaScript heap costs more per key.
+ * The bytes one key costs beyond its key's and its value's arena slots, measured on Node 24
+ * x64 by `test/entry-overhead.test.ts`, which keeps used_memory within 20% of V8 heap used +
+ * external: the record's typed-array fields (46 B: key and value references and lengths,
+ * expiry, access, TTL-bag slot and index, hash slot and its list links), up to twice that with
+ * the arrays' doubling slack, and the hash table's buckets and hashes (~12–16 B at load
+ * 3/8–3/4). Nothing per key is on the V8 heap. Redis's own per-key overhead is ~50–90 B
+ * (dictEntry, robj, sds headers, bucket pointer, rounded to jemalloc's size classes).
  */
-export const ENTRY_OVERHEAD_BYTES = 224;
+export const ENTRY_OVERHEAD_BYTES = 80;
 
-/** What storing `key` → `value` costs toward maxmemory. */
+/** What a key of `keyLength` chars with a value of `valueLength` bytes costs toward maxmemory. */
+export function recordBytes(keyLength: number, valueLength: number): number {
+  return slotBytes(keyLength) + slotBytes(valueLength) + ENTRY_OVERHEAD_BYTES;
+}
+
+/** What storing `key` → `value` costs toward maxmemory: the value counts as its arena slot. */
 export function entryBytes(key: string, value: string): number {
-  return key.length + value.length + ENTRY_OVERHEAD_BYTES;
+  return recordBytes(key.length, value.length);
 }

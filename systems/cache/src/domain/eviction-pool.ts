@@ -6,11 +6,13 @@
  *
  * @example
  * const pool = new EvictionPool(16);
- * pool.offer(a, 10);
- * pool.offer(b, 99);
- * pool.popBest((e) => e.allSlot >= 0); // b: the highest score
+ * pool.offer("a", 10);
+ * pool.offer("b", 99);
+ * pool.popBest((key) => keyspaceHas(key)); // "b": the highest score
+ *
+ * Like Redis's pool it holds key names, not entries: a pooled key is looked up again when
+ * it comes out, so a key deleted meanwhile (or deleted and written again) is never stale.
  */
-import type { CacheEntry } from "./cache-entry.ts";
 
 /** Redis's EVPOOL_SIZE. */
 export const EVICTION_POOL_SIZE = 16;
@@ -18,7 +20,7 @@ export const EVICTION_POOL_SIZE = 16;
 export class EvictionPool {
   readonly capacity: number;
   /** Sorted ascending by score: the best victim is last. */
-  #entries: CacheEntry[] = [];
+  #entries: string[] = [];
   #scores: number[] = [];
 
   constructor(capacity: number = EVICTION_POOL_SIZE) {
@@ -31,7 +33,7 @@ export class EvictionPool {
   }
 
   /** Adds a candidate unless the pool is full of better ones; a candidate already pooled is re-scored. */
-  offer(entry: CacheEntry, score: number): void {
+  offer(entry: string, score: number): void {
     const existing = this.#entries.indexOf(entry);
     if (existing >= 0) {
       this.#entries.splice(existing, 1);
@@ -51,7 +53,7 @@ export class EvictionPool {
   }
 
   /** Removes and returns the best candidate for which `isLive` holds; stale ones are dropped on the way. */
-  popBest(isLive: (entry: CacheEntry) => boolean): CacheEntry | undefined {
+  popBest(isLive: (entry: string) => boolean): string | undefined {
     // Bounded by the pool's size: every pass removes one candidate.
     while (this.#entries.length > 0) {
       const entry = this.#entries.pop()!;

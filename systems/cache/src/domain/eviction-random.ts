@@ -3,12 +3,15 @@
  * the bag. The baseline that sampled LRU/LFU must beat (CA-11, CA-24).
  *
  * @example
- * randomVictim(ttlBag, rng); // some key with a TTL, or undefined when none has one
+ * randomVictim(keyspace, "ttl", rng); // some key with a TTL, or undefined when none has one
  */
 import type { RandomSource } from "@casebook/kit/random";
-import type { CacheEntry } from "./cache-entry.ts";
-import type { EntryBag } from "./entry-bag.ts";
+import type { CandidateKeys, EvictionCandidates } from "./evictor.ts";
 
-export function randomVictim(bag: EntryBag, random: RandomSource): CacheEntry | undefined {
-  return bag.pick(random);
+export function randomVictim(
+  source: EvictionCandidates,
+  keys: CandidateKeys,
+  random: RandomSource,
+): string | undefined {
+  return source.count(keys) === 0 ? undefined : source.keyOf(source.sample(keys, random));
 }

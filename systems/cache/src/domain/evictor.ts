@@ -8,12 +8,10 @@
  *
  * @example
  * const evictor = new Evictor();
- * const victim = evictor.pickVictim({ all, ttl }, evictionPolicy("allkeys-lru"), {
- *   samples: 5, nowMs: clock.nowMs(), lfu: defaultLfuParams, random: rng });
+ * const victim = evictor.pickVictim(keyspaceRecords, evictionPolicy("allkeys-lru"), {
+ *   samples: 5, nowMs: clock.nowMs(), lfu: defaultLfuParams, random: rng }); // a key
  */
 import type { RandomSource } from "@casebook/kit/random";
-import type { CacheEntry } from "./cache-entry.ts";
-import type { EntryBag } from "./entry-bag.ts";
 import { lfuScore } from "./eviction-lfu.ts";
 import { lruIdleMs } from "./eviction-lru.ts";
 import type { EvictionPolicy } from "./eviction-policy.ts";
@@ -22,9 +20,22 @@ import { randomVictim } from "./eviction-random.ts";
 import { ttlScore } from "./eviction-ttl.ts";
 import type { LfuParams } from "./lfu-counter.ts";
 
-export interface EvictionBags {
-  readonly all: EntryBag;
-  readonly ttl: EntryBag;
+/** Which keys a policy draws from: every key (allkeys-*) or those with a TTL (volatile-*). */
+export type CandidateKeys = "all" | "ttl";
+
+/**
+ * What the evictor reads of the keyspace: records sampled by id (ids are dense but move when
+ * a record is removed, so only keys are kept across evictions), their key and access fields.
+ */
+export interface EvictionCandidates {
+  count(keys: CandidateKeys): number;
+  /** A uniformly random record id among `keys` (count(keys) > 0). */
+  sample(keys: CandidateKeys, random: RandomSource): number;
+  keyOf(id: number): string;
+  accessOf(id: number): number;
+  expiresAtOf(id: number): number;
+  /** Whether `key` is in the keyspace (and, for "ttl", has a TTL). */
+  holds(key: string, keys: CandidateKeys): boolean;
 }
 
 export interface PickOptions {
@@ -35,40 +46,38 @@ export interface PickOptions {
   readonly random: RandomSource;
 }
 
-const isInKeyspace = (entry: CacheEntry) => entry.allSlot >= 0;
-const hasTtl = (entry: CacheEntry) => entry.ttlSlot >= 0;
-
-function score(policy: EvictionPolicy, entry: CacheEntry, options: PickOptions): number {
+function score(policy: EvictionPolicy, source: EvictionCandidates, id: number, options: PickOptions): number {
   // W-TinyLFU evicts through its own structure; an explicit evictOne() falls back to sampled LRU.
-  if (policy.rank === "lru" || policy.rank === "w-tinylfu") return lruIdleMs(entry.access, options.nowMs);
-  if (policy.rank === "lfu") return lfuScore(entry.access, options.nowMs, options.lfu);
-  return ttlScore(entry.expiresAtMs);
+  if (policy.rank === "lru" || policy.rank === "w-tinylfu")
+    return lruIdleMs(source.accessOf(id), options.nowMs);
+  if (policy.rank === "lfu") return lfuScore(source.accessOf(id), options.nowMs, options.lfu);
+  return ttlScore(source.expiresAtOf(id));
 }
 
 export class Evictor {
   readonly #pool = new EvictionPool();
   #poolPolicy: EvictionPolicy | undefined;
 
-  /** The victim under `policy`, or undefined when there is none (noeviction, or no candidate key). */
-  pickVictim(bags: EvictionBags, policy: EvictionPolicy, options: PickOptions): CacheEntry | undefined {
+  /** The key to evict under `policy`, or undefined when there is none (noeviction, or no candidate key). */
+  pickVictim(source: EvictionCandidates, policy: EvictionPolicy, options: PickOptions): string | undefined {
     if (policy.rank === "none") return undefined;
-    const bag = policy.keys === "all" ? bags.all : bags.ttl;
-    if (bag.size === 0) return undefined;
-    if (policy.rank === "random") return randomVictim(bag, options.random);
+    const keys = policy.keys === "all" ? "all" : "ttl";
+    if (source.count(keys) === 0) return undefined;
+    if (policy.rank === "random") return randomVictim(source, keys, options.random);
     if (this.#poolPolicy !== policy) {
       // Scores of different policies do not compare: start the pool afresh.
       this.#pool.clear();
       this.#poolPolicy = policy;
     }
     for (let i = 0; i < options.samples; i++) {
-      const candidate = bag.pick(options.random)!;
-      this.#pool.offer(candidate, score(policy, candidate, options));
+      const id = source.sample(keys, options.random);
+      this.#pool.offer(source.keyOf(id), score(policy, source, id, options));
     }
     // The candidates just sampled are alive, so this finds one.
-    return this.#pool.popBest(policy.keys === "all" ? isInKeyspace : hasTtl);
+    return this.#pool.popBest((key) => source.holds(key, keys));
   }
 
-  /** Forgets pooled candidates (after FLUSHALL, so the pool holds no flushed entries). */
+  /** Forgets pooled candidates (after FLUSHALL, so the pool holds no flushed keys). */
   reset(): void {
     this.#pool.clear();
   }

@@ -28,16 +28,17 @@
  * keyspace.stats.hits;                             // 1
  */
 import type { Clock } from "@casebook/kit/clock";
-import type { RandomSource } from "@casebook/kit/random";
+import { int, type RandomSource } from "@casebook/kit/random";
 import { type ActiveExpiryReport, type ExpiryTarget, runActiveExpiry } from "./active-expiry.ts";
-import { type CacheEntry, entryBytes, NO_EXPIRY } from "./cache-entry.ts";
-import { EntryBag } from "./entry-bag.ts";
+import { type CacheEntry, entryBytes, NO_EXPIRY, recordBytes } from "./cache-entry.ts";
 import { lruClock } from "./eviction-lru.ts";
 import { type EvictionPolicy, type EvictionPolicyName, evictionPolicy } from "./eviction-policy.ts";
 import { WTinyLfuEviction } from "./eviction-w-tinylfu.ts";
 import { Evictor } from "./evictor.ts";
+import { KeyRecords } from "./key-records.ts";
 import { defaultLfuParams, type LfuParams, lfuInitial, lfuTouch } from "./lfu-counter.ts";
 import { SlotIndex } from "./slot-index.ts";
+import { slotBytes } from "./value-arena.ts";
 
 /** `set(…, KEEP_TTL)`: keep the key's current expiry (SET … KEEPTTL, INCR). */
 export const KEEP_TTL = -1;
@@ -85,9 +86,7 @@ export interface KeyspaceStats {
 export class Keyspace {
   readonly #clock: Clock;
   readonly #random: RandomSource;
-  #map = new Map<string, CacheEntry>();
-  readonly #all = new EntryBag("all");
-  readonly #ttl = new EntryBag("ttl");
+  readonly #records: KeyRecords;
   readonly #evictor = new Evictor();
   readonly #observer: KeyspaceObserver | undefined;
   readonly #slotIndex: SlotIndex;
@@ -99,6 +98,7 @@ export class Keyspace {
   #lfu: LfuParams;
   #lfuMode: boolean;
   #usedBytes = 0;
+  #peakUsedBytes = 0;
   #hits = 0;
   #misses = 0;
   #expiredKeys = 0;
@@ -109,19 +109,21 @@ export class Keyspace {
     this.#clock = options.clock;
     this.#random = options.random;
     this.#observer = options.observer;
-    this.#slotIndex = new SlotIndex();
+    // The key hash's seed (key-table.ts): drawn once, so colliding keys cannot be chosen in advance.
+    this.#records = new KeyRecords(int(options.random, 0x7fffffff));
+    this.#slotIndex = new SlotIndex(this.#records);
     this.#maxmemoryBytes = 0;
     this.#policy = evictionPolicy("noeviction");
     this.#lfuMode = false;
     this.#samples = DEFAULT_EVICTION_SAMPLES;
     this.#lfu = defaultLfuParams;
     this.configure(options);
-    const ttl = this.#ttl;
+    const records = this.#records;
     this.#expiryTarget = {
       get volatileCount() {
-        return ttl.size;
+        return records.count("ttl");
       },
-      sampleAndExpire: (nowMs) => this.#expireIfDue(ttl.pick(this.#random)!, nowMs),
+      sampleAndExpire: (nowMs) => this.#expireIfDue(records.sample("ttl", this.#random), nowMs),
     };
   }
 
@@ -172,11 +174,21 @@ export class Keyspace {
 
   /** DBSIZE: keys in the table, expired ones not yet collected included (as in Redis). */
   get size(): number {
-    return this.#map.size;
+    return this.#records.size;
+  }
+
+  /** Bytes the records really hold beyond the V8 heap: value arena chunks and field arrays (MEMORY STATS). */
+  get recordBytes(): { arenaBytes: number; fieldBytes: number } {
+    return { arenaBytes: this.#records.arenaBytes, fieldBytes: this.#records.fieldBytes };
   }
 
   get usedBytes(): number {
     return this.#usedBytes;
+  }
+
+  /** The highest `usedBytes` ever reached (INFO's used_memory_peak), kept exact on every write. */
+  get peakUsedBytes(): number {
+    return this.#peakUsedBytes;
   }
 
   /** Every key by hash slot (SCAN, KEYS); may still hold expired keys not yet collected. */
@@ -186,8 +198,8 @@ export class Keyspace {
 
   get stats(): KeyspaceStats {
     return {
-      keys: this.#map.size,
-      volatileKeys: this.#ttl.size,
+      keys: this.#records.size,
+      volatileKeys: this.#records.count("ttl"),
       usedBytes: this.#usedBytes,
       hits: this.#hits,
       misses: this.#misses,
@@ -207,20 +219,35 @@ export class Keyspace {
   /** A read that counts as a hit or miss and as an access for LRU/LFU (GET, MGET). */
   get(key: string): string | undefined {
     const nowMs = this.#clock.nowMs();
-    const entry = this.#live(key, nowMs);
-    if (entry === undefined) {
+    const id = this.#live(key, nowMs);
+    if (id < 0) {
       this.#misses += 1;
       return undefined;
     }
     this.#hits += 1;
-    this.#touch(entry, nowMs);
+    this.#touch(id, nowMs);
     this.#wTinyLfu?.read(key);
-    return entry.value;
+    return this.#records.value(id);
   }
 
-  /** The live entry for `key` (expired ones are collected first), without counting an access. */
+  /**
+   * The live entry for `key` (expired ones are collected first), without counting an access:
+   * a view read now, whose `value` is copied out of the arena only when read.
+   */
   lookup(key: string): CacheEntry | undefined {
-    return this.#live(key, this.#clock.nowMs());
+    const id = this.#live(key, this.#clock.nowMs());
+    if (id < 0) return undefined;
+    const records = this.#records;
+    return {
+      key,
+      expiresAtMs: records.expiresAtOf(id),
+      access: records.accessOf(id),
+      get value() {
+        const now = records.idOf(key);
+        if (now < 0) throw new Error(`the value of ${key} was read after the key left the keyspace`);
+        return records.value(now);
+      },
+    };
   }
 
   /**
@@ -230,18 +257,19 @@ export class Keyspace {
   set(key: string, value: string, expiresAtMs: number): boolean {
     const nowMs = this.#clock.nowMs();
     const usedBefore = this.#usedBytes;
-    let entry = this.#live(key, nowMs);
+    let id = this.#live(key, nowMs);
     if (this.#wTinyLfu !== undefined) {
       // Admission runs after the store; only a value that could never fit is refused up front.
       if (entryBytes(key, value) > this.#maxmemoryBytes) return false;
     } else if (this.#maxmemoryBytes > 0) {
-      const growth = entry === undefined ? entryBytes(key, value) : value.length - entry.value.length;
+      const growth =
+        id < 0 ? entryBytes(key, value) : slotBytes(value.length) - slotBytes(this.#records.valueLength(id));
       if (this.#usedBytes + growth > this.#maxmemoryBytes) {
         if (!this.#makeRoom([key], [value], nowMs)) return false;
-        entry = this.#map.get(key);
+        id = this.#records.idOf(key);
       }
     }
-    this.#store(key, value, expiresAtMs, entry, nowMs);
+    this.#store(key, value, expiresAtMs, id, nowMs);
     this.#assertWithinMaxmemory(usedBefore);
     return true;
   }
@@ -262,43 +290,37 @@ export class Keyspace {
 
   /** Sets or clears (`NO_EXPIRY`) the expiry of a live entry. */
   setExpiry(entry: CacheEntry, expiresAtMs: number): void {
-    if (entry.allSlot < 0) throw new Error(`setExpiry on an entry no longer in the keyspace: ${entry.key}`);
-    if (expiresAtMs === NO_EXPIRY) {
-      if (entry.ttlSlot >= 0) this.#ttl.remove(entry);
-    } else if (entry.ttlSlot < 0) {
-      this.#ttl.add(entry);
-    }
-    entry.expiresAtMs = expiresAtMs;
+    const id = this.#records.idOf(entry.key);
+    if (id < 0) throw new Error(`setExpiry on an entry no longer in the keyspace: ${entry.key}`);
+    this.#records.setExpiresAt(id, expiresAtMs);
   }
 
   /** Deletes `key`; true when it existed (and was not expired). */
   delete(key: string): boolean {
-    const entry = this.#live(key, this.#clock.nowMs());
-    if (entry === undefined) return false;
-    this.#remove(entry, "deleted");
+    const id = this.#live(key, this.#clock.nowMs());
+    if (id < 0) return false;
+    this.#remove(id, "deleted");
     return true;
   }
 
   /** RANDOMKEY: a uniformly drawn live key, or undefined when the keyspace is empty. */
   randomKey(): string | undefined {
     const nowMs = this.#clock.nowMs();
-    for (let draw = 0; draw < RANDOM_KEY_DRAWS && this.#all.size > 0; draw++) {
-      const entry = this.#all.pick(this.#random)!;
-      if (this.#live(entry.key, nowMs) !== undefined) return entry.key;
+    const records = this.#records;
+    for (let draw = 0; draw < RANDOM_KEY_DRAWS && records.size > 0; draw++) {
+      const key = records.keyOf(records.sample("all", this.#random));
+      if (this.#live(key, nowMs) >= 0) return key;
     }
     // Mostly expired keys: walk the table, collecting expired ones, rather than draw forever.
-    for (const key of this.#map.keys()) if (this.#live(key, nowMs) !== undefined) return key;
+    for (const key of [...records.keys()]) if (this.#live(key, nowMs) >= 0) return key;
     return undefined;
   }
 
   /** FLUSHALL / FLUSHDB. */
   flush(): void {
-    this.#map = new Map();
-    this.#all.clear();
-    this.#ttl.clear();
+    this.#records.clear();
     this.#evictor.reset();
     this.#usedBytes = 0;
-    this.#slotIndex.clear();
     this.#wTinyLfu?.clear();
     this.#observer?.flushed();
   }
@@ -313,45 +335,48 @@ export class Keyspace {
     return runActiveExpiry(this.#expiryTarget, { clock: this.#clock, budgetMs });
   }
 
-  #live(key: string, nowMs: number): CacheEntry | undefined {
-    const entry = this.#map.get(key);
-    if (entry === undefined) return undefined;
+  /** The record id of `key` if it is live (an expired one is collected first), else −1. */
+  #live(key: string, nowMs: number): number {
+    const id = this.#records.idOf(key);
+    if (id < 0) return -1;
     // Redis's keyIsExpired: expired strictly after the expiry instant.
-    if (entry.expiresAtMs !== NO_EXPIRY && nowMs > entry.expiresAtMs) {
-      this.#remove(entry, "expired");
+    const expiresAtMs = this.#records.expiresAtOf(id);
+    if (expiresAtMs !== NO_EXPIRY && nowMs > expiresAtMs) {
+      this.#remove(id, "expired");
       this.#expiredKeys += 1;
-      return undefined;
+      return -1;
     }
-    return entry;
+    return id;
   }
 
-  #expireIfDue(entry: CacheEntry, nowMs: number): boolean {
-    if (nowMs <= entry.expiresAtMs) return false;
-    this.#remove(entry, "expired");
+  #expireIfDue(id: number, nowMs: number): boolean {
+    if (nowMs <= this.#records.expiresAtOf(id)) return false;
+    this.#remove(id, "expired");
     this.#expiredKeys += 1;
     return true;
   }
 
-  #touch(entry: CacheEntry, nowMs: number): void {
-    entry.access = this.#lfuMode ? lfuTouch(entry.access, nowMs, this.#lfu, this.#random) : lruClock(nowMs);
+  #touch(id: number, nowMs: number): void {
+    const records = this.#records;
+    records.setAccess(
+      id,
+      this.#lfuMode ? lfuTouch(records.accessOf(id), nowMs, this.#lfu, this.#random) : lruClock(nowMs),
+    );
   }
 
-  #store(key: string, value: string, expiresAtMs: number, found: CacheEntry | undefined, nowMs: number) {
-    let entry = found;
-    if (entry === undefined) {
-      const access = this.#lfuMode ? lfuInitial(nowMs) : lruClock(nowMs);
-      entry = { key, value, expiresAtMs: NO_EXPIRY, access, allSlot: -1, ttlSlot: -1 };
-      this.#map.set(key, entry);
-      this.#all.add(entry);
+  #store(key: string, value: string, expiresAtMs: number, found: number, nowMs: number) {
+    let id = found;
+    if (id < 0) {
+      id = this.#records.add(key, value, this.#lfuMode ? lfuInitial(nowMs) : lruClock(nowMs));
       this.#usedBytes += entryBytes(key, value);
-      this.#slotIndex.add(key);
     } else {
       // An overwrite is an access (Redis's lookupKeyWrite touches), and LFU keeps the key's history.
-      this.#usedBytes += value.length - entry.value.length;
-      entry.value = value;
-      this.#touch(entry, nowMs);
+      this.#usedBytes += slotBytes(value.length) - slotBytes(this.#records.valueLength(id));
+      this.#records.setValue(id, value);
+      this.#touch(id, nowMs);
     }
-    if (expiresAtMs !== KEEP_TTL) this.setExpiry(entry, expiresAtMs);
+    if (this.#usedBytes > this.#peakUsedBytes) this.#peakUsedBytes = this.#usedBytes;
+    if (expiresAtMs !== KEEP_TTL) this.#records.setExpiresAt(id, expiresAtMs);
     // Last: admission may evict this very entry, after which nothing may touch it.
     if (this.#wTinyLfu !== undefined) this.#evictKeys(this.#wTinyLfu.written(key, entryBytes(key, value)));
   }
@@ -359,38 +384,41 @@ export class Keyspace {
   /** Removes the keys W-TinyLFU evicted (it already dropped them itself). */
   #evictKeys(keys: readonly string[]): void {
     for (const key of keys) {
-      const entry = this.#map.get(key);
-      if (entry === undefined) continue;
-      this.#remove(entry, "evicted");
+      const id = this.#records.idOf(key);
+      if (id < 0) continue;
+      this.#remove(id, "evicted");
       this.#evictedKeys += 1;
     }
   }
 
   /**
    * Starts W-TinyLFU afresh when the policy or maxmemory changes (CONFIG SET), replaying every
-   * key oldest first; a lowered maxmemory evicts through admission here. The sketch's history
-   * is lost: a rare event, and a cold sketch only means plain LRU-like behavior for a while.
+   * key in record order (the records do not keep insertion order); a lowered maxmemory evicts
+   * through admission here. The sketch's history is lost: a rare event, and a cold sketch only means plain LRU-like behavior for a while.
    */
   #resetWTinyLfu(): void {
     this.#wTinyLfu = undefined;
     if (this.#policy.rank !== "w-tinylfu" || this.#maxmemoryBytes === 0) return;
     const policy = new WTinyLfuEviction({ maxmemoryBytes: this.#maxmemoryBytes, random: this.#random });
     const evicted: string[] = [];
-    for (const entry of this.#map.values()) {
-      evicted.push(...policy.written(entry.key, entryBytes(entry.key, entry.value)));
+    const records = this.#records;
+    for (let id = 0; id < records.size; id++) {
+      evicted.push(
+        ...policy.written(records.keyOf(id), recordBytes(records.keyLength(id), records.valueLength(id))),
+      );
     }
     this.#wTinyLfu = policy;
     this.#evictKeys(evicted);
   }
 
-  #remove(entry: CacheEntry, cause: RemovalCause): void {
-    this.#map.delete(entry.key);
-    this.#all.remove(entry);
-    if (entry.ttlSlot >= 0) this.#ttl.remove(entry);
-    this.#usedBytes -= entryBytes(entry.key, entry.value);
-    this.#wTinyLfu?.removed(entry.key);
-    this.#slotIndex.remove(entry.key);
-    this.#observer?.removed(entry.key, cause);
+  #remove(id: number, cause: RemovalCause): void {
+    const records = this.#records;
+    this.#usedBytes -= recordBytes(records.keyLength(id), records.valueLength(id));
+    // Decoded only for who must hear of it: the key's bytes are gone once the record is.
+    const key = this.#observer !== undefined || this.#wTinyLfu !== undefined ? records.keyOf(id) : "";
+    records.remove(id);
+    this.#wTinyLfu?.removed(key);
+    this.#observer?.removed(key, cause);
   }
 
   /**
@@ -420,8 +448,8 @@ export class Keyspace {
     const bytes = entryBytes(key, value);
     if (bytes > this.#maxmemoryBytes) return false;
     for (;;) {
-      const old = this.#map.get(key);
-      const growth = old === undefined ? bytes : bytes - entryBytes(old.key, old.value);
+      const old = this.#records.idOf(key);
+      const growth = old < 0 ? bytes : bytes - recordBytes(key.length, this.#records.valueLength(old));
       if (this.#usedBytes + growth <= this.#maxmemoryBytes) return true;
       if (!this.#evictOne(nowMs)) return false;
     }
@@ -431,21 +459,21 @@ export class Keyspace {
   #growth(finalValues: ReadonlyMap<string, string>, finalBytes: number): number {
     let growth = finalBytes;
     for (const key of finalValues.keys()) {
-      const old = this.#map.get(key);
-      if (old !== undefined) growth -= entryBytes(old.key, old.value);
+      const old = this.#records.idOf(key);
+      if (old >= 0) growth -= recordBytes(key.length, this.#records.valueLength(old));
     }
     return growth;
   }
 
   #evictOne(nowMs: number): boolean {
-    const victim = this.#evictor.pickVictim({ all: this.#all, ttl: this.#ttl }, this.#policy, {
+    const victim = this.#evictor.pickVictim(this.#records, this.#policy, {
       samples: this.#samples,
       nowMs,
       lfu: this.#lfu,
       random: this.#random,
     });
     if (victim === undefined) return false;
-    this.#remove(victim, "evicted");
+    this.#remove(this.#records.idOf(victim), "evicted");
     this.#evictedKeys += 1;
     return true;
   }
@@ -453,9 +481,9 @@ export class Keyspace {
   /** A write may leave usage above maxmemory only if it did not grow it (maxmemory was lowered under noeviction). */
   #assertWithinMaxmemory(usedBefore: number): void {
     const policy = this.#wTinyLfu;
-    if (policy !== undefined && (policy.weight !== this.#usedBytes || policy.size !== this.#map.size)) {
+    if (policy !== undefined && (policy.weight !== this.#usedBytes || policy.size !== this.#records.size)) {
       throw new Error(
-        `keyspace invariant broken: W-TinyLFU holds ${policy.size} keys / ${policy.weight} B, the keyspace ${this.#map.size} / ${this.#usedBytes} B`,
+        `keyspace invariant broken: W-TinyLFU holds ${policy.size} keys / ${policy.weight} B, the keyspace ${this.#records.size} / ${this.#usedBytes} B`,
       );
     }
     if (this.#maxmemoryBytes > 0 && this.#usedBytes > this.#maxmemoryBytes && this.#usedBytes > usedBefore) {

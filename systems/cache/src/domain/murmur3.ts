@@ -26,6 +26,10 @@ function scramble(k: number): number {
   return Math.imul(rotl32(Math.imul(k, C1), 15), C2);
 }
 
+function mixBlock(h: number, k: number): number {
+  return (Math.imul(rotl32(h ^ scramble(k), 13), 5) + 0xe6546b64) | 0;
+}
+
 /**
  * The murmur3 finalizer: every input bit affects every output bit. Used alone it hashes
  * integer keys; 0 maps to 0, which callers that need a non-zero value must handle.
@@ -53,15 +57,43 @@ export function murmur3Bytes(bytes: Uint8Array, length: number, seed = 0): numbe
   let h = seed | 0;
   const blocks = length & ~3;
   for (let i = 0; i < blocks; i += 4) {
-    const k = bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24);
-    h ^= scramble(k);
-    h = (Math.imul(rotl32(h, 13), 5) + 0xe6546b64) | 0;
+    h = mixBlock(h, bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
   }
   const remainder = length & 3;
   if (remainder > 0) {
     let tail = bytes[blocks]!;
     if (remainder > 1) tail |= bytes[blocks + 1]! << 8;
     if (remainder > 2) tail |= bytes[blocks + 2]! << 16;
+    h ^= scramble(tail);
+  }
+  return fmix32(h ^ length);
+}
+
+/**
+ * MurmurHash3 x86_32 of a latin1 string's bytes (one char per byte, as RESP keys are decoded),
+ * read with charCodeAt: no encoding, no buffer. Equals `murmur3Bytes` of the same bytes.
+ *
+ * @example
+ * murmur3Latin1("hello") === murmur3("hello"); // true for ASCII
+ */
+export function murmur3Latin1(text: string, seed = 0): number {
+  let h = seed | 0;
+  const length = text.length;
+  const blocks = length & ~3;
+  for (let i = 0; i < blocks; i += 4) {
+    h = mixBlock(
+      h,
+      text.charCodeAt(i) |
+        (text.charCodeAt(i + 1) << 8) |
+        (text.charCodeAt(i + 2) << 16) |
+        (text.charCodeAt(i + 3) << 24),
+    );
+  }
+  const remainder = length & 3;
+  if (remainder > 0) {
+    let tail = text.charCodeAt(blocks);
+    if (remainder > 1) tail |= text.charCodeAt(blocks + 1) << 8;
+    if (remainder > 2) tail |= text.charCodeAt(blocks + 2) << 16;
     h ^= scramble(tail);
   }
   return fmix32(h ^ length);

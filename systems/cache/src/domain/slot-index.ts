@@ -1,71 +1,43 @@
 /**
- * Keys grouped by hash slot, kept beside the keyspace (Redis keeps one dict per slot):
- * CLUSTER COUNTKEYSINSLOT and GETKEYSINSLOT answer from it in O(1) and O(count), so a
- * live reshard walks only the slot it moves, never the whole keyspace, and SCAN's cursor
- * is a slot number (scan-command.ts). The keyspace keeps it exact: every key created or
- * removed (deleted, expired, evicted, flushed) passes through `add` / `remove` / `clear`.
+ * Keys grouped by hash slot (Redis keeps one dict per slot): CLUSTER COUNTKEYSINSLOT and
+ * GETKEYSINSLOT answer from it in O(1) and O(count), so a live reshard walks only the slot it
+ * moves, never the whole keyspace, and SCAN's cursor is a slot number (scan-command.ts).
+ * It is a read-only view of the keyspace's records, where each slot's keys are a linked list
+ * kept exact on every key created or removed (key-records.ts).
  *
  * @example
- * const index = new SlotIndex();
- * index.add("{user:1}:a"); index.add("{user:1}:b");
- * index.count(keySlot("user:1"));        // 2
- * index.keys(keySlot("user:1"), 10);     // ["{user:1}:a", "{user:1}:b"]
+ * const index = keyspace.slotIndex;        // after SET {user:1}:a, SET {user:1}:b
+ * index.count(keySlot("user:1"));          // 2
+ * index.keys(keySlot("user:1"), 10);       // ["{user:1}:a", "{user:1}:b"]
  */
-import { keySlot } from "@casebook/kit/cluster-slot";
+import type { KeyRecords } from "./key-records.ts";
 import { SLOT_COUNT } from "./slot-ranges.ts";
 
 export class SlotIndex {
-  #slots: Array<Set<string> | undefined> = new Array(SLOT_COUNT);
-  #size = 0;
+  readonly #records: KeyRecords;
+
+  constructor(records: KeyRecords) {
+    this.#records = records;
+  }
 
   get size(): number {
-    return this.#size;
-  }
-
-  add(key: string): void {
-    const slot = keySlot(key);
-    let keys = this.#slots[slot];
-    if (keys === undefined) {
-      keys = new Set();
-      this.#slots[slot] = keys;
-    }
-    if (keys.has(key)) return;
-    keys.add(key);
-    this.#size += 1;
-  }
-
-  remove(key: string): void {
-    const slot = keySlot(key);
-    const keys = this.#slots[slot];
-    if (keys === undefined || !keys.delete(key)) return;
-    this.#size -= 1;
-    // Free the set of an emptied slot: after a reshard the source holds thousands of them.
-    if (keys.size === 0) this.#slots[slot] = undefined;
-  }
-
-  clear(): void {
-    this.#slots = new Array(SLOT_COUNT);
-    this.#size = 0;
+    return this.#records.size;
   }
 
   count(slot: number): number {
-    return this.#slots[slot]?.size ?? 0;
+    return this.#records.slotCount(slot);
   }
 
   /** Up to `max` keys of `slot`, in insertion order. */
   keys(slot: number, max: number): string[] {
-    const keys = this.#slots[slot];
-    if (keys === undefined || max <= 0) return [];
-    const out: string[] = [];
-    for (const key of keys) {
-      out.push(key);
-      if (out.length >= max) break;
-    }
-    return out;
+    return max <= 0 ? [] : this.#records.slotKeys(slot, max);
   }
 
-  /** Every key, slot by slot (full sync walks this). */
+  /** Every key, slot by slot (full sync walks this), each slot's keys read before they are yielded. */
   *all(): Generator<string> {
-    for (const keys of this.#slots) if (keys !== undefined) yield* keys;
+    for (let slot = 0; slot < SLOT_COUNT; slot++) {
+      const count = this.#records.slotCount(slot);
+      if (count > 0) yield* this.#records.slotKeys(slot, count);
+    }
   }
 }

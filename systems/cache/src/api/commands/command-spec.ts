@@ -114,6 +114,12 @@ export interface NodeStats {
   readonly rssBytes: number;
   /** V8 heap in use: keys, values, entries and everything else on the JS heap. */
   readonly heapUsedBytes: number;
+  /** V8 heap reserved (used + free space V8 keeps for growth and garbage not yet collected). */
+  readonly heapTotalBytes: number;
+  /** Memory outside the V8 heap that V8 knows of: ArrayBuffers (the value arena) and more. */
+  readonly externalBytes: number;
+  /** The ArrayBuffer part of `externalBytes` (value arena chunks, socket buffers). */
+  readonly arrayBuffersBytes: number;
   /** Highest accounted usage seen (sampled by the server's cron). */
   readonly usedMemoryPeakBytes: number;
   readonly processId: number;

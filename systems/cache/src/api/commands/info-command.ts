@@ -58,6 +58,11 @@ const SECTIONS: Readonly<Record<string, Section>> = {
       ["used_memory_peak", stats.usedMemoryPeakBytes],
       ["used_memory_peak_human", humanBytes(stats.usedMemoryPeakBytes)],
       ["used_memory_heap", stats.heapUsedBytes],
+      // Node's own split of the process's memory (process.memoryUsage()), for the bench and MEMORY STATS.
+      ["node_heap_used", stats.heapUsedBytes],
+      ["node_heap_total", stats.heapTotalBytes],
+      ["node_external", stats.externalBytes],
+      ["node_array_buffers", stats.arrayBuffersBytes],
       ["entry_overhead_bytes", ENTRY_OVERHEAD_BYTES],
       ["maxmemory", max],
       ["maxmemory_human", humanBytes(max)],
