@@ -27,13 +27,20 @@ export interface Answer {
 export interface ApiWorld {
   running: RunningSystem;
   clock: ManualClock;
-  request(method: string, url: string, options?: { key?: string; body?: unknown; host?: string; headers?: Record<string, string> }): Promise<Answer>;
+  request(
+    method: string,
+    url: string,
+    options?: { key?: string; body?: unknown; host?: string; headers?: Record<string, string> },
+  ): Promise<Answer>;
   /** A new workspace and its key, through the admin API. */
   workspace(id: string): Promise<string>;
   close(): Promise<void>;
 }
 
-export async function apiWorld(env: NodeJS.ProcessEnv = {}, options: { visits?: VisitSink } = {}): Promise<ApiWorld> {
+export async function apiWorld(
+  env: NodeJS.ProcessEnv = {},
+  options: { visits?: VisitSink } = {},
+): Promise<ApiWorld> {
   const dir = await mkdtemp(join(tmpdir(), "casebook-us-api-"));
   const clock = new ManualClock(START_MS);
   const running = await main(

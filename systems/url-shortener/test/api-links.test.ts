@@ -57,7 +57,10 @@ test("bad input is a 4xx naming the field, and nothing is written", async () => 
     const res = await create(body);
     assert.ok(res.status >= 400 && res.status < 500, `${JSON.stringify(body)} → ${res.status}`);
     const named = res.json.field ?? res.json.errors?.map((e: { field: string }) => e.field).join(",");
-    assert.ok(String(named).includes(field), `${JSON.stringify(body).slice(0, 80)}: names ${named}, not ${field}`);
+    assert.ok(
+      String(named).includes(field),
+      `${JSON.stringify(body).slice(0, 80)}: names ${named}, not ${field}`,
+    );
   }
   assert.equal(await linkCount(), before);
 });
@@ -69,7 +72,10 @@ test("get, update and delete a link; a permanent link's target change comes with
   const changed = await world.request("PATCH", path, { key, body: { url: "https://example.com/new" } });
   assert.equal(changed.status, 200, changed.body);
   assert.deepEqual(changed.json.warnings, [PERMANENT_TARGET_WARNING]);
-  assert.equal((await world.request("GET", `/${made.json.code}`)).headers.location, "https://example.com/new");
+  assert.equal(
+    (await world.request("GET", `/${made.json.code}`)).headers.location,
+    "https://example.com/new",
+  );
   const toTemporary = await world.request("PATCH", path, { key, body: { status: 302 } });
   assert.deepEqual(toTemporary.json.warnings, []);
   const quiet = await world.request("PATCH", path, { key, body: { url: "https://example.com/newer" } });
@@ -83,13 +89,19 @@ test("another workspace's link reads as 404, and its key cannot change it", asyn
   const made = await create({ url: "https://example.com/private" });
   const path = `/v1/links/${DOMAIN_A}/${made.json.code}`;
   assert.equal((await world.request("GET", path, { key: otherKey })).status, 404);
-  assert.equal((await world.request("PATCH", path, { key: otherKey, body: { url: "https://x.test/" } })).status, 404);
+  assert.equal(
+    (await world.request("PATCH", path, { key: otherKey, body: { url: "https://x.test/" } })).status,
+    404,
+  );
   assert.equal((await world.request("DELETE", path, { key: otherKey })).status, 404);
   assert.equal((await world.request("GET", path, { key })).status, 200);
 });
 
 test("no key is 401 AUTH_MISSING, a wrong key 401 AUTH_INVALID; redirects need none", async () => {
-  assert.equal((await world.request("POST", "/v1/links", { body: { url: "https://example.com" } })).json.code, "AUTH_MISSING");
+  assert.equal(
+    (await world.request("POST", "/v1/links", { body: { url: "https://example.com" } })).json.code,
+    "AUTH_MISSING",
+  );
   const wrong = await world.request("GET", "/v1/links", { key: "usk_0000000000000000_x" });
   assert.equal(wrong.status, 401);
   assert.equal(wrong.json.code, "AUTH_INVALID");
