@@ -29,7 +29,7 @@ import { CODE_SPACE } from "./domain/base62.ts";
 import { BlockAllocator, type CounterPort } from "./domain/counter-blocks.ts";
 import { CounterCodes } from "./domain/counter-codes.ts";
 import { FeistelPermutation } from "./domain/feistel-permutation.ts";
-import { localListVerifier } from "./domain/target-verifier.ts";
+import { localListVerifier, type TargetVerifier } from "./domain/target-verifier.ts";
 import { noVisits, type VisitSink } from "./domain/visit.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
@@ -66,6 +66,8 @@ export interface MainOptions {
   clock?: Clock;
   /** The click sink (workers/click-recorder.ts); default: main builds it from the config. */
   visits?: VisitSink;
+  /** The abuse check before a link is stored; default: the local lists of the config (US-16). */
+  verifier?: TargetVerifier;
 }
 
 /** The shared counter: Redis INCRBY when REDIS_URL is set (started from the SQL value), else the SQL row. */
@@ -166,7 +168,12 @@ export async function main(
         links,
         reader,
         codes: await codeSourceOf(config, db, service, clock),
-        verifier: localListVerifier({ ...config.blocklist, ownDomains: config.domains.map((d) => d.host) }),
+        verifier:
+          options.verifier ??
+          localListVerifier({
+            ...config.blocklist,
+            ownDomains: config.domains.map((d) => new URL(d.origin).hostname),
+          }),
         domains: config.domains,
         clock,
         defaultCacheMaxAgeS: config.defaultCacheMaxAgeS,

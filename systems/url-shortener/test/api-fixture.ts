@@ -7,6 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ManualClock } from "@casebook/kit/clock";
+import type { TargetVerifier } from "../src/domain/target-verifier.ts";
 import type { VisitSink } from "../src/domain/visit.ts";
 import { main, type RunningSystem } from "../src/main.ts";
 
@@ -18,7 +19,7 @@ export const START_MS = Date.UTC(2026, 0, 1);
 
 export interface Answer {
   status: number;
-  headers: Record<string, string | string[] | undefined>;
+  headers: Record<string, string | string[] | number | undefined>;
   body: string;
   // biome-ignore lint/suspicious/noExplicitAny: JSON answers are walked by key in tests
   json: any;
@@ -39,7 +40,7 @@ export interface ApiWorld {
 
 export async function apiWorld(
   env: NodeJS.ProcessEnv = {},
-  options: { visits?: VisitSink } = {},
+  options: { visits?: VisitSink; verifier?: TargetVerifier } = {},
 ): Promise<ApiWorld> {
   const dir = await mkdtemp(join(tmpdir(), "casebook-us-api-"));
   const clock = new ManualClock(START_MS);

@@ -1,28 +1,55 @@
 /**
- * The edge contract every HTTP service passes (packages/lab/src/edge-contract-suite.ts),
- * on url-shortener started by main() as in production. No route takes a body yet, so only the
- * ops-routes part applies (405 with Allow, 404). With the first write route, switch to
- * `edgeContractSuite`: declare the route and a valid body, each field's JSON type, a string
- * field, the body limit, a wrong method and its Allow, the credentials (or why there are
- * none), and a `stateProbe()` reading what the write changes (a list endpoint, a counter).
+ * The edge contract (packages/lab/src/edge-contract-suite.ts) on POST /v1/links, started by
+ * main() as in production on PGlite, authenticated with a workspace key made through the
+ * admin API. The state probe reads the workspace's links through the API and counts the rows.
  */
-import { opsEdgeContractSuite } from "@casebook/lab/edge-contract-suite";
-import { main } from "../src/main.ts";
+import { defaultBodyLimitBytes } from "@casebook/infra/http/service";
+import { edgeContractSuite } from "@casebook/lab/edge-contract-suite";
+import { apiWorld } from "./api-fixture.ts";
 
-/** The service's whole state so far: its build info line on /metrics. */
-const BUILD_INFO = "url_shortener_build_info";
+let apiKey = "";
 
-opsEdgeContractSuite({
-  name: "url-shortener",
+edgeContractSuite({
+  name: "url-shortener links",
   open: async () => {
-    const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
-    const metrics = async () => (await running.service.app.inject({ url: "/metrics" })).body;
+    const world = await apiWorld();
+    apiKey = await world.workspace("edge");
     return {
       subject: {
-        service: running.service,
-        stateProbe: async () => (await metrics()).split("\n").filter((line) => line.startsWith(BUILD_INFO)),
+        service: world.running.service,
+        stateProbe: async () => {
+          const listed = await world.request("GET", "/v1/links?limit=100", { key: apiKey });
+          const { rows } = await world.running.db.query("SELECT count(*)::int AS links FROM links");
+          return { listed: listed.json, rows: rows[0] };
+        },
       },
-      close: () => running.close(),
+      close: () => world.close(),
     };
+  },
+  write: {
+    method: "POST",
+    url: "/v1/links",
+    body: {
+      url: "https://example.com/edge",
+      status: 302,
+      cacheMaxAgeS: 60,
+      forwardQuery: true,
+      tags: ["edge"],
+    },
+  },
+  fields: {
+    "/url": "string",
+    "/status": "integer",
+    "/cacheMaxAgeS": "integer",
+    "/forwardQuery": "boolean",
+    "/tags": "array",
+  },
+  stringField: "/url",
+  bodyLimitBytes: defaultBodyLimitBytes,
+  wrongMethod: { method: "PUT", allow: "GET, HEAD, POST" },
+  auth: {
+    header: "authorization",
+    valid: () => `Bearer ${apiKey}`,
+    wrong: "Bearer usk_0000000000000000_not-a-real-key",
   },
 });

@@ -53,9 +53,12 @@ export class CachedLinkReader implements LinkResolver {
       maxSize: options.maxBytes,
       sizeCalculation: (link, key) => entryBytes(key, link),
       ttl: options.ttlMs,
-      // Time from the injected clock, so tests move it; lru-cache reads `perf.now()`.
-      perf: { now: () => options.clock.monotonicMs() },
+      // Time from the injected clock, so tests move it. +1: lru-cache takes a start time of 0 to
+      // mean "no TTL", and a manual clock starts its monotonic time at 0.
+      perf: { now: () => options.clock.monotonicMs() + 1 },
       ttlAutopurge: false,
+      // 0: read the clock on every check (the default caches "now" for 1 ms behind a timer).
+      ttlResolution: 0,
     });
   }
 
