@@ -95,6 +95,40 @@ export const configSchema = {
     max: 86_400_000,
     description: "How often the reaper deletes expired links",
   }),
+  clicks: field.bool({
+    env: "URL_SHORTENER_CLICKS",
+    default: true,
+    description:
+      "Click capture: each visit to a bounded buffer, flushed in batches to the day-partitioned log",
+  }),
+  clickBufferMax: field.int({
+    env: "URL_SHORTENER_CLICK_BUFFER_MAX",
+    default: 100_000,
+    min: 1,
+    max: 10_000_000,
+    description: "Visits waiting for the flusher at most; past it visits are dropped and counted",
+  }),
+  clickFlushMaxBatch: field.int({
+    env: "URL_SHORTENER_CLICK_FLUSH_MAX_BATCH",
+    default: 5_000,
+    min: 1,
+    max: 100_000,
+    description: "Visits per INSERT of the flusher",
+  }),
+  clickFlushIntervalMs: field.durationMs({
+    env: "URL_SHORTENER_CLICK_FLUSH_INTERVAL_MS",
+    default: 1_000,
+    min: 10,
+    max: 600_000,
+    description: "Pause of the flusher when the buffer had less than a batch",
+  }),
+  rollupIntervalMs: field.durationMs({
+    env: "URL_SHORTENER_ROLLUP_INTERVAL_MS",
+    default: 10_000,
+    min: 100,
+    max: 3_600_000,
+    description: "How often the hourly/daily click rollups are recomputed (the last 2 hours each time)",
+  }),
   adminToken: field.string({
     env: "URL_SHORTENER_ADMIN_TOKEN",
     minLength: 16,

@@ -23,6 +23,7 @@ import { type Clock, systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import type { CodeSource, ReadPath } from "./api/api-context.ts";
 import { CreateLimiter } from "./api/create-limiter.ts";
+import { registerAnalyticsRoutes } from "./api/analytics-routes.ts";
 import { registerApi } from "./api/register-api.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
 import { CODE_SPACE } from "./domain/base62.ts";
@@ -30,16 +31,20 @@ import { BlockAllocator, type CounterPort } from "./domain/counter-blocks.ts";
 import { CounterCodes } from "./domain/counter-codes.ts";
 import { FeistelPermutation } from "./domain/feistel-permutation.ts";
 import { localListVerifier, type TargetVerifier } from "./domain/target-verifier.ts";
+import { ClickBuffer } from "./domain/click-buffer.ts";
 import { noVisits, type VisitSink } from "./domain/visit.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { CachedLinkReader } from "./store/cached-link-reader.ts";
 import { LinkRepository } from "./store/link-repository.ts";
 import { migrateShortenerStore } from "./store/migrate.ts";
-import { loadPermutationKey } from "./store/permutation-key.ts";
+import { ClickStore } from "./store/click-store.ts";
+import { loadPermutationKey, VISITORS_KEY } from "./store/permutation-key.ts";
 import { RedisCounter } from "./store/redis-counter.ts";
 import { SqlCounter } from "./store/sql-counter.ts";
 import { anyWorkspace, createWorkspaceIfAbsent } from "./store/workspace-repository.ts";
+import { ClickFlusher } from "./workers/click-flusher.ts";
+import { ClickRollup } from "./workers/click-rollup.ts";
 import { LinkReaper } from "./workers/link-reaper.ts";
 
 export const SYSTEM = "url-shortener";
@@ -49,6 +54,8 @@ export const DEMO_WORKSPACE = "demo";
 /** Keys whose creation budgets are tracked at once (create-limiter.ts). */
 const MAX_LIMITED_KEYS = 10_000;
 const REAP_BATCH = 1_000;
+/** Each rollup round recomputes this far back: longer than any flush delay or restart. */
+const ROLLUP_WINDOW_MS = 2 * 3_600_000;
 
 export interface RunningSystem {
   readonly url: string;
@@ -57,6 +64,8 @@ export interface RunningSystem {
   readonly config: SystemConfig;
   readonly metrics: SystemMetrics;
   readonly reader: ReadPath & { readonly stats?: unknown };
+  /** The click pipeline, when URL_SHORTENER_CLICKS is on. */
+  readonly clicks: ClickPipeline | undefined;
   /** The demo workspace created by THIS start (undefined when it existed already or is off). */
   readonly bootstrap: { workspaceId: string; apiKey: string } | undefined;
   close(): Promise<void>;
@@ -128,6 +137,60 @@ function startReaper(
   service.onClose(() => reaper.stop());
 }
 
+export interface ClickPipeline {
+  readonly buffer: ClickBuffer;
+  readonly store: ClickStore;
+  readonly flusher: ClickFlusher;
+  readonly rollup: ClickRollup;
+}
+
+/**
+ * The click pipeline (US-15): the redirect's sink is the bounded buffer; the flusher writes it
+ * to the day-partitioned log in batches; the rollup recomputes the buckets. Close hooks run
+ * last-added first, and the HTTP server has drained before any: so the flusher's stop (added
+ * after the rollup's) writes every buffered visit before the rollup's last round and the pool close.
+ */
+async function startClicks(
+  config: SystemConfig,
+  db: Database,
+  service: Service,
+  metrics: SystemMetrics,
+  clock: Clock,
+) {
+  const key = await loadPermutationKey(db, { randomBytes, nowMs: clock.nowMs() }, VISITORS_KEY);
+  const buffer = new ClickBuffer({
+    maxEntries: config.clickBufferMax,
+    onDrop: (n) => metrics.clicksDropped.inc(n),
+  });
+  const store = new ClickStore(db);
+  const log = service.log;
+  const rollup = new ClickRollup({
+    store,
+    clock,
+    intervalMs: config.rollupIntervalMs,
+    windowMs: ROLLUP_WINDOW_MS,
+    onError: (err) => log.warn({ err }, "click rollup failed; retrying"),
+  });
+  const flusher = new ClickFlusher({
+    buffer,
+    store,
+    key,
+    maxBatch: config.clickFlushMaxBatch,
+    intervalMs: config.clickFlushIntervalMs,
+    onError: (err) =>
+      log.warn({ err, waiting: buffer.size }, "click flush failed; the batch waits in the buffer"),
+    onFlushed: (n) => metrics.clicksFlushed.inc(n),
+  });
+  rollup.start();
+  service.onClose(async () => {
+    await rollup.stop();
+    await rollup.runOnce();
+  });
+  flusher.start();
+  service.onClose(() => flusher.stop());
+  return { buffer, store, flusher, rollup };
+}
+
 async function bootstrapWorkspace(config: SystemConfig, db: Database, clock: Clock) {
   if (config.databaseUrl !== undefined || config.adminToken !== undefined) return undefined;
   const created = await createWorkspaceIfAbsent(
@@ -163,6 +226,7 @@ export async function main(
       const metrics = createMetrics(service.registry, { version: VERSION });
       const links = new LinkRepository(db);
       const reader = readPathOf(config, links, metrics, clock);
+      const clicks = config.clicks ? await startClicks(config, db, service, metrics, clock) : undefined;
       await registerApi(service.app, {
         db,
         links,
@@ -183,14 +247,18 @@ export async function main(
           maxKeys: MAX_LIMITED_KEYS,
         }),
         metrics,
-        visits: options.visits ?? noVisits,
+        visits: options.visits ?? clicks?.buffer ?? noVisits,
         randomBytes,
         adminToken: config.adminToken,
+        extraRoutes: (scope, callerOf) => {
+          const store = clicks?.store ?? new ClickStore(db);
+          registerAnalyticsRoutes(scope, { links, clicks: store, domains: config.domains, clock }, callerOf);
+        },
       });
       startReaper(config, links, service, metrics, clock);
       const bootstrap = await bootstrapWorkspace(config, db, clock);
       const noWorkspace = bootstrap === undefined && !(await anyWorkspace(db));
-      return { metrics, reader, bootstrap, noWorkspace };
+      return { metrics, reader, clicks, bootstrap, noWorkspace };
     },
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({
@@ -213,8 +281,8 @@ export async function main(
       }
     },
   });
-  const { metrics, reader, bootstrap } = built;
-  return { url, service, db, config, metrics, reader, bootstrap, close: () => service.close() };
+  const { metrics, reader, clicks, bootstrap } = built;
+  return { url, service, db, config, metrics, reader, clicks, bootstrap, close: () => service.close() };
 }
 
 if (import.meta.main) {

@@ -25,6 +25,10 @@ export interface SystemMetrics {
   readonly createsRefused: Counter<"reason">;
   /** Expired links deleted by the reaper. */
   readonly linksReaped: Counter;
+  /** Visits written to the click log by the flusher. */
+  readonly clicksFlushed: Counter;
+  /** Visits dropped because the buffer was full (the redirect was never slowed). */
+  readonly clicksDropped: Counter;
 }
 
 export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
@@ -59,6 +63,16 @@ export function createMetrics(registry: Registry, build: { version: string }): S
       name: "url_shortener_creates_refused_total",
       help: "Link creations refused before anything was stored, by reason (rate_limited, blocked)",
       labelNames: ["reason"],
+      registers: [registry],
+    }),
+    clicksFlushed: new Counter({
+      name: "url_shortener_clicks_flushed_total",
+      help: "Visits (clicks and orphan visits) appended to the click log, in batches, off the redirect path",
+      registers: [registry],
+    }),
+    clicksDropped: new Counter({
+      name: "url_shortener_clicks_dropped_total",
+      help: "Visits dropped because the click buffer was full or a refused batch no longer fit: counted, never waited for",
       registers: [registry],
     }),
     linksReaped: new Counter({

@@ -1,9 +1,10 @@
 /**
- * The permutation's key (domain/feistel-permutation.ts), stored once in `code_keys`: the first
- * start inserts a random one (ON CONFLICT DO NOTHING, so replicas starting together agree on
- * the first insert), every start reads the stored one. A configured key
- * (URL_SHORTENER_CODE_KEY) must equal the stored one: a different key on a store with codes
- * could map a later number onto an earlier code.
+ * The service's stored keys (`code_keys`, migrations/001_codes.sql): the permutation's key
+ * (domain/feistel-permutation.ts) and the visitor hash's key (domain/click-record.ts). The
+ * first start inserts a random one (ON CONFLICT DO NOTHING, so replicas starting together
+ * agree on the first insert); every start reads the stored one. The permutation's key must
+ * never change for a store's life: codes are stored, and another key could map a later
+ * number onto an earlier code.
  *
  * @example
  * const key = await loadPermutationKey(db, { randomBytes, nowMs: Date.now() });
@@ -11,29 +12,25 @@
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { KEY_BYTES } from "../domain/feistel-permutation.ts";
 
-const KEY_NAME = "links";
+/** The permutation's key. */
+export const LINKS_KEY = "links";
+/** The visitor hash's key: 32 random bytes, never shown. */
+export const VISITORS_KEY = "visitors";
 
 export interface PermutationKeyContext {
   randomBytes(size: number): Uint8Array;
   nowMs: number;
-  /** A key from the configuration: stored when none is, refused when another one is. */
-  configured?: Uint8Array | undefined;
 }
 
-export async function loadPermutationKey(db: Queryable, ctx: PermutationKeyContext): Promise<Uint8Array> {
-  const candidate = ctx.configured ?? ctx.randomBytes(KEY_BYTES);
+export async function loadPermutationKey(
+  db: Queryable,
+  ctx: PermutationKeyContext,
+  name: string = LINKS_KEY,
+): Promise<Uint8Array> {
   await db.query(
     "INSERT INTO code_keys (name, key, created_at) VALUES ($1, $2, $3) ON CONFLICT (name) DO NOTHING",
-    [KEY_NAME, Buffer.from(candidate), new Date(ctx.nowMs)],
+    [name, Buffer.from(ctx.randomBytes(KEY_BYTES)), new Date(ctx.nowMs)],
   );
-  const { rows } = await db.query<{ key: Uint8Array }>("SELECT key FROM code_keys WHERE name = $1", [
-    KEY_NAME,
-  ]);
-  const stored = new Uint8Array(rows[0]!.key);
-  if (ctx.configured && Buffer.compare(Buffer.from(stored), Buffer.from(ctx.configured)) !== 0) {
-    throw new Error(
-      "URL_SHORTENER_CODE_KEY differs from the key this store's codes were made with; unset it or use the stored one",
-    );
-  }
-  return stored;
+  const { rows } = await db.query<{ key: Uint8Array }>("SELECT key FROM code_keys WHERE name = $1", [name]);
+  return new Uint8Array(rows[0]!.key);
 }
