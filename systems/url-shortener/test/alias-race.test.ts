@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
+import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { requirePostgres } from "@casebook/lab/test-engines";
 import { migrateShortenerStore } from "../src/store/migrate.ts";
 
