@@ -19,7 +19,8 @@ import type { Queryable } from "@casebook/infra/sql/sql";
 import type { RedirectStatus } from "../domain/link-rules.ts";
 import type { ResolvedLink } from "../domain/redirect-decision.ts";
 
-export interface NewLink {
+/** What a link is made of, whichever way it is made. */
+interface LinkFields {
   domain: string;
   code: string;
   workspaceId: string;
@@ -28,22 +29,16 @@ export interface NewLink {
   cacheMaxAgeS: number;
   forwardQuery: boolean;
   isAlias: boolean;
-  tags: readonly string[];
   expiresAt: Date | null;
+}
+
+export interface NewLink extends LinkFields {
+  tags: readonly string[];
   nowMs: number;
 }
 
-export interface LinkView {
-  domain: string;
-  code: string;
-  workspaceId: string;
-  target: string;
-  status: RedirectStatus;
-  cacheMaxAgeS: number;
-  forwardQuery: boolean;
-  isAlias: boolean;
+export interface LinkView extends LinkFields {
   tags: string[];
-  expiresAt: Date | null;
   disabledAt: Date | null;
   disabledReason: string | null;
   createdAt: Date;
