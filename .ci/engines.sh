@@ -4,6 +4,14 @@
 # NATS with JetStream too: the stream contract suite runs on the machine's NATS at 4222.
 set -uo pipefail
 
+# Debian packages tests start their own instances of (lab's spawners): nginx for
+# url-shortener's edge cache (systems/url-shortener/test/edge-cache.test.ts).
+if ! command -v nginx >/dev/null 2>&1; then
+  echo "installing nginx"
+  (apt-get install -y nginx-light >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y nginx-light >/dev/null 2>&1; }) \
+    || echo "nginx: not installed (its tests skip, or fail with CASEBOOK_REQUIRE_ENGINES=1)"
+fi
+
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
 # The server's INFO line must say JetStream is on (a plain nats-server would fail the suite).

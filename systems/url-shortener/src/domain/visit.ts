@@ -1,0 +1,25 @@
+/**
+ * A visit of a short URL as the redirect path hands it on (US-15): what the click record needs,
+ * taken from the request with no I/O. `record` must return at once — it is called on the
+ * redirect path, which never waits for a database (the sink buffers, workers/click-flusher.ts
+ * writes in batches).
+ */
+export interface Visit {
+  readonly atMs: number;
+  readonly domain: string;
+  /** The code asked for; for an orphan visit, whatever was asked (or "" for the base domain). */
+  readonly code: string;
+  /** The answer: a 3xx for a click, 404/410 for an orphan visit. */
+  readonly status: number;
+  readonly referrer: string | undefined;
+  readonly userAgent: string | undefined;
+  /** The client address, only to derive the privacy-safe visitor hash; never stored. */
+  readonly ip: string;
+}
+
+export interface VisitSink {
+  record(visit: Visit): void;
+}
+
+/** A sink that keeps nothing: click capture off. */
+export const noVisits: VisitSink = { record() {} };

@@ -1,0 +1,297 @@
+/**
+ * Composition root of url-shortener — global URL shortener (seed 000 §9): config → database
+ * (PostgreSQL or embedded PGlite) and migrations → the code source (the shared counter in SQL,
+ * or Redis INCRBY with REDIS_URL; the stored permutation key) → the read path (LRU over the
+ * store) → the API (links, admin, the redirect) → the reaper → graceful shutdown. Stateless:
+ * run as many replicas as you like against one DATABASE_URL; each takes its own blocks.
+ *
+ * @example
+ * // PORT=8109 node systems/url-shortener/src/main.ts   (npx casebook run url-shortener runs it through the CLI)
+ * const running = await main({ PORT: "0", CASEBOOK_DATA: dir, LOG_LEVEL: "silent" });
+ * running.bootstrap?.apiKey; // "usk_…": the demo workspace's key, on first start only
+ * await running.close();
+ */
+import { randomBytes } from "node:crypto";
+import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import type { Service } from "@casebook/infra/http/service";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
+import { startService } from "@casebook/infra/http/start-service";
+import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import type { Database } from "@casebook/infra/sql/sql";
+import { type Clock, systemClock } from "@casebook/kit/clock";
+import packageJson from "../package.json" with { type: "json" };
+import { registerAnalyticsRoutes } from "./api/analytics-routes.ts";
+import type { CodeSource, ReadPath } from "./api/api-context.ts";
+import { CreateLimiter } from "./api/create-limiter.ts";
+import { registerApi } from "./api/register-api.ts";
+import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import { CODE_SPACE } from "./domain/base62.ts";
+import { ClickBuffer } from "./domain/click-buffer.ts";
+import { BlockAllocator, type CounterPort } from "./domain/counter-blocks.ts";
+import { CounterCodes } from "./domain/counter-codes.ts";
+import { FeistelPermutation } from "./domain/feistel-permutation.ts";
+import { localListVerifier, type TargetVerifier } from "./domain/target-verifier.ts";
+import { noVisits, type VisitSink } from "./domain/visit.ts";
+import { errors } from "./errors.ts";
+import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import { CachedLinkReader } from "./store/cached-link-reader.ts";
+import { ClickStore } from "./store/click-store.ts";
+import { LinkRepository } from "./store/link-repository.ts";
+import { migrateShortenerStore } from "./store/migrate.ts";
+import { loadPermutationKey, VISITORS_KEY } from "./store/permutation-key.ts";
+import { RedisCounter } from "./store/redis-counter.ts";
+import { SqlCounter } from "./store/sql-counter.ts";
+import { anyWorkspace, createWorkspaceIfAbsent } from "./store/workspace-repository.ts";
+import { ClickFlusher } from "./workers/click-flusher.ts";
+import { ClickRollup } from "./workers/click-rollup.ts";
+import { LinkReaper } from "./workers/link-reaper.ts";
+
+export const SYSTEM = "url-shortener";
+export const VERSION = packageJson.version;
+/** The demo workspace made on an embedded database with no admin API, so `npm start` can be tried at once. */
+export const DEMO_WORKSPACE = "demo";
+/** Keys whose creation budgets are tracked at once (create-limiter.ts). */
+const MAX_LIMITED_KEYS = 10_000;
+const REAP_BATCH = 1_000;
+/** Each rollup round recomputes this far back: longer than any flush delay or restart. */
+const ROLLUP_WINDOW_MS = 2 * 3_600_000;
+
+export interface RunningSystem {
+  readonly url: string;
+  readonly service: Service;
+  readonly db: Database;
+  readonly config: SystemConfig;
+  readonly metrics: SystemMetrics;
+  readonly reader: ReadPath & { readonly stats?: unknown };
+  /** The click pipeline, when URL_SHORTENER_CLICKS is on. */
+  readonly clicks: ClickPipeline | undefined;
+  /** The demo workspace created by THIS start (undefined when it existed already or is off). */
+  readonly bootstrap: { workspaceId: string; apiKey: string } | undefined;
+  close(): Promise<void>;
+}
+
+export interface MainOptions {
+  clock?: Clock;
+  /** The click sink (workers/click-recorder.ts); default: main builds it from the config. */
+  visits?: VisitSink;
+  /** The abuse check before a link is stored; default: the local lists of the config (US-16). */
+  verifier?: TargetVerifier;
+}
+
+/** The shared counter: Redis INCRBY when REDIS_URL is set (started from the SQL value), else the SQL row. */
+async function counterOf(config: SystemConfig, db: Database, service: Service): Promise<CounterPort> {
+  const sql = new SqlCounter(db);
+  if (config.redisUrl === undefined) return sql;
+  const redis = await connectRedis({ url: config.redisUrl });
+  service.onClose(() => closeRedis(redis));
+  const counter = new RedisCounter(redis, `${SYSTEM}:counter:links`);
+  await counter.start(await sql.current());
+  return counter;
+}
+
+async function codeSourceOf(
+  config: SystemConfig,
+  db: Database,
+  service: Service,
+  clock: Clock,
+): Promise<CodeSource> {
+  const key = await loadPermutationKey(db, { randomBytes, nowMs: clock.nowMs() });
+  const blocks = new BlockAllocator({ counter: await counterOf(config, db, service), limit: CODE_SPACE });
+  return new CounterCodes(blocks, new FeistelPermutation(key));
+}
+
+function readPathOf(
+  config: SystemConfig,
+  links: LinkRepository,
+  metrics: SystemMetrics,
+  clock: Clock,
+): ReadPath {
+  if (config.cacheMaxEntries === 0)
+    return { resolve: (domain, code) => links.resolve(domain, code), forget() {} };
+  return new CachedLinkReader(links, {
+    maxEntries: config.cacheMaxEntries,
+    maxBytes: config.cacheMaxBytes,
+    ttlMs: config.cacheTtlMs,
+    clock,
+    onLookup: (hit) => metrics.readCache.inc({ result: hit ? "hit" : "miss" }),
+  });
+}
+
+function startReaper(
+  config: SystemConfig,
+  links: LinkRepository,
+  service: Service,
+  metrics: SystemMetrics,
+  clock: Clock,
+) {
+  const reaper = new LinkReaper({
+    links,
+    clock,
+    intervalMs: config.reapIntervalMs,
+    maxBatch: REAP_BATCH,
+    onError: (err) => service.log.warn({ err }, "link reaper round failed; retrying"),
+    onReaped: (count) => metrics.linksReaped.inc(count),
+  });
+  reaper.start();
+  service.onClose(() => reaper.stop());
+}
+
+export interface ClickPipeline {
+  readonly buffer: ClickBuffer;
+  readonly store: ClickStore;
+  readonly flusher: ClickFlusher;
+  readonly rollup: ClickRollup;
+}
+
+/**
+ * The click pipeline (US-15): the redirect's sink is the bounded buffer; the flusher writes it
+ * to the day-partitioned log in batches; the rollup recomputes the buckets. Close hooks run
+ * last-added first, and the HTTP server has drained before any: so the flusher's stop (added
+ * after the rollup's) writes every buffered visit before the rollup's last round and the pool close.
+ */
+async function startClicks(
+  config: SystemConfig,
+  db: Database,
+  service: Service,
+  metrics: SystemMetrics,
+  clock: Clock,
+) {
+  const key = await loadPermutationKey(db, { randomBytes, nowMs: clock.nowMs() }, VISITORS_KEY);
+  const buffer = new ClickBuffer({
+    maxEntries: config.clickBufferMax,
+    onDrop: (n) => metrics.clicksDropped.inc(n),
+  });
+  const store = new ClickStore(db);
+  const log = service.log;
+  const rollup = new ClickRollup({
+    store,
+    clock,
+    intervalMs: config.rollupIntervalMs,
+    windowMs: ROLLUP_WINDOW_MS,
+    onError: (err) => log.warn({ err }, "click rollup failed; retrying"),
+  });
+  const flusher = new ClickFlusher({
+    buffer,
+    store,
+    key,
+    maxBatch: config.clickFlushMaxBatch,
+    intervalMs: config.clickFlushIntervalMs,
+    onError: (err) =>
+      log.warn({ err, waiting: buffer.size }, "click flush failed; the batch waits in the buffer"),
+    onFlushed: (n) => metrics.clicksFlushed.inc(n),
+  });
+  rollup.start();
+  service.onClose(async () => {
+    await rollup.stop();
+    await rollup.runOnce();
+  });
+  flusher.start();
+  service.onClose(() => flusher.stop());
+  return { buffer, store, flusher, rollup };
+}
+
+async function bootstrapWorkspace(config: SystemConfig, db: Database, clock: Clock) {
+  if (config.databaseUrl !== undefined || config.adminToken !== undefined) return undefined;
+  const created = await createWorkspaceIfAbsent(
+    db,
+    { id: DEMO_WORKSPACE, name: "demo (bootstrap workspace)" },
+    { nowMs: clock.nowMs(), randomBytes },
+  );
+  return created && { workspaceId: created.workspace.id, apiKey: created.apiKey.key };
+}
+
+export async function main(
+  env: NodeJS.ProcessEnv = process.env,
+  options: MainOptions = {},
+): Promise<RunningSystem> {
+  const config = loadSystemConfig(env);
+  const clock = options.clock ?? systemClock;
+  const { url, service, db, built } = await startService({
+    service: {
+      name: SYSTEM,
+      version: VERSION,
+      log: { level: config.logLevel },
+      errors: [errors],
+      openapi: {
+        securitySchemes: bearerSecurityScheme(
+          "Workspace API key (usk_...); the admin token on /admin routes",
+        ),
+      },
+      description:
+        "Global URL shortener (seed 000 §9): codes unique by construction, redirects off the database.",
+    },
+    database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateShortenerStore },
+    build: async ({ service, db }) => {
+      const metrics = createMetrics(service.registry, { version: VERSION });
+      const links = new LinkRepository(db);
+      const reader = readPathOf(config, links, metrics, clock);
+      const clicks = config.clicks ? await startClicks(config, db, service, metrics, clock) : undefined;
+      await registerApi(service.app, {
+        db,
+        links,
+        reader,
+        codes: await codeSourceOf(config, db, service, clock),
+        verifier:
+          options.verifier ??
+          localListVerifier({
+            ...config.blocklist,
+            ownDomains: config.domains.map((d) => new URL(d.origin).hostname),
+          }),
+        domains: config.domains,
+        clock,
+        defaultCacheMaxAgeS: config.defaultCacheMaxAgeS,
+        limiter: new CreateLimiter({
+          ratePerS: config.createRatePerS,
+          burst: config.createBurst,
+          maxKeys: MAX_LIMITED_KEYS,
+        }),
+        metrics,
+        visits: options.visits ?? clicks?.buffer ?? noVisits,
+        randomBytes,
+        adminToken: config.adminToken,
+        extraRoutes: (scope, callerOf) => {
+          const store = clicks?.store ?? new ClickStore(db);
+          registerAnalyticsRoutes(scope, { links, clicks: store, domains: config.domains, clock }, callerOf);
+        },
+      });
+      startReaper(config, links, service, metrics, clock);
+      const bootstrap = await bootstrapWorkspace(config, db, clock);
+      const noWorkspace = bootstrap === undefined && !(await anyWorkspace(db));
+      return { metrics, reader, clicks, bootstrap, noWorkspace };
+    },
+    listen: { port: config.port, host: config.host },
+    listening: (_, { db }) => ({
+      engine: db.engine,
+      counter: config.redisUrl === undefined ? "sql" : "redis",
+    }),
+    announce: ({ bootstrap, noWorkspace }, { service, url }) => {
+      if (bootstrap) {
+        const hint = `curl -s ${url}/v1/links -H 'Authorization: Bearer ${bootstrap.apiKey}' -H 'content-type: application/json' -d '{"url":"https://example.com/"}'`;
+        service.log.info(
+          { ...bootstrap, try: hint },
+          "demo workspace created: its API key is shown only now",
+        );
+      }
+      if (noWorkspace) {
+        service.log.warn(
+          { next: "npx casebook url-shortener new-key --workspace demo (with URL_SHORTENER_ADMIN_TOKEN)" },
+          "no workspace yet: create one and its API key through the admin API",
+        );
+      }
+    },
+  });
+  const { metrics, reader, clicks, bootstrap } = built;
+  return { url, service, db, config, metrics, reader, clicks, bootstrap, close: () => service.close() };
+}
+
+if (import.meta.main) {
+  await runServiceEntry({
+    name: SYSTEM,
+    summary: "global URL shortener (seed 000 §9)",
+    schema: configSchema,
+    usage: [`npx casebook run ${SYSTEM}`, `node systems/${SYSTEM}/src/main.ts`],
+    notes: `An API key: npx casebook ${SYSTEM} new-key [--workspace ID] (needs URL_SHORTENER_ADMIN_TOKEN).\nThe API, the design and the claims: systems/${SYSTEM}/README.md`,
+    start: async () => (await main()).service,
+  });
+}

@@ -1,0 +1,83 @@
+/**
+ * The flusher (US-15): takes batches of at most `maxBatch` visits from the bounded buffer,
+ * turns them into click records (user-agent family, bot flag, visitor hash) and appends each
+ * batch with ONE insert — off the redirect path, on kit's BackgroundLoop: a full batch runs
+ * the next at once, otherwise it waits `intervalMs`. A batch the store refuses goes back to
+ * the buffer's front while there is room (the rest is dropped and counted). `stop()` ends the
+ * loop and then flushes what is left (graceful shutdown: nothing buffered is lost when the
+ * store is up), bounded by the buffer's size.
+ *
+ * @example
+ * const flusher = new ClickFlusher({ buffer, store, key, maxBatch: 5_000, intervalMs: 1_000, onError, onFlushed });
+ * flusher.start(); … await flusher.stop();
+ */
+import { BackgroundLoop } from "@casebook/kit/background-loop";
+import type { ClickBuffer } from "../domain/click-buffer.ts";
+import { type ClickRecord, toClickRecord } from "../domain/click-record.ts";
+
+export interface ClickAppender {
+  append(records: readonly ClickRecord[]): Promise<void>;
+}
+
+export interface ClickFlusherOptions {
+  buffer: ClickBuffer;
+  store: ClickAppender;
+  /** The visitor hash's key (click-record.ts). */
+  key: Uint8Array;
+  maxBatch: number;
+  intervalMs: number;
+  onError: (error: unknown) => void;
+  onFlushed?: (count: number) => void;
+  onDropped?: (count: number) => void;
+}
+
+export class ClickFlusher {
+  readonly #options: ClickFlusherOptions;
+  readonly #loop: BackgroundLoop;
+  #flushed = 0;
+  #batches = 0;
+
+  constructor(options: ClickFlusherOptions) {
+    this.#options = options;
+    this.#loop = new BackgroundLoop({
+      name: "click flusher",
+      round: async () => (await this.flushOnce()) === options.maxBatch,
+      idleMs: options.intervalMs,
+      failureBackoff: { capMs: Math.max(options.intervalMs, 10_000), jitter: "none" },
+      onError: (error) => options.onError(error),
+    });
+  }
+
+  get stats() {
+    return { flushed: this.#flushed, batches: this.#batches };
+  }
+
+  /** One batch: returns how many visits were written (0 when the buffer was empty). */
+  async flushOnce(): Promise<number> {
+    const { buffer, store, key, maxBatch } = this.#options;
+    const batch = buffer.take(maxBatch);
+    if (batch.length === 0) return 0;
+    try {
+      await store.append(batch.map((visit) => toClickRecord(visit, key)));
+    } catch (error) {
+      const lost = buffer.putBack(batch);
+      if (lost > 0) this.#options.onDropped?.(lost);
+      throw error;
+    }
+    this.#flushed += batch.length;
+    this.#batches += 1;
+    this.#options.onFlushed?.(batch.length);
+    return batch.length;
+  }
+
+  start(): void {
+    this.#loop.start();
+  }
+
+  /** Stops the loop, then writes what is still buffered (at most buffer.maxEntries / maxBatch batches). */
+  async stop(): Promise<void> {
+    await this.#loop.stop();
+    const rounds = Math.ceil(this.#options.buffer.maxEntries / this.#options.maxBatch) + 1;
+    for (let i = 0; i < rounds && this.#options.buffer.size > 0; i++) await this.flushOnce();
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * The click record and the bounded buffer as pure code (US-15): user-agent families and bots,
+ * a visitor hash that counts one visitor within a day but cannot follow them across days and
+ * never holds the address; a full buffer drops and counts instead of growing or waiting.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { ClickBuffer } from "../src/domain/click-buffer.ts";
+import { toClickRecord, uaFamilyOf, visitorHash } from "../src/domain/click-record.ts";
+import type { Visit } from "../src/domain/visit.ts";
+
+const KEY = new Uint8Array(32).fill(9);
+const T = Date.UTC(2026, 0, 1, 12);
+
+function visit(overrides: Partial<Visit> = {}): Visit {
+  return {
+    atMs: T,
+    domain: "s.example",
+    code: "abc1234",
+    status: 302,
+    referrer: "https://news.example/a?b",
+    userAgent: "Mozilla/5.0 Firefox/131.0",
+    ip: "203.0.113.9",
+    ...overrides,
+  };
+}
+
+test("user-agent families, and bots told apart", () => {
+  assert.equal(
+    uaFamilyOf("Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 Chrome/130.0 Safari/537.36 Edg/130.0"),
+    "edge",
+  );
+  assert.equal(uaFamilyOf("Mozilla/5.0 AppleWebKit/537.36 Chrome/130.0 Safari/537.36"), "chrome");
+  assert.equal(
+    uaFamilyOf("Mozilla/5.0 (Macintosh) AppleWebKit/605.1.15 Version/17.0 Safari/605.1.15"),
+    "safari",
+  );
+  for (const bot of [
+    "Googlebot/2.1",
+    "curl/8.5.0",
+    "facebookexternalhit/1.1",
+    "HeadlessChrome/120",
+    "python-requests/2.31",
+  ]) {
+    assert.equal(uaFamilyOf(bot), "bot", bot);
+  }
+  assert.equal(uaFamilyOf(undefined), "other");
+});
+
+test("the visitor hash: one visitor per day, unlinkable across days, no address stored", () => {
+  const record = toClickRecord(visit(), KEY);
+  assert.equal(record.referrerHost, "news.example");
+  assert.equal(record.uaFamily, "firefox");
+  assert.equal(record.bot, false);
+  assert.equal(record.orphan, false);
+  assert.ok(!JSON.stringify(record).includes("203.0.113.9"));
+  assert.equal(
+    visitorHash(KEY, T, "203.0.113.9", "ua"),
+    visitorHash(KEY, T + 3_600_000, "203.0.113.9", "ua"),
+  );
+  assert.notEqual(
+    visitorHash(KEY, T, "203.0.113.9", "ua"),
+    visitorHash(KEY, T + 86_400_000, "203.0.113.9", "ua"),
+  );
+  assert.notEqual(visitorHash(KEY, T, "203.0.113.9", "ua"), visitorHash(KEY, T, "203.0.113.10", "ua"));
+  assert.equal(toClickRecord(visit({ status: 404 }), KEY).orphan, true);
+});
+
+test("US-15 a full buffer drops visits and counts them; it never grows past its bound", () => {
+  let dropped = 0;
+  const buffer = new ClickBuffer({ maxEntries: 5, onDrop: (n) => (dropped += n) });
+  for (let i = 0; i < 8; i++) buffer.record(visit({ code: `c${i}` }));
+  assert.equal(buffer.size, 5);
+  assert.equal(dropped, 3);
+  assert.deepEqual(buffer.stats, { recorded: 5, dropped: 3, waiting: 5 });
+  const batch = buffer.take(2);
+  assert.deepEqual(
+    batch.map((v) => v.code),
+    ["c0", "c1"],
+  );
+  buffer.record(visit({ code: "late" }));
+  buffer.record(visit({ code: "later" }));
+  assert.equal(buffer.putBack(batch), 2, "a refused batch goes back only as far as there is room");
+  assert.equal(buffer.size, 5);
+});
+
+test("long user-agents and referrers are cut, so a buffered visit has a bounded size", () => {
+  const buffer = new ClickBuffer({ maxEntries: 1 });
+  buffer.record(
+    visit({ userAgent: "x".repeat(20_000), referrer: `https://r.example/${"y".repeat(20_000)}` }),
+  );
+  const [kept] = buffer.take(1);
+  assert.equal(kept!.userAgent!.length, 256);
+  assert.equal(kept!.referrer!.length, 512);
+});
