@@ -1,28 +1,60 @@
 /**
- * The edge contract every HTTP service passes (packages/lab/src/edge-contract-suite.ts),
- * on llm-gateway started by main() as in production. No route takes a body yet, so only the
- * ops-routes part applies (405 with Allow, 404). With the first write route, switch to
- * `edgeContractSuite`: declare the route and a valid body, each field's JSON type, a string
- * field, the body limit, a wrong method and its Allow, the credentials (or why there are
- * none), and a `stateProbe()` reading what the write changes (a list endpoint, a counter).
+ * The edge contract every HTTP service passes (packages/lab/src/edge-contract-suite.ts), on
+ * the gateway started by main() as in production, pointed at the provider simulator — in
+ * OpenAI's error shape, which is what clients get on /v1/chat/completions (the shared edge
+ * with infra's per-path error format, `api/error-formats.ts`). What a refused request must
+ * not change: the provider's count of requests (nothing was sent upstream).
  */
-import { opsEdgeContractSuite } from "@casebook/lab/edge-contract-suite";
-import { main } from "../src/main.ts";
+import { edgeContractSuite } from "@casebook/lab/edge-contract-suite";
+import { type GatewayFixture, startGateway } from "./gateway-fixture.ts";
 
-/** The service's whole state so far: its build info line on /metrics. */
-const BUILD_INFO = "llm_gateway_build_info";
+let fixture: GatewayFixture | undefined;
 
-opsEdgeContractSuite({
+edgeContractSuite({
   name: "llm-gateway",
   open: async () => {
-    const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
-    const metrics = async () => (await running.service.app.inject({ url: "/metrics" })).body;
+    const f = await startGateway();
+    fixture = f;
     return {
       subject: {
-        service: running.service,
-        stateProbe: async () => (await metrics()).split("\n").filter((line) => line.startsWith(BUILD_INFO)),
+        service: f.gateway.service,
+        stateProbe: async () =>
+          ((await (await fetch(`${f.simUrl}/admin/stats`)).json()) as { requests: number }).requests,
       },
-      close: () => running.close(),
+      close: () => f.close(),
     };
+  },
+  write: {
+    method: "POST",
+    url: "/v1/chat/completions",
+    body: {
+      model: "gpt-4o-mini",
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 3,
+      stream: false,
+      temperature: 0,
+    },
+  },
+  fields: {
+    "/model": "string",
+    "/messages": "array",
+    "/max_tokens": "integer",
+    "/stream": "boolean",
+    "/temperature": "number",
+  },
+  stringField: "/messages/0/content",
+  bodyLimitBytes: 1_048_576,
+  wrongMethod: { method: "PUT", allow: "POST" },
+  auth: {
+    header: "authorization",
+    valid: () => `Bearer ${fixture?.apiKey}`,
+    wrong: "Bearer llm_0000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+  },
+  errorShape: {
+    contentType: /^application\/json/,
+    read: (body) => {
+      const error = (body as { error: { status: number; code: string; errors?: unknown } }).error;
+      return { status: error.status, code: error.code.toUpperCase(), errors: error.errors };
+    },
   },
 });

@@ -6,6 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
@@ -16,12 +18,32 @@ const mainPath = join(import.meta.dirname, "..", "src", "main.ts");
 const CHILD_TIMEOUT_MS = 30_000;
 
 let running: RunningSystem;
+let dataDir: string;
 before(async () => {
-  running = await main({ PORT: "0", LOG_LEVEL: "silent" });
+  dataDir = await mkdtemp(join(tmpdir(), "casebook-llm-gateway-main-"));
+  // No upstream URL: the provider simulator starts in-process, as `npm start` does.
+  running = await main({ PORT: "0", LOG_LEVEL: "silent", CASEBOOK_DATA: dataDir });
 });
 after(async () => {
   // Undefined when the start failed: that failure is the one to read, not a TypeError here.
   await running?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+test("on PGlite a demo tenant is created and its key works with the in-process provider", async () => {
+  const key = running.bootstrap?.apiKey;
+  assert.match(key ?? "", /^llm_[0-9a-f]{16}_/);
+  const res = await fetch(`${running.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    body: JSON.stringify({
+      model: "gpt-4o-mini",
+      messages: [{ role: "user", content: "hi" }],
+      max_tokens: 2,
+    }),
+  });
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.equal(((await res.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens, 2);
 });
 
 test("/healthz answers 200 while the process lives", async () => {

@@ -214,6 +214,8 @@ function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => stri
         // coercion, so `"cost":"3"` is a 400, not a 3 (body-validation.ts).
         coerceTypes: "array",
         useDefaults: true,
+        // `type: ["string", "null"]` is plain JSON Schema (OpenAI's nullable fields): allowed, not logged.
+        allowUnionTypes: true,
       },
     },
     schemaController: { compilersFactory: { buildValidator: buildPartAwareValidator } },

@@ -1,8 +1,8 @@
 /**
  * The error shapes LLM clients read, as infra's per-path error formats (`ErrorFormat`): the
  * shared strict edge decides status, code, headers and the log line; these write the bytes.
- * Under `/v1/messages`, Anthropic's `{"type":"error","error":{"type","message"}}`; under any
- * other `/v1/` path, OpenAI's `{"error":{"message","type","param","code"}}` — the official
+ * Under `/v1/messages`, Anthropic's `{"type":"error","error":{"type","message"}}`; under
+ * `/v1/chat/` and `/v1/models`, OpenAI's `{"error":{"message","type","param","code"}}` — the official
  * SDKs read `error.message` and `error.code` from there and throw their typed errors
  * (`RateLimitError`, `BadRequestError`). Both keep the house's `code` and the field errors,
  * so nothing a problem+json says is lost: `param` is the first field at fault in the
@@ -72,11 +72,14 @@ export function openAiErrorOf(problem: Problem) {
   };
 }
 
-export const openAiErrorFormat: ErrorFormat = {
-  pathPrefix: "/v1/",
-  contentType: "application/json; charset=utf-8",
-  body: (problem) => JSON.stringify(openAiErrorOf(problem)),
-};
+/** OpenAI's shape on the path of each OpenAI-compatible route (the admin API keeps problem+json). */
+export function openAiErrorFormat(pathPrefix: string): ErrorFormat {
+  return {
+    pathPrefix,
+    contentType: "application/json; charset=utf-8",
+    body: (problem) => JSON.stringify(openAiErrorOf(problem)),
+  };
+}
 
 export const anthropicErrorFormat: ErrorFormat = {
   pathPrefix: "/v1/messages",
@@ -94,5 +97,8 @@ export const anthropicErrorFormat: ErrorFormat = {
     }),
 };
 
-/** Most specific first: /v1/messages before the rest of /v1/. */
-export const llmErrorFormats: readonly ErrorFormat[] = [anthropicErrorFormat, openAiErrorFormat];
+export const llmErrorFormats: readonly ErrorFormat[] = [
+  anthropicErrorFormat,
+  openAiErrorFormat("/v1/chat/"),
+  openAiErrorFormat("/v1/models"),
+];

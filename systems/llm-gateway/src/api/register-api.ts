@@ -1,23 +1,50 @@
 /**
  * The whole HTTP API of llm-gateway on a Fastify instance, wired the one way main.ts and the
- * tests both use (as `systems/webhooks/src/api/register-api.ts` does): each
- * `src/api/*-routes.ts` registers its routes into one scope, so a hook added to that scope
- * (authentication, say) covers all of them and none of the operations routes.
+ * tests both use (as `systems/webhooks/src/api/register-api.ts` does): the OpenAI-compatible
+ * routes in a scope whose onRequest hook authenticates the tenant's API key (a stranger is
+ * refused before any body is parsed: 401 in OpenAI's error shape, through the shared edge's
+ * error formats), the admin routes in another scope behind the operator's token.
  *
  * @example
- * // main.ts, in startService's build step; a test does the same on its own service
- * build: async ({ service }) => registerApi(service.app, { clock: systemClock }),
+ * await registerApi(service.app, { db, clock, randomBytes, tenants, catalog, upstream, metrics, settings });
  */
+import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
+import type { Database } from "@casebook/infra/sql/sql";
+import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
+import type { UpstreamClient } from "../clients/upstream-client.ts";
+import type { ModelCatalog } from "../domain/model-catalog.ts";
+import type { SystemMetrics } from "../metrics.ts";
+import type { TenantRepository } from "../store/tenant-repository.ts";
+import { registerAdminApi } from "./admin-routes.ts";
+import { type ChatSettings, registerChatRoutes } from "./chat-routes.ts";
+import { registerModelRoutes } from "./model-routes.ts";
 
-/** What the routes need, passed in: time from the clock (never Date.now()), stores as they arrive. */
+/** `WWW-Authenticate: Bearer realm="llm-gateway"` on every 401. */
+const REALM = "llm-gateway";
+
+/** What the routes need, passed in: time from the clock (never Date.now()), stores and clients. */
 export interface ApiOptions {
+  readonly db: Database;
   readonly clock: Clock;
+  readonly randomBytes: RandomBytes;
+  readonly tenants: TenantRepository;
+  readonly catalog: ModelCatalog;
+  readonly upstream: UpstreamClient;
+  readonly metrics: SystemMetrics;
+  readonly settings: ChatSettings;
+  /** LLM_GATEWAY_ADMIN_TOKEN; undefined: no admin routes at all. */
+  readonly adminToken?: string | undefined;
 }
 
-export async function registerApi(app: FastifyInstance, _options: ApiOptions): Promise<void> {
-  await app.register(async (_scope) => {
-    // No route yet: the first ones are registered here, each `register<Thing>Routes(scope, options)`.
+export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
+  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenants.authenticate(key) });
+  await app.register(async (scope) => {
+    scope.addHook("onRequest", auth.authenticate);
+    registerChatRoutes(scope, options);
+    registerModelRoutes(scope, options);
   });
+  if (options.adminToken === undefined) return;
+  await registerAdminApi(app, { ...options, adminToken: options.adminToken });
 }
