@@ -91,6 +91,70 @@ export const configSchema = {
     max: 3_600_000,
     description: "Bound on one whole generation, streamed or not (minutes: LG-01)",
   }),
+  redisUrl: field.url({
+    env: "REDIS_URL",
+    protocols: ["redis:", "rediss:"],
+    description:
+      "The token counter shared by every replica (LG-07); unset = in-process (one replica only: budgets are per process then)",
+  }),
+  redisCommandTimeoutMs: field.int({
+    env: "LLM_GATEWAY_REDIS_TIMEOUT_MS",
+    default: 500,
+    min: 10,
+    max: 10_000,
+    description: "Bound on one counter call (reserve or settle); past it the request fails closed (503)",
+  }),
+  budgetWindowMs: field.int({
+    env: "LLM_GATEWAY_BUDGET_WINDOW_MS",
+    default: 60_000,
+    min: 1_000,
+    max: 86_400_000,
+    description: "The budget window: 60000 makes the limits RPM and TPM",
+  }),
+  tenantRpm: field.int({
+    env: "LLM_GATEWAY_TENANT_RPM",
+    default: 600,
+    min: 1,
+    max: 100_000_000,
+    description: "Requests per window of a tenant created by this process (bootstrap, admin API without rpm)",
+  }),
+  tenantTpm: field.int({
+    env: "LLM_GATEWAY_TENANT_TPM",
+    default: 200_000,
+    min: 1,
+    max: 1_000_000_000_000,
+    description: "Tokens per window of a tenant created by this process (bootstrap, admin API without tpm)",
+  }),
+  modelRpm: field.int({
+    env: "LLM_GATEWAY_MODEL_RPM",
+    default: 0,
+    min: 0,
+    max: 100_000_000,
+    description: "Requests per window of each tenant on each model (0 = no such limit)",
+  }),
+  modelTpm: field.int({
+    env: "LLM_GATEWAY_MODEL_TPM",
+    default: 0,
+    min: 0,
+    max: 1_000_000_000_000,
+    description: "Tokens per window of each tenant on each model (0 = no such limit)",
+  }),
+  destinationRpm: field.int({
+    env: "LLM_GATEWAY_DESTINATION_RPM",
+    default: 0,
+    min: 0,
+    max: 100_000_000,
+    description:
+      "The provider's own quota: requests per window per upstream model, all tenants together (0 = none)",
+  }),
+  destinationTpm: field.int({
+    env: "LLM_GATEWAY_DESTINATION_TPM",
+    default: 0,
+    min: 0,
+    max: 1_000_000_000_000,
+    description:
+      "The provider's own quota: tokens per window per upstream model, all tenants together (0 = none)",
+  }),
   bootstrapTenant: field.string({
     env: "LLM_GATEWAY_BOOTSTRAP_TENANT",
     pattern: /^[A-Za-z0-9_-]{1,64}$/,

@@ -24,6 +24,21 @@ export const errors = defineErrors({
     status: 400,
     message: "A parameter value this gateway does not support was sent; remove it or use a supported value.",
   },
+  // budgets (LG-05/06/07): the tenant's, the model's or the destination's requests or tokens per window
+  LLM_BUDGET_EXCEEDED: {
+    status: 429,
+    message:
+      "A request or token budget has no room for this request now; retry after Retry-After, or ask fewer max_tokens.",
+  },
+  LLM_REQUEST_OVER_BUDGET: {
+    status: 400,
+    message:
+      "This request alone needs more tokens than its whole budget per window; lower max_tokens or shorten the prompt.",
+  },
+  LLM_BUDGET_UNAVAILABLE: {
+    status: 503,
+    message: "The token counter cannot be reached, and budgets fail closed; retry shortly.",
+  },
   // upstream: the provider behind the gateway
   LLM_UPSTREAM_RATE_LIMITED: {
     status: 429,

@@ -35,6 +35,7 @@ import { parseModelList } from "./domain/model-catalog.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
 import { createProviderSim } from "./sim/provider-sim.ts";
+import { openInProcessBudgetStore, openRedisBudgetStore } from "./store/budget-store.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 
 export const SYSTEM = "llm-gateway";
@@ -102,6 +103,16 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       });
       service.onClose(async () => upstream.close());
       const tenants = new TenantRepository(db, { clock: systemClock, randomBytes });
+      const budgetStore =
+        config.redisUrl === undefined
+          ? await openInProcessBudgetStore({ clock: systemClock })
+          : await openRedisBudgetStore({
+              url: config.redisUrl,
+              commandTimeoutMs: config.redisCommandTimeoutMs,
+            });
+      service.onClose(() => budgetStore.close());
+      service.addCheck("redis", () => budgetStore.ping());
+      const tenantDefaults = { rpm: config.tenantRpm, tpm: config.tenantTpm };
       await registerApi(service.app, {
         db,
         clock: systemClock,
@@ -116,17 +127,28 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           generationTimeoutMs: config.generationTimeoutMs,
         },
         adminToken: config.adminToken,
+        tenantDefaults,
+        budgets: {
+          store: budgetStore,
+          windowMs: config.budgetWindowMs,
+          limits: {
+            modelRpm: config.modelRpm,
+            modelTpm: config.modelTpm,
+            destinationRpm: config.destinationRpm,
+            destinationTpm: config.destinationTpm,
+          },
+        },
       });
       const bootstrapId = bootstrapTenantOf(config, db.engine);
       const created =
         bootstrapId === undefined
           ? undefined
-          : await tenants.createIfAbsent({ id: bootstrapId, name: bootstrapId });
+          : await tenants.createIfAbsent({ id: bootstrapId, name: bootstrapId, ...tenantDefaults });
       const bootstrap = created && { tenantId: created.tenant.id, apiKey: created.apiKey.key };
-      return { upstreamUrl, bootstrap };
+      return { upstreamUrl, bootstrap, budgets: budgetStore.engine };
     },
     listen: { port: config.port, host: config.host },
-    listening: ({ upstreamUrl }, { db }) => ({ engine: db.engine, upstreamUrl }),
+    listening: ({ upstreamUrl, budgets }, { db }) => ({ engine: db.engine, budgets, upstreamUrl }),
     announce: ({ bootstrap }, { service, url }) => {
       if (!bootstrap) return;
       const hint = `curl -s -H 'Authorization: Bearer ${bootstrap.apiKey}' ${url}/v1/models`;

@@ -1,6 +1,6 @@
 /**
  * The operator's API, behind `LLM_GATEWAY_ADMIN_TOKEN` (registered only when it is set):
- * create a tenant with its first API key (shown once), and infra's shared API-key routes
+ * create a tenant with its quota (RPM, TPM) and its first API key (shown once), and infra's shared API-key routes
  * for the tenants' keys (list, issue, rotate with overlap, revoke).
  *
  * @example
@@ -21,6 +21,8 @@ export interface AdminApiOptions {
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
   readonly adminToken: string;
+  /** The quota of a tenant created without one. */
+  readonly tenantDefaults: { rpm: number; tpm: number };
 }
 
 const createTenantBody = {
@@ -30,13 +32,15 @@ const createTenantBody = {
   properties: {
     id: { type: "string", pattern: "^[A-Za-z0-9_-]{1,64}$" },
     name: { type: "string", minLength: 1, maxLength: 200 },
+    rpm: { type: "integer", minimum: 1, maximum: 100_000_000, description: "Requests per budget window" },
+    tpm: { type: "integer", minimum: 1, maximum: 1_000_000_000_000, description: "Tokens per budget window" },
   },
 } as const;
 
 export async function registerAdminApi(app: FastifyInstance, options: AdminApiOptions): Promise<void> {
   await app.register(async (scope) => {
     scope.addHook("onRequest", createStaticTokenAuth({ realm: "llm-gateway", token: options.adminToken }));
-    scope.post<{ Body: { id: string; name: string } }>(
+    scope.post<{ Body: { id: string; name: string; rpm?: number; tpm?: number } }>(
       "/v1/admin/tenants",
       {
         schema: {
@@ -62,7 +66,7 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminApiOp
         },
       },
       async (request, reply) => {
-        const created = await options.tenants.createIfAbsent(request.body);
+        const created = await options.tenants.createIfAbsent({ ...options.tenantDefaults, ...request.body });
         if (created === undefined) {
           throw errors.create("LLM_TENANT_EXISTS", { fields: { id: request.body.id } });
         }

@@ -1,7 +1,9 @@
 /**
  * `POST /v1/chat/completions`, OpenAI-compatible, for a tenant authenticated by its API key:
  * the logical model resolved to its upstream model (LG-19), bad input refused before any
- * upstream call, then either a whole completion or a stream relayed event by event
+ * upstream call, the request's budget reserved (`budgets.ts`, LG-05/06/07: 429 with
+ * Retry-After when it has no room) and settled from the provider's usage after the answer,
+ * then either a whole completion or a stream relayed event by event
  * (`sse-response.ts`, LG-01/02/03). The provider is always asked for its usage
  * (`stream_options.include_usage`), so every stream ends with the provider's own count;
  * the usage chunk is passed on only to a client that asked for it.
@@ -18,10 +20,12 @@ import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { UpstreamClient } from "../clients/upstream-client.ts";
+import type { TenantLimits } from "../domain/budget-plan.ts";
 import type { ModelCatalog, ServedModel } from "../domain/model-catalog.ts";
 import { type ChunkUsage, dataOf, readChunk, SseSplitter } from "../domain/sse-events.ts";
 import { errors } from "../errors.ts";
 import type { Outcome, SystemMetrics } from "../metrics.ts";
+import { type BudgetContext, type HeldBudget, reserveBudget, settleBudget } from "./budgets.ts";
 import { type ChatRequest, chatRequestSchema, chatResponseView } from "./chat-schemas.ts";
 import { clientGone, openSseResponse, type SseResponse } from "./sse-response.ts";
 
@@ -41,6 +45,9 @@ export interface ChatRouteOptions {
   readonly metrics: SystemMetrics;
   readonly clock: Clock;
   readonly settings: ChatSettings;
+  readonly budgets: BudgetContext;
+  /** The authenticated tenant of a request, with its quota. */
+  tenantOf(request: FastifyRequest): TenantLimits;
 }
 
 /** The served model a request names, or 404 naming `model` (OpenAI's `model_not_found`). */
@@ -120,6 +127,7 @@ async function streamCompletion(
   request: FastifyRequest<{ Body: ChatRequest }>,
   reply: FastifyReply,
   model: ServedModel,
+  held: HeldBudget,
 ): Promise<void> {
   const { metrics, clock } = options;
   const startedAtMs = clock.monotonicMs();
@@ -154,6 +162,13 @@ async function streamCompletion(
     sse.end();
   }
   record(metrics, model, result);
+  await settleBudget(options.budgets, held, usedTokens(held, result), request.log);
+}
+
+/** The tokens to settle: the provider's count, or (no usage reported) input + the chunks relayed. */
+function usedTokens(held: HeldBudget, result: RelayResult): number {
+  if (result.usage) return result.usage.promptTokens + result.usage.completionTokens;
+  return held.inputTokens + result.contentDeltas;
 }
 
 function record(metrics: SystemMetrics, model: ServedModel, result: RelayResult): void {
@@ -169,15 +184,18 @@ async function wholeCompletion(
   request: FastifyRequest<{ Body: ChatRequest }>,
   reply: FastifyReply,
   model: ServedModel,
+  held: HeldBudget,
 ): Promise<FastifyReply> {
   const gone = clientGone(reply);
   const answer = await options.upstream.complete(upstreamBody(request.body, model), gone.signal);
-  const usage = readChunk(answer.body.toString("utf8"));
-  record(options.metrics, model, {
+  const chunk = readChunk(answer.body.toString("utf8"));
+  const result: RelayResult = {
     outcome: "ok",
-    usage: usage.kind === "chunk" ? usage.usage : undefined,
+    usage: chunk.kind === "chunk" ? chunk.usage : undefined,
     contentDeltas: 0,
-  });
+  };
+  record(options.metrics, model, result);
+  await settleBudget(options.budgets, held, usedTokens(held, result), request.log);
   // The provider's bytes as they came: nothing of its answer is dropped or re-serialized.
   return reply.code(200).type("application/json; charset=utf-8").send(answer.body);
 }
@@ -194,6 +212,9 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
         errorCodes: [
           "LLM_MODEL_NOT_FOUND",
           "LLM_MAX_TOKENS_TOO_LARGE",
+          "LLM_BUDGET_EXCEEDED",
+          "LLM_REQUEST_OVER_BUDGET",
+          "LLM_BUDGET_UNAVAILABLE",
           "LLM_UPSTREAM_RATE_LIMITED",
           "LLM_UPSTREAM_REJECTED",
           "LLM_UPSTREAM_FAILED",
@@ -205,11 +226,25 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
     },
     async (request, reply) => {
       const model = resolveModel(options.catalog, request.body.model);
-      requestedMaxTokens(request.body, options.settings.maxOutputTokens);
+      const maxOutputTokens =
+        requestedMaxTokens(request.body, options.settings.maxOutputTokens) ??
+        options.settings.maxOutputTokens;
+      const held = await reserveBudget(options.budgets, {
+        tenant: options.tenantOf(request),
+        model,
+        messages: request.body.messages,
+        maxOutputTokens,
+      }).catch((error: unknown) => {
+        if (errors.is(error, "LLM_BUDGET_EXCEEDED"))
+          options.metrics.requests.inc({ model: model.name, outcome: "rate_limited" });
+        throw error;
+      });
       try {
-        if (request.body.stream === true) return await streamCompletion(options, request, reply, model);
-        return await wholeCompletion(options, request, reply, model);
+        if (request.body.stream === true) return await streamCompletion(options, request, reply, model, held);
+        return await wholeCompletion(options, request, reply, model, held);
       } catch (error) {
+        // Nothing was generated: every reserved token goes back (the request still counts for RPM).
+        await settleBudget(options.budgets, held, 0, request.log);
         const outcome = errors.is(error, "LLM_UPSTREAM_RATE_LIMITED") ? "rate_limited" : "upstream_error";
         options.metrics.requests.inc({ model: model.name, outcome });
         throw error;

@@ -18,6 +18,7 @@ import type { ModelCatalog } from "../domain/model-catalog.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { TenantRepository } from "../store/tenant-repository.ts";
 import { registerAdminApi } from "./admin-routes.ts";
+import type { BudgetContext } from "./budgets.ts";
 import { type ChatSettings, registerChatRoutes } from "./chat-routes.ts";
 import { registerModelRoutes } from "./model-routes.ts";
 
@@ -34,15 +35,17 @@ export interface ApiOptions {
   readonly upstream: UpstreamClient;
   readonly metrics: SystemMetrics;
   readonly settings: ChatSettings;
+  readonly budgets: BudgetContext;
   /** LLM_GATEWAY_ADMIN_TOKEN; undefined: no admin routes at all. */
   readonly adminToken?: string | undefined;
+  readonly tenantDefaults: { rpm: number; tpm: number };
 }
 
 export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
   const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenants.authenticate(key) });
   await app.register(async (scope) => {
     scope.addHook("onRequest", auth.authenticate);
-    registerChatRoutes(scope, options);
+    registerChatRoutes(scope, { ...options, tenantOf: auth.principalOf });
     registerModelRoutes(scope, options);
   });
   if (options.adminToken === undefined) return;

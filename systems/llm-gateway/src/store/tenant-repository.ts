@@ -1,17 +1,18 @@
 /**
- * Tenants and their API keys (LG-14's key table): a tenant is created with its first key in
+ * Tenants, their quotas and their API keys (LG-14's key and quota table): a tenant is created with its first key in
  * one transaction, the key shown once; a request's bearer key resolves to its tenant through
  * infra's `ApiKeyTable` (lookup by public prefix, constant-time hash compare, expiry).
  *
  * @example
  * const tenants = new TenantRepository(db, { clock, randomBytes });
- * const created = await tenants.createIfAbsent({ id: "acme", name: "Acme" });
- * await tenants.authenticate(created.apiKey.key); // "acme"
+ * const created = await tenants.createIfAbsent({ id: "acme", name: "Acme", rpm: 600, tpm: 200_000 });
+ * await tenants.authenticate(created.apiKey.key); // { id: "acme", rpm: 600, tpm: 200000 }
  */
 import { ApiKeyTable } from "@casebook/infra/sql/api-key-table";
 import type { Database } from "@casebook/infra/sql/sql";
 import { apiKeyScheme, type IssuedApiKey, type RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
+import type { TenantLimits } from "../domain/budget-plan.ts";
 
 /** The table's CHECK. */
 export const TENANT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -42,15 +43,20 @@ export class TenantRepository {
   }
 
   /** The tenant and its first key, or undefined when the id is taken (replicas bootstrapping at once). */
-  async createIfAbsent(request: { id: string; name: string }): Promise<CreatedTenant | undefined> {
+  async createIfAbsent(request: {
+    id: string;
+    name: string;
+    rpm: number;
+    tpm: number;
+  }): Promise<CreatedTenant | undefined> {
     if (!TENANT_ID_PATTERN.test(request.id)) throw new RangeError(`tenant id ${request.id} is not valid`);
     const now = new Date(this.#clock.nowMs());
     return this.#db.transaction(async (tx) => {
       // ON CONFLICT: the PRIMARY KEY decides who created it, never a check-then-insert.
       const { rows } = await tx.query<{ id: string; name: string }>(
-        `INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)
+        `INSERT INTO tenants (id, name, created_at, rpm, tpm) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (id) DO NOTHING RETURNING id, name`,
-        [request.id, request.name, now],
+        [request.id, request.name, now, request.rpm, request.tpm],
       );
       const tenant = rows[0];
       if (tenant === undefined) return undefined;
@@ -67,8 +73,15 @@ export class TenantRepository {
     return rows.length > 0;
   }
 
-  /** The tenant a key belongs to, or undefined (malformed, unknown, wrong, expired, revoked). */
-  authenticate(key: string): Promise<string | undefined> {
-    return tenantKeys.authenticate(this.#db, key, this.#clock.nowMs());
+  /** The tenant a key belongs to, with its quota, or undefined (malformed, unknown, wrong, expired, revoked). */
+  async authenticate(key: string): Promise<TenantLimits | undefined> {
+    const id = await tenantKeys.authenticate(this.#db, key, this.#clock.nowMs());
+    if (id === undefined) return undefined;
+    const { rows } = await this.#db.query<{ rpm: number; tpm: string | number }>(
+      "SELECT rpm, tpm FROM tenants WHERE id = $1",
+      [id],
+    );
+    const row = rows[0];
+    return row === undefined ? undefined : { id, rpm: Number(row.rpm), tpm: Number(row.tpm) };
   }
 }
