@@ -155,6 +155,14 @@ export const configSchema = {
     description:
       "The provider's own quota: tokens per window per upstream model, all tenants together (0 = none)",
   }),
+  drainTimeoutMs: field.int({
+    env: "LLM_GATEWAY_DRAIN_TIMEOUT_MS",
+    default: 25_000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      "LG-15: on SIGTERM, how long open streams may run to their end before the rest are cut (below the orchestrator's grace period: Kubernetes gives 30 s)",
+  }),
   bootstrapTenant: field.string({
     env: "LLM_GATEWAY_BOOTSTRAP_TENANT",
     pattern: /^[A-Za-z0-9_-]{1,64}$/,

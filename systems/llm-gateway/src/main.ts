@@ -75,6 +75,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       log: { level: config.logLevel },
       errors: [errors],
       errorFormats: llmErrorFormats,
+      drainTimeoutMs: config.drainTimeoutMs,
       openapi: {
         securitySchemes: bearerSecurityScheme("Tenant API key (llm_…), as the OpenAI SDK's apiKey"),
       },

@@ -72,7 +72,7 @@ test("LG-07 three gateway processes on one Redis never admit more than a tenant'
       }),
     ),
   );
-  const urls = gateways.map((g) => g.readyLine.slice("ready ".length));
+  const urls = gateways.map((g) => g.readyLine.split(" ")[1]);
   const results = await Promise.all(
     Array.from({ length: REQUESTS }, async (_, i) => {
       const res = await fetch(`${urls[i % urls.length]}/v1/chat/completions`, {

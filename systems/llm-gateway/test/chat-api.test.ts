@@ -132,3 +132,33 @@ test("the provider's 5xx is a 502 that names no provider detail", async () => {
     );
   }
 });
+
+test("LG-16 per-model metrics: TTFT histogram, tokens (rate() of it is TPM), 429 and 5xx counts", async () => {
+  const stream = await f.client.chat.completions.create({
+    model: "gpt-4o-mini",
+    messages,
+    stream: true,
+    max_tokens: 4,
+  });
+  for await (const _ of stream) {
+  }
+  await assert.rejects(f.client.chat.completions.create({ model: "limited", messages }));
+  await assert.rejects(f.client.chat.completions.create({ model: "failing", messages }));
+  const text = await (await fetch(`${f.gateway.url}/metrics`)).text();
+  const value = (prefix: string) =>
+    Number(
+      text
+        .split("\n")
+        .find((l) => l.startsWith(prefix))
+        ?.split(" ")
+        .at(-1) ?? 0,
+    );
+  assert.ok(value('llm_gateway_ttft_seconds_count{model="gpt-4o-mini"}') >= 1, "TTFT observed");
+  assert.ok(
+    value('llm_gateway_tokens_total{model="gpt-4o-mini",kind="completion"}') >= 4,
+    "completion tokens",
+  );
+  assert.ok(value('llm_gateway_tokens_total{model="gpt-4o-mini",kind="prompt"}') >= 1, "prompt tokens");
+  assert.ok(value('llm_gateway_requests_total{model="limited",outcome="rate_limited"}') >= 1, "429s");
+  assert.ok(value('llm_gateway_requests_total{model="failing",outcome="upstream_error"}') >= 1, "5xx");
+});
