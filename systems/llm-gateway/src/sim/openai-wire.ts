@@ -42,13 +42,20 @@ export function sseEvent(data: unknown): string {
 
 export const SSE_DONE = "data: [DONE]\n\n";
 
-function chunk(head: CompletionHead, delta: object, finishReason: FinishReason | null) {
+/** The fields every chunk of one completion repeats. */
+function chunkHead(head: CompletionHead) {
   return {
     id: head.id,
     object: "chat.completion.chunk",
     created: head.created,
     model: head.model,
     system_fingerprint: SYSTEM_FINGERPRINT,
+  };
+}
+
+function chunk(head: CompletionHead, delta: object, finishReason: FinishReason | null) {
+  return {
+    ...chunkHead(head),
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }],
     ...(head.includeUsage ? { usage: null } : {}),
   };
@@ -67,15 +74,7 @@ export function finishChunk(head: CompletionHead, reason: FinishReason) {
 }
 
 export function usageChunk(head: CompletionHead, usage: Usage) {
-  return {
-    id: head.id,
-    object: "chat.completion.chunk",
-    created: head.created,
-    model: head.model,
-    system_fingerprint: SYSTEM_FINGERPRINT,
-    choices: [],
-    usage,
-  };
+  return { ...chunkHead(head), choices: [], usage };
 }
 
 export function completion(head: CompletionHead, content: string, reason: FinishReason, usage: Usage) {
