@@ -13,6 +13,11 @@
  * Content-Type (415), no credentials and wrong credentials (401; skipped with the
  * service's stated reason when it has no auth).
  *
+ * A service that answers some paths in another error shape (an OpenAI-compatible API's
+ * `{"error":{…}}`, infra's `ErrorFormat`) passes `errorShape`: its content type and how to
+ * read the problem's status, code and field errors out of its body; every case then holds
+ * in that shape.
+ *
  * Runs in-process (Fastify inject) on the service's embedded engines: one service
  * per suite, opened like a contract-suite backend (`open` may skip with a reason).
  *
@@ -69,6 +74,18 @@ export interface EdgeAuth {
   wrong: string;
 }
 
+/** How errors look on the write's path when they are not problem+json. */
+export interface ErrorShape {
+  readonly contentType: RegExp;
+  /** The problem inside a body: `status`, `code` (the house's `AREA_WHAT`) and `errors` ([{ field, message }]). */
+  read(body: unknown): Record<string, unknown>;
+}
+
+const problemJson: ErrorShape = {
+  contentType: /^application\/problem\+json/,
+  read: (body) => body as Record<string, unknown>,
+};
+
 export interface EdgeContract {
   /** The system's name, in every test name. */
   name: string;
@@ -90,6 +107,8 @@ export interface EdgeContract {
   wrongMethod: { method: string; allow: string };
   /** The credentials the write needs, or why the service has none (the auth cases are skipped with it). */
   auth: EdgeAuth | { none: string };
+  /** Errors on the write's path in another shape than problem+json; default problem+json. */
+  errorShape?: ErrorShape;
 }
 
 interface Sent {
@@ -111,9 +130,13 @@ function setAt(body: Record<string, unknown>, pointer: string, value: unknown): 
 }
 
 function problemOf(res: Sent, status: number, what: string): Record<string, unknown> {
+  return problemIn(problemJson, res, status, what);
+}
+
+function problemIn(shape: ErrorShape, res: Sent, status: number, what: string): Record<string, unknown> {
   assert.equal(res.status, status, `${what}: ${res.body}`);
-  assert.match(String(res.headers["content-type"]), /^application\/problem\+json/, what);
-  const problem = JSON.parse(res.body) as Record<string, unknown>;
+  assert.match(String(res.headers["content-type"]), shape.contentType, what);
+  const problem = shape.read(JSON.parse(res.body));
   assert.equal(problem.status, status, what);
   return problem;
 }
@@ -130,6 +153,8 @@ function assertNames(problem: Record<string, unknown>, field: string, what: stri
 export function edgeContractSuite(contract: EdgeContract): void {
   const backend: Backend<EdgeSubject> = { name: "embedded engines", open: contract.open };
   const { write } = contract;
+  const shape = contract.errorShape ?? problemJson;
+  const shapedProblem = (res: Sent, status: number, what: string) => problemIn(shape, res, status, what);
   const authOf = (): Record<string, string> =>
     "none" in contract.auth ? {} : { [contract.auth.header]: contract.auth.valid() };
 
@@ -158,7 +183,7 @@ export function edgeContractSuite(contract: EdgeContract): void {
           for (const value of wrong) {
             const what = `${pointer} = ${JSON.stringify(value)}`;
             const res = await send(s, JSON.stringify(setAt(write.body, pointer, value)));
-            assertNames(problemOf(res, 400, what), `/body${pointer}`, what);
+            assertNames(shapedProblem(res, 400, what), `/body${pointer}`, what);
           }
         }
       }));
@@ -168,27 +193,27 @@ export function edgeContractSuite(contract: EdgeContract): void {
         for (const text of ["a\u0000b", "a\ud800", "\udc00b"]) {
           const what = `${contract.stringField} = ${JSON.stringify(text)}`;
           const res = await send(s, JSON.stringify(setAt(write.body, contract.stringField, text)));
-          assertNames(problemOf(res, 400, what), `/body${contract.stringField}`, what);
+          assertNames(shapedProblem(res, 400, what), `/body${contract.stringField}`, what);
         }
       }));
 
     it("an unknown field is 400 naming it", (s) =>
       unchanged(s, async () => {
         const res = await send(s, JSON.stringify({ ...write.body, unexpectedField: 1 }));
-        assertNames(problemOf(res, 400, "unknown field"), "/body/unexpectedField", "unknown field");
+        assertNames(shapedProblem(res, 400, "unknown field"), "/body/unexpectedField", "unknown field");
       }));
 
     it("a __proto__ key is 400 with a message that says so", (s) =>
       unchanged(s, async () => {
         const res = await send(s, `{"__proto__":{"admin":true},${JSON.stringify(write.body).slice(1)}`);
-        const named = assertNames(problemOf(res, 400, "__proto__"), "/body/__proto__", "__proto__");
+        const named = assertNames(shapedProblem(res, 400, "__proto__"), "/body/__proto__", "__proto__");
         assert.match(named.message, /__proto__/);
       }));
 
     it("malformed JSON is 400 REQUEST_MALFORMED", (s) =>
       unchanged(s, async () => {
         const res = await send(s, `${JSON.stringify(write.body).slice(0, -1)},`);
-        assert.equal(problemOf(res, 400, "malformed JSON").code, "REQUEST_MALFORMED");
+        assert.equal(shapedProblem(res, 400, "malformed JSON").code, "REQUEST_MALFORMED");
       }));
 
     it("a body one byte over the limit is 413 REQUEST_TOO_LARGE", (s) =>
@@ -198,7 +223,7 @@ export function edgeContractSuite(contract: EdgeContract): void {
         const payload = JSON.stringify(setAt(write.body, contract.stringField, filler));
         assert.equal(Buffer.byteLength(payload), contract.bodyLimitBytes + 1);
         const res = await send(s, payload);
-        assert.equal(problemOf(res, 413, "oversize body").code, "REQUEST_TOO_LARGE");
+        assert.equal(shapedProblem(res, 413, "oversize body").code, "REQUEST_TOO_LARGE");
       }));
 
     it("a method the write's path does not serve is 405 with Allow", (s) =>
@@ -210,7 +235,7 @@ export function edgeContractSuite(contract: EdgeContract): void {
           payload: JSON.stringify(write.body),
         });
         const sent = { status: res.statusCode, headers: res.headers, body: res.body };
-        assert.equal(problemOf(sent, 405, "wrong method").code, "REQUEST_METHOD_NOT_ALLOWED");
+        assert.equal(shapedProblem(sent, 405, "wrong method").code, "REQUEST_METHOD_NOT_ALLOWED");
         assert.equal(res.headers.allow, contract.wrongMethod.allow);
       }));
 
@@ -218,7 +243,7 @@ export function edgeContractSuite(contract: EdgeContract): void {
       unchanged(s, async () => {
         for (const type of ["text/plain", "application/x-www-form-urlencoded"]) {
           const res = await send(s, JSON.stringify(write.body), { "content-type": type });
-          assert.equal(problemOf(res, 415, type).code, "REQUEST_MEDIA_TYPE_UNSUPPORTED");
+          assert.equal(shapedProblem(res, 415, type).code, "REQUEST_MEDIA_TYPE_UNSUPPORTED");
         }
       }));
 
@@ -241,7 +266,7 @@ export function edgeContractSuite(contract: EdgeContract): void {
               payload: JSON.stringify(write.body),
             });
             const sent = { status: res.statusCode, headers: res.headers, body: res.body };
-            problemOf(sent, 401, credential === undefined ? "no credentials" : "wrong credentials");
+            shapedProblem(sent, 401, credential === undefined ? "no credentials" : "wrong credentials");
           }
         }));
     }

@@ -4,6 +4,11 @@
  * URL encoding (frameworkErrors) and unparseable HTTP (clientErrorHandler, raw
  * socket). Each response carries `x-request-id`; each is logged once with the id.
  *
+ * A system whose clients expect another error shape on some paths (an OpenAI-compatible
+ * API: `{"error":{"message","type","param","code"}}` under `/v1/`) passes `errorFormats`:
+ * the same problem — status, code, headers, log line — written in that shape instead of
+ * problem+json. The edge stays the shared one; only the last step, the bytes, differ.
+ *
  * @example
  * installErrorHandling(app, { knownCodes: new Set(Object.keys(myErrors.specs)) });
  */
@@ -18,11 +23,35 @@ import type { RouteMethods } from "./method-not-allowed.ts";
 import {
   describeError,
   PROBLEM_CONTENT_TYPE,
+  type Problem,
   type ProblemParts,
   serializeProblem,
   toProblem,
 } from "./problem.ts";
 import { REQUEST_ID_HEADER } from "./request-id.ts";
+
+/**
+ * Another wire shape for the errors of the paths under `pathPrefix` (see the module comment).
+ *
+ * @example
+ * const openAi: ErrorFormat = { pathPrefix: "/v1/", contentType: "application/json",
+ *   body: (problem) => JSON.stringify({ error: { message: problem.detail, type: "invalid_request_error", param: null, code: problem.code } }) };
+ */
+export interface ErrorFormat {
+  /** Requests whose path starts with this are answered in this format: `/v1/`. */
+  readonly pathPrefix: string;
+  readonly contentType: string;
+  /** The body for `problem` (status and headers stay the problem's); must not throw. */
+  body(problem: Problem): string;
+}
+
+/** The format for `path`: the first whose prefix matches, else undefined (problem+json). */
+export function errorFormatFor(
+  formats: readonly ErrorFormat[] | undefined,
+  path: string,
+): ErrorFormat | undefined {
+  return formats?.find((format) => path.startsWith(format.pathPrefix));
+}
 
 /** The path part of a request URL: the query string may hold tokens and is not the problem's identity. */
 function pathOf(url: string): string {
@@ -58,16 +87,19 @@ export function sendProblem(
   request: FastifyRequest,
   reply: FastifyReply,
   knownCodes?: ReadonlySet<string>,
+  formats?: readonly ErrorFormat[],
 ): FastifyReply {
   const described = describeError(error, { bodyLimitBytes: request.routeOptions.bodyLimit });
   logProblem(request.log, error, described, knownCodes);
   noteProblemCode(reply, described.code);
-  const problem = toProblem(described, { instance: pathOf(request.url), requestId: request.id });
+  const path = pathOf(request.url);
+  const problem = toProblem(described, { instance: path, requestId: request.id });
+  const format = errorFormatFor(formats, path);
   return reply
     .code(described.status)
     .headers({ ...described.headers, [REQUEST_ID_HEADER]: request.id })
-    .type(PROBLEM_CONTENT_TYPE)
-    .send(serializeProblem(problem));
+    .type(format?.contentType ?? PROBLEM_CONTENT_TYPE)
+    .send(format === undefined ? serializeProblem(problem) : format.body(problem));
 }
 
 /**
@@ -76,9 +108,16 @@ export function sendProblem(
  */
 export function installErrorHandling(
   app: FastifyInstance,
-  options: { knownCodes: ReadonlySet<string>; routeMethods?: RouteMethods },
+  options: {
+    knownCodes: ReadonlySet<string>;
+    routeMethods?: RouteMethods;
+    errorFormats?: readonly ErrorFormat[];
+  },
 ): void {
-  app.setErrorHandler((error, request, reply) => sendProblem(error, request, reply, options.knownCodes));
+  const formats = options.errorFormats;
+  app.setErrorHandler((error, request, reply) =>
+    sendProblem(error, request, reply, options.knownCodes, formats),
+  );
   app.setNotFoundHandler((request, reply) => {
     const path = pathOf(request.url);
     const allow = options.routeMethods?.allowedFor(path) ?? [];
@@ -89,16 +128,24 @@ export function installErrorHandling(
         httpErrors.create("REQUEST_METHOD_NOT_ALLOWED", { detail, fields: { allow } }),
         request,
         reply,
+        undefined,
+        formats,
       );
     }
     const detail = `No route matches ${request.method} ${path}.`;
-    return sendProblem(commonErrors.create("RESOURCE_NOT_FOUND", { detail }), request, reply);
+    const notFound = commonErrors.create("RESOURCE_NOT_FOUND", { detail });
+    return sendProblem(notFound, request, reply, undefined, formats);
   });
 }
 
-/** For Fastify's `frameworkErrors` option: bad URL encoding and the like, before any route runs. */
-export function frameworkErrorHandler(error: Error, request: FastifyRequest, reply: FastifyReply): void {
-  sendProblem(error, request, reply);
+/**
+ * For Fastify's `frameworkErrors` option: bad URL encoding and the like, before any route runs;
+ * answered in `formats` where a path has one.
+ */
+export function frameworkErrorHandlerWith(formats: readonly ErrorFormat[] | undefined) {
+  return (error: Error, request: FastifyRequest, reply: FastifyReply): void => {
+    sendProblem(error, request, reply, undefined, formats);
+  };
 }
 
 function clientErrorCode(code: string | undefined): HttpErrorCode {

@@ -165,6 +165,101 @@ interface Exchange {
   readonly finish: () => void;
 }
 
+/** What a response handler of `#exchange` gets: the exchange, its outcome functions and its start. */
+interface Call<T> {
+  readonly ex: Exchange;
+  readonly settle: () => boolean;
+  readonly fail: (error: CasebookError) => void;
+  readonly resolve: (value: T) => void;
+  readonly startedAtMs: number;
+  readonly reused: boolean;
+}
+
+export interface OutboundStreamRequest extends OutboundRequest {
+  /** The longest silence between two body chunks before the stream fails (OUTBOUND_BODY_TIMEOUT). */
+  idleMs: number;
+  /** Body bytes read at most before the stream fails (OUTBOUND_RESPONSE_TOO_LARGE). */
+  maxStreamBytes: number;
+}
+
+export interface OutboundStream {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  /** Connect and headers phases (the body's is still running). */
+  readonly timings: PhaseTimings;
+  /** The body, chunk by chunk as it arrives; throws an OUTBOUND_* error when it does not end cleanly. */
+  readonly body: AsyncIterable<Buffer>;
+  /** Stops reading and closes the connection (the caller's client left). Idempotent. */
+  close(): void;
+}
+
+/** The streamed body of `res`: an idle timer re-armed by every chunk, a byte bound, typed failures. */
+function streamOf(
+  res: IncomingMessage,
+  host: string,
+  request: OutboundStreamRequest,
+  call: Call<OutboundStream>,
+): OutboundStream {
+  const timings = call.ex.timer.timings();
+  let idle: NodeJS.Timeout | undefined;
+  let bytes = 0;
+  const stop = (error?: CasebookError) => {
+    clearTimeout(idle);
+    request.signal?.removeEventListener("abort", onAbort);
+    if (!res.destroyed) res.destroy(error);
+  };
+  const onAbort = () =>
+    stop(
+      outboundErrors.create("OUTBOUND_ABORTED", {
+        fields: { phase: "body", host },
+        cause: request.signal?.reason,
+      }),
+    );
+  const arm = () => {
+    clearTimeout(idle);
+    idle = setTimeout(
+      () =>
+        stop(
+          outboundErrors.create("OUTBOUND_BODY_TIMEOUT", {
+            fields: { phase: "body", timeoutMs: request.idleMs, host },
+          }),
+        ),
+      request.idleMs,
+    );
+  };
+  request.signal?.addEventListener("abort", onAbort, { once: true });
+  arm();
+  async function* body(): AsyncGenerator<Buffer> {
+    try {
+      for await (const chunk of res as AsyncIterable<Buffer>) {
+        bytes += chunk.length;
+        if (bytes > request.maxStreamBytes) {
+          throw outboundErrors.create("OUTBOUND_RESPONSE_TOO_LARGE", {
+            fields: { phase: "body", limitBytes: request.maxStreamBytes, host },
+          });
+        }
+        arm();
+        yield chunk;
+      }
+      // An IncomingMessage closed before its end (no last chunk) ends the loop with `complete` false.
+      if (!res.complete) {
+        throw outboundErrors.create("OUTBOUND_CONNECTION_FAILED", {
+          fields: { phase: "body", code: "ECONNRESET", host },
+        });
+      }
+    } catch (error) {
+      if (outboundErrors.is(error)) throw error;
+      throw outboundErrors.create("OUTBOUND_CONNECTION_FAILED", {
+        fields: { phase: "body", code: (error as NodeJS.ErrnoException).code ?? "EUNKNOWN", host },
+        cause: error,
+      });
+    } finally {
+      stop();
+    }
+  }
+  return { status: res.statusCode ?? 0, headers: res.headers, timings, body: body(), close: () => stop() };
+}
+
 /**
  * An outbound HTTP client: phase timeouts, typed errors, byte bounds, pooled keep-alive
  * connections, and the address guard when its URLs come from users.
@@ -224,6 +319,35 @@ export class OutboundClient {
    * OUTBOUND_* error (`outbound-errors.ts`) when there is no complete response.
    */
   async request(request: OutboundRequest): Promise<OutboundResponse> {
+    const { url, headers, body } = this.#prepare(request);
+    const deadlineMs = request.deadlineMs ?? this.#deadlineMs;
+    return this.#exchange(request.method, url, headers, body, deadlineMs, request.signal, (res, call) =>
+      this.#buffered(res, call),
+    );
+  }
+
+  /**
+   * One exchange whose body is read as it arrives (an SSE stream of tokens): resolves at the
+   * response head; the body then fails with OUTBOUND_BODY_TIMEOUT after `idleMs` without a
+   * byte (not the whole body's time: a stream lasts minutes), with OUTBOUND_ABORTED when
+   * `signal` aborts, and with OUTBOUND_RESPONSE_TOO_LARGE past `maxStreamBytes`. A connection
+   * closed before the body's end is an error (OUTBOUND_CONNECTION_FAILED), never a clean end.
+   * The client's `deadlineMs` bounds the exchange up to the head only (`request.deadlineMs` too).
+   *
+   * @example
+   * const res = await client.stream({ method: "POST", url, body, idleMs: 30_000, maxStreamBytes: 64 << 20, signal });
+   * for await (const chunk of res.body) relay(chunk);
+   */
+  async stream(request: OutboundStreamRequest): Promise<OutboundStream> {
+    const { url, headers, body } = this.#prepare(request);
+    const deadlineMs = request.deadlineMs ?? this.#deadlineMs;
+    return this.#exchange(request.method, url, headers, body, deadlineMs, request.signal, (res, call) => {
+      if (call.settle()) call.resolve(streamOf(res, url.host, request, call));
+    });
+  }
+
+  /** The checked target, headers and body of a call; throws its policy failures before anything is sent. */
+  #prepare(request: OutboundRequest): { url: URL; headers: OutgoingHttpHeaders; body: Buffer | undefined } {
     const url = targetOf(request.url);
     if (this.#guard !== undefined) checkUrlHost(url, this.#guard.policy);
     const body = bytesOf(request.body);
@@ -243,8 +367,7 @@ export class OutboundClient {
     if (this.#userAgent !== undefined && headers["user-agent"] === undefined)
       headers["user-agent"] = this.#userAgent;
     if (body !== undefined) headers["content-length"] = body.length;
-    const deadlineMs = request.deadlineMs ?? this.#deadlineMs;
-    return this.#exchange(request.method, url, headers, body, deadlineMs, signal);
+    return { url, headers, body };
   }
 
   /** Closes pooled keep-alive connections. */
@@ -252,14 +375,15 @@ export class OutboundClient {
     this.#agents.close();
   }
 
-  #exchange(
+  #exchange<T>(
     method: string,
     url: URL,
     headers: OutgoingHttpHeaders,
     body: Buffer | undefined,
     deadlineMs: number | undefined,
     signal: AbortSignal | undefined,
-  ): Promise<OutboundResponse> {
+    respond: (res: IncomingMessage, call: Call<T>) => void,
+  ): Promise<T> {
     return new Promise((resolve, reject) => {
       const startedAtMs = this.#clock.monotonicMs();
       let deadline: NodeJS.Timeout | undefined;
@@ -324,28 +448,34 @@ export class OutboundClient {
       req.on("response", (res) => {
         if (ex.settled) return; // a timer, the deadline or the signal ended it first
         ex.timer.start("body");
-        // Read now: once the body ends, a keep-alive socket goes back to the pool and off `res`.
-        const remoteAddress = res.socket?.remoteAddress;
         res.on("error", (error) => {
           if (settle()) reject(this.#failure(error, "body", url.host));
         });
-        this.#read(res, ex, fail, (kept, bodyBytes, bodyTruncated) => {
-          if (!settle()) return;
-          resolve({
-            status: res.statusCode ?? 0,
-            headers: res.headers,
-            body: kept,
-            bodyBytes,
-            bodyTruncated,
-            durationMs: this.#clock.monotonicMs() - startedAtMs,
-            timings: ex.timer.timings(), // settle stopped the timer: the body phase is closed
-            remoteAddress,
-            reusedSocket: req.reusedSocket,
-          });
-          if (bodyTruncated) res.destroy();
-        });
+        respond(res, { ex, settle, fail, resolve, startedAtMs, reused: req.reusedSocket });
       });
       req.end(body);
+    });
+  }
+
+  /** Reads the whole body (bounded) and resolves the response. */
+  #buffered(res: IncomingMessage, call: Call<OutboundResponse>): void {
+    const { ex, settle, fail } = call;
+    // Read now: once the body ends, a keep-alive socket goes back to the pool and off `res`.
+    const remoteAddress = res.socket?.remoteAddress;
+    this.#read(res, ex, fail, (kept, bodyBytes, bodyTruncated) => {
+      if (!settle()) return;
+      call.resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        body: kept,
+        bodyBytes,
+        bodyTruncated,
+        durationMs: this.#clock.monotonicMs() - call.startedAtMs,
+        timings: ex.timer.timings(), // settle stopped the timer: the body phase is closed
+        remoteAddress,
+        reusedSocket: call.reused,
+      });
+      if (bodyTruncated) res.destroy();
     });
   }
 

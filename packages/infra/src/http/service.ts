@@ -24,7 +24,12 @@ import type { Registry } from "prom-client";
 import { installAccessLog } from "./access-log.ts";
 import { registerApiReference } from "./api-reference.ts";
 import { buildPartAwareValidator } from "./body-validation.ts";
-import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from "./error-handling.ts";
+import {
+  clientErrorHandler,
+  type ErrorFormat,
+  frameworkErrorHandlerWith,
+  installErrorHandling,
+} from "./error-handling.ts";
 import { httpErrors } from "./http-errors.ts";
 import { registerLandingRoute } from "./landing-routes.ts";
 import { createLogger, type Logger, type LogOptions } from "./logger.ts";
@@ -112,6 +117,8 @@ export interface ServiceOptions {
   description?: string;
   /** /openapi.json's `servers` (default `/`) and `securitySchemes` (describe `bearerAuth` here). */
   openapi?: Pick<OpenApiInput, "servers" | "securitySchemes">;
+  /** Other error shapes for some paths (an OpenAI-compatible API's `{error:{…}}`); see error-handling.ts. */
+  errorFormats?: readonly ErrorFormat[];
   /** The access log's bounds (lines a second); see access-log.ts. */
   accessLog?: { clientErrorLinesPerS?: number; sampledLinesPerS?: number };
 }
@@ -207,10 +214,12 @@ function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => stri
         // coercion, so `"cost":"3"` is a 400, not a 3 (body-validation.ts).
         coerceTypes: "array",
         useDefaults: true,
+        // `type: ["string", "null"]` is plain JSON Schema (OpenAI's nullable fields): allowed, not logged.
+        allowUnionTypes: true,
       },
     },
     schemaController: { compilersFactory: { buildValidator: buildPartAwareValidator } },
-    frameworkErrors: frameworkErrorHandler,
+    frameworkErrors: frameworkErrorHandlerWith(options.errorFormats),
     clientErrorHandler: clientErrorHandler(log, newRequestId),
   });
   // Typed with pino's Logger, the instance is a different generic FastifyInstance; the object is the same.
@@ -334,7 +343,11 @@ export function createService(options: ServiceOptions): Service {
   installRequestHooks(app, registry, () => closing);
   installAccessLog(app, { registry, clock: options.clock ?? systemClock, ...options.accessLog });
   const { routeMethods } = installStrictEdge(app);
-  installErrorHandling(app, { knownCodes, routeMethods });
+  installErrorHandling(app, {
+    knownCodes,
+    routeMethods,
+    ...(options.errorFormats ? { errorFormats: options.errorFormats } : {}),
+  });
   const registered: RegisteredRoute[] = [];
   const openapi = openApiSource(app, options, statuses, registered);
   const readiness = readinessSource(

@@ -88,6 +88,8 @@ export interface SimulatorOptions<B> {
   errors?: readonly ErrorRegistry<string>[];
   /** Injected in tests to observe latency without waiting for it. */
   sleep?: Sleep;
+  /** The simulated service's own error shape on its API paths (an LLM provider's `{error:{…}}`). */
+  errorFormats?: ServiceOptions["errorFormats"];
   log?: ServiceOptions["log"];
   defaultMetrics?: boolean;
 }
@@ -270,6 +272,7 @@ export function createSimulator<B>(options: SimulatorOptions<B>): Simulator<B> {
     ],
     defaultMetrics: options.defaultMetrics ?? true,
     description: options.description,
+    ...(options.errorFormats ? { errorFormats: options.errorFormats } : {}),
   });
   service.app.register(async (api) => {
     faults.install(api);

@@ -1,0 +1,102 @@
+/**
+ * The budget gate around one chat request (LG-05/06/07): before the upstream call, the
+ * request's input tokens (the gateway's tokenizer) + its maximum output are reserved on every
+ * limit it counts against, in one atomic script call; a refusal is 429 with the computed
+ * Retry-After (or 400 when the request alone is above a whole budget: waiting would never
+ * help). After the answer the provider's usage settles the reservation — the difference goes
+ * back, or is charged as debt (`domain/token-window.ts`). When the provider reported nothing
+ * (a cut stream, a client that left) the gateway's own count settles it: input + the content
+ * chunks relayed. A counter that cannot be reached fails closed (503): admitting unmetered
+ * traffic is what an exact budget is for preventing.
+ *
+ * @example
+ * const held = await reserveBudget(budgets, { tenant, model, messages, maxOutputTokens });
+ * // … the upstream call …
+ * await settleBudget(budgets, held, usage.promptTokens + usage.completionTokens, log);
+ */
+import type { FastifyBaseLogger } from "fastify";
+import {
+  type BudgetPlan,
+  planBudget,
+  type SharedLimits,
+  settleLines,
+  type TenantLimits,
+} from "../domain/budget-plan.ts";
+import { countInputTokens } from "../domain/input-tokens.ts";
+import type { ServedModel } from "../domain/model-catalog.ts";
+import { errors } from "../errors.ts";
+import type { BudgetStore, Reservation } from "../store/budget-store.ts";
+
+export interface BudgetContext {
+  readonly store: BudgetStore;
+  readonly limits: SharedLimits;
+  readonly windowMs: number;
+}
+
+/** A reservation held for one request until it is settled. */
+export interface HeldBudget {
+  readonly plan: BudgetPlan;
+  readonly reservation: Reservation;
+  readonly inputTokens: number;
+}
+
+/** Which limit refused, for the client: its kind and scope, never another tenant's name. */
+function limitName(key: string): string {
+  const kind = key.endsWith(":rpm") ? "requests" : "tokens";
+  if (key.startsWith("llm:dest:")) return `the provider's ${kind} per window for this model`;
+  if (key.includes(":model:")) return `your ${kind} per window on this model`;
+  return `your ${kind} per window`;
+}
+
+export async function reserveBudget(
+  context: BudgetContext,
+  request: {
+    tenant: TenantLimits;
+    model: ServedModel;
+    messages: readonly { role: string; content?: unknown }[];
+    maxOutputTokens: number;
+  },
+): Promise<HeldBudget> {
+  const inputTokens = countInputTokens(request.messages);
+  const plan = planBudget({ ...request, limits: context.limits, inputTokens });
+  let reservation: Reservation;
+  try {
+    reservation = await context.store.reserve(plan.lines, { windowMs: context.windowMs });
+  } catch (error) {
+    throw errors.create("LLM_BUDGET_UNAVAILABLE", { cause: error });
+  }
+  if (reservation.allowed) return { plan, reservation, inputTokens };
+  const refused = reservation.refused;
+  const which = refused === undefined ? "a budget" : limitName(refused.key);
+  if (reservation.retryAfterMs < 0) {
+    throw errors.create("LLM_REQUEST_OVER_BUDGET", {
+      detail: `This request needs ${plan.reservedTokens} tokens (${inputTokens} in + ${request.maxOutputTokens} max out), more than ${which} (${refused?.limit}); lower max_tokens.`,
+      fields: {
+        param: "max_tokens",
+        openAiCode: "context_length_exceeded",
+        reservedTokens: plan.reservedTokens,
+      },
+    });
+  }
+  throw errors.create("LLM_BUDGET_EXCEEDED", {
+    detail: `Rate limit reached: ${which} (${refused?.limit}) has no room for this request (${plan.reservedTokens} tokens reserved); retry after the time in Retry-After.`,
+    fields: { retryAfterMs: reservation.retryAfterMs, openAiCode: "rate_limit_exceeded" },
+  });
+}
+
+/** Replaces the reservation by `usedTokens`; a failure is logged, never thrown (the answer is already out). */
+export async function settleBudget(
+  context: BudgetContext,
+  held: HeldBudget,
+  usedTokens: number,
+  log: FastifyBaseLogger,
+): Promise<void> {
+  try {
+    await context.store.settle(held.reservation, settleLines(held.plan, usedTokens), {
+      windowMs: context.windowMs,
+    });
+  } catch (error) {
+    // The reservation stays as debited: budgets err on the side of the limit, never past it.
+    log.warn({ err: error, usedTokens }, "budget settle failed; the reservation stays charged");
+  }
+}

@@ -1,0 +1,254 @@
+/**
+ * `POST /v1/chat/completions`, OpenAI-compatible, for a tenant authenticated by its API key:
+ * the logical model resolved to its upstream model (LG-19), bad input refused before any
+ * upstream call, the request's budget reserved (`budgets.ts`, LG-05/06/07: 429 with
+ * Retry-After when it has no room) and settled from the provider's usage after the answer,
+ * then either a whole completion or a stream relayed event by event
+ * (`sse-response.ts`, LG-01/02/03). The provider is always asked for its usage
+ * (`stream_options.include_usage`), so every stream ends with the provider's own count;
+ * the usage chunk is passed on only to a client that asked for it.
+ *
+ * Two outcomes a naive proxy gets wrong:
+ * - the client leaves mid-stream (LG-04): the upstream request is aborted at once, so the
+ *   provider stops generating tokens nobody will read;
+ * - the provider's stream stops before `[DONE]` (a cut, a reset, a silence past the idle
+ *   bound): the client gets an error event, never a clean end (OpenAI's SDK takes a stream
+ *   that simply ends as complete), and the request is counted `truncated` with the chunks
+ *   that did arrive.
+ */
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
+import type { Clock } from "@casebook/kit/clock";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { UpstreamClient } from "../clients/upstream-client.ts";
+import type { TenantLimits } from "../domain/budget-plan.ts";
+import type { ModelCatalog, ServedModel } from "../domain/model-catalog.ts";
+import { type ChunkUsage, dataOf, readChunk, SseSplitter } from "../domain/sse-events.ts";
+import { errors } from "../errors.ts";
+import type { Outcome, SystemMetrics } from "../metrics.ts";
+import { type BudgetContext, type HeldBudget, reserveBudget, settleBudget } from "./budgets.ts";
+import { type ChatRequest, chatRequestSchema, chatResponseView } from "./chat-schemas.ts";
+import { clientGone, openSseResponse, type SseResponse } from "./sse-response.ts";
+
+/** One SSE event from a provider at most: a chunk is a few hundred bytes; a megabyte is a broken stream. */
+export const MAX_EVENT_CHARS = 1_048_576;
+
+export interface ChatSettings {
+  /** Largest max_tokens a request may ask. */
+  readonly maxOutputTokens: number;
+  readonly keepAliveMs: number;
+  readonly generationTimeoutMs: number;
+}
+
+export interface ChatRouteOptions {
+  readonly catalog: ModelCatalog;
+  readonly upstream: UpstreamClient;
+  readonly metrics: SystemMetrics;
+  readonly clock: Clock;
+  readonly settings: ChatSettings;
+  readonly budgets: BudgetContext;
+  /** The authenticated tenant of a request, with its quota. */
+  tenantOf(request: FastifyRequest): TenantLimits;
+}
+
+/** The served model a request names, or 404 naming `model` (OpenAI's `model_not_found`). */
+export function resolveModel(catalog: ModelCatalog, name: string): ServedModel {
+  const model = catalog.get(name);
+  if (model !== undefined) return model;
+  throw errors.create("LLM_MODEL_NOT_FOUND", {
+    detail: `The model \`${name.slice(0, 200)}\` does not exist or is not served by this gateway.`,
+    fields: { param: "model", openAiCode: "model_not_found" },
+  });
+}
+
+/** The output bound the request asks for (`max_completion_tokens` wins, as in OpenAI's API), checked. */
+export function requestedMaxTokens(body: ChatRequest, limit: number): number | undefined {
+  const param = body.max_completion_tokens != null ? "max_completion_tokens" : "max_tokens";
+  const asked = body.max_completion_tokens ?? body.max_tokens ?? undefined;
+  if (asked !== undefined && asked > limit) {
+    throw errors.create("LLM_MAX_TOKENS_TOO_LARGE", {
+      detail: `${param} is too large: ${asked}. This gateway allows at most ${limit} completion tokens.`,
+      fields: { param, openAiCode: "invalid_value", limit },
+    });
+  }
+  return asked;
+}
+
+/** The body sent upstream: the upstream model's name, and always the provider's usage on a stream. */
+function upstreamBody(body: ChatRequest, model: ServedModel): Record<string, unknown> {
+  if (body.stream !== true) return { ...body, model: model.upstreamModel };
+  return {
+    ...body,
+    model: model.upstreamModel,
+    stream_options: { ...body.stream_options, include_usage: true },
+  };
+}
+
+interface RelayResult {
+  outcome: Outcome;
+  usage: ChunkUsage | undefined;
+  contentDeltas: number;
+}
+
+/** Relays the provider's events to the client until `[DONE]`, the client leaving, or the stream failing. */
+async function relay(
+  stream: AsyncIterable<Buffer>,
+  sse: SseResponse,
+  options: { clientWantsUsage: boolean; onFirstContent: () => void },
+): Promise<RelayResult> {
+  const splitter = new SseSplitter({ maxEventChars: MAX_EVENT_CHARS });
+  const decoder = new TextDecoder();
+  const result: RelayResult = { outcome: "truncated", usage: undefined, contentDeltas: 0 };
+  try {
+    for await (const bytes of stream) {
+      for (const event of splitter.push(decoder.decode(bytes, { stream: true }))) {
+        const info = readChunk(dataOf(event));
+        if (info.kind === "usage") {
+          result.usage = info.usage;
+          if (!options.clientWantsUsage) continue;
+        }
+        if (info.kind === "chunk" && info.contentDeltas > 0) {
+          if (result.contentDeltas === 0) options.onFirstContent();
+          result.contentDeltas += info.contentDeltas;
+        }
+        await sse.write(event);
+        if (info.kind === "done") result.outcome = "ok";
+        if (info.kind === "error") result.outcome = "upstream_error";
+      }
+    }
+  } catch {
+    // A cut, a reset, a silence past the idle bound, our abort: the outcome says which below.
+  }
+  if (sse.closed) result.outcome = "cancelled";
+  return result;
+}
+
+async function streamCompletion(
+  options: ChatRouteOptions,
+  request: FastifyRequest<{ Body: ChatRequest }>,
+  reply: FastifyReply,
+  model: ServedModel,
+  held: HeldBudget,
+): Promise<void> {
+  const { metrics, clock } = options;
+  const startedAtMs = clock.monotonicMs();
+  const gone = clientGone(reply);
+  // LG-04: the same signal aborts the upstream request the moment the client leaves.
+  const upstream = await options.upstream.stream(upstreamBody(request.body, model), gone.signal);
+  const sse = openSseResponse(request, reply, {
+    keepAliveMs: options.settings.keepAliveMs,
+    signal: gone.signal,
+  });
+  metrics.openStreams.inc({ model: model.name });
+  let result: RelayResult;
+  try {
+    result = await relay(upstream.body, sse, {
+      clientWantsUsage: request.body.stream_options?.include_usage === true,
+      onFirstContent: () =>
+        metrics.ttft.observe({ model: model.name }, (clock.monotonicMs() - startedAtMs) / 1000),
+    });
+  } finally {
+    upstream.close();
+    metrics.openStreams.dec({ model: model.name });
+    metrics.keepAlives.inc({ model: model.name }, sse.keepAlives);
+  }
+  if (result.outcome === "truncated") {
+    const error = errors.create("LLM_STREAM_TRUNCATED");
+    sse.fail({ message: error.message, type: "server_error", code: "llm_stream_truncated" });
+    request.log.warn(
+      { model: model.name, contentDeltas: result.contentDeltas },
+      "provider stream cut before its end",
+    );
+  } else {
+    sse.end();
+  }
+  record(metrics, model, result);
+  await settleBudget(options.budgets, held, usedTokens(held, result), request.log);
+}
+
+/** The tokens to settle: the provider's count, or (no usage reported) input + the chunks relayed. */
+function usedTokens(held: HeldBudget, result: RelayResult): number {
+  if (result.usage) return result.usage.promptTokens + result.usage.completionTokens;
+  return held.inputTokens + result.contentDeltas;
+}
+
+function record(metrics: SystemMetrics, model: ServedModel, result: RelayResult): void {
+  metrics.requests.inc({ model: model.name, outcome: result.outcome });
+  // Usage as the provider counted it; a stream cut before its usage chunk counts what was relayed.
+  const completion = result.usage?.completionTokens ?? result.contentDeltas;
+  metrics.tokens.inc({ model: model.name, kind: "completion" }, completion);
+  if (result.usage) metrics.tokens.inc({ model: model.name, kind: "prompt" }, result.usage.promptTokens);
+}
+
+async function wholeCompletion(
+  options: ChatRouteOptions,
+  request: FastifyRequest<{ Body: ChatRequest }>,
+  reply: FastifyReply,
+  model: ServedModel,
+  held: HeldBudget,
+): Promise<FastifyReply> {
+  const gone = clientGone(reply);
+  const answer = await options.upstream.complete(upstreamBody(request.body, model), gone.signal);
+  const chunk = readChunk(answer.body.toString("utf8"));
+  const result: RelayResult = {
+    outcome: "ok",
+    usage: chunk.kind === "chunk" ? chunk.usage : undefined,
+    contentDeltas: 0,
+  };
+  record(options.metrics, model, result);
+  await settleBudget(options.budgets, held, usedTokens(held, result), request.log);
+  // The provider's bytes as they came: nothing of its answer is dropped or re-serialized.
+  return reply.code(200).type("application/json; charset=utf-8").send(answer.body);
+}
+
+export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOptions): void {
+  scope.post<{ Body: ChatRequest }>(
+    "/v1/chat/completions",
+    {
+      handlerTimeout: options.settings.generationTimeoutMs,
+      schema: {
+        summary: "Create a chat completion (OpenAI-compatible; stream: true answers text/event-stream)",
+        tags: ["openai"],
+        security: bearerSecurity,
+        errorCodes: [
+          "LLM_MODEL_NOT_FOUND",
+          "LLM_MAX_TOKENS_TOO_LARGE",
+          "LLM_BUDGET_EXCEEDED",
+          "LLM_REQUEST_OVER_BUDGET",
+          "LLM_BUDGET_UNAVAILABLE",
+          "LLM_UPSTREAM_RATE_LIMITED",
+          "LLM_UPSTREAM_REJECTED",
+          "LLM_UPSTREAM_FAILED",
+          "LLM_UPSTREAM_TIMEOUT",
+        ],
+        body: chatRequestSchema,
+        response: { 200: chatResponseView },
+      },
+    },
+    async (request, reply) => {
+      const model = resolveModel(options.catalog, request.body.model);
+      const maxOutputTokens =
+        requestedMaxTokens(request.body, options.settings.maxOutputTokens) ??
+        options.settings.maxOutputTokens;
+      const held = await reserveBudget(options.budgets, {
+        tenant: options.tenantOf(request),
+        model,
+        messages: request.body.messages,
+        maxOutputTokens,
+      }).catch((error: unknown) => {
+        if (errors.is(error, "LLM_BUDGET_EXCEEDED"))
+          options.metrics.requests.inc({ model: model.name, outcome: "rate_limited" });
+        throw error;
+      });
+      try {
+        if (request.body.stream === true) return await streamCompletion(options, request, reply, model, held);
+        return await wholeCompletion(options, request, reply, model, held);
+      } catch (error) {
+        // Nothing was generated: every reserved token goes back (the request still counts for RPM).
+        await settleBudget(options.budgets, held, 0, request.log);
+        const outcome = errors.is(error, "LLM_UPSTREAM_RATE_LIMITED") ? "rate_limited" : "upstream_error";
+        options.metrics.requests.inc({ model: model.name, outcome });
+        throw error;
+      }
+    },
+  );
+}

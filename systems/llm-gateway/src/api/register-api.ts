@@ -1,0 +1,53 @@
+/**
+ * The whole HTTP API of llm-gateway on a Fastify instance, wired the one way main.ts and the
+ * tests both use (as `systems/webhooks/src/api/register-api.ts` does): the OpenAI-compatible
+ * routes in a scope whose onRequest hook authenticates the tenant's API key (a stranger is
+ * refused before any body is parsed: 401 in OpenAI's error shape, through the shared edge's
+ * error formats), the admin routes in another scope behind the operator's token.
+ *
+ * @example
+ * await registerApi(service.app, { db, clock, randomBytes, tenants, catalog, upstream, metrics, settings });
+ */
+import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
+import type { Database } from "@casebook/infra/sql/sql";
+import type { RandomBytes } from "@casebook/kit/api-key";
+import type { Clock } from "@casebook/kit/clock";
+import type { FastifyInstance } from "fastify";
+import type { UpstreamClient } from "../clients/upstream-client.ts";
+import type { ModelCatalog } from "../domain/model-catalog.ts";
+import type { SystemMetrics } from "../metrics.ts";
+import type { TenantRepository } from "../store/tenant-repository.ts";
+import { registerAdminApi } from "./admin-routes.ts";
+import type { BudgetContext } from "./budgets.ts";
+import { type ChatSettings, registerChatRoutes } from "./chat-routes.ts";
+import { registerModelRoutes } from "./model-routes.ts";
+
+/** `WWW-Authenticate: Bearer realm="llm-gateway"` on every 401. */
+const REALM = "llm-gateway";
+
+/** What the routes need, passed in: time from the clock (never Date.now()), stores and clients. */
+export interface ApiOptions {
+  readonly db: Database;
+  readonly clock: Clock;
+  readonly randomBytes: RandomBytes;
+  readonly tenants: TenantRepository;
+  readonly catalog: ModelCatalog;
+  readonly upstream: UpstreamClient;
+  readonly metrics: SystemMetrics;
+  readonly settings: ChatSettings;
+  readonly budgets: BudgetContext;
+  /** LLM_GATEWAY_ADMIN_TOKEN; undefined: no admin routes at all. */
+  readonly adminToken?: string | undefined;
+  readonly tenantDefaults: { rpm: number; tpm: number };
+}
+
+export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
+  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenants.authenticate(key) });
+  await app.register(async (scope) => {
+    scope.addHook("onRequest", auth.authenticate);
+    registerChatRoutes(scope, { ...options, tenantOf: auth.principalOf });
+    registerModelRoutes(scope, options);
+  });
+  if (options.adminToken === undefined) return;
+  await registerAdminApi(app, { ...options, adminToken: options.adminToken });
+}

@@ -1,0 +1,202 @@
+/**
+ * The settings of llm-gateway: environment variables, validated at start — a bad value fails
+ * the start with one message naming it (ARCHITECTURE rule 5), and `--help` lists them all.
+ * Where it listens and its log level are infra's presets; the default port is the
+ * manifest's (`casebook.port` in package.json). The database (PGlite by default, PostgreSQL
+ * with DATABASE_URL) holds tenants and their hashed API keys.
+ *
+ * @example
+ * const config = loadSystemConfig({ PORT: "0", LOG_LEVEL: "silent" });
+ * config.keepAliveMs; // 15000
+ */
+import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
+import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
+import packageJson from "../package.json" with { type: "json" };
+import { MODEL_LIST_PATTERN, parseModelList } from "./domain/model-catalog.ts";
+import { defaultModelNames } from "./sim/provider-behaviour.ts";
+
+/** LLM_GATEWAY_BOOTSTRAP_TENANT value that turns the demo tenant off. */
+export const BOOTSTRAP_OFF = "off";
+export const DEFAULT_BOOTSTRAP_TENANT = "demo";
+
+export const configSchema = {
+  ...listenFields({ port: packageJson.casebook.port, portDescription: "HTTP port (0 = any free port)" }),
+  ...databaseFields({
+    system: "llm-gateway",
+    envPrefix: "LLM_GATEWAY_DB",
+    fields: ["schema", "maxConnections", "statementTimeoutMs", "connectTimeoutMs"],
+    maxConnectionsDefault: 10,
+    statementTimeoutMsDefault: 5_000,
+  }),
+  upstreamUrl: field.url({
+    env: "LLM_GATEWAY_UPSTREAM_URL",
+    protocols: ["http:", "https:"],
+    description:
+      "The OpenAI-compatible provider's base URL (…/v1); unset = the provider simulator, started in-process on a free port",
+  }),
+  upstreamApiKey: field.string({
+    env: "LLM_GATEWAY_UPSTREAM_API_KEY",
+    secret: true,
+    maxLength: 512,
+    description: "Bearer key the gateway sends upstream (the tenants' keys never leave the gateway)",
+  }),
+  models: field.string({
+    env: "LLM_GATEWAY_MODELS",
+    default: defaultModelNames.join(","),
+    pattern: MODEL_LIST_PATTERN,
+    description:
+      "Models served, comma-separated: `name` or `name=upstream-model` (LG-19: clients call the name, the gateway sends the upstream model)",
+  }),
+  maxOutputTokens: field.int({
+    env: "LLM_GATEWAY_MAX_OUTPUT_TOKENS",
+    default: 16_384,
+    min: 1,
+    max: 1_000_000,
+    description: "Largest max_tokens a request may ask of any model; above it a 400 names max_tokens",
+  }),
+  keepAliveMs: field.int({
+    env: "LLM_GATEWAY_KEEP_ALIVE_MS",
+    default: 15_000,
+    min: 50,
+    max: 60_000,
+    description:
+      "LG-03: an SSE comment is written when a stream has been silent this long, below any load balancer's idle timeout (60 s on most)",
+  }),
+  upstreamConnectMs: field.int({
+    env: "LLM_GATEWAY_UPSTREAM_CONNECT_MS",
+    default: 5_000,
+    min: 100,
+    max: 60_000,
+    description: "Bound on connecting to the provider",
+  }),
+  upstreamHeadersMs: field.int({
+    env: "LLM_GATEWAY_UPSTREAM_HEADERS_MS",
+    default: 60_000,
+    min: 100,
+    max: 600_000,
+    description:
+      "Request sent → the provider's response head (a non-streamed answer comes whole, so this bounds its generation too)",
+  }),
+  upstreamIdleMs: field.int({
+    env: "LLM_GATEWAY_UPSTREAM_IDLE_MS",
+    default: 120_000,
+    min: 100,
+    max: 600_000,
+    description: "Longest silence inside a provider's stream before it counts as cut (LLM_STREAM_TRUNCATED)",
+  }),
+  generationTimeoutMs: field.int({
+    env: "LLM_GATEWAY_GENERATION_TIMEOUT_MS",
+    default: 600_000,
+    min: 1_000,
+    max: 3_600_000,
+    description: "Bound on one whole generation, streamed or not (minutes: LG-01)",
+  }),
+  redisUrl: field.url({
+    env: "REDIS_URL",
+    protocols: ["redis:", "rediss:"],
+    description:
+      "The token counter shared by every replica (LG-07); unset = in-process (one replica only: budgets are per process then)",
+  }),
+  redisCommandTimeoutMs: field.int({
+    env: "LLM_GATEWAY_REDIS_TIMEOUT_MS",
+    default: 500,
+    min: 10,
+    max: 10_000,
+    description: "Bound on one counter call (reserve or settle); past it the request fails closed (503)",
+  }),
+  budgetWindowMs: field.int({
+    env: "LLM_GATEWAY_BUDGET_WINDOW_MS",
+    default: 60_000,
+    min: 1_000,
+    max: 86_400_000,
+    description: "The budget window: 60000 makes the limits RPM and TPM",
+  }),
+  tenantRpm: field.int({
+    env: "LLM_GATEWAY_TENANT_RPM",
+    default: 600,
+    min: 1,
+    max: 100_000_000,
+    description: "Requests per window of a tenant created by this process (bootstrap, admin API without rpm)",
+  }),
+  tenantTpm: field.int({
+    env: "LLM_GATEWAY_TENANT_TPM",
+    default: 200_000,
+    min: 1,
+    max: 1_000_000_000_000,
+    description: "Tokens per window of a tenant created by this process (bootstrap, admin API without tpm)",
+  }),
+  modelRpm: field.int({
+    env: "LLM_GATEWAY_MODEL_RPM",
+    default: 0,
+    min: 0,
+    max: 100_000_000,
+    description: "Requests per window of each tenant on each model (0 = no such limit)",
+  }),
+  modelTpm: field.int({
+    env: "LLM_GATEWAY_MODEL_TPM",
+    default: 0,
+    min: 0,
+    max: 1_000_000_000_000,
+    description: "Tokens per window of each tenant on each model (0 = no such limit)",
+  }),
+  destinationRpm: field.int({
+    env: "LLM_GATEWAY_DESTINATION_RPM",
+    default: 0,
+    min: 0,
+    max: 100_000_000,
+    description:
+      "The provider's own quota: requests per window per upstream model, all tenants together (0 = none)",
+  }),
+  destinationTpm: field.int({
+    env: "LLM_GATEWAY_DESTINATION_TPM",
+    default: 0,
+    min: 0,
+    max: 1_000_000_000_000,
+    description:
+      "The provider's own quota: tokens per window per upstream model, all tenants together (0 = none)",
+  }),
+  drainTimeoutMs: field.int({
+    env: "LLM_GATEWAY_DRAIN_TIMEOUT_MS",
+    default: 25_000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      "LG-15: on SIGTERM, how long open streams may run to their end before the rest are cut (below the orchestrator's grace period: Kubernetes gives 30 s)",
+  }),
+  bootstrapTenant: field.string({
+    env: "LLM_GATEWAY_BOOTSTRAP_TENANT",
+    pattern: /^[A-Za-z0-9_-]{1,64}$/,
+    description: `Tenant created with a printed API key on first start; "${BOOTSTRAP_OFF}" = none; unset = "${DEFAULT_BOOTSTRAP_TENANT}" on PGlite, none on PostgreSQL`,
+  }),
+  adminToken: field.string({
+    env: "LLM_GATEWAY_ADMIN_TOKEN",
+    minLength: 16,
+    maxLength: 256,
+    secret: true,
+    description: "Bearer token of /v1/admin/* (tenants and their API keys); unset = no admin API",
+  }),
+  ...logLevelField(),
+};
+
+export type SystemConfig = ConfigOf<typeof configSchema>;
+
+export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
+  const config = loadConfig(configSchema, { env });
+  try {
+    parseModelList(config.models);
+  } catch (error) {
+    const message = `LLM_GATEWAY_MODELS: ${(error as Error).message}`;
+    const expected = "each model name once";
+    throw new ConfigError([
+      {
+        setting: "models",
+        env: "LLM_GATEWAY_MODELS",
+        source: "env",
+        value: config.models,
+        expected,
+        message,
+      },
+    ]);
+  }
+  return config;
+}

@@ -1,0 +1,79 @@
+/**
+ * Which limits one chat request is counted against, and for how much (LG-05, LG-06, LG-09's
+ * destination quota): requests (cost 1) and tokens (input counted by the gateway's tokenizer
+ * + the maximum output asked, or the gateway's bound when none is asked — the reservation is
+ * always for the maximum, since nobody knows the output length before generation), each per
+ * tenant, per tenant and model, and per destination (the provider's own quota for the
+ * upstream model, shared by every tenant). A limit of 0 is off. Keys put the tenant in a
+ * hash tag, so one tenant's limits share a Redis Cluster slot.
+ *
+ * @example
+ * const plan = planBudget({ tenant: { id: "acme", rpm: 60, tpm: 100_000 }, model, limits, inputTokens: 2_000, maxOutputTokens: 4_000 });
+ * plan.lines; // [{ key: "llm:{acme}:rpm", limit: 60, cost: 1 }, { key: "llm:{acme}:tpm", limit: 100000, cost: 6000 }, …]
+ */
+import type { ServedModel } from "./model-catalog.ts";
+
+export interface TenantLimits {
+  readonly id: string;
+  readonly rpm: number;
+  readonly tpm: number;
+}
+
+/** Per tenant-and-model and per destination limits (0 = off), from configuration. */
+export interface SharedLimits {
+  readonly modelRpm: number;
+  readonly modelTpm: number;
+  readonly destinationRpm: number;
+  readonly destinationTpm: number;
+}
+
+export interface PlannedLine {
+  readonly key: string;
+  readonly limit: number;
+  readonly cost: number;
+  /** Token lines are settled from the provider's usage; request lines are not. */
+  readonly tokens: boolean;
+}
+
+export interface BudgetPlan {
+  readonly lines: readonly PlannedLine[];
+  /** What each token line reserved: input + maximum output. */
+  readonly reservedTokens: number;
+}
+
+export function planBudget(input: {
+  tenant: TenantLimits;
+  model: ServedModel;
+  limits: SharedLimits;
+  inputTokens: number;
+  maxOutputTokens: number;
+}): BudgetPlan {
+  const { tenant, model, limits } = input;
+  const reservedTokens = input.inputTokens + input.maxOutputTokens;
+  const candidates: PlannedLine[] = [
+    { key: `llm:{${tenant.id}}:rpm`, limit: tenant.rpm, cost: 1, tokens: false },
+    { key: `llm:{${tenant.id}}:tpm`, limit: tenant.tpm, cost: reservedTokens, tokens: true },
+    { key: `llm:{${tenant.id}}:model:${model.name}:rpm`, limit: limits.modelRpm, cost: 1, tokens: false },
+    {
+      key: `llm:{${tenant.id}}:model:${model.name}:tpm`,
+      limit: limits.modelTpm,
+      cost: reservedTokens,
+      tokens: true,
+    },
+    { key: `llm:dest:${model.upstreamModel}:rpm`, limit: limits.destinationRpm, cost: 1, tokens: false },
+    {
+      key: `llm:dest:${model.upstreamModel}:tpm`,
+      limit: limits.destinationTpm,
+      cost: reservedTokens,
+      tokens: true,
+    },
+  ];
+  return { lines: candidates.filter((line) => line.limit > 0), reservedTokens };
+}
+
+/** The settle of a plan: each token line gets usage − reservation. */
+export function settleLines(plan: BudgetPlan, usedTokens: number) {
+  return plan.lines
+    .filter((line) => line.tokens)
+    .map((line) => ({ key: line.key, limit: line.limit, delta: usedTokens - plan.reservedTokens }));
+}

@@ -1,0 +1,113 @@
+/**
+ * Server-Sent Events as the gateway relays them (LG-01, LG-02): bytes from the provider are
+ * cut into whole events — an event ends at a blank line — so each one is passed on the
+ * moment its last byte arrives, never held for the next; and each event's data is read just
+ * enough to know what it is: `[DONE]` (the provider finished: without it a stream is
+ * truncated), the usage chunk (what the provider counted), content, or an error.
+ *
+ * @example
+ * const splitter = new SseSplitter({ maxEventChars: 1 << 20 });
+ * splitter.push('data: {"choices":[]}\n\nda'); // ['data: {"choices":[]}\n\n'] — "da" waits for its end
+ * readChunk(dataOf('data: [DONE]\n\n')); // { kind: "done" }
+ */
+
+const EVENT_END = /\r?\n\r?\n/;
+
+/** Cuts a text stream into whole SSE events (each with its terminating blank line). */
+export class SseSplitter {
+  readonly #maxEventChars: number;
+  #pending = "";
+
+  constructor(options: { maxEventChars: number }) {
+    this.#maxEventChars = options.maxEventChars;
+  }
+
+  /** The events completed by `text`; an unfinished one is kept for the next push. Throws RangeError past the bound. */
+  push(text: string): string[] {
+    this.#pending += text;
+    const events: string[] = [];
+    for (;;) {
+      const match = EVENT_END.exec(this.#pending);
+      if (match === null) break;
+      const end = match.index + match[0].length;
+      events.push(this.#pending.slice(0, end));
+      this.#pending = this.#pending.slice(end);
+    }
+    if (this.#pending.length > this.#maxEventChars) {
+      throw new RangeError(`an SSE event grew past ${this.#maxEventChars} characters without ending`);
+    }
+    return events;
+  }
+
+  /** Characters of an event begun and not ended: non-zero when a stream stops mid-event. */
+  get pendingChars(): number {
+    return this.#pending.length;
+  }
+}
+
+/** The data of an event (its `data:` lines joined by newlines), or undefined for a comment-only event. */
+export function dataOf(event: string): string | undefined {
+  let data: string | undefined;
+  for (const line of event.split(/\r?\n/)) {
+    if (!line.startsWith("data:")) continue;
+    const value = line.slice(line.startsWith("data: ") ? 6 : 5);
+    data = data === undefined ? value : `${data}\n${value}`;
+  }
+  return data;
+}
+
+export interface ChunkUsage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  /** Prompt tokens the provider served from its own prompt cache (LG-13), when it says. */
+  readonly cachedPromptTokens: number;
+}
+
+export type ChunkInfo =
+  | { readonly kind: "done" }
+  | { readonly kind: "error"; readonly error: unknown }
+  | { readonly kind: "usage"; readonly usage: ChunkUsage }
+  | { readonly kind: "chunk"; readonly contentDeltas: number; readonly usage: ChunkUsage | undefined }
+  | { readonly kind: "other" };
+
+function usageOf(value: unknown): ChunkUsage | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const usage = value as {
+    prompt_tokens?: unknown;
+    completion_tokens?: unknown;
+    prompt_tokens_details?: { cached_tokens?: unknown };
+  };
+  if (typeof usage.prompt_tokens !== "number" || typeof usage.completion_tokens !== "number")
+    return undefined;
+  const cached = usage.prompt_tokens_details?.cached_tokens;
+  return {
+    promptTokens: usage.prompt_tokens,
+    completionTokens: usage.completion_tokens,
+    cachedPromptTokens: typeof cached === "number" ? cached : 0,
+  };
+}
+
+/** What an OpenAI chat completion chunk is, read from its data (see the module comment). */
+export function readChunk(data: string | undefined): ChunkInfo {
+  if (data === undefined) return { kind: "other" };
+  if (data.trim() === "[DONE]") return { kind: "done" };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    return { kind: "other" };
+  }
+  if (typeof parsed !== "object" || parsed === null) return { kind: "other" };
+  const chunk = parsed as { error?: unknown; choices?: unknown; usage?: unknown };
+  if (chunk.error !== undefined && chunk.error !== null) return { kind: "error", error: chunk.error };
+  const usage = usageOf(chunk.usage);
+  if (Array.isArray(chunk.choices) && chunk.choices.length === 0 && usage !== undefined) {
+    return { kind: "usage", usage };
+  }
+  if (!Array.isArray(chunk.choices)) return { kind: "other" };
+  let contentDeltas = 0;
+  for (const choice of chunk.choices as Array<{ delta?: { content?: unknown } }>) {
+    if (typeof choice?.delta?.content === "string" && choice.delta.content !== "") contentDeltas += 1;
+  }
+  return { kind: "chunk", contentDeltas, usage };
+}

@@ -1,0 +1,175 @@
+/**
+ * Composition root of llm-gateway — LLM inference gateway (seed 000 §11): config → database
+ * (tenants and hashed API keys; PGlite by default, PostgreSQL with DATABASE_URL) → the
+ * upstream provider (LLM_GATEWAY_UPSTREAM_URL, or the provider simulator in-process) →
+ * metrics → API → listen, through infra's `startService`, which closes what a failed start
+ * opened. Stateless (LG-14): its state lives in its engines, so replicas are more processes.
+ * Errors on the OpenAI-compatible routes are in OpenAI's shape (`api/error-formats.ts`).
+ *
+ * @example
+ * // PORT=8111 node systems/llm-gateway/src/main.ts   (npx casebook run llm-gateway runs it through the CLI)
+ * const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
+ * await fetch(`${running.url}/healthz`); // 200
+ * await running.close();
+ */
+import { randomBytes } from "node:crypto";
+import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import type { Service } from "@casebook/infra/http/service";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
+import { startService } from "@casebook/infra/http/start-service";
+import { runMigrations } from "@casebook/infra/sql/migrations";
+import { systemClock } from "@casebook/kit/clock";
+import packageJson from "../package.json" with { type: "json" };
+import { llmErrorFormats } from "./api/error-formats.ts";
+import { registerApi } from "./api/register-api.ts";
+import { UpstreamClient } from "./clients/upstream-client.ts";
+import {
+  BOOTSTRAP_OFF,
+  configSchema,
+  DEFAULT_BOOTSTRAP_TENANT,
+  loadSystemConfig,
+  type SystemConfig,
+} from "./config.ts";
+import { parseModelList } from "./domain/model-catalog.ts";
+import { errors } from "./errors.ts";
+import { createMetrics } from "./metrics.ts";
+import { createProviderSim } from "./sim/provider-sim.ts";
+import { openInProcessBudgetStore, openRedisBudgetStore } from "./store/budget-store.ts";
+import { TenantRepository } from "./store/tenant-repository.ts";
+
+export const SYSTEM = "llm-gateway";
+export const VERSION = packageJson.version;
+
+export interface RunningSystem {
+  readonly url: string;
+  readonly service: Service;
+  readonly config: SystemConfig;
+  readonly upstreamUrl: string;
+  /** The demo tenant created by THIS start (undefined when it existed already or is off). */
+  readonly bootstrap: { tenantId: string; apiKey: string } | undefined;
+  close(): Promise<void>;
+}
+
+/** The provider's base URL: the configured one, or the simulator started here (closed with the service). */
+async function upstreamFor(config: SystemConfig, service: Service): Promise<string> {
+  if (config.upstreamUrl !== undefined) return config.upstreamUrl;
+  const sim = createProviderSim({ log: service.log.child({ component: "llm-provider-sim" }) });
+  const { url } = await sim.listen({ port: 0 });
+  service.onClose(() => sim.close());
+  return `${url}/v1`;
+}
+
+function bootstrapTenantOf(config: SystemConfig, engine: string): string | undefined {
+  const chosen = config.bootstrapTenant ?? (engine === "pglite" ? DEFAULT_BOOTSTRAP_TENANT : undefined);
+  return chosen === BOOTSTRAP_OFF ? undefined : chosen;
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningSystem> {
+  const config = loadSystemConfig(env);
+  const catalog = parseModelList(config.models);
+  const { url, service, built } = await startService({
+    service: {
+      name: SYSTEM,
+      version: VERSION,
+      log: { level: config.logLevel },
+      errors: [errors],
+      errorFormats: llmErrorFormats,
+      drainTimeoutMs: config.drainTimeoutMs,
+      openapi: {
+        securitySchemes: bearerSecurityScheme("Tenant API key (llm_…), as the OpenAI SDK's apiKey"),
+      },
+      description:
+        "LLM inference gateway (seed 000 §11): OpenAI-compatible, streams without buffering, cancels upstream when the client leaves",
+    },
+    database: {
+      system: SYSTEM,
+      env,
+      ...databaseOptionsOf(config),
+      migrate: (db) => runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) }),
+    },
+    build: async ({ service, db }) => {
+      const metrics = createMetrics(service.registry, { version: VERSION });
+      const upstreamUrl = await upstreamFor(config, service);
+      const upstream = new UpstreamClient({
+        baseUrl: upstreamUrl,
+        apiKey: config.upstreamApiKey,
+        timeouts: {
+          connectMs: config.upstreamConnectMs,
+          headersMs: config.upstreamHeadersMs,
+          bodyMs: config.generationTimeoutMs,
+        },
+        idleMs: config.upstreamIdleMs,
+        maxSockets: 1_024,
+      });
+      service.onClose(async () => upstream.close());
+      const tenants = new TenantRepository(db, { clock: systemClock, randomBytes });
+      const budgetStore =
+        config.redisUrl === undefined
+          ? await openInProcessBudgetStore({ clock: systemClock })
+          : await openRedisBudgetStore({
+              url: config.redisUrl,
+              commandTimeoutMs: config.redisCommandTimeoutMs,
+            });
+      service.onClose(() => budgetStore.close());
+      service.addCheck("redis", () => budgetStore.ping());
+      const tenantDefaults = { rpm: config.tenantRpm, tpm: config.tenantTpm };
+      await registerApi(service.app, {
+        db,
+        clock: systemClock,
+        randomBytes,
+        tenants,
+        catalog,
+        upstream,
+        metrics,
+        settings: {
+          maxOutputTokens: config.maxOutputTokens,
+          keepAliveMs: config.keepAliveMs,
+          generationTimeoutMs: config.generationTimeoutMs,
+        },
+        adminToken: config.adminToken,
+        tenantDefaults,
+        budgets: {
+          store: budgetStore,
+          windowMs: config.budgetWindowMs,
+          limits: {
+            modelRpm: config.modelRpm,
+            modelTpm: config.modelTpm,
+            destinationRpm: config.destinationRpm,
+            destinationTpm: config.destinationTpm,
+          },
+        },
+      });
+      const bootstrapId = bootstrapTenantOf(config, db.engine);
+      const created =
+        bootstrapId === undefined
+          ? undefined
+          : await tenants.createIfAbsent({ id: bootstrapId, name: bootstrapId, ...tenantDefaults });
+      const bootstrap = created && { tenantId: created.tenant.id, apiKey: created.apiKey.key };
+      return { upstreamUrl, bootstrap, budgets: budgetStore.engine };
+    },
+    listen: { port: config.port, host: config.host },
+    listening: ({ upstreamUrl, budgets }, { db }) => ({ engine: db.engine, budgets, upstreamUrl }),
+    announce: ({ bootstrap }, { service, url }) => {
+      if (!bootstrap) return;
+      const hint = `curl -s -H 'Authorization: Bearer ${bootstrap.apiKey}' ${url}/v1/models`;
+      service.log.info(
+        { ...bootstrap, try: hint },
+        "bootstrap tenant created: its API key is shown only now",
+      );
+    },
+  });
+  const { upstreamUrl, bootstrap } = built;
+  return { url, service, config, upstreamUrl, bootstrap, close: () => service.close() };
+}
+
+if (import.meta.main) {
+  await runServiceEntry({
+    name: SYSTEM,
+    summary: "LLM inference gateway (seed 000 §11)",
+    schema: configSchema,
+    usage: [`npx casebook run ${SYSTEM}`, `node systems/${SYSTEM}/src/main.ts`],
+    notes: `Tools: npx casebook llm-gateway provider-sim.\nThe API, the design and the claims: systems/${SYSTEM}/README.md`,
+    start: async () => (await main()).service,
+  });
+}

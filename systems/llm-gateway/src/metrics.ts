@@ -1,0 +1,68 @@
+/**
+ * The Prometheus metrics of llm-gateway (LG-16, per model): requests by outcome, time to first
+ * token, tokens in and out as the provider counted them, keep-alive comments, open streams.
+ * Registered on the service's own registry (served at /metrics beside the base's HTTP
+ * histogram and the Node process metrics).
+ *
+ * @example
+ * const metrics = createMetrics(service.registry, { version: "0.1.0" });
+ * metrics.requests.inc({ model: "gpt-4o-mini", outcome: "ok" });
+ */
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+/** How a request ended: `truncated` is a provider stream cut before its end (never a success). */
+export type Outcome = "ok" | "cancelled" | "truncated" | "upstream_error" | "rate_limited";
+
+export interface SystemMetrics {
+  /** Always 1, labelled with the running version: joins a dashboard's series to a deploy. */
+  readonly buildInfo: Gauge<"version">;
+  readonly requests: Counter<"model" | "outcome">;
+  readonly ttft: Histogram<"model">;
+  readonly tokens: Counter<"model" | "kind">;
+  readonly keepAlives: Counter<"model">;
+  readonly openStreams: Gauge<"model">;
+}
+
+export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
+  const buildInfo = new Gauge({
+    name: "llm_gateway_build_info",
+    help: "Always 1; the version label says which build is running",
+    labelNames: ["version"],
+    registers: [registry],
+  });
+  buildInfo.set({ version: build.version }, 1);
+  return {
+    buildInfo,
+    requests: new Counter({
+      name: "llm_gateway_requests_total",
+      help: "Chat completions by logical model and outcome (ok, cancelled, truncated, upstream_error, rate_limited)",
+      labelNames: ["model", "outcome"],
+      registers: [registry],
+    }),
+    ttft: new Histogram({
+      name: "llm_gateway_ttft_seconds",
+      help: "Time to first token: request received → first content chunk relayed (streams)",
+      labelNames: ["model"],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32],
+      registers: [registry],
+    }),
+    tokens: new Counter({
+      name: "llm_gateway_tokens_total",
+      help: "Tokens as the provider reported them, by kind (prompt, completion); a cut stream counts the chunks relayed",
+      labelNames: ["model", "kind"],
+      registers: [registry],
+    }),
+    keepAlives: new Counter({
+      name: "llm_gateway_keep_alives_total",
+      help: "SSE keep-alive comments written during silent stretches of a stream (LG-03)",
+      labelNames: ["model"],
+      registers: [registry],
+    }),
+    openStreams: new Gauge({
+      name: "llm_gateway_open_streams",
+      help: "Streams being relayed right now",
+      labelNames: ["model"],
+      registers: [registry],
+    }),
+  };
+}

@@ -1,0 +1,115 @@
+/**
+ * Budgets through the API with the `openai` SDK (LG-05, LG-06), on the embedded counter:
+ * requests and tokens both limit, the reservation is input + the maximum output, a refusal
+ * is a RateLimitError with the computed Retry-After, the provider's usage settles it (the
+ * unused part comes back), and a request larger than a whole budget is a 400, not a wait.
+ */
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import OpenAI from "openai";
+import { type GatewayFixture, startGateway } from "./gateway-fixture.ts";
+
+const ADMIN = "admin-token-for-the-budget-tests-0123456789";
+let f: GatewayFixture;
+
+before(async () => {
+  f = await startGateway({ models: "gpt-4o-mini,slow", env: { LLM_GATEWAY_ADMIN_TOKEN: ADMIN } });
+  await f.setModel("slow", { ttftMs: 0, tokensPerS: 20, answerTokens: 10 });
+});
+after(() => f?.close());
+
+async function tenant(id: string, rpm: number, tpm: number): Promise<OpenAI> {
+  const res = await fetch(`${f.gateway.url}/v1/admin/tenants`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN}` },
+    body: JSON.stringify({ id, name: id, rpm, tpm }),
+  });
+  assert.equal(res.status, 201, await res.clone().text());
+  const { apiKey } = (await res.json()) as { apiKey: { key: string } };
+  return new OpenAI({ baseURL: `${f.gateway.url}/v1`, apiKey: apiKey.key, maxRetries: 0, timeout: 60_000 });
+}
+
+const messages = [{ role: "user" as const, content: "hi" }];
+
+test("LG-05 requests per window limit a tenant whose tokens still have room", async () => {
+  const client = await tenant("rpm-bound", 3, 1_000_000);
+  for (let i = 0; i < 3; i++)
+    await client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 5 });
+  await assert.rejects(
+    client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 5 }),
+    (error: unknown) => error instanceof OpenAI.RateLimitError && /requests per window/.test(error.message),
+  );
+});
+
+test("LG-05 tokens per window limit a tenant whose requests still have room: a 9,000-token ask weighs 9,000", async () => {
+  const client = await tenant("tpm-bound", 1_000, 20_000);
+  // Two streams each hold ~9,008 tokens (8 in + 9,000 max out) while they run: 3 requests of 1,000 allowed.
+  const open = [];
+  for (let i = 0; i < 2; i++) {
+    const stream = await client.chat.completions.create({
+      model: "slow",
+      messages,
+      max_tokens: 9_000,
+      stream: true,
+    });
+    const iterator = stream[Symbol.asyncIterator]();
+    await iterator.next();
+    open.push(iterator);
+  }
+  await assert.rejects(
+    client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 9_000 }),
+    (error: unknown) => error instanceof OpenAI.RateLimitError && /tokens per window/.test(error.message),
+  );
+  for (const iterator of open)
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) {}
+});
+
+test("LG-06 a reservation holds input + max output until the answer settles it; then the unused part is back", async () => {
+  const client = await tenant("reserve", 1_000, 1_000);
+  // Holds ~908 (8 in + 900 max out) while it streams 10 tokens at 20/s.
+  const first = await client.chat.completions.create({
+    model: "slow",
+    messages,
+    max_tokens: 900,
+    stream: true,
+  });
+  const iterator = first[Symbol.asyncIterator]();
+  await iterator.next();
+  await assert.rejects(
+    client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 900 }),
+    (error: unknown) => {
+      if (!(error instanceof OpenAI.RateLimitError)) return false;
+      const retryAfterS = Number(error.headers.get("retry-after"));
+      return retryAfterS >= 1 && retryAfterS <= 60;
+    },
+  );
+  for (let next = await iterator.next(); !next.done; next = await iterator.next()) {}
+  // Settled at the provider's ~17 tokens: 900 fits again.
+  const again = await client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 900 });
+  assert.equal(again.object, "chat.completion");
+});
+
+test("LG-06 a request above the whole budget is a 400 naming max_tokens: waiting would never help", async () => {
+  const client = await tenant("too-big", 1_000, 1_000);
+  await assert.rejects(
+    client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 5_000 }),
+    (error: unknown) => error instanceof OpenAI.BadRequestError && error.param === "max_tokens",
+  );
+});
+
+test("a provider failure gives every reserved token back", async () => {
+  const client = await tenant("refund-on-failure", 1_000, 1_000);
+  await f.setModel("gpt-4o-mini", { errorRate: 1 });
+  try {
+    for (let i = 0; i < 3; i++) {
+      await assert.rejects(
+        client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 900 }),
+        (error: unknown) => error instanceof OpenAI.InternalServerError,
+      );
+    }
+  } finally {
+    await f.setModel("gpt-4o-mini", { errorRate: 0 });
+  }
+  const ok = await client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 900 });
+  assert.equal(ok.object, "chat.completion");
+});

@@ -1,0 +1,88 @@
+/**
+ * LG-15: a gateway holding open streams is stopped with SIGTERM, as an orchestrator does: it
+ * takes no new request, every one of the 100 streams in flight runs to its `[DONE]` (within
+ * the drain bound), and the process exits 0. The gateway runs as its own process, on PGlite.
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
+import { seededRandom } from "@casebook/kit/random";
+import { spawnChild } from "@casebook/lab/spawn-child";
+import { defaultModelProfile } from "../src/sim/provider-behaviour.ts";
+import { createProviderSim } from "../src/sim/provider-sim.ts";
+
+const STREAMS = 100;
+
+test("LG-15 SIGTERM with 100 open streams: each runs to [DONE], no new request is taken, exit 0", async (t) => {
+  const dataDir = await mkdtemp(join(tmpdir(), "casebook-llm-gateway-shutdown-"));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  // 30 tokens at 10/s: every stream is still running, three seconds from its end, when SIGTERM lands.
+  const sim = createProviderSim({
+    rng: seededRandom(3),
+    log: { level: "silent" },
+    behaviour: {
+      models: { "gpt-4o-mini": { ...defaultModelProfile, ttftMs: 0, tokensPerS: 10, answerTokens: 30 } },
+    },
+  });
+  const { url: simUrl } = await sim.listen({ port: 0 });
+  t.after(() => sim.close());
+  const gateway = await spawnChild(new URL("./gateway-child.ts", import.meta.url), {
+    env: {
+      ...process.env,
+      PORT: "0",
+      LOG_LEVEL: "warn",
+      CASEBOOK_DATA: dataDir,
+      LLM_GATEWAY_UPSTREAM_URL: `${simUrl}/v1`,
+      LLM_GATEWAY_MODELS: "gpt-4o-mini",
+      LLM_GATEWAY_TENANT_RPM: "10000",
+      LLM_GATEWAY_TENANT_TPM: "10000000",
+      LLM_GATEWAY_DRAIN_TIMEOUT_MS: "60000",
+    },
+    ready: /^ready /,
+    readyTimeoutMs: 240_000,
+    test: t,
+  });
+  // PGlite reads fd 0: an open, silent pipe would hold it.
+  gateway.process.stdin.end();
+  const [, url, key] = gateway.readyLine.split(" ");
+  const headers = { "content-type": "application/json", authorization: `Bearer ${key}` };
+  const body = JSON.stringify({
+    model: "gpt-4o-mini",
+    messages: [{ role: "user", content: "hi" }],
+    stream: true,
+    max_tokens: 30,
+  });
+  const firstChunks: Promise<void>[] = [];
+  const streams = Array.from({ length: STREAMS }, async () => {
+    const res = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers, body });
+    assert.equal(res.status, 200);
+    const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
+    assert.ok(reader);
+    let text = "";
+    let signalFirst: () => void = () => {};
+    firstChunks.push(new Promise<void>((resolve) => (signalFirst = resolve)));
+    for (let part = await reader.read(); !part.done; part = await reader.read()) {
+      text += part.value;
+      if (text.includes('"content":" ')) signalFirst();
+    }
+    return text;
+  });
+  // Every stream has its first token before the signal.
+  while (firstChunks.length < STREAMS) await new Promise((resolve) => setTimeout(resolve, 50));
+  await Promise.all(firstChunks);
+  gateway.process.kill("SIGTERM");
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const refused = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers, body }).then(
+    (res) => res.status,
+    () => "connection refused",
+  );
+  assert.ok(
+    refused === 503 || refused === "connection refused",
+    `a new request after SIGTERM got ${refused}`,
+  );
+  const texts = await Promise.all(streams);
+  for (const text of texts) assert.ok(text.endsWith("data: [DONE]\n\n"), text.slice(-200));
+  assert.deepEqual(await gateway.exited, { code: 0, signal: null });
+});
