@@ -11,25 +11,16 @@
  * const stock = new StockStore(runner);
  * await stock.restore("s1", { epoch: 1, available: 5_000, carried: [], recheckMs: 30_000 });
  * const r = await stock.reserve("s1", { holdId: "h_1", quantity: 1, holdTtlMs: 600_000 });
- * r.reserved; // true; r.availableAfter === 4_999
+ * r.kind; // "reserved", r.availableAfter === 4_999
  */
 
+import { redisErrors } from "@casebook/infra/redis/redis-errors";
 import type { ScriptRunner } from "@casebook/infra/redis/script-runner";
 import { assert } from "@casebook/kit/assert";
+import type { ReserveReply, StockPort } from "../domain/checkout.ts";
 
 /** Where the scripts live: `ScriptRegistry.fromDir(stockScriptsDir)`. */
 export const stockScriptsDir = new URL("./scripts/", import.meta.url);
-
-export interface Reservation {
-  /** False: sold out for this quantity; the script undid its own subtraction. */
-  readonly reserved: boolean;
-  /** The counter right after the subtraction: 0 = this call took the last one, negative = refused. */
-  readonly availableAfter: number;
-  /** The stock's generation; a recompute (FS-11) starts a new one. */
-  readonly epoch: number;
-  /** Redis time the hold expires (0 when refused). */
-  readonly expiresAtMs: number;
-}
 
 export interface StockView {
   /** -1 when Redis has no stock for the sale (lost: recompute it). */
@@ -57,36 +48,44 @@ function isInt(value: unknown): value is number {
   return typeof value === "number" && Number.isInteger(value);
 }
 
-export class StockStore {
+export class StockStore implements StockPort {
   readonly #runner: ScriptRunner;
 
   constructor(runner: ScriptRunner) {
     this.#runner = runner;
   }
 
-  /** FS-05: subtract, refuse below zero and undo, record the hold's expiry — one script. */
+  /**
+   * FS-05: subtract, refuse below zero and undo, record the hold's expiry — one script.
+   * `availableAfter` is the counter right after the subtraction: 0 = this call took the last
+   * one, negative = refused (and undone). `missing`: Redis has no stock for the sale (FS-11).
+   */
   async reserve(
     saleId: string,
     hold: { holdId: string; quantity: number; holdTtlMs: number },
-  ): Promise<Reservation> {
+  ): Promise<ReserveReply> {
     const k = stockKeys(saleId);
-    const reply = await this.#runner.run(
-      "reserve-stock",
-      [k.stock, k.holds, k.quantities],
-      [hold.holdId, hold.quantity, hold.holdTtlMs],
-    );
+    let reply: unknown;
+    try {
+      reply = await this.#runner.run(
+        "reserve-stock",
+        [k.stock, k.holds, k.quantities],
+        [hold.holdId, hold.quantity, hold.holdTtlMs],
+      );
+    } catch (error) {
+      if (redisErrors.is(error, "REDIS_SCRIPT_FAILED") && error.fields.replyCode === "STOCK_MISSING") {
+        return { kind: "missing" };
+      }
+      throw error;
+    }
     assert(Array.isArray(reply) && reply.length === 4 && reply.every(isInt), `reserve-stock: ${reply}`);
     const [reserved, availableAfter, epoch, expiresAtMs] = reply as number[];
-    assert(
-      reserved === 1 ? availableAfter! >= 0 : availableAfter! < 0,
-      "reserved iff the counter stayed >= 0",
-    );
-    return {
-      reserved: reserved === 1,
-      availableAfter: availableAfter!,
-      epoch: epoch!,
-      expiresAtMs: expiresAtMs!,
-    };
+    if (reserved !== 1) {
+      assert(availableAfter! < 0, "refused only below zero");
+      return { kind: "refused", availableAfter: availableAfter! };
+    }
+    assert(availableAfter! >= 0, "reserved only at or above zero");
+    return { kind: "reserved", availableAfter: availableAfter!, epoch: epoch!, expiresAtMs: expiresAtMs! };
   }
 
   /** Gives a released hold's tickets back, at most once (the sorted set is the gate). */
