@@ -188,43 +188,44 @@ class Refused extends Error {
 export async function bindHold(db: Database, input: BindInput): Promise<BindOutcome> {
   try {
     return await db.transaction(async (tx) => {
-      const sale = await tx.query<{ stock_epoch: bigint; per_buyer_max: number }>(
-        "SELECT stock_epoch, per_buyer_max FROM sales WHERE id = $1 FOR SHARE",
-        [input.saleId],
+      const sale = await tx.query<{ stock_epoch: bigint; per_buyer_max: number; owned: bigint }>(
+        `SELECT stock_epoch, per_buyer_max,
+                (SELECT coalesce(sum(quantity), 0)::int8 FROM holds
+                  WHERE sale_id = $1 AND buyer = $2 AND state <> 'released') AS owned
+           FROM sales WHERE id = $1 FOR SHARE`,
+        [input.saleId, input.buyer],
       );
       const row = sale.rows[0];
       if (row === undefined) return { kind: "unknown-sale" };
       if (Number(row.stock_epoch) !== input.epoch) return { kind: "stale-epoch" };
-      const owned = await tx.query<{ n: bigint }>(
-        "SELECT coalesce(sum(quantity), 0)::int8 AS n FROM holds WHERE sale_id = $1 AND buyer = $2 AND state <> 'released'",
-        [input.saleId, input.buyer],
-      );
-      const ownedCount = Number(owned.rows[0]!.n);
-      if (ownedCount + input.quantity > row.per_buyer_max) return { kind: "over-cap", owned: ownedCount };
-      const claimed = await tx.query<{ number: number }>(
-        `UPDATE tickets t SET hold_id = $1
-           FROM (SELECT number FROM tickets WHERE sale_id = $2 AND hold_id IS NULL
-                 ORDER BY number LIMIT $3 FOR UPDATE SKIP LOCKED) free
-          WHERE t.sale_id = $2 AND t.number = free.number
-          RETURNING t.number`,
-        [input.holdId, input.saleId, input.quantity],
-      );
-      if (claimed.rows.length < input.quantity) throw new Refused({ kind: "no-ticket" });
-      const numbers = claimed.rows.map((r) => r.number).sort((a, b) => a - b);
-      await tx.query(
-        `INSERT INTO holds (id, sale_id, buyer, quantity, numbers, state, epoch, expires_at, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, 'held', $6, $7, $8, $8)`,
+      const owned = Number(row.owned);
+      if (owned + input.quantity > row.per_buyer_max) return { kind: "over-cap", owned };
+      // Claim the lowest free numbers no open transaction is claiming, and record the hold
+      // with them, in one statement; short of `quantity` numbers, nothing is inserted.
+      const inserted = await tx.query<{ numbers: number[] }>(
+        `WITH free AS (
+           SELECT number FROM tickets WHERE sale_id = $2 AND hold_id IS NULL
+            ORDER BY number LIMIT $4 FOR UPDATE SKIP LOCKED
+         ), claimed AS (
+           UPDATE tickets t SET hold_id = $1 FROM free
+            WHERE t.sale_id = $2 AND t.number = free.number RETURNING t.number
+         )
+         INSERT INTO holds (id, sale_id, buyer, quantity, numbers, state, epoch, expires_at, created_at, updated_at)
+         SELECT $1, $2, $3, $4, array_agg(number ORDER BY number), 'held', $5, $6, $7, $7
+           FROM claimed HAVING count(*) = $4
+         RETURNING numbers`,
         [
           input.holdId,
           input.saleId,
           input.buyer,
           input.quantity,
-          numbers,
           input.epoch,
           new Date(input.expiresAtMs),
           new Date(input.nowMs),
         ],
       );
+      if (inserted.rows[0] === undefined) throw new Refused({ kind: "no-ticket" });
+      const numbers = inserted.rows[0].numbers;
       return { kind: "bound", numbers };
     });
   } catch (error) {
@@ -248,24 +249,26 @@ export async function transitionHold(
   nowMs: number,
 ): Promise<TransitionOutcome> {
   const rule = HOLD_TRANSITIONS[event];
-  const released = rule.to === "released";
+  const deadline = event === "pay" ? "AND expires_at > $5" : event === "expire" ? "AND expires_at <= $5" : "";
+  const update = `UPDATE holds SET state = $2, release_reason = $3, updated_at = $5
+     WHERE id = $1 AND state = $4 ${deadline}
+     RETURNING ${HOLD_COLUMNS}`;
+  const params = [holdId, rule.to, rule.reason ?? null, rule.from, new Date(nowMs)];
+  if (rule.to !== "released") {
+    // One statement, atomic on its own: no ticket changes hands, no sale lock needed.
+    const { rows } = await db.query<HoldRow>(update, params);
+    return rows[0] === undefined
+      ? { won: false, hold: await getHold(db, holdId) }
+      : { won: true, hold: toHold(rows[0]) };
+  }
   return db.transaction(async (tx) => {
-    // The sale row first (FOR SHARE), as every writer does: a recompute is never interleaved.
-    if (released) {
-      await tx.query("SELECT 1 FROM sales WHERE id = (SELECT sale_id FROM holds WHERE id = $1) FOR SHARE", [
-        holdId,
-      ]);
-    }
-    const deadline =
-      event === "pay" ? "AND expires_at > $5" : event === "expire" ? "AND expires_at <= $5" : "";
-    const { rows } = await tx.query<HoldRow>(
-      `UPDATE holds SET state = $2, release_reason = $3, updated_at = $5
-        WHERE id = $1 AND state = $4 ${deadline}
-        RETURNING ${HOLD_COLUMNS}`,
-      [holdId, rule.to, rule.reason ?? null, rule.from, new Date(nowMs)],
-    );
+    // The sale row first (FOR SHARE), as every writer of tickets does: a recompute is never interleaved.
+    await tx.query("SELECT 1 FROM sales WHERE id = (SELECT sale_id FROM holds WHERE id = $1) FOR SHARE", [
+      holdId,
+    ]);
+    const { rows } = await tx.query<HoldRow>(update, params);
     if (rows[0] === undefined) return { won: false, hold: await getHold(tx, holdId) };
-    if (released) await tx.query("UPDATE tickets SET hold_id = NULL WHERE hold_id = $1", [holdId]);
+    await tx.query("UPDATE tickets SET hold_id = NULL WHERE hold_id = $1", [holdId]);
     return { won: true, hold: toHold(rows[0]) };
   });
 }
@@ -282,23 +285,23 @@ export async function completeOrder(
   input: { holdId: string; paymentId: string; amountMinor: bigint; nowMs: number },
 ): Promise<CompleteOutcome> {
   const rule = HOLD_TRANSITIONS.approved;
-  return db.transaction(async (tx) => {
-    const { rows } = await tx.query<HoldRow>(
-      `UPDATE holds SET state = $2, updated_at = $4 WHERE id = $1 AND state = $3 RETURNING ${HOLD_COLUMNS}`,
-      [input.holdId, rule.to, rule.from, new Date(input.nowMs)],
-    );
-    const row = rows[0];
-    if (row === undefined) return { kind: "not-charging", hold: await getHold(tx, input.holdId) };
-    await tx.query(
-      "INSERT INTO orders (hold_id, sale_id, buyer, payment_id, amount_minor, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-      [row.id, row.sale_id, row.buyer, input.paymentId, input.amountMinor, new Date(input.nowMs)],
-    );
-    await tx.query(
-      "INSERT INTO order_tickets (sale_id, number, hold_id) SELECT $1, n, $2 FROM unnest($3::int4[]) AS n",
-      [row.sale_id, row.id, row.numbers],
-    );
-    return { kind: "paid", hold: toHold(row) };
-  });
+  // One statement: the transition, the order and its tickets commit together or not at all.
+  const { rows } = await db.query<HoldRow>(
+    `WITH paid AS (
+       UPDATE holds SET state = $2, updated_at = $6 WHERE id = $1 AND state = $3 RETURNING ${HOLD_COLUMNS}
+     ), ordered AS (
+       INSERT INTO orders (hold_id, sale_id, buyer, payment_id, amount_minor, created_at)
+       SELECT id, sale_id, buyer, $4, $5, $6 FROM paid RETURNING hold_id
+     ), sold AS (
+       INSERT INTO order_tickets (sale_id, number, hold_id)
+       SELECT paid.sale_id, n, ordered.hold_id FROM paid JOIN ordered ON ordered.hold_id = paid.id, unnest(paid.numbers) AS n
+     )
+     SELECT * FROM paid`,
+    [input.holdId, rule.to, rule.from, input.paymentId, input.amountMinor, new Date(input.nowMs)],
+  );
+  const row = rows[0];
+  if (row === undefined) return { kind: "not-charging", hold: await getHold(db, input.holdId) };
+  return { kind: "paid", hold: toHold(row) };
 }
 
 export interface Recomputed {
