@@ -2,14 +2,40 @@
  * The one error registry of flash-sale: stable `AREA_WHAT` codes, each with the HTTP status
  * the API answers with and a message that tells the reader what to do, grouped by area.
  * The service base maps them to RFC 9457 problem+json; `test/errors.test.ts` walks every
- * code. New areas get a comment line of their own, as below.
+ * code.
  *
  * @example
- * throw errors.create("BENCH_ARGS_INVALID", { detail: "--rate-per-s 0: must be at least 1", fields: { flag: "rate-per-s" } });
+ * throw errors.create("SALE_NOT_FOUND", { fields: { saleId } });
  */
 import { defineErrors } from "@casebook/kit/errors";
 
 export const errors = defineErrors({
+  // sales
+  SALE_NOT_FOUND: { status: 404, message: "No sale has this id; check the id in the sale's link." },
+  SALE_EXISTS: { status: 409, message: "A sale with this id exists already; pick another id or omit it." },
+  SALE_NOT_OPEN: { status: 409, message: "The sale has not opened yet; wait in the queue until opensAt." },
+  SALE_SOLD_OUT: {
+    status: 409,
+    message: "Every ticket is sold or held; tickets held and not paid come back when their holds expire.",
+  },
+  // holds and orders
+  HOLD_NOT_FOUND: { status: 404, message: "No hold has this id; reserve again to get one." },
+  HOLD_EXPIRED: {
+    status: 409,
+    message: "The hold expired (or was lost with the hot store) and its tickets went back; reserve again.",
+  },
+  HOLD_NOT_PAYABLE: {
+    status: 409,
+    message: "The hold is being charged, paid or released already; read it with GET /v1/holds/{id}.",
+  },
+  BUYER_HAS_HOLD: {
+    status: 409,
+    message: "This buyer holds tickets of this sale already; pay for them or let them expire first.",
+  },
+  BUYER_OVER_CAP: {
+    status: 422,
+    message: "The quantity goes above what one buyer may have of this sale; ask for fewer tickets.",
+  },
   // bench (bench/main.ts): a flag that retyping fixes, exit code 2
   BENCH_ARGS_INVALID: { status: 400, message: "A bench flag is not valid; run the bench with --help." },
 });

@@ -1,55 +1,189 @@
 /**
- * Composition root of flash-sale — ticket flash sale (seed 000 §8): config → service (JSON logs,
- * /healthz, /readyz, /metrics, /openapi.json, problem+json errors, graceful close) →
- * metrics → API → listen, through infra's `startService`, which closes what a failed start
- * opened. Stateless: its state will live in its engines. The first store adds the
- * `database` step (`{ system: "flash-sale", env, ...databaseOptionsOf(config), migrate }`,
- * with `runMigrations` on `src/store/migrations/`): opened first, pinged by /readyz,
- * migrated before `build`, closed last.
+ * Composition root of flash-sale — ticket flash sale (seed 000 §8): config → database
+ * (PostgreSQL or embedded PGlite) and migrations → the hot stock (Redis with REDIS_URL, else
+ * the in-process store) → the checkout (stock + ledger) → the API → the hold reconciler →
+ * graceful shutdown. Stateless with Redis and PostgreSQL: run as many replicas as you like.
  *
  * @example
  * // PORT=8108 node systems/flash-sale/src/main.ts   (npx casebook run flash-sale runs it through the CLI)
- * const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
+ * const running = await main({ PORT: "0", LOG_LEVEL: "silent", FLASH_SALE_ADMIN_TOKEN: token });
  * await fetch(`${running.url}/healthz`); // 200
  * await running.close();
  */
+import { randomBytes } from "node:crypto";
+import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
-import { systemClock } from "@casebook/kit/clock";
+import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
+import { redisErrors } from "@casebook/infra/redis/redis-errors";
+import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
+import {
+  InProcessScriptRunner,
+  RedisScriptRunner,
+  type ScriptRunner,
+} from "@casebook/infra/redis/script-runner";
+import type { Database } from "@casebook/infra/sql/sql";
+import { sqlErrors } from "@casebook/infra/sql/sql-errors";
+import { type Clock, systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import { registerApi } from "./api/register-api.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import { Checkout, type StockPort } from "./domain/checkout.ts";
 import { errors } from "./errors.ts";
-import { createMetrics } from "./metrics.ts";
+import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import { HoldLedger } from "./store/hold-ledger.ts";
+import { migrateFlashSale } from "./store/migrate.ts";
+import { countHoldsByState, listSaleIds } from "./store/sale-repository.ts";
+import { stockTwins } from "./store/script-twins.ts";
+import { StockStore, stockScriptsDir } from "./store/stock-store.ts";
+import { HoldReconciler } from "./workers/hold-reconciler.ts";
 
 export const SYSTEM = "flash-sale";
 export const VERSION = packageJson.version;
+/** Sales the reconciler and /metrics look at: the most recent ones. */
+const SALES_WATCHED_MAX = 100;
 
 export interface RunningSystem {
   readonly url: string;
   readonly service: Service;
+  readonly db: Database;
   readonly config: SystemConfig;
+  readonly stock: StockStore;
+  readonly reconciler: HoldReconciler;
+  readonly metrics: SystemMetrics;
   close(): Promise<void>;
 }
 
-export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningSystem> {
+export interface MainOptions {
+  clock?: Clock;
+}
+
+async function stockRunner(config: SystemConfig, service: Service, clock: Clock): Promise<ScriptRunner> {
+  const registry = await ScriptRegistry.fromDir(stockScriptsDir);
+  if (config.redisUrl === undefined) {
+    const keyspace = new InProcessKeyspace({ clock, maxKeys: 1_000_000 });
+    return new InProcessScriptRunner({ registry, twins: stockTwins, keyspace });
+  }
+  const redis = await connectRedis({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
+  service.onClose(() => closeRedis(redis));
+  await registry.loadAll(redis);
+  return new RedisScriptRunner(redis, registry);
+}
+
+/**
+ * FS-03's naive stock, behind FLASH_SALE_STOCK_MODE=naive only: read, check, write in three
+ * steps, no undo. It oversells the counter; the ticket rows (FS-10) still refuse what does not exist.
+ */
+function naiveStock(stock: StockStore, clock: Clock): StockPort {
+  return {
+    reserve: async (saleId, hold) => {
+      const r = await stock.naiveReserve(saleId, hold.quantity);
+      if (!r.reserved)
+        return r.read === -1
+          ? { kind: "missing" }
+          : { kind: "refused", availableAfter: r.read - hold.quantity };
+      const view = await stock.view(saleId);
+      return {
+        kind: "reserved",
+        availableAfter: r.read - hold.quantity,
+        epoch: view.epoch,
+        expiresAtMs: clock.nowMs() + hold.holdTtlMs,
+      };
+    },
+    returnHold: async () => undefined,
+  };
+}
+
+export async function main(
+  env: NodeJS.ProcessEnv = process.env,
+  options: MainOptions = {},
+): Promise<RunningSystem> {
   const config = loadSystemConfig(env);
-  const started = await startService({
+  const clock = options.clock ?? systemClock;
+  const { url, service, db, built } = await startService({
     service: {
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors],
-      description: "ticket flash sale (seed 000 §8)",
+      errors: [errors, redisErrors, sqlErrors],
+      openapi: {
+        securitySchemes: bearerSecurityScheme(
+          "The operator's token (FLASH_SALE_ADMIN_TOKEN) on /v1/admin routes",
+        ),
+      },
+      description:
+        "Ticket flash sale (seed 000 §8): exactly N sold, holds that expire, charges at the processor's rate.",
     },
-    build: async ({ service }) => {
-      createMetrics(service.registry, { version: VERSION });
-      await registerApi(service.app, { clock: systemClock });
+    database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateFlashSale },
+    build: async ({ service, db }) => {
+      const stock = new StockStore(await stockRunner(config, service, clock));
+      const watched = () => listSaleIds(db, SALES_WATCHED_MAX);
+      const metrics = createMetrics(service.registry, {
+        version: VERSION,
+        read: {
+          stock: async () =>
+            Promise.all(
+              (await watched()).map(async (saleId) => ({
+                saleId,
+                available: (await stock.view(saleId)).available,
+              })),
+            ),
+          holdsByState: () => countHoldsByState(db),
+        },
+      });
+      const ledger = new HoldLedger({
+        db,
+        stock,
+        clock,
+        recheckMs: config.chargingRecheckMs,
+        onRecomputed: (saleId, r) => {
+          metrics.recomputes.inc();
+          service.log.warn(
+            { saleId, epoch: r.epoch, available: r.available, lost: r.lost },
+            "stock recomputed from PostgreSQL",
+          );
+        },
+      });
+      const port = config.stockMode === "naive" ? naiveStock(stock, clock) : stock;
+      const newHoldId = () => `h_${randomBytes(16).toString("hex")}`;
+      const checkout = new Checkout({ stock: port, ledger, newHoldId, clock });
+      await registerApi(service.app, {
+        db,
+        stock,
+        checkout,
+        clock,
+        randomHex: (n) => randomBytes(n).toString("hex"),
+        holdTtlMs: config.holdTtlMs,
+        recheckMs: config.chargingRecheckMs,
+        adminToken: config.adminToken,
+      });
+      const reconciler = new HoldReconciler({
+        db,
+        stock,
+        ledger,
+        clock,
+        sales: watched,
+        maxBatch: config.reconcileMaxBatch,
+        idleMs: config.reconcileIntervalMs,
+        recheckMs: config.chargingRecheckMs,
+        onError: (err, failures) =>
+          service.log.warn({ err, failures }, "hold reconciler round failed; retrying"),
+      });
+      reconciler.start();
+      service.onClose(() => reconciler.stop());
+      return { stock, reconciler, metrics };
     },
     listen: { port: config.port, host: config.host },
+    listening: (_, { db }) => ({
+      engine: db.engine,
+      stock: config.redisUrl === undefined ? "in-process" : "redis",
+      stockMode: config.stockMode,
+    }),
   });
-  return { url: started.url, service: started.service, config, close: () => started.close() };
+  return { url, service, db, config, ...built, close: () => service.close() };
 }
 
 if (import.meta.main) {

@@ -1,28 +1,48 @@
 /**
- * The edge contract every HTTP service passes (packages/lab/src/edge-contract-suite.ts),
- * on flash-sale started by main() as in production. No route takes a body yet, so only the
- * ops-routes part applies (405 with Allow, 404). With the first write route, switch to
- * `edgeContractSuite`: declare the route and a valid body, each field's JSON type, a string
- * field, the body limit, a wrong method and its Allow, the credentials (or why there are
- * none), and a `stateProbe()` reading what the write changes (a list endpoint, a counter).
+ * The edge contract every HTTP service passes (packages/lab/src/edge-contract-suite.ts), on
+ * POST /v1/admin/sales of flash-sale started by main() as in production (PGlite, in-process
+ * stock). The state probe counts the sales and their tickets, so a refused request that
+ * wrote anything shows.
  */
-import { opsEdgeContractSuite } from "@casebook/lab/edge-contract-suite";
-import { main } from "../src/main.ts";
+import { defaultBodyLimitBytes } from "@casebook/infra/http/service";
+import { edgeContractSuite } from "@casebook/lab/edge-contract-suite";
+import { ADMIN_TOKEN, apiWorld } from "./api-fixture.ts";
 
-/** The service's whole state so far: its build info line on /metrics. */
-const BUILD_INFO = "flash_sale_build_info";
-
-opsEdgeContractSuite({
-  name: "flash-sale",
+edgeContractSuite({
+  name: "flash-sale admin sales",
   open: async () => {
-    const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
-    const metrics = async () => (await running.service.app.inject({ url: "/metrics" })).body;
+    const world = await apiWorld();
     return {
       subject: {
-        service: running.service,
-        stateProbe: async () => (await metrics()).split("\n").filter((line) => line.startsWith(BUILD_INFO)),
+        service: world.running.service,
+        stateProbe: async () =>
+          (
+            await world.running.db.query(
+              "SELECT (SELECT count(*)::int FROM sales) AS sales, (SELECT count(*)::int FROM tickets) AS tickets",
+            )
+          ).rows[0],
       },
-      close: () => running.close(),
+      close: () => world.close(),
     };
+  },
+  write: {
+    method: "POST",
+    url: "/v1/admin/sales",
+    body: { name: "edge sale", tickets: 3, perBuyerMax: 2, priceMinor: 100, currency: "EUR" },
+  },
+  fields: {
+    "/name": "string",
+    "/tickets": "integer",
+    "/perBuyerMax": "integer",
+    "/priceMinor": "integer",
+    "/currency": "string",
+  },
+  stringField: "/name",
+  bodyLimitBytes: defaultBodyLimitBytes,
+  wrongMethod: { method: "PUT", allow: "POST" },
+  auth: {
+    header: "authorization",
+    valid: () => `Bearer ${ADMIN_TOKEN}`,
+    wrong: "Bearer not-the-admin-token-000000",
   },
 });

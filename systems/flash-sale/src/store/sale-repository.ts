@@ -273,6 +273,57 @@ export async function transitionHold(
   });
 }
 
+/**
+ * Pay: held → charging and the charge row, in one statement (FS-15): a hold is charging iff
+ * its charge is queued. Before the deadline only; the loser gets the hold as it is now.
+ */
+export async function startCharge(
+  db: Database,
+  input: { holdId: string; nowMs: number },
+): Promise<TransitionOutcome> {
+  const rule = HOLD_TRANSITIONS.pay;
+  const { rows } = await db.query<HoldRow>(
+    `WITH charging AS (
+       UPDATE holds SET state = $2, updated_at = $4
+        WHERE id = $1 AND state = $3 AND expires_at > $4
+        RETURNING ${HOLD_COLUMNS}
+     ), queued AS (
+       INSERT INTO charges (hold_id, sale_id, amount_minor, currency, step, enqueued_at, next_attempt_at)
+       SELECT c.id, c.sale_id, s.price_minor * c.quantity, s.currency, 'charge', $4, $4
+         FROM charging c JOIN sales s ON s.id = c.sale_id
+     )
+     SELECT * FROM charging`,
+    [input.holdId, rule.to, rule.from, new Date(input.nowMs)],
+  );
+  return rows[0] === undefined
+    ? { won: false, hold: await getHold(db, input.holdId) }
+    : { won: true, hold: toHold(rows[0]) };
+}
+
+export interface OrderView {
+  readonly paymentId: string;
+  readonly amountMinor: bigint;
+  readonly createdAtMs: number;
+}
+
+export async function getOrder(db: Queryable, holdId: string): Promise<OrderView | undefined> {
+  const { rows } = await db.query<{ payment_id: string; amount_minor: bigint; created_at: Date }>(
+    "SELECT payment_id, amount_minor, created_at FROM orders WHERE hold_id = $1",
+    [holdId],
+  );
+  const r = rows[0];
+  return r && { paymentId: r.payment_id, amountMinor: r.amount_minor, createdAtMs: r.created_at.getTime() };
+}
+
+export async function countHoldsByState(db: Queryable): Promise<Record<HoldState, number>> {
+  const { rows } = await db.query<{ state: HoldState; n: bigint }>(
+    "SELECT state, count(*) AS n FROM holds GROUP BY state",
+  );
+  const counts: Record<HoldState, number> = { held: 0, charging: 0, paid: 0, released: 0 };
+  for (const r of rows) counts[r.state] = Number(r.n);
+  return counts;
+}
+
 export type CompleteOutcome = { kind: "paid"; hold: Hold } | { kind: "not-charging"; hold: Hold | undefined };
 
 /**
