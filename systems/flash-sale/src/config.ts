@@ -9,7 +9,7 @@
  * config.stockMode; // "script"
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
-import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
+import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
 
 export const configSchema = {
@@ -72,11 +72,87 @@ export const configSchema = {
     max: 3_600_000,
     description: "How often the reconciler looks again at a frozen (charging) hold past its deadline",
   }),
+  admitPerS: field.number({
+    env: "FLASH_SALE_ADMIT_PER_S",
+    default: 100,
+    min: 0.1,
+    max: 100_000,
+    description: "Waiting-room entrants admitted to checkout per second (FS-13)",
+  }),
+  maxActive: field.int({
+    env: "FLASH_SALE_MAX_ACTIVE",
+    default: 500,
+    min: 1,
+    max: 1_000_000,
+    description: "Admitted entrants live in checkout at once, at most",
+  }),
+  graceMs: field.durationMs({
+    env: "FLASH_SALE_GRACE_MS",
+    default: 30_000,
+    min: 100,
+    max: 600_000,
+    description: "Silence after which an admitted entrant's checkout slot goes to the next one",
+  }),
+  sessionMs: field.durationMs({
+    env: "FLASH_SALE_SESSION_MS",
+    default: 900_000,
+    min: 1_000,
+    max: 86_400_000,
+    description: "Longest an admitted entrant holds a checkout slot; also its token's lifetime",
+  }),
+  roomMaxEntrants: field.int({
+    env: "FLASH_SALE_ROOM_MAX_ENTRANTS",
+    default: 1_000_000,
+    min: 1,
+    max: 10_000_000,
+    description: "Entrants one waiting room keeps at most; past it joins get 503 ROOM_FULL",
+  }),
+  roomTickMs: field.durationMs({
+    env: "FLASH_SALE_ROOM_TICK_MS",
+    default: 250,
+    min: 10,
+    max: 60_000,
+    description: "How often the waiting rooms admit their next batch",
+  }),
+  tokenKeys: field.string({
+    env: "FLASH_SALE_TOKEN_KEYS",
+    maxLength: 2_000,
+    secret: true,
+    description:
+      "Admission token keys, kid=secret pairs comma-separated, the first signs (secrets >= 32 chars); unset = a random key per process",
+  }),
   ...logLevelField(),
 };
 
-export type SystemConfig = ConfigOf<typeof configSchema>;
+export type SystemConfig = Omit<ConfigOf<typeof configSchema>, "tokenKeys"> & {
+  tokenKeys: { kid: string; secret: string }[] | undefined;
+};
+
+function parseTokenKeys(text: string | undefined): SystemConfig["tokenKeys"] {
+  if (text === undefined) return undefined;
+  const keys = text.split(",").map((pair) => {
+    const at = pair.indexOf("=");
+    const kid = pair.slice(0, at).trim();
+    const secret = pair.slice(at + 1).trim();
+    if (at < 1 || !/^[A-Za-z0-9_-]{1,64}$/.test(kid) || secret.length < 32) {
+      throw new ConfigError([
+        {
+          setting: "tokenKeys",
+          env: "FLASH_SALE_TOKEN_KEYS",
+          source: "env",
+          value: "(secret)",
+          expected: "kid=secret pairs, comma-separated: kid of [A-Za-z0-9_-], secret of 32+ characters",
+          message:
+            "FLASH_SALE_TOKEN_KEYS: expected kid=secret pairs, kid of [A-Za-z0-9_-], secret of 32+ characters",
+        },
+      ]);
+    }
+    return { kid, secret };
+  });
+  return keys;
+}
 
 export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
-  return loadConfig(configSchema, { env });
+  const loaded = loadConfig(configSchema, { env });
+  return { ...loaded, tokenKeys: parseTokenKeys(loaded.tokenKeys) };
 }

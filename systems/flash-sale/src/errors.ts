@@ -36,6 +36,34 @@ export const errors = defineErrors({
     status: 422,
     message: "The quantity goes above what one buyer may have of this sale; ask for fewer tickets.",
   },
+  // the waiting room and its admission tokens
+  ROOM_FULL: { status: 503, message: "The waiting room is full; try again in a minute." },
+  ENTRANT_NOT_FOUND: {
+    status: 404,
+    message: "This user has not joined this sale's waiting room; join it first.",
+  },
+  ENTRANT_SECRET_INVALID: {
+    status: 403,
+    message:
+      "The entrant secret does not match the one given at join; send the x-entrant-secret you received.",
+  },
+  ADMISSION_REQUIRED: {
+    status: 401,
+    message: "Reserving needs an admission token: wait in the room, then fetch it from the admission route.",
+  },
+  ADMISSION_INVALID: {
+    status: 401,
+    message: "The admission token is malformed, forged, expired or signed by a retired key; fetch a new one.",
+  },
+  ADMISSION_NOT_YOURS: {
+    status: 403,
+    message:
+      "The admission token belongs to another entrant or sale; each entrant uses its own token and secret.",
+  },
+  ADMISSION_EXPIRED: {
+    status: 403,
+    message: "Your checkout slot ended (silence past the grace, or the session's end); join the room again.",
+  },
   // bench (bench/main.ts): a flag that retyping fixes, exit code 2
   BENCH_ARGS_INVALID: { status: 400, message: "A bench flag is not valid; run the bench with --help." },
 });

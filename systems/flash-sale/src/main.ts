@@ -28,7 +28,10 @@ import {
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { type Clock, systemClock } from "@casebook/kit/clock";
+import { systemRandom } from "@casebook/kit/random";
+import { SignedTokens } from "@casebook/kit/signed-token";
 import packageJson from "../package.json" with { type: "json" };
+import { type AdmissionData, Admissions } from "./api/admission.ts";
 import { registerApi } from "./api/register-api.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
 import { Checkout, type StockPort } from "./domain/checkout.ts";
@@ -36,10 +39,11 @@ import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { HoldLedger } from "./store/hold-ledger.ts";
 import { migrateFlashSale } from "./store/migrate.ts";
-import { countHoldsByState, listSaleIds } from "./store/sale-repository.ts";
+import { countHoldsByState, getSale, listSaleIds } from "./store/sale-repository.ts";
 import { stockTwins } from "./store/script-twins.ts";
 import { StockStore, stockScriptsDir } from "./store/stock-store.ts";
 import { HoldReconciler } from "./workers/hold-reconciler.ts";
+import { RoomTicker } from "./workers/room-ticker.ts";
 
 export const SYSTEM = "flash-sale";
 export const VERSION = packageJson.version;
@@ -53,6 +57,7 @@ export interface RunningSystem {
   readonly config: SystemConfig;
   readonly stock: StockStore;
   readonly reconciler: HoldReconciler;
+  readonly rooms: RoomTicker;
   readonly metrics: SystemMetrics;
   close(): Promise<void>;
 }
@@ -150,6 +155,26 @@ export async function main(
       const port = config.stockMode === "naive" ? naiveStock(stock, clock) : stock;
       const newHoldId = () => `h_${randomBytes(16).toString("hex")}`;
       const checkout = new Checkout({ stock: port, ledger, newHoldId, clock });
+      const rooms = new RoomTicker({
+        config: {
+          admitPerS: config.admitPerS,
+          maxActive: config.maxActive,
+          graceMs: config.graceMs,
+          sessionMs: Math.max(config.sessionMs, config.graceMs),
+          maxEntrants: config.roomMaxEntrants,
+        },
+        clock,
+        random: systemRandom,
+        opensAtMsOf: async (saleId) => (await getSale(db, saleId))?.opensAtMs,
+        idleMs: config.roomTickMs,
+        maxRooms: SALES_WATCHED_MAX,
+        onError: (err) => service.log.warn({ err }, "waiting room tick failed"),
+      });
+      const keys = config.tokenKeys ?? [{ kid: "local", secret: randomBytes(32).toString("base64url") }];
+      const admissions = new Admissions({
+        tokens: new SignedTokens<AdmissionData>({ clock, keys }),
+        maxEntrants: config.roomMaxEntrants,
+      });
       await registerApi(service.app, {
         db,
         stock,
@@ -159,7 +184,11 @@ export async function main(
         holdTtlMs: config.holdTtlMs,
         recheckMs: config.chargingRecheckMs,
         adminToken: config.adminToken,
+        rooms,
+        admissions,
       });
+      rooms.start();
+      service.onClose(() => rooms.stop());
       const reconciler = new HoldReconciler({
         db,
         stock,
@@ -174,7 +203,7 @@ export async function main(
       });
       reconciler.start();
       service.onClose(() => reconciler.stop());
-      return { stock, reconciler, metrics };
+      return { stock, reconciler, rooms, metrics };
     },
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({

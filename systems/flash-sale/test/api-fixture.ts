@@ -22,7 +22,15 @@ export interface Answer {
 export interface ApiWorld {
   running: RunningSystem;
   clock: ManualClock;
-  request(method: string, url: string, options?: { admin?: boolean; body?: unknown }): Promise<Answer>;
+  request(
+    method: string,
+    url: string,
+    options?: { admin?: boolean; body?: unknown; headers?: Record<string, string> },
+  ): Promise<Answer>;
+  /** Joins the sale's room as `user`, lets the room admit it, fetches its token: the reserve headers. */
+  admitted(saleId: string, user: string): Promise<Record<string, string>>;
+  /** Reserves `quantity` as `user`, through the room. */
+  reserve(saleId: string, user: string, quantity: number): Promise<Answer>;
   /** A sale through the admin API; its id. */
   sale(body?: Record<string, unknown>): Promise<string>;
   close(): Promise<void>;
@@ -42,6 +50,7 @@ export async function apiWorld(env: NodeJS.ProcessEnv = {}): Promise<ApiWorld> {
       headers: {
         ...(opts.admin ? { authorization: `Bearer ${ADMIN_TOKEN}` } : {}),
         ...(opts.body === undefined ? {} : { "content-type": "application/json" }),
+        ...opts.headers,
       },
       ...(opts.body === undefined ? {} : { payload: JSON.stringify(opts.body) }),
     });
@@ -54,10 +63,31 @@ export async function apiWorld(env: NodeJS.ProcessEnv = {}): Promise<ApiWorld> {
     return { status: res.statusCode, headers: res.headers, json };
   };
   let next = 0;
+  const admitted: ApiWorld["admitted"] = async (saleId, user) => {
+    const joined = await request("POST", `/v1/sales/${saleId}/entrants`, { body: { user } });
+    if (joined.status !== 201) throw new Error(`join: ${joined.status} ${JSON.stringify(joined.json)}`);
+    const secret = joined.json.secret as string;
+    for (let i = 0; i < 100; i++) {
+      const a = await request("POST", `/v1/sales/${saleId}/entrants/${user}/admission`, {
+        headers: { "x-entrant-secret": secret },
+      });
+      if (a.json.state === "admitted")
+        return { authorization: `Bearer ${a.json.token}`, "x-entrant-secret": secret };
+      clock.advance(1_000);
+      running.rooms.tickAll();
+    }
+    throw new Error(`${user} was never admitted`);
+  };
   return {
     running,
     clock,
     request,
+    admitted,
+    reserve: async (saleId, user, quantity) =>
+      request("POST", `/v1/sales/${saleId}/holds`, {
+        body: { quantity },
+        headers: await admitted(saleId, user),
+      }),
     sale: async (body = {}) => {
       const res = await request("POST", "/v1/admin/sales", {
         admin: true,

@@ -6,12 +6,14 @@
  * build: async ({ service, db }) => registerApi(service.app, { db, stock, checkout, clock, … }),
  */
 import type { FastifyInstance } from "fastify";
+import { registerRoomRoutes } from "./room-routes.ts";
 import { registerSaleRoutes, type SaleRoutesOptions } from "./sale-routes.ts";
 
 export type ApiOptions = SaleRoutesOptions;
 
 export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
   await app.register(async (scope) => {
+    registerRoomRoutes(scope, options);
     await registerSaleRoutes(scope, options);
   });
 }

@@ -9,7 +9,7 @@
  *   GET  /v1/holds/{holdId}          200 the hold, its state and its order once paid
  *   POST /v1/holds/{holdId}/pay      202 charging; 409 expired / not payable
  */
-import { bearerSecurity, createStaticTokenAuth } from "@casebook/infra/http/bearer-auth";
+import { bearerSecurity, bearerToken, createStaticTokenAuth } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
@@ -26,7 +26,10 @@ import {
   startCharge,
 } from "../store/sale-repository.ts";
 import type { StockStore } from "../store/stock-store.ts";
+import type { RoomTicker } from "../workers/room-ticker.ts";
+import type { Admissions } from "./admission.ts";
 import {
+  admissionHeaders,
   createSaleBody,
   HOLD_ID_PATTERN,
   holdParams,
@@ -47,6 +50,8 @@ export interface SaleRoutesOptions {
   recheckMs: number;
   /** Undefined: no admin routes. */
   adminToken: string | undefined;
+  rooms: RoomTicker;
+  admissions: Admissions;
 }
 
 const MESSAGES: Record<HoldState, string> = {
@@ -132,22 +137,47 @@ export async function registerSaleRoutes(app: FastifyInstance, o: SaleRoutesOpti
     },
   );
 
-  app.post<{ Params: { saleId: string }; Body: { buyer: string; quantity: number } }>(
+  app.post<{
+    Params: { saleId: string };
+    Body: { quantity: number };
+    Headers: { authorization?: string; "x-entrant-secret"?: string };
+  }>(
     "/v1/sales/:saleId/holds",
     {
       schema: {
-        summary: "Reserve tickets: a hold with its numbers, for the sale's hold TTL",
+        summary: "Reserve tickets with an admission token: a hold with its numbers, for the sale's hold TTL",
         tags,
         params: saleParams,
+        headers: admissionHeaders,
         body: reserveBody,
         response: { 201: holdView },
-        errorCodes: ["SALE_NOT_FOUND", "SALE_NOT_OPEN", "SALE_SOLD_OUT", "BUYER_HAS_HOLD", "BUYER_OVER_CAP"],
+        errorCodes: [
+          "SALE_NOT_FOUND",
+          "SALE_NOT_OPEN",
+          "SALE_SOLD_OUT",
+          "BUYER_HAS_HOLD",
+          "BUYER_OVER_CAP",
+          "ADMISSION_REQUIRED",
+          "ADMISSION_INVALID",
+          "ADMISSION_NOT_YOURS",
+          "ADMISSION_EXPIRED",
+        ],
       },
       config: { accessLog: "sampled" },
     },
     async (request, reply) => {
       const sale = await saleOr404(o.db, request.params.saleId);
-      const { buyer, quantity } = request.body;
+      const { quantity } = request.body;
+      // FS-13: only a valid token, bound to this entrant's secret, of a live checkout slot passes.
+      const buyer = o.admissions.check(
+        bearerToken(request.headers.authorization),
+        request.headers["x-entrant-secret"],
+        sale.id,
+      );
+      const room = await o.rooms.room(sale.id);
+      if (room === undefined || !room.heartbeat(buyer, o.clock.nowMs())) {
+        throw errors.create("ADMISSION_EXPIRED", { fields: { saleId: sale.id, user: buyer } });
+      }
       if (o.clock.nowMs() < sale.opensAtMs) {
         throw errors.create("SALE_NOT_OPEN", {
           fields: { saleId: sale.id, opensAt: new Date(sale.opensAtMs).toISOString() },
@@ -160,7 +190,10 @@ export async function registerSaleRoutes(app: FastifyInstance, o: SaleRoutesOpti
         });
       }
       const r = await o.checkout.reserve({ saleId: sale.id, buyer, quantity, holdTtlMs: sale.holdTtlMs });
-      if (r.kind === "sold-out") throw errors.create("SALE_SOLD_OUT", { fields: { saleId: sale.id } });
+      if (r.kind === "sold-out") {
+        room.leave(buyer); // nothing to buy: the slot goes to the next entrant at once
+        throw errors.create("SALE_SOLD_OUT", { fields: { saleId: sale.id } });
+      }
       if (r.kind === "buyer-has-hold")
         throw errors.create("BUYER_HAS_HOLD", { fields: { saleId: sale.id, buyer } });
       if (r.kind === "unknown-sale") throw errors.create("SALE_NOT_FOUND", { fields: { saleId: sale.id } });
@@ -207,7 +240,11 @@ export async function registerSaleRoutes(app: FastifyInstance, o: SaleRoutesOpti
     async (request, reply) => {
       const hold = await holdOr404(o.db, request.params.holdId);
       const started = await startCharge(o.db, { holdId: hold.id, nowMs: o.clock.nowMs() });
-      if (started.won) return reply.code(202).send(await holdJson(o.db, started.hold));
+      if (started.won) {
+        // The buyer is done with checkout: its slot goes to the next entrant (FS-13's cap).
+        (await o.rooms.room(hold.saleId))?.leave(hold.buyer);
+        return reply.code(202).send(await holdJson(o.db, started.hold));
+      }
       const now = started.hold ?? hold;
       if (now.state === "released" || (now.state === "held" && now.expiresAtMs <= o.clock.nowMs())) {
         throw errors.create("HOLD_EXPIRED", {

@@ -72,11 +72,17 @@ export const saleView = {
 
 export const reserveBody = {
   type: "object",
-  required: ["buyer", "quantity"],
+  required: ["quantity"],
   additionalProperties: false,
+  properties: { quantity: { type: "integer", minimum: 1, maximum: QUANTITY_MAX } },
+} as const;
+
+/** The admission token (Bearer) and the entrant's secret it is bound to. */
+export const admissionHeaders = {
+  type: "object",
   properties: {
-    buyer: { type: "string", pattern: BUYER_PATTERN },
-    quantity: { type: "integer", minimum: 1, maximum: QUANTITY_MAX },
+    authorization: { type: "string", maxLength: 4_200 },
+    "x-entrant-secret": { type: "string", minLength: 1, maxLength: 200 },
   },
 } as const;
 
