@@ -121,6 +121,34 @@ export const configSchema = {
     description:
       "Admission token keys, kid=secret pairs comma-separated, the first signs (secrets >= 32 chars); unset = a random key per process",
   }),
+  paymentsUrl: field.url({
+    env: "PAYMENTS_URL",
+    protocols: ["http:", "https:"],
+    description:
+      "The payments service charges go through (its public API); unset = charges approved locally (demo)",
+  }),
+  paymentsApiKey: field.string({
+    env: "PAYMENTS_API_KEY",
+    minLength: 8,
+    maxLength: 256,
+    secret: true,
+    description: "The merchant API key flash-sale charges with (needed with PAYMENTS_URL)",
+  }),
+  chargeRatePerS: field.number({
+    env: "FLASH_SALE_CHARGE_RATE_PER_S",
+    default: 100,
+    min: 0.1,
+    max: 10_000,
+    description:
+      "Charges sent to payments per second, this process (FS-15): at or below what payments sustains (its PAYMENTS_ACQUIRER_RATE_PER_S, 200 by default)",
+  }),
+  chargeTimeoutMs: field.durationMs({
+    env: "FLASH_SALE_CHARGE_TIMEOUT_MS",
+    default: 10_000,
+    min: 100,
+    max: 120_000,
+    description: "Bound on one call to payments; past it the charge is asked again later with the same key",
+  }),
   ...logLevelField(),
 };
 
@@ -154,5 +182,17 @@ function parseTokenKeys(text: string | undefined): SystemConfig["tokenKeys"] {
 
 export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
   const loaded = loadConfig(configSchema, { env });
+  if (loaded.paymentsUrl !== undefined && loaded.paymentsApiKey === undefined) {
+    throw new ConfigError([
+      {
+        setting: "paymentsApiKey",
+        env: "PAYMENTS_API_KEY",
+        source: "env",
+        value: "(unset)",
+        expected: "a merchant API key of the payments service at PAYMENTS_URL",
+        message: "PAYMENTS_API_KEY is required when PAYMENTS_URL is set (npx casebook payments new-key)",
+      },
+    ]);
+  }
   return { ...loaded, tokenKeys: parseTokenKeys(loaded.tokenKeys) };
 }

@@ -33,7 +33,10 @@ import { SignedTokens } from "@casebook/kit/signed-token";
 import packageJson from "../package.json" with { type: "json" };
 import { type AdmissionData, Admissions } from "./api/admission.ts";
 import { registerApi } from "./api/register-api.ts";
+import { LocalCharger } from "./clients/local-charger.ts";
+import { PaymentsCharger } from "./clients/payments-charger.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import type { Charger } from "./domain/charger.ts";
 import { Checkout, type StockPort } from "./domain/checkout.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
@@ -42,6 +45,7 @@ import { migrateFlashSale } from "./store/migrate.ts";
 import { countHoldsByState, getSale, listSaleIds } from "./store/sale-repository.ts";
 import { stockTwins } from "./store/script-twins.ts";
 import { StockStore, stockScriptsDir } from "./store/stock-store.ts";
+import { ChargeWorker } from "./workers/charge-worker.ts";
 import { HoldReconciler } from "./workers/hold-reconciler.ts";
 import { RoomTicker } from "./workers/room-ticker.ts";
 
@@ -58,6 +62,7 @@ export interface RunningSystem {
   readonly stock: StockStore;
   readonly reconciler: HoldReconciler;
   readonly rooms: RoomTicker;
+  readonly charges: ChargeWorker;
   readonly metrics: SystemMetrics;
   close(): Promise<void>;
 }
@@ -100,6 +105,18 @@ function naiveStock(stock: StockStore, clock: Clock): StockPort {
     },
     returnHold: async () => undefined,
   };
+}
+
+function chargerOf(config: SystemConfig, service: Service): Charger {
+  if (config.paymentsUrl === undefined || config.paymentsApiKey === undefined) return new LocalCharger();
+  const charger = new PaymentsCharger({
+    url: config.paymentsUrl.replace(/\/$/, ""),
+    apiKey: config.paymentsApiKey,
+    cardToken: "tok_visa",
+    timeoutMs: config.chargeTimeoutMs,
+  });
+  service.onClose(() => charger.close());
+  return charger;
 }
 
 export async function main(
@@ -203,7 +220,23 @@ export async function main(
       });
       reconciler.start();
       service.onClose(() => reconciler.stop());
-      return { stock, reconciler, rooms, metrics };
+      const charges = new ChargeWorker({
+        db,
+        stock,
+        charger: chargerOf(config, service),
+        clock,
+        ratePerS: config.chargeRatePerS,
+        maxBatch: Math.max(1, Math.ceil(config.chargeRatePerS)),
+        leaseMs: config.chargeTimeoutMs * 4 + 10_000,
+        idleMs: 100,
+        retryBaseMs: 500,
+        retryCapMs: 30_000,
+        onError: (err, holdId) =>
+          service.log.warn({ err, holdId }, "charge step failed; retrying with the same key"),
+      });
+      charges.start();
+      service.onClose(() => charges.stop());
+      return { stock, reconciler, rooms, charges, metrics };
     },
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({
