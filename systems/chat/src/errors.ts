@@ -27,22 +27,31 @@ export const errors = defineErrors({
     status: 409,
     message: "A direct conversation's members cannot change; create a group.",
   },
+  CHAT_MESSAGE_INVALID: {
+    status: 400,
+    message: "The message cannot be stored as sent; the detail names the problem.",
+  },
+  CHAT_CURSOR_CONFLICT: {
+    status: 400,
+    message: "Send either `after` (ascending) or `before` (newest first), not both.",
+  },
   CHAT_ID_TAKEN: {
     status: 409,
     message: "The message id repeated one already stored (two processes on one Snowflake node); resend.",
   },
-  // authentication
-  AUTH_TOKEN_MISSING: {
-    status: 401,
-    message: "Send a user token: Authorization: Bearer <jwt> (POST /v1/tokens issues one).",
+  // the socket (error frames carry these codes; the HTTP API never answers them)
+  FRAME_INVALID: {
+    status: 400,
+    message: "The frame is not a JSON object with a known `action`; see the README's socket protocol.",
   },
-  AUTH_TOKEN_INVALID: {
-    status: 401,
-    message: "The user token is not valid or has expired; get a fresh one from POST /v1/tokens.",
+  FRAME_TOO_LARGE: {
+    status: 413,
+    message: "A frame is at most 32 KB; split a larger message into parts (the client library does).",
   },
-  AUTH_ISSUER_KEY_INVALID: {
-    status: 401,
-    message: "POST /v1/tokens needs the issuer's API key: Authorization: Bearer chk_…",
+  FRAME_RATE_LIMITED: { status: 429, message: "Too many frames from this connection; slow down." },
+  BACKEND_UNAVAILABLE: {
+    status: 503,
+    message: "The send service did not answer in time; resend with the same clientMsgId.",
   },
   // bench (bench/main.ts): a flag that retyping fixes, exit code 2
   BENCH_ARGS_INVALID: { status: 400, message: "A bench flag is not valid; run the bench with --help." },

@@ -10,18 +10,22 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
 import { main, type RunningSystem } from "../src/main.ts";
+import { engineEnv } from "./system-fixture.ts";
 
 const mainPath = join(import.meta.dirname, "..", "src", "main.ts");
 /** Bound on each child: a hang fails the test instead of the suite. */
 const CHILD_TIMEOUT_MS = 30_000;
 
 let running: RunningSystem;
+let engine: Awaited<ReturnType<typeof engineEnv>>;
 before(async () => {
-  running = await main({ PORT: "0", LOG_LEVEL: "silent" });
+  engine = await engineEnv();
+  running = await main({ PORT: "0", LOG_LEVEL: "silent", ...engine.env });
 });
 after(async () => {
   // Undefined when the start failed: that failure is the one to read, not a TypeError here.
   await running?.close();
+  await engine?.drop();
 });
 
 test("/healthz answers 200 while the process lives", async () => {

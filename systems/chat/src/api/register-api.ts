@@ -1,23 +1,33 @@
 /**
- * The whole HTTP API of chat on a Fastify instance, wired the one way main.ts and the
- * tests both use (as `systems/webhooks/src/api/register-api.ts` does): each
- * `src/api/*-routes.ts` registers its routes into one scope, so a hook added to that scope
- * (authentication, say) covers all of them and none of the operations routes.
+ * The whole HTTP API of chat's send service on a Fastify instance, wired the one way main.ts
+ * and the tests both use: the token route behind the issuer's token, and the conversations
+ * API in a scope whose onRequest hook verifies the user's JWT (no token 401 AUTH_MISSING, a
+ * bad or expired one 401 AUTH_INVALID).
  *
  * @example
- * // main.ts, in startService's build step; a test does the same on its own service
- * build: async ({ service }) => registerApi(service.app, { clock: systemClock }),
+ * await registerApi(service.app, context);
  */
-import type { Clock } from "@casebook/kit/clock";
+import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { FastifyInstance } from "fastify";
+import type { ChatApiContext } from "./api-context.ts";
+import { registerConversationRoutes } from "./conversation-routes.ts";
+import { registerTokenRoutes } from "./token-routes.ts";
+import type { UserIdentity } from "./user-tokens.ts";
 
-/** What the routes need, passed in: time from the clock (never Date.now()), stores as they arrive. */
-export interface ApiOptions {
-  readonly clock: Clock;
-}
+/** A JWT is longer than an API key; still bounded before any verification work. */
+const TOKEN_CHARS_MAX = 2_048;
 
-export async function registerApi(app: FastifyInstance, _options: ApiOptions): Promise<void> {
-  await app.register(async (_scope) => {
-    // No route yet: the first ones are registered here, each `register<Thing>Routes(scope, options)`.
+export type ApiOptions = ChatApiContext;
+
+export async function registerApi(app: FastifyInstance, context: ChatApiContext): Promise<void> {
+  await registerTokenRoutes(app, context);
+  const auth = createBearerAuth<UserIdentity>({
+    realm: "chat",
+    maxCredentialChars: TOKEN_CHARS_MAX,
+    verify: (token) => context.tokens.verify(token, context.clock.nowMs()),
+  });
+  await app.register(async (scope) => {
+    scope.addHook("onRequest", auth.authenticate);
+    registerConversationRoutes(scope, context, auth.principalOf);
   });
 }

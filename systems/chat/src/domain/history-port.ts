@@ -63,6 +63,8 @@ export interface HistoryPort {
   after(chatId: bigint, viewer: string, afterSeq: bigint, limit: number): Promise<Message[]>;
   /** Messages with seq < beforeSeq (all when undefined), newest first, at most `limit` (CH-26). */
   before(chatId: bigint, viewer: string, beforeSeq: bigint | undefined, limit: number): Promise<Message[]>;
+  /** Every member's user id, for delivery (no viewer check: the send path's own read). */
+  recipients(chatId: bigint): Promise<string[]>;
   /** Conversations of a user, the most recent message first. */
   conversationsOf(userId: string, limit: number): Promise<Conversation[]>;
   /** A fresh Snowflake worker id for this process (0..1023). */

@@ -335,6 +335,15 @@ export class HistoryStore implements HistoryPort {
     return rows.map(messageOf);
   }
 
+  async recipients(chatId: bigint): Promise<string[]> {
+    const { rows } = await this.#db.query<{ user_id: string }>(
+      "SELECT user_id FROM members WHERE chat_id = $1",
+      [String(chatId)],
+      { name: "chat_recipients" },
+    );
+    return rows.map((row) => row.user_id);
+  }
+
   async conversationsOf(userId: string, limit: number): Promise<Conversation[]> {
     const { rows } = await this.#db.query<ConversationRow>(
       `SELECT ${CONVERSATION_COLUMNS} FROM members m JOIN conversations c ON c.id = m.chat_id
