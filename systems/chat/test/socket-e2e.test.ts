@@ -11,8 +11,11 @@ import { WebSocket } from "ws";
 import { startSystem, TestSocket, type TestSystem } from "./system-fixture.ts";
 
 let sys: TestSystem;
+/** The system's clock runs this far ahead of the real one: idle, lifetime and expiry without waiting. */
+let aheadMs = 0;
+const clock = { nowMs: () => Date.now() + aheadMs, monotonicMs: () => performance.now() };
 before(async () => {
-  sys = await startSystem({ CHAT_FRAMES_PER_S: "20" });
+  sys = await startSystem({ CHAT_FRAMES_PER_S: "20", CHAT_DRAIN_MS: "200" }, { clock });
 });
 after(async () => {
   await sys?.close();
@@ -262,5 +265,53 @@ describe("gateway", () => {
     } finally {
       await socket.close();
     }
+  });
+});
+
+describe("connection lifecycle", () => {
+  test("CH-12 a socket that stops answering pings is cut at the next heartbeat and leaves the gateway", async () => {
+    const token = await sys.token("silent");
+    const ws = new WebSocket(`${sys.running.url.replace(/^http/, "ws")}/v1/socket`, {
+      headers: { authorization: `Bearer ${token}` },
+      autoPong: false, // a NAT that forgot the mapping: pings go nowhere
+    });
+    const closed = new Promise<number>((resolve) => ws.on("close", resolve));
+    await new Promise((resolve) => ws.once("message", resolve));
+    const gateway = sys.running.gateway!;
+    const before = gateway.connectionCount;
+    await gateway.tick(); // ping sent, no pong comes
+    await gateway.tick(); // still no pong: terminated
+    assert.equal(await closed, 1006, "terminated, not closed politely");
+    assert.equal(gateway.connectionCount, before - 1);
+  });
+
+  test("CH-13 no app frame for 10 minutes closes with 4002; the app's ping frame prevents it", async () => {
+    const quiet = await TestSocket.open(sys.running.url, await sys.token("quiet"));
+    const chatty = await TestSocket.open(sys.running.url, await sys.token("chatty"));
+    aheadMs += 10 * 60_000;
+    chatty.send({ action: "ping", ref: "hb" });
+    await chatty.next((f) => f.action === "pong" && f.ref === "hb");
+    await sys.running.gateway!.tick();
+    assert.equal(await quiet.closed(), 4002);
+    assert.equal(chatty.closeCode, undefined);
+    await chatty.close();
+  });
+
+  test("CH-13 a socket alive for 2 h is closed with 4003 whatever it does: only recovered from", async () => {
+    const old = await TestSocket.open(sys.running.url, await sys.token("old", "phone", 86_400));
+    aheadMs += 2 * 3_600_000;
+    old.send({ action: "ping", ref: "hb" });
+    await old.next((f) => f.action === "pong");
+    await sys.running.gateway!.tick();
+    assert.equal(await old.closed(), 4003);
+  });
+
+  test("CH-15 a token that lapses without a refresh closes the socket with 4001", async () => {
+    const lapsing = await TestSocket.open(sys.running.url, await sys.token("lapse", "phone", 60));
+    aheadMs += 61_000;
+    lapsing.send({ action: "ping", ref: "hb" });
+    await lapsing.next((f) => f.action === "pong");
+    await sys.running.gateway!.tick();
+    assert.equal(await lapsing.closed(), 4001);
   });
 });
