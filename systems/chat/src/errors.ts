@@ -35,6 +35,7 @@ export const errors = defineErrors({
     status: 400,
     message: "Send either `after` (ascending) or `before` (newest first), not both.",
   },
+  CHAT_RECEIPT_INVALID: { status: 400, message: "A receipt's seq is at most the conversation's last seq." },
   CHAT_ID_TAKEN: {
     status: 409,
     message: "The message id repeated one already stored (two processes on one Snowflake node); resend.",

@@ -245,4 +245,59 @@ contractSuite<HistorySubject>("chat history", historyBackends(), (it) => {
       "the skew did put ids out of offset order (the test would prove nothing otherwise)",
     );
   });
+
+  it("CH-11 a receipt moves the device's pointer forward only and stamps the newly covered messages", async (s) => {
+    const chatId = await newChat(s, "direct", ["ana", "bruno"]);
+    for (let i = 1; i <= 5; i++)
+      await s.history.append(newMessage(chatId, s.ids, { senderId: i === 3 ? "bruno" : "ana" }));
+    const r = (kind: "delivered" | "read", seq: bigint, deviceId = "phone") =>
+      s.history.receipt({ chatId, userId: "bruno", deviceId, kind, seq, nowMs: Date.now() });
+    assert.deepEqual(await r("delivered", 4n), {
+      kind: "delivered",
+      fromSeq: 0n,
+      toSeq: 4n,
+      senders: ["ana"],
+    });
+    assert.equal(await r("delivered", 2n), undefined, "a late receipt moves nothing back");
+    const read = await r("read", 2n);
+    assert.equal(read?.toSeq, 2n);
+    const messages = await s.history.after(chatId, "ana", 0n, 10);
+    assert.deepEqual(
+      messages.map((m) => [m.deliveredAtMs !== undefined, m.readAtMs !== undefined]),
+      [
+        [true, true],
+        [true, true],
+        [false, false],
+        [true, false],
+        [false, false],
+      ],
+      "bruno's own message (seq 3) gets no status from bruno; 5 is not delivered yet",
+    );
+    await assert.rejects(r("read", 6n), (e) => errors.is(e, "CHAT_RECEIPT_INVALID"));
+  });
+
+  it("CH-25 each device keeps its own pointer", async (s) => {
+    const chatId = await newChat(s, "group", ["ana", "bruno"]);
+    for (let i = 1; i <= 4; i++) await s.history.append(newMessage(chatId, s.ids, { senderId: "ana" }));
+    await s.history.receipt({
+      chatId,
+      userId: "bruno",
+      deviceId: "phone",
+      kind: "read",
+      seq: 4n,
+      nowMs: Date.now(),
+    });
+    await s.history.receipt({
+      chatId,
+      userId: "bruno",
+      deviceId: "laptop",
+      kind: "delivered",
+      seq: 1n,
+      nowMs: Date.now(),
+    });
+    assert.deepEqual(await s.history.pointers(chatId, "bruno"), [
+      { deviceId: "laptop", deliveredSeq: 1n, readSeq: 0n },
+      { deviceId: "phone", deliveredSeq: 4n, readSeq: 4n },
+    ]);
+  });
 });

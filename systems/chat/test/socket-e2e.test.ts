@@ -268,6 +268,33 @@ describe("gateway", () => {
   });
 });
 
+describe("receipts", () => {
+  test("CH-11 delivered when the recipient's device acks, read when it displays: each reaches the sender's socket", async () => {
+    const { chatId } = await direct("rosa", "saul");
+    const rosa = await TestSocket.open(sys.running.url, await sys.token("rosa"));
+    const saul = await TestSocket.open(sys.running.url, await sys.token("saul"));
+    try {
+      rosa.send({ action: "send", ref: "m", chatId, clientMsgId: randomUUID(), body: "chegou?" });
+      const sent = await rosa.next((f) => f.action === "sent" && f.ref === "m");
+      const { seq } = sent.message as { seq: string };
+      await saul.next((f) => f.action === "message");
+      saul.send({ action: "ack", chatId, seq });
+      const delivered = await rosa.next((f) => f.action === "receipt" && f.kind === "delivered");
+      assert.deepEqual([delivered.userId, delivered.upToSeq], ["saul", seq]);
+      saul.send({ action: "read", chatId, seq });
+      assert.equal((await rosa.next((f) => f.action === "receipt" && f.kind === "read")).upToSeq, seq);
+      const history = await sys.api<{ messages: { readAt: string | null }[] }>(
+        await sys.token("rosa"),
+        "GET",
+        `/v1/conversations/${chatId}/messages?after=0`,
+      );
+      assert.notEqual(history.json.messages[0]?.readAt, null, "the status is in the history");
+    } finally {
+      await Promise.all([rosa.close(), saul.close()]);
+    }
+  });
+});
+
 describe("connection lifecycle", () => {
   test("CH-12 a socket that stops answering pings is cut at the next heartbeat and leaves the gateway", async () => {
     const token = await sys.token("silent");

@@ -90,6 +90,30 @@ export const messageView = {
     senderDevice: { type: "string" },
     body: { type: "string" },
     createdAt: instant,
+    deliveredAt: { type: ["string", "null"], format: "date-time" },
+    readAt: { type: ["string", "null"], format: "date-time" },
+  },
+} as const;
+
+export const receiptBody = {
+  type: "object",
+  required: ["kind", "seq"],
+  additionalProperties: false,
+  properties: { kind: { type: "string", enum: ["delivered", "read"] }, seq: decimalId },
+} as const;
+
+export const pointersView = {
+  type: "object",
+  required: ["pointers"],
+  properties: {
+    pointers: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["deviceId", "deliveredSeq", "readSeq"],
+        properties: { deviceId: { type: "string" }, deliveredSeq: position, readSeq: position },
+      },
+    },
   },
 } as const;
 

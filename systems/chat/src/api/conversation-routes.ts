@@ -6,6 +6,8 @@
  *   GET  /v1/conversations                        yours, the most recent message first
  *   POST /v1/conversations/{chatId}/members       add members (not to a direct chat)
  *   POST /v1/conversations/{chatId}/messages      201 a new message; 200 the first one for a resent clientMsgId (CH-09)
+ *   POST /v1/conversations/{chatId}/receipts      delivered / read up to a seq, for this device (CH-11)
+ *   GET  /v1/conversations/{chatId}/pointers      your devices' delivered/read pointers (CH-25)
  *   GET  /v1/conversations/{chatId}/messages      ?after=SEQ ascending ("everything after", CH-05/18), or
  *                                                 ?before=SEQ / no cursor: newest first (CH-26)
  *
@@ -26,6 +28,8 @@ import {
   historyQuery,
   listQuery,
   membersBody,
+  pointersView,
+  receiptBody,
   sendBody,
   sentView,
 } from "./chat-schemas.ts";
@@ -217,6 +221,61 @@ export function registerConversationRoutes(
         messages: page.map(messageJson),
         order: "newest-first",
         next: page.length === limit && last && last.seq !== 1n ? String(last.seq) : null,
+      };
+    },
+  );
+
+  app.post<{ Params: ChatParams; Body: { kind: "delivered" | "read"; seq: string } }>(
+    "/v1/conversations/:chatId/receipts",
+    {
+      schema: {
+        summary: "This device received (delivered) or displayed (read) everything up to seq",
+        tags,
+        ...auth,
+        errorCodes: ["CHAT_NOT_FOUND", "CHAT_RECEIPT_INVALID"],
+        params: chatParams,
+        body: receiptBody,
+        response: {
+          200: { type: "object", required: ["moved"], properties: { moved: { type: "boolean" } } },
+        },
+      },
+    },
+    async (request) => {
+      const chatId = chatIdOf(request.params);
+      const { userId, deviceId } = userOf(request);
+      const seq = parseId(request.body.seq)!;
+      const move = await sendPath.receipt({
+        chatId,
+        userId,
+        deviceId,
+        kind: request.body.kind,
+        seq,
+        nowMs: clock.nowMs(),
+      });
+      return { moved: move !== undefined };
+    },
+  );
+
+  app.get<{ Params: ChatParams }>(
+    "/v1/conversations/:chatId/pointers",
+    {
+      schema: {
+        summary: "How far each of your devices got in this conversation",
+        tags,
+        ...auth,
+        errorCodes: ["CHAT_NOT_FOUND"],
+        params: chatParams,
+        response: { 200: pointersView },
+      },
+    },
+    async (request) => {
+      const pointers = await history.pointers(chatIdOf(request.params), userOf(request).userId);
+      return {
+        pointers: pointers.map((p) => ({
+          deviceId: p.deviceId,
+          deliveredSeq: String(p.deliveredSeq),
+          readSeq: String(p.readSeq),
+        })),
       };
     },
   );

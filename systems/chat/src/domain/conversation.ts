@@ -52,6 +52,9 @@ export interface Message {
   readonly senderDevice: string;
   readonly body: string;
   readonly createdAtMs: number;
+  /** CH-11: first delivered to / read by a device of someone other than the sender. */
+  readonly deliveredAtMs?: number | undefined;
+  readonly readAtMs?: number | undefined;
 }
 
 /** The largest member count of a kind. */

@@ -8,6 +8,7 @@
  * const missed = await history.after(chatId, lastSeenSeq, 100); // "everything after", in order
  */
 import type { ChatKind, Conversation, Message } from "./conversation.ts";
+import type { Pointer, Receipt, ReceiptMove } from "./receipts.ts";
 
 export interface NewConversation {
   readonly id: bigint;
@@ -67,6 +68,13 @@ export interface HistoryPort {
   recipients(chatId: bigint): Promise<string[]>;
   /** Conversations of a user, the most recent message first. */
   conversationsOf(userId: string, limit: number): Promise<Conversation[]>;
+  /**
+   * Moves the device's pointer forward to `seq` (never back) and stamps the newly covered
+   * messages' status (CH-11); undefined when nothing moved. Refused past the last seq.
+   */
+  receipt(receipt: Receipt): Promise<ReceiptMove | undefined>;
+  /** The viewer's pointers in a conversation, one per device (CH-25). */
+  pointers(chatId: bigint, viewer: string): Promise<Pointer[]>;
   /** A fresh Snowflake worker id for this process (0..1023). */
   takeNodeId(): Promise<number>;
 }

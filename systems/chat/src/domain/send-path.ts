@@ -18,6 +18,7 @@
 import type { Clock } from "@casebook/kit/clock";
 import type { ChatKind, Message } from "./conversation.ts";
 import type { HistoryPort, NewMessage } from "./history-port.ts";
+import { type Receipt, type ReceiptMove, receiptFrame } from "./receipts.ts";
 import type { RoutingBus } from "./routing.ts";
 import type { SessionRow, SessionTable } from "./sessions.ts";
 import { messageJson } from "./wire.ts";
@@ -69,21 +70,36 @@ export class SendPath {
     return { message, kind: appended.kind, created: appended.created };
   }
 
-  /** Steps 2 and 3: session lookup, routing per gateway, push for whoever is not reached. */
-  async deliver(message: Message): Promise<void> {
-    const { history, sessions, routing, clock } = this.#ports;
-    const recipients = await history.recipients(message.chatId);
-    const rows = await sessions.lookup(recipients, clock.nowMs());
-    const frame = { action: "message", message: messageJson(message) };
+  /** CH-11: the receipt updates the history, then reaches the senders by the same path as a message. */
+  async receipt(receipt: Receipt): Promise<ReceiptMove | undefined> {
+    const move = await this.#ports.history.receipt(receipt);
+    if (!move || move.senders.length === 0) return move;
+    try {
+      await this.#route(move.senders, receiptFrame(receipt, move));
+    } catch (err) {
+      this.#ports.onDeliveryError(err);
+    }
+    return move;
+  }
+
+  async #route(userIds: readonly string[], frame: Record<string, unknown>): Promise<Set<string>> {
+    const rows = await this.#ports.sessions.lookup(userIds, this.#ports.clock.nowMs());
     const reached = new Set<string>();
     for (const [gatewayId, gatewayRows] of byGateway(rows)) {
-      const listeners = await routing.publish(gatewayId, {
+      const listeners = await this.#ports.routing.publish(gatewayId, {
         connectionIds: gatewayRows.map((row) => row.connectionId),
         frame,
       });
       if (listeners > 0) for (const row of gatewayRows) reached.add(row.userId);
       this.#ports.onRouted?.(listeners > 0 ? "delivered" : "gone", gatewayRows.length);
     }
+    return reached;
+  }
+
+  /** Steps 2 and 3: session lookup, routing per gateway, push for whoever is not reached. */
+  async deliver(message: Message): Promise<void> {
+    const recipients = await this.#ports.history.recipients(message.chatId);
+    const reached = await this.#route(recipients, { action: "message", message: messageJson(message) });
     // CH-17: a gateway that is gone counts as no connection; CH-18: no connection → push.
     const offline = recipients.filter((userId) => userId !== message.senderId && !reached.has(userId));
     if (offline.length > 0) {

@@ -16,6 +16,8 @@ export interface MessageJson {
   senderDevice: string;
   body: string;
   createdAt: string;
+  deliveredAt: string | null;
+  readAt: string | null;
 }
 
 export function messageJson(message: Message): MessageJson {
@@ -28,5 +30,7 @@ export function messageJson(message: Message): MessageJson {
     senderDevice: message.senderDevice,
     body: message.body,
     createdAt: new Date(message.createdAtMs).toISOString(),
+    deliveredAt: message.deliveredAtMs === undefined ? null : new Date(message.deliveredAtMs).toISOString(),
+    readAt: message.readAtMs === undefined ? null : new Date(message.readAtMs).toISOString(),
   };
 }

@@ -63,7 +63,7 @@ export class BackendClient {
 
   receipt(token: string, input: { chatId: string; kind: "delivered" | "read"; seq: string }) {
     const body = JSON.stringify({ kind: input.kind, seq: input.seq });
-    return this.#call<{ ok: true }>(token, "POST", `/v1/conversations/${input.chatId}/receipts`, body);
+    return this.#call<{ moved: boolean }>(token, "POST", `/v1/conversations/${input.chatId}/receipts`, body);
   }
 
   async #call<T>(token: string, method: string, path: string, body?: string): Promise<T> {

@@ -29,6 +29,7 @@ import {
   membersMax,
 } from "../domain/conversation.ts";
 import type { AppendResult, HistoryPort, NewConversation, NewMessage } from "../domain/history-port.ts";
+import type { Pointer, Receipt, ReceiptMove } from "../domain/receipts.ts";
 import { errors } from "../errors.ts";
 
 interface ConversationRow {
@@ -51,11 +52,14 @@ interface MessageRow {
   sender_device: string;
   body: string;
   created_at: Date;
+  delivered_at: Date | null;
+  read_at: Date | null;
 }
 
 const CONVERSATION_COLUMNS =
   "c.id, c.kind, c.title, c.created_by, c.created_at, c.last_seq, c.last_message_at, c.member_count";
-const MESSAGE_COLUMNS = "chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at";
+const MESSAGE_COLUMNS =
+  "chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, delivered_at, read_at";
 
 function conversationOf(row: ConversationRow): Conversation {
   return {
@@ -80,6 +84,8 @@ function messageOf(row: MessageRow): Message {
     senderDevice: row.sender_device,
     body: row.body,
     createdAtMs: row.created_at.getTime(),
+    deliveredAtMs: row.delivered_at?.getTime(),
+    readAtMs: row.read_at?.getTime(),
   };
 }
 
@@ -351,6 +357,61 @@ export class HistoryStore implements HistoryPort {
       [userId, limit],
     );
     return rows.map(conversationOf);
+  }
+
+  async receipt(r: Receipt): Promise<ReceiptMove | undefined> {
+    return this.#db.transaction(async (tx) => {
+      const chat = await tx.query<{ last_seq: bigint }>(
+        `SELECT c.last_seq FROM conversations c JOIN members m ON m.chat_id = c.id AND m.user_id = $2 WHERE c.id = $1`,
+        [String(r.chatId), r.userId],
+      );
+      if (!chat.rows[0]) throw errors.create("CHAT_NOT_FOUND", { fields: { chatId: String(r.chatId) } });
+      if (r.seq > chat.rows[0].last_seq) {
+        throw errors.create("CHAT_RECEIPT_INVALID", {
+          fields: { field: "seq", lastSeq: String(chat.rows[0].last_seq) },
+        });
+      }
+      // The row lock orders two receipts of one device; GREATEST keeps the pointer monotonic.
+      await tx.query(
+        `INSERT INTO pointers (chat_id, user_id, device_id, updated_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (chat_id, user_id, device_id) DO NOTHING`,
+        [String(r.chatId), r.userId, r.deviceId, new Date(r.nowMs)],
+      );
+      const { rows } = await tx.query<{ delivered_seq: bigint; read_seq: bigint }>(
+        "SELECT delivered_seq, read_seq FROM pointers WHERE chat_id = $1 AND user_id = $2 AND device_id = $3 FOR UPDATE",
+        [String(r.chatId), r.userId, r.deviceId],
+      );
+      const before = r.kind === "read" ? rows[0]!.read_seq : rows[0]!.delivered_seq;
+      if (r.seq <= before) return undefined;
+      await tx.query(
+        `UPDATE pointers SET delivered_seq = GREATEST(delivered_seq, $4),
+           read_seq = CASE WHEN $5 THEN GREATEST(read_seq, $4) ELSE read_seq END, updated_at = $6
+         WHERE chat_id = $1 AND user_id = $2 AND device_id = $3`,
+        [String(r.chatId), r.userId, r.deviceId, String(r.seq), r.kind === "read", new Date(r.nowMs)],
+      );
+      const column = r.kind === "read" ? "read_at" : "delivered_at";
+      const stamped = await tx.query<{ sender_id: string }>(
+        `UPDATE messages SET ${r.kind === "read" ? "read_at = $5, delivered_at = COALESCE(delivered_at, $5)" : "delivered_at = $5"}
+         WHERE chat_id = $1 AND seq > $2 AND seq <= $3 AND sender_id <> $4 AND ${column} IS NULL
+         RETURNING sender_id`,
+        [String(r.chatId), String(before), String(r.seq), r.userId, new Date(r.nowMs)],
+      );
+      const senders = [...new Set(stamped.rows.map((row) => row.sender_id))];
+      return { kind: r.kind, fromSeq: before, toSeq: r.seq, senders };
+    });
+  }
+
+  async pointers(chatId: bigint, viewer: string): Promise<Pointer[]> {
+    await this.#kindFor(this.#db, chatId, viewer);
+    const { rows } = await this.#db.query<{ device_id: string; delivered_seq: bigint; read_seq: bigint }>(
+      "SELECT device_id, delivered_seq, read_seq FROM pointers WHERE chat_id = $1 AND user_id = $2 ORDER BY device_id",
+      [String(chatId), viewer],
+    );
+    return rows.map((row) => ({
+      deviceId: row.device_id,
+      deliveredSeq: row.delivered_seq,
+      readSeq: row.read_seq,
+    }));
   }
 
   async takeNodeId(): Promise<number> {
