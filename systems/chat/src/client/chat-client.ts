@@ -162,7 +162,8 @@ export class ChatClient {
     try {
       token = await this.#options.token();
     } catch {
-      return this.#retry();
+      this.#retry();
+      return;
     }
     const url = new URL(this.#options.url);
     url.searchParams.set("token", token);
@@ -220,20 +221,26 @@ export class ChatClient {
     const frame = JSON.parse(text) as Record<string, unknown>;
     switch (frame.action) {
       case "welcome":
-        return this.#welcomed();
+        this.#welcomed();
+        return;
       case "message":
-        return this.#take(frame.message as ClientMessage, true);
+        this.#take(frame.message as ClientMessage, true);
+        return;
       case "message-part":
-        return this.#part(frame);
+        this.#part(frame);
+        return;
       case "history":
-        return this.#history(frame);
+        this.#history(frame);
+        return;
       case "sent":
-        return this.#sent(frame);
+        this.#sent(frame);
+        return;
       case "receipt":
         for (const cb of this.#onReceipt) cb(frame as unknown as ClientReceipt);
         return;
       case "error":
-        return this.#failed(frame);
+        this.#failed(frame);
+        return;
     }
   }
 
@@ -282,13 +289,17 @@ export class ChatClient {
     if (cursor === undefined) {
       if (!live) return;
       this.#cursors.set(m.chatId, 0n); // a new conversation: take it from its start
-      return this.#sync(m.chatId);
+      this.#sync(m.chatId);
+      return;
     }
     const seq = BigInt(m.seq);
     const seen = this.#seen.get(m.chatId) ?? new Set<string>();
     this.#seen.set(m.chatId, seen);
     if (seq <= cursor || seen.has(m.id)) return; // CH-10: a duplicate delivery, shown once
-    if (seq > cursor + 1n) return this.#sync(m.chatId); // a gap: fetch in order instead
+    if (seq > cursor + 1n) {
+      this.#sync(m.chatId);
+      return;
+    } // a gap: fetch in order instead
     seen.add(m.id);
     if (seen.size > SEEN_IDS_MAX) seen.delete(seen.values().next().value!);
     this.#cursors.set(m.chatId, seq);
