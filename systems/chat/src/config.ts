@@ -46,6 +46,12 @@ export const configSchema = {
     protocols: ["http:", "https:"],
     description: "The send service a gateway calls (role gateway); unset with role all = this process",
   }),
+  pushUrl: field.url({
+    env: "CHAT_PUSH_URL",
+    protocols: ["http:", "https:"],
+    description:
+      "The push service (the push simulator, or a gateway to APNs/FCM); unset = no push notifications",
+  }),
   jwtSecret: field.string({
     env: "CHAT_JWT_SECRET",
     minLength: 32,

@@ -26,8 +26,10 @@ import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import packageJson from "../package.json" with { type: "json" };
 import { registerApi } from "./api/register-api.ts";
 import { UserTokens } from "./api/user-tokens.ts";
+import { PushClient } from "./clients/push-client.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
 import { CommitOffsets } from "./domain/commit-offsets.ts";
+import { PushPath } from "./domain/push-path.ts";
 import type { RoutingBus } from "./domain/routing.ts";
 import { noPush, type OfflinePort, SendPath } from "./domain/send-path.ts";
 import type { SessionTable } from "./domain/sessions.ts";
@@ -39,6 +41,7 @@ import { HistoryStore } from "./store/history-store.ts";
 import { MemoryRouting } from "./store/memory-routing.ts";
 import { MemorySessions } from "./store/memory-sessions.ts";
 import { migrateChatStore } from "./store/migrate.ts";
+import { PushTokenStore } from "./store/push-token-store.ts";
 import { RedisRouting } from "./store/redis-routing.ts";
 import { RedisSessions } from "./store/redis-sessions.ts";
 
@@ -111,6 +114,19 @@ function buildApi(
   return { history, sendPath };
 }
 
+/** CH-18: the push path when a push service is configured; otherwise the history waits for the app to open. */
+function pushPathOf(
+  config: SystemConfig,
+  tokens: PushTokenStore,
+  metrics: SystemMetrics,
+  service: Service,
+): OfflinePort {
+  if (config.pushUrl === undefined) return noPush;
+  const provider = new PushClient({ baseUrl: config.pushUrl });
+  service.onClose(() => provider.close());
+  return new PushPath({ tokens, provider, onOutcome: (outcome) => metrics.pushes.inc({ outcome }) });
+}
+
 export async function main(
   env: NodeJS.ProcessEnv = process.env,
   options: MainOptions = {},
@@ -138,13 +154,15 @@ export async function main(
       const shared = await sharedState(config, service, clock);
       if (config.role !== "gateway") {
         const ids = new SnowflakeGenerator({ clock, workerId: await new HistoryStore(db).takeNodeId() });
+        const pushTokens = new PushTokenStore(db);
+        const offline = options.offline ?? pushPathOf(config, pushTokens, metrics, service);
         const { history, sendPath } = buildApi(db, shared, {
           metrics,
           tokens,
           issuerToken,
           clock,
           service,
-          offline: options.offline ?? noPush,
+          offline,
         });
         await registerApi(service.app, {
           history,
@@ -154,6 +172,7 @@ export async function main(
           issuerToken,
           clock,
           onSent: (created) => metrics.messages.inc({ created: String(created) }),
+          pushTokens,
         });
       }
       if (config.role === "api") return { metrics, gateway: undefined, shared };

@@ -247,11 +247,11 @@ contractSuite<HistorySubject>("chat history", historyBackends(), (it) => {
   });
 
   it("CH-11 a receipt moves the device's pointer forward only and stamps the newly covered messages", async (s) => {
-    const chatId = await newChat(s, "direct", ["ana", "bruno"]);
+    const chatId = await newChat(s, "direct", ["ana", "bruno11"]);
     for (let i = 1; i <= 5; i++)
-      await s.history.append(newMessage(chatId, s.ids, { senderId: i === 3 ? "bruno" : "ana" }));
+      await s.history.append(newMessage(chatId, s.ids, { senderId: i === 3 ? "bruno11" : "ana" }));
     const r = (kind: "delivered" | "read", seq: bigint, deviceId = "phone") =>
-      s.history.receipt({ chatId, userId: "bruno", deviceId, kind, seq, nowMs: Date.now() });
+      s.history.receipt({ chatId, userId: "bruno11", deviceId, kind, seq, nowMs: Date.now() });
     assert.deepEqual(await r("delivered", 4n), {
       kind: "delivered",
       fromSeq: 0n,

@@ -73,7 +73,8 @@ export async function startSystem(
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    return { status: res.status, json: (await res.json()) as T };
+    const text = await res.text();
+    return { status: res.status, json: (text === "" ? {} : JSON.parse(text)) as T };
   };
   return {
     running,

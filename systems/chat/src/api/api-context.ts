@@ -4,6 +4,7 @@
 import type { Clock } from "@casebook/kit/clock";
 import type { Conversation } from "../domain/conversation.ts";
 import type { HistoryPort } from "../domain/history-port.ts";
+import type { DeviceToken } from "../domain/push-path.ts";
 import type { SendPath } from "../domain/send-path.ts";
 import type { UserTokens } from "./user-tokens.ts";
 
@@ -17,6 +18,8 @@ export interface ChatApiContext {
   readonly issuerToken: string;
   readonly clock: Clock;
   readonly onSent?: (created: boolean) => void;
+  /** Where devices register their push tokens. */
+  readonly pushTokens: { register(input: DeviceToken & { nowMs: number }): Promise<void> };
 }
 
 export function conversationJson(c: Conversation) {

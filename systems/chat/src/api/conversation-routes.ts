@@ -279,4 +279,31 @@ export function registerConversationRoutes(
       };
     },
   );
+
+  app.put<{ Body: { platform: "apns" | "fcm"; token: string } }>(
+    "/v1/devices/push-token",
+    {
+      schema: {
+        summary:
+          "Register this device's push token (APNs or FCM): it is woken when a message finds no socket",
+        tags: ["devices"],
+        ...auth,
+        body: {
+          type: "object",
+          required: ["platform", "token"],
+          additionalProperties: false,
+          properties: {
+            platform: { type: "string", enum: ["apns", "fcm"] },
+            token: { type: "string", minLength: 8, maxLength: 256 },
+          },
+        },
+        response: { 204: { type: "null" } },
+      },
+    },
+    async (request, reply) => {
+      const { userId, deviceId } = userOf(request);
+      await context.pushTokens.register({ userId, deviceId, ...request.body, nowMs: clock.nowMs() });
+      return reply.code(204).send();
+    },
+  );
 }
