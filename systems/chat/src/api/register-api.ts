@@ -1,0 +1,33 @@
+/**
+ * The whole HTTP API of chat's send service on a Fastify instance, wired the one way main.ts
+ * and the tests both use: the token route behind the issuer's token, and the conversations
+ * API in a scope whose onRequest hook verifies the user's JWT (no token 401 AUTH_MISSING, a
+ * bad or expired one 401 AUTH_INVALID).
+ *
+ * @example
+ * await registerApi(service.app, context);
+ */
+import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
+import type { FastifyInstance } from "fastify";
+import type { ChatApiContext } from "./api-context.ts";
+import { registerConversationRoutes } from "./conversation-routes.ts";
+import { registerTokenRoutes } from "./token-routes.ts";
+import type { UserIdentity } from "./user-tokens.ts";
+
+/** A JWT is longer than an API key; still bounded before any verification work. */
+const TOKEN_CHARS_MAX = 2_048;
+
+export type ApiOptions = ChatApiContext;
+
+export async function registerApi(app: FastifyInstance, context: ChatApiContext): Promise<void> {
+  await registerTokenRoutes(app, context);
+  const auth = createBearerAuth<UserIdentity>({
+    realm: "chat",
+    maxCredentialChars: TOKEN_CHARS_MAX,
+    verify: (token) => context.tokens.verify(token, context.clock.nowMs()),
+  });
+  await app.register(async (scope) => {
+    scope.addHook("onRequest", auth.authenticate);
+    registerConversationRoutes(scope, context, auth.principalOf);
+  });
+}

@@ -1,0 +1,328 @@
+/**
+ * The chat client library (CH-01, CH-10, CH-14), for Node (24's global WebSocket) and the
+ * browser alike: it speaks only the public socket protocol (domain/frames.ts) and keeps what
+ * makes delivery exactly-once on screen:
+ *
+ * - a cursor per conversation: the highest seq it holds with nothing missing below it;
+ * - reconnect with backoff + jitter (reconnect-schedule.ts) on any close, then "give me
+ *   what I missed": `sync` after each cursor, page by page;
+ * - dedupe by message id: a message that arrives live and again by sync (at-least-once,
+ *   CH-10) is shown once; a live message past a gap triggers a sync instead of being shown
+ *   out of order, so `onMessage` sees each conversation strictly in seq order;
+ * - an ack (`delivered`) for what it holds, and `markRead` for what the screen showed;
+ * - an offline outbox: `send` while disconnected keeps the message with its clientMsgId and
+ *   resends it after every reconnect until the service answers; the service's conditional
+ *   insert makes the resend of one already stored return the first result (CH-09).
+ *
+ * Messages over 32 KB go up as `part` frames and come down as `message-part` frames.
+ *
+ * @example
+ * const client = new ChatClient({ url: "ws://127.0.0.1:8102/v1/socket", token: () => fetchToken() });
+ * client.onMessage((m) => render(m));
+ * client.watch("42");            // a conversation to keep in sync, from its start (or a saved cursor)
+ * client.connect();
+ * await client.send("42", "olá"); // resolves with the stored message once the service has it
+ */
+import { type RandomSource, systemRandom } from "@casebook/kit/random";
+import { ReconnectSchedule } from "./reconnect-schedule.ts";
+
+export interface ClientMessage {
+  chatId: string;
+  id: string;
+  seq: string;
+  clientMsgId: string;
+  senderId: string;
+  senderDevice: string;
+  body: string;
+  createdAt: string;
+}
+
+export interface ClientReceipt {
+  chatId: string;
+  userId: string;
+  deviceId: string;
+  kind: "delivered" | "read";
+  upToSeq: string;
+}
+
+export interface ChatClientOptions {
+  /** The gateway's socket URL (behind the L4 front in production). */
+  readonly url: string;
+  /** A user token; called again before each reconnect (tokens expire). */
+  readonly token: () => string | Promise<string>;
+  readonly reconnect?: { baseMs: number; capMs: number };
+  readonly random?: RandomSource;
+  /** Ack (delivered) every message as it is taken in. Default true. */
+  readonly autoAck?: boolean;
+  /** The app heartbeat (a `ping` frame) that keeps the gateway's idle timer away (CH-13). Default 60 s. */
+  readonly pingEveryMs?: number;
+  /** Node: `WebSocket` from `ws` when the global one is missing. Default the global WebSocket. */
+  readonly WebSocket?: typeof WebSocket;
+}
+
+interface Pending {
+  readonly chatId: string;
+  readonly clientMsgId: string;
+  readonly body: string;
+  readonly resolve: (m: ClientMessage) => void;
+  readonly reject: (e: Error) => void;
+}
+
+/** Message ids remembered per conversation for dedupe; older ones are below the cursor anyway. */
+const SEEN_IDS_MAX = 10_000;
+const FRAME_CHARS = 8_000;
+const SYNC_PAGE = 200;
+
+export class ChatClient {
+  readonly #options: ChatClientOptions;
+  readonly #schedule: ReconnectSchedule;
+  readonly #cursors = new Map<string, bigint>();
+  readonly #seen = new Map<string, Set<string>>();
+  readonly #outbox = new Map<string, Pending>();
+  readonly #parts = new Map<string, string[]>();
+  readonly #syncing = new Set<string>();
+  readonly #onMessage: ((m: ClientMessage) => void)[] = [];
+  readonly #onReceipt: ((r: ClientReceipt) => void)[] = [];
+  readonly #onState: ((state: "open" | "closed", code?: number) => void)[] = [];
+  #ws: WebSocket | undefined;
+  #open = false;
+  #stopped = false;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #ping: ReturnType<typeof setInterval> | undefined;
+  #refs = 0;
+  /** Reconnect pauses taken, for tests and dashboards. */
+  readonly delaysMs: number[] = [];
+
+  constructor(options: ChatClientOptions) {
+    this.#options = options;
+    const bounds = options.reconnect ?? { baseMs: 250, capMs: 30_000 };
+    this.#schedule = new ReconnectSchedule({ ...bounds, random: options.random ?? systemRandom });
+  }
+
+  onMessage(cb: (m: ClientMessage) => void): void {
+    this.#onMessage.push(cb);
+  }
+
+  onReceipt(cb: (r: ClientReceipt) => void): void {
+    this.#onReceipt.push(cb);
+  }
+
+  onState(cb: (state: "open" | "closed", code?: number) => void): void {
+    this.#onState.push(cb);
+  }
+
+  /** Keeps a conversation in sync from `afterSeq` (a cursor saved earlier, or "0"). */
+  watch(chatId: string, afterSeq = "0"): void {
+    if (!this.#cursors.has(chatId)) this.#cursors.set(chatId, BigInt(afterSeq));
+    if (this.#open) this.#sync(chatId);
+  }
+
+  /** The highest seq held with nothing missing below it. */
+  cursor(chatId: string): string {
+    return String(this.#cursors.get(chatId) ?? 0n);
+  }
+
+  get connected(): boolean {
+    return this.#open;
+  }
+
+  get outboxSize(): number {
+    return this.#outbox.size;
+  }
+
+  connect(): void {
+    this.#stopped = false;
+    void this.#dial();
+  }
+
+  close(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    clearInterval(this.#ping);
+    this.#ws?.close();
+  }
+
+  /** Sends (or queues, when offline) a message; resolves with the stored message. */
+  send(chatId: string, body: string, clientMsgId: string = crypto.randomUUID()): Promise<ClientMessage> {
+    return new Promise((resolve, reject) => {
+      const pending = { chatId, clientMsgId, body, resolve, reject };
+      this.#outbox.set(clientMsgId, pending);
+      if (this.#open) this.#transmit(pending);
+    });
+  }
+
+  markRead(chatId: string, seq: string): void {
+    this.#frame({ action: "read", chatId, seq });
+  }
+
+  async #dial(): Promise<void> {
+    if (this.#stopped) return;
+    const Ws = this.#options.WebSocket ?? globalThis.WebSocket;
+    let token: string;
+    try {
+      token = await this.#options.token();
+    } catch {
+      this.#retry();
+      return;
+    }
+    const url = new URL(this.#options.url);
+    url.searchParams.set("token", token);
+    const ws = new Ws(url.toString());
+    this.#ws = ws;
+    ws.onmessage = (event) => this.#onFrame(String(event.data));
+    ws.onclose = (event) => {
+      if (this.#ws !== ws) return;
+      this.#open = false;
+      clearInterval(this.#ping);
+      for (const cb of this.#onState) cb("closed", event.code);
+      this.#retry();
+    };
+    ws.onerror = () => {};
+  }
+
+  #retry(): void {
+    if (this.#stopped) return;
+    const delayMs = this.#schedule.nextDelayMs();
+    this.delaysMs.push(delayMs);
+    this.#timer = setTimeout(() => void this.#dial(), delayMs);
+  }
+
+  #frame(frame: Record<string, unknown>): void {
+    if (this.#open && this.#ws) this.#ws.send(JSON.stringify(frame));
+  }
+
+  #transmit(p: Pending): void {
+    if (p.body.length <= FRAME_CHARS) {
+      this.#frame({
+        action: "send",
+        ref: `send:${p.clientMsgId}`,
+        chatId: p.chatId,
+        clientMsgId: p.clientMsgId,
+        body: p.body,
+      });
+      return;
+    }
+    const count = Math.ceil(p.body.length / FRAME_CHARS);
+    for (let index = 0; index < count; index++) {
+      const data = p.body.slice(index * FRAME_CHARS, (index + 1) * FRAME_CHARS);
+      this.#frame({
+        action: "part",
+        ref: `send:${p.clientMsgId}`,
+        chatId: p.chatId,
+        clientMsgId: p.clientMsgId,
+        index,
+        count,
+        data,
+      });
+    }
+  }
+
+  #onFrame(text: string): void {
+    const frame = JSON.parse(text) as Record<string, unknown>;
+    switch (frame.action) {
+      case "welcome":
+        this.#welcomed();
+        return;
+      case "message":
+        this.#take(frame.message as ClientMessage, true);
+        return;
+      case "message-part":
+        this.#part(frame);
+        return;
+      case "history":
+        this.#history(frame);
+        return;
+      case "sent":
+        this.#sent(frame);
+        return;
+      case "receipt":
+        for (const cb of this.#onReceipt) cb(frame as unknown as ClientReceipt);
+        return;
+      case "error":
+        this.#failed(frame);
+        return;
+    }
+  }
+
+  #welcomed(): void {
+    this.#open = true;
+    this.#schedule.reset();
+    for (const cb of this.#onState) cb("open");
+    clearInterval(this.#ping);
+    this.#ping = setInterval(() => this.#frame({ action: "ping" }), this.#options.pingEveryMs ?? 60_000);
+    for (const chatId of this.#cursors.keys()) this.#sync(chatId);
+    for (const pending of this.#outbox.values()) this.#transmit(pending);
+  }
+
+  #sync(chatId: string): void {
+    if (this.#syncing.has(chatId)) return;
+    this.#syncing.add(chatId);
+    this.#frame({
+      action: "sync",
+      ref: `sync:${chatId}:${++this.#refs}`,
+      chatId,
+      after: this.cursor(chatId),
+      limit: SYNC_PAGE,
+    });
+  }
+
+  #history(frame: Record<string, unknown>): void {
+    const chatId = frame.chatId as string;
+    this.#syncing.delete(chatId);
+    for (const m of frame.messages as ClientMessage[]) this.#take(m, false);
+    if (frame.next !== null) this.#sync(chatId);
+  }
+
+  #part(frame: Record<string, unknown>): void {
+    const id = frame.id as string;
+    const parts = this.#parts.get(id) ?? [];
+    parts[frame.index as number] = frame.data as string;
+    this.#parts.set(id, parts);
+    if (parts.filter((p) => p !== undefined).length < (frame.count as number)) return;
+    this.#parts.delete(id);
+    this.#onFrame(parts.join(""));
+  }
+
+  /** Shows a message once, in seq order; a gap below it means a sync, not a jump. */
+  #take(m: ClientMessage, live: boolean): void {
+    const cursor = this.#cursors.get(m.chatId);
+    if (cursor === undefined) {
+      if (!live) return;
+      this.#cursors.set(m.chatId, 0n); // a new conversation: take it from its start
+      this.#sync(m.chatId);
+      return;
+    }
+    const seq = BigInt(m.seq);
+    const seen = this.#seen.get(m.chatId) ?? new Set<string>();
+    this.#seen.set(m.chatId, seen);
+    if (seq <= cursor || seen.has(m.id)) return; // CH-10: a duplicate delivery, shown once
+    if (seq > cursor + 1n) {
+      this.#sync(m.chatId);
+      return;
+    } // a gap: fetch in order instead
+    seen.add(m.id);
+    if (seen.size > SEEN_IDS_MAX) seen.delete(seen.values().next().value!);
+    this.#cursors.set(m.chatId, seq);
+    for (const cb of this.#onMessage) cb(m);
+    if (this.#options.autoAck !== false) this.#frame({ action: "ack", chatId: m.chatId, seq: m.seq });
+  }
+
+  #sent(frame: Record<string, unknown>): void {
+    const message = frame.message as ClientMessage;
+    const pending = this.#outbox.get(message.clientMsgId);
+    if (!pending) return;
+    this.#outbox.delete(message.clientMsgId);
+    pending.resolve(message);
+  }
+
+  #failed(frame: Record<string, unknown>): void {
+    const ref = typeof frame.ref === "string" ? frame.ref : "";
+    if (ref.startsWith("sync:")) this.#syncing.delete(ref.split(":")[1]!);
+    if (!ref.startsWith("send:")) return;
+    const pending = this.#outbox.get(ref.slice(5));
+    // BACKEND_UNAVAILABLE: keep it for the next reconnect; anything else is final.
+    if (!pending || frame.code === "BACKEND_UNAVAILABLE" || frame.code === "FRAME_RATE_LIMITED") return;
+    this.#outbox.delete(pending.clientMsgId);
+    pending.reject(new Error(`${String(frame.code)}: ${String(frame.message)}`));
+  }
+}

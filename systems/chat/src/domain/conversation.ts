@@ -1,0 +1,90 @@
+/**
+ * What a conversation and a message are, and the rules every entry point applies before
+ * anything is stored (CH-24's choices stated as constants). Ids are Snowflakes (`bigint`)
+ * inside and decimal strings on the wire: a JS number holds 53 bits, a Snowflake 63.
+ *
+ * - `direct`: exactly two users, one conversation per pair; strict order by its counter.
+ * - `group`: up to GROUP_MEMBERS_MAX members; strict order by its counter (CH-06).
+ * - `channel`: up to CHANNEL_MEMBERS_MAX members; no per-message counter on the hot row:
+ *   ids are Snowflakes and positions are commit offsets stamped in batches (CH-07/CH-08).
+ *
+ * @example
+ * checkBody("hello");                      // undefined: fine
+ * checkBody("x".repeat(200_000));          // "body is 200000 bytes; at most 131072"
+ */
+export type ChatKind = "direct" | "group" | "channel";
+export const CHAT_KINDS: readonly ChatKind[] = ["direct", "group", "channel"];
+
+/** CH-24: the largest group whose writes are serialized on one counter row. */
+export const GROUP_MEMBERS_MAX = 1_024;
+/** CH-20/CH-24: a channel's members (the text's example is 50k). */
+export const CHANNEL_MEMBERS_MAX = 100_000;
+/** CH-13: a message is at most 128 KB (UTF-8 bytes of its body); frames carry 32 KB of it. */
+export const MESSAGE_BYTES_MAX = 128 * 1_024;
+/** CH-24: history retention, stated (no deletion job yet: messages are kept). */
+export const RETENTION_DAYS = 365;
+/** User and device ids: what the issuer signs into a token; short, printable, no separators of ours. */
+export const USER_ID_PATTERN = /^[A-Za-z0-9_.@-]{1,64}$/;
+export const CLIENT_MSG_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A page of history, at most. */
+export const PAGE_LIMIT_MAX = 500;
+
+export interface Conversation {
+  readonly id: bigint;
+  readonly kind: ChatKind;
+  readonly title: string | undefined;
+  readonly createdBy: string;
+  readonly createdAtMs: number;
+  /** The counter (direct, group) or the last commit offset (channel). */
+  readonly lastSeq: bigint;
+  readonly lastMessageAtMs: number | undefined;
+  readonly memberCount: number;
+}
+
+export interface Message {
+  readonly chatId: bigint;
+  /** Snowflake: the identity clients deduplicate by (CH-10). */
+  readonly id: bigint;
+  /** Position in the conversation, what readers resume after; undefined while a channel row waits for its offset. */
+  readonly seq: bigint | undefined;
+  readonly clientMsgId: string;
+  readonly senderId: string;
+  readonly senderDevice: string;
+  readonly body: string;
+  readonly createdAtMs: number;
+  /** CH-11: first delivered to / read by a device of someone other than the sender. */
+  readonly deliveredAtMs?: number | undefined;
+  readonly readAtMs?: number | undefined;
+}
+
+/** The largest member count of a kind. */
+export function membersMax(kind: ChatKind): number {
+  if (kind === "direct") return 2;
+  return kind === "group" ? GROUP_MEMBERS_MAX : CHANNEL_MEMBERS_MAX;
+}
+
+/** Why a body cannot be stored, or undefined. */
+export function checkBody(body: string): string | undefined {
+  if (body.length === 0) return "body is empty";
+  const bytes = Buffer.byteLength(body, "utf8");
+  if (bytes > MESSAGE_BYTES_MAX) return `body is ${bytes} bytes; at most ${MESSAGE_BYTES_MAX}`;
+  return undefined;
+}
+
+/** The key that makes a direct conversation unique per pair, whoever creates it. */
+export function directKey(a: string, b: string): string {
+  return a < b ? `${a}|${b}` : `${b}|${a}`;
+}
+
+/** A wire id (decimal string of a positive 63-bit integer) as a bigint, or undefined. */
+export function parseId(text: unknown): bigint | undefined {
+  if (typeof text !== "string" || !/^[1-9][0-9]{0,18}$/.test(text)) return undefined;
+  const id = BigInt(text);
+  return id < 1n << 63n ? id : undefined;
+}
+
+/** A wire position: "0" (before the first message) or a positive 63-bit integer. */
+export function parseSeq(text: unknown): bigint | undefined {
+  if (text === "0") return 0n;
+  return parseId(text);
+}

@@ -1,0 +1,61 @@
+/**
+ * The one error registry of chat: stable `AREA_WHAT` codes, each with the HTTP status
+ * the API answers with (the socket's error frames carry the same codes) and a message that
+ * tells the reader what to do, grouped by area. The service base maps them to RFC 9457
+ * problem+json; `test/errors.test.ts` walks every code.
+ *
+ * @example
+ * throw errors.create("CHAT_NOT_FOUND", { fields: { chatId: "42" } });
+ */
+import { defineErrors } from "@casebook/kit/errors";
+
+export const errors = defineErrors({
+  // conversations and messages
+  CHAT_NOT_FOUND: {
+    status: 404,
+    message: "No conversation with this id that you are a member of; list yours at GET /v1/conversations.",
+  },
+  CHAT_MEMBERS_TOO_MANY: {
+    status: 409,
+    message: "The conversation would exceed its kind's member limit; a channel holds more than a group.",
+  },
+  CHAT_DIRECT_MEMBERS: {
+    status: 400,
+    message: "A direct conversation has exactly two different members: you and one other user.",
+  },
+  CHAT_DIRECT_FIXED: {
+    status: 409,
+    message: "A direct conversation's members cannot change; create a group.",
+  },
+  CHAT_MESSAGE_INVALID: {
+    status: 400,
+    message: "The message cannot be stored as sent; the detail names the problem.",
+  },
+  CHAT_CURSOR_CONFLICT: {
+    status: 400,
+    message: "Send either `after` (ascending) or `before` (newest first), not both.",
+  },
+  CHAT_RECEIPT_INVALID: { status: 400, message: "A receipt's seq is at most the conversation's last seq." },
+  CHAT_ID_TAKEN: {
+    status: 409,
+    message: "The message id repeated one already stored (two processes on one Snowflake node); resend.",
+  },
+  // the socket (error frames carry these codes; the HTTP API never answers them)
+  FRAME_INVALID: {
+    status: 400,
+    message: "The frame is not a JSON object with a known `action`; see the README's socket protocol.",
+  },
+  FRAME_TOO_LARGE: {
+    status: 413,
+    message: "A frame is at most 32 KB; split a larger message into parts (the client library does).",
+  },
+  FRAME_RATE_LIMITED: { status: 429, message: "Too many frames from this connection; slow down." },
+  BACKEND_UNAVAILABLE: {
+    status: 503,
+    message: "The send service did not answer in time; resend with the same clientMsgId.",
+  },
+  // bench (bench/main.ts): a flag that retyping fixes, exit code 2
+  BENCH_ARGS_INVALID: { status: 400, message: "A bench flag is not valid; run the bench with --help." },
+});
+
+export type ErrorCode = keyof typeof errors.specs;

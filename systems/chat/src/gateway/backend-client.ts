@@ -1,0 +1,108 @@
+/**
+ * The gateway's calls to the send service (CH-04, CH-13, CH-27): the gateway holds sockets
+ * and nothing else, so deploying the send service drops no socket. Each call carries the
+ * user's own JWT (the send service checks it again: a gateway is not trusted more than its
+ * users), over infra's OutboundClient with every call bounded at 29 s in total — the managed
+ * gateway's integration timeout (CH-13). A failure to get an answer is BACKEND_UNAVAILABLE
+ * to the client, who resends with the same clientMsgId (CH-09 makes that safe).
+ *
+ * @example
+ * const backend = new BackendClient({ baseUrl: "http://127.0.0.1:8102" });
+ * const sent = await backend.send(token, { chatId: "42", clientMsgId, body: "hi" });
+ */
+import { OutboundClient } from "@casebook/infra/http/outbound";
+import { CasebookError } from "@casebook/kit/errors";
+import type { MessageJson } from "../domain/wire.ts";
+import { errors } from "../errors.ts";
+
+/** CH-13: the longest a backend call may take, all phases together. */
+export const BACKEND_DEADLINE_MS_MAX = 29_000;
+
+export interface BackendOptions {
+  /** The send service; a function when it is known only later (role all learns its own URL at listen). */
+  readonly baseUrl: string | (() => string | undefined);
+  readonly deadlineMs?: number;
+}
+
+export interface HistoryAnswer {
+  messages: MessageJson[];
+  next: string | null;
+}
+
+export class BackendClient {
+  readonly #client: OutboundClient;
+  readonly #baseUrl: () => string | undefined;
+
+  constructor(options: BackendOptions) {
+    const deadlineMs = Math.min(options.deadlineMs ?? BACKEND_DEADLINE_MS_MAX, BACKEND_DEADLINE_MS_MAX);
+    const { baseUrl } = options;
+    this.#baseUrl = typeof baseUrl === "string" ? () => baseUrl : baseUrl;
+    this.#client = new OutboundClient({
+      addressGuard: "off",
+      deadlineMs,
+      timeouts: { connectMs: Math.min(2_000, deadlineMs), headersMs: deadlineMs, bodyMs: deadlineMs },
+      maxResponseBytes: 8 * 1_024 * 1_024,
+      userAgent: "casebook-chat-gateway",
+    });
+  }
+
+  send(token: string, input: { chatId: string; clientMsgId: string; body: string }) {
+    const body = JSON.stringify({ clientMsgId: input.clientMsgId, body: input.body });
+    return this.#call<{ message: MessageJson; created: boolean }>(
+      token,
+      "POST",
+      `/v1/conversations/${input.chatId}/messages`,
+      body,
+    );
+  }
+
+  history(token: string, input: { chatId: string; after: string; limit: number }) {
+    const query = `after=${input.after}&limit=${input.limit}`;
+    return this.#call<HistoryAnswer>(token, "GET", `/v1/conversations/${input.chatId}/messages?${query}`);
+  }
+
+  receipt(token: string, input: { chatId: string; kind: "delivered" | "read"; seq: string }) {
+    const body = JSON.stringify({ kind: input.kind, seq: input.seq });
+    return this.#call<{ moved: boolean }>(token, "POST", `/v1/conversations/${input.chatId}/receipts`, body);
+  }
+
+  async #call<T>(token: string, method: string, path: string, body?: string): Promise<T> {
+    const baseUrl = this.#baseUrl()?.replace(/\/$/, "");
+    if (baseUrl === undefined)
+      throw errors.create("BACKEND_UNAVAILABLE", { detail: "the send service's URL is not known yet" });
+    let response: Awaited<ReturnType<OutboundClient["request"]>>;
+    try {
+      response = await this.#client.request({
+        method,
+        url: `${baseUrl}${path}`,
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: "application/json",
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        ...(body === undefined ? {} : { body }),
+      });
+    } catch (err) {
+      throw errors.create("BACKEND_UNAVAILABLE", { cause: err, fields: { path } });
+    }
+    const json =
+      response.body.length > 0 ? (JSON.parse(response.body.toString("utf8")) as Record<string, unknown>) : {};
+    if (response.status >= 400) {
+      // The send service's problem+json, passed on as it is: its code and message name the problem.
+      const code = typeof json.code === "string" ? json.code : "BACKEND_UNAVAILABLE";
+      const message = typeof json.detail === "string" ? json.detail : String(json.title ?? "backend error");
+      throw new CasebookError(code, { status: response.status, message }, { fields: fieldsOf(json) });
+    }
+    return json as T;
+  }
+
+  close(): void {
+    this.#client.close();
+  }
+}
+
+function fieldsOf(problem: Record<string, unknown>): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  for (const key of ["field", "chatId", "max"]) if (problem[key] !== undefined) fields[key] = problem[key];
+  return fields;
+}

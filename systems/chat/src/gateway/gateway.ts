@@ -1,0 +1,406 @@
+/**
+ * A WebSocket gateway (CH-04, CH-12, CH-13, CH-15, CH-16, CH-27): holds sockets, and only
+ * that. Everything durable happens in the send service, reached over HTTP with the user's
+ * own token (backend-client.ts), so the backend can be deployed under live sockets.
+ *
+ * - Connect (CH-15): the upgrade carries a JWT (`Authorization: Bearer`, or `?token=` for
+ *   browsers, which cannot set headers on a WebSocket); it is verified before the upgrade
+ *   (401 otherwise), new connections are rate limited (CH-13: 500/s by default, 503 past
+ *   it), and the connect hook writes the session row with a TTL.
+ * - Heartbeat (CH-12): a WebSocket ping every `heartbeatMs`; no pong by the next tick and the
+ *   socket is terminated — the silent death of a tunnel or a NAT. Each live tick renews the
+ *   session row. Idle (no app frame for `idleMs`, CH-13: 10 min; the client's `ping` frame
+ *   prevents it) and maximum lifetime (2 h) close with 4002 / 4003.
+ * - Frames (CH-13): JSON routed by `action` (domain/frames.ts); over 32 KB is an error frame
+ *   (over 64 KB the socket closes with 1009); a message over 32 KB arrives as `part` frames
+ *   and leaves as `message-part` frames; a per-connection token bucket answers a flood with
+ *   FRAME_RATE_LIMITED, and a connection that keeps flooding is closed with 1008.
+ * - Disconnect (CH-16): removes the row, best effort; the TTL covers a gateway that dies.
+ * - Drain (CH-27): stop accepting, then close every socket with 4000 spread over `drainMs`,
+ *   so clients reconnect (with their own jitter) to the other gateways, not in one herd.
+ *
+ * @example
+ * const gateway = new Gateway({ gatewayId, tokens, backend, sessions, routing, clock, limits, log });
+ * await gateway.start();
+ * gateway.attach(service.app.server);
+ * await gateway.drain(); // on SIGTERM
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, Server } from "node:http";
+import type { Duplex } from "node:stream";
+import { BackgroundLoop } from "@casebook/kit/background-loop";
+import type { Clock } from "@casebook/kit/clock";
+import { systemRandom } from "@casebook/kit/random";
+import { TokenBucket } from "@casebook/kit/token-bucket";
+import { type WebSocket, WebSocketServer } from "ws";
+import type { UserIdentity, UserTokens } from "../api/user-tokens.ts";
+import {
+  CLOSE_DRAINING,
+  CLOSE_FLOOD,
+  CLOSE_IDLE,
+  CLOSE_LIFETIME,
+  CLOSE_TOKEN_EXPIRED,
+  type ClientFrame,
+  FRAME_BYTES_MAX,
+  parseFrame,
+  splitOutgoing,
+} from "../domain/frames.ts";
+import type { RoutedEnvelope, RoutingBus } from "../domain/routing.ts";
+import type { SessionTable } from "../domain/sessions.ts";
+import type { BackendClient } from "./backend-client.ts";
+import { PartAssembler } from "./part-assembler.ts";
+
+export interface GatewayLimits {
+  readonly heartbeatMs: number;
+  readonly idleMs: number;
+  readonly lifetimeMs: number;
+  /** Session rows live this long past their last renewal (a few heartbeats). */
+  readonly sessionTtlMs: number;
+  readonly connectRatePerS: number;
+  readonly framesPerS: number;
+  readonly frameBurst: number;
+  /** Error frames in a row for flooding before the socket is closed with 1008. */
+  readonly floodStrikesMax: number;
+  readonly drainMs: number;
+}
+
+export const GATEWAY_LIMITS_DEFAULT: GatewayLimits = {
+  heartbeatMs: 30_000,
+  idleMs: 10 * 60_000,
+  lifetimeMs: 2 * 3_600_000,
+  sessionTtlMs: 90_000,
+  connectRatePerS: 500,
+  framesPerS: 50,
+  frameBurst: 100,
+  floodStrikesMax: 20,
+  drainMs: 5_000,
+};
+
+export interface GatewayLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface GatewayMetrics {
+  onConnections(count: number): void;
+  onFrameError(code: string): void;
+  onDelivered(createdAt: string | undefined): void;
+}
+
+export interface GatewayOptions {
+  readonly gatewayId: string;
+  readonly tokens: UserTokens;
+  readonly backend: Pick<BackendClient, "send" | "history" | "receipt">;
+  readonly sessions: SessionTable;
+  readonly routing: RoutingBus;
+  readonly clock: Clock;
+  readonly limits: GatewayLimits;
+  readonly log: GatewayLog;
+  readonly metrics?: GatewayMetrics;
+  /** URL path of the socket. */
+  readonly path?: string;
+}
+
+interface Connection {
+  readonly id: string;
+  readonly ws: WebSocket;
+  readonly userId: string;
+  readonly deviceId: string;
+  token: string;
+  authExpiresAtMs: number;
+  readonly openedAtMs: number;
+  lastFrameAtMs: number;
+  alive: boolean;
+  floodStrikes: number;
+  readonly bucket: TokenBucket;
+  readonly parts: PartAssembler;
+}
+
+export class Gateway {
+  readonly #options: GatewayOptions;
+  readonly #wss: WebSocketServer;
+  readonly #connections = new Map<string, Connection>();
+  readonly #connectBucket: TokenBucket;
+  readonly #ticker: BackgroundLoop;
+  #draining = false;
+
+  constructor(options: GatewayOptions) {
+    this.#options = options;
+    // Hard bound: twice the frame limit, so a frame between the two gets an error frame, not a close.
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: 2 * FRAME_BYTES_MAX,
+      perMessageDeflate: false,
+    });
+    const { limits, clock } = options;
+    this.#connectBucket = new TokenBucket({
+      capacity: limits.connectRatePerS,
+      ratePerS: limits.connectRatePerS,
+      nowMs: clock.monotonicMs(),
+    });
+    this.#ticker = new BackgroundLoop({
+      name: "gateway heartbeat",
+      round: async () => {
+        await this.tick();
+        return false;
+      },
+      idleMs: limits.heartbeatMs,
+      failureBackoff: { capMs: limits.heartbeatMs, jitter: "none" },
+      onError: (err) => options.log.warn({ err }, "gateway tick failed"),
+    });
+  }
+
+  get connectionCount(): number {
+    return this.#connections.size;
+  }
+
+  async start(): Promise<void> {
+    await this.#options.routing.subscribe(this.#options.gatewayId, (envelope) => this.#deliver(envelope));
+    this.#ticker.start();
+  }
+
+  /** Takes over the server's upgrade requests on the socket path. */
+  attach(server: Server): void {
+    server.on("upgrade", (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      void this.#upgrade(request, socket, head);
+    });
+  }
+
+  async #upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const url = new URL(request.url ?? "/", "http://gateway");
+    if (url.pathname !== (this.#options.path ?? "/v1/socket")) return refuse(socket, 404, "no socket here");
+    if (this.#draining) return refuse(socket, 503, "draining; connect to another gateway");
+    if (!this.#connectBucket.tryTake(this.#options.clock.monotonicMs())) {
+      return refuse(socket, 503, "too many new connections; retry with backoff");
+    }
+    const header = request.headers.authorization;
+    const token = header?.startsWith("Bearer ") ? header.slice(7).trim() : url.searchParams.get("token");
+    if (!token || token.length > 2_048) return refuse(socket, 401, "a user token is required");
+    const identity = await this.#options.tokens.verify(token, this.#options.clock.nowMs());
+    if (!identity) return refuse(socket, 401, "the user token is not valid");
+    this.#wss.handleUpgrade(request, socket, head, (ws) => {
+      void this.#open(ws, token, identity);
+    });
+  }
+
+  async #open(ws: WebSocket, token: string, identity: UserIdentity): Promise<void> {
+    const { clock, limits } = this.#options;
+    const nowMs = clock.nowMs();
+    const connection: Connection = {
+      id: randomUUID(),
+      ws,
+      userId: identity.userId,
+      deviceId: identity.deviceId,
+      token,
+      authExpiresAtMs: identity.expiresAtMs,
+      openedAtMs: nowMs,
+      lastFrameAtMs: nowMs,
+      alive: true,
+      floodStrikes: 0,
+      bucket: new TokenBucket({
+        capacity: limits.frameBurst,
+        ratePerS: limits.framesPerS,
+        nowMs: clock.monotonicMs(),
+      }),
+      parts: new PartAssembler(),
+    };
+    this.#connections.set(connection.id, connection);
+    this.#options.metrics?.onConnections(this.#connections.size);
+    ws.on("pong", () => {
+      connection.alive = true;
+    });
+    ws.on("message", (data, isBinary) => {
+      void this.#onFrame(connection, isBinary ? "" : data.toString("utf8"), isBinary);
+    });
+    ws.on("close", () => this.#closed(connection));
+    ws.on("error", () => {});
+    try {
+      await this.#writeSession(connection);
+    } catch (err) {
+      this.#options.log.warn(
+        { err, connection: connection.id },
+        "session row not written; the heartbeat retries",
+      );
+    }
+    send(ws, { action: "welcome", connectionId: connection.id, gatewayId: this.#options.gatewayId });
+  }
+
+  #writeSession(c: Connection): Promise<void> {
+    return this.#options.sessions.put({
+      userId: c.userId,
+      deviceId: c.deviceId,
+      gatewayId: this.#options.gatewayId,
+      connectionId: c.id,
+      expiresAtMs: this.#options.clock.nowMs() + this.#options.limits.sessionTtlMs,
+    });
+  }
+
+  #closed(c: Connection): void {
+    if (!this.#connections.delete(c.id)) return;
+    this.#options.metrics?.onConnections(this.#connections.size);
+    // CH-16: best effort; the row's TTL is the safety net when this never runs.
+    this.#options.sessions.remove(c.userId, c.deviceId, c.id).catch(() => {});
+  }
+
+  async #onFrame(c: Connection, text: string, isBinary: boolean): Promise<void> {
+    const { clock, limits } = this.#options;
+    if (!c.bucket.tryTake(clock.monotonicMs())) {
+      c.floodStrikes++;
+      if (c.floodStrikes >= limits.floodStrikesMax) return void c.ws.close(CLOSE_FLOOD, "flooding");
+      return this.#error(c, undefined, "FRAME_RATE_LIMITED", "too many frames; slow down");
+    }
+    c.floodStrikes = 0;
+    c.lastFrameAtMs = clock.nowMs();
+    if (isBinary) return this.#error(c, undefined, "FRAME_INVALID", "frames are JSON text, not binary");
+    const parsed = parseFrame(text);
+    if (!parsed.ok) return this.#error(c, parsed.ref, parsed.code, parsed.detail, parsed.field);
+    try {
+      await this.#route(c, parsed.frame);
+    } catch (err) {
+      const e = err as { code?: string; message?: string; fields?: { field?: string } };
+      this.#error(
+        c,
+        parsed.frame.ref,
+        e.code ?? "BACKEND_UNAVAILABLE",
+        e.message ?? "failed",
+        e.fields?.field,
+      );
+    }
+  }
+
+  async #route(c: Connection, frame: ClientFrame): Promise<void> {
+    const { backend } = this.#options;
+    switch (frame.action) {
+      case "ping":
+        return send(c.ws, { action: "pong", ref: frame.ref });
+      case "send": {
+        const input = { chatId: String(frame.chatId), clientMsgId: frame.clientMsgId, body: frame.body };
+        return send(c.ws, { action: "sent", ref: frame.ref, ...(await backend.send(c.token, input)) });
+      }
+      case "part": {
+        const body = c.parts.add(frame);
+        if (body === undefined) return;
+        const input = { chatId: String(frame.chatId), clientMsgId: frame.clientMsgId, body };
+        return send(c.ws, { action: "sent", ref: frame.ref, ...(await backend.send(c.token, input)) });
+      }
+      case "sync": {
+        const input = { chatId: String(frame.chatId), after: String(frame.after), limit: frame.limit };
+        const page = await backend.history(c.token, input);
+        return this.#sendLarge(c, `sync-${frame.ref ?? randomUUID()}`, {
+          action: "history",
+          ref: frame.ref,
+          chatId: String(frame.chatId),
+          ...page,
+        });
+      }
+      case "ack":
+      case "read": {
+        const kind = frame.action === "ack" ? "delivered" : "read";
+        await backend.receipt(c.token, { chatId: String(frame.chatId), kind, seq: String(frame.seq) });
+        return;
+      }
+      case "refresh": {
+        const identity = await this.#options.tokens.verify(frame.token, this.#options.clock.nowMs());
+        if (!identity || identity.userId !== c.userId || identity.deviceId !== c.deviceId) {
+          return this.#error(
+            c,
+            frame.ref,
+            "FRAME_INVALID",
+            "the token is not valid for this user and device",
+            "token",
+          );
+        }
+        c.token = frame.token;
+        c.authExpiresAtMs = identity.expiresAtMs;
+        return send(c.ws, {
+          action: "refreshed",
+          ref: frame.ref,
+          expiresAt: new Date(identity.expiresAtMs).toISOString(),
+        });
+      }
+    }
+  }
+
+  #error(c: Connection, ref: string | undefined, code: string, message: string, field?: string): void {
+    this.#options.metrics?.onFrameError(code);
+    send(c.ws, { action: "error", ref, code, message, ...(field ? { field } : {}) });
+  }
+
+  #deliver(envelope: RoutedEnvelope): void {
+    const message = envelope.frame.message as { id?: string; createdAt?: string } | undefined;
+    for (const id of envelope.connectionIds) {
+      const c = this.#connections.get(id);
+      if (!c) continue; // gone: the device syncs after its last seq when it reconnects
+      this.#sendLarge(c, message?.id ?? randomUUID(), envelope.frame);
+      this.#options.metrics?.onDelivered(message?.createdAt);
+    }
+  }
+
+  #sendLarge(c: Connection, id: string, frame: Record<string, unknown>): void {
+    if (c.ws.readyState !== c.ws.OPEN) return;
+    for (const part of splitOutgoing(id, JSON.stringify(frame))) c.ws.send(part);
+  }
+
+  /** One heartbeat: ping the live, terminate the silent, close the idle, the old and the unauthenticated. */
+  async tick(): Promise<void> {
+    const { clock, limits } = this.#options;
+    const nowMs = clock.nowMs();
+    const renewals: Promise<void>[] = [];
+    for (const c of this.#connections.values()) {
+      if (!c.alive) {
+        c.ws.terminate(); // CH-12: no pong since the last tick
+        continue;
+      }
+      if (nowMs - c.lastFrameAtMs >= limits.idleMs) c.ws.close(CLOSE_IDLE, "idle");
+      else if (nowMs - c.openedAtMs >= limits.lifetimeMs)
+        c.ws.close(CLOSE_LIFETIME, "maximum lifetime; reconnect");
+      else if (nowMs >= c.authExpiresAtMs)
+        c.ws.close(CLOSE_TOKEN_EXPIRED, "token expired; reconnect with a new one");
+      else {
+        c.alive = false;
+        c.ws.ping();
+        renewals.push(this.#writeSession(c));
+      }
+    }
+    await Promise.all(renewals);
+  }
+
+  /** CH-27: refuse new sockets, then close the open ones with 4000, spread over drainMs. */
+  async drain(): Promise<void> {
+    this.#draining = true;
+    await this.#ticker.stop();
+    const open = [...this.#connections.values()];
+    const spacingMs = open.length > 0 ? this.#options.limits.drainMs / open.length : 0;
+    for (const c of open) {
+      c.ws.close(CLOSE_DRAINING, "draining; reconnect with jitter");
+      if (spacingMs >= 1)
+        await new Promise((resolve) => setTimeout(resolve, spacingMs * systemRandom.next() * 2));
+    }
+    await Promise.all(
+      open.map((c) =>
+        c.ws.readyState === c.ws.CLOSED
+          ? undefined
+          : new Promise((resolve) => {
+              c.ws.once("close", resolve);
+              setTimeout(() => {
+                c.ws.terminate();
+                resolve(undefined);
+              }, 1_000).unref();
+            }),
+      ),
+    );
+    await this.#options.routing.close();
+    this.#wss.close();
+  }
+}
+
+function send(ws: WebSocket, frame: Record<string, unknown>): void {
+  if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(frame));
+}
+
+function refuse(socket: Duplex, status: number, reason: string): void {
+  const text = JSON.stringify({ code: status === 401 ? "AUTH_INVALID" : "GATEWAY_REFUSED", detail: reason });
+  socket.end(
+    `HTTP/1.1 ${status} ${status === 401 ? "Unauthorized" : status === 404 ? "Not Found" : "Service Unavailable"}\r\n` +
+      `content-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+  );
+}

@@ -1,0 +1,257 @@
+/**
+ * Composition root of chat — real-time chat with offline delivery (seed 000 §2):
+ * config → database (PostgreSQL or embedded PGlite) and migrations → Snowflake node id →
+ * session table and routing bus (Redis, or in-process) → send path → API (role api/all) →
+ * gateway on the same HTTP server (role gateway/all) → listen. The send service and the
+ * gateways are the same program in different roles, so the one that holds sockets can be
+ * restarted apart from the one that writes history (CH-04, CH-27).
+ *
+ * @example
+ * // PORT=8102 node systems/chat/src/main.ts   (npx casebook run chat runs it through the CLI)
+ * const running = await main({ PORT: "0", CASEBOOK_DATA: dir, LOG_LEVEL: "silent" });
+ * running.issuerToken; // for POST /v1/tokens
+ * await running.close();
+ */
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import type { Service } from "@casebook/infra/http/service";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
+import { startService } from "@casebook/infra/http/start-service";
+import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import type { Database } from "@casebook/infra/sql/sql";
+import { type Clock, systemClock } from "@casebook/kit/clock";
+import { SnowflakeGenerator } from "@casebook/kit/snowflake";
+import packageJson from "../package.json" with { type: "json" };
+import { registerApi } from "./api/register-api.ts";
+import { UserTokens } from "./api/user-tokens.ts";
+import { PushClient } from "./clients/push-client.ts";
+import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import { CommitOffsets } from "./domain/commit-offsets.ts";
+import { PushPath } from "./domain/push-path.ts";
+import type { RoutingBus } from "./domain/routing.ts";
+import { noPush, type OfflinePort, SendPath } from "./domain/send-path.ts";
+import type { SessionTable } from "./domain/sessions.ts";
+import { errors } from "./errors.ts";
+import { BackendClient } from "./gateway/backend-client.ts";
+import { GATEWAY_LIMITS_DEFAULT, Gateway } from "./gateway/gateway.ts";
+import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import { HistoryStore } from "./store/history-store.ts";
+import { MemoryRouting } from "./store/memory-routing.ts";
+import { MemorySessions } from "./store/memory-sessions.ts";
+import { migrateChatStore } from "./store/migrate.ts";
+import { PushTokenStore } from "./store/push-token-store.ts";
+import { RedisRouting } from "./store/redis-routing.ts";
+import { RedisSessions } from "./store/redis-sessions.ts";
+
+export const SYSTEM = "chat";
+export const VERSION = packageJson.version;
+
+export interface RunningSystem {
+  readonly url: string;
+  readonly service: Service;
+  readonly config: SystemConfig;
+  readonly metrics: SystemMetrics;
+  readonly issuerToken: string;
+  readonly gateway: Gateway | undefined;
+  close(): Promise<void>;
+}
+
+export interface MainOptions {
+  clock?: Clock;
+  /** The push path (CH-18); default none until the push simulator is configured. */
+  offline?: OfflinePort;
+}
+
+interface Shared {
+  sessions: SessionTable;
+  routing: RoutingBus;
+}
+
+async function sharedState(config: SystemConfig, service: Service, clock: Clock): Promise<Shared> {
+  if (config.redisUrl === undefined) return { sessions: new MemorySessions(), routing: new MemoryRouting() };
+  const redis = await connectRedis({ url: config.redisUrl });
+  // A subscribed connection runs nothing else; commands on it would be refused.
+  const subscriber = await connectRedis({ url: config.redisUrl, commandTimeoutMs: 5_000 });
+  service.onClose(() => closeRedis(subscriber));
+  service.onClose(() => closeRedis(redis));
+  return {
+    sessions: new RedisSessions(redis, config.redisPrefix, () => clock.nowMs()),
+    routing: new RedisRouting(redis, subscriber, config.redisPrefix),
+  };
+}
+
+function buildApi(
+  db: Database,
+  shared: Shared,
+  deps: {
+    metrics: SystemMetrics;
+    tokens: UserTokens;
+    issuerToken: string;
+    clock: Clock;
+    service: Service;
+    offline: OfflinePort;
+  },
+) {
+  const history = new HistoryStore(db);
+  const offsets = new CommitOffsets(history, { maxBatch: 1_000, maxPending: 100_000 });
+  deps.service.onClose(() => offsets.drain());
+  const { metrics, service } = deps;
+  const sendPath = new SendPath({
+    history,
+    offsets,
+    sessions: shared.sessions,
+    routing: shared.routing,
+    offline: deps.offline,
+    clock: deps.clock,
+    onDeliveryError: (err) => {
+      metrics.deliveryErrors.inc();
+      service.log.warn({ err }, "delivery failed after the message was stored; it waits in the history");
+    },
+    onRouted: (outcome, count) => metrics.routed.inc({ outcome }, count),
+  });
+  return { history, sendPath };
+}
+
+/** CH-18: the push path when a push service is configured; otherwise the history waits for the app to open. */
+function pushPathOf(
+  config: SystemConfig,
+  tokens: PushTokenStore,
+  metrics: SystemMetrics,
+  service: Service,
+): OfflinePort {
+  if (config.pushUrl === undefined) return noPush;
+  const provider = new PushClient({ baseUrl: config.pushUrl });
+  service.onClose(() => provider.close());
+  return new PushPath({ tokens, provider, onOutcome: (outcome) => metrics.pushes.inc({ outcome }) });
+}
+
+export async function main(
+  env: NodeJS.ProcessEnv = process.env,
+  options: MainOptions = {},
+): Promise<RunningSystem> {
+  const config = loadSystemConfig(env);
+  const clock = options.clock ?? systemClock;
+  const tokens = new UserTokens(config.jwtSecret ? Buffer.from(config.jwtSecret, "utf8") : randomBytes(32));
+  const issuerToken = config.issuerToken ?? randomBytes(24).toString("base64url");
+  const gatewayId =
+    config.gatewayId ?? `${hostname().slice(0, 32)}-${process.pid}-${randomBytes(3).toString("hex")}`;
+  const started = await startService({
+    service: {
+      name: SYSTEM,
+      version: VERSION,
+      log: { level: config.logLevel },
+      errors: [errors],
+      openapi: {
+        securitySchemes: bearerSecurityScheme("A user token (JWT); the issuer token on POST /v1/tokens"),
+      },
+      description: "Real-time chat with offline delivery (seed 000 §2): the history is the queue.",
+    },
+    database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateChatStore },
+    build: async ({ service, db }) => {
+      const metrics = createMetrics(service.registry, { version: VERSION });
+      const shared = await sharedState(config, service, clock);
+      if (config.role !== "gateway") {
+        const ids = new SnowflakeGenerator({ clock, workerId: await new HistoryStore(db).takeNodeId() });
+        const pushTokens = new PushTokenStore(db);
+        const offline = options.offline ?? pushPathOf(config, pushTokens, metrics, service);
+        const { history, sendPath } = buildApi(db, shared, {
+          metrics,
+          tokens,
+          issuerToken,
+          clock,
+          service,
+          offline,
+        });
+        await registerApi(service.app, {
+          history,
+          sendPath,
+          ids,
+          tokens,
+          issuerToken,
+          clock,
+          onSent: (created) => metrics.messages.inc({ created: String(created) }),
+          pushTokens,
+        });
+      }
+      if (config.role === "api") return { metrics, gateway: undefined, shared };
+      const backendUrl = { current: config.apiUrl };
+      const backend = new BackendClient({
+        baseUrl: () => backendUrl.current,
+        deadlineMs: config.backendDeadlineMs,
+      });
+      service.onClose(() => backend.close());
+      const gateway = new Gateway({
+        gatewayId,
+        tokens,
+        backend,
+        sessions: shared.sessions,
+        routing: shared.routing,
+        clock,
+        limits: {
+          ...GATEWAY_LIMITS_DEFAULT,
+          heartbeatMs: config.heartbeatMs,
+          idleMs: config.idleMs,
+          lifetimeMs: config.lifetimeMs,
+          sessionTtlMs: 3 * config.heartbeatMs,
+          connectRatePerS: config.connectRatePerS,
+          framesPerS: config.framesPerS,
+          frameBurst: 2 * config.framesPerS,
+          drainMs: config.drainMs,
+        },
+        log: service.log,
+        metrics: {
+          onConnections: (n) => metrics.connections.set(n),
+          onFrameError: (code) => metrics.frameErrors.inc({ code }),
+          onDelivered: (createdAt) => {
+            if (createdAt)
+              metrics.deliveryLag.observe(Math.max(0, clock.nowMs() - Date.parse(createdAt)) / 1_000);
+          },
+        },
+      });
+      await gateway.start();
+      gateway.attach(service.app.server);
+      // Before the HTTP server closes: sockets leave with 4000, not cut by the server's close.
+      service.app.addHook("preClose", async () => gateway.drain());
+      return { metrics, gateway, shared, backendUrl };
+    },
+    listen: { port: config.port, host: config.host },
+    listening: () => ({ role: config.role, gatewayId: config.role === "api" ? undefined : gatewayId }),
+    announce: (_, { service, url }) => {
+      if (config.issuerToken === undefined && config.role !== "gateway") {
+        service.log.info(
+          {
+            issuerToken,
+            try: `curl -s ${url}/v1/tokens -H 'authorization: Bearer ${issuerToken}' -H 'content-type: application/json' -d '{"userId":"ana","deviceId":"phone"}'`,
+          },
+          "issuer token generated for this start (set CHAT_ISSUER_TOKEN to keep one)",
+        );
+      }
+    },
+  });
+  const { built } = started;
+  if ("backendUrl" in built && built.backendUrl && built.backendUrl.current === undefined) {
+    built.backendUrl.current = started.url;
+  }
+  return {
+    url: started.url,
+    service: started.service,
+    config,
+    metrics: built.metrics,
+    issuerToken,
+    gateway: built.gateway,
+    close: () => started.close(),
+  };
+}
+
+if (import.meta.main) {
+  await runServiceEntry({
+    name: SYSTEM,
+    summary: "real-time chat with offline delivery (seed 000 §2)",
+    schema: configSchema,
+    usage: [`npx casebook run ${SYSTEM}`, `node systems/${SYSTEM}/src/main.ts`],
+    notes: `The API, the socket protocol, the design and the claims: systems/${SYSTEM}/README.md`,
+    start: async () => (await main()).service,
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * The Prometheus metrics of chat, registered on the service's own registry (served at
+ * /metrics beside the base's HTTP histogram and the Node process metrics): connections,
+ * messages, routing outcomes, delivery lag, pushes.
+ *
+ * @example
+ * const metrics = createMetrics(service.registry, { version: "0.1.0" });
+ */
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+export interface SystemMetrics {
+  readonly buildInfo: Gauge<"version">;
+  /** Messages accepted: `created` true for new ones, false for resends answered with the first. */
+  readonly messages: Counter<"created">;
+  /** Routing outcomes per recipient connection or user: delivered to a gateway, gateway gone, offline. */
+  readonly routed: Counter<"outcome">;
+  readonly deliveryErrors: Counter;
+  /** Open sockets on this gateway. */
+  readonly connections: Gauge;
+  /** Frames refused with an error frame, by code. */
+  readonly frameErrors: Counter<"code">;
+  /** From the message's creation to its frame leaving this gateway. */
+  readonly deliveryLag: Histogram;
+  readonly pushes: Counter<"outcome">;
+}
+
+export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
+  const registers = [registry];
+  const buildInfo = new Gauge({
+    name: "chat_build_info",
+    help: "Always 1; the version label says which build is running",
+    labelNames: ["version"],
+    registers,
+  });
+  buildInfo.set({ version: build.version }, 1);
+  return {
+    buildInfo,
+    messages: new Counter({
+      name: "chat_messages_total",
+      help: "Messages accepted (created=false: a resend answered with the first)",
+      labelNames: ["created"],
+      registers,
+    }),
+    routed: new Counter({
+      name: "chat_routed_total",
+      help: "Routing outcomes: delivered (a gateway had it), gone (its gateway is no more), offline",
+      labelNames: ["outcome"],
+      registers,
+    }),
+    deliveryErrors: new Counter({
+      name: "chat_delivery_errors_total",
+      help: "Deliveries that failed after the message was stored (it waits in the history)",
+      registers,
+    }),
+    connections: new Gauge({ name: "chat_connections", help: "Open sockets on this gateway", registers }),
+    frameErrors: new Counter({
+      name: "chat_frame_errors_total",
+      help: "Frames answered with an error frame, by code",
+      labelNames: ["code"],
+      registers,
+    }),
+    deliveryLag: new Histogram({
+      name: "chat_delivery_lag_seconds",
+      help: "From a message's creation to its frame leaving this gateway",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    pushes: new Counter({
+      name: "chat_pushes_total",
+      help: "Push notifications by outcome (sent, token-gone, failed)",
+      labelNames: ["outcome"],
+      registers,
+    }),
+  };
+}

@@ -1,0 +1,421 @@
+/**
+ * The durable history on PostgreSQL or PGlite (the `HistoryPort` of the domain): the only
+ * file that speaks SQL about conversations and messages. Schema: `migrations/`.
+ *
+ * Order and idempotency live in the statements, not in the callers:
+ * - direct and group (CH-06): the conversation row is updated with `last_seq = last_seq + 1
+ *   … RETURNING last_seq` inside the send transaction; the row lock makes every other send
+ *   of that conversation wait until this one commits, so seqs commit in increasing order
+ *   and a reader never sees 7 before 6;
+ * - the client_msg_id (CH-09) is looked up first and the insert is conditional
+ *   (`ON CONFLICT (chat_id, client_msg_id) DO NOTHING`): a resend racing its original
+ *   finds the first row, and the counter increment of the loser is rolled back with it;
+ * - channel (CH-07/CH-08): no lock on the hot row at send; the row is inserted with no seq,
+ *   and `stampChannel` numbers committed rows in batches under the row's lock.
+ *
+ * @example
+ * const history = new HistoryStore(db);
+ * await history.append({ chatId, id, clientMsgId, senderId, senderDevice, body, nowMs });
+ */
+
+import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import { isUniqueViolation } from "@casebook/infra/sql/sql-state";
+import { assert } from "@casebook/kit/assert";
+import {
+  type ChatKind,
+  type Conversation,
+  directKey,
+  type Message,
+  membersMax,
+} from "../domain/conversation.ts";
+import type { AppendResult, HistoryPort, NewConversation, NewMessage } from "../domain/history-port.ts";
+import type { Pointer, Receipt, ReceiptMove } from "../domain/receipts.ts";
+import { errors } from "../errors.ts";
+
+interface ConversationRow {
+  id: bigint;
+  kind: ChatKind;
+  title: string | null;
+  created_by: string;
+  created_at: Date;
+  last_seq: bigint;
+  last_message_at: Date | null;
+  member_count: number;
+}
+
+interface MessageRow {
+  chat_id: bigint;
+  id: bigint;
+  seq: bigint | null;
+  client_msg_id: string;
+  sender_id: string;
+  sender_device: string;
+  body: string;
+  created_at: Date;
+  delivered_at: Date | null;
+  read_at: Date | null;
+}
+
+const CONVERSATION_COLUMNS =
+  "c.id, c.kind, c.title, c.created_by, c.created_at, c.last_seq, c.last_message_at, c.member_count";
+const MESSAGE_COLUMNS =
+  "chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, delivered_at, read_at";
+
+function conversationOf(row: ConversationRow): Conversation {
+  return {
+    id: row.id,
+    kind: row.kind,
+    title: row.title ?? undefined,
+    createdBy: row.created_by,
+    createdAtMs: row.created_at.getTime(),
+    lastSeq: row.last_seq,
+    lastMessageAtMs: row.last_message_at?.getTime(),
+    memberCount: row.member_count,
+  };
+}
+
+function messageOf(row: MessageRow): Message {
+  return {
+    chatId: row.chat_id,
+    id: row.id,
+    seq: row.seq ?? undefined,
+    clientMsgId: row.client_msg_id,
+    senderId: row.sender_id,
+    senderDevice: row.sender_device,
+    body: row.body,
+    createdAtMs: row.created_at.getTime(),
+    deliveredAtMs: row.delivered_at?.getTime(),
+    readAtMs: row.read_at?.getTime(),
+  };
+}
+
+/** Thrown inside a transaction to roll it back when a concurrent resend won. */
+class ResendWon extends Error {}
+
+export class HistoryStore implements HistoryPort {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  async createConversation(
+    input: NewConversation,
+  ): Promise<{ conversation: Conversation; created: boolean }> {
+    const members = [...new Set(input.members)];
+    const key = input.kind === "direct" ? directKey(members[0]!, members[1]!) : null;
+    assert(members.includes(input.createdBy), "the creator is a member");
+    assert(members.length <= membersMax(input.kind), "member count checked by the caller");
+    return this.#db.transaction(async (tx) => {
+      const inserted = await tx.query<{ id: bigint }>(
+        `INSERT INTO conversations (id, kind, title, direct_key, created_by, created_at, member_count)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (direct_key) DO NOTHING RETURNING id`,
+        [
+          String(input.id),
+          input.kind,
+          input.title ?? null,
+          key,
+          input.createdBy,
+          new Date(input.nowMs),
+          members.length,
+        ],
+      );
+      if (inserted.rowCount === 0) {
+        const { rows } = await tx.query<ConversationRow>(
+          `SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.direct_key = $1`,
+          [key],
+        );
+        return { conversation: conversationOf(rows[0]!), created: false };
+      }
+      await tx.query(
+        "INSERT INTO members (chat_id, user_id, joined_at) SELECT $1, u, $3 FROM unnest($2::text[]) AS u",
+        [String(input.id), members, new Date(input.nowMs)],
+      );
+      const { rows } = await tx.query<ConversationRow>(
+        `SELECT ${CONVERSATION_COLUMNS} FROM conversations c WHERE c.id = $1`,
+        [String(input.id)],
+      );
+      return { conversation: conversationOf(rows[0]!), created: true };
+    });
+  }
+
+  async addMembers(
+    chatId: bigint,
+    actor: string,
+    userIds: readonly string[],
+    nowMs: number,
+  ): Promise<number> {
+    return this.#db.transaction(async (tx) => {
+      // The row lock serializes additions, so two concurrent ones cannot both pass the limit.
+      const { rows } = await tx.query<{ kind: ChatKind; member_count: number }>(
+        `SELECT c.kind, c.member_count FROM conversations c
+         WHERE c.id = $1 AND EXISTS (SELECT 1 FROM members m WHERE m.chat_id = c.id AND m.user_id = $2)
+         FOR UPDATE`,
+        [String(chatId), actor],
+      );
+      const row = rows[0];
+      if (!row) throw errors.create("CHAT_NOT_FOUND", { fields: { chatId: String(chatId) } });
+      if (row.kind === "direct")
+        throw errors.create("CHAT_DIRECT_FIXED", { fields: { chatId: String(chatId) } });
+      const added = await tx.query(
+        `INSERT INTO members (chat_id, user_id, joined_at) SELECT $1, u, $3 FROM unnest($2::text[]) AS u
+         ON CONFLICT DO NOTHING`,
+        [String(chatId), [...new Set(userIds)], new Date(nowMs)],
+      );
+      const count = row.member_count + added.rowCount;
+      const max = membersMax(row.kind);
+      if (count > max) {
+        throw errors.create("CHAT_MEMBERS_TOO_MANY", {
+          fields: { chatId: String(chatId), max, wouldBe: count },
+        });
+      }
+      await tx.query("UPDATE conversations SET member_count = $2 WHERE id = $1", [String(chatId), count]);
+      return count;
+    });
+  }
+
+  async conversation(chatId: bigint, viewer: string): Promise<Conversation> {
+    const { rows } = await this.#db.query<ConversationRow>(
+      `SELECT ${CONVERSATION_COLUMNS} FROM conversations c JOIN members m ON m.chat_id = c.id AND m.user_id = $2
+       WHERE c.id = $1`,
+      [String(chatId), viewer],
+    );
+    if (!rows[0]) throw errors.create("CHAT_NOT_FOUND", { fields: { chatId: String(chatId) } });
+    return conversationOf(rows[0]);
+  }
+
+  async members(chatId: bigint, viewer: string): Promise<string[]> {
+    await this.conversation(chatId, viewer);
+    const { rows } = await this.#db.query<{ user_id: string }>(
+      "SELECT user_id FROM members WHERE chat_id = $1 ORDER BY user_id",
+      [String(chatId)],
+    );
+    return rows.map((row) => row.user_id);
+  }
+
+  async append(input: NewMessage): Promise<AppendResult> {
+    const kind = await this.#kindFor(this.#db, input.chatId, input.senderId);
+    try {
+      const message = await this.#db.transaction((tx) =>
+        kind === "channel" ? this.#appendUnnumbered(tx, input) : this.#appendCounted(tx, input, kind),
+      );
+      return message ?? { message: await this.#byClientMsgId(input), kind, created: false };
+    } catch (err) {
+      if (err instanceof ResendWon)
+        return { message: await this.#byClientMsgId(input), kind, created: false };
+      if (isUniqueViolation(err, "messages_pkey")) {
+        throw errors.create("CHAT_ID_TAKEN", { fields: { id: String(input.id) }, cause: err });
+      }
+      throw err;
+    }
+  }
+
+  async #kindFor(q: Queryable, chatId: bigint, userId: string): Promise<ChatKind> {
+    const { rows } = await q.query<{ kind: ChatKind }>(
+      `SELECT c.kind FROM conversations c JOIN members m ON m.chat_id = c.id AND m.user_id = $2 WHERE c.id = $1`,
+      [String(chatId), userId],
+      { name: "chat_kind_for" },
+    );
+    if (!rows[0]) throw errors.create("CHAT_NOT_FOUND", { fields: { chatId: String(chatId) } });
+    return rows[0].kind;
+  }
+
+  /** Direct/group: the counter is taken and the row inserted in one transaction (CH-06). */
+  async #appendCounted(tx: Queryable, input: NewMessage, kind: ChatKind): Promise<AppendResult | undefined> {
+    const existing = await this.#existing(tx, input);
+    if (existing) return { message: existing, kind, created: false };
+    const counter = await tx.query<{ last_seq: bigint }>(
+      "UPDATE conversations SET last_seq = last_seq + 1, last_message_at = $2 WHERE id = $1 RETURNING last_seq",
+      [String(input.chatId), new Date(input.nowMs)],
+      { name: "chat_counter_next" },
+    );
+    const seq = counter.rows[0]!.last_seq;
+    const row = await this.#insert(tx, input, seq);
+    // Waiting for the row lock, a concurrent resend of this client_msg_id committed: undo our increment.
+    if (!row) throw new ResendWon();
+    return { message: messageOf(row), kind, created: true };
+  }
+
+  /** Channel: no lock on the conversation row; `seq` comes later from stampChannel (CH-08). */
+  async #appendUnnumbered(tx: Queryable, input: NewMessage): Promise<AppendResult | undefined> {
+    const existing = await this.#existing(tx, input);
+    if (existing) return { message: existing, kind: "channel", created: false };
+    const row = await this.#insert(tx, input, null);
+    return row ? { message: messageOf(row), kind: "channel", created: true } : undefined;
+  }
+
+  async #existing(q: Queryable, input: NewMessage): Promise<Message | undefined> {
+    const { rows } = await q.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = $1 AND client_msg_id = $2`,
+      [String(input.chatId), input.clientMsgId],
+      { name: "chat_message_by_client_id" },
+    );
+    return rows[0] && messageOf(rows[0]);
+  }
+
+  async #insert(q: Queryable, input: NewMessage, seq: bigint | null): Promise<MessageRow | undefined> {
+    const { rows } = await q.query<MessageRow>(
+      `INSERT INTO messages (chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       ON CONFLICT (chat_id, client_msg_id) DO NOTHING RETURNING ${MESSAGE_COLUMNS}`,
+      [
+        String(input.chatId),
+        String(input.id),
+        seq === null ? null : String(seq),
+        input.clientMsgId,
+        input.senderId,
+        input.senderDevice,
+        input.body,
+        new Date(input.nowMs),
+      ],
+      { name: "chat_message_insert" },
+    );
+    return rows[0];
+  }
+
+  async #byClientMsgId(input: NewMessage): Promise<Message> {
+    const found = await this.#existing(this.#db, input);
+    assert(found !== undefined, "a client_msg_id conflict leaves the first row in place");
+    return found;
+  }
+
+  async stampChannel(chatId: bigint, maxBatch: number): Promise<Map<bigint, bigint>> {
+    return this.#db.transaction(async (tx) => {
+      // FOR UPDATE re-reads the row after a concurrent stamp committed, and the next
+      // statement's snapshot sees that stamp's rows: offsets never repeat and never skip.
+      const locked = await tx.query<{ last_seq: bigint }>(
+        "SELECT last_seq FROM conversations WHERE id = $1 AND kind = 'channel' FOR UPDATE",
+        [String(chatId)],
+      );
+      if (!locked.rows[0]) return new Map();
+      const base = locked.rows[0].last_seq;
+      const { rows } = await tx.query<{ id: bigint; seq: bigint }>(
+        `WITH pending AS (
+           SELECT id, row_number() OVER (ORDER BY id) AS n FROM messages
+           WHERE chat_id = $1 AND seq IS NULL ORDER BY id LIMIT $3
+         )
+         UPDATE messages m SET seq = $2::bigint + p.n FROM pending p
+         WHERE m.chat_id = $1 AND m.id = p.id RETURNING m.id, m.seq`,
+        [String(chatId), String(base), maxBatch],
+      );
+      if (rows.length === 0) return new Map();
+      await tx.query("UPDATE conversations SET last_seq = $2, last_message_at = now() WHERE id = $1", [
+        String(chatId),
+        String(base + BigInt(rows.length)),
+      ]);
+      return new Map(rows.map((row) => [row.id, row.seq]));
+    });
+  }
+
+  async seqOf(chatId: bigint, id: bigint): Promise<bigint | undefined> {
+    const { rows } = await this.#db.query<{ seq: bigint | null }>(
+      "SELECT seq FROM messages WHERE chat_id = $1 AND id = $2",
+      [String(chatId), String(id)],
+    );
+    return rows[0]?.seq ?? undefined;
+  }
+
+  async after(chatId: bigint, viewer: string, afterSeq: bigint, limit: number): Promise<Message[]> {
+    await this.#kindFor(this.#db, chatId, viewer);
+    const { rows } = await this.#db.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+      [String(chatId), String(afterSeq), limit],
+      { name: "chat_history_after" },
+    );
+    return rows.map(messageOf);
+  }
+
+  async before(
+    chatId: bigint,
+    viewer: string,
+    beforeSeq: bigint | undefined,
+    limit: number,
+  ): Promise<Message[]> {
+    await this.#kindFor(this.#db, chatId, viewer);
+    const { rows } = await this.#db.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = $1 AND seq IS NOT NULL AND ($2::bigint IS NULL OR seq < $2)
+       ORDER BY seq DESC LIMIT $3`,
+      [String(chatId), beforeSeq === undefined ? null : String(beforeSeq), limit],
+      { name: "chat_history_before" },
+    );
+    return rows.map(messageOf);
+  }
+
+  async recipients(chatId: bigint): Promise<string[]> {
+    const { rows } = await this.#db.query<{ user_id: string }>(
+      "SELECT user_id FROM members WHERE chat_id = $1",
+      [String(chatId)],
+      { name: "chat_recipients" },
+    );
+    return rows.map((row) => row.user_id);
+  }
+
+  async conversationsOf(userId: string, limit: number): Promise<Conversation[]> {
+    const { rows } = await this.#db.query<ConversationRow>(
+      `SELECT ${CONVERSATION_COLUMNS} FROM members m JOIN conversations c ON c.id = m.chat_id
+       WHERE m.user_id = $1 ORDER BY c.last_message_at DESC NULLS LAST, c.id DESC LIMIT $2`,
+      [userId, limit],
+    );
+    return rows.map(conversationOf);
+  }
+
+  async receipt(r: Receipt): Promise<ReceiptMove | undefined> {
+    return this.#db.transaction(async (tx) => {
+      const chat = await tx.query<{ last_seq: bigint }>(
+        `SELECT c.last_seq FROM conversations c JOIN members m ON m.chat_id = c.id AND m.user_id = $2 WHERE c.id = $1`,
+        [String(r.chatId), r.userId],
+      );
+      if (!chat.rows[0]) throw errors.create("CHAT_NOT_FOUND", { fields: { chatId: String(r.chatId) } });
+      if (r.seq > chat.rows[0].last_seq) {
+        throw errors.create("CHAT_RECEIPT_INVALID", {
+          fields: { field: "seq", lastSeq: String(chat.rows[0].last_seq) },
+        });
+      }
+      // The row lock orders two receipts of one device; GREATEST keeps the pointer monotonic.
+      await tx.query(
+        `INSERT INTO pointers (chat_id, user_id, device_id, updated_at) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (chat_id, user_id, device_id) DO NOTHING`,
+        [String(r.chatId), r.userId, r.deviceId, new Date(r.nowMs)],
+      );
+      const { rows } = await tx.query<{ delivered_seq: bigint; read_seq: bigint }>(
+        "SELECT delivered_seq, read_seq FROM pointers WHERE chat_id = $1 AND user_id = $2 AND device_id = $3 FOR UPDATE",
+        [String(r.chatId), r.userId, r.deviceId],
+      );
+      const before = r.kind === "read" ? rows[0]!.read_seq : rows[0]!.delivered_seq;
+      if (r.seq <= before) return undefined;
+      await tx.query(
+        `UPDATE pointers SET delivered_seq = GREATEST(delivered_seq, $4),
+           read_seq = CASE WHEN $5 THEN GREATEST(read_seq, $4) ELSE read_seq END, updated_at = $6
+         WHERE chat_id = $1 AND user_id = $2 AND device_id = $3`,
+        [String(r.chatId), r.userId, r.deviceId, String(r.seq), r.kind === "read", new Date(r.nowMs)],
+      );
+      const column = r.kind === "read" ? "read_at" : "delivered_at";
+      const stamped = await tx.query<{ sender_id: string }>(
+        `UPDATE messages SET ${r.kind === "read" ? "read_at = $5, delivered_at = COALESCE(delivered_at, $5)" : "delivered_at = $5"}
+         WHERE chat_id = $1 AND seq > $2 AND seq <= $3 AND sender_id <> $4 AND ${column} IS NULL
+         RETURNING sender_id`,
+        [String(r.chatId), String(before), String(r.seq), r.userId, new Date(r.nowMs)],
+      );
+      const senders = [...new Set(stamped.rows.map((row) => row.sender_id))];
+      return { kind: r.kind, fromSeq: before, toSeq: r.seq, senders };
+    });
+  }
+
+  async pointers(chatId: bigint, viewer: string): Promise<Pointer[]> {
+    await this.#kindFor(this.#db, chatId, viewer);
+    const { rows } = await this.#db.query<{ device_id: string; delivered_seq: bigint; read_seq: bigint }>(
+      "SELECT device_id, delivered_seq, read_seq FROM pointers WHERE chat_id = $1 AND user_id = $2 ORDER BY device_id",
+      [String(chatId), viewer],
+    );
+    return rows.map((row) => ({
+      deviceId: row.device_id,
+      deliveredSeq: row.delivered_seq,
+      readSeq: row.read_seq,
+    }));
+  }
+
+  async takeNodeId(): Promise<number> {
+    const { rows } = await this.#db.query<{ id: bigint }>("SELECT nextval('node_ids') AS id");
+    return Number(rows[0]!.id);
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The gateway's limits without an engine (CH-13): new connections per second, and the
+ * bound on a backend call — a gateway on a bare HTTP server with in-process sessions and
+ * routing, and a send service that never answers.
+ */
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, test } from "node:test";
+import { systemClock } from "@casebook/kit/clock";
+import { WebSocket } from "ws";
+import { UserTokens } from "../src/api/user-tokens.ts";
+import { loadSystemConfig } from "../src/config.ts";
+import { BACKEND_DEADLINE_MS_MAX, BackendClient } from "../src/gateway/backend-client.ts";
+import { GATEWAY_LIMITS_DEFAULT, Gateway } from "../src/gateway/gateway.ts";
+import { MemoryRouting } from "../src/store/memory-routing.ts";
+import { MemorySessions } from "../src/store/memory-sessions.ts";
+
+const servers: Server[] = [];
+after(() => {
+  for (const s of servers) s.closeAllConnections?.();
+  for (const s of servers) s.close();
+});
+
+async function listen(server: Server): Promise<string> {
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+test("CH-13 past the new-connection rate a gateway answers the upgrade 503; the connections inside it open", async () => {
+  const tokens = new UserTokens(Buffer.alloc(32, 7));
+  const gateway = new Gateway({
+    gatewayId: "gw-limits",
+    tokens,
+    backend: new BackendClient({ baseUrl: "http://127.0.0.1:1" }),
+    sessions: new MemorySessions(),
+    routing: new MemoryRouting(),
+    clock: systemClock,
+    limits: { ...GATEWAY_LIMITS_DEFAULT, connectRatePerS: 3 },
+    log: { warn() {} },
+  });
+  await gateway.start();
+  const server = createServer();
+  gateway.attach(server);
+  const host = await listen(server);
+  const { token } = await tokens.issue({ userId: "ana", deviceId: "phone", ttlS: 600, nowMs: Date.now() });
+  const outcomes = await Promise.all(
+    Array.from(
+      { length: 5 },
+      () =>
+        new Promise<string>((resolve) => {
+          const ws = new WebSocket(`ws://${host}/v1/socket?token=${token}`);
+          ws.on("open", () => {
+            resolve("open");
+            ws.terminate();
+          });
+          ws.on("unexpected-response", (_req, res) => resolve(String(res.statusCode)));
+          ws.on("error", () => {});
+        }),
+    ),
+  );
+  assert.deepEqual(outcomes.sort(), ["503", "503", "open", "open", "open"]);
+  await gateway.drain();
+});
+
+test("CH-13 a backend call is bounded: a send service that never answers fails the call after the deadline, at most 29 s", async () => {
+  const host = await listen(createServer(() => {})); // accepts, never answers
+  const backend = new BackendClient({ baseUrl: `http://${host}`, deadlineMs: 150 });
+  const started = performance.now();
+  await assert.rejects(
+    backend.send("t", { chatId: "1", clientMsgId: crypto.randomUUID(), body: "x" }),
+    (err: { code?: string }) => err.code === "BACKEND_UNAVAILABLE",
+  );
+  assert.ok(performance.now() - started < 10_000);
+  backend.close();
+  assert.equal(BACKEND_DEADLINE_MS_MAX, 29_000);
+  assert.throws(() => loadSystemConfig({ CHAT_BACKEND_DEADLINE_MS: "30s" }), /CHAT_BACKEND_DEADLINE_MS/);
+});
