@@ -1,11 +1,10 @@
 /**
- * Composition root of metrics — metrics and observability platform (seed 000 §12): config → service (JSON logs,
- * /healthz, /readyz, /metrics, /openapi.json, problem+json errors, graceful close) →
- * metrics → API → listen, through infra's `startService`, which closes what a failed start
- * opened. Stateless: its state will live in its engines. The first store adds the
- * `database` step (`{ system: "metrics", env, ...databaseOptionsOf(config), migrate }`,
- * with `runMigrations` on `src/store/migrations/`): opened first, pinged by /readyz,
- * migrated before `build`, closed last.
+ * Composition root of metrics — metrics and observability platform (seed 000 §12): config →
+ * database (tenants and hashed API keys; PGlite by default, PostgreSQL with DATABASE_URL) →
+ * the per-tenant TSDB (head + WAL + blocks in METRICS_TSDB_DIR) → metrics → API (remote-write
+ * and the agent's batch in, Prometheus's query API out) → listen, through infra's
+ * `startService`, which closes what a failed start opened. Errors under /api/v1/ are in
+ * Prometheus's shape (`api/prometheus-errors.ts`).
  *
  * @example
  * // PORT=8112 node systems/metrics/src/main.ts   (npx casebook run metrics runs it through the CLI)
@@ -13,15 +12,31 @@
  * await fetch(`${running.url}/healthz`); // 200
  * await running.close();
  */
+import { randomBytes } from "node:crypto";
+import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
+import { runMigrations } from "@casebook/infra/sql/migrations";
+import { dataDirFor } from "@casebook/infra/sql/open-database";
 import { systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
+import { prometheusErrorFormat } from "./api/prometheus-errors.ts";
 import { registerApi } from "./api/register-api.ts";
-import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import {
+  BOOTSTRAP_OFF,
+  configSchema,
+  DEFAULT_BOOTSTRAP_TENANT,
+  loadSystemConfig,
+  parseStandardLabels,
+  type SystemConfig,
+} from "./config.ts";
+import { labelsFromPairs } from "./domain/labels.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
+import { TenantRepository } from "./store/tenant-repository.ts";
+import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
 
 export const SYSTEM = "metrics";
 export const VERSION = packageJson.version;
@@ -30,26 +45,91 @@ export interface RunningSystem {
   readonly url: string;
   readonly service: Service;
   readonly config: SystemConfig;
+  /** The demo tenant created by THIS start (undefined when it existed already or is off). */
+  readonly bootstrap: { tenantId: string; apiKey: string } | undefined;
+  readonly tenants: TenantRepository;
   close(): Promise<void>;
+}
+
+function bootstrapTenantOf(config: SystemConfig, engine: string): string | undefined {
+  const chosen = config.bootstrapTenant ?? (engine === "pglite" ? DEFAULT_BOOTSTRAP_TENANT : undefined);
+  return chosen === BOOTSTRAP_OFF ? undefined : chosen;
 }
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningSystem> {
   const config = loadSystemConfig(env);
-  const started = await startService({
+  const { url, service, built } = await startService({
     service: {
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
       errors: [errors],
-      description: "metrics and observability platform (seed 000 §12)",
+      errorFormats: [prometheusErrorFormat("/api/v1/")],
+      openapi: {
+        securitySchemes: bearerSecurityScheme("Tenant API key (mtk_…), as remote_write's authorization"),
+      },
+      description:
+        "metrics and observability platform (seed 000 §12): remote-write in, Prometheus's query API out",
     },
-    build: async ({ service }) => {
-      createMetrics(service.registry, { version: VERSION });
-      await registerApi(service.app, { clock: systemClock });
+    database: {
+      system: SYSTEM,
+      env,
+      ...databaseOptionsOf(config),
+      migrate: (db) => runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) }),
+    },
+    build: async ({ service, db }) => {
+      const metrics = createMetrics(service.registry, { version: VERSION });
+      const tenants = new TenantRepository(db, { clock: systemClock, randomBytes });
+      const tsdbs = new TenantTsdbs({
+        dir: config.tsdbDir ?? dataDirFor("metrics-tsdb", env),
+        blockRangeMs: config.blockRangeMs,
+        defaults: { maxSeries: config.maxSeries, maxSeriesPerMetric: config.maxSeriesPerMetric },
+      });
+      service.onClose(() => tsdbs.close());
+      await registerApi(service.app, {
+        db,
+        clock: systemClock,
+        randomBytes,
+        tenants,
+        tsdbs,
+        metrics,
+        adminToken: config.adminToken,
+        settings: {
+          standardLabels: labelsFromPairs(parseStandardLabels(config.standardLabels)),
+          partitions: config.partitions,
+          writeBodyLimitBytes: config.writeBodyLimitBytes,
+          writeMaxDecodedBytes: config.writeMaxDecodedBytes,
+          lookbackMs: config.lookbackMs,
+          queryMaxSamples: config.queryMaxSamples,
+        },
+      });
+      const bootstrapId = bootstrapTenantOf(config, db.engine);
+      const created =
+        bootstrapId === undefined
+          ? undefined
+          : await tenants.createIfAbsent({ id: bootstrapId, name: bootstrapId });
+      const bootstrap = created && { tenantId: created.tenant.id, apiKey: created.apiKey.key };
+      return { bootstrap, tenants };
     },
     listen: { port: config.port, host: config.host },
+    listening: (_built, { db }) => ({ engine: db.engine }),
+    announce: ({ bootstrap }, { service, url }) => {
+      if (!bootstrap) return;
+      const hint = `curl -s -H 'Authorization: Bearer ${bootstrap.apiKey}' '${url}/api/v1/query?query=up'`;
+      service.log.info(
+        { ...bootstrap, try: hint },
+        "bootstrap tenant created: its API key is shown only now",
+      );
+    },
   });
-  return { url: started.url, service: started.service, config, close: () => started.close() };
+  return {
+    url,
+    service,
+    config,
+    bootstrap: built.bootstrap,
+    tenants: built.tenants,
+    close: () => service.close(),
+  };
 }
 
 if (import.meta.main) {

@@ -6,12 +6,19 @@
  *
  * @example
  * const metrics = createMetrics(service.registry, { version: "0.1.0" });
+ * metrics.ingestedSamples.inc({ tenant: "acme" }, 120);
  */
-import { Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
 
 export interface SystemMetrics {
   /** Always 1, labelled with the running version: joins a dashboard's series to a deploy. */
   readonly buildInfo: Gauge<"version">;
+  /** Samples stored (acknowledged to the sender), per tenant. */
+  readonly ingestedSamples: Counter<"tenant">;
+  /** MT-16: new series refused by a cardinality ceiling, per tenant. */
+  readonly refusedSeries: Counter<"tenant">;
+  /** MT-06: samples per partition (hash of the series): how evenly series spread. */
+  readonly partitionSamples: Counter<"partition">;
 }
 
 export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
@@ -22,5 +29,23 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     registers: [registry],
   });
   buildInfo.set({ version: build.version }, 1);
-  return { buildInfo };
+  const ingestedSamples = new Counter({
+    name: "metrics_ingested_samples_total",
+    help: "Samples stored and acknowledged, per tenant",
+    labelNames: ["tenant"],
+    registers: [registry],
+  });
+  const refusedSeries = new Counter({
+    name: "metrics_refused_series_total",
+    help: "New series refused by a cardinality limit (MT-16), per tenant",
+    labelNames: ["tenant"],
+    registers: [registry],
+  });
+  const partitionSamples = new Counter({
+    name: "metrics_partition_samples_total",
+    help: "Samples per ingest partition (hash of the series, MT-06)",
+    labelNames: ["partition"],
+    registers: [registry],
+  });
+  return { buildInfo, ingestedSamples, refusedSeries, partitionSamples };
 }

@@ -6,6 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
@@ -16,12 +18,15 @@ const mainPath = join(import.meta.dirname, "..", "src", "main.ts");
 const CHILD_TIMEOUT_MS = 30_000;
 
 let running: RunningSystem;
+let dataDir: string;
 before(async () => {
-  running = await main({ PORT: "0", LOG_LEVEL: "silent" });
+  dataDir = await mkdtemp(join(tmpdir(), "casebook-metrics-main-"));
+  running = await main({ PORT: "0", LOG_LEVEL: "silent", CASEBOOK_DATA: dataDir });
 });
 after(async () => {
   // Undefined when the start failed: that failure is the one to read, not a TypeError here.
   await running?.close();
+  await rm(dataDir, { recursive: true, force: true });
 });
 
 test("/healthz answers 200 while the process lives", async () => {

@@ -81,6 +81,8 @@ interface PlannedSeries {
 
 export interface AppendPlan {
   readonly ok: true;
+  /** New series refused by a cardinality ceiling and left out (plan option `onLimit: "skip"`). */
+  readonly limited: ReadonlyArray<{ index: number; labels: Labels; code: AppendRefusalCode; detail: string }>;
   /** New series, with the refs `commit` will give them (the WAL records these first). */
   readonly newSeries: ReadonlyArray<{ ref: number; labels: Labels }>;
   readonly entries: readonly PlannedSeries[];
@@ -128,12 +130,28 @@ export class HeadBlock {
   get index(): PostingsIndex {
     return this.#index;
   }
+  /** Chunks held, sealed and open. */
+  get chunkCount(): number {
+    let n = 0;
+    for (const series of this.#byRef.values())
+      n += series.sealed.length + (series.open === undefined ? 0 : 1);
+    return n;
+  }
   seriesCountOf(metric: string): number {
     return this.#perMetric.get(metric) ?? 0;
   }
 
-  /** Checks a whole batch; changes nothing. */
-  plan(batch: readonly SeriesSamples[]): AppendPlan | AppendRefusal {
+  /**
+   * Checks a whole batch; changes nothing. A new series past a cardinality ceiling refuses
+   * the batch, or with `onLimit: "skip"` is left out and listed in `limited` while the rest
+   * goes on (Mimir's way: an exploding metric must not stop the tenant's other series).
+   */
+  plan(
+    batch: readonly SeriesSamples[],
+    options: { onLimit?: "refuse" | "skip" } = {},
+  ): AppendPlan | AppendRefusal {
+    const limited: Array<{ index: number; labels: Labels; code: AppendRefusalCode; detail: string }> = [];
+    const skipped = new Set<string>();
     const planned = new Map<string, PlannedSeries>();
     const newPerMetric = new Map<string, number>();
     let newTotal = 0;
@@ -142,12 +160,18 @@ export class HeadBlock {
     for (let index = 0; index < batch.length; index++) {
       const { labels, samples } = batch[index]!;
       const key = seriesKey(labels);
+      if (skipped.has(key)) continue;
       let entry = planned.get(key);
       const existing = this.#byKey.get(key);
       if (entry === undefined) {
         if (existing === undefined) {
           const metric = metricNameOf(labels) ?? "";
           const refusal = this.#limitRefusal(metric, newTotal, newPerMetric.get(metric) ?? 0);
+          if (refusal && options.onLimit === "skip") {
+            limited.push({ index, labels, ...refusal });
+            skipped.add(key);
+            continue;
+          }
           if (refusal) return { ok: false, code: refusal.code, index, labels, detail: refusal.detail };
           newTotal++;
           newPerMetric.set(metric, (newPerMetric.get(metric) ?? 0) + 1);
@@ -179,7 +203,7 @@ export class HeadBlock {
     }
     const entries = [...planned.values()];
     const newSeries = entries.filter((e) => e.isNew).map((e) => ({ ref: e.ref, labels: e.labels }));
-    return { ok: true, newSeries, entries, sampleCount, generation: this.#generation };
+    return { ok: true, limited, newSeries, entries, sampleCount, generation: this.#generation };
   }
 
   #limitRefusal(metric: string, newTotal: number, newOfMetric: number) {

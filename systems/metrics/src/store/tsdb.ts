@@ -17,6 +17,7 @@
  */
 import { join } from "node:path";
 import {
+  type AppendPlan,
   type AppendRefusal,
   type CardinalityLimits,
   HeadBlock,
@@ -34,7 +35,9 @@ export interface TsdbOptions {
   readonly limits: CardinalityLimits;
 }
 
-export type AppendResult = { ok: true; samples: number; newSeries: number } | AppendRefusal;
+export type AppendResult =
+  | { ok: true; samples: number; newSeries: number; limited: AppendPlan["limited"] }
+  | AppendRefusal;
 
 export class Tsdb {
   readonly head: HeadBlock;
@@ -82,9 +85,12 @@ export class Tsdb {
   }
 
   /** Appends a batch: all of it, durable, or none of it with the refusal. */
-  append(batch: readonly SeriesSamples[]): Promise<AppendResult> {
+  append(
+    batch: readonly SeriesSamples[],
+    options: { onLimit?: "refuse" | "skip" } = {},
+  ): Promise<AppendResult> {
     return this.#locked(async () => {
-      const plan = this.head.plan(batch);
+      const plan = this.head.plan(batch, options);
       if (!plan.ok) return plan;
       const samples: WalSample[] = [];
       for (const entry of plan.entries)
@@ -92,7 +98,7 @@ export class Tsdb {
       await this.#wal.append(plan.newSeries, samples);
       this.head.commit(plan);
       await this.#compactIfDue();
-      return { ok: true, samples: plan.sampleCount, newSeries: plan.newSeries.length };
+      return { ok: true, samples: plan.sampleCount, newSeries: plan.newSeries.length, limited: plan.limited };
     });
   }
 
@@ -164,6 +170,19 @@ export class Tsdb {
       }
       return { labels, timestamps, values };
     });
+  }
+
+  /** Label names of every series, blocks and head together. */
+  labelNames(): string[] {
+    const names = new Set(this.head.index.labelNames());
+    for (const block of this.#blocks) for (const name of block.index.labelNames()) names.add(name);
+    return [...names].sort();
+  }
+
+  labelValues(name: string): string[] {
+    const values = new Set(this.head.index.labelValues(name));
+    for (const block of this.#blocks) for (const value of block.index.labelValues(name)) values.add(value);
+    return [...values].sort();
   }
 
   /** Waits for the append in flight, then closes the WAL. */
