@@ -114,7 +114,8 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
         fields: { field, reason: result.code },
       });
     }
-    countPartitions(checked.batch);
+    const refused = new Set(result.limited.map((entry) => entry.index));
+    countPartitions(checked.batch.filter((_, index) => !refused.has(index)));
     options.metrics.ingestedSamples.inc({ tenant: tenant.id }, result.samples);
     if (result.limited.length > 0) {
       options.metrics.refusedSeries.inc({ tenant: tenant.id }, result.limited.length);
