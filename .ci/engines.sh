@@ -12,6 +12,15 @@ if ! command -v nginx >/dev/null 2>&1; then
     || echo "nginx: not installed (its tests skip, or fail with CASEBOOK_REQUIRE_ENGINES=1)"
 fi
 
+# Prometheus 2.42 for metrics' end-to-end remote-write test and its differential
+# (systems/metrics/test/prometheus-remote-write.test.ts); lab starts its own instance.
+if ! command -v prometheus >/dev/null 2>&1; then
+  echo "installing prometheus"
+  (DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 \
+    || { apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1; }) \
+    || echo "prometheus: not installed (its tests skip, or fail with CASEBOOK_REQUIRE_ENGINES=1)"
+fi
+
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
 # The server's INFO line must say JetStream is on (a plain nats-server would fail the suite).

@@ -1,0 +1,71 @@
+/**
+ * The whole HTTP API of metrics on a Fastify instance, wired the one way main.ts and the
+ * tests both use: the ingest and the query API in one scope whose onRequest hook resolves the
+ * tenant's API key (a stranger is refused before any body is parsed: 401 in Prometheus's
+ * error shape), the admin routes in another behind the operator's token.
+ *
+ * @example
+ * await registerApi(service.app, { db, clock, randomBytes, tenants, tsdbs, metrics, settings });
+ */
+import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
+import type { Database } from "@casebook/infra/sql/sql";
+import type { RandomBytes } from "@casebook/kit/api-key";
+import type { Clock } from "@casebook/kit/clock";
+import type { FastifyInstance } from "fastify";
+import type { Labels } from "../domain/labels.ts";
+import type { SystemMetrics } from "../metrics.ts";
+import type { TenantRepository } from "../store/tenant-repository.ts";
+import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
+import { registerAdminApi } from "./admin-routes.ts";
+import { registerIngestRoutes } from "./ingest-routes.ts";
+import { registerQueryRoutes } from "./query-routes.ts";
+
+const REALM = "metrics";
+
+export interface ApiSettings {
+  readonly standardLabels: Labels;
+  readonly partitions: number;
+  readonly writeBodyLimitBytes: number;
+  readonly writeMaxDecodedBytes: number;
+  readonly lookbackMs: number;
+  readonly queryMaxSamples: number;
+}
+
+/** What the routes need, passed in: time from the clock (never Date.now()), stores as they arrive. */
+export interface ApiOptions {
+  readonly db: Database;
+  readonly clock: Clock;
+  readonly randomBytes: RandomBytes;
+  readonly tenants: TenantRepository;
+  readonly tsdbs: TenantTsdbs;
+  readonly metrics: SystemMetrics;
+  readonly settings: ApiSettings;
+  /** METRICS_ADMIN_TOKEN; undefined: no admin routes at all. */
+  readonly adminToken?: string | undefined;
+}
+
+export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
+  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenants.authenticate(key) });
+  const { settings } = options;
+  await app.register(async (scope) => {
+    scope.addHook("onRequest", auth.authenticate);
+    await registerIngestRoutes(scope, {
+      ...settings,
+      tsdbs: options.tsdbs,
+      metrics: options.metrics,
+      tenantOf: auth.principalOf,
+    });
+    // Its own scope: the urlencoded form parser (Grafana's POST queries) must not reach the ingest.
+    await scope.register(async (queryScope) =>
+      registerQueryRoutes(queryScope, {
+        tsdbs: options.tsdbs,
+        clock: options.clock,
+        tenantOf: auth.principalOf,
+        lookbackMs: settings.lookbackMs,
+        maxSamples: settings.queryMaxSamples,
+      }),
+    );
+  });
+  if (options.adminToken === undefined) return;
+  await registerAdminApi(app, { ...options, adminToken: options.adminToken });
+}

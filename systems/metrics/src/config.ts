@@ -1,0 +1,122 @@
+/**
+ * The settings of metrics: environment variables, validated at start — a bad value fails
+ * the start with one message naming it (ARCHITECTURE rule 5), and `--help` lists them all.
+ * The database (PGlite by default, PostgreSQL with DATABASE_URL) holds tenants and their
+ * hashed API keys; the TSDB (head, WAL, blocks) lives in its own directory.
+ *
+ * @example
+ * const config = loadSystemConfig({ PORT: "0", LOG_LEVEL: "silent" });
+ * config.maxSeriesPerMetric; // 100000
+ */
+import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
+import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
+import packageJson from "../package.json" with { type: "json" };
+
+export const BOOTSTRAP_OFF = "off";
+export const DEFAULT_BOOTSTRAP_TENANT = "demo";
+/** `name=value` pairs, comma-separated: the standard labels the ingest adds. */
+export const STANDARD_LABELS_PATTERN = /^([a-zA-Z_][a-zA-Z0-9_]*=[^,=]+)(,[a-zA-Z_][a-zA-Z0-9_]*=[^,=]+)*$/;
+
+export const configSchema = {
+  ...listenFields({ port: packageJson.casebook.port, portDescription: "HTTP port (0 = any free port)" }),
+  ...databaseFields({
+    system: "metrics",
+    envPrefix: "METRICS_DB",
+    fields: ["schema", "maxConnections", "statementTimeoutMs", "connectTimeoutMs"],
+    maxConnectionsDefault: 10,
+    statementTimeoutMsDefault: 5_000,
+  }),
+  tsdbDir: field.string({
+    env: "METRICS_TSDB_DIR",
+    maxLength: 4_096,
+    description: "Directory of the TSDB (per tenant: WAL and blocks); unset = $CASEBOOK_DATA/metrics-tsdb",
+  }),
+  blockRangeMs: field.int({
+    env: "METRICS_BLOCK_RANGE_MS",
+    default: 7_200_000,
+    min: 60_000,
+    max: 86_400_000,
+    description:
+      "Time range of one persisted block; the head compacts when it spans 1.5 of these (Prometheus: 2 h)",
+  }),
+  maxSeries: field.int({
+    env: "METRICS_MAX_SERIES",
+    default: 1_000_000,
+    min: 1,
+    max: 100_000_000,
+    description:
+      "MT-16: series a tenant may hold (a tenant's own setting wins); new series past it are refused",
+  }),
+  maxSeriesPerMetric: field.int({
+    env: "METRICS_MAX_SERIES_PER_METRIC",
+    default: 100_000,
+    min: 1,
+    max: 100_000_000,
+    description: "MT-16: series one metric name may hold per tenant; new series past it are refused",
+  }),
+  partitions: field.int({
+    env: "METRICS_PARTITIONS",
+    default: 16,
+    min: 1,
+    max: 1_024,
+    description: "MT-06: partitions the ingest hashes series into (each series always to the same one)",
+  }),
+  standardLabels: field.string({
+    env: "METRICS_STANDARD_LABELS",
+    pattern: STANDARD_LABELS_PATTERN,
+    description: "MT-05: labels the ingest adds to every series that lacks them, e.g. region=eu,cluster=a",
+  }),
+  writeBodyLimitBytes: field.int({
+    env: "METRICS_WRITE_BODY_LIMIT_BYTES",
+    default: 10 * 1024 * 1024,
+    min: 1_024,
+    max: 256 * 1024 * 1024,
+    description: "Largest remote-write or agent batch body, compressed",
+  }),
+  writeMaxDecodedBytes: field.int({
+    env: "METRICS_WRITE_MAX_DECODED_BYTES",
+    default: 64 * 1024 * 1024,
+    min: 1_024,
+    max: 1_024 * 1024 * 1024,
+    description: "Largest batch once uncompressed (a snappy body declaring more is refused before decoding)",
+  }),
+  queryMaxSamples: field.int({
+    env: "METRICS_QUERY_MAX_SAMPLES",
+    default: 50_000_000,
+    min: 1_000,
+    max: 1_000_000_000,
+    description: "Samples one query may load (Prometheus's query.max-samples)",
+  }),
+  lookbackMs: field.int({
+    env: "METRICS_LOOKBACK_MS",
+    default: 300_000,
+    min: 1_000,
+    max: 86_400_000,
+    description: "How far back an instant selector looks for a series' newest sample (Prometheus: 5 m)",
+  }),
+  bootstrapTenant: field.string({
+    env: "METRICS_BOOTSTRAP_TENANT",
+    pattern: /^[A-Za-z0-9_-]{1,64}$/,
+    description: `Tenant created with a printed API key on first start; "${BOOTSTRAP_OFF}" = none; unset = "${DEFAULT_BOOTSTRAP_TENANT}" on PGlite, none on PostgreSQL`,
+  }),
+  adminToken: field.string({
+    env: "METRICS_ADMIN_TOKEN",
+    minLength: 16,
+    maxLength: 256,
+    secret: true,
+    description: "Bearer token of /v1/admin/* (tenants and their API keys); unset = no admin API",
+  }),
+  ...logLevelField(),
+};
+
+export type SystemConfig = ConfigOf<typeof configSchema>;
+
+export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
+  return loadConfig(configSchema, { env });
+}
+
+/** `region=eu,cluster=a` → [["region","eu"],["cluster","a"]]. */
+export function parseStandardLabels(text: string | undefined): Array<[string, string]> {
+  if (text === undefined || text === "") return [];
+  return text.split(",").map((pair) => pair.split("=", 2) as [string, string]);
+}

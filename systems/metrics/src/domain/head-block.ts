@@ -1,0 +1,413 @@
+/**
+ * The head block (MT-17): the newest samples of every series, in memory, as Gorilla chunks —
+ * one open chunk per series taking appends and the sealed ones behind it. A chunk is cut at
+ * 120 samples or when it would cross a block boundary (`blockRangeMs`, 2 h as in
+ * Prometheus), so compaction moves whole chunks into an immutable block and never splits one.
+ *
+ * Appends are two-phase so a batch is all or nothing (the ingest's rule: nothing partial is
+ * committed from a rejected batch):
+ *
+ * 1. `plan(batch)` checks every sample and every new series without changing anything: a
+ *    timestamp below the series' last (out of order) or equal with another value (duplicate),
+ *    below `minValidT` (already persisted), and the cardinality ceilings (MT-16: a new series
+ *    past the tenant's or its metric's limit is refused, the existing ones keep flowing).
+ *    New series get their refs here, so the WAL can record them before the head changes.
+ * 2. `commit(plan)` applies it. The caller writes the plan to the WAL between the two and
+ *    keeps any other append out (the TSDB's append lock).
+ *
+ * An exact repeat of the last sample (same time, same value) is accepted and skipped, as
+ * Prometheus does, so a retried remote-write batch is not an error.
+ *
+ * @example
+ * const head = new HeadBlock({ blockRangeMs: 7_200_000, limits: { maxSeries: 1_000, maxSeriesPerMetric: 100 } });
+ * const plan = head.plan([{ labels: [["__name__", "up"]], samples: [{ t: 1000, v: 1 }] }]);
+ * if (plan.ok) head.commit(plan);
+ * head.select([labelMatcher("=", "__name__", "up")], 0, 2000); // [{ labels, timestamps: [1000], values: [1] }]
+ */
+import { assert } from "@casebook/kit/assert";
+import { decodeChunk, GorillaChunkEncoder, type SealedChunk } from "./gorilla-chunk.ts";
+import type { LabelMatcher } from "./label-matcher.ts";
+import { type Labels, METRIC_NAME, metricNameOf, seriesKey } from "./labels.ts";
+import { PostingsIndex } from "./postings-index.ts";
+
+export interface Sample {
+  readonly t: number;
+  readonly v: number;
+}
+
+export interface SeriesSamples {
+  readonly labels: Labels;
+  readonly samples: readonly Sample[];
+}
+
+/** Samples of one series in a time range, oldest first: what a query reads. */
+export interface SeriesData {
+  readonly labels: Labels;
+  readonly timestamps: readonly number[];
+  readonly values: ArrayLike<number>;
+}
+
+export interface CardinalityLimits {
+  /** Series the tenant may hold in the head at once (MT-16). */
+  readonly maxSeries: number;
+  /** Series one metric name may hold at once (MT-16's per-metric ceiling). */
+  readonly maxSeriesPerMetric: number;
+}
+
+export type AppendRefusalCode =
+  | "OUT_OF_ORDER"
+  | "DUPLICATE_TIMESTAMP"
+  | "TOO_OLD"
+  | "SERIES_LIMIT"
+  | "METRIC_SERIES_LIMIT";
+
+export interface AppendRefusal {
+  readonly ok: false;
+  readonly code: AppendRefusalCode;
+  /** Index of the offending entry in the batch. */
+  readonly index: number;
+  readonly labels: Labels;
+  readonly detail: string;
+}
+
+interface PlannedSeries {
+  readonly ref: number;
+  readonly labels: Labels;
+  readonly key: string;
+  readonly isNew: boolean;
+  /** Samples to append, in order, exact repeats already skipped. */
+  readonly samples: Sample[];
+}
+
+export interface AppendPlan {
+  readonly ok: true;
+  /** New series refused by a cardinality ceiling and left out (plan option `onLimit: "skip"`). */
+  readonly limited: ReadonlyArray<{ index: number; labels: Labels; code: AppendRefusalCode; detail: string }>;
+  /** New series, with the refs `commit` will give them (the WAL records these first). */
+  readonly newSeries: ReadonlyArray<{ ref: number; labels: Labels }>;
+  readonly entries: readonly PlannedSeries[];
+  readonly sampleCount: number;
+  /** Head generation the plan was made against: a commit on a changed head is a bug. */
+  readonly generation: number;
+}
+
+interface HeadSeries {
+  readonly ref: number;
+  readonly labels: Labels;
+  readonly key: string;
+  readonly metric: string;
+  readonly sealed: SealedChunk[];
+  open: GorillaChunkEncoder | undefined;
+  lastT: number;
+  lastV: number;
+}
+
+export class HeadBlock {
+  readonly #blockRangeMs: number;
+  readonly #limits: CardinalityLimits;
+  readonly #byKey = new Map<string, HeadSeries>();
+  readonly #byRef = new Map<number, HeadSeries>();
+  readonly #perMetric = new Map<string, number>();
+  readonly #index = new PostingsIndex();
+  #nextRef = 1;
+  #generation = 0;
+  #sampleCount = 0;
+  /** Samples below this are refused: they belong to a persisted block. */
+  minValidT = Number.NEGATIVE_INFINITY;
+
+  constructor(options: { blockRangeMs: number; limits: CardinalityLimits }) {
+    assert(options.blockRangeMs > 0, "head: block range must be positive");
+    this.#blockRangeMs = options.blockRangeMs;
+    this.#limits = options.limits;
+  }
+
+  get seriesCount(): number {
+    return this.#byKey.size;
+  }
+  get sampleCount(): number {
+    return this.#sampleCount;
+  }
+  get index(): PostingsIndex {
+    return this.#index;
+  }
+  /** Chunks held, sealed and open. */
+  get chunkCount(): number {
+    let n = 0;
+    for (const series of this.#byRef.values())
+      n += series.sealed.length + (series.open === undefined ? 0 : 1);
+    return n;
+  }
+  seriesCountOf(metric: string): number {
+    return this.#perMetric.get(metric) ?? 0;
+  }
+
+  /**
+   * Checks a whole batch; changes nothing. A new series past a cardinality ceiling refuses
+   * the batch, or with `onLimit: "skip"` is left out and listed in `limited` while the rest
+   * goes on (Mimir's way: an exploding metric must not stop the tenant's other series).
+   */
+  plan(
+    batch: readonly SeriesSamples[],
+    options: { onLimit?: "refuse" | "skip" } = {},
+  ): AppendPlan | AppendRefusal {
+    const limited: Array<{ index: number; labels: Labels; code: AppendRefusalCode; detail: string }> = [];
+    const skipped = new Set<string>();
+    const planned = new Map<string, PlannedSeries>();
+    const newPerMetric = new Map<string, number>();
+    let newTotal = 0;
+    let nextRef = this.#nextRef;
+    let sampleCount = 0;
+    for (let index = 0; index < batch.length; index++) {
+      const { labels, samples } = batch[index]!;
+      const key = seriesKey(labels);
+      if (skipped.has(key)) continue;
+      let entry = planned.get(key);
+      const existing = this.#byKey.get(key);
+      if (entry === undefined) {
+        if (existing === undefined) {
+          const metric = metricNameOf(labels) ?? "";
+          const refusal = this.#limitRefusal(metric, newTotal, newPerMetric.get(metric) ?? 0);
+          if (refusal && options.onLimit === "skip") {
+            limited.push({ index, labels, ...refusal });
+            skipped.add(key);
+            continue;
+          }
+          if (refusal) return { ok: false, code: refusal.code, index, labels, detail: refusal.detail };
+          newTotal++;
+          newPerMetric.set(metric, (newPerMetric.get(metric) ?? 0) + 1);
+        }
+        entry = { ref: existing?.ref ?? nextRef++, labels, key, isNew: existing === undefined, samples: [] };
+        planned.set(key, entry);
+      }
+      let lastT = entry.samples.at(-1)?.t ?? existing?.lastT ?? Number.NEGATIVE_INFINITY;
+      let lastV = entry.samples.at(-1)?.v ?? existing?.lastV ?? 0;
+      for (const sample of samples) {
+        if (sample.t < this.minValidT) {
+          const detail = `sample at ${sample.t} is older than the head's start ${this.minValidT}`;
+          return { ok: false, code: "TOO_OLD", index, labels, detail };
+        }
+        if (sample.t === lastT) {
+          if (Object.is(sample.v, lastV) || sameBits(sample.v, lastV)) continue;
+          const detail = `a different value at the same timestamp ${sample.t}`;
+          return { ok: false, code: "DUPLICATE_TIMESTAMP", index, labels, detail };
+        }
+        if (sample.t < lastT) {
+          const detail = `sample at ${sample.t} is older than the series' last at ${lastT}`;
+          return { ok: false, code: "OUT_OF_ORDER", index, labels, detail };
+        }
+        entry.samples.push(sample);
+        lastT = sample.t;
+        lastV = sample.v;
+        sampleCount++;
+      }
+    }
+    const entries = [...planned.values()];
+    const newSeries = entries.filter((e) => e.isNew).map((e) => ({ ref: e.ref, labels: e.labels }));
+    return { ok: true, limited, newSeries, entries, sampleCount, generation: this.#generation };
+  }
+
+  #limitRefusal(metric: string, newTotal: number, newOfMetric: number) {
+    if (this.#byKey.size + newTotal >= this.#limits.maxSeries) {
+      return {
+        code: "SERIES_LIMIT" as const,
+        detail: `the tenant holds its limit of ${this.#limits.maxSeries} series`,
+      };
+    }
+    if (this.seriesCountOf(metric) + newOfMetric >= this.#limits.maxSeriesPerMetric) {
+      const detail = `metric ${metric} holds its limit of ${this.#limits.maxSeriesPerMetric} series`;
+      return { code: "METRIC_SERIES_LIMIT" as const, detail };
+    }
+    return undefined;
+  }
+
+  /** Applies a plan made by `plan()` on this very head state. */
+  commit(plan: AppendPlan): void {
+    assert(plan.generation === this.#generation, "head: a plan is committed on the state it was made on");
+    for (const entry of plan.entries) {
+      const series = entry.isNew
+        ? this.#create(entry.ref, entry.labels, entry.key)
+        : this.#byKey.get(entry.key);
+      assert(series !== undefined, "head: a planned series exists");
+      for (const sample of entry.samples) this.#append(series, sample.t, sample.v);
+    }
+    this.#sampleCount += plan.sampleCount;
+    this.#generation++;
+  }
+
+  /** Replays one WAL series record (restart): the ref is the one the WAL holds. */
+  replaySeries(ref: number, labels: Labels): void {
+    const key = seriesKey(labels);
+    if (this.#byKey.has(key)) return;
+    this.#create(ref, labels, key);
+  }
+
+  /** Replays one WAL sample; skips what a block already holds and what the head has (idempotent). */
+  replaySample(ref: number, t: number, v: number): boolean {
+    const series = this.#byRef.get(ref);
+    if (series === undefined || t < this.minValidT || t <= series.lastT) return false;
+    this.#append(series, t, v);
+    this.#sampleCount++;
+    this.#generation++;
+    return true;
+  }
+
+  #create(ref: number, labels: Labels, key: string): HeadSeries {
+    assert(ref >= this.#nextRef, "head: refs only grow");
+    const metric = metricNameOf(labels) ?? "";
+    const series: HeadSeries = {
+      ref,
+      labels,
+      key,
+      metric,
+      sealed: [],
+      open: undefined,
+      lastT: Number.NEGATIVE_INFINITY,
+      lastV: 0,
+    };
+    this.#byKey.set(key, series);
+    this.#byRef.set(ref, series);
+    this.#perMetric.set(metric, this.seriesCountOf(metric) + 1);
+    this.#index.add(ref, labels);
+    this.#nextRef = ref + 1;
+    return series;
+  }
+
+  #append(series: HeadSeries, t: number, v: number): void {
+    let open = series.open;
+    if (open !== undefined && (open.full || this.#boundaryOf(open.minT) <= t)) {
+      series.sealed.push(open.seal());
+      open = undefined;
+    }
+    if (open === undefined) {
+      open = new GorillaChunkEncoder();
+      series.open = open;
+    }
+    open.append(t, v);
+    series.lastT = t;
+    series.lastV = v;
+  }
+
+  #boundaryOf(t: number): number {
+    return Math.floor(t / this.#blockRangeMs) * this.#blockRangeMs + this.#blockRangeMs;
+  }
+
+  /** Samples of every matching series in [mint, maxt], series in ref order. */
+  select(matchers: readonly LabelMatcher[], mint: number, maxt: number): SeriesData[] {
+    const out: SeriesData[] = [];
+    for (const ref of this.#index.select(matchers)) {
+      const series = this.#byRef.get(ref)!;
+      const data = samplesIn(chunksOf(series), mint, maxt);
+      if (data.timestamps.length > 0) out.push({ labels: series.labels, ...data });
+    }
+    return out;
+  }
+
+  /** Oldest and newest sample time in the head, or undefined when empty. */
+  timeRange(): { mint: number; maxt: number } | undefined {
+    let mint = Number.POSITIVE_INFINITY;
+    let maxt = Number.NEGATIVE_INFINITY;
+    for (const series of this.#byKey.values()) {
+      const first = series.sealed[0]?.minT ?? series.open?.minT;
+      if (first !== undefined) mint = Math.min(mint, first);
+      if (series.lastT > maxt) maxt = series.lastT;
+    }
+    return mint === Number.POSITIVE_INFINITY ? undefined : { mint, maxt };
+  }
+
+  /**
+   * Takes every chunk that ends before `boundary` out of the head (compaction: they go to a
+   * block), raises `minValidT` to it, and drops series left with no samples. The open chunk
+   * never straddles a boundary, so it is either taken whole or left.
+   */
+  truncateBefore(boundary: number): Array<{ labels: Labels; chunks: SealedChunk[] }> {
+    assert(boundary % this.#blockRangeMs === 0, "head: truncation at a block boundary");
+    const taken: Array<{ labels: Labels; chunks: SealedChunk[] }> = [];
+    const emptied: number[] = [];
+    for (const series of this.#byRef.values()) {
+      if (series.open !== undefined && series.open.maxT < boundary) {
+        series.sealed.push(series.open.seal());
+        series.open = undefined;
+      }
+      const old = series.sealed.filter((chunk) => chunk.maxT < boundary);
+      if (old.length > 0) {
+        taken.push({ labels: series.labels, chunks: old });
+        series.sealed.splice(0, old.length);
+        for (const chunk of old) this.#sampleCount -= chunk.count;
+      }
+      if (series.sealed.length === 0 && series.open === undefined) emptied.push(series.ref);
+    }
+    for (const ref of emptied) {
+      const series = this.#byRef.get(ref)!;
+      this.#byRef.delete(ref);
+      this.#byKey.delete(series.key);
+      this.#perMetric.set(series.metric, this.seriesCountOf(series.metric) - 1);
+      if (this.seriesCountOf(series.metric) === 0) this.#perMetric.delete(series.metric);
+    }
+    this.#index.remove(emptied);
+    this.minValidT = Math.max(this.minValidT, boundary);
+    this.#generation++;
+    return taken;
+  }
+
+  /** Every live series with its samples (a WAL checkpoint rewrites these). */
+  *entries(): Generator<{
+    ref: number;
+    labels: Labels;
+    timestamps: readonly number[];
+    values: ArrayLike<number>;
+  }> {
+    for (const series of this.#byRef.values()) {
+      yield { ref: series.ref, labels: series.labels, ...samplesIn(chunksOf(series), -Infinity, Infinity) };
+    }
+  }
+
+  /** Series count per metric name: the cardinality the guard counts (`/status/tsdb`). */
+  seriesPerMetric(): Map<string, number> {
+    return new Map(this.#perMetric);
+  }
+
+  static readonly NAME_LABEL = METRIC_NAME;
+}
+
+function chunksOf(series: HeadSeries): SealedChunk[] {
+  return series.open === undefined || series.open.count === 0
+    ? series.sealed
+    : [...series.sealed, series.open.seal()];
+}
+
+/**
+ * Decodes the chunks overlapping [mint, maxt] and keeps the samples inside it. Values stay in
+ * a Float64Array: a plain array may canonicalise NaNs and lose StaleNaN's payload.
+ */
+export function samplesIn(
+  chunks: readonly SealedChunk[],
+  mint: number,
+  maxt: number,
+): { timestamps: number[]; values: Float64Array } {
+  const timestamps: number[] = [];
+  const parts: Float64Array[] = [];
+  for (const chunk of chunks) {
+    if (chunk.maxT < mint || chunk.minT > maxt) continue;
+    const decoded = decodeChunk(chunk);
+    let from = 0;
+    let to = decoded.timestamps.length;
+    while (from < to && decoded.timestamps[from]! < mint) from++;
+    while (to > from && decoded.timestamps[to - 1]! > maxt) to--;
+    for (let i = from; i < to; i++) timestamps.push(decoded.timestamps[i]!);
+    parts.push(decoded.values.subarray(from, to));
+  }
+  const values = new Float64Array(timestamps.length);
+  let offset = 0;
+  for (const part of parts) {
+    values.set(part, offset);
+    offset += part.length;
+  }
+  return { timestamps, values };
+}
+
+const bitsView = new DataView(new ArrayBuffer(16));
+function sameBits(a: number, b: number): boolean {
+  bitsView.setFloat64(0, a);
+  bitsView.setFloat64(8, b);
+  return bitsView.getBigUint64(0) === bitsView.getBigUint64(8);
+}

@@ -1,0 +1,172 @@
+/**
+ * PromQL aggregation operators as Prometheus 2.42 computes them: groups by the `by` labels
+ * (or all but the `without` ones and the metric name); `avg` as a running mean that survives
+ * float overflow; `stddev`/`stdvar` by Welford's method; `min`/`max` replacing a NaN;
+ * `topk`/`bottomk` keeping whole series (names included), NaN ranked last; `quantile` by
+ * linear interpolation between ranks; `count_values` adding the value as a label.
+ *
+ * @example
+ * aggregate({ kind: "aggregate", op: "sum", grouping: ["job"], without: false, expr, param: undefined }, samples, undefined);
+ */
+import { type Labels, METRIC_NAME, seriesKey } from "./labels.ts";
+import type { Aggregate } from "./promql-ast.ts";
+import {
+  formatFloat,
+  type InstantSample,
+  type InstantVector,
+  PromqlEvalError,
+  type Value,
+} from "./promql-values.ts";
+
+interface Group {
+  labels: Labels;
+  samples: InstantSample[];
+}
+
+function groupLabels(labels: Labels, expr: Aggregate): Labels {
+  return expr.without
+    ? labels.filter(([name]) => name !== METRIC_NAME && !expr.grouping.includes(name))
+    : labels.filter(([name]) => expr.grouping.includes(name));
+}
+
+/** Prometheus's `quantile`: NaN for no values, ±Inf outside [0, 1], linear between ranks. */
+export function quantileOf(q: number, values: number[]): number {
+  if (values.length === 0) return Number.NaN;
+  if (q < 0) return Number.NEGATIVE_INFINITY;
+  if (q > 1) return Number.POSITIVE_INFINITY;
+  const sorted = [...values].sort((a, b) => (Number.isNaN(a) ? -1 : Number.isNaN(b) ? 1 : a - b));
+  const rank = q * (sorted.length - 1);
+  const lower = Math.max(0, Math.floor(rank));
+  const upper = Math.min(sorted.length - 1, lower + 1);
+  const weight = rank - Math.floor(rank);
+  return sorted[lower]! * (1 - weight) + sorted[upper]! * weight;
+}
+
+/** The running mean of Prometheus's avg and avg_over_time, Inf-safe. */
+export function runningMean(values: readonly number[]): number {
+  let mean = 0;
+  let count = 0;
+  for (const v of values) {
+    count++;
+    if (count === 1) {
+      mean = v;
+      continue;
+    }
+    if (!Number.isFinite(mean) && !Number.isNaN(mean)) {
+      if (!Number.isFinite(v) && !Number.isNaN(v) && mean > 0 === v > 0) continue;
+      if (Number.isFinite(v)) continue;
+    }
+    mean += v / count - mean / count;
+  }
+  return mean;
+}
+
+/** Welford's variance (population), as Prometheus's stdvar. */
+export function variance(values: readonly number[]): number {
+  let count = 0;
+  let mean = 0;
+  let aux = 0;
+  for (const v of values) {
+    count++;
+    const delta = v - mean;
+    mean += delta / count;
+    aux += delta * (v - mean);
+  }
+  return aux / count;
+}
+
+function reduce(op: Aggregate["op"], values: number[]): number {
+  switch (op) {
+    case "sum":
+      return values.reduce((a, b) => a + b, 0);
+    case "avg":
+      return runningMean(values);
+    case "count":
+      return values.length;
+    case "group":
+      return 1;
+    case "min":
+      return values.reduce((a, b) => (Number.isNaN(a) || b < a ? b : a));
+    case "max":
+      return values.reduce((a, b) => (Number.isNaN(a) || b > a ? b : a));
+    case "stdvar":
+      return variance(values);
+    case "stddev":
+      return Math.sqrt(variance(values));
+    default:
+      throw new PromqlEvalError(`aggregation ${op} has no plain reduction`);
+  }
+}
+
+function topOrBottom(op: "topk" | "bottomk", k: number, group: Group): InstantVector {
+  if (k < 1) return [];
+  const sign = op === "topk" ? -1 : 1;
+  const ordered = [...group.samples].sort((a, b) => {
+    if (Number.isNaN(a.v)) return Number.isNaN(b.v) ? 0 : 1;
+    if (Number.isNaN(b.v)) return -1;
+    return sign * (a.v - b.v);
+  });
+  return ordered.slice(0, k).map((s) => ({ labels: s.labels, v: s.v }));
+}
+
+/**
+ * count_values: the value becomes a label of each sample first, and a grouping label, so equal
+ * values count together even when the label's name was already a grouping label.
+ */
+function countValues(expr: Aggregate, samples: InstantVector, param: Value | undefined): InstantVector {
+  const name = param?.type === "string" ? param.v : "";
+  if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(name)) throw new PromqlEvalError(`invalid label name "${name}"`);
+  const grouping = expr.without ? expr.grouping.filter((n) => n !== name) : [...expr.grouping, name];
+  const relabelled = samples.map((s) => ({
+    labels: [...s.labels.filter(([n]) => n !== name), [name, formatFloat(s.v)] as const].sort((a, b) =>
+      a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0,
+    ),
+    v: s.v,
+  }));
+  return aggregate({ ...expr, op: "count", grouping }, relabelled, undefined);
+}
+
+export function aggregate(expr: Aggregate, samples: InstantVector, param: Value | undefined): InstantVector {
+  if (expr.op === "count_values") return countValues(expr, samples, param);
+  const groups = new Map<string, Group>();
+  for (const sample of samples) {
+    const labels = groupLabels(sample.labels, expr);
+    const key = seriesKey(labels);
+    let group = groups.get(key);
+    if (group === undefined) {
+      group = { labels, samples: [] };
+      groups.set(key, group);
+    }
+    group.samples.push(sample);
+  }
+  const out: InstantVector = [];
+  const scalarParam = param?.type === "scalar" ? param.v : Number.NaN;
+  for (const group of groups.values()) {
+    switch (expr.op) {
+      case "topk":
+      case "bottomk": {
+        const k = Number.isNaN(scalarParam) ? 0 : Math.trunc(Math.min(scalarParam, 2 ** 53));
+        out.push(...topOrBottom(expr.op, k, group));
+        break;
+      }
+      case "quantile":
+        out.push({
+          labels: group.labels,
+          v: quantileOf(
+            scalarParam,
+            group.samples.map((s) => s.v),
+          ),
+        });
+        break;
+      default:
+        out.push({
+          labels: group.labels,
+          v: reduce(
+            expr.op,
+            group.samples.map((s) => s.v),
+          ),
+        });
+    }
+  }
+  return out;
+}

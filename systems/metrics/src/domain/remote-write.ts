@@ -1,0 +1,230 @@
+/**
+ * Prometheus remote-write 1.0's WriteRequest, decoded by hand from protobuf (prompb/types.proto):
+ *
+ *     WriteRequest { repeated TimeSeries timeseries = 1; repeated MetricMetadata metadata = 3; }
+ *     TimeSeries   { repeated Label labels = 1; repeated Sample samples = 2;
+ *                    repeated Exemplar exemplars = 3; repeated Histogram histograms = 4; }
+ *     Label        { string name = 1; string value = 2; }
+ *     Sample       { double value = 1; int64 timestamp = 2; }
+ *
+ * Twenty lines of wire format instead of a protobuf runtime and generated code: only these
+ * four messages are read, unknown fields are skipped as the protobuf rules say, and anything
+ * malformed (a length past the end, a wire type a field cannot have, invalid UTF-8) is a
+ * RangeError naming where. Native histograms are refused (not supported yet), exemplars and
+ * metadata skipped. `encodeWriteRequest` is the inverse, for the agent and the tests.
+ *
+ * @example
+ * const request = decodeWriteRequest(snappyUncompress(body, maxBytes), { maxSeries: 100_000, maxSamples: 1_000_000 });
+ * request.series[0]; // { labels: [["__name__", "up"], ["job", "api"]], samples: [{ t: 1700000000000, v: 1 }] }
+ */
+import type { Labels } from "./labels.ts";
+
+export interface DecodedSeries {
+  readonly labels: Array<[string, string]>;
+  readonly samples: Array<{ t: number; v: number }>;
+}
+
+export interface WriteRequest {
+  readonly series: DecodedSeries[];
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+const TWO_32 = 2 ** 32;
+
+class ProtoReader {
+  readonly bytes: Uint8Array;
+  readonly view: DataView;
+  pos: number;
+  readonly end: number;
+
+  constructor(bytes: Uint8Array, pos = 0, end = bytes.length) {
+    this.bytes = bytes;
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.pos = pos;
+    this.end = end;
+  }
+
+  /** A varint as a signed 64-bit integer in a Number (exact within ±2^53). */
+  varint(): number {
+    let lo = 0;
+    let hi = 0;
+    for (let shift = 0; shift < 70; shift += 7) {
+      if (this.pos >= this.end) throw new RangeError(`truncated varint at byte ${this.pos}`);
+      const byte = this.bytes[this.pos++]!;
+      if (shift < 28) lo |= (byte & 0x7f) << shift;
+      else if (shift === 28) {
+        lo |= (byte & 0x0f) << 28;
+        hi |= (byte & 0x7f) >>> 4;
+      } else hi |= (byte & 0x7f) << (shift - 32);
+      if (byte < 0x80) return (hi | 0) * TWO_32 + (lo >>> 0);
+    }
+    throw new RangeError(`varint longer than 10 bytes at byte ${this.pos}`);
+  }
+
+  /** The [start, end) of a length-delimited field. */
+  span(): [number, number] {
+    const length = this.varint();
+    if (length < 0 || this.pos + length > this.end)
+      throw new RangeError(`length ${length} past the end at byte ${this.pos}`);
+    const start = this.pos;
+    this.pos += length;
+    return [start, this.pos];
+  }
+
+  double(): number {
+    if (this.pos + 8 > this.end) throw new RangeError(`truncated double at byte ${this.pos}`);
+    const v = this.view.getFloat64(this.pos, true);
+    this.pos += 8;
+    return v;
+  }
+
+  skip(wireType: number): void {
+    if (wireType === 0) this.varint();
+    else if (wireType === 1) this.pos += 8;
+    else if (wireType === 2) this.span();
+    else if (wireType === 5) this.pos += 4;
+    else throw new RangeError(`unsupported wire type ${wireType} at byte ${this.pos}`);
+    if (this.pos > this.end) throw new RangeError("field past the end");
+  }
+
+  string(): string {
+    const [start, end] = this.span();
+    try {
+      return utf8.decode(this.bytes.subarray(start, end));
+    } catch {
+      throw new RangeError(`invalid UTF-8 in a string at byte ${start}`);
+    }
+  }
+}
+
+function expectWire(field: number, got: number, want: number, at: number): void {
+  if (got !== want)
+    throw new RangeError(`field ${field} has wire type ${got}, expected ${want} (byte ${at})`);
+}
+
+function decodeLabel(r: ProtoReader): [string, string] {
+  let name = "";
+  let value = "";
+  while (r.pos < r.end) {
+    const at = r.pos;
+    const key = r.varint();
+    const [field, wire] = [Math.floor(key / 8), key & 7];
+    if (field === 1 || field === 2) {
+      expectWire(field, wire, 2, at);
+      if (field === 1) name = r.string();
+      else value = r.string();
+    } else r.skip(wire);
+  }
+  return [name, value];
+}
+
+function decodeSample(r: ProtoReader): { t: number; v: number } {
+  let v = 0;
+  let t = 0;
+  while (r.pos < r.end) {
+    const at = r.pos;
+    const key = r.varint();
+    const [field, wire] = [Math.floor(key / 8), key & 7];
+    if (field === 1) {
+      expectWire(field, wire, 1, at);
+      v = r.double();
+    } else if (field === 2) {
+      expectWire(field, wire, 0, at);
+      t = r.varint();
+    } else r.skip(wire);
+  }
+  return { t, v };
+}
+
+export interface DecodeLimits {
+  readonly maxSeries: number;
+  readonly maxSamples: number;
+}
+
+export function decodeWriteRequest(bytes: Uint8Array, limits: DecodeLimits): WriteRequest {
+  const top = new ProtoReader(bytes);
+  const series: DecodedSeries[] = [];
+  let samples = 0;
+  while (top.pos < top.end) {
+    const at = top.pos;
+    const key = top.varint();
+    const [field, wire] = [Math.floor(key / 8), key & 7];
+    if (field !== 1) {
+      top.skip(wire);
+      continue;
+    }
+    expectWire(field, wire, 2, at);
+    const [start, end] = top.span();
+    const r = new ProtoReader(bytes, start, end);
+    const entry: DecodedSeries = { labels: [], samples: [] };
+    while (r.pos < r.end) {
+      const fieldAt = r.pos;
+      const k = r.varint();
+      const [f, w] = [Math.floor(k / 8), k & 7];
+      if (f === 1 || f === 2 || f === 4) expectWire(f, w, 2, fieldAt);
+      if (f === 1) entry.labels.push(decodeLabel(new ProtoReader(bytes, ...r.span())));
+      else if (f === 2) entry.samples.push(decodeSample(new ProtoReader(bytes, ...r.span())));
+      else if (f === 4)
+        throw new RangeError("native histograms are not supported: send classic histograms (le buckets)");
+      else r.skip(w);
+    }
+    samples += entry.samples.length;
+    series.push(entry);
+    if (series.length > limits.maxSeries)
+      throw new RangeError(`more than ${limits.maxSeries} series in one request`);
+    if (samples > limits.maxSamples)
+      throw new RangeError(`more than ${limits.maxSamples} samples in one request`);
+  }
+  return { series };
+}
+
+class ProtoWriter {
+  readonly out: number[] = [];
+  varint(value: number): void {
+    // Two's complement in 64 bits: a negative int64 is a 10-byte varint, as protobuf writes it.
+    const high = Math.floor(value / TWO_32);
+    let lo = (value - high * TWO_32) >>> 0;
+    let hi = high >>> 0;
+    while (hi > 0 || lo > 0x7f) {
+      this.out.push((lo & 0x7f) | 0x80);
+      lo = ((lo >>> 7) | (hi << 25)) >>> 0;
+      hi >>>= 7;
+    }
+    this.out.push(lo);
+  }
+  bytes(field: number, payload: number[] | Uint8Array): void {
+    this.varint(field * 8 + 2);
+    this.varint(payload.length);
+    for (const b of payload) this.out.push(b);
+  }
+}
+
+const utf8Encoder = new TextEncoder();
+
+/** The protobuf bytes of a WriteRequest (before snappy). */
+export function encodeWriteRequest(
+  series: ReadonlyArray<{ labels: Labels; samples: ReadonlyArray<{ t: number; v: number }> }>,
+): Uint8Array {
+  const top = new ProtoWriter();
+  const scratch = new DataView(new ArrayBuffer(8));
+  for (const s of series) {
+    const ts = new ProtoWriter();
+    for (const [name, value] of s.labels) {
+      const label = new ProtoWriter();
+      label.bytes(1, utf8Encoder.encode(name));
+      label.bytes(2, utf8Encoder.encode(value));
+      ts.bytes(1, label.out);
+    }
+    for (const { t, v } of s.samples) {
+      const sample = new ProtoWriter();
+      sample.varint((1 << 3) | 1);
+      scratch.setFloat64(0, v, true);
+      for (let k = 0; k < 8; k++) sample.out.push(scratch.getUint8(k));
+      sample.varint((2 << 3) | 0);
+      sample.varint(t);
+      ts.bytes(2, sample.out);
+    }
+    top.bytes(1, ts.out);
+  }
+  return Uint8Array.from(top.out);
+}

@@ -1,0 +1,144 @@
+/**
+ * Composition root of metrics — metrics and observability platform (seed 000 §12): config →
+ * database (tenants and hashed API keys; PGlite by default, PostgreSQL with DATABASE_URL) →
+ * the per-tenant TSDB (head + WAL + blocks in METRICS_TSDB_DIR) → metrics → API (remote-write
+ * and the agent's batch in, Prometheus's query API out) → listen, through infra's
+ * `startService`, which closes what a failed start opened. Errors under /api/v1/ are in
+ * Prometheus's shape (`api/prometheus-errors.ts`).
+ *
+ * @example
+ * // PORT=8112 node systems/metrics/src/main.ts   (npx casebook run metrics runs it through the CLI)
+ * const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
+ * await fetch(`${running.url}/healthz`); // 200
+ * await running.close();
+ */
+import { randomBytes } from "node:crypto";
+import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import type { Service } from "@casebook/infra/http/service";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
+import { startService } from "@casebook/infra/http/start-service";
+import { runMigrations } from "@casebook/infra/sql/migrations";
+import { dataDirFor } from "@casebook/infra/sql/open-database";
+import { systemClock } from "@casebook/kit/clock";
+import packageJson from "../package.json" with { type: "json" };
+import { prometheusErrorFormat } from "./api/prometheus-errors.ts";
+import { registerApi } from "./api/register-api.ts";
+import {
+  BOOTSTRAP_OFF,
+  configSchema,
+  DEFAULT_BOOTSTRAP_TENANT,
+  loadSystemConfig,
+  parseStandardLabels,
+  type SystemConfig,
+} from "./config.ts";
+import { labelsFromPairs } from "./domain/labels.ts";
+import { errors } from "./errors.ts";
+import { createMetrics } from "./metrics.ts";
+import { TenantRepository } from "./store/tenant-repository.ts";
+import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
+
+export const SYSTEM = "metrics";
+export const VERSION = packageJson.version;
+
+export interface RunningSystem {
+  readonly url: string;
+  readonly service: Service;
+  readonly config: SystemConfig;
+  /** The demo tenant created by THIS start (undefined when it existed already or is off). */
+  readonly bootstrap: { tenantId: string; apiKey: string } | undefined;
+  readonly tenants: TenantRepository;
+  close(): Promise<void>;
+}
+
+function bootstrapTenantOf(config: SystemConfig, engine: string): string | undefined {
+  const chosen = config.bootstrapTenant ?? (engine === "pglite" ? DEFAULT_BOOTSTRAP_TENANT : undefined);
+  return chosen === BOOTSTRAP_OFF ? undefined : chosen;
+}
+
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningSystem> {
+  const config = loadSystemConfig(env);
+  const { url, service, built } = await startService({
+    service: {
+      name: SYSTEM,
+      version: VERSION,
+      log: { level: config.logLevel },
+      errors: [errors],
+      errorFormats: [prometheusErrorFormat("/api/v1/")],
+      openapi: {
+        securitySchemes: bearerSecurityScheme("Tenant API key (mtk_…), as remote_write's authorization"),
+      },
+      description:
+        "metrics and observability platform (seed 000 §12): remote-write in, Prometheus's query API out",
+    },
+    database: {
+      system: SYSTEM,
+      env,
+      ...databaseOptionsOf(config),
+      migrate: (db) => runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) }),
+    },
+    build: async ({ service, db }) => {
+      const metrics = createMetrics(service.registry, { version: VERSION });
+      const tenants = new TenantRepository(db, { clock: systemClock, randomBytes });
+      const tsdbs = new TenantTsdbs({
+        dir: config.tsdbDir ?? dataDirFor("metrics-tsdb", env),
+        blockRangeMs: config.blockRangeMs,
+        defaults: { maxSeries: config.maxSeries, maxSeriesPerMetric: config.maxSeriesPerMetric },
+      });
+      service.onClose(() => tsdbs.close());
+      await registerApi(service.app, {
+        db,
+        clock: systemClock,
+        randomBytes,
+        tenants,
+        tsdbs,
+        metrics,
+        adminToken: config.adminToken,
+        settings: {
+          standardLabels: labelsFromPairs(parseStandardLabels(config.standardLabels)),
+          partitions: config.partitions,
+          writeBodyLimitBytes: config.writeBodyLimitBytes,
+          writeMaxDecodedBytes: config.writeMaxDecodedBytes,
+          lookbackMs: config.lookbackMs,
+          queryMaxSamples: config.queryMaxSamples,
+        },
+      });
+      const bootstrapId = bootstrapTenantOf(config, db.engine);
+      const created =
+        bootstrapId === undefined
+          ? undefined
+          : await tenants.createIfAbsent({ id: bootstrapId, name: bootstrapId });
+      const bootstrap = created && { tenantId: created.tenant.id, apiKey: created.apiKey.key };
+      return { bootstrap, tenants };
+    },
+    listen: { port: config.port, host: config.host },
+    listening: (_built, { db }) => ({ engine: db.engine }),
+    announce: ({ bootstrap }, { service, url }) => {
+      if (!bootstrap) return;
+      const hint = `curl -s -H 'Authorization: Bearer ${bootstrap.apiKey}' '${url}/api/v1/query?query=up'`;
+      service.log.info(
+        { ...bootstrap, try: hint },
+        "bootstrap tenant created: its API key is shown only now",
+      );
+    },
+  });
+  return {
+    url,
+    service,
+    config,
+    bootstrap: built.bootstrap,
+    tenants: built.tenants,
+    close: () => service.close(),
+  };
+}
+
+if (import.meta.main) {
+  await runServiceEntry({
+    name: SYSTEM,
+    summary: "metrics and observability platform (seed 000 §12)",
+    schema: configSchema,
+    usage: [`npx casebook run ${SYSTEM}`, `node systems/${SYSTEM}/src/main.ts`],
+    notes: `The API, the design and the claims: systems/${SYSTEM}/README.md`,
+    start: async () => (await main()).service,
+  });
+}

@@ -1,0 +1,129 @@
+/**
+ * Little binary writer/reader for the TSDB's files (WAL records, block index): unsigned
+ * varints, fixed 32-bit ints, float64s written through a DataView so a NaN keeps its payload
+ * (StaleNaN), and length-prefixed UTF-8 strings. A read past the end throws RangeError,
+ * which the WAL treats as a torn record.
+ *
+ * @example
+ * const out = new ByteWriter();
+ * out.uvarint(300); out.f64(1.5); out.string("up");
+ * const input = new ByteReader(out.finish());
+ * input.uvarint(); // 300
+ */
+
+export class ByteWriter {
+  #buffer = new Uint8Array(256);
+  #view = new DataView(this.#buffer.buffer);
+  #length = 0;
+
+  get length(): number {
+    return this.#length;
+  }
+
+  #ensure(extra: number): void {
+    if (this.#length + extra <= this.#buffer.length) return;
+    const grown = new Uint8Array(Math.max(this.#length + extra, this.#buffer.length * 2));
+    grown.set(this.#buffer.subarray(0, this.#length));
+    this.#buffer = grown;
+    this.#view = new DataView(grown.buffer);
+  }
+
+  u8(value: number): void {
+    this.#ensure(1);
+    this.#buffer[this.#length++] = value;
+  }
+  u32(value: number): void {
+    this.#ensure(4);
+    this.#view.setUint32(this.#length, value);
+    this.#length += 4;
+  }
+  f64(value: number): void {
+    this.#ensure(8);
+    this.#view.setFloat64(this.#length, value);
+    this.#length += 8;
+  }
+  /** A non-negative safe integer, 7 bits a byte. */
+  uvarint(value: number): void {
+    let rest = value;
+    while (rest >= 0x80) {
+      this.u8((rest % 0x80) | 0x80);
+      rest = Math.floor(rest / 0x80);
+    }
+    this.u8(rest);
+  }
+  /** A signed safe integer, zig-zag then varint. */
+  varint(value: number): void {
+    this.uvarint(value >= 0 ? value * 2 : -value * 2 - 1);
+  }
+  bytes(bytes: Uint8Array): void {
+    this.#ensure(bytes.length);
+    this.#buffer.set(bytes, this.#length);
+    this.#length += bytes.length;
+  }
+  string(text: string): void {
+    const encoded = new TextEncoder().encode(text);
+    this.uvarint(encoded.length);
+    this.bytes(encoded);
+  }
+  finish(): Uint8Array {
+    return this.#buffer.slice(0, this.#length);
+  }
+}
+
+export class ByteReader {
+  readonly #bytes: Uint8Array;
+  readonly #view: DataView;
+  offset = 0;
+
+  constructor(bytes: Uint8Array) {
+    this.#bytes = bytes;
+    this.#view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+
+  get remaining(): number {
+    return this.#bytes.length - this.offset;
+  }
+  #need(n: number): void {
+    if (this.offset + n > this.#bytes.length) throw new RangeError("read past the end");
+  }
+  u8(): number {
+    this.#need(1);
+    return this.#bytes[this.offset++]!;
+  }
+  u32(): number {
+    this.#need(4);
+    const value = this.#view.getUint32(this.offset);
+    this.offset += 4;
+    return value;
+  }
+  f64(): number {
+    this.#need(8);
+    const value = this.#view.getFloat64(this.offset);
+    this.offset += 8;
+    return value;
+  }
+  uvarint(): number {
+    let value = 0;
+    let scale = 1;
+    for (let i = 0; i < 8; i++) {
+      const byte = this.u8();
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) return value;
+      scale *= 0x80;
+    }
+    throw new RangeError("varint too long");
+  }
+  varint(): number {
+    const z = this.uvarint();
+    return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+  }
+  bytes(n: number): Uint8Array {
+    this.#need(n);
+    const out = this.#bytes.subarray(this.offset, this.offset + n);
+    this.offset += n;
+    return out;
+  }
+  string(): string {
+    return new TextDecoder("utf-8", { fatal: true }).decode(this.bytes(this.uvarint()));
+  }
+}
