@@ -23,6 +23,7 @@ import { type Clock, systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import { registerAnalyticsRoutes } from "./api/analytics-routes.ts";
 import type { CodeSource, ReadPath } from "./api/api-context.ts";
+import { domainOf } from "./api/api-context.ts";
 import { CreateLimiter } from "./api/create-limiter.ts";
 import { registerApi } from "./api/register-api.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
@@ -45,6 +46,8 @@ import { SqlCounter } from "./store/sql-counter.ts";
 import { anyWorkspace, createWorkspaceIfAbsent } from "./store/workspace-repository.ts";
 import { ClickFlusher } from "./workers/click-flusher.ts";
 import { ClickRollup } from "./workers/click-rollup.ts";
+import { EdgeLogIngester } from "./workers/edge-log-ingester.ts";
+import { EdgePurger } from "./workers/edge-purger.ts";
 import { LinkReaper } from "./workers/link-reaper.ts";
 
 export const SYSTEM = "url-shortener";
@@ -142,6 +145,63 @@ export interface ClickPipeline {
   readonly store: ClickStore;
   readonly flusher: ClickFlusher;
   readonly rollup: ClickRollup;
+  /** The edge's access log ingester, when URL_SHORTENER_EDGE_ACCESS_LOG is set. */
+  readonly edge: EdgeLogIngester | undefined;
+}
+
+/** The read path the API edits through: forgetting a link drops it from this LRU, then purges the edge. */
+function purgingReadPath(
+  reader: ReadPath,
+  config: SystemConfig,
+  service: Service,
+  metrics: SystemMetrics,
+): ReadPath {
+  if (config.edgePurgeUrl === undefined) return reader;
+  const log = service.log;
+  const purger = new EdgePurger({
+    url: config.edgePurgeUrl,
+    onPurge: (outcome, detail) => {
+      metrics.edgePurges.inc({ outcome });
+      if (outcome === "failed")
+        log.warn(
+          { err: detail.error, domain: detail.domain, code: detail.code, status: detail.status },
+          "edge purge failed: the link's max-age bounds what the edge serves",
+        );
+    },
+  });
+  service.onClose(() => purger.close());
+  return {
+    resolve: (domain, code) => reader.resolve(domain, code),
+    forget: async (domain, code) => {
+      await reader.forget(domain, code);
+      await purger.purge(domain, code);
+    },
+  };
+}
+
+function startEdgeIngester(
+  config: SystemConfig,
+  db: Database,
+  service: Service,
+  metrics: SystemMetrics,
+  key: Uint8Array,
+): EdgeLogIngester | undefined {
+  if (config.edgeAccessLog === undefined) return undefined;
+  const [fallback] = config.domains;
+  const ingester = new EdgeLogIngester({
+    db,
+    path: config.edgeAccessLog,
+    key,
+    domainOf: (host) => (domainOf(config.domains, host) ?? fallback!).host,
+    intervalMs: config.edgeIngestIntervalMs,
+    onError: (err) => service.log.warn({ err }, "edge log ingest failed; the position is kept, retrying"),
+    onIngested: (lines, skipped) => {
+      metrics.edgeClicksIngested.inc(lines);
+      if (skipped > 0) metrics.edgeLinesSkipped.inc(skipped);
+    },
+  });
+  ingester.start();
+  return ingester;
 }
 
 /**
@@ -188,7 +248,9 @@ async function startClicks(
   });
   flusher.start();
   service.onClose(() => flusher.stop());
-  return { buffer, store, flusher, rollup };
+  const edge = startEdgeIngester(config, db, service, metrics, key);
+  if (edge) service.onClose(() => edge.stop());
+  return { buffer, store, flusher, rollup, edge };
 }
 
 async function bootstrapWorkspace(config: SystemConfig, db: Database, clock: Clock) {
@@ -230,7 +292,7 @@ export async function main(
       await registerApi(service.app, {
         db,
         links,
-        reader,
+        reader: purgingReadPath(reader, config, service, metrics),
         codes: await codeSourceOf(config, db, service, clock),
         verifier:
           options.verifier ??
@@ -248,6 +310,8 @@ export async function main(
         }),
         metrics,
         visits: options.visits ?? clicks?.buffer ?? noVisits,
+        staleIfErrorS: config.staleIfErrorS,
+        edgeToken: config.edgeToken,
         randomBytes,
         adminToken: config.adminToken,
         extraRoutes: (scope, callerOf) => {

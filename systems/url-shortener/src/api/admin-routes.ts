@@ -134,7 +134,7 @@ function registerDisableRoutes(app: FastifyInstance, options: AdminOptions): voi
           options.clock.nowMs(),
         );
         if (!found) throw errors.create("LINK_NOT_FOUND", { fields: { domain, code } });
-        options.reader.forget(domain, code);
+        await options.reader.forget(domain, code);
         return { domain, code, disabled };
       },
     );

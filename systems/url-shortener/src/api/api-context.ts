@@ -15,9 +15,9 @@ export interface CodeSource {
   next(): Promise<string>;
 }
 
-/** The read path, with the hook an edit through this process uses to drop a cached link. */
+/** The read path, with the hook an edit through this process uses to drop a cached link (this LRU, and the edge's entry when one is configured). */
 export interface ReadPath extends LinkResolver {
-  forget(domain: string, code: string): void;
+  forget(domain: string, code: string): void | Promise<void>;
 }
 
 export interface LinksContext {

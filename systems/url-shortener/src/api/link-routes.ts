@@ -153,7 +153,7 @@ export function registerLinkRoutes(
         nowMs,
       );
       if (!changed) throw notFound(request.params);
-      context.reader.forget(domain, code);
+      await context.reader.forget(domain, code);
       const warnings =
         changed.before.target !== changed.after.target && isPermanent(changed.before.status)
           ? [PERMANENT_TARGET_WARNING]
@@ -178,7 +178,7 @@ export function registerLinkRoutes(
       const domain = request.params.domain.toLowerCase();
       const { code } = request.params;
       if (!(await links.remove(callerOf(request).workspaceId, domain, code))) throw notFound(request.params);
-      context.reader.forget(domain, code);
+      await context.reader.forget(domain, code);
       return reply.code(204).send();
     },
   );

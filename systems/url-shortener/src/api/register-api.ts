@@ -24,6 +24,10 @@ import { registerRedirectRoute } from "./redirect-route.ts";
 export interface ApiOptions extends LinksContext {
   readonly db: Database;
   readonly visits: VisitSink;
+  /** Cache-Control stale-if-error of a link without expiry. */
+  readonly staleIfErrorS?: number;
+  /** URL_SHORTENER_EDGE_TOKEN (redirect-route.ts). */
+  readonly edgeToken?: string | undefined;
   readonly randomBytes: RandomBytes;
   /** URL_SHORTENER_ADMIN_TOKEN; undefined: no admin routes at all. */
   readonly adminToken?: string | undefined;
@@ -66,5 +70,7 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
     clock,
     visits: options.visits,
     metrics: options.metrics,
+    ...(options.staleIfErrorS === undefined ? {} : { staleIfErrorS: options.staleIfErrorS }),
+    edgeToken: options.edgeToken,
   });
 }
