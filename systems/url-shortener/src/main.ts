@@ -350,12 +350,25 @@ export async function main(
 }
 
 if (import.meta.main) {
+  // Like src/edge/run-with-edge.ts's isEdgeLaunch; that module is loaded only with --edge (it starts nginx through lab).
+  const edge = process.argv.slice(2).includes("--edge");
   await runServiceEntry({
     name: SYSTEM,
     summary: "global URL shortener (seed 000 §9)",
     schema: configSchema,
-    usage: [`npx casebook run ${SYSTEM}`, `node systems/${SYSTEM}/src/main.ts`],
+    usage: [
+      `npx casebook run ${SYSTEM}`,
+      `npx casebook run ${SYSTEM} --edge     # with its nginx edge in front (short links point at the edge)`,
+      `node systems/${SYSTEM}/src/main.ts [--edge]`,
+    ],
     notes: `An API key: npx casebook ${SYSTEM} new-key [--workspace ID] (needs URL_SHORTENER_ADMIN_TOKEN).\nThe API, the design and the claims: systems/${SYSTEM}/README.md`,
-    start: async () => (await main()).service,
+    start: async () => {
+      if (!edge) return (await main()).service;
+      const { mainWithEdge } = await import("./edge/run-with-edge.ts");
+      const running = await mainWithEdge(main);
+      // The edge goes first on close (close hooks run last-added first).
+      running.service.onClose(() => running.edge.stop());
+      return running.service;
+    },
   });
 }
