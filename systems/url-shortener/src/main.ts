@@ -18,7 +18,9 @@ import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { type IdempotencyStore, PRUNE_MAX_BATCH } from "@casebook/infra/sql/idempotency-store";
 import type { Database } from "@casebook/infra/sql/sql";
+import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import { registerAnalyticsRoutes } from "./api/analytics-routes.ts";
@@ -38,6 +40,7 @@ import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { CachedLinkReader } from "./store/cached-link-reader.ts";
 import { ClickStore } from "./store/click-store.ts";
+import { shortenerIdempotency, shortenerIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LinkRepository } from "./store/link-repository.ts";
 import { migrateShortenerStore } from "./store/migrate.ts";
 import { loadPermutationKey, VISITORS_KEY } from "./store/permutation-key.ts";
@@ -138,6 +141,19 @@ function startReaper(
   });
   reaper.start();
   service.onClose(() => reaper.stop());
+}
+
+/** Idempotency keys answer for a day (the store's retention); past it this loop deletes them, a batch at a time. */
+function startIdempotencyPruner(store: IdempotencyStore, config: SystemConfig, service: Service) {
+  const loop = new BackgroundLoop({
+    name: "idempotency pruner",
+    round: async () => (await store.prune({ maxBatch: PRUNE_MAX_BATCH })) === PRUNE_MAX_BATCH,
+    idleMs: config.reapIntervalMs,
+    failureBackoff: { capMs: Math.max(config.reapIntervalMs, 60_000), jitter: "none" },
+    onError: (err) => service.log.warn({ err }, "idempotency key prune failed; retrying"),
+  });
+  loop.start();
+  service.onClose(() => loop.stop());
 }
 
 export interface ClickPipeline {
@@ -274,7 +290,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors],
+      errors: [errors, shortenerIdempotency.registry],
       openapi: {
         securitySchemes: bearerSecurityScheme(
           "Workspace API key (usk_...); the admin token on /admin routes",
@@ -289,6 +305,8 @@ export async function main(
       const links = new LinkRepository(db);
       const reader = readPathOf(config, links, metrics, clock);
       const clicks = config.clicks ? await startClicks(config, db, service, metrics, clock) : undefined;
+      const idempotency = shortenerIdempotencyStore(db, { clock });
+      startIdempotencyPruner(idempotency, config, service);
       await registerApi(service.app, {
         db,
         links,
@@ -309,6 +327,7 @@ export async function main(
           maxKeys: MAX_LIMITED_KEYS,
         }),
         metrics,
+        idempotency,
         visits: options.visits ?? clicks?.buffer ?? noVisits,
         staleIfErrorS: config.staleIfErrorS,
         edgeToken: config.edgeToken,

@@ -2,6 +2,8 @@
  * What the routes need, built once by register-api.ts: the stores, the code source, the
  * abuse checks, the domains, the clock and the metrics — passed in, never reached for.
  */
+import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
+import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import type { ShortDomain } from "../config.ts";
 import type { TargetVerifier } from "../domain/target-verifier.ts";
@@ -30,6 +32,9 @@ export interface LinksContext {
   readonly defaultCacheMaxAgeS: number;
   readonly limiter: CreateLimiter;
   readonly metrics: SystemMetrics;
+  /** Where an Idempotency-Key's create commits with its stored response (store/idempotency-keys.ts). */
+  readonly db: Database;
+  readonly idempotency: IdempotencyStore;
 }
 
 /** The short domain a link is on, by its host; undefined when the service does not serve it. */

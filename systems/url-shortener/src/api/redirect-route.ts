@@ -71,6 +71,26 @@ export function registerRedirectRoute(app: FastifyInstance, options: RedirectOpt
   const { reader, domains, clock, visits, metrics } = options;
   const fromEdge = edgeTokenMatcher(options.edgeToken);
   const staleIfErrorS = options.staleIfErrorS ?? 0;
+  // A visit of a short domain's base (GET / with its Host): an orphan visit, counted apart as
+  // Shlink does (code ""), whatever the landing route answers; by the edge's log behind it.
+  app.addHook("onSend", async (request, reply, payload) => {
+    if (request.routeOptions.url !== "/" || (request.method !== "GET" && request.method !== "HEAD"))
+      return payload;
+    const domain = domainOf(domains, request.headers.host ?? "");
+    if (domain === undefined) return payload;
+    if (fromEdge(request.headers[EDGE_TOKEN_HEADER])) reply.header(VISIT_MARKER_HEADER, "1");
+    else
+      visits.record({
+        atMs: clock.nowMs(),
+        domain: domain.host,
+        code: "",
+        status: reply.statusCode,
+        referrer: request.headers.referer,
+        userAgent: request.headers["user-agent"],
+        ip: request.ip,
+      });
+    return payload;
+  });
   app.get<{ Params: { code: string } }>(
     "/:code",
     // Hidden from /openapi.json: it answers redirects and pages, not JSON (the README documents it).

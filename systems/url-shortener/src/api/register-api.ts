@@ -10,7 +10,6 @@
  * await registerApi(service.app, { db, links, reader, codes, verifier, domains, clock, limiter, metrics, visits, randomBytes });
  */
 import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
-import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { FastifyInstance } from "fastify";
 import type { VisitSink } from "../domain/visit.ts";
@@ -22,7 +21,6 @@ import { registerLinkRoutes } from "./link-routes.ts";
 import { registerRedirectRoute } from "./redirect-route.ts";
 
 export interface ApiOptions extends LinksContext {
-  readonly db: Database;
   readonly visits: VisitSink;
   /** Cache-Control stale-if-error of a link without expiry. */
   readonly staleIfErrorS?: number;
