@@ -5,10 +5,12 @@
 set -uo pipefail
 
 # Debian packages tests start their own instances of (lab's spawners): nginx for
-# url-shortener's edge cache (systems/url-shortener/test/edge-cache.test.ts).
-if ! command -v nginx >/dev/null 2>&1; then
-  echo "installing nginx"
-  (apt-get install -y nginx-light >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y nginx-light >/dev/null 2>&1; }) \
+# url-shortener's edge cache, with the cache-purge module its purge on edit/disable needs
+# (systems/url-shortener/test/edge-*.test.ts).
+if ! command -v nginx >/dev/null 2>&1 || [ ! -e /usr/share/nginx/modules/ngx_http_cache_purge_module.so ]; then
+  echo "installing nginx and its cache-purge module"
+  (apt-get install -y nginx-light libnginx-mod-http-cache-purge >/dev/null 2>&1 \
+    || { apt-get update >/dev/null 2>&1 && apt-get install -y nginx-light libnginx-mod-http-cache-purge >/dev/null 2>&1; }) \
     || echo "nginx: not installed (its tests skip, or fail with CASEBOOK_REQUIRE_ENGINES=1)"
 fi
 

@@ -129,6 +129,42 @@ export const configSchema = {
     max: 3_600_000,
     description: "How often the hourly/daily click rollups are recomputed (the last 2 hours each time)",
   }),
+  staleIfErrorS: field.int({
+    env: "URL_SHORTENER_STALE_IF_ERROR_S",
+    default: 86_400,
+    min: 0,
+    max: 30 * 86_400,
+    description:
+      "Cache-Control stale-if-error of a redirect: how long an edge may serve it past max-age while the origin fails (US-10); capped by a link's expiry",
+  }),
+  edgeToken: field.string({
+    env: "URL_SHORTENER_EDGE_TOKEN",
+    minLength: 16,
+    maxLength: 256,
+    secret: true,
+    description:
+      "Shared with the nginx edge (X-Edge-Token): a redirect asked for by the edge is counted from the edge's access log, not here; unset = every visit counted here",
+  }),
+  edgeAccessLog: field.string({
+    env: "URL_SHORTENER_EDGE_ACCESS_LOG",
+    minLength: 1,
+    maxLength: 4_096,
+    description:
+      "The edge's JSON access log (src/edge/nginx-edge-config.ts): ingested into the click log, each line once; unset = no ingestion",
+  }),
+  edgeIngestIntervalMs: field.durationMs({
+    env: "URL_SHORTENER_EDGE_INGEST_INTERVAL_MS",
+    default: 1_000,
+    min: 10,
+    max: 600_000,
+    description: "Pause of the edge-log ingester when it reached the end of the log",
+  }),
+  edgePurgeUrl: field.url({
+    env: "URL_SHORTENER_EDGE_PURGE_URL",
+    protocols: ["http:", "https:"],
+    description:
+      "The edge's purge endpoint (http://127.0.0.1:8110/_edge/purge): a disabled, edited or deleted link is purged from it at once; unset = the edge keeps it up to its max-age",
+  }),
   adminToken: field.string({
     env: "URL_SHORTENER_ADMIN_TOKEN",
     minLength: 16,

@@ -18,11 +18,14 @@ import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { type IdempotencyStore, PRUNE_MAX_BATCH } from "@casebook/infra/sql/idempotency-store";
 import type { Database } from "@casebook/infra/sql/sql";
+import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import { registerAnalyticsRoutes } from "./api/analytics-routes.ts";
 import type { CodeSource, ReadPath } from "./api/api-context.ts";
+import { domainOf } from "./api/api-context.ts";
 import { CreateLimiter } from "./api/create-limiter.ts";
 import { registerApi } from "./api/register-api.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
@@ -37,6 +40,7 @@ import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { CachedLinkReader } from "./store/cached-link-reader.ts";
 import { ClickStore } from "./store/click-store.ts";
+import { shortenerIdempotency, shortenerIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LinkRepository } from "./store/link-repository.ts";
 import { migrateShortenerStore } from "./store/migrate.ts";
 import { loadPermutationKey, VISITORS_KEY } from "./store/permutation-key.ts";
@@ -45,6 +49,8 @@ import { SqlCounter } from "./store/sql-counter.ts";
 import { anyWorkspace, createWorkspaceIfAbsent } from "./store/workspace-repository.ts";
 import { ClickFlusher } from "./workers/click-flusher.ts";
 import { ClickRollup } from "./workers/click-rollup.ts";
+import { EdgeLogIngester } from "./workers/edge-log-ingester.ts";
+import { EdgePurger } from "./workers/edge-purger.ts";
 import { LinkReaper } from "./workers/link-reaper.ts";
 
 export const SYSTEM = "url-shortener";
@@ -137,11 +143,81 @@ function startReaper(
   service.onClose(() => reaper.stop());
 }
 
+/** Idempotency keys answer for a day (the store's retention); past it this loop deletes them, a batch at a time. */
+function startIdempotencyPruner(store: IdempotencyStore, config: SystemConfig, service: Service) {
+  const loop = new BackgroundLoop({
+    name: "idempotency pruner",
+    round: async () => (await store.prune({ maxBatch: PRUNE_MAX_BATCH })) === PRUNE_MAX_BATCH,
+    idleMs: config.reapIntervalMs,
+    failureBackoff: { capMs: Math.max(config.reapIntervalMs, 60_000), jitter: "none" },
+    onError: (err) => service.log.warn({ err }, "idempotency key prune failed; retrying"),
+  });
+  loop.start();
+  service.onClose(() => loop.stop());
+}
+
 export interface ClickPipeline {
   readonly buffer: ClickBuffer;
   readonly store: ClickStore;
   readonly flusher: ClickFlusher;
   readonly rollup: ClickRollup;
+  /** The edge's access log ingester, when URL_SHORTENER_EDGE_ACCESS_LOG is set. */
+  readonly edge: EdgeLogIngester | undefined;
+}
+
+/** The read path the API edits through: forgetting a link drops it from this LRU, then purges the edge. */
+function purgingReadPath(
+  reader: ReadPath,
+  config: SystemConfig,
+  service: Service,
+  metrics: SystemMetrics,
+): ReadPath {
+  if (config.edgePurgeUrl === undefined) return reader;
+  const log = service.log;
+  const purger = new EdgePurger({
+    url: config.edgePurgeUrl,
+    onPurge: (outcome, detail) => {
+      metrics.edgePurges.inc({ outcome });
+      if (outcome === "failed")
+        log.warn(
+          { err: detail.error, domain: detail.domain, code: detail.code, status: detail.status },
+          "edge purge failed: the link's max-age bounds what the edge serves",
+        );
+    },
+  });
+  service.onClose(() => purger.close());
+  return {
+    resolve: (domain, code) => reader.resolve(domain, code),
+    forget: async (domain, code) => {
+      await reader.forget(domain, code);
+      await purger.purge(domain, code);
+    },
+  };
+}
+
+function startEdgeIngester(
+  config: SystemConfig,
+  db: Database,
+  service: Service,
+  metrics: SystemMetrics,
+  key: Uint8Array,
+): EdgeLogIngester | undefined {
+  if (config.edgeAccessLog === undefined) return undefined;
+  const [fallback] = config.domains;
+  const ingester = new EdgeLogIngester({
+    db,
+    path: config.edgeAccessLog,
+    key,
+    domainOf: (host) => (domainOf(config.domains, host) ?? fallback!).host,
+    intervalMs: config.edgeIngestIntervalMs,
+    onError: (err) => service.log.warn({ err }, "edge log ingest failed; the position is kept, retrying"),
+    onIngested: (lines, skipped) => {
+      metrics.edgeClicksIngested.inc(lines);
+      if (skipped > 0) metrics.edgeLinesSkipped.inc(skipped);
+    },
+  });
+  ingester.start();
+  return ingester;
 }
 
 /**
@@ -188,7 +264,9 @@ async function startClicks(
   });
   flusher.start();
   service.onClose(() => flusher.stop());
-  return { buffer, store, flusher, rollup };
+  const edge = startEdgeIngester(config, db, service, metrics, key);
+  if (edge) service.onClose(() => edge.stop());
+  return { buffer, store, flusher, rollup, edge };
 }
 
 async function bootstrapWorkspace(config: SystemConfig, db: Database, clock: Clock) {
@@ -212,7 +290,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors],
+      errors: [errors, shortenerIdempotency.registry],
       openapi: {
         securitySchemes: bearerSecurityScheme(
           "Workspace API key (usk_...); the admin token on /admin routes",
@@ -227,10 +305,12 @@ export async function main(
       const links = new LinkRepository(db);
       const reader = readPathOf(config, links, metrics, clock);
       const clicks = config.clicks ? await startClicks(config, db, service, metrics, clock) : undefined;
+      const idempotency = shortenerIdempotencyStore(db, { clock });
+      startIdempotencyPruner(idempotency, config, service);
       await registerApi(service.app, {
         db,
         links,
-        reader,
+        reader: purgingReadPath(reader, config, service, metrics),
         codes: await codeSourceOf(config, db, service, clock),
         verifier:
           options.verifier ??
@@ -247,7 +327,10 @@ export async function main(
           maxKeys: MAX_LIMITED_KEYS,
         }),
         metrics,
+        idempotency,
         visits: options.visits ?? clicks?.buffer ?? noVisits,
+        staleIfErrorS: config.staleIfErrorS,
+        edgeToken: config.edgeToken,
         randomBytes,
         adminToken: config.adminToken,
         extraRoutes: (scope, callerOf) => {
@@ -286,12 +369,25 @@ export async function main(
 }
 
 if (import.meta.main) {
+  // Like src/edge/run-with-edge.ts's isEdgeLaunch; that module is loaded only with --edge (it starts nginx through lab).
+  const edge = process.argv.slice(2).includes("--edge");
   await runServiceEntry({
     name: SYSTEM,
     summary: "global URL shortener (seed 000 §9)",
     schema: configSchema,
-    usage: [`npx casebook run ${SYSTEM}`, `node systems/${SYSTEM}/src/main.ts`],
+    usage: [
+      `npx casebook run ${SYSTEM}`,
+      `npx casebook run ${SYSTEM} --edge     # with its nginx edge in front (short links point at the edge)`,
+      `node systems/${SYSTEM}/src/main.ts [--edge]`,
+    ],
     notes: `An API key: npx casebook ${SYSTEM} new-key [--workspace ID] (needs URL_SHORTENER_ADMIN_TOKEN).\nThe API, the design and the claims: systems/${SYSTEM}/README.md`,
-    start: async () => (await main()).service,
+    start: async () => {
+      if (!edge) return (await main()).service;
+      const { mainWithEdge } = await import("./edge/run-with-edge.ts");
+      const running = await mainWithEdge(main);
+      // The edge goes first on close (close hooks run last-added first).
+      running.service.onClose(() => running.edge.stop());
+      return running.service;
+    },
   });
 }

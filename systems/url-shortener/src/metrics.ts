@@ -23,6 +23,12 @@ export interface SystemMetrics {
   readonly linksCreated: Counter<"scheme">;
   /** Creations refused, by reason: rate_limited, blocked. */
   readonly createsRefused: Counter<"reason">;
+  /** Lines of the edge's click log appended to the click log. */
+  readonly edgeClicksIngested: Counter;
+  /** Lines of the edge's click log that were not visits (skipped). */
+  readonly edgeLinesSkipped: Counter;
+  /** Edge purges by outcome: purged, absent (not cached), failed. */
+  readonly edgePurges: Counter<"outcome">;
   /** Expired links deleted by the reaper. */
   readonly linksReaped: Counter;
   /** Visits written to the click log by the flusher. */
@@ -73,6 +79,22 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     clicksDropped: new Counter({
       name: "url_shortener_clicks_dropped_total",
       help: "Visits dropped because the click buffer was full or a refused batch no longer fit: counted, never waited for",
+      registers: [registry],
+    }),
+    edgeClicksIngested: new Counter({
+      name: "url_shortener_edge_clicks_ingested_total",
+      help: "Visits read from the edge's JSON access log and appended to the click log (each line once)",
+      registers: [registry],
+    }),
+    edgeLinesSkipped: new Counter({
+      name: "url_shortener_edge_log_lines_skipped_total",
+      help: "Lines of the edge's access log that were not visits (malformed or overlong): skipped",
+      registers: [registry],
+    }),
+    edgePurges: new Counter({
+      name: "url_shortener_edge_purges_total",
+      help: "Purges of a changed link from the edge, by outcome (purged, absent: not cached, failed: max-age bounds it)",
+      labelNames: ["outcome"],
       registers: [registry],
     }),
     linksReaped: new Counter({

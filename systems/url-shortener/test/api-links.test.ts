@@ -135,3 +135,59 @@ test("the listing pages with a cursor, newest first, filtered by tag; a forged c
   assert.equal(forged.status, 400);
   assert.equal(forged.json.code, "LINK_CURSOR_INVALID");
 });
+
+test("Idempotency-Key on create: a retry gets the first link back (no second link), another body with the key is 422, a bad key is 400 naming the header, a refusal stores nothing", async () => {
+  const headers = { "idempotency-key": "create-7f3a" };
+  const first = await world.request("POST", "/v1/links", {
+    key,
+    body: { url: "https://example.com/once" },
+    headers,
+  });
+  assert.equal(first.status, 201, first.body);
+  const count = await linkCount();
+  const retry = await world.request("POST", "/v1/links", {
+    key,
+    body: { url: "https://example.com/once" },
+    headers,
+  });
+  assert.equal(retry.status, 201);
+  assert.equal(retry.body, first.body, "the stored answer, byte for byte");
+  assert.equal(await linkCount(), count, "no second link");
+  // Another workspace's key space is its own.
+  const other = await world.request("POST", "/v1/links", {
+    key: otherKey,
+    body: { url: "https://example.com/once" },
+    headers,
+  });
+  assert.equal(other.status, 201);
+  assert.notEqual(other.json.code, first.json.code);
+  const mismatch = await world.request("POST", "/v1/links", {
+    key,
+    body: { url: "https://example.com/two" },
+    headers,
+  });
+  assert.equal(mismatch.status, 422, mismatch.body);
+  assert.equal(mismatch.json.code, "URL_SHORTENER_IDEMPOTENCY_MISMATCH");
+  const bad = await world.request("POST", "/v1/links", {
+    key,
+    body: { url: "https://example.com/x" },
+    headers: { "idempotency-key": "with space" },
+  });
+  assert.equal(bad.status, 400);
+  assert.match(bad.body, /idempotency-key/);
+  // A refused create (a bad field) releases the key: fixed and retried with it, it is made.
+  const refusedKey = { "idempotency-key": "create-refused" };
+  const refused = await world.request("POST", "/v1/links", {
+    key,
+    body: { url: "ftp://x.test/" },
+    headers: refusedKey,
+  });
+  assert.equal(refused.status, 400);
+  const fixed = await world.request("POST", "/v1/links", {
+    key,
+    body: { url: "ftp://x.test/" },
+    headers: refusedKey,
+  });
+  assert.equal(fixed.status, 400, "the same bad body is refused again, not replayed from a stored answer");
+  assert.equal(await linkCount(), count + 1);
+});

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { ClickStore } from "../src/store/click-store.ts";
-import { type ApiWorld, apiWorld, DOMAIN_A, START_MS } from "./api-fixture.ts";
+import { ADMIN_TOKEN, type ApiWorld, apiWorld, DOMAIN_A, DOMAIN_B, START_MS } from "./api-fixture.ts";
 
 let world: ApiWorld;
 let key = "";
@@ -94,7 +94,7 @@ test("US-15 the rollup per hour and day agrees with the raw log; bots kept but e
   const store = new ClickStore(world.running.db);
   assert.deepEqual(await store.rawTotals(DOMAIN_A, code), { clicks: 9, botClicks: 2 }, "rollup = raw log");
   const orphans = await store.orphans(START_MS, START_MS + 86_400_000);
-  assert.deepEqual(orphans, [{ domain: DOMAIN_A, status: 404, visits: 1 }]);
+  assert.deepEqual(orphans, [{ domain: DOMAIN_A, kind: "unknown", status: 404, visits: 1 }]);
   world.clock.setWallMs(START_MS);
 });
 
@@ -134,4 +134,26 @@ test("QR codes of the short URL, as PNG and SVG", async () => {
   assert.equal(svg.status, 200);
   assert.match(String(svg.headers["content-type"]), /^image\/svg\+xml/);
   assert.match(svg.body, /^<svg /);
+});
+
+test("base-domain visits (GET / on a short domain) are orphan visits, counted apart with unknown codes; the API lists them by kind", async () => {
+  const before = await pipeline().flusher.flushOnce();
+  assert.ok(before >= 0);
+  for (let i = 0; i < 3; i++) assert.equal((await world.request("GET", "/", { host: DOMAIN_B })).status, 200);
+  // Not a short domain: the service's own landing page, no visit.
+  await world.request("GET", "/", { host: "127.0.0.1:8109" });
+  await world.request("GET", "/nosuchcode", { host: DOMAIN_B });
+  await pipeline().flusher.flushOnce();
+  const listed = await world.request("GET", "/v1/admin/orphan-visits", { key: ADMIN_TOKEN });
+  assert.equal(listed.status, 200, listed.body);
+  const onB = listed.json.orphans.filter((o: { domain: string }) => o.domain === DOMAIN_B);
+  assert.deepEqual(onB, [
+    { domain: DOMAIN_B, kind: "base", status: 200, visits: 3 },
+    { domain: DOMAIN_B, kind: "unknown", status: 404, visits: 1 },
+  ]);
+  assert.equal(
+    await rows(`SELECT count(*)::int AS n FROM click_rollups WHERE code = ''`),
+    0,
+    "never a link's click",
+  );
 });

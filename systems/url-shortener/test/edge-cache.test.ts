@@ -1,56 +1,15 @@
 /**
- * The edge in front of the service (US-08, US-09, US-10): a private nginx (lab's spawnNginx,
- * Debian's `nginx`) with src/edge/nginx-edge-config.ts, proxying to main() on PGlite. The
- * origin's own counter of redirects (`url_shortener_redirects_total`) says how many requests
- * reached it. Skips (fails in CI with CASEBOOK_REQUIRE_ENGINES=1) when nginx is not installed.
+ * The edge in front of the service (US-08, US-09, US-10): a private nginx (edge-fixture.ts)
+ * with src/edge/nginx-edge-config.ts, proxying to main() on PGlite. The origin's own counter
+ * of redirects (`url_shortener_redirects_total`) says how many requests reached it.
  */
 import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { spawnOrSkip } from "@casebook/lab/server-engine";
-import { spawnNginx } from "@casebook/lab/spawn-nginx";
-import { edgeHttpBlock } from "../src/edge/nginx-edge-config.ts";
 import { main, type RunningSystem } from "../src/main.ts";
-
-async function originRedirects(running: RunningSystem): Promise<number> {
-  const text = await (await fetch(`${running.url}/metrics`)).text();
-  let total = 0;
-  for (const match of text.matchAll(/^url_shortener_redirects_total\{outcome="(\d+)"\} (\d+)$/gm))
-    total += Number(match[2]);
-  return total;
-}
-
-async function shorten(running: RunningSystem, body: Record<string, unknown>): Promise<string> {
-  const res = await fetch(`${running.url}/v1/links`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${running.bootstrap!.apiKey}`, "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  assert.equal(res.status, 201);
-  return ((await res.json()) as { code: string }).code;
-}
-
-/** A GET through the edge, not following the redirect. */
-async function hop(url: string): Promise<{ status: number; location: string | null; cache: string | null }> {
-  const res = await fetch(url, { redirect: "manual" });
-  await res.body?.cancel();
-  return {
-    status: res.status,
-    location: res.headers.get("location"),
-    cache: res.headers.get("x-cache-status"),
-  };
-}
-
-/** Waits until `check` holds, polling; bounded. */
-async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+import { hop, originRedirects, shorten as shortenWith, startEdge, until } from "./edge-fixture.ts";
 
 test("US-09 US-10 US-08 the edge: one origin request per code per max-age window; hot links served with the origin down; a 302 without Cache-Control is not cached", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "casebook-us-edge-"));
@@ -65,15 +24,14 @@ test("US-09 US-10 US-08 the edge: one origin request per code per max-age window
     await running?.close();
     await rm(dir, { recursive: true, force: true });
   });
-  const origin = new URL(running.url).host;
-  const nginx = await spawnOrSkip(t, () =>
-    spawnNginx({
-      http: (port, nginxDir) => edgeHttpBlock({ port, dir: nginxDir, origin }),
-      readyPath: "/healthz",
-    }),
-  );
+  const nginx = await startEdge(t, {
+    origin: new URL(running.url).host,
+    domain: running.config.domains[0]!.host,
+    accessLog: join(dir, "clicks.log"),
+  });
   if (!nginx) return;
-  t.after(() => nginx.stop());
+  const apiKey = running.bootstrap!.apiKey;
+  const shorten = (r: RunningSystem, body: Record<string, unknown>) => shortenWith(r, apiKey, body);
 
   // US-09: 200 clicks of one code within its window reach the origin once.
   const hot = await shorten(running, { url: "https://example.com/hot" });

@@ -68,7 +68,7 @@ test("a first embedded start makes the demo workspace; its key shortens a URL th
   const hop = await fetch(`${running.url}/${code}`, { redirect: "manual" });
   assert.equal(hop.status, 302);
   assert.equal(hop.headers.get("location"), "https://example.com/over-http");
-  assert.equal(hop.headers.get("cache-control"), "max-age=300");
+  assert.equal(hop.headers.get("cache-control"), "max-age=300, stale-if-error=86400");
 });
 
 test("main.ts --help prints every setting and exits 0", async () => {

@@ -36,17 +36,30 @@ test("US-07 redirects are 302 by default; a link may choose 301, 307 or 308", as
 
 test("US-08 the 302 declares Cache-Control: max-age=300 explicitly; a link may set its own lifetime", async () => {
   const link = await create({ url: "https://example.com/cached" });
-  assert.equal((await world.request("GET", `/${link.code}`)).headers["cache-control"], "max-age=300");
+  assert.equal(
+    (await world.request("GET", `/${link.code}`)).headers["cache-control"],
+    "max-age=300, stale-if-error=86400",
+  );
   const short = await create({ url: "https://example.com/short", cacheMaxAgeS: 30 });
-  assert.equal((await world.request("GET", `/${short.code}`)).headers["cache-control"], "max-age=30");
+  assert.equal(
+    (await world.request("GET", `/${short.code}`)).headers["cache-control"],
+    "max-age=30, stale-if-error=86400",
+  );
 });
 
 test("US-12 the cache lifetime sent never exceeds the link's remaining life, and an expired link is a 410, never its target", async () => {
   const expiresAt = new Date(START_MS + 3_600_000 + 200_000).toISOString();
   world.clock.setWallMs(START_MS + 3_600_000);
   const link = await create({ url: "https://example.com/expiring", expiresAt });
-  // 200 s left: max-age 200, not 300.
-  assert.equal((await world.request("GET", `/${link.code}`)).headers["cache-control"], "max-age=200");
+  // 200 s left: max-age 199, not 300 (the second off is the edge's whole-second clock), and no
+  // stale-if-error: an edge cut off from the origin must stop at the expiry too.
+  assert.equal((await world.request("GET", `/${link.code}`)).headers["cache-control"], "max-age=199");
+  const capped = await create({ url: "https://example.com/expiring-60", expiresAt, cacheMaxAgeS: 60 });
+  assert.equal(
+    (await world.request("GET", `/${capped.code}`)).headers["cache-control"],
+    "max-age=60, stale-if-error=139",
+    "60 s fresh, then stale on error only for what is left of its life",
+  );
   world.clock.setWallMs(START_MS + 3_600_000 + 199_500);
   assert.equal((await world.request("GET", `/${link.code}`)).headers["cache-control"], "max-age=0");
   world.clock.setWallMs(START_MS + 3_600_000 + 200_000);
@@ -55,7 +68,7 @@ test("US-12 the cache lifetime sent never exceeds the link's remaining life, and
   assert.equal(gone.headers.location, undefined);
   assert.equal(gone.headers["cache-control"], "no-store");
   // The reaper deletes it (PostgreSQL has no TTL); then the code is unknown.
-  assert.equal(await new LinkRepository(world.running.db).reapExpired(world.clock.nowMs(), 100), 1);
+  assert.equal(await new LinkRepository(world.running.db).reapExpired(world.clock.nowMs(), 100), 2);
   world.running.reader.forget(DOMAIN_A, link.code);
   assert.equal((await world.request("GET", `/${link.code}`)).status, 404);
   world.clock.setWallMs(START_MS);

@@ -6,6 +6,8 @@
  *   GET|POST /v1/admin/workspaces/{id}/api-keys[...]    infra's api-key-admin-routes (list, issue, rotate, revoke)
  *   POST /v1/admin/links/{domain}/{code}/disable        the link answers 410 from now on, kept, not deleted (US-16)
  *   POST /v1/admin/links/{domain}/{code}/enable         it redirects again
+ *   GET  /v1/admin/orphan-visits?from&to                visits of no link, by domain and kind (Shlink's
+ *                                                       orphan visits: base domain, unknown code, gone)
  *
  * `casebook url-shortener new-key` (src/tools/new-key.ts) calls these over HTTP.
  *
@@ -19,12 +21,14 @@ import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
 import { errors } from "../errors.ts";
+import { ClickStore } from "../store/click-store.ts";
 import type { LinkRepository } from "../store/link-repository.ts";
 import {
   createWorkspaceIfAbsent,
   MAX_WORKSPACE_NAME_CHARS,
   workspaceKeys,
 } from "../store/workspace-repository.ts";
+import { rangeOf } from "./analytics-routes.ts";
 import type { ReadPath } from "./api-context.ts";
 import { linkParams } from "./link-schemas.ts";
 
@@ -134,11 +138,61 @@ function registerDisableRoutes(app: FastifyInstance, options: AdminOptions): voi
           options.clock.nowMs(),
         );
         if (!found) throw errors.create("LINK_NOT_FOUND", { fields: { domain, code } });
-        options.reader.forget(domain, code);
+        await options.reader.forget(domain, code);
         return { domain, code, disabled };
       },
     );
   }
+}
+
+const orphanQuery = {
+  type: "object",
+  additionalProperties: false,
+  properties: {
+    from: { type: "string", format: "date-time", description: "Default: 30 days before `to`" },
+    to: { type: "string", format: "date-time", description: "Default: now" },
+  },
+} as const;
+
+const orphanView = {
+  type: "object",
+  required: ["orphans"],
+  properties: {
+    orphans: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["domain", "kind", "status", "visits"],
+        properties: {
+          domain: { type: "string" },
+          kind: { type: "string", enum: ["base", "unknown", "gone"] },
+          status: { type: "integer" },
+          visits: { type: "integer" },
+        },
+      },
+    },
+  },
+} as const;
+
+function registerOrphanRoute(app: FastifyInstance, options: AdminOptions): void {
+  const clicks = new ClickStore(options.db);
+  app.get<{ Querystring: { from?: string; to?: string } }>(
+    "/v1/admin/orphan-visits",
+    {
+      schema: {
+        summary: "Visits of no link (base domain, unknown code, expired or disabled), counted apart",
+        tags,
+        security: bearerSecurity,
+        errorCodes: ["LINK_INVALID"],
+        querystring: orphanQuery,
+        response: { 200: orphanView },
+      },
+    },
+    async (request) => {
+      const { fromMs, toMs } = rangeOf({ granularity: "day", ...request.query }, options.clock.nowMs());
+      return { orphans: await clicks.orphans(fromMs, toMs) };
+    },
+  );
 }
 
 /** The admin scope: the operator's token on every request, then workspaces, keys and link switches. */
@@ -156,5 +210,6 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminOptio
       ownerNotFoundCode: "WORKSPACE_NOT_FOUND",
     });
     registerDisableRoutes(scope, options);
+    registerOrphanRoute(scope, options);
   });
 }

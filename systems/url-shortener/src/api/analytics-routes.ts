@@ -87,7 +87,7 @@ const clicksView = {
 
 type Params = { domain: string; code: string };
 
-function rangeOf(query: { granularity: Granularity; from?: string; to?: string }, nowMs: number) {
+export function rangeOf(query: { granularity: Granularity; from?: string; to?: string }, nowMs: number) {
   const toMs = query.to === undefined ? nowMs + 1 : Date.parse(query.to);
   const fromMs =
     query.from === undefined

@@ -2,6 +2,8 @@
  * What the routes need, built once by register-api.ts: the stores, the code source, the
  * abuse checks, the domains, the clock and the metrics — passed in, never reached for.
  */
+import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
+import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import type { ShortDomain } from "../config.ts";
 import type { TargetVerifier } from "../domain/target-verifier.ts";
@@ -15,9 +17,9 @@ export interface CodeSource {
   next(): Promise<string>;
 }
 
-/** The read path, with the hook an edit through this process uses to drop a cached link. */
+/** The read path, with the hook an edit through this process uses to drop a cached link (this LRU, and the edge's entry when one is configured). */
 export interface ReadPath extends LinkResolver {
-  forget(domain: string, code: string): void;
+  forget(domain: string, code: string): void | Promise<void>;
 }
 
 export interface LinksContext {
@@ -30,6 +32,9 @@ export interface LinksContext {
   readonly defaultCacheMaxAgeS: number;
   readonly limiter: CreateLimiter;
   readonly metrics: SystemMetrics;
+  /** Where an Idempotency-Key's create commits with its stored response (store/idempotency-keys.ts). */
+  readonly db: Database;
+  readonly idempotency: IdempotencyStore;
 }
 
 /** The short domain a link is on, by its host; undefined when the service does not serve it. */

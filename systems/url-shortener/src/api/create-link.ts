@@ -7,6 +7,10 @@
  *   4. the code: an alias by conditional insert (US-18: taken → LINK_ALIAS_TAKEN, 409), or the
  *      next code of the counter scheme, inserted with no lookup (US-05).
  *
+ * `prepareLink` runs steps 1–3 and takes the generated code (everything that may wait on
+ * something else); `insertLink` is step 4's write alone, so a create with an Idempotency-Key
+ * (link-routes.ts) makes it in one transaction with the stored response.
+ *
  * @example
  * const link = await createLink(context, { workspaceId: "demo", keyPrefix: "usk_…" }, { url: "https://example.com" });
  */
@@ -20,7 +24,7 @@ import {
   DEFAULT_REDIRECT_STATUS,
 } from "../domain/link-rules.ts";
 import { errors } from "../errors.ts";
-import type { LinkView, NewLink } from "../store/link-repository.ts";
+import type { LinkRepository, LinkView, NewLink } from "../store/link-repository.ts";
 import { domainOf, type LinksContext } from "./api-context.ts";
 import type { CreateLinkBody } from "./link-schemas.ts";
 
@@ -54,11 +58,14 @@ async function nextCode(context: LinksContext): Promise<string> {
   }
 }
 
-export async function createLink(
+/** A link checked and ready to insert: an alias's conditional insert, or a generated code's plain one. */
+export type PreparedLink = NewLink;
+
+export async function prepareLink(
   context: LinksContext,
   caller: Caller,
   body: CreateLinkBody,
-): Promise<LinkView> {
+): Promise<PreparedLink> {
   const nowMs = context.clock.nowMs();
   const fields = checkFields(context, body, nowMs);
   const waitMs = context.limiter.take(caller.keyPrefix, context.clock.monotonicMs());
@@ -85,21 +92,35 @@ export async function createLink(
     expiresAt: fields.expiresAt,
     nowMs,
   };
-  if (fields.alias !== undefined) {
-    const created = await context.links.insertAlias({ ...link, code: fields.alias, isAlias: true });
+  if (fields.alias !== undefined) return { ...link, code: fields.alias, isAlias: true };
+  return { ...link, code: await nextCode(context), isAlias: false };
+}
+
+/** Step 4's write, on `links` (the context's, or one on a transaction). */
+export async function insertLink(
+  context: LinksContext,
+  links: LinkRepository,
+  prepared: PreparedLink,
+): Promise<LinkView> {
+  if (prepared.isAlias) {
+    const created = await links.insertAlias(prepared);
     if (!created) {
       throw errors.create("LINK_ALIAS_TAKEN", {
-        fields: { field: "alias", alias: fields.alias, domain: link.domain },
+        fields: { field: "alias", alias: prepared.code, domain: prepared.domain },
       });
     }
     context.metrics.linksCreated.inc({ scheme: "alias" });
     return created;
   }
-  const created = await context.links.insertGenerated({
-    ...link,
-    code: await nextCode(context),
-    isAlias: false,
-  });
+  const created = await links.insertGenerated(prepared);
   context.metrics.linksCreated.inc({ scheme: "generated" });
   return created;
+}
+
+export async function createLink(
+  context: LinksContext,
+  caller: Caller,
+  body: CreateLinkBody,
+): Promise<LinkView> {
+  return insertLink(context, context.links, await prepareLink(context, caller, body));
 }

@@ -2,7 +2,8 @@
  * The links API, every route scoped to the workspace of the API key (another workspace's link
  * reads as 404):
  *
- *   POST   /v1/links                  201: a link (generated code, or `alias`)
+ *   POST   /v1/links                  201: a link (generated code, or `alias`); with an Idempotency-Key,
+ *                                     every retry gets the first answer back and no second link
  *   GET    /v1/links                  newest first, `limit` per page, `cursor` for the next, `tag` filter
  *   GET    /v1/links/{domain}/{code}  one link
  *   PATCH  /v1/links/{domain}/{code}  target, status, cache lifetime, query forwarding, tags, expiry;
@@ -13,12 +14,14 @@
  * registerLinkRoutes(scope, context, auth.principalOf);
  */
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import { idempotencyKeyHeaders } from "@casebook/infra/http/idempotency-key";
+import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { checkExpiry, checkTags, checkTarget, isPermanent } from "../domain/link-rules.ts";
 import { errors } from "../errors.ts";
-import type { LinkPatch } from "../store/link-repository.ts";
+import { type LinkPatch, LinkRepository } from "../store/link-repository.ts";
 import { type LinksContext, toLinkJson } from "./api-context.ts";
-import { type Caller, createLink } from "./create-link.ts";
+import { type Caller, createLink, insertLink, prepareLink } from "./create-link.ts";
 import {
   type CreateLinkBody,
   createLinkBody,
@@ -41,6 +44,48 @@ export const PERMANENT_TARGET_WARNING =
 
 function notFound(params: LinkParams): Error {
   return errors.create("LINK_NOT_FOUND", { fields: { domain: params.domain, code: params.code } });
+}
+
+function sendStored(reply: FastifyReply, response: StoredResponse): FastifyReply {
+  return reply.code(response.status).headers(response.headers).send(Buffer.from(response.body));
+}
+
+/**
+ * POST /v1/links with an Idempotency-Key (infra's shared store, Stripe's rules): the key is
+ * claimed first (a retry of a finished create replays its 201 byte for byte; one still running
+ * is 409; another body with the key is 422); the checks, the limit and the verifier run, then
+ * the link's insert and the stored response commit in ONE transaction — a crash in between
+ * leaves neither. A refusal (400/409/422/429) or a failure releases the key: nothing was
+ * stored, a retry starts afresh.
+ */
+async function createIdempotently(
+  context: LinksContext,
+  caller: Caller,
+  body: CreateLinkBody,
+  key: string,
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const fingerprint = fingerprintRequest({ method: "POST", path: "/v1/links", body });
+  const begun = await context.idempotency.begin({ scope: caller.workspaceId, key, fingerprint });
+  if (begun.kind === "replay") return sendStored(reply, begun.response);
+  const { lease } = begun;
+  try {
+    const prepared = await prepareLink(context, caller, body);
+    const response = await context.db.transaction(async (tx) => {
+      const link = await insertLink(context, new LinkRepository(tx), prepared);
+      const stored: StoredResponse = {
+        status: 201,
+        headers: { "content-type": "application/json; charset=utf-8" },
+        body: Buffer.from(JSON.stringify(toLinkJson(link, context.domains))),
+      };
+      await context.idempotency.complete(tx, lease, stored);
+      return stored;
+    });
+    return sendStored(reply, response);
+  } catch (error) {
+    await context.idempotency.release(context.db, lease).catch(() => false);
+    throw error;
+  }
 }
 
 function patchOf(body: PatchLinkBody, nowMs: number): LinkPatch {
@@ -71,12 +116,30 @@ export function registerLinkRoutes(
         summary: "Shorten a URL: a generated code, or a custom alias",
         tags,
         ...auth,
-        errorCodes: ["LINK_INVALID", "LINK_ALIAS_TAKEN", "LINK_TARGET_BLOCKED", "LINK_CREATE_RATE_LIMITED"],
+        errorCodes: [
+          "LINK_INVALID",
+          "LINK_ALIAS_TAKEN",
+          "LINK_TARGET_BLOCKED",
+          "LINK_CREATE_RATE_LIMITED",
+          "URL_SHORTENER_IDEMPOTENCY_IN_PROGRESS",
+          "URL_SHORTENER_IDEMPOTENCY_MISMATCH",
+        ],
+        headers: {
+          type: "object",
+          properties: {
+            ...idempotencyKeyHeaders(
+              "Optional. The same key on every retry of one create: the first link comes back, no second one is made",
+            ),
+          },
+        },
         body: createLinkBody,
         response: { 201: linkView },
       },
     },
     async (request, reply) => {
+      const key = request.headers["idempotency-key"];
+      if (typeof key === "string")
+        return createIdempotently(context, callerOf(request), request.body, key, reply);
       const link = await createLink(context, callerOf(request), request.body);
       return reply.code(201).send(toLinkJson(link, domains));
     },
@@ -153,7 +216,7 @@ export function registerLinkRoutes(
         nowMs,
       );
       if (!changed) throw notFound(request.params);
-      context.reader.forget(domain, code);
+      await context.reader.forget(domain, code);
       const warnings =
         changed.before.target !== changed.after.target && isPermanent(changed.before.status)
           ? [PERMANENT_TARGET_WARNING]
@@ -178,7 +241,7 @@ export function registerLinkRoutes(
       const domain = request.params.domain.toLowerCase();
       const { code } = request.params;
       if (!(await links.remove(callerOf(request).workspaceId, domain, code))) throw notFound(request.params);
-      context.reader.forget(domain, code);
+      await context.reader.forget(domain, code);
       return reply.code(204).send();
     },
   );

@@ -7,18 +7,23 @@
  *
  * Nothing on this path writes to a database (US-15): the visit goes to the sink, which only
  * appends to a bounded in-memory buffer. That record is the route's access log
- * (`accessLog: "own"`), so a redirect writes no second log line.
+ * (`accessLog: "own"`), so a redirect writes no second log line. Behind the edge (a request
+ * carrying the configured `X-Edge-Token`) the edge's access log is the record instead: the
+ * answer carries the `X-Short-Link-Visit` marker the edge logs by, and nothing is recorded
+ * here — each click counted once, from where it was served (edge/nginx-edge-config.ts).
  *
  * @example
  * registerRedirectRoute(app, { reader, domains, clock, visits, metrics });
  * // GET /q3ZxP0a → 302, Location: https://example.com/a, Cache-Control: max-age=300
  */
+import { timingSafeEqual } from "node:crypto";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ShortDomain } from "../config.ts";
 import { CODE_PATTERN } from "../domain/link-rules.ts";
-import { decideRedirect } from "../domain/redirect-decision.ts";
+import { cacheControlOf, decideRedirect } from "../domain/redirect-decision.ts";
 import type { VisitSink } from "../domain/visit.ts";
+import { EDGE_TOKEN_HEADER, VISIT_MARKER_HEADER } from "../edge/nginx-edge-config.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { LinkResolver } from "../store/cached-link-reader.ts";
 import { domainOf } from "./api-context.ts";
@@ -29,6 +34,23 @@ export interface RedirectOptions {
   clock: Clock;
   visits: VisitSink;
   metrics: SystemMetrics;
+  /** Cache-Control stale-if-error of a link without expiry (URL_SHORTENER_STALE_IF_ERROR_S). */
+  staleIfErrorS?: number;
+  /** URL_SHORTENER_EDGE_TOKEN: requests carrying it are the edge's, counted from its log. */
+  edgeToken?: string | undefined;
+}
+
+/** A matcher of the edge's token, constant-time; always false when none is configured. */
+export function edgeTokenMatcher(
+  token: string | undefined,
+): (sent: string | string[] | undefined) => boolean {
+  if (token === undefined) return () => false;
+  const expected = Buffer.from(token);
+  return (sent) => {
+    if (typeof sent !== "string") return false;
+    const given = Buffer.from(sent);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  };
 }
 
 const PAGES = {
@@ -47,6 +69,28 @@ function page(reply: FastifyReply, status: 404 | 410): FastifyReply {
 
 export function registerRedirectRoute(app: FastifyInstance, options: RedirectOptions): void {
   const { reader, domains, clock, visits, metrics } = options;
+  const fromEdge = edgeTokenMatcher(options.edgeToken);
+  const staleIfErrorS = options.staleIfErrorS ?? 0;
+  // A visit of a short domain's base (GET / with its Host): an orphan visit, counted apart as
+  // Shlink does (code ""), whatever the landing route answers; by the edge's log behind it.
+  app.addHook("onSend", async (request, reply, payload) => {
+    if (request.routeOptions.url !== "/" || (request.method !== "GET" && request.method !== "HEAD"))
+      return payload;
+    const domain = domainOf(domains, request.headers.host ?? "");
+    if (domain === undefined) return payload;
+    if (fromEdge(request.headers[EDGE_TOKEN_HEADER])) reply.header(VISIT_MARKER_HEADER, "1");
+    else
+      visits.record({
+        atMs: clock.nowMs(),
+        domain: domain.host,
+        code: "",
+        status: reply.statusCode,
+        referrer: request.headers.referer,
+        userAgent: request.headers["user-agent"],
+        ip: request.ip,
+      });
+    return payload;
+  });
   app.get<{ Params: { code: string } }>(
     "/:code",
     // Hidden from /openapi.json: it answers redirects and pages, not JSON (the README documents it).
@@ -60,23 +104,26 @@ export function registerRedirectRoute(app: FastifyInstance, options: RedirectOpt
       const decision = decideRedirect(link, {
         nowMs,
         query: queryAt === -1 ? "" : request.url.slice(queryAt + 1),
+        staleIfErrorS,
       });
       const status = decision.kind === "redirect" ? decision.status : decision.kind === "gone" ? 410 : 404;
       metrics.redirects.inc({ outcome: String(status) });
-      visits.record({
-        atMs: nowMs,
-        domain: domain.host,
-        code,
-        status,
-        referrer: request.headers.referer,
-        userAgent: request.headers["user-agent"],
-        ip: request.ip,
-      });
+      if (fromEdge(request.headers[EDGE_TOKEN_HEADER])) reply.header(VISIT_MARKER_HEADER, "1");
+      else
+        visits.record({
+          atMs: nowMs,
+          domain: domain.host,
+          code,
+          status,
+          referrer: request.headers.referer,
+          userAgent: request.headers["user-agent"],
+          ip: request.ip,
+        });
       if (decision.kind !== "redirect") return page(reply, status as 404 | 410);
       return reply
         .code(decision.status)
         .header("location", decision.location)
-        .header("cache-control", `max-age=${decision.maxAgeS}`)
+        .header("cache-control", cacheControlOf(decision))
         .send();
     },
   );

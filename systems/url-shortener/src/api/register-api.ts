@@ -10,7 +10,6 @@
  * await registerApi(service.app, { db, links, reader, codes, verifier, domains, clock, limiter, metrics, visits, randomBytes });
  */
 import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
-import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { FastifyInstance } from "fastify";
 import type { VisitSink } from "../domain/visit.ts";
@@ -22,8 +21,11 @@ import { registerLinkRoutes } from "./link-routes.ts";
 import { registerRedirectRoute } from "./redirect-route.ts";
 
 export interface ApiOptions extends LinksContext {
-  readonly db: Database;
   readonly visits: VisitSink;
+  /** Cache-Control stale-if-error of a link without expiry. */
+  readonly staleIfErrorS?: number;
+  /** URL_SHORTENER_EDGE_TOKEN (redirect-route.ts). */
+  readonly edgeToken?: string | undefined;
   readonly randomBytes: RandomBytes;
   /** URL_SHORTENER_ADMIN_TOKEN; undefined: no admin routes at all. */
   readonly adminToken?: string | undefined;
@@ -66,5 +68,7 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
     clock,
     visits: options.visits,
     metrics: options.metrics,
+    ...(options.staleIfErrorS === undefined ? {} : { staleIfErrorS: options.staleIfErrorS }),
+    edgeToken: options.edgeToken,
   });
 }

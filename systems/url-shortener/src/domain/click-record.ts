@@ -5,7 +5,7 @@
  * but not followable across days, and the address itself is never stored. Done by the
  * flusher, off the redirect path. Pure (the key and the visit are passed in).
  *
- * Orphan visits (an unknown code, a 404/410) are kept apart, as Shlink does; bots are kept
+ * Orphan visits (an unknown code, a 404/410, or the base domain: code "") are kept apart, as Shlink does; bots are kept
  * but excluded from the counts (the rollup counts them in their own column).
  *
  * @example
@@ -76,6 +76,6 @@ export function toClickRecord(visit: Visit, key: Uint8Array): ClickRecord {
     uaFamily,
     bot: uaFamily === "bot",
     visitorHash: visitorHash(key, visit.atMs, visit.ip, visit.userAgent),
-    orphan: visit.status >= 400,
+    orphan: visit.status >= 400 || visit.code === "",
   };
 }

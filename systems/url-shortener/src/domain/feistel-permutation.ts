@@ -22,6 +22,7 @@
  * p.invert(x);                                        // 41
  */
 import { assert } from "@casebook/kit/assert";
+import { fmix32 } from "@casebook/kit/fmix32";
 import { CODE_SPACE } from "./base62.ts";
 
 export const ROUNDS = 8;
@@ -34,16 +35,6 @@ const MAX_HALF_BITS = 21;
  * it means the network is not a permutation (a bug).
  */
 export const MAX_WALK_STEPS = 200;
-
-function fmix32(h: number): number {
-  let x = h;
-  x ^= x >>> 16;
-  x = Math.imul(x, 0x85ebca6b);
-  x ^= x >>> 13;
-  x = Math.imul(x, 0xc2b2ae35);
-  x ^= x >>> 16;
-  return x >>> 0;
-}
 
 /** See the module comment. `domain` defaults to 62^7 (a smaller one for exhaustive tests;
  * the network then narrows to the smallest even width covering it). */

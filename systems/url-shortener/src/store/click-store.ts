@@ -21,6 +21,7 @@ const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
 
 export type Granularity = "hour" | "day";
+export type OrphanKind = "base" | "unknown" | "gone";
 
 export interface SeriesPoint {
   bucketStart: Date;
@@ -152,13 +153,28 @@ export class ClickStore {
     return rows.map((row) => ({ referrer: row.referrer_host, clicks: Number(row.clicks) }));
   }
 
-  /** Orphan visits (unknown, expired, disabled codes) per domain and status, in a range. */
+  /**
+   * Orphan visits per domain, kind and status, in a range — Shlink's three kinds: `base` (the
+   * short domain's root), `unknown` (no such code: 404), `gone` (expired or disabled: 410).
+   */
   async orphans(fromMs: number, toMs: number) {
-    const { rows } = await this.#db.query<{ domain: string; status: number; visits: bigint }>(
-      `SELECT domain, status, count(*) AS visits FROM clicks WHERE orphan AND at >= $1 AND at < $2
-        GROUP BY domain, status ORDER BY domain, status`,
+    const { rows } = await this.#db.query<{
+      domain: string;
+      kind: OrphanKind;
+      status: number;
+      visits: bigint;
+    }>(
+      `SELECT domain, CASE WHEN code = '' THEN 'base' WHEN status = 410 THEN 'gone' ELSE 'unknown' END AS kind,
+              status, count(*) AS visits
+         FROM clicks WHERE orphan AND at >= $1 AND at < $2
+        GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
       [new Date(fromMs), new Date(toMs)],
     );
-    return rows.map((row) => ({ domain: row.domain, status: row.status, visits: Number(row.visits) }));
+    return rows.map((row) => ({
+      domain: row.domain,
+      kind: row.kind,
+      status: row.status,
+      visits: Number(row.visits),
+    }));
   }
 }
