@@ -39,6 +39,12 @@ export const errors = defineErrors({
     status: 503,
     message: "The token counter cannot be reached, and budgets fail closed; retry shortly.",
   },
+  // routing (LG-08/09): the destinations behind a model
+  LLM_NO_CAPACITY: {
+    status: 429,
+    message:
+      "No destination of this model has capacity now (breakers open, quotas full, the providers' own 429s); retry after Retry-After.",
+  },
   // upstream: the provider behind the gateway
   LLM_UPSTREAM_RATE_LIMITED: {
     status: 429,

@@ -21,9 +21,35 @@ export interface SystemMetrics {
   readonly tokens: Counter<"model" | "kind">;
   readonly keepAlives: Counter<"model">;
   readonly openStreams: Gauge<"model">;
+  /** LG-10: requests served by another model or tier than the primary. */
+  readonly fallbacks: Counter<"model" | "to" | "kind">;
+  /** LG-08: breaker transitions per deployment. */
+  readonly breakerTransitions: Counter<"deployment" | "to" | "reason">;
 }
 
-export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
+/** The breaker states as a gauge's values (0 closed, 1 half-open, 2 open). */
+export const BREAKER_STATE_VALUE = { closed: 0, "half-open": 1, open: 2 } as const;
+
+export function createMetrics(
+  registry: Registry,
+  build: { version: string },
+  /** Each deployment's breaker state, read at scrape time (the open → half-open step is lazy). */
+  breakerStates: () => ReadonlyArray<{
+    deployment: string;
+    state: keyof typeof BREAKER_STATE_VALUE;
+  }> = () => [],
+): SystemMetrics {
+  new Gauge({
+    name: "llm_gateway_destination_state",
+    help: "Each deployment's circuit breaker: 0 closed, 1 half-open, 2 open (LG-08)",
+    labelNames: ["deployment"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { deployment, state } of breakerStates())
+        this.set({ deployment }, BREAKER_STATE_VALUE[state]);
+    },
+  });
   const buildInfo = new Gauge({
     name: "llm_gateway_build_info",
     help: "Always 1; the version label says which build is running",
@@ -62,6 +88,18 @@ export function createMetrics(registry: Registry, build: { version: string }): S
       name: "llm_gateway_open_streams",
       help: "Streams being relayed right now",
       labelNames: ["model"],
+      registers: [registry],
+    }),
+    fallbacks: new Counter({
+      name: "llm_gateway_fallbacks_total",
+      help: "Requests answered by a fallback deployment (LG-10), by logical model, the deployment that answered and kind (model, destination)",
+      labelNames: ["model", "to", "kind"],
+      registers: [registry],
+    }),
+    breakerTransitions: new Counter({
+      name: "llm_gateway_breaker_transitions_total",
+      help: "Circuit breaker state changes per deployment (LG-08), by the state entered and why",
+      labelNames: ["deployment", "to", "reason"],
       registers: [registry],
     }),
   };

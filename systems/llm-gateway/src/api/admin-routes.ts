@@ -1,7 +1,8 @@
 /**
  * The operator's API, behind `LLM_GATEWAY_ADMIN_TOKEN` (registered only when it is set):
  * create a tenant with its quota (RPM, TPM) and its first API key (shown once), and infra's shared API-key routes
- * for the tenants' keys (list, issue, rotate with overlap, revoke).
+ * for the tenants' keys (list, issue, rotate with overlap, revoke), and the destinations'
+ * breaker states (LG-08).
  *
  * @example
  * await registerAdminApi(app, { db, clock, randomBytes, tenants, adminToken });
@@ -12,6 +13,7 @@ import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
+import type { Destinations } from "../clients/destinations.ts";
 import { errors } from "../errors.ts";
 import { type TenantRepository, tenantKeys } from "../store/tenant-repository.ts";
 
@@ -20,6 +22,7 @@ export interface AdminApiOptions {
   readonly clock: Clock;
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
+  readonly destinations: Destinations;
   readonly adminToken: string;
   /** The quota of a tenant created without one. */
   readonly tenantDefaults: { rpm: number; tpm: number };
@@ -34,6 +37,31 @@ const createTenantBody = {
     name: { type: "string", minLength: 1, maxLength: 200 },
     rpm: { type: "integer", minimum: 1, maximum: 100_000_000, description: "Requests per budget window" },
     tpm: { type: "integer", minimum: 1, maximum: 1_000_000_000_000, description: "Tokens per budget window" },
+  },
+} as const;
+
+const destinationsView = {
+  type: "object",
+  required: ["destinations"],
+  properties: {
+    destinations: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["deployment", "destination", "upstreamModel", "state", "inFlight", "retryAfterMs"],
+        properties: {
+          deployment: { type: "string" },
+          destination: { type: "string" },
+          upstreamModel: { type: "string" },
+          state: { type: "string", enum: ["closed", "half-open", "open"] },
+          inFlight: { type: "integer" },
+          consecutiveFailures: { type: "integer" },
+          windowCalls: { type: "integer" },
+          windowFailures: { type: "integer" },
+          retryAfterMs: { type: "number" },
+        },
+      },
+    },
   },
 } as const;
 
@@ -72,6 +100,19 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminApiOp
         }
         return reply.code(201).send(created);
       },
+    );
+    scope.get(
+      "/v1/admin/destinations",
+      {
+        schema: {
+          summary:
+            "Each deployment (a model on a destination): its breaker state, load and failure counts (LG-08)",
+          tags: ["admin"],
+          security: bearerSecurity,
+          response: { 200: destinationsView },
+        },
+      },
+      async () => ({ destinations: options.destinations.snapshot() }),
     );
     registerApiKeyAdminRoutes(scope, {
       owners: "tenants",

@@ -18,12 +18,13 @@ import type { FastifyBaseLogger } from "fastify";
 import {
   type BudgetPlan,
   planBudget,
+  planDestination,
   type SharedLimits,
   settleLines,
   type TenantLimits,
 } from "../domain/budget-plan.ts";
 import { countInputTokens } from "../domain/input-tokens.ts";
-import type { ServedModel } from "../domain/model-catalog.ts";
+import type { Deployment, ServedModel } from "../domain/model-catalog.ts";
 import { errors } from "../errors.ts";
 import type { BudgetStore, Reservation } from "../store/budget-store.ts";
 
@@ -82,6 +83,38 @@ export async function reserveBudget(
     detail: `Rate limit reached: ${which} (${refused?.limit}) has no room for this request (${plan.reservedTokens} tokens reserved); retry after the time in Retry-After.`,
     fields: { retryAfterMs: reservation.retryAfterMs, openAiCode: "rate_limit_exceeded" },
   });
+}
+
+/**
+ * The chosen deployment's own quota (LG-09), reserved for the same tokens as the tenant's:
+ * `undefined` when it has no room (the router tries the next deployment; `retryAfterMs` says
+ * when this one will), a held budget otherwise. No quota configured: nothing to reserve.
+ */
+export async function reserveDestination(
+  context: BudgetContext,
+  deployment: Deployment,
+  tenantHeld: HeldBudget,
+): Promise<{ held: HeldBudget } | { held: undefined; retryAfterMs: number }> {
+  const plan = planDestination({
+    deployment,
+    limits: context.limits,
+    reservedTokens: tenantHeld.plan.reservedTokens,
+  });
+  const none: Reservation = { allowed: true, windowId: 0, retryAfterMs: 0, refused: undefined };
+  if (plan.lines.length === 0)
+    return { held: { plan, reservation: none, inputTokens: tenantHeld.inputTokens } };
+  let reservation: Reservation;
+  try {
+    reservation = await context.store.reserve(plan.lines, { windowMs: context.windowMs });
+  } catch (error) {
+    throw errors.create("LLM_BUDGET_UNAVAILABLE", { cause: error });
+  }
+  if (!reservation.allowed) {
+    // Never fits (the request alone is above the destination's window): no wait helps this one.
+    const retryAfterMs = reservation.retryAfterMs < 0 ? Number.POSITIVE_INFINITY : reservation.retryAfterMs;
+    return { held: undefined, retryAfterMs };
+  }
+  return { held: { plan, reservation, inputTokens: tenantHeld.inputTokens } };
 }
 
 /** Replaces the reservation by `usedTokens`; a failure is logged, never thrown (the answer is already out). */

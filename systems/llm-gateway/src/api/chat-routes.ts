@@ -17,16 +17,19 @@
  *   that did arrive.
  */
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
+import type { OutboundStream } from "@casebook/infra/http/outbound";
 import type { Clock } from "@casebook/kit/clock";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { UpstreamClient } from "../clients/upstream-client.ts";
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Destinations } from "../clients/destinations.ts";
+import type { UpstreamAnswer } from "../clients/upstream-client.ts";
 import type { TenantLimits } from "../domain/budget-plan.ts";
-import type { ModelCatalog, ServedModel } from "../domain/model-catalog.ts";
+import type { Deployment, ModelCatalog, ServedModel } from "../domain/model-catalog.ts";
 import { type ChunkUsage, dataOf, readChunk, SseSplitter } from "../domain/sse-events.ts";
 import { errors } from "../errors.ts";
 import type { Outcome, SystemMetrics } from "../metrics.ts";
 import { type BudgetContext, type HeldBudget, reserveBudget, settleBudget } from "./budgets.ts";
 import { type ChatRequest, chatRequestSchema, chatResponseView } from "./chat-schemas.ts";
+import { type Routed, routeHeaders, routeRequest } from "./routing.ts";
 import { clientGone, openSseResponse, type SseResponse } from "./sse-response.ts";
 
 /** One SSE event from a provider at most: a chunk is a few hundred bytes; a megabyte is a broken stream. */
@@ -41,7 +44,7 @@ export interface ChatSettings {
 
 export interface ChatRouteOptions {
   readonly catalog: ModelCatalog;
-  readonly upstream: UpstreamClient;
+  readonly destinations: Destinations;
   readonly metrics: SystemMetrics;
   readonly clock: Clock;
   readonly settings: ChatSettings;
@@ -73,12 +76,12 @@ export function requestedMaxTokens(body: ChatRequest, limit: number): number | u
   return asked;
 }
 
-/** The body sent upstream: the upstream model's name, and always the provider's usage on a stream. */
-function upstreamBody(body: ChatRequest, model: ServedModel): Record<string, unknown> {
-  if (body.stream !== true) return { ...body, model: model.upstreamModel };
+/** The body sent upstream: the deployment's model name, and always the provider's usage on a stream. */
+function upstreamBody(body: ChatRequest, deployment: Deployment): Record<string, unknown> {
+  if (body.stream !== true) return { ...body, model: deployment.upstreamModel };
   return {
     ...body,
-    model: model.upstreamModel,
+    model: deployment.upstreamModel,
     stream_options: { ...body.stream_options, include_usage: true },
   };
 }
@@ -128,23 +131,26 @@ async function streamCompletion(
   reply: FastifyReply,
   model: ServedModel,
   held: HeldBudget,
+  gone: AbortController,
+  routed: Routed<OutboundStream>,
 ): Promise<void> {
   const { metrics, clock } = options;
   const startedAtMs = clock.monotonicMs();
-  const gone = clientGone(reply);
-  // LG-04: the same signal aborts the upstream request the moment the client leaves.
-  const upstream = await options.upstream.stream(upstreamBody(request.body, model), gone.signal);
+  const upstream = routed.answer;
   const sse = openSseResponse(request, reply, {
     keepAliveMs: options.settings.keepAliveMs,
     signal: gone.signal,
+    headers: routeHeaders(model, routed),
   });
   metrics.openStreams.inc({ model: model.name });
   let result: RelayResult;
   try {
     result = await relay(upstream.body, sse, {
       clientWantsUsage: request.body.stream_options?.include_usage === true,
-      onFirstContent: () =>
-        metrics.ttft.observe({ model: model.name }, (clock.monotonicMs() - startedAtMs) / 1000),
+      onFirstContent: () => {
+        routed.admission.firstToken();
+        metrics.ttft.observe({ model: model.name }, (clock.monotonicMs() - startedAtMs) / 1000);
+      },
     });
   } finally {
     upstream.close();
@@ -152,6 +158,8 @@ async function streamCompletion(
     metrics.keepAlives.inc({ model: model.name }, sse.keepAlives);
   }
   if (result.outcome === "truncated") {
+    // A cut before the first token is the deployment's failure (after it, the first token was its success).
+    routed.admission.failed();
     const error = errors.create("LLM_STREAM_TRUNCATED");
     sse.fail({ message: error.message, type: "server_error", code: "llm_stream_truncated" });
     request.log.warn(
@@ -161,8 +169,18 @@ async function streamCompletion(
   } else {
     sse.end();
   }
+  routed.admission.release();
   record(metrics, model, result);
-  await settleBudget(options.budgets, held, usedTokens(held, result), request.log);
+  await settleAll(options, [held, routed.destinationHeld], usedTokens(held, result), request.log);
+}
+
+function settleAll(
+  options: ChatRouteOptions,
+  helds: readonly HeldBudget[],
+  usedTokens: number,
+  log: FastifyBaseLogger,
+): Promise<unknown> {
+  return Promise.all(helds.map((held) => settleBudget(options.budgets, held, usedTokens, log)));
 }
 
 /** The tokens to settle: the provider's count, or (no usage reported) input + the chunks relayed. */
@@ -185,9 +203,11 @@ async function wholeCompletion(
   reply: FastifyReply,
   model: ServedModel,
   held: HeldBudget,
+  routed: Routed<UpstreamAnswer>,
 ): Promise<FastifyReply> {
-  const gone = clientGone(reply);
-  const answer = await options.upstream.complete(upstreamBody(request.body, model), gone.signal);
+  const answer = routed.answer;
+  routed.admission.firstToken();
+  routed.admission.release();
   const chunk = readChunk(answer.body.toString("utf8"));
   const result: RelayResult = {
     outcome: "ok",
@@ -195,9 +215,13 @@ async function wholeCompletion(
     contentDeltas: 0,
   };
   record(options.metrics, model, result);
-  await settleBudget(options.budgets, held, usedTokens(held, result), request.log);
+  await settleAll(options, [held, routed.destinationHeld], usedTokens(held, result), request.log);
   // The provider's bytes as they came: nothing of its answer is dropped or re-serialized.
-  return reply.code(200).type("application/json; charset=utf-8").send(answer.body);
+  return reply
+    .code(200)
+    .headers(routeHeaders(model, routed))
+    .type("application/json; charset=utf-8")
+    .send(answer.body);
 }
 
 export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOptions): void {
@@ -215,6 +239,7 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
           "LLM_BUDGET_EXCEEDED",
           "LLM_REQUEST_OVER_BUDGET",
           "LLM_BUDGET_UNAVAILABLE",
+          "LLM_NO_CAPACITY",
           "LLM_UPSTREAM_RATE_LIMITED",
           "LLM_UPSTREAM_REJECTED",
           "LLM_UPSTREAM_FAILED",
@@ -239,14 +264,28 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
           options.metrics.requests.inc({ model: model.name, outcome: "rate_limited" });
         throw error;
       });
+      const gone = clientGone(reply);
+      const stream = request.body.stream === true;
+      const route = { model, held, ttft: stream, signal: gone.signal, log: request.log };
       try {
-        if (request.body.stream === true) return await streamCompletion(options, request, reply, model, held);
-        return await wholeCompletion(options, request, reply, model, held);
+        if (stream) {
+          const routed = await routeRequest(options, route, (upstream, deployment) =>
+            upstream.stream(upstreamBody(request.body, deployment), gone.signal),
+          );
+          return await streamCompletion(options, request, reply, model, held, gone, routed);
+        }
+        const routed = await routeRequest(options, route, (upstream, deployment) =>
+          upstream.complete(upstreamBody(request.body, deployment), gone.signal),
+        );
+        return await wholeCompletion(options, request, reply, model, held, routed);
       } catch (error) {
         // Nothing was generated: every reserved token goes back (the request still counts for RPM).
         await settleBudget(options.budgets, held, 0, request.log);
-        const outcome = errors.is(error, "LLM_UPSTREAM_RATE_LIMITED") ? "rate_limited" : "upstream_error";
-        options.metrics.requests.inc({ model: model.name, outcome });
+        const limited = errors.is(error, "LLM_NO_CAPACITY") || errors.is(error, "LLM_UPSTREAM_RATE_LIMITED");
+        options.metrics.requests.inc({
+          model: model.name,
+          outcome: limited ? "rate_limited" : "upstream_error",
+        });
         throw error;
       }
     },

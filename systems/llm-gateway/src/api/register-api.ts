@@ -6,14 +6,14 @@
  * error formats), the admin routes in another scope behind the operator's token.
  *
  * @example
- * await registerApi(service.app, { db, clock, randomBytes, tenants, catalog, upstream, metrics, settings });
+ * await registerApi(service.app, { db, clock, randomBytes, tenants, catalog, destinations, metrics, settings });
  */
 import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
-import type { UpstreamClient } from "../clients/upstream-client.ts";
+import type { Destinations } from "../clients/destinations.ts";
 import type { ModelCatalog } from "../domain/model-catalog.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { TenantRepository } from "../store/tenant-repository.ts";
@@ -32,7 +32,7 @@ export interface ApiOptions {
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
   readonly catalog: ModelCatalog;
-  readonly upstream: UpstreamClient;
+  readonly destinations: Destinations;
   readonly metrics: SystemMetrics;
   readonly settings: ChatSettings;
   readonly budgets: BudgetContext;
