@@ -24,6 +24,8 @@ import { defaultModelNames } from "./sim/provider-behaviour.ts";
 /** LLM_GATEWAY_BOOTSTRAP_TENANT value that turns the demo tenant off. */
 export const BOOTSTRAP_OFF = "off";
 export const DEFAULT_BOOTSTRAP_TENANT = "demo";
+/** LG-11's default threshold: above the labelled set's most similar must-not-hit pair (0.832 → 0.84), with a margin. */
+export const DEFAULT_CACHE_THRESHOLD = 0.86;
 
 export const configSchema = {
   ...listenFields({ port: packageJson.casebook.port, portDescription: "HTTP port (0 = any free port)" }),
@@ -198,6 +200,27 @@ export const configSchema = {
     max: 1_000_000_000_000,
     description:
       "The provider's own quota: tokens per window per upstream model, all tenants together (0 = none)",
+  }),
+  cache: field.bool({
+    env: "LLM_GATEWAY_CACHE",
+    default: true,
+    description:
+      "LG-11/12: the semantic cache — deterministic requests (temperature 0, no tools) answered from the tenant's earlier answers by embedding similarity",
+  }),
+  cacheThreshold: field.number({
+    env: "LLM_GATEWAY_CACHE_THRESHOLD",
+    default: DEFAULT_CACHE_THRESHOLD,
+    min: 0.5,
+    max: 1,
+    description:
+      "LG-11: cosine similarity at or above which an earlier answer is served (chosen on test/fixtures/cache-pairs.json: 0.84 is the lowest with no false hit there; the default keeps a margin)",
+  }),
+  cacheTtlMs: field.int({
+    env: "LLM_GATEWAY_CACHE_TTL_MS",
+    default: 3_600_000,
+    min: 1_000,
+    max: 30 * 86_400_000,
+    description: "How long a cached answer may be served",
   }),
   drainTimeoutMs: field.int({
     env: "LLM_GATEWAY_DRAIN_TIMEOUT_MS",

@@ -23,6 +23,7 @@ import { systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import { llmErrorFormats } from "./api/error-formats.ts";
 import { registerApi } from "./api/register-api.ts";
+import { SemanticCache } from "./api/semantic-cache.ts";
 import { Destinations } from "./clients/destinations.ts";
 import { UpstreamClient } from "./clients/upstream-client.ts";
 import {
@@ -37,6 +38,7 @@ import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
 import { createProviderSim } from "./sim/provider-sim.ts";
 import { openInProcessBudgetStore, openRedisBudgetStore } from "./store/budget-store.ts";
+import { SemanticCacheStore } from "./store/semantic-cache-store.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 
 export const SYSTEM = "llm-gateway";
@@ -145,6 +147,13 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       service.onClose(() => budgetStore.close());
       service.addCheck("redis", () => budgetStore.ping());
       const tenantDefaults = { rpm: config.tenantRpm, tpm: config.tenantTpm };
+      const cache = config.cache
+        ? new SemanticCache(
+            new SemanticCacheStore(db, { clock: systemClock }),
+            { enabled: true, threshold: config.cacheThreshold, ttlMs: config.cacheTtlMs },
+            metrics,
+          )
+        : undefined;
       await registerApi(service.app, {
         db,
         clock: systemClock,
@@ -152,6 +161,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         tenants,
         catalog,
         destinations: routing,
+        cache,
         metrics,
         settings: {
           maxOutputTokens: config.maxOutputTokens,

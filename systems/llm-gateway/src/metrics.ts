@@ -11,7 +11,7 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
 /** How a request ended: `truncated` is a provider stream cut before its end (never a success). */
-export type Outcome = "ok" | "cancelled" | "truncated" | "upstream_error" | "rate_limited";
+export type Outcome = "ok" | "cached" | "cancelled" | "truncated" | "upstream_error" | "rate_limited";
 
 export interface SystemMetrics {
   /** Always 1, labelled with the running version: joins a dashboard's series to a deploy. */
@@ -23,6 +23,9 @@ export interface SystemMetrics {
   readonly openStreams: Gauge<"model">;
   /** LG-10: requests served by another model or tier than the primary. */
   readonly fallbacks: Counter<"model" | "to" | "kind">;
+  /** LG-11: semantic cache lookups by result (hit, miss, skipped) and their duration. */
+  readonly cacheLookups: Counter<"model" | "result">;
+  readonly cacheLookupSeconds: Histogram<"model">;
   /** LG-08: breaker transitions per deployment. */
   readonly breakerTransitions: Counter<"deployment" | "to" | "reason">;
 }
@@ -61,7 +64,7 @@ export function createMetrics(
     buildInfo,
     requests: new Counter({
       name: "llm_gateway_requests_total",
-      help: "Chat completions by logical model and outcome (ok, cancelled, truncated, upstream_error, rate_limited)",
+      help: "Chat completions by logical model and outcome (ok, cached, cancelled, truncated, upstream_error, rate_limited)",
       labelNames: ["model", "outcome"],
       registers: [registry],
     }),
@@ -94,6 +97,19 @@ export function createMetrics(
       name: "llm_gateway_fallbacks_total",
       help: "Requests answered by a fallback deployment (LG-10), by logical model, the deployment that answered and kind (model, destination)",
       labelNames: ["model", "to", "kind"],
+      registers: [registry],
+    }),
+    cacheLookups: new Counter({
+      name: "llm_gateway_cache_lookups_total",
+      help: "Semantic cache lookups (LG-11) by logical model and result: hit, miss, skipped (not deterministic)",
+      labelNames: ["model", "result"],
+      registers: [registry],
+    }),
+    cacheLookupSeconds: new Histogram({
+      name: "llm_gateway_cache_lookup_seconds",
+      help: "Time of one semantic cache lookup (an exact scan of the tenant's entries of one scope)",
+      labelNames: ["model"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
     breakerTransitions: new Counter({

@@ -27,9 +27,19 @@ import type { Deployment, ModelCatalog, ServedModel } from "../domain/model-cata
 import { type ChunkUsage, dataOf, readChunk, SseSplitter } from "../domain/sse-events.ts";
 import { errors } from "../errors.ts";
 import type { Outcome, SystemMetrics } from "../metrics.ts";
+import type { CachedAnswer, CacheHit } from "../store/semantic-cache-store.ts";
 import { type BudgetContext, type HeldBudget, reserveBudget, settleBudget } from "./budgets.ts";
 import { type ChatRequest, chatRequestSchema, chatResponseView } from "./chat-schemas.ts";
 import { type Routed, routeHeaders, routeRequest } from "./routing.ts";
+import {
+  CACHE_HEADER,
+  type CacheLookup,
+  cachedAnswerOf,
+  cacheHeaderOf,
+  completionOf,
+  type SemanticCache,
+  streamEventsOf,
+} from "./semantic-cache.ts";
 import { clientGone, openSseResponse, type SseResponse } from "./sse-response.ts";
 
 /** One SSE event from a provider at most: a chunk is a few hundred bytes; a megabyte is a broken stream. */
@@ -49,6 +59,8 @@ export interface ChatRouteOptions {
   readonly clock: Clock;
   readonly settings: ChatSettings;
   readonly budgets: BudgetContext;
+  /** The semantic cache (LG-11); undefined = off. */
+  readonly cache?: SemanticCache | undefined;
   /** The authenticated tenant of a request, with its quota. */
   tenantOf(request: FastifyRequest): TenantLimits;
 }
@@ -90,17 +102,34 @@ interface RelayResult {
   outcome: Outcome;
   usage: ChunkUsage | undefined;
   contentDeltas: number;
+  /** The answer's text, finish reason and model, collected for the semantic cache when asked. */
+  text: string;
+  finishReason: string | undefined;
+  toolCalls: boolean;
+  model: string | undefined;
+}
+
+function emptyResult(outcome: Outcome): RelayResult {
+  return {
+    outcome,
+    usage: undefined,
+    contentDeltas: 0,
+    text: "",
+    finishReason: undefined,
+    toolCalls: false,
+    model: undefined,
+  };
 }
 
 /** Relays the provider's events to the client until `[DONE]`, the client leaving, or the stream failing. */
 async function relay(
   stream: AsyncIterable<Buffer>,
   sse: SseResponse,
-  options: { clientWantsUsage: boolean; onFirstContent: () => void },
+  options: { clientWantsUsage: boolean; collect: boolean; onFirstContent: () => void },
 ): Promise<RelayResult> {
   const splitter = new SseSplitter({ maxEventChars: MAX_EVENT_CHARS });
   const decoder = new TextDecoder();
-  const result: RelayResult = { outcome: "truncated", usage: undefined, contentDeltas: 0 };
+  const result = emptyResult("truncated");
   try {
     for await (const bytes of stream) {
       for (const event of splitter.push(decoder.decode(bytes, { stream: true }))) {
@@ -112,6 +141,12 @@ async function relay(
         if (info.kind === "chunk" && info.contentDeltas > 0) {
           if (result.contentDeltas === 0) options.onFirstContent();
           result.contentDeltas += info.contentDeltas;
+        }
+        if (info.kind === "chunk" && options.collect) {
+          result.text += info.text;
+          result.finishReason = info.finishReason ?? result.finishReason;
+          result.toolCalls ||= info.toolCalls;
+          result.model ??= info.model;
         }
         await sse.write(event);
         if (info.kind === "done") result.outcome = "ok";
@@ -125,28 +160,34 @@ async function relay(
   return result;
 }
 
-async function streamCompletion(
-  options: ChatRouteOptions,
-  request: FastifyRequest<{ Body: ChatRequest }>,
-  reply: FastifyReply,
-  model: ServedModel,
-  held: HeldBudget,
-  gone: AbortController,
-  routed: Routed<OutboundStream>,
-): Promise<void> {
+/** One request on its way: what every step after the budget needs. */
+interface Exchange {
+  readonly options: ChatRouteOptions;
+  readonly request: FastifyRequest<{ Body: ChatRequest }>;
+  readonly reply: FastifyReply;
+  readonly model: ServedModel;
+  readonly tenantId: string;
+  readonly held: HeldBudget;
+  readonly gone: AbortController;
+  readonly lookup: CacheLookup;
+}
+
+async function streamCompletion(x: Exchange, routed: Routed<OutboundStream>): Promise<void> {
+  const { options, request, model } = x;
   const { metrics, clock } = options;
   const startedAtMs = clock.monotonicMs();
   const upstream = routed.answer;
-  const sse = openSseResponse(request, reply, {
+  const sse = openSseResponse(request, x.reply, {
     keepAliveMs: options.settings.keepAliveMs,
-    signal: gone.signal,
-    headers: routeHeaders(model, routed),
+    signal: x.gone.signal,
+    headers: { ...routeHeaders(model, routed), [CACHE_HEADER]: cacheHeaderOf(x.lookup) },
   });
   metrics.openStreams.inc({ model: model.name });
   let result: RelayResult;
   try {
     result = await relay(upstream.body, sse, {
       clientWantsUsage: request.body.stream_options?.include_usage === true,
+      collect: x.lookup.kind === "miss",
       onFirstContent: () => {
         routed.admission.firstToken();
         metrics.ttft.observe({ model: model.name }, (clock.monotonicMs() - startedAtMs) / 1000);
@@ -170,8 +211,31 @@ async function streamCompletion(
     sse.end();
   }
   routed.admission.release();
-  record(metrics, model, result);
-  await settleAll(options, [held, routed.destinationHeld], usedTokens(held, result), request.log);
+  const answer: CachedAnswer | undefined =
+    result.outcome === "ok" && !result.toolCalls && result.usage !== undefined
+      ? {
+          content: result.text,
+          finishReason: result.finishReason ?? "stop",
+          model: result.model ?? routed.admission.deployment.upstreamModel,
+          promptTokens: result.usage.promptTokens,
+          completionTokens: result.usage.completionTokens,
+        }
+      : undefined;
+  await finish(x, routed, result, answer);
+}
+
+/** After the answer: metrics, the budgets settled from the usage, a miss's answer remembered. */
+async function finish(
+  x: Exchange,
+  routed: Routed<unknown>,
+  result: RelayResult,
+  answer: CachedAnswer | undefined,
+): Promise<void> {
+  const { options, request } = x;
+  record(options.metrics, x.model, result);
+  await settleAll(options, [x.held, routed.destinationHeld], usedTokens(x.held, result), request.log);
+  if (x.lookup.kind === "miss" && answer !== undefined && options.cache !== undefined)
+    await options.cache.remember(x.tenantId, x.lookup, answer, request.log);
 }
 
 function settleAll(
@@ -181,6 +245,46 @@ function settleAll(
   log: FastifyBaseLogger,
 ): Promise<unknown> {
   return Promise.all(helds.map((held) => settleBudget(options.budgets, held, usedTokens, log)));
+}
+
+/** A cache hit (LG-11): the earlier answer, whole or replayed as a stream; no provider called. */
+async function cachedCompletion(x: Exchange, hit: CacheHit): Promise<FastifyReply | undefined> {
+  const { options, request, reply } = x;
+  const nowS = Math.floor(options.clock.nowMs() / 1000);
+  options.metrics.requests.inc({ model: x.model.name, outcome: "cached" });
+  // No provider tokens were used: the tokens reserved go back (the request counts for RPM).
+  await settleBudget(options.budgets, x.held, 0, request.log);
+  const header = { [CACHE_HEADER]: cacheHeaderOf(x.lookup) };
+  if (request.body.stream !== true)
+    return reply
+      .code(200)
+      .headers(header)
+      .send(completionOf(hit, request.id, nowS));
+  const sse = openSseResponse(request, reply, {
+    keepAliveMs: options.settings.keepAliveMs,
+    signal: x.gone.signal,
+    headers: header,
+  });
+  const withUsage = request.body.stream_options?.include_usage === true;
+  for (const event of streamEventsOf(hit, request.id, nowS, withUsage)) await sse.write(event);
+  sse.end();
+  return undefined;
+}
+
+/** The cache's answer for a request; a store that fails is a miss nobody remembers, never a failed request. */
+async function lookupCache(
+  options: ChatRouteOptions,
+  request: FastifyRequest<{ Body: ChatRequest }>,
+  model: ServedModel,
+  tenantId: string,
+): Promise<CacheLookup> {
+  if (options.cache === undefined) return { kind: "skip", why: "off" };
+  try {
+    return await options.cache.lookup(tenantId, model.name, request.body, request.headers["cache-control"]);
+  } catch (error) {
+    request.log.warn({ err: error }, "semantic cache lookup failed; the request goes upstream");
+    return { kind: "skip", why: "unavailable" };
+  }
 }
 
 /** The tokens to settle: the provider's count, or (no usage reported) input + the chunks relayed. */
@@ -197,29 +301,18 @@ function record(metrics: SystemMetrics, model: ServedModel, result: RelayResult)
   if (result.usage) metrics.tokens.inc({ model: model.name, kind: "prompt" }, result.usage.promptTokens);
 }
 
-async function wholeCompletion(
-  options: ChatRouteOptions,
-  request: FastifyRequest<{ Body: ChatRequest }>,
-  reply: FastifyReply,
-  model: ServedModel,
-  held: HeldBudget,
-  routed: Routed<UpstreamAnswer>,
-): Promise<FastifyReply> {
+async function wholeCompletion(x: Exchange, routed: Routed<UpstreamAnswer>): Promise<FastifyReply> {
   const answer = routed.answer;
   routed.admission.firstToken();
   routed.admission.release();
   const chunk = readChunk(answer.body.toString("utf8"));
-  const result: RelayResult = {
-    outcome: "ok",
-    usage: chunk.kind === "chunk" ? chunk.usage : undefined,
-    contentDeltas: 0,
-  };
-  record(options.metrics, model, result);
-  await settleAll(options, [held, routed.destinationHeld], usedTokens(held, result), request.log);
+  const result = emptyResult("ok");
+  result.usage = chunk.kind === "chunk" ? chunk.usage : undefined;
+  await finish(x, routed, result, x.lookup.kind === "miss" ? cachedAnswerOf(answer.body) : undefined);
   // The provider's bytes as they came: nothing of its answer is dropped or re-serialized.
-  return reply
+  return x.reply
     .code(200)
-    .headers(routeHeaders(model, routed))
+    .headers({ ...routeHeaders(x.model, routed), [CACHE_HEADER]: cacheHeaderOf(x.lookup) })
     .type("application/json; charset=utf-8")
     .send(answer.body);
 }
@@ -264,7 +357,11 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
           options.metrics.requests.inc({ model: model.name, outcome: "rate_limited" });
         throw error;
       });
+      const tenantId = options.tenantOf(request).id;
+      const lookup = await lookupCache(options, request, model, tenantId);
       const gone = clientGone(reply);
+      const x: Exchange = { options, request, reply, model, tenantId, held, gone, lookup };
+      if (lookup.kind === "hit") return cachedCompletion(x, lookup.hit);
       const stream = request.body.stream === true;
       const route = { model, held, ttft: stream, signal: gone.signal, log: request.log };
       try {
@@ -272,12 +369,12 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
           const routed = await routeRequest(options, route, (upstream, deployment) =>
             upstream.stream(upstreamBody(request.body, deployment), gone.signal),
           );
-          return await streamCompletion(options, request, reply, model, held, gone, routed);
+          return await streamCompletion(x, routed);
         }
         const routed = await routeRequest(options, route, (upstream, deployment) =>
           upstream.complete(upstreamBody(request.body, deployment), gone.signal),
         );
-        return await wholeCompletion(options, request, reply, model, held, routed);
+        return await wholeCompletion(x, routed);
       } catch (error) {
         // Nothing was generated: every reserved token goes back (the request still counts for RPM).
         await settleBudget(options.budgets, held, 0, request.log);

@@ -21,6 +21,7 @@ import { registerAdminApi } from "./admin-routes.ts";
 import type { BudgetContext } from "./budgets.ts";
 import { type ChatSettings, registerChatRoutes } from "./chat-routes.ts";
 import { registerModelRoutes } from "./model-routes.ts";
+import type { SemanticCache } from "./semantic-cache.ts";
 
 /** `WWW-Authenticate: Bearer realm="llm-gateway"` on every 401. */
 const REALM = "llm-gateway";
@@ -36,6 +37,7 @@ export interface ApiOptions {
   readonly metrics: SystemMetrics;
   readonly settings: ChatSettings;
   readonly budgets: BudgetContext;
+  readonly cache?: SemanticCache | undefined;
   /** LLM_GATEWAY_ADMIN_TOKEN; undefined: no admin routes at all. */
   readonly adminToken?: string | undefined;
   readonly tenantDefaults: { rpm: number; tpm: number };
