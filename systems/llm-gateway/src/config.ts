@@ -19,6 +19,7 @@ import {
   parseDestinationList,
   parseModelList,
 } from "./domain/model-catalog.ts";
+import { DEFAULT_PRICE_LIST, PRICE_LIST_PATTERN } from "./domain/pricing.ts";
 import { defaultModelNames } from "./sim/provider-behaviour.ts";
 
 /** LLM_GATEWAY_BOOTSTRAP_TENANT value that turns the demo tenant off. */
@@ -221,6 +222,20 @@ export const configSchema = {
     min: 1_000,
     max: 30 * 86_400_000,
     description: "How long a cached answer may be served",
+  }),
+  prices: field.string({
+    env: "LLM_GATEWAY_PRICES",
+    default: DEFAULT_PRICE_LIST,
+    pattern: PRICE_LIST_PATTERN,
+    description:
+      "The price table, USD per million tokens by upstream model: `model=input/cached-input/output`, comma-separated (a model not listed costs 0)",
+  }),
+  spendWindowMs: field.int({
+    env: "LLM_GATEWAY_SPEND_WINDOW_MS",
+    default: 30 * 86_400_000,
+    min: 60_000,
+    max: 366 * 86_400_000,
+    description: "The window of a tenant's money budget (spendLimitUsd at the admin API); 30 days by default",
   }),
   drainTimeoutMs: field.int({
     env: "LLM_GATEWAY_DRAIN_TIMEOUT_MS",

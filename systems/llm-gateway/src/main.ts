@@ -34,12 +34,14 @@ import {
   type SystemConfig,
 } from "./config.ts";
 import { DEFAULT_DESTINATION, parseDestinationList, parseModelList } from "./domain/model-catalog.ts";
+import { parsePriceList } from "./domain/pricing.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
 import { createProviderSim } from "./sim/provider-sim.ts";
 import { openInProcessBudgetStore, openRedisBudgetStore } from "./store/budget-store.ts";
 import { SemanticCacheStore } from "./store/semantic-cache-store.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
+import { UsageRepository } from "./store/usage-repository.ts";
 
 export const SYSTEM = "llm-gateway";
 export const VERSION = packageJson.version;
@@ -162,6 +164,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         catalog,
         destinations: routing,
         cache,
+        accounting: {
+          prices: parsePriceList(config.prices),
+          usage: new UsageRepository(db, { clock: systemClock }),
+          spendWindowMs: config.spendWindowMs,
+        },
         metrics,
         settings: {
           maxOutputTokens: config.maxOutputTokens,

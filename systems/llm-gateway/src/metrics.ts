@@ -26,6 +26,8 @@ export interface SystemMetrics {
   /** LG-11: semantic cache lookups by result (hit, miss, skipped) and their duration. */
   readonly cacheLookups: Counter<"model" | "result">;
   readonly cacheLookupSeconds: Histogram<"model">;
+  /** Cost per logical model in US dollars, from the price table (cached prompt tokens at their price). */
+  readonly costUsd: Counter<"model">;
   /** LG-08: breaker transitions per deployment. */
   readonly breakerTransitions: Counter<"deployment" | "to" | "reason">;
 }
@@ -77,7 +79,7 @@ export function createMetrics(
     }),
     tokens: new Counter({
       name: "llm_gateway_tokens_total",
-      help: "Tokens as the provider reported them, by kind (prompt, completion); a cut stream counts the chunks relayed",
+      help: "Tokens as the provider reported them, by kind (prompt, completion, cached_prompt: the provider's prompt cache, LG-13); a cut stream counts the chunks relayed",
       labelNames: ["model", "kind"],
       registers: [registry],
     }),
@@ -110,6 +112,12 @@ export function createMetrics(
       help: "Time of one semantic cache lookup (an exact scan of the tenant's entries of one scope)",
       labelNames: ["model"],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    costUsd: new Counter({
+      name: "llm_gateway_cost_usd_total",
+      help: "What the requests cost by logical model, in US dollars, from the price table (the provider's cached prompt tokens at the cached price)",
+      labelNames: ["model"],
       registers: [registry],
     }),
     breakerTransitions: new Counter({

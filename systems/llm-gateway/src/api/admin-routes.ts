@@ -16,6 +16,8 @@ import type { FastifyInstance } from "fastify";
 import type { Destinations } from "../clients/destinations.ts";
 import { errors } from "../errors.ts";
 import { type TenantRepository, tenantKeys } from "../store/tenant-repository.ts";
+import type { UsageRepository } from "../store/usage-repository.ts";
+import { registerAdminUsageRoute } from "./usage-routes.ts";
 
 export interface AdminApiOptions {
   readonly db: Database;
@@ -23,6 +25,7 @@ export interface AdminApiOptions {
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
   readonly destinations: Destinations;
+  readonly usage: UsageRepository;
   readonly adminToken: string;
   /** The quota of a tenant created without one. */
   readonly tenantDefaults: { rpm: number; tpm: number };
@@ -37,6 +40,13 @@ const createTenantBody = {
     name: { type: "string", minLength: 1, maxLength: 200 },
     rpm: { type: "integer", minimum: 1, maximum: 100_000_000, description: "Requests per budget window" },
     tpm: { type: "integer", minimum: 1, maximum: 1_000_000_000_000, description: "Tokens per budget window" },
+    spendLimitUsd: {
+      type: "number",
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description:
+        "Money per spend window (LLM_GATEWAY_SPEND_WINDOW_MS), in US dollars; absent = no money budget",
+    },
   },
 } as const;
 
@@ -68,7 +78,7 @@ const destinationsView = {
 export async function registerAdminApi(app: FastifyInstance, options: AdminApiOptions): Promise<void> {
   await app.register(async (scope) => {
     scope.addHook("onRequest", createStaticTokenAuth({ realm: "llm-gateway", token: options.adminToken }));
-    scope.post<{ Body: { id: string; name: string; rpm?: number; tpm?: number } }>(
+    scope.post<{ Body: { id: string; name: string; rpm?: number; tpm?: number; spendLimitUsd?: number } }>(
       "/v1/admin/tenants",
       {
         schema: {
@@ -94,7 +104,13 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminApiOp
         },
       },
       async (request, reply) => {
-        const created = await options.tenants.createIfAbsent({ ...options.tenantDefaults, ...request.body });
+        const { spendLimitUsd, ...body } = request.body;
+        const spendLimitNanoUsd = spendLimitUsd === undefined ? undefined : Math.round(spendLimitUsd * 1e9);
+        const created = await options.tenants.createIfAbsent({
+          ...options.tenantDefaults,
+          ...body,
+          spendLimitNanoUsd,
+        });
         if (created === undefined) {
           throw errors.create("LLM_TENANT_EXISTS", { fields: { id: request.body.id } });
         }
@@ -114,6 +130,7 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminApiOp
       },
       async () => ({ destinations: options.destinations.snapshot() }),
     );
+    registerAdminUsageRoute(scope, options);
     registerApiKeyAdminRoutes(scope, {
       owners: "tenants",
       keys: tenantKeys,

@@ -133,3 +133,59 @@ export async function settleBudget(
     log.warn({ err: error, usedTokens }, "budget settle failed; the reservation stays charged");
   }
 }
+
+/** A money reservation (a spend budget): the most the request can cost, held until its cost is known. */
+export interface HeldSpend {
+  readonly key: string;
+  readonly limit: number;
+  readonly reservedNanoUsd: number;
+  readonly reservation: Reservation;
+}
+
+/**
+ * The tenant's money budget per spend window (as LiteLLM's `max_budget` per key): the most
+ * the request can cost is reserved in the same atomic script as tokens are (a separate call:
+ * its window is the spend window), refused with 429 `insufficient_quota` and the time to the
+ * window's end; settled from the request's cost.
+ */
+export async function reserveSpend(
+  context: BudgetContext & { spendWindowMs: number },
+  tenant: TenantLimits,
+  maxCostNanoUsd: number,
+): Promise<HeldSpend | undefined> {
+  const limit = tenant.spendLimitNanoUsd;
+  if (limit === undefined) return undefined;
+  const key = `llm:{${tenant.id}}:spend`;
+  const cost = Math.min(maxCostNanoUsd, limit);
+  let reservation: Reservation;
+  try {
+    reservation = await context.store.reserve([{ key, limit, cost }], { windowMs: context.spendWindowMs });
+  } catch (error) {
+    throw errors.create("LLM_BUDGET_UNAVAILABLE", { cause: error });
+  }
+  if (!reservation.allowed) {
+    throw errors.create("LLM_SPEND_EXCEEDED", {
+      detail: `Your spend budget ($${limit / 1e9}) has no room for this request (up to $${(maxCostNanoUsd / 1e9).toFixed(6)}); it renews at the end of the spend window.`,
+      fields: { retryAfterMs: Math.max(1_000, reservation.retryAfterMs), openAiCode: "insufficient_quota" },
+    });
+  }
+  return { key, limit, reservedNanoUsd: cost, reservation };
+}
+
+export async function settleSpend(
+  context: BudgetContext & { spendWindowMs: number },
+  held: HeldSpend | undefined,
+  costNanoUsd: number,
+  log: FastifyBaseLogger,
+): Promise<void> {
+  if (held === undefined) return;
+  try {
+    await context.store.settle(
+      held.reservation,
+      [{ key: held.key, limit: held.limit, delta: costNanoUsd - held.reservedNanoUsd }],
+      { windowMs: context.spendWindowMs },
+    );
+  } catch (error) {
+    log.warn({ err: error, costNanoUsd }, "spend settle failed; the reservation stays charged");
+  }
+}

@@ -24,11 +24,21 @@ import type { Destinations } from "../clients/destinations.ts";
 import type { UpstreamAnswer } from "../clients/upstream-client.ts";
 import type { TenantLimits } from "../domain/budget-plan.ts";
 import type { Deployment, ModelCatalog, ServedModel } from "../domain/model-catalog.ts";
+import { costNanoUsd, maxCostNanoUsd, type Price, type TokenUsage } from "../domain/pricing.ts";
 import { type ChunkUsage, dataOf, readChunk, SseSplitter } from "../domain/sse-events.ts";
 import { errors } from "../errors.ts";
 import type { Outcome, SystemMetrics } from "../metrics.ts";
 import type { CachedAnswer, CacheHit } from "../store/semantic-cache-store.ts";
-import { type BudgetContext, type HeldBudget, reserveBudget, settleBudget } from "./budgets.ts";
+import type { UsageRepository } from "../store/usage-repository.ts";
+import {
+  type BudgetContext,
+  type HeldBudget,
+  type HeldSpend,
+  reserveBudget,
+  reserveSpend,
+  settleBudget,
+  settleSpend,
+} from "./budgets.ts";
 import { type ChatRequest, chatRequestSchema, chatResponseView } from "./chat-schemas.ts";
 import { type Routed, routeHeaders, routeRequest } from "./routing.ts";
 import {
@@ -52,6 +62,13 @@ export interface ChatSettings {
   readonly generationTimeoutMs: number;
 }
 
+export interface Accounting {
+  /** USD per Mtok by upstream model; a model not in it costs 0 (logged at start). */
+  readonly prices: ReadonlyMap<string, Price>;
+  readonly usage: UsageRepository;
+  readonly spendWindowMs: number;
+}
+
 export interface ChatRouteOptions {
   readonly catalog: ModelCatalog;
   readonly destinations: Destinations;
@@ -59,6 +76,8 @@ export interface ChatRouteOptions {
   readonly clock: Clock;
   readonly settings: ChatSettings;
   readonly budgets: BudgetContext;
+  /** Prices, the usage table and the spend window (cost per tenant and model, money budgets). */
+  readonly accounting: Accounting;
   /** The semantic cache (LG-11); undefined = off. */
   readonly cache?: SemanticCache | undefined;
   /** The authenticated tenant of a request, with its quota. */
@@ -168,6 +187,7 @@ interface Exchange {
   readonly model: ServedModel;
   readonly tenantId: string;
   readonly held: HeldBudget;
+  readonly spend: HeldSpend | undefined;
   readonly gone: AbortController;
   readonly lookup: CacheLookup;
 }
@@ -224,7 +244,7 @@ async function streamCompletion(x: Exchange, routed: Routed<OutboundStream>): Pr
   await finish(x, routed, result, answer);
 }
 
-/** After the answer: metrics, the budgets settled from the usage, a miss's answer remembered. */
+/** After the answer: metrics, the budgets settled from the usage, the cost recorded, a miss's answer remembered. */
 async function finish(
   x: Exchange,
   routed: Routed<unknown>,
@@ -234,8 +254,77 @@ async function finish(
   const { options, request } = x;
   record(options.metrics, x.model, result);
   await settleAll(options, [x.held, routed.destinationHeld], usedTokens(x.held, result), request.log);
+  const usage: TokenUsage = {
+    promptTokens: result.usage?.promptTokens ?? x.held.inputTokens,
+    cachedPromptTokens: result.usage?.cachedPromptTokens ?? 0,
+    completionTokens: result.usage?.completionTokens ?? result.contentDeltas,
+  };
+  const deployment = routed.admission.deployment;
+  const price = options.accounting.prices.get(deployment.upstreamModel);
+  const cost = price === undefined ? 0 : costNanoUsd(price, usage);
+  await account(x, {
+    servedBy: deployment.id,
+    outcome: result.outcome,
+    fallback: routed.fallback,
+    usage,
+    cost,
+  });
   if (x.lookup.kind === "miss" && answer !== undefined && options.cache !== undefined)
     await options.cache.remember(x.tenantId, x.lookup, answer, request.log);
+}
+
+/** The spend settled from the cost, the usage row written, the cost counted (failures logged: the answer is out). */
+async function account(
+  x: Exchange,
+  entry: {
+    servedBy: string | undefined;
+    outcome: Outcome;
+    fallback: string;
+    usage: TokenUsage;
+    cost: number;
+  },
+): Promise<void> {
+  const { options, request } = x;
+  await settleSpend(
+    { ...options.budgets, spendWindowMs: options.accounting.spendWindowMs },
+    x.spend,
+    entry.cost,
+    request.log,
+  );
+  options.metrics.costUsd.inc({ model: x.model.name }, entry.cost / 1e9);
+  if (entry.usage.cachedPromptTokens > 0)
+    options.metrics.tokens.inc(
+      { model: x.model.name, kind: "cached_prompt" },
+      entry.usage.cachedPromptTokens,
+    );
+  try {
+    await options.accounting.usage.record({
+      tenantId: x.tenantId,
+      model: x.model.name,
+      servedBy: entry.servedBy,
+      outcome: entry.outcome,
+      fallback: entry.fallback,
+      ...entry.usage,
+      costNanoUsd: entry.cost,
+    });
+  } catch (error) {
+    request.log.warn({ err: error, cost: entry.cost }, "usage record failed");
+  }
+}
+
+/** The most a request can cost: at the dearest deployment of its chain. */
+function maxCostOf(
+  options: ChatRouteOptions,
+  model: ServedModel,
+  held: HeldBudget,
+  maxOutputTokens: number,
+): number {
+  let most = 0;
+  for (const deployment of model.tiers.flat()) {
+    const price = options.accounting.prices.get(deployment.upstreamModel);
+    if (price !== undefined) most = Math.max(most, maxCostNanoUsd(price, held.inputTokens, maxOutputTokens));
+  }
+  return most;
 }
 
 function settleAll(
@@ -254,6 +343,8 @@ async function cachedCompletion(x: Exchange, hit: CacheHit): Promise<FastifyRepl
   options.metrics.requests.inc({ model: x.model.name, outcome: "cached" });
   // No provider tokens were used: the tokens reserved go back (the request counts for RPM).
   await settleBudget(options.budgets, x.held, 0, request.log);
+  const none = { promptTokens: 0, cachedPromptTokens: 0, completionTokens: 0 };
+  await account(x, { servedBy: undefined, outcome: "cached", fallback: "none", usage: none, cost: 0 });
   const header = { [CACHE_HEADER]: cacheHeaderOf(x.lookup) };
   if (request.body.stream !== true)
     return reply
@@ -332,6 +423,7 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
           "LLM_BUDGET_EXCEEDED",
           "LLM_REQUEST_OVER_BUDGET",
           "LLM_BUDGET_UNAVAILABLE",
+          "LLM_SPEND_EXCEEDED",
           "LLM_NO_CAPACITY",
           "LLM_UPSTREAM_RATE_LIMITED",
           "LLM_UPSTREAM_REJECTED",
@@ -357,10 +449,20 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
           options.metrics.requests.inc({ model: model.name, outcome: "rate_limited" });
         throw error;
       });
-      const tenantId = options.tenantOf(request).id;
+      const tenant = options.tenantOf(request);
+      const tenantId = tenant.id;
+      const spendContext = { ...options.budgets, spendWindowMs: options.accounting.spendWindowMs };
+      const spend = await reserveSpend(
+        spendContext,
+        tenant,
+        maxCostOf(options, model, held, maxOutputTokens),
+      ).catch(async (error: unknown) => {
+        await settleBudget(options.budgets, held, 0, request.log);
+        throw error;
+      });
       const lookup = await lookupCache(options, request, model, tenantId);
       const gone = clientGone(reply);
-      const x: Exchange = { options, request, reply, model, tenantId, held, gone, lookup };
+      const x: Exchange = { options, request, reply, model, tenantId, held, spend, gone, lookup };
       if (lookup.kind === "hit") return cachedCompletion(x, lookup.hit);
       const stream = request.body.stream === true;
       const route = { model, held, ttft: stream, signal: gone.signal, log: request.log };
@@ -378,6 +480,7 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
       } catch (error) {
         // Nothing was generated: every reserved token goes back (the request still counts for RPM).
         await settleBudget(options.budgets, held, 0, request.log);
+        await settleSpend(spendContext, spend, 0, request.log);
         const limited = errors.is(error, "LLM_NO_CAPACITY") || errors.is(error, "LLM_UPSTREAM_RATE_LIMITED");
         options.metrics.requests.inc({
           model: model.name,

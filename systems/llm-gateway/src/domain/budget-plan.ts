@@ -17,6 +17,8 @@ export interface TenantLimits {
   readonly id: string;
   readonly rpm: number;
   readonly tpm: number;
+  /** Money per spend window, in nano-dollars; undefined = no money budget. */
+  readonly spendLimitNanoUsd?: number | undefined;
 }
 
 /** Per tenant-and-model and per destination limits (0 = off), from configuration. */
