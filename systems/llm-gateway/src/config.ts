@@ -12,12 +12,21 @@
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
-import { MODEL_LIST_PATTERN, parseModelList } from "./domain/model-catalog.ts";
+import {
+  DEFAULT_DESTINATION,
+  destinationsOf,
+  MODEL_LIST_PATTERN,
+  parseDestinationList,
+  parseModelList,
+} from "./domain/model-catalog.ts";
+import { DEFAULT_PRICE_LIST, PRICE_LIST_PATTERN } from "./domain/pricing.ts";
 import { defaultModelNames } from "./sim/provider-behaviour.ts";
 
 /** LLM_GATEWAY_BOOTSTRAP_TENANT value that turns the demo tenant off. */
 export const BOOTSTRAP_OFF = "off";
 export const DEFAULT_BOOTSTRAP_TENANT = "demo";
+/** LG-11's default threshold: above the labelled set's most similar must-not-hit pair (0.832 → 0.84), with a margin. */
+export const DEFAULT_CACHE_THRESHOLD = 0.86;
 
 export const configSchema = {
   ...listenFields({ port: packageJson.casebook.port, portDescription: "HTTP port (0 = any free port)" }),
@@ -45,7 +54,45 @@ export const configSchema = {
     default: defaultModelNames.join(","),
     pattern: MODEL_LIST_PATTERN,
     description:
-      "Models served, comma-separated: `name` or `name=upstream-model` (LG-19: clients call the name, the gateway sends the upstream model)",
+      "Models served, comma-separated: `name`, `name=upstream-model`, or `name=chain` (LG-19: clients call the name). A chain is tiers tried in order joined by `>`, a tier equal deployments joined by `|` (load-balanced), each `upstream-model@destination` (no `@` = the default destination): `smart=gpt-4o@east|gpt-4o@west>gpt-4o-mini@east`",
+  }),
+  destinations: field.string({
+    env: "LLM_GATEWAY_DESTINATIONS",
+    default: "",
+    maxLength: 8_192,
+    description:
+      "More destinations beside the default one (LLM_GATEWAY_UPSTREAM_URL), comma-separated `name=url` (OpenAI-compatible base URLs, …/v1); they share LLM_GATEWAY_UPSTREAM_API_KEY",
+  }),
+  breakerTtftMs: field.int({
+    env: "LLM_GATEWAY_BREAKER_TTFT_MS",
+    default: 10_000,
+    min: 10,
+    max: 600_000,
+    description:
+      "LG-08: a stream whose first token comes later than this counts as a failure of its deployment",
+  }),
+  breakerFailures: field.int({
+    env: "LLM_GATEWAY_BREAKER_FAILURES",
+    default: 5,
+    min: 1,
+    max: 1_000,
+    description:
+      "LG-08: consecutive failures (5xx, 429, reset, timeout, TTFT over the bound) that open a deployment's breaker",
+  }),
+  breakerFailureRatePercent: field.int({
+    env: "LLM_GATEWAY_BREAKER_FAILURE_RATE_PERCENT",
+    default: 50,
+    min: 1,
+    max: 100,
+    description:
+      "LG-08: failure percentage over a deployment's last 20 calls (at least 10) that opens its breaker",
+  }),
+  breakerOpenMs: field.int({
+    env: "LLM_GATEWAY_BREAKER_OPEN_MS",
+    default: 30_000,
+    min: 10,
+    max: 3_600_000,
+    description: "LG-08: how long an open deployment is skipped before one probe request is let through",
   }),
   maxOutputTokens: field.int({
     env: "LLM_GATEWAY_MAX_OUTPUT_TOKENS",
@@ -155,6 +202,41 @@ export const configSchema = {
     description:
       "The provider's own quota: tokens per window per upstream model, all tenants together (0 = none)",
   }),
+  cache: field.bool({
+    env: "LLM_GATEWAY_CACHE",
+    default: true,
+    description:
+      "LG-11/12: the semantic cache — deterministic requests (temperature 0, no tools) answered from the tenant's earlier answers by embedding similarity",
+  }),
+  cacheThreshold: field.number({
+    env: "LLM_GATEWAY_CACHE_THRESHOLD",
+    default: DEFAULT_CACHE_THRESHOLD,
+    min: 0.5,
+    max: 1,
+    description:
+      "LG-11: cosine similarity at or above which an earlier answer is served (chosen on test/fixtures/cache-pairs.json: 0.84 is the lowest with no false hit there; the default keeps a margin)",
+  }),
+  cacheTtlMs: field.int({
+    env: "LLM_GATEWAY_CACHE_TTL_MS",
+    default: 3_600_000,
+    min: 1_000,
+    max: 30 * 86_400_000,
+    description: "How long a cached answer may be served",
+  }),
+  prices: field.string({
+    env: "LLM_GATEWAY_PRICES",
+    default: DEFAULT_PRICE_LIST,
+    pattern: PRICE_LIST_PATTERN,
+    description:
+      "The price table, USD per million tokens by upstream model: `model=input/cached-input/output`, comma-separated (a model not listed costs 0)",
+  }),
+  spendWindowMs: field.int({
+    env: "LLM_GATEWAY_SPEND_WINDOW_MS",
+    default: 30 * 86_400_000,
+    min: 60_000,
+    max: 366 * 86_400_000,
+    description: "The window of a tenant's money budget (spendLimitUsd at the admin API); 30 days by default",
+  }),
   drainTimeoutMs: field.int({
     env: "LLM_GATEWAY_DRAIN_TIMEOUT_MS",
     default: 25_000,
@@ -180,23 +262,48 @@ export const configSchema = {
 
 export type SystemConfig = ConfigOf<typeof configSchema>;
 
+function problem(
+  setting: "models" | "destinations",
+  env: string,
+  value: string,
+  expected: string,
+  error: unknown,
+) {
+  return new ConfigError([
+    { setting, env, source: "env", value, expected, message: `${env}: ${(error as Error).message}` },
+  ]);
+}
+
 export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
   const config = loadConfig(configSchema, { env });
+  let destinations: Map<string, string>;
   try {
-    parseModelList(config.models);
+    destinations = parseDestinationList(config.destinations);
+    if (destinations.has(DEFAULT_DESTINATION))
+      throw new RangeError(`"${DEFAULT_DESTINATION}" is LLM_GATEWAY_UPSTREAM_URL's name; pick another`);
   } catch (error) {
-    const message = `LLM_GATEWAY_MODELS: ${(error as Error).message}`;
-    const expected = "each model name once";
-    throw new ConfigError([
-      {
-        setting: "models",
-        env: "LLM_GATEWAY_MODELS",
-        source: "env",
-        value: config.models,
-        expected,
-        message,
-      },
-    ]);
+    throw problem(
+      "destinations",
+      "LLM_GATEWAY_DESTINATIONS",
+      config.destinations,
+      "name=url, each name once",
+      error,
+    );
+  }
+  try {
+    const catalog = parseModelList(config.models);
+    for (const name of destinationsOf(catalog)) {
+      if (name !== DEFAULT_DESTINATION && !destinations.has(name))
+        throw new RangeError(`destination ${name} is not in LLM_GATEWAY_DESTINATIONS`);
+    }
+  } catch (error) {
+    throw problem(
+      "models",
+      "LLM_GATEWAY_MODELS",
+      config.models,
+      "each model name once, known destinations",
+      error,
+    );
   }
   return config;
 }

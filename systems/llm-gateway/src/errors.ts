@@ -35,9 +35,20 @@ export const errors = defineErrors({
     message:
       "This request alone needs more tokens than its whole budget per window; lower max_tokens or shorten the prompt.",
   },
+  LLM_SPEND_EXCEEDED: {
+    status: 429,
+    message:
+      "Your spend budget for this window is used up; it renews at the end of the window (Retry-After).",
+  },
   LLM_BUDGET_UNAVAILABLE: {
     status: 503,
     message: "The token counter cannot be reached, and budgets fail closed; retry shortly.",
+  },
+  // routing (LG-08/09): the destinations behind a model
+  LLM_NO_CAPACITY: {
+    status: 429,
+    message:
+      "No destination of this model has capacity now (breakers open, quotas full, the providers' own 429s); retry after Retry-After.",
   },
   // upstream: the provider behind the gateway
   LLM_UPSTREAM_RATE_LIMITED: {

@@ -23,6 +23,8 @@ import { systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import { llmErrorFormats } from "./api/error-formats.ts";
 import { registerApi } from "./api/register-api.ts";
+import { SemanticCache } from "./api/semantic-cache.ts";
+import { Destinations } from "./clients/destinations.ts";
 import { UpstreamClient } from "./clients/upstream-client.ts";
 import {
   BOOTSTRAP_OFF,
@@ -31,12 +33,15 @@ import {
   loadSystemConfig,
   type SystemConfig,
 } from "./config.ts";
-import { parseModelList } from "./domain/model-catalog.ts";
+import { DEFAULT_DESTINATION, parseDestinationList, parseModelList } from "./domain/model-catalog.ts";
+import { parsePriceList } from "./domain/pricing.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
 import { createProviderSim } from "./sim/provider-sim.ts";
 import { openInProcessBudgetStore, openRedisBudgetStore } from "./store/budget-store.ts";
+import { SemanticCacheStore } from "./store/semantic-cache-store.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
+import { UsageRepository } from "./store/usage-repository.ts";
 
 export const SYSTEM = "llm-gateway";
 export const VERSION = packageJson.version;
@@ -89,20 +94,50 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       migrate: (db) => runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) }),
     },
     build: async ({ service, db }) => {
-      const metrics = createMetrics(service.registry, { version: VERSION });
+      let destinations: Destinations | undefined;
+      const metrics = createMetrics(
+        service.registry,
+        { version: VERSION },
+        () => destinations?.snapshot() ?? [],
+      );
       const upstreamUrl = await upstreamFor(config, service);
-      const upstream = new UpstreamClient({
-        baseUrl: upstreamUrl,
-        apiKey: config.upstreamApiKey,
-        timeouts: {
-          connectMs: config.upstreamConnectMs,
-          headersMs: config.upstreamHeadersMs,
-          bodyMs: config.generationTimeoutMs,
+      const upstreamOf = (baseUrl: string) =>
+        new UpstreamClient({
+          baseUrl,
+          apiKey: config.upstreamApiKey,
+          timeouts: {
+            connectMs: config.upstreamConnectMs,
+            headersMs: config.upstreamHeadersMs,
+            bodyMs: config.generationTimeoutMs,
+          },
+          idleMs: config.upstreamIdleMs,
+          maxSockets: 1_024,
+        });
+      const upstreams = new Map([[DEFAULT_DESTINATION, upstreamOf(upstreamUrl)]]);
+      for (const [name, url] of parseDestinationList(config.destinations))
+        upstreams.set(name, upstreamOf(url));
+      destinations = new Destinations({
+        catalog,
+        upstreams,
+        clock: systemClock,
+        breaker: {
+          ttftMs: config.breakerTtftMs,
+          failureThreshold: config.breakerFailures,
+          failureRatePercent: config.breakerFailureRatePercent,
+          openDurationMs: config.breakerOpenMs,
         },
-        idleMs: config.upstreamIdleMs,
-        maxSockets: 1_024,
+        onStateChange: (deployment, to, reason) => {
+          metrics.breakerTransitions.inc({ deployment: deployment.id, to, reason });
+          const log = service.log.child({ component: "breaker" });
+          (to === "closed" ? log.info : log.warn).call(
+            log,
+            { deployment: deployment.id, to, reason },
+            "breaker changed state",
+          );
+        },
       });
-      service.onClose(async () => upstream.close());
+      const routing = destinations;
+      service.onClose(async () => routing.close());
       const tenants = new TenantRepository(db, { clock: systemClock, randomBytes });
       const budgetStore =
         config.redisUrl === undefined
@@ -114,13 +149,26 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       service.onClose(() => budgetStore.close());
       service.addCheck("redis", () => budgetStore.ping());
       const tenantDefaults = { rpm: config.tenantRpm, tpm: config.tenantTpm };
+      const cache = config.cache
+        ? new SemanticCache(
+            new SemanticCacheStore(db, { clock: systemClock }),
+            { enabled: true, threshold: config.cacheThreshold, ttlMs: config.cacheTtlMs },
+            metrics,
+          )
+        : undefined;
       await registerApi(service.app, {
         db,
         clock: systemClock,
         randomBytes,
         tenants,
         catalog,
-        upstream,
+        destinations: routing,
+        cache,
+        accounting: {
+          prices: parsePriceList(config.prices),
+          usage: new UsageRepository(db, { clock: systemClock }),
+          spendWindowMs: config.spendWindowMs,
+        },
         metrics,
         settings: {
           maxOutputTokens: config.maxOutputTokens,

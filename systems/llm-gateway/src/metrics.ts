@@ -11,7 +11,7 @@
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 
 /** How a request ended: `truncated` is a provider stream cut before its end (never a success). */
-export type Outcome = "ok" | "cancelled" | "truncated" | "upstream_error" | "rate_limited";
+export type Outcome = "ok" | "cached" | "cancelled" | "truncated" | "upstream_error" | "rate_limited";
 
 export interface SystemMetrics {
   /** Always 1, labelled with the running version: joins a dashboard's series to a deploy. */
@@ -21,9 +21,40 @@ export interface SystemMetrics {
   readonly tokens: Counter<"model" | "kind">;
   readonly keepAlives: Counter<"model">;
   readonly openStreams: Gauge<"model">;
+  /** LG-10: requests served by another model or tier than the primary. */
+  readonly fallbacks: Counter<"model" | "to" | "kind">;
+  /** LG-11: semantic cache lookups by result (hit, miss, skipped) and their duration. */
+  readonly cacheLookups: Counter<"model" | "result">;
+  readonly cacheLookupSeconds: Histogram<"model">;
+  /** Cost per logical model in US dollars, from the price table (cached prompt tokens at their price). */
+  readonly costUsd: Counter<"model">;
+  /** LG-08: breaker transitions per deployment. */
+  readonly breakerTransitions: Counter<"deployment" | "to" | "reason">;
 }
 
-export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
+/** The breaker states as a gauge's values (0 closed, 1 half-open, 2 open). */
+export const BREAKER_STATE_VALUE = { closed: 0, "half-open": 1, open: 2 } as const;
+
+export function createMetrics(
+  registry: Registry,
+  build: { version: string },
+  /** Each deployment's breaker state, read at scrape time (the open → half-open step is lazy). */
+  breakerStates: () => ReadonlyArray<{
+    deployment: string;
+    state: keyof typeof BREAKER_STATE_VALUE;
+  }> = () => [],
+): SystemMetrics {
+  new Gauge({
+    name: "llm_gateway_destination_state",
+    help: "Each deployment's circuit breaker: 0 closed, 1 half-open, 2 open (LG-08)",
+    labelNames: ["deployment"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { deployment, state } of breakerStates())
+        this.set({ deployment }, BREAKER_STATE_VALUE[state]);
+    },
+  });
   const buildInfo = new Gauge({
     name: "llm_gateway_build_info",
     help: "Always 1; the version label says which build is running",
@@ -35,7 +66,7 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     buildInfo,
     requests: new Counter({
       name: "llm_gateway_requests_total",
-      help: "Chat completions by logical model and outcome (ok, cancelled, truncated, upstream_error, rate_limited)",
+      help: "Chat completions by logical model and outcome (ok, cached, cancelled, truncated, upstream_error, rate_limited)",
       labelNames: ["model", "outcome"],
       registers: [registry],
     }),
@@ -48,7 +79,7 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     }),
     tokens: new Counter({
       name: "llm_gateway_tokens_total",
-      help: "Tokens as the provider reported them, by kind (prompt, completion); a cut stream counts the chunks relayed",
+      help: "Tokens as the provider reported them, by kind (prompt, completion, cached_prompt: the provider's prompt cache, LG-13); a cut stream counts the chunks relayed",
       labelNames: ["model", "kind"],
       registers: [registry],
     }),
@@ -62,6 +93,37 @@ export function createMetrics(registry: Registry, build: { version: string }): S
       name: "llm_gateway_open_streams",
       help: "Streams being relayed right now",
       labelNames: ["model"],
+      registers: [registry],
+    }),
+    fallbacks: new Counter({
+      name: "llm_gateway_fallbacks_total",
+      help: "Requests answered by a fallback deployment (LG-10), by logical model, the deployment that answered and kind (model, destination)",
+      labelNames: ["model", "to", "kind"],
+      registers: [registry],
+    }),
+    cacheLookups: new Counter({
+      name: "llm_gateway_cache_lookups_total",
+      help: "Semantic cache lookups (LG-11) by logical model and result: hit, miss, skipped (not deterministic)",
+      labelNames: ["model", "result"],
+      registers: [registry],
+    }),
+    cacheLookupSeconds: new Histogram({
+      name: "llm_gateway_cache_lookup_seconds",
+      help: "Time of one semantic cache lookup (an exact scan of the tenant's entries of one scope)",
+      labelNames: ["model"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    costUsd: new Counter({
+      name: "llm_gateway_cost_usd_total",
+      help: "What the requests cost by logical model, in US dollars, from the price table (the provider's cached prompt tokens at the cached price)",
+      labelNames: ["model"],
+      registers: [registry],
+    }),
+    breakerTransitions: new Counter({
+      name: "llm_gateway_breaker_transitions_total",
+      help: "Circuit breaker state changes per deployment (LG-08), by the state entered and why",
+      labelNames: ["deployment", "to", "reason"],
       registers: [registry],
     }),
   };

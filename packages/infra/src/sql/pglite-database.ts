@@ -20,6 +20,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { PGlite, type Results, type Transaction } from "@electric-sql/pglite";
+import { cube } from "@electric-sql/pglite/contrib/cube";
 import { acquireDataDirLock, type DataDirLock } from "./data-dir-lock.ts";
 import type { Database, Queryable, QueryOptions, QueryResult, TransactionOptions } from "./sql.ts";
 import { isolationSql, preparedName } from "./sql.ts";
@@ -176,6 +177,9 @@ export async function openPgliteDatabase(options: PgliteDatabaseOptions): Promis
       // Sync to the filesystem after every statement: a crash loses nothing that was committed.
       relaxedDurability: false,
       debug: 0,
+      // Contrib extensions PostgreSQL ships too (Debian's postgresql-15 has them), so a
+      // migration's CREATE EXTENSION runs on both engines; loaded only when created.
+      extensions: { cube },
     });
     await pglite.waitReady;
     await pglite.exec(`SET TimeZone = 'UTC'; ${schemaSql}`);

@@ -1,7 +1,8 @@
 /**
  * The operator's API, behind `LLM_GATEWAY_ADMIN_TOKEN` (registered only when it is set):
  * create a tenant with its quota (RPM, TPM) and its first API key (shown once), and infra's shared API-key routes
- * for the tenants' keys (list, issue, rotate with overlap, revoke).
+ * for the tenants' keys (list, issue, rotate with overlap, revoke), and the destinations'
+ * breaker states (LG-08).
  *
  * @example
  * await registerAdminApi(app, { db, clock, randomBytes, tenants, adminToken });
@@ -12,14 +13,19 @@ import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
+import type { Destinations } from "../clients/destinations.ts";
 import { errors } from "../errors.ts";
 import { type TenantRepository, tenantKeys } from "../store/tenant-repository.ts";
+import type { UsageRepository } from "../store/usage-repository.ts";
+import { registerAdminUsageRoute } from "./usage-routes.ts";
 
 export interface AdminApiOptions {
   readonly db: Database;
   readonly clock: Clock;
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
+  readonly destinations: Destinations;
+  readonly usage: UsageRepository;
   readonly adminToken: string;
   /** The quota of a tenant created without one. */
   readonly tenantDefaults: { rpm: number; tpm: number };
@@ -34,13 +40,45 @@ const createTenantBody = {
     name: { type: "string", minLength: 1, maxLength: 200 },
     rpm: { type: "integer", minimum: 1, maximum: 100_000_000, description: "Requests per budget window" },
     tpm: { type: "integer", minimum: 1, maximum: 1_000_000_000_000, description: "Tokens per budget window" },
+    spendLimitUsd: {
+      type: "number",
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description:
+        "Money per spend window (LLM_GATEWAY_SPEND_WINDOW_MS), in US dollars; absent = no money budget",
+    },
+  },
+} as const;
+
+const destinationsView = {
+  type: "object",
+  required: ["destinations"],
+  properties: {
+    destinations: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["deployment", "destination", "upstreamModel", "state", "inFlight", "retryAfterMs"],
+        properties: {
+          deployment: { type: "string" },
+          destination: { type: "string" },
+          upstreamModel: { type: "string" },
+          state: { type: "string", enum: ["closed", "half-open", "open"] },
+          inFlight: { type: "integer" },
+          consecutiveFailures: { type: "integer" },
+          windowCalls: { type: "integer" },
+          windowFailures: { type: "integer" },
+          retryAfterMs: { type: "number" },
+        },
+      },
+    },
   },
 } as const;
 
 export async function registerAdminApi(app: FastifyInstance, options: AdminApiOptions): Promise<void> {
   await app.register(async (scope) => {
     scope.addHook("onRequest", createStaticTokenAuth({ realm: "llm-gateway", token: options.adminToken }));
-    scope.post<{ Body: { id: string; name: string; rpm?: number; tpm?: number } }>(
+    scope.post<{ Body: { id: string; name: string; rpm?: number; tpm?: number; spendLimitUsd?: number } }>(
       "/v1/admin/tenants",
       {
         schema: {
@@ -66,13 +104,33 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminApiOp
         },
       },
       async (request, reply) => {
-        const created = await options.tenants.createIfAbsent({ ...options.tenantDefaults, ...request.body });
+        const { spendLimitUsd, ...body } = request.body;
+        const spendLimitNanoUsd = spendLimitUsd === undefined ? undefined : Math.round(spendLimitUsd * 1e9);
+        const created = await options.tenants.createIfAbsent({
+          ...options.tenantDefaults,
+          ...body,
+          spendLimitNanoUsd,
+        });
         if (created === undefined) {
           throw errors.create("LLM_TENANT_EXISTS", { fields: { id: request.body.id } });
         }
         return reply.code(201).send(created);
       },
     );
+    scope.get(
+      "/v1/admin/destinations",
+      {
+        schema: {
+          summary:
+            "Each deployment (a model on a destination): its breaker state, load and failure counts (LG-08)",
+          tags: ["admin"],
+          security: bearerSecurity,
+          response: { 200: destinationsView },
+        },
+      },
+      async () => ({ destinations: options.destinations.snapshot() }),
+    );
+    registerAdminUsageRoute(scope, options);
     registerApiKeyAdminRoutes(scope, {
       owners: "tenants",
       keys: tenantKeys,

@@ -18,12 +18,13 @@ import type { FastifyBaseLogger } from "fastify";
 import {
   type BudgetPlan,
   planBudget,
+  planDestination,
   type SharedLimits,
   settleLines,
   type TenantLimits,
 } from "../domain/budget-plan.ts";
 import { countInputTokens } from "../domain/input-tokens.ts";
-import type { ServedModel } from "../domain/model-catalog.ts";
+import type { Deployment, ServedModel } from "../domain/model-catalog.ts";
 import { errors } from "../errors.ts";
 import type { BudgetStore, Reservation } from "../store/budget-store.ts";
 
@@ -84,6 +85,38 @@ export async function reserveBudget(
   });
 }
 
+/**
+ * The chosen deployment's own quota (LG-09), reserved for the same tokens as the tenant's:
+ * `undefined` when it has no room (the router tries the next deployment; `retryAfterMs` says
+ * when this one will), a held budget otherwise. No quota configured: nothing to reserve.
+ */
+export async function reserveDestination(
+  context: BudgetContext,
+  deployment: Deployment,
+  tenantHeld: HeldBudget,
+): Promise<{ held: HeldBudget } | { held: undefined; retryAfterMs: number }> {
+  const plan = planDestination({
+    deployment,
+    limits: context.limits,
+    reservedTokens: tenantHeld.plan.reservedTokens,
+  });
+  const none: Reservation = { allowed: true, windowId: 0, retryAfterMs: 0, refused: undefined };
+  if (plan.lines.length === 0)
+    return { held: { plan, reservation: none, inputTokens: tenantHeld.inputTokens } };
+  let reservation: Reservation;
+  try {
+    reservation = await context.store.reserve(plan.lines, { windowMs: context.windowMs });
+  } catch (error) {
+    throw errors.create("LLM_BUDGET_UNAVAILABLE", { cause: error });
+  }
+  if (!reservation.allowed) {
+    // Never fits (the request alone is above the destination's window): no wait helps this one.
+    const retryAfterMs = reservation.retryAfterMs < 0 ? Number.POSITIVE_INFINITY : reservation.retryAfterMs;
+    return { held: undefined, retryAfterMs };
+  }
+  return { held: { plan, reservation, inputTokens: tenantHeld.inputTokens } };
+}
+
 /** Replaces the reservation by `usedTokens`; a failure is logged, never thrown (the answer is already out). */
 export async function settleBudget(
   context: BudgetContext,
@@ -98,5 +131,61 @@ export async function settleBudget(
   } catch (error) {
     // The reservation stays as debited: budgets err on the side of the limit, never past it.
     log.warn({ err: error, usedTokens }, "budget settle failed; the reservation stays charged");
+  }
+}
+
+/** A money reservation (a spend budget): the most the request can cost, held until its cost is known. */
+export interface HeldSpend {
+  readonly key: string;
+  readonly limit: number;
+  readonly reservedNanoUsd: number;
+  readonly reservation: Reservation;
+}
+
+/**
+ * The tenant's money budget per spend window (as LiteLLM's `max_budget` per key): the most
+ * the request can cost is reserved in the same atomic script as tokens are (a separate call:
+ * its window is the spend window), refused with 429 `insufficient_quota` and the time to the
+ * window's end; settled from the request's cost.
+ */
+export async function reserveSpend(
+  context: BudgetContext & { spendWindowMs: number },
+  tenant: TenantLimits,
+  maxCostNanoUsd: number,
+): Promise<HeldSpend | undefined> {
+  const limit = tenant.spendLimitNanoUsd;
+  if (limit === undefined) return undefined;
+  const key = `llm:{${tenant.id}}:spend`;
+  const cost = Math.min(maxCostNanoUsd, limit);
+  let reservation: Reservation;
+  try {
+    reservation = await context.store.reserve([{ key, limit, cost }], { windowMs: context.spendWindowMs });
+  } catch (error) {
+    throw errors.create("LLM_BUDGET_UNAVAILABLE", { cause: error });
+  }
+  if (!reservation.allowed) {
+    throw errors.create("LLM_SPEND_EXCEEDED", {
+      detail: `Your spend budget ($${limit / 1e9}) has no room for this request (up to $${(maxCostNanoUsd / 1e9).toFixed(6)}); it renews at the end of the spend window.`,
+      fields: { retryAfterMs: Math.max(1_000, reservation.retryAfterMs), openAiCode: "insufficient_quota" },
+    });
+  }
+  return { key, limit, reservedNanoUsd: cost, reservation };
+}
+
+export async function settleSpend(
+  context: BudgetContext & { spendWindowMs: number },
+  held: HeldSpend | undefined,
+  costNanoUsd: number,
+  log: FastifyBaseLogger,
+): Promise<void> {
+  if (held === undefined) return;
+  try {
+    await context.store.settle(
+      held.reservation,
+      [{ key: held.key, limit: held.limit, delta: costNanoUsd - held.reservedNanoUsd }],
+      { windowMs: context.spendWindowMs },
+    );
+  } catch (error) {
+    log.warn({ err: error, costNanoUsd }, "spend settle failed; the reservation stays charged");
   }
 }

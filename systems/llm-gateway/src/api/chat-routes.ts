@@ -17,16 +17,39 @@
  *   that did arrive.
  */
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
+import type { OutboundStream } from "@casebook/infra/http/outbound";
 import type { Clock } from "@casebook/kit/clock";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { UpstreamClient } from "../clients/upstream-client.ts";
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Destinations } from "../clients/destinations.ts";
+import type { UpstreamAnswer } from "../clients/upstream-client.ts";
 import type { TenantLimits } from "../domain/budget-plan.ts";
-import type { ModelCatalog, ServedModel } from "../domain/model-catalog.ts";
+import type { Deployment, ModelCatalog, ServedModel } from "../domain/model-catalog.ts";
+import { costNanoUsd, maxCostNanoUsd, type Price, type TokenUsage } from "../domain/pricing.ts";
 import { type ChunkUsage, dataOf, readChunk, SseSplitter } from "../domain/sse-events.ts";
 import { errors } from "../errors.ts";
 import type { Outcome, SystemMetrics } from "../metrics.ts";
-import { type BudgetContext, type HeldBudget, reserveBudget, settleBudget } from "./budgets.ts";
+import type { CachedAnswer, CacheHit } from "../store/semantic-cache-store.ts";
+import type { UsageRepository } from "../store/usage-repository.ts";
+import {
+  type BudgetContext,
+  type HeldBudget,
+  type HeldSpend,
+  reserveBudget,
+  reserveSpend,
+  settleBudget,
+  settleSpend,
+} from "./budgets.ts";
 import { type ChatRequest, chatRequestSchema, chatResponseView } from "./chat-schemas.ts";
+import { type Routed, routeHeaders, routeRequest } from "./routing.ts";
+import {
+  CACHE_HEADER,
+  type CacheLookup,
+  cachedAnswerOf,
+  cacheHeaderOf,
+  completionOf,
+  type SemanticCache,
+  streamEventsOf,
+} from "./semantic-cache.ts";
 import { clientGone, openSseResponse, type SseResponse } from "./sse-response.ts";
 
 /** One SSE event from a provider at most: a chunk is a few hundred bytes; a megabyte is a broken stream. */
@@ -39,13 +62,24 @@ export interface ChatSettings {
   readonly generationTimeoutMs: number;
 }
 
+export interface Accounting {
+  /** USD per Mtok by upstream model; a model not in it costs 0 (logged at start). */
+  readonly prices: ReadonlyMap<string, Price>;
+  readonly usage: UsageRepository;
+  readonly spendWindowMs: number;
+}
+
 export interface ChatRouteOptions {
   readonly catalog: ModelCatalog;
-  readonly upstream: UpstreamClient;
+  readonly destinations: Destinations;
   readonly metrics: SystemMetrics;
   readonly clock: Clock;
   readonly settings: ChatSettings;
   readonly budgets: BudgetContext;
+  /** Prices, the usage table and the spend window (cost per tenant and model, money budgets). */
+  readonly accounting: Accounting;
+  /** The semantic cache (LG-11); undefined = off. */
+  readonly cache?: SemanticCache | undefined;
   /** The authenticated tenant of a request, with its quota. */
   tenantOf(request: FastifyRequest): TenantLimits;
 }
@@ -73,12 +107,12 @@ export function requestedMaxTokens(body: ChatRequest, limit: number): number | u
   return asked;
 }
 
-/** The body sent upstream: the upstream model's name, and always the provider's usage on a stream. */
-function upstreamBody(body: ChatRequest, model: ServedModel): Record<string, unknown> {
-  if (body.stream !== true) return { ...body, model: model.upstreamModel };
+/** The body sent upstream: the deployment's model name, and always the provider's usage on a stream. */
+function upstreamBody(body: ChatRequest, deployment: Deployment): Record<string, unknown> {
+  if (body.stream !== true) return { ...body, model: deployment.upstreamModel };
   return {
     ...body,
-    model: model.upstreamModel,
+    model: deployment.upstreamModel,
     stream_options: { ...body.stream_options, include_usage: true },
   };
 }
@@ -87,17 +121,34 @@ interface RelayResult {
   outcome: Outcome;
   usage: ChunkUsage | undefined;
   contentDeltas: number;
+  /** The answer's text, finish reason and model, collected for the semantic cache when asked. */
+  text: string;
+  finishReason: string | undefined;
+  toolCalls: boolean;
+  model: string | undefined;
+}
+
+function emptyResult(outcome: Outcome): RelayResult {
+  return {
+    outcome,
+    usage: undefined,
+    contentDeltas: 0,
+    text: "",
+    finishReason: undefined,
+    toolCalls: false,
+    model: undefined,
+  };
 }
 
 /** Relays the provider's events to the client until `[DONE]`, the client leaving, or the stream failing. */
 async function relay(
   stream: AsyncIterable<Buffer>,
   sse: SseResponse,
-  options: { clientWantsUsage: boolean; onFirstContent: () => void },
+  options: { clientWantsUsage: boolean; collect: boolean; onFirstContent: () => void },
 ): Promise<RelayResult> {
   const splitter = new SseSplitter({ maxEventChars: MAX_EVENT_CHARS });
   const decoder = new TextDecoder();
-  const result: RelayResult = { outcome: "truncated", usage: undefined, contentDeltas: 0 };
+  const result = emptyResult("truncated");
   try {
     for await (const bytes of stream) {
       for (const event of splitter.push(decoder.decode(bytes, { stream: true }))) {
@@ -109,6 +160,12 @@ async function relay(
         if (info.kind === "chunk" && info.contentDeltas > 0) {
           if (result.contentDeltas === 0) options.onFirstContent();
           result.contentDeltas += info.contentDeltas;
+        }
+        if (info.kind === "chunk" && options.collect) {
+          result.text += info.text;
+          result.finishReason = info.finishReason ?? result.finishReason;
+          result.toolCalls ||= info.toolCalls;
+          result.model ??= info.model;
         }
         await sse.write(event);
         if (info.kind === "done") result.outcome = "ok";
@@ -122,29 +179,39 @@ async function relay(
   return result;
 }
 
-async function streamCompletion(
-  options: ChatRouteOptions,
-  request: FastifyRequest<{ Body: ChatRequest }>,
-  reply: FastifyReply,
-  model: ServedModel,
-  held: HeldBudget,
-): Promise<void> {
+/** One request on its way: what every step after the budget needs. */
+interface Exchange {
+  readonly options: ChatRouteOptions;
+  readonly request: FastifyRequest<{ Body: ChatRequest }>;
+  readonly reply: FastifyReply;
+  readonly model: ServedModel;
+  readonly tenantId: string;
+  readonly held: HeldBudget;
+  readonly spend: HeldSpend | undefined;
+  readonly gone: AbortController;
+  readonly lookup: CacheLookup;
+}
+
+async function streamCompletion(x: Exchange, routed: Routed<OutboundStream>): Promise<void> {
+  const { options, request, model } = x;
   const { metrics, clock } = options;
   const startedAtMs = clock.monotonicMs();
-  const gone = clientGone(reply);
-  // LG-04: the same signal aborts the upstream request the moment the client leaves.
-  const upstream = await options.upstream.stream(upstreamBody(request.body, model), gone.signal);
-  const sse = openSseResponse(request, reply, {
+  const upstream = routed.answer;
+  const sse = openSseResponse(request, x.reply, {
     keepAliveMs: options.settings.keepAliveMs,
-    signal: gone.signal,
+    signal: x.gone.signal,
+    headers: { ...routeHeaders(model, routed), [CACHE_HEADER]: cacheHeaderOf(x.lookup) },
   });
   metrics.openStreams.inc({ model: model.name });
   let result: RelayResult;
   try {
     result = await relay(upstream.body, sse, {
       clientWantsUsage: request.body.stream_options?.include_usage === true,
-      onFirstContent: () =>
-        metrics.ttft.observe({ model: model.name }, (clock.monotonicMs() - startedAtMs) / 1000),
+      collect: x.lookup.kind === "miss",
+      onFirstContent: () => {
+        routed.admission.firstToken();
+        metrics.ttft.observe({ model: model.name }, (clock.monotonicMs() - startedAtMs) / 1000);
+      },
     });
   } finally {
     upstream.close();
@@ -152,6 +219,8 @@ async function streamCompletion(
     metrics.keepAlives.inc({ model: model.name }, sse.keepAlives);
   }
   if (result.outcome === "truncated") {
+    // A cut before the first token is the deployment's failure (after it, the first token was its success).
+    routed.admission.failed();
     const error = errors.create("LLM_STREAM_TRUNCATED");
     sse.fail({ message: error.message, type: "server_error", code: "llm_stream_truncated" });
     request.log.warn(
@@ -161,8 +230,152 @@ async function streamCompletion(
   } else {
     sse.end();
   }
-  record(metrics, model, result);
-  await settleBudget(options.budgets, held, usedTokens(held, result), request.log);
+  routed.admission.release();
+  const answer: CachedAnswer | undefined =
+    result.outcome === "ok" && !result.toolCalls && result.usage !== undefined
+      ? {
+          content: result.text,
+          finishReason: result.finishReason ?? "stop",
+          model: result.model ?? routed.admission.deployment.upstreamModel,
+          promptTokens: result.usage.promptTokens,
+          completionTokens: result.usage.completionTokens,
+        }
+      : undefined;
+  await finish(x, routed, result, answer);
+}
+
+/** After the answer: metrics, the budgets settled from the usage, the cost recorded, a miss's answer remembered. */
+async function finish(
+  x: Exchange,
+  routed: Routed<unknown>,
+  result: RelayResult,
+  answer: CachedAnswer | undefined,
+): Promise<void> {
+  const { options, request } = x;
+  record(options.metrics, x.model, result);
+  await settleAll(options, [x.held, routed.destinationHeld], usedTokens(x.held, result), request.log);
+  const usage: TokenUsage = {
+    promptTokens: result.usage?.promptTokens ?? x.held.inputTokens,
+    cachedPromptTokens: result.usage?.cachedPromptTokens ?? 0,
+    completionTokens: result.usage?.completionTokens ?? result.contentDeltas,
+  };
+  const deployment = routed.admission.deployment;
+  const price = options.accounting.prices.get(deployment.upstreamModel);
+  const cost = price === undefined ? 0 : costNanoUsd(price, usage);
+  await account(x, {
+    servedBy: deployment.id,
+    outcome: result.outcome,
+    fallback: routed.fallback,
+    usage,
+    cost,
+  });
+  if (x.lookup.kind === "miss" && answer !== undefined && options.cache !== undefined)
+    await options.cache.remember(x.tenantId, x.lookup, answer, request.log);
+}
+
+/** The spend settled from the cost, the usage row written, the cost counted (failures logged: the answer is out). */
+async function account(
+  x: Exchange,
+  entry: {
+    servedBy: string | undefined;
+    outcome: Outcome;
+    fallback: string;
+    usage: TokenUsage;
+    cost: number;
+  },
+): Promise<void> {
+  const { options, request } = x;
+  await settleSpend(
+    { ...options.budgets, spendWindowMs: options.accounting.spendWindowMs },
+    x.spend,
+    entry.cost,
+    request.log,
+  );
+  options.metrics.costUsd.inc({ model: x.model.name }, entry.cost / 1e9);
+  if (entry.usage.cachedPromptTokens > 0)
+    options.metrics.tokens.inc(
+      { model: x.model.name, kind: "cached_prompt" },
+      entry.usage.cachedPromptTokens,
+    );
+  try {
+    await options.accounting.usage.record({
+      tenantId: x.tenantId,
+      model: x.model.name,
+      servedBy: entry.servedBy,
+      outcome: entry.outcome,
+      fallback: entry.fallback,
+      ...entry.usage,
+      costNanoUsd: entry.cost,
+    });
+  } catch (error) {
+    request.log.warn({ err: error, cost: entry.cost }, "usage record failed");
+  }
+}
+
+/** The most a request can cost: at the dearest deployment of its chain. */
+function maxCostOf(
+  options: ChatRouteOptions,
+  model: ServedModel,
+  held: HeldBudget,
+  maxOutputTokens: number,
+): number {
+  let most = 0;
+  for (const deployment of model.tiers.flat()) {
+    const price = options.accounting.prices.get(deployment.upstreamModel);
+    if (price !== undefined) most = Math.max(most, maxCostNanoUsd(price, held.inputTokens, maxOutputTokens));
+  }
+  return most;
+}
+
+function settleAll(
+  options: ChatRouteOptions,
+  helds: readonly HeldBudget[],
+  usedTokens: number,
+  log: FastifyBaseLogger,
+): Promise<unknown> {
+  return Promise.all(helds.map((held) => settleBudget(options.budgets, held, usedTokens, log)));
+}
+
+/** A cache hit (LG-11): the earlier answer, whole or replayed as a stream; no provider called. */
+async function cachedCompletion(x: Exchange, hit: CacheHit): Promise<FastifyReply | undefined> {
+  const { options, request, reply } = x;
+  const nowS = Math.floor(options.clock.nowMs() / 1000);
+  options.metrics.requests.inc({ model: x.model.name, outcome: "cached" });
+  // No provider tokens were used: the tokens reserved go back (the request counts for RPM).
+  await settleBudget(options.budgets, x.held, 0, request.log);
+  const none = { promptTokens: 0, cachedPromptTokens: 0, completionTokens: 0 };
+  await account(x, { servedBy: undefined, outcome: "cached", fallback: "none", usage: none, cost: 0 });
+  const header = { [CACHE_HEADER]: cacheHeaderOf(x.lookup) };
+  if (request.body.stream !== true)
+    return reply
+      .code(200)
+      .headers(header)
+      .send(completionOf(hit, request.id, nowS));
+  const sse = openSseResponse(request, reply, {
+    keepAliveMs: options.settings.keepAliveMs,
+    signal: x.gone.signal,
+    headers: header,
+  });
+  const withUsage = request.body.stream_options?.include_usage === true;
+  for (const event of streamEventsOf(hit, request.id, nowS, withUsage)) await sse.write(event);
+  sse.end();
+  return undefined;
+}
+
+/** The cache's answer for a request; a store that fails is a miss nobody remembers, never a failed request. */
+async function lookupCache(
+  options: ChatRouteOptions,
+  request: FastifyRequest<{ Body: ChatRequest }>,
+  model: ServedModel,
+  tenantId: string,
+): Promise<CacheLookup> {
+  if (options.cache === undefined) return { kind: "skip", why: "off" };
+  try {
+    return await options.cache.lookup(tenantId, model.name, request.body, request.headers["cache-control"]);
+  } catch (error) {
+    request.log.warn({ err: error }, "semantic cache lookup failed; the request goes upstream");
+    return { kind: "skip", why: "unavailable" };
+  }
 }
 
 /** The tokens to settle: the provider's count, or (no usage reported) input + the chunks relayed. */
@@ -179,25 +392,20 @@ function record(metrics: SystemMetrics, model: ServedModel, result: RelayResult)
   if (result.usage) metrics.tokens.inc({ model: model.name, kind: "prompt" }, result.usage.promptTokens);
 }
 
-async function wholeCompletion(
-  options: ChatRouteOptions,
-  request: FastifyRequest<{ Body: ChatRequest }>,
-  reply: FastifyReply,
-  model: ServedModel,
-  held: HeldBudget,
-): Promise<FastifyReply> {
-  const gone = clientGone(reply);
-  const answer = await options.upstream.complete(upstreamBody(request.body, model), gone.signal);
+async function wholeCompletion(x: Exchange, routed: Routed<UpstreamAnswer>): Promise<FastifyReply> {
+  const answer = routed.answer;
+  routed.admission.firstToken();
+  routed.admission.release();
   const chunk = readChunk(answer.body.toString("utf8"));
-  const result: RelayResult = {
-    outcome: "ok",
-    usage: chunk.kind === "chunk" ? chunk.usage : undefined,
-    contentDeltas: 0,
-  };
-  record(options.metrics, model, result);
-  await settleBudget(options.budgets, held, usedTokens(held, result), request.log);
+  const result = emptyResult("ok");
+  result.usage = chunk.kind === "chunk" ? chunk.usage : undefined;
+  await finish(x, routed, result, x.lookup.kind === "miss" ? cachedAnswerOf(answer.body) : undefined);
   // The provider's bytes as they came: nothing of its answer is dropped or re-serialized.
-  return reply.code(200).type("application/json; charset=utf-8").send(answer.body);
+  return x.reply
+    .code(200)
+    .headers({ ...routeHeaders(x.model, routed), [CACHE_HEADER]: cacheHeaderOf(x.lookup) })
+    .type("application/json; charset=utf-8")
+    .send(answer.body);
 }
 
 export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOptions): void {
@@ -215,6 +423,8 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
           "LLM_BUDGET_EXCEEDED",
           "LLM_REQUEST_OVER_BUDGET",
           "LLM_BUDGET_UNAVAILABLE",
+          "LLM_SPEND_EXCEEDED",
+          "LLM_NO_CAPACITY",
           "LLM_UPSTREAM_RATE_LIMITED",
           "LLM_UPSTREAM_REJECTED",
           "LLM_UPSTREAM_FAILED",
@@ -239,14 +449,43 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
           options.metrics.requests.inc({ model: model.name, outcome: "rate_limited" });
         throw error;
       });
+      const tenant = options.tenantOf(request);
+      const tenantId = tenant.id;
+      const spendContext = { ...options.budgets, spendWindowMs: options.accounting.spendWindowMs };
+      const spend = await reserveSpend(
+        spendContext,
+        tenant,
+        maxCostOf(options, model, held, maxOutputTokens),
+      ).catch(async (error: unknown) => {
+        await settleBudget(options.budgets, held, 0, request.log);
+        throw error;
+      });
+      const lookup = await lookupCache(options, request, model, tenantId);
+      const gone = clientGone(reply);
+      const x: Exchange = { options, request, reply, model, tenantId, held, spend, gone, lookup };
+      if (lookup.kind === "hit") return cachedCompletion(x, lookup.hit);
+      const stream = request.body.stream === true;
+      const route = { model, held, ttft: stream, signal: gone.signal, log: request.log };
       try {
-        if (request.body.stream === true) return await streamCompletion(options, request, reply, model, held);
-        return await wholeCompletion(options, request, reply, model, held);
+        if (stream) {
+          const routed = await routeRequest(options, route, (upstream, deployment) =>
+            upstream.stream(upstreamBody(request.body, deployment), gone.signal),
+          );
+          return await streamCompletion(x, routed);
+        }
+        const routed = await routeRequest(options, route, (upstream, deployment) =>
+          upstream.complete(upstreamBody(request.body, deployment), gone.signal),
+        );
+        return await wholeCompletion(x, routed);
       } catch (error) {
         // Nothing was generated: every reserved token goes back (the request still counts for RPM).
         await settleBudget(options.budgets, held, 0, request.log);
-        const outcome = errors.is(error, "LLM_UPSTREAM_RATE_LIMITED") ? "rate_limited" : "upstream_error";
-        options.metrics.requests.inc({ model: model.name, outcome });
+        await settleSpend(spendContext, spend, 0, request.log);
+        const limited = errors.is(error, "LLM_NO_CAPACITY") || errors.is(error, "LLM_UPSTREAM_RATE_LIMITED");
+        options.metrics.requests.inc({
+          model: model.name,
+          outcome: limited ? "rate_limited" : "upstream_error",
+        });
         throw error;
       }
     },

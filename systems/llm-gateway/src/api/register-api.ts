@@ -6,21 +6,23 @@
  * error formats), the admin routes in another scope behind the operator's token.
  *
  * @example
- * await registerApi(service.app, { db, clock, randomBytes, tenants, catalog, upstream, metrics, settings });
+ * await registerApi(service.app, { db, clock, randomBytes, tenants, catalog, destinations, metrics, settings });
  */
 import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
-import type { FastifyInstance } from "fastify";
-import type { UpstreamClient } from "../clients/upstream-client.ts";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Destinations } from "../clients/destinations.ts";
 import type { ModelCatalog } from "../domain/model-catalog.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { TenantRepository } from "../store/tenant-repository.ts";
 import { registerAdminApi } from "./admin-routes.ts";
 import type { BudgetContext } from "./budgets.ts";
-import { type ChatSettings, registerChatRoutes } from "./chat-routes.ts";
+import { type Accounting, type ChatSettings, registerChatRoutes } from "./chat-routes.ts";
 import { registerModelRoutes } from "./model-routes.ts";
+import type { SemanticCache } from "./semantic-cache.ts";
+import { registerUsageRoutes } from "./usage-routes.ts";
 
 /** `WWW-Authenticate: Bearer realm="llm-gateway"` on every 401. */
 const REALM = "llm-gateway";
@@ -32,10 +34,12 @@ export interface ApiOptions {
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
   readonly catalog: ModelCatalog;
-  readonly upstream: UpstreamClient;
+  readonly destinations: Destinations;
   readonly metrics: SystemMetrics;
   readonly settings: ChatSettings;
   readonly budgets: BudgetContext;
+  readonly cache?: SemanticCache | undefined;
+  readonly accounting: Accounting;
   /** LLM_GATEWAY_ADMIN_TOKEN; undefined: no admin routes at all. */
   readonly adminToken?: string | undefined;
   readonly tenantDefaults: { rpm: number; tpm: number };
@@ -47,7 +51,16 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
     scope.addHook("onRequest", auth.authenticate);
     registerChatRoutes(scope, { ...options, tenantOf: auth.principalOf });
     registerModelRoutes(scope, options);
+    registerUsageRoutes(scope, {
+      usage: options.accounting.usage,
+      clock: options.clock,
+      tenantIdOf: (request) => auth.principalOf(request as FastifyRequest).id,
+    });
   });
   if (options.adminToken === undefined) return;
-  await registerAdminApi(app, { ...options, adminToken: options.adminToken });
+  await registerAdminApi(app, {
+    ...options,
+    usage: options.accounting.usage,
+    adminToken: options.adminToken,
+  });
 }

@@ -35,7 +35,7 @@ export interface SseResponse {
 export function openSseResponse(
   request: FastifyRequest,
   reply: FastifyReply,
-  options: { keepAliveMs: number; signal: AbortSignal },
+  options: { keepAliveMs: number; signal: AbortSignal; headers?: Readonly<Record<string, string>> },
 ): SseResponse {
   const raw = reply.raw;
   reply.hijack();
@@ -46,6 +46,7 @@ export function openSseResponse(
     // nginx and others buffer proxied responses unless told not to (LG-02).
     "x-accel-buffering": "no",
     "x-request-id": request.id,
+    ...options.headers,
   });
   raw.flushHeaders();
   let keepAlives = 0;

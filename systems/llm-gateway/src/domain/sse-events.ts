@@ -67,7 +67,17 @@ export type ChunkInfo =
   | { readonly kind: "done" }
   | { readonly kind: "error"; readonly error: unknown }
   | { readonly kind: "usage"; readonly usage: ChunkUsage }
-  | { readonly kind: "chunk"; readonly contentDeltas: number; readonly usage: ChunkUsage | undefined }
+  | {
+      readonly kind: "chunk";
+      readonly contentDeltas: number;
+      readonly usage: ChunkUsage | undefined;
+      /** The content of the chunk's deltas (the first choice's, for the semantic cache). */
+      readonly text: string;
+      readonly finishReason: string | undefined;
+      /** True when a delta carries tool calls (an answer the cache must not keep). */
+      readonly toolCalls: boolean;
+      readonly model: string | undefined;
+    }
   | { readonly kind: "other" };
 
 function usageOf(value: unknown): ChunkUsage | undefined {
@@ -98,7 +108,7 @@ export function readChunk(data: string | undefined): ChunkInfo {
     return { kind: "other" };
   }
   if (typeof parsed !== "object" || parsed === null) return { kind: "other" };
-  const chunk = parsed as { error?: unknown; choices?: unknown; usage?: unknown };
+  const chunk = parsed as { error?: unknown; choices?: unknown; usage?: unknown; model?: unknown };
   if (chunk.error !== undefined && chunk.error !== null) return { kind: "error", error: chunk.error };
   const usage = usageOf(chunk.usage);
   if (Array.isArray(chunk.choices) && chunk.choices.length === 0 && usage !== undefined) {
@@ -106,8 +116,21 @@ export function readChunk(data: string | undefined): ChunkInfo {
   }
   if (!Array.isArray(chunk.choices)) return { kind: "other" };
   let contentDeltas = 0;
-  for (const choice of chunk.choices as Array<{ delta?: { content?: unknown } }>) {
-    if (typeof choice?.delta?.content === "string" && choice.delta.content !== "") contentDeltas += 1;
+  let text = "";
+  let finishReason: string | undefined;
+  let toolCalls = false;
+  for (const choice of chunk.choices as Array<{
+    delta?: { content?: unknown; tool_calls?: unknown };
+    finish_reason?: unknown;
+  }>) {
+    const content = choice?.delta?.content;
+    if (typeof content === "string" && content !== "") {
+      contentDeltas += 1;
+      text += content;
+    }
+    if (typeof choice?.finish_reason === "string") finishReason = choice.finish_reason;
+    if (choice?.delta?.tool_calls != null) toolCalls = true;
   }
-  return { kind: "chunk", contentDeltas, usage };
+  const model = typeof chunk.model === "string" ? chunk.model : undefined;
+  return { kind: "chunk", contentDeltas, usage, text, finishReason, toolCalls, model };
 }

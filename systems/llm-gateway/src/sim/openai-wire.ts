@@ -21,17 +21,20 @@ export interface Usage {
   readonly prompt_tokens: number;
   readonly completion_tokens: number;
   readonly total_tokens: number;
+  /** The provider's prompt caching (LG-13): prompt tokens served from its cache. */
+  readonly prompt_tokens_details: { readonly cached_tokens: number };
 }
 
 export type FinishReason = "stop" | "length";
 
 export const SYSTEM_FINGERPRINT = "fp_casebook_sim";
 
-export function usageOf(promptTokens: number, completionTokens: number): Usage {
+export function usageOf(promptTokens: number, completionTokens: number, cachedTokens = 0): Usage {
   return {
     prompt_tokens: promptTokens,
     completion_tokens: completionTokens,
     total_tokens: promptTokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: cachedTokens },
   };
 }
 

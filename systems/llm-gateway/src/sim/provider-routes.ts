@@ -20,7 +20,7 @@ import * as openai from "./openai-wire.ts";
 import { type ModelProfile, type ProviderBehaviour, profileOf } from "./provider-behaviour.ts";
 import { providerErrors } from "./provider-errors.ts";
 import type { ProviderState, StreamRecord, Wire } from "./provider-state.ts";
-import { contentText, countChatTokens } from "./sim-tokenizer.ts";
+import { contentText, countChatTokens, textTokens } from "./sim-tokenizer.ts";
 
 /** Retry-After of a simulated 429: a second, as providers often say. */
 export const rateLimitRetryAfterMs = 1_000;
@@ -238,6 +238,7 @@ function registerChat(v1: FastifyInstance, options: ProviderRouteOptions): void 
       const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? undefined;
       const prompt = { text: promptText, tokens: countChatTokens(body.messages) };
       const admitted = admit(options, "openai", body, prompt, maxTokens);
+      const cached = options.state.promptCache.cachedTokens(body.model, textTokens(promptText));
       const head: openai.CompletionHead = {
         id: admitted.record.id,
         created: Math.floor(options.clock.nowMs() / 1000),
@@ -249,7 +250,7 @@ function registerChat(v1: FastifyInstance, options: ProviderRouteOptions): void 
         const text: string[] = [];
         const outcome = await run(options, admitted, reply, (token) => text.push(token));
         if (outcome.end !== "done") return abandon(reply, outcome.end);
-        const usage = openai.usageOf(prompt.tokens, outcome.generated);
+        const usage = openai.usageOf(prompt.tokens, outcome.generated, cached);
         return openai.completion(head, text.join(""), reason, usage);
       }
       openSse(request, reply);
@@ -265,7 +266,9 @@ function registerChat(v1: FastifyInstance, options: ProviderRouteOptions): void 
       if (outcome.end === "client-closed") return;
       write(openai.sseEvent(openai.finishChunk(head, reason)));
       if (head.includeUsage)
-        write(openai.sseEvent(openai.usageChunk(head, openai.usageOf(prompt.tokens, outcome.generated))));
+        write(
+          openai.sseEvent(openai.usageChunk(head, openai.usageOf(prompt.tokens, outcome.generated, cached))),
+        );
       reply.raw.end(openai.SSE_DONE);
     },
   );

@@ -5,6 +5,7 @@
  * abandoned ends `client-closed`, and its `generatedTokens` says how many tokens the
  * provider produced — and a real one would bill — in all.
  */
+import { PromptPrefixCache } from "./prompt-cache.ts";
 
 export type StreamEnd = "done" | "client-closed" | "cut" | "open";
 export type Wire = "openai" | "anthropic";
@@ -51,6 +52,8 @@ function zero(): ProviderCounters {
 }
 
 export class ProviderState {
+  /** The provider's prompt (prefix) caching (LG-13). */
+  readonly promptCache = new PromptPrefixCache();
   #counters = zero();
   #records: StreamRecord[] = [];
   #nextId = 1;
@@ -106,6 +109,7 @@ export class ProviderState {
   }
 
   reset(): void {
+    this.promptCache.clear();
     this.#counters = zero();
     this.#records = [];
   }

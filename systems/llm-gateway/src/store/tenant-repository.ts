@@ -48,15 +48,16 @@ export class TenantRepository {
     name: string;
     rpm: number;
     tpm: number;
+    spendLimitNanoUsd?: number | undefined;
   }): Promise<CreatedTenant | undefined> {
     if (!TENANT_ID_PATTERN.test(request.id)) throw new RangeError(`tenant id ${request.id} is not valid`);
     const now = new Date(this.#clock.nowMs());
     return this.#db.transaction(async (tx) => {
       // ON CONFLICT: the PRIMARY KEY decides who created it, never a check-then-insert.
       const { rows } = await tx.query<{ id: string; name: string }>(
-        `INSERT INTO tenants (id, name, created_at, rpm, tpm) VALUES ($1, $2, $3, $4, $5)
+        `INSERT INTO tenants (id, name, created_at, rpm, tpm, spend_limit_nano_usd) VALUES ($1, $2, $3, $4, $5, $6)
          ON CONFLICT (id) DO NOTHING RETURNING id, name`,
-        [request.id, request.name, now, request.rpm, request.tpm],
+        [request.id, request.name, now, request.rpm, request.tpm, request.spendLimitNanoUsd ?? null],
       );
       const tenant = rows[0];
       if (tenant === undefined) return undefined;
@@ -77,11 +78,19 @@ export class TenantRepository {
   async authenticate(key: string): Promise<TenantLimits | undefined> {
     const id = await tenantKeys.authenticate(this.#db, key, this.#clock.nowMs());
     if (id === undefined) return undefined;
-    const { rows } = await this.#db.query<{ rpm: number; tpm: string | number }>(
-      "SELECT rpm, tpm FROM tenants WHERE id = $1",
-      [id],
-    );
+    const { rows } = await this.#db.query<{
+      rpm: number;
+      tpm: string | number;
+      spend_limit_nano_usd: string | number | null;
+    }>("SELECT rpm, tpm, spend_limit_nano_usd FROM tenants WHERE id = $1", [id]);
     const row = rows[0];
-    return row === undefined ? undefined : { id, rpm: Number(row.rpm), tpm: Number(row.tpm) };
+    if (row === undefined) return undefined;
+    const spend = row.spend_limit_nano_usd;
+    return {
+      id,
+      rpm: Number(row.rpm),
+      tpm: Number(row.tpm),
+      spendLimitNanoUsd: spend === null ? undefined : Number(spend),
+    };
   }
 }
