@@ -243,7 +243,16 @@ async function run(t: Target, args: BenchArgs, json: boolean): Promise<void> {
     const s = `FS-06 ${counter.strategy}: ${args.strategyAttempts} attempts for ${args.strategyStock}, c=${args.clients}`;
     rows.push(benchRow({ system: SYSTEM, scenario: s, metric: "attempts", unit: "/s", value: r.perS }));
     rows.push(benchRow({ system: SYSTEM, scenario: s, metric: "p99", unit: "ms", value: r.p99Ms }));
-    rows.push(benchRow({ system: SYSTEM, scenario: s, metric: "retries", unit: "count", value: retries }));
+    rows.push(
+      benchRow({
+        system: SYSTEM,
+        scenario: s,
+        metric: "retries",
+        unit: "count",
+        value: retries,
+        direction: "lower-is-better",
+      }),
+    );
   }
   process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
 }
