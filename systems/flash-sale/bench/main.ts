@@ -1,56 +1,67 @@
 /**
- * `casebook bench flash-sale`: the template's placeholder scenario — GET /healthz on the
- * service running as its own process, open loop at a fixed rate, latency from the intended
- * send time — so the bench prints the house rows from day one. It measures the service
- * base, not flash-sale's mechanism: replace it with the design's own scenarios, beside the
- * best peer that runs on this machine. Markdown table on stdout, JSON lines with --json,
- * progress on stderr.
+ * `casebook bench flash-sale`: the reserve script from Node against its floors on the same
+ * Redis in the same run (`redis-benchmark` EVALSHA of the same script, c=50 unpipelined and
+ * -P 16), stock ≫ attempts so it measures admissions; then FS-06's three PostgreSQL
+ * strategies and the script under one load (attempts/s, p99, retries) as one table. Markdown
+ * on stdout, JSON lines with --json, progress on stderr. Engines: REDIS_URL and DATABASE_URL
+ * (default: this machine's 6379 and 5432/test), under a key prefix and a schema of its own,
+ * removed at the end.
  *
  * @example
- * // node systems/flash-sale/bench/main.ts --rate-per-s 500 --duration-ms 3000 --json
+ * // node systems/flash-sale/bench/main.ts --attempts 20000 --json
  */
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { closeRedis, connectRedis, type RedisClient } from "@casebook/infra/redis/connect-redis";
+import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
+import { RedisScriptRunner } from "@casebook/infra/redis/script-runner";
+import { openDatabase } from "@casebook/infra/sql/open-database";
+import type { Database } from "@casebook/infra/sql/sql";
+import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
-import { renderBench, rowsFromLoad } from "@casebook/lab/bench-report";
-import { runOpenLoop } from "@casebook/lab/load-generator";
-import { startServerProcess } from "@casebook/lab/server-process";
+import { type BenchResult, benchRow, renderBench } from "@casebook/lab/bench-report";
+import type { StockCounter } from "../src/domain/stock-counter.ts";
 import { errors } from "../src/errors.ts";
+import { migrateFlashSale } from "../src/store/migrate.ts";
+import {
+  ConditionalCounter,
+  OptimisticCounter,
+  PessimisticCounter,
+  resetStockRow,
+  ScriptCounter,
+} from "../src/store/pg-stock-strategies.ts";
+import { StockStore, stockKeys, stockScriptsDir } from "../src/store/stock-store.ts";
 
 const SYSTEM = "flash-sale";
-/** The service as it runs in production: its own process, through its real entry point. */
-const serviceEntry = new URL("../src/main.ts", import.meta.url);
-
-interface ServiceProcess {
-  readonly url: string;
-  close(): Promise<void>;
-}
-
-async function startService(): Promise<ServiceProcess> {
-  const server = await startServerProcess({ name: SYSTEM, entry: serviceEntry, env: {} });
-  return { url: server.url, close: () => server.stop() };
-}
-/** A request not answered within this counts as an error and frees its slot. */
-const REQUEST_TIMEOUT_MS = 5_000;
+/** Bound on one redis-benchmark run. */
+const PEER_TIMEOUT_MS = 120_000;
 
 export interface BenchArgs {
   readonly help: boolean;
   readonly json: boolean;
-  readonly ratePerS: number;
-  readonly durationMs: number;
-  readonly warmupMs: number;
+  readonly attempts: number;
+  readonly clients: number;
+  readonly strategyAttempts: number;
+  readonly strategyStock: number;
 }
 
-/** Each flag with its bounds, default and help line: a typo is refused, not run for a day. */
 const cli = defineBenchArgs({
   flags: {
-    ratePerS: flag.integer({ min: 1, max: 50_000, default: 200, help: "arrivals per second" }),
-    durationMs: flag.integer({
+    attempts: flag.integer({
       min: 100,
-      max: 600_000,
-      default: 5_000,
-      help: "measured time, warmup included",
+      max: 10_000_000,
+      default: 20_000,
+      help: "reserve calls per Redis scenario",
     }),
-    warmupMs: flag.integer({ min: 0, max: 60_000, default: 1_000, help: "leading time not measured" }),
+    clients: flag.integer({ min: 1, max: 1_000, default: 50, help: "calls in flight (redis-benchmark -c)" }),
+    strategyAttempts: flag.integer({
+      min: 10,
+      max: 1_000_000,
+      default: 2_000,
+      help: "attempts per FS-06 strategy",
+    }),
+    strategyStock: flag.integer({ min: 1, max: 1_000_000, default: 500, help: "stock per FS-06 strategy" }),
     json: flag.json("one JSON object per line instead of the table"),
     help: flag.help(),
   },
@@ -58,60 +69,203 @@ const cli = defineBenchArgs({
     errors.create("BENCH_ARGS_INVALID", { detail, fields: { flag: flagName }, cause }),
 });
 
-export const benchHelp = `flash-sale bench — the template's placeholder: GET /healthz, open loop
+export const benchHelp = `flash-sale bench — the reserve script vs its redis-benchmark floors; FS-06's strategies
 
 Usage
   npx casebook bench flash-sale [options]
-
-Measures the service base (GET /healthz on src/main.ts, run as its own process), not
-flash-sale's mechanism: it is what \`casebook new\` lays down, until the design's own
-scenarios and their peer replace it.
 
 Options
 ${cli.flagHelp()}
 `;
 
-export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const args: BenchArgs = cli.parse(argv);
-  if (args.warmupMs >= args.durationMs) {
-    throw errors.create("BENCH_ARGS_INVALID", {
-      detail: `--warmup-ms ${args.warmupMs} must be below --duration-ms ${args.durationMs}`,
-      fields: { flag: "warmup-ms" },
-    });
-  }
-  return args;
+interface Target {
+  readonly redis: RedisClient;
+  readonly redisUrl: string;
+  readonly db: Database;
+  readonly stock: StockStore;
+  readonly prefix: string;
+  close(): Promise<void>;
 }
 
-async function run(service: ServiceProcess, args: BenchArgs, json: boolean): Promise<void> {
-  benchLog(`${SYSTEM} bench: GET ${service.url}/healthz at ${args.ratePerS}/s for ${args.durationMs} ms`);
-  const report = await runOpenLoop({
-    ratePerS: args.ratePerS,
-    durationMs: args.durationMs,
-    warmupMs: args.warmupMs,
-    requestTimeoutMs: REQUEST_TIMEOUT_MS,
-    task: async ({ signal }) => {
-      const res = await fetch(`${service.url}/healthz`, { signal });
-      await res.body?.cancel();
-      if (res.status !== 200) throw new Error(`GET /healthz answered ${res.status}`);
+async function openTarget(): Promise<Target> {
+  const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+  const pgUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+  const prefix = `flash_bench_${process.pid}:`;
+  const redis = await connectRedis({ url: redisUrl, keyPrefix: prefix, commandTimeoutMs: 10_000 });
+  const registry = await ScriptRegistry.fromDir(stockScriptsDir);
+  await registry.loadAll(redis);
+  const schema = `flash_bench_${process.pid}`;
+  const db = await openDatabase({ system: SYSTEM, url: pgUrl, schema, pool: { maxConnections: 16 } });
+  await migrateFlashSale(db);
+  const sales = new Set<string>();
+  return {
+    redis,
+    redisUrl,
+    db,
+    prefix,
+    stock: new StockStore(new RedisScriptRunner(redis, registry)),
+    close: async () => {
+      for (const id of ["script", "peer", "strategies"]) {
+        const k = stockKeys(id);
+        await redis.del(k.stock, k.holds, k.quantities);
+      }
+      sales.clear();
+      await closeRedis(redis);
+      await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`);
+      await db.close();
     },
-  });
-  const rows = rowsFromLoad(
-    { system: SYSTEM, scenario: `GET /healthz, open loop ${args.ratePerS}/s` },
-    report,
+  };
+}
+
+/** Runs `attempts` calls of `take` with `clients` in flight; rate and latency percentiles. */
+async function closedLoop(attempts: number, clients: number, take: () => Promise<unknown>) {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next++ < attempts) {
+        const t0 = performance.now();
+        await take();
+        latencies.push(performance.now() - t0);
+      }
+    }),
   );
+  const elapsedS = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const p = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))]!;
+  return { perS: latencies.length / elapsedS, p50Ms: p(0.5), p99Ms: p(0.99) };
+}
+
+async function redisBenchmark(t: Target, args: BenchArgs, pipeline: number): Promise<number | undefined> {
+  const url = new URL(t.redisUrl);
+  const k = stockKeys("peer");
+  const sha =
+    t.stock &&
+    (await t.redis.script("LOAD", (await ScriptRegistry.fromDir(stockScriptsDir)).get("reserve-stock").lua));
+  const argv = [
+    ...[
+      "-h",
+      url.hostname,
+      "-p",
+      url.port || "6379",
+      "-c",
+      String(args.clients),
+      "-n",
+      String(args.attempts),
+    ],
+    ...["-P", String(pipeline), "-r", "1000000000", "--csv"],
+    ...[
+      "EVALSHA",
+      String(sha),
+      "3",
+      `${t.prefix}${k.stock}`,
+      `${t.prefix}${k.holds}`,
+      `${t.prefix}${k.quantities}`,
+    ],
+    ...["p:__rand_int__", "1", "600000"],
+  ];
+  try {
+    const { stdout } = await promisify(execFile)("redis-benchmark", argv, { timeout: PEER_TIMEOUT_MS });
+    const line = stdout.trim().split("\n").at(-1) ?? "";
+    const rps = Number(line.split(",")[1]?.replaceAll('"', ""));
+    return Number.isFinite(rps) ? rps : undefined;
+  } catch (error) {
+    benchLog(`redis-benchmark did not run: ${(error as Error).message.split("\n")[0]}`);
+    return undefined;
+  }
+}
+
+async function run(t: Target, args: BenchArgs, json: boolean): Promise<void> {
+  const rows: BenchResult[] = [];
+  const huge = args.attempts * 100;
+  await t.stock.restore("script", { epoch: 1, available: huge, carried: [], recheckMs: 600_000 });
+  await t.stock.restore("peer", { epoch: 1, available: huge, carried: [], recheckMs: 600_000 });
+  benchLog(`${SYSTEM} bench: ${args.attempts} reserve calls from Node, c=${args.clients}`);
+  let seq = 0;
+  const node = await closedLoop(args.attempts, args.clients, () =>
+    t.stock.reserve("script", { holdId: `n${seq++}`, quantity: 1, holdTtlMs: 600_000 }),
+  );
+  const floor = await redisBenchmark(t, args, 1);
+  const floorP16 = await redisBenchmark(t, args, 16);
+  const scenario = `reserve script, stock ≫ attempts, c=${args.clients}`;
+  const peer = (name: string, value: number | undefined) =>
+    value === undefined ? {} : { peer: { name, value } };
+  rows.push(
+    benchRow({
+      system: SYSTEM,
+      scenario,
+      metric: "reservations",
+      unit: "/s",
+      value: node.perS,
+      ...peer("redis-benchmark EVALSHA unpipelined", floor),
+    }),
+  );
+  rows.push(
+    benchRow({
+      system: SYSTEM,
+      scenario,
+      metric: "reservations vs -P 16",
+      unit: "/s",
+      value: node.perS,
+      ...peer("redis-benchmark EVALSHA -P 16", floorP16),
+    }),
+  );
+  rows.push(benchRow({ system: SYSTEM, scenario, metric: "p99", unit: "ms", value: node.p99Ms }));
+
+  const counters: StockCounter[] = [
+    new PessimisticCounter(t.db),
+    new OptimisticCounter(t.db, { maxRetries: 100_000 }),
+    new ConditionalCounter(t.db),
+    new ScriptCounter(t.stock, { holdTtlMs: 600_000 }),
+  ];
+  for (const counter of counters) {
+    const saleId = "strategies";
+    await resetStockRow(t.db, saleId, args.strategyStock);
+    await t.stock.restore(saleId, {
+      epoch: Date.now(),
+      available: args.strategyStock,
+      carried: [],
+      recheckMs: 600_000,
+    });
+    let retries = 0;
+    let taken = 0;
+    benchLog(
+      `FS-06: ${counter.strategy}, ${args.strategyAttempts} attempts for ${args.strategyStock}, c=${args.clients}`,
+    );
+    const r = await closedLoop(args.strategyAttempts, args.clients, async () => {
+      const x = await counter.take(saleId, 1);
+      retries += x.retries;
+      if (x.taken) taken += 1;
+    });
+    if (taken !== args.strategyStock)
+      throw new Error(`${counter.strategy} sold ${taken} of ${args.strategyStock}`);
+    const s = `FS-06 ${counter.strategy}: ${args.strategyAttempts} attempts for ${args.strategyStock}, c=${args.clients}`;
+    rows.push(benchRow({ system: SYSTEM, scenario: s, metric: "attempts", unit: "/s", value: r.perS }));
+    rows.push(benchRow({ system: SYSTEM, scenario: s, metric: "p99", unit: "ms", value: r.p99Ms }));
+    rows.push(
+      benchRow({
+        system: SYSTEM,
+        scenario: s,
+        metric: "retries",
+        unit: "count",
+        value: retries,
+        direction: "lower-is-better",
+      }),
+    );
+  }
   process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
 }
 
-export const benchProgram: BenchProgram<BenchArgs, ServiceProcess> = {
+export const benchProgram: BenchProgram<BenchArgs, Target> = {
   name: SYSTEM,
-  parseArgs: parseBenchArgs,
+  parseArgs: (argv) => cli.parse(argv),
   isArgsError: (error): error is Error => errors.is(error, "BENCH_ARGS_INVALID"),
   help: benchHelp,
-  openTarget: startService,
+  openTarget,
   run,
 };
 
-/** Runs the bench; resolves the exit code (0 ok, 2 bad flags; a failure rejects). */
 export function main(argv: readonly string[]): Promise<number> {
   return runBenchMain(benchProgram, argv);
 }

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { checkOpenApiDocument } from "@casebook/lab/openapi-check";
 import { type ApiWorld, apiWorld } from "./api-fixture.ts";
 
 let world: ApiWorld;
@@ -206,4 +207,12 @@ test("/metrics shows the stock per sale and the holds by state", async () => {
   assert.match(text, /^flash_sale_stock_available\{sale="concert"\} 3$/m);
   assert.match(text, /^flash_sale_holds\{state="charging"\} \d+$/m);
   assert.match(text, /^flash_sale_holds\{state="paid"\} 1$/m);
+});
+
+test("every route is in a valid /openapi.json with a 2xx schema; the admin route needs the bearer token", async () => {
+  assert.deepEqual(await checkOpenApiDocument(world.running.url, world.running.service.routes), []);
+  // biome-ignore lint/suspicious/noExplicitAny: the document is JSON walked by key
+  const doc: any = await (await fetch(`${world.running.url}/openapi.json`)).json();
+  assert.deepEqual(doc.paths["/v1/admin/sales"].post.security, [{ bearerAuth: [] }]);
+  assert.match(doc.paths["/v1/sales/{saleId}/holds"].post.responses["409"].description, /SALE_SOLD_OUT/);
 });

@@ -232,4 +232,27 @@ contractSuite<Flash>("holds", [embeddedFlash, realFlash], (it) => {
     assert.equal(round.recomputed, 1);
     assert.deepEqual(await f.stock.view(sale.id), { available: 4, epoch: sale.stockEpoch + 1, holds: 0 });
   });
+
+  it("FS-19 a single queue serialises access but does not replace inventory control: a message processed twice takes a second ticket; holds + the unique constraint take none", async (f) => {
+    // One FIFO queue, one consumer, at-least-once: "a" is delivered again after a lost ack.
+    const deliveries = ["a", "b", "a", "c"];
+    const plain = await f.sale(3);
+    const queueOnly: string[] = [];
+    for (const buyer of deliveries)
+      if ((await f.stock.naiveReserve(plain.id, 1)).reserved) queueOnly.push(buyer);
+    assert.deepEqual(
+      queueOnly,
+      ["a", "b", "a"],
+      "serialised, no race — and still c is refused while a got two",
+    );
+    const guarded = await f.sale(3);
+    const withHolds: string[] = [];
+    for (const buyer of deliveries) {
+      const r = await f.checkout.reserve({ saleId: guarded.id, buyer, quantity: 1, holdTtlMs: TTL_MS });
+      if (r.kind === "held") withHolds.push(buyer);
+      else assert.equal(r.kind, "buyer-has-hold");
+    }
+    assert.deepEqual(withHolds, ["a", "b", "c"], "the redelivery is refused and takes nothing");
+    await invariants(f, guarded.id);
+  });
 });

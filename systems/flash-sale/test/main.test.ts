@@ -13,7 +13,7 @@ import { main, type RunningSystem } from "../src/main.ts";
 
 const mainPath = join(import.meta.dirname, "..", "src", "main.ts");
 /** Bound on each child: a hang fails the test instead of the suite. */
-const CHILD_TIMEOUT_MS = 30_000;
+const CHILD_TIMEOUT_MS = 120_000;
 
 let running: RunningSystem;
 before(async () => {

@@ -40,7 +40,12 @@ const count = Number(countArg);
 const concurrency = Number(concurrencyArg);
 const holdTtlMs = Number(ttlArg);
 
-const db = await openDatabase({ system: "flash-sale", url, schema, pool: { maxConnections: 4 } });
+const db = await openDatabase({
+  system: "flash-sale",
+  url,
+  schema,
+  pool: { maxConnections: 4, connectTimeoutMs: 60_000 },
+});
 const redis = await connectRedis({ url: redisUrl, keyPrefix, commandTimeoutMs: 20_000 });
 const stock = new StockStore(new RedisScriptRunner(redis, await ScriptRegistry.fromDir(stockScriptsDir)));
 const ledger = new HoldLedger({ db, stock, clock: systemClock, recheckMs: 30_000 });

@@ -98,7 +98,8 @@ test("FS-01 FS-05 4 processes, 100,000 attempts for 5,000 tickets on Redis + Pos
         ],
         ready: "ready",
         readyTimeoutMs: 60_000,
-        lineTimeoutMs: 120_000,
+        // A hang guard, not a speed claim: the run takes ~60 s at load 25 on 2 cores.
+        lineTimeoutMs: 240_000,
         test: t,
       }),
     ),

@@ -11,6 +11,8 @@ import type { ReserveReply } from "../src/domain/checkout.ts";
 import { inProcessStock, redisStock, type StockHarness } from "./stock-backends.ts";
 
 const LONG_MS = 600_000;
+/** Long enough that the calls before the first look all fit inside it on a loaded machine. */
+const DUE_TTL_MS = 1_000;
 
 async function newSale(h: StockHarness, name: string, available: number): Promise<string> {
   const sale = h.sale(name);
@@ -81,10 +83,7 @@ contractSuite<StockHarness>("stock scripts and twins", [inProcessStock, redisSto
   });
 
   it("a sale with no stock in Redis is STOCK_MISSING, a reused hold id HOLD_EXISTS, a bad quantity ARG_INVALID", async (h) => {
-    await assert.rejects(
-      h.stores[0]!.reserve(h.sale("missing"), hold("a")),
-      (e) => replyCode(e) === "STOCK_MISSING",
-    );
+    assert.deepEqual(await h.stores[0]!.reserve(h.sale("missing"), hold("a")), { kind: "missing" });
     const sale = await newSale(h, "codes", 5);
     await h.stores[0]!.reserve(sale, hold("a"));
     await assert.rejects(h.stores[0]!.reserve(sale, hold("a")), (e) => replyCode(e) === "HOLD_EXISTS");
@@ -112,12 +111,12 @@ contractSuite<StockHarness>("stock scripts and twins", [inProcessStock, redisSto
 
   it("FS-09 expired holds are found through the sorted set by the server's clock, oldest first; a deferred one waits", async (h) => {
     const sale = await newSale(h, "due", 5);
-    await h.stores[0]!.reserve(sale, hold("first", 1, 100));
+    await h.stores[0]!.reserve(sale, hold("first", 1, DUE_TTL_MS));
     await h.passMs(2);
-    await h.stores[0]!.reserve(sale, hold("second", 1, 100));
+    await h.stores[0]!.reserve(sale, hold("second", 1, DUE_TTL_MS));
     await h.stores[0]!.reserve(sale, hold("late", 1, LONG_MS));
     assert.deepEqual((await h.stores[0]!.dueHolds(sale, 10)).holdIds, []);
-    await h.passMs(110);
+    await h.passMs(DUE_TTL_MS + 10);
     assert.deepEqual((await h.stores[0]!.dueHolds(sale, 10)).holdIds, ["first", "second"]);
     assert.deepEqual((await h.stores[0]!.dueHolds(sale, 1)).holdIds, ["first"], "maxBatch bounds a round");
     assert.equal(await h.stores[0]!.deferHold(sale, "first", LONG_MS), true);

@@ -147,6 +147,7 @@ export async function registerSaleRoutes(app: FastifyInstance, o: SaleRoutesOpti
       schema: {
         summary: "Reserve tickets with an admission token: a hold with its numbers, for the sale's hold TTL",
         tags,
+        security: bearerSecurity,
         params: saleParams,
         headers: admissionHeaders,
         body: reserveBody,

@@ -77,13 +77,10 @@ export const reserveBody = {
   properties: { quantity: { type: "integer", minimum: 1, maximum: QUANTITY_MAX } },
 } as const;
 
-/** The admission token (Bearer) and the entrant's secret it is bound to. */
+/** The entrant's secret the admission token (the route's bearer security) is bound to. */
 export const admissionHeaders = {
   type: "object",
-  properties: {
-    authorization: { type: "string", maxLength: 4_200 },
-    "x-entrant-secret": { type: "string", minLength: 1, maxLength: 200 },
-  },
+  properties: { "x-entrant-secret": { type: "string", minLength: 1, maxLength: 200 } },
 } as const;
 
 export const holdView = {
