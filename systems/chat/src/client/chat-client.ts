@@ -90,6 +90,7 @@ export class ChatClient {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #ping: ReturnType<typeof setInterval> | undefined;
   #refs = 0;
+  #gatewayId: string | undefined;
   /** Reconnect pauses taken, for tests and dashboards. */
   readonly delaysMs: number[] = [];
 
@@ -124,6 +125,11 @@ export class ChatClient {
 
   get connected(): boolean {
     return this.#open;
+  }
+
+  /** The gateway of the current connection (from its welcome frame). */
+  get gatewayId(): string | undefined {
+    return this.#gatewayId;
   }
 
   get outboxSize(): number {
@@ -221,6 +227,7 @@ export class ChatClient {
     const frame = JSON.parse(text) as Record<string, unknown>;
     switch (frame.action) {
       case "welcome":
+        this.#gatewayId = frame.gatewayId as string;
         this.#welcomed();
         return;
       case "message":
