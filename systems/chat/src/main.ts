@@ -37,6 +37,7 @@ import type { SessionTable } from "./domain/sessions.ts";
 import { errors } from "./errors.ts";
 import { BackendClient } from "./gateway/backend-client.ts";
 import { GATEWAY_LIMITS_DEFAULT, Gateway } from "./gateway/gateway.ts";
+import { registerWebPage } from "./gateway/web-page.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { HistoryStore } from "./store/history-store.ts";
 import { MemoryRouting } from "./store/memory-routing.ts";
@@ -238,6 +239,7 @@ export async function main(
       });
       await gateway.start();
       gateway.attach(service.app.server);
+      registerWebPage(service.app);
       // Before the HTTP server closes: sockets leave with 4000, not cut by the server's close.
       service.app.addHook("preClose", async () => gateway.drain());
       return { metrics, gateway, shared, backendUrl };
