@@ -51,7 +51,7 @@ test("CH-01 two browser users talk; one goes away and comes back to everything o
   assert.deepEqual(await items(anaPage), expected);
   const seqs = await brunoPage
     .locator("#messages li")
-    .evaluateAll((lis) => lis.map((li) => (li as HTMLElement).dataset.seq));
+    .evaluateAll((lis) => lis.map((li) => li.getAttribute("data-seq")));
   assert.deepEqual(seqs, ["1", "2", "3", "4", "5"]);
   const png = await brunoPage.screenshot({ path: join(tmpdir(), "casebook-chat-web-page.png") });
   assert.ok(png.length > 1_000);
