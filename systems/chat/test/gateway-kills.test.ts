@@ -13,18 +13,15 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { openDatabase } from "@casebook/infra/sql/open-database";
-import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { int, seededRandom } from "@casebook/kit/random";
 import { freePort } from "@casebook/lab/free-port";
 import { spawnNginx } from "@casebook/lab/spawn-nginx";
-import { requirePostgres, requireRedis, uniqueName } from "@casebook/lab/test-engines";
+import { requirePostgres, requireRedis } from "@casebook/lab/test-engines";
 import { ChatClient } from "../src/client/chat-client.ts";
 import { l4StreamBlock, STREAM_MODULE_PATH } from "../src/edge/l4-front.ts";
 import { type Acknowledged, type ClientHistory, checkHistories, type Displayed } from "./history-checker.ts";
-import { JWT_SECRET } from "./system-fixture.ts";
-import { type ChatProcess, startChatProcess } from "./topology-fixture.ts";
+import { type ChatProcess, deployedEnv, startChatProcess } from "./topology-fixture.ts";
 
 const ISSUER = "issuer-token-for-the-kill-test";
 const SEEDS = (process.env.CHAT_KILL_SEEDS ?? "1").split(",").map(Number);
@@ -52,18 +49,8 @@ for (const seed of SEEDS) {
     const redisUrl = dbUrl && (await requireRedis(t));
     if (!dbUrl || !redisUrl) return;
     const rng = seededRandom(seed);
-    const schema = uniqueName("chat_kill");
-    const prefix = `${uniqueName("chat_kill")}:`;
-    const common = {
-      DATABASE_URL: dbUrl,
-      CHAT_DB_SCHEMA: schema,
-      CHAT_DB_MAX_CONNECTIONS: "4",
-      REDIS_URL: redisUrl,
-      CHAT_REDIS_PREFIX: prefix,
-      CHAT_JWT_SECRET: JWT_SECRET,
-      CHAT_ISSUER_TOKEN: ISSUER,
-      CHAT_DRAIN_MS: "100",
-    };
+    const world = deployedEnv({ dbUrl, redisUrl, issuer: ISSUER, name: "chat_kill" });
+    const common = world.env;
     const procs = new Set<ChatProcess>();
     const clients: ChatClient[] = [];
     let stopFront = async () => {};
@@ -71,12 +58,7 @@ for (const seed of SEEDS) {
       for (const c of clients) c.close();
       await stopFront();
       await Promise.all([...procs].map((p) => p.kill()));
-      const db = await openDatabase({ system: "chat", url: dbUrl, schema });
-      await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`).finally(() => db.close());
-      const redis = await connectRedis({ url: redisUrl });
-      const keys = await redis.keys(`${prefix}*`);
-      if (keys.length > 0) await redis.del(...keys);
-      await closeRedis(redis);
+      await world.cleanup();
     });
     let api = await startChatProcess("api", { ...common, CHAT_ROLE: "api" });
     procs.add(api);
@@ -181,7 +163,7 @@ for (const seed of SEEDS) {
     }));
     assert.deepEqual(checkHistories({ acknowledged, histories }), []);
     // Duplicate sends (outbox resends after a kill) were stored once: 60 rows, no more.
-    const db = await openDatabase({ system: "chat", url: dbUrl, schema });
+    const db = await openDatabase({ system: "chat", url: dbUrl, schema: world.schema });
     const { rows } = await db
       .query<{ n: bigint }>("SELECT count(*) AS n FROM messages")
       .finally(() => db.close());

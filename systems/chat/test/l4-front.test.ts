@@ -8,34 +8,16 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
-import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
-import { openDatabase } from "@casebook/infra/sql/open-database";
-import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { seededRandom } from "@casebook/kit/random";
 import { freePort } from "@casebook/lab/free-port";
 import { spawnNginx } from "@casebook/lab/spawn-nginx";
-import { enginesRequired, requirePostgres, requireRedis, uniqueName } from "@casebook/lab/test-engines";
+import { enginesRequired, requirePostgres, requireRedis } from "@casebook/lab/test-engines";
 import { ChatClient, type ClientMessage } from "../src/client/chat-client.ts";
 import { l4StreamBlock, STREAM_MODULE_PATH } from "../src/edge/l4-front.ts";
-import { JWT_SECRET } from "./system-fixture.ts";
-import { type ChatProcess, startChatProcess } from "./topology-fixture.ts";
+import { until } from "./system-fixture.ts";
+import { type ChatProcess, deployedEnv, startChatProcess } from "./topology-fixture.ts";
 
 const ISSUER = "issuer-token-for-the-l4-front-test";
-
-function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const poll = setInterval(() => {
-      if (check()) {
-        clearInterval(poll);
-        resolve();
-      } else if (Date.now() - started > timeoutMs) {
-        clearInterval(poll);
-        reject(new Error(`timed out waiting for ${what}`));
-      }
-    }, 20);
-  });
-}
 
 test("CH-23 CH-27 clients know only the L4 front: spread over two gateways, and back through it when one is deployed", async (t) => {
   if (!existsSync(STREAM_MODULE_PATH)) {
@@ -45,18 +27,8 @@ test("CH-23 CH-27 clients know only the L4 front: spread over two gateways, and 
   const dbUrl = await requirePostgres(t);
   const redisUrl = dbUrl && (await requireRedis(t));
   if (!dbUrl || !redisUrl) return;
-  const schema = uniqueName("chat_l4");
-  const prefix = `${uniqueName("chat_l4")}:`;
-  const common = {
-    DATABASE_URL: dbUrl,
-    CHAT_DB_SCHEMA: schema,
-    CHAT_DB_MAX_CONNECTIONS: "4",
-    REDIS_URL: redisUrl,
-    CHAT_REDIS_PREFIX: prefix,
-    CHAT_JWT_SECRET: JWT_SECRET,
-    CHAT_ISSUER_TOKEN: ISSUER,
-    CHAT_DRAIN_MS: "100",
-  };
+  const world = deployedEnv({ dbUrl, redisUrl, issuer: ISSUER, name: "chat_l4" });
+  const common = world.env;
   const procs: ChatProcess[] = [];
   const clients: ChatClient[] = [];
   let stopFront = async () => {};
@@ -64,12 +36,7 @@ test("CH-23 CH-27 clients know only the L4 front: spread over two gateways, and 
     for (const c of clients) c.close();
     await stopFront();
     await Promise.all(procs.map((p) => p.kill()));
-    const db = await openDatabase({ system: "chat", url: dbUrl, schema });
-    await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`).finally(() => db.close());
-    const redis = await connectRedis({ url: redisUrl });
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-    await closeRedis(redis);
+    await world.cleanup();
   });
   const api = await startChatProcess("api", { ...common, CHAT_ROLE: "api" });
   procs.push(api);
