@@ -23,6 +23,13 @@ if ! command -v prometheus >/dev/null 2>&1; then
     || echo "prometheus: not installed (its tests skip, or fail with CASEBOOK_REQUIRE_ENGINES=1)"
 fi
 
+# chat's L4 front (systems/chat/test/l4-front.test.ts): nginx's stream module, a separate package.
+if command -v nginx >/dev/null 2>&1 && [ ! -e /usr/lib/nginx/modules/ngx_stream_module.so ]; then
+  echo "installing libnginx-mod-stream"
+  (apt-get install -y libnginx-mod-stream >/dev/null 2>&1 || { apt-get update >/dev/null 2>&1 && apt-get install -y libnginx-mod-stream >/dev/null 2>&1; }) \
+    || echo "libnginx-mod-stream: not installed (chat's L4 front test skips, or fails with CASEBOOK_REQUIRE_ENGINES=1)"
+fi
+
 pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
 redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
 # The server's INFO line must say JetStream is on (a plain nats-server would fail the suite).

@@ -46,6 +46,25 @@ export const configSchema = {
     protocols: ["http:", "https:"],
     description: "The send service a gateway calls (role gateway); unset with role all = this process",
   }),
+  natsUrl: field.url({
+    env: "NATS_URL",
+    protocols: ["nats:", "tls:"],
+    description:
+      "NATS JetStream for the big-channel fan-out (CH-20); unset = the in-process stream (one process)",
+  }),
+  streamName: field.string({
+    env: "CHAT_STREAM",
+    default: "CHAT_CHANNELS",
+    pattern: /^[A-Za-z0-9_-]{1,32}$/,
+    description: "The JetStream stream of channel events (a test or a bench takes its own)",
+  }),
+  channelSlices: field.int({
+    env: "CHAT_CHANNEL_SLICES",
+    default: 3,
+    min: 1,
+    max: 64,
+    description: "Slices of a channel's member index, one consumer and worker each (CH-20: 3 in the text)",
+  }),
   pushUrl: field.url({
     env: "CHAT_PUSH_URL",
     protocols: ["http:", "https:"],

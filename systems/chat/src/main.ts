@@ -21,6 +21,7 @@ import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import type { Database } from "@casebook/infra/sql/sql";
+import { openStream } from "@casebook/infra/stream/open-stream";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import packageJson from "../package.json" with { type: "json" };
@@ -36,6 +37,7 @@ import type { SessionTable } from "./domain/sessions.ts";
 import { errors } from "./errors.ts";
 import { BackendClient } from "./gateway/backend-client.ts";
 import { GATEWAY_LIMITS_DEFAULT, Gateway } from "./gateway/gateway.ts";
+import { registerWebPage } from "./gateway/web-page.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { HistoryStore } from "./store/history-store.ts";
 import { MemoryRouting } from "./store/memory-routing.ts";
@@ -44,6 +46,7 @@ import { migrateChatStore } from "./store/migrate.ts";
 import { PushTokenStore } from "./store/push-token-store.ts";
 import { RedisRouting } from "./store/redis-routing.ts";
 import { RedisSessions } from "./store/redis-sessions.ts";
+import { ChannelFanout } from "./workers/channel-fanout.ts";
 
 export const SYSTEM = "chat";
 export const VERSION = packageJson.version;
@@ -92,6 +95,7 @@ function buildApi(
     clock: Clock;
     service: Service;
     offline: OfflinePort;
+    channelEvents?: ChannelFanout;
   },
 ) {
   const history = new HistoryStore(db);
@@ -110,6 +114,7 @@ function buildApi(
       service.log.warn({ err }, "delivery failed after the message was stored; it waits in the history");
     },
     onRouted: (outcome, count) => metrics.routed.inc({ outcome }, count),
+    ...(deps.channelEvents ? { channelEvents: deps.channelEvents } : {}),
   });
   return { history, sendPath };
 }
@@ -156,7 +161,26 @@ export async function main(
         const ids = new SnowflakeGenerator({ clock, workerId: await new HistoryStore(db).takeNodeId() });
         const pushTokens = new PushTokenStore(db);
         const offline = options.offline ?? pushPathOf(config, pushTokens, metrics, service);
+        const stream = await openStream({
+          system: SYSTEM,
+          ...(config.natsUrl ? { url: config.natsUrl } : {}),
+          env: {},
+        });
+        service.onClose(() => stream.close());
+        const fanoutRoute = {
+          to: async (_u: readonly string[], _f: Record<string, unknown>): Promise<unknown> => undefined,
+        };
+        const fanout = new ChannelFanout({
+          stream,
+          streamName: config.streamName,
+          slices: config.channelSlices,
+          history: new HistoryStore(db),
+          route: (userIds, frame) => fanoutRoute.to(userIds, frame),
+          log: service.log,
+          onSlice: (slice, members) => metrics.fanoutMembers.inc({ slice: String(slice) }, members),
+        });
         const { history, sendPath } = buildApi(db, shared, {
+          channelEvents: fanout,
           metrics,
           tokens,
           issuerToken,
@@ -164,6 +188,9 @@ export async function main(
           service,
           offline,
         });
+        fanoutRoute.to = (userIds, frame) => sendPath.route(userIds, frame);
+        await fanout.start();
+        service.onClose(() => fanout.stop());
         await registerApi(service.app, {
           history,
           sendPath,
@@ -212,6 +239,7 @@ export async function main(
       });
       await gateway.start();
       gateway.attach(service.app.server);
+      registerWebPage(service.app);
       // Before the HTTP server closes: sockets leave with 4000, not cut by the server's close.
       service.app.addHook("preClose", async () => gateway.drain());
       return { metrics, gateway, shared, backendUrl };

@@ -22,6 +22,8 @@ export interface SystemMetrics {
   /** From the message's creation to its frame leaving this gateway. */
   readonly deliveryLag: Histogram;
   readonly pushes: Counter<"outcome">;
+  /** CH-20: members a slice worker routed a channel message to. */
+  readonly fanoutMembers: Counter<"slice">;
 }
 
 export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
@@ -69,6 +71,12 @@ export function createMetrics(registry: Registry, build: { version: string }): S
       name: "chat_pushes_total",
       help: "Push notifications by outcome (sent, token-gone, failed)",
       labelNames: ["outcome"],
+      registers,
+    }),
+    fanoutMembers: new Counter({
+      name: "chat_fanout_members_total",
+      help: "Channel members a slice worker routed a message to, by slice",
+      labelNames: ["slice"],
       registers,
     }),
   };

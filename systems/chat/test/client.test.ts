@@ -11,7 +11,7 @@ import { seededRandom } from "@casebook/kit/random";
 import { type FaultProxy, startFaultProxy } from "@casebook/lab/fault-proxy";
 import { ChatClient, type ClientMessage } from "../src/client/chat-client.ts";
 import { ReconnectSchedule } from "../src/client/reconnect-schedule.ts";
-import { startSystem, TestSocket, type TestSystem } from "./system-fixture.ts";
+import { startSystem, TestSocket, type TestSystem, until } from "./system-fixture.ts";
 
 let sys: TestSystem;
 let proxy: FaultProxy;
@@ -23,21 +23,6 @@ after(async () => {
   await proxy?.close();
   await sys?.close();
 });
-
-function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const poll = setInterval(() => {
-      if (check()) {
-        clearInterval(poll);
-        resolve();
-      } else if (Date.now() - started > timeoutMs) {
-        clearInterval(poll);
-        reject(new Error(`timed out waiting for ${what}`));
-      }
-    }, 10);
-  });
-}
 
 function client(userId: string, deviceId = "phone") {
   const c = new ChatClient({

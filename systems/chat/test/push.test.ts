@@ -9,7 +9,7 @@ import { after, before, test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
 import { ChatClient, type ClientMessage } from "../src/client/chat-client.ts";
 import { createPushSim, type PushSim } from "../src/sim/push-sim.ts";
-import { startSystem, type TestSystem } from "./system-fixture.ts";
+import { startSystem, type TestSystem, until } from "./system-fixture.ts";
 
 let sim: PushSim;
 let sys: TestSystem;
@@ -22,21 +22,6 @@ after(async () => {
   await sys?.close();
   await sim?.close();
 });
-
-function until(check: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const poll = setInterval(() => {
-      if (check()) {
-        clearInterval(poll);
-        resolve();
-      } else if (Date.now() - started > timeoutMs) {
-        clearInterval(poll);
-        reject(new Error(`timed out waiting for ${what}`));
-      }
-    }, 10);
-  });
-}
 
 test("CH-18 CH-21 an offline recipient gets a push; opening the app syncs after its cursor and shows the message", async () => {
   const ana = await sys.token("ana");

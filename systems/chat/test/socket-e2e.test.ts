@@ -268,6 +268,59 @@ describe("gateway", () => {
   });
 });
 
+describe("big channel", () => {
+  test("CH-20 a channel message is written once and delivered by 3 slice workers, each its part of the members", async () => {
+    const owner = await sys.token("chan-0");
+    const members = Array.from({ length: 23 }, (_, i) => `chan-${i + 1}`);
+    const { json: chat } = await sys.api<{ id: string }>(owner, "POST", "/v1/conversations", {
+      kind: "channel",
+      title: "big",
+      members,
+    });
+    const sockets = await Promise.all(
+      ["chan-0", ...members].map(async (u) => TestSocket.open(sys.running.url, await sys.token(u))),
+    );
+    try {
+      const before = await fanoutCounts();
+      const sent = await sys.api<{ message: { id: string; seq: string } }>(
+        owner,
+        "POST",
+        `/v1/conversations/${chat.id}/messages`,
+        {
+          clientMsgId: randomUUID(),
+          body: "para todos",
+        },
+      );
+      assert.equal(sent.json.message.seq, "1", "a commit offset");
+      for (const s of sockets)
+        await s.next(
+          (f) => f.action === "message" && (f.message as { id: string }).id === sent.json.message.id,
+        );
+      const after = await fanoutCounts();
+      const bySlice = [0, 1, 2].map((k) => (after[k] ?? 0) - (before[k] ?? 0));
+      assert.equal(
+        bySlice.reduce((a, b) => a + b, 0),
+        24,
+        "each member in exactly one slice",
+      );
+      assert.ok(
+        bySlice.every((n) => n > 0),
+        `every slice delivered a part: ${bySlice}`,
+      );
+    } finally {
+      await Promise.all(sockets.map((s) => s.close()));
+    }
+  });
+});
+
+async function fanoutCounts(): Promise<Record<number, number>> {
+  const text = await (await fetch(`${sys.running.url}/metrics`)).text();
+  const counts: Record<number, number> = {};
+  for (const match of text.matchAll(/^chat_fanout_members_total\{slice="(\d+)"\} (\d+)$/gm))
+    counts[Number(match[1])] = Number(match[2]);
+  return counts;
+}
+
 describe("receipts", () => {
   test("CH-11 delivered when the recipient's device acks, read when it displays: each reaches the sender's socket", async () => {
     const { chatId } = await direct("rosa", "saul");

@@ -176,3 +176,19 @@ export class TestSocket {
     return this.#closed;
   }
 }
+
+/** Polls `check` until it holds; rejects naming `what` after `timeoutMs` (for states with no event to await). */
+export function until(check: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const poll = setInterval(() => {
+      if (check()) {
+        clearInterval(poll);
+        resolve();
+      } else if (Date.now() - started > timeoutMs) {
+        clearInterval(poll);
+        reject(new Error(`timed out waiting for ${what}`));
+      }
+    }, 20);
+  });
+}

@@ -7,8 +7,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { openDatabase } from "@casebook/infra/sql/open-database";
+import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { freePort } from "@casebook/lab/free-port";
+import { uniqueName } from "@casebook/lab/test-engines";
+import { JWT_SECRET } from "./system-fixture.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 const READY_TIMEOUT_MS = 60_000;
@@ -76,4 +81,32 @@ export async function startChatProcess(
       await exited;
     },
   };
+}
+
+/**
+ * The environment every process of one deployed test shares — its own schema and Redis
+ * prefix, the JWT secret, the issuer token, a short drain — and the cleanup that drops them.
+ */
+export function deployedEnv(input: { dbUrl: string; redisUrl: string; issuer: string; name: string }) {
+  const schema = uniqueName(input.name);
+  const prefix = `${uniqueName(input.name)}:`;
+  const env = {
+    DATABASE_URL: input.dbUrl,
+    CHAT_DB_SCHEMA: schema,
+    CHAT_DB_MAX_CONNECTIONS: "4",
+    REDIS_URL: input.redisUrl,
+    CHAT_REDIS_PREFIX: prefix,
+    CHAT_JWT_SECRET: JWT_SECRET,
+    CHAT_ISSUER_TOKEN: input.issuer,
+    CHAT_DRAIN_MS: "100",
+  };
+  const cleanup = async () => {
+    const db = await openDatabase({ system: "chat", url: input.dbUrl, schema });
+    await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`).finally(() => db.close());
+    const redis = await connectRedis({ url: input.redisUrl });
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    await closeRedis(redis);
+  };
+  return { env, schema, cleanup };
 }

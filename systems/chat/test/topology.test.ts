@@ -9,12 +9,9 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
-import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
-import { openDatabase } from "@casebook/infra/sql/open-database";
-import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
-import { requirePostgres, requireRedis, uniqueName } from "@casebook/lab/test-engines";
-import { JWT_SECRET, TestSocket } from "./system-fixture.ts";
-import { type ChatProcess, startChatProcess } from "./topology-fixture.ts";
+import { requirePostgres, requireRedis } from "@casebook/lab/test-engines";
+import { TestSocket } from "./system-fixture.ts";
+import { type ChatProcess, deployedEnv, startChatProcess } from "./topology-fixture.ts";
 
 const ISSUER = "issuer-token-for-the-topology-test";
 
@@ -22,29 +19,14 @@ test("CH-04 CH-27 CH-03 CH-17 a send service and two gateway processes: routing,
   const dbUrl = await requirePostgres(t);
   const redisUrl = dbUrl && (await requireRedis(t));
   if (!dbUrl || !redisUrl) return;
-  const schema = uniqueName("chat_topo");
-  const prefix = `${uniqueName("chat_topo")}:`;
-  const common = {
-    DATABASE_URL: dbUrl,
-    CHAT_DB_SCHEMA: schema,
-    CHAT_DB_MAX_CONNECTIONS: "4",
-    REDIS_URL: redisUrl,
-    CHAT_REDIS_PREFIX: prefix,
-    CHAT_JWT_SECRET: JWT_SECRET,
-    CHAT_ISSUER_TOKEN: ISSUER,
-    CHAT_DRAIN_MS: "100",
-  };
+  const world = deployedEnv({ dbUrl, redisUrl, issuer: ISSUER, name: "chat_topo" });
+  const common = world.env;
   const procs: ChatProcess[] = [];
   const sockets: TestSocket[] = [];
   t.after(async () => {
     for (const s of sockets) s.ws.terminate();
     await Promise.all(procs.map((p) => p.kill()));
-    const db = await openDatabase({ system: "chat", url: dbUrl, schema });
-    await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`).finally(() => db.close());
-    const redis = await connectRedis({ url: redisUrl });
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-    await closeRedis(redis);
+    await world.cleanup();
   });
   let api = await startChatProcess("api", { ...common, CHAT_ROLE: "api" });
   procs.push(api);

@@ -90,6 +90,7 @@ export class ChatClient {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #ping: ReturnType<typeof setInterval> | undefined;
   #refs = 0;
+  #gatewayId: string | undefined;
   /** Reconnect pauses taken, for tests and dashboards. */
   readonly delaysMs: number[] = [];
 
@@ -124,6 +125,11 @@ export class ChatClient {
 
   get connected(): boolean {
     return this.#open;
+  }
+
+  /** The gateway of the current connection (from its welcome frame). */
+  get gatewayId(): string | undefined {
+    return this.#gatewayId;
   }
 
   get outboxSize(): number {
@@ -174,6 +180,9 @@ export class ChatClient {
       if (this.#ws !== ws) return;
       this.#open = false;
       clearInterval(this.#ping);
+      // Answers that were in flight on this socket never come: the next welcome starts over.
+      this.#syncing.clear();
+      this.#parts.clear();
       for (const cb of this.#onState) cb("closed", event.code);
       this.#retry();
     };
@@ -221,6 +230,7 @@ export class ChatClient {
     const frame = JSON.parse(text) as Record<string, unknown>;
     switch (frame.action) {
       case "welcome":
+        this.#gatewayId = frame.gatewayId as string;
         this.#welcomed();
         return;
       case "message":
@@ -317,12 +327,36 @@ export class ChatClient {
 
   #failed(frame: Record<string, unknown>): void {
     const ref = typeof frame.ref === "string" ? frame.ref : "";
-    if (ref.startsWith("sync:")) this.#syncing.delete(ref.split(":")[1]!);
+    const transient = frame.code === "BACKEND_UNAVAILABLE" || frame.code === "FRAME_RATE_LIMITED";
+    if (ref.startsWith("sync:")) {
+      const chatId = ref.split(":")[1]!;
+      this.#syncing.delete(chatId);
+      if (transient) this.#later(() => this.#sync(chatId));
+      return;
+    }
     if (!ref.startsWith("send:")) return;
     const pending = this.#outbox.get(ref.slice(5));
-    // BACKEND_UNAVAILABLE: keep it for the next reconnect; anything else is final.
-    if (!pending || frame.code === "BACKEND_UNAVAILABLE" || frame.code === "FRAME_RATE_LIMITED") return;
+    if (!pending) return;
+    // The send service is restarting or the socket is busy: the same clientMsgId again, later.
+    if (transient) {
+      this.#later(() => {
+        if (this.#outbox.has(pending.clientMsgId)) this.#transmit(pending);
+      });
+      return;
+    }
     this.#outbox.delete(pending.clientMsgId);
     pending.reject(new Error(`${String(frame.code)}: ${String(frame.message)}`));
+  }
+
+  /** A retry on the open socket after a short jittered pause (a reconnect resends everything anyway). */
+  #later(fn: () => void): void {
+    const random = this.#options.random ?? systemRandom;
+    const timer = setTimeout(
+      () => {
+        if (this.#open) fn();
+      },
+      100 + random.next() * 400,
+    );
+    (timer as { unref?: () => void }).unref?.();
   }
 }

@@ -66,6 +66,17 @@ export interface HistoryPort {
   before(chatId: bigint, viewer: string, beforeSeq: bigint | undefined, limit: number): Promise<Message[]>;
   /** Every member's user id, for delivery (no viewer check: the send path's own read). */
   recipients(chatId: bigint): Promise<string[]>;
+  /**
+   * One slice of a channel's member index (CH-20): the members whose user id hashes to
+   * `slice` of `slices`, after `afterUserId` in id order, at most `limit`.
+   */
+  memberSlice(
+    chatId: bigint,
+    slice: number,
+    slices: number,
+    afterUserId: string,
+    limit: number,
+  ): Promise<string[]>;
   /** Conversations of a user, the most recent message first. */
   conversationsOf(userId: string, limit: number): Promise<Conversation[]>;
   /**

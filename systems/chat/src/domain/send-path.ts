@@ -30,12 +30,19 @@ export interface OfflinePort {
 
 export const noPush: OfflinePort = { notify: async () => {} };
 
+/** CH-20: a channel's message leaves the send path as ONE event; slice workers fan it out. */
+export interface ChannelEvents {
+  publish(message: Message): Promise<void>;
+}
+
 export interface SendPathPorts {
   readonly history: HistoryPort;
   readonly offsets: { offsetOf(chatId: bigint, id: bigint): Promise<bigint> };
   readonly sessions: SessionTable;
   readonly routing: RoutingBus;
   readonly offline: OfflinePort;
+  /** Where channel messages go instead of per-member routing; unset: channels are routed like groups. */
+  readonly channelEvents?: ChannelEvents;
   readonly clock: Clock;
   /** A delivery step failed after the message was stored (counted, logged; never thrown to the sender). */
   readonly onDeliveryError: (err: unknown) => void;
@@ -63,7 +70,9 @@ export class SendPath {
       message = { ...message, seq: await this.#ports.offsets.offsetOf(message.chatId, message.id) };
     }
     try {
-      await this.deliver(message);
+      if (appended.kind === "channel" && this.#ports.channelEvents)
+        await this.#ports.channelEvents.publish(message);
+      else await this.deliver(message);
     } catch (err) {
       this.#ports.onDeliveryError(err);
     }
@@ -75,14 +84,15 @@ export class SendPath {
     const move = await this.#ports.history.receipt(receipt);
     if (!move || move.senders.length === 0) return move;
     try {
-      await this.#route(move.senders, receiptFrame(receipt, move));
+      await this.route(move.senders, receiptFrame(receipt, move));
     } catch (err) {
       this.#ports.onDeliveryError(err);
     }
     return move;
   }
 
-  async #route(userIds: readonly string[], frame: Record<string, unknown>): Promise<Set<string>> {
+  /** Routes a frame to the live devices of `userIds`; returns the users reached. */
+  async route(userIds: readonly string[], frame: Record<string, unknown>): Promise<Set<string>> {
     const rows = await this.#ports.sessions.lookup(userIds, this.#ports.clock.nowMs());
     const reached = new Set<string>();
     for (const [gatewayId, gatewayRows] of byGateway(rows)) {
@@ -99,7 +109,7 @@ export class SendPath {
   /** Steps 2 and 3: session lookup, routing per gateway, push for whoever is not reached. */
   async deliver(message: Message): Promise<void> {
     const recipients = await this.#ports.history.recipients(message.chatId);
-    const reached = await this.#route(recipients, { action: "message", message: messageJson(message) });
+    const reached = await this.route(recipients, { action: "message", message: messageJson(message) });
     // CH-17: a gateway that is gone counts as no connection; CH-18: no connection → push.
     const offline = recipients.filter((userId) => userId !== message.senderId && !reached.has(userId));
     if (offline.length > 0) {

@@ -350,6 +350,24 @@ export class HistoryStore implements HistoryPort {
     return rows.map((row) => row.user_id);
   }
 
+  async memberSlice(
+    chatId: bigint,
+    slice: number,
+    slices: number,
+    afterUserId: string,
+    limit: number,
+  ): Promise<string[]> {
+    // hashtext is int4; shifted into 0..2^32-1 before the modulo (abs(-2^31) would overflow).
+    const { rows } = await this.#db.query<{ user_id: string }>(
+      `SELECT user_id FROM members
+       WHERE chat_id = $1 AND mod(hashtext(user_id)::bigint + 2147483648, $3) = $2 AND user_id > $4
+       ORDER BY user_id LIMIT $5`,
+      [String(chatId), slice, slices, afterUserId, limit],
+      { name: "chat_member_slice" },
+    );
+    return rows.map((row) => row.user_id);
+  }
+
   async conversationsOf(userId: string, limit: number): Promise<Conversation[]> {
     const { rows } = await this.#db.query<ConversationRow>(
       `SELECT ${CONVERSATION_COLUMNS} FROM members m JOIN conversations c ON c.id = m.chat_id
