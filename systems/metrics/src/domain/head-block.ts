@@ -285,6 +285,7 @@ export class HeadBlock {
     open.append(t, v);
     series.lastT = t;
     series.lastV = v;
+    this.#widenRange(t);
   }
 
   #boundaryOf(t: number): number {
@@ -302,8 +303,27 @@ export class HeadBlock {
     return out;
   }
 
-  /** Oldest and newest sample time in the head, or undefined when empty. */
+  /**
+   * Oldest and newest sample time in the head, or undefined when empty. Kept as it changes
+   * (every append asks it, to decide on compaction): a scan of every series only after a
+   * truncation.
+   */
   timeRange(): { mint: number; maxt: number } | undefined {
+    if (this.#range === "unknown") this.#range = this.#scanRange();
+    return this.#range;
+  }
+
+  #range: { mint: number; maxt: number } | undefined | "unknown" = undefined;
+
+  #widenRange(t: number): void {
+    if (this.#range === "unknown") return;
+    this.#range =
+      this.#range === undefined
+        ? { mint: t, maxt: t }
+        : { mint: Math.min(this.#range.mint, t), maxt: Math.max(this.#range.maxt, t) };
+  }
+
+  #scanRange(): { mint: number; maxt: number } | undefined {
     let mint = Number.POSITIVE_INFINITY;
     let maxt = Number.NEGATIVE_INFINITY;
     for (const series of this.#byKey.values()) {
@@ -345,6 +365,7 @@ export class HeadBlock {
     }
     this.#index.remove(emptied);
     this.minValidT = Math.max(this.minValidT, boundary);
+    this.#range = "unknown";
     this.#generation++;
     return taken;
   }
