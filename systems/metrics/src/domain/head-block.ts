@@ -237,13 +237,21 @@ export class HeadBlock {
   /** Replays one WAL series record (restart): the ref is the one the WAL holds. */
   replaySeries(ref: number, labels: Labels): void {
     const key = seriesKey(labels);
-    if (this.#byKey.has(key)) return;
+    const existing = this.#byKey.get(key);
+    // The same series under another ref (an old segment left beside a checkpoint): one series.
+    if (existing !== undefined) {
+      if (existing.ref !== ref) this.#replayAlias.set(ref, existing.ref);
+      return;
+    }
     this.#create(ref, labels, key);
   }
 
+  /** WAL refs that name a series created under another ref (replay only). */
+  readonly #replayAlias = new Map<number, number>();
+
   /** Replays one WAL sample; skips what a block already holds and what the head has (idempotent). */
   replaySample(ref: number, t: number, v: number): boolean {
-    const series = this.#byRef.get(ref);
+    const series = this.#byRef.get(this.#replayAlias.get(ref) ?? ref);
     if (series === undefined || t < this.minValidT || t <= series.lastT) return false;
     this.#append(series, t, v);
     this.#sampleCount++;
