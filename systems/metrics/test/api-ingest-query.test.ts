@@ -121,6 +121,15 @@ test("MT-05 remote-write batches are stored with the standard labels and answere
     data: [{ __name__: "http_requests_total", instance: "c", job: "web", region: "eu" }],
   });
   assert.deepEqual((await api(key, "/api/v1/labels")).body.data, ["__name__", "instance", "job", "region"]);
+  // Grafana's way: POST with a urlencoded form, after asking for the build info.
+  const form = await running.service.app.inject({
+    method: "POST",
+    url: "/api/v1/query",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/x-www-form-urlencoded" },
+    payload: `query=${encodeURIComponent("count(http_requests_total)")}&time=${end / 1000}`,
+  });
+  assert.deepEqual(JSON.parse(form.body).data.result, [{ metric: {}, value: [end / 1000, "3"] }]);
+  assert.equal((await api(key, "/api/v1/status/buildinfo")).body.data.version, "2.42.0");
   assert.deepEqual((await api(key, "/api/v1/label/job/values")).body.data, ["api", "web"]);
 });
 

@@ -5,7 +5,7 @@
  * bytes per sample of a block (chunks + index, no WAL) measured on scrape-shaped series.
  */
 import assert from "node:assert/strict";
-import { appendFile, mkdtemp, readdir, rm, stat, truncate } from "node:fs/promises";
+import { appendFile, mkdtemp, readdir, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -115,5 +115,27 @@ test("MT-17 the head compacts into an immutable block; after a restart blocks an
     false,
     "the persisted range is closed to appends",
   );
+  await reopened.close();
+});
+
+test("MT-17 a crash while a checkpoint deletes the old WAL segments (a prefix left behind) reopens with nothing lost or doubled", async () => {
+  const dir = await freshDir();
+  const walDir = join(dir, "wal");
+  let db = await Tsdb.open({ dir, blockRangeMs: 2 * HOUR_MS, limits });
+  for (let ts = 0; ts < HOUR_MS; ts += 60_000) await db.append(batchAt(ts, 5, () => ts / 60_000));
+  await db.close();
+  const firstSegment = join(walDir, (await readdir(walDir)).sort()[0]!);
+  const leftover = await readFile(firstSegment);
+  db = await Tsdb.open({ dir, blockRangeMs: 2 * HOUR_MS, limits });
+  for (let ts = HOUR_MS; ts <= 3.5 * HOUR_MS; ts += 60_000)
+    await db.append(batchAt(ts, 5, () => ts / 60_000));
+  assert.equal(db.blocks.length, 1, "compacted, WAL checkpointed");
+  const before = db.select(all, 0, Number.MAX_SAFE_INTEGER);
+  await db.close();
+  // The deletion stopped after the newer old segments: the oldest is back beside the checkpoint.
+  await writeFile(firstSegment, leftover);
+  const reopened = await Tsdb.open({ dir, blockRangeMs: 2 * HOUR_MS, limits });
+  assert.deepEqual(reopened.select(all, 0, Number.MAX_SAFE_INTEGER), before);
+  assert.equal((await reopened.append(batchAt(3.6 * HOUR_MS, 5, () => 1))).ok, true);
   await reopened.close();
 });

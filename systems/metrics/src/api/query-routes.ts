@@ -40,6 +40,8 @@ export interface QueryOptions {
   readonly maxSamples: number;
 }
 
+/** The Prometheus version whose API and PromQL this one follows (its test files pass here). */
+export const PROMETHEUS_API_VERSION = "2.42.0";
 /** Top entries per list in /status/tsdb, as Prometheus shows. */
 const STATUS_TOP = 10;
 const MIN_TIME_MS = -9_223_372_036_854;
@@ -250,6 +252,32 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
     const values = seriesOf(db, p).flatMap((labels) => labels.filter(([n]) => n === name).map(([, v]) => v));
     return [...new Set(values)].sort();
   });
+
+  // Grafana's Prometheus data source asks these to learn the server's flavour and metric help;
+  // answered in Prometheus's shapes (metadata: none kept yet).
+  scope.get(
+    "/api/v1/status/buildinfo",
+    { schema: { summary: "Build information, as Prometheus reports it", tags: ["query"] } },
+    async () => ({
+      status: "success",
+      data: {
+        version: PROMETHEUS_API_VERSION,
+        revision: "casebook-metrics",
+        branch: "",
+        buildUser: "",
+        buildDate: "",
+        goVersion: "",
+      },
+    }),
+  );
+  scope.get(
+    "/api/v1/metadata",
+    { schema: { summary: "Metric metadata (none kept yet: an empty map)", tags: ["query"] } },
+    async () => ({
+      status: "success",
+      data: {},
+    }),
+  );
 
   scope.get(
     "/api/v1/status/tsdb",

@@ -237,13 +237,21 @@ export class HeadBlock {
   /** Replays one WAL series record (restart): the ref is the one the WAL holds. */
   replaySeries(ref: number, labels: Labels): void {
     const key = seriesKey(labels);
-    if (this.#byKey.has(key)) return;
+    const existing = this.#byKey.get(key);
+    // The same series under another ref (an old segment left beside a checkpoint): one series.
+    if (existing !== undefined) {
+      if (existing.ref !== ref) this.#replayAlias.set(ref, existing.ref);
+      return;
+    }
     this.#create(ref, labels, key);
   }
 
+  /** WAL refs that name a series created under another ref (replay only). */
+  readonly #replayAlias = new Map<number, number>();
+
   /** Replays one WAL sample; skips what a block already holds and what the head has (idempotent). */
   replaySample(ref: number, t: number, v: number): boolean {
-    const series = this.#byRef.get(ref);
+    const series = this.#byRef.get(this.#replayAlias.get(ref) ?? ref);
     if (series === undefined || t < this.minValidT || t <= series.lastT) return false;
     this.#append(series, t, v);
     this.#sampleCount++;
@@ -285,6 +293,7 @@ export class HeadBlock {
     open.append(t, v);
     series.lastT = t;
     series.lastV = v;
+    this.#widenRange(t);
   }
 
   #boundaryOf(t: number): number {
@@ -302,8 +311,27 @@ export class HeadBlock {
     return out;
   }
 
-  /** Oldest and newest sample time in the head, or undefined when empty. */
+  /**
+   * Oldest and newest sample time in the head, or undefined when empty. Kept as it changes
+   * (every append asks it, to decide on compaction): a scan of every series only after a
+   * truncation.
+   */
   timeRange(): { mint: number; maxt: number } | undefined {
+    if (this.#range === "unknown") this.#range = this.#scanRange();
+    return this.#range;
+  }
+
+  #range: { mint: number; maxt: number } | undefined | "unknown" = undefined;
+
+  #widenRange(t: number): void {
+    if (this.#range === "unknown") return;
+    this.#range =
+      this.#range === undefined
+        ? { mint: t, maxt: t }
+        : { mint: Math.min(this.#range.mint, t), maxt: Math.max(this.#range.maxt, t) };
+  }
+
+  #scanRange(): { mint: number; maxt: number } | undefined {
     let mint = Number.POSITIVE_INFINITY;
     let maxt = Number.NEGATIVE_INFINITY;
     for (const series of this.#byKey.values()) {
@@ -345,6 +373,7 @@ export class HeadBlock {
     }
     this.#index.remove(emptied);
     this.minValidT = Math.max(this.minValidT, boundary);
+    this.#range = "unknown";
     this.#generation++;
     return taken;
   }

@@ -127,16 +127,7 @@ export class PromqlEngine {
         throw new PromqlEvalError(
           `invalid expression type "${value.type === "matrix" ? "range vector" : "string"}" for range query, must be Scalar or instant Vector`,
         );
-      for (const s of samples) {
-        const key = seriesKey(s.labels);
-        let series = bySeries.get(key);
-        if (series === undefined) {
-          series = { labels: s.labels, ts: [], vs: [] };
-          bySeries.set(key, series);
-        }
-        series.ts.push(t);
-        series.vs.push(s.v);
-      }
+      appendStep(bySeries, t, samples);
     }
     return { type: "matrix", series: [...bySeries.values()] };
   }
@@ -281,16 +272,7 @@ export class PromqlEngine {
           : value.type === "vector"
             ? value.samples
             : [];
-      for (const sample of samples) {
-        const key = seriesKey(sample.labels);
-        let series = bySeries.get(key);
-        if (series === undefined) {
-          series = { labels: sample.labels, ts: [], vs: [] };
-          bySeries.set(key, series);
-        }
-        series.ts.push(step);
-        series.vs.push(sample.v);
-      }
+      appendStep(bySeries, step, samples);
     }
     return { series: [...bySeries.values()], rangeStart, rangeEnd };
   }
@@ -330,6 +312,24 @@ export class PromqlEngine {
       case "call":
         return callFunction(this, expr, t, ctx);
     }
+  }
+}
+
+/** Adds one step's samples to the series being assembled (a range query's or a subquery's). */
+function appendStep(
+  bySeries: Map<string, { labels: Labels; ts: number[]; vs: number[] }>,
+  t: number,
+  samples: InstantVector,
+): void {
+  for (const sample of samples) {
+    const key = seriesKey(sample.labels);
+    let series = bySeries.get(key);
+    if (series === undefined) {
+      series = { labels: sample.labels, ts: [], vs: [] };
+      bySeries.set(key, series);
+    }
+    series.ts.push(t);
+    series.vs.push(sample.v);
   }
 }
 

@@ -22,7 +22,7 @@ import { join } from "node:path";
 import type { SealedChunk } from "../domain/gorilla-chunk.ts";
 import { type SeriesData, samplesIn } from "../domain/head-block.ts";
 import type { LabelMatcher } from "../domain/label-matcher.ts";
-import type { Labels } from "../domain/labels.ts";
+import { type Labels, seriesKey } from "../domain/labels.ts";
 import { PostingsIndex } from "../domain/postings-index.ts";
 import { ByteReader, ByteWriter } from "./byte-codec.ts";
 
@@ -55,8 +55,16 @@ export async function writeBlock(blocksDir: string, content: BlockContent): Prom
     }
     return n;
   };
-  const sorted = [...content.series].sort((a, b) => (a.labels.join() < b.labels.join() ? -1 : 1));
-  for (const { labels } of sorted) for (const [n, v] of labels) symbol(n), symbol(v);
+  const sorted = [...content.series].sort((a, b) => {
+    const [x, y] = [seriesKey(a.labels), seriesKey(b.labels)];
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+  for (const { labels } of sorted) {
+    for (const [n, v] of labels) {
+      symbol(n);
+      symbol(v);
+    }
+  }
   const chunks = new ByteWriter();
   const index = new ByteWriter();
   index.uvarint(symbols.size);
@@ -66,7 +74,10 @@ export async function writeBlock(blocksDir: string, content: BlockContent): Prom
   let numChunks = 0;
   for (const { labels, chunks: list } of sorted) {
     index.uvarint(labels.length);
-    for (const [n, v] of labels) index.uvarint(symbol(n)), index.uvarint(symbol(v));
+    for (const [n, v] of labels) {
+      index.uvarint(symbol(n));
+      index.uvarint(symbol(v));
+    }
     index.uvarint(list.length);
     for (const chunk of list) {
       index.uvarint(chunks.length);

@@ -183,7 +183,10 @@ export class Wal {
     this.#segment++;
     this.#handle = await open(join(this.#dir, segmentName(this.#segment)), "a");
     await this.append(series, samples);
-    for (const segment of older) if (segment < this.#segment) await rm(join(this.#dir, segmentName(segment)));
+    // Newest first: a crash in the middle leaves a prefix of the old segments, whose refs all
+    // come before the checkpoint's new ones, so replay still meets refs in increasing order.
+    for (const segment of [...older].reverse())
+      if (segment < this.#segment) await rm(join(this.#dir, segmentName(segment)));
   }
 
   async close(): Promise<void> {
