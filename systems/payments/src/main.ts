@@ -47,6 +47,7 @@ import {
 } from "./api/payment-metrics.ts";
 import { registerPaymentRoutes } from "./api/payment-routes.ts";
 import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
+import { registerRefundRoutes } from "./api/refund-routes.ts";
 import { AcquirerClient, type AcquirerClientOptions } from "./clients/acquirer-client.ts";
 import { createEventPublisher } from "./clients/webhook-publisher.ts";
 import { crossFieldProblems } from "./config-checks.ts";
@@ -424,7 +425,7 @@ export async function main(
         scope.addHook("onRequest", auth.authenticate);
         scope.addHook("onRequest", correlatePaymentRequests(auth.principalOf));
         registerAccountRoutes(scope, { db, ledger, merchantOf: auth.principalOf });
-        registerPaymentRoutes(scope, {
+        const paymentDeps = {
           db,
           idempotency,
           orchestrator,
@@ -432,7 +433,9 @@ export async function main(
           clock: systemClock,
           merchantOf: auth.principalOf,
           config: paymentConfig,
-        });
+        };
+        registerPaymentRoutes(scope, paymentDeps);
+        registerRefundRoutes(scope, paymentDeps);
         registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.principalOf });
       });
       if (config.adminToken !== undefined) {

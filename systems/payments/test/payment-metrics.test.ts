@@ -23,7 +23,9 @@ import {
   createPaymentMetrics,
   registerBreakerGauge,
 } from "../src/api/payment-metrics.ts";
+import type { PaymentRouteDeps } from "../src/api/payment-request.ts";
 import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
+import { registerRefundRoutes } from "../src/api/refund-routes.ts";
 import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-client.ts";
 import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
 import { paymentErrors } from "../src/domain/payment-errors.ts";
@@ -95,7 +97,7 @@ async function startObserved(t: import("node:test").TestContext) {
     String(request.headers["x-test-merchant"] ?? merchant);
   await service.app.register(async (scope) => {
     scope.addHook("onRequest", correlatePaymentRequests(merchantOf));
-    registerPaymentRoutes(scope, {
+    const paymentDeps: PaymentRouteDeps = {
       db,
       idempotency,
       orchestrator,
@@ -103,7 +105,9 @@ async function startObserved(t: import("node:test").TestContext) {
       clock: systemClock,
       merchantOf,
       config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0 },
-    });
+    };
+    registerPaymentRoutes(scope, paymentDeps);
+    registerRefundRoutes(scope, paymentDeps);
   });
   const pay = (body: Record<string, unknown>, key: string, who = merchant) =>
     service.app.inject({

@@ -47,7 +47,7 @@ import type { SagaStep } from "../domain/payment-saga.ts";
 import { acquirerKeyOf } from "../store/payment-repository.ts";
 import type { RefundRetryObserver, RefundRetryOutcome } from "../workers/refund-retrier.ts";
 import type { SagaStepObserver } from "../workers/saga-orchestrator.ts";
-import { idempotencyKeyOf } from "./payment-routes.ts";
+import { idempotencyKeyOf } from "./payment-request.ts";
 
 export type AcquirerCallOutcome = "approved" | "declined" | "timeout" | "unavailable" | "error";
 

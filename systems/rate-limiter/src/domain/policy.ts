@@ -26,7 +26,7 @@
  */
 
 import { keySlot } from "@casebook/kit/cluster-slot";
-import { rateLimitErrors } from "../rate-limit-errors.ts";
+import { rateLimitErrors } from "../errors.ts";
 import {
   type AlgorithmName,
   algorithmNames,
