@@ -16,20 +16,19 @@ import { createService } from "@casebook/infra/http/service";
 import { ManualClock, systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { uniqueName } from "@casebook/lab/test-engines";
+import type { PaymentRouteDeps } from "../src/api/payment-request.ts";
+import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
+import { registerRefundRoutes } from "../src/api/refund-routes.ts";
+import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-client.ts";
+import { idempotencyErrors, paymentErrors } from "../src/errors.ts";
+import { main } from "../src/main.ts";
 import {
   acquirerOutcomeLabel,
   correlatePaymentRequests,
   countSagaBacklog,
   createPaymentMetrics,
   registerBreakerGauge,
-} from "../src/api/payment-metrics.ts";
-import type { PaymentRouteDeps } from "../src/api/payment-request.ts";
-import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
-import { registerRefundRoutes } from "../src/api/refund-routes.ts";
-import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-client.ts";
-import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
-import { paymentErrors } from "../src/domain/payment-errors.ts";
-import { main } from "../src/main.ts";
+} from "../src/metrics.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { RefundRetrier } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";

@@ -14,7 +14,7 @@ import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
 import { registerReconciliationRoutes } from "../src/api/reconciliation-routes.ts";
 import { registerRefundRoutes } from "../src/api/refund-routes.ts";
 import { AcquirerClient } from "../src/clients/acquirer-client.ts";
-import { paymentsErrorRegistries } from "../src/payments-errors.ts";
+import { paymentsErrorRegistries } from "../src/errors.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";

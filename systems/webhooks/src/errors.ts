@@ -84,7 +84,6 @@ export type StoreErrorCode = keyof typeof storeErrors.specs;
  * sender's failures are infra's OUTBOUND_* codes: `@casebook/infra/http/outbound-errors`.)
  * Context goes in `fields` (never a secret, never a payload: WH-22 keeps payloads out of logs).
  */
-
 export const deliveryErrors = defineErrors({
   WEBHOOK_URL_INVALID: {
     status: 400,
@@ -134,7 +133,6 @@ export const deliveryErrors = defineErrors({
 export type DeliveryErrorCode = keyof typeof deliveryErrors.specs;
 
 /** Every registry whose codes the webhooks API may answer with (infra's SQL codes too). */
-
 export const webhooksErrorRegistries: readonly ErrorRegistry<string>[] = Object.freeze([
   storeErrors,
   deliveryErrors,

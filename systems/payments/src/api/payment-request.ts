@@ -9,8 +9,8 @@ import type { StoredResponse } from "@casebook/kit/idempotency";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
-import { paymentErrors } from "../domain/payment-errors.ts";
 import { isPaymentId } from "../domain/public-ids.ts";
+import { paymentErrors } from "../errors.ts";
 import { findPaymentByPublicId, type Payment } from "../store/payment-repository.ts";
 import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
 

@@ -33,8 +33,8 @@ import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempoten
 import { currencyProblem } from "@casebook/kit/iso-4217";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { stateConflict } from "../domain/payment-actions.ts";
-import { paymentErrors } from "../domain/payment-errors.ts";
 import { captureAmountOf, requestSettlement } from "../domain/payment-saga.ts";
+import { paymentErrors } from "../errors.ts";
 import {
   createPayment,
   findPayment,

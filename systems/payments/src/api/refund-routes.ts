@@ -25,8 +25,8 @@ import { RENEWALS_PER_LEASE, whileRenewing } from "@casebook/kit/lease-renewal";
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { RefundOutcome } from "../clients/acquirer-client.ts";
 import { refundAcquirerKey } from "../domain/derived-keys.ts";
-import { paymentErrors } from "../domain/payment-errors.ts";
 import { isRefundId } from "../domain/public-ids.ts";
+import { paymentErrors } from "../errors.ts";
 import { lockPayment, type Payment } from "../store/payment-repository.ts";
 import {
   claimRefund,

@@ -42,12 +42,12 @@ import type { BreakerState } from "@casebook/kit/circuit-breaker";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { AcquirerCallObserver, AcquirerOperation } from "../clients/acquirer-client.ts";
-import type { SagaStep } from "../domain/payment-saga.ts";
-import { acquirerKeyOf } from "../store/payment-repository.ts";
-import type { RefundRetryObserver, RefundRetryOutcome } from "../workers/refund-retrier.ts";
-import type { SagaStepObserver } from "../workers/saga-orchestrator.ts";
-import { idempotencyKeyOf } from "./payment-request.ts";
+import { idempotencyKeyOf } from "./api/payment-request.ts";
+import type { AcquirerCallObserver, AcquirerOperation } from "./clients/acquirer-client.ts";
+import type { SagaStep } from "./domain/payment-saga.ts";
+import { acquirerKeyOf } from "./store/payment-repository.ts";
+import type { RefundRetryObserver, RefundRetryOutcome } from "./workers/refund-retrier.ts";
+import type { SagaStepObserver } from "./workers/saga-orchestrator.ts";
 
 export type AcquirerCallOutcome = "approved" | "declined" | "timeout" | "unavailable" | "error";
 
