@@ -26,6 +26,7 @@ import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
+import { BackgroundLoop, unrefSleep } from "@casebook/kit/background-loop";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import { registerAccountRoutes } from "./api/account-routes.ts";
@@ -45,13 +46,12 @@ import {
 import { paymentsErrorRegistries } from "./errors.ts";
 import {
   correlatePaymentRequests,
-  countOpenExceptions,
-  countSagaBacklog,
   createPaymentMetrics,
   type PaymentMetrics,
   registerBreakerGauge,
 } from "./metrics.ts";
 import { createAcquirerSim } from "./sim/acquirer-sim.ts";
+import { countOpenExceptions, countSagaBacklog, reconciliationRunExists } from "./store/backlog-counts.ts";
 import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
@@ -223,17 +223,10 @@ function startDailyReconciliation(
   feeBps: number,
   tuning: PaymentsTuning["reconciliation"] = {},
 ): void {
-  let running = false;
-  const check = async () => {
-    if (running) return;
-    running = true;
+  const check = async (): Promise<boolean> => {
     const date = previousUtcDate(systemClock.nowMs());
     try {
-      const done = await db.query(
-        "SELECT 1 FROM reconciliation_runs WHERE settlement_date = $1::date LIMIT 1",
-        [date],
-      );
-      if (done.rowCount > 0) return;
+      if (await reconciliationRunExists(db, date)) return false;
       const summary = await reconcileDate({ db, clock: systemClock, feeBps }, date, { acquirerUrl });
       // PY-17: the last-line alarm — differences are a warning (and payments_reconciliation_open_exceptions).
       if (summary.differences > 0)
@@ -241,18 +234,25 @@ function startDailyReconciliation(
       else service.log.info({ date, summary }, "reconciliation run recorded");
     } catch (error) {
       service.log.warn({ err: error, date }, "reconciliation not run; retrying at the next check");
-    } finally {
-      running = false;
     }
+    return false;
   };
+  // Checks never overlap (the loop runs one round at a time) and never hold the process open.
+  const everyMs = tuning.checkEveryMs ?? RECONCILE_CHECK_MS;
+  const loop = new BackgroundLoop({
+    name: "daily reconciliation",
+    round: check,
+    idleMs: everyMs,
+    failureBackoff: { capMs: everyMs, jitter: "none" },
+    onError: (error) => service.log.warn({ err: error }, "reconciliation check failed"),
+    sleep: unrefSleep,
+  });
   // First check a minute after start (the service is up and serving by then), then hourly.
-  const first = setTimeout(() => void check(), tuning.firstCheckMs ?? 60_000);
-  const timer = setInterval(() => void check(), tuning.checkEveryMs ?? RECONCILE_CHECK_MS);
+  const first = setTimeout(() => loop.start(), tuning.firstCheckMs ?? 60_000);
   first.unref();
-  timer.unref();
   service.onClose(async () => {
     clearTimeout(first);
-    clearInterval(timer);
+    await loop.stop();
   });
 }
 

@@ -25,10 +25,10 @@ import { main } from "../src/main.ts";
 import {
   acquirerOutcomeLabel,
   correlatePaymentRequests,
-  countSagaBacklog,
   createPaymentMetrics,
   registerBreakerGauge,
 } from "../src/metrics.ts";
+import { countSagaBacklog } from "../src/store/backlog-counts.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { RefundRetrier } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
