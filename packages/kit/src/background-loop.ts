@@ -101,6 +101,17 @@ function yieldToEventLoop(): Promise<void> {
 }
 
 /**
+ * A `sleep` for a loop that must not hold the process open on its own (a node's cron, a daily
+ * job): an unref'd timer. The loop still cuts it short on wake() and stop().
+ *
+ * @example
+ * new BackgroundLoop({ name: "cron", round, idleMs: 100, failureBackoff, onError, sleep: unrefSleep });
+ */
+export function unrefSleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/**
  * Runs `round` until stopped, pausing between rounds as the header describes.
  *
  * @example

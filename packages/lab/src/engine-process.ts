@@ -95,7 +95,8 @@ const DEFAULTS: Required<EngineTimeouts> = {
 function waitAtMost<T>(ms: number, early: Promise<T>): Promise<T | undefined> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(undefined), ms);
-    early.then((value) => {
+    // `early` is a child's `exited`, which never rejects: nothing to catch.
+    void early.then((value) => {
       clearTimeout(timer);
       resolve(value);
     });

@@ -218,7 +218,8 @@ export async function spawnChild(
         reject(failure(`printed no line within ${timeoutMs} ms`));
       }, timeoutMs);
       waiters.push(take);
-      exited.then(() => {
+      // `exited` never rejects (it resolves on the child's exit event): nothing to catch.
+      void exited.then(() => {
         // Lines already read are delivered first (the close event follows the last data).
         setImmediate(() => {
           if (settled) return;
@@ -249,7 +250,7 @@ export async function spawnChild(
       );
       messageWaiters.add(look);
       look();
-      exited.then(() =>
+      void exited.then(() =>
         // Messages already received are looked at first (the close event follows them).
         setImmediate(() => {
           if (!messageWaiters.has(look)) return;

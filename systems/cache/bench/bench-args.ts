@@ -6,7 +6,7 @@
  * parseBenchArgs(["--duration-ms", "500", "--rounds", "1", "--json"]);
  */
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
-import { cacheErrors } from "../src/cache-errors.ts";
+import { cacheErrors } from "../src/errors.ts";
 
 export interface BenchArgs {
   readonly help: boolean;

@@ -14,7 +14,7 @@ import { freePort } from "@casebook/lab/free-port";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import { redisProbe, type SpawnedRedis, spawnRedis } from "@casebook/lab/spawn-redis";
 import { Redis } from "ioredis";
-import { cacheErrors } from "../src/cache-errors.ts";
+import { cacheErrors } from "../src/errors.ts";
 
 /** Same limit and policy on both sides: 1 GiB holds the default keyspace many times over. */
 export const BENCH_MAXMEMORY = "1gb";

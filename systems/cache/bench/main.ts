@@ -13,7 +13,7 @@ import { availableParallelism } from "node:os";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
 import { goalLine, scenarioRows as rowsOf } from "@casebook/lab/bench-rows";
-import { cacheErrors } from "../src/cache-errors.ts";
+import { cacheErrors } from "../src/errors.ts";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
 import { type BenchServer, type BenchTargets, openBenchTargets } from "./bench-targets.ts";
 import { runHitRatioBench } from "./hit-ratio.ts";

@@ -10,7 +10,7 @@
  * rows.get("SET")?.rps; // e.g. 61_000
  */
 import { execFile } from "node:child_process";
-import { cacheErrors } from "../src/cache-errors.ts";
+import { cacheErrors } from "../src/errors.ts";
 
 export interface BenchmarkRow {
   readonly rps: number;

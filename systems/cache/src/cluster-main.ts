@@ -17,7 +17,7 @@ import { startService } from "@casebook/infra/http/start-service";
 import { CasebookError } from "@casebook/kit/errors";
 import { AdminClient } from "./api/cluster-admin-client.ts";
 import { bindRefusal } from "./domain/bind-guard.ts";
-import { clusterErrors } from "./domain/cluster-errors.ts";
+import { clusterErrors } from "./errors.ts";
 import { type LaunchedNode, type LocalCluster, launchCluster } from "./workers/cluster-launcher.ts";
 import { assertClusterPortsFree } from "./workers/cluster-port-check.ts";
 

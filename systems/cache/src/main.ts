@@ -18,93 +18,21 @@
 import { join } from "node:path";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
-import { listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { systemClock } from "@casebook/kit/clock";
-import { field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
-import { registerCacheMetrics } from "./api/cache-metrics.ts";
-import { CacheServer, cacheServerDefaults } from "./api/cache-server.ts";
+import { CacheServer } from "./api/cache-server.ts";
 import { registerClusterMetrics } from "./api/cluster-metrics.ts";
 import { createClusterRouter } from "./api/cluster-router.ts";
 import { clusterCommands } from "./api/commands/cluster-command.ts";
-import { cacheErrors } from "./cache-errors.ts";
 import { isClusterLaunch, runClusterEntry } from "./cluster-main.ts";
-import { bindRefusal } from "./domain/bind-guard.ts";
-import { clusterConfigSchema } from "./domain/cluster-settings.ts";
-import { EVICTION_POLICY_NAMES } from "./domain/eviction-policy.ts";
-import { DEFAULT_EVICTION_SAMPLES, Keyspace, MAX_EVICTION_SAMPLES } from "./domain/keyspace.ts";
-import { humanBytes, parseMemorySize } from "./domain/memory-size.ts";
-import { ARENA_MAX_BYTES } from "./domain/value-arena.ts";
+import { configSchema, loadCacheConfig } from "./config.ts";
+import { Keyspace } from "./domain/keyspace.ts";
+import { cacheErrors } from "./errors.ts";
+import { registerCacheMetrics } from "./metrics.ts";
 import { clusterKeyspaceObserver } from "./workers/cluster-keyspace-observer.ts";
 import { ClusterRuntime } from "./workers/cluster-runtime.ts";
 import { startServerCron } from "./workers/server-cron.ts";
-
-/** Where the HTTP sidecar (/healthz, /readyz, /metrics) listens: PORT and HOST, as every service. */
-const sidecar = listenFields({
-  port: 8114,
-  portDescription: "HTTP sidecar port",
-  hostDescription: "HTTP sidecar interface",
-});
-
-export const configSchema = {
-  // The node's own port is RESP's: CACHE_PORT and CACHE_HOST.
-  ...listenFields({
-    port: 7000,
-    portEnv: "CACHE_PORT",
-    hostEnv: "CACHE_HOST",
-    portDescription: "RESP (Redis protocol) port",
-    hostDescription: "RESP interface (0.0.0.0 for all)",
-  }),
-  maxmemory: field.string({
-    env: "CACHE_MAXMEMORY",
-    default: "256mb",
-    pattern: /^\d{1,16}(b|k|kb|m|mb|g|gb)?$/i,
-    description: "Accounted data limit, Redis units (0 = none; plan ~75% of the RAM given to the node)",
-  }),
-  policy: field.enum(EVICTION_POLICY_NAMES, {
-    env: "CACHE_MAXMEMORY_POLICY",
-    default: "allkeys-lru",
-    description:
-      "What to evict when maxmemory is reached (Redis's policies, or allkeys-w-tinylfu: admission by frequency)",
-  }),
-  samples: field.int({
-    env: "CACHE_MAXMEMORY_SAMPLES",
-    default: DEFAULT_EVICTION_SAMPLES,
-    min: 1,
-    max: MAX_EVICTION_SAMPLES,
-    description: "Keys sampled per eviction",
-  }),
-  requirepass: field.string({
-    env: "CACHE_REQUIREPASS",
-    default: "",
-    secret: true,
-    description:
-      "The default user's password (Redis's requirepass): clients AUTH with it; required when CACHE_HOST is not loopback",
-  }),
-  masterauth: field.string({
-    env: "CACHE_MASTERAUTH",
-    default: "",
-    secret: true,
-    description:
-      "Password this node presents to its primary (replication) and to a MIGRATE target, as Redis's masterauth",
-  }),
-  masteruser: field.string({
-    env: "CACHE_MASTERUSER",
-    default: "",
-    description: "User for CACHE_MASTERAUTH (Redis's masteruser); empty = default",
-  }),
-  maxClients: field.int({
-    env: "CACHE_MAX_CLIENTS",
-    default: cacheServerDefaults.maxClients,
-    min: 1,
-    max: 1_000_000,
-    description: "Open client connections allowed",
-  }),
-  httpPort: sidecar.port,
-  httpHost: sidecar.host,
-  ...logLevelField(),
-};
 
 export interface RunningNode {
   readonly server: CacheServer;
@@ -118,29 +46,8 @@ export interface RunningNode {
 }
 
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningNode> {
-  const config = loadConfig(configSchema, { env });
-  const maxmemoryBytes = parseMemorySize(config.maxmemory);
-  if (maxmemoryBytes === undefined) {
-    throw cacheErrors.create("CACHE_CONFIG_INVALID", {
-      fields: { field: "CACHE_MAXMEMORY", expected: "a memory size like 256mb" },
-    });
-  }
-  // CA-13: keys and values live in the value arena (the V8 heap holds none), which addresses ARENA_MAX_BYTES.
-  if (maxmemoryBytes > ARENA_MAX_BYTES) {
-    throw cacheErrors.create("CACHE_CONFIG_INVALID", {
-      detail: `CACHE_MAXMEMORY=${config.maxmemory} is above the ${humanBytes(ARENA_MAX_BYTES)} this node's value arena addresses: lower CACHE_MAXMEMORY or spread the data over more nodes (--nodes)`,
-      fields: { field: "CACHE_MAXMEMORY", arenaMaxBytes: ARENA_MAX_BYTES },
-    });
-  }
-  // No unauthenticated service beyond loopback.
-  const refusal = bindRefusal(config.host, config.requirepass);
-  if (refusal !== undefined) {
-    throw cacheErrors.create("CACHE_CONFIG_INVALID", {
-      detail: refusal,
-      fields: { field: "CACHE_REQUIREPASS", expected: "a password when CACHE_HOST is not loopback" },
-    });
-  }
-  const clusterConfig = loadConfig(clusterConfigSchema, { env });
+  const config = loadCacheConfig(env);
+  const { maxmemoryBytes, cluster: clusterConfig } = config;
   const { url, service, built } = await startService({
     service: {
       name: "cache",

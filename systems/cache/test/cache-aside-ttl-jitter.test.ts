@@ -9,8 +9,8 @@ import { after, before, describe, test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
 import { CacheAside } from "../src/client/cache-aside.ts";
 import { CacheClient } from "../src/client/cache-client.ts";
-import { policyErrors } from "../src/domain/policy-errors.ts";
 import { jitteredTtlS, ttlRangeS } from "../src/domain/ttl-jitter.ts";
+import { policyErrors } from "../src/errors.ts";
 import { startCacheNode, type TestNode } from "./cache-node.ts";
 
 function histogram(values: readonly number[]): Map<number, number> {

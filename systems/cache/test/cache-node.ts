@@ -62,7 +62,7 @@ export async function startCacheNode(options: TestNodeOptions = {}): Promise<Tes
     server,
     keyspace,
     close: async () => {
-      cron?.stop();
+      await cron?.stop();
       await server.close();
     },
   };

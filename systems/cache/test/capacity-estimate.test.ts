@@ -14,7 +14,7 @@ import {
   ramForDataGb,
   textAssumptions,
 } from "../src/domain/capacity-estimate.ts";
-import { policyErrors } from "../src/domain/policy-errors.ts";
+import { policyErrors } from "../src/errors.ts";
 
 const close = (actual: number, expected: number, what: string) =>
   assert.ok(

@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { findExecutable } from "@casebook/lab/executables";
 import { freePort } from "@casebook/lab/free-port";
-import { clusterErrors } from "../src/domain/cluster-errors.ts";
+import { clusterErrors } from "../src/errors.ts";
 import { startTestCluster, type TestCluster, waitUntil } from "./cluster-harness.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));

@@ -14,7 +14,7 @@ import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { isClusterLaunch, parseLauncherArgs, runClusterEntry } from "../src/cluster-main.ts";
-import { clusterErrors } from "../src/domain/cluster-errors.ts";
+import { clusterErrors } from "../src/errors.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 

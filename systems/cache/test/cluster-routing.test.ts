@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { clusterErrors } from "../src/domain/cluster-errors.ts";
 import { CROSS_SLOT, type RouteQuery, routeCommand } from "../src/domain/cluster-routing.ts";
 import { ClusterState } from "../src/domain/cluster-state.ts";
+import { clusterErrors } from "../src/errors.ts";
 
 const A = "a".repeat(40);
 const B = "b".repeat(40);

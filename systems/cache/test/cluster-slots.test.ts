@@ -38,8 +38,8 @@ describe("slots and redirects", { timeout: 60_000 }, () => {
 
   // Not the pair's close(): a test below restarts `a` on its port, so close what the variables hold now.
   after(async () => {
-    adminA?.close();
-    adminB?.close();
+    await adminA?.close();
+    await adminB?.close();
     await a?.close();
     await b?.close();
     for (const node of [a, b]) if (node) rmSync(node.dir, { recursive: true, force: true });
@@ -133,7 +133,7 @@ describe("slots and redirects", { timeout: 60_000 }, () => {
     const id = a.runtime.state.myId;
     const epoch = a.runtime.state.myself.configEpoch;
     const port = a.port;
-    adminA.close();
+    await adminA.close();
     await a.close();
     await waitUntil("B to see A fail", 10_000, async () => !(await clusterOk(adminB)));
     a = await startInProcessNode({ dir: a.dir, port, nodeTimeoutMs: SLOW_MACHINE_NODE_TIMEOUT_MS });

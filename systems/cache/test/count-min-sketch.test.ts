@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import fc from "fast-check";
 import { COUNTER_MAX, CountMinSketch } from "../src/domain/count-min-sketch.ts";
 import { hashKey } from "../src/domain/murmur3.ts";
-import { policyErrors } from "../src/domain/policy-errors.ts";
+import { policyErrors } from "../src/errors.ts";
 
 /** Counts each key in `stream` into a sketch and into an exact map. */
 function countBoth(sketch: CountMinSketch, stream: readonly number[]): Map<number, number> {

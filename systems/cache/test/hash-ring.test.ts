@@ -11,8 +11,8 @@ import { describe, test } from "node:test";
 import { HashRing } from "../src/domain/hash-ring.ts";
 import { moduloOwner } from "../src/domain/modulo-placement.ts";
 import { fmix32, murmur3, murmur3Bytes } from "../src/domain/murmur3.ts";
-import { policyErrors } from "../src/domain/policy-errors.ts";
 import { type RebalanceRow, rebalanceStudy } from "../src/domain/rebalance-study.ts";
+import { policyErrors } from "../src/errors.ts";
 
 const md5First32 = (text: string) => createHash("md5").update(text).digest().readUInt32BE(0);
 

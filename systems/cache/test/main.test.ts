@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ConfigError } from "@casebook/kit/config";
 import { Redis } from "ioredis";
-import { cacheErrors } from "../src/cache-errors.ts";
 import { bindRefusal, isLoopbackHost } from "../src/domain/bind-guard.ts";
+import { cacheErrors } from "../src/errors.ts";
 import { main } from "../src/main.ts";
 
 const quietEnv = { CACHE_PORT: "0", PORT: "0", LOG_LEVEL: "silent" };

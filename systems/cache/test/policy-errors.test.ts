@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { hitRatioBenchErrors } from "../bench/hit-ratio-errors.ts";
-import { policyErrors } from "../src/domain/policy-errors.ts";
+import { policyErrors } from "../src/errors.ts";
 
 test("every cache policy and bench error code is created with its status, fields and a message", () => {
   for (const registry of [policyErrors, hitRatioBenchErrors]) {

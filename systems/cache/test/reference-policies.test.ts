@@ -14,9 +14,9 @@ import { hitRatio, replay } from "../src/domain/hit-ratio-sim.ts";
 import { LfuCache } from "../src/domain/lfu-cache.ts";
 import { LruCache } from "../src/domain/lru-cache.ts";
 import { LFU_INIT_VAL, lfuDecay, lfuLogIncrement } from "../src/domain/morris-counter.ts";
-import { policyErrors } from "../src/domain/policy-errors.ts";
 import { RedisSampledCache } from "../src/domain/redis-sampled-cache.ts";
 import { zipfTrace } from "../src/domain/zipf-trace.ts";
+import { policyErrors } from "../src/errors.ts";
 
 /** The best hits any cache of `capacity` can get on `trace`, trying every choice (bypass allowed). */
 function exhaustiveOptimum(trace: readonly number[], capacity: number): number {

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { type RespLimits, RespParser } from "../src/api/resp-parser.ts";
-import { cacheErrors } from "../src/cache-errors.ts";
+import { cacheErrors } from "../src/errors.ts";
 
 /** A RESP multibulk request, the way client libraries encode one. */
 function encodeMultibulk(args: readonly string[]): Buffer {

@@ -7,9 +7,9 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
 import { loopTrace } from "../src/domain/loop-trace.ts";
-import { policyErrors } from "../src/domain/policy-errors.ts";
 import { scanPollutedTrace } from "../src/domain/scan-trace.ts";
 import { ZipfSampler, zipfTrace } from "../src/domain/zipf-trace.ts";
+import { policyErrors } from "../src/errors.ts";
 
 describe("traces", () => {
   test("Zipf(0.99): the most popular key and the top 1% get their share of the requests", () => {

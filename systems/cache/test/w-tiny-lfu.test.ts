@@ -11,8 +11,8 @@ import { describe, test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
 import fc from "fast-check";
 import { LruCache } from "../src/domain/lru-cache.ts";
-import { policyErrors } from "../src/domain/policy-errors.ts";
 import { WTinyLfu } from "../src/domain/w-tiny-lfu.ts";
+import { policyErrors } from "../src/errors.ts";
 
 function cacheOf(maxEntries: number, evicted: string[] = [], maxWeight?: number) {
   return new WTinyLfu<string>({

@@ -19,38 +19,39 @@ import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme, createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
-import {
-  databaseFields,
-  databaseOptionsOf,
-  listenFields,
-  logLevelField,
-} from "@casebook/infra/http/service-preset";
+import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
+import { BackgroundLoop, unrefSleep } from "@casebook/kit/background-loop";
 import { systemClock } from "@casebook/kit/clock";
-import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import { systemRandom } from "@casebook/kit/random";
-import { createAcquirerSim } from "./acquirer-sim/acquirer-sim.ts";
 import { registerAccountRoutes } from "./api/account-routes.ts";
 import { registerPaymentsAdminApi } from "./api/admin-routes.ts";
+import { registerPaymentRoutes } from "./api/payment-routes.ts";
+import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
+import { registerRefundRoutes } from "./api/refund-routes.ts";
+import { AcquirerClient, type AcquirerClientOptions } from "./clients/acquirer-client.ts";
+import { createEventPublisher } from "./clients/webhook-publisher.ts";
+import {
+  BOOTSTRAP_OFF,
+  configSchema,
+  DEFAULT_BOOTSTRAP_MERCHANT,
+  loadPaymentsConfig,
+  type PaymentsConfig,
+} from "./config.ts";
+import { paymentsErrorRegistries } from "./errors.ts";
 import {
   correlatePaymentRequests,
-  countOpenExceptions,
-  countSagaBacklog,
   createPaymentMetrics,
   type PaymentMetrics,
   registerBreakerGauge,
-} from "./api/payment-metrics.ts";
-import { registerPaymentRoutes } from "./api/payment-routes.ts";
-import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
-import { AcquirerClient, type AcquirerClientOptions } from "./clients/acquirer-client.ts";
-import { createEventPublisher } from "./clients/webhook-publisher.ts";
-import { crossFieldProblems } from "./config-checks.ts";
-import { paymentsErrorRegistries } from "./payments-errors.ts";
+} from "./metrics.ts";
+import { createAcquirerSim } from "./sim/acquirer-sim.ts";
+import { countOpenExceptions, countSagaBacklog, reconciliationRunExists } from "./store/backlog-counts.ts";
 import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
@@ -59,95 +60,9 @@ import { IdempotencyPruner, type IdempotencyPrunerOptions } from "./workers/idem
 import { OutboxRelay } from "./workers/outbox-relay.ts";
 import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "./workers/refund-retrier.ts";
-import {
-  DEFAULT_SAGA_LEASE_MS,
-  SagaOrchestrator,
-  type SagaOrchestratorOptions,
-} from "./workers/saga-orchestrator.ts";
+import { SagaOrchestrator, type SagaOrchestratorOptions } from "./workers/saga-orchestrator.ts";
 
 export const VERSION = "0.1.0";
-/** PAYMENTS_BOOTSTRAP_MERCHANT value that turns the demo merchant off. */
-export const BOOTSTRAP_OFF = "off";
-/** The demo merchant `npm start` creates on the embedded database. */
-export const DEFAULT_BOOTSTRAP_MERCHANT = "demo";
-
-export const configSchema = {
-  ...listenFields({ port: 8104 }),
-  // 10 s statement timeout + the driver's 5 s grace stays inside the 30 s handler timeout, so a
-  // silent database answers 503 SQL_UNAVAILABLE; a ledger batch of 100 transfers takes ~1.6 s at p99.
-  ...databaseFields({
-    system: "payments",
-    envPrefix: "PAYMENTS_DB",
-    fields: ["schema", "maxConnections", "statementTimeoutMs", "connectTimeoutMs"],
-    maxConnectionsDefault: 10,
-    statementTimeoutMsDefault: 10_000,
-  }),
-  acquirerUrl: field.url({
-    env: "ACQUIRER_URL",
-    protocols: ["http:", "https:"],
-    description:
-      "The card acquirer; unset = start the acquirer simulator in-process on a free port (PGlite only: required with DATABASE_URL)",
-  }),
-  bootstrapMerchant: field.string({
-    env: "PAYMENTS_BOOTSTRAP_MERCHANT",
-    pattern: /^[A-Za-z0-9_-]{1,64}$/,
-    description: `Merchant created with a printed API key on first start; "${BOOTSTRAP_OFF}" = none; unset = "${DEFAULT_BOOTSTRAP_MERCHANT}" on PGlite, none on PostgreSQL`,
-  }),
-  adminToken: field.string({
-    env: "PAYMENTS_ADMIN_TOKEN",
-    minLength: 16,
-    maxLength: 256,
-    secret: true,
-    description:
-      "Bearer token of /v1/admin/* (merchants and their API keys; `casebook payments new-key` uses it); unset = no admin API",
-  }),
-  breakerOpenMode: field.enum(["accept", "fail-fast"], {
-    env: "PAYMENTS_BREAKER_OPEN_MODE",
-    default: "accept",
-    description: "PY-12: while the acquirer's breaker is open, new payments get 202 pending (accept) or 503",
-  }),
-  inlineDriveMs: field.int({
-    env: "PAYMENTS_INLINE_DRIVE_MS",
-    default: 2_000,
-    min: 0,
-    max: 25_000,
-    description:
-      "How long POST /v1/payments drives the saga before answering 202 pending (< handler timeout)",
-  }),
-  refundRetryAfterMs: field.int({
-    env: "PAYMENTS_REFUND_RETRY_AFTER_MS",
-    default: 5_000,
-    min: 0,
-    max: 86_400_000,
-    description:
-      "How long a refund left pending (unknown acquirer outcome) waits before the retry worker takes it",
-  }),
-  acquirerRatePerS: field.int({
-    env: "PAYMENTS_ACQUIRER_RATE_PER_S",
-    default: 200,
-    min: 1,
-    max: 1_000_000,
-    description:
-      "PY-12: acquirer calls per second this instance may make (a token bucket holding half a second of burst)",
-  }),
-  acquirerFeeBps: field.int({
-    env: "PAYMENTS_ACQUIRER_FEE_BPS",
-    default: 150,
-    min: 0,
-    max: 10_000,
-    description: "PY-10: the acquirer fee our contract sets on captures, in basis points (150 = 1.5 %)",
-  }),
-  claimLeaseMs: field.int({
-    env: "PAYMENTS_CLAIM_LEASE_MS",
-    default: DEFAULT_SAGA_LEASE_MS,
-    min: 1_000,
-    max: 60_000,
-    description:
-      "Lease of a saga's claim and of an Idempotency-Key's claim, renewed every third of it while the work runs: a crashed process's payments are taken over within it",
-  }),
-  ...logLevelField(),
-};
-
 export interface RunningPayments {
   readonly url: string;
   readonly service: Service;
@@ -157,8 +72,6 @@ export interface RunningPayments {
   readonly bootstrap: { merchantId: string; apiKey: string } | undefined;
   close(): Promise<void>;
 }
-
-type Config = ConfigOf<typeof configSchema>;
 
 /**
  * Timings a test or a bench may shorten (a SIGKILLed process's leases expire in seconds, not
@@ -177,7 +90,7 @@ export interface PaymentsTuning {
 }
 
 /** ACQUIRER_URL, or an in-process simulator on a free loopback port (closed with the service). */
-async function acquirerFor(config: Config, service: Service): Promise<string> {
+async function acquirerFor(config: PaymentsConfig, service: Service): Promise<string> {
   if (config.acquirerUrl !== undefined) return config.acquirerUrl;
   const sim = createAcquirerSim({ rng: systemRandom, log: { level: config.logLevel } });
   const { url } = await sim.listen({ port: 0, host: "127.0.0.1" });
@@ -186,7 +99,7 @@ async function acquirerFor(config: Config, service: Service): Promise<string> {
   return url;
 }
 
-async function bootstrapMerchant(config: Config, merchants: MerchantRepository, service: Service) {
+async function bootstrapMerchant(config: PaymentsConfig, merchants: MerchantRepository, service: Service) {
   const id =
     config.bootstrapMerchant ??
     (config.databaseUrl === undefined ? DEFAULT_BOOTSTRAP_MERCHANT : BOOTSTRAP_OFF);
@@ -267,9 +180,9 @@ function startRefundRetrier(
 }
 
 /** The outbox relay: publishes events in order per account (to WEBHOOKS_URL when set). */
-function startOutboxRelay(service: Service, db: Database, env: NodeJS.ProcessEnv): OutboxRelay {
+function startOutboxRelay(service: Service, db: Database, config: PaymentsConfig): OutboxRelay {
   const relay = new OutboxRelay(db, {
-    publisher: createEventPublisher(env),
+    publisher: createEventPublisher(config),
     clock: systemClock,
     random: systemRandom,
     onError: (error, orderingKey) =>
@@ -310,17 +223,10 @@ function startDailyReconciliation(
   feeBps: number,
   tuning: PaymentsTuning["reconciliation"] = {},
 ): void {
-  let running = false;
-  const check = async () => {
-    if (running) return;
-    running = true;
+  const check = async (): Promise<boolean> => {
     const date = previousUtcDate(systemClock.nowMs());
     try {
-      const done = await db.query(
-        "SELECT 1 FROM reconciliation_runs WHERE settlement_date = $1::date LIMIT 1",
-        [date],
-      );
-      if (done.rowCount > 0) return;
+      if (await reconciliationRunExists(db, date)) return false;
       const summary = await reconcileDate({ db, clock: systemClock, feeBps }, date, { acquirerUrl });
       // PY-17: the last-line alarm — differences are a warning (and payments_reconciliation_open_exceptions).
       if (summary.differences > 0)
@@ -328,18 +234,25 @@ function startDailyReconciliation(
       else service.log.info({ date, summary }, "reconciliation run recorded");
     } catch (error) {
       service.log.warn({ err: error, date }, "reconciliation not run; retrying at the next check");
-    } finally {
-      running = false;
     }
+    return false;
   };
+  // Checks never overlap (the loop runs one round at a time) and never hold the process open.
+  const everyMs = tuning.checkEveryMs ?? RECONCILE_CHECK_MS;
+  const loop = new BackgroundLoop({
+    name: "daily reconciliation",
+    round: check,
+    idleMs: everyMs,
+    failureBackoff: { capMs: everyMs, jitter: "none" },
+    onError: (error) => service.log.warn({ err: error }, "reconciliation check failed"),
+    sleep: unrefSleep,
+  });
   // First check a minute after start (the service is up and serving by then), then hourly.
-  const first = setTimeout(() => void check(), tuning.firstCheckMs ?? 60_000);
-  const timer = setInterval(() => void check(), tuning.checkEveryMs ?? RECONCILE_CHECK_MS);
+  const first = setTimeout(() => loop.start(), tuning.firstCheckMs ?? 60_000);
   first.unref();
-  timer.unref();
   service.onClose(async () => {
     clearTimeout(first);
-    clearInterval(timer);
+    await loop.stop();
   });
 }
 
@@ -347,7 +260,7 @@ function startDailyReconciliation(
  * On a database with no merchant (PostgreSQL starts with none), one line that says how to make
  * the first: the admin API, through `casebook payments new-key`, which needs the admin token.
  */
-function announceNoMerchant(service: Service, config: Config): void {
+function announceNoMerchant(service: Service, config: PaymentsConfig): void {
   const tool = "npx casebook payments new-key --merchant demo";
   const next =
     config.adminToken === undefined
@@ -362,9 +275,7 @@ export async function main(
   env: NodeJS.ProcessEnv = process.env,
   tuning: PaymentsTuning = {},
 ): Promise<RunningPayments> {
-  const config = loadConfig(configSchema, { env });
-  const problems = crossFieldProblems(config);
-  if (problems.length > 0) throw new ConfigError(problems);
+  const config = loadPaymentsConfig(env);
   const { url, service, db, built } = await startService({
     service: {
       name: "payments",
@@ -411,7 +322,7 @@ export async function main(
       const saga = { leaseMs: config.claimLeaseMs, ...tuning.saga };
       const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics, saga);
       startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
-      startOutboxRelay(service, db, env);
+      startOutboxRelay(service, db, config);
       startIdempotencyPruner(service, idempotency, tuning.pruner);
       startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps, tuning.reconciliation);
       const paymentConfig = {
@@ -424,7 +335,7 @@ export async function main(
         scope.addHook("onRequest", auth.authenticate);
         scope.addHook("onRequest", correlatePaymentRequests(auth.principalOf));
         registerAccountRoutes(scope, { db, ledger, merchantOf: auth.principalOf });
-        registerPaymentRoutes(scope, {
+        const paymentDeps = {
           db,
           idempotency,
           orchestrator,
@@ -432,7 +343,9 @@ export async function main(
           clock: systemClock,
           merchantOf: auth.principalOf,
           config: paymentConfig,
-        });
+        };
+        registerPaymentRoutes(scope, paymentDeps);
+        registerRefundRoutes(scope, paymentDeps);
         registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.principalOf });
       });
       if (config.adminToken !== undefined) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { REPLAYED_HEADER } from "../src/acquirer-sim/acquirer-routes.ts";
+import { REPLAYED_HEADER } from "../src/sim/acquirer-routes.ts";
 import { authorization, startSim } from "./acquirer-sim-fixture.ts";
 
 function fieldsOf(body: Record<string, unknown>): string[] {

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { request as httpRequest } from "node:http";
 import { test } from "node:test";
-import { createAcquirerSim } from "../src/acquirer-sim/acquirer-sim.ts";
+import { createAcquirerSim } from "../src/sim/acquirer-sim.ts";
 import { authorization, startSim } from "./acquirer-sim-fixture.ts";
 
 /** How long the "client" waits in these tests: the server holds a lost response far longer (hangMs). */

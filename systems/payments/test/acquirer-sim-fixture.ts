@@ -5,11 +5,7 @@
 import type { TestContext } from "node:test";
 import { ManualClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
-import {
-  type AcquirerSim,
-  type AcquirerSimOptions,
-  createAcquirerSim,
-} from "../src/acquirer-sim/acquirer-sim.ts";
+import { type AcquirerSim, type AcquirerSimOptions, createAcquirerSim } from "../src/sim/acquirer-sim.ts";
 
 /** 2026-10-22T12:00:00Z: mid-day, so a test can act "today" and read the file "tomorrow". */
 export const START_MS = Date.UTC(2026, 9, 22, 12);

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { spawnChild } from "@casebook/lab/spawn-child";
-import { main } from "../src/acquirer-sim/acquirer-main.ts";
+import { main } from "../src/sim/acquirer-main.ts";
 
-const entry = fileURLToPath(new URL("../src/acquirer-sim/acquirer-main.ts", import.meta.url));
+const entry = fileURLToPath(new URL("../src/sim/acquirer-main.ts", import.meta.url));
 
 test("main(env) starts the simulator from its environment; a bad value fails the start naming it", async () => {
   await assert.rejects(main({ PORT: "0", ACQUIRER_DECLINE_RATE: "2" }), /ACQUIRER_DECLINE_RATE/);

@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ManualClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
-import { defaultBehaviour, mergeBehaviour, planCall } from "../src/acquirer-sim/acquirer-behaviour.ts";
-import { acquirerErrors } from "../src/acquirer-sim/acquirer-errors.ts";
-import { AcquirerState, type AuthorizeInput } from "../src/acquirer-sim/acquirer-state.ts";
+import { defaultBehaviour, mergeBehaviour, planCall } from "../src/sim/acquirer-behaviour.ts";
+import { acquirerErrors } from "../src/sim/acquirer-errors.ts";
+import { AcquirerState, type AuthorizeInput } from "../src/sim/acquirer-state.ts";
 import {
   applyDifferences,
   chooseDifferences,
@@ -13,7 +13,7 @@ import {
   renderSettlementCsv,
   settlementRows,
   utcDay,
-} from "../src/acquirer-sim/settlement-file.ts";
+} from "../src/sim/settlement-file.ts";
 
 const START_MS = Date.UTC(2026, 9, 22, 12);
 

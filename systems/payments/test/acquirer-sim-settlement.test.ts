@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseSettlementCsv, SETTLEMENT_COLUMNS } from "../src/acquirer-sim/settlement-file.ts";
+import { parseSettlementCsv, SETTLEMENT_COLUMNS } from "../src/sim/settlement-file.ts";
 import { authorization, DAY_MS, type SimFixture, START_MS, startSim, TODAY } from "./acquirer-sim-fixture.ts";
 
 /** Today: three captures (one partly refunded), one void, one declined; tomorrow: one more capture. */

@@ -8,7 +8,7 @@ import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import { createService, type Service } from "@casebook/infra/http/service";
 import { type Backend, contractSuite } from "@casebook/lab/contract-suite";
 import { registerAccountRoutes } from "../src/api/account-routes.ts";
-import { paymentsErrorRegistries } from "../src/payments-errors.ts";
+import { paymentsErrorRegistries } from "../src/errors.ts";
 import { ensureMerchantAccounts, type MerchantAccounts } from "../src/store/merchant-accounts.ts";
 import { type MerchantSubject, merchantBackends } from "./merchant-backends.ts";
 

@@ -15,7 +15,7 @@
  */
 import { createInterface } from "node:readline";
 import type { Clock } from "@casebook/kit/clock";
-import { main } from "../src/acquirer-sim/acquirer-main.ts";
+import { main } from "../src/sim/acquirer-main.ts";
 
 /** Largest single move of the clock: a few days is all a settlement test needs. */
 const MAX_ADVANCE_MS = 7 * 86_400_000;

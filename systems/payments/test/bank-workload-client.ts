@@ -18,7 +18,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { int, pick, type RandomSource } from "@casebook/kit/random";
-import { ledgerErrors } from "../src/domain/ledger-errors.ts";
+import { ledgerErrors } from "../src/errors.ts";
 import type { LedgerRepository } from "../src/store/ledger-repository.ts";
 import type { Tally } from "./bank-workload-tally.ts";
 

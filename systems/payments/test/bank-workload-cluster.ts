@@ -15,8 +15,8 @@ import { fileURLToPath } from "node:url";
 import type { FaultCounters } from "@casebook/infra/http/simulator-faults";
 import { EngineProcess } from "@casebook/lab/engine-process";
 import { spawnChild } from "@casebook/lab/spawn-child";
-import type { Behaviour } from "../src/acquirer-sim/acquirer-behaviour.ts";
-import type { AcquirerStats } from "../src/acquirer-sim/acquirer-state.ts";
+import type { Behaviour } from "../src/sim/acquirer-behaviour.ts";
+import type { AcquirerStats } from "../src/sim/acquirer-state.ts";
 
 /** GET /admin/stats: the simulator's counters and its fault counters. */
 export type AcquirerCounters = AcquirerStats & { faults: FaultCounters };

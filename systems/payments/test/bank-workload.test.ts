@@ -22,7 +22,7 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { requirePostgres } from "@casebook/lab/test-engines";
-import type { Behaviour } from "../src/acquirer-sim/acquirer-behaviour.ts";
+import type { Behaviour } from "../src/sim/acquirer-behaviour.ts";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
 import { MerchantRepository } from "../src/store/merchant-repository.ts";
 import {

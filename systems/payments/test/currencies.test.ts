@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { minorUnitExponent } from "@casebook/kit/iso-4217";
-import { parseSettlementCsv, SETTLEMENT_COLUMNS } from "../src/acquirer-sim/settlement-file.ts";
+import { parseSettlementCsv, SETTLEMENT_COLUMNS } from "../src/sim/settlement-file.ts";
 import { balances, paymentBody } from "./payment-fixture.ts";
 import { startFullPayments as startPayments } from "./payments-full-fixture.ts";
 

@@ -53,7 +53,7 @@ import { type FaultProxy, startFaultProxy } from "@casebook/lab/fault-proxy";
 import { freePort } from "@casebook/lab/free-port";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import { requirePostgres } from "@casebook/lab/test-engines";
-import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
+import { idempotencyErrors } from "../src/errors.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { MerchantRepository } from "../src/store/merchant-repository.ts";
 import { enqueue } from "../src/store/outbox.ts";

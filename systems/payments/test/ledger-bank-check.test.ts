@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Database } from "@casebook/infra/sql/sql";
 import { requirePostgres } from "@casebook/lab/test-engines";
-import { ledgerErrors } from "../src/domain/ledger-errors.ts";
+import { ledgerErrors } from "../src/errors.ts";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
 import { openPool, openPostgresLedger } from "./ledger-backends.ts";
 import { checkLedgerInvariants } from "./ledger-invariants.ts";

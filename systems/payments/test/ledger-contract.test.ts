@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { isUniqueViolation, sqlState } from "@casebook/infra/sql/sql-state";
 import { contractSuite } from "@casebook/lab/contract-suite";
-import { ledgerErrors } from "../src/domain/ledger-errors.ts";
+import { ledgerErrors } from "../src/errors.ts";
 import type { LedgerAccount } from "../src/store/ledger-repository.ts";
 import { type LedgerSubject, ledgerBackends } from "./ledger-backends.ts";
 import { checkLedgerInvariants } from "./ledger-invariants.ts";

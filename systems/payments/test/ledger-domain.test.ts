@@ -13,7 +13,7 @@ import {
   type TransferRequest,
 } from "../src/domain/ledger.ts";
 import { decodeCursor, encodeCursor } from "../src/domain/ledger-cursor.ts";
-import { ledgerErrors } from "../src/domain/ledger-errors.ts";
+import { ledgerErrors } from "../src/errors.ts";
 
 function fieldOf(fn: () => unknown): unknown {
   try {

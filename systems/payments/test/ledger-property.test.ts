@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import fc from "fast-check";
-import { ledgerErrors } from "../src/domain/ledger-errors.ts";
+import { ledgerErrors } from "../src/errors.ts";
 import type { LedgerRepository } from "../src/store/ledger-repository.ts";
 import { type LedgerSubject, ledgerBackends } from "./ledger-backends.ts";
 import { checkLedgerInvariants } from "./ledger-invariants.ts";

@@ -9,7 +9,7 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { isDeadlock } from "@casebook/infra/sql/sql-state";
 import { int, seededRandom } from "@casebook/kit/random";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
-import { ledgerErrors } from "../src/domain/ledger-errors.ts";
+import { ledgerErrors } from "../src/errors.ts";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
 import { openPool, openPostgresLedger } from "./ledger-backends.ts";
 import { checkLedgerInvariants } from "./ledger-invariants.ts";

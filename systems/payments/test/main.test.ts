@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { ConfigError } from "@casebook/kit/config";
-import { ACQUIRER_URL_REQUIRED } from "../src/config-checks.ts";
+import { ACQUIRER_URL_REQUIRED } from "../src/config.ts";
 import { main } from "../src/main.ts";
 
 let dataDir: string;

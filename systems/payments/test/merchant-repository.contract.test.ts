@@ -2,8 +2,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { contractSuite } from "@casebook/lab/contract-suite";
-import { ledgerErrors } from "../src/domain/ledger-errors.ts";
-import { merchantErrors } from "../src/domain/merchant-errors.ts";
+import { ledgerErrors, merchantErrors } from "../src/errors.ts";
 import {
   ACCOUNT_ROLES,
   ensureMerchantAccounts,

@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { checkOpenApiDocument } from "@casebook/lab/openapi-check";
-import { main as acquirerMain } from "../src/acquirer-sim/acquirer-main.ts";
 import { main } from "../src/main.ts";
+import { main as acquirerMain } from "../src/sim/acquirer-main.ts";
 
 test("every route of payments is in a valid /openapi.json with a 2xx schema", async (t) => {
   const dataDir = await mkdtemp(join(tmpdir(), "casebook-payments-openapi-"));

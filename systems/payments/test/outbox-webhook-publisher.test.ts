@@ -119,6 +119,6 @@ describe("webhook publisher", () => {
       memory.events.map((e) => e.seq),
       [2n, 3n],
     );
-    assert.throws(() => createEventPublisher({ WEBHOOKS_URL: "not a url" }), /WEBHOOKS_URL/);
+    assert.throws(() => createEventPublisher({ webhooksUrl: "not a url" }), /WEBHOOKS_URL/);
   });
 });

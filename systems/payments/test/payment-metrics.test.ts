@@ -16,18 +16,19 @@ import { createService } from "@casebook/infra/http/service";
 import { ManualClock, systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { uniqueName } from "@casebook/lab/test-engines";
+import type { PaymentRouteDeps } from "../src/api/payment-request.ts";
+import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
+import { registerRefundRoutes } from "../src/api/refund-routes.ts";
+import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-client.ts";
+import { idempotencyErrors, paymentErrors } from "../src/errors.ts";
+import { main } from "../src/main.ts";
 import {
   acquirerOutcomeLabel,
   correlatePaymentRequests,
-  countSagaBacklog,
   createPaymentMetrics,
   registerBreakerGauge,
-} from "../src/api/payment-metrics.ts";
-import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
-import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-client.ts";
-import { idempotencyErrors } from "../src/domain/idempotency-errors.ts";
-import { paymentErrors } from "../src/domain/payment-errors.ts";
-import { main } from "../src/main.ts";
+} from "../src/metrics.ts";
+import { countSagaBacklog } from "../src/store/backlog-counts.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { RefundRetrier } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
@@ -95,7 +96,7 @@ async function startObserved(t: import("node:test").TestContext) {
     String(request.headers["x-test-merchant"] ?? merchant);
   await service.app.register(async (scope) => {
     scope.addHook("onRequest", correlatePaymentRequests(merchantOf));
-    registerPaymentRoutes(scope, {
+    const paymentDeps: PaymentRouteDeps = {
       db,
       idempotency,
       orchestrator,
@@ -103,7 +104,9 @@ async function startObserved(t: import("node:test").TestContext) {
       clock: systemClock,
       merchantOf,
       config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0 },
-    });
+    };
+    registerPaymentRoutes(scope, paymentDeps);
+    registerRefundRoutes(scope, paymentDeps);
   });
   const pay = (body: Record<string, unknown>, key: string, who = merchant) =>
     service.app.inject({

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createService } from "@casebook/infra/http/service";
 import { commonErrors } from "@casebook/kit/errors";
-import { paymentsErrorRegistries } from "../src/payments-errors.ts";
+import { paymentsErrorRegistries } from "../src/errors.ts";
 
 test("no code is defined in two registries (nor in commonErrors)", () => {
   const owners = new Map<string, number>();

@@ -9,10 +9,12 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
+import type { PaymentRouteDeps } from "../src/api/payment-request.ts";
 import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
 import { registerReconciliationRoutes } from "../src/api/reconciliation-routes.ts";
+import { registerRefundRoutes } from "../src/api/refund-routes.ts";
 import { AcquirerClient } from "../src/clients/acquirer-client.ts";
-import { paymentsErrorRegistries } from "../src/payments-errors.ts";
+import { paymentsErrorRegistries } from "../src/errors.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
@@ -95,7 +97,7 @@ export async function startFullPayments(
   const merchant = uniqueName("m");
   const merchantOf = (request: { headers: Record<string, unknown> }) =>
     String(request.headers["x-test-merchant"] ?? merchant);
-  registerPaymentRoutes(service.app, {
+  const paymentDeps: PaymentRouteDeps = {
     db,
     idempotency,
     orchestrator,
@@ -103,7 +105,9 @@ export async function startFullPayments(
     clock: systemClock,
     merchantOf,
     config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0, ...options.routes },
-  });
+  };
+  registerPaymentRoutes(service.app, paymentDeps);
+  registerRefundRoutes(service.app, paymentDeps);
   registerReconciliationRoutes(service.app, { db, clock: systemClock, merchantOf });
   const call = async (
     method: string,

@@ -11,12 +11,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { main as acquirerMain } from "../src/acquirer-sim/acquirer-main.ts";
-import { SETTLEMENT_COLUMNS } from "../src/acquirer-sim/settlement-file.ts";
 import { main } from "../src/main.ts";
-import { runReconcileCli } from "../src/workers/reconcile-cli.ts";
+import { main as acquirerMain } from "../src/sim/acquirer-main.ts";
+import { SETTLEMENT_COLUMNS } from "../src/sim/settlement-file.ts";
+import { runReconcileCli } from "../src/tools/reconcile.ts";
 
-const cliPath = fileURLToPath(new URL("../src/workers/reconcile-cli.ts", import.meta.url));
+const cliPath = fileURLToPath(new URL("../src/tools/reconcile.ts", import.meta.url));
 
 async function run(argv: string[], env: Record<string, string>): Promise<{ code: number; out: string[] }> {
   const out: string[] = [];

@@ -16,8 +16,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { ManualClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
-import { createAcquirerSim } from "../src/acquirer-sim/acquirer-sim.ts";
 import { main } from "../src/main.ts";
+import { createAcquirerSim } from "../src/sim/acquirer-sim.ts";
 import { DAY_MS } from "./acquirer-sim-fixture.ts";
 import { paymentBody, waitFor } from "./payment-fixture.ts";
 

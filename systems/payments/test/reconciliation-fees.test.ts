@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
-import { ledgerErrors } from "../src/domain/ledger-errors.ts";
+import { ledgerErrors } from "../src/errors.ts";
 import { adjust, feeIdemKey, listExceptions } from "../src/store/reconciliation-repository.ts";
 import { reconcileDate } from "../src/workers/reconciler.ts";
 import { DAY_MS } from "./acquirer-sim-fixture.ts";

@@ -4,7 +4,6 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { type SettlementRow, utcDay } from "../src/acquirer-sim/settlement-file.ts";
 import {
   type BookedOperation,
   contractedFeeMinor,
@@ -14,6 +13,7 @@ import {
   feeDifferences,
   matchSettlement,
 } from "../src/domain/reconciliation.ts";
+import { type SettlementRow, utcDay } from "../src/sim/settlement-file.ts";
 
 const day = utcDay("2026-10-22")!;
 const noon = day.startMs + 12 * 3_600_000;

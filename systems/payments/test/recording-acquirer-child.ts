@@ -14,7 +14,7 @@ import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
-import { createAcquirerSim } from "../src/acquirer-sim/acquirer-sim.ts";
+import { createAcquirerSim } from "../src/sim/acquirer-sim.ts";
 
 /** Bound on the arrivals kept: a test sends far fewer. */
 const MAX_ARRIVALS = 100_000;

@@ -19,7 +19,7 @@ import { ManualClock, systemClock } from "@casebook/kit/clock";
 import { fingerprintRequest } from "@casebook/kit/idempotency";
 import { seededRandom } from "@casebook/kit/random";
 import { AcquirerClient } from "../src/clients/acquirer-client.ts";
-import { paymentErrors } from "../src/domain/payment-errors.ts";
+import { paymentErrors } from "../src/errors.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { createPayment, type Payment } from "../src/store/payment-repository.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";

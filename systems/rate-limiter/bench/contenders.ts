@@ -32,8 +32,9 @@ import { descriptor } from "../src/domain/descriptors.ts";
 import { Limiter } from "../src/domain/limiter.ts";
 import { LocalLimiter } from "../src/domain/local-limiter.ts";
 import { type PolicyConfig, parsePolicyConfig, resolveLimits } from "../src/domain/policy.ts";
+import type { LimiterStore } from "../src/domain/store-port.ts";
 import { randomPicker } from "../src/domain/sub-buckets.ts";
-import { type LimiterStore, openRedisLimiterStore } from "../src/store/limiter-store.ts";
+import { openRedisLimiterStore } from "../src/store/limiter-store.ts";
 import { benchErrors } from "./bench-errors.ts";
 import type { RedisTarget } from "./redis-target.ts";
 

@@ -17,7 +17,7 @@ import { admissionBound } from "../src/domain/admission-bound.ts";
 import type { Limit } from "../src/domain/algorithm.ts";
 import { descriptor } from "../src/domain/descriptors.ts";
 import { parsePolicyConfig } from "../src/domain/policy.ts";
-import { rateLimitErrors } from "../src/rate-limit-errors.ts";
+import { rateLimitErrors } from "../src/errors.ts";
 import { system } from "./bench-rows.ts";
 import type { RedisTarget } from "./redis-target.ts";
 

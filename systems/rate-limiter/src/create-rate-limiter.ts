@@ -18,9 +18,9 @@ import { type RandomSource, systemRandom } from "@casebook/kit/random";
 import { Limiter } from "./domain/limiter.ts";
 import { LocalLimiter } from "./domain/local-limiter.ts";
 import type { PolicyConfig } from "./domain/policy.ts";
+import type { LimiterStore } from "./domain/store-port.ts";
 import { randomPicker } from "./domain/sub-buckets.ts";
 import {
-  type LimiterStore,
   openInProcessLimiterStore,
   openRedisClusterLimiterStore,
   openRedisLimiterStore,

@@ -10,15 +10,14 @@ import { after, before, test } from "node:test";
 import { createService } from "@casebook/infra/http/service";
 import { ManualClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
-import { registerCheckRoute } from "../src/api/check-route.ts";
-import { createLimiterMetrics } from "../src/api/limiter-metrics.ts";
-import { registerPoliciesRoute } from "../src/api/policies-route.ts";
 import { rateLimitPlugin } from "../src/api/rate-limit-plugin.ts";
+import { registerRateLimiterApi } from "../src/api/register-api.ts";
 import { createRateLimiter, type RateLimiter } from "../src/create-rate-limiter.ts";
 import { descriptor } from "../src/domain/descriptors.ts";
 import { parsePolicyConfig } from "../src/domain/policy.ts";
+import { rateLimitErrors } from "../src/errors.ts";
 import { main } from "../src/main.ts";
-import { rateLimitErrors } from "../src/rate-limit-errors.ts";
+import { createLimiterMetrics } from "../src/metrics.ts";
 
 const layered = parsePolicyConfig({
   policies: [
@@ -62,8 +61,8 @@ const app = createService({
 
 before(async () => {
   rl = await createRateLimiter({ policies: layered, clock });
-  registerCheckRoute(service.app, rl.limiter, createLimiterMetrics(service.registry, rl.limiter, rl.breaker));
-  registerPoliciesRoute(service.app, rl.limiter);
+  const metrics = createLimiterMetrics(service.registry, rl.limiter, rl.breaker);
+  await registerRateLimiterApi(service.app, { limiter: rl.limiter, metrics, tokens: [] });
   await app.app.register(rateLimitPlugin, {
     limiter: rl.limiter,
     describe: (request) => ({

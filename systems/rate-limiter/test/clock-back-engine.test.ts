@@ -31,10 +31,10 @@ import {
   type Algorithm,
   type AlgorithmName,
   algorithmNames,
-  algorithms,
   type Limit,
   type StoredState,
 } from "../src/domain/algorithm.ts";
+import { algorithms } from "../src/domain/algorithms.ts";
 import { scriptsDir } from "../src/store/limiter-store.ts";
 import { regionQuotaTwins, regionScriptsDir } from "../src/store/region-quota-store.ts";
 import { scriptTwins } from "../src/store/script-twins.ts";

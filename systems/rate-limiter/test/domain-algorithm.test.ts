@@ -7,7 +7,6 @@ import {
   type Algorithm,
   type AlgorithmName,
   algorithmNames,
-  algorithms,
   type Decision,
   decideAll,
   decideEach,
@@ -20,6 +19,7 @@ import {
   validateLimit,
   validateRequestId,
 } from "../src/domain/algorithm.ts";
+import { algorithms } from "../src/domain/algorithms.ts";
 import { scriptsDir } from "../src/store/limiter-store.ts";
 
 // Fixed for reproducible runs; FC_SEED explores other sequences.

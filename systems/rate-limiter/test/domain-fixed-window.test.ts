@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
 import type { FixedWindowLimit } from "../src/domain/algorithm.ts";
-import { decideFixedWindow, type FixedWindowState, refundFixedWindow } from "../src/domain/fixed-window.ts";
+import { type FixedWindowState, fixedWindow } from "../src/domain/fixed-window.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_022);
 const PER_MINUTE: FixedWindowLimit = { algorithm: "fixed-window", limit: 100, windowMs: 60_000 };
@@ -10,16 +10,16 @@ const PER_MINUTE: FixedWindowLimit = { algorithm: "fixed-window", limit: 100, wi
 test("counts per clock-aligned window and refuses until the window ends", () => {
   let state: FixedWindowState | undefined;
   for (let i = 0; i < 100; i++) {
-    const d = decideFixedWindow(state, 30_000 + i, PER_MINUTE, 1);
+    const d = fixedWindow.decide(state, 30_000 + i, PER_MINUTE, 1);
     assert.equal(d.allowed, true);
     assert.equal(d.remaining, 99 - i);
     assert.equal(d.resetMs, 60_000 - (30_000 + i));
     state = d.state;
   }
-  const refused = decideFixedWindow(state, 45_000, PER_MINUTE, 1);
+  const refused = fixedWindow.decide(state, 45_000, PER_MINUTE, 1);
   assert.deepEqual([refused.allowed, refused.remaining, refused.retryAfterMs], [false, 0, 15_000]);
   assert.equal(refused.state, state, "a refusal writes nothing");
-  const next = decideFixedWindow(state, 60_000, PER_MINUTE, 1);
+  const next = fixedWindow.decide(state, 60_000, PER_MINUTE, 1);
   assert.deepEqual(
     [next.allowed, next.remaining, next.state],
     [true, 99, { windowStartMs: 60_000, count: 1 }],
@@ -30,7 +30,7 @@ test("the boundary burst: 100 at the end of one minute and 100 at the start of t
   let state: FixedWindowState | undefined;
   let admitted = 0;
   for (let i = 0; i < 200; i++) {
-    const d = decideFixedWindow(state, 59_000 + i * 10, PER_MINUTE, 1);
+    const d = fixedWindow.decide(state, 59_000 + i * 10, PER_MINUTE, 1);
     if (d.allowed) {
       admitted++;
       state = d.state;
@@ -41,21 +41,21 @@ test("the boundary burst: 100 at the end of one minute and 100 at the start of t
 
 test("RL-05 a clock stepping back into an earlier window does not reopen it", () => {
   let state: FixedWindowState | undefined;
-  for (let i = 0; i < 100; i++) state = decideFixedWindow(state, 120_500, PER_MINUTE, 1).state;
-  const back = decideFixedWindow(state, 110_000, PER_MINUTE, 1);
+  for (let i = 0; i < 100; i++) state = fixedWindow.decide(state, 120_500, PER_MINUTE, 1).state;
+  const back = fixedWindow.decide(state, 110_000, PER_MINUTE, 1);
   assert.equal(back.allowed, false);
   assert.equal(back.retryAfterMs, 180_000 - 110_000, "until the stored window ends");
-  assert.equal(decideFixedWindow(state, 180_000, PER_MINUTE, 1).allowed, true);
+  assert.equal(fixedWindow.decide(state, 180_000, PER_MINUTE, 1).allowed, true);
 });
 
 test("weighted cost and refund", () => {
   const limit: FixedWindowLimit = { algorithm: "fixed-window", limit: 5, windowMs: 1_000 };
-  const d = decideFixedWindow(undefined, 0, limit, 4);
+  const d = fixedWindow.decide(undefined, 0, limit, 4);
   assert.deepEqual([d.allowed, d.remaining], [true, 1]);
-  assert.equal(decideFixedWindow(d.state, 1, limit, 2).allowed, false);
-  assert.deepEqual(refundFixedWindow(d.state, 1, limit, 4), { windowStartMs: 0, count: 0 });
+  assert.equal(fixedWindow.decide(d.state, 1, limit, 2).allowed, false);
+  assert.deepEqual(fixedWindow.refund(d.state, 1, limit, 4), { windowStartMs: 0, count: 0 });
   assert.deepEqual(
-    refundFixedWindow(d.state, 1_000, limit, 4),
+    fixedWindow.refund(d.state, 1_000, limit, 4),
     { windowStartMs: 1_000, count: 0 },
     "window over",
   );
@@ -78,7 +78,7 @@ test("property: each aligned window admits â‰¤ limit; any windowMs span admits â
         for (const call of calls) {
           nowMs += call.stepMs;
           const cost = 1 + (call.cost % limitUnits);
-          const d = decideFixedWindow(state, nowMs, limit, cost);
+          const d = fixedWindow.decide(state, nowMs, limit, cost);
           if (!d.allowed) continue;
           state = d.state;
           admitted.push({ atMs: nowMs, units: cost });
@@ -94,10 +94,10 @@ test("property: each aligned window admits â‰¤ limit; any windowMs span admits â
 });
 
 test("invalid params are rejected naming the field", () => {
-  assert.throws(() => decideFixedWindow(undefined, 0, { ...PER_MINUTE, limit: 0 }, 1), /limit\.limit/);
+  assert.throws(() => fixedWindow.decide(undefined, 0, { ...PER_MINUTE, limit: 0 }, 1), /limit\.limit/);
   assert.throws(
-    () => decideFixedWindow(undefined, 0, { ...PER_MINUTE, windowMs: 1.5 }, 1),
+    () => fixedWindow.decide(undefined, 0, { ...PER_MINUTE, windowMs: 1.5 }, 1),
     /limit\.windowMs/,
   );
-  assert.throws(() => decideFixedWindow(undefined, 0, PER_MINUTE, 101), /cost/);
+  assert.throws(() => fixedWindow.decide(undefined, 0, PER_MINUTE, 101), /cost/);
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import fc from "fast-check";
 import type { LeakyBucketLimit } from "../src/domain/algorithm.ts";
-import { decideLeakyBucket, type LeakyBucketState, refundLeakyBucket } from "../src/domain/leaky-bucket.ts";
+import { type LeakyBucketState, leakyBucket } from "../src/domain/leaky-bucket.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_022);
 const TWO_PER_S: LeakyBucketLimit = { algorithm: "leaky-bucket", queueCapacity: 5, ratePerS: 2 };
@@ -11,7 +11,7 @@ test("a burst is admitted with delays spaced uniformly at 1 / rate; past the que
   let state: LeakyBucketState | undefined;
   const delays: number[] = [];
   for (let i = 0; i < 6; i++) {
-    const d = decideLeakyBucket(state, 10_000, TWO_PER_S, 1);
+    const d = leakyBucket.decide(state, 10_000, TWO_PER_S, 1);
     if (i < 5) {
       assert.equal(d.allowed, true);
       assert.equal(d.remaining, 4 - i);
@@ -23,30 +23,30 @@ test("a burst is admitted with delays spaced uniformly at 1 / rate; past the que
     }
   }
   assert.deepEqual(delays, [0, 500, 1_000, 1_500, 2_000]);
-  const later = decideLeakyBucket(state, 10_500, TWO_PER_S, 1);
+  const later = leakyBucket.decide(state, 10_500, TWO_PER_S, 1);
   assert.deepEqual([later.allowed, later.delayMs], [true, 2_000], "one drained, the newcomer goes last");
 });
 
 test("the queue drains lazily; a drained queue is an empty one", () => {
   const full = { levelMicro: 5_000_000, tsMs: 0 };
-  const d = decideLeakyBucket(full, 10_000, TWO_PER_S, 1);
+  const d = leakyBucket.decide(full, 10_000, TWO_PER_S, 1);
   assert.deepEqual([d.allowed, d.delayMs, d.state], [true, 0, { levelMicro: 1_000_000, tsMs: 10_000 }]);
   assert.equal(d.resetMs, 500);
 });
 
 test("RL-05 a clock stepping back drains nothing", () => {
   const full = { levelMicro: 5_000_000, tsMs: 50_000 };
-  const back = decideLeakyBucket(full, 40_000, TWO_PER_S, 1);
+  const back = leakyBucket.decide(full, 40_000, TWO_PER_S, 1);
   assert.equal(back.allowed, false);
   assert.equal(back.retryAfterMs, 50_500 - 40_000);
 });
 
 test("weighted cost and refund", () => {
-  const d = decideLeakyBucket(undefined, 0, TWO_PER_S, 4);
+  const d = leakyBucket.decide(undefined, 0, TWO_PER_S, 4);
   assert.deepEqual([d.allowed, d.remaining, d.resetMs], [true, 1, 2_000]);
-  const refused = decideLeakyBucket(d.state, 0, TWO_PER_S, 2);
+  const refused = leakyBucket.decide(d.state, 0, TWO_PER_S, 2);
   assert.deepEqual([refused.allowed, refused.retryAfterMs], [false, 500]);
-  assert.deepEqual(refundLeakyBucket(d.state, 0, TWO_PER_S, 4), { levelMicro: 0, tsMs: 0 });
+  assert.deepEqual(leakyBucket.refund(d.state, 0, TWO_PER_S, 4), { levelMicro: 0, tsMs: 0 });
 });
 
 test("property: admitted ≤ queueCapacity + rate × elapsed, and output is never faster than the rate", () => {
@@ -68,7 +68,7 @@ test("property: admitted ≤ queueCapacity + rate × elapsed, and output is neve
         for (const call of calls) {
           nowMs += call.stepMs;
           const cost = 1 + (call.cost % queueCapacity);
-          const d = decideLeakyBucket(state, nowMs, limit, cost);
+          const d = leakyBucket.decide(state, nowMs, limit, cost);
           if (!d.allowed) continue;
           state = d.state;
           admitted += cost;

@@ -14,8 +14,8 @@ import { descriptor } from "../src/domain/descriptors.ts";
 import { Limiter } from "../src/domain/limiter.ts";
 import { LocalLimiter } from "../src/domain/local-limiter.ts";
 import { parsePolicyConfig } from "../src/domain/policy.ts";
+import type { LimiterStore } from "../src/domain/store-port.ts";
 import { randomPicker } from "../src/domain/sub-buckets.ts";
-import type { LimiterStore } from "../src/store/limiter-store.ts";
 
 test("RL-13 the checks in flight when Redis stalls count as one breaker failure; failures in a row open it", async () => {
   const clock = new ManualClock(1_700_000_000_000);

@@ -17,7 +17,7 @@ import {
   validatePolicyConfig,
 } from "../src/domain/policy.ts";
 import { randomPicker } from "../src/domain/sub-buckets.ts";
-import { rateLimitErrors } from "../src/rate-limit-errors.ts";
+import { rateLimitErrors } from "../src/errors.ts";
 
 const tb = (capacity: number, ratePerS: number) => ({ algorithm: "token-bucket", capacity, ratePerS });
 

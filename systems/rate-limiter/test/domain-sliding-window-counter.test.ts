@@ -3,9 +3,8 @@ import { test } from "node:test";
 import fc from "fast-check";
 import type { SlidingWindowCounterLimit } from "../src/domain/algorithm.ts";
 import {
-  decideSlidingWindowCounter,
-  refundSlidingWindowCounter,
   type SlidingWindowCounterState,
+  slidingWindowCounter,
 } from "../src/domain/sliding-window-counter.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_022);
@@ -18,37 +17,37 @@ const TEN_PER_S: SlidingWindowCounterLimit = {
 test("the estimate is previous × (remaining overlap) + current", () => {
   const state: SlidingWindowCounterState = { windowStartMs: 0, currentCount: 10, previousCount: 0 };
   // At 1250 the previous window (10) overlaps 75 % of the span: 7.5 used, room for 2.
-  const first = decideSlidingWindowCounter(state, 1_250, TEN_PER_S, 1);
+  const first = slidingWindowCounter.decide(state, 1_250, TEN_PER_S, 1);
   assert.deepEqual([first.allowed, first.remaining], [true, 1]);
   assert.deepEqual(first.state, { windowStartMs: 1_000, currentCount: 1, previousCount: 10 });
-  const second = decideSlidingWindowCounter(first.state, 1_250, TEN_PER_S, 1);
+  const second = slidingWindowCounter.decide(first.state, 1_250, TEN_PER_S, 1);
   assert.deepEqual([second.allowed, second.remaining], [true, 0]);
-  const third = decideSlidingWindowCounter(second.state, 1_250, TEN_PER_S, 1);
+  const third = slidingWindowCounter.decide(second.state, 1_250, TEN_PER_S, 1);
   assert.equal(third.allowed, false);
   // 10 × (1000 − e)/1000 + 2 + 1 ≤ 10 ⇒ e ≥ 300 ⇒ at 1300.
   assert.equal(third.retryAfterMs, 50);
-  assert.equal(decideSlidingWindowCounter(second.state, 1_300, TEN_PER_S, 1).allowed, true);
+  assert.equal(slidingWindowCounter.decide(second.state, 1_300, TEN_PER_S, 1).allowed, true);
 });
 
 test("a full current window waits for the next one and for its own weight to decay", () => {
   let state: SlidingWindowCounterState | undefined;
-  for (let i = 0; i < 10; i++) state = decideSlidingWindowCounter(state, 500, TEN_PER_S, 1).state;
-  const refused = decideSlidingWindowCounter(state, 600, TEN_PER_S, 4);
+  for (let i = 0; i < 10; i++) state = slidingWindowCounter.decide(state, 500, TEN_PER_S, 1).state;
+  const refused = slidingWindowCounter.decide(state, 600, TEN_PER_S, 4);
   // Next window from 1000: 10 × (1000 − e)/1000 + 4 ≤ 10 ⇒ e ≥ 400 ⇒ at 1400.
   assert.deepEqual([refused.allowed, refused.retryAfterMs], [false, 800]);
-  assert.equal(decideSlidingWindowCounter(state, 1_399, TEN_PER_S, 4).allowed, false);
-  assert.equal(decideSlidingWindowCounter(state, 1_400, TEN_PER_S, 4).allowed, true);
+  assert.equal(slidingWindowCounter.decide(state, 1_399, TEN_PER_S, 4).allowed, false);
+  assert.equal(slidingWindowCounter.decide(state, 1_400, TEN_PER_S, 4).allowed, true);
   assert.equal(refused.resetMs, 2_000 - 600, "empty once the next window is over too");
 });
 
 test("counters older than one window are forgotten; refund takes back from the current window", () => {
   const state: SlidingWindowCounterState = { windowStartMs: 0, currentCount: 7, previousCount: 3 };
-  assert.deepEqual(decideSlidingWindowCounter(state, 2_000, TEN_PER_S, 1).state, {
+  assert.deepEqual(slidingWindowCounter.decide(state, 2_000, TEN_PER_S, 1).state, {
     windowStartMs: 2_000,
     currentCount: 1,
     previousCount: 0,
   });
-  assert.deepEqual(refundSlidingWindowCounter(state, 10, TEN_PER_S, 2), {
+  assert.deepEqual(slidingWindowCounter.refund(state, 10, TEN_PER_S, 2), {
     windowStartMs: 0,
     currentCount: 5,
     previousCount: 3,
@@ -57,7 +56,7 @@ test("counters older than one window are forgotten; refund takes back from the c
 
 test("RL-05 a clock stepping back keeps the stored window and its full previous weight", () => {
   const state: SlidingWindowCounterState = { windowStartMs: 5_000, currentCount: 5, previousCount: 10 };
-  const back = decideSlidingWindowCounter(state, 3_000, TEN_PER_S, 1);
+  const back = slidingWindowCounter.decide(state, 3_000, TEN_PER_S, 1);
   assert.equal(back.allowed, false, "10 × 1 + 5 + 1 > 10");
   assert.equal(back.state, state);
 });
@@ -85,7 +84,7 @@ test("property: each aligned window admits ≤ limit, and the weighted estimate 
         for (const call of calls) {
           nowMs += call.stepMs;
           const cost = 1 + (call.cost % limitUnits);
-          const d = decideSlidingWindowCounter(state, nowMs, limit, cost);
+          const d = slidingWindowCounter.decide(state, nowMs, limit, cost);
           if (!d.allowed) continue;
           state = d.state;
           admitted.push({ atMs: nowMs, units: cost });

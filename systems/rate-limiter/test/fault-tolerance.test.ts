@@ -21,8 +21,8 @@ import { rateLimitPlugin } from "../src/api/rate-limit-plugin.ts";
 import { createRateLimiter, rateLimiterDefaults } from "../src/create-rate-limiter.ts";
 import { descriptor } from "../src/domain/descriptors.ts";
 import { parsePolicyConfig } from "../src/domain/policy.ts";
-import { rateLimitErrors } from "../src/rate-limit-errors.ts";
-import type { LimiterStore } from "../src/store/limiter-store.ts";
+import type { LimiterStore } from "../src/domain/store-port.ts";
+import { rateLimitErrors } from "../src/errors.ts";
 import { type CheckAnswer, pollUntil, startServiceProcesses } from "./service-processes.ts";
 
 /** Reads: capacity 10, fail-open. With 2 instances each holds 10 / 2 = 5 locally when Redis is gone. */

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { type AlgorithmName, algorithmNames, type Limit } from "../src/domain/algorithm.ts";
-import type { GroupCall } from "../src/store/limiter-store.ts";
+import type { GroupCall } from "../src/domain/store-port.ts";
 import { type StoreSubject, storeBackends } from "./store-backends.ts";
 
 let sequence = 0;

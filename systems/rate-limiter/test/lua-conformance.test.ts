@@ -19,13 +19,13 @@ import {
   type Algorithm,
   type AlgorithmName,
   algorithmNames,
-  algorithms,
   decideAll,
   decideEach,
   type Limit,
   maxCost,
   type StoredState,
 } from "../src/domain/algorithm.ts";
+import { algorithms } from "../src/domain/algorithms.ts";
 import { scriptsDir } from "../src/store/limiter-store.ts";
 import { limitArbitraries } from "./limit-arbitraries.ts";
 

@@ -22,7 +22,8 @@ import { test } from "node:test";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { spawnOrSkip } from "@casebook/lab/server-engine";
 import { spawnRedis } from "@casebook/lab/spawn-redis";
-import { algorithms, storedBytes, type TokenBucketLimit } from "../src/domain/algorithm.ts";
+import { storedBytes, type TokenBucketLimit } from "../src/domain/algorithm.ts";
+import { algorithms } from "../src/domain/algorithms.ts";
 import { openRedisLimiterStore } from "../src/store/limiter-store.ts";
 
 const WARMUP_KEYS = 2_000;

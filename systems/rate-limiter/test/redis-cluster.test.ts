@@ -30,11 +30,10 @@ import { descriptor } from "../src/domain/descriptors.ts";
 import { Limiter } from "../src/domain/limiter.ts";
 import { LocalLimiter } from "../src/domain/local-limiter.ts";
 import { parsePolicyConfig, resolveLimits } from "../src/domain/policy.ts";
+import type { GroupCall, LimiterStore } from "../src/domain/store-port.ts";
 import { randomPicker } from "../src/domain/sub-buckets.ts";
 import { main } from "../src/main.ts";
 import {
-  type GroupCall,
-  type LimiterStore,
   openRedisClusterLimiterStore,
   type RedisClusterStoreOptions,
   scriptsDir,

@@ -15,13 +15,13 @@ import fc from "fast-check";
 import {
   type Algorithm,
   algorithmNames,
-  algorithms,
   decideEach,
   type Limit,
   limitBounds,
   maxCost,
   type StoredState,
 } from "../src/domain/algorithm.ts";
+import { algorithms } from "../src/domain/algorithms.ts";
 import { scriptsDir } from "../src/store/limiter-store.ts";
 import { scriptTwins } from "../src/store/script-twins.ts";
 import { limitArbitraries } from "./limit-arbitraries.ts";

@@ -3,11 +3,8 @@ import { ManualClock } from "@casebook/kit/clock";
 import type { Backend } from "@casebook/lab/contract-suite";
 import { requireRedis, uniqueName } from "@casebook/lab/test-engines";
 import { Redis } from "ioredis";
-import {
-  type LimiterStore,
-  openInProcessLimiterStore,
-  openRedisLimiterStore,
-} from "../src/store/limiter-store.ts";
+import type { LimiterStore } from "../src/domain/store-port.ts";
+import { openInProcessLimiterStore, openRedisLimiterStore } from "../src/store/limiter-store.ts";
 
 export interface StoreSubject {
   store: LimiterStore;

@@ -16,9 +16,9 @@ import type { PhaseTimeouts } from "@casebook/infra/http/outbound";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
+import { HttpSender } from "../src/clients/http-sender.ts";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
 import { DeliveryWorker } from "../src/workers/delivery-worker.ts";
-import { HttpSender } from "../src/workers/http-sender.ts";
 
 export interface WorkerProcessConfig {
   url: string;

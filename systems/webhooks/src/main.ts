@@ -24,24 +24,23 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import type { TenantDefaults } from "./api/admin-routes.ts";
-import { webhooksErrorRegistries } from "./api/error-registries.ts";
 import { registerWebhooksApi } from "./api/register-api.ts";
-import { storeErrors } from "./domain/store-errors.ts";
-import { migrateWebhookStore } from "./store/migrate.ts";
-import { anyTenant, createTenant, getTenant } from "./store/tenant-repository.ts";
+import { HttpSender } from "./clients/http-sender.ts";
 import {
   BOOTSTRAP_OFF,
   configSchema,
   DEFAULT_BOOTSTRAP_TENANT,
   loadWebhooksConfig,
   type WebhooksConfig,
-} from "./webhooks-config.ts";
+} from "./config.ts";
+import { storeErrors, webhooksErrorRegistries } from "./errors.ts";
+import { createWorkerMetrics } from "./metrics.ts";
+import { migrateWebhookStore } from "./store/migrate.ts";
+import { anyTenant, createTenant, getTenant } from "./store/tenant-repository.ts";
 import { DeliveryWorker } from "./workers/delivery-worker.ts";
 import { Dispatcher } from "./workers/dispatcher.ts";
-import { HttpSender } from "./workers/http-sender.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
 import { RetentionSweeper } from "./workers/retention-sweeper.ts";
-import { createWorkerMetrics } from "./workers/worker-metrics.ts";
 
 export const VERSION = "0.1.0";
 /** Bound on one phase of a send (connect, or the body after the headers) under a long deadline. */

@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { type DemoReceiver, startDemoReceiver } from "../src/api/demo-receiver.ts";
 import { signedHeaders } from "../src/domain/signature.ts";
+import { type DemoReceiver, startDemoReceiver } from "../src/tools/demo-receiver.ts";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const OTHER = "whsec_AUl0kdCTK43/J9eLhGESC2kNaQQTibir";

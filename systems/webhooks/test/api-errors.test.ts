@@ -3,9 +3,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createService } from "@casebook/infra/http/service";
 import { CasebookError, commonErrors } from "@casebook/kit/errors";
-import { webhooksErrorRegistries } from "../src/api/error-registries.ts";
 import { atField, pointAtNamedField } from "../src/api/field-errors.ts";
-import { storeErrors } from "../src/domain/store-errors.ts";
+import { storeErrors, webhooksErrorRegistries } from "../src/errors.ts";
 
 test("every code of the API's registries is defined once and is not a common code", () => {
   const seen = new Map<string, number>();

@@ -11,11 +11,11 @@ import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { Webhook } from "standardwebhooks";
-import { type ReceivedWebhook, startDemoReceiver } from "../src/api/demo-receiver.ts";
+import { HttpSender } from "../src/clients/http-sender.ts";
 import { LIVE_SECRETS_MAX } from "../src/domain/secret-rotation.ts";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
 import { loadForSend } from "../src/store/send-check.ts";
-import { HttpSender } from "../src/workers/http-sender.ts";
+import { type ReceivedWebhook, startDemoReceiver } from "../src/tools/demo-receiver.ts";
 import { type ApiWorld, apiBackends, assertProblem } from "./api-fixture.ts";
 import { claim, HOUR_MS } from "./store-fixture.ts";
 

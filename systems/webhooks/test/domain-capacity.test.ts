@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { deliveryLoad, drain, kib, payloadBytesPerS, workersFor } from "../src/domain/capacity.ts";
-import { deliveryErrors } from "../src/domain/delivery-errors.ts";
+import { deliveryErrors } from "../src/errors.ts";
 
 test("WH-05 200k events/day × 3 subscriptions = 600k tasks/day ≈ 6.94/s; peak 50× ≈ 347.2/s", () => {
   const load = deliveryLoad({ eventsPerDay: 200_000, subscriptionsPerEvent: 3, peakFactor: 50 });

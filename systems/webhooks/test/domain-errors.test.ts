@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createService } from "@casebook/infra/http/service";
 import { commonErrors } from "@casebook/kit/errors";
-import { deliveryErrors } from "../src/domain/delivery-errors.ts";
+import { deliveryErrors } from "../src/errors.ts";
 
 test("every delivery error code is WEBHOOK_*, has a real message, and clashes with no common code", () => {
   const codes = Object.entries(deliveryErrors.specs);

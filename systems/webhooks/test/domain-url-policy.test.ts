@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { checkAddress } from "@casebook/kit/address-policy";
-import { deliveryErrors } from "../src/domain/delivery-errors.ts";
 import { createUrlPolicy, validateEndpointUrl } from "../src/domain/url-policy.ts";
+import { deliveryErrors } from "../src/errors.ts";
 
 test("checkAddress: public only, unless allow-listed; the deny list wins over both", () => {
   const none = createUrlPolicy();

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ManualClock } from "@casebook/kit/clock";
 import fc from "fast-check";
-import { deliveryErrors } from "../src/domain/delivery-errors.ts";
 import { type EndpointLimits, FairScheduler, type Lease } from "../src/domain/fair-scheduler.ts";
+import { deliveryErrors } from "../src/errors.ts";
 
 const UNLIMITED: EndpointLimits = { maxInFlight: 1_000_000, ratePerS: 1e9, burst: 1e9 };
 

@@ -15,9 +15,9 @@ import { promisify } from "node:util";
 import { outboundErrors } from "@casebook/infra/http/outbound-errors";
 import { hostileDns } from "@casebook/lab/hostile-dns";
 import { type MisbehavingServer, startMisbehavingServer } from "@casebook/lab/misbehaving-http-server";
-import { deliveryErrors } from "../src/domain/delivery-errors.ts";
+import { attemptResultOf, HttpSender } from "../src/clients/http-sender.ts";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
-import { attemptResultOf, HttpSender } from "../src/workers/http-sender.ts";
+import { deliveryErrors } from "../src/errors.ts";
 
 const SECRET = `whsec_${Buffer.alloc(32, 3).toString("base64")}`;
 const timeouts = { connectMs: 1_000, headersMs: 1_000, bodyMs: 1_000 };

@@ -14,11 +14,11 @@ import {
   startSilentServer,
 } from "@casebook/lab/misbehaving-http-server";
 import { Webhook } from "standardwebhooks";
+import { attemptResultOf, HttpSender } from "../src/clients/http-sender.ts";
 import { decideOutcome } from "../src/domain/delivery-outcome.ts";
 import { RetryPolicy } from "../src/domain/retry-policy.ts";
 import { verifyWebhook } from "../src/domain/signature.ts";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
-import { attemptResultOf, HttpSender } from "../src/workers/http-sender.ts";
 
 const SECRET = `whsec_${Buffer.alloc(32, 9).toString("base64")}`;
 const policy = createUrlPolicy({ allowHttp: true, allow: ["127.0.0.1/32"] });

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { checkAddress } from "@casebook/kit/address-policy";
 import { ConfigError } from "@casebook/kit/config";
+import { loadWebhooksConfig, PRIVATE_NETWORK_CIDRS } from "../src/config.ts";
 import { main } from "../src/main.ts";
-import { loadWebhooksConfig, PRIVATE_NETWORK_CIDRS } from "../src/webhooks-config.ts";
 
 test("defaults: port 8113, a 24 h window, https only, public addresses only", () => {
   const config = loadWebhooksConfig({});

@@ -17,8 +17,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { Webhook } from "standardwebhooks";
-import { startDemoReceiver } from "../src/api/demo-receiver.ts";
 import { main, type RunningWebhooks } from "../src/main.ts";
+import { startDemoReceiver } from "../src/tools/demo-receiver.ts";
 
 const SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 /** Bounds on waiting for the worker: it polls every 20 ms here; a loaded 2-core machine is slow. */

@@ -8,7 +8,6 @@ import { randomBytes } from "node:crypto";
 import { test } from "node:test";
 import fc from "fast-check";
 import { Webhook } from "standardwebhooks";
-import { deliveryErrors } from "../src/domain/delivery-errors.ts";
 import { ReplayGuard } from "../src/domain/replay-guard.ts";
 import {
   initialSecrets,
@@ -24,6 +23,7 @@ import {
   signedHeaders,
   verifyWebhook,
 } from "../src/domain/signature.ts";
+import { deliveryErrors } from "../src/errors.ts";
 
 const VECTOR = {
   secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",

@@ -4,7 +4,6 @@ import { randomBytes } from "node:crypto";
 import { test } from "node:test";
 import { apiKeyMatches, apiKeyScheme } from "@casebook/kit/api-key";
 import { decodeCursor, encodeCursor } from "../src/domain/store-cursor.ts";
-import { storeErrors } from "../src/domain/store-errors.ts";
 import {
   checkEventFilters,
   checkEventType,
@@ -13,6 +12,7 @@ import {
   parseOrderingKeyPath,
 } from "../src/domain/store-event-type.ts";
 import { isId, newId } from "../src/domain/store-ids.ts";
+import { storeErrors } from "../src/errors.ts";
 
 const isCode = (code: Parameters<typeof storeErrors.is>[1]) => (err: unknown) => storeErrors.is(err, code);
 

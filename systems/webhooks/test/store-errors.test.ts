@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { createService } from "@casebook/infra/http/service";
 import { commonErrors } from "@casebook/kit/errors";
-import { storeErrors } from "../src/domain/store-errors.ts";
+import { storeErrors } from "../src/errors.ts";
 
 test("no store code is also a common code, and every one is WEBHOOK_*", () => {
   for (const code of Object.keys(storeErrors.specs)) {

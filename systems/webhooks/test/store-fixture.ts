@@ -7,8 +7,8 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { uniqueName } from "@casebook/lab/test-engines";
-import { type StoreErrorCode, storeErrors } from "../src/domain/store-errors.ts";
 import type { RandomBytes } from "../src/domain/store-ids.ts";
+import { type StoreErrorCode, storeErrors } from "../src/errors.ts";
 import { type ClaimedDelivery, claimDueForTenant } from "../src/store/delivery-claims.ts";
 import { type EnqueuedEvent, ingestEvent, type NewEvent } from "../src/store/event-repository.ts";
 import {

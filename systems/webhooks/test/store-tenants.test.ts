@@ -6,8 +6,8 @@ import assert from "node:assert/strict";
 import type { Database } from "@casebook/infra/sql/sql";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { uniqueName } from "@casebook/lab/test-engines";
-import { deliveryErrors } from "../src/domain/delivery-errors.ts";
 import { LIVE_SECRETS_MAX } from "../src/domain/secret-rotation.ts";
+import { deliveryErrors } from "../src/errors.ts";
 import {
   createSubscription,
   getSubscription,

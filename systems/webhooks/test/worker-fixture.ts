@@ -9,9 +9,9 @@ import type { Clock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { startWorkerProcess as startChild, type WorkerChild } from "../bench/worker-children.ts";
 import type { WorkerProcessConfig } from "../bench/worker-process.ts";
+import { HttpSender } from "../src/clients/http-sender.ts";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
 import { DeliveryWorker, type DeliveryWorkerOptions } from "../src/workers/delivery-worker.ts";
-import { HttpSender } from "../src/workers/http-sender.ts";
 
 /**
  * Phase timeouts of the test senders, adding up to TEST_DEADLINE_MS: generous, because the

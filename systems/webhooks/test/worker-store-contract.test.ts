@@ -1,7 +1,7 @@
 /**
  * The store pieces the delivery worker added, on both engines (PGlite and PostgreSQL):
  *
- * - send-check-batch.ts gives the same answer as send-check.ts on every case — send,
+ * - loadForSendBatch gives the same answer as loadForSend on every case — send,
  *   subscription inactive (WH-04), deadline passed and payload deleted (WH-18), lease
  *   lost by version or by time — and settles the same way;
  * - delivery-deferral.ts: a CAS on the lease like every worker write; a deferral to the
@@ -14,8 +14,8 @@ import { contractSuite } from "@casebook/lab/contract-suite";
 import type { ClaimedDelivery } from "../src/store/delivery-claims.ts";
 import { deferDeliveries } from "../src/store/delivery-deferral.ts";
 import { endpointLimits } from "../src/store/endpoint-limits.ts";
-import { loadForSend, type SendPlan } from "../src/store/send-check.ts";
-import { loadForSendBatch } from "../src/store/send-check-batch.ts";
+import { loadForSend, loadForSendBatch, type SendPlan } from "../src/store/send-check.ts";
+
 import { setSubscriptionActive } from "../src/store/subscription-repository.ts";
 import { storeBackends } from "./store-backends.ts";
 import {
@@ -79,7 +79,7 @@ contractSuite(
   "worker store: batched send check, deferral, endpoint limits",
   storeBackends("wh_worker_store"),
   (it) => {
-    it("WH-04 send-check-batch agrees with send-check: a live lease on an active subscription → send, with everything", async (db) => {
+    it("WH-04 loadForSendBatch agrees with loadForSend: a live lease on an active subscription → send, with everything", async (db) => {
       const p = await pair(db);
       const [plan] = await loadForSendBatch(db, [p.batched], p.w.clock.nowMs());
       assert.ok(plan?.send);
@@ -90,7 +90,7 @@ contractSuite(
       await bothWays(p);
     });
 
-    it("WH-04 send-check-batch agrees: subscription deactivated after queueing → cancelled, nothing to send", async (db) => {
+    it("WH-04 loadForSendBatch agrees: subscription deactivated after queueing → cancelled, nothing to send", async (db) => {
       const p = await pair(db);
       await setSubscriptionActive(db, p.tenantId, p.subscriptionId, {
         active: false,
@@ -101,7 +101,7 @@ contractSuite(
       assert.equal((await deliveryRow(db, p.batched.deliveryId)).state, "cancelled");
     });
 
-    it("WH-18 send-check-batch agrees: past the deadline → expired; payload deleted → expired", async (db) => {
+    it("WH-18 loadForSendBatch agrees: past the deadline → expired; payload deleted → expired", async (db) => {
       const late = await pair(db);
       late.w.clock.advance(DAY_MS);
       // Past the lease too: re-claim so the lease is live and only the deadline speaks.
@@ -117,7 +117,7 @@ contractSuite(
       assert.equal((await deliveryRow(db, gone.batched.deliveryId)).state_reason, "payload_expired");
     });
 
-    it("WH-10 send-check-batch agrees: a lease lost by version or by time → lease_lost, nothing settled; order kept", async (db) => {
+    it("WH-10 loadForSendBatch agrees: a lease lost by version or by time → lease_lost, nothing settled; order kept", async (db) => {
       const p = await pair(db);
       const stale = { ...p.batched, leaseVersion: p.batched.leaseVersion - 1n };
       const unknown = { ...p.batched, deliveryId: "dlv_00000000000000000000000000000000" };

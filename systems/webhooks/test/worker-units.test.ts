@@ -11,20 +11,20 @@ import { createMetricsRegistry } from "@casebook/infra/http/metrics";
 import type { Database } from "@casebook/infra/sql/sql";
 import { ManualClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
+import type { HttpSender } from "../src/clients/http-sender.ts";
 import { bucketQuantile } from "../src/domain/bucket-quantile.ts";
 import { EndpointHolds } from "../src/domain/endpoint-holds.ts";
 import { RetryPacer } from "../src/domain/retry-pacer.ts";
-import { storeErrors } from "../src/domain/store-errors.ts";
 import { type TenantDemand, TenantShares } from "../src/domain/tenant-shares.ts";
 import { webhookBody } from "../src/domain/webhook-body.ts";
-import { DeliveryWorker } from "../src/workers/delivery-worker.ts";
-import type { HttpSender } from "../src/workers/http-sender.ts";
+import { storeErrors } from "../src/errors.ts";
 import {
   commitTo2xxQuantiles,
   createWorkerMetrics,
   OTHER_TENANT,
   TENANT_LABELS_MAX,
-} from "../src/workers/worker-metrics.ts";
+} from "../src/metrics.ts";
+import { DeliveryWorker } from "../src/workers/delivery-worker.ts";
 
 const plenty = 1_000_000;
 const sum = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);

@@ -20,6 +20,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import type { Clock } from "@casebook/kit/clock";
 import { AclUsers } from "../domain/acl-users.ts";
 import type { Keyspace } from "../domain/keyspace.ts";
+import { REPLY_ERRORS } from "../domain/reply-errors.ts";
 import type { ReplicationSource } from "../workers/replication-primary.ts";
 import { Connection, type Counters, type ServerLog, type SharedState } from "./client-connection.ts";
 import { allCommands } from "./commands/all-commands.ts";
@@ -27,7 +28,6 @@ import type { CommandSpec, NodeContext, NodeStats } from "./commands/command-spe
 import { createCommandTable, type DispatchHooks } from "./commands/command-table.ts";
 import { createConfigParams, type NodeSettings } from "./commands/config-params.ts";
 import { globMatch } from "./commands/glob-match.ts";
-import { REPLY_ERRORS } from "./commands/reply-errors.ts";
 import { defaultRespLimits, type RespLimits } from "./resp-parser.ts";
 import { ReplyWriter } from "./resp-writer.ts";
 

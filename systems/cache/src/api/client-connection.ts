@@ -16,8 +16,8 @@
  * await connection.end(); // flush what is owed, then close
  */
 import type { Socket } from "node:net";
-import { cacheErrors } from "../cache-errors.ts";
 import type { Keyspace } from "../domain/keyspace.ts";
+import { cacheErrors } from "../errors.ts";
 import type {
   BlockedReply,
   ClientState,

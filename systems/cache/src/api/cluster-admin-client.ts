@@ -11,7 +11,7 @@
  * node.close();
  */
 import { connect, type Socket } from "node:net";
-import { clusterErrors } from "../domain/cluster-errors.ts";
+import { clusterErrors } from "../errors.ts";
 import { encodeFrame } from "./cluster-bus-link.ts";
 
 export class ReplyError {

@@ -1,5 +1,5 @@
 /**
- * A cluster node's Prometheus metrics, beside the cache's own (cache-metrics.ts): whether
+ * A cluster node's Prometheus metrics, beside the cache's own (src/metrics.ts): whether
  * it serves (cluster_state), what it knows (nodes, failing nodes, epochs, slots owned),
  * its role, and replication (offset, replicas, their lag in entries). Read at scrape
  * time from the runtime: nothing on the command path.

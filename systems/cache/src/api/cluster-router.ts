@@ -22,7 +22,8 @@ import { CROSS_SLOT, type RouteDecision, routeCommand } from "../domain/cluster-
 import type { ClusterRuntime } from "../workers/cluster-runtime.ts";
 import { askError, CLUSTER_REPLIES, movedError } from "./cluster-replies.ts";
 import type { ClientState, CommandContext, CommandSpec } from "./commands/command-spec.ts";
-import { commandKeys, type DispatchHooks } from "./commands/command-table.ts";
+import { commandKeys } from "./commands/command-spec.ts";
+import type { DispatchHooks } from "./commands/command-table.ts";
 
 export interface ClientClusterFlags {
   /** READONLY: this client accepts possibly stale reads from a replica. */

@@ -20,7 +20,7 @@
  * parser.next(); // ["PING"]
  */
 import type { CasebookError } from "@casebook/kit/errors";
-import { cacheErrors } from "../cache-errors.ts";
+import { cacheErrors } from "../errors.ts";
 import { splitInlineArgs } from "./inline-args.ts";
 import { internedName, MAX_INTERNED_NAME_BYTES } from "./interned-names.ts";
 /** The bounds of one connection's input. */

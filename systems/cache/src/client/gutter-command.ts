@@ -26,9 +26,9 @@
  * // { kind: "send", combine: "first", commands: [{ key: "k", args: ["SET", "k", "v", "EX", "10"] }] }
  * planGutterCommand(["PERSIST", "k"], 10, Date.now()); // { kind: "refuse", command: "persist" }
  */
-import { expireAtMs, setExpiryAtMs, type TimeUnit } from "../api/commands/expire-time.ts";
-import { arityError, REPLY_ERRORS } from "../api/commands/reply-errors.ts";
-import { parseSetOptions } from "../api/commands/set-options.ts";
+import { expireAtMs, setExpiryAtMs, type TimeUnit } from "../domain/expire-time.ts";
+import { arityError, REPLY_ERRORS } from "../domain/reply-errors.ts";
+import { parseSetOptions } from "../domain/set-options.ts";
 import { ErrorReply, type Reply } from "./reply-parser.ts";
 
 /** One command of a plan, routed on the gutter ring by its own key. */

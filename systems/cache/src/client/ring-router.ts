@@ -44,7 +44,7 @@ import { type Clock, systemClock } from "@casebook/kit/clock";
 import type { CasebookError } from "@casebook/kit/errors";
 import { HashRing } from "../domain/hash-ring.ts";
 import { murmur3, murmur3Bytes } from "../domain/murmur3.ts";
-import { policyErrors } from "../domain/policy-errors.ts";
+import { policyErrors } from "../errors.ts";
 import { clientErrors } from "./client-errors.ts";
 import type { WireEncoding } from "./command-encoder.ts";
 import { type GutterOptions, GutterPool } from "./gutter-pool.ts";

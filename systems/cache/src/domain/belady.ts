@@ -17,7 +17,7 @@
  * beladyHits(trace, 2); // 2: keep 1 and 2 and let 3 pass, the best any cache of 2 entries can do
  */
 import { type HeapNode, IndexedHeap } from "@casebook/kit/indexed-heap";
-import { requireInteger } from "./policy-errors.ts";
+import { requireInteger } from "../errors.ts";
 import { requireTraceKeys } from "./trace-keys.ts";
 
 /**

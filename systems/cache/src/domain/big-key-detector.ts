@@ -18,7 +18,7 @@
  * detector.observe("event:42:page", 5_000_000, "read");
  */
 import type { Clock } from "@casebook/kit/clock";
-import { requireInteger } from "./policy-errors.ts";
+import { requireInteger } from "../errors.ts";
 
 export type BigKeyOp = "read" | "write";
 

@@ -7,7 +7,7 @@
  * const bounds = resolveBounds({ maxEntries: 10_000, maxWeight: 64 * 2 ** 20 });
  * exceeds(bounds, 10_001, 0); // true: one entry too many
  */
-import { requireInteger } from "./policy-errors.ts";
+import { requireInteger } from "../errors.ts";
 
 /** Bound on maxEntries: a JS Map holds at most 2^24 entries. */
 export const MAX_ENTRIES_LIMIT = 2 ** 24;

@@ -15,7 +15,7 @@
  * e.totalNodes;  // 50
  * e.dbReqPerS;   // 100_000 at 95% hits
  */
-import { requireNumber } from "./policy-errors.ts";
+import { requireNumber } from "../errors.ts";
 
 export interface CacheCapacityInput {
   /** Cached objects (the working set). */

@@ -8,7 +8,7 @@
  * const text = encodeClusterConfig(state);
  * const again = decodeClusterConfig(text, "/data/nodes.json"); // same id, epochs and slots
  */
-import { clusterErrors } from "./cluster-errors.ts";
+import { clusterErrors } from "../errors.ts";
 import { NODE_ID_PATTERN } from "./cluster-gossip.ts";
 import { type ClusterNodeRecord, ClusterState } from "./cluster-state.ts";
 import { formatRanges, isSlot, parseRanges, slotsOf, toRanges } from "./slot-ranges.ts";

@@ -9,7 +9,7 @@
  * const text = JSON.stringify(header);
  * parseHeader(text);  // the same header, or CACHE_CLUSTER_MESSAGE_INVALID
  */
-import { clusterErrors } from "./cluster-errors.ts";
+import { clusterErrors } from "../errors.ts";
 import type { NodeRole } from "./cluster-state.ts";
 import { parseRanges, type SlotRange } from "./slot-ranges.ts";
 

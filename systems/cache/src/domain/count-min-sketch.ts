@@ -15,9 +15,10 @@
  * sketch.increment(hashKey("a"));
  * sketch.frequency(hashKey("a")); // 1 (or more: a count-min sketch may overestimate, never under)
  */
+
+import { requireInteger } from "../errors.ts";
 import { Doorkeeper } from "./doorkeeper.ts";
 import { fmix32 } from "./murmur3.ts";
-import { requireInteger } from "./policy-errors.ts";
 
 export const SKETCH_DEPTH = 4;
 /** A 4-bit counter saturates here. */

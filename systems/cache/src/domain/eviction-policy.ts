@@ -10,6 +10,7 @@
  * evictionPolicy("volatile-lru"); // { name: "volatile-lru", keys: "volatile", rank: "lru" }
  * isEvictionPolicyName("lru");     // false
  */
+import type { RandomSource } from "@casebook/kit/random";
 
 export const EVICTION_POLICY_NAMES = [
   "noeviction",
@@ -51,4 +52,22 @@ export function isEvictionPolicyName(name: string): name is EvictionPolicyName {
 
 export function evictionPolicy(name: EvictionPolicyName): EvictionPolicy {
   return POLICIES[name];
+}
+
+/** Which keys a policy draws from: every key (allkeys-*) or those with a TTL (volatile-*). */
+export type CandidateKeys = "all" | "ttl";
+
+/**
+ * What the evictor reads of the keyspace: records sampled by id (ids are dense but move when
+ * a record is removed, so only keys are kept across evictions), their key and access fields.
+ */
+export interface EvictionCandidates {
+  count(keys: CandidateKeys): number;
+  /** A uniformly random record id among `keys` (count(keys) > 0). */
+  sample(keys: CandidateKeys, random: RandomSource): number;
+  keyOf(id: number): string;
+  accessOf(id: number): number;
+  expiresAtOf(id: number): number;
+  /** Whether `key` is in the keyspace (and, for "ttl", has a TTL). */
+  holds(key: string, keys: CandidateKeys): boolean;
 }

@@ -6,7 +6,7 @@
  * randomVictim(keyspace, "ttl", rng); // some key with a TTL, or undefined when none has one
  */
 import type { RandomSource } from "@casebook/kit/random";
-import type { CandidateKeys, EvictionCandidates } from "./evictor.ts";
+import type { CandidateKeys, EvictionCandidates } from "./eviction-policy.ts";
 
 export function randomVictim(
   source: EvictionCandidates,

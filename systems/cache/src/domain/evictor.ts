@@ -14,29 +14,11 @@
 import type { RandomSource } from "@casebook/kit/random";
 import { lfuScore } from "./eviction-lfu.ts";
 import { lruIdleMs } from "./eviction-lru.ts";
-import type { EvictionPolicy } from "./eviction-policy.ts";
+import type { EvictionCandidates, EvictionPolicy } from "./eviction-policy.ts";
 import { EvictionPool } from "./eviction-pool.ts";
 import { randomVictim } from "./eviction-random.ts";
 import { ttlScore } from "./eviction-ttl.ts";
 import type { LfuParams } from "./lfu-counter.ts";
-
-/** Which keys a policy draws from: every key (allkeys-*) or those with a TTL (volatile-*). */
-export type CandidateKeys = "all" | "ttl";
-
-/**
- * What the evictor reads of the keyspace: records sampled by id (ids are dense but move when
- * a record is removed, so only keys are kept across evictions), their key and access fields.
- */
-export interface EvictionCandidates {
-  count(keys: CandidateKeys): number;
-  /** A uniformly random record id among `keys` (count(keys) > 0). */
-  sample(keys: CandidateKeys, random: RandomSource): number;
-  keyOf(id: number): string;
-  accessOf(id: number): number;
-  expiresAtOf(id: number): number;
-  /** Whether `key` is in the keyspace (and, for "ttl", has a TTL). */
-  holds(key: string, keys: CandidateKeys): boolean;
-}
 
 export interface PickOptions {
   /** maxmemory-samples: candidates drawn per eviction (Redis default 5; 10 is close to true LRU). */

@@ -17,8 +17,9 @@
  * for (const node of ["node-a", "node-b", "node-c"]) ring.addNode(node);
  * ring.ownerOf("event:42"); // e.g. "node-b", the same in every process
  */
+
+import { policyErrors, requireInteger } from "../errors.ts";
 import { murmur3 } from "./murmur3.ts";
-import { policyErrors, requireInteger } from "./policy-errors.ts";
 
 /** Bound on points per node: 10,000 × 1,000 nodes is 10 M points, 80 MB of arrays. */
 export const MAX_VNODES = 10_000;

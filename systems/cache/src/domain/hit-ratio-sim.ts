@@ -16,10 +16,10 @@
  */
 import { ManualClock } from "@casebook/kit/clock";
 import { type RandomSource, seededRandom } from "@casebook/kit/random";
+import { requireInteger, requireNumber } from "../errors.ts";
 import { beladyHits, nextUseIndex } from "./belady.ts";
 import { LfuCache } from "./lfu-cache.ts";
 import { LruCache } from "./lru-cache.ts";
-import { requireInteger, requireNumber } from "./policy-errors.ts";
 import { RedisSampledCache } from "./redis-sampled-cache.ts";
 import { WTinyLfu } from "./w-tiny-lfu.ts";
 

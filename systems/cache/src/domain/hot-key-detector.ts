@@ -13,9 +13,10 @@
  * hot.isHot("event:42"); // true
  * hot.isHot("event:7");  // false
  */
+
+import { requireInteger } from "../errors.ts";
 import { COUNTER_MAX, CountMinSketch } from "./count-min-sketch.ts";
 import { murmur3 } from "./murmur3.ts";
-import { requireInteger } from "./policy-errors.ts";
 
 export interface HotKeyDetectorOptions {
   /** Distinct keys the sketch is sized for (its width and aging period follow from it). */

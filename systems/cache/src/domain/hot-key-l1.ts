@@ -15,7 +15,7 @@
  * l1.get("event:42"); // page, for two seconds
  */
 import type { Clock } from "@casebook/kit/clock";
-import { requireInteger } from "./policy-errors.ts";
+import { requireInteger } from "../errors.ts";
 
 /** Bound on the L1's TTL: a minute. Longer is a second cache layer with its own consistency story. */
 export const MAX_L1_TTL_MS = 60_000;

@@ -16,7 +16,7 @@
  */
 import { hashTag } from "@casebook/kit/cluster-slot";
 import { int, type RandomSource } from "@casebook/kit/random";
-import { requireInteger } from "./policy-errors.ts";
+import { requireInteger } from "../errors.ts";
 
 /** Bound on copies of one key: past this the writes cost more than the reads they spread. */
 export const MAX_HOT_KEY_REPLICAS = 64;

@@ -25,7 +25,7 @@
 import { keySlot } from "@casebook/kit/cluster-slot";
 import { int, type RandomSource } from "@casebook/kit/random";
 import { NO_EXPIRY } from "./cache-entry.ts";
-import type { CandidateKeys, EvictionCandidates } from "./evictor.ts";
+import type { CandidateKeys, EvictionCandidates } from "./eviction-policy.ts";
 import { KeyTable } from "./key-table.ts";
 import { SLOT_COUNT } from "./slot-ranges.ts";
 import { slotBytes, ValueArena } from "./value-arena.ts";

@@ -13,6 +13,7 @@
  */
 
 import { type HeapNode, IndexedHeap } from "@casebook/kit/indexed-heap";
+import { requireWeight } from "../errors.ts";
 import {
   type CacheBounds,
   type CacheBoundsOptions,
@@ -21,7 +22,6 @@ import {
   notifyEvicted,
   resolveBounds,
 } from "./cache-bounds.ts";
-import { requireWeight } from "./policy-errors.ts";
 
 export interface LfuCacheOptions<K> extends CacheBoundsOptions {
   readonly onEvict?: EvictionListener<K>;

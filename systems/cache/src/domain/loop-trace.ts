@@ -7,7 +7,7 @@
  * @example
  * loopTrace({ length: 3, requests: 7 }); // Int32Array [0, 1, 2, 0, 1, 2, 0]
  */
-import { requireInteger } from "./policy-errors.ts";
+import { requireInteger } from "../errors.ts";
 import { MAX_KEY_ID } from "./trace-keys.ts";
 import { MAX_TRACE_REQUESTS } from "./zipf-trace.ts";
 

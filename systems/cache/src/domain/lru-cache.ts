@@ -8,6 +8,8 @@
  * lru.set("a"); lru.set("b"); lru.get("a");
  * lru.set("c"); // evicts "b", the least recently used
  */
+
+import { requireWeight } from "../errors.ts";
 import {
   type CacheBounds,
   type CacheBoundsOptions,
@@ -17,7 +19,6 @@ import {
   resolveBounds,
 } from "./cache-bounds.ts";
 import { type Linked, LinkedDeque } from "./linked-deque.ts";
-import { requireWeight } from "./policy-errors.ts";
 
 export interface LruCacheOptions<K> extends CacheBoundsOptions {
   readonly onEvict?: EvictionListener<K>;

@@ -7,7 +7,7 @@
  * @example
  * moduloOwner(murmur3("event:42"), 4); // a node index in [0, 4)
  */
-import { requireInteger } from "./policy-errors.ts";
+import { requireInteger } from "../errors.ts";
 
 /** The node index (0..nodes−1) owning a key with this 32-bit hash. */
 export function moduloOwner(hash: number, nodes: number): number {

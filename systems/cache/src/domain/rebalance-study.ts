@@ -11,10 +11,11 @@
  * const rows = rebalanceStudy();
  * rows[0]; // { scheme: "hash % N", vnodes: null, movedFraction: ~0.8, maxOverAvg: ~1.0 }
  */
+
+import { requireInteger } from "../errors.ts";
 import { HashRing } from "./hash-ring.ts";
 import { moduloOwner } from "./modulo-placement.ts";
 import { murmur3 } from "./murmur3.ts";
-import { requireInteger } from "./policy-errors.ts";
 
 export interface RebalanceRow {
   readonly scheme: string;

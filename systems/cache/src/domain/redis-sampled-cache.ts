@@ -27,6 +27,7 @@
  */
 import type { Clock } from "@casebook/kit/clock";
 import { int, type RandomSource } from "@casebook/kit/random";
+import { requireInteger, requireWeight } from "../errors.ts";
 import {
   type CacheBounds,
   type CacheBoundsOptions,
@@ -36,7 +37,6 @@ import {
   resolveBounds,
 } from "./cache-bounds.ts";
 import { LFU_COUNTER_MAX, LFU_INIT_VAL, lfuDecay, lfuLogIncrement } from "./morris-counter.ts";
-import { requireInteger, requireWeight } from "./policy-errors.ts";
 
 export type RedisEvictionPolicy = "lru" | "lfu" | "ttl";
 

@@ -16,7 +16,7 @@
  */
 import type { RandomSource } from "@casebook/kit/random";
 import { int } from "@casebook/kit/random";
-import { requireInteger, requireNumber } from "./policy-errors.ts";
+import { requireInteger, requireNumber } from "../errors.ts";
 import { MAX_KEY_ID } from "./trace-keys.ts";
 import { MAX_TRACE_REQUESTS, ZipfSampler } from "./zipf-trace.ts";
 

@@ -6,7 +6,7 @@
  * @example
  * requireTraceKeys(Int32Array.from([0, 5, 2])); // 5, the largest id
  */
-import { policyErrors } from "./policy-errors.ts";
+import { policyErrors } from "../errors.ts";
 
 /** Bound on key ids: a flat per-key array of 2^26 Int32 slots is 256 MiB. */
 export const MAX_KEY_ID = 2 ** 26 - 1;

@@ -12,7 +12,7 @@
  * jitteredTtlS(300, 0, seededRandom(1));   // 300: no jitter
  */
 import type { RandomSource } from "@casebook/kit/random";
-import { requireInteger, requireNumber } from "./policy-errors.ts";
+import { requireInteger, requireNumber } from "../errors.ts";
 
 /** Bound on a cache TTL: 30 days, past which Redis would read EX as an absolute time in memcached. */
 export const MAX_TTL_S = 30 * 24 * 3_600;

@@ -32,6 +32,7 @@
  * cache.get("event:42");        // true: a hit, recorded in the sketch
  */
 import type { RandomSource } from "@casebook/kit/random";
+import { requireNumber, requireWeight } from "../errors.ts";
 import {
   type CacheBounds,
   type CacheBoundsOptions,
@@ -43,7 +44,6 @@ import {
 import { CountMinSketch } from "./count-min-sketch.ts";
 import { type Linked, LinkedDeque } from "./linked-deque.ts";
 import { hashKey as defaultHashKey } from "./murmur3.ts";
-import { requireNumber, requireWeight } from "./policy-errors.ts";
 
 export interface WTinyLfuOptions<K> extends CacheBoundsOptions {
   /** Share of the capacity given to the admission window (Caffeine starts at 1%). */

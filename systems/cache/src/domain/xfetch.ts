@@ -17,7 +17,7 @@
  * earlyRefreshProbability(240, 120, 1); // e^-2 ≈ 0.135: 240 ms before expiry, δ = 120 ms
  */
 import type { RandomSource } from "@casebook/kit/random";
-import { requireNumber } from "./policy-errors.ts";
+import { requireNumber } from "../errors.ts";
 
 /** Bound on β: past this the "early" refresh is simply a shorter TTL. */
 export const MAX_XFETCH_BETA = 100;

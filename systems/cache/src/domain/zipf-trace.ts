@@ -15,7 +15,7 @@
  * zipfTrace({ keys: 100_000, requests: 1_000_000, random: seededRandom("zipf") });
  */
 import type { RandomSource } from "@casebook/kit/random";
-import { requireInteger, requireNumber } from "./policy-errors.ts";
+import { requireInteger, requireNumber } from "../errors.ts";
 import { MAX_KEY_ID } from "./trace-keys.ts";
 
 /** Bound on the length of one generated trace (an Int32Array of 2^26 is 256 MiB). */

@@ -19,8 +19,8 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { AdminClient, type Reply } from "../api/cluster-admin-client.ts";
-import { clusterErrors } from "../domain/cluster-errors.ts";
 import { evenSlotRanges } from "../domain/slot-ranges.ts";
+import { clusterErrors } from "../errors.ts";
 
 export interface LaunchOptions {
   readonly nodes: number;

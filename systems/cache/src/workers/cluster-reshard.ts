@@ -21,7 +21,7 @@
  * await moveSlots({ source, target, primaries, slots: [0, 1, 2] }); // { slots: 3, keys: 117 }
  */
 import { type AdminClient, type Reply, ReplyError } from "../api/cluster-admin-client.ts";
-import { clusterErrors } from "../domain/cluster-errors.ts";
+import { clusterErrors } from "../errors.ts";
 
 export interface ReshardNode {
   readonly id: string;

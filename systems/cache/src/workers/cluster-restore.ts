@@ -8,14 +8,27 @@
  * @example
  * restoreKeys(runtime, link, ["RESTORE", sourceId, "1", "k", "v", "0"]); // → RESTORED 1
  */
+
+import type { Clock } from "@casebook/kit/clock";
 import { keySlot } from "@casebook/kit/cluster-slot";
 import type { BusLink, Frame } from "../api/cluster-bus-link.ts";
 import { CLUSTER_REPLIES } from "../api/cluster-replies.ts";
 import { NO_EXPIRY } from "../domain/cache-entry.ts";
-import type { ClusterRuntime } from "./cluster-runtime.ts";
+import type { ClusterState } from "../domain/cluster-state.ts";
+import type { Keyspace } from "../domain/keyspace.ts";
+import type { ReplicationSource } from "./replication-primary.ts";
+
+/** What a restore needs of the node (the small interface, not the whole runtime). `ClusterRuntime` is one. */
+export interface RestoreContext {
+  readonly state: ClusterState;
+  readonly keyspace: Keyspace;
+  readonly clock: Clock;
+  /** Each restored key goes to this node's replicas too. */
+  readonly source: Pick<ReplicationSource, "propagateSet">;
+}
 
 /** Why the frame cannot be restored, or undefined when every key may be written. */
-function refusal(runtime: ClusterRuntime, replace: boolean, entries: readonly string[]): string | undefined {
+function refusal(runtime: RestoreContext, replace: boolean, entries: readonly string[]): string | undefined {
   const state = runtime.state;
   if (entries.length % 3 !== 0) return "ERR RESTORE frame has a partial key";
   for (let i = 0; i < entries.length; i += 3) {
@@ -31,7 +44,7 @@ function refusal(runtime: ClusterRuntime, replace: boolean, entries: readonly st
   return undefined;
 }
 
-export function restoreKeys(runtime: ClusterRuntime, link: BusLink, frame: Frame): void {
+export function restoreKeys(runtime: RestoreContext, link: BusLink, frame: Frame): void {
   const replace = frame[2] === "1";
   const entries = frame.slice(3);
   const refused = refusal(runtime, replace, entries);

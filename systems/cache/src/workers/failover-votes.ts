@@ -8,14 +8,36 @@
  * requestVotes(runtime, 8);                  // replica side, from the cron
  * handleVoteRequest(runtime, link, body);    // primary side, from the bus
  */
+import type { Clock } from "@casebook/kit/clock";
 import type { BusLink } from "../api/cluster-bus-link.ts";
+import type { FailureDetector } from "../domain/cluster-failure-detector.ts";
 import { headerSlots, parseVoteRequest } from "../domain/cluster-gossip.ts";
+import type { ClusterState } from "../domain/cluster-state.ts";
 import { decideVote } from "../domain/failover-election.ts";
 import { formatRanges, slotsOf, toRanges } from "../domain/slot-ranges.ts";
-import type { ClusterRuntime } from "./cluster-runtime.ts";
+
+/**
+ * What the election's messages need of the node (BullMQ's `LockManagerWorkerContext`: the
+ * small interface, not the whole runtime). `ClusterRuntime` is one.
+ */
+export interface VoteContext {
+  readonly state: ClusterState;
+  readonly clock: Clock;
+  readonly settings: { readonly nodeTimeoutMs: number };
+  readonly detector: Pick<FailureDetector, "isFailing">;
+  /** Failed primary id → when this node last voted for one of its replicas. */
+  readonly votedAtMs: Map<string, number>;
+  readonly log: {
+    info(fields: object, message: string): void;
+    warn(fields: object, message: string): void;
+  };
+  /** Persists the config now (a vote must be on disk before it leaves). */
+  saveConfig(): void;
+  sendTo(id: string, parts: readonly string[]): void;
+}
 
 /** Replica side: enter `epoch` (persisted) and ask every other voter. */
-export function requestVotes(runtime: ClusterRuntime, epoch: number): void {
+export function requestVotes(runtime: VoteContext, epoch: number): void {
   const state = runtime.state;
   const me = state.myself;
   const primary = me.primaryId === undefined ? undefined : state.node(me.primaryId);
@@ -37,7 +59,7 @@ export function requestVotes(runtime: ClusterRuntime, epoch: number): void {
 }
 
 /** Primary side: grant or deny; a grant is saved before it is sent. */
-export function handleVoteRequest(runtime: ClusterRuntime, link: BusLink, body: string): void {
+export function handleVoteRequest(runtime: VoteContext, link: BusLink, body: string): void {
   const request = parseVoteRequest(body);
   const state = runtime.state;
   state.observeEpoch(request.epoch);

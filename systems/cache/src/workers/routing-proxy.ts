@@ -35,13 +35,13 @@ import { createServer, type Server, type Socket } from "node:net";
 import { allCommands } from "../api/commands/all-commands.ts";
 import { arityAccepts, type CommandSpec } from "../api/commands/command-spec.ts";
 import { createCommandTable, findCommand } from "../api/commands/command-table.ts";
-import { arityError, REPLY_ERRORS, unknownCommandError } from "../api/commands/reply-errors.ts";
 import { defaultRespLimits, type RespLimits, RespParser } from "../api/resp-parser.ts";
 import { ReplyWriter } from "../api/resp-writer.ts";
 import { clientErrors, requireClientInteger } from "../client/client-errors.ts";
 import { DEFAULT_MAX_KEYS_PER_COMMAND, groupKeys } from "../client/key-groups.ts";
 import type { KeyRouter } from "../client/key-router.ts";
 import { ErrorReply, type Reply, StatusReply } from "../client/reply-parser.ts";
+import { arityError, REPLY_ERRORS, unknownCommandError } from "../domain/reply-errors.ts";
 
 /** Router options a proxy needs: bytes relayed as they came (latin1), +OK kept apart from $2 OK. */
 export const proxyWireOptions = Object.freeze({ encoding: "latin1" as const, tagStatus: true });

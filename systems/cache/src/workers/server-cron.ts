@@ -1,13 +1,15 @@
 /**
  * The node's background loop (Redis's serverCron): `hz` times a second, one active
  * expiry cycle within its time budget (CA-02: expired keys nobody reads are reclaimed),
- * and a sample of the memory high-water mark for INFO. The timer is unref'd: it never
- * keeps a process alive on its own.
+ * and a sample of the memory high-water mark for INFO. It runs on kit's BackgroundLoop, as
+ * every background loop does; its pauses are unref'd timers, so it never keeps a process
+ * alive on its own.
  *
  * @example
  * const cron = startServerCron({ keyspace, onTick: () => server.sampleMemoryPeak() });
- * cron.stop();
+ * await cron.stop();
  */
+import { BackgroundLoop, unrefSleep } from "@casebook/kit/background-loop";
 import type { ActiveExpiryReport } from "../domain/active-expiry.ts";
 
 export interface CronTarget {
@@ -25,7 +27,8 @@ export interface ServerCronOptions {
 }
 
 export interface ServerCron {
-  stop(): void;
+  /** Resolves once the tick in progress (if any) has finished. */
+  stop(): Promise<void>;
 }
 
 export const DEFAULT_HZ = 10;
@@ -36,10 +39,19 @@ export function startServerCron(options: ServerCronOptions): ServerCron {
   if (!(hz >= 1 && hz <= 500)) throw new RangeError(`hz must be 1..500, got ${hz}`);
   const tickMs = 1000 / hz;
   const budgetMs = tickMs * (options.expiryBudgetShare ?? DEFAULT_EXPIRY_BUDGET_SHARE);
-  const timer = setInterval(() => {
-    const report = options.keyspace.activeExpire(budgetMs);
-    options.onTick?.(report);
-  }, tickMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  const loop = new BackgroundLoop({
+    name: "server cron",
+    round: async () => {
+      const report = options.keyspace.activeExpire(budgetMs);
+      options.onTick?.(report);
+      return false; // one cycle a tick, as Redis's hz
+    },
+    idleMs: tickMs,
+    // A tick does not fail on I/O (it is in-memory work); a throw is a bug, retried at the tick rate.
+    failureBackoff: { capMs: tickMs, jitter: "none" },
+    onError: (error) => process.emitWarning(`server cron tick failed: ${String(error)}`),
+    sleep: unrefSleep,
+  });
+  loop.start();
+  return { stop: () => loop.stop() };
 }

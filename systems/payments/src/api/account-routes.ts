@@ -16,7 +16,7 @@
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { merchantErrors } from "../domain/merchant-errors.ts";
+import { merchantErrors } from "../errors.ts";
 import type { LedgerRepository, LedgerTransaction } from "../store/ledger-repository.ts";
 import {
   findMerchantAccount,

@@ -20,7 +20,7 @@ import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
-import { merchantErrors } from "../domain/merchant-errors.ts";
+import { merchantErrors } from "../errors.ts";
 import { MAX_MERCHANT_NAME_CHARS, MerchantRepository, merchantKeys } from "../store/merchant-repository.ts";
 
 export interface PaymentsAdminOptions {

@@ -26,10 +26,10 @@ import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { utcDay } from "../acquirer-sim/settlement-file.ts";
 import { decodeCursor, encodeCursor } from "../domain/ledger-cursor.ts";
 import type { ExceptionKind } from "../domain/reconciliation.ts";
-import { reconciliationErrors } from "../domain/reconciliation-errors.ts";
+import { reconciliationErrors } from "../errors.ts";
+import { utcDay } from "../sim/settlement-file.ts";
 import {
   findMerchantException,
   listMerchantExceptions,

@@ -12,7 +12,7 @@
  *   this process's call rate on the external bottleneck (PY-12).
  *
  * Answers are outcomes, never exceptions: the saga's state machine decides what each means.
- * Each call reports its outcome and duration to an optional observer (payment-metrics.ts, PY-17),
+ * Each call reports its outcome and duration to an optional observer (metrics.ts, PY-17),
  * logs with the payment's correlation id, and sends it as `x-correlation-id`.
  *
  * @example

@@ -12,7 +12,7 @@
  * OUTBOUND_* error naming its phase) — is a failure the relay retries with backoff.
  *
  * @example
- * const publisher = createEventPublisher(process.env);
+ * const publisher = createEventPublisher(config); // config.webhooksUrl, config.webhooksApiKey
  * const relay = new OutboxRelay(db, { publisher });
  */
 import { OutboundClient, type PhaseTimeouts } from "@casebook/infra/http/outbound";
@@ -134,9 +134,15 @@ export class MemoryPublisher implements EventPublisher {
   }
 }
 
-/** The webhook publisher when `WEBHOOKS_URL` is set (with `WEBHOOKS_API_KEY`), else a MemoryPublisher. */
-export function createEventPublisher(env: Readonly<Record<string, string | undefined>>): EventPublisher {
-  const url = env.WEBHOOKS_URL;
+/**
+ * The webhook publisher when `WEBHOOKS_URL` is set (with `WEBHOOKS_API_KEY`), else a MemoryPublisher.
+ * Both come from the config schema (config.ts), so `--help` lists them.
+ */
+export function createEventPublisher(config: {
+  readonly webhooksUrl?: string | undefined;
+  readonly webhooksApiKey?: string | undefined;
+}): EventPublisher {
+  const url = config.webhooksUrl;
   if (!url) return new MemoryPublisher();
-  return createWebhookPublisher({ url, apiKey: env.WEBHOOKS_API_KEY });
+  return createWebhookPublisher({ url, apiKey: config.webhooksApiKey });
 }

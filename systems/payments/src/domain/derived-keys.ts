@@ -18,7 +18,7 @@
  */
 import { createHash } from "node:crypto";
 
-/** The acquirer's key charset (acquirer-sim/acquirer-schemas.ts), with room for the merchant and a refund's suffix. */
+/** The acquirer's key charset (sim/acquirer-schemas.ts), with room for the merchant and a refund's suffix. */
 const PLAIN_KEY = /^[A-Za-z0-9._:-]{1,150}$/;
 const DIGEST_KEY = /^sha256\.[0-9a-f]{64}$/;
 /** The acquirer's bound on its idempotency keys. */

@@ -8,7 +8,7 @@
  * const cursor = encodeCursor(1234n); // "djE6MTIzNA"
  * decodeCursor(cursor);               // 1234n
  */
-import { ledgerErrors } from "./ledger-errors.ts";
+import { ledgerErrors } from "../errors.ts";
 
 const PREFIX = "v1:";
 const ID_PATTERN = /^[1-9][0-9]{0,18}$/;

@@ -14,7 +14,7 @@
  */
 import { createHash } from "node:crypto";
 import { hasMinorUnit } from "@casebook/kit/iso-4217";
-import { ledgerErrors } from "./ledger-errors.ts";
+import { ledgerErrors } from "../errors.ts";
 
 export type Direction = "D" | "C";
 

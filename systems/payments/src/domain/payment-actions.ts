@@ -11,7 +11,7 @@
  * // 409 PAYMENTS_PAYMENT_STATE_CONFLICT { paymentStatus: "voided", action: "capture", allowedActions: [] }
  */
 import type { CasebookError } from "@casebook/kit/errors";
-import { paymentErrors } from "./payment-errors.ts";
+import { paymentErrors } from "../errors.ts";
 import type { SagaState } from "./payment-saga.ts";
 
 export type PaymentAction = "capture" | "void" | "refund";

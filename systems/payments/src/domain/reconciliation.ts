@@ -17,7 +17,7 @@
  * result.matched; // 41
  * result.differences; // [{ kind: "amount_mismatch", acquirerKey: "m1:k7", expectedMinor: 5000n, actualMinor: 5123n, ... }]
  */
-import type { SettlementRow, UtcDay } from "../acquirer-sim/settlement-file.ts";
+import type { SettlementRow, UtcDay } from "../sim/settlement-file.ts";
 
 export type SettlementOperation = "capture" | "refund";
 

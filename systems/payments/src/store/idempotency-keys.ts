@@ -10,7 +10,7 @@
  */
 import { IdempotencyStore, type IdempotencyStoreOptions } from "@casebook/infra/sql/idempotency-store";
 import type { Database } from "@casebook/infra/sql/sql";
-import { paymentsIdempotency } from "../domain/idempotency-errors.ts";
+import { paymentsIdempotency } from "../errors.ts";
 
 /** Where payments keeps its keys (002_idempotency.sql). */
 export const PAYMENTS_IDEMPOTENCY_TABLE = { table: "idempotency_keys", scopeColumn: "merchant_id" } as const;

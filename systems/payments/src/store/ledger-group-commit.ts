@@ -22,7 +22,7 @@
 import type { Database } from "@casebook/infra/sql/sql";
 import { GroupCommit, type GroupCommitStats } from "@casebook/kit/group-commit";
 import type { Transfer } from "../domain/ledger.ts";
-import { ledgerErrors } from "../domain/ledger-errors.ts";
+import { ledgerErrors } from "../errors.ts";
 import { type GroupItem, type TransferOutcome, writeTransferGroup } from "./ledger-group-write.ts";
 import type { TransferResult } from "./ledger-write.ts";
 

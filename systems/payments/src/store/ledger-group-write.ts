@@ -29,7 +29,6 @@
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { Metadata } from "../domain/ledger.ts";
-import { ledgerErrors } from "../domain/ledger-errors.ts";
 import {
   type AccountState,
   type Decision,
@@ -37,6 +36,7 @@ import {
   type GroupItem,
   type StoredTransfer,
 } from "../domain/transfer-decisions.ts";
+import { ledgerErrors } from "../errors.ts";
 import { applyTransfers, type LedgerTransaction, loadTransactions } from "./ledger-write.ts";
 
 export type { GroupItem };

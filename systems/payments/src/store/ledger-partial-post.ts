@@ -20,7 +20,7 @@
 import { strict as assert } from "node:assert";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { legsByAccount, type Metadata, normalizeTransfer } from "../domain/ledger.ts";
-import { ledgerErrors } from "../domain/ledger-errors.ts";
+import { ledgerErrors } from "../errors.ts";
 import {
   applyTransfers,
   type LedgerTransaction,

@@ -51,7 +51,7 @@ import {
   type TransferRequest,
 } from "../domain/ledger.ts";
 import { decodeCursor, encodeCursor } from "../domain/ledger-cursor.ts";
-import { ledgerErrors } from "../domain/ledger-errors.ts";
+import { ledgerErrors } from "../errors.ts";
 import {
   TransferGroupCommit,
   type TransferGroupCommitOptions,

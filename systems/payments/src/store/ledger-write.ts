@@ -14,7 +14,7 @@
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
 import type { Entry, Metadata, Transfer } from "../domain/ledger.ts";
-import { ledgerErrors } from "../domain/ledger-errors.ts";
+import { ledgerErrors } from "../errors.ts";
 
 export type TransactionStatus = "pending" | "posted" | "voided";
 

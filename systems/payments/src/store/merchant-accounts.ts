@@ -21,7 +21,7 @@
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { CURRENCY_REASON, isCurrencyCode } from "../domain/ledger.ts";
-import { ledgerErrors } from "../domain/ledger-errors.ts";
+import { ledgerErrors } from "../errors.ts";
 
 export const ACCOUNT_ROLES = ["customer_funds", "merchant_pending", "merchant_available"] as const;
 export type AccountRole = (typeof ACCOUNT_ROLES)[number];

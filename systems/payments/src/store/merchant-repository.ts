@@ -19,7 +19,7 @@ import { type ApiKeyInfo, ApiKeyTable } from "@casebook/infra/sql/api-key-table"
 import type { Database } from "@casebook/infra/sql/sql";
 import { apiKeyScheme, type IssuedApiKey, type RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
-import { merchantErrors } from "../domain/merchant-errors.ts";
+import { merchantErrors } from "../errors.ts";
 
 export type { ApiKeyInfo };
 

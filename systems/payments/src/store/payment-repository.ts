@@ -22,7 +22,6 @@ import { type Claimed, type Lease, LeaseQueue } from "@casebook/infra/sql/lease-
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { paymentAcquirerKey } from "../domain/derived-keys.ts";
 import { normalizeTransfer } from "../domain/ledger.ts";
-import { paymentErrors } from "../domain/payment-errors.ts";
 import {
   captureAmountOf,
   type PaymentStatus,
@@ -31,6 +30,7 @@ import {
   type SagaState,
   type SagaStep,
 } from "../domain/payment-saga.ts";
+import { paymentErrors } from "../errors.ts";
 import { postPartially } from "./ledger-partial-post.ts";
 import { applyTransfers, settlePending } from "./ledger-repository.ts";
 import { ensureMerchantAccounts as provisionMerchantAccounts } from "./merchant-accounts.ts";

@@ -19,9 +19,7 @@
  * await adjust(db, run.exceptionIds[0], { nowMs: clock.nowMs() });
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
-import type { UtcDay } from "../acquirer-sim/settlement-file.ts";
 import { normalizeTransfer } from "../domain/ledger.ts";
-import { ledgerErrors } from "../domain/ledger-errors.ts";
 import {
   type BookedOperation,
   type Correction,
@@ -34,7 +32,8 @@ import {
   feeCorrectionFor,
   type SettlementOperation,
 } from "../domain/reconciliation.ts";
-import { reconciliationErrors } from "../domain/reconciliation-errors.ts";
+import { ledgerErrors, reconciliationErrors } from "../errors.ts";
+import type { UtcDay } from "../sim/settlement-file.ts";
 import { applyTransfers } from "./ledger-repository.ts";
 import { ensureMerchantAccounts } from "./merchant-accounts.ts";
 

@@ -24,8 +24,8 @@ import { type Fragment, LeaseQueue } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { refundAcquirerKey, refundLedgerKey } from "../domain/derived-keys.ts";
 import { stateConflict } from "../domain/payment-actions.ts";
-import { paymentErrors } from "../domain/payment-errors.ts";
 import { statusAfterRefunds } from "../domain/payment-saga.ts";
+import { paymentErrors } from "../errors.ts";
 import { applyReversal } from "./ledger-repository.ts";
 import { MIN_LEASE_MS, type Payment } from "./payment-repository.ts";
 

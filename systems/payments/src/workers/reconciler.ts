@@ -18,9 +18,9 @@
 import { OutboundClient, type OutboundResponse } from "@casebook/infra/http/outbound";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
-import { parseSettlementCsv, type SettlementRow, utcDay } from "../acquirer-sim/settlement-file.ts";
 import { feeChecks, feeDifferences, matchSettlement } from "../domain/reconciliation.ts";
-import { reconciliationErrors } from "../domain/reconciliation-errors.ts";
+import { reconciliationErrors } from "../errors.ts";
+import { parseSettlementCsv, type SettlementRow, utcDay } from "../sim/settlement-file.ts";
 import {
   bookedOperations,
   bookFees,

@@ -27,8 +27,8 @@ import { BackoffPolicy } from "@casebook/kit/backoff";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
-import { paymentErrors } from "../domain/payment-errors.ts";
 import { decideRefundRetry, type RefundRetryDecision } from "../domain/payment-saga.ts";
+import { paymentErrors } from "../errors.ts";
 import { findPayment, lockPayment } from "../store/payment-repository.ts";
 import {
   claimDueRefunds,

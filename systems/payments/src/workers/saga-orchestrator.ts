@@ -20,7 +20,7 @@
  * already leased to this owner and starts its drive only once the commit returns. A saga taken
  * back is `takenOver`, so a pending authorization is asked about by key first (PY-06).
  *
- * Every step reports its duration and outcome to an optional observer (payment-metrics.ts), and
+ * Every step reports its duration and outcome to an optional observer (metrics.ts), and
  * every line logged for a payment carries `correlationId` = its acquirer key (PY-17).
  *
  * @example
@@ -38,8 +38,6 @@ import type { Clock } from "@casebook/kit/clock";
 import { LeaseRenewal, RENEWALS_PER_LEASE } from "@casebook/kit/lease-renewal";
 import type { RandomSource } from "@casebook/kit/random";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
-import { idempotencyErrors } from "../domain/idempotency-errors.ts";
-import { paymentErrors } from "../domain/payment-errors.ts";
 import {
   decide,
   resumeStep,
@@ -47,6 +45,7 @@ import {
   type SagaStep,
   type StepOutcome,
 } from "../domain/payment-saga.ts";
+import { idempotencyErrors, paymentErrors } from "../errors.ts";
 import {
   applyDecision,
   type ClaimedPayment,

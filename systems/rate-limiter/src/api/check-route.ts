@@ -14,9 +14,9 @@ import { type Descriptor, descriptor } from "../domain/descriptors.ts";
 import type { CheckResult, Limiter } from "../domain/limiter.ts";
 import { unknownPolicyNames } from "../domain/policy.ts";
 import { rateLimitHeaders } from "../domain/rate-limit-headers.ts";
-import { rateLimitErrors } from "../rate-limit-errors.ts";
+import { rateLimitErrors } from "../errors.ts";
+import type { LimiterMetrics } from "../metrics.ts";
 import { checkBody, checkResponse } from "./check-schema.ts";
-import type { LimiterMetrics } from "./limiter-metrics.ts";
 
 interface CheckRequestBody {
   descriptors: Partial<Record<string, string>>;

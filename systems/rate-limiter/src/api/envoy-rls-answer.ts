@@ -19,9 +19,9 @@ import {
 } from "../domain/policy.ts";
 import { type LimitStatus, mostRestrictive, rateLimitHeaders } from "../domain/rate-limit-headers.ts";
 import { splitLimit } from "../domain/sub-buckets.ts";
+import type { LimiterMetrics } from "../metrics.ts";
 import { ENVOY_KEY_ALIASES, type ParsedDescriptor, parseRlsRequest } from "./envoy-rls-request.ts";
 import type { EnvoyCode, EnvoyUnit, RlsDescriptorStatus, RlsRequest, RlsResponse } from "./envoy-rls-wire.ts";
-import type { LimiterMetrics } from "./limiter-metrics.ts";
 
 // ---------------------------------------------------------------- options
 

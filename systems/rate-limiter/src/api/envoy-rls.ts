@@ -41,7 +41,7 @@
 import { bearerToken, staticTokenMatcher } from "@casebook/infra/http/bearer-auth";
 import * as grpc from "@grpc/grpc-js";
 import { isDescriptorKey } from "../domain/descriptors.ts";
-import { rateLimitErrors } from "../rate-limit-errors.ts";
+import { rateLimitErrors } from "../errors.ts";
 import {
   answerRlsRequest,
   type EnvoyRls,

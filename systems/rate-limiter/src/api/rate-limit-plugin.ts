@@ -13,9 +13,9 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { type DescriptorKey, descriptor } from "../domain/descriptors.ts";
 import type { Limiter } from "../domain/limiter.ts";
-import { rateLimitErrors } from "../rate-limit-errors.ts";
+import { rateLimitErrors } from "../errors.ts";
+import type { LimiterMetrics } from "../metrics.ts";
 import { headersOf } from "./check-route.ts";
-import type { LimiterMetrics } from "./limiter-metrics.ts";
 
 export interface RateLimitPluginOptions {
   readonly limiter: Limiter;

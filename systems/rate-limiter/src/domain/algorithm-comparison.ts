@@ -18,14 +18,8 @@
  * "Output" is when a request reaches the protected system: its admission time, plus
  * delayMs for the leaky bucket, which shapes instead of refusing.
  */
-import {
-  type AlgorithmName,
-  algorithmNames,
-  algorithms,
-  type Decision,
-  type Limit,
-  storedBytes,
-} from "./algorithm.ts";
+import { type AlgorithmName, algorithmNames, type Decision, type Limit, storedBytes } from "./algorithm.ts";
+import { algorithms } from "./algorithms.ts";
 
 export interface AlgorithmComparisonOptions {
   /** The limit every algorithm is configured for, in units per minute. */

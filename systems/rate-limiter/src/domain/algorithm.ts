@@ -1,6 +1,6 @@
 /**
- * The contract every rate-limit algorithm follows, the validation of its
- * parameters, and the registry `algorithms[name]`.
+ * The contract every rate-limit algorithm follows (`Algorithm`) and the validation
+ * of its parameters; the registry `algorithms[name]` is algorithms.ts.
  *
  * Every algorithm is a PURE function over an explicit state record, with time
  * passed in as whole milliseconds read from the ENGINE's clock (Redis TIME in the
@@ -14,72 +14,17 @@
  * and every float step (a rate times elapsed ms) is followed by `Math.floor`
  * in the same order in both.
  *
- * Each algorithm file exports function DECLARATIONS only to this module: the
- * files import the validators below and this module imports them back, a cycle
- * that ES modules resolve safely because function declarations are initialised
- * before any module body runs.
+ * Each algorithm file exports one object implementing `Algorithm` (as hono's
+ * routers each implement `Router`); `algorithms.ts` gathers them by name. This
+ * module imports none of them, so the validators below and the algorithms that
+ * use them form no cycle.
  *
  * @example
  * const limit: Limit = { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 };
  * validateLimit(limit);
- * const { allowed, remaining, state } = algorithms["token-bucket"].decide(undefined, 0, limit, 1);
+ * const { allowed, remaining, state } = tokenBucket.decide(undefined, 0, limit, 1);
  * // allowed === true, remaining === 4; store `state` with TTL decision.ttlMs
  */
-import {
-  decideFixedWindow,
-  type FixedWindowState,
-  fixedWindowFromStored,
-  fixedWindowScriptArgs,
-  fixedWindowToStored,
-  fixedWindowTtlMs,
-  refundFixedWindow,
-} from "./fixed-window.ts";
-import {
-  decideGcra,
-  type GcraState,
-  gcraFromStored,
-  gcraScriptArgs,
-  gcraToStored,
-  gcraTtlMs,
-  refundGcra,
-} from "./gcra.ts";
-import {
-  decideLeakyBucket,
-  type LeakyBucketState,
-  leakyBucketFromStored,
-  leakyBucketScriptArgs,
-  leakyBucketToStored,
-  leakyBucketTtlMs,
-  refundLeakyBucket,
-} from "./leaky-bucket.ts";
-import {
-  decideSlidingWindowCounter,
-  refundSlidingWindowCounter,
-  type SlidingWindowCounterState,
-  slidingWindowCounterFromStored,
-  slidingWindowCounterScriptArgs,
-  slidingWindowCounterToStored,
-  slidingWindowCounterTtlMs,
-} from "./sliding-window-counter.ts";
-import {
-  decideSlidingWindowLog,
-  refundSlidingWindowLog,
-  type SlidingWindowLogState,
-  slidingWindowLogFromStored,
-  slidingWindowLogScriptArgs,
-  slidingWindowLogToStored,
-  slidingWindowLogTtlMs,
-} from "./sliding-window-log.ts";
-import {
-  decideTokenBucket,
-  refundTokenBucket,
-  type TokenBucketState,
-  tokenBucketFromStored,
-  tokenBucketScriptArgs,
-  tokenBucketToStored,
-  tokenBucketTtlMs,
-} from "./token-bucket.ts";
-
 export type AlgorithmName =
   | "token-bucket"
   | "fixed-window"
@@ -149,15 +94,6 @@ export type Limit =
 
 export type LimitOf<N extends AlgorithmName> = Extract<Limit, { algorithm: N }>;
 
-export interface StateByAlgorithm {
-  "token-bucket": TokenBucketState;
-  "fixed-window": FixedWindowState;
-  "sliding-window-log": SlidingWindowLogState;
-  "sliding-window-counter": SlidingWindowCounterState;
-  "leaky-bucket": LeakyBucketState;
-  gcra: GcraState;
-}
-
 /** The outcome of one call on one key. */
 export interface Decision<S> {
   /** State to write when allowed; the input state, unchanged, when refused (nothing is written). */
@@ -199,8 +135,6 @@ export interface Algorithm<L extends Limit, S> {
   /** This key's ARGV slice for the script, numbers as JS prints them (shortest round trip). */
   scriptArgs(limit: L, cost: number, requestId?: string): string[];
 }
-
-export type AlgorithmFor<N extends AlgorithmName> = Algorithm<LimitOf<N>, StateByAlgorithm[N]>;
 
 /** Named bounds: they keep every stored integer and product below 2^52 (see the module comment). */
 export const limitBounds = {
@@ -384,75 +318,6 @@ export function readStoredInteger(fields: Readonly<Record<string, string>>, fiel
   return value;
 }
 
-export const algorithms: { readonly [N in AlgorithmName]: AlgorithmFor<N> } = {
-  "token-bucket": {
-    name: "token-bucket",
-    scriptName: "token-bucket-n.lua",
-    argvStride: 3,
-    decide: decideTokenBucket,
-    refund: refundTokenBucket,
-    ttlMs: tokenBucketTtlMs,
-    toStored: tokenBucketToStored,
-    fromStored: tokenBucketFromStored,
-    scriptArgs: tokenBucketScriptArgs,
-  },
-  "fixed-window": {
-    name: "fixed-window",
-    scriptName: "fixed-window-n.lua",
-    argvStride: 3,
-    decide: decideFixedWindow,
-    refund: refundFixedWindow,
-    ttlMs: fixedWindowTtlMs,
-    toStored: fixedWindowToStored,
-    fromStored: fixedWindowFromStored,
-    scriptArgs: fixedWindowScriptArgs,
-  },
-  "sliding-window-log": {
-    name: "sliding-window-log",
-    scriptName: "sliding-window-log-n.lua",
-    argvStride: 4,
-    decide: decideSlidingWindowLog,
-    refund: refundSlidingWindowLog,
-    ttlMs: slidingWindowLogTtlMs,
-    toStored: slidingWindowLogToStored,
-    fromStored: slidingWindowLogFromStored,
-    scriptArgs: slidingWindowLogScriptArgs,
-  },
-  "sliding-window-counter": {
-    name: "sliding-window-counter",
-    scriptName: "sliding-window-counter-n.lua",
-    argvStride: 3,
-    decide: decideSlidingWindowCounter,
-    refund: refundSlidingWindowCounter,
-    ttlMs: slidingWindowCounterTtlMs,
-    toStored: slidingWindowCounterToStored,
-    fromStored: slidingWindowCounterFromStored,
-    scriptArgs: slidingWindowCounterScriptArgs,
-  },
-  "leaky-bucket": {
-    name: "leaky-bucket",
-    scriptName: "leaky-bucket-n.lua",
-    argvStride: 3,
-    decide: decideLeakyBucket,
-    refund: refundLeakyBucket,
-    ttlMs: leakyBucketTtlMs,
-    toStored: leakyBucketToStored,
-    fromStored: leakyBucketFromStored,
-    scriptArgs: leakyBucketScriptArgs,
-  },
-  gcra: {
-    name: "gcra",
-    scriptName: "gcra-n.lua",
-    argvStride: 3,
-    decide: decideGcra,
-    refund: refundGcra,
-    ttlMs: gcraTtlMs,
-    toStored: gcraToStored,
-    fromStored: gcraFromStored,
-    scriptArgs: gcraScriptArgs,
-  },
-};
-
 function checkAlgorithmOf(name: AlgorithmName, limit: Limit): void {
   if (limit.algorithm !== name) {
     throw new RangeError(`limit.algorithm must be ${name} for every key, got ${limit.algorithm}`);
@@ -484,7 +349,7 @@ export interface MultiDecision<S> {
  * key; write all of them only if all allow (RL-10: user AND IP).
  *
  * @example
- * const tb = algorithms["token-bucket"];
+ * const tb = tokenBucket; // or algorithms["token-bucket"]
  * const user = { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 } as const;
  * const ip = { algorithm: "token-bucket", capacity: 100, ratePerS: 10 } as const;
  * const out = decideAll(tb, 0, [{ state: undefined, limit: user, cost: 1 }, { state: undefined, limit: ip, cost: 1 }]);
@@ -522,7 +387,7 @@ export interface EachCall<L extends Limit, S> extends KeyCall<L, S> {
  * decided before that call stay written (a script is never rolled back).
  *
  * @example
- * const tb = algorithms["token-bucket"];
+ * const tb = tokenBucket; // or algorithms["token-bucket"]
  * const limit = { algorithm: "token-bucket", capacity: 1, ratePerS: 1 } as const;
  * const [a, again, b] = decideEach(tb, 0, [
  *   { key: "u1", state: undefined, limit, cost: 1 },

@@ -7,7 +7,7 @@
  *
  * Mirrored by src/store/scripts/fixed-window-n.lua.
  */
-import type { Decision, FixedWindowLimit, StoredState } from "./algorithm.ts";
+import type { Algorithm, Decision, FixedWindowLimit, StoredState } from "./algorithm.ts";
 import { readStoredInteger, validateCall } from "./algorithm.ts";
 
 export interface FixedWindowState {
@@ -34,7 +34,7 @@ function windowAt(state: FixedWindowState | undefined, nowMs: number, windowMs: 
  * const d = decideFixedWindow(undefined, 59_000, limit, 1);
  * // allowed, remaining 99, resetMs 1000 (the window ends at 60 000)
  */
-export function decideFixedWindow(
+function decideFixedWindow(
   state: FixedWindowState | undefined,
   nowMs: number,
   limit: FixedWindowLimit,
@@ -74,7 +74,7 @@ export function decideFixedWindow(
  * const limit = { algorithm: "fixed-window", limit: 100, windowMs: 60_000 } as const;
  * refundFixedWindow({ windowStartMs: 0, count: 3 }, 10, limit, 1); // { windowStartMs: 0, count: 2 }
  */
-export function refundFixedWindow(
+function refundFixedWindow(
   state: FixedWindowState | undefined,
   nowMs: number,
   limit: FixedWindowLimit,
@@ -91,7 +91,7 @@ export function refundFixedWindow(
  * @example
  * fixedWindowTtlMs({ windowStartMs: 0, count: 1 }, 59_000, { algorithm: "fixed-window", limit: 100, windowMs: 60_000 }); // 1000
  */
-export function fixedWindowTtlMs(state: FixedWindowState, nowMs: number, limit: FixedWindowLimit): number {
+function fixedWindowTtlMs(state: FixedWindowState, nowMs: number, limit: FixedWindowLimit): number {
   return Math.max(1, state.windowStartMs + limit.windowMs - nowMs);
 }
 
@@ -101,7 +101,7 @@ export function fixedWindowTtlMs(state: FixedWindowState, nowMs: number, limit: 
  * @example
  * fixedWindowToStored({ windowStartMs: 60_000, count: 3 }); // { kind: "hash", fields: { windowStartMs: "60000", count: "3" } }
  */
-export function fixedWindowToStored(state: FixedWindowState): StoredState {
+function fixedWindowToStored(state: FixedWindowState): StoredState {
   return { kind: "hash", fields: { windowStartMs: String(state.windowStartMs), count: String(state.count) } };
 }
 
@@ -111,7 +111,7 @@ export function fixedWindowToStored(state: FixedWindowState): StoredState {
  * @example
  * fixedWindowFromStored({ kind: "hash", fields: { windowStartMs: "60000", count: "3" } }); // { windowStartMs: 60000, count: 3 }
  */
-export function fixedWindowFromStored(stored: StoredState): FixedWindowState | undefined {
+function fixedWindowFromStored(stored: StoredState): FixedWindowState | undefined {
   if (stored.kind !== "hash") throw new Error(`a fixed window is stored as a hash, got a ${stored.kind}`);
   if (Object.keys(stored.fields).length === 0) return undefined;
   const state = {
@@ -128,6 +128,19 @@ export function fixedWindowFromStored(stored: StoredState): FixedWindowState | u
  * @example
  * fixedWindowScriptArgs({ algorithm: "fixed-window", limit: 100, windowMs: 60_000 }, 1); // ["100", "60000", "1"]
  */
-export function fixedWindowScriptArgs(limit: FixedWindowLimit, cost: number): string[] {
+function fixedWindowScriptArgs(limit: FixedWindowLimit, cost: number): string[] {
   return [String(limit.limit), String(limit.windowMs), String(cost)];
 }
+
+/** fixed-window as the one object the registry (`algorithms.ts`) and the stores use. */
+export const fixedWindow: Algorithm<FixedWindowLimit, FixedWindowState> = {
+  name: "fixed-window",
+  scriptName: "fixed-window-n.lua",
+  argvStride: 3,
+  decide: decideFixedWindow,
+  refund: refundFixedWindow,
+  ttlMs: fixedWindowTtlMs,
+  toStored: fixedWindowToStored,
+  fromStored: fixedWindowFromStored,
+  scriptArgs: fixedWindowScriptArgs,
+};

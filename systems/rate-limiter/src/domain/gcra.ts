@@ -12,7 +12,7 @@
  *
  * Mirrored by src/store/scripts/gcra-n.lua.
  */
-import type { Decision, GcraLimit, StoredState } from "./algorithm.ts";
+import type { Algorithm, Decision, GcraLimit, StoredState } from "./algorithm.ts";
 import { readStoredInteger, validateCall } from "./algorithm.ts";
 
 export interface GcraState {
@@ -45,7 +45,7 @@ function tatAt(state: GcraState | undefined, nowUs: number): number {
  * d = decideGcra(d.state, 0, limit, 1);       // allowed, remaining 0
  * decideGcra(d.state, 0, limit, 1);           // refused, retryAfterMs 1000
  */
-export function decideGcra(
+function decideGcra(
   state: GcraState | undefined,
   nowMs: number,
   limit: GcraLimit,
@@ -86,12 +86,7 @@ export function decideGcra(
  * @example
  * refundGcra({ tatUs: 3_000_000 }, 0, { algorithm: "gcra", burst: 5, ratePerS: 1 }, 1); // { tatUs: 2_000_000 }
  */
-export function refundGcra(
-  state: GcraState | undefined,
-  nowMs: number,
-  limit: GcraLimit,
-  cost: number,
-): GcraState {
+function refundGcra(state: GcraState | undefined, nowMs: number, limit: GcraLimit, cost: number): GcraState {
   validateCall(limit, nowMs, cost);
   const nowUs = nowMs * 1000;
   return { tatUs: Math.max(nowUs, tatAt(state, nowUs) - cost * gcraIntervalUs(limit)) };
@@ -103,7 +98,7 @@ export function refundGcra(
  * @example
  * gcraTtlMs({ tatUs: 3_000_000 }, 1_000, { algorithm: "gcra", burst: 5, ratePerS: 1 }); // 2000
  */
-export function gcraTtlMs(state: GcraState, nowMs: number, _limit: GcraLimit): number {
+function gcraTtlMs(state: GcraState, nowMs: number, _limit: GcraLimit): number {
   return Math.max(1, Math.ceil((state.tatUs - nowMs * 1000) / 1000));
 }
 
@@ -113,7 +108,7 @@ export function gcraTtlMs(state: GcraState, nowMs: number, _limit: GcraLimit): n
  * @example
  * gcraToStored({ tatUs: 3_000_000 }); // { kind: "hash", fields: { tatUs: "3000000" } }
  */
-export function gcraToStored(state: GcraState): StoredState {
+function gcraToStored(state: GcraState): StoredState {
   return { kind: "hash", fields: { tatUs: String(state.tatUs) } };
 }
 
@@ -123,7 +118,7 @@ export function gcraToStored(state: GcraState): StoredState {
  * @example
  * gcraFromStored({ kind: "hash", fields: { tatUs: "3000000" } }); // { tatUs: 3000000 }
  */
-export function gcraFromStored(stored: StoredState): GcraState | undefined {
+function gcraFromStored(stored: StoredState): GcraState | undefined {
   if (stored.kind !== "hash") throw new Error(`a GCRA key is stored as a hash, got a ${stored.kind}`);
   if (Object.keys(stored.fields).length === 0) return undefined;
   return { tatUs: readStoredInteger(stored.fields, "tatUs") };
@@ -135,6 +130,19 @@ export function gcraFromStored(stored: StoredState): GcraState | undefined {
  * @example
  * gcraScriptArgs({ algorithm: "gcra", burst: 5, ratePerS: 0.5 }, 1); // ["5", "0.5", "1"]
  */
-export function gcraScriptArgs(limit: GcraLimit, cost: number): string[] {
+function gcraScriptArgs(limit: GcraLimit, cost: number): string[] {
   return [String(limit.burst), String(limit.ratePerS), String(cost)];
 }
+
+/** gcra as the one object the registry (`algorithms.ts`) and the stores use. */
+export const gcra: Algorithm<GcraLimit, GcraState> = {
+  name: "gcra",
+  scriptName: "gcra-n.lua",
+  argvStride: 3,
+  decide: decideGcra,
+  refund: refundGcra,
+  ttlMs: gcraTtlMs,
+  toStored: gcraToStored,
+  fromStored: gcraFromStored,
+  scriptArgs: gcraScriptArgs,
+};

@@ -10,7 +10,7 @@
  * State mirrors the token bucket (micro-units, last write time, lazy drain, elapsed
  * clamped at 0, nothing written on refusal). Mirrored by src/store/scripts/leaky-bucket-n.lua.
  */
-import type { Decision, LeakyBucketLimit, StoredState } from "./algorithm.ts";
+import type { Algorithm, Decision, LeakyBucketLimit, StoredState } from "./algorithm.ts";
 import { MICRO_PER_UNIT, msUntilMicro, readStoredInteger, validateCall } from "./algorithm.ts";
 
 export interface LeakyBucketState {
@@ -51,7 +51,7 @@ function untilDrainedMs(
  * d = decideLeakyBucket(d.state, 0, limit, 1);       // allowed, delayMs 500
  * d = decideLeakyBucket(d.state, 0, limit, 1);       // allowed, delayMs 1000
  */
-export function decideLeakyBucket(
+function decideLeakyBucket(
   state: LeakyBucketState | undefined,
   nowMs: number,
   limit: LeakyBucketLimit,
@@ -97,7 +97,7 @@ export function decideLeakyBucket(
  * const limit = { algorithm: "leaky-bucket", queueCapacity: 10, ratePerS: 2 } as const;
  * refundLeakyBucket({ levelMicro: 3_000_000, tsMs: 0 }, 0, limit, 1); // { levelMicro: 2_000_000, tsMs: 0 }
  */
-export function refundLeakyBucket(
+function refundLeakyBucket(
   state: LeakyBucketState | undefined,
   nowMs: number,
   limit: LeakyBucketLimit,
@@ -114,7 +114,7 @@ export function refundLeakyBucket(
  * @example
  * leakyBucketTtlMs({ levelMicro: 3_000_000, tsMs: 0 }, 0, { algorithm: "leaky-bucket", queueCapacity: 10, ratePerS: 2 }); // 1500
  */
-export function leakyBucketTtlMs(state: LeakyBucketState, nowMs: number, limit: LeakyBucketLimit): number {
+function leakyBucketTtlMs(state: LeakyBucketState, nowMs: number, limit: LeakyBucketLimit): number {
   return Math.max(1, untilDrainedMs(state, state.levelMicro, nowMs, limit));
 }
 
@@ -124,7 +124,7 @@ export function leakyBucketTtlMs(state: LeakyBucketState, nowMs: number, limit: 
  * @example
  * leakyBucketToStored({ levelMicro: 3_000_000, tsMs: 0 }); // { kind: "hash", fields: { levelMicro: "3000000", tsMs: "0" } }
  */
-export function leakyBucketToStored(state: LeakyBucketState): StoredState {
+function leakyBucketToStored(state: LeakyBucketState): StoredState {
   return { kind: "hash", fields: { levelMicro: String(state.levelMicro), tsMs: String(state.tsMs) } };
 }
 
@@ -134,7 +134,7 @@ export function leakyBucketToStored(state: LeakyBucketState): StoredState {
  * @example
  * leakyBucketFromStored({ kind: "hash", fields: { levelMicro: "3000000", tsMs: "0" } }); // { levelMicro: 3000000, tsMs: 0 }
  */
-export function leakyBucketFromStored(stored: StoredState): LeakyBucketState | undefined {
+function leakyBucketFromStored(stored: StoredState): LeakyBucketState | undefined {
   if (stored.kind !== "hash") throw new Error(`a leaky bucket is stored as a hash, got a ${stored.kind}`);
   if (Object.keys(stored.fields).length === 0) return undefined;
   const state = {
@@ -151,6 +151,19 @@ export function leakyBucketFromStored(stored: StoredState): LeakyBucketState | u
  * @example
  * leakyBucketScriptArgs({ algorithm: "leaky-bucket", queueCapacity: 10, ratePerS: 2 }, 1); // ["10", "2", "1"]
  */
-export function leakyBucketScriptArgs(limit: LeakyBucketLimit, cost: number): string[] {
+function leakyBucketScriptArgs(limit: LeakyBucketLimit, cost: number): string[] {
   return [String(limit.queueCapacity), String(limit.ratePerS), String(cost)];
 }
+
+/** leaky-bucket as the one object the registry (`algorithms.ts`) and the stores use. */
+export const leakyBucket: Algorithm<LeakyBucketLimit, LeakyBucketState> = {
+  name: "leaky-bucket",
+  scriptName: "leaky-bucket-n.lua",
+  argvStride: 3,
+  decide: decideLeakyBucket,
+  refund: refundLeakyBucket,
+  ttlMs: leakyBucketTtlMs,
+  toStored: leakyBucketToStored,
+  fromStored: leakyBucketFromStored,
+  scriptArgs: leakyBucketScriptArgs,
+};

@@ -18,8 +18,7 @@
  */
 import type { AdmissionFate, AdmissionGate } from "@casebook/kit/admission-gate";
 import type { CircuitBreaker } from "@casebook/kit/circuit-breaker";
-import { rateLimitErrors } from "../rate-limit-errors.ts";
-import type { GroupCall, GroupOutcome, LimiterStore } from "../store/limiter-store.ts";
+import { rateLimitErrors } from "../errors.ts";
 import { maxCost } from "./algorithm.ts";
 import type { Descriptor } from "./descriptors.ts";
 import type { LocalLimiter } from "./local-limiter.ts";
@@ -34,6 +33,7 @@ import {
   skippedPolicies,
 } from "./policy.ts";
 import type { LimitStatus } from "./rate-limit-headers.ts";
+import type { GroupCall, GroupOutcome, LimiterStore } from "./store-port.ts";
 import type { SubBucketPicker } from "./sub-buckets.ts";
 
 export type Outcome = "allowed" | "limited" | "unavailable";

@@ -11,7 +11,7 @@
  *
  * Mirrored by src/store/scripts/sliding-window-counter-n.lua.
  */
-import type { Decision, SlidingWindowCounterLimit, StoredState } from "./algorithm.ts";
+import type { Algorithm, Decision, SlidingWindowCounterLimit, StoredState } from "./algorithm.ts";
 import { readStoredInteger, validateCall } from "./algorithm.ts";
 
 export interface SlidingWindowCounterState {
@@ -76,7 +76,7 @@ function untilEmptyMs(counters: SlidingWindowCounterState, nowMs: number, window
  * decideSlidingWindowCounter(state, 1_250, limit, 1);
  * // 10 × 0.75 + 0 = 7.5 used: allowed, remaining 1
  */
-export function decideSlidingWindowCounter(
+function decideSlidingWindowCounter(
   state: SlidingWindowCounterState | undefined,
   nowMs: number,
   limit: SlidingWindowCounterLimit,
@@ -118,7 +118,7 @@ export function decideSlidingWindowCounter(
  * refundSlidingWindowCounter({ windowStartMs: 0, currentCount: 3, previousCount: 4 }, 10, limit, 1);
  * // { windowStartMs: 0, currentCount: 2, previousCount: 4 }
  */
-export function refundSlidingWindowCounter(
+function refundSlidingWindowCounter(
   state: SlidingWindowCounterState | undefined,
   nowMs: number,
   limit: SlidingWindowCounterLimit,
@@ -136,7 +136,7 @@ export function refundSlidingWindowCounter(
  * @example
  * slidingWindowCounterTtlMs({ windowStartMs: 0, currentCount: 1, previousCount: 0 }, 250, { algorithm: "sliding-window-counter", limit: 10, windowMs: 1_000 }); // 1750
  */
-export function slidingWindowCounterTtlMs(
+function slidingWindowCounterTtlMs(
   state: SlidingWindowCounterState,
   nowMs: number,
   limit: SlidingWindowCounterLimit,
@@ -151,7 +151,7 @@ export function slidingWindowCounterTtlMs(
  * slidingWindowCounterToStored({ windowStartMs: 0, currentCount: 1, previousCount: 2 });
  * // { kind: "hash", fields: { windowStartMs: "0", currentCount: "1", previousCount: "2" } }
  */
-export function slidingWindowCounterToStored(state: SlidingWindowCounterState): StoredState {
+function slidingWindowCounterToStored(state: SlidingWindowCounterState): StoredState {
   return {
     kind: "hash",
     fields: {
@@ -168,7 +168,7 @@ export function slidingWindowCounterToStored(state: SlidingWindowCounterState): 
  * @example
  * slidingWindowCounterFromStored({ kind: "hash", fields: { windowStartMs: "0", currentCount: "1", previousCount: "2" } });
  */
-export function slidingWindowCounterFromStored(stored: StoredState): SlidingWindowCounterState | undefined {
+function slidingWindowCounterFromStored(stored: StoredState): SlidingWindowCounterState | undefined {
   if (stored.kind !== "hash") throw new Error(`a sliding counter is stored as a hash, got a ${stored.kind}`);
   if (Object.keys(stored.fields).length === 0) return undefined;
   const state = {
@@ -186,6 +186,19 @@ export function slidingWindowCounterFromStored(stored: StoredState): SlidingWind
  * @example
  * slidingWindowCounterScriptArgs({ algorithm: "sliding-window-counter", limit: 100, windowMs: 60_000 }, 1); // ["100", "60000", "1"]
  */
-export function slidingWindowCounterScriptArgs(limit: SlidingWindowCounterLimit, cost: number): string[] {
+function slidingWindowCounterScriptArgs(limit: SlidingWindowCounterLimit, cost: number): string[] {
   return [String(limit.limit), String(limit.windowMs), String(cost)];
 }
+
+/** sliding-window-counter as the one object the registry (`algorithms.ts`) and the stores use. */
+export const slidingWindowCounter: Algorithm<SlidingWindowCounterLimit, SlidingWindowCounterState> = {
+  name: "sliding-window-counter",
+  scriptName: "sliding-window-counter-n.lua",
+  argvStride: 3,
+  decide: decideSlidingWindowCounter,
+  refund: refundSlidingWindowCounter,
+  ttlMs: slidingWindowCounterTtlMs,
+  toStored: slidingWindowCounterToStored,
+  fromStored: slidingWindowCounterFromStored,
+  scriptArgs: slidingWindowCounterScriptArgs,
+};

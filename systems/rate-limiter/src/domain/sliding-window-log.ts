@@ -7,7 +7,7 @@
  *
  * Mirrored by src/store/scripts/sliding-window-log-n.lua.
  */
-import type { Decision, SlidingWindowLogLimit, StoredState } from "./algorithm.ts";
+import type { Algorithm, Decision, SlidingWindowLogLimit, StoredState } from "./algorithm.ts";
 import { validateCall, validateRequestId } from "./algorithm.ts";
 
 export interface SlidingWindowLogEntry {
@@ -50,7 +50,7 @@ function untilEmptyMs(live: readonly SlidingWindowLogEntry[], nowMs: number, win
  * d = decideSlidingWindowLog(d.state, 400, limit, 1, "req-b");
  * decideSlidingWindowLog(d.state, 500, limit, 1, "req-c"); // refused, retryAfterMs 500 (req-a leaves at 1000)
  */
-export function decideSlidingWindowLog(
+function decideSlidingWindowLog(
   state: SlidingWindowLogState | undefined,
   nowMs: number,
   limit: SlidingWindowLogLimit,
@@ -104,7 +104,7 @@ export function decideSlidingWindowLog(
  * const spent = decideSlidingWindowLog(undefined, 0, limit, 1, "req-a").state;
  * refundSlidingWindowLog(spent, 0, limit, 1, "req-a"); // { entries: [] }
  */
-export function refundSlidingWindowLog(
+function refundSlidingWindowLog(
   state: SlidingWindowLogState | undefined,
   nowMs: number,
   limit: SlidingWindowLogLimit,
@@ -123,7 +123,7 @@ export function refundSlidingWindowLog(
  * @example
  * slidingWindowLogTtlMs({ entries: [{ member: "r:0", tsMs: 400 }] }, 500, { algorithm: "sliding-window-log", limit: 2, windowMs: 1_000 }); // 900
  */
-export function slidingWindowLogTtlMs(
+function slidingWindowLogTtlMs(
   state: SlidingWindowLogState,
   nowMs: number,
   limit: SlidingWindowLogLimit,
@@ -137,7 +137,7 @@ export function slidingWindowLogTtlMs(
  * @example
  * slidingWindowLogToStored({ entries: [{ member: "r:0", tsMs: 400 }] }); // { kind: "zset", entries: [{ member: "r:0", score: "400" }] }
  */
-export function slidingWindowLogToStored(state: SlidingWindowLogState): StoredState {
+function slidingWindowLogToStored(state: SlidingWindowLogState): StoredState {
   return {
     kind: "zset",
     entries: state.entries.map((entry) => ({ member: entry.member, score: String(entry.tsMs) })),
@@ -150,7 +150,7 @@ export function slidingWindowLogToStored(state: SlidingWindowLogState): StoredSt
  * @example
  * slidingWindowLogFromStored({ kind: "zset", entries: [{ member: "r:0", score: "400" }] }); // { entries: [{ member: "r:0", tsMs: 400 }] }
  */
-export function slidingWindowLogFromStored(stored: StoredState): SlidingWindowLogState | undefined {
+function slidingWindowLogFromStored(stored: StoredState): SlidingWindowLogState | undefined {
   if (stored.kind !== "zset") throw new Error(`a sliding log is stored as a zset, got a ${stored.kind}`);
   if (stored.entries.length === 0) return undefined;
   const entries = stored.entries.map(({ member, score }) => {
@@ -168,10 +168,23 @@ export function slidingWindowLogFromStored(stored: StoredState): SlidingWindowLo
  * @example
  * slidingWindowLogScriptArgs({ algorithm: "sliding-window-log", limit: 100, windowMs: 60_000 }, 1, "r1"); // ["100", "60000", "1", "r1"]
  */
-export function slidingWindowLogScriptArgs(
+function slidingWindowLogScriptArgs(
   limit: SlidingWindowLogLimit,
   cost: number,
   requestId?: string,
 ): string[] {
   return [String(limit.limit), String(limit.windowMs), String(cost), validateRequestId(requestId)];
 }
+
+/** sliding-window-log as the one object the registry (`algorithms.ts`) and the stores use. */
+export const slidingWindowLog: Algorithm<SlidingWindowLogLimit, SlidingWindowLogState> = {
+  name: "sliding-window-log",
+  scriptName: "sliding-window-log-n.lua",
+  argvStride: 4,
+  decide: decideSlidingWindowLog,
+  refund: refundSlidingWindowLog,
+  ttlMs: slidingWindowLogTtlMs,
+  toStored: slidingWindowLogToStored,
+  fromStored: slidingWindowLogFromStored,
+  scriptArgs: slidingWindowLogScriptArgs,
+};

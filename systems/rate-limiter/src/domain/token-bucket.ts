@@ -14,7 +14,7 @@
  *
  * Mirrored by src/store/scripts/token-bucket-n.lua.
  */
-import type { Decision, StoredState, TokenBucketLimit } from "./algorithm.ts";
+import type { Algorithm, Decision, StoredState, TokenBucketLimit } from "./algorithm.ts";
 import { MICRO_PER_UNIT, msUntilMicro, readStoredInteger, validateCall } from "./algorithm.ts";
 
 export interface TokenBucketState {
@@ -53,7 +53,7 @@ function refilledMicro(stored: TokenBucketState, nowMs: number, limit: TokenBuck
  * for (let i = 0; i < 4; i++) d = decideTokenBucket(d.state, 0, limit, 1); // remaining 0
  * decideTokenBucket(d.state, 0, limit, 1); // refused, retryAfterMs 2000
  */
-export function decideTokenBucket(
+function decideTokenBucket(
   state: TokenBucketState | undefined,
   nowMs: number,
   limit: TokenBucketLimit,
@@ -100,7 +100,7 @@ export function decideTokenBucket(
  * const spent = decideTokenBucket(undefined, 0, limit, 2).state; // 3 tokens
  * refundTokenBucket(spent, 0, limit, 2); // { tokensMicro: 5_000_000, tsMs: 0 }
  */
-export function refundTokenBucket(
+function refundTokenBucket(
   state: TokenBucketState | undefined,
   nowMs: number,
   limit: TokenBucketLimit,
@@ -120,7 +120,7 @@ export function refundTokenBucket(
  * @example
  * tokenBucketTtlMs({ tokensMicro: 0, tsMs: 0 }, 0, { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 }); // 20000
  */
-export function tokenBucketTtlMs(_state: TokenBucketState, _nowMs: number, limit: TokenBucketLimit): number {
+function tokenBucketTtlMs(_state: TokenBucketState, _nowMs: number, limit: TokenBucketLimit): number {
   return Math.ceil((limit.capacity / limit.ratePerS) * 1000) * 2;
 }
 
@@ -130,7 +130,7 @@ export function tokenBucketTtlMs(_state: TokenBucketState, _nowMs: number, limit
  * @example
  * tokenBucketToStored({ tokensMicro: 4_000_000, tsMs: 1_000 }); // { kind: "hash", fields: { tokensMicro: "4000000", tsMs: "1000" } }
  */
-export function tokenBucketToStored(state: TokenBucketState): StoredState {
+function tokenBucketToStored(state: TokenBucketState): StoredState {
   return { kind: "hash", fields: { tokensMicro: String(state.tokensMicro), tsMs: String(state.tsMs) } };
 }
 
@@ -140,7 +140,7 @@ export function tokenBucketToStored(state: TokenBucketState): StoredState {
  * @example
  * tokenBucketFromStored({ kind: "hash", fields: { tokensMicro: "4000000", tsMs: "1000" } }); // { tokensMicro: 4000000, tsMs: 1000 }
  */
-export function tokenBucketFromStored(stored: StoredState): TokenBucketState | undefined {
+function tokenBucketFromStored(stored: StoredState): TokenBucketState | undefined {
   if (stored.kind !== "hash") throw new Error(`a token bucket is stored as a hash, got a ${stored.kind}`);
   if (Object.keys(stored.fields).length === 0) return undefined;
   const state = {
@@ -157,6 +157,19 @@ export function tokenBucketFromStored(stored: StoredState): TokenBucketState | u
  * @example
  * tokenBucketScriptArgs({ algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 }, 1); // ["5", "0.5", "1"]
  */
-export function tokenBucketScriptArgs(limit: TokenBucketLimit, cost: number): string[] {
+function tokenBucketScriptArgs(limit: TokenBucketLimit, cost: number): string[] {
   return [String(limit.capacity), String(limit.ratePerS), String(cost)];
 }
+
+/** token-bucket as the one object the registry (`algorithms.ts`) and the stores use. */
+export const tokenBucket: Algorithm<TokenBucketLimit, TokenBucketState> = {
+  name: "token-bucket",
+  scriptName: "token-bucket-n.lua",
+  argvStride: 3,
+  decide: decideTokenBucket,
+  refund: refundTokenBucket,
+  ttlMs: tokenBucketTtlMs,
+  toStored: tokenBucketToStored,
+  fromStored: tokenBucketFromStored,
+  scriptArgs: tokenBucketScriptArgs,
+};

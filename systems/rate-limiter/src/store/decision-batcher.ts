@@ -13,8 +13,9 @@
  * const batcher = new DecisionBatcher((name, keys, args) => runner.run(name, keys, args), { maxKeys: 64 });
  * const outcome = await batcher.spend(group); // group.keys.length === 1
  */
-import { type AlgorithmName, algorithms, type Limit, limitBounds } from "../domain/algorithm.ts";
-import type { GroupCall, GroupOutcome } from "./limiter-store.ts";
+import { type AlgorithmName, type Limit, limitBounds } from "../domain/algorithm.ts";
+import { algorithms } from "../domain/algorithms.ts";
+import type { GroupCall, GroupOutcome } from "../domain/store-port.ts";
 
 export type RunScript = (name: string, keys: string[], args: string[]) => Promise<unknown>;
 

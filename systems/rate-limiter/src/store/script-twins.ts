@@ -14,7 +14,6 @@ import {
   type Algorithm,
   type AlgorithmName,
   algorithmNames,
-  algorithms,
   decideAll,
   type KeyCall,
   type Limit,
@@ -23,6 +22,7 @@ import {
   validateCall,
   validateRequestId,
 } from "../domain/algorithm.ts";
+import { algorithms } from "../domain/algorithms.ts";
 
 /** The two limit fields each script takes before `cost`, in ARGV order. */
 const limitFields: Record<AlgorithmName, readonly [string, string]> = {

@@ -25,8 +25,8 @@ import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
-import { storeErrors } from "../domain/store-errors.ts";
 import type { RandomBytes } from "../domain/store-ids.ts";
+import { storeErrors } from "../errors.ts";
 import {
   createTenant,
   getTenant,

@@ -18,7 +18,7 @@
 
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { FastifyInstance } from "fastify";
-import { storeErrors } from "../domain/store-errors.ts";
+import { storeErrors } from "../errors.ts";
 import {
   type AttemptView,
   type DeliveryFilter,

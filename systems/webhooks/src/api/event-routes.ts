@@ -17,7 +17,7 @@
 
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { FastifyInstance } from "fastify";
-import { storeErrors } from "../domain/store-errors.ts";
+import { storeErrors } from "../errors.ts";
 import { getEvent, ingestEvent, type StoredEvent } from "../store/event-repository.ts";
 import type { ApiContext } from "./api-context.ts";
 import { idParams } from "./api-schemas.ts";

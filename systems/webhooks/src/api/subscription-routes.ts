@@ -26,8 +26,8 @@ import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance } from "fastify";
 import { OVERLAP_MS_DEFAULT } from "../domain/secret-rotation.ts";
-import { storeErrors } from "../domain/store-errors.ts";
 import { validateEndpointUrl } from "../domain/url-policy.ts";
+import { storeErrors } from "../errors.ts";
 import {
   createSubscription,
   getSubscription,

@@ -11,7 +11,7 @@
  * workersFor({ attemptsPerS: load.peakTasksPerS, attemptsPerWorkerPerS: 60 }); // { cover: 6, withSpare: 7 }
  * drain({ arrivalPerS: 350, outageS: 900, processingPerS: 500 });              // { backlog: 315_000, drainS: 2_100 }
  */
-import { deliveryErrors } from "./delivery-errors.ts";
+import { deliveryErrors } from "../errors.ts";
 
 const SECONDS_PER_DAY = 86_400;
 const BYTES_PER_KIB = 1_024;

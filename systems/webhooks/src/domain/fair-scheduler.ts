@@ -22,7 +22,7 @@ import {
   type QueueLimits,
   type Refusal,
 } from "@casebook/kit/fair-scheduler";
-import { deliveryErrors } from "./delivery-errors.ts";
+import { deliveryErrors } from "../errors.ts";
 
 export { WEIGHT_MAX } from "@casebook/kit/fair-scheduler";
 

@@ -15,7 +15,7 @@
  * const { id } = verifyWebhook({ headers, body, secrets, nowS });
  * guard.accept(id, nowS); // throws WEBHOOK_REPLAY_DETECTED the second time
  */
-import { deliveryErrors } from "./delivery-errors.ts";
+import { deliveryErrors } from "../errors.ts";
 import { TOLERANCE_S_DEFAULT } from "./signature.ts";
 
 export interface ReplayGuardOptions {

@@ -9,7 +9,7 @@
  * versions = rotateSecret(versions, { secret: "whsec_new…", nowMs: clock.nowMs(), overlapMs: 86_400_000 });
  * signingSecrets(versions, clock.nowMs()); // ["whsec_new…", "whsec_old…"] until the overlap ends
  */
-import { deliveryErrors } from "./delivery-errors.ts";
+import { deliveryErrors } from "../errors.ts";
 import { secretKey } from "./signature.ts";
 
 /** Default overlap: one day, so a receiver deploying once a day still catches it. */

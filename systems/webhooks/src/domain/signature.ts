@@ -13,7 +13,7 @@
  * verifyWebhook({ headers, body, secrets: [secret], nowS: 1_700_000_010 }); // { id: "msg_1", timestampS: … }
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { deliveryErrors } from "./delivery-errors.ts";
+import { deliveryErrors } from "../errors.ts";
 
 export const SECRET_PREFIX = "whsec_";
 /** Standard Webhooks: secrets are 24 to 64 random bytes. */

@@ -11,7 +11,7 @@
  * const next = encodeCursor("deliveries", [row.createdAt.getTime(), row.id]);
  * const [createdAtMs, id] = decodeCursor("deliveries", next, ["number", "string"]);
  */
-import { storeErrors } from "./store-errors.ts";
+import { storeErrors } from "../errors.ts";
 
 export type CursorValue = number | string;
 type CursorShape = readonly ("number" | "string")[];

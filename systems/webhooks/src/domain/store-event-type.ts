@@ -13,7 +13,7 @@
  * eventTypeMatches("invoice.*", "invoice.paid");   // true
  * parseOrderingKeyPath("data.object.id");          // ["data", "object", "id"]
  */
-import { storeErrors } from "./store-errors.ts";
+import { storeErrors } from "../errors.ts";
 
 export const MAX_EVENT_TYPE_CHARS = 100;
 /** Most filters on one subscription: each one costs every fan-out of the tenant. */

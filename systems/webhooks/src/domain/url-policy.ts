@@ -24,7 +24,7 @@ import {
   isLocalhostName,
 } from "@casebook/kit/address-policy";
 import { type IpAddress, parseIp } from "@casebook/kit/ip-address";
-import { deliveryErrors } from "./delivery-errors.ts";
+import { deliveryErrors } from "../errors.ts";
 
 /** Longest endpoint URL accepted, in characters. */
 export const URL_LENGTH_MAX = 2_048;

@@ -34,7 +34,7 @@
  */
 import { type Lease, LeaseQueue, type LeaseSql } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
-import { storeErrors } from "../domain/store-errors.ts";
+import { storeErrors } from "../errors.ts";
 
 /** Time a worker needs after the HTTP deadline to write the result under its lease. */
 export const LEASE_HEADROOM_MS = 1_000;

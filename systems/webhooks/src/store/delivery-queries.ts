@@ -17,8 +17,8 @@
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { decodeCursor, encodeCursor } from "../domain/store-cursor.ts";
-import { storeErrors } from "../domain/store-errors.ts";
 import { isId } from "../domain/store-ids.ts";
+import { storeErrors } from "../errors.ts";
 import type { DeliveryState } from "./delivery-results.ts";
 import { type Page, type PageRequest, pageLimit, toPage } from "./pagination.ts";
 

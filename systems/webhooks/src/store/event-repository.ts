@@ -26,9 +26,9 @@ import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { CasebookError } from "@casebook/kit/errors";
 import { isIdempotencyKey } from "@casebook/kit/idempotency-key";
-import { storeErrors } from "../domain/store-errors.ts";
 import { checkEventType } from "../domain/store-event-type.ts";
 import { isId, newId } from "../domain/store-ids.ts";
+import { storeErrors } from "../errors.ts";
 import type { WriteContext } from "./tenant-repository.ts";
 
 /** Largest payload accepted unless told otherwise, in bytes of its JSON text. */

@@ -7,7 +7,7 @@
  * const page = await listDeliveries(db, tenantId, { limit: 50 });
  * if (page.nextCursor) await listDeliveries(db, tenantId, { limit: 50, cursor: page.nextCursor });
  */
-import { storeErrors } from "../domain/store-errors.ts";
+import { storeErrors } from "../errors.ts";
 
 export const DEFAULT_PAGE_LIMIT = 50;
 /** Largest page: a listing is a query the tenant controls, so its cost is bounded here. */

@@ -16,13 +16,12 @@
  * await setSubscriptionActive(db, tenantId, subscription.id, { active: false, reason: "paused by tenant", nowMs });
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
-import { deliveryErrors } from "../domain/delivery-errors.ts";
 import type { SubscriptionStatus } from "../domain/endpoint-health.ts";
 import { LIVE_SECRETS_MAX } from "../domain/secret-rotation.ts";
 import { decodeCursor, encodeCursor } from "../domain/store-cursor.ts";
-import { storeErrors } from "../domain/store-errors.ts";
 import { checkEventFilters, parseOrderingKeyPath } from "../domain/store-event-type.ts";
 import { isId, newId, type RandomBytes } from "../domain/store-ids.ts";
+import { deliveryErrors, storeErrors } from "../errors.ts";
 import { type Page, type PageRequest, pageLimit, toPage } from "./pagination.ts";
 import type { WriteContext } from "./tenant-repository.ts";
 

@@ -11,8 +11,8 @@
 import { ApiKeyTable } from "@casebook/infra/sql/api-key-table";
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { apiKeyScheme, type IssuedApiKey } from "@casebook/kit/api-key";
-import { storeErrors } from "../domain/store-errors.ts";
 import { newId, type RandomBytes } from "../domain/store-ids.ts";
+import { storeErrors } from "../errors.ts";
 
 export const TENANT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 export const MAX_TENANT_NAME_CHARS = 200;

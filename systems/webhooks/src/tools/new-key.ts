@@ -18,7 +18,7 @@ export const webhooksKeyTool: ApiKeyToolSpec = {
   defaultOwner: "demo",
   ownerNotFoundCode: "WEBHOOK_TENANT_NOT_FOUND",
   tokenEnv: "WEBHOOKS_ADMIN_TOKEN",
-  // The service's default PORT (webhooks-config.ts, listenFields).
+  // The service's default PORT (config.ts, listenFields).
   defaultPort: 8113,
   tryCommand: (url, key) => `curl -s -H 'Authorization: Bearer ${key}' ${url}/v1/subscriptions`,
 };

@@ -15,7 +15,7 @@
  *   a slot, or for the next claim). The window holds at most 2 × maxInFlight deliveries,
  *   so leases are not spent waiting; the store stays the queue of record.
  * - **Check.** Just before sending, `loadForSend`'s rules (batched with the other sends of
- *   the moment, send-check-batch.ts) re-read the subscription and the payload under the lease: inactive → cancelled, past the deadline or payload gone →
+ *   the moment, send-check.ts) re-read the subscription and the payload under the lease: inactive → cancelled, past the deadline or payload gone →
  *   expired, nothing sent (WH-04, WH-18). The lease must still cover a whole request
  *   (deadline + headroom) or it is renewed first; a lost lease means another worker owns
  *   the delivery, and this one walks away.
@@ -62,6 +62,7 @@ import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { Clock } from "@casebook/kit/clock";
 import { GroupCommit as Batcher } from "@casebook/kit/group-commit";
 import type { RandomSource } from "@casebook/kit/random";
+import type { HttpSender } from "../clients/http-sender.ts";
 import { type DeliveryOutcome as CoreOutcome, classify, decideOutcome } from "../domain/delivery-outcome.ts";
 import {
   checkQuarantineBounds,
@@ -78,6 +79,7 @@ import { RetryPolicy } from "../domain/retry-policy.ts";
 import { SIGNATURES_MAX, secretKey } from "../domain/signature.ts";
 import type { RandomBytes } from "../domain/store-ids.ts";
 import { webhookBody } from "../domain/webhook-body.ts";
+import type { WorkerMetrics } from "../metrics.ts";
 import {
   type ClaimedDelivery,
   checkLease,
@@ -97,15 +99,18 @@ import {
   recordAttempts,
 } from "../store/delivery-results.ts";
 import { recordEndpointHealth, switchOffSubscription } from "../store/endpoint-health.ts";
-import type { SendGo, SendPlan, SendSkip } from "../store/send-check.ts";
-import { loadForSendBatch, MAX_SEND_CHECK_BATCH } from "../store/send-check-batch.ts";
+import {
+  loadForSendBatch,
+  MAX_SEND_CHECK_BATCH,
+  type SendGo,
+  type SendPlan,
+  type SendSkip,
+} from "../store/send-check.ts";
 import { EndpointLimitsCache } from "./endpoint-limits-cache.ts";
-import type { HttpSender } from "./http-sender.ts";
 import { QueueGauges } from "./queue-gauges.ts";
 import { DEADLINE_RESPONSE_CLASS, type SentAttempt, sendAttempt } from "./send-attempt.ts";
 import { StrandedClaims } from "./stranded-claims.ts";
 import { TenantClaimer } from "./tenant-claimer.ts";
-import type { WorkerMetrics } from "./worker-metrics.ts";
 
 export interface RetryBudgetSettings {
   /** Most retries as a fraction of attempts, in (0, 1). Default 0.2. */
@@ -746,4 +751,4 @@ export class DeliveryWorker {
 }
 
 // The metrics factory and type are part of the worker's interface (main.ts wires both).
-export { createWorkerMetrics, type WorkerMetrics } from "./worker-metrics.ts";
+export { createWorkerMetrics, type WorkerMetrics } from "../metrics.ts";

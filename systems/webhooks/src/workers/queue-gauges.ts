@@ -12,8 +12,8 @@
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
+import type { WorkerMetrics } from "../metrics.ts";
 import { deliveryCountsByTenant, oldestQueuedAgeByTenant } from "../store/delivery-metrics.ts";
-import type { WorkerMetrics } from "./worker-metrics.ts";
 
 export interface QueueGaugesOptions {
   clock: Clock;

@@ -15,8 +15,8 @@
  * decideOutcome({ result: sent.result, … });
  */
 import type { Clock } from "@casebook/kit/clock";
+import { attemptResultOf, type HttpSender, type OutgoingWebhook } from "../clients/http-sender.ts";
 import type { AttemptResult } from "../domain/delivery-outcome.ts";
-import { attemptResultOf, type HttpSender, type OutgoingWebhook } from "./http-sender.ts";
 
 export interface SentAttempt {
   result: AttemptResult;

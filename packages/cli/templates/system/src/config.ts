@@ -6,7 +6,7 @@
  * `casebook up` and a bare `node src/main.ts` can never disagree on it. The first store
  * adds `...databaseFields({ system: "{{name}}", envPrefix: "{{envPrefix}}_DB", fields: [...] })`
  * here; checks across fields (one bound that must exceed another) go in `loadSystemConfig`,
- * after the per-field ones, as `webhooks-config.ts` does.
+ * after the per-field ones, as webhooks' `config.ts` does.
  *
  * @example
  * const config = loadSystemConfig({ PORT: "0", LOG_LEVEL: "silent" });

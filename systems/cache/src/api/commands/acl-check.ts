@@ -10,8 +10,7 @@
  * @example
  * if (needsCheck(ctx) && !passesAcl(ctx, spec, args)) return; // the refusal was written
  */
-import type { CommandContext, CommandSpec } from "./command-spec.ts";
-import { commandKeys } from "./command-table.ts";
+import { type CommandContext, type CommandSpec, commandKeys } from "./command-spec.ts";
 
 export const NOPERM_KEY = "NOPERM this user has no permissions to access one of the keys used as arguments";
 

@@ -9,8 +9,9 @@
  * // CLIENT LIST TYPE normal →
  * // id=3 addr=127.0.0.1:50530 laddr=127.0.0.1:7000 fd=-1 name=api age=12 idle=0 flags=N db=0 … cmd=client|list … resp=2 lib-name=ioredis lib-ver=5.4.1
  */
+
+import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
 import { type ClientState, type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
-import { REPLY_ERRORS } from "./reply-errors.ts";
 
 /** `cmd=`: the command as Redis names it, `container|sub` for a container's subcommand. */
 function commandField(client: ClientState, commands: CommandContext["node"]["commands"]): string {

@@ -14,11 +14,11 @@
  */
 
 import { BUS_PORT_OFFSET } from "../../domain/cluster-settings.ts";
+import { parseInt64 } from "../../domain/integer-arg.ts";
+import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
 import { parseSlot } from "../../domain/slot-ranges.ts";
 import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
 import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
-import { parseInt64 } from "./integer-arg.ts";
-import { REPLY_ERRORS } from "./reply-errors.ts";
 
 function spec(
   name: string,

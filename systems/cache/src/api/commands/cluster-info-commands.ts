@@ -9,6 +9,7 @@
  */
 
 import { keySlot } from "@casebook/kit/cluster-slot";
+import { parseInt64 } from "../../domain/integer-arg.ts";
 import { parseSlot } from "../../domain/slot-ranges.ts";
 import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
 import {
@@ -18,7 +19,6 @@ import {
   writeClusterSlots,
 } from "../cluster-topology.ts";
 import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
-import { parseInt64 } from "./integer-arg.ts";
 
 const doc = (summary: string, since: string, complexity = "O(1)") =>
   ({ summary, since, group: "cluster", complexity }) as const;

@@ -9,8 +9,8 @@
  */
 
 import type { ReplyWriter } from "../resp-writer.ts";
-import { arityAccepts, type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
-import { commandKeys, dispatchSubcommand, findCommand, helpSubcommand } from "./command-table.ts";
+import { arityAccepts, type CommandContext, type CommandSpec, commandKeys, NO_KEYS } from "./command-spec.ts";
+import { dispatchSubcommand, findCommand, helpSubcommand } from "./command-table.ts";
 
 /** Each spec once (the table maps both spellings of every name). */
 function uniqueSpecs(table: ReadonlyMap<string, CommandSpec>): CommandSpec[] {

@@ -166,3 +166,13 @@ export interface CommandSpec {
 export function arityAccepts(arity: number, argc: number): boolean {
   return arity >= 0 ? argc === arity : argc >= -arity;
 }
+
+/** The keys of `args` by the spec's key positions (empty for a command without keys). */
+export function commandKeys(spec: CommandSpec, args: readonly string[]): string[] {
+  const { first, last, step } = spec.keys;
+  if (first === 0) return [];
+  const end = last < 0 ? args.length + last : Math.min(last, args.length - 1);
+  const keys: string[] = [];
+  for (let i = first; i <= end; i += step) keys.push(args[i]!);
+  return keys;
+}

@@ -2,8 +2,8 @@
  * The command table and the dispatcher: find the command (case-insensitively), check
  * its arity, run it. Unknown commands and wrong arities get Redis's exact replies.
  * Container commands (CONFIG, CLIENT, COMMAND) dispatch their subcommand the same way.
- * `commandKeys` reads a command's keys from its key positions, for COMMAND GETKEYS and
- * for cluster routing. A table may carry `DispatchHooks` (part 2, cluster mode): `before`
+ * `commandKeys` (command-spec.ts) reads a command's keys from its key positions, for
+ * COMMAND GETKEYS and for cluster routing. A table may carry `DispatchHooks` (part 2, cluster mode): `before`
  * may answer instead of the command (-MOVED, -ASK, -CROSSSLOT, -CLUSTERDOWN), `after`
  * sees every command that ran (the replication stream).
  *
@@ -12,9 +12,9 @@
  * dispatch(table, ctx, ["GET", "k"]); // writes the reply on ctx.reply
  */
 
+import { arityError, unknownCommandError, unknownSubcommandError } from "../../domain/reply-errors.ts";
 import { needsCheck, passesAcl } from "./acl-check.ts";
 import { arityAccepts, type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
-import { arityError, unknownCommandError, unknownSubcommandError } from "./reply-errors.ts";
 
 /** Runs around every command of a table (arity already checked). */
 export interface DispatchHooks {
@@ -92,16 +92,6 @@ export function dispatchSubcommand(
     return;
   }
   spec.run(ctx, args);
-}
-
-/** The keys of `args` by the spec's key positions (empty for a command without keys). */
-export function commandKeys(spec: CommandSpec, args: readonly string[]): string[] {
-  const { first, last, step } = spec.keys;
-  if (first === 0) return [];
-  const end = last < 0 ? args.length + last : Math.min(last, args.length - 1);
-  const keys: string[] = [];
-  for (let i = first; i <= end; i += step) keys.push(args[i]!);
-  return keys;
 }
 
 /**

@@ -12,12 +12,12 @@
 
 import type { AclUsers } from "../../domain/acl-users.ts";
 import { isEvictionPolicyName } from "../../domain/eviction-policy.ts";
+import { parseInt64 } from "../../domain/integer-arg.ts";
 import type { Keyspace } from "../../domain/keyspace.ts";
 import { MAX_EVICTION_SAMPLES } from "../../domain/keyspace.ts";
 import { parseMemorySize } from "../../domain/memory-size.ts";
 import type { RespLimits } from "../resp-parser.ts";
 import type { ConfigParam } from "./command-spec.ts";
-import { parseInt64 } from "./integer-arg.ts";
 
 /** Node settings outside the keyspace that CONFIG reads (and, for maxclients, writes). */
 export interface NodeSettings {

@@ -9,12 +9,12 @@
  * // HELLO 3 → %7 server redis version … proto 3 id 7 mode standalone role master modules []
  */
 
+import { parseInt64 } from "../../domain/integer-arg.ts";
+import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
 import { AUTH_ERRORS, authenticate } from "./acl-commands.ts";
 import { clientListHelp, clientListSubcommands } from "./client-list-command.ts";
 import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 import { dispatchSubcommand, helpSubcommand } from "./command-table.ts";
-import { parseInt64 } from "./integer-arg.ts";
-import { REPLY_ERRORS } from "./reply-errors.ts";
 import { waitCommand } from "./wait-command.ts";
 
 /** The Redis version whose commands and replies this node follows (HELLO, INFO redis_version). */

@@ -10,9 +10,9 @@
  */
 
 import { NO_EXPIRY } from "../../domain/cache-entry.ts";
+import { expireAtMs, type TimeUnit } from "../../domain/expire-time.ts";
+import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
 import { type CommandContext, type CommandSpec, ONE_KEY } from "./command-spec.ts";
-import { expireAtMs, type TimeUnit } from "./expire-time.ts";
-import { REPLY_ERRORS } from "./reply-errors.ts";
 
 const ALL_KEYS = { first: 1, last: -1, step: 1 } as const;
 

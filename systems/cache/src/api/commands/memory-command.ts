@@ -16,10 +16,10 @@
  */
 
 import { ENTRY_OVERHEAD_BYTES, entryBytes } from "../../domain/cache-entry.ts";
+import { parseInt64 } from "../../domain/integer-arg.ts";
+import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
 import { type CommandContext, type CommandSpec, SUBCOMMAND_KEY } from "./command-spec.ts";
 import { dispatchSubcommand, helpSubcommand } from "./command-table.ts";
-import { parseInt64 } from "./integer-arg.ts";
-import { REPLY_ERRORS } from "./reply-errors.ts";
 
 const MEMORY_HELP = [
   "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",

@@ -21,10 +21,10 @@
 import type { CacheEntry } from "../../domain/cache-entry.ts";
 import { lruIdleMs } from "../../domain/eviction-lru.ts";
 import { evictionPolicy } from "../../domain/eviction-policy.ts";
+import { parseInt64 } from "../../domain/integer-arg.ts";
 import { lfuDecayed } from "../../domain/lfu-counter.ts";
 import { type CommandContext, type CommandSpec, SUBCOMMAND_KEY } from "./command-spec.ts";
 import { dispatchSubcommand, helpSubcommand } from "./command-table.ts";
-import { parseInt64 } from "./integer-arg.ts";
 
 /** Redis's OBJ_ENCODING_EMBSTR_SIZE_LIMIT and the longest int64 text. */
 const EMBSTR_MAX_BYTES = 44;

@@ -23,11 +23,11 @@
  * // SCAN 0 MATCH user:* COUNT 100 → ["4213", ["user:7", "user:12", …]]
  */
 
+import { parseInt64 } from "../../domain/integer-arg.ts";
+import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
 import { SLOT_COUNT } from "../../domain/slot-ranges.ts";
 import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 import { globMatch } from "./glob-match.ts";
-import { parseInt64 } from "./integer-arg.ts";
-import { REPLY_ERRORS } from "./reply-errors.ts";
 
 /** Redis's default COUNT. */
 const DEFAULT_COUNT = 10;

@@ -11,13 +11,13 @@
  */
 
 import { NO_EXPIRY } from "../../domain/cache-entry.ts";
+import { setExpiryAtMs } from "../../domain/expire-time.ts";
+import { addInt64, negateInt64, parseInt64 } from "../../domain/integer-arg.ts";
 import { KEEP_TTL } from "../../domain/keyspace.ts";
+import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
+import { parseSetOptions } from "../../domain/set-options.ts";
 import { type CommandContext, type CommandSpec, ONE_KEY } from "./command-spec.ts";
-import { setExpiryAtMs } from "./expire-time.ts";
-import { addInt64, negateInt64, parseInt64 } from "./integer-arg.ts";
 import { addLongDouble, formatLongDouble, INFINITE, parseLongDouble } from "./long-double.ts";
-import { REPLY_ERRORS } from "./reply-errors.ts";
-import { parseSetOptions } from "./set-options.ts";
 
 function getCommand(ctx: CommandContext, args: readonly string[]): void {
   const value = ctx.keyspace.get(args[1]!);

@@ -10,10 +10,10 @@
  */
 
 import { NO_EXPIRY } from "../../domain/cache-entry.ts";
+import { setExpiryAtMs, type TimeUnit } from "../../domain/expire-time.ts";
+import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
+import { parseGetexOptions } from "../../domain/set-options.ts";
 import { type CommandContext, type CommandSpec, ONE_KEY } from "./command-spec.ts";
-import { setExpiryAtMs, type TimeUnit } from "./expire-time.ts";
-import { REPLY_ERRORS } from "./reply-errors.ts";
-import { parseGetexOptions } from "./set-options.ts";
 
 function getexCommand(ctx: CommandContext, args: readonly string[]): void {
   const { keyspace, reply } = ctx;

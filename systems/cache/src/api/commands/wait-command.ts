@@ -12,9 +12,10 @@
  * @example
  * // SET k v → OK; WAIT 1 500 → :1 once a replica acknowledged the SET (or :0 after 500 ms)
  */
+
+import { parseInt64 } from "../../domain/integer-arg.ts";
+import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
-import { parseInt64 } from "./integer-arg.ts";
-import { REPLY_ERRORS } from "./reply-errors.ts";
 
 export const WAIT_REPLIES = {
   negativeTimeout: "ERR timeout is negative",

@@ -18,7 +18,17 @@
  */
 import { hasMinorUnit } from "@casebook/kit/iso-4217";
 import { int, type RandomSource, shuffle } from "@casebook/kit/random";
-import type { SettledOperation } from "./acquirer-state.ts";
+
+/** A money movement the acquirer settles: what its D+1 file reports. Voids move no money. */
+export interface SettledOperation {
+  readonly operation: "capture" | "refund";
+  /** The authorization's key for a capture, the refund's key for a refund. */
+  readonly idempotencyKey: string;
+  readonly authorizationId: string;
+  readonly amountMinor: bigint;
+  readonly currency: string;
+  readonly atMs: number;
+}
 
 export const SETTLEMENT_COLUMNS = [
   "idempotency_key",

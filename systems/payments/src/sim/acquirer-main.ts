@@ -4,7 +4,7 @@
  * simulator → listen → graceful shutdown on SIGINT/SIGTERM.
  *
  * @example
- * // PORT=8154 ACQUIRER_SEED=42 node systems/payments/src/acquirer-sim/acquirer-main.ts
+ * // PORT=8154 ACQUIRER_SEED=42 node systems/payments/src/sim/acquirer-main.ts
  * const running = await main({ PORT: "0", ACQUIRER_SEED: "7" });
  * await running.close();
  */
@@ -104,7 +104,7 @@ if (import.meta.main) {
     name: "acquirer-sim",
     summary: "the card acquirer the payments saga calls, with the failures the design discusses",
     schema: acquirerConfigSchema,
-    usage: ["npx casebook payments acquirer-sim", "node systems/payments/src/acquirer-sim/acquirer-main.ts"],
+    usage: ["npx casebook payments acquirer-sim", "node systems/payments/src/sim/acquirer-main.ts"],
     notes: "Its admin API (latency, declines, outages, the D+1 file): systems/payments/README.md",
     // Signal → close(): the service drains; lost-response sockets are cut by the preClose hook.
     start: async () => (await main()).sim.service,

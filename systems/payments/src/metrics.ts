@@ -30,24 +30,24 @@
  * @example
  * const metrics = createPaymentMetrics(service.registry, {
  *   clock: systemClock,
- *   backlog: () => countSagaBacklog(db, { nowMs: systemClock.nowMs(), maxCount: 100_000 }),
+ *   backlog: () => countSagaBacklog(db, // store/backlog-counts.ts
+ *    { nowMs: systemClock.nowMs(), maxCount: 100_000 }),
  * });
  * const acquirer = new AcquirerClient({ baseUrl, clock, random, observer: metrics, log: service.log });
  * registerBreakerGauge(service.registry, () => acquirer.breaker.state);
  * new SagaOrchestrator({ ...options, observer: metrics, log: service.log });
  */
 import { scrapedGauge } from "@casebook/infra/http/metrics";
-import type { Queryable } from "@casebook/infra/sql/sql";
 import type { BreakerState } from "@casebook/kit/circuit-breaker";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import type { AcquirerCallObserver, AcquirerOperation } from "../clients/acquirer-client.ts";
-import type { SagaStep } from "../domain/payment-saga.ts";
-import { acquirerKeyOf } from "../store/payment-repository.ts";
-import type { RefundRetryObserver, RefundRetryOutcome } from "../workers/refund-retrier.ts";
-import type { SagaStepObserver } from "../workers/saga-orchestrator.ts";
-import { idempotencyKeyOf } from "./payment-routes.ts";
+import { idempotencyKeyOf } from "./api/payment-request.ts";
+import type { AcquirerCallObserver, AcquirerOperation } from "./clients/acquirer-client.ts";
+import type { SagaStep } from "./domain/payment-saga.ts";
+import { acquirerKeyOf } from "./store/payment-repository.ts";
+import type { RefundRetryObserver, RefundRetryOutcome } from "./workers/refund-retrier.ts";
+import type { SagaStepObserver } from "./workers/saga-orchestrator.ts";
 
 export type AcquirerCallOutcome = "approved" | "declined" | "timeout" | "unavailable" | "error";
 
@@ -70,8 +70,6 @@ export type PaymentMetrics = AcquirerCallObserver & SagaStepObserver & RefundRet
 /** Seconds, 5 ms to 30 s: a fast acquirer answer up to a saga step that waited out a slow call. */
 export const paymentDurationBucketsS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 export const DEFAULT_BACKLOG_CACHE_MS = 5_000;
-/** The backlog count stops here: a scrape never counts more rows than this. */
-export const DEFAULT_BACKLOG_MAX_COUNT = 100_000;
 
 const BREAKER_VALUES: Readonly<Record<BreakerState, number>> = { closed: 0, "half-open": 1, open: 2 };
 
@@ -192,37 +190,6 @@ function registerCachedCountGauge(
       return inflight;
     },
   });
-}
-
-/**
- * Unfinished sagas that are due or held by a worker's lease at `nowMs`, counted up to `maxCount`
- * (the LIMIT keeps a scrape's cost bounded however large a backlog grows).
- */
-export async function countSagaBacklog(
-  q: Queryable,
-  options: { nowMs: number; maxCount?: number },
-): Promise<number> {
-  const { rows } = await q.query<{ n: number }>(
-    `SELECT count(*)::int4 AS n FROM (
-       SELECT 1 FROM payments
-        WHERE step <> 'done' AND (next_attempt_at <= $1 OR lease_expires_at > $1)
-        LIMIT $2) backlog`,
-    [new Date(options.nowMs), options.maxCount ?? DEFAULT_BACKLOG_MAX_COUNT],
-  );
-  return Number(rows[0]?.n ?? 0);
-}
-
-/** Reconciliation exceptions still open, counted up to `maxCount` (on the partial index of open ones). */
-export async function countOpenExceptions(
-  q: Queryable,
-  options: { maxCount?: number } = {},
-): Promise<number> {
-  const { rows } = await q.query<{ n: number }>(
-    `SELECT count(*)::int4 AS n FROM (
-       SELECT 1 FROM reconciliation_exceptions WHERE status = 'open' LIMIT $1) open_exceptions`,
-    [options.maxCount ?? DEFAULT_BACKLOG_MAX_COUNT],
-  );
-  return Number(rows[0]?.n ?? 0);
 }
 
 /**

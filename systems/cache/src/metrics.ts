@@ -9,7 +9,7 @@
  */
 import { scrapedCounter, scrapedGauge } from "@casebook/infra/http/metrics";
 import type { Registry } from "prom-client";
-import type { CacheServer } from "./cache-server.ts";
+import type { CacheServer } from "./api/cache-server.ts";
 
 export function registerCacheMetrics(registry: Registry, server: CacheServer): void {
   const keyspace = server.keyspace;

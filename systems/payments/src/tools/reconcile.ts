@@ -2,7 +2,7 @@
  * Command line for the reconciliation job (PY-10), the payments system's `reconcile` tool:
  *
  *   npx casebook payments reconcile <file.csv | --date YYYY-MM-DD> [--date D]
- *   node systems/payments/src/workers/reconcile-cli.ts …   (the same, without the CLI)
+ *   node systems/payments/src/tools/reconcile.ts …   (the same, without the CLI)
  *
  * With a file, it is reconciled for `--date`, or the date in its name (`settlement-2026-10-22.csv`),
  * or the date of its rows. With only `--date`, the file is fetched from ACQUIRER_URL; `--date today`
@@ -23,15 +23,15 @@ import { parseArgs } from "node:util";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { systemClock } from "@casebook/kit/clock";
-import { parseSettlementCsv } from "../acquirer-sim/settlement-file.ts";
+import { parseSettlementCsv } from "../sim/settlement-file.ts";
 import type { RunSummary } from "../store/reconciliation-repository.ts";
-import { reconcileDate, type SettlementSource } from "./reconciler.ts";
+import { reconcileDate, type SettlementSource } from "../workers/reconciler.ts";
 
 /** The contracted acquirer fee when PAYMENTS_ACQUIRER_FEE_BPS is unset: 1.5 %. */
 export const DEFAULT_FEE_BPS = 150;
 
 export const USAGE = `usage: casebook payments reconcile <file.csv | --date YYYY-MM-DD> [--date YYYY-MM-DD]
-       (or: node systems/payments/src/workers/reconcile-cli.ts …)
+       (or: node systems/payments/src/tools/reconcile.ts …)
 
   file.csv        a settlement file (columns of the acquirer's D+1 file); its date is --date,
                   or the YYYY-MM-DD in its name, or the date of its rows

@@ -8,7 +8,7 @@ import { scrapedGauge } from "@casebook/infra/http/metrics";
 import type { AdmissionGate } from "@casebook/kit/admission-gate";
 import type { CircuitBreaker } from "@casebook/kit/circuit-breaker";
 import { Counter, Histogram, type Registry } from "prom-client";
-import type { CheckResult, Limiter } from "../domain/limiter.ts";
+import type { CheckResult, Limiter } from "./domain/limiter.ts";
 
 const BREAKER_STATES = { closed: 0, "half-open": 1, open: 2 } as const;
 

@@ -34,7 +34,7 @@
  * await commitTo2xxQuantiles(metrics, "acme"); // { p50: 0.031, p95: 0.08, p99: 0.12, count: 1_000 }
  */
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
-import { bucketQuantile, type CumulativeBucket } from "../domain/bucket-quantile.ts";
+import { bucketQuantile, type CumulativeBucket } from "./domain/bucket-quantile.ts";
 
 /** Seconds: 5 ms (a local receiver) up to the 24 h window, a few buckets per decade. */
 export const commitTo2xxBucketsS = [

@@ -22,7 +22,9 @@ import type { Clock } from "@casebook/kit/clock";
 import type { ErrorOptions } from "@casebook/kit/errors";
 import { int, pick, type RandomSource } from "@casebook/kit/random";
 import { type AcquirerErrorCode, acquirerErrors } from "./acquirer-errors.ts";
-import type { InjectedDifference } from "./settlement-file.ts";
+import type { InjectedDifference, SettledOperation } from "./settlement-file.ts";
+
+export type { SettledOperation };
 
 export type AuthorizationOutcome = "approved" | "declined";
 export type AuthorizationStatus = "approved" | "declined" | "captured" | "voided";
@@ -68,17 +70,6 @@ export interface Authorization {
   readonly refunds: Refund[];
   /** Authorization calls made with this idempotency key, the first included. */
   attempts: number;
-}
-
-/** A money movement the acquirer settles: what its D+1 file reports. Voids move no money. */
-export interface SettledOperation {
-  readonly operation: "capture" | "refund";
-  /** The authorization's key for a capture, the refund's key for a refund. */
-  readonly idempotencyKey: string;
-  readonly authorizationId: string;
-  readonly amountMinor: bigint;
-  readonly currency: string;
-  readonly atMs: number;
 }
 
 export interface AcquirerStats {

@@ -30,10 +30,10 @@ import { OutboundClient, type OutboundResponse, type PhaseTimeouts } from "@case
 import { outboundErrors } from "@casebook/infra/http/outbound-errors";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import type { CasebookError } from "@casebook/kit/errors";
-import { deliveryErrors } from "../domain/delivery-errors.ts";
 import type { AttemptResult, SendPhase } from "../domain/delivery-outcome.ts";
 import { signedHeaders } from "../domain/signature.ts";
 import { type UrlPolicy, validateEndpointUrl } from "../domain/url-policy.ts";
+import { deliveryErrors } from "../errors.ts";
 
 export const SEND_TIMEOUTS_DEFAULT: Readonly<PhaseTimeouts> = Object.freeze({
   connectMs: 5_000,

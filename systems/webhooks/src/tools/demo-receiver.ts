@@ -24,9 +24,9 @@ import { createLogger } from "@casebook/infra/http/logger";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { field, loadConfig } from "@casebook/kit/config";
-import { deliveryErrors } from "../domain/delivery-errors.ts";
 import { ReplayGuard } from "../domain/replay-guard.ts";
 import { TOLERANCE_S_DEFAULT, verifyWebhook } from "../domain/signature.ts";
+import { deliveryErrors } from "../errors.ts";
 
 export const DEMO_RECEIVER_PORT = 9113;
 /** Bytes of body accepted; the service's payload bound is 256 KiB by default, plus the envelope. */

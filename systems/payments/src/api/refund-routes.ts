@@ -14,18 +14,19 @@
  * acquirer key as `correlationId`.
  *
  * @example
- * app.post("/v1/payments/:id/refunds", (request, reply) => handleRefund(deps, request, reply));
+ * registerRefundRoutes(service.app, deps); // POST …/refunds and GET …/refunds/{refundId}
  */
 
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import { beginClaim, releaseAfterFailure } from "@casebook/infra/sql/idempotency-claim-release";
 import type { IdempotencyLease } from "@casebook/infra/sql/idempotency-store";
 import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
 import { RENEWALS_PER_LEASE, whileRenewing } from "@casebook/kit/lease-renewal";
-import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { RefundOutcome } from "../clients/acquirer-client.ts";
 import { refundAcquirerKey } from "../domain/derived-keys.ts";
-import { paymentErrors } from "../domain/payment-errors.ts";
 import { isRefundId } from "../domain/public-ids.ts";
+import { paymentErrors } from "../errors.ts";
 import { lockPayment, type Payment } from "../store/payment-repository.ts";
 import {
   claimRefund,
@@ -40,12 +41,14 @@ import {
 } from "../store/refund-repository.ts";
 import {
   idempotencyKeyOf,
+  keyedHeaders,
   type PaymentRouteDeps,
   parseAmount,
   paymentIdOf,
   routePayment,
   sendStored,
-} from "./payment-routes.ts";
+} from "./payment-request.ts";
+import { idempotencyCodes, refundBody, refundViewSchema } from "./payment-schemas.ts";
 
 /** Default wait before the retry worker may take over a refund its request left pending. */
 export const DEFAULT_REFUND_RETRY_AFTER_MS = 5_000;
@@ -252,4 +255,59 @@ export async function getRefund(deps: PaymentRouteDeps, request: FastifyRequest,
   if (refund === undefined)
     throw paymentErrors.create("PAYMENTS_REFUND_NOT_FOUND", { fields: { refundId: raw } });
   return reply.code(200).send(refundView(refund, payment.publicId));
+}
+
+/**
+ * Registers the refund routes on `app` (beside registerPaymentRoutes, with the same deps).
+ *
+ * @example
+ * registerRefundRoutes(service.app, deps);
+ */
+export function registerRefundRoutes(app: FastifyInstance, deps: PaymentRouteDeps): void {
+  const tags = ["payments"];
+  const security = bearerSecurity;
+  const notFound = ["PAYMENTS_PAYMENT_NOT_FOUND"] as const;
+  app.post(
+    "/v1/payments/:id/refunds",
+    {
+      schema: {
+        summary: "Refund part or all of a captured payment (Idempotency-Key required, PY-15)",
+        tags,
+        security,
+        headers: keyedHeaders,
+        documentedBody: refundBody,
+        errorCodes: [
+          "PAYMENTS_PAYMENT_INVALID",
+          "PAYMENTS_IDEMPOTENCY_KEY_MISSING",
+          ...notFound,
+          "PAYMENTS_PAYMENT_STATE_CONFLICT",
+          "PAYMENTS_REFUND_EXCEEDS_CAPTURED",
+          "PAYMENTS_REFUND_LEASE_LOST",
+          ...idempotencyCodes,
+        ],
+        response: {
+          201: { ...refundViewSchema, description: "Refunded" },
+          202: {
+            ...refundViewSchema,
+            description: "Outcome unknown yet: retry with the same key, or GET it",
+          },
+          422: { ...refundViewSchema, description: "The acquirer refused the refund" },
+        },
+      },
+    },
+    (request, reply) => handleRefund(deps, request, reply),
+  );
+  app.get(
+    "/v1/payments/:id/refunds/:refundId",
+    {
+      schema: {
+        summary: "One refund: where a 202 refund ended",
+        tags,
+        security,
+        errorCodes: [...notFound, "PAYMENTS_REFUND_NOT_FOUND"],
+        response: { 200: refundViewSchema },
+      },
+    },
+    (request, reply) => getRefund(deps, request, reply),
+  );
 }
