@@ -23,8 +23,15 @@ import { type Labels, seriesKey, withoutName } from "./labels.ts";
 import { aggregate } from "./promql-aggregate.ts";
 import type { AtModifier, Expr, MatrixSelector, Subquery, VectorSelector } from "./promql-ast.ts";
 import { binaryValues } from "./promql-binary.ts";
+import type { LoadedSeries, PromqlEvaluator, QueryContext } from "./promql-evaluator.ts";
 import { callFunction } from "./promql-functions.ts";
-import { type InstantVector, PromqlEvalError, type RangeSeries, type Value } from "./promql-values.ts";
+import {
+  checkDistinct,
+  type InstantVector,
+  PromqlEvalError,
+  type RangeSeries,
+  type Value,
+} from "./promql-values.ts";
 import { isStaleNaN } from "./staleness.ts";
 
 export interface PromqlStorage {
@@ -44,12 +51,6 @@ export interface PromqlEngineOptions {
 
 export const DEFAULT_LOOKBACK_MS = 300_000;
 export const MAX_RANGE_STEPS = 11_000;
-
-interface Loaded {
-  readonly labels: Labels;
-  readonly ts: readonly number[];
-  readonly vs: ArrayLike<number>;
-}
 
 /** First index whose timestamp is > x. */
 function upperBound(ts: readonly number[], x: number): number {
@@ -74,16 +75,7 @@ function lowerBound(ts: readonly number[], x: number): number {
   return lo;
 }
 
-/** Everything that is fixed for one query: its ends, the data read so far. */
-export interface QueryContext {
-  readonly startMs: number;
-  readonly endMs: number;
-  readonly windows: Map<VectorSelector, { min: number; max: number }>;
-  readonly loaded: Map<VectorSelector, readonly Loaded[]>;
-  samples: number;
-}
-
-export class PromqlEngine {
+export class PromqlEngine implements PromqlEvaluator {
   readonly #storage: PromqlStorage;
   readonly lookbackMs: number;
   readonly defaultStepMs: number;
@@ -189,7 +181,7 @@ export class PromqlEngine {
     }
   }
 
-  #load(node: VectorSelector, ctx: QueryContext): readonly Loaded[] {
+  #load(node: VectorSelector, ctx: QueryContext): readonly LoadedSeries[] {
     let loaded = ctx.loaded.get(node);
     if (loaded === undefined) {
       const window = ctx.windows.get(node) ?? { min: ctx.startMs - this.lookbackMs, max: ctx.endMs };
@@ -331,16 +323,4 @@ function appendStep(
     series.ts.push(t);
     series.vs.push(sample.v);
   }
-}
-
-/** Prometheus refuses a result vector holding one label set twice (two series became one). */
-export function checkDistinct(samples: InstantVector): InstantVector {
-  if (samples.length < 2) return samples;
-  const seen = new Set<string>();
-  for (const s of samples) {
-    const key = seriesKey(s.labels);
-    if (seen.has(key)) throw new PromqlEvalError("vector cannot contain metrics with the same labelset");
-    seen.add(key);
-  }
-  return samples;
 }

@@ -21,8 +21,14 @@ import {
 } from "./labels.ts";
 import { quantileOf, runningMean, variance } from "./promql-aggregate.ts";
 import type { Call, Expr, MatrixSelector, Subquery, VectorSelector } from "./promql-ast.ts";
-import { checkDistinct, type PromqlEngine, type QueryContext } from "./promql-engine.ts";
-import { type InstantVector, PromqlEvalError, type RangeSeries, type Value } from "./promql-values.ts";
+import type { PromqlEvaluator, QueryContext } from "./promql-evaluator.ts";
+import {
+  checkDistinct,
+  type InstantVector,
+  PromqlEvalError,
+  type RangeSeries,
+  type Value,
+} from "./promql-values.ts";
 
 type RangeFn = (
   s: RangeSeries,
@@ -194,7 +200,7 @@ const DATE_FUNCTIONS: Readonly<Record<string, (d: Date) => number>> = {
   year: (d) => d.getUTCFullYear(),
 };
 
-function scalarArg(engine: PromqlEngine, expr: Expr, t: number, ctx: QueryContext): number {
+function scalarArg(engine: PromqlEvaluator, expr: Expr, t: number, ctx: QueryContext): number {
   const value = engine.eval(expr, t, ctx);
   if (value.type !== "scalar") throw new PromqlEvalError("expected a scalar argument");
   return value.v;
@@ -206,7 +212,7 @@ function stringArg(expr: Expr): string {
   }
   return expr.value;
 }
-function vectorArg(engine: PromqlEngine, expr: Expr, t: number, ctx: QueryContext): InstantVector {
+function vectorArg(engine: PromqlEvaluator, expr: Expr, t: number, ctx: QueryContext): InstantVector {
   const value = engine.eval(expr, t, ctx);
   if (value.type !== "vector") throw new PromqlEvalError("expected an instant vector argument");
   return value.samples;
@@ -216,7 +222,7 @@ function unwrap(expr: Expr): Expr {
   return expr.kind === "paren" ? unwrap(expr.expr) : expr;
 }
 
-function rangeCall(engine: PromqlEngine, call: Call, t: number, ctx: QueryContext): InstantVector {
+function rangeCall(engine: PromqlEvaluator, call: Call, t: number, ctx: QueryContext): InstantVector {
   const fn = RANGE_FUNCTIONS[call.func];
   const matrixIndex = call.func === "quantile_over_time" ? 1 : 0;
   const arg = unwrap(call.args[matrixIndex]!) as MatrixSelector | Subquery;
@@ -391,7 +397,7 @@ function sortBy(samples: InstantVector, descending: boolean): InstantVector {
   });
 }
 
-export function callFunction(engine: PromqlEngine, call: Call, t: number, ctx: QueryContext): Value {
+export function callFunction(engine: PromqlEvaluator, call: Call, t: number, ctx: QueryContext): Value {
   const name = call.func;
   const args = call.args;
   if (name in RANGE_FUNCTIONS || name === "absent_over_time")

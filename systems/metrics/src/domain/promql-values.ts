@@ -6,7 +6,7 @@
  * @example
  * const v: InstantVector = [{ labels: [["job", "api"]], v: 1, t: 60_000 }];
  */
-import type { Labels } from "./labels.ts";
+import { type Labels, seriesKey } from "./labels.ts";
 
 export interface InstantSample {
   readonly labels: Labels;
@@ -56,4 +56,16 @@ export function formatFloat(v: number): string {
         ? digits + "0".repeat(point - digits.length)
         : `${digits.slice(0, point)}.${digits.slice(point)}`;
   return (negative ? "-" : "") + body;
+}
+
+/** Prometheus refuses a result vector holding one label set twice (two series became one). */
+export function checkDistinct(samples: InstantVector): InstantVector {
+  if (samples.length < 2) return samples;
+  const seen = new Set<string>();
+  for (const s of samples) {
+    const key = seriesKey(s.labels);
+    if (seen.has(key)) throw new PromqlEvalError("vector cannot contain metrics with the same labelset");
+    seen.add(key);
+  }
+  return samples;
 }
