@@ -1,7 +1,7 @@
 /**
  * The floor of Node's HTTP stack for the redirect bench: a bare `node:http` server answering
  * every request with the same 302 (Location and Cache-Control, as ours sends) — no routing,
- * no store, no log. GET /healthz answers 200 for the bench's readiness check. Listens on PORT.
+ * no store, no log. GET /healthz and /readyz answer 200 (lab's readiness check). Listens on PORT.
  *
  * @example
  * // PORT=8190 node systems/url-shortener/bench/floor-302.ts
@@ -9,7 +9,7 @@
 import { createServer } from "node:http";
 
 const server = createServer((req, res) => {
-  if (req.url === "/healthz") {
+  if (req.url === "/healthz" || req.url === "/readyz") {
     res.writeHead(200, { "content-type": "text/plain" }).end("ok\n");
     return;
   }
