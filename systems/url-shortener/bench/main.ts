@@ -119,7 +119,7 @@ async function openTargets(): Promise<Targets> {
   };
 }
 
-/** 1M links straight into the store (the API would take minutes): codes z1…zN, one workspace. */
+/** 1M links straight into the store (the API would take minutes): codes zz1…zzN, one workspace. */
 async function seedLinks(dataDir: string, count: number): Promise<void> {
   const db = await openDatabase({ system: SYSTEM, dataDir, env: {} });
   try {
@@ -127,7 +127,7 @@ async function seedLinks(dataDir: string, count: number): Promise<void> {
     await db.query("INSERT INTO workspaces (id, name, created_at) VALUES ('bench', 'bench', now())");
     await db.query(
       `INSERT INTO links (domain, code, workspace_id, target, created_at, updated_at)
-       SELECT $1, 'z' || g, 'bench', 'https://example.com/p/' || g, now(), now() FROM generate_series(1, $2) g`,
+       SELECT $1, 'zz' || g, 'bench', 'https://example.com/p/' || g, now(), now() FROM generate_series(1, $2) g`,
       [DOMAIN, count],
     );
   } finally {
@@ -163,7 +163,7 @@ async function zipfScript(dir: string, links: number): Promise<string> {
   await writeFile(
     paths,
     `${zipfSample(links, ZIPF_SAMPLES)
-      .map((rank) => `/z${rank}`)
+      .map((rank) => `/zz${rank}`)
       .join("\n")}\n`,
   );
   const script = join(dir, "zipf.lua");
