@@ -341,6 +341,7 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
   benchLog("wrk: node floor, nginx");
   const floor = await wrk(floorUrl);
   const nginx = await wrk(nginxUrl);
+  benchLog(`node floor ${JSON.stringify(floor)}; nginx ${JSON.stringify(nginx)}`);
 
   const measured: Record<"on" | "off", { cached: WrkRun; zipf: WrkRun; hitRatio: number }> = {} as never;
   let oursUrl = "";
@@ -361,6 +362,7 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
       const hits = after.hit - before.hit;
       const lookups = hits + after.miss - before.miss;
       measured[capture ? "on" : "off"] = { cached, zipf, hitRatio: lookups === 0 ? 0 : hits / lookups };
+      benchLog(`ours capture ${capture}: ${JSON.stringify(measured[capture ? "on" : "off"])}`);
       if (capture) {
         benchLog("open loop at 70% of each maximum");
         openLoop = await openLoopP99(oursUrl, Math.round(0.7 * cached.requestsPerS));
