@@ -327,7 +327,22 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
     unit: string,
     value: number,
     peer?: { name: string; value: number },
-  ) => rows.push(benchRow({ system: SYSTEM, scenario, metric, unit, value, ...(peer ? { peer } : {}) }));
+  ) => {
+    // Counts (errors, lookups, calls) are better lower; a hit ratio higher; rates and times by their unit.
+    const direction =
+      unit === "count" ? "lower-is-better" : unit === "ratio" ? "higher-is-better" : undefined;
+    rows.push(
+      benchRow({
+        system: SYSTEM,
+        scenario,
+        metric,
+        unit,
+        value,
+        ...(direction ? { direction } : {}),
+        ...(peer ? { peer } : {}),
+      }),
+    );
+  };
   const wrk = (url: string, script?: string) =>
     runWrk({ url, durationS: args.durationS, connections: CONNECTIONS, ...(script ? { script } : {}) });
 
