@@ -16,6 +16,9 @@
  * - Purge (`libnginx-mod-http-cache-purge`): `GET /_edge/purge/{code}` with the link's domain
  *   as Host drops the entry (200; 404 when it was not cached), from `purgeAllow` only. The
  *   service calls it on every disable, edit and delete (workers/edge-purger.ts).
+ * - A filter in front (US-16): requests per client address are rate-limited (`limit_req`,
+ *   `perClient`: 100/s with a burst of 200 by default); past it the edge answers 429 and
+ *   nothing reaches the origin. Blocking by pattern (a WAF) is an operator's addition here.
  * - Clicks (US-07, US-09, US-15): every visit the edge answers — hit, miss, stale, 404, 410 —
  *   is one JSON line of `accessLog` (the `clicks` format), written when the response carries
  *   the origin's `X-Short-Link-Visit` marker (the redirect route's answers only, cached ones
@@ -59,6 +62,8 @@ export interface EdgeOptions {
   purgeAllow?: string;
   /** The cache's size bound, in megabytes. Default 256. */
   maxSizeMb?: number;
+  /** Requests per second per client address, and the burst above it (US-16). Default 100/s, 200. */
+  perClient?: { ratePerS: number; burst: number };
 }
 
 export function edgeMainDirectives(): string {
@@ -81,7 +86,12 @@ export function edgeHttpBlock(options: EdgeOptions): string {
   const [defaultDomain, ...others] = options.domains;
   if (defaultDomain === undefined) throw new RangeError("edge config: at least one domain");
   const domainMap = others.map((host) => `    ${quoted(host)} ${quoted(host)};`).join("\n");
+  const perClient = options.perClient ?? { ratePerS: 100, burst: 200 };
+  if (!(Number.isInteger(perClient.ratePerS) && perClient.ratePerS > 0 && Number.isInteger(perClient.burst)))
+    throw new RangeError("edge config: perClient needs an integer rate > 0 and an integer burst");
   return `
+  limit_req_zone $binary_remote_addr zone=per_client:10m rate=${perClient.ratePerS}r/s;
+  limit_req_status 429;
   proxy_cache_path ${cache} levels=1:2 keys_zone=links:10m max_size=${options.maxSizeMb ?? 256}m inactive=1d use_temp_path=off;
   upstream origin { server ${options.origin}; keepalive 32; }
   log_format clicks escape=json ${CLICKS_FORMAT};
@@ -92,6 +102,7 @@ ${domainMap}
   server {
     listen 127.0.0.1:${options.port};
     location / {
+      limit_req zone=per_client burst=${perClient.burst} nodelay;
       proxy_pass http://origin;
       proxy_http_version 1.1;
       proxy_set_header Connection "";

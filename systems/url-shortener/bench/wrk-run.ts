@@ -1,0 +1,66 @@
+/**
+ * One Debian `wrk` run (closed loop, its own process: PEERS.md — a Node load generator would
+ * compete with the server for the 2 cores) and the figures the bench reads from its summary:
+ * requests/s, the latency percentiles (`--latency`), non-3xx answers and socket errors. An
+ * optional Lua script picks each request's path (the zipf scenario).
+ *
+ * @example
+ * const run = await runWrk({ url: "http://127.0.0.1:8109/abc1234", durationS: 5, connections: 50 });
+ * run.requestsPerS; run.p99Ms;
+ */
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { ensureExecutable } from "@casebook/lab/executables";
+
+const run = promisify(execFile);
+
+export interface WrkRun {
+  requestsPerS: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Non-2xx/3xx answers plus socket errors. */
+  errors: number;
+}
+
+function ms(value: string, unit: string): number {
+  const n = Number(value);
+  return unit === "us" ? n / 1_000 : unit === "s" ? n * 1_000 : n;
+}
+
+export function parseWrk(output: string): WrkRun {
+  const rate = /Requests\/sec:\s+([\d.]+)/.exec(output);
+  if (rate === null) throw new Error(`wrk printed no Requests/sec:\n${output}`);
+  const pct = (p: string) => {
+    const match = new RegExp(`^\\s+${p}%\\s+([\\d.]+)(us|ms|s)`, "m").exec(output);
+    return match === null ? Number.NaN : ms(match[1]!, match[2]!);
+  };
+  const non2xx = /Non-2xx or 3xx responses:\s+(\d+)/.exec(output);
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(output);
+  const socketErrors = socket === null ? 0 : socket.slice(1).reduce((sum, n) => sum + Number(n), 0);
+  return {
+    requestsPerS: Number(rate[1]),
+    p50Ms: pct("50"),
+    p99Ms: pct("99"),
+    errors: Number(non2xx?.[1] ?? 0) + socketErrors,
+  };
+}
+
+export async function runWrk(options: {
+  url: string;
+  durationS: number;
+  connections: number;
+  threads?: number;
+  script?: string;
+}): Promise<WrkRun> {
+  const wrk = await ensureExecutable("wrk", { debianPackage: "wrk" });
+  const args = [
+    `-t${options.threads ?? 2}`,
+    `-c${options.connections}`,
+    `-d${options.durationS}s`,
+    "--latency",
+    ...(options.script === undefined ? [] : ["-s", options.script]),
+    options.url,
+  ];
+  const { stdout } = await run(wrk, args, { maxBuffer: 1 << 20 });
+  return parseWrk(stdout);
+}
