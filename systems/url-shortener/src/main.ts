@@ -34,10 +34,11 @@ import { ClickBuffer } from "./domain/click-buffer.ts";
 import { BlockAllocator, type CounterPort } from "./domain/counter-blocks.ts";
 import { CounterCodes } from "./domain/counter-codes.ts";
 import { FeistelPermutation } from "./domain/feistel-permutation.ts";
-import { localListVerifier, type TargetVerifier } from "./domain/target-verifier.ts";
-import { noVisits, type VisitSink } from "./domain/visit.ts";
+import { localListVerifier } from "./domain/target-verifier.ts";
+import { noVisits } from "./domain/visit.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import type { MainOptions, RunningSystem } from "./running-system.ts";
 import { CachedLinkReader } from "./store/cached-link-reader.ts";
 import { ClickStore } from "./store/click-store.ts";
 import { shortenerIdempotency, shortenerIdempotencyStore } from "./store/idempotency-keys.ts";
@@ -53,6 +54,8 @@ import { EdgeLogIngester } from "./workers/edge-log-ingester.ts";
 import { EdgePurger } from "./workers/edge-purger.ts";
 import { LinkReaper } from "./workers/link-reaper.ts";
 
+export type { MainOptions, RunningSystem } from "./running-system.ts";
+
 export const SYSTEM = "url-shortener";
 export const VERSION = packageJson.version;
 /** The demo workspace made on an embedded database with no admin API, so `npm start` can be tried at once. */
@@ -62,28 +65,6 @@ const MAX_LIMITED_KEYS = 10_000;
 const REAP_BATCH = 1_000;
 /** Each rollup round recomputes this far back: longer than any flush delay or restart. */
 const ROLLUP_WINDOW_MS = 2 * 3_600_000;
-
-export interface RunningSystem {
-  readonly url: string;
-  readonly service: Service;
-  readonly db: Database;
-  readonly config: SystemConfig;
-  readonly metrics: SystemMetrics;
-  readonly reader: ReadPath & { readonly stats?: unknown };
-  /** The click pipeline, when URL_SHORTENER_CLICKS is on. */
-  readonly clicks: ClickPipeline | undefined;
-  /** The demo workspace created by THIS start (undefined when it existed already or is off). */
-  readonly bootstrap: { workspaceId: string; apiKey: string } | undefined;
-  close(): Promise<void>;
-}
-
-export interface MainOptions {
-  clock?: Clock;
-  /** The click sink (workers/click-recorder.ts); default: main builds it from the config. */
-  visits?: VisitSink;
-  /** The abuse check before a link is stored; default: the local lists of the config (US-16). */
-  verifier?: TargetVerifier;
-}
 
 /** The shared counter: Redis INCRBY when REDIS_URL is set (started from the SQL value), else the SQL row. */
 async function counterOf(config: SystemConfig, db: Database, service: Service): Promise<CounterPort> {
@@ -154,15 +135,6 @@ function startIdempotencyPruner(store: IdempotencyStore, config: SystemConfig, s
   });
   loop.start();
   service.onClose(() => loop.stop());
-}
-
-export interface ClickPipeline {
-  readonly buffer: ClickBuffer;
-  readonly store: ClickStore;
-  readonly flusher: ClickFlusher;
-  readonly rollup: ClickRollup;
-  /** The edge's access log ingester, when URL_SHORTENER_EDGE_ACCESS_LOG is set. */
-  readonly edge: EdgeLogIngester | undefined;
 }
 
 /** The read path the API edits through: forgetting a link drops it from this LRU, then purges the edge. */

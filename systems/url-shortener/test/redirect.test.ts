@@ -69,7 +69,7 @@ test("US-12 the cache lifetime sent never exceeds the link's remaining life, and
   assert.equal(gone.headers["cache-control"], "no-store");
   // The reaper deletes it (PostgreSQL has no TTL); then the code is unknown.
   assert.equal(await new LinkRepository(world.running.db).reapExpired(world.clock.nowMs(), 100), 2);
-  world.running.reader.forget(DOMAIN_A, link.code);
+  await world.running.reader.forget(DOMAIN_A, link.code);
   assert.equal((await world.request("GET", `/${link.code}`)).status, 404);
   world.clock.setWallMs(START_MS);
 });

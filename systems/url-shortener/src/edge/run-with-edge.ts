@@ -21,7 +21,7 @@ import { dataDirFor } from "@casebook/infra/sql/open-database";
 import { freePort } from "@casebook/lab/free-port";
 import { type SpawnedNginx, spawnNginx } from "@casebook/lab/spawn-nginx";
 import { loadSystemConfig } from "../config.ts";
-import type { MainOptions, RunningSystem, main as startMain } from "../main.ts";
+import type { MainOptions, RunningSystem, StartMain } from "../running-system.ts";
 import { edgeHttpBlock, edgeMainDirectives, PURGE_PATH } from "./nginx-edge-config.ts";
 
 /** True when the command line asks for the edge (main.ts hands over to this file). */
@@ -40,7 +40,7 @@ export interface RunningWithEdge extends RunningSystem {
  * so importing main.ts from here would wait on itself.
  */
 export async function mainWithEdge(
-  main: typeof startMain,
+  main: StartMain,
   env: NodeJS.ProcessEnv = process.env,
   options: MainOptions = {},
 ): Promise<RunningWithEdge> {
