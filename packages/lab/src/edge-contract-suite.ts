@@ -89,7 +89,7 @@ const problemJson: ErrorShape = {
 export interface EdgeContract {
   /** The system's name, in every test name. */
   name: string;
-  /** Starts the service in-process on its embedded engines. */
+  /** Starts the service in-process on its embedded engines (an engine probe inside throws; CI's closed-engine pass skips the block). */
   open: Backend<EdgeSubject>["open"];
   /** The write route and a body it accepts (a 2xx that changes what `stateProbe` reads). */
   write: { method: "POST" | "PUT" | "PATCH"; url: string; body: Record<string, unknown> };
@@ -151,7 +151,7 @@ function assertNames(problem: Record<string, unknown>, field: string, what: stri
 
 /** Registers the edge contract's cases for one service. */
 export function edgeContractSuite(contract: EdgeContract): void {
-  const backend: Backend<EdgeSubject> = { name: "embedded engines", open: contract.open };
+  const backend: Backend<EdgeSubject> = { name: "embedded engines", embedded: true, open: contract.open };
   const { write } = contract;
   const shape = contract.errorShape ?? problemJson;
   const shapedProblem = (res: Sent, status: number, what: string) => problemIn(shape, res, status, what);
@@ -291,7 +291,7 @@ export interface OpsEdgeContract {
  * ops route is 405 with `Allow`, an unknown path 404, both problem+json and changing nothing.
  */
 export function opsEdgeContractSuite(contract: OpsEdgeContract): void {
-  const backend: Backend<EdgeSubject> = { name: "embedded engines", open: contract.open };
+  const backend: Backend<EdgeSubject> = { name: "embedded engines", embedded: true, open: contract.open };
   contractSuite(`${contract.name} edge contract (ops routes only)`, [backend], (it) => {
     it("a method an ops route does not serve is 405 with Allow", async (s) => {
       const before = await s.stateProbe();

@@ -82,6 +82,7 @@ export function sqlBackends<Subject>(
   return [
     {
       name: "pglite memory",
+      embedded: true,
       async open() {
         const db = await openPgliteTestDatabase(options);
         return { subject: options.subject(db), close: () => db.close() };

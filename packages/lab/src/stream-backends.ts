@@ -14,12 +14,13 @@ import { InProcessStreamServer } from "@casebook/infra/stream/in-process-stream"
 import { type JetStreamOptions, openJetStream } from "@casebook/infra/stream/jetstream-stream";
 import type { StreamClient } from "@casebook/infra/stream/stream";
 import type { Backend } from "./contract-suite.ts";
-import { enginesRequired, type SkippableContext, tcpReachable } from "./test-engines.ts";
+import { assertEngineAllowed, enginesRequired, type SkippableContext, tcpReachable } from "./test-engines.ts";
 
 export const testNatsUrl = process.env.CASEBOOK_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
 
 /** The real NATS URL, or undefined after skipping `t` when it is down (fails in CI). */
 export async function requireNats(t: SkippableContext, url = testNatsUrl): Promise<string | undefined> {
+  assertEngineAllowed("NATS");
   const parsed = new URL(url);
   if (await tcpReachable(parsed.hostname || "127.0.0.1", Number(parsed.port || 4222))) return url;
   const why = `NATS not reachable at ${url}`;
@@ -47,6 +48,7 @@ export function streamBackends(): Backend<StreamSubject>[] {
   return [
     {
       name: "in-process",
+      embedded: true,
       async open() {
         const server = new InProcessStreamServer();
         const opened: StreamClient[] = [server.connect()];

@@ -8,6 +8,7 @@
  * const url = await requireRedis(t); // inside test(..., async (t) => { ... })
  * if (!url) return;                  // skipped locally when Redis is down
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { connect } from "node:net";
 import { after, before } from "node:test";
 
@@ -15,6 +16,59 @@ export const testDatabaseUrl =
   process.env.CASEBOOK_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 export const testRedisUrl = process.env.CASEBOOK_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
 export const enginesRequired = process.env.CASEBOOK_REQUIRE_ENGINES === "1";
+
+/**
+ * CI's closed-engine pass (.ci/run sets `CASEBOOK_CLOSED_ENGINE_PASS=1` and puts every engine
+ * URL on a closed port). That pass proves the README's promise that `npm test` passes, with
+ * skips, on a machine without the engines: every test that probes an engine must skip, not
+ * fail. A test that reaches no engine runs the same with or without them, and the main pass
+ * runs it; marked `engineFree` (or an `embedded` contract-suite backend), it skips here.
+ */
+export const closedEnginePass = process.env.CASEBOOK_CLOSED_ENGINE_PASS === "1";
+
+/** Why an engine-free test skipped in the closed-engine pass. */
+export const CLOSED_PASS_SKIP = "closed-engine pass: reaches no engine; the main pass runs it";
+
+const engineFreeScope = new AsyncLocalStorage<string>();
+
+/**
+ * Runs `fn` as engine-free work: an engine probe inside it (requirePostgres, requireRedis,
+ * requireNats, a suiteEngine's) throws. So the main pass proves every `engineFree` mark true,
+ * and skipping those tests in the closed-engine pass hides nothing that pass could catch.
+ */
+export function runEngineFree<T>(what: string, fn: () => T): T {
+  return engineFreeScope.run(what, fn);
+}
+
+/** Throws when called inside `runEngineFree` work: called by every engine probe. */
+export function assertEngineAllowed(engine: string): void {
+  const what = engineFreeScope.getStore();
+  if (what !== undefined)
+    throw new Error(
+      `${what} is marked engine-free (skipped in CI's closed-engine pass) but probes ${engine}`,
+    );
+}
+
+/**
+ * Marks the test that calls it, first thing in its body, as reaching no engine (in a file that
+ * also holds engine tests). In the closed-engine pass it skips the test and returns true; in
+ * every other run it returns false, and the rest of the test runs with every engine probe
+ * forbidden (node:test runs each test body in its own async scope, so the mark ends with it).
+ *
+ * @example
+ * test("the API on PGlite", async (t) => {
+ *   if (engineFree(t)) return;
+ *   …
+ * });
+ */
+export function engineFree(t: SkippableContext): boolean {
+  if (closedEnginePass) {
+    t.skip(CLOSED_PASS_SKIP);
+    return true;
+  }
+  engineFreeScope.enterWith("this test");
+  return false;
+}
 
 /** Minimal context of node:test's TestContext, so suites can pass `t` or a describe-level stand-in. */
 export interface SkippableContext {
@@ -46,6 +100,7 @@ async function requireEngine(
   url: string,
   defaultPort: number,
 ): Promise<string | undefined> {
+  assertEngineAllowed(name);
   if (await reachable(url, defaultPort)) return url;
   const why = `${name} not reachable at ${url}`;
   if (enginesRequired) throw new Error(`${why} (CASEBOOK_REQUIRE_ENGINES=1 makes this a failure)`);

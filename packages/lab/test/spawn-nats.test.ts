@@ -4,7 +4,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { freePort } from "../src/free-port.ts";
 import { natsJetStreamProbe, type SpawnedNats, spawnNats } from "../src/spawn-nats.ts";
-import { tcpReachable } from "../src/test-engines.ts";
+import { engineFree, tcpReachable } from "../src/test-engines.ts";
 import { connectErrorCode, eventually, runThenDie } from "./process-helpers.ts";
 
 const spawnNatsPath = fileURLToPath(new URL("../src/spawn-nats.ts", import.meta.url));
@@ -18,7 +18,8 @@ describe("spawnNats", () => {
     await nats.stop();
   });
 
-  test("answers JetStream's API on its own port, with its store in its own dir", async () => {
+  test("answers JetStream's API on its own port, with its store in its own dir", async (t) => {
+    if (engineFree(t)) return;
     assert.match(nats.url, /^nats:\/\/127\.0\.0\.1:\d+$/);
     assert.notEqual(nats.port, 4222);
     const probe = await natsJetStreamProbe(nats.port, 1_000);
@@ -27,7 +28,8 @@ describe("spawnNats", () => {
     assert.equal(existsSync(nats.storeDir), true);
   });
 
-  test("pause makes requests time out; resume answers again", async () => {
+  test("pause makes requests time out; resume answers again", async (t) => {
+    if (engineFree(t)) return;
     nats.pause();
     assert.equal(nats.state, "paused");
     assert.equal(await natsJetStreamProbe(nats.port, 300), undefined);
@@ -36,7 +38,8 @@ describe("spawnNats", () => {
     assert.ok(await natsJetStreamProbe(nats.port, 1_000));
   });
 
-  test("kill refuses connections; restart serves JetStream again on the same port", async () => {
+  test("kill refuses connections; restart serves JetStream again on the same port", async (t) => {
+    if (engineFree(t)) return;
     const pid = nats.pid;
     await nats.kill();
     assert.equal(nats.state, "exited");
@@ -47,7 +50,8 @@ describe("spawnNats", () => {
   });
 });
 
-test("a lost port race is detected: a port answering for another nats-server is not taken as ready", async () => {
+test("a lost port race is detected: a port answering for another nats-server is not taken as ready", async (t) => {
+  if (engineFree(t)) return;
   const winner = await spawnNats();
   const ports = [winner.port];
   const loser = await spawnNats({ pickPort: async () => ports.shift() ?? (await freePort()) });
@@ -64,7 +68,8 @@ test("a lost port race is detected: a port answering for another nats-server is 
   }
 });
 
-test("stop is final: the port is refused, the store is gone, restart fails", async () => {
+test("stop is final: the port is refused, the store is gone, restart fails", async (t) => {
+  if (engineFree(t)) return;
   const nats = await spawnNats();
   await nats.stop();
   await nats.stop(); // idempotent
@@ -73,7 +78,8 @@ test("stop is final: the port is refused, the store is gone, restart fails", asy
   await assert.rejects(nats.restart(), { code: "LAB_ENGINE_NOT_RUNNING" });
 });
 
-test("the engine dies with the test process, even when that is SIGKILLed", async () => {
+test("the engine dies with the test process, even when that is SIGKILLed", async (t) => {
+  if (engineFree(t)) return;
   const body = `
     import { spawnNats } from ${JSON.stringify(spawnNatsPath)};
     const nats = await spawnNats();

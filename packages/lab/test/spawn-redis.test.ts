@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { freePort } from "../src/free-port.ts";
 import { type SpawnedRedis, spawnRedis } from "../src/spawn-redis.ts";
-import { tcpReachable } from "../src/test-engines.ts";
+import { engineFree, tcpReachable } from "../src/test-engines.ts";
 import { connectErrorCode, eventually, runThenDie } from "./process-helpers.ts";
 
 const spawnRedisPath = fileURLToPath(new URL("../src/spawn-redis.ts", import.meta.url));
@@ -31,7 +31,8 @@ describe("spawnRedis", () => {
     await redis.stop();
   });
 
-  test("answers PING on its own port, with no persistence configured", async () => {
+  test("answers PING on its own port, with no persistence configured", async (t) => {
+    if (engineFree(t)) return;
     assert.match(redis.url, /^redis:\/\/127\.0\.0\.1:\d+$/);
     assert.notEqual(redis.port, 6379);
     const c = client(redis.url);
@@ -45,7 +46,8 @@ describe("spawnRedis", () => {
     }
   });
 
-  test("pause makes a command time out; resume answers again on the same connection", async () => {
+  test("pause makes a command time out; resume answers again on the same connection", async (t) => {
+    if (engineFree(t)) return;
     const c = client(redis.url);
     await c.connect();
     try {
@@ -60,7 +62,8 @@ describe("spawnRedis", () => {
     }
   });
 
-  test("kill refuses connections; restart serves again on the same port, empty", async () => {
+  test("kill refuses connections; restart serves again on the same port, empty", async (t) => {
+    if (engineFree(t)) return;
     const c = client(redis.url);
     await c.connect();
     await c.set("k", "v");
@@ -82,6 +85,7 @@ describe("spawnRedis", () => {
   });
 
   test("pause on a killed engine is a typed error, not a silent no-op", async (t) => {
+    if (engineFree(t)) return;
     const other = await spawnRedis();
     t.after(() => other.stop());
     await other.kill();
@@ -89,7 +93,8 @@ describe("spawnRedis", () => {
   });
 });
 
-test("a lost port race is detected: the port answering for another redis-server is not taken as ready", async () => {
+test("a lost port race is detected: the port answering for another redis-server is not taken as ready", async (t) => {
+  if (engineFree(t)) return;
   const winner = await spawnRedis();
   const ports = [winner.port];
   const loser = await spawnRedis({ pickPort: async () => ports.shift() ?? (await freePort()) });
@@ -113,7 +118,8 @@ test("a lost port race is detected: the port answering for another redis-server 
   }
 });
 
-test("stop is final: the port is refused, the temp dir is gone, restart fails", async () => {
+test("stop is final: the port is refused, the temp dir is gone, restart fails", async (t) => {
+  if (engineFree(t)) return;
   const redis = await spawnRedis();
   const dir = readlinkSync(`/proc/${redis.pid}/cwd`);
   assert.equal(existsSync(dir), true);
@@ -134,13 +140,15 @@ async function orphanedRedis(how: "SIGKILL" | "exit"): Promise<{ port: number; d
   return runThenDie(body, how);
 }
 
-test("the engine dies with the test process, even when that is SIGKILLed", async () => {
+test("the engine dies with the test process, even when that is SIGKILLed", async (t) => {
+  if (engineFree(t)) return;
   const { port, dir } = await orphanedRedis("SIGKILL");
   await eventually(async () => (await connectErrorCode(port)) === "ECONNREFUSED");
   await eventually(() => !existsSync(dir));
 });
 
-test("the engine dies with the test process on a plain exit", async () => {
+test("the engine dies with the test process on a plain exit", async (t) => {
+  if (engineFree(t)) return;
   const { port, dir } = await orphanedRedis("exit");
   await eventually(async () => (await connectErrorCode(port)) === "ECONNREFUSED");
   await eventually(() => !existsSync(dir));

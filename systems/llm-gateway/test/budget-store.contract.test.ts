@@ -18,6 +18,7 @@ const windowMs = 3_600_000;
 const backends: Backend<BudgetStore>[] = [
   {
     name: "in-process",
+    embedded: true,
     open: async () => {
       const store = await openInProcessBudgetStore({ clock: systemClock });
       return { subject: store, close: () => store.close() };

@@ -62,6 +62,7 @@ async function apiOf(subject: MerchantSubject): Promise<ApiSubject> {
 
 const apiBackends: Backend<ApiSubject>[] = merchantBackends.map((backend) => ({
   name: backend.name,
+  embedded: backend.embedded,
   async open(t) {
     const opened = await backend.open(t);
     if (!opened) return undefined;

@@ -8,11 +8,13 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { engineFree } from "@casebook/lab/test-engines";
 import { paymentAcquirerKey } from "../src/domain/derived-keys.ts";
 import { balances, paymentBody, waitFor } from "./payment-fixture.ts";
 import { startFullPayments as startPayments, testOnEngines } from "./payments-full-fixture.ts";
 
 test("PY-05 happy path: reserve, authorize, capture; the hold is posted and the ledger balances", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const res = await f.pay(paymentBody(), "happy-1");
   assert.equal(res.status, 201);
@@ -28,6 +30,7 @@ test("PY-05 happy path: reserve, authorize, capture; the hold is posted and the 
 });
 
 test("PY-05 a decline compensates: the hold is voided and every balance is back to zero", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const res = await f.pay(paymentBody({ cardToken: "tok_decline_1" }), "decline-1");
   assert.equal(res.status, 201);
@@ -47,6 +50,7 @@ test("PY-05 a decline compensates: the hold is voided and every balance is back 
 });
 
 test("PY-06 the charge happens but its response is lost: the saga queries by key and captures exactly once", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   f.sim.sim.faults.update({ timeoutAfterChargeRate: 1, timeoutMode: "reset" });
   // Only the authorize loses its answer: turn the fault off once the acquirer has the charge.
@@ -76,6 +80,7 @@ test("PY-06 the charge happens but its response is lost: the saga queries by key
 });
 
 test("PY-13 a client retry after a lost response gets the same bytes; the acquirer saw one authorization", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const first = await f.pay(paymentBody(), "retry-1"); // the client "never received" this
   const second = await f.pay(paymentBody(), "retry-1");
@@ -93,6 +98,7 @@ test("PY-13 a client retry after a lost response gets the same bytes; the acquir
 });
 
 test("PY-01 bad input is refused BEFORE the idempotency begin: nothing is stored, the key stays free", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const bad = await f.pay(paymentBody({ amountMinor: "-5", currency: "brl", extra: 1 }), "bad-1");
   assert.equal(bad.status, 400);
@@ -107,6 +113,7 @@ test("PY-01 bad input is refused BEFORE the idempotency begin: nothing is stored
 });
 
 test("one Idempotency-Key rule: any 1-255 visible ASCII key pays and refunds once (the acquirer gets a key in its charset); others are 400 naming the header", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const key = `order#1/{"x"}${"~".repeat(240)}`.slice(0, 255);
   const res = await f.pay(paymentBody(), key);
@@ -146,6 +153,7 @@ test("one Idempotency-Key rule: any 1-255 visible ASCII key pays and refunds onc
 });
 
 test("PY-12 outage: the breaker opens, new payments get 202 pending, and they complete after the outage", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t, { client: { breaker: { failureThreshold: 1, openDurationMs: 200 } } });
   f.sim.sim.faults.update({ outage: true });
   const first = await f.pay(paymentBody(), "outage-1");
@@ -172,6 +180,7 @@ test("PY-12 outage: the breaker opens, new payments get 202 pending, and they co
 });
 
 test("PY-12 fail-fast mode: while the breaker is open a new payment gets 503 and nothing is stored", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t, {
     routes: { breakerOpenMode: "fail-fast" },
     client: { breaker: { failureThreshold: 1, openDurationMs: 60_000 } },
@@ -186,6 +195,7 @@ test("PY-12 fail-fast mode: while the breaker is open a new payment gets 503 and
 });
 
 test("PY-16 authorize only keeps the hold pending; a later capture posts it", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const res = await f.pay(paymentBody({ capture: false }), "auth-only-1");
   assert.equal(res.status, 201);
@@ -204,6 +214,7 @@ test("PY-16 authorize only keeps the hold pending; a later capture posts it", as
 });
 
 test("PY-16 void of an authorized payment releases the hold", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const res = await f.pay(paymentBody({ capture: false }), "void-1");
   // As a client that always sends a JSON Content-Type: void takes no body, so an empty one is accepted.
@@ -219,6 +230,7 @@ test("PY-16 void of an authorized payment releases the hold", async (t) => {
 });
 
 test("PY-15 partial refunds: reversal entries, own keys, replay-safe, never beyond the capture", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const res = await f.pay(paymentBody(), "refund-1");
   const path = `/v1/payments/${res.body.id}/refunds`;
@@ -248,6 +260,7 @@ test("PY-15 partial refunds: reversal entries, own keys, replay-safe, never beyo
 });
 
 test("payments are scoped to their merchant: another merchant's id answers 404", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const res = await f.pay(paymentBody(), "scope-1");
   const other = await f.call("GET", `/v1/payments/${res.body.id}`, undefined, {
@@ -365,6 +378,7 @@ testOnEngines(
 );
 
 test("PY-16 a capture with an Idempotency-Key replays its stored answer; the key with another amount is 422; a keyless repeat is 409", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const res = await f.pay(paymentBody({ capture: false }), "cap-idem");
   const path = `/v1/payments/${res.body.id}/capture`;
@@ -384,6 +398,7 @@ test("PY-16 a capture with an Idempotency-Key replays its stored answer; the key
 });
 
 test("PY-16 PY-06 a partial capture whose answer is lost is retried with the same amount: one capture, one posting", async (t) => {
+  if (engineFree(t)) return;
   const f = await startPayments(t);
   const res = await f.pay(paymentBody({ capture: false }), "cap-lost");
   const id = String(res.body.id);

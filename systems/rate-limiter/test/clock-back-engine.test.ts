@@ -77,6 +77,7 @@ const regionRegistry = await ScriptRegistry.fromDir(regionScriptsDir, {
 const engines = [
   {
     name: "in-process twin",
+    embedded: true,
     open: async () => {
       const clock = new ManualClock(1_700_000_000_123);
       const keyspace = new InProcessKeyspace({ clock, maxKeys: 10_000 });

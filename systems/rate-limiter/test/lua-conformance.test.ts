@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
-import { requireRedis, uniqueName } from "@casebook/lab/test-engines";
+import { engineFree, requireRedis, uniqueName } from "@casebook/lab/test-engines";
 import fc from "fast-check";
 import { Redis } from "ioredis";
 import {
@@ -307,6 +307,7 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
 
   for (const name of algorithmNames) {
     test(`${name}: random call sequences (1–3 keys, spend and refund) match the domain exactly`, async (t) => {
+      if (engineFree(t)) return;
       if (!redis) return t.skip(skipReason);
       const client = redis;
       const algorithm = algorithms[name] as unknown as AnyAlgorithm;
@@ -364,6 +365,7 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
 
   for (const name of algorithmNames) {
     test(`${name}: random "each" calls (1–8 requests over 3 keys, repeats included) match decideEach exactly`, async (t) => {
+      if (engineFree(t)) return;
       if (!redis) return t.skip(skipReason);
       const client = redis;
       const algorithm = algorithms[name] as unknown as AnyAlgorithm;
@@ -416,6 +418,7 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
 
   for (const name of algorithmNames) {
     test(`RL-10 ${name}: user AND ip AND route under {u42} — one refuses, none is written`, async (t) => {
+      if (engineFree(t)) return;
       if (!redis) return t.skip(skipReason);
       const algorithm = algorithms[name] as unknown as AnyAlgorithm;
       const script = scriptSource(algorithm);
@@ -444,6 +447,7 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
 
   for (const name of algorithmNames) {
     test(`${name} "each": independent decisions in order — a repeat sees the write before it, a refusal stops nothing`, async (t) => {
+      if (engineFree(t)) return;
       if (!redis) return t.skip(skipReason);
       const algorithm = algorithms[name] as unknown as AnyAlgorithm;
       const limit = slowLimits[name]; // 2 units, restored only after minutes
@@ -469,6 +473,7 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
   }
 
   test('sliding-window-log "each": a reused request id stops the call there; the keys before it stay written', async (t) => {
+    if (engineFree(t)) return;
     if (!redis) return t.skip(skipReason);
     const log = algorithms["sliding-window-log"] as unknown as AnyAlgorithm;
     const limit = slowLimits["sliding-window-log"];
@@ -492,6 +497,7 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
   });
 
   test("scripts reject a bad mode or a wrong ARGV count, and the log refuses a reused request id", async (t) => {
+    if (engineFree(t)) return;
     if (!redis) return t.skip(skipReason);
     const key = `${prefix}:{u42}:usage`;
     touched.add(key);
@@ -517,7 +523,8 @@ describe("Lua scripts conform to the domain functions on real Redis", () => {
   });
 });
 
-test("RL-08 every script touches only keys passed in KEYS (static check of each redis.call)", () => {
+test("RL-08 every script touches only keys passed in KEYS (static check of each redis.call)", (t) => {
+  if (engineFree(t)) return;
   for (const name of algorithmNames) {
     const source = scriptSource(algorithms[name] as unknown as AnyAlgorithm).replace(/--.*$/gm, "");
     const calls = [...source.matchAll(/redis\.call\('(\w+)'(?:, ([^,)]+))?/g)];

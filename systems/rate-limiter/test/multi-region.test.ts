@@ -11,7 +11,7 @@ import { ManualClock } from "@casebook/kit/clock";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { labErrors } from "@casebook/lab/lab-errors";
 import { type SpawnedRedis, spawnRedis } from "@casebook/lab/spawn-redis";
-import { enginesRequired, requireRedis, uniqueName } from "@casebook/lab/test-engines";
+import { engineFree, enginesRequired, requireRedis, uniqueName } from "@casebook/lab/test-engines";
 import fc from "fast-check";
 import { Redis } from "ioredis";
 import { type SplitState, splitQuota } from "../src/domain/quota-split.ts";
@@ -147,7 +147,8 @@ async function publishedShare(store: RegionQuotaStore, key: QuotaKey): Promise<n
 describe("regional limit (pure)", () => {
   const limit: RegionalLimit = { staticShare: 3, intervalMs: 1_000, maxWindowMs: 2_000 };
 
-  test("the static share holds until one is published; a refusal admits nothing and counts as demand", () => {
+  test("the static share holds until one is published; a refusal admits nothing and counts as demand", (t) => {
+    if (engineFree(t)) return;
     let state = decideRegional(undefined, 100, limit, 1).state;
     state = decideRegional(state, 200, limit, 2).state;
     const refused = decideRegional(state, 300, limit, 1);
@@ -178,7 +179,8 @@ describe("regional limit (pure)", () => {
     );
   });
 
-  test("a window the rebalancer does not close closes itself after maxWindowMs; a clock stepping back reopens nothing", () => {
+  test("a window the rebalancer does not close closes itself after maxWindowMs; a clock stepping back reopens nothing", (t) => {
+    if (engineFree(t)) return;
     const full = decideRegional(undefined, 1_000, limit, 3).state;
     assert.equal(decideRegional(full, 1_500, limit, 1).allowed, false);
     assert.equal(
@@ -192,7 +194,8 @@ describe("regional limit (pure)", () => {
     assert.deepEqual([rolled.state.windowStartMs, rolled.state.admitted, rolled.state.epoch], [3_000, 1, 0]);
   });
 
-  test("the regional limit of a quota is its static share of the 600/400 split", () => {
+  test("the regional limit of a quota is its static share of the 600/400 split", (t) => {
+    if (engineFree(t)) return;
     assert.deepEqual(regionalLimitOf(QUOTA, "a"), {
       staticShare: 600,
       intervalMs: 60_000,
@@ -203,7 +206,8 @@ describe("regional limit (pure)", () => {
     assert.throws(() => regionalLimitOf({ ...QUOTA, maxWindowMs: 1 }, "a"), /maxWindowMs/);
   });
 
-  test("RL-14 rebalancing the reachable regions keeps Σ shares + held = quota, leaves frozen regions alone, moves only reachable donors' unused share", () => {
+  test("RL-14 rebalancing the reachable regions keeps Σ shares + held = quota, leaves frozen regions alone, moves only reachable donors' unused share", (t) => {
+    if (engineFree(t)) return;
     const regions = ["a", "b", "c"];
     const options = { quota: 999, minShare: 40, smoothing: 0.5 };
     const stepArb = fc.record({
@@ -252,6 +256,7 @@ contractSuite<StoreSubject>(
   [
     {
       name: "in-process",
+      embedded: true,
       open: async () => {
         const clock = new ManualClock(1_700_000_000_000);
         const store = await openInProcessRegionQuotaStore({ region: "a", clock });
@@ -360,7 +365,8 @@ describe("rebalancer (in-process engines, manual clock and timers)", () => {
     return { clock, a, b, key: freshKey() };
   }
 
-  test("RL-14 the loop ticks every interval on the injected scheduler, moves share toward the busy region, and stops after maxTicks", async () => {
+  test("RL-14 the loop ticks every interval on the injected scheduler, moves share toward the busy region, and stops after maxTicks", async (t) => {
+    if (engineFree(t)) return;
     const { clock, a, b, key } = await setup();
     const scheduler = new ManualScheduler();
     const reports: TickReport[] = [];
@@ -399,7 +405,8 @@ describe("rebalancer (in-process engines, manual clock and timers)", () => {
     assert.equal(await publishedShare(a, key), shares.at(-1));
   });
 
-  test("RL-14 a region that cannot be reached is frozen at its share and retried next tick; Σ shares + held stays = quota", async () => {
+  test("RL-14 a region that cannot be reached is frozen at its share and retried next tick; Σ shares + held stays = quota", async (t) => {
+    if (engineFree(t)) return;
     const { a, b, key, clock } = await setup();
     const rebalancer = new Rebalancer({
       regions: [a, b],
@@ -424,7 +431,8 @@ describe("rebalancer (in-process engines, manual clock and timers)", () => {
     assert.equal(await publishedShare(b, key), back.shares["b"]);
   });
 
-  test("a first tick needs every region; an unconfirmed decrease keeps the previous split (nothing grows)", async () => {
+  test("a first tick needs every region; an unconfirmed decrease keeps the previous split (nothing grows)", async (t) => {
+    if (engineFree(t)) return;
     const { a, b, key, clock } = await setup();
     const rebalancer = new Rebalancer({
       regions: [a, b],
@@ -454,7 +462,8 @@ describe("rebalancer (in-process engines, manual clock and timers)", () => {
     assert.equal(await publishedShare(b, key), healed.shares["b"]);
   });
 
-  test("a restarted rebalancer rebuilds the split from what the regions enforce", async () => {
+  test("a restarted rebalancer rebuilds the split from what the regions enforce", async (t) => {
+    if (engineFree(t)) return;
     const { a, b, key, clock } = await setup();
     const first = new Rebalancer({
       regions: [a, b],
@@ -478,7 +487,8 @@ describe("rebalancer (in-process engines, manual clock and timers)", () => {
     assert.equal(sum(report.shares) + report.held, 1_000);
   });
 
-  test("stop() cancels the next tick; options that cannot work are refused", async () => {
+  test("stop() cancels the next tick; options that cannot work are refused", async (t) => {
+    if (engineFree(t)) return;
     const { a, b, key, clock } = await setup();
     const scheduler = new ManualScheduler();
     const options = {
@@ -549,6 +559,7 @@ describe("RL-14 on two redis-server processes (one per region)", () => {
   }
 
   test("RL-14 1000/min split 600/400, region a busy and b idle: a's share grows toward demand over a few ticks, and the total admitted per interval stays ≤ quota + the share moved at the previous tick", async (t) => {
+    if (engineFree(t)) return;
     if (skipReason !== undefined) return t.skip(skipReason);
     const { serviceA, serviceB, rebalancerA, rebalancerB } = await regions();
     const key = freshKey();
@@ -588,6 +599,7 @@ describe("RL-14 on two redis-server processes (one per region)", () => {
   });
 
   test("RL-14 no cross-region call on the request path: with b's Redis frozen (SIGSTOP) region a decides every request correctly, and the rebalancer skips b and keeps Σ shares + held = quota", async (t) => {
+    if (engineFree(t)) return;
     if (skipReason !== undefined) return t.skip(skipReason);
     const { serviceA, rebalancerA, rebalancerB } = await regions();
     const key = freshKey();

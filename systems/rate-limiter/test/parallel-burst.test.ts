@@ -1,16 +1,21 @@
 /**
  * "Never more than" under real concurrency: THREE service processes (src/main.ts, default
  * settings: the 20 ms decision timeout, the default breaker and in-flight bound) share the
- * real Redis, each with its own connection, and bursts of 50, 200, 400, 1 000 and 3 000
- * requests for ONE key are fired at once, spread over them round-robin, for every
- * algorithm. Whatever the interleaving, each burst admits at most the policy's bound
+ * real Redis, each with its own connection, and bursts of 50, 200, 400 and 1 000 requests
+ * for ONE key (and one of 3 000 per fail mode) are fired at once, spread over them
+ * round-robin, for every algorithm. Whatever the interleaving, each burst admits at most the policy's bound
  * (capacity + refill × elapsed, see src/domain/admission-bound.ts) — the issue this
  * answers found 161–199 of 100 when the event loop's own lag tripped the timeout and the
  * fail-open fallback added a fresh quota on top of Redis's.
  *
- * The matrix is a checkerboard: cell (algorithm a, burst size s) runs fail-CLOSED when
- * a + s is even (RL-04's test) and fail-OPEN otherwise (RL-17's), so every algorithm
- * meets every burst size once and each test covers every algorithm and every size:
+ * The matrix is a checkerboard over the bursts up to 1 000: cell (algorithm a, burst size s)
+ * runs fail-CLOSED when a + s is even (RL-04's test) and fail-OPEN otherwise (RL-17's), so
+ * every algorithm meets every one of those sizes once and each test covers every algorithm
+ * and every size. The 3 000 burst runs once per test, on one algorithm (token bucket
+ * fail-closed, fixed window fail-open): 1 000 checks per instance, about twice its in-flight
+ * bound of 512 (the rest wait at most 100 ms, then are shed), is the overload where an
+ * instance may only shed explicitly, never admit more nor fall back; one such cell per fail
+ * mode proves that, and the issue itself reproduced at 400.
  *
  * - RL-04, fail-closed cells: Redis is healthy, so not one answer may be "unavailable"
  *   (nor come from the fallback); decisions are exact — every burst admits
@@ -22,10 +27,11 @@
  *   sustained load at 20 tokens/s caught a one-token overshoot in only 2 runs of 3, the
  *   slack of its bound being a fraction of a token).
  *
- * CI budget: 6 × 4 650 = 27 900 HTTP requests over the two tests, the 3 000-request bursts
- * dominating: 67 s at load ~15, 90 s at load ~19, 170 s at load ~20–25 on this project's
- * 2-core machine. At that load the HTTP edge itself drops some of a 3 000 burst (408:
- * not read within its 10 s headers timeout): those are counted apart, never decided.
+ * CI budget: 6 × 1 650 + 2 × 3 000 = 15 900 HTTP requests over the two tests (it was 27 900
+ * with a 3 000 burst for every algorithm: 67 s at load ~15, 90 s at load ~19, 170 s at load
+ * ~20–25 on this project's 2-core machine). At that load the HTTP edge itself drops some of
+ * a 3 000 burst (408: not read within its 10 s headers timeout): those are counted apart,
+ * never decided.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -36,7 +42,9 @@ import { type CheckOrShed, type ServiceProcesses, startServiceProcesses } from "
 import { deleteKeys } from "./store-backends.ts";
 
 const INSTANCES = 3;
-const BURSTS = [50, 200, 400, 1_000, 3_000] as const;
+const BURSTS = [50, 200, 400, 1_000] as const;
+/** The overload burst: 1 000 per instance, past each one's in-flight bound (512). */
+const OVERLOAD = 3_000;
 /** 100 per 10 hours for every algorithm: the refill (1 per 360 s) is real but below one unit per burst. */
 const LIMIT = 100;
 const WINDOW_MS = 36_000_000;
@@ -159,13 +167,15 @@ describe("bursts against three service processes on real Redis", () => {
     await deleteKeys(url, keyPrefix);
   });
 
-  /** The checkerboard's cells of one fail mode, in burst-size order. */
-  const cells = (failMode: "open" | "closed") =>
-    BURSTS.flatMap((size, s) =>
+  /** The checkerboard's cells of one fail mode, in burst-size order, then its overload cell. */
+  const cells = (failMode: "open" | "closed") => [
+    ...BURSTS.flatMap((size, s) =>
       LIMITS.flatMap((limit, a) =>
         ((a + s) % 2 === 0) === (failMode === "closed") ? [{ size, limit }] : [],
       ),
-    );
+    ),
+    { size: OVERLOAD, limit: LIMITS[failMode === "closed" ? 0 : 1]! },
+  ];
 
   test("RL-04 bursts of 50–3 000 at once for one key over 3 instances, every algorithm fail-closed: allowed = min(limit, decided) ≤ bound, never unavailable", async (t) => {
     if (!redis.use(t) || !services) return;

@@ -23,7 +23,7 @@ import { keySlot } from "@casebook/kit/cluster-slot";
 import { systemRandom } from "@casebook/kit/random";
 import { freePort } from "@casebook/lab/free-port";
 import { type SpawnedRedisCluster, spawnRedisCluster } from "@casebook/lab/spawn-redis-cluster";
-import { enginesRequired, uniqueName } from "@casebook/lab/test-engines";
+import { engineFree, enginesRequired, uniqueName } from "@casebook/lab/test-engines";
 import { Cluster, Redis } from "ioredis";
 import { type AlgorithmName, algorithmNames, type Limit } from "../src/domain/algorithm.ts";
 import { descriptor } from "../src/domain/descriptors.ts";
@@ -114,6 +114,7 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("RL-08 user and ip under one hash tag {u42}: one atomic all-or-nothing call on one node", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const store = await open();
     const [user, ip] = ["rl:{u42}:user", "rl:{u42}:ip"];
@@ -145,6 +146,7 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("RL-08 keys in two slots: the cluster refuses the script (CROSSSLOT) and nothing is written", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const [user, ip] = ["rl:{u42}:cross-user", "rl:{u7}:cross-ip"];
     assert.notEqual(keySlot(user), keySlot(ip));
@@ -168,6 +170,7 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("RL-08 policies in different slots: the resolver makes one group per slot, the store one call per node", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const store = await open();
     const config = parsePolicyConfig({
@@ -243,6 +246,7 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("RL-08 every script touches only its KEYS: run as a user allowed exactly those keys, on each node", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const calls = algorithmNames.flatMap((algorithm) =>
       cluster!.primaries.map((_, index) => {
@@ -312,6 +316,7 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("RL-04 on the cluster: 60 calls, 30 at a time over two connections, on a fresh bucket of 5: exactly 5", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const racers = [await open(), await open()];
     const key = "rl:{rl04}:bucket";
@@ -326,6 +331,7 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("a keyPrefix that splits a resolver group over two slots: one call per slot, refunded when one refuses", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const prefix = "pfx:";
     // Two untagged keys the resolver grouped (same slot) that the prefix sends to different slots.
@@ -355,6 +361,7 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("the service runs on the cluster with REDIS_CLUSTER_NODES: the text's bucket of 5, then a refusal", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const dir = await mkdtemp(join(tmpdir(), "rl-cluster-"));
     const file = join(dir, "policies.json");
@@ -408,7 +415,8 @@ describe("rate limiter on a Redis Cluster", { timeout: 60_000 }, () => {
     }
   });
 
-  test("RL-11 the service starts while no cluster node answers: not ready, decisions by failMode; never a crash loop", async () => {
+  test("RL-11 the service starts while no cluster node answers: not ready, decisions by failMode; never a crash loop", async (t) => {
+    if (engineFree(t)) return;
     const dir = await mkdtemp(join(tmpdir(), "rl-cluster-down-"));
     const file = join(dir, "policies.json");
     await writeFile(

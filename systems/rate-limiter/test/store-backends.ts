@@ -50,6 +50,7 @@ function redisBackend(name: string, batchMaxKeys: number): Backend<StoreSubject>
 export const storeBackends: Backend<StoreSubject>[] = [
   {
     name: "in-process",
+    embedded: true,
     open: async () => {
       const clock = new ManualClock(1_700_000_000_000);
       const store = await openInProcessLimiterStore({ clock });

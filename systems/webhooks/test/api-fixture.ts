@@ -111,6 +111,7 @@ export async function apiWorld(db: Database, options: ApiWorldOptions = {}): Pro
 export function apiBackends(prefix: string, options: ApiWorldOptions = {}): Backend<ApiWorld>[] {
   return storeBackends(prefix).map((backend) => ({
     name: backend.name,
+    embedded: backend.embedded,
     async open(t) {
       const opened = await backend.open(t);
       if (!opened) return undefined;

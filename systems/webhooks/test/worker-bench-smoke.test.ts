@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parseBenchRows, runBenchChild } from "@casebook/lab/bench-smoke";
-import { requirePostgres } from "@casebook/lab/test-engines";
+import { engineFree, requirePostgres } from "@casebook/lab/test-engines";
 
 const benchMain = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
 /** Bound on one bench child: the tiny run takes a few seconds; a hang must fail the test. */
@@ -31,7 +31,8 @@ const tiny = [
 ];
 
 describe("bench/main.ts", () => {
-  test("--help explains the scenarios, goals and flags, without touching PostgreSQL", async () => {
+  test("--help explains the scenarios, goals and flags, without touching PostgreSQL", async (t) => {
+    if (engineFree(t)) return;
     const run = await runBenchChild(benchMain, ["--help"], { timeoutMs: childTimeoutMs });
     assert.equal(run.code, 0, run.stderr);
     for (const word of [
@@ -48,7 +49,8 @@ describe("bench/main.ts", () => {
     }
   });
 
-  test("a bad flag exits 2 naming the flag", async () => {
+  test("a bad flag exits 2 naming the flag", async (t) => {
+    if (engineFree(t)) return;
     const run = await runBenchChild(benchMain, ["--workers", "1,0"], { timeoutMs: childTimeoutMs });
     assert.equal(run.code, 2);
     assert.match(run.stderr, /--workers/);

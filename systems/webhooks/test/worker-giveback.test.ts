@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import type { Database, QueryResult } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
+import { engineFree } from "@casebook/lab/test-engines";
 import { createReceiverTenant, newTestSecret } from "../bench/backlog.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../bench/webhook-receiver.ts";
 import type { HttpSender } from "../src/clients/http-sender.ts";
@@ -115,7 +116,8 @@ function requestsById(rx: WebhookReceiver): Map<string, number> {
   return counts;
 }
 
-test("WH-14 sends whose results could not be recorded (database down) go again, same webhook-id, as soon as the database answers — not after the lease — and are recorded once", async () => {
+test("WH-14 sends whose results could not be recorded (database down) go again, same webhook-id, as soon as the database answers — not after the lease — and are recorded once", async (t) => {
+  if (engineFree(t)) return;
   const s = await scene(3);
   const worker = testWorker(s.link, s.w.clock, sender);
   s.faults.failBefore = RECORD_ATTEMPTS;
@@ -135,7 +137,8 @@ test("WH-14 sends whose results could not be recorded (database down) go again, 
     assert.equal(n, 2, `${id}: sent twice under the same webhook-id (at least once)`);
 });
 
-test("WH-11 a re-check the database failed: nothing sent; given back and sent once as soon as the database answers", async () => {
+test("WH-11 a re-check the database failed: nothing sent; given back and sent once as soon as the database answers", async (t) => {
+  if (engineFree(t)) return;
   const s = await scene(2);
   const worker = testWorker(s.link, s.w.clock, sender);
   s.faults.failBefore = SEND_CHECK;
@@ -150,7 +153,8 @@ test("WH-11 a re-check the database failed: nothing sent; given back and sent on
   assert.equal(await attemptRows(s.db), 2);
 });
 
-test("WH-20 a deferral the database failed is given back at the deferral's own time, not held for the lease, nor made due at once", async () => {
+test("WH-20 a deferral the database failed is given back at the deferral's own time, not held for the lease, nor made due at once", async (t) => {
+  if (engineFree(t)) return;
   const s = await scene(1);
   // A retry the budget turns down: no first attempts and no floor leave it no room.
   await s.db.query("UPDATE deliveries SET attempts = 1 WHERE tenant_id = $1", [s.tenantId]);
@@ -174,7 +178,8 @@ test("WH-20 a deferral the database failed is given back at the deferral's own t
   assert.equal(s.rx.requests, 0);
 });
 
-test("WH-11 claims whose claim statement's answer was lost are given back as soon as the database answers", async () => {
+test("WH-11 claims whose claim statement's answer was lost are given back as soon as the database answers", async (t) => {
+  if (engineFree(t)) return;
   const s = await scene(2);
   const worker = testWorker(s.link, s.w.clock, sender);
   s.faults.loseAnswer = CLAIM;
@@ -187,7 +192,8 @@ test("WH-11 claims whose claim statement's answer was lost are given back as soo
   for (const [id, n] of requestsById(s.rx)) assert.equal(n, 1, `${id} sent once`);
 });
 
-test("WH-10 a stranded claim another worker took over meanwhile is left alone by the give-back", async () => {
+test("WH-10 a stranded claim another worker took over meanwhile is left alone by the give-back", async (t) => {
+  if (engineFree(t)) return;
   const s = await scene(1);
   const worker = testWorker(s.link, s.w.clock, sender);
   s.faults.failBefore = RECORD_ATTEMPTS;
@@ -213,7 +219,8 @@ test("WH-10 a stranded claim another worker took over meanwhile is left alone by
   assert.equal(s.rx.requests, 1, "nothing sent again by the first worker");
 });
 
-test("WH-14 a record that landed though its answer was lost is not given back: sent once, recorded once", async () => {
+test("WH-14 a record that landed though its answer was lost is not given back: sent once, recorded once", async (t) => {
+  if (engineFree(t)) return;
   const s = await scene(2);
   const worker = testWorker(s.link, s.w.clock, sender);
   s.faults.loseAnswer = RECORD_ATTEMPTS;
@@ -225,7 +232,8 @@ test("WH-14 a record that landed though its answer was lost is not given back: s
   assert.equal(s.rx.requests, 2, "no second send");
 });
 
-test("stranded claims are bounded: past the worker's window a claim is not remembered (its lease will expire)", async () => {
+test("stranded claims are bounded: past the worker's window a claim is not remembered (its lease will expire)", async (t) => {
+  if (engineFree(t)) return;
   const db = await openPgliteTestDatabase();
   databases.push(db);
   const stranded = new StrandedClaims(db, { workerId: "w", max: 2 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { createServer } from "node:net";
 import { test } from "node:test";
 import { eventually } from "@casebook/lab/eventually";
-import { requireRedis, uniqueName } from "@casebook/lab/test-engines";
+import { engineFree, requireRedis, uniqueName } from "@casebook/lab/test-engines";
 import {
   closeRedis,
   connectRedis,
@@ -31,7 +31,8 @@ function onceEvent(
   return new Promise((resolve) => emitter.once(event, () => resolve()));
 }
 
-test("the client options are explicit and fail fast by default", () => {
+test("the client options are explicit and fail fast by default", (t) => {
+  if (engineFree(t)) return;
   const options = redisClientOptions({ keyPrefix: "p:", random: () => 0 });
   assert.equal(options.enableOfflineQueue, false);
   assert.equal(options.maxRetriesPerRequest, 0);
@@ -48,7 +49,8 @@ test("the client options are explicit and fail fast by default", () => {
   assert.equal(retry(301), null, "and attempts at maxReconnectAttempts");
 });
 
-test("reconnect delays grow exponentially to the cap, jittered within [ceiling/2, ceiling]", () => {
+test("reconnect delays grow exponentially to the cap, jittered within [ceiling/2, ceiling]", (t) => {
+  if (engineFree(t)) return;
   assert.deepEqual(
     [1, 2, 3, 10].map((attempt) => reconnectDelayMs(attempt, 50, 2_000, () => 0.999_999)),
     [49, 99, 199, 1_999],
@@ -72,7 +74,8 @@ test("URLs are validated and passwords never appear in messages", async () => {
   await assert.rejects(connectRedis({ url: "" }), /Set REDIS_URL/);
 });
 
-test("connecting to a down Redis fails with REDIS_UNAVAILABLE and leaves no retry loop", async () => {
+test("connecting to a down Redis fails with REDIS_UNAVAILABLE and leaves no retry loop", async (t) => {
+  if (engineFree(t)) return;
   const port = await closedPort();
   await assert.rejects(
     connectRedis({ url: `redis://:pw@127.0.0.1:${port}`, connectTimeoutMs: 500 }),
@@ -124,6 +127,7 @@ test("lazyConnect resolves at once; a command before connect() fails fast and st
 test("when Redis dies, calls fail at once with REDIS_UNAVAILABLE instead of waiting", {
   timeout: 20_000,
 }, async (t) => {
+  if (engineFree(t)) return;
   const server = await spawnRedis(t);
   if (!server) return;
   // A huge command timeout: if the call queued instead of failing, this test would time out.
@@ -147,6 +151,7 @@ test("when Redis dies, calls fail at once with REDIS_UNAVAILABLE instead of wait
 test("a hung Redis costs one commandTimeoutMs and says the outcome is unknown", {
   timeout: 20_000,
 }, async (t) => {
+  if (engineFree(t)) return;
   const server = await spawnRedis(t);
   if (!server) return;
   const redis = await connectRedis({ url: server.url, commandTimeoutMs: 100 });
@@ -167,6 +172,7 @@ test("a hung Redis costs one commandTimeoutMs and says the outcome is unknown", 
 test("a command in flight when the connection drops is rejected, never re-sent", {
   timeout: 20_000,
 }, async (t) => {
+  if (engineFree(t)) return;
   const server = await spawnRedis(t);
   if (!server) return;
   const client = await connectRedis({ url: server.url, commandTimeoutMs: 10_000 });
@@ -194,6 +200,7 @@ test("a command in flight when the connection drops is rejected, never re-sent",
 test("closeRedis quits gracefully, is bounded on a stalled server, and is idempotent", {
   timeout: 20_000,
 }, async (t) => {
+  if (engineFree(t)) return;
   const server = await spawnRedis(t);
   if (!server) return;
   try {

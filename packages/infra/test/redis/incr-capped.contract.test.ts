@@ -42,6 +42,7 @@ interface Harness {
 
 const inProcess: Backend<Harness> = {
   name: "in-process",
+  embedded: true,
   open: async () => {
     const registry = await ScriptRegistry.fromDir(cappedCounterScriptsDir);
     const clock = new ManualClock(1_700_000_000_000);

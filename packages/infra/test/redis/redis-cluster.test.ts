@@ -9,7 +9,7 @@ import { after, before, describe, test } from "node:test";
 import { keySlot } from "@casebook/kit/cluster-slot";
 import { freePort } from "@casebook/lab/free-port";
 import { type SpawnedRedisCluster, spawnRedisCluster } from "@casebook/lab/spawn-redis-cluster";
-import { enginesRequired, uniqueName } from "@casebook/lab/test-engines";
+import { engineFree, enginesRequired, uniqueName } from "@casebook/lab/test-engines";
 import { type Cluster, Redis } from "ioredis";
 import {
   closeRedis,
@@ -39,7 +39,8 @@ function tagOnPrimary(cluster: SpawnedRedisCluster, primary: number, prefix: str
   throw new Error(`no tag for primary ${primary} within 10 000 tries`);
 }
 
-test("cluster options keep the per-node bounds and turn every unsafe resend off", () => {
+test("cluster options keep the per-node bounds and turn every unsafe resend off", (t) => {
+  if (engineFree(t)) return;
   const options = redisClusterOptions({ keyPrefix: "p:", commandTimeoutMs: 40, random: () => 0 });
   const node = redisClientOptions({ commandTimeoutMs: 40 });
   assert.equal(options.keyPrefix, "p:");
@@ -100,6 +101,7 @@ describe("ScriptRegistry on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("connects through one seed, discovers every primary, and loads scripts on each", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     assert.ok(isClusterClient(client));
     assert.equal(client.status, "ready");
@@ -118,6 +120,7 @@ describe("ScriptRegistry on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("a batch spread over three nodes runs each call on its slot's node, results in call order", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const registry = await ScriptRegistry.fromDir(cappedCounterScriptsDir, { clusterSlots: true });
     const tags = [0, 1, 2].map((i) => tagOnPrimary(cluster!, i, "batch"));
@@ -153,6 +156,7 @@ describe("ScriptRegistry on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("a cross-slot call is REDIS_SCRIPT_CROSS_SLOT, refused locally or by the cluster itself", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const pair = parseScript("pair-2.lua", "-- KEYS[1] first\n-- KEYS[2] second\n-- returns 1\nreturn 1");
     const keys = ["{a}:x", "{b}:x"];
@@ -172,6 +176,7 @@ describe("ScriptRegistry on a Redis Cluster", { timeout: 60_000 }, () => {
   });
 
   test("a killed primary fails its slot's calls at once with REDIS_UNAVAILABLE, not after a wait", async (t) => {
+    if (engineFree(t)) return;
     if (!cluster) return t.skip(skipReason);
     const registry = await ScriptRegistry.fromDir(cappedCounterScriptsDir);
     const tag = tagOnPrimary(cluster, 2, "dead");

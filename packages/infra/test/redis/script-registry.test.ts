@@ -3,6 +3,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { engineFree } from "@casebook/lab/test-engines";
 import type { Redis } from "ioredis";
 import { closeRedis, connectRedis } from "../../src/redis/connect-redis.ts";
 import { redisErrors } from "../../src/redis/redis-errors.ts";
@@ -38,7 +39,8 @@ async function commandCalls(redis: Redis, command: string): Promise<number> {
   return match ? Number(match[1]) : 0;
 }
 
-test("fromDir loads every .lua file, ignores other files, and lists names", async () => {
+test("fromDir loads every .lua file, ignores other files, and lists names", async (t) => {
+  if (engineFree(t)) return;
   const registry = await ScriptRegistry.fromDir(cappedCounterScriptsDir);
   assert.deepEqual(registry.names(), ["incr-capped"]);
   assert.equal(registry.get("incr-capped").numKeys, 1);
@@ -48,7 +50,8 @@ test("fromDir loads every .lua file, ignores other files, and lists names", asyn
   );
 });
 
-test("fromDir fails at load on an invalid script or a duplicate name, naming the file", async () => {
+test("fromDir fails at load on an invalid script or a duplicate name, naming the file", async (t) => {
+  if (engineFree(t)) return;
   await withScriptDir({ "echo-1.lua": echo, "broken-2.lua": echo, "notes.txt": "x" }, async (dir) => {
     await assert.rejects(
       ScriptRegistry.fromDir(dir),
@@ -62,6 +65,7 @@ test("fromDir fails at load on an invalid script or a duplicate name, naming the
 });
 
 test("EVALSHA when cached, EVAL on NOSCRIPT, again after SCRIPT FLUSH", { timeout: 20_000 }, async (t) => {
+  if (engineFree(t)) return;
   const server = await spawnRedis(t); // SCRIPT FLUSH only ever on a private server
   if (!server) return;
   const redis = await connectRedis({ url: server.url, commandTimeoutMs: 5_000 });
@@ -84,6 +88,7 @@ test("EVALSHA when cached, EVAL on NOSCRIPT, again after SCRIPT FLUSH", { timeou
 test("a pipelined batch survives NOSCRIPT and keeps results in call order", {
   timeout: 20_000,
 }, async (t) => {
+  if (engineFree(t)) return;
   const server = await spawnRedis(t);
   if (!server) return;
   const redis = await connectRedis({ url: server.url, commandTimeoutMs: 5_000 });
@@ -128,7 +133,8 @@ test("a pipelined batch survives NOSCRIPT and keeps results in call order", {
   }
 });
 
-test("clusterSlots refuses keys of different slots, counting the connection's keyPrefix", () => {
+test("clusterSlots refuses keys of different slots, counting the connection's keyPrefix", (t) => {
+  if (engineFree(t)) return;
   const script = parseScript(
     "pair-2.lua",
     "-- KEYS[1] first\n-- KEYS[2] second\n-- returns 1\nreturn redis.call('GET', KEYS[1])",
@@ -144,7 +150,8 @@ test("clusterSlots refuses keys of different slots, counting the connection's ke
   new ScriptRegistry([script]).checkSlots("pair", ["a", "b"]); // off by default
 });
 
-test("failures map to codes that tell whether the script ran", () => {
+test("failures map to codes that tell whether the script ran", (t) => {
+  if (engineFree(t)) return;
   const reply = (message: string) => Object.assign(new Error(message), { name: "ReplyError" });
   assert.equal(toRedisError("s", reply("SOLD_OUT none left")).code, "REDIS_SCRIPT_FAILED");
   assert.equal(toRedisError("s", reply("SOLD_OUT none left")).fields.replyCode, "SOLD_OUT");

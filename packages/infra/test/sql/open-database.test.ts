@@ -3,13 +3,14 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
+import { engineFree, requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { dataDirFor, openDatabase } from "../../src/sql/open-database.ts";
 import type { Database } from "../../src/sql/sql.ts";
 import { sqlErrors } from "../../src/sql/sql-errors.ts";
 import { quoteIdentifier, schemaName } from "../../src/sql/sql-schema.ts";
 
-test("the data directory is $CASEBOOK_DATA/<system>, by default <cwd>/.casebook-data/<system>", () => {
+test("the data directory is $CASEBOOK_DATA/<system>, by default <cwd>/.casebook-data/<system>", (t) => {
+  if (engineFree(t)) return;
   assert.equal(dataDirFor("payments", {}, "/srv/app"), "/srv/app/.casebook-data/payments");
   assert.equal(
     dataDirFor("payments", { CASEBOOK_DATA: "/var/lib/casebook" }, "/srv/app"),
@@ -25,7 +26,8 @@ test("the data directory is $CASEBOOK_DATA/<system>, by default <cwd>/.casebook-
   }
 });
 
-test("a system's schema is its name with '-' as '_'; unsafe names are refused", () => {
+test("a system's schema is its name with '-' as '_'; unsafe names are refused", (t) => {
+  if (engineFree(t)) return;
   assert.equal(schemaName("flash-sale"), "flash_sale");
   assert.throws(
     () => quoteIdentifier('x"; DROP TABLE y; --'),
@@ -37,7 +39,8 @@ test("a system's schema is its name with '-' as '_'; unsafe names are refused", 
   );
 });
 
-test("without a URL it opens PGlite in $CASEBOOK_DATA/<system>, in the system's schema", async () => {
+test("without a URL it opens PGlite in $CASEBOOK_DATA/<system>, in the system's schema", async (t) => {
+  if (engineFree(t)) return;
   const root = await mkdtemp(join(tmpdir(), "casebook-open-"));
   try {
     // An empty DATABASE_URL counts as unset, as in a shell `DATABASE_URL= npm start`.
@@ -57,7 +60,8 @@ test("without a URL it opens PGlite in $CASEBOOK_DATA/<system>, in the system's 
   }
 });
 
-test("a malformed DATABASE_URL fails the start naming the variable, not its value", async () => {
+test("a malformed DATABASE_URL fails the start naming the variable, not its value", async (t) => {
+  if (engineFree(t)) return;
   const secret = "mysql://admin:hunter2@db/x";
   await assert.rejects(openDatabase({ system: "payments", env: { DATABASE_URL: secret } }), (err) => {
     assert.ok(sqlErrors.is(err, "SQL_CONFIG_INVALID"));

@@ -35,6 +35,7 @@ function subjectOf(db: Database, scratch: string[]): SqlSubject {
 
 export const pgliteMemory: Backend<SqlSubject> = {
   name: "pglite memory",
+  embedded: true,
   async open() {
     const db = await openDatabase({ system: SYSTEM, dataDir: "memory://", env: {} });
     return { subject: subjectOf(db, []), close: () => db.close() };
@@ -43,6 +44,7 @@ export const pgliteMemory: Backend<SqlSubject> = {
 
 export const pgliteDisk: Backend<SqlSubject> = {
   name: "pglite disk",
+  embedded: true,
   async open() {
     const root = await mkdtemp(join(tmpdir(), "casebook-sql-"));
     const db = await openDatabase({ system: SYSTEM, env: { CASEBOOK_DATA: root } });
