@@ -1,0 +1,17 @@
+import { PGlite } from "@electric-sql/pglite";
+import { cube } from "@electric-sql/pglite/contrib/cube";
+let t = performance.now();
+const a = new PGlite({ dataDir: "memory://", extensions: { cube } }); await a.waitReady;
+console.log("fresh boot", (performance.now() - t).toFixed(0));
+t = performance.now();
+const dump = await a.dumpDataDir("none");
+console.log("dump", (performance.now() - t).toFixed(0), dump.size);
+await a.close();
+t = performance.now();
+const b = new PGlite({ dataDir: "memory://", loadDataDir: dump, extensions: { cube } }); await b.waitReady;
+console.log("snapshot boot", (performance.now() - t).toFixed(0));
+await b.exec("CREATE EXTENSION IF NOT EXISTS cube; CREATE TABLE x (a int); INSERT INTO x VALUES (1)");
+console.log((await b.query("select count(*) from x")).rows);
+t = performance.now();
+const c = new PGlite({ dataDir: "memory://", extensions: { cube } }); await c.waitReady;
+console.log("2nd fresh boot", (performance.now() - t).toFixed(0));
