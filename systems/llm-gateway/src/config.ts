@@ -144,12 +144,19 @@ export const configSchema = {
     description:
       "The token counter shared by every replica (LG-07); unset = in-process (one replica only: budgets are per process then)",
   }),
+  budgetFailMode: field.enum(["closed", "open"], {
+    env: "LLM_GATEWAY_BUDGET_FAIL_MODE",
+    default: "closed",
+    description:
+      "When the token counter (Redis) cannot be reached: closed = 503, nothing unmetered reaches the provider; open = requests pass unmetered (counted in llm_gateway_unmetered_total)",
+  }),
   redisCommandTimeoutMs: field.int({
     env: "LLM_GATEWAY_REDIS_TIMEOUT_MS",
     default: 500,
     min: 10,
     max: 10_000,
-    description: "Bound on one counter call (reserve or settle); past it the request fails closed (503)",
+    description:
+      "Bound on one counter call (reserve or settle); past it the counter counts as down (LLM_GATEWAY_BUDGET_FAIL_MODE)",
   }),
   budgetWindowMs: field.int({
     env: "LLM_GATEWAY_BUDGET_WINDOW_MS",
