@@ -19,7 +19,7 @@ import {
   parseDestinationList,
   parseModelList,
 } from "./domain/model-catalog.ts";
-import { DEFAULT_PRICE_LIST, PRICE_LIST_PATTERN } from "./domain/pricing.ts";
+import { DEFAULT_PRICE_LIST, PRICE_LIST_PATTERN, parsePriceList } from "./domain/pricing.ts";
 import { defaultModelNames } from "./sim/provider-behaviour.ts";
 
 /** LLM_GATEWAY_BOOTSTRAP_TENANT value that turns the demo tenant off. */
@@ -270,7 +270,7 @@ export const configSchema = {
 export type SystemConfig = ConfigOf<typeof configSchema>;
 
 function problem(
-  setting: "models" | "destinations",
+  setting: "models" | "destinations" | "prices",
   env: string,
   value: string,
   expected: string,
@@ -311,6 +311,11 @@ export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
       "each model name once, known destinations",
       error,
     );
+  }
+  try {
+    parsePriceList(config.prices);
+  } catch (error) {
+    throw problem("prices", "LLM_GATEWAY_PRICES", config.prices, "each model priced once", error);
   }
   return config;
 }
