@@ -19,7 +19,7 @@ import {
   parseDestinationList,
   parseModelList,
 } from "./domain/model-catalog.ts";
-import { DEFAULT_PRICE_LIST, PRICE_LIST_PATTERN } from "./domain/pricing.ts";
+import { DEFAULT_PRICE_LIST, PRICE_LIST_PATTERN, parsePriceList } from "./domain/pricing.ts";
 import { defaultModelNames } from "./sim/provider-behaviour.ts";
 
 /** LLM_GATEWAY_BOOTSTRAP_TENANT value that turns the demo tenant off. */
@@ -144,12 +144,19 @@ export const configSchema = {
     description:
       "The token counter shared by every replica (LG-07); unset = in-process (one replica only: budgets are per process then)",
   }),
+  budgetFailMode: field.enum(["closed", "open"], {
+    env: "LLM_GATEWAY_BUDGET_FAIL_MODE",
+    default: "closed",
+    description:
+      "When the token counter (Redis) cannot be reached: closed = 503, nothing unmetered reaches the provider; open = requests pass unmetered (counted in llm_gateway_unmetered_total)",
+  }),
   redisCommandTimeoutMs: field.int({
     env: "LLM_GATEWAY_REDIS_TIMEOUT_MS",
     default: 500,
     min: 10,
     max: 10_000,
-    description: "Bound on one counter call (reserve or settle); past it the request fails closed (503)",
+    description:
+      "Bound on one counter call (reserve or settle); past it the counter counts as down (LLM_GATEWAY_BUDGET_FAIL_MODE)",
   }),
   budgetWindowMs: field.int({
     env: "LLM_GATEWAY_BUDGET_WINDOW_MS",
@@ -263,7 +270,7 @@ export const configSchema = {
 export type SystemConfig = ConfigOf<typeof configSchema>;
 
 function problem(
-  setting: "models" | "destinations",
+  setting: "models" | "destinations" | "prices",
   env: string,
   value: string,
   expected: string,
@@ -304,6 +311,11 @@ export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
       "each model name once, known destinations",
       error,
     );
+  }
+  try {
+    parsePriceList(config.prices);
+  } catch (error) {
+    throw problem("prices", "LLM_GATEWAY_PRICES", config.prices, "each model priced once", error);
   }
   return config;
 }

@@ -180,6 +180,14 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         budgets: {
           store: budgetStore,
           windowMs: config.budgetWindowMs,
+          failMode: config.budgetFailMode,
+          onUnmetered: (what, error) => {
+            metrics.unmetered.inc({ budget: what });
+            service.log.warn(
+              { err: error, budget: what },
+              "counter unreachable: request let through unmetered (fail open)",
+            );
+          },
           limits: {
             modelRpm: config.modelRpm,
             modelTpm: config.modelTpm,

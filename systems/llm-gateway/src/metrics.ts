@@ -28,6 +28,8 @@ export interface SystemMetrics {
   readonly cacheLookupSeconds: Histogram<"model">;
   /** Cost per logical model in US dollars, from the price table (cached prompt tokens at their price). */
   readonly costUsd: Counter<"model">;
+  /** Requests let through unmetered because the counter was down (fail open), by budget. */
+  readonly unmetered: Counter<"budget">;
   /** LG-08: breaker transitions per deployment. */
   readonly breakerTransitions: Counter<"deployment" | "to" | "reason">;
 }
@@ -118,6 +120,12 @@ export function createMetrics(
       name: "llm_gateway_cost_usd_total",
       help: "What the requests cost by logical model, in US dollars, from the price table (the provider's cached prompt tokens at the cached price)",
       labelNames: ["model"],
+      registers: [registry],
+    }),
+    unmetered: new Counter({
+      name: "llm_gateway_unmetered_total",
+      help: "Requests let through without a budget because the counter could not be reached (LLM_GATEWAY_BUDGET_FAIL_MODE=open), by budget (tokens, destination, spend)",
+      labelNames: ["budget"],
       registers: [registry],
     }),
     breakerTransitions: new Counter({

@@ -139,3 +139,17 @@ test("a money budget per tenant: past its spend limit the answer is 429 insuffic
   const spent = nano((await usage(client)).totalCostUsd);
   assert.ok(spent <= nano(0.0005), `spent ${spent} n$ of 500,000`);
 });
+
+test("LG-18 the gateway never groups requests: concurrent requests reach the provider one by one, each with its own prompt", async () => {
+  const client = await tenant("batcher");
+  const before = (await f.generations()).length;
+  const prompts = Array.from({ length: 6 }, (_, i) => `Question number ${i}`);
+  await Promise.all(
+    prompts.map((content) =>
+      client.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content }] }),
+    ),
+  );
+  const sent = (await f.generations()).slice(before);
+  assert.equal(sent.length, prompts.length, "one upstream request per client request");
+  for (const generation of sent) assert.equal(generation.model, "gpt-4o-mini");
+});

@@ -37,3 +37,20 @@ test("Redis down: requests fail closed with 503, nothing reaches the provider; b
     { what: "a request to pass once Redis is back", timeoutMs: 60_000, intervalMs: 250 },
   );
 });
+
+test("Redis down with LLM_GATEWAY_BUDGET_FAIL_MODE=open: requests pass unmetered, counted and logged; /readyz still says the counter is down", async (t) => {
+  const redis = await spawnRedis();
+  t.after(() => redis.stop());
+  const f = await startGateway({
+    env: { REDIS_URL: redis.url, LLM_GATEWAY_REDIS_TIMEOUT_MS: "2000", LLM_GATEWAY_BUDGET_FAIL_MODE: "open" },
+  });
+  t.after(() => f.close());
+  const messages = [{ role: "user" as const, content: "hi" }];
+  await f.client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 3 });
+  await redis.kill();
+  const answer = await f.client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 3 });
+  assert.equal(answer.object, "chat.completion");
+  const metrics = await (await fetch(`${f.gateway.url}/metrics`)).text();
+  assert.match(metrics, /^llm_gateway_unmetered_total\{budget="tokens"\} 1$/m);
+  assert.equal((await fetch(`${f.gateway.url}/readyz`)).status, 503);
+});

@@ -32,6 +32,32 @@ export interface BudgetContext {
   readonly store: BudgetStore;
   readonly limits: SharedLimits;
   readonly windowMs: number;
+  /**
+   * When the counter cannot be reached: `closed` refuses (503: nothing unmetered reaches the
+   * provider), `open` lets the request through unmetered (counted by `onUnmetered`, and
+   * never settled: its tokens are missing from every budget of that window).
+   */
+  readonly failMode?: "closed" | "open";
+  readonly onUnmetered?: (what: "tokens" | "destination" | "spend", error: unknown) => void;
+}
+
+/** The reservation of a request let through unmetered (fail open): nothing to settle. */
+export const UNMETERED: Reservation = Object.freeze({
+  allowed: true,
+  windowId: -1,
+  retryAfterMs: 0,
+  refused: undefined,
+});
+
+/** Rethrows as LLM_BUDGET_UNAVAILABLE (fail closed), or reports and returns UNMETERED (fail open). */
+function unavailable(
+  context: BudgetContext,
+  what: "tokens" | "destination" | "spend",
+  error: unknown,
+): Reservation {
+  if (context.failMode !== "open") throw errors.create("LLM_BUDGET_UNAVAILABLE", { cause: error });
+  context.onUnmetered?.(what, error);
+  return UNMETERED;
 }
 
 /** A reservation held for one request until it is settled. */
@@ -64,7 +90,7 @@ export async function reserveBudget(
   try {
     reservation = await context.store.reserve(plan.lines, { windowMs: context.windowMs });
   } catch (error) {
-    throw errors.create("LLM_BUDGET_UNAVAILABLE", { cause: error });
+    reservation = unavailable(context, "tokens", error);
   }
   if (reservation.allowed) return { plan, reservation, inputTokens };
   const refused = reservation.refused;
@@ -107,7 +133,7 @@ export async function reserveDestination(
   try {
     reservation = await context.store.reserve(plan.lines, { windowMs: context.windowMs });
   } catch (error) {
-    throw errors.create("LLM_BUDGET_UNAVAILABLE", { cause: error });
+    reservation = unavailable(context, "destination", error);
   }
   if (!reservation.allowed) {
     // Never fits (the request alone is above the destination's window): no wait helps this one.
@@ -124,6 +150,7 @@ export async function settleBudget(
   usedTokens: number,
   log: FastifyBaseLogger,
 ): Promise<void> {
+  if (held.reservation === UNMETERED) return;
   try {
     await context.store.settle(held.reservation, settleLines(held.plan, usedTokens), {
       windowMs: context.windowMs,
@@ -161,7 +188,7 @@ export async function reserveSpend(
   try {
     reservation = await context.store.reserve([{ key, limit, cost }], { windowMs: context.spendWindowMs });
   } catch (error) {
-    throw errors.create("LLM_BUDGET_UNAVAILABLE", { cause: error });
+    reservation = unavailable(context, "spend", error);
   }
   if (!reservation.allowed) {
     throw errors.create("LLM_SPEND_EXCEEDED", {
@@ -178,7 +205,7 @@ export async function settleSpend(
   costNanoUsd: number,
   log: FastifyBaseLogger,
 ): Promise<void> {
-  if (held === undefined) return;
+  if (held === undefined || held.reservation === UNMETERED) return;
   try {
     await context.store.settle(
       held.reservation,

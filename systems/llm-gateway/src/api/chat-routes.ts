@@ -31,6 +31,13 @@ import type { Outcome, SystemMetrics } from "../metrics.ts";
 import type { CachedAnswer, CacheHit } from "../store/semantic-cache-store.ts";
 import type { UsageRepository } from "../store/usage-repository.ts";
 import {
+  anthropicSse,
+  chatRequestOf,
+  type MessagesRequest,
+  messageOf,
+  messagesRequestSchema,
+} from "./anthropic-dialect.ts";
+import {
   type BudgetContext,
   type HeldBudget,
   type HeldSpend,
@@ -180,9 +187,25 @@ async function relay(
 }
 
 /** One request on its way: what every step after the budget needs. */
+/**
+ * How the answer is written for the client: OpenAI's shapes as they come, or another API's
+ * (`/v1/messages`: Anthropic's), translated event by event and body by body.
+ */
+export interface Dialect {
+  /** The SSE response the relay writes OpenAI events to. */
+  sse(sse: SseResponse, x: { id: string; model: string; inputTokens: number }): SseResponse;
+  /** A whole answer's body, from OpenAI's chat.completion bytes or object. */
+  whole(completion: Buffer | object): Buffer | object;
+}
+
+export const openAiDialect: Dialect = { sse: (sse) => sse, whole: (completion) => completion };
+
 interface Exchange {
   readonly options: ChatRouteOptions;
-  readonly request: FastifyRequest<{ Body: ChatRequest }>;
+  readonly request: FastifyRequest;
+  /** The request as an OpenAI chat request (translated when it came in another API's shape). */
+  readonly body: ChatRequest;
+  readonly dialect: Dialect;
   readonly reply: FastifyReply;
   readonly model: ServedModel;
   readonly tenantId: string;
@@ -197,16 +220,19 @@ async function streamCompletion(x: Exchange, routed: Routed<OutboundStream>): Pr
   const { metrics, clock } = options;
   const startedAtMs = clock.monotonicMs();
   const upstream = routed.answer;
-  const sse = openSseResponse(request, x.reply, {
-    keepAliveMs: options.settings.keepAliveMs,
-    signal: x.gone.signal,
-    headers: { ...routeHeaders(model, routed), [CACHE_HEADER]: cacheHeaderOf(x.lookup) },
-  });
+  const sse = x.dialect.sse(
+    openSseResponse(request, x.reply, {
+      keepAliveMs: options.settings.keepAliveMs,
+      signal: x.gone.signal,
+      headers: { ...routeHeaders(model, routed), [CACHE_HEADER]: cacheHeaderOf(x.lookup) },
+    }),
+    { id: request.id, model: routed.admission.deployment.upstreamModel, inputTokens: x.held.inputTokens },
+  );
   metrics.openStreams.inc({ model: model.name });
   let result: RelayResult;
   try {
     result = await relay(upstream.body, sse, {
-      clientWantsUsage: request.body.stream_options?.include_usage === true,
+      clientWantsUsage: x.body.stream_options?.include_usage === true,
       collect: x.lookup.kind === "miss",
       onFirstContent: () => {
         routed.admission.firstToken();
@@ -346,17 +372,20 @@ async function cachedCompletion(x: Exchange, hit: CacheHit): Promise<FastifyRepl
   const none = { promptTokens: 0, cachedPromptTokens: 0, completionTokens: 0 };
   await account(x, { servedBy: undefined, outcome: "cached", fallback: "none", usage: none, cost: 0 });
   const header = { [CACHE_HEADER]: cacheHeaderOf(x.lookup) };
-  if (request.body.stream !== true)
+  if (x.body.stream !== true)
     return reply
       .code(200)
       .headers(header)
-      .send(completionOf(hit, request.id, nowS));
-  const sse = openSseResponse(request, reply, {
-    keepAliveMs: options.settings.keepAliveMs,
-    signal: x.gone.signal,
-    headers: header,
-  });
-  const withUsage = request.body.stream_options?.include_usage === true;
+      .send(x.dialect.whole(completionOf(hit, request.id, nowS)));
+  const sse = x.dialect.sse(
+    openSseResponse(request, reply, {
+      keepAliveMs: options.settings.keepAliveMs,
+      signal: x.gone.signal,
+      headers: header,
+    }),
+    { id: request.id, model: hit.answer.model, inputTokens: x.held.inputTokens },
+  );
+  const withUsage = x.body.stream_options?.include_usage === true;
   for (const event of streamEventsOf(hit, request.id, nowS, withUsage)) await sse.write(event);
   sse.end();
   return undefined;
@@ -365,13 +394,14 @@ async function cachedCompletion(x: Exchange, hit: CacheHit): Promise<FastifyRepl
 /** The cache's answer for a request; a store that fails is a miss nobody remembers, never a failed request. */
 async function lookupCache(
   options: ChatRouteOptions,
-  request: FastifyRequest<{ Body: ChatRequest }>,
+  request: FastifyRequest,
+  body: ChatRequest,
   model: ServedModel,
   tenantId: string,
 ): Promise<CacheLookup> {
   if (options.cache === undefined) return { kind: "skip", why: "off" };
   try {
-    return await options.cache.lookup(tenantId, model.name, request.body, request.headers["cache-control"]);
+    return await options.cache.lookup(tenantId, model.name, body, request.headers["cache-control"]);
   } catch (error) {
     request.log.warn({ err: error }, "semantic cache lookup failed; the request goes upstream");
     return { kind: "skip", why: "unavailable" };
@@ -400,13 +430,93 @@ async function wholeCompletion(x: Exchange, routed: Routed<UpstreamAnswer>): Pro
   const result = emptyResult("ok");
   result.usage = chunk.kind === "chunk" ? chunk.usage : undefined;
   await finish(x, routed, result, x.lookup.kind === "miss" ? cachedAnswerOf(answer.body) : undefined);
-  // The provider's bytes as they came: nothing of its answer is dropped or re-serialized.
+  // OpenAI's client gets the provider's bytes as they came: nothing dropped or re-serialized.
+  const body =
+    x.dialect === openAiDialect ? answer.body : x.dialect.whole(JSON.parse(answer.body.toString("utf8")));
   return x.reply
     .code(200)
     .headers({ ...routeHeaders(x.model, routed), [CACHE_HEADER]: cacheHeaderOf(x.lookup) })
     .type("application/json; charset=utf-8")
-    .send(answer.body);
+    .send(body);
 }
+
+/** One chat request through budgets, the cache and the routes, answered in the client's dialect. */
+export async function handleChat(
+  options: ChatRouteOptions,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  body: ChatRequest,
+  dialect: Dialect,
+): Promise<FastifyReply | undefined> {
+  const model = resolveModel(options.catalog, body.model);
+  const maxOutputTokens =
+    requestedMaxTokens(body, options.settings.maxOutputTokens) ?? options.settings.maxOutputTokens;
+  const held = await reserveBudget(options.budgets, {
+    tenant: options.tenantOf(request),
+    model,
+    messages: body.messages,
+    maxOutputTokens,
+  }).catch((error: unknown) => {
+    if (errors.is(error, "LLM_BUDGET_EXCEEDED"))
+      options.metrics.requests.inc({ model: model.name, outcome: "rate_limited" });
+    throw error;
+  });
+  const tenant = options.tenantOf(request);
+  const tenantId = tenant.id;
+  const spendContext = { ...options.budgets, spendWindowMs: options.accounting.spendWindowMs };
+  const spend = await reserveSpend(
+    spendContext,
+    tenant,
+    maxCostOf(options, model, held, maxOutputTokens),
+  ).catch(async (error: unknown) => {
+    await settleBudget(options.budgets, held, 0, request.log);
+    throw error;
+  });
+  const lookup = await lookupCache(options, request, body, model, tenantId);
+  const gone = clientGone(reply);
+  const x: Exchange = { options, request, reply, body, dialect, model, tenantId, held, spend, gone, lookup };
+  if (lookup.kind === "hit") return cachedCompletion(x, lookup.hit);
+  const stream = body.stream === true;
+  const route = { model, held, ttft: stream, signal: gone.signal, log: request.log };
+  try {
+    if (stream) {
+      const routed = await routeRequest(options, route, (upstream, deployment) =>
+        upstream.stream(upstreamBody(body, deployment), gone.signal),
+      );
+      await streamCompletion(x, routed);
+      return undefined;
+    }
+    const routed = await routeRequest(options, route, (upstream, deployment) =>
+      upstream.complete(upstreamBody(body, deployment), gone.signal),
+    );
+    return await wholeCompletion(x, routed);
+  } catch (error) {
+    // Nothing was generated: every reserved token goes back (the request still counts for RPM).
+    await settleBudget(options.budgets, held, 0, request.log);
+    await settleSpend(spendContext, spend, 0, request.log);
+    const limited = errors.is(error, "LLM_NO_CAPACITY") || errors.is(error, "LLM_UPSTREAM_RATE_LIMITED");
+    options.metrics.requests.inc({
+      model: model.name,
+      outcome: limited ? "rate_limited" : "upstream_error",
+    });
+    throw error;
+  }
+}
+
+/** What a chat request may be refused with, on either dialect's route. */
+export const CHAT_ERROR_CODES = [
+  "LLM_MODEL_NOT_FOUND",
+  "LLM_MAX_TOKENS_TOO_LARGE",
+  "LLM_BUDGET_EXCEEDED",
+  "LLM_REQUEST_OVER_BUDGET",
+  "LLM_BUDGET_UNAVAILABLE",
+  "LLM_SPEND_EXCEEDED",
+  "LLM_NO_CAPACITY",
+  "LLM_UPSTREAM_RATE_LIMITED",
+  "LLM_UPSTREAM_REJECTED",
+  "LLM_UPSTREAM_FAILED",
+  "LLM_UPSTREAM_TIMEOUT",
+] as const;
 
 export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOptions): void {
   scope.post<{ Body: ChatRequest }>(
@@ -417,77 +527,36 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
         summary: "Create a chat completion (OpenAI-compatible; stream: true answers text/event-stream)",
         tags: ["openai"],
         security: bearerSecurity,
-        errorCodes: [
-          "LLM_MODEL_NOT_FOUND",
-          "LLM_MAX_TOKENS_TOO_LARGE",
-          "LLM_BUDGET_EXCEEDED",
-          "LLM_REQUEST_OVER_BUDGET",
-          "LLM_BUDGET_UNAVAILABLE",
-          "LLM_SPEND_EXCEEDED",
-          "LLM_NO_CAPACITY",
-          "LLM_UPSTREAM_RATE_LIMITED",
-          "LLM_UPSTREAM_REJECTED",
-          "LLM_UPSTREAM_FAILED",
-          "LLM_UPSTREAM_TIMEOUT",
-        ],
+        errorCodes: [...CHAT_ERROR_CODES],
         body: chatRequestSchema,
         response: { 200: chatResponseView },
       },
     },
-    async (request, reply) => {
-      const model = resolveModel(options.catalog, request.body.model);
-      const maxOutputTokens =
-        requestedMaxTokens(request.body, options.settings.maxOutputTokens) ??
-        options.settings.maxOutputTokens;
-      const held = await reserveBudget(options.budgets, {
-        tenant: options.tenantOf(request),
-        model,
-        messages: request.body.messages,
-        maxOutputTokens,
-      }).catch((error: unknown) => {
-        if (errors.is(error, "LLM_BUDGET_EXCEEDED"))
-          options.metrics.requests.inc({ model: model.name, outcome: "rate_limited" });
-        throw error;
-      });
-      const tenant = options.tenantOf(request);
-      const tenantId = tenant.id;
-      const spendContext = { ...options.budgets, spendWindowMs: options.accounting.spendWindowMs };
-      const spend = await reserveSpend(
-        spendContext,
-        tenant,
-        maxCostOf(options, model, held, maxOutputTokens),
-      ).catch(async (error: unknown) => {
-        await settleBudget(options.budgets, held, 0, request.log);
-        throw error;
-      });
-      const lookup = await lookupCache(options, request, model, tenantId);
-      const gone = clientGone(reply);
-      const x: Exchange = { options, request, reply, model, tenantId, held, spend, gone, lookup };
-      if (lookup.kind === "hit") return cachedCompletion(x, lookup.hit);
-      const stream = request.body.stream === true;
-      const route = { model, held, ttft: stream, signal: gone.signal, log: request.log };
-      try {
-        if (stream) {
-          const routed = await routeRequest(options, route, (upstream, deployment) =>
-            upstream.stream(upstreamBody(request.body, deployment), gone.signal),
-          );
-          return await streamCompletion(x, routed);
-        }
-        const routed = await routeRequest(options, route, (upstream, deployment) =>
-          upstream.complete(upstreamBody(request.body, deployment), gone.signal),
-        );
-        return await wholeCompletion(x, routed);
-      } catch (error) {
-        // Nothing was generated: every reserved token goes back (the request still counts for RPM).
-        await settleBudget(options.budgets, held, 0, request.log);
-        await settleSpend(spendContext, spend, 0, request.log);
-        const limited = errors.is(error, "LLM_NO_CAPACITY") || errors.is(error, "LLM_UPSTREAM_RATE_LIMITED");
-        options.metrics.requests.inc({
-          model: model.name,
-          outcome: limited ? "rate_limited" : "upstream_error",
-        });
-        throw error;
-      }
+    async (request, reply) => handleChat(options, request, reply, request.body, openAiDialect),
+  );
+}
+
+const anthropicDialect: Dialect = {
+  sse: (sse, head) => anthropicSse(sse, { ...head, id: `msg_${head.id}` }),
+  whole: (completion) => messageOf(completion as Parameters<typeof messageOf>[0]),
+};
+
+/** `POST /v1/messages`: Anthropic's Messages API on the same pipeline (`anthropic-dialect.ts`). */
+export function registerMessagesRoute(scope: FastifyInstance, options: ChatRouteOptions): void {
+  scope.post<{ Body: MessagesRequest }>(
+    "/v1/messages",
+    {
+      handlerTimeout: options.settings.generationTimeoutMs,
+      schema: {
+        summary: "Create a message (Anthropic-compatible; stream: true answers Anthropic's SSE events)",
+        tags: ["anthropic"],
+        security: bearerSecurity,
+        errorCodes: [...CHAT_ERROR_CODES],
+        body: messagesRequestSchema,
+        response: { 200: { type: "object", additionalProperties: true } },
+      },
     },
+    async (request, reply) =>
+      handleChat(options, request, reply, chatRequestOf(request.body), anthropicDialect),
   );
 }

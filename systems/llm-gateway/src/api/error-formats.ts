@@ -84,17 +84,21 @@ export function openAiErrorFormat(pathPrefix: string): ErrorFormat {
 export const anthropicErrorFormat: ErrorFormat = {
   pathPrefix: "/v1/messages",
   contentType: "application/json; charset=utf-8",
-  body: (problem) =>
-    JSON.stringify({
+  body: (problem) => {
+    const param = firstParam(problem);
+    return JSON.stringify({
       type: "error",
       error: {
         type: anthropicErrorType(problem.status),
-        message: problem.detail,
+        // Anthropic's SDKs show only the message: it names the field at fault.
+        message:
+          param === null || problem.detail.includes(param) ? problem.detail : `${problem.detail} (${param})`,
         code: problem.code,
-        param: firstParam(problem),
+        param,
         requestId: problem.requestId,
       },
-    }),
+    });
+  },
 };
 
 export const llmErrorFormats: readonly ErrorFormat[] = [

@@ -19,7 +19,12 @@ import type { SystemMetrics } from "../metrics.ts";
 import type { TenantRepository } from "../store/tenant-repository.ts";
 import { registerAdminApi } from "./admin-routes.ts";
 import type { BudgetContext } from "./budgets.ts";
-import { type Accounting, type ChatSettings, registerChatRoutes } from "./chat-routes.ts";
+import {
+  type Accounting,
+  type ChatSettings,
+  registerChatRoutes,
+  registerMessagesRoute,
+} from "./chat-routes.ts";
 import { registerModelRoutes } from "./model-routes.ts";
 import type { SemanticCache } from "./semantic-cache.ts";
 import { registerUsageRoutes } from "./usage-routes.ts";
@@ -48,8 +53,15 @@ export interface ApiOptions {
 export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
   const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenants.authenticate(key) });
   await app.register(async (scope) => {
+    // Anthropic's SDKs send the key as `x-api-key`: the same key, read the same way.
+    scope.addHook("onRequest", async (request) => {
+      const key = request.headers["x-api-key"];
+      if (request.headers.authorization === undefined && typeof key === "string")
+        request.headers.authorization = `Bearer ${key}`;
+    });
     scope.addHook("onRequest", auth.authenticate);
     registerChatRoutes(scope, { ...options, tenantOf: auth.principalOf });
+    registerMessagesRoute(scope, { ...options, tenantOf: auth.principalOf });
     registerModelRoutes(scope, options);
     registerUsageRoutes(scope, {
       usage: options.accounting.usage,
