@@ -174,10 +174,12 @@ test("Ctrl-C during a mutation's test run restores the file and stops the tests"
     test: t,
   });
   const source = join(systemDir, "src", "clamp.ts");
-  await eventually(() => existsSync(`${source}.mutation-original`), {
-    what: "the mutation is applied",
-    timeoutMs: 60_000,
-  });
+  // The runner writes the copy of the original first, then the mutated file: wait for both
+  // (reading the source right after the copy appears raced the second write in CI).
+  await eventually(
+    () => existsSync(`${source}.mutation-original`) && readFileSync(source, "utf8") !== CLAMP,
+    { what: "the mutation is applied", timeoutMs: 60_000 },
+  );
   assert.notEqual(readFileSync(source, "utf8"), CLAMP);
   const testProcesses = await eventually(
     () => (descendants(runner.pid).length > 0 ? descendants(runner.pid) : undefined),
