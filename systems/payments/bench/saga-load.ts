@@ -32,7 +32,7 @@ import { uniqueName } from "@casebook/lab/test-engines";
 import { MerchantRepository } from "../src/store/merchant-repository.ts";
 
 /** The two servers of the saga run, each through its real entry point. */
-const acquirerEntry = new URL("../src/acquirer-sim/acquirer-main.ts", import.meta.url);
+const acquirerEntry = new URL("../src/sim/acquirer-main.ts", import.meta.url);
 const serviceEntry = new URL("../src/main.ts", import.meta.url);
 
 const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
