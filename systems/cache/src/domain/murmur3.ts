@@ -10,6 +10,8 @@
  * hashKey("user:1");  // murmur3 for strings, fmix32 for 32-bit integers
  */
 
+import { fmix32 } from "@casebook/kit/fmix32";
+
 const C1 = 0xcc9e2d51;
 const C2 = 0x1b873593;
 /** Strings longer than this many UTF-16 units are encoded into a fresh buffer, not the shared one. */
@@ -30,22 +32,9 @@ function mixBlock(h: number, k: number): number {
   return (Math.imul(rotl32(h ^ scramble(k), 13), 5) + 0xe6546b64) | 0;
 }
 
-/**
- * The murmur3 finalizer: every input bit affects every output bit. Used alone it hashes
- * integer keys; 0 maps to 0, which callers that need a non-zero value must handle.
- *
- * @example
- * fmix32(1); // 0x514e28b7
- */
-export function fmix32(h: number): number {
-  let x = h;
-  x ^= x >>> 16;
-  x = Math.imul(x, 0x85ebca6b);
-  x ^= x >>> 13;
-  x = Math.imul(x, 0xc2b2ae35);
-  x ^= x >>> 16;
-  return x >>> 0;
-}
+// The finalizer lives once in kit (url-shortener's Feistel rounds use it too); re-exported
+// here for the cache's sketches, which hash integer keys with it alone.
+export { fmix32 };
 
 /**
  * MurmurHash3 x86_32 of `bytes[0..length)`.
