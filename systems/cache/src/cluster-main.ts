@@ -15,11 +15,11 @@ import { parseArgs } from "node:util";
 import { installSignalHandlers } from "@casebook/infra/http/shutdown";
 import { startService } from "@casebook/infra/http/start-service";
 import { CasebookError } from "@casebook/kit/errors";
-import { AdminClient } from "./api/cluster-admin-client.ts";
+import { AdminClient } from "./cluster/clients/cluster-admin-client.ts";
+import { type LaunchedNode, type LocalCluster, launchCluster } from "./cluster/workers/cluster-launcher.ts";
+import { assertClusterPortsFree } from "./cluster/workers/cluster-port-check.ts";
 import { bindRefusal } from "./domain/bind-guard.ts";
 import { clusterErrors } from "./errors.ts";
-import { type LaunchedNode, type LocalCluster, launchCluster } from "./workers/cluster-launcher.ts";
-import { assertClusterPortsFree } from "./workers/cluster-port-check.ts";
 
 const HELP = `cache cluster launcher — a local cluster of cache nodes
 

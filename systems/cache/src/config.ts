@@ -4,7 +4,7 @@
  * node's own port is RESP's (CACHE_PORT, CACHE_HOST); PORT and HOST are the HTTP sidecar's.
  * Cross-field checks follow the per-field ones: CACHE_MAXMEMORY must parse and fit the value
  * arena, and a node bound beyond loopback needs CACHE_REQUIREPASS. Cluster mode's settings
- * (CACHE_CLUSTER_*) are `clusterConfigSchema` (domain/cluster-settings.ts), read here too.
+ * (CACHE_CLUSTER_*) are `clusterConfigSchema` (cluster/domain/cluster-settings.ts), read here too.
  *
  * @example
  * const config = loadCacheConfig({ CACHE_PORT: "0", PORT: "0", CACHE_MAXMEMORY: "64mb" });
@@ -13,8 +13,8 @@
 import { listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import { cacheServerDefaults } from "./api/cache-server.ts";
+import { clusterConfigSchema } from "./cluster/domain/cluster-settings.ts";
 import { bindRefusal } from "./domain/bind-guard.ts";
-import { clusterConfigSchema } from "./domain/cluster-settings.ts";
 import { EVICTION_POLICY_NAMES } from "./domain/eviction-policy.ts";
 import { DEFAULT_EVICTION_SAMPLES, MAX_EVICTION_SAMPLES } from "./domain/keyspace.ts";
 import { humanBytes, parseMemorySize } from "./domain/memory-size.ts";

@@ -4,7 +4,7 @@
  * the pure mechanisms (eviction policies, sketch, traces, hash ring). Wire-protocol errors
  * never travel as HTTP: the server turns them into a RESP error line and closes the
  * connection; errors a client sees in cluster mode travel as Redis's own reply lines
- * (-MOVED, -ASK, …, see `api/cluster-replies.ts`), never as these codes. The client library
+ * (-MOVED, -ASK, …, see `cluster/api/cluster-replies.ts`), never as these codes. The client library
  * keeps its own registry (`client/client-errors.ts`): it ships without the server.
  *
  * @example

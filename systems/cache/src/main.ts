@@ -22,16 +22,16 @@ import { startService } from "@casebook/infra/http/start-service";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import { CacheServer } from "./api/cache-server.ts";
-import { registerClusterMetrics } from "./api/cluster-metrics.ts";
-import { createClusterRouter } from "./api/cluster-router.ts";
 import { clusterCommands } from "./api/commands/cluster-command.ts";
+import { registerClusterMetrics } from "./cluster/api/cluster-metrics.ts";
+import { createClusterRouter } from "./cluster/api/cluster-router.ts";
+import { clusterKeyspaceObserver } from "./cluster/workers/cluster-keyspace-observer.ts";
+import { ClusterRuntime } from "./cluster/workers/cluster-runtime.ts";
 import { isClusterLaunch, runClusterEntry } from "./cluster-main.ts";
 import { configSchema, loadCacheConfig } from "./config.ts";
 import { Keyspace } from "./domain/keyspace.ts";
 import { cacheErrors } from "./errors.ts";
 import { registerCacheMetrics } from "./metrics.ts";
-import { clusterKeyspaceObserver } from "./workers/cluster-keyspace-observer.ts";
-import { ClusterRuntime } from "./workers/cluster-runtime.ts";
 import { startServerCron } from "./workers/server-cron.ts";
 
 export interface RunningNode {

@@ -18,20 +18,20 @@ import { seededRandom } from "@casebook/kit/random";
 import { guardProcessTree, trackTempDir } from "@casebook/lab/child-reaper";
 import { Cluster, type ClusterOptions } from "ioredis";
 import { CacheServer } from "../src/api/cache-server.ts";
-import { AdminClient } from "../src/api/cluster-admin-client.ts";
-import { createClusterRouter } from "../src/api/cluster-router.ts";
 import { clusterCommands } from "../src/api/commands/cluster-command.ts";
-import { Keyspace } from "../src/domain/keyspace.ts";
-import { clusterKeyspaceObserver } from "../src/workers/cluster-keyspace-observer.ts";
+import { createClusterRouter } from "../src/cluster/api/cluster-router.ts";
+import { AdminClient } from "../src/cluster/clients/cluster-admin-client.ts";
+import { clusterKeyspaceObserver } from "../src/cluster/workers/cluster-keyspace-observer.ts";
 import {
   type LaunchedNode,
   type LaunchOptions,
   type LocalCluster,
   launchCluster,
   waitUntil,
-} from "../src/workers/cluster-launcher.ts";
-import { moveSlots, type ReshardNode } from "../src/workers/cluster-reshard.ts";
-import { ClusterRuntime } from "../src/workers/cluster-runtime.ts";
+} from "../src/cluster/workers/cluster-launcher.ts";
+import { moveSlots, type ReshardNode } from "../src/cluster/workers/cluster-reshard.ts";
+import { ClusterRuntime } from "../src/cluster/workers/cluster-runtime.ts";
+import { Keyspace } from "../src/domain/keyspace.ts";
 
 export { waitUntil };
 

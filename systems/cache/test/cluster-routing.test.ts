@@ -1,12 +1,12 @@
 /**
- * Where a command runs (domain/cluster-routing.ts), deterministically: served by the
+ * Where a command runs (src/cluster/domain/cluster-routing.ts), deterministically: served by the
  * owner, -MOVED elsewhere, -ASK / -TRYAGAIN / ASKING during a migration, READONLY reads
  * on the owner's replica, CROSSSLOT, and unowned slots.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { CROSS_SLOT, type RouteQuery, routeCommand } from "../src/domain/cluster-routing.ts";
-import { ClusterState } from "../src/domain/cluster-state.ts";
+import { CROSS_SLOT, type RouteQuery, routeCommand } from "../src/cluster/domain/cluster-routing.ts";
+import { ClusterState } from "../src/cluster/domain/cluster-state.ts";
 import { clusterErrors } from "../src/errors.ts";
 
 const A = "a".repeat(40);

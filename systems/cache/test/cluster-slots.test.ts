@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { crc16Xmodem, hashTag, keySlot } from "@casebook/kit/cluster-slot";
-import type { AdminClient } from "../src/api/cluster-admin-client.ts";
+import type { AdminClient } from "../src/cluster/clients/cluster-admin-client.ts";
 import { evenSlotRanges, formatRanges, parseRanges, toRanges } from "../src/domain/slot-ranges.ts";
 import {
   adminOf,

@@ -1,12 +1,12 @@
 /**
- * CA-16's two deadlines as pure arithmetic (src/domain/cluster-write-guard.ts): the
+ * CA-16's two deadlines as pure arithmetic (src/cluster/domain/cluster-write-guard.ts): the
  * majority lease a node serves under, and the good-replicas bound a primary takes writes
  * under. The node processes prove the behaviour end to end (failover-split-brain,
  * failover-majority); these pin the edges the processes pass through quickly.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { goodReplicasUntilMs, majorityLeaseUntilMs } from "../src/domain/cluster-write-guard.ts";
+import { goodReplicasUntilMs, majorityLeaseUntilMs } from "../src/cluster/domain/cluster-write-guard.ts";
 
 test("CA-16 a node serves until the node timeout after its last contact with the majority it needs", () => {
   // Three voting primaries, quorum 2, this node votes: one other voter is enough, the latest counts.

@@ -1,12 +1,12 @@
 /**
- * PFAIL → FAIL by majority (domain/cluster-failure-detector.ts), with a manual clock:
+ * PFAIL → FAIL by majority (src/cluster/domain/cluster-failure-detector.ts), with a manual clock:
  * one observer alone never reaches FAIL (CA-15), a quorum of voter reports does, reports
  * expire, FAIL clears by Redis's rules, and a node that was itself frozen does not blame
  * its peers.
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type Electorate, FailureDetector } from "../src/domain/cluster-failure-detector.ts";
+import { type Electorate, FailureDetector } from "../src/cluster/domain/cluster-failure-detector.ts";
 
 const TIMEOUT_MS = 1_000;
 const VOTERS = new Set(["me", "b", "c"]);

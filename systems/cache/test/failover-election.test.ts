@@ -1,5 +1,5 @@
 /**
- * Elections and epochs, deterministically (domain/failover-election.ts, cluster-state.ts,
+ * Elections and epochs, deterministically (src/cluster/domain/failover-election.ts, cluster-state.ts,
  * cluster-gossip-apply.ts): the election's delay and ranking, a primary's vote rules,
  * the takeover, and how configEpochs settle two claims on one slot — the mechanism that
  * makes a deposed primary give up its slots and follow its replacement (CA-16).
@@ -7,11 +7,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
-import { decodeClusterConfig, encodeClusterConfig } from "../src/domain/cluster-config-codec.ts";
-import { FailureDetector } from "../src/domain/cluster-failure-detector.ts";
-import type { NodeHeader } from "../src/domain/cluster-gossip.ts";
-import { absorbHeader, staleClaimOwners } from "../src/domain/cluster-gossip-apply.ts";
-import { ClusterState } from "../src/domain/cluster-state.ts";
+import { decodeClusterConfig, encodeClusterConfig } from "../src/cluster/domain/cluster-config-codec.ts";
+import { FailureDetector } from "../src/cluster/domain/cluster-failure-detector.ts";
+import type { NodeHeader } from "../src/cluster/domain/cluster-gossip.ts";
+import { absorbHeader, staleClaimOwners } from "../src/cluster/domain/cluster-gossip-apply.ts";
+import { ClusterState } from "../src/cluster/domain/cluster-state.ts";
 import {
   decideVote,
   ELECTION_DELAY_FIXED_MS,
@@ -19,7 +19,7 @@ import {
   ReplicaElection,
   takeOverPrimary,
   type VoteContext,
-} from "../src/domain/failover-election.ts";
+} from "../src/cluster/domain/failover-election.ts";
 
 const [A, B, C, RA] = ["a", "b", "c", "d"].map((ch) => ch.repeat(40)) as [string, string, string, string];
 const address = (id: string) => ({ id, host: "127.0.0.1", port: 7000, busPort: 17000 });

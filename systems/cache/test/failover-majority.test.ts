@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { keySlot } from "@casebook/kit/cluster-slot";
-import { type AdminClient, ReplyError } from "../src/api/cluster-admin-client.ts";
+import { type AdminClient, ReplyError } from "../src/cluster/clients/cluster-admin-client.ts";
 import { startTestCluster, type TestCluster, waitUntil } from "./cluster-harness.ts";
 
 const NODE_TIMEOUT_MS = 1_000;

@@ -22,7 +22,7 @@ import { after, describe, test } from "node:test";
 import { keySlot } from "@casebook/kit/cluster-slot";
 import { type FaultProxy, startFaultProxy } from "@casebook/lab/fault-proxy";
 import { freePort } from "@casebook/lab/free-port";
-import { AdminClient, ReplyError } from "../src/api/cluster-admin-client.ts";
+import { AdminClient, ReplyError } from "../src/cluster/clients/cluster-admin-client.ts";
 import { evenSlotRanges } from "../src/domain/slot-ranges.ts";
 import { startTestCluster, type TestCluster, waitUntil } from "./cluster-harness.ts";
 

@@ -17,10 +17,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { keySlot } from "@casebook/kit/cluster-slot";
 import { seededRandom } from "@casebook/kit/random";
-import type { AdminClient } from "../src/api/cluster-admin-client.ts";
 import { CacheAside } from "../src/client/cache-aside.ts";
 import { CacheClient } from "../src/client/cache-client.ts";
 import type { RingRouter } from "../src/client/ring-router.ts";
+import type { AdminClient } from "../src/cluster/clients/cluster-admin-client.ts";
 import { startCacheNode, type TestNode } from "./cache-node.ts";
 import { keysInSlots, startTestCluster, type TestCluster, waitUntil } from "./cluster-harness.ts";
 

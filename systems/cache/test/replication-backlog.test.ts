@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ReplicationBacklog } from "../src/domain/replication-backlog.ts";
+import { ReplicationBacklog } from "../src/replication/domain/replication-backlog.ts";
 
 const entry = (text: string) => Buffer.from(text, "latin1");
 

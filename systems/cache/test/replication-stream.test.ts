@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import type { AdminClient } from "../src/api/cluster-admin-client.ts";
+import type { AdminClient } from "../src/cluster/clients/cluster-admin-client.ts";
 import type { Keyspace } from "../src/domain/keyspace.ts";
 import { adminOf, type InProcessNode, startInProcessNode, waitUntil } from "./cluster-harness.ts";
 

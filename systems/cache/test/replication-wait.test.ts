@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import { rmSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import { type AdminClient, ReplyError } from "../src/api/cluster-admin-client.ts";
+import { type AdminClient, ReplyError } from "../src/cluster/clients/cluster-admin-client.ts";
 import { startCacheNode } from "./cache-node.ts";
 import {
   adminOf,

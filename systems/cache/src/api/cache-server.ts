@@ -21,7 +21,7 @@ import type { Clock } from "@casebook/kit/clock";
 import { AclUsers } from "../domain/acl-users.ts";
 import type { Keyspace } from "../domain/keyspace.ts";
 import { REPLY_ERRORS } from "../domain/reply-errors.ts";
-import type { ReplicationSource } from "../workers/replication-primary.ts";
+import type { ReplicationSource } from "../replication/workers/replication-primary.ts";
 import { Connection, type Counters, type ServerLog, type SharedState } from "./client-connection.ts";
 import { allCommands } from "./commands/all-commands.ts";
 import type { CommandSpec, NodeContext, NodeStats } from "./commands/command-spec.ts";

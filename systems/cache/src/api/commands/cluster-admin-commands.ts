@@ -13,11 +13,11 @@
  * // target, source: CLUSTER SETSLOT 42 NODE <target-id>
  */
 
-import { BUS_PORT_OFFSET } from "../../domain/cluster-settings.ts";
+import { BUS_PORT_OFFSET } from "../../cluster/domain/cluster-settings.ts";
+import type { ClusterRuntime } from "../../cluster/workers/cluster-runtime.ts";
 import { parseInt64 } from "../../domain/integer-arg.ts";
 import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
 import { parseSlot } from "../../domain/slot-ranges.ts";
-import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
 import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 
 function spec(

@@ -8,8 +8,8 @@
  * // on a replica: READONLY → OK; GET k → the replica's copy instead of -MOVED
  */
 
-import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
-import { flagsOf } from "../cluster-router.ts";
+import { flagsOf } from "../../cluster/api/cluster-router.ts";
+import type { ClusterRuntime } from "../../cluster/workers/cluster-runtime.ts";
 import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 
 function spec(name: string, summary: string, since: string, run: (ctx: CommandContext) => void): CommandSpec {

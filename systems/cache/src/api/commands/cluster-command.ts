@@ -7,7 +7,7 @@
  * const table = createCommandTable([...allCommands, ...clusterCommands(runtime)], createClusterRouter(runtime));
  */
 
-import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
+import type { ClusterRuntime } from "../../cluster/workers/cluster-runtime.ts";
 import { clusterAdminCommands } from "./cluster-admin-commands.ts";
 import { clusterClientCommands } from "./cluster-client-commands.ts";
 import { clusterInfoCommands } from "./cluster-info-commands.ts";

@@ -9,15 +9,15 @@
  */
 
 import { keySlot } from "@casebook/kit/cluster-slot";
-import { parseInt64 } from "../../domain/integer-arg.ts";
-import { parseSlot } from "../../domain/slot-ranges.ts";
-import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
 import {
   clusterInfoText,
   clusterNodesText,
   writeClusterShards,
   writeClusterSlots,
-} from "../cluster-topology.ts";
+} from "../../cluster/api/cluster-topology.ts";
+import type { ClusterRuntime } from "../../cluster/workers/cluster-runtime.ts";
+import { parseInt64 } from "../../domain/integer-arg.ts";
+import { parseSlot } from "../../domain/slot-ranges.ts";
 import { type CommandContext, type CommandSpec, NO_KEYS } from "./command-spec.ts";
 
 const doc = (summary: string, since: string, complexity = "O(1)") =>

@@ -12,11 +12,12 @@
  * @example
  * // MIGRATE 127.0.0.1 7001 "" 0 5000 REPLACE KEYS k1 k2 → OK (k1, k2 now on 7001 only)
  */
+
+import { encodeFrame } from "../../cluster/api/cluster-bus-link.ts";
+import type { ClusterRuntime } from "../../cluster/workers/cluster-runtime.ts";
 import { NO_EXPIRY } from "../../domain/cache-entry.ts";
 import { parseInt64 } from "../../domain/integer-arg.ts";
 import { REPLY_ERRORS } from "../../domain/reply-errors.ts";
-import type { ClusterRuntime } from "../../workers/cluster-runtime.ts";
-import { encodeFrame } from "../cluster-bus-link.ts";
 import type { CommandContext, CommandSpec } from "./command-spec.ts";
 
 /** Longest a MIGRATE may block the node, whatever the client asks. */

@@ -17,7 +17,7 @@
 import type { Clock } from "@casebook/kit/clock";
 import type { AclUser, AclUsers } from "../../domain/acl-users.ts";
 import type { Keyspace } from "../../domain/keyspace.ts";
-import type { ReplicationSource } from "../../workers/replication-primary.ts";
+import type { ReplicationSource } from "../../replication/workers/replication-primary.ts";
 import type { Protocol, ReplyWriter } from "../resp-writer.ts";
 
 export type CommandFlag =

@@ -15,7 +15,7 @@
  * link.send(["PING", JSON.stringify(header)]);
  */
 import { connect, type Socket } from "node:net";
-import { defaultRespLimits, type RespLimits, RespParser } from "./resp-parser.ts";
+import { defaultRespLimits, type RespLimits, RespParser } from "../../api/resp-parser.ts";
 
 export type Frame = readonly string[];
 

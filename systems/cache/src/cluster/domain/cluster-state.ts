@@ -16,7 +16,7 @@
  * state.assign(0, state.myId);
  * state.applySlotClaims("b…", 5, [0]);   // b's newer claim wins: slot 0 now owned by b
  */
-import { SLOT_COUNT } from "./slot-ranges.ts";
+import { SLOT_COUNT } from "../../domain/slot-ranges.ts";
 
 export type NodeRole = "primary" | "replica";
 

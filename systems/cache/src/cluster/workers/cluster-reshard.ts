@@ -20,8 +20,9 @@
  * @example
  * await moveSlots({ source, target, primaries, slots: [0, 1, 2] }); // { slots: 3, keys: 117 }
  */
-import { type AdminClient, type Reply, ReplyError } from "../api/cluster-admin-client.ts";
-import { clusterErrors } from "../errors.ts";
+
+import { clusterErrors } from "../../errors.ts";
+import { type AdminClient, type Reply, ReplyError } from "../clients/cluster-admin-client.ts";
 
 export interface ReshardNode {
   readonly id: string;

@@ -13,7 +13,7 @@
  */
 import { connect, type Socket } from "node:net";
 import { type MessagePort, workerData } from "node:worker_threads";
-import { RespParser } from "../api/resp-parser.ts";
+import { RespParser } from "../../api/resp-parser.ts";
 
 export interface TransferRequest {
   readonly seq: number;

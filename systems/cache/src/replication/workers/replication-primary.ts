@@ -25,12 +25,12 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Clock } from "@casebook/kit/clock";
-import { type BusLink, encodeFrame, type Frame } from "../api/cluster-bus-link.ts";
-import { NO_EXPIRY } from "../domain/cache-entry.ts";
-import { goodReplicasUntilMs } from "../domain/cluster-write-guard.ts";
-import type { Keyspace } from "../domain/keyspace.ts";
+import { type BusLink, encodeFrame, type Frame } from "../../cluster/api/cluster-bus-link.ts";
+import { goodReplicasUntilMs } from "../../cluster/domain/cluster-write-guard.ts";
+import { NO_EXPIRY } from "../../domain/cache-entry.ts";
+import type { Keyspace } from "../../domain/keyspace.ts";
+import type { SlotIndex } from "../../domain/slot-index.ts";
 import { ReplicationBacklog } from "../domain/replication-backlog.ts";
-import type { SlotIndex } from "../domain/slot-index.ts";
 
 /** Keys per SNAP frame: a frame stays small (a few MB at most) whatever the dataset. */
 export const SNAPSHOT_BATCH_KEYS = 1_000;

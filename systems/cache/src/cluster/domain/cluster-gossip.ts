@@ -9,9 +9,10 @@
  * const text = JSON.stringify(header);
  * parseHeader(text);  // the same header, or CACHE_CLUSTER_MESSAGE_INVALID
  */
-import { clusterErrors } from "../errors.ts";
+
+import { parseRanges, type SlotRange } from "../../domain/slot-ranges.ts";
+import { clusterErrors } from "../../errors.ts";
 import type { NodeRole } from "./cluster-state.ts";
-import { parseRanges, type SlotRange } from "./slot-ranges.ts";
 
 export type GossipFlag = "ok" | "pfail" | "fail";
 

@@ -18,9 +18,9 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { AdminClient, type Reply } from "../api/cluster-admin-client.ts";
-import { evenSlotRanges } from "../domain/slot-ranges.ts";
-import { clusterErrors } from "../errors.ts";
+import { evenSlotRanges } from "../../domain/slot-ranges.ts";
+import { clusterErrors } from "../../errors.ts";
+import { AdminClient, type Reply } from "../clients/cluster-admin-client.ts";
 
 export interface LaunchOptions {
   readonly nodes: number;
@@ -67,7 +67,7 @@ export interface LaunchedNode {
 
 const OUTPUT_LINES = 200;
 const POLL_MS = 50;
-const MAIN_ENTRY = fileURLToPath(new URL("../main.ts", import.meta.url));
+const MAIN_ENTRY = fileURLToPath(new URL("../../main.ts", import.meta.url));
 
 interface Listening {
   nodeId: string;

@@ -17,9 +17,9 @@
  * sink.offset;           // entries applied in the primary's history
  */
 import type { Clock } from "@casebook/kit/clock";
-import type { BusLink, Frame } from "../api/cluster-bus-link.ts";
-import { NO_EXPIRY } from "../domain/cache-entry.ts";
-import type { Keyspace } from "../domain/keyspace.ts";
+import type { BusLink, Frame } from "../../cluster/api/cluster-bus-link.ts";
+import { NO_EXPIRY } from "../../domain/cache-entry.ts";
+import type { Keyspace } from "../../domain/keyspace.ts";
 
 export interface PrimaryAddress {
   readonly id: string;

@@ -14,10 +14,11 @@
  * const effects = absorbHeader(state, detector, parseHeader(body), nowMs);
  * if (effects.follow) startReplicating(effects.follow);
  */
+
+import { slotsOf } from "../../domain/slot-ranges.ts";
 import type { FailureDetector } from "./cluster-failure-detector.ts";
 import { headerSlots, type NodeHeader } from "./cluster-gossip.ts";
 import type { ClusterState } from "./cluster-state.ts";
-import { slotsOf } from "./slot-ranges.ts";
 
 export interface HeaderEffects {
   /** Nodes first heard of in this header's gossip. */

@@ -8,8 +8,8 @@
  * const observer = clusterKeyspaceObserver(() => runtime?.source);
  * const keyspace = new Keyspace({ clock, random, observer });
  */
-import type { KeyspaceObserver } from "../domain/keyspace.ts";
-import type { ReplicationSource } from "./replication-primary.ts";
+import type { KeyspaceObserver } from "../../domain/keyspace.ts";
+import type { ReplicationSource } from "../../replication/workers/replication-primary.ts";
 
 export function clusterKeyspaceObserver(source: () => ReplicationSource | undefined): KeyspaceObserver {
   return {

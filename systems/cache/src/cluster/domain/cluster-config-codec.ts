@@ -8,10 +8,11 @@
  * const text = encodeClusterConfig(state);
  * const again = decodeClusterConfig(text, "/data/nodes.json"); // same id, epochs and slots
  */
-import { clusterErrors } from "../errors.ts";
+
+import { formatRanges, isSlot, parseRanges, slotsOf, toRanges } from "../../domain/slot-ranges.ts";
+import { clusterErrors } from "../../errors.ts";
 import { NODE_ID_PATTERN } from "./cluster-gossip.ts";
 import { type ClusterNodeRecord, ClusterState } from "./cluster-state.ts";
-import { formatRanges, isSlot, parseRanges, slotsOf, toRanges } from "./slot-ranges.ts";
 
 const FORMAT = 1;
 

@@ -9,12 +9,12 @@
  * handleVoteRequest(runtime, link, body);    // primary side, from the bus
  */
 import type { Clock } from "@casebook/kit/clock";
+import { formatRanges, slotsOf, toRanges } from "../../domain/slot-ranges.ts";
 import type { BusLink } from "../api/cluster-bus-link.ts";
 import type { FailureDetector } from "../domain/cluster-failure-detector.ts";
 import { headerSlots, parseVoteRequest } from "../domain/cluster-gossip.ts";
 import type { ClusterState } from "../domain/cluster-state.ts";
 import { decideVote } from "../domain/failover-election.ts";
-import { formatRanges, slotsOf, toRanges } from "../domain/slot-ranges.ts";
 
 /**
  * What the election's messages need of the node (BullMQ's `LockManagerWorkerContext`: the

@@ -11,8 +11,8 @@
  * node.close();
  */
 import { connect, type Socket } from "node:net";
-import { clusterErrors } from "../errors.ts";
-import { encodeFrame } from "./cluster-bus-link.ts";
+import { clusterErrors } from "../../errors.ts";
+import { encodeFrame } from "../api/cluster-bus-link.ts";
 
 export class ReplyError {
   readonly message: string;

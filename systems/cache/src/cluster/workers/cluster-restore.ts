@@ -11,12 +11,12 @@
 
 import type { Clock } from "@casebook/kit/clock";
 import { keySlot } from "@casebook/kit/cluster-slot";
+import { NO_EXPIRY } from "../../domain/cache-entry.ts";
+import type { Keyspace } from "../../domain/keyspace.ts";
+import type { ReplicationSource } from "../../replication/workers/replication-primary.ts";
 import type { BusLink, Frame } from "../api/cluster-bus-link.ts";
 import { CLUSTER_REPLIES } from "../api/cluster-replies.ts";
-import { NO_EXPIRY } from "../domain/cache-entry.ts";
 import type { ClusterState } from "../domain/cluster-state.ts";
-import type { Keyspace } from "../domain/keyspace.ts";
-import type { ReplicationSource } from "./replication-primary.ts";
 
 /** What a restore needs of the node (the small interface, not the whole runtime). `ClusterRuntime` is one. */
 export interface RestoreContext {

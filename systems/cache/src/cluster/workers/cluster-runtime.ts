@@ -21,6 +21,11 @@
 import { randomBytes } from "node:crypto";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
+import type { Keyspace } from "../../domain/keyspace.ts";
+import type { SlotIndex } from "../../domain/slot-index.ts";
+import { formatRanges, slotsOf, toRanges } from "../../domain/slot-ranges.ts";
+import { ReplicationSource } from "../../replication/workers/replication-primary.ts";
+import { ReplicationSink } from "../../replication/workers/replication-replica.ts";
 import { ClusterBusServer } from "../api/cluster-bus.ts";
 import { type BusLink, connectBusLink, type Frame } from "../api/cluster-bus-link.ts";
 import { KeyTransfer } from "../api/cluster-key-transfer.ts";
@@ -37,14 +42,9 @@ import { absorbHeader, type HeaderEffects, staleClaimOwners } from "../domain/cl
 import { ClusterState } from "../domain/cluster-state.ts";
 import { majorityLeaseUntilMs } from "../domain/cluster-write-guard.ts";
 import { ReplicaElection, takeOverPrimary } from "../domain/failover-election.ts";
-import type { Keyspace } from "../domain/keyspace.ts";
-import type { SlotIndex } from "../domain/slot-index.ts";
-import { formatRanges, slotsOf, toRanges } from "../domain/slot-ranges.ts";
-import { ClusterConfigStore } from "./cluster-config-store.ts";
+import { ClusterConfigStore } from "../store/cluster-config-store.ts";
 import { restoreKeys } from "./cluster-restore.ts";
 import { handleVoteRequest, requestVotes } from "./failover-votes.ts";
-import { ReplicationSource } from "./replication-primary.ts";
-import { ReplicationSink } from "./replication-replica.ts";
 
 export interface ClusterLog {
   info(fields: object, message: string): void;

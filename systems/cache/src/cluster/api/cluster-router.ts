@@ -18,12 +18,12 @@
  * // GET k on a node that does not own k's slot → -MOVED 12739 127.0.0.1:7001
  */
 import { keySlot } from "@casebook/kit/cluster-slot";
+import type { ClientState, CommandContext, CommandSpec } from "../../api/commands/command-spec.ts";
+import { commandKeys } from "../../api/commands/command-spec.ts";
+import type { DispatchHooks } from "../../api/commands/command-table.ts";
 import { CROSS_SLOT, type RouteDecision, routeCommand } from "../domain/cluster-routing.ts";
 import type { ClusterRuntime } from "../workers/cluster-runtime.ts";
 import { askError, CLUSTER_REPLIES, movedError } from "./cluster-replies.ts";
-import type { ClientState, CommandContext, CommandSpec } from "./commands/command-spec.ts";
-import { commandKeys } from "./commands/command-spec.ts";
-import type { DispatchHooks } from "./commands/command-table.ts";
 
 export interface ClientClusterFlags {
   /** READONLY: this client accepts possibly stale reads from a replica. */

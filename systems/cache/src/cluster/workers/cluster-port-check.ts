@@ -16,7 +16,7 @@
  * await busyPorts(clusterPorts(plan)); // [{ host, port: 7000, role: "node 0 RESP", code: "EADDRINUSE", … }]
  */
 import { createServer } from "node:net";
-import { clusterErrors } from "../errors.ts";
+import { clusterErrors } from "../../errors.ts";
 
 export interface NeededPort {
   readonly host: string;

@@ -8,10 +8,11 @@
  * clusterNodesText(runtime);
  * // "e7d1… 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460\n…"
  */
+
+import type { ReplyWriter } from "../../api/resp-writer.ts";
+import { formatRanges, SLOT_COUNT, toRanges } from "../../domain/slot-ranges.ts";
 import type { ClusterNodeRecord } from "../domain/cluster-state.ts";
-import { formatRanges, SLOT_COUNT, toRanges } from "../domain/slot-ranges.ts";
 import type { ClusterRuntime } from "../workers/cluster-runtime.ts";
-import type { ReplyWriter } from "./resp-writer.ts";
 
 export interface OwnedRange {
   readonly first: number;
