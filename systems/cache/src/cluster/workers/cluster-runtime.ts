@@ -19,6 +19,7 @@
  * await runtime.close();
  */
 import { randomBytes } from "node:crypto";
+import { BackgroundLoop, unrefSleep } from "@casebook/kit/background-loop";
 import type { Clock } from "@casebook/kit/clock";
 import type { RandomSource } from "@casebook/kit/random";
 import type { Keyspace } from "../../domain/keyspace.ts";
@@ -112,7 +113,8 @@ export class ClusterRuntime {
   #state: ClusterState | undefined;
   #store: ClusterConfigStore | undefined;
   #bus: ClusterBusServer | undefined;
-  #timer: ReturnType<typeof setInterval> | undefined;
+  /** The cluster cron: pings, failure verdicts, elections, the lease, every CLUSTER_CRON_MS. */
+  #cron: BackgroundLoop | undefined;
   #busPort = 0;
   #saveScheduled = false;
   #announceScheduled = false;
@@ -209,15 +211,25 @@ export class ClusterRuntime {
       this.#followAddress(state.myself.primaryId);
     }
     this.#store.save(state);
-    this.#timer = setInterval(() => this.#tick(), CLUSTER_CRON_MS);
-    this.#timer.unref();
+    this.#cron = new BackgroundLoop({
+      name: "cluster cron",
+      round: async () => {
+        this.#tick();
+        return false;
+      },
+      idleMs: CLUSTER_CRON_MS,
+      failureBackoff: { capMs: CLUSTER_CRON_MS, jitter: "none" },
+      onError: (error) => this.log.error({ err: error }, "cluster: cron tick failed"),
+      sleep: unrefSleep, // the RESP server and the bus hold the process open, not the cron
+    });
+    this.#cron.start();
     this.#refreshHealth();
     this.log.info({ nodeId: state.myId, ...address, role: state.myself.role }, "cluster node started");
   }
 
   async close(): Promise<void> {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
-    this.#timer = undefined;
+    await this.#cron?.stop();
+    this.#cron = undefined;
     this.sink.stop();
     this.source.close();
     for (const link of [...this.#peers.values(), ...this.#handshakes]) link.close();
