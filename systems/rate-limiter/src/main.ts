@@ -92,7 +92,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           service.log.error({ err: error }, "policy file refused; keeping the policies in force"),
       });
       service.onClose(() => rl.close());
-      service.onClose(async () => stopWatching());
+      service.onClose(stopWatching);
       return rl;
     },
     listen: { port: config.port, host: config.host },

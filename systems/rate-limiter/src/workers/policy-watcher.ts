@@ -6,6 +6,7 @@
  */
 import { watch } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
+import { BackgroundLoop, unrefSleep } from "@casebook/kit/background-loop";
 import { parse as parseYaml } from "yaml";
 import { type PolicyConfig, parsePolicyConfig } from "../domain/policy.ts";
 
@@ -23,36 +24,37 @@ export interface PolicyWatcherOptions {
   readonly pollMs?: number;
 }
 
-/** Starts watching; returns a stop function. */
-export function watchPolicyFile(options: PolicyWatcherOptions): () => void {
-  let lastMtimeMs = 0;
-  let running = false;
-  const reload = async () => {
-    if (running) return;
-    running = true;
-    try {
+/**
+ * Starts watching, on kit's BackgroundLoop: a round stats the file and reloads it when its
+ * mtime moved; fs.watch events wake the loop, the idle pause is the backstop poll. Returns
+ * a stop function that resolves once the round in progress has finished.
+ */
+export function watchPolicyFile(options: PolicyWatcherOptions): () => Promise<void> {
+  const pollMs = options.pollMs ?? 2_000;
+  /** The mtime of the file in force; the first round only learns it (main loaded that file). */
+  let lastMtimeMs: number | undefined;
+  const loop = new BackgroundLoop({
+    name: "policy watcher",
+    round: async () => {
       const { mtimeMs } = await stat(options.path);
-      if (mtimeMs === lastMtimeMs) return;
+      if (lastMtimeMs === undefined || mtimeMs === lastMtimeMs) {
+        lastMtimeMs = mtimeMs;
+        return false;
+      }
       lastMtimeMs = mtimeMs;
       options.onReload(await loadPolicyFile(options.path));
-    } catch (error) {
-      options.onError(error);
-    } finally {
-      running = false;
-    }
-  };
-  void stat(options.path).then(
-    (s) => {
-      lastMtimeMs = s.mtimeMs;
+      return false;
     },
-    () => {},
-  );
-  const watcher = watch(options.path, { persistent: false }, () => void reload());
+    idleMs: pollMs,
+    failureBackoff: { capMs: pollMs, jitter: "none" }, // a bad file is retried at the poll rate
+    onError: (error) => options.onError(error),
+    sleep: unrefSleep,
+  });
+  const watcher = watch(options.path, { persistent: false }, () => loop.wake());
   watcher.on("error", options.onError);
-  const poll = setInterval(() => void reload(), options.pollMs ?? 2_000);
-  poll.unref();
-  return () => {
+  loop.start();
+  return async () => {
     watcher.close();
-    clearInterval(poll);
+    await loop.stop();
   };
 }
