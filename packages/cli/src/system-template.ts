@@ -92,7 +92,7 @@ export function packageJsonOf(values: SystemValues): string {
     version: "0.1.0",
     private: true,
     type: "module",
-    exports: { "./*": "./src/*.ts" },
+    exports: { "./package.json": "./package.json" }, // a client library adds "./client" (ARCHITECTURE: src/client/)
     casebook: {
       title: values.title,
       status: "in progress",
