@@ -101,12 +101,12 @@ export function registerClusterMetrics(registry: Registry, runtime: ClusterRunti
     registry,
     "cache_cluster_messages_sent_total",
     "Cluster bus messages sent.",
-    () => runtime.messages.sent,
+    () => runtime.peers.messages.sent,
   );
   scrapedCounter(
     registry,
     "cache_cluster_messages_received_total",
     "Cluster bus messages received.",
-    () => runtime.messages.received,
+    () => runtime.peers.messages.received,
   );
 }

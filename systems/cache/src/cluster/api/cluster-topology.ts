@@ -172,8 +172,8 @@ export function clusterInfoText(runtime: ClusterRuntime): string {
     ["cluster_size", state.voters().length],
     ["cluster_current_epoch", state.currentEpoch],
     ["cluster_my_epoch", state.myself.configEpoch],
-    ["cluster_stats_messages_sent", runtime.messages.sent],
-    ["cluster_stats_messages_received", runtime.messages.received],
+    ["cluster_stats_messages_sent", runtime.peers.messages.sent],
+    ["cluster_stats_messages_received", runtime.peers.messages.received],
     // Not in Redis: what this node answered instead of serving, so a reshard or a failover can be watched.
     ...Object.entries(runtime.redirects).map(([kind, count]): [string, number] => [
       `cluster_stats_redirects_${kind}`,

@@ -1,9 +1,9 @@
 /**
  * One node's cluster machinery, the I/O around the pure rules of `domain/`:
  *
- * - the bus: an outbound link to every known node, pinged every `pingIntervalMs`
- *   (full mesh: right for the tens of nodes a local cluster has; Redis pings a random
- *   few per second to scale to a thousand), and inbound links from them;
+ * - the bus: every known node pinged every `pingIntervalMs` on its link (cluster-peers.ts
+ *   keeps the links), and what each frame means (PING/MEET/PONG carry the header and its
+ *   gossip, FAIL, UPDATE, votes, PSYNC, RESTORE);
  * - failure detection (PFAIL → FAIL by quorum, CA-15), the replica election and the
  *   takeover (failover-election.ts), epochs and slot claims (cluster-state.ts);
  * - replication: a ReplicationSource while primary, a ReplicationSink while replica;
@@ -28,7 +28,7 @@ import { formatRanges, slotsOf, toRanges } from "../../domain/slot-ranges.ts";
 import { ReplicationSource } from "../../replication/workers/replication-primary.ts";
 import { ReplicationSink } from "../../replication/workers/replication-replica.ts";
 import { ClusterBusServer } from "../api/cluster-bus.ts";
-import { type BusLink, connectBusLink, type Frame } from "../api/cluster-bus-link.ts";
+import type { BusLink, Frame } from "../api/cluster-bus-link.ts";
 import { KeyTransfer } from "../api/cluster-key-transfer.ts";
 import { CLUSTER_REPLIES } from "../api/cluster-replies.ts";
 import { type Electorate, FailureDetector } from "../domain/cluster-failure-detector.ts";
@@ -44,6 +44,7 @@ import { ClusterState } from "../domain/cluster-state.ts";
 import { majorityLeaseUntilMs } from "../domain/cluster-write-guard.ts";
 import { ReplicaElection, takeOverPrimary } from "../domain/failover-election.ts";
 import { ClusterConfigStore } from "../store/cluster-config-store.ts";
+import { ClusterPeers } from "./cluster-peers.ts";
 import { restoreKeys } from "./cluster-restore.ts";
 import { handleVoteRequest, requestVotes } from "./failover-votes.ts";
 
@@ -95,7 +96,8 @@ export class ClusterRuntime {
   readonly votedAtMs = new Map<string, number>();
   /** Replication offsets peers announced (ranks replicas in an election). */
   readonly offsets = new Map<string, number>();
-  readonly messages = { sent: 0, received: 0 };
+  /** The bus links (and the message counters). */
+  readonly peers: ClusterPeers;
   /** Redirects and refusals this node answered, by kind (CLUSTER INFO, /metrics). */
   readonly redirects = { moved: 0, ask: 0, tryagain: 0, crossslot: 0, down: 0, noreplicas: 0 };
   /**
@@ -107,9 +109,6 @@ export class ClusterRuntime {
   readonly transfer = new KeyTransfer();
   readonly #options: ClusterRuntimeOptions;
   readonly #election: ReplicaElection;
-  readonly #peers = new Map<string, BusLink>();
-  readonly #connectAttemptMs = new Map<string, number>();
-  readonly #handshakes = new Set<BusLink>();
   #state: ClusterState | undefined;
   #store: ClusterConfigStore | undefined;
   #bus: ClusterBusServer | undefined;
@@ -133,6 +132,14 @@ export class ClusterRuntime {
     this.detector = new FailureDetector({ nodeTimeoutMs });
     this.#election = new ReplicaElection({ nodeTimeoutMs, random: options.random });
     this.pingIntervalMs = Math.min(1_000, Math.max(50, Math.floor(nodeTimeoutMs / 4)));
+    this.peers = new ClusterPeers({
+      nodeTimeoutMs,
+      maxOutputBytes: options.settings.replicaOutputLimitBytes,
+      pingIntervalMs: this.pingIntervalMs,
+      addressOf: (id) => this.#state?.node(id),
+      onFrame: (link, frame) => this.#onFrame(link, frame),
+      log: options.log,
+    });
     this.source = new ReplicationSource({
       keyspace: options.keyspace,
       slotIndex: this.slotIndex,
@@ -146,7 +153,7 @@ export class ClusterRuntime {
       myId: () => this.state.myId,
       keyspace: options.keyspace,
       clock: options.clock,
-      connect: (host, port) => this.#connect(host, port),
+      connect: (host, port) => this.peers.connect(host, port),
       onError: (error, what) => options.log.error({ err: error }, `cluster: ${what} failed`),
       ...(options.masterAuth ? { masterAuth: options.masterAuth } : {}),
     });
@@ -186,7 +193,7 @@ export class ClusterRuntime {
     this.#bus = new ClusterBusServer({
       host: settings.busHost,
       port: settings.busPort,
-      onLink: (link) => this.#adopt(link),
+      onLink: (link) => this.peers.adopt(link),
     });
     const busPort = await this.#bus.listen();
     this.#busPort = busPort;
@@ -232,8 +239,7 @@ export class ClusterRuntime {
     this.#cron = undefined;
     this.sink.stop();
     this.source.close();
-    for (const link of [...this.#peers.values(), ...this.#handshakes]) link.close();
-    this.#peers.clear();
+    this.peers.close();
     await this.#bus?.close();
     await this.transfer.close();
     if (this.#state !== undefined) this.#store?.saveIfChanged(this.#state);
@@ -273,7 +279,7 @@ export class ClusterRuntime {
   }
 
   linkConnected(id: string): boolean {
-    return id === this.state.myId || this.#peers.get(id)?.connected === true;
+    return id === this.state.myId || this.peers.connected(id);
   }
 
   /** Wall-clock ms of a monotonic instant (CLUSTER NODES prints unix ms; 0 for never). */
@@ -285,13 +291,7 @@ export class ClusterRuntime {
 
   /** CLUSTER MEET: opens a handshake; the peer becomes a member when it answers. */
   meet(host: string, port: number, busPort: number): void {
-    const link = this.#connect(host, busPort);
-    this.#handshakes.add(link);
-    link.onFrame = (frame) => this.#onHandshakeFrame(link, frame);
-    link.onClose = () => this.#handshakes.delete(link);
-    const timer = setTimeout(() => link.close(), this.settings.nodeTimeoutMs);
-    timer.unref();
-    this.#send(link, ["MEET", this.header()]);
+    this.peers.handshake(host, busPort, ["MEET", this.header()], (frame) => this.#onHandshakeFrame(frame));
     this.log.info({ host, port, busPort }, "cluster: meeting a node");
   }
 
@@ -327,7 +327,7 @@ export class ClusterRuntime {
     this.#announceScheduled = true;
     setImmediate(() => {
       this.#announceScheduled = false;
-      if (this.#state !== undefined) this.#broadcast(["PONG", this.header()]);
+      if (this.#state !== undefined) this.peers.broadcast(["PONG", this.header()]);
     });
   }
 
@@ -372,27 +372,7 @@ export class ClusterRuntime {
     return entries.slice(0, MAX_GOSSIP_ENTRIES);
   }
 
-  #connect(host: string, port: number): BusLink {
-    return connectBusLink({
-      host,
-      port,
-      connectTimeoutMs: Math.max(100, Math.floor(this.settings.nodeTimeoutMs / 2)),
-      maxOutputBytes: this.settings.replicaOutputLimitBytes,
-    });
-  }
-
-  #send(link: BusLink, parts: readonly string[]): void {
-    if (link.send(parts)) this.messages.sent += 1;
-  }
-
-  /** An inbound link: gossip until its first frame says otherwise (PSYNC, RESTORE). */
-  #adopt(link: BusLink): void {
-    link.onFrame = (frame) => this.#onFrame(link, frame);
-    link.onError = (error) => this.log.warn({ err: error }, "cluster: a bus link failed");
-  }
-
   #onFrame(link: BusLink, frame: Frame): void {
-    this.messages.received += 1;
     const kind = frame[0];
     if (kind === "PING" || kind === "MEET") this.#onPing(link, frame[1] ?? "", kind);
     else if (kind === "PONG") this.#onPong(link, frame[1] ?? "");
@@ -411,7 +391,7 @@ export class ClusterRuntime {
     if (state.node(header.id) === undefined) {
       // Only MEET introduces a node: a stray PING from outside this cluster changes nothing.
       if (kind !== "MEET") {
-        this.#send(link, ["PONG", this.header()]);
+        this.peers.send(link, ["PONG", this.header()]);
         return;
       }
       state.addNode(header);
@@ -425,8 +405,8 @@ export class ClusterRuntime {
     // two-way contact (its serving lease) with this PONG, so by then it must already have
     // learnt who owns its former slots — else it could take a write in between (CA-16).
     for (const owner of staleClaimOwners(state, header))
-      this.#send(link, ["UPDATE", this.#updateBody(owner)]);
-    this.#send(link, ["PONG", this.header()]);
+      this.peers.send(link, ["UPDATE", this.#updateBody(owner)]);
+    this.peers.send(link, ["PONG", this.header()]);
   }
 
   /** What an UPDATE says about `ownerId`: its id, configEpoch and slots. */
@@ -467,8 +447,9 @@ export class ClusterRuntime {
     this.#applyEffects(absorbHeader(this.state, this.detector, header, nowMs));
   }
 
-  #onHandshakeFrame(link: BusLink, frame: Frame): void {
-    if (frame[0] !== "PONG") return;
+  /** A MEET's answer: the PONG makes the peer a member; true ends the handshake. */
+  #onHandshakeFrame(frame: Frame): boolean {
+    if (frame[0] !== "PONG") return false;
     const header = parseHeader(frame[1] ?? "");
     const state = this.state;
     if (state.node(header.id) === undefined && header.id !== state.myId) {
@@ -476,8 +457,7 @@ export class ClusterRuntime {
       this.detector.track(header.id, this.#now());
       this.log.info({ nodeId: header.id, host: header.host, port: header.port }, "cluster: met a node");
     }
-    this.#handshakes.delete(link);
-    link.close();
+    return true;
   }
 
   #onFail(id: string): void {
@@ -556,17 +536,12 @@ export class ClusterRuntime {
     this.saveConfig();
     this.#refreshHealth();
     this.log.warn({ oldPrimaryId, configEpoch: state.myself.configEpoch }, "cluster: promoted to primary");
-    this.#broadcast(["PONG", this.header()]);
-  }
-
-  #broadcast(parts: readonly string[]): void {
-    for (const link of this.#peers.values()) this.#send(link, parts);
+    this.peers.broadcast(["PONG", this.header()]);
   }
 
   /** Sends `parts` to `id` on its outbound link (opened if needed). */
   sendTo(id: string, parts: readonly string[]): void {
-    const link = this.#peerLink(id, this.#now(), true);
-    if (link !== undefined) this.#send(link, parts);
+    this.peers.sendTo(id, parts, this.#now());
   }
 
   #tick(): void {
@@ -598,34 +573,10 @@ export class ClusterRuntime {
       if (node.id === this.state.myId) continue;
       const health = this.detector.track(node.id, nowMs);
       if (nowMs - health.lastPingSentMs < this.pingIntervalMs) continue;
-      const link = this.#peerLink(node.id, nowMs, false);
+      const link = this.peers.link(node.id, nowMs, false);
       this.detector.pingSent(node.id, nowMs);
-      if (link !== undefined) this.#send(link, ["PING", this.header()]);
+      if (link !== undefined) this.peers.send(link, ["PING", this.header()]);
     }
-  }
-
-  /** The outbound link to `id`: reopened at most once per ping interval unless `force`. */
-  #peerLink(id: string, nowMs: number, force: boolean): BusLink | undefined {
-    const known = this.#peers.get(id);
-    if (known !== undefined && !known.closed) return known;
-    const node = this.state.node(id);
-    if (node === undefined) return undefined;
-    if (
-      !force &&
-      nowMs - (this.#connectAttemptMs.get(id) ?? Number.NEGATIVE_INFINITY) < this.pingIntervalMs
-    ) {
-      return undefined;
-    }
-    this.#connectAttemptMs.set(id, nowMs);
-    const link = this.#connect(node.host, node.busPort);
-    link.peerId = id;
-    link.onFrame = (frame) => this.#onFrame(link, frame);
-    link.onError = (error) => this.log.warn({ err: error, nodeId: id }, "cluster: a peer link failed");
-    link.onClose = () => {
-      if (this.#peers.get(id) === link) this.#peers.delete(id);
-    };
-    this.#peers.set(id, link);
-    return link;
   }
 
   #electorate(): Electorate {
@@ -642,7 +593,7 @@ export class ClusterRuntime {
     const { failed, cleared } = this.detector.evaluate(nowMs, this.#electorate());
     for (const id of failed) {
       this.log.warn({ nodeId: id }, "cluster: node FAIL (a quorum of primaries agrees)");
-      this.#broadcast(["FAIL", id]);
+      this.peers.broadcast(["FAIL", id]);
     }
     for (const id of cleared) this.log.info({ nodeId: id }, "cluster: node FAIL cleared");
   }
