@@ -12,7 +12,7 @@
 
 import { parseRanges, type SlotRange } from "../../domain/slot-ranges.ts";
 import { clusterErrors } from "../../errors.ts";
-import type { NodeRole } from "./cluster-state.ts";
+import type { ClusterState, NodeRole } from "./cluster-state.ts";
 
 export type GossipFlag = "ok" | "pfail" | "fail";
 
@@ -52,6 +52,55 @@ export interface VoteRequestMessage {
 export const NODE_ID_PATTERN = /^[0-9a-f]{40}$/;
 /** Bound on gossip entries per message. */
 export const MAX_GOSSIP_ENTRIES = 64;
+
+/** What the header needs of the node beyond its view: how it sees each peer, its offset, its slots' text. */
+export interface HeaderView {
+  /** How this node sees peer `id` (its failure detector's verdict). */
+  flagOf(id: string): GossipFlag;
+  /** The replication offset the header carries. */
+  readonly offset: number;
+  /** The slots `ownerId` holds, as formatRanges text (the caller may cache it per view version). */
+  slotsText(ownerId: string): string;
+}
+
+/**
+ * The header this node sends on every PING, PONG and MEET: its address and role; a replica
+ * claims its primary's slots at its primary's configEpoch; gossip on up to
+ * MAX_GOSSIP_ENTRIES peers, failing ones first (when the list is cut, the failure reports are
+ * what must travel).
+ *
+ * @example
+ * JSON.stringify(nodeHeader(state, { flagOf: () => "ok", offset: 0, slotsText: (id) => formatRanges(toRanges(state.slotsOf(id))) }));
+ */
+export function nodeHeader(state: ClusterState, view: HeaderView): NodeHeader {
+  const me = state.myself;
+  const primary = me.role === "replica" && me.primaryId !== undefined ? state.node(me.primaryId) : me;
+  const gossip: GossipEntry[] = [];
+  for (const node of state.nodes()) {
+    if (node.id === state.myId) continue;
+    gossip.push({
+      id: node.id,
+      host: node.host,
+      port: node.port,
+      busPort: node.busPort,
+      flag: view.flagOf(node.id),
+    });
+  }
+  gossip.sort((a, b) => Number(b.flag !== "ok") - Number(a.flag !== "ok"));
+  return {
+    id: me.id,
+    host: me.host,
+    port: me.port,
+    busPort: me.busPort,
+    role: me.role,
+    primaryId: me.primaryId,
+    currentEpoch: state.currentEpoch,
+    configEpoch: primary?.configEpoch ?? me.configEpoch,
+    slots: view.slotsText(primary?.id ?? me.id),
+    offset: view.offset,
+    gossip: gossip.slice(0, MAX_GOSSIP_ENTRIES),
+  };
+}
 
 function invalid(detail: string): never {
   throw clusterErrors.create("CACHE_CLUSTER_MESSAGE_INVALID", { detail: `cluster bus: ${detail}` });

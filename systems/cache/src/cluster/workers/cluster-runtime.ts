@@ -34,8 +34,8 @@ import { CLUSTER_REPLIES } from "../api/cluster-replies.ts";
 import { type Electorate, FailureDetector } from "../domain/cluster-failure-detector.ts";
 import {
   headerSlots,
-  MAX_GOSSIP_ENTRIES,
   type NodeHeader,
+  nodeHeader,
   parseHeader,
   parseUpdate,
 } from "../domain/cluster-gossip.ts";
@@ -121,7 +121,8 @@ export class ClusterRuntime {
   #announced = { announcedHost: "", announcedPort: 0, announcedBusPort: 0 };
   #leaseUntilMs = Number.NEGATIVE_INFINITY;
   #covered = false;
-  #headerCache = { version: -1, slots: "" };
+  /** The header's slots text, formatted once per view version (every ping carries it). */
+  #headerCache = { version: -1, ownerId: "", slots: "" };
 
   constructor(options: ClusterRuntimeOptions) {
     this.#options = options;
@@ -339,37 +340,23 @@ export class ClusterRuntime {
   #headerFields(): NodeHeader {
     const state = this.state;
     const me = state.myself;
-    const primary = me.role === "replica" && me.primaryId !== undefined ? state.node(me.primaryId) : me;
-    const slotOwner = primary?.id ?? me.id;
-    if (this.#headerCache.version !== state.version) {
-      this.#headerCache = { version: state.version, slots: formatRanges(toRanges(state.slotsOf(slotOwner))) };
-    }
-    return {
-      id: me.id,
-      host: me.host,
-      port: me.port,
-      busPort: me.busPort,
-      role: me.role,
-      primaryId: me.primaryId,
-      currentEpoch: state.currentEpoch,
-      configEpoch: primary?.configEpoch ?? me.configEpoch,
-      slots: this.#headerCache.slots,
+    return nodeHeader(state, {
+      flagOf: (id) => {
+        const health = this.detector.health(id);
+        return health?.fail ? "fail" : health?.pfail ? "pfail" : "ok";
+      },
       offset: me.role === "primary" ? this.source.offset : this.sink.offset,
-      gossip: this.#gossip(),
-    };
-  }
-
-  #gossip(): NodeHeader["gossip"] {
-    const entries: Array<NodeHeader["gossip"][number]> = [];
-    for (const node of this.state.nodes()) {
-      if (node.id === this.state.myId) continue;
-      const health = this.detector.health(node.id);
-      const flag = health?.fail ? "fail" : health?.pfail ? "pfail" : "ok";
-      entries.push({ id: node.id, host: node.host, port: node.port, busPort: node.busPort, flag });
-    }
-    // Failing nodes first: when the list is cut, the failure reports are what must travel.
-    entries.sort((a, b) => Number(b.flag !== "ok") - Number(a.flag !== "ok"));
-    return entries.slice(0, MAX_GOSSIP_ENTRIES);
+      slotsText: (ownerId) => {
+        const cache = this.#headerCache;
+        if (cache.version !== state.version || cache.ownerId !== ownerId)
+          this.#headerCache = {
+            version: state.version,
+            ownerId,
+            slots: formatRanges(toRanges(state.slotsOf(ownerId))),
+          };
+        return this.#headerCache.slots;
+      },
+    });
   }
 
   #onFrame(link: BusLink, frame: Frame): void {
