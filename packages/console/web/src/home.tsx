@@ -1,5 +1,5 @@
 import { getJson, type SystemSummary } from "./api.ts";
-import { HealthBadge } from "./health-badge.tsx";
+import { Address, HealthBadge } from "./system-badges.tsx";
 import { usePolling } from "./use-polling.ts";
 
 interface SystemsAnswer {
@@ -52,14 +52,7 @@ function SystemList({ systems }: { systems: SystemSummary[] }) {
             {system.title} <span class="muted">({system.status})</span>
           </p>
           {system.summary ? <p class="summary">{firstSentence(system.summary)}</p> : null}
-          <p class="address">
-            <a href={system.url}>{system.url}</a>{" "}
-            {system.ports.map((p) => (
-              <span class="port" key={p.name}>
-                {p.name} {p.port}
-              </span>
-            ))}
-          </p>
+          <Address system={system} />
           <p class="links">
             {system.links.readme ? <a href={system.links.readme}>README</a> : null}
             <a href={system.links.docs}>API docs</a>

@@ -1,6 +1,6 @@
 import { type ClaimResult, getJson, type PlotData, type SystemDetail } from "./api.ts";
-import { HealthBadge } from "./health-badge.tsx";
 import { Plot } from "./plot.tsx";
+import { Address, HealthBadge } from "./system-badges.tsx";
 import { usePolling } from "./use-polling.ts";
 
 export function SystemPage({ name }: { name: string }) {
@@ -48,14 +48,7 @@ function About({ system }: { system: SystemDetail }) {
     <section aria-label="What it is">
       <p class="title">{system.title}</p>
       {system.summary ? <p class="summary">{system.summary}</p> : null}
-      <p class="address">
-        <a href={system.url}>{system.url}</a>{" "}
-        {system.ports.map((p) => (
-          <span class="port" key={p.name}>
-            {p.name} {p.port}
-          </span>
-        ))}
-      </p>
+      <Address system={system} />
       <p class="links">
         {system.links.design ? <a href={system.links.design}>the design text, {system.seed}</a> : null}
         {system.links.readme ? <a href={system.links.readme}>README</a> : null}
