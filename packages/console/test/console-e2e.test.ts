@@ -180,9 +180,7 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
     let reached = false;
     for (let i = 0; i < 60 && !reached; i++) {
       await page.keyboard.press("Tab");
-      reached = await page.evaluate(
-        () => document.activeElement?.getAttribute("href") === "#/systems/cache",
-      );
+      reached = await page.evaluate(() => document.activeElement?.getAttribute("href") === "#/systems/cache");
     }
     assert.ok(reached, "the cache link is reachable by Tab within 60 presses");
     await page.keyboard.press("Enter");
