@@ -27,7 +27,7 @@ export function App() {
         <a class="brand" href="#/">
           Casebook console
         </a>
-        <span class="tagline">fourteen distributed-system designs, running</span>
+        <span class="tagline">each system: its state, live metrics and claims</span>
       </header>
       <main id="main">{route.page === "home" ? <Home /> : <SystemPage name={route.name} />}</main>
     </>
