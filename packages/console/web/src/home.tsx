@@ -70,5 +70,5 @@ function SystemList({ systems }: { systems: SystemSummary[] }) {
 
 function firstSentence(text: string): string {
   const end = text.search(/[.;](\s|$)/);
-  return end < 0 ? text : text.slice(0, end + 1);
+  return end < 0 ? text : `${text.slice(0, end)}.`;
 }
