@@ -23,6 +23,15 @@ if ! command -v prometheus >/dev/null 2>&1; then
     || echo "prometheus: not installed (its tests skip, or fail with CASEBOOK_REQUIRE_ENGINES=1)"
 fi
 
+# Headless Chromium for the pages' browser tests (packages/console/test/console-e2e.test.ts,
+# chat's web page); lab's harness would install it on demand, but inside a test's time.
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing chromium"
+  (DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1 \
+    || { apt-get update >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium >/dev/null 2>&1; }) \
+    || echo "chromium: not installed (browser tests skip, or fail with CASEBOOK_REQUIRE_ENGINES=1)"
+fi
+
 # chat's L4 front (systems/chat/test/l4-front.test.ts): nginx's stream module, a separate package.
 if command -v nginx >/dev/null 2>&1 && [ ! -e /usr/lib/nginx/modules/ngx_stream_module.so ]; then
   echo "installing libnginx-mod-stream"

@@ -13,6 +13,7 @@ import { cliErrors } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
 import { parseCommandArgs, parseCount, passUnknownAfterName } from "./command-args.ts";
 import { noSystemMessage } from "./command-list.ts";
+import { consoleName, consolePlan } from "./console-plan.ts";
 import { didYouMean } from "./did-you-mean.ts";
 import { discoverSystems, findSystem, type SystemInfo } from "./discover-systems.ts";
 import { dataDirOf, runForeground } from "./foreground.ts";
@@ -39,12 +40,15 @@ interface Launch {
   portFlags: string[];
   args: string[];
   values: SharedValues;
+  /** `up` starts the web console first (packages/console), unless --no-console. */
+  withConsole?: boolean;
 }
 
 export async function upCommand(argv: readonly string[], io: CliIo): Promise<number> {
   const { values, positionals, passThrough } = parseCommandArgs("up", argv, {
     ...sharedOptions,
     port: { type: "string", multiple: true },
+    "no-console": { type: "boolean" },
   });
   if (values.help) {
     io.out(helpText("up"));
@@ -56,7 +60,11 @@ export async function upCommand(argv: readonly string[], io: CliIo): Promise<num
       fields: { hint: "Use `casebook run <name> -- <args>` for one system with arguments." },
     });
   }
-  return launch({ mode: "up", names: positionals, portFlags: values.port ?? [], args: [], values }, io);
+  const withConsole = values["no-console"] !== true;
+  return launch(
+    { mode: "up", names: positionals, portFlags: values.port ?? [], args: [], values, withConsole },
+    io,
+  );
 }
 
 const runOptions = { ...sharedOptions, port: { type: "string" } } as const;
@@ -80,7 +88,10 @@ export async function runCommand(argv: readonly string[], io: CliIo): Promise<nu
     });
   }
   const portFlags = values.port === undefined ? [] : [`${positionals[0]}=${values.port}`];
-  return launch({ mode: "run", names: positionals, portFlags, args: passThrough, values }, io);
+  return launch(
+    { mode: "run", names: positionals, portFlags, args: passThrough, values, withConsole: false },
+    io,
+  );
 }
 
 async function launch(request: Launch, io: CliIo): Promise<number> {
@@ -105,7 +116,7 @@ async function launch(request: Launch, io: CliIo): Promise<number> {
     io.out(noSystemMessage(root));
     return 0;
   }
-  assertKnownNames(portOverrides, systems);
+  assertKnownNames(portOverrides, systems, request.withConsole === true);
   assertBuilt(request.names, systems, root);
   const honourPortEnv = request.mode === "run";
   const selection = planLaunch(systems, {
@@ -125,6 +136,11 @@ async function launch(request: Launch, io: CliIo): Promise<number> {
     );
     return 0;
   }
+  const consoleChild = request.withConsole
+    ? consolePlan(selection.plans, { root, host: selection.plans[0]!.host, portOverrides, env: io.env })
+    : undefined;
+  // First: `casebook up` prints the console's address before any system's.
+  if (consoleChild !== undefined) selection.plans.unshift(consoleChild);
   await assertPortsFree(selection.plans, honourPortEnv);
   return supervise(selection.plans, { ...limits, mode: request.mode, logStyle, out: io.out, err: io.err });
 }
@@ -182,9 +198,13 @@ function assertBuilt(names: readonly string[], systems: readonly SystemInfo[], r
   }
 }
 
-function assertKnownNames(ports: ReadonlyMap<string, number>, systems: readonly SystemInfo[]): void {
+function assertKnownNames(
+  ports: ReadonlyMap<string, number>,
+  systems: readonly SystemInfo[],
+  withConsole: boolean,
+): void {
   for (const name of ports.keys()) {
-    if (systems.some((s) => s.name === name)) continue;
+    if (systems.some((s) => s.name === name) || (withConsole && name === consoleName)) continue;
     const guess = didYouMean(
       name,
       systems.map((s) => s.name),

@@ -81,7 +81,8 @@ stays unhealthy during start has its last stderr lines printed; the others are
 stopped and the exit code is 1.
 
 Options
-  --port <name>=<port>     another port for one system (repeatable)
+  --port <name>=<port>     another port for one system (repeatable; \`console\` for the console)
+  --no-console             do not start the web console (first, at http://127.0.0.1:8100)
   --host <address>         address every system listens on (default 127.0.0.1, or CASEBOOK_HOST)
   --health-timeout-ms <n>  bound on waiting for /healthz (default 60000)
   --stop-timeout-ms <n>    grace between SIGTERM and SIGKILL (default 10000)

@@ -48,6 +48,11 @@ export interface SystemManifest {
    * none (a `try` field): `{url}` becomes its HTTP URL, `{resp}` its RESP URL.
    */
   try?: string;
+  /**
+   * What the system offers the web console (its summary, ports, plots), kept as written: the
+   * console package validates it (`@casebook/console/console-declaration`), the CLI only carries it.
+   */
+  console?: unknown;
 }
 
 export interface ManifestResult {
@@ -56,7 +61,7 @@ export interface ManifestResult {
   problems: string[];
 }
 
-const knownFields = ["title", "status", "main", "bench", "port", "env", "engines", "tools", "try"];
+const knownFields = ["title", "status", "main", "bench", "port", "env", "engines", "tools", "try", "console"];
 const toolNamePattern = /^[a-z][a-z0-9-]*$/;
 const envKeyPattern = /^[A-Z_][A-Z0-9_]*$/;
 const entryPattern = /\.(ts|mts|js|mjs)$/;
@@ -105,6 +110,7 @@ export function parseManifest(pkg: unknown, file: string, dirName: string): Mani
   if (problems.length > 0 || status === undefined || typeof port !== "number") return { problems };
   const manifest: SystemManifest = { title, status, main, bench, port, env, engines, tools };
   if (typeof raw.try === "string") manifest.try = raw.try;
+  if (raw.console !== undefined) manifest.console = raw.console;
   return { manifest, problems };
 }
 

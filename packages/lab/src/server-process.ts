@@ -48,7 +48,10 @@ export async function startServerProcess(options: {
   name: string;
   entry: URL;
   env: NodeJS.ProcessEnv;
+  /** Bound on becoming ready; default 30 s (an embedded PGlite's first start on a loaded machine needs more). */
+  readyTimeoutMs?: number;
 }): Promise<ServerProcess> {
+  const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [fileURLToPath(options.entry)], {
@@ -71,7 +74,7 @@ export async function startServerProcess(options: {
     await exited;
     clearTimeout(timer);
   };
-  const deadline = performance.now() + READY_TIMEOUT_MS;
+  const deadline = performance.now() + readyTimeoutMs;
   while (!(await answersReady(url))) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(
@@ -80,7 +83,7 @@ export async function startServerProcess(options: {
     }
     if (performance.now() > deadline) {
       await stop();
-      throw new Error(`${options.name} not ready at ${url} within ${READY_TIMEOUT_MS} ms`);
+      throw new Error(`${options.name} not ready at ${url} within ${readyTimeoutMs} ms`);
     }
     await sleep(READY_POLL_MS);
   }

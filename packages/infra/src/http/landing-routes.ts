@@ -42,8 +42,10 @@ function prefersHtml(accept: string | undefined): boolean {
 
 export function registerLandingRoute(
   app: FastifyInstance,
-  service: { name: string; version: string; description?: string },
+  service: { name: string; version: string; description?: string; browserHome?: string },
 ): void {
+  // Relative: right behind a path prefix too.
+  const browserHome = service.browserHome ?? API_REFERENCE_PATH.slice(1);
   const body = {
     name: service.name,
     version: service.version,
@@ -62,9 +64,6 @@ export function registerLandingRoute(
         },
       },
     },
-    async (request, reply) =>
-      prefersHtml(request.headers.accept)
-        ? reply.redirect(API_REFERENCE_PATH.slice(1), 302) // relative: right behind a path prefix too
-        : body,
+    async (request, reply) => (prefersHtml(request.headers.accept) ? reply.redirect(browserHome, 302) : body),
   );
 }

@@ -115,6 +115,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** OpenAPI `info.description`. */
   description?: string;
+  /** Where `GET /` sends a browser (relative, e.g. `app/`); default the API reference page. */
+  browserHome?: string;
   /** /openapi.json's `servers` (default `/`) and `securitySchemes` (describe `bearerAuth` here). */
   openapi?: Pick<OpenApiInput, "servers" | "securitySchemes">;
   /** Other error shapes for some paths (an OpenAI-compatible API's `{error:{…}}`); see error-handling.ts. */

@@ -61,6 +61,20 @@ test("GET / from a browser (Accept: text/html first) is sent to the API referenc
   await service.close();
 });
 
+test("a service with a page of its own (browserHome) sends a browser there instead", async () => {
+  const service = createService({
+    name: "console",
+    version: "0.1.0",
+    log: { level: "silent" },
+    browserHome: "app/",
+  });
+  const res = await service.app.inject({ url: "/", headers: { accept: "text/html" } });
+  assert.equal(res.statusCode, 302);
+  assert.equal(res.headers.location, "app/");
+  assert.equal((await service.app.inject({ url: "/", headers: { accept: "*/*" } })).statusCode, 200);
+  await service.close();
+});
+
 test("GET /docs is an HTML page loading the viewer from this service, never from a CDN", async () => {
   const service = linkService();
   const page = await service.app.inject({ url: "/docs" });

@@ -1,0 +1,27 @@
+/**
+ * The console's one error registry: stable codes, each with its HTTP status and a message
+ * that says what to do.
+ */
+import { defineErrors } from "@casebook/kit/errors";
+
+export const consoleErrors = defineErrors({
+  CONSOLE_SYSTEM_NOT_FOUND: {
+    status: 404,
+    message: "No system by that name: GET /api/systems lists the ones the console knows.",
+  },
+  CONSOLE_SYSTEMS_INVALID: {
+    status: 500,
+    message:
+      "CASEBOOK_CONSOLE_SYSTEMS is not the list `casebook up` passes; unset it to use the manifests' ports.",
+  },
+  CONSOLE_TEXT_NOT_FOUND: {
+    status: 404,
+    message: "This system has no README or no design text section to show.",
+  },
+  CONSOLE_ASSET_NOT_FOUND: { status: 404, message: "No such file in the console's built front end." },
+  CONSOLE_NOT_BUILT: {
+    status: 503,
+    message:
+      "The console's web front end is not built: run `npm start` (it builds it) or `node packages/console/src/build-web.ts`.",
+  },
+});

@@ -1,0 +1,232 @@
+/**
+ * The console end to end, as `casebook up` runs it: the four working systems as real
+ * processes, the console scraping them. Over HTTP: the home's list (state from /readyz,
+ * address, ports, links), a page's plots and claims, the design text, bad input. In headless
+ * Chromium (lab's harness; skipped with the reason without a browser, failed under
+ * CASEBOOK_REQUIRE_ENGINES=1): the home and each page, plots whose data moves, the claims
+ * table, axe-core with no serious violation, keyboard reach, 1280×800 and a phone's
+ * viewport. Screenshots go to .casebook-data/console-screenshots/.
+ */
+import assert from "node:assert/strict";
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { requireBrowser } from "@casebook/lab/browser";
+import { eventually } from "@casebook/lab/eventually";
+import type { Page } from "playwright-core";
+import { type ConsoleFixture, startConsoleFixture, workingSystems } from "./console-fixture.ts";
+
+/** The page's globals, used inside page.evaluate only (this test's own lib has no DOM). */
+interface PageElement {
+  getAttribute(name: string): string | null;
+  querySelector(selector: string): PageElement | null;
+}
+declare const document: {
+  querySelectorAll(selector: string): Iterable<PageElement>;
+  activeElement: PageElement | null;
+  documentElement: { scrollWidth: number };
+};
+declare const window: { innerWidth: number };
+
+const root = fileURLToPath(new URL("../../..", import.meta.url));
+const shots = join(root, ".casebook-data", "console-screenshots");
+let fx: ConsoleFixture;
+
+before(async () => {
+  fx = await startConsoleFixture();
+});
+after(async () => {
+  await fx?.close();
+});
+
+interface SystemsAnswer {
+  systems: {
+    name: string;
+    health: { state: string };
+    url: string;
+    ports: { name: string; port: number }[];
+    links: Record<string, string | null>;
+    claimCounts: { total: number; pass: number; fail: number };
+  }[];
+  problems: string[];
+}
+
+const getJson = async <T>(path: string): Promise<{ status: number; body: T }> => {
+  const response = await fetch(`${fx.console.url}${path}`);
+  return { status: response.status, body: (await response.json()) as T };
+};
+
+test("home's API: every working system up from its /readyz, with address, ports, links and claims' counts", async () => {
+  const answer = await eventually(
+    async () => {
+      const { body } = await getJson<SystemsAnswer>("/api/systems");
+      const up = body.systems.filter((s) => s.health.state === "up").map((s) => s.name);
+      return workingSystems.every((n) => up.includes(n)) ? body : undefined;
+    },
+    { what: "the four working systems up", timeoutMs: 15_000, intervalMs: 100 },
+  );
+  assert.deepEqual(answer.problems, []);
+  const cache = answer.systems.find((s) => s.name === "cache")!;
+  assert.equal(cache.url, fx.systems.get("cache")!.url);
+  assert.deepEqual(
+    cache.ports.map((p) => p.name),
+    ["HTTP", "RESP"],
+  );
+  const limiter = answer.systems.find((s) => s.name === "rate-limiter")!;
+  assert.equal(limiter.links.docs, `${limiter.url}/docs`);
+  assert.equal(limiter.claimCounts.pass, 1);
+  assert.equal(limiter.claimCounts.fail, 1);
+  assert.ok(limiter.claimCounts.total >= 10);
+  // A system this launch did not start is shown down, not probed.
+  const other = answer.systems.find((s) => !(workingSystems as readonly string[]).includes(s.name));
+  if (other) assert.equal(other.health.state, "down");
+});
+
+test("a page's API: declared plots with moving data, claims with their last result, design text and README", async () => {
+  const plots = await eventually(
+    async () => {
+      const { body } = await getJson<{
+        plots: { title: string; lines: { label: string; values: (number | null)[] }[] }[];
+      }>("/api/systems/rate-limiter/plots");
+      const decisions = body.plots.find((p) => p.title.startsWith("Decisions per second"));
+      const allowed = decisions?.lines.find((l) => l.label === "allowed");
+      return allowed?.values.some((v) => v !== null && v > 0) ? body.plots : undefined;
+    },
+    { what: "allowed decisions per second above zero", timeoutMs: 15_000, intervalMs: 100 },
+  );
+  assert.ok(plots.length >= 3);
+  const { body: detail } = await getJson<{
+    claims: { id: string; status: string; tests: { file: string }[] }[];
+  }>("/api/systems/rate-limiter");
+  const status = Object.fromEntries(detail.claims.map((c) => [c.id, c.status]));
+  assert.equal(status["RL-01"], "pass");
+  assert.equal(status["RL-02"], "fail");
+  assert.equal(status["RL-05"], "not run");
+  assert.equal(detail.claims[0]!.tests[0]!.file, "systems/rate-limiter/test/token-bucket.test.ts");
+  const design = await fetch(`${fx.console.url}/api/systems/rate-limiter/design`);
+  assert.match(await design.text(), /^000_.*\.txt, 000 §1\n\n1 rate limiter/);
+  const readme = await fetch(`${fx.console.url}/api/systems/cache/readme`);
+  assert.equal(readme.status, 200);
+  assert.match(readme.headers.get("content-type") ?? "", /^text\/plain/);
+});
+
+test("bad input is a 4xx naming the field; an unknown system a 404; a browser at / is sent to the app", async () => {
+  const bad = await getJson<{ errors: { field: string }[] }>("/api/systems/Bad%20Name");
+  assert.equal(bad.status, 400);
+  assert.equal(bad.body.errors[0]!.field, "/params/name");
+  const missing = await getJson<{ code: string }>("/api/systems/no-such-system");
+  assert.equal(missing.status, 404);
+  assert.equal(missing.body.code, "CONSOLE_SYSTEM_NOT_FOUND");
+  const home = await fetch(`${fx.console.url}/`, { headers: { accept: "text/html" }, redirect: "manual" });
+  assert.equal(home.status, 302);
+  assert.equal(home.headers.get("location"), "app/");
+  const asset = await fetch(`${fx.console.url}/app/..%2f..%2fpackage.json`);
+  assert.equal(asset.status, 404);
+});
+
+/** Waits until some plot on the page has points and its newest time moved past `since`. */
+async function plotsMoved(page: Page, since: number): Promise<number> {
+  const handle = await page.waitForFunction(
+    (after) => {
+      const figures = [...document.querySelectorAll("figure.plot")];
+      const drawn = figures.filter(
+        (f) => f.querySelector("canvas") && Number(f.getAttribute("data-points")) > 0,
+      );
+      const newest = Math.max(0, ...drawn.map((f) => Number(f.getAttribute("data-last-time"))));
+      return drawn.length > 0 && newest > after ? newest : false;
+    },
+    since,
+    { timeout: 15_000, polling: 100 },
+  );
+  return (await handle.jsonValue()) as number;
+}
+
+async function seriousViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: join(root, "node_modules", "axe-core", "axe.min.js") });
+  const violations = await page.evaluate(async () => {
+    const axe = (
+      window as unknown as {
+        axe: { run(): Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> };
+      }
+    ).axe;
+    const result = await axe.run();
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
+  });
+  return violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.id} (${v.nodes} nodes)`);
+}
+
+test("in Chromium: home and each working system's page, moving plots, claims, axe, keyboard, desktop and phone", async (t) => {
+  const browser = await requireBrowser(t, { viewport: { width: 1280, height: 800 } });
+  if (!browser) return;
+  mkdirSync(shots, { recursive: true });
+  const page = await browser.openPage(`${fx.console.url}/`);
+  assert.match(page.url(), /\/app\/$/, "/ sends a browser to the app");
+
+  await t.test("home lists every system, the working ones up", async () => {
+    for (const name of workingSystems) {
+      await page.waitForSelector(`li[data-system="${name}"] [data-health="up"]`, { timeout: 15_000 });
+    }
+    assert.match((await page.textContent('li[data-system="cache"] .address')) ?? "", /RESP \d+/);
+    await page.screenshot({ path: join(shots, "home-1280x800.png") });
+    assert.deepEqual(await seriousViolations(page), []);
+  });
+
+  await t.test("keyboard: Tab reaches a system's link and Enter opens its page", async () => {
+    await page.goto(`${fx.console.url}/app/`);
+    await page.waitForSelector('li[data-system="cache"] h2 a');
+    let reached = false;
+    for (let i = 0; i < 60 && !reached; i++) {
+      await page.keyboard.press("Tab");
+      reached = await page.evaluate(() => document.activeElement?.getAttribute("href") === "#/systems/cache");
+    }
+    assert.ok(reached, "the cache link is reachable by Tab within 60 presses");
+    await page.keyboard.press("Enter");
+    await page.waitForSelector("#system-title");
+    assert.match(page.url(), /#\/systems\/cache$/);
+  });
+
+  for (const name of workingSystems) {
+    await t.test(`${name}'s page draws its declared plots with moving data`, async () => {
+      await page.goto(`${fx.console.url}/app/#/systems/${name}`);
+      await page.waitForSelector("figure.plot canvas", { timeout: 15_000 });
+      const first = await plotsMoved(page, 0);
+      await plotsMoved(page, first);
+      const captions = await page.locator("figure.plot figcaption").allTextContents();
+      assert.ok(captions.length >= 3, `${name} shows its plots`);
+      for (const caption of captions) assert.match(caption, /\(.+\)$/, `"${caption}" names its unit`);
+      const labelled = await page.locator('figure.plot [role="img"][aria-label]').count();
+      assert.equal(labelled, captions.length);
+      await page.screenshot({ path: join(shots, `${name}-1280x800.png`), fullPage: true });
+    });
+  }
+
+  await t.test(
+    "rate-limiter's claims table: pass, fail and not run from the last test run; axe finds nothing serious",
+    async () => {
+      await page.goto(`${fx.console.url}/app/#/systems/rate-limiter`);
+      await page.waitForSelector('#claims tr[data-claim="RL-01"]');
+      assert.equal(await page.getAttribute('#claims tr[data-claim="RL-01"]', "data-status"), "pass");
+      assert.equal(await page.getAttribute('#claims tr[data-claim="RL-02"]', "data-status"), "fail");
+      assert.equal(await page.getAttribute('#claims tr[data-claim="RL-05"]', "data-status"), "not run");
+      await page.waitForSelector("figure.plot canvas");
+      assert.deepEqual(await seriousViolations(page), []);
+    },
+  );
+
+  await t.test("on a phone's viewport (390×844) home and a page fit the width", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    for (const path of ["/app/", "/app/#/systems/payments"]) {
+      await page.goto(`${fx.console.url}${path}`);
+      await page.waitForSelector(path.endsWith("/") ? "#systems li" : "figure.plot canvas", {
+        timeout: 15_000,
+      });
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 1, `${path} overflows the phone's width by ${overflow}px`);
+    }
+    await page.screenshot({ path: join(shots, "payments-390x844.png") });
+    assert.ok(readFileSync(join(shots, "payments-390x844.png")).length > 1_000);
+  });
+});
