@@ -44,6 +44,8 @@ export interface RunResult {
   sent: number;
   acked: number;
   errors: number;
+  /** Error frames by code, and "not connected" for a send on a closed client. */
+  errorCodes: Record<string, number>;
   expected: number;
   delivered: number;
   deliveredPerS: number;
@@ -58,7 +60,7 @@ interface BenchClient {
 }
 
 interface Events {
-  onAck(ok: boolean): void;
+  onAck(ok: boolean, code?: string): void;
   onMessage(body: string, client: number): void;
 }
 
@@ -73,14 +75,16 @@ function chatClient(url: string, token: string, index: number, events: Events): 
     handshakeTimeout: CONNECT_TIMEOUT_MS,
   });
   ws.on("message", (data) => {
-    const frame = JSON.parse(String(data)) as { action: string; message?: { body: string } };
+    const frame = JSON.parse(String(data)) as { action: string; message?: { body: string }; code?: string };
     if (frame.action === "message" && frame.message) events.onMessage(frame.message.body, index);
     else if (frame.action === "sent") events.onAck(true);
-    else if (frame.action === "error") events.onAck(false);
+    else if (frame.action === "error") events.onAck(false, frame.code);
   });
   const client: BenchClient = {
-    send: (target, body) =>
-      ws.send(JSON.stringify({ action: "send", chatId: target, clientMsgId: randomUUID(), body })),
+    send: (target, body) => {
+      if (ws.readyState !== WebSocket.OPEN) return events.onAck(false, "not connected");
+      ws.send(JSON.stringify({ action: "send", chatId: target, clientMsgId: randomUUID(), body }));
+    },
     connected: () => ws.readyState === WebSocket.OPEN,
     close: () => ws.terminate(),
   };
@@ -100,7 +104,10 @@ function socketIoClient(url: string, rooms: string[], index: number, events: Eve
   });
   socket.on("message", (body: string) => events.onMessage(body, index));
   const client: BenchClient = {
-    send: (target, body) => socket.emit("send", { room: target, body }, () => events.onAck(true)),
+    send: (target, body) => {
+      if (!socket.connected) return events.onAck(false, "not connected");
+      socket.emit("send", { room: target, body }, () => events.onAck(true));
+    },
     connected: () => socket.connected,
     close: () => socket.disconnect(),
   };
@@ -118,12 +125,27 @@ class LoadState implements Events {
   measureFromMs = Number.POSITIVE_INFINITY;
   acked = 0;
   errors = 0;
+  errorCodes: Record<string, number> = {};
   delivered = 0;
   lastDeliveryMs = 0;
 
-  onAck(ok: boolean): void {
+  /** A new run counts from zero; late deliveries of the last run fall before its measure window. */
+  reset(measureFromMs: number): void {
+    this.histogram.reset();
+    this.measureFromMs = measureFromMs;
+    this.acked = 0;
+    this.errors = 0;
+    this.errorCodes = {};
+    this.delivered = 0;
+    this.lastDeliveryMs = 0;
+  }
+
+  onAck(ok: boolean, code = "unknown"): void {
     if (ok) this.acked += 1;
-    else this.errors += 1;
+    else {
+      this.errors += 1;
+      this.errorCodes[code] = (this.errorCodes[code] ?? 0) + 1;
+    }
   }
 
   onMessage(body: string, client: number): void {
@@ -158,7 +180,11 @@ async function connectAll(
       if (result.status === "fulfilled") state.clients.push(result.value);
       else {
         failed += 1;
-        state.clients.push({ send: () => state.onAck(false), connected: () => false, close: () => {} });
+        state.clients.push({
+          send: () => state.onAck(false, "not connected"),
+          connected: () => false,
+          close: () => {},
+        });
       }
     }
     await sleep(Math.max(0, 100 - (performance.now() - begun)));
@@ -170,7 +196,7 @@ async function run(state: LoadState, command: RunCommand): Promise<RunResult> {
   const periodMs = 1_000 / command.ratePerS;
   const total = Math.floor((command.durationMs / 1_000) * command.ratePerS);
   const t0 = performance.now() + 50;
-  state.measureFromMs = t0 + command.warmupMs;
+  state.reset(t0 + command.warmupMs);
   let sent = 0;
   let expected = 0;
   let next = 0;
@@ -197,6 +223,7 @@ async function run(state: LoadState, command: RunCommand): Promise<RunResult> {
     sent,
     acked: state.acked,
     errors: state.errors,
+    errorCodes: state.errorCodes,
     expected,
     delivered: state.delivered,
     deliveredPerS: windowMs > 0 ? (state.delivered / windowMs) * 1_000 : 0,

@@ -14,6 +14,8 @@
  * @example
  * // node systems/chat/bench/main.ts --clients 2000 --group-size 50 --rate-per-s 100 --json
  */
+
+import { setTimeout as sleep } from "node:timers/promises";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
@@ -40,7 +42,9 @@ export interface BenchArgs {
   readonly clients: number;
   readonly groupSize: number;
   readonly gateways: number;
-  readonly ratePerS: number;
+  readonly maxRatePerS: number;
+  readonly maxDurationMs: number;
+  readonly loadPercent: number;
   readonly durationMs: number;
   readonly warmupMs: number;
   readonly drainMs: number;
@@ -56,13 +60,30 @@ const cli = defineBenchArgs({
       help: "members per group (fan-out = size − 1)",
     }),
     gateways: flag.integer({ min: 1, max: 8, default: 2, help: "socket-holding processes per side" }),
-    ratePerS: flag.integer({
+    maxRatePerS: flag.integer({
       min: 1,
-      max: 20_000,
-      default: 100,
-      help: "messages sent per second, open loop",
+      max: 50_000,
+      default: 500,
+      help: "msgs/s offered in the saturation run (above what either side sustains)",
     }),
-    durationMs: flag.integer({ min: 200, max: 300_000, default: 10_000, help: "send time, warmup included" }),
+    maxDurationMs: flag.integer({
+      min: 200,
+      max: 120_000,
+      default: 4_000,
+      help: "saturation run's send time",
+    }),
+    loadPercent: flag.integer({
+      min: 1,
+      max: 100,
+      default: 70,
+      help: "latency run's rate, % of each side's max",
+    }),
+    durationMs: flag.integer({
+      min: 200,
+      max: 300_000,
+      default: 8_000,
+      help: "latency run's send time, warmup included",
+    }),
     warmupMs: flag.integer({ min: 0, max: 60_000, default: 2_000, help: "leading send time not measured" }),
     drainMs: flag.integer({
       min: 100,
@@ -85,13 +106,16 @@ Usage
 Both sides in one run, on the same Redis: chat (send service + N gateways, every message
 written to PostgreSQL before delivery) and socket.io 4.8 with the Redis streams adapter
 (N servers, connection-state recovery on, nothing durable). A load generator in its own
-process holds --clients clients per side in groups of --group-size and sends --rate-per-s
-messages/s open loop; latency is send → deliver from the intended send time. Engines:
-DATABASE_URL and REDIS_URL, else throw-away ones spawned for the run.
+process holds --clients clients per side in groups of --group-size. Two open-loop runs per
+side: a saturation run (--max-rate-per-s, above what either sustains) gives the side's
+deliveries/s; then a latency run at --load-percent of that side's own maximum gives send →
+deliver p50/p99, from each message's intended send time. Engines: DATABASE_URL and
+REDIS_URL, else throw-away ones spawned for the run.
 
-Rows: connections held, deliveries/s, send → deliver p50/p99, memory per connection
-(resident memory of the socket holders after connecting, minus before, per connection),
-deliveries missing after the drain, send errors.
+Rows: connections held, memory per connection (resident memory of the socket holders
+after connecting, minus before, per connection), deliveries/s and msgs/s at saturation,
+the rate offered at --load-percent, send → deliver p50/p99, deliveries missing after the
+drain, send errors.
 
 Options
 ${cli.flagHelp()}
@@ -114,9 +138,16 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   return args;
 }
 
-interface SideResult extends RunResult {
+interface SideResult {
   connected: number;
   bytesPerConnection: number;
+  /** The saturation run: offered far above what either side sustains. */
+  max: RunResult;
+  /** Messages/s the side sustained: its deliveries/s over the mean fan-out. */
+  maxMsgsPerS: number;
+  /** The latency run, at --load-percent of maxMsgsPerS. */
+  atLoad: RunResult;
+  atLoadRatePerS: number;
 }
 
 async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult> {
@@ -126,34 +157,64 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
     lineTimeoutMs: CHILD_LINE_TIMEOUT_MS,
     echoStderr: true,
   });
+  const ask = async <T>(command: Record<string, unknown>): Promise<T> => {
+    load.send(JSON.stringify(command));
+    return JSON.parse(await load.nextLine()) as T;
+  };
   try {
-    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    await sleep(SETTLE_MS);
     const before = await side.residentBytes();
     benchLog(`${side.name}: connecting ${args.clients} clients to ${side.urls.length} servers`);
-    load.send(
-      JSON.stringify({
-        cmd: "connect",
-        side: side.loadSide,
-        urls: side.urls,
-        clients: population.clients,
-        connectPerS: CONNECT_PER_S,
-      }),
-    );
-    const { connected } = JSON.parse(await load.nextLine()) as { connected: number };
-    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+    const { connected } = await ask<{ connected: number }>({
+      cmd: "connect",
+      side: side.loadSide,
+      urls: side.urls,
+      clients: population.clients,
+      connectPerS: CONNECT_PER_S,
+    });
+    await sleep(SETTLE_MS);
     const after = await side.residentBytes();
-    benchLog(`${side.name}: ${connected} connected; sending ${args.ratePerS}/s for ${args.durationMs} ms`);
-    load.send(JSON.stringify({ cmd: "run", groups: population.groups, ...pick(args) }));
-    const result = JSON.parse(await load.nextLine()) as RunResult;
-    return { ...result, connected, bytesPerConnection: connected > 0 ? (after - before) / connected : 0 };
+    benchLog(
+      `${side.name}: ${connected} connected; saturating at ${args.maxRatePerS} msgs/s for ${args.maxDurationMs} ms`,
+    );
+    const { groups } = population;
+    const max = await ask<RunResult>({
+      cmd: "run",
+      groups,
+      ratePerS: args.maxRatePerS,
+      durationMs: args.maxDurationMs,
+      warmupMs: Math.floor(args.maxDurationMs / 4),
+      drainMs: args.drainMs,
+    });
+    if (max.errors > 0)
+      benchLog(`${side.name}: send errors in the saturation run ${JSON.stringify(max.errorCodes)}`);
+    const fanout = max.sent > 0 ? max.expected / max.sent : 1;
+    const maxMsgsPerS = max.deliveredPerS / fanout;
+    const atLoadRatePerS = Math.max(1, Math.round((maxMsgsPerS * args.loadPercent) / 100));
+    benchLog(
+      `${side.name}: ${Math.round(max.deliveredPerS)} deliveries/s at most (${Math.round(maxMsgsPerS)} msgs/s); ` +
+        `latency at ${args.loadPercent}%: ${atLoadRatePerS} msgs/s for ${args.durationMs} ms`,
+    );
+    const { durationMs, warmupMs, drainMs } = args;
+    const atLoad = await ask<RunResult>({
+      cmd: "run",
+      groups,
+      ratePerS: atLoadRatePerS,
+      durationMs,
+      warmupMs,
+      drainMs,
+    });
+    return {
+      connected,
+      bytesPerConnection: connected > 0 ? (after - before) / connected : 0,
+      max,
+      maxMsgsPerS,
+      atLoad,
+      atLoadRatePerS,
+    };
   } finally {
     await load.stop({ line: JSON.stringify({ cmd: "close" }) });
   }
-}
-
-function pick(args: BenchArgs) {
-  const { ratePerS, durationMs, warmupMs, drainMs } = args;
-  return { ratePerS, durationMs, warmupMs, drainMs };
 }
 
 async function runSide(open: () => Promise<BenchSide>, args: BenchArgs): Promise<SideResult> {
@@ -166,26 +227,39 @@ async function runSide(open: () => Promise<BenchSide>, args: BenchArgs): Promise
 }
 
 export function resultRows(args: BenchArgs, ours: SideResult, peer: SideResult): BenchResult[] {
-  const row = scenarioRows({
+  const where = `${args.clients} clients on ${args.gateways} gateways, groups of ${args.groupSize}`;
+  const held = scenarioRows({ system: SYSTEM, scenario: where, peer: PEER, tidy: true });
+  const max = scenarioRows({
     system: SYSTEM,
-    scenario: `${args.clients} clients on ${args.gateways} gateways, groups of ${args.groupSize}, ${args.ratePerS} msgs/s open loop`,
+    scenario: `${where}, ${args.maxRatePerS} msgs/s offered (saturated)`,
     peer: PEER,
     tidy: true,
   });
+  const atLoad = scenarioRows({
+    system: SYSTEM,
+    scenario: `${where}, open loop at ${args.loadPercent}% of each side's max`,
+    peer: PEER,
+    tidy: true,
+  });
+  const missing = (r: RunResult) => r.expected - r.delivered;
   return [
-    row.value("connections held", "connections", ours.connected, {
+    held.value("connections held", "connections", ours.connected, {
       peer: peer.connected,
       direction: "higher-is-better",
     }),
-    row.value("deliveries", "deliveries/s", ours.deliveredPerS, { peer: peer.deliveredPerS }),
-    ...row.percentiles("send → deliver", ["p50", "p99"], ours.latencyMs, { peer: peer.latencyMs }),
-    row.value("memory per connection", "KiB", ours.bytesPerConnection / 1_024, {
+    held.value("memory per connection", "KiB", ours.bytesPerConnection / 1_024, {
       peer: peer.bytesPerConnection / 1_024,
     }),
-    row.count("deliveries missing after the drain", ours.expected - ours.delivered, {
-      peer: peer.expected - peer.delivered,
+    max.value("deliveries", "deliveries/s", ours.max.deliveredPerS, { peer: peer.max.deliveredPerS }),
+    max.value("messages sent", "msgs/s", ours.maxMsgsPerS, { peer: peer.maxMsgsPerS }),
+    atLoad.value("rate offered", "msgs/s", ours.atLoadRatePerS, { peer: peer.atLoadRatePerS }),
+    ...atLoad.percentiles("send → deliver", ["p50", "p99"], ours.atLoad.latencyMs, {
+      peer: peer.atLoad.latencyMs,
     }),
-    row.count("send errors", ours.errors, { peer: peer.errors }),
+    atLoad.count("deliveries missing after the drain", missing(ours.atLoad), { peer: missing(peer.atLoad) }),
+    atLoad.count("send errors", ours.atLoad.errors + ours.max.errors, {
+      peer: peer.atLoad.errors + peer.max.errors,
+    }),
   ];
 }
 
@@ -195,7 +269,7 @@ async function run(engines: BenchEngines, args: BenchArgs, json: boolean): Promi
   const rows = resultRows(args, ours, peer);
   process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
   if (json) return;
-  const ratio = peer.deliveredPerS > 0 ? ours.deliveredPerS / peer.deliveredPerS : 0;
+  const ratio = peer.max.deliveredPerS > 0 ? ours.max.deliveredPerS / peer.max.deliveredPerS : 0;
   const memory = peer.bytesPerConnection > 0 ? ours.bytesPerConnection / peer.bytesPerConnection : 0;
   process.stdout.write(
     [
