@@ -257,7 +257,7 @@ export function resultRows(args: BenchArgs, ours: SideResult, peer: SideResult):
       peer: peer.atLoad.latencyMs,
     }),
     atLoad.count("deliveries missing after the drain", missing(ours.atLoad), { peer: missing(peer.atLoad) }),
-    atLoad.count("send errors", ours.atLoad.errors + ours.max.errors, {
+    atLoad.count("send errors, both runs", ours.atLoad.errors + ours.max.errors, {
       peer: peer.atLoad.errors + peer.max.errors,
     }),
   ];

@@ -37,7 +37,8 @@ test("CH-13 past the new-connection rate a gateway answers the upgrade 503; the 
     sessions: new MemorySessions(),
     routing: new MemoryRouting(),
     clock: systemClock,
-    limits: { ...GATEWAY_LIMITS_DEFAULT, connectRatePerS: 3 },
+    // No drain spread: the sockets are already gone, and the default 5 s would be all the test waits for.
+    limits: { ...GATEWAY_LIMITS_DEFAULT, connectRatePerS: 3, drainMs: 50 },
     log: { warn() {} },
   });
   await gateway.start();
