@@ -1,56 +1,96 @@
 /**
- * `casebook bench chat`: the template's placeholder scenario — GET /healthz on the
- * service running as its own process, open loop at a fixed rate, latency from the intended
- * send time — so the bench prints the house rows from day one. It measures the service
- * base, not chat's mechanism: replace it with the design's own scenarios, beside the
- * best peer that runs on this machine. Markdown table on stdout, JSON lines with --json,
- * progress on stderr.
+ * `casebook bench chat`: chat beside socket.io 4 + `@socket.io/redis-streams-adapter`, in one
+ * invocation, on the same Redis (and chat also on PostgreSQL, where it writes every message
+ * before delivering it; socket.io writes nothing durable). Each side runs as production
+ * processes — chat's send service and N gateways, or N socket.io servers — and a load
+ * generator of its own process (bench/load-child.ts) holds the clients: it connects them
+ * round robin to the socket holders, puts them in groups, then sends open loop at a fixed
+ * rate, each message to a random group from a random member, and measures every delivery
+ * from the message's intended send time. Rows: connections held, deliveries/s, send →
+ * deliver p50/p99, memory per connection, missing deliveries and send errors, each beside
+ * socket.io's with the ratio. Markdown table on stdout, JSON lines with --json, progress on
+ * stderr.
  *
  * @example
- * // node systems/chat/bench/main.ts --rate-per-s 500 --duration-ms 3000 --json
+ * // node systems/chat/bench/main.ts --clients 2000 --group-size 50 --rate-per-s 100 --json
  */
+
+import { setTimeout as sleep } from "node:timers/promises";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
-import { renderBench, rowsFromLoad } from "@casebook/lab/bench-report";
-import { runOpenLoop } from "@casebook/lab/load-generator";
-import { startServerProcess } from "@casebook/lab/server-process";
+import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
+import { goalLine, scenarioRows } from "@casebook/lab/bench-rows";
+import { spawnChild } from "@casebook/lab/spawn-child";
 import { errors } from "../src/errors.ts";
+import { type BenchEngines, openBenchEngines } from "./bench-engines.ts";
+import { type BenchSide, startChatSide, startSocketIoSide } from "./bench-sides.ts";
+import type { RunResult } from "./load-child.ts";
 
 const SYSTEM = "chat";
-/** The service as it runs in production: its own process, through its real entry point. */
-const serviceEntry = new URL("../src/main.ts", import.meta.url);
-
-interface ServiceProcess {
-  readonly url: string;
-  close(): Promise<void>;
-}
-
-async function startService(): Promise<ServiceProcess> {
-  const server = await startServerProcess({ name: SYSTEM, entry: serviceEntry, env: {} });
-  return { url: server.url, close: () => server.stop() };
-}
-/** A request not answered within this counts as an error and frees its slot. */
-const REQUEST_TIMEOUT_MS = 5_000;
+const PEER = "socket.io + redis-streams-adapter";
+const loadChildEntry = new URL("./load-child.ts", import.meta.url);
+/** Bound on one answer of the load child (connecting thousands of clients on a loaded machine). */
+const CHILD_LINE_TIMEOUT_MS = 120_000;
+/** Connections opened per second by the load child: under chat's 500/s per gateway (CH-13). */
+const CONNECT_PER_S = 400;
+/** Let the servers settle (GC, buffers) before reading their memory. */
+const SETTLE_MS = 1_000;
 
 export interface BenchArgs {
   readonly help: boolean;
   readonly json: boolean;
-  readonly ratePerS: number;
+  readonly clients: number;
+  readonly groupSize: number;
+  readonly gateways: number;
+  readonly maxRatePerS: number;
+  readonly maxDurationMs: number;
+  readonly loadPercent: number;
   readonly durationMs: number;
   readonly warmupMs: number;
+  readonly drainMs: number;
 }
 
-/** Each flag with its bounds, default and help line: a typo is refused, not run for a day. */
 const cli = defineBenchArgs({
   flags: {
-    ratePerS: flag.integer({ min: 1, max: 50_000, default: 200, help: "arrivals per second" }),
-    durationMs: flag.integer({
-      min: 100,
-      max: 600_000,
-      default: 5_000,
-      help: "measured time, warmup included",
+    clients: flag.integer({ min: 2, max: 20_000, default: 2_000, help: "connected clients per side" }),
+    groupSize: flag.integer({
+      min: 2,
+      max: 1_024,
+      default: 50,
+      help: "members per group (fan-out = size − 1)",
     }),
-    warmupMs: flag.integer({ min: 0, max: 60_000, default: 1_000, help: "leading time not measured" }),
+    gateways: flag.integer({ min: 1, max: 8, default: 2, help: "socket-holding processes per side" }),
+    maxRatePerS: flag.integer({
+      min: 1,
+      max: 50_000,
+      default: 500,
+      help: "msgs/s offered in the saturation run (above what either side sustains)",
+    }),
+    maxDurationMs: flag.integer({
+      min: 200,
+      max: 120_000,
+      default: 4_000,
+      help: "saturation run's send time",
+    }),
+    loadPercent: flag.integer({
+      min: 1,
+      max: 100,
+      default: 70,
+      help: "latency run's rate, % of each side's max",
+    }),
+    durationMs: flag.integer({
+      min: 200,
+      max: 300_000,
+      default: 8_000,
+      help: "latency run's send time, warmup included",
+    }),
+    warmupMs: flag.integer({ min: 0, max: 60_000, default: 2_000, help: "leading send time not measured" }),
+    drainMs: flag.integer({
+      min: 100,
+      max: 60_000,
+      default: 5_000,
+      help: "wait for late deliveries at most",
+    }),
     json: flag.json("one JSON object per line instead of the table"),
     help: flag.help(),
   },
@@ -58,14 +98,24 @@ const cli = defineBenchArgs({
     errors.create("BENCH_ARGS_INVALID", { detail, fields: { flag: flagName }, cause }),
 });
 
-export const benchHelp = `chat bench — the template's placeholder: GET /healthz, open loop
+export const benchHelp = `chat bench — chat beside socket.io + @socket.io/redis-streams-adapter
 
 Usage
   npx casebook bench chat [options]
 
-Measures the service base (GET /healthz on src/main.ts, run as its own process), not
-chat's mechanism: it is what \`casebook new\` lays down, until the design's own
-scenarios and their peer replace it.
+Both sides in one run, on the same Redis: chat (send service + N gateways, every message
+written to PostgreSQL before delivery) and socket.io 4.8 with the Redis streams adapter
+(N servers, connection-state recovery on, nothing durable). A load generator in its own
+process holds --clients clients per side in groups of --group-size. Two open-loop runs per
+side: a saturation run (--max-rate-per-s, above what either sustains) gives the side's
+deliveries/s; then a latency run at --load-percent of that side's own maximum gives send →
+deliver p50/p99, from each message's intended send time. Engines: DATABASE_URL and
+REDIS_URL, else throw-away ones spawned for the run.
+
+Rows: connections held, memory per connection (resident memory of the socket holders
+after connecting, minus before, per connection), deliveries/s and msgs/s at saturation,
+the rate offered at --load-percent, send → deliver p50/p99, deliveries missing after the
+drain, send errors.
 
 Options
 ${cli.flagHelp()}
@@ -79,35 +129,169 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       fields: { flag: "warmup-ms" },
     });
   }
+  if (args.groupSize > args.clients) {
+    throw errors.create("BENCH_ARGS_INVALID", {
+      detail: `--group-size ${args.groupSize} must be at most --clients ${args.clients}`,
+      fields: { flag: "group-size" },
+    });
+  }
   return args;
 }
 
-async function run(service: ServiceProcess, args: BenchArgs, json: boolean): Promise<void> {
-  benchLog(`${SYSTEM} bench: GET ${service.url}/healthz at ${args.ratePerS}/s for ${args.durationMs} ms`);
-  const report = await runOpenLoop({
-    ratePerS: args.ratePerS,
-    durationMs: args.durationMs,
-    warmupMs: args.warmupMs,
-    requestTimeoutMs: REQUEST_TIMEOUT_MS,
-    task: async ({ signal }) => {
-      const res = await fetch(`${service.url}/healthz`, { signal });
-      await res.body?.cancel();
-      if (res.status !== 200) throw new Error(`GET /healthz answered ${res.status}`);
-    },
-  });
-  const rows = rowsFromLoad(
-    { system: SYSTEM, scenario: `GET /healthz, open loop ${args.ratePerS}/s` },
-    report,
-  );
-  process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
+interface SideResult {
+  connected: number;
+  bytesPerConnection: number;
+  /** The saturation run: offered far above what either side sustains. */
+  max: RunResult;
+  /** Messages/s the side sustained: its deliveries/s over the mean fan-out. */
+  maxMsgsPerS: number;
+  /** The latency run, at --load-percent of maxMsgsPerS. */
+  atLoad: RunResult;
+  atLoadRatePerS: number;
 }
 
-export const benchProgram: BenchProgram<BenchArgs, ServiceProcess> = {
+async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult> {
+  const population = await side.prepare(args.clients, args.groupSize);
+  const load = await spawnChild(loadChildEntry, {
+    ready: (line) => line.includes('"ready"'),
+    lineTimeoutMs: CHILD_LINE_TIMEOUT_MS,
+    echoStderr: true,
+  });
+  const ask = async <T>(command: Record<string, unknown>): Promise<T> => {
+    load.send(JSON.stringify(command));
+    return JSON.parse(await load.nextLine()) as T;
+  };
+  try {
+    await sleep(SETTLE_MS);
+    const before = await side.residentBytes();
+    benchLog(`${side.name}: connecting ${args.clients} clients to ${side.urls.length} servers`);
+    const { connected } = await ask<{ connected: number }>({
+      cmd: "connect",
+      side: side.loadSide,
+      urls: side.urls,
+      clients: population.clients,
+      connectPerS: CONNECT_PER_S,
+    });
+    await sleep(SETTLE_MS);
+    const after = await side.residentBytes();
+    benchLog(
+      `${side.name}: ${connected} connected; saturating at ${args.maxRatePerS} msgs/s for ${args.maxDurationMs} ms`,
+    );
+    const { groups } = population;
+    const max = await ask<RunResult>({
+      cmd: "run",
+      groups,
+      ratePerS: args.maxRatePerS,
+      durationMs: args.maxDurationMs,
+      warmupMs: Math.floor(args.maxDurationMs / 4),
+      drainMs: args.drainMs,
+    });
+    if (max.errors > 0)
+      benchLog(`${side.name}: send errors in the saturation run ${JSON.stringify(max.errorCodes)}`);
+    const fanout = max.sent > 0 ? max.expected / max.sent : 1;
+    const maxMsgsPerS = max.deliveredPerS / fanout;
+    const atLoadRatePerS = Math.max(1, Math.round((maxMsgsPerS * args.loadPercent) / 100));
+    benchLog(
+      `${side.name}: ${Math.round(max.deliveredPerS)} deliveries/s at most (${Math.round(maxMsgsPerS)} msgs/s); ` +
+        `latency at ${args.loadPercent}%: ${atLoadRatePerS} msgs/s for ${args.durationMs} ms`,
+    );
+    const { durationMs, warmupMs, drainMs } = args;
+    const atLoad = await ask<RunResult>({
+      cmd: "run",
+      groups,
+      ratePerS: atLoadRatePerS,
+      durationMs,
+      warmupMs,
+      drainMs,
+    });
+    return {
+      connected,
+      bytesPerConnection: connected > 0 ? (after - before) / connected : 0,
+      max,
+      maxMsgsPerS,
+      atLoad,
+      atLoadRatePerS,
+    };
+  } finally {
+    await load.stop({ line: JSON.stringify({ cmd: "close" }) });
+  }
+}
+
+async function runSide(open: () => Promise<BenchSide>, args: BenchArgs): Promise<SideResult> {
+  const side = await open();
+  try {
+    return await measureSide(side, args);
+  } finally {
+    await side.close();
+  }
+}
+
+export function resultRows(args: BenchArgs, ours: SideResult, peer: SideResult): BenchResult[] {
+  const where = `${args.clients} clients on ${args.gateways} gateways, groups of ${args.groupSize}`;
+  const held = scenarioRows({ system: SYSTEM, scenario: where, peer: PEER, tidy: true });
+  const max = scenarioRows({
+    system: SYSTEM,
+    scenario: `${where}, ${args.maxRatePerS} msgs/s offered (saturated)`,
+    peer: PEER,
+    tidy: true,
+  });
+  const atLoad = scenarioRows({
+    system: SYSTEM,
+    scenario: `${where}, open loop at ${args.loadPercent}% of each side's max`,
+    peer: PEER,
+    tidy: true,
+  });
+  const missing = (r: RunResult) => r.expected - r.delivered;
+  return [
+    held.value("connections held", "connections", ours.connected, {
+      peer: peer.connected,
+      direction: "higher-is-better",
+    }),
+    held.value("memory per connection", "KiB", ours.bytesPerConnection / 1_024, {
+      peer: peer.bytesPerConnection / 1_024,
+    }),
+    max.value("deliveries", "deliveries/s", ours.max.deliveredPerS, { peer: peer.max.deliveredPerS }),
+    max.value("messages sent", "msgs/s", ours.maxMsgsPerS, { peer: peer.maxMsgsPerS }),
+    atLoad.value("rate offered", "msgs/s", ours.atLoadRatePerS, { peer: peer.atLoadRatePerS }),
+    ...atLoad.percentiles("send → deliver", ["p50", "p99"], ours.atLoad.latencyMs, {
+      peer: peer.atLoad.latencyMs,
+    }),
+    atLoad.count("deliveries missing after the drain", missing(ours.atLoad), { peer: missing(peer.atLoad) }),
+    atLoad.count("send errors, both runs", ours.atLoad.errors + ours.max.errors, {
+      peer: peer.atLoad.errors + peer.max.errors,
+    }),
+  ];
+}
+
+async function run(engines: BenchEngines, args: BenchArgs, json: boolean): Promise<void> {
+  const peer = await runSide(() => startSocketIoSide(engines, { servers: args.gateways }), args);
+  const ours = await runSide(() => startChatSide(engines, { gateways: args.gateways }), args);
+  const rows = resultRows(args, ours, peer);
+  process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
+  if (json) return;
+  const ratio = peer.max.deliveredPerS > 0 ? ours.max.deliveredPerS / peer.max.deliveredPerS : 0;
+  const memory = peer.bytesPerConnection > 0 ? ours.bytesPerConnection / peer.bytesPerConnection : 0;
+  process.stdout.write(
+    [
+      "",
+      goalLine(
+        "goal deliveries/s ≥ 1.0× socket.io's, writing durably first",
+        `${ratio.toFixed(2)}×`,
+        ratio >= 1,
+      ),
+      goalLine("goal memory per connection ≤ socket.io's", `${memory.toFixed(2)}×`, memory <= 1),
+      `- engines: ${engines.label}; socket.io writes nothing durable, chat writes every message to PostgreSQL first`,
+      "",
+    ].join("\n"),
+  );
+}
+
+export const benchProgram: BenchProgram<BenchArgs, BenchEngines> = {
   name: SYSTEM,
   parseArgs: parseBenchArgs,
   isArgsError: (error): error is Error => errors.is(error, "BENCH_ARGS_INVALID"),
   help: benchHelp,
-  openTarget: startService,
+  openTarget: () => openBenchEngines({ env: process.env, log: benchLog }),
   run,
 };
 

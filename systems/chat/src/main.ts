@@ -39,6 +39,7 @@ import { BackendClient } from "./gateway/backend-client.ts";
 import { GATEWAY_LIMITS_DEFAULT, Gateway } from "./gateway/gateway.ts";
 import { registerWebPage } from "./gateway/web-page.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import type { MainOptions, RunningSystem } from "./running-system.ts";
 import { HistoryStore } from "./store/history-store.ts";
 import { MemoryRouting } from "./store/memory-routing.ts";
 import { MemorySessions } from "./store/memory-sessions.ts";
@@ -51,21 +52,7 @@ import { ChannelFanout } from "./workers/channel-fanout.ts";
 export const SYSTEM = "chat";
 export const VERSION = packageJson.version;
 
-export interface RunningSystem {
-  readonly url: string;
-  readonly service: Service;
-  readonly config: SystemConfig;
-  readonly metrics: SystemMetrics;
-  readonly issuerToken: string;
-  readonly gateway: Gateway | undefined;
-  close(): Promise<void>;
-}
-
-export interface MainOptions {
-  clock?: Clock;
-  /** The push path (CH-18); default none until the push simulator is configured. */
-  offline?: OfflinePort;
-}
+export type { MainOptions, RunningSystem } from "./running-system.ts";
 
 interface Shared {
   sessions: SessionTable;
@@ -142,7 +129,7 @@ export async function main(
   const issuerToken = config.issuerToken ?? randomBytes(24).toString("base64url");
   const gatewayId =
     config.gatewayId ?? `${hostname().slice(0, 32)}-${process.pid}-${randomBytes(3).toString("hex")}`;
-  const started = await startService({
+  const common = {
     service: {
       name: SYSTEM,
       version: VERSION,
@@ -153,11 +140,10 @@ export async function main(
       },
       description: "Real-time chat with offline delivery (seed 000 §2): the history is the queue.",
     },
-    database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateChatStore },
-    build: async ({ service, db }) => {
+    build: async ({ service, db }: { service: Service; db: Database | undefined }) => {
       const metrics = createMetrics(service.registry, { version: VERSION });
       const shared = await sharedState(config, service, clock);
-      if (config.role !== "gateway") {
+      if (db !== undefined) {
         const ids = new SnowflakeGenerator({ clock, workerId: await new HistoryStore(db).takeNodeId() });
         const pushTokens = new PushTokenStore(db);
         const offline = options.offline ?? pushPathOf(config, pushTokens, metrics, service);
@@ -246,7 +232,7 @@ export async function main(
     },
     listen: { port: config.port, host: config.host },
     listening: () => ({ role: config.role, gatewayId: config.role === "api" ? undefined : gatewayId }),
-    announce: (_, { service, url }) => {
+    announce: (_: unknown, { service, url }: { service: Service; url: string }) => {
       if (config.issuerToken === undefined && config.role !== "gateway") {
         service.log.info(
           {
@@ -257,8 +243,17 @@ export async function main(
         );
       }
     },
-  });
-  const { built } = started;
+  };
+  // A gateway holds sockets and calls the send service: it opens no database (so N gateways
+  // run beside one send service on the embedded PGlite, whose files one process owns).
+  const started =
+    config.role === "gateway"
+      ? await startService(common)
+      : await startService({
+          ...common,
+          database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateChatStore },
+        });
+  const built = started.built as Awaited<ReturnType<typeof common.build>>;
   if ("backendUrl" in built && built.backendUrl && built.backendUrl.current === undefined) {
     built.backendUrl.current = started.url;
   }
@@ -274,12 +269,25 @@ export async function main(
 }
 
 if (import.meta.main) {
+  // Like src/edge/run-gateways.ts's gatewayLaunchOf; that module is loaded only with --gateways (it starts nginx through lab).
+  const withGateways = process.argv.slice(2).some((a) => a === "--gateways" || a.startsWith("--gateways="));
   await runServiceEntry({
     name: SYSTEM,
     summary: "real-time chat with offline delivery (seed 000 §2)",
     schema: configSchema,
-    usage: [`npx casebook run ${SYSTEM}`, `node systems/${SYSTEM}/src/main.ts`],
+    usage: [
+      `npx casebook run ${SYSTEM}`,
+      `npx casebook run ${SYSTEM} --gateways 3 [--front-port 8190]   # send service + 3 gateway processes behind an nginx stream front`,
+      `node systems/${SYSTEM}/src/main.ts [--gateways N] [--front-port P]`,
+    ],
     notes: `The API, the socket protocol, the design and the claims: systems/${SYSTEM}/README.md`,
-    start: async () => (await main()).service,
+    start: async () => {
+      if (!withGateways) return (await main()).service;
+      const { gatewayLaunchOf, mainWithGateways } = await import("./edge/run-gateways.ts");
+      const running = await mainWithGateways(main, gatewayLaunchOf(process.argv.slice(2))!);
+      // The gateways and the front go first on close (close hooks run last-added first).
+      running.service.onClose(() => running.stopOutside());
+      return running.service;
+    },
   });
 }

@@ -1,8 +1,8 @@
 /**
  * CH-01's guarantee under faults, checked by the history checker (test/history-checker.ts:
  * lost acknowledged message, duplicate display, order broken, skipped offset) over what
- * every client displayed. The deployed shape as OS processes on PostgreSQL and Redis: a
- * send service, 3 gateways behind the L4 front, 6 clients (the client library) in 3 group
+ * every client displayed. The deployed shape on PostgreSQL and Redis: a send service (in this
+ * process), 3 gateway processes behind the L4 front, 6 clients (the client library) in 3 group
  * conversations of 4 members. A seeded schedule of 60 sends, with SIGKILLs of gateways
  * mid-conversation (each restarted 400 ms later) and a restart of the send service.
  *
@@ -20,6 +20,7 @@ import { spawnNginx } from "@casebook/lab/spawn-nginx";
 import { requirePostgres, requireRedis } from "@casebook/lab/test-engines";
 import { ChatClient } from "../src/client/chat-client.ts";
 import { l4StreamBlock, STREAM_MODULE_PATH } from "../src/edge/l4-front.ts";
+import { main, type RunningSystem } from "../src/main.ts";
 import { type Acknowledged, type ClientHistory, checkHistories, type Displayed } from "./history-checker.ts";
 import { type ChatProcess, deployedEnv, startChatProcess } from "./topology-fixture.ts";
 
@@ -54,18 +55,25 @@ for (const seed of SEEDS) {
     const procs = new Set<ChatProcess>();
     const clients: ChatClient[] = [];
     let stopFront = async () => {};
+    let api: RunningSystem | undefined;
     t.after(async () => {
       for (const c of clients) c.close();
       await stopFront();
       await Promise.all([...procs].map((p) => p.kill()));
+      await api?.close();
       await world.cleanup();
     });
-    let api = await startChatProcess("api", { ...common, CHAT_ROLE: "api" });
-    procs.add(api);
+    // The send service runs in this process (a restart is its close and a new start on the same
+    // port, as SIGTERM does to the process); the gateways, which get SIGKILLed, are processes.
+    const startApi = (port: number) =>
+      main({ ...common, CHAT_ROLE: "api", PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "warn" });
+    api = await startApi(0);
+    const apiUrl = api.url;
+    const apiPort = Number(new URL(apiUrl).port);
     const gatewayEnv = (id: string) => ({
       ...common,
       CHAT_ROLE: "gateway",
-      CHAT_API_URL: api.url,
+      CHAT_API_URL: apiUrl,
       CHAT_GATEWAY_ID: id,
     });
     const gateways = await Promise.all(
@@ -80,7 +88,7 @@ for (const seed of SEEDS) {
     stopFront = () => nginx.stop();
 
     const token = async (userId: string) => {
-      const res = await fetch(`${api.url}/v1/tokens`, {
+      const res = await fetch(`${apiUrl}/v1/tokens`, {
         method: "POST",
         headers: { authorization: `Bearer ${ISSUER}`, "content-type": "application/json" },
         body: JSON.stringify({ userId, deviceId: "phone" }),
@@ -89,7 +97,7 @@ for (const seed of SEEDS) {
     };
     const chats: string[] = [];
     for (const members of GROUPS) {
-      const res = await fetch(`${api.url}/v1/conversations`, {
+      const res = await fetch(`${apiUrl}/v1/conversations`, {
         method: "POST",
         headers: { authorization: `Bearer ${await token(members[0]!)}`, "content-type": "application/json" },
         body: JSON.stringify({ kind: "group", title: "g", members: members.slice(1) }),
@@ -133,11 +141,8 @@ for (const seed of SEEDS) {
         );
       }
       if (n === restartApiAt) {
-        const old = api;
-        await old.term();
-        procs.delete(old);
-        api = await startChatProcess("api", { ...common, CHAT_ROLE: "api" }, old.port);
-        procs.add(api);
+        await api?.close();
+        api = await startApi(apiPort);
       }
       const userIndex = int(rng, USERS.length);
       const mine = chatsOf(USERS[userIndex]!);

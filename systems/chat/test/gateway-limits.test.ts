@@ -37,7 +37,8 @@ test("CH-13 past the new-connection rate a gateway answers the upgrade 503; the 
     sessions: new MemorySessions(),
     routing: new MemoryRouting(),
     clock: systemClock,
-    limits: { ...GATEWAY_LIMITS_DEFAULT, connectRatePerS: 3 },
+    // No drain spread: the sockets are already gone, and the default 5 s would be all the test waits for.
+    limits: { ...GATEWAY_LIMITS_DEFAULT, connectRatePerS: 3, drainMs: 50 },
     log: { warn() {} },
   });
   await gateway.start();
@@ -76,4 +77,27 @@ test("CH-13 a backend call is bounded: a send service that never answers fails t
   backend.close();
   assert.equal(BACKEND_DEADLINE_MS_MAX, 29_000);
   assert.throws(() => loadSystemConfig({ CHAT_BACKEND_DEADLINE_MS: "30s" }), /CHAT_BACKEND_DEADLINE_MS/);
+});
+
+test("CH-13 a gateway's calls in flight to the send service are bounded: one past the bound is refused at once, transient", async () => {
+  const host = await listen(createServer(() => {})); // accepts, never answers
+  const backend = new BackendClient({ baseUrl: `http://${host}`, deadlineMs: 300, maxInFlight: 2 });
+  const call = () => backend.send("t", { chatId: "1", clientMsgId: crypto.randomUUID(), body: "x" });
+  const settled: string[] = [];
+  const pending = [call(), call()].map((p, i) =>
+    p.then(
+      () => settled.push(`ok ${i}`),
+      () => settled.push(`failed ${i}`),
+    ),
+  );
+  await assert.rejects(call(), (err: { code?: string; message?: string }) => {
+    assert.equal(err.code, "BACKEND_UNAVAILABLE");
+    assert.match(String(err.message), /2 calls in flight/);
+    return true;
+  });
+  assert.deepEqual(settled, [], "refused while the two in flight still wait");
+  await Promise.all(pending);
+  assert.deepEqual(settled.sort(), ["failed 0", "failed 1"], "those two end at their deadline");
+  await assert.rejects(call(), (err: { message?: string }) => !/in flight/.test(String(err.message)));
+  backend.close();
 });

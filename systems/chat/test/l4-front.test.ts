@@ -1,5 +1,6 @@
 /**
- * Gateways behind the L4 front (CH-23, CH-27), as OS processes on PostgreSQL and Redis: a
+ * Gateways behind the L4 front (CH-23, CH-27), as `casebook run chat --gateways 2` starts them
+ * (src/edge/run-gateways.ts) on PostgreSQL and Redis: the send service in this process, a
  * private nginx with the `stream` module balancing TCP over two gateway processes. Clients
  * (the client library) know only the front; they land on both gateways and talk across
  * them; a gateway deployed with SIGTERM closes its sockets with 4000 and its clients come
@@ -9,15 +10,27 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
-import { freePort } from "@casebook/lab/free-port";
-import { spawnNginx } from "@casebook/lab/spawn-nginx";
 import { enginesRequired, requirePostgres, requireRedis } from "@casebook/lab/test-engines";
 import { ChatClient, type ClientMessage } from "../src/client/chat-client.ts";
-import { l4StreamBlock, STREAM_MODULE_PATH } from "../src/edge/l4-front.ts";
+import { STREAM_MODULE_PATH } from "../src/edge/l4-front.ts";
+import { gatewayLaunchOf, mainWithGateways } from "../src/edge/run-gateways.ts";
+import { main } from "../src/main.ts";
 import { until } from "./system-fixture.ts";
-import { type ChatProcess, deployedEnv, startChatProcess } from "./topology-fixture.ts";
+import { deployedEnv } from "./topology-fixture.ts";
 
 const ISSUER = "issuer-token-for-the-l4-front-test";
+
+test("--gateways N and --front-port P are read from the command line; a bad value names its flag", () => {
+  assert.equal(gatewayLaunchOf(["--edge"]), undefined);
+  assert.deepEqual(gatewayLaunchOf(["--gateways", "3"]), { gateways: 3 });
+  assert.deepEqual(gatewayLaunchOf(["--gateways=2", "--front-port", "8190"]), {
+    gateways: 2,
+    frontPort: 8190,
+  });
+  assert.throws(() => gatewayLaunchOf(["--gateways", "0"]), /--gateways 0/);
+  assert.throws(() => gatewayLaunchOf(["--gateways", "17"]), /--gateways 17/);
+  assert.throws(() => gatewayLaunchOf(["--gateways", "2", "--front-port", "x"]), /--front-port x/);
+});
 
 test("CH-23 CH-27 clients know only the L4 front: spread over two gateways, and back through it when one is deployed", async (t) => {
   if (!existsSync(STREAM_MODULE_PATH)) {
@@ -28,31 +41,20 @@ test("CH-23 CH-27 clients know only the L4 front: spread over two gateways, and 
   const redisUrl = dbUrl && (await requireRedis(t));
   if (!dbUrl || !redisUrl) return;
   const world = deployedEnv({ dbUrl, redisUrl, issuer: ISSUER, name: "chat_l4" });
-  const common = world.env;
-  const procs: ChatProcess[] = [];
+  // `casebook run chat --gateways 2`'s launcher: the send service here, two gateway processes, the front.
+  const running = await mainWithGateways(
+    main,
+    { gateways: 2 },
+    { ...process.env, ...world.env, PORT: "0", LOG_LEVEL: "warn" },
+  );
   const clients: ChatClient[] = [];
-  let stopFront = async () => {};
   t.after(async () => {
     for (const c of clients) c.close();
-    await stopFront();
-    await Promise.all(procs.map((p) => p.kill()));
+    await running.close();
     await world.cleanup();
   });
-  const api = await startChatProcess("api", { ...common, CHAT_ROLE: "api" });
-  procs.push(api);
-  const gateways = await Promise.all(
-    ["gw-1", "gw-2"].map((id) =>
-      startChatProcess(id, { ...common, CHAT_ROLE: "gateway", CHAT_API_URL: api.url, CHAT_GATEWAY_ID: id }),
-    ),
-  );
-  procs.push(...gateways);
-  const frontPort = await freePort();
-  const nginx = await spawnNginx({
-    main: l4StreamBlock({ listenPort: frontPort, gateways: gateways.map((g) => `127.0.0.1:${g.port}`) }),
-    http: (port) => `server { listen 127.0.0.1:${port}; location / { return 200 "front\\n"; } }`,
-  });
-  stopFront = () => nginx.stop();
-
+  const api = running;
+  const gateways = running.gateways;
   const call = async (token: string, method: string, path: string, body?: unknown) => {
     const res = await fetch(`${api.url}${path}`, {
       method,
@@ -71,7 +73,7 @@ test("CH-23 CH-27 clients know only the L4 front: spread over two gateways, and 
   const shown = new Map<string, ClientMessage[]>();
   for (const [i, user] of users.entries()) {
     const client = new ChatClient({
-      url: `ws://127.0.0.1:${frontPort}/v1/socket`,
+      url: running.frontUrl,
       token: () => token(user),
       reconnect: { baseMs: 50, capMs: 500 },
       random: seededRandom(i),
@@ -90,7 +92,7 @@ test("CH-23 CH-27 clients know only the L4 front: spread over two gateways, and 
   await until(() => users.every((u) => shown.get(u)!.length === 1), "one everywhere, across gateways");
 
   // gw-1 is deployed: its clients get 4000 and come back through the front to gw-2.
-  await gateways[0]!.term();
+  await gateways[0]!.stop();
   await until(() => clients.every((c) => c.connected && c.gatewayId === "gw-2"), "everyone on gw-2");
   await clients[1]!.send(chatId, "two");
   await until(() => users.every((u) => shown.get(u)!.length === 2), "two everywhere");

@@ -57,7 +57,15 @@ export async function startSystem(
   let running: RunningSystem;
   try {
     running = await main(
-      { PORT: "0", LOG_LEVEL: "silent", CHAT_JWT_SECRET: JWT_SECRET, ...engine.env, ...extraEnv },
+      // A short drain: a close with sockets still open would spread their 4000s over the default 5 s.
+      {
+        PORT: "0",
+        LOG_LEVEL: "silent",
+        CHAT_JWT_SECRET: JWT_SECRET,
+        CHAT_DRAIN_MS: "100",
+        ...engine.env,
+        ...extraEnv,
+      },
       options,
     );
   } catch (err) {

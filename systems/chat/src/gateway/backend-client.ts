@@ -17,11 +17,21 @@ import { errors } from "../errors.ts";
 
 /** CH-13: the longest a backend call may take, all phases together. */
 export const BACKEND_DEADLINE_MS_MAX = 29_000;
+/**
+ * Calls in flight from one gateway past which a new one is refused at once: past the pool's
+ * sockets a call would otherwise wait in the agent until its connect phase ends (2 s), then
+ * fail anyway — a queue bounded only by time, which piles up under overload (see the bench).
+ */
+export const BACKEND_IN_FLIGHT_MAX = 64;
+/** Keep-alive sockets to the send service (the outbound client's default is 8). */
+const BACKEND_SOCKETS_MAX = 32;
 
 export interface BackendOptions {
   /** The send service; a function when it is known only later (role all learns its own URL at listen). */
   readonly baseUrl: string | (() => string | undefined);
   readonly deadlineMs?: number;
+  /** Default BACKEND_IN_FLIGHT_MAX. */
+  readonly maxInFlight?: number;
 }
 
 export interface HistoryAnswer {
@@ -32,8 +42,11 @@ export interface HistoryAnswer {
 export class BackendClient {
   readonly #client: OutboundClient;
   readonly #baseUrl: () => string | undefined;
+  readonly #maxInFlight: number;
+  #inFlight = 0;
 
   constructor(options: BackendOptions) {
+    this.#maxInFlight = options.maxInFlight ?? BACKEND_IN_FLIGHT_MAX;
     const deadlineMs = Math.min(options.deadlineMs ?? BACKEND_DEADLINE_MS_MAX, BACKEND_DEADLINE_MS_MAX);
     const { baseUrl } = options;
     this.#baseUrl = typeof baseUrl === "string" ? () => baseUrl : baseUrl;
@@ -43,6 +56,7 @@ export class BackendClient {
       timeouts: { connectMs: Math.min(2_000, deadlineMs), headersMs: deadlineMs, bodyMs: deadlineMs },
       maxResponseBytes: 8 * 1_024 * 1_024,
       userAgent: "casebook-chat-gateway",
+      pool: { maxSocketsPerOrigin: BACKEND_SOCKETS_MAX },
     });
   }
 
@@ -67,6 +81,22 @@ export class BackendClient {
   }
 
   async #call<T>(token: string, method: string, path: string, body?: string): Promise<T> {
+    if (this.#inFlight >= this.#maxInFlight) {
+      // Transient for the client (it resends with the same clientMsgId after a pause).
+      throw errors.create("BACKEND_UNAVAILABLE", {
+        detail: `the send service has ${this.#inFlight} calls in flight from this gateway; resend after a pause`,
+        fields: { path, inFlight: this.#inFlight },
+      });
+    }
+    this.#inFlight++;
+    try {
+      return await this.#exchange<T>(token, method, path, body);
+    } finally {
+      this.#inFlight--;
+    }
+  }
+
+  async #exchange<T>(token: string, method: string, path: string, body?: string): Promise<T> {
     const baseUrl = this.#baseUrl()?.replace(/\/$/, "");
     if (baseUrl === undefined)
       throw errors.create("BACKEND_UNAVAILABLE", { detail: "the send service's URL is not known yet" });

@@ -1,0 +1,248 @@
+/**
+ * The bench's load generator, a process of its own (never sharing an event loop with a
+ * server it measures): it holds the clients of one side — chat's raw WebSocket protocol or
+ * socket.io-client — and speaks JSON lines with bench/main.ts over stdin/stdout:
+ *
+ *   → {"cmd":"connect", side, urls, clients: [{token?, rooms}], connectPerS}
+ *   ← {"connected": n, "failed": m}
+ *   → {"cmd":"run", groups: [{target, members}], ratePerS, durationMs, warmupMs, drainMs}
+ *   ← {"sent", "acked", "errors", "expected", "delivered", "deliveredPerS", "latencyMs", "stillConnected"}
+ *   → {"cmd":"close"}
+ *
+ * Sends are open loop: message i is due at t0 + i / rate whatever the servers do, and its
+ * body carries that intended time, so a recipient's latency (send → deliver, measured in
+ * this one process's clock) includes any stall instead of hiding it. A send picks a group
+ * and a member at random; every other member is one expected delivery.
+ */
+import { randomUUID } from "node:crypto";
+import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Histogram } from "@casebook/kit/histogram";
+import { io, type Socket } from "socket.io-client";
+import WebSocket from "ws";
+
+export type Side = "chat" | "socketio";
+
+export interface ConnectCommand {
+  cmd: "connect";
+  side: Side;
+  urls: string[];
+  clients: { token?: string; rooms: string[] }[];
+  connectPerS: number;
+}
+
+export interface RunCommand {
+  cmd: "run";
+  groups: { target: string; members: number[] }[];
+  ratePerS: number;
+  durationMs: number;
+  warmupMs: number;
+  drainMs: number;
+}
+
+export interface RunResult {
+  sent: number;
+  acked: number;
+  errors: number;
+  /** Error frames by code, and "not connected" for a send on a closed client. */
+  errorCodes: Record<string, number>;
+  expected: number;
+  delivered: number;
+  deliveredPerS: number;
+  latencyMs: { p50: number; p90: number; p99: number; max: number };
+  stillConnected: number;
+}
+
+interface BenchClient {
+  send(target: string, body: string): void;
+  connected(): boolean;
+  close(): void;
+}
+
+interface Events {
+  onAck(ok: boolean, code?: string): void;
+  onMessage(body: string, client: number): void;
+}
+
+const CONNECT_TIMEOUT_MS = 15_000;
+const TICK_MS = 2;
+/** Body padding so a message weighs about what CH-02 assumes (~200 B with its metadata). */
+const PADDING = "x".repeat(64);
+
+function chatClient(url: string, token: string, index: number, events: Events): Promise<BenchClient> {
+  const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/socket?token=${encodeURIComponent(token)}`, {
+    perMessageDeflate: false,
+    handshakeTimeout: CONNECT_TIMEOUT_MS,
+  });
+  ws.on("message", (data) => {
+    const frame = JSON.parse(String(data)) as { action: string; message?: { body: string }; code?: string };
+    if (frame.action === "message" && frame.message) events.onMessage(frame.message.body, index);
+    else if (frame.action === "sent") events.onAck(true);
+    else if (frame.action === "error") events.onAck(false, frame.code);
+  });
+  const client: BenchClient = {
+    send: (target, body) => {
+      if (ws.readyState !== WebSocket.OPEN) return events.onAck(false, "not connected");
+      ws.send(JSON.stringify({ action: "send", chatId: target, clientMsgId: randomUUID(), body }));
+    },
+    connected: () => ws.readyState === WebSocket.OPEN,
+    close: () => ws.terminate(),
+  };
+  return new Promise((resolve, reject) => {
+    ws.once("open", () => resolve(client));
+    ws.once("error", reject);
+    ws.once("unexpected-response", (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)));
+  });
+}
+
+function socketIoClient(url: string, rooms: string[], index: number, events: Events): Promise<BenchClient> {
+  const socket: Socket = io(url, {
+    transports: ["websocket"],
+    reconnection: false,
+    timeout: CONNECT_TIMEOUT_MS,
+    forceNew: true,
+  });
+  socket.on("message", (body: string) => events.onMessage(body, index));
+  const client: BenchClient = {
+    send: (target, body) => {
+      if (!socket.connected) return events.onAck(false, "not connected");
+      socket.emit("send", { room: target, body }, () => events.onAck(true));
+    },
+    connected: () => socket.connected,
+    close: () => socket.disconnect(),
+  };
+  return new Promise((resolve, reject) => {
+    socket.once("connect_error", reject);
+    socket.once("connect", () => {
+      socket.emit("join", rooms, () => resolve(client));
+    });
+  });
+}
+
+class LoadState implements Events {
+  clients: BenchClient[] = [];
+  histogram = new Histogram({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000 });
+  measureFromMs = Number.POSITIVE_INFINITY;
+  acked = 0;
+  errors = 0;
+  errorCodes: Record<string, number> = {};
+  delivered = 0;
+  lastDeliveryMs = 0;
+
+  /** A new run counts from zero; late deliveries of the last run fall before its measure window. */
+  reset(measureFromMs: number): void {
+    this.histogram.reset();
+    this.measureFromMs = measureFromMs;
+    this.acked = 0;
+    this.errors = 0;
+    this.errorCodes = {};
+    this.delivered = 0;
+    this.lastDeliveryMs = 0;
+  }
+
+  onAck(ok: boolean, code = "unknown"): void {
+    if (ok) this.acked += 1;
+    else {
+      this.errors += 1;
+      this.errorCodes[code] = (this.errorCodes[code] ?? 0) + 1;
+    }
+  }
+
+  onMessage(body: string, client: number): void {
+    const { t, s } = JSON.parse(body) as { t: number; s: number };
+    if (s === client || t < this.measureFromMs) return;
+    const now = performance.now();
+    this.histogram.record(Math.max(0, Math.round((now - t) * 1_000)));
+    this.delivered += 1;
+    this.lastDeliveryMs = now;
+  }
+}
+
+async function connectAll(
+  state: LoadState,
+  command: ConnectCommand,
+): Promise<{ connected: number; failed: number }> {
+  const perTick = Math.max(1, Math.round(command.connectPerS / 10));
+  let failed = 0;
+  for (let start = 0; start < command.clients.length; start += perTick) {
+    const batch = command.clients.slice(start, start + perTick);
+    const begun = performance.now();
+    const made = await Promise.allSettled(
+      batch.map((spec, offset) => {
+        const index = start + offset;
+        const url = command.urls[index % command.urls.length]!;
+        return command.side === "chat"
+          ? chatClient(url, spec.token!, index, state)
+          : socketIoClient(url, spec.rooms, index, state);
+      }),
+    );
+    for (const result of made) {
+      if (result.status === "fulfilled") state.clients.push(result.value);
+      else {
+        failed += 1;
+        state.clients.push({
+          send: () => state.onAck(false, "not connected"),
+          connected: () => false,
+          close: () => {},
+        });
+      }
+    }
+    await sleep(Math.max(0, 100 - (performance.now() - begun)));
+  }
+  return { connected: state.clients.length - failed, failed };
+}
+
+async function run(state: LoadState, command: RunCommand): Promise<RunResult> {
+  const periodMs = 1_000 / command.ratePerS;
+  const total = Math.floor((command.durationMs / 1_000) * command.ratePerS);
+  const t0 = performance.now() + 50;
+  state.reset(t0 + command.warmupMs);
+  let sent = 0;
+  let expected = 0;
+  let next = 0;
+  while (next < total) {
+    const now = performance.now();
+    for (; next < total && t0 + next * periodMs <= now; next++) {
+      const intended = t0 + next * periodMs;
+      const group = command.groups[Math.floor(Math.random() * command.groups.length)]!;
+      const sender = group.members[Math.floor(Math.random() * group.members.length)]!;
+      state.clients[sender]!.send(group.target, JSON.stringify({ t: intended, s: sender, p: PADDING }));
+      if (intended >= state.measureFromMs) {
+        sent += 1;
+        expected += group.members.length - 1;
+      }
+    }
+    await sleep(TICK_MS);
+  }
+  const endMs = t0 + command.durationMs;
+  const drainUntil = performance.now() + command.drainMs;
+  while (state.delivered < expected && performance.now() < drainUntil) await sleep(20);
+  const windowMs = Math.max(endMs - state.measureFromMs, state.lastDeliveryMs - state.measureFromMs);
+  const s = state.histogram.summary();
+  return {
+    sent,
+    acked: state.acked,
+    errors: state.errors,
+    errorCodes: state.errorCodes,
+    expected,
+    delivered: state.delivered,
+    deliveredPerS: windowMs > 0 ? (state.delivered / windowMs) * 1_000 : 0,
+    latencyMs: { p50: s.p50 / 1_000, p90: s.p90 / 1_000, p99: s.p99 / 1_000, max: s.max / 1_000 },
+    stillConnected: state.clients.filter((c) => c.connected()).length,
+  };
+}
+
+if (import.meta.main) {
+  const state = new LoadState();
+  const lines = createInterface({ input: process.stdin });
+  const reply = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
+  reply({ ready: true });
+  for await (const line of lines) {
+    const command = JSON.parse(line) as ConnectCommand | RunCommand | { cmd: "close" };
+    if (command.cmd === "connect") reply(await connectAll(state, command));
+    else if (command.cmd === "run") reply(await run(state, command));
+    else break;
+  }
+  for (const client of state.clients) client.close();
+  process.exit(0);
+}

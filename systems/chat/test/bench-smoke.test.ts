@@ -1,0 +1,72 @@
+/**
+ * The benchmark runs end to end, tiny: bench/main.ts as a child process (as `casebook bench
+ * chat` runs it) on the machine's PostgreSQL and Redis, one socket.io server then chat's send
+ * service and one gateway, each with its load-generator process, JSON lines out. This checks the
+ * output's shape and that every message reached every member on both sides — never speed
+ * (speed lives in the bench itself).
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { parseBenchRows, runBenchChild } from "@casebook/lab/bench-smoke";
+import { requirePostgres, requireRedis } from "@casebook/lab/test-engines";
+import { benchHelp, parseBenchArgs } from "../bench/main.ts";
+
+const benchMain = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
+/** Bound on one bench child: the tiny run takes ~20 s at load 25; a hang must fail the test. */
+const childTimeoutMs = 120_000;
+const tiny = [
+  "--gateways",
+  "1",
+  "--clients",
+  "12",
+  "--group-size",
+  "4",
+  "--max-rate-per-s",
+  "20",
+  "--max-duration-ms",
+  "800",
+  "--duration-ms",
+  "800",
+  "--warmup-ms",
+  "200",
+  "--drain-ms",
+  "3000",
+];
+
+describe("bench/main.ts", () => {
+  test("--help names the peer, the runs and the flags; a bad flag is refused naming it", () => {
+    for (const word of [
+      "socket.io",
+      "redis-streams-adapter",
+      "--clients",
+      "--group-size",
+      "--load-percent",
+    ]) {
+      assert.ok(benchHelp.includes(word), `help mentions ${word}`);
+    }
+    assert.equal(parseBenchArgs(["--help"]).help, true);
+    assert.throws(() => parseBenchArgs(["--group-size", "1"]), /--group-size/);
+    assert.throws(() => parseBenchArgs(["--clients", "4", "--group-size", "5"]), /--group-size 5/);
+  });
+
+  test("--json prints chat's rows beside socket.io's, every delivery made on both sides", async (t) => {
+    const databaseUrl = await requirePostgres(t);
+    const redisUrl = await requireRedis(t);
+    if (!databaseUrl || !redisUrl) return;
+    // The bench reads its engines from DATABASE_URL and REDIS_URL (this test file's own process).
+    process.env.DATABASE_URL = databaseUrl;
+    process.env.REDIS_URL = redisUrl;
+    const run = await runBenchChild(benchMain, ["--json", ...tiny], { timeoutMs: childTimeoutMs });
+    assert.equal(run.code, 0, run.stderr);
+    const rows = parseBenchRows(run.stdout);
+    const row = (metric: string) => rows.find((r) => r.metric === metric);
+    assert.ok(rows.every((r) => r.system === "chat" && r.peer === "socket.io + redis-streams-adapter"));
+    assert.equal(row("connections held")?.value, 12);
+    assert.equal(row("connections held")?.peer_value, 12);
+    assert.ok((row("deliveries")?.value ?? 0) > 0 && (row("deliveries")?.peer_value ?? 0) > 0);
+    assert.ok(row("send → deliver p99")?.ratio !== undefined, "p99 beside socket.io's");
+    assert.equal(row("deliveries missing after the drain")?.value, 0);
+    assert.equal(row("deliveries missing after the drain")?.peer_value, 0);
+  });
+});
