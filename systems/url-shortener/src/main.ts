@@ -27,6 +27,7 @@ import { registerAnalyticsRoutes } from "./api/analytics-routes.ts";
 import type { CodeSource, ReadPath } from "./api/api-context.ts";
 import { domainOf } from "./api/api-context.ts";
 import { CreateLimiter } from "./api/create-limiter.ts";
+import { installRedirectFastPath } from "./api/redirect-fast-path.ts";
 import { registerApi } from "./api/register-api.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
 import { CODE_SPACE } from "./domain/base62.ts";
@@ -160,6 +161,7 @@ function purgingReadPath(
   service.onClose(() => purger.close());
   return {
     resolve: (domain, code) => reader.resolve(domain, code),
+    ...(reader.peek ? { peek: reader.peek.bind(reader) } : {}),
     forget: async (domain, code) => {
       await reader.forget(domain, code);
       await purger.purge(domain, code);
@@ -279,7 +281,7 @@ export async function main(
       const clicks = config.clicks ? await startClicks(config, db, service, metrics, clock) : undefined;
       const idempotency = shortenerIdempotencyStore(db, { clock });
       startIdempotencyPruner(idempotency, config, service);
-      await registerApi(service.app, {
+      const { redirect } = await registerApi(service.app, {
         db,
         links,
         reader: purgingReadPath(reader, config, service, metrics),
@@ -310,10 +312,20 @@ export async function main(
           registerAnalyticsRoutes(scope, { links, clicks: store, domains: config.domains, clock }, callerOf);
         },
       });
+      const fastPath =
+        reader.peek === undefined
+          ? undefined
+          : installRedirectFastPath(service.app.server, {
+              core: redirect,
+              reader: { peek: reader.peek.bind(reader) },
+              clock,
+              closing: () => service.closing,
+              registry: service.registry,
+            });
       startReaper(config, links, service, metrics, clock);
       const bootstrap = await bootstrapWorkspace(config, db, clock);
       const noWorkspace = bootstrap === undefined && !(await anyWorkspace(db));
-      return { metrics, reader, clicks, bootstrap, noWorkspace };
+      return { metrics, reader, clicks, fastPath, bootstrap, noWorkspace };
     },
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({
@@ -336,8 +348,19 @@ export async function main(
       }
     },
   });
-  const { metrics, reader, clicks, bootstrap } = built;
-  return { url, service, db, config, metrics, reader, clicks, bootstrap, close: () => service.close() };
+  const { metrics, reader, clicks, fastPath, bootstrap } = built;
+  return {
+    url,
+    service,
+    db,
+    config,
+    metrics,
+    reader,
+    clicks,
+    fastPath,
+    bootstrap,
+    close: () => service.close(),
+  };
 }
 
 if (import.meta.main) {
