@@ -49,6 +49,7 @@ import { loadPermutationKey, VISITORS_KEY } from "./store/permutation-key.ts";
 import { RedisCounter } from "./store/redis-counter.ts";
 import { SqlCounter } from "./store/sql-counter.ts";
 import { anyWorkspace, createWorkspaceIfAbsent } from "./store/workspace-repository.ts";
+import { WorkerClickEncoder } from "./workers/click-encoder.ts";
 import { ClickFlusher } from "./workers/click-flusher.ts";
 import { ClickRollup } from "./workers/click-rollup.ts";
 import { EdgeLogIngester } from "./workers/edge-log-ingester.ts";
@@ -66,6 +67,8 @@ const MAX_LIMITED_KEYS = 10_000;
 const REAP_BATCH = 1_000;
 /** Each rollup round recomputes this far back: longer than any flush delay or restart. */
 const ROLLUP_WINDOW_MS = 2 * 3_600_000;
+/** A batch's encoding on the worker thread takes milliseconds; past this the worker is restarted and the batch waits. */
+const CLICK_ENCODE_TIMEOUT_MS = 30_000;
 
 /** The shared counter: Redis INCRBY when REDIS_URL is set (started from the SQL value), else the SQL row. */
 async function counterOf(config: SystemConfig, db: Database, service: Service): Promise<CounterPort> {
@@ -221,10 +224,13 @@ async function startClicks(
     windowMs: ROLLUP_WINDOW_MS,
     onError: (err) => log.warn({ err }, "click rollup failed; retrying"),
   });
+  const encoder = new WorkerClickEncoder({ key, timeoutMs: CLICK_ENCODE_TIMEOUT_MS });
+  // Closed after the flusher's last flush: close hooks run last-added first.
+  service.onClose(() => encoder.close());
   const flusher = new ClickFlusher({
     buffer,
     store,
-    key,
+    encoder,
     maxBatch: config.clickFlushMaxBatch,
     intervalMs: config.clickFlushIntervalMs,
     onError: (err) =>

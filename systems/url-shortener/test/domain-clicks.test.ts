@@ -6,8 +6,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ClickBuffer } from "../src/domain/click-buffer.ts";
-import { toClickRecord, uaFamilyOf, visitorHash } from "../src/domain/click-record.ts";
+import { toClickColumns, toClickRecord, uaFamilyOf, visitorHash } from "../src/domain/click-record.ts";
 import { recordVisit, type Visit } from "../src/domain/visit.ts";
+import { WorkerClickEncoder } from "../src/workers/click-encoder.ts";
 
 const KEY = new Uint8Array(32).fill(9);
 const T = Date.UTC(2026, 0, 1, 12);
@@ -121,4 +122,22 @@ test("US-15 the ring keeps order across wrap-arounds and put-backs, never past i
   const [first] = buffer.take(1);
   assert.equal(first!.atMs, T + 8);
   assert.deepEqual(buffer.stats, { recorded: 9, dropped: 1, waiting: 1 });
+});
+
+test("US-15 the encoder's worker thread gives the columns the in-thread encoding gives; one batch at a time", async (t) => {
+  const encoder = new WorkerClickEncoder({ key: KEY, timeoutMs: 30_000 });
+  t.after(() => encoder.close());
+  const visits = [
+    visit(),
+    visit({ code: "", status: 200, referrer: undefined, userAgent: "Googlebot/2.1" }),
+    visit({ atMs: T + 86_400_000, status: 404, ip: "2001:db8::1" }),
+  ];
+  const first = encoder.encode(visits);
+  await assert.rejects(encoder.encode(visits), /one batch at a time/);
+  const columns = await first;
+  assert.deepEqual(columns, toClickColumns(visits, KEY));
+  assert.deepEqual(columns.daysMs, [Date.UTC(2026, 0, 1), Date.UTC(2026, 0, 2)]);
+  assert.deepEqual(columns.bot, [false, true, false]);
+  assert.deepEqual(columns.orphan, [false, true, true]);
+  assert.equal((await encoder.encode([])).at.length, 0, "the next batch after an answer is taken");
 });

@@ -15,7 +15,12 @@
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { checkIdentifier } from "@casebook/infra/sql/sql-schema";
-import type { ClickRecord } from "../domain/click-record.ts";
+import {
+  type ClickColumns,
+  type ClickRecord,
+  emptyClickColumns,
+  pushClickRecord,
+} from "../domain/click-record.ts";
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
@@ -63,23 +68,29 @@ export class ClickStore {
   }
 
   async append(records: readonly ClickRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    for (const day of new Set(records.map((r) => Math.floor(r.atMs / DAY_MS) * DAY_MS)))
-      await this.#ensurePartition(day);
+    const columns = emptyClickColumns();
+    for (const record of records) pushClickRecord(columns, record);
+    await this.appendColumns(columns);
+  }
+
+  /** One INSERT of a batch already in columns (the flusher's, encoded off the event loop). */
+  async appendColumns(columns: ClickColumns): Promise<void> {
+    if (columns.at.length === 0) return;
+    for (const day of columns.daysMs) await this.#ensurePartition(day);
     await this.#db.query(
       `INSERT INTO clicks (at, domain, code, status, referrer_host, ua_family, bot, visitor_hash, orphan)
        SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::int2[], $5::text[], $6::text[], $7::bool[],
                             $8::text[], $9::bool[])`,
       [
-        records.map((r) => new Date(r.atMs).toISOString()),
-        records.map((r) => r.domain),
-        records.map((r) => r.code),
-        records.map((r) => r.status),
-        records.map((r) => r.referrerHost),
-        records.map((r) => r.uaFamily),
-        records.map((r) => r.bot),
-        records.map((r) => r.visitorHash),
-        records.map((r) => r.orphan),
+        columns.at,
+        columns.domain,
+        columns.code,
+        columns.status,
+        columns.referrerHost,
+        columns.uaFamily,
+        columns.bot,
+        columns.visitorHash,
+        columns.orphan,
       ],
     );
   }
