@@ -8,6 +8,7 @@ import { test } from "node:test";
 import { ClickBuffer } from "../src/domain/click-buffer.ts";
 import { toClickColumns, toClickRecord, uaFamilyOf, visitorHash } from "../src/domain/click-record.ts";
 import { recordVisit, type Visit } from "../src/domain/visit.ts";
+import { textArrayLiteral, toClickBatch } from "../src/store/click-batch.ts";
 import { WorkerClickEncoder } from "../src/workers/click-encoder.ts";
 
 const KEY = new Uint8Array(32).fill(9);
@@ -134,10 +135,20 @@ test("US-15 the encoder's worker thread gives the columns the in-thread encoding
   ];
   const first = encoder.encode(visits);
   await assert.rejects(encoder.encode(visits), /one batch at a time/);
-  const columns = await first;
-  assert.deepEqual(columns, toClickColumns(visits, KEY));
-  assert.deepEqual(columns.daysMs, [Date.UTC(2026, 0, 1), Date.UTC(2026, 0, 2)]);
-  assert.deepEqual(columns.bot, [false, true, false]);
-  assert.deepEqual(columns.orphan, [false, true, true]);
-  assert.equal((await encoder.encode([])).at.length, 0, "the next batch after an answer is taken");
+  const batch = await first;
+  assert.deepEqual(batch, toClickBatch(toClickColumns(visits, KEY)));
+  assert.equal(batch.count, 3);
+  assert.deepEqual(batch.daysMs, [Date.UTC(2026, 0, 1), Date.UTC(2026, 0, 2)]);
+  assert.equal(batch.params[6], "{f,t,f}", "bot");
+  assert.equal(batch.params[8], "{f,t,t}", "orphan");
+  assert.equal(batch.params[4], '{"news.example",NULL,"news.example"}', "referrer host");
+  assert.equal((await encoder.encode([])).count, 0, "the next batch after an answer is taken");
+});
+
+test("a batch's array literals quote and escape every element", () => {
+  assert.equal(textArrayLiteral([]), "{}");
+  assert.equal(
+    textArrayLiteral(['a"b', "c\\d", "{x,y}", null, "NULL"]),
+    '{"a\\"b","c\\\\d","{x,y}",NULL,"NULL"}',
+  );
 });

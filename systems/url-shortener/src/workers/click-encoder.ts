@@ -3,8 +3,8 @@
  * the visitor HMAC, the user-agent family, the referrer's host, the ISO time — cost more than
  * the redirect itself when it ran on the redirect's thread (a quarter of the process's CPU in
  * the profile at 5,000 redirects/s). Here a worker thread does it: the flusher sends a batch,
- * the worker sends back the store's columns (a few arrays of strings, cheap to copy back),
- * and the event loop only pays the copies and the INSERT.
+ * the worker sends back the INSERT's nine parameters (store/click-batch.ts: array literals,
+ * nine strings to copy back), and the event loop only pays the copies and the INSERT.
  *
  * Bounds: one batch at a time (the flusher is sequential; a second call is refused), each
  * answered within `timeoutMs` or refused — and then the worker is ended and the next batch
@@ -13,27 +13,27 @@
  *
  * @example
  * const encoder = new WorkerClickEncoder({ key, timeoutMs: 30_000 });
- * const columns = await encoder.encode(buffer.take(5_000));
- * await store.appendColumns(columns);
+ * const batch = await encoder.encode(buffer.take(5_000));
+ * await store.appendBatch(batch);
  * await encoder.close();
  */
 import { Worker } from "node:worker_threads";
-import type { ClickColumns } from "../domain/click-record.ts";
 import type { Visit } from "../domain/visit.ts";
+import type { ClickBatch } from "../store/click-batch.ts";
 
 export interface ClickEncoding {
-  encode(visits: readonly Visit[]): Promise<ClickColumns>;
+  encode(visits: readonly Visit[]): Promise<ClickBatch>;
   close(): Promise<void>;
 }
 
 interface Pending {
   id: number;
-  resolve: (columns: ClickColumns) => void;
+  resolve: (batch: ClickBatch) => void;
   reject: (error: Error) => void;
   timer: NodeJS.Timeout;
 }
 
-type Answer = { id: number; columns: ClickColumns } | { id: number; error: string };
+type Answer = { id: number; batch: ClickBatch } | { id: number; error: string };
 
 const workerEntry = new URL("./click-encoder-worker.ts", import.meta.url);
 
@@ -50,10 +50,10 @@ export class WorkerClickEncoder implements ClickEncoding {
     this.#timeoutMs = options.timeoutMs;
   }
 
-  encode(visits: readonly Visit[]): Promise<ClickColumns> {
+  encode(visits: readonly Visit[]): Promise<ClickBatch> {
     if (this.#pending !== undefined) return Promise.reject(new Error("click encoder: one batch at a time"));
     const worker = this.#workerOrStart();
-    return new Promise<ClickColumns>((resolve, reject) => {
+    return new Promise<ClickBatch>((resolve, reject) => {
       const id = ++this.#nextId;
       // Ref'd on purpose: while a batch is out, this timer keeps a closing process alive to finish the flush.
       const timer = setTimeout(() => {
@@ -76,7 +76,7 @@ export class WorkerClickEncoder implements ClickEncoding {
       this.#pending = undefined;
       clearTimeout(pending.timer);
       if ("error" in answer) pending.reject(new Error(`click encoder: ${answer.error}`));
-      else pending.resolve(answer.columns);
+      else pending.resolve(answer.batch);
     });
     worker.on("error", (error) => this.#fail(error));
     worker.on("exit", (code) => {

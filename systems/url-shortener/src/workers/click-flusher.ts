@@ -14,17 +14,17 @@
  */
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import type { ClickBuffer } from "../domain/click-buffer.ts";
-import type { ClickColumns } from "../domain/click-record.ts";
+import type { ClickBatch } from "../store/click-batch.ts";
 import type { ClickEncoding } from "./click-encoder.ts";
 
 export interface ClickAppender {
-  appendColumns(columns: ClickColumns): Promise<void>;
+  appendBatch(batch: ClickBatch): Promise<void>;
 }
 
 export interface ClickFlusherOptions {
   buffer: ClickBuffer;
   store: ClickAppender;
-  /** Visits → the store's columns, off the event loop (click-encoder.ts). */
+  /** Visits → the INSERT's parameters, off the event loop (click-encoder.ts). */
   encoder: Pick<ClickEncoding, "encode">;
   maxBatch: number;
   intervalMs: number;
@@ -60,7 +60,7 @@ export class ClickFlusher {
     const batch = buffer.take(maxBatch);
     if (batch.length === 0) return 0;
     try {
-      await store.appendColumns(await encoder.encode(batch));
+      await store.appendBatch(await encoder.encode(batch));
     } catch (error) {
       const lost = buffer.putBack(batch);
       if (lost > 0) this.#options.onDropped?.(lost);
