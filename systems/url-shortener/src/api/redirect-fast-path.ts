@@ -14,7 +14,10 @@
  * redirect writes no access line either way (`accessLog: "own"`).
  *
  * It sits in front of Fastify's own `request` listener on the same server, so the server keeps
- * every timeout the service base set on it.
+ * every timeout the service base set on it. It never shadows another route: it answers only
+ * codes found in the LRU, and only the Fastify `/:code` route fills the LRU — a path a static
+ * route owns (`/healthz`, `/metrics`, even if a link took that alias) never reaches it, so it
+ * is never cached.
  *
  * @example
  * installRedirectFastPath(service.app.server, { core, reader, clock, closing: () => service.closing, registry });
