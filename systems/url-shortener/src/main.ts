@@ -27,6 +27,7 @@ import { registerAnalyticsRoutes } from "./api/analytics-routes.ts";
 import type { CodeSource, ReadPath } from "./api/api-context.ts";
 import { domainOf } from "./api/api-context.ts";
 import { CreateLimiter } from "./api/create-limiter.ts";
+import { installRedirectFastPath } from "./api/redirect-fast-path.ts";
 import { registerApi } from "./api/register-api.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
 import { CODE_SPACE } from "./domain/base62.ts";
@@ -48,6 +49,7 @@ import { loadPermutationKey, VISITORS_KEY } from "./store/permutation-key.ts";
 import { RedisCounter } from "./store/redis-counter.ts";
 import { SqlCounter } from "./store/sql-counter.ts";
 import { anyWorkspace, createWorkspaceIfAbsent } from "./store/workspace-repository.ts";
+import { WorkerClickEncoder } from "./workers/click-encoder.ts";
 import { ClickFlusher } from "./workers/click-flusher.ts";
 import { ClickRollup } from "./workers/click-rollup.ts";
 import { EdgeLogIngester } from "./workers/edge-log-ingester.ts";
@@ -65,6 +67,8 @@ const MAX_LIMITED_KEYS = 10_000;
 const REAP_BATCH = 1_000;
 /** Each rollup round recomputes this far back: longer than any flush delay or restart. */
 const ROLLUP_WINDOW_MS = 2 * 3_600_000;
+/** A batch's encoding on the worker thread takes milliseconds; past this the worker is restarted and the batch waits. */
+const CLICK_ENCODE_TIMEOUT_MS = 30_000;
 
 /** The shared counter: Redis INCRBY when REDIS_URL is set (started from the SQL value), else the SQL row. */
 async function counterOf(config: SystemConfig, db: Database, service: Service): Promise<CounterPort> {
@@ -160,6 +164,7 @@ function purgingReadPath(
   service.onClose(() => purger.close());
   return {
     resolve: (domain, code) => reader.resolve(domain, code),
+    ...(reader.peek ? { peek: reader.peek.bind(reader) } : {}),
     forget: async (domain, code) => {
       await reader.forget(domain, code);
       await purger.purge(domain, code);
@@ -219,10 +224,13 @@ async function startClicks(
     windowMs: ROLLUP_WINDOW_MS,
     onError: (err) => log.warn({ err }, "click rollup failed; retrying"),
   });
+  const encoder = new WorkerClickEncoder({ key, timeoutMs: CLICK_ENCODE_TIMEOUT_MS });
+  // Closed after the flusher's last flush: close hooks run last-added first.
+  service.onClose(() => encoder.close());
   const flusher = new ClickFlusher({
     buffer,
     store,
-    key,
+    encoder,
     maxBatch: config.clickFlushMaxBatch,
     intervalMs: config.clickFlushIntervalMs,
     onError: (err) =>
@@ -279,7 +287,7 @@ export async function main(
       const clicks = config.clicks ? await startClicks(config, db, service, metrics, clock) : undefined;
       const idempotency = shortenerIdempotencyStore(db, { clock });
       startIdempotencyPruner(idempotency, config, service);
-      await registerApi(service.app, {
+      const { redirect } = await registerApi(service.app, {
         db,
         links,
         reader: purgingReadPath(reader, config, service, metrics),
@@ -310,10 +318,20 @@ export async function main(
           registerAnalyticsRoutes(scope, { links, clicks: store, domains: config.domains, clock }, callerOf);
         },
       });
+      const fastPath =
+        reader.peek === undefined
+          ? undefined
+          : installRedirectFastPath(service.app.server, {
+              core: redirect,
+              reader: { peek: reader.peek.bind(reader) },
+              clock,
+              closing: () => service.closing,
+              registry: service.registry,
+            });
       startReaper(config, links, service, metrics, clock);
       const bootstrap = await bootstrapWorkspace(config, db, clock);
       const noWorkspace = bootstrap === undefined && !(await anyWorkspace(db));
-      return { metrics, reader, clicks, bootstrap, noWorkspace };
+      return { metrics, reader, clicks, fastPath, bootstrap, noWorkspace };
     },
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({
@@ -336,8 +354,19 @@ export async function main(
       }
     },
   });
-  const { metrics, reader, clicks, bootstrap } = built;
-  return { url, service, db, config, metrics, reader, clicks, bootstrap, close: () => service.close() };
+  const { metrics, reader, clicks, fastPath, bootstrap } = built;
+  return {
+    url,
+    service,
+    db,
+    config,
+    metrics,
+    reader,
+    clicks,
+    fastPath,
+    bootstrap,
+    close: () => service.close(),
+  };
 }
 
 if (import.meta.main) {

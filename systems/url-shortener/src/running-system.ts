@@ -11,6 +11,7 @@ import type { Service } from "@casebook/infra/http/service";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import type { ReadPath } from "./api/api-context.ts";
+import type { FastPathStats } from "./api/redirect-fast-path.ts";
 import type { SystemConfig } from "./config.ts";
 import type { ClickBuffer } from "./domain/click-buffer.ts";
 import type { TargetVerifier } from "./domain/target-verifier.ts";
@@ -39,6 +40,8 @@ export interface RunningSystem {
   readonly reader: ReadPath & { readonly stats?: unknown };
   /** The click pipeline, when URL_SHORTENER_CLICKS is on. */
   readonly clicks: ClickPipeline | undefined;
+  /** The redirect's fast path (api/redirect-fast-path.ts), when the read path has an LRU. */
+  readonly fastPath: FastPathStats | undefined;
   /** The demo workspace created by THIS start (undefined when it existed already or is off). */
   readonly bootstrap: { workspaceId: string; apiKey: string } | undefined;
   close(): Promise<void>;

@@ -36,6 +36,31 @@ async function create(url: string): Promise<string> {
 const visit = (code: string, headers: Record<string, string> = {}) =>
   world.request("GET", `/${code}`, { headers: { "user-agent": CHROME, ...headers } });
 
+test("US-15 a batch's text survives the INSERT's array literals byte for byte (quotes, backslashes, braces, NULL)", async () => {
+  const store = new ClickStore(world.running.db);
+  const odd = ['q"uote', "back\\slash", "{br,ace}", "NULL", "ünï ✓"];
+  await store.append(
+    odd.map((code, i) => ({
+      atMs: START_MS + i,
+      domain: "odd.example",
+      code,
+      status: 302,
+      referrerHost: i === 0 ? null : code,
+      uaFamily: "other" as const,
+      bot: false,
+      visitorHash: code,
+      orphan: false,
+    })),
+  );
+  const { rows } = await world.running.db.query<{ code: string; referrer_host: string | null; at: Date }>(
+    "SELECT code, referrer_host, at FROM clicks WHERE domain = 'odd.example' ORDER BY at",
+  );
+  assert.deepEqual(
+    rows.map((r) => [r.code, r.referrer_host, r.at.getTime()]),
+    odd.map((code, i) => [code, i === 0 ? null : code, START_MS + i]),
+  );
+});
+
 test("US-15 300 redirects write nothing to the database: the visits wait in the buffer, then ONE insert appends them", async () => {
   const code = await create("https://example.com/hot");
   await pipeline().flusher.flushOnce();

@@ -6,8 +6,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ClickBuffer } from "../src/domain/click-buffer.ts";
-import { toClickRecord, uaFamilyOf, visitorHash } from "../src/domain/click-record.ts";
-import type { Visit } from "../src/domain/visit.ts";
+import { toClickColumns, toClickRecord, uaFamilyOf, visitorHash } from "../src/domain/click-record.ts";
+import { recordVisit, type Visit } from "../src/domain/visit.ts";
+import { textArrayLiteral, toClickBatch } from "../src/store/click-batch.ts";
+import { WorkerClickEncoder } from "../src/workers/click-encoder.ts";
 
 const KEY = new Uint8Array(32).fill(9);
 const T = Date.UTC(2026, 0, 1, 12);
@@ -69,7 +71,7 @@ test("the visitor hash: one visitor per day, unlinkable across days, no address 
 test("US-15 a full buffer drops visits and counts them; it never grows past its bound", () => {
   let dropped = 0;
   const buffer = new ClickBuffer({ maxEntries: 5, onDrop: (n) => (dropped += n) });
-  for (let i = 0; i < 8; i++) buffer.record(visit({ code: `c${i}` }));
+  for (let i = 0; i < 8; i++) recordVisit(buffer, visit({ code: `c${i}` }));
   assert.equal(buffer.size, 5);
   assert.equal(dropped, 3);
   assert.deepEqual(buffer.stats, { recorded: 5, dropped: 3, waiting: 5 });
@@ -78,18 +80,75 @@ test("US-15 a full buffer drops visits and counts them; it never grows past its 
     batch.map((v) => v.code),
     ["c0", "c1"],
   );
-  buffer.record(visit({ code: "late" }));
-  buffer.record(visit({ code: "later" }));
+  recordVisit(buffer, visit({ code: "late" }));
+  recordVisit(buffer, visit({ code: "later" }));
   assert.equal(buffer.putBack(batch), 2, "a refused batch goes back only as far as there is room");
   assert.equal(buffer.size, 5);
+  assert.deepEqual(
+    buffer.take(5).map((v) => v.code),
+    ["c2", "c3", "c4", "late", "later"],
+    "what waited stays, oldest first; the refused batch found no room",
+  );
 });
 
 test("long user-agents and referrers are cut, so a buffered visit has a bounded size", () => {
   const buffer = new ClickBuffer({ maxEntries: 1 });
-  buffer.record(
+  recordVisit(
+    buffer,
     visit({ userAgent: "x".repeat(20_000), referrer: `https://r.example/${"y".repeat(20_000)}` }),
   );
   const [kept] = buffer.take(1);
   assert.equal(kept!.userAgent!.length, 256);
   assert.equal(kept!.referrer!.length, 512);
+});
+
+test("US-15 the ring keeps order across wrap-arounds and put-backs, never past its bound", () => {
+  const buffer = new ClickBuffer({ maxEntries: 4 });
+  const codes = (batch: readonly Visit[]) => batch.map((v) => v.code);
+  let next = 0;
+  const add = (n: number) => {
+    for (let i = 0; i < n; i++) recordVisit(buffer, visit({ code: `v${next++}`, atMs: T + next }));
+  };
+  add(3);
+  assert.deepEqual(codes(buffer.take(2)), ["v0", "v1"]);
+  add(3); // wraps: slots 3, 0, 1
+  assert.equal(buffer.size, 4);
+  const refused = buffer.take(3);
+  assert.deepEqual(codes(refused), ["v2", "v3", "v4"]);
+  add(1);
+  assert.equal(buffer.putBack(refused), 1, "room for the oldest two of the three");
+  assert.deepEqual(codes(buffer.take(10)), ["v2", "v3", "v5", "v6"]);
+  assert.equal(buffer.size, 0);
+  add(2);
+  const [first] = buffer.take(1);
+  assert.equal(first!.atMs, T + 8);
+  assert.deepEqual(buffer.stats, { recorded: 9, dropped: 1, waiting: 1 });
+});
+
+test("US-15 the encoder's worker thread gives the columns the in-thread encoding gives; one batch at a time", async (t) => {
+  const encoder = new WorkerClickEncoder({ key: KEY, timeoutMs: 30_000 });
+  t.after(() => encoder.close());
+  const visits = [
+    visit(),
+    visit({ code: "", status: 200, referrer: undefined, userAgent: "Googlebot/2.1" }),
+    visit({ atMs: T + 86_400_000, status: 404, ip: "2001:db8::1" }),
+  ];
+  const first = encoder.encode(visits);
+  await assert.rejects(encoder.encode(visits), /one batch at a time/);
+  const batch = await first;
+  assert.deepEqual(batch, toClickBatch(toClickColumns(visits, KEY)));
+  assert.equal(batch.count, 3);
+  assert.deepEqual(batch.daysMs, [Date.UTC(2026, 0, 1), Date.UTC(2026, 0, 2)]);
+  assert.equal(batch.params[6], "{f,t,f}", "bot");
+  assert.equal(batch.params[8], "{f,t,t}", "orphan");
+  assert.equal(batch.params[4], '{"news.example",NULL,"news.example"}', "referrer host");
+  assert.equal((await encoder.encode([])).count, 0, "the next batch after an answer is taken");
+});
+
+test("a batch's array literals quote and escape every element", () => {
+  assert.equal(textArrayLiteral([]), "{}");
+  assert.equal(
+    textArrayLiteral(['a"b', "c\\d", "{x,y}", null, "NULL"]),
+    '{"a\\"b","c\\\\d","{x,y}",NULL,"NULL"}',
+  );
 });

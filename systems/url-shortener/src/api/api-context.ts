@@ -6,6 +6,7 @@ import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 import type { ShortDomain } from "../config.ts";
+import type { ResolvedLink } from "../domain/redirect-decision.ts";
 import type { TargetVerifier } from "../domain/target-verifier.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { LinkResolver } from "../store/cached-link-reader.ts";
@@ -20,6 +21,8 @@ export interface CodeSource {
 /** The read path, with the hook an edit through this process uses to drop a cached link (this LRU, and the edge's entry when one is configured). */
 export interface ReadPath extends LinkResolver {
   forget(domain: string, code: string): void | Promise<void>;
+  /** The link from memory without waiting, when this read path has a cache (the redirect's fast path). */
+  peek?(domain: string, code: string): ResolvedLink | undefined;
 }
 
 export interface LinksContext {

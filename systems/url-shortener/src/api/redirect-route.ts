@@ -17,11 +17,17 @@
  * // GET /q3ZxP0a → 302, Location: https://example.com/a, Cache-Control: max-age=300
  */
 import { timingSafeEqual } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ShortDomain } from "../config.ts";
 import { CODE_PATTERN } from "../domain/link-rules.ts";
-import { cacheControlOf, decideRedirect } from "../domain/redirect-decision.ts";
+import {
+  cacheControlOf,
+  decideRedirect,
+  type RedirectDecision,
+  type ResolvedLink,
+} from "../domain/redirect-decision.ts";
 import type { VisitSink } from "../domain/visit.ts";
 import { EDGE_TOKEN_HEADER, VISIT_MARKER_HEADER } from "../edge/nginx-edge-config.ts";
 import type { SystemMetrics } from "../metrics.ts";
@@ -67,28 +73,104 @@ function page(reply: FastifyReply, status: 404 | 410): FastifyReply {
     .send(PAGES[status]);
 }
 
-export function registerRedirectRoute(app: FastifyInstance, options: RedirectOptions): void {
-  const { reader, domains, clock, visits, metrics } = options;
-  const fromEdge = edgeTokenMatcher(options.edgeToken);
-  const staleIfErrorS = options.staleIfErrorS ?? 0;
+/** What both paths send for a redirect: the headers that make it one (US-01, US-08, US-12). */
+export function redirectHeaders(decision: { location: string; maxAgeS: number; staleIfErrorS: number }): {
+  location: string;
+  "cache-control": string;
+} {
+  return { location: decision.location, "cache-control": cacheControlOf(decision) };
+}
+
+/** The request fields the answer needs, from Fastify's request or node:http's alike. */
+export interface RedirectRequest {
+  readonly headers: IncomingHttpHeaders;
+  /** The client address (Fastify's `request.ip`, node:http's `socket.remoteAddress`). */
+  readonly ip: string;
+}
+
+/**
+ * The redirect's answer, shared by the Fastify route and the fast path
+ * (redirect-fast-path.ts): the decision, its outcome counted, and the visit recorded — or,
+ * from the edge, the marker its log counts by. `marker` is true when the answer must carry it.
+ */
+export class RedirectCore {
+  readonly #options: RedirectOptions;
+  readonly #fromEdge: (sent: string | string[] | undefined) => boolean;
+  readonly #staleIfErrorS: number;
+  /** The outcome counter's children by status: a label lookup per redirect costs a hash of the labels. */
+  readonly #outcomes = new Map<number, { inc(): void }>();
+
+  constructor(options: RedirectOptions) {
+    this.#options = options;
+    this.#fromEdge = edgeTokenMatcher(options.edgeToken);
+    this.#staleIfErrorS = options.staleIfErrorS ?? 0;
+  }
+
+  get domains(): readonly ShortDomain[] {
+    return this.#options.domains;
+  }
+
+  /** The short domain a Host names; an unknown host is the default domain. */
+  domainOf(host: string | undefined): ShortDomain {
+    const { domains } = this.#options;
+    return domainOf(domains, host ?? "") ?? domains[0]!;
+  }
+
+  decide(link: ResolvedLink | undefined, nowMs: number, query: string): RedirectDecision {
+    return decideRedirect(link, { nowMs, query, staleIfErrorS: this.#staleIfErrorS });
+  }
+
+  /** Counts the answer and records the visit (or asks for the edge's marker). Returns true when the marker is due. */
+  settle(request: RedirectRequest, domain: string, code: string, status: number, nowMs: number): boolean {
+    let outcome = this.#outcomes.get(status);
+    if (outcome === undefined) {
+      outcome = this.#options.metrics.redirects.labels(String(status));
+      this.#outcomes.set(status, outcome);
+    }
+    outcome.inc();
+    const { headers } = request;
+    if (this.#fromEdge(headers[EDGE_TOKEN_HEADER])) return true;
+    this.#options.visits.record(
+      nowMs,
+      domain,
+      code,
+      status,
+      headers.referer,
+      headers["user-agent"],
+      request.ip,
+    );
+    return false;
+  }
+
+  /** The base-domain visit (GET / with a short domain's Host): an orphan visit. Returns true when the marker is due. */
+  settleBase(request: RedirectRequest, status: number): boolean {
+    const domain = domainOf(this.#options.domains, request.headers.host ?? "");
+    if (domain === undefined) return false;
+    if (this.#fromEdge(request.headers[EDGE_TOKEN_HEADER])) return true;
+    const { headers } = request;
+    const nowMs = this.#options.clock.nowMs();
+    this.#options.visits.record(
+      nowMs,
+      domain.host,
+      "",
+      status,
+      headers.referer,
+      headers["user-agent"],
+      request.ip,
+    );
+    return false;
+  }
+}
+
+export function registerRedirectRoute(app: FastifyInstance, options: RedirectOptions): RedirectCore {
+  const { reader, clock } = options;
+  const core = new RedirectCore(options);
   // A visit of a short domain's base (GET / with its Host): an orphan visit, counted apart as
   // Shlink does (code ""), whatever the landing route answers; by the edge's log behind it.
   app.addHook("onSend", async (request, reply, payload) => {
     if (request.routeOptions.url !== "/" || (request.method !== "GET" && request.method !== "HEAD"))
       return payload;
-    const domain = domainOf(domains, request.headers.host ?? "");
-    if (domain === undefined) return payload;
-    if (fromEdge(request.headers[EDGE_TOKEN_HEADER])) reply.header(VISIT_MARKER_HEADER, "1");
-    else
-      visits.record({
-        atMs: clock.nowMs(),
-        domain: domain.host,
-        code: "",
-        status: reply.statusCode,
-        referrer: request.headers.referer,
-        userAgent: request.headers["user-agent"],
-        ip: request.ip,
-      });
+    if (core.settleBase(request, reply.statusCode)) reply.header(VISIT_MARKER_HEADER, "1");
     return payload;
   });
   app.get<{ Params: { code: string } }>(
@@ -96,35 +178,17 @@ export function registerRedirectRoute(app: FastifyInstance, options: RedirectOpt
     // Hidden from /openapi.json: it answers redirects and pages, not JSON (the README documents it).
     { config: { accessLog: "own" }, schema: { hide: true } },
     async (request, reply) => {
-      const domain = domainOf(domains, request.headers.host ?? "") ?? domains[0]!;
+      const domain = core.domainOf(request.headers.host);
       const { code } = request.params;
       const nowMs = clock.nowMs();
       const link = CODE_PATTERN.test(code) ? await reader.resolve(domain.host, code) : undefined;
       const queryAt = request.url.indexOf("?");
-      const decision = decideRedirect(link, {
-        nowMs,
-        query: queryAt === -1 ? "" : request.url.slice(queryAt + 1),
-        staleIfErrorS,
-      });
+      const decision = core.decide(link, nowMs, queryAt === -1 ? "" : request.url.slice(queryAt + 1));
       const status = decision.kind === "redirect" ? decision.status : decision.kind === "gone" ? 410 : 404;
-      metrics.redirects.inc({ outcome: String(status) });
-      if (fromEdge(request.headers[EDGE_TOKEN_HEADER])) reply.header(VISIT_MARKER_HEADER, "1");
-      else
-        visits.record({
-          atMs: nowMs,
-          domain: domain.host,
-          code,
-          status,
-          referrer: request.headers.referer,
-          userAgent: request.headers["user-agent"],
-          ip: request.ip,
-        });
+      if (core.settle(request, domain.host, code, status, nowMs)) reply.header(VISIT_MARKER_HEADER, "1");
       if (decision.kind !== "redirect") return page(reply, status as 404 | 410);
-      return reply
-        .code(decision.status)
-        .header("location", decision.location)
-        .header("cache-control", cacheControlOf(decision))
-        .send();
+      return reply.code(decision.status).headers(redirectHeaders(decision)).send();
     },
   );
+  return core;
 }

@@ -18,7 +18,7 @@ import { registerAdminApi } from "./admin-routes.ts";
 import type { LinksContext } from "./api-context.ts";
 import type { Caller } from "./create-link.ts";
 import { registerLinkRoutes } from "./link-routes.ts";
-import { registerRedirectRoute } from "./redirect-route.ts";
+import { type RedirectCore, registerRedirectRoute } from "./redirect-route.ts";
 
 export interface ApiOptions extends LinksContext {
   readonly visits: VisitSink;
@@ -36,7 +36,11 @@ export interface ApiOptions extends LinksContext {
   ) => void;
 }
 
-export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
+/** Registers every route; gives back the redirect's core, which main.ts's fast path shares. */
+export async function registerApi(
+  app: FastifyInstance,
+  options: ApiOptions,
+): Promise<{ redirect: RedirectCore }> {
   const { db, clock } = options;
   const auth = createBearerAuth<Caller>({
     realm: "url-shortener",
@@ -62,7 +66,7 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
       adminToken: options.adminToken,
     });
   }
-  registerRedirectRoute(app, {
+  const redirect = registerRedirectRoute(app, {
     reader: options.reader,
     domains: options.domains,
     clock,
@@ -71,4 +75,5 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
     ...(options.staleIfErrorS === undefined ? {} : { staleIfErrorS: options.staleIfErrorS }),
     edgeToken: options.edgeToken,
   });
+  return { redirect };
 }

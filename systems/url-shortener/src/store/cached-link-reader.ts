@@ -73,6 +73,15 @@ export class CachedLinkReader implements LinkResolver {
     };
   }
 
+  /** The cached link, counted as a hit, or undefined (not counted: the caller resolves it next). No waiting. */
+  peek(domain: string, code: string): ResolvedLink | undefined {
+    const cached = this.#cache.get(`${domain}/${code}`);
+    if (cached === undefined) return undefined;
+    this.#hits += 1;
+    this.#options.onLookup?.(true);
+    return cached;
+  }
+
   async resolve(domain: string, code: string): Promise<ResolvedLink | undefined> {
     const key = `${domain}/${code}`;
     const cached = this.#cache.get(key);

@@ -1,7 +1,7 @@
 /**
  * The click log in SQL (migrations/003_clicks.sql): an append-only table partitioned by day.
  *
- * - `append`: one INSERT for a whole batch (unnest of arrays), after making sure each day's
+ * - `append`/`appendBatch`: one INSERT for a whole batch (unnest of arrays), after making sure each day's
  *   partition exists (CREATE TABLE IF NOT EXISTS … PARTITION OF, remembered per process).
  * - `rollup`: recomputes the hourly and daily buckets of a time range from the raw rows and
  *   upserts them — idempotent, so a late flush or two replicas rolling up at once end with the
@@ -15,7 +15,8 @@
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { checkIdentifier } from "@casebook/infra/sql/sql-schema";
-import type { ClickRecord } from "../domain/click-record.ts";
+import { type ClickRecord, emptyClickColumns, pushClickRecord } from "../domain/click-record.ts";
+import { type ClickBatch, INSERT_CLICKS_SQL, toClickBatch } from "./click-batch.ts";
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
@@ -63,25 +64,16 @@ export class ClickStore {
   }
 
   async append(records: readonly ClickRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    for (const day of new Set(records.map((r) => Math.floor(r.atMs / DAY_MS) * DAY_MS)))
-      await this.#ensurePartition(day);
-    await this.#db.query(
-      `INSERT INTO clicks (at, domain, code, status, referrer_host, ua_family, bot, visitor_hash, orphan)
-       SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::int2[], $5::text[], $6::text[], $7::bool[],
-                            $8::text[], $9::bool[])`,
-      [
-        records.map((r) => new Date(r.atMs).toISOString()),
-        records.map((r) => r.domain),
-        records.map((r) => r.code),
-        records.map((r) => r.status),
-        records.map((r) => r.referrerHost),
-        records.map((r) => r.uaFamily),
-        records.map((r) => r.bot),
-        records.map((r) => r.visitorHash),
-        records.map((r) => r.orphan),
-      ],
-    );
+    const columns = emptyClickColumns();
+    for (const record of records) pushClickRecord(columns, record);
+    await this.appendBatch(toClickBatch(columns));
+  }
+
+  /** One INSERT of a batch already encoded (the flusher's, made off the event loop: click-batch.ts). */
+  async appendBatch(batch: ClickBatch): Promise<void> {
+    if (batch.count === 0) return;
+    for (const day of batch.daysMs) await this.#ensurePartition(day);
+    await this.#db.query(INSERT_CLICKS_SQL, [...batch.params]);
   }
 
   /** Recomputes every hourly and daily bucket that overlaps [fromMs, toMs) from the raw log. */

@@ -1,29 +1,31 @@
 /**
  * The flusher (US-15): takes batches of at most `maxBatch` visits from the bounded buffer,
- * turns them into click records (user-agent family, bot flag, visitor hash) and appends each
- * batch with ONE insert — off the redirect path, on kit's BackgroundLoop: a full batch runs
+ * has them turned into click records (user-agent family, bot flag, visitor hash) by the
+ * encoder — a worker thread (click-encoder.ts), so none of it runs on the redirect's event
+ * loop — and appends each batch with ONE insert, on kit's BackgroundLoop: a full batch runs
  * the next at once, otherwise it waits `intervalMs`. A batch the store refuses goes back to
  * the buffer's front while there is room (the rest is dropped and counted). `stop()` ends the
  * loop and then flushes what is left (graceful shutdown: nothing buffered is lost when the
  * store is up), bounded by the buffer's size.
  *
  * @example
- * const flusher = new ClickFlusher({ buffer, store, key, maxBatch: 5_000, intervalMs: 1_000, onError, onFlushed });
+ * const flusher = new ClickFlusher({ buffer, store, encoder, maxBatch: 5_000, intervalMs: 1_000, onError, onFlushed });
  * flusher.start(); … await flusher.stop();
  */
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import type { ClickBuffer } from "../domain/click-buffer.ts";
-import { type ClickRecord, toClickRecord } from "../domain/click-record.ts";
+import type { ClickBatch } from "../store/click-batch.ts";
+import type { ClickEncoding } from "./click-encoder.ts";
 
 export interface ClickAppender {
-  append(records: readonly ClickRecord[]): Promise<void>;
+  appendBatch(batch: ClickBatch): Promise<void>;
 }
 
 export interface ClickFlusherOptions {
   buffer: ClickBuffer;
   store: ClickAppender;
-  /** The visitor hash's key (click-record.ts). */
-  key: Uint8Array;
+  /** Visits → the INSERT's parameters, off the event loop (click-encoder.ts). */
+  encoder: Pick<ClickEncoding, "encode">;
   maxBatch: number;
   intervalMs: number;
   onError: (error: unknown) => void;
@@ -54,11 +56,11 @@ export class ClickFlusher {
 
   /** One batch: returns how many visits were written (0 when the buffer was empty). */
   async flushOnce(): Promise<number> {
-    const { buffer, store, key, maxBatch } = this.#options;
+    const { buffer, store, encoder, maxBatch } = this.#options;
     const batch = buffer.take(maxBatch);
     if (batch.length === 0) return 0;
     try {
-      await store.append(batch.map((visit) => toClickRecord(visit, key)));
+      await store.appendBatch(await encoder.encode(batch));
     } catch (error) {
       const lost = buffer.putBack(batch);
       if (lost > 0) this.#options.onDropped?.(lost);
