@@ -119,7 +119,13 @@ async function storedKeys(
       const metadata: Metadata = transaction.metadata;
       return [
         r.idem_key,
-        { fingerprint: r.fingerprint, entries: transaction.entries, metadata, transaction },
+        {
+          fingerprint: r.fingerprint,
+          entries: transaction.entries,
+          metadata,
+          timeoutS: transaction.timeoutS,
+          transaction,
+        },
       ];
     }),
   );
