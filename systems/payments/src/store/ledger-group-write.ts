@@ -3,7 +3,8 @@
  * TigerBeetle's create_transfers). Inside one READ COMMITTED transaction:
  *
  *   1. lock every account the group names, once, in ascending id (PY-09's order), reading its
- *      currency, no-overdraft flag and balances; read which of the group's keys are stored;
+ *      currency, no-overdraft flag and balances, and read which of the group's keys are stored —
+ *      one statement, one round trip (a group costs four: BEGIN, this, ledger_write, COMMIT);
  *   2. decide every transfer's fate in arrival order (domain/transfer-decisions.ts): the same
  *      outcomes applying them one by one would give;
  *   3. write only the `ok` ones with ONE call of `ledger_write` (007): one multi-row insert of
@@ -60,67 +61,87 @@ const READ_COMMITTED = { isolation: "read committed" } as const;
 /** A decision went stale under the transaction: roll back and decide again. */
 class StaleDecision extends Error {}
 
-interface BalanceRow {
-  account_id: bigint;
-  currency: string;
-  no_overdraft: boolean;
-  posted_debits: bigint;
-  posted_credits: bigint;
-  pending_debits: bigint;
-  pending_credits: bigint;
+/** One row of the group's read: an account locked for it, or one of its keys already stored. */
+interface GroupStateRow {
+  kind: "account" | "key";
+  account_id: bigint | null;
+  currency: string | null;
+  no_overdraft: boolean | null;
+  posted_debits: bigint | null;
+  posted_credits: bigint | null;
+  pending_debits: bigint | null;
+  pending_credits: bigint | null;
+  id: bigint | null;
+  idem_key: string | null;
+  fingerprint: string | null;
 }
 
-/** Step 1a: the group's accounts, locked once each in ascending id (ORDER BY under FOR UPDATE). */
-async function lockAccounts(tx: Queryable, items: readonly GroupItem[]): Promise<Map<bigint, AccountState>> {
+/**
+ * Step 1 in ONE round trip: the group's accounts, locked once each in ascending id (ORDER BY
+ * under FOR UPDATE: the LockRows node sits above the Sort), and which of its keys are stored.
+ * Both halves read one statement snapshot, taken before any lock wait: a key another writer
+ * committed while this one waited is not seen here, and comes back from ledger_write as a
+ * replay — the stale-decision path below decides the group again.
+ */
+const GROUP_STATE = `WITH locked AS MATERIALIZED (
+    SELECT b.account_id, a.currency::text AS currency, b.no_overdraft,
+           b.posted_debits, b.posted_credits, b.pending_debits, b.pending_credits
+      FROM account_balances b JOIN accounts a ON a.id = b.account_id
+     WHERE b.account_id = ANY($1::int8[]) ORDER BY b.account_id FOR UPDATE OF b)
+  SELECT 'account' AS kind, l.*, NULL::int8 AS id, NULL::text AS idem_key, NULL::text AS fingerprint FROM locked l
+  UNION ALL
+  SELECT 'key', NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.id, t.idem_key, t.fingerprint
+    FROM transactions t WHERE t.idem_key = ANY($2::text[])`;
+
+interface GroupState {
+  accounts: Map<bigint, AccountState>;
+  stored: Map<string, StoredTransfer & { transaction: LedgerTransaction }>;
+}
+
+async function readGroupState(tx: Queryable, items: readonly GroupItem[]): Promise<GroupState> {
   const ids = new Set<bigint>();
   for (const { transfer } of items) for (const e of transfer.entries) ids.add(e.accountId);
-  const { rows } = await tx.query<BalanceRow>(
-    `SELECT b.account_id, a.currency::text AS currency, b.no_overdraft,
-            b.posted_debits, b.posted_credits, b.pending_debits, b.pending_credits
-       FROM account_balances b JOIN accounts a ON a.id = b.account_id
-      WHERE b.account_id = ANY($1::int8[]) ORDER BY b.account_id FOR UPDATE OF b`,
-    [[...ids].map(String)],
-    { name: "ledger_group_lock" },
-  );
-  return new Map(
-    rows.map((r) => [
-      r.account_id,
-      {
-        currency: r.currency,
-        noOverdraft: r.no_overdraft,
-        postedDebits: r.posted_debits,
-        postedCredits: r.posted_credits,
-        pendingDebits: r.pending_debits,
-        pendingCredits: r.pending_credits,
-      },
-    ]),
-  );
+  const keys = [...new Set(items.map((item) => item.transfer.idemKey))];
+  const { rows } = await tx.query<GroupStateRow>(GROUP_STATE, [[...ids].map(String), keys], {
+    name: "ledger_group_state",
+  });
+  const accounts = new Map<bigint, AccountState>();
+  const storedRows: GroupStateRow[] = [];
+  for (const r of rows) {
+    if (r.kind === "key") {
+      storedRows.push(r);
+      continue;
+    }
+    accounts.set(r.account_id!, {
+      currency: r.currency!,
+      noOverdraft: r.no_overdraft!,
+      postedDebits: r.posted_debits!,
+      postedCredits: r.posted_credits!,
+      pendingDebits: r.pending_debits!,
+      pendingCredits: r.pending_credits!,
+    });
+  }
+  return { accounts, stored: await storedKeys(tx, storedRows) };
 }
 
-/** Step 1b: the group's keys already stored, with what a replay is compared against. */
+/** The stored keys' transactions, with what a replay is compared against (retries only: no round trip otherwise). */
 async function storedKeys(
   tx: Queryable,
-  items: readonly GroupItem[],
+  rows: readonly GroupStateRow[],
 ): Promise<Map<string, StoredTransfer & { transaction: LedgerTransaction }>> {
-  const keys = [...new Set(items.map((item) => item.transfer.idemKey))];
-  const { rows } = await tx.query<{ id: bigint; idem_key: string; fingerprint: string }>(
-    "SELECT id, idem_key, fingerprint FROM transactions WHERE idem_key = ANY($1::text[])",
-    [keys],
-    { name: "ledger_group_keys" },
-  );
   if (rows.length === 0) return new Map();
   const loaded = await loadTransactions(
     tx,
-    rows.map((r) => r.id),
+    rows.map((r) => r.id!),
   );
   return new Map(
     rows.map((r, i) => {
       const transaction = loaded[i]!;
       const metadata: Metadata = transaction.metadata;
       return [
-        r.idem_key,
+        r.idem_key!,
         {
-          fingerprint: r.fingerprint,
+          fingerprint: r.fingerprint!,
           entries: transaction.entries,
           metadata,
           timeoutS: transaction.timeoutS,
@@ -152,8 +173,7 @@ async function writeDecided(tx: Queryable, items: readonly GroupItem[], okIndexe
 
 /** Steps 1–3 inside `tx`; the caller commits. */
 async function decideAndWrite(tx: Queryable, items: readonly GroupItem[]): Promise<TransferOutcome[]> {
-  const accounts = await lockAccounts(tx, items);
-  const stored = await storedKeys(tx, items);
+  const { accounts, stored } = await readGroupState(tx, items);
   const decisions = decideTransfers(items, accounts, stored);
   const okIndexes = decisions.flatMap((d, i) => (d.code === "ok" ? [i] : []));
   const written = okIndexes.length === 0 ? [] : await writeDecided(tx, items, okIndexes);
