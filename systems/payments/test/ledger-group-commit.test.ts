@@ -2,7 +2,7 @@
  * Group commit (issue 14) on PGlite and PostgreSQL: a group's outcomes are exactly those of
  * applying its transfers one by one in arrival order — a property against a serial model
  * written independently of the implementation, no-overdraft accounts, unknown accounts,
- * currency mismatches, repeated keys and linked chains included — and the mechanics around it:
+ * currency mismatches, repeated keys (other timeouts too) and linked chains included — and the mechanics around it:
  * one database transaction per group, TigerBeetle's `exists…` answers, the bounded queue's 503,
  * and split-and-retry so a transfer the database refuses fails alone.
  */
@@ -26,10 +26,14 @@ interface Op {
   amount: number;
   currency: "USD" | "EUR";
   pending: boolean;
+  /** A pending op with a timeout (60 s: none expires during the run). */
+  timed: boolean;
   tagged: boolean;
   linked: boolean;
   /** A retry: the same request as the op before it (its own `linked` kept). */
   retry: boolean;
+  /** A retry that flips the timeout of the request it repeats (matters for a pending one). */
+  retimed: boolean;
 }
 
 const opArb: fc.Arbitrary<Op> = fc.record({
@@ -39,17 +43,27 @@ const opArb: fc.Arbitrary<Op> = fc.record({
   amount: fc.integer({ min: 1, max: 150 }),
   currency: fc.constantFrom("USD" as const, "EUR" as const),
   pending: fc.boolean(),
+  timed: fc.boolean(),
   tagged: fc.boolean(),
   linked: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
   retry: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
+  retimed: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
 });
 
-/** Retries copy their predecessor; from = to is moved to the next account (the shorthand refuses it). */
+/** Retries copy their predecessor (a `retimed` one flips its timeout); from = to is moved to the next account (the shorthand refuses it). */
 function shaped(ops: readonly Op[]): Op[] {
   const out: Op[] = [];
   for (const op of ops) {
     const previous = out.at(-1);
-    const base = op.retry && previous !== undefined ? { ...previous, linked: op.linked, retry: true } : op;
+    const base =
+      op.retry && previous !== undefined
+        ? {
+            ...previous,
+            linked: op.linked,
+            retry: true,
+            timed: op.retimed ? !previous.timed : previous.timed,
+          }
+        : op;
     out.push({ ...base, to: base.from === base.to ? (base.to + 1) % ACCOUNTS : base.to });
   }
   return out;
@@ -116,6 +130,7 @@ class SerialModel {
       )
         return { code: "exists_with_different_entries" };
       if (first.tagged !== op.tagged) return { code: "exists_with_different_metadata" };
+      if (timeoutOf(first) !== timeoutOf(op)) return { code: "exists_with_different_timeout" };
       if (first.pending !== op.pending) return { code: "exists_with_different_flags" };
       return { code: "exists" };
     }
@@ -139,6 +154,10 @@ class SerialModel {
     this.keys.set(op.key, op);
     return { code: "ok" };
   }
+}
+
+function timeoutOf(op: Op): number | undefined {
+  return op.pending && op.timed ? 60 : undefined;
 }
 
 async function openRun(s: LedgerSubject, model: SerialModel): Promise<bigint[]> {
@@ -199,6 +218,7 @@ contractSuite<LedgerSubject>("ledger group commit", ledgerBackends, (it) => {
               amount: BigInt(op.amount),
               currency: op.currency,
               pending: op.pending,
+              timeoutS: timeoutOf(op),
               ...(op.tagged ? { metadata: { tag: "t" } } : {}),
             },
             linked: op.linked,
@@ -220,8 +240,20 @@ contractSuite<LedgerSubject>("ledger group commit", ledgerBackends, (it) => {
       { seed: 20_261_202, numRuns: 40 },
     );
     // The runs met every fate the model knows, so the equality above was tested on each.
-    const fates = ["ok", "exists", "exists_with_different_entries", "account_not_found", "currency_mismatch"];
-    for (const code of [...fates, "exceeds_credits", "linked_event_failed", "linked_event_chain_open"])
+    const fates = [
+      "ok",
+      "exists",
+      "exists_with_different_entries",
+      "exists_with_different_timeout",
+      "account_not_found",
+    ];
+    for (const code of [
+      ...fates,
+      "currency_mismatch",
+      "exceeds_credits",
+      "linked_event_failed",
+      "linked_event_chain_open",
+    ])
       assert.ok(seen.has(code), `no run produced ${code}`);
     await checkLedgerInvariants(s.db);
   });
