@@ -6,15 +6,22 @@
  * the creating transaction, cannot be changed afterwards.
  */
 import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { test } from "node:test";
 import { systemRandom } from "@casebook/kit/random";
 import { contractSuite } from "@casebook/lab/contract-suite";
+import { engineFree } from "@casebook/lab/test-engines";
 import { MAX_TIMEOUT_S } from "../src/domain/ledger.ts";
 import { ledgerErrors } from "../src/errors.ts";
+import { main } from "../src/main.ts";
 import { postPartially } from "../src/store/ledger-partial-post.ts";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
 import { PendingExpirer } from "../src/workers/pending-expirer.ts";
 import { type LedgerSubject, ledgerBackends } from "./ledger-backends.ts";
 import { checkLedgerInvariants } from "./ledger-invariants.ts";
+import { waitFor } from "./payment-fixture.ts";
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
@@ -186,4 +193,27 @@ contractSuite<LedgerSubject>("ledger pending timeout", ledgerBackends, (it) => {
     );
     assert.equal((await s.ledger.transaction(untimed.transaction.id)).expiresAt, null);
   });
+});
+
+test("pending timeout: the running service's expirer voids a hold past its timeout", async (t) => {
+  if (engineFree(t)) return;
+  const dataDir = await mkdtemp(join(tmpdir(), "casebook-payments-expiry-"));
+  t.after(() => rm(dataDir, { recursive: true, force: true }));
+  const running = await main(
+    { PORT: "0", CASEBOOK_DATA: dataDir, LOG_LEVEL: "silent", PAYMENTS_BOOTSTRAP_MERCHANT: "off" },
+    { expirer: { intervalMs: 50 } },
+  );
+  t.after(() => running.close());
+  const ledger = new LedgerRepository(running.db, { groupCommit: false });
+  const world = await ledger.createAccount({ currency: "USD" });
+  const wallet = await ledger.createAccount({ currency: "USD" });
+  const base = { from: world.id, to: wallet.id, amount: 9n, currency: "USD", pending: true };
+  const timed = await ledger.transfer({ idemKey: "expiry-1", ...base, timeoutS: 1 });
+  const untimed = await ledger.transfer({ idemKey: "expiry-2", ...base });
+  await waitFor(
+    async () => ((await ledger.transaction(timed.transaction.id)).status === "voided" ? true : undefined),
+    30_000,
+  );
+  assert.equal((await ledger.balance(wallet.id)).pendingCredits, 9n, "only the untimed hold is left");
+  assert.equal((await ledger.transaction(untimed.transaction.id)).status, "pending");
 });
