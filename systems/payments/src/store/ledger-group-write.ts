@@ -12,6 +12,12 @@
  *      deltas, PY-14's conditional update still the backstop;
  *   4. COMMIT, where 015's deferred check sums each ledger transaction once (PY-08).
  *
+ * First, when applying the group at once cannot differ from applying it one by one (no chain,
+ * no timeout, every key once, no account's spendable balance rising after it fell:
+ * `atOnceIsSerial`), the group is ONE autocommit ledger_write call — one round trip — and every
+ * transfer is `ok` or `exists`; if ledger_write refuses anything, that call left nothing and the
+ * group takes the steps above.
+ *
  * Every invariant is still the database's: a wrong decision cannot write an unbalanced, a
  * duplicate or an overdrawn transfer, it can only make the transaction fail. Two such failures
  * are handled here so that no innocent transfer fails:
@@ -199,6 +205,56 @@ function splitPoint(items: readonly GroupItem[]): number | undefined {
 }
 
 /**
+ * Whether applying the group at once can only agree with applying it one by one: every key
+ * once, no chain, no timeout (its deadline needs a second statement), and no account's spendable
+ * balance (posted credits − posted debits − pending debits) rises after it fell. Then each
+ * prefix of the group leaves every account at or above the lower of its start and its end, so
+ * if ledger_write's aggregated check passes at the end (and the account was ≥ 0 before, by the
+ * no-overdraft CHECK), no transfer would have been refused serially either.
+ */
+export function atOnceIsSerial(items: readonly GroupItem[]): boolean {
+  const keys = new Set<string>();
+  const fell = new Set<bigint>();
+  for (const { transfer, linked } of items) {
+    if (linked || transfer.timeoutS !== null || keys.has(transfer.idemKey)) return false;
+    keys.add(transfer.idemKey);
+    const deltas = new Map<bigint, bigint>();
+    for (const e of transfer.entries) {
+      const change = e.direction === "D" ? -e.amount : transfer.pending ? 0n : e.amount;
+      deltas.set(e.accountId, (deltas.get(e.accountId) ?? 0n) + change);
+    }
+    for (const [account, delta] of deltas) {
+      if (delta > 0n && fell.has(account)) return false;
+      if (delta < 0n) fell.add(account);
+    }
+  }
+  return true;
+}
+
+/**
+ * The fast path: the whole group as ONE autocommit ledger_write call (one round trip, one
+ * database transaction), when `atOnceIsSerial` says its outcome can only be every transfer `ok`
+ * or `exists`. Anything ledger_write refuses (funds, an account, a key used otherwise, a
+ * trigger) rolls the call back whole and answers undefined: the group then takes the decided
+ * path, which finds whose fate it is. A lost link is rethrown, as on that path.
+ */
+async function writeAtOnce(
+  db: Database,
+  items: readonly GroupItem[],
+): Promise<TransferOutcome[] | undefined> {
+  try {
+    const written = await applyTransfers(
+      db,
+      items.map((item) => ({ transfer: item.transfer, reversesId: null })),
+    );
+    return written.map((r) => ({ code: r.replayed ? "exists" : "ok", transaction: r.transaction }));
+  } catch (error) {
+    if (sqlErrors.is(error, "SQL_UNAVAILABLE")) throw error;
+    return undefined;
+  }
+}
+
+/**
  * Writes `items` in one database transaction and answers one outcome per item, in order (see
  * the module comment for the re-decide and split-and-retry rules). A transfer (or chain)
  * the database refuses even alone gets `write_failed` with the error; the call rejects only
@@ -210,6 +266,10 @@ export async function writeTransferGroup(
   options: GroupWriteOptions = {},
 ): Promise<TransferOutcome[]> {
   if (items.length === 0) return [];
+  if (atOnceIsSerial(items)) {
+    const outcomes = await writeAtOnce(db, items);
+    if (outcomes !== undefined) return outcomes;
+  }
   const maxRedecides = options.maxRedecides ?? 3;
   for (let attempt = 0; ; attempt++) {
     try {
