@@ -46,6 +46,10 @@ export const ledgerErrors = defineErrors({
     status: 409,
     message: "Only a pending transaction can be posted or voided; this one is already final.",
   },
+  LEDGER_PENDING_EXPIRED: {
+    status: 409,
+    message: "This pending transaction passed its timeout: it can no longer be posted, only voided.",
+  },
   LEDGER_REVERSAL_INVALID: {
     status: 409,
     message: "This transaction cannot be reversed as asked; see `reason`.",

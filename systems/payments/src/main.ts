@@ -2,7 +2,7 @@
  * Composition root of the payments service: config → database (PostgreSQL or embedded
  * PGlite) and migrations → the acquirer (ACQUIRER_URL, or the simulator in-process) →
  * HTTP API (accounts, payments, reconciliation exceptions) behind merchant API keys → the
- * workers (saga orchestrator, refund retrier, outbox relay, idempotency pruner, daily
+ * workers (saga orchestrator, refund retrier, outbox relay, idempotency pruner, pending expirer, daily
  * reconciliation) → graceful shutdown (drain requests, stop the worker loops, then the
  * acquirer, then the pool).
  * Stateless: run as many instances as you like against one DATABASE_URL.
@@ -58,6 +58,7 @@ import { MerchantRepository } from "./store/merchant-repository.ts";
 import { enqueue } from "./store/outbox.ts";
 import { IdempotencyPruner, type IdempotencyPrunerOptions } from "./workers/idempotency-pruner.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
+import { PendingExpirer, type PendingExpirerOptions } from "./workers/pending-expirer.ts";
 import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "./workers/refund-retrier.ts";
 import { SagaOrchestrator, type SagaOrchestratorOptions } from "./workers/saga-orchestrator.ts";
@@ -85,6 +86,7 @@ export interface PaymentsTuning {
   saga?: Pick<Partial<SagaOrchestratorOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
   refunds?: Pick<Partial<RefundRetrierOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
   pruner?: Pick<Partial<IdempotencyPrunerOptions>, "intervalMs" | "maxBatch" | "maxBatchesPerRound">;
+  expirer?: Pick<Partial<PendingExpirerOptions>, "intervalMs" | "maxBatch">;
   /** The daily reconciliation's first check after start and the pause between checks, in ms. */
   reconciliation?: { firstCheckMs?: number; checkEveryMs?: number };
 }
@@ -208,6 +210,24 @@ function startIdempotencyPruner(
   service.onClose(() => pruner.stop());
 }
 
+/** Pending transfers past their timeout (016) are voided, their funds released. */
+function startPendingExpirer(
+  service: Service,
+  ledger: LedgerRepository,
+  tuning: PaymentsTuning["expirer"],
+): void {
+  const expirer = new PendingExpirer(ledger, {
+    ...tuning,
+    random: systemRandom,
+    onError: (error) => service.log.warn({ err: error }, "pending expiry round failed; retrying"),
+  });
+  expirer.start();
+  service.onClose(async () => {
+    await expirer.stop();
+    await ledger.drain();
+  });
+}
+
 /** How often the daily reconciliation checks whether yesterday's D+1 file is due and not yet run. */
 const RECONCILE_CHECK_MS = 3_600_000;
 
@@ -324,6 +344,7 @@ export async function main(
       startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
       startOutboxRelay(service, db, config);
       startIdempotencyPruner(service, idempotency, tuning.pruner);
+      startPendingExpirer(service, ledger, tuning.expirer);
       startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps, tuning.reconciliation);
       const paymentConfig = {
         inlineDriveMs: config.inlineDriveMs,

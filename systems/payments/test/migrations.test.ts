@@ -33,6 +33,7 @@ const expected = [
   "012_api_key_usage",
   "013_opaque_ids",
   "015_ledger_group_commit",
+  "016_ledger_pending_timeout",
 ];
 
 test("every migration applies in order on PGlite, once", async (t) => {

@@ -40,6 +40,11 @@ export interface TransferRequest {
   currency?: string;
   /** A two-phase hold (TigerBeetle's pending transfer): later posted or voided. */
   pending?: boolean;
+  /**
+   * Pending only: seconds after which the hold can no longer be posted and is voided by the
+   * expirer (TigerBeetle's `timeout`), 1..MAX_TIMEOUT_S. Absent: the hold waits until posted or voided.
+   */
+  timeoutS?: number;
   metadata?: Metadata;
 }
 
@@ -47,6 +52,8 @@ export interface Transfer {
   idemKey: string;
   entries: Entry[];
   pending: boolean;
+  /** A pending transfer's timeout in seconds, or null (none). */
+  timeoutS: number | null;
   metadata: Metadata;
   /** sha256 of the canonical request: what "same parameters" means for a replayed key. */
   fingerprint: string;
@@ -57,6 +64,8 @@ export const MAX_AMOUNT_MINOR = 10n ** 15n;
 /** Legs in one transfer; a payment with fees and splits needs a handful, not hundreds. */
 export const MAX_ENTRIES_PER_TRANSFER = 64;
 export const MAX_IDEM_KEY_CHARS = 255;
+/** Longest pending timeout: 31 days, a card authorization's longest life. */
+export const MAX_TIMEOUT_S = 31 * 24 * 3_600;
 /** Serialized metadata size; the ledger is not a document store. */
 export const MAX_METADATA_BYTES = 4_096;
 
@@ -172,9 +181,25 @@ export function normalizeTransfer(request: TransferRequest): Transfer {
   const entries = raw.map(checkEntry);
   checkBalanced(entries);
   const pending = request.pending === true;
+  const timeoutS = checkTimeout(request.timeoutS, pending);
   const metadata = checkMetadata(request.metadata);
-  const fingerprint = fingerprintOf({ kind: "transfer", pending, entries: sortedEntries(entries), metadata });
-  return { idemKey, entries, pending, metadata, fingerprint };
+  // The timeout joins the fingerprint only when given: fingerprints stored before it stay valid.
+  const fingerprint = fingerprintOf({
+    kind: "transfer",
+    pending,
+    entries: sortedEntries(entries),
+    metadata,
+    ...(timeoutS === null ? {} : { timeoutS }),
+  });
+  return { idemKey, entries, pending, timeoutS, metadata, fingerprint };
+}
+
+function checkTimeout(timeoutS: unknown, pending: boolean): number | null {
+  if (timeoutS === undefined) return null;
+  if (!pending) throw invalid("timeoutS", "a timeout is for pending transfers only");
+  if (!(Number.isInteger(timeoutS) && (timeoutS as number) >= 1 && (timeoutS as number) <= MAX_TIMEOUT_S))
+    throw invalid("timeoutS", `timeoutS must be an integer number of seconds in 1..${MAX_TIMEOUT_S}`);
+  return timeoutS as number;
 }
 
 function sortedEntries(entries: readonly Entry[]): Entry[] {

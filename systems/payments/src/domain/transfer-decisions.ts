@@ -32,6 +32,7 @@ export const TRANSFER_RESULT_CODES = [
   "exists_with_different_entries",
   "exists_with_different_metadata",
   "exists_with_different_flags",
+  "exists_with_different_timeout",
   "account_not_found",
   "currency_mismatch",
   "exceeds_credits",
@@ -43,7 +44,8 @@ export type TransferResultCode = (typeof TRANSFER_RESULT_CODES)[number];
 export type ExistsDifferentCode =
   | "exists_with_different_entries"
   | "exists_with_different_metadata"
-  | "exists_with_different_flags";
+  | "exists_with_different_flags"
+  | "exists_with_different_timeout";
 
 /** One transfer of a group, in arrival order. */
 export interface GroupItem {
@@ -67,6 +69,8 @@ export interface StoredTransfer {
   fingerprint: string;
   entries: readonly Entry[];
   metadata: Metadata;
+  /** A pending transfer's timeout in seconds, or null. */
+  timeoutS: number | null;
 }
 
 export type Decision =
@@ -94,6 +98,7 @@ export function existsCode(transfer: Transfer, stored: StoredTransfer): "exists"
   if (entriesText(transfer.entries) !== entriesText(stored.entries)) return "exists_with_different_entries";
   if (canonicalJson(transfer.metadata) !== canonicalJson(stored.metadata))
     return "exists_with_different_metadata";
+  if (transfer.timeoutS !== stored.timeoutS) return "exists_with_different_timeout";
   return "exists_with_different_flags";
 }
 

@@ -104,7 +104,8 @@ export function transferResultOf(outcome: TransferOutcome, idemKey: string): Tra
       return { transaction: outcome.transaction!, replayed: true };
     case "exists_with_different_entries":
     case "exists_with_different_metadata":
-    case "exists_with_different_flags": {
+    case "exists_with_different_flags":
+    case "exists_with_different_timeout": {
       const fields = { idemKey, transactionId: outcome.transaction?.id.toString(), result: outcome.code };
       throw ledgerErrors.create("LEDGER_IDEMPOTENCY_CONFLICT", { fields });
     }

@@ -3,13 +3,20 @@
  * TigerBeetle's create_transfers). Inside one READ COMMITTED transaction:
  *
  *   1. lock every account the group names, once, in ascending id (PY-09's order), reading its
- *      currency, no-overdraft flag and balances; read which of the group's keys are stored;
+ *      currency, no-overdraft flag and balances, and read which of the group's keys are stored —
+ *      one statement, one round trip (a group costs four: BEGIN, this, ledger_write, COMMIT);
  *   2. decide every transfer's fate in arrival order (domain/transfer-decisions.ts): the same
  *      outcomes applying them one by one would give;
  *   3. write only the `ok` ones with ONE call of `ledger_write` (007): one multi-row insert of
  *      transactions, one of entries, each balance row updated once with the group's aggregated
  *      deltas, PY-14's conditional update still the backstop;
  *   4. COMMIT, where 015's deferred check sums each ledger transaction once (PY-08).
+ *
+ * First, when applying the group at once cannot differ from applying it one by one (no chain,
+ * no timeout, every key once, no account's spendable balance rising after it fell:
+ * `atOnceIsSerial`), the group is ONE autocommit ledger_write call — one round trip — and every
+ * transfer is `ok` or `exists`; if ledger_write refuses anything, that call left nothing and the
+ * group takes the steps above.
  *
  * Every invariant is still the database's: a wrong decision cannot write an unbalanced, a
  * duplicate or an overdrawn transfer, it can only make the transaction fail. Two such failures
@@ -60,66 +67,92 @@ const READ_COMMITTED = { isolation: "read committed" } as const;
 /** A decision went stale under the transaction: roll back and decide again. */
 class StaleDecision extends Error {}
 
-interface BalanceRow {
-  account_id: bigint;
-  currency: string;
-  no_overdraft: boolean;
-  posted_debits: bigint;
-  posted_credits: bigint;
-  pending_debits: bigint;
-  pending_credits: bigint;
+/** One row of the group's read: an account locked for it, or one of its keys already stored. */
+interface GroupStateRow {
+  kind: "account" | "key";
+  account_id: bigint | null;
+  currency: string | null;
+  no_overdraft: boolean | null;
+  posted_debits: bigint | null;
+  posted_credits: bigint | null;
+  pending_debits: bigint | null;
+  pending_credits: bigint | null;
+  id: bigint | null;
+  idem_key: string | null;
+  fingerprint: string | null;
 }
 
-/** Step 1a: the group's accounts, locked once each in ascending id (ORDER BY under FOR UPDATE). */
-async function lockAccounts(tx: Queryable, items: readonly GroupItem[]): Promise<Map<bigint, AccountState>> {
+/**
+ * Step 1 in ONE round trip: the group's accounts, locked once each in ascending id (ORDER BY
+ * under FOR UPDATE: the LockRows node sits above the Sort), and which of its keys are stored.
+ * Both halves read one statement snapshot, taken before any lock wait: a key another writer
+ * committed while this one waited is not seen here, and comes back from ledger_write as a
+ * replay — the stale-decision path below decides the group again.
+ */
+const GROUP_STATE = `WITH locked AS MATERIALIZED (
+    SELECT b.account_id, a.currency::text AS currency, b.no_overdraft,
+           b.posted_debits, b.posted_credits, b.pending_debits, b.pending_credits
+      FROM account_balances b JOIN accounts a ON a.id = b.account_id
+     WHERE b.account_id = ANY($1::int8[]) ORDER BY b.account_id FOR UPDATE OF b)
+  SELECT 'account' AS kind, l.*, NULL::int8 AS id, NULL::text AS idem_key, NULL::text AS fingerprint FROM locked l
+  UNION ALL
+  SELECT 'key', NULL, NULL, NULL, NULL, NULL, NULL, NULL, t.id, t.idem_key, t.fingerprint
+    FROM transactions t WHERE t.idem_key = ANY($2::text[])`;
+
+interface GroupState {
+  accounts: Map<bigint, AccountState>;
+  stored: Map<string, StoredTransfer & { transaction: LedgerTransaction }>;
+}
+
+async function readGroupState(tx: Queryable, items: readonly GroupItem[]): Promise<GroupState> {
   const ids = new Set<bigint>();
   for (const { transfer } of items) for (const e of transfer.entries) ids.add(e.accountId);
-  const { rows } = await tx.query<BalanceRow>(
-    `SELECT b.account_id, a.currency::text AS currency, b.no_overdraft,
-            b.posted_debits, b.posted_credits, b.pending_debits, b.pending_credits
-       FROM account_balances b JOIN accounts a ON a.id = b.account_id
-      WHERE b.account_id = ANY($1::int8[]) ORDER BY b.account_id FOR UPDATE OF b`,
-    [[...ids].map(String)],
-    { name: "ledger_group_lock" },
-  );
-  return new Map(
-    rows.map((r) => [
-      r.account_id,
-      {
-        currency: r.currency,
-        noOverdraft: r.no_overdraft,
-        postedDebits: r.posted_debits,
-        postedCredits: r.posted_credits,
-        pendingDebits: r.pending_debits,
-        pendingCredits: r.pending_credits,
-      },
-    ]),
-  );
+  const keys = [...new Set(items.map((item) => item.transfer.idemKey))];
+  const { rows } = await tx.query<GroupStateRow>(GROUP_STATE, [[...ids].map(String), keys], {
+    name: "ledger_group_state",
+  });
+  const accounts = new Map<bigint, AccountState>();
+  const storedRows: GroupStateRow[] = [];
+  for (const r of rows) {
+    if (r.kind === "key") {
+      storedRows.push(r);
+      continue;
+    }
+    accounts.set(r.account_id!, {
+      currency: r.currency!,
+      noOverdraft: r.no_overdraft!,
+      postedDebits: r.posted_debits!,
+      postedCredits: r.posted_credits!,
+      pendingDebits: r.pending_debits!,
+      pendingCredits: r.pending_credits!,
+    });
+  }
+  return { accounts, stored: await storedKeys(tx, storedRows) };
 }
 
-/** Step 1b: the group's keys already stored, with what a replay is compared against. */
+/** The stored keys' transactions, with what a replay is compared against (retries only: no round trip otherwise). */
 async function storedKeys(
   tx: Queryable,
-  items: readonly GroupItem[],
+  rows: readonly GroupStateRow[],
 ): Promise<Map<string, StoredTransfer & { transaction: LedgerTransaction }>> {
-  const keys = [...new Set(items.map((item) => item.transfer.idemKey))];
-  const { rows } = await tx.query<{ id: bigint; idem_key: string; fingerprint: string }>(
-    "SELECT id, idem_key, fingerprint FROM transactions WHERE idem_key = ANY($1::text[])",
-    [keys],
-    { name: "ledger_group_keys" },
-  );
   if (rows.length === 0) return new Map();
   const loaded = await loadTransactions(
     tx,
-    rows.map((r) => r.id),
+    rows.map((r) => r.id!),
   );
   return new Map(
     rows.map((r, i) => {
       const transaction = loaded[i]!;
       const metadata: Metadata = transaction.metadata;
       return [
-        r.idem_key,
-        { fingerprint: r.fingerprint, entries: transaction.entries, metadata, transaction },
+        r.idem_key!,
+        {
+          fingerprint: r.fingerprint!,
+          entries: transaction.entries,
+          metadata,
+          timeoutS: transaction.timeoutS,
+          transaction,
+        },
       ];
     }),
   );
@@ -146,8 +179,7 @@ async function writeDecided(tx: Queryable, items: readonly GroupItem[], okIndexe
 
 /** Steps 1–3 inside `tx`; the caller commits. */
 async function decideAndWrite(tx: Queryable, items: readonly GroupItem[]): Promise<TransferOutcome[]> {
-  const accounts = await lockAccounts(tx, items);
-  const stored = await storedKeys(tx, items);
+  const { accounts, stored } = await readGroupState(tx, items);
   const decisions = decideTransfers(items, accounts, stored);
   const okIndexes = decisions.flatMap((d, i) => (d.code === "ok" ? [i] : []));
   const written = okIndexes.length === 0 ? [] : await writeDecided(tx, items, okIndexes);
@@ -173,6 +205,56 @@ function splitPoint(items: readonly GroupItem[]): number | undefined {
 }
 
 /**
+ * Whether applying the group at once can only agree with applying it one by one: every key
+ * once, no chain, no timeout (its deadline needs a second statement), and no account's spendable
+ * balance (posted credits − posted debits − pending debits) rises after it fell. Then each
+ * prefix of the group leaves every account at or above the lower of its start and its end, so
+ * if ledger_write's aggregated check passes at the end (and the account was ≥ 0 before, by the
+ * no-overdraft CHECK), no transfer would have been refused serially either.
+ */
+export function atOnceIsSerial(items: readonly GroupItem[]): boolean {
+  const keys = new Set<string>();
+  const fell = new Set<bigint>();
+  for (const { transfer, linked } of items) {
+    if (linked || transfer.timeoutS !== null || keys.has(transfer.idemKey)) return false;
+    keys.add(transfer.idemKey);
+    const deltas = new Map<bigint, bigint>();
+    for (const e of transfer.entries) {
+      const change = e.direction === "D" ? -e.amount : transfer.pending ? 0n : e.amount;
+      deltas.set(e.accountId, (deltas.get(e.accountId) ?? 0n) + change);
+    }
+    for (const [account, delta] of deltas) {
+      if (delta > 0n && fell.has(account)) return false;
+      if (delta < 0n) fell.add(account);
+    }
+  }
+  return true;
+}
+
+/**
+ * The fast path: the whole group as ONE autocommit ledger_write call (one round trip, one
+ * database transaction), when `atOnceIsSerial` says its outcome can only be every transfer `ok`
+ * or `exists`. Anything ledger_write refuses (funds, an account, a key used otherwise, a
+ * trigger) rolls the call back whole and answers undefined: the group then takes the decided
+ * path, which finds whose fate it is. A lost link is rethrown, as on that path.
+ */
+async function writeAtOnce(
+  db: Database,
+  items: readonly GroupItem[],
+): Promise<TransferOutcome[] | undefined> {
+  try {
+    const written = await applyTransfers(
+      db,
+      items.map((item) => ({ transfer: item.transfer, reversesId: null })),
+    );
+    return written.map((r) => ({ code: r.replayed ? "exists" : "ok", transaction: r.transaction }));
+  } catch (error) {
+    if (sqlErrors.is(error, "SQL_UNAVAILABLE")) throw error;
+    return undefined;
+  }
+}
+
+/**
  * Writes `items` in one database transaction and answers one outcome per item, in order (see
  * the module comment for the re-decide and split-and-retry rules). A transfer (or chain)
  * the database refuses even alone gets `write_failed` with the error; the call rejects only
@@ -184,6 +266,10 @@ export async function writeTransferGroup(
   options: GroupWriteOptions = {},
 ): Promise<TransferOutcome[]> {
   if (items.length === 0) return [];
+  if (atOnceIsSerial(items)) {
+    const outcomes = await writeAtOnce(db, items);
+    if (outcomes !== undefined) return outcomes;
+  }
   const maxRedecides = options.maxRedecides ?? 3;
   for (let attempt = 0; ; attempt++) {
     try {

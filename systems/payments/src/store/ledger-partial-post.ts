@@ -52,7 +52,8 @@ function twoLegs(hold: LedgerTransaction): { from: bigint; to: bigint; currency:
 /**
  * Posts `amountMinor` of pending hold `holdId` and releases the rest, inside `tx` (see the module
  * comment). LEDGER_TRANSFER_INVALID when the amount is not strictly inside (0, hold amount);
- * LEDGER_TRANSACTION_NOT_PENDING when the hold was already posted in full.
+ * LEDGER_TRANSACTION_NOT_PENDING when the hold was already posted in full; LEDGER_PENDING_EXPIRED
+ * past the hold's timeout (016).
  */
 export async function postPartially(
   tx: Queryable,
@@ -60,8 +61,8 @@ export async function postPartially(
   request: PartialPostRequest,
 ): Promise<LedgerTransaction> {
   // The hold row is locked first, then (settlePending, applyTransfers) the accounts: the ledger's one lock order.
-  const { rows } = await tx.query<{ status: string }>(
-    "SELECT status FROM transactions WHERE id = $1 FOR NO KEY UPDATE",
+  const { rows } = await tx.query<{ status: string; expired: boolean }>(
+    "SELECT status, coalesce(expires_at <= now(), false) AS expired FROM transactions WHERE id = $1 FOR NO KEY UPDATE",
     [holdId],
   );
   const status = rows[0]?.status;
@@ -81,6 +82,10 @@ export async function postPartially(
     });
   }
   const [hold] = await loadTransactions(tx, [holdId]);
+  if (rows[0]!.expired) {
+    const fields = { id: holdId.toString(), expiresAt: hold!.expiresAt?.toISOString() };
+    throw ledgerErrors.create("LEDGER_PENDING_EXPIRED", { fields });
+  }
   const legs = twoLegs(hold!);
   if (request.amountMinor <= 0n || request.amountMinor >= legs.amount) {
     const reason = `a partial post takes 1..${legs.amount - 1n} of this hold (all of it: post the hold)`;

@@ -205,8 +205,8 @@ export async function settlePending(
 ): Promise<LedgerTransaction> {
   const id = checkId(transactionId, "transactionId");
   // The transaction row first, then its accounts: the one lock order every writer follows.
-  const { rows } = await tx.query<{ status: TransactionStatus }>(
-    "SELECT status FROM transactions WHERE id = $1 FOR NO KEY UPDATE",
+  const { rows } = await tx.query<{ status: TransactionStatus; expired: boolean }>(
+    "SELECT status, coalesce(expires_at <= now(), false) AS expired FROM transactions WHERE id = $1 FOR NO KEY UPDATE",
     [id],
   );
   const status = rows[0]?.status;
@@ -218,6 +218,12 @@ export async function settlePending(
     throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_PENDING", {
       fields: { id: String(id), status, outcome },
     });
+  }
+  // Past its deadline a hold can only be voided (TigerBeetle's pending_transfer_expired), by the
+  // database's clock: the expirer releases it, or a void does.
+  if (outcome === "posted" && rows[0]!.expired) {
+    const fields = { id: String(id), expiresAt: current!.expiresAt?.toISOString() };
+    throw ledgerErrors.create("LEDGER_PENDING_EXPIRED", { fields });
   }
   const legs = legsByAccount(current!.entries);
   await lockAccounts(tx, legs);
@@ -396,7 +402,7 @@ export class LedgerRepository {
     if (this.#group !== undefined)
       return transferResultOf(await this.#group.submit(transfer), transfer.idemKey);
     // One autocommit statement: ledger_write locks, writes and checks in the server (PY-09, PY-14).
-    const [result] = await applyTransfers(this.#db, [{ transfer, reversesId: null }]);
+    const [result] = await this.#apply([{ transfer, reversesId: null }]);
     return result!;
   }
 
@@ -412,7 +418,42 @@ export class LedgerRepository {
     }
     const batch = requests.map((request) => ({ transfer: normalizeTransfer(request), reversesId: null }));
     // One statement is one transaction: the batch commits whole or not at all.
-    return applyTransfers(this.#db, batch);
+    return this.#apply(batch);
+  }
+
+  /** applyTransfers as one autocommit statement, or in a transaction when a deadline is set after it. */
+  #apply(batch: Parameters<typeof applyTransfers>[1]): Promise<TransferResult[]> {
+    if (batch.every((p) => p.transfer.timeoutS === null)) return applyTransfers(this.#db, batch);
+    return this.#db.transaction((tx) => applyTransfers(tx, batch), READ_COMMITTED);
+  }
+
+  /**
+   * Voids up to `limit` pending transfers whose deadline has passed (016), soonest first, each in
+   * its own transaction (settlePending: its row, then its accounts, the one lock order). A hold
+   * posted or voided meanwhile is skipped. Answers how many it voided.
+   */
+  async voidExpired(limit = 100): Promise<number> {
+    if (!(Number.isInteger(limit) && limit >= 1 && limit <= 10_000))
+      throw new RangeError(`limit must be an integer in [1, 10000], got ${limit}`);
+    const { rows } = await this.#db.query<{ id: bigint }>(
+      `SELECT id FROM transactions WHERE status = 'pending' AND expires_at <= now()
+        ORDER BY expires_at LIMIT $1`,
+      [limit],
+    );
+    let voided = 0;
+    for (const { id } of rows) {
+      const done = await this.#db.transaction(async (tx) => {
+        const { rows: still } = await tx.query<{ id: bigint }>(
+          "SELECT id FROM transactions WHERE id = $1 AND status = 'pending' FOR NO KEY UPDATE SKIP LOCKED",
+          [id],
+        );
+        if (still.length === 0) return false; // settled meanwhile, or being settled now
+        await settlePending(tx, id, "voided");
+        return true;
+      }, READ_COMMITTED);
+      if (done) voided += 1;
+    }
+    return voided;
   }
 
   /** Posts a pending hold: its amounts move from pending to posted. Posting twice is a no-op. */

@@ -39,6 +39,9 @@ export interface LedgerTransaction {
   reversesId: bigint | null;
   metadata: Metadata;
   createdAt: Date;
+  /** A pending transfer's timeout (seconds) and the deadline it gave, by the database's clock; else null. */
+  timeoutS: number | null;
+  expiresAt: Date | null;
   entries: LedgerEntry[];
 }
 
@@ -61,6 +64,8 @@ export interface TransactionRow {
   reverses_id: bigint | null;
   metadata: Metadata;
   created_at: Date;
+  timeout_s?: number | null;
+  expires_at?: Date | null;
 }
 
 export interface EntryRow {
@@ -72,7 +77,8 @@ export interface EntryRow {
   amount: bigint;
 }
 
-export const TRANSACTION_COLUMNS = "id, idem_key, status, reverses_id, metadata, created_at";
+export const TRANSACTION_COLUMNS =
+  "id, idem_key, status, reverses_id, metadata, created_at, timeout_s, expires_at";
 export const ENTRY_COLUMNS = "id, transaction_id, account_id, currency, direction, amount";
 
 export function toEntry(row: EntryRow): LedgerEntry {
@@ -94,6 +100,8 @@ export function toTransaction(row: TransactionRow, entries: LedgerEntry[]): Ledg
     reversesId: row.reverses_id,
     metadata: row.metadata,
     createdAt: row.created_at,
+    timeoutS: row.timeout_s ?? null,
+    expiresAt: row.expires_at ?? null,
     entries,
   };
 }
@@ -237,5 +245,42 @@ export async function applyTransfers(on: Queryable, batch: readonly Pending[]): 
   // Every transfer has ≥ 2 entries, so each ordinal came back; a hole would be a bug in the function.
   if (results.length !== batch.length || results.includes(undefined as never))
     throw new Error(`ledger_write answered ${results.length} of ${batch.length} transfers`);
+  if (batch.some((p) => p.transfer.pending)) await applyDeadlines(on, batch, results);
   return results;
+}
+
+/**
+ * Pending transfers' deadlines (016): the ones just created with a timeout get theirs, set by
+ * the database's clock in the same database transaction (`on` must be one when any transfer has a
+ * timeout, or the row could commit without it); replayed pending ones read back what they have.
+ */
+async function applyDeadlines(on: Queryable, batch: readonly Pending[], results: TransferResult[]) {
+  const ids: string[] = [];
+  const timeouts: (number | null)[] = [];
+  for (let i = 0; i < batch.length; i++) {
+    const { transfer } = batch[i]!;
+    const result = results[i]!;
+    if (!transfer.pending || (!result.replayed && transfer.timeoutS === null)) continue;
+    ids.push(result.transaction.id.toString());
+    timeouts.push(result.replayed ? null : transfer.timeoutS);
+  }
+  if (ids.length === 0) return;
+  const { rows } = await on.query<{ id: bigint; timeout_s: number | null; expires_at: Date | null }>(
+    `WITH u AS (SELECT * FROM unnest($1::int8[], $2::int4[]) u(id, s)),
+          set AS (UPDATE transactions t SET timeout_s = u.s, expires_at = now() + make_interval(secs => u.s)
+                    FROM u WHERE t.id = u.id AND u.s IS NOT NULL
+                  RETURNING t.id, t.timeout_s, t.expires_at)
+     SELECT id, timeout_s, expires_at FROM set
+     UNION ALL
+     SELECT t.id, t.timeout_s, t.expires_at FROM transactions t JOIN u ON u.id = t.id WHERE u.s IS NULL`,
+    [ids, timeouts],
+    { name: "ledger_deadlines" },
+  );
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  for (const result of results) {
+    const row = byId.get(result.transaction.id);
+    if (row === undefined) continue;
+    result.transaction.timeoutS = row.timeout_s;
+    result.transaction.expiresAt = row.expires_at;
+  }
 }
