@@ -2,7 +2,7 @@
  * The service as main() starts it — embedded PGlite in a temporary CASEBOOK_DATA, the
  * in-process timeline twin (or Redis when `REDIS_URL` is passed) — with the fan-out worker's
  * loop off, so a test decides when the queue drains (`drain()`), plus small API helpers.
- * Small thresholds by default: 3 list writes/s × 1 s target → push up to 3 followers,
+ * Small thresholds by default, no celebrity cache: 3 list writes/s × 1 s target → push up to 3 followers,
  * push-active up to 6 (active share 0.5), pull above.
  */
 import { mkdtemp, rm } from "node:fs/promises";
@@ -36,6 +36,9 @@ export const SMALL_THRESHOLDS = {
   FEED_FANOUT_WRITES_PER_S: "3",
   FEED_DELAY_TARGET_MS: "1s",
   FEED_ACTIVE_SHARE: "0.5",
+  // No celebrity cache by default: a test reads right after a post. The cache's own
+  // behaviour (TTL, shared misses) is tested in celebrity-cache.test.ts.
+  FEED_CELEBRITY_CACHE_TTL_MS: "0",
 } as const;
 
 export async function openFeed(env: Record<string, string> = {}): Promise<FeedFixture> {
