@@ -9,10 +9,16 @@ function fakePosts(ids: bigint[]) {
   let queries = 0;
   return {
     queries: () => queries,
-    recentOf: async (_author: bigint, range: { beforeId?: bigint; limit: number }): Promise<TimelineEntry[]> => {
+    recentOf: async (
+      _author: bigint,
+      range: { beforeId?: bigint; limit: number },
+    ): Promise<TimelineEntry[]> => {
       queries++;
       await new Promise((resolve) => setImmediate(resolve));
-      return ids.filter((id) => range.beforeId === undefined || id < range.beforeId).slice(0, range.limit).map((id) => ({ id, atMs: 0 }));
+      return ids
+        .filter((id) => range.beforeId === undefined || id < range.beforeId)
+        .slice(0, range.limit)
+        .map((id) => ({ id, atMs: 0 }));
     },
   };
 }

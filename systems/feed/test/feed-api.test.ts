@@ -20,7 +20,8 @@ let nextId = 100;
 /** A fresh account id per use, so the tests share one service without meeting. */
 const acct = () => nextId++;
 const idsOf = (body: { posts: { id: string }[] }) => body.posts.map((p) => p.id);
-const listOf = async (userId: number) => (await f.running.timelines.read(BigInt(userId), { limit: 200 })).ids.map(String);
+const listOf = async (userId: number) =>
+  (await f.running.timelines.read(BigInt(userId), { limit: 200 })).ids.map(String);
 
 test("FD-09 the post is durable and its event queued before the answer; the author waits for no list write, and a stalled fan-out delays only the followers' freshness", async () => {
   const [author, reader] = [acct(), acct()];
@@ -126,9 +127,10 @@ test("FD-08 push-active: between the thresholds only followers active in the las
     await f.feed(r); // every list exists…
   }
   // …but the idle ones last opened the app 30 days ago.
-  await f.running.db.query("UPDATE accounts SET last_active_at = now() - interval '30 days' WHERE id = ANY($1::int8[])", [
-    idle.map(String),
-  ]);
+  await f.running.db.query(
+    "UPDATE accounts SET last_active_at = now() - interval '30 days' WHERE id = ANY($1::int8[])",
+    [idle.map(String)],
+  );
   await f.drain();
   const id = await f.post(author, "for the active");
   await f.drain();
@@ -143,7 +145,8 @@ test("FD-17 a redelivered fan-out event duplicates nothing", async () => {
   await f.drain();
   const id = await f.post(author, "once");
   await f.drain();
-  for (let i = 0; i < 3; i++) await f.running.fanout.handle({ kind: "post", actorId: BigInt(author), targetId: BigInt(id) });
+  for (let i = 0; i < 3; i++)
+    await f.running.fanout.handle({ kind: "post", actorId: BigInt(author), targetId: BigInt(id) });
   assert.deepEqual(await listOf(reader), [id]);
   assert.deepEqual(idsOf((await f.feed(reader)).body), [id]);
 });
