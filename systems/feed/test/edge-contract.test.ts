@@ -1,28 +1,42 @@
 /**
- * The edge contract every HTTP service passes (packages/lab/src/edge-contract-suite.ts),
- * on feed started by main() as in production. No route takes a body yet, so only the
- * ops-routes part applies (405 with Allow, 404). With the first write route, switch to
- * `edgeContractSuite`: declare the route and a valid body, each field's JSON type, a string
- * field, the body limit, a wrong method and its Allow, the credentials (or why there are
- * none), and a `stateProbe()` reading what the write changes (a list endpoint, a counter).
+ * The edge contract every HTTP service passes (packages/lab/src/edge-contract-suite.ts), on
+ * feed started by main() as in production, for its write route POST /v1/users/{id}/posts:
+ * wrong JSON types, NUL and lone surrogates, an oversize body, a wrong method with Allow, and
+ * a refused request changing nothing (the author feed is the state probe).
  */
-import { opsEdgeContractSuite } from "@casebook/lab/edge-contract-suite";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defaultBodyLimitBytes } from "@casebook/infra/http/service";
+import { edgeContractSuite } from "@casebook/lab/edge-contract-suite";
 import { main } from "../src/main.ts";
 
-/** The service's whole state so far: its build info line on /metrics. */
-const BUILD_INFO = "feed_build_info";
-
-opsEdgeContractSuite({
+edgeContractSuite({
   name: "feed",
   open: async () => {
-    const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
-    const metrics = async () => (await running.service.app.inject({ url: "/metrics" })).body;
+    const dir = await mkdtemp(join(tmpdir(), "casebook-feed-edge-"));
+    const running = await main(
+      { PORT: "0", LOG_LEVEL: "silent", CASEBOOK_DATA: dir },
+      { startWorker: false },
+    );
     return {
       subject: {
         service: running.service,
-        stateProbe: async () => (await metrics()).split("\n").filter((line) => line.startsWith(BUILD_INFO)),
+        stateProbe: async () =>
+          (await running.service.app.inject({ url: "/v1/users/7/posts?limit=100" })).json(),
       },
-      close: () => running.close(),
+      close: async () => {
+        await running.close();
+        await rm(dir, { recursive: true, force: true });
+      },
     };
+  },
+  write: { method: "POST", url: "/v1/users/7/posts", body: { text: "hello" } },
+  fields: { "/text": "string" },
+  stringField: "/text",
+  bodyLimitBytes: defaultBodyLimitBytes,
+  wrongMethod: { method: "PUT", allow: "GET, HEAD, POST" },
+  auth: {
+    none: "this slice acts as the user named in the path; API keys per user are listed as remaining in the README",
   },
 });

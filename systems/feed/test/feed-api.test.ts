@@ -6,6 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { systemClock } from "@casebook/kit/clock";
+import { HomeFeed } from "../src/domain/home-feed.ts";
 import { type FeedFixture, openFeed } from "./feed-fixture.ts";
 
 let f: FeedFixture;
@@ -227,4 +229,37 @@ test("bad input is a 4xx naming the field: a post too long, following yourself, 
   assert.equal(id.status, 400);
   assert.match(JSON.stringify(id.json), /userId/);
   assert.equal((await f.call("POST", `/v1/users/${u}/reposts`, { postId: "999999" })).status, 404);
+});
+
+test("FD-04 pull for everyone (every author in the pull tier): the read fetches each followee's recent posts — one query per followee, O(N) — and sorts them", async () => {
+  // The same stores, read by a HomeFeed whose thresholds put every author in the pull tier.
+  const { timelines, posts, graph } = f.running;
+  let queries = 0;
+  const pullAll = new HomeFeed({
+    timelines,
+    posts,
+    graph,
+    clock: systemClock,
+    thresholds: () => ({ fullPushMax: 0, activePushMax: 0 }),
+    cap: 128,
+    rebuildMaxAgeMs: 86_400_000,
+    maxRebuilds: 4,
+    newOwner: () => "pull-all",
+    celebrityIds: async (author, before, limit) => {
+      queries++;
+      return (await posts.recentOf(author, { beforeId: before, limit })).map((e) => e.id);
+    },
+  });
+  const reader = acct();
+  const authors = [acct(), acct(), acct(), acct()];
+  for (const a of authors) await f.follow(reader, a);
+  const ids = [];
+  for (const a of authors) ids.push(await f.post(a, `from ${a}`));
+  const page = await pullAll.read(BigInt(reader), { limit: 50 });
+  assert.deepEqual(
+    page.posts.map((p) => String(p.id)),
+    ids.slice().reverse(),
+  );
+  assert.equal(queries, authors.length, "one query per followee");
+  await f.drain(); // leave the queue empty for the other tests
 });

@@ -68,7 +68,7 @@ contractSuite("timeline store", [inProcessTimelines, redisTimelines], (it) => {
     await withList(h, u);
     await store.pushMany([u], entryOf(pid(4)));
     if (h.redis) {
-      const members = await h.redis.zrange(`tl:{${u}}`, 0, -1);
+      const members = await h.redis.zrange(`tl:{${u}}`, "0", "-1");
       for (const m of members) assert.match(m, /^\d{1,19}$/);
     }
     assert.deepEqual((await store.read(u, { limit: 5 })).ids, [pid(4)]);
