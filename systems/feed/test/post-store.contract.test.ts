@@ -13,6 +13,7 @@ import { fanoutOutbox } from "../src/store/fanout-outbox.ts";
 import { GraphStore } from "../src/store/graph-store.ts";
 import { migrateFeed } from "../src/store/migrate.ts";
 import { PostStore } from "../src/store/post-store.ts";
+import { seedGraph } from "../src/store/seed-graph.ts";
 
 const NOW = Date.UTC(2026, 5, 1);
 const pid = (atMs: number, seq = 0) => snowflakeFloor(atMs) + BigInt(seq);
@@ -119,6 +120,34 @@ contractSuite(
         pulled.map((e) => e.id),
         recent.slice().reverse().slice(0, 3),
       );
+    });
+
+    it("the seed's power-law graph: the top author is followed by topShare of users, counts match the edges, about activeShare are active", async ({
+      db,
+    }) => {
+      const seeded = await seedGraph(db, {
+        users: 2_000,
+        topShare: 0.25,
+        alpha: 1,
+        minFollowers: 5,
+        activeShare: 0.3,
+        nowMs: NOW,
+      });
+      assert.equal(seeded.authors, 100);
+      const { rows } = await db.query<{ id: bigint; follower_count: number; edges: bigint }>(
+        `SELECT a.id, a.follower_count, (SELECT count(*) FROM follows f WHERE f.followee_id = a.id) AS edges
+           FROM accounts a WHERE a.id IN (1, 2, 100) ORDER BY a.id`,
+      );
+      // topShare × users / rank, less one where the spread lands on the author itself (no self-follows).
+      const expected = [500, 250, 5];
+      for (const [i, r] of rows.entries())
+        assert.ok(Math.abs(r.follower_count - expected[i]!) <= 1, `${r.id}: ${r.follower_count}`);
+      for (const r of rows) assert.equal(BigInt(r.follower_count), r.edges);
+      const active = await db.query<{ n: bigint }>(
+        "SELECT count(*) AS n FROM accounts WHERE id <= 2000 AND last_active_at IS NOT NULL",
+      );
+      const share = Number(active.rows[0]!.n) / 2_000;
+      assert.ok(share > 0.25 && share < 0.35, String(share));
     });
   },
 );
