@@ -1,14 +1,16 @@
 /**
- * FD-18 on the real Redis: the service with REDIS_URL (its own key prefix), every list lost
+ * FD-18 on the real engines: the service with REDIS_URL (its own key prefix) and PostgreSQL
+ * (a fresh schema, dropped after), every list lost
  * at once (as a restarted cache node loses them) while many users open their feed together.
  * Concurrent rebuilds never exceed FEED_MAX_REBUILDS and every feed is complete afterwards.
- * Whether some read lands past the cap (206) depends on timing here (PGlite serializes the
- * reads' SQL, which staggers them); rebuild.test.ts proves the 206 path deterministically.
+ * Whether some read lands past the cap (206) depends on timing here; rebuild.test.ts proves the 206 path deterministically.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
-import { requireRedis, uniqueName } from "@casebook/lab/test-engines";
+import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
+import { requirePostgres, requireRedis, uniqueName } from "@casebook/lab/test-engines";
+import { migrateFeed } from "../src/store/migrate.ts";
 import { openFeed } from "./feed-fixture.ts";
 
 const USERS = 40;
@@ -16,9 +18,17 @@ const MAX_REBUILDS = 3;
 
 test("FD-18 every list lost under 40 simultaneous readers: rebuilds stay within the cap (reads past it answer 206), all feeds correct afterwards", async (t) => {
   const url = await requireRedis(t);
-  if (!url) return;
+  const pgUrl = await requirePostgres(t);
+  if (!url || !pgUrl) return;
   const prefix = `feed:${uniqueName("loss")}:`;
+  const schema = await openPostgresTestSchema(pgUrl, {
+    system: "feed",
+    prefix: "feed_loss",
+    prepare: migrateFeed,
+  });
   const f = await openFeed({
+    DATABASE_URL: pgUrl,
+    FEED_DB_SCHEMA: schema.schema,
     REDIS_URL: url,
     FEED_REDIS_PREFIX: prefix,
     FEED_MAX_REBUILDS: String(MAX_REBUILDS),
@@ -69,5 +79,6 @@ test("FD-18 every list lost under 40 simultaneous readers: rebuilds stay within 
     if (keys.length > 0) await redis.unlink(...keys.map((k) => k.slice(prefix.length)));
     await closeRedis(redis);
     await f.close();
+    await schema.drop();
   }
 });
