@@ -77,18 +77,28 @@ export class Fanout {
     if (tier === "pull") return { tier, written, attempted };
     const activeSinceMs =
       tier === "push-active" ? this.#o.clock.nowMs() - this.#o.activeDays * DAY_MS : undefined;
+    // One page's writes stay in flight while the next page is read: the SQL round trip and
+    // the Redis pipeline overlap instead of taking turns (at most one batch in flight).
+    let inFlight: Promise<number> = Promise.resolve(0);
     let afterId = 0n;
-    for (let page = 0; page < MAX_FOLLOWER_PAGES; page++) {
-      const followers = await graph.followersPage(authorId, {
-        afterId,
-        limit: this.#o.pageSize,
-        activeSinceMs,
-      });
-      if (followers.length === 0) break;
-      written += await timelines.pushMany(followers, entry);
-      attempted += followers.length;
-      afterId = followers.at(-1)!;
-      if (followers.length < this.#o.pageSize) break;
+    try {
+      for (let page = 0; page < MAX_FOLLOWER_PAGES; page++) {
+        const followers = await graph.followersPage(authorId, {
+          afterId,
+          limit: this.#o.pageSize,
+          activeSinceMs,
+        });
+        written += await inFlight;
+        inFlight = Promise.resolve(0);
+        if (followers.length === 0) break;
+        inFlight = timelines.pushMany(followers, entry);
+        attempted += followers.length;
+        afterId = followers.at(-1)!;
+        if (followers.length < this.#o.pageSize) break;
+      }
+    } finally {
+      // Settle the last batch before returning or rethrowing: never leave a write behind.
+      written += await inFlight;
     }
     return { tier, written, attempted };
   }
