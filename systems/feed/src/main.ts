@@ -34,6 +34,7 @@ import { registerApi } from "./api/register-api.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
 import { Fanout } from "./domain/fanout.ts";
 import { HomeFeed } from "./domain/home-feed.ts";
+import { RankedFeed } from "./domain/ranked-feed.ts";
 import { deriveThresholds, type Thresholds } from "./domain/tiers.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
@@ -51,6 +52,10 @@ export const VERSION = packageJson.version;
 /** FD-19: `SET lock:rebuild:{user} NX PX 5000`. */
 const REBUILD_LOCK_MS = 5_000;
 const DAY_MS = 86_400_000;
+/** FD-22: candidates ranked per session ("e.g. 200 or 500"), kept 30 minutes, recency half-life 6 h. */
+const RANKED_CANDIDATES = 200;
+const RANKED_SESSION_TTL_MS = 1_800_000;
+const RANKED_HALF_LIFE_MS = 6 * 3_600_000;
 
 export interface RunningSystem {
   readonly url: string;
@@ -152,6 +157,16 @@ export async function main(
         celebrityIds: (author, before, limit) => celebrities.ids(author, before, limit),
         onRebuild: (outcome) => metrics?.rebuilds.inc({ outcome }),
       });
+      const ranked = new RankedFeed({
+        feed,
+        rankings: timelines,
+        posts,
+        clock,
+        newSession: () => randomBytes(12).toString("base64url"),
+        candidates: RANKED_CANDIDATES,
+        sessionTtlMs: RANKED_SESSION_TTL_MS,
+        halfLifeMs: RANKED_HALF_LIFE_MS,
+      });
       const runsWorker = config.role !== "api";
       metrics = createMetrics(
         service.registry,
@@ -164,7 +179,7 @@ export async function main(
       );
       const m = metrics;
       if (config.role !== "fanout")
-        await registerApi(service.app, { posts, graph, feed, ids, clock, authorFeedMaxAgeS: 5 });
+        await registerApi(service.app, { posts, graph, feed, ranked, ids, clock, authorFeedMaxAgeS: 5 });
       const worker = runsWorker
         ? new FanoutWorker(db, {
             fanout,

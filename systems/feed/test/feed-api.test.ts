@@ -263,3 +263,42 @@ test("FD-04 pull for everyone (every author in the pull tier): the read fetches 
   assert.equal(queries, authors.length, "one query per followee");
   await f.drain(); // leave the queue empty for the other tests
 });
+
+test("FD-22 the ranked feed pages by position in a per-session ranking: every candidate once, a post arriving mid-session shifts nothing, an id cursor does not apply", async () => {
+  const [prolific, other, reader] = [acct(), acct(), acct()];
+  await f.follow(reader, prolific);
+  await f.follow(reader, other);
+  await f.feed(reader);
+  await f.drain();
+  const ids = [];
+  ids.push(await f.post(other, "other"));
+  for (let i = 0; i < 4; i++) ids.push(await f.post(prolific, `p${i}`));
+  await f.drain();
+  const first = await f.call("GET", `/v1/users/${reader}/feed/ranked?limit=2`);
+  assert.equal(first.status, 200);
+  assert.equal(first.headers.get("cache-control"), "private, no-store");
+  const page1 = first.json as { posts: { id: string }[]; nextCursor: string };
+  const late = await f.post(prolific, "mid-session");
+  await f.drain();
+  const seen = [...idsOf(page1)];
+  let cursor: string | null = page1.nextCursor;
+  while (cursor) {
+    const next = (await f.call("GET", `/v1/users/${reader}/feed/ranked?limit=2&cursor=${cursor}`)).json as {
+      posts: { id: string }[];
+      nextCursor: string | null;
+    };
+    seen.push(...idsOf(next));
+    cursor = next.nextCursor;
+  }
+  assert.deepEqual(
+    [...seen].sort(),
+    [...ids].sort(),
+    "each candidate exactly once; the late post waits for a new session",
+  );
+  assert.ok(!seen.includes(late));
+  assert.ok(seen.indexOf(ids[0]!) < 4, "diversity lets the other author above the prolific one's 4th post");
+  const idCursor = (await f.feed(reader, "?limit=1")).body.nextCursor!;
+  const refused = await f.call("GET", `/v1/users/${reader}/feed/ranked?cursor=${idCursor}`);
+  assert.equal(refused.status, 400);
+  assert.equal((refused.json as { field?: string }).field, "cursor");
+});

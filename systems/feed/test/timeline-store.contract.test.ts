@@ -135,4 +135,16 @@ contractSuite("timeline store", [inProcessTimelines, redisTimelines], (it) => {
     assert.equal(await store.remove(u, [pid(1), pid(3), pid(99)]), 2);
     assert.deepEqual((await store.read(u, { limit: 5 })).ids, [pid(2)]);
   });
+
+  it("FD-22 a session's ranking is stored in order and read by position; an expired session reads as missing", async (h) => {
+    const [store] = h.stores;
+    const u = user();
+    await store.saveRanking(u, "session-1", [pid(3), pid(1), pid(2)], 300);
+    assert.deepEqual(await store.rankingPage(u, "session-1", 0, 2), [pid(3), pid(1)]);
+    assert.deepEqual(await store.rankingPage(u, "session-1", 2, 2), [pid(2)]);
+    await store.saveRanking(u, "empty", [], 300);
+    assert.deepEqual(await store.rankingPage(u, "empty", 0, 2), []);
+    await h.passMs(350);
+    assert.equal(await store.rankingPage(u, "session-1", 0, 2), undefined);
+  });
 });

@@ -84,6 +84,19 @@ export const feedPage = {
   },
 } as const;
 
+export const rankedPage = {
+  type: "object",
+  required: ["posts", "nextCursor", "partial"],
+  properties: {
+    posts: { type: "array", items: postView },
+    nextCursor: { type: ["string", "null"], description: "The next positions of this session's ranking" },
+    partial: {
+      type: "boolean",
+      description: "The timeline was being rebuilt when the session was ranked (HTTP 206)",
+    },
+  },
+} as const;
+
 export interface PageQuery {
   limit: number;
   cursor?: string;

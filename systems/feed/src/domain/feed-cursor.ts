@@ -13,6 +13,30 @@ import { errors } from "../errors.ts";
 
 export type FeedCursor = { readonly before: bigint } | { readonly since: bigint };
 
+/** FD-22: a position in a session's stored ranking; the id cursor does not apply there. */
+export interface RankedCursor {
+  readonly session: string;
+  readonly offset: number;
+}
+
+const RANKED_SHAPE = /^r:([A-Za-z0-9_-]{8,32}):(0|[1-9][0-9]{0,3})$/;
+
+export function encodeRankedCursor(cursor: RankedCursor): string {
+  return Buffer.from(`r:${cursor.session}:${cursor.offset}`, "utf8").toString("base64url");
+}
+
+/** A ranked cursor a client sent back; FEED_CURSOR_INVALID naming `field` otherwise (an id cursor included). */
+export function decodeRankedCursor(text: string, field: string): RankedCursor {
+  const match =
+    text.length <= MAX_CURSOR_CHARS
+      ? RANKED_SHAPE.exec(Buffer.from(text, "base64url").toString("utf8"))
+      : null;
+  const cursor = match ? { session: match[1]!, offset: Number(match[2]) } : undefined;
+  if (!cursor || encodeRankedCursor(cursor) !== text)
+    throw errors.create("FEED_CURSOR_INVALID", { fields: { field } });
+  return cursor;
+}
+
 const SHAPE = /^([bs]):([1-9][0-9]{0,18})$/;
 const MAX_CURSOR_CHARS = 64;
 

@@ -62,6 +62,23 @@ const listAdd: ScriptTwin = (ks, [list], [id, cap]) => {
 
 const listRead: ScriptTwin = (ks, [list], [count]) => ks.lrange(list!, 0, Number(count) - 1);
 
+const rankingSave: ScriptTwin = (ks, [ranking], [ttlMs, ids]) => {
+  ks.del(ranking!);
+  let n = 0;
+  for (const [id] of ids!.matchAll(/\d+/g)) {
+    ks.rpush(ranking!, id);
+    n++;
+  }
+  if (n === 0) ks.rpush(ranking!, "0");
+  ks.pexpire(ranking!, Number(ttlMs));
+  return n;
+};
+
+const rankingPage: ScriptTwin = (ks, [ranking], [start, count]) => {
+  if (!ks.exists(ranking!)) return [0];
+  return [1, ...ks.lrange(ranking!, Number(start), Number(start) + Number(count) - 1)];
+};
+
 /** One twin per script of `scripts/`, under the script's name (InProcessScriptRunner checks both ways). */
 export const timelineTwins: Readonly<Record<string, ScriptTwin>> = {
   "timeline-add": timelineAdd,
@@ -72,4 +89,6 @@ export const timelineTwins: Readonly<Record<string, ScriptTwin>> = {
   "timeline-remove": timelineRemove,
   "list-add": listAdd,
   "list-read": listRead,
+  "ranking-save": rankingSave,
+  "ranking-page": rankingPage,
 };

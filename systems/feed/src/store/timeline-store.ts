@@ -38,6 +38,7 @@ export interface TimelineStoreOptions {
 export const timelineKey = (userId: bigint): string => `tl:{${userId}}`;
 export const rebuildLockKey = (userId: bigint): string => `lock:rebuild:{${userId}}`;
 export const listKey = (userId: bigint): string => `tll:{${userId}}`;
+export const rankingKey = (userId: bigint, session: string): string => `rank:{${userId}}:${session}`;
 
 export class TimelineStore implements TimelinePort {
   readonly #runner: ScriptRunner;
@@ -155,5 +156,25 @@ export class TimelineStore implements TimelinePort {
   /** The list variant's newest ids, duplicates included (the client dedupes). */
   async listRead(userId: bigint, limit: number): Promise<bigint[]> {
     return ((await this.#runner.run("list-read", [listKey(userId)], [limit])) as string[]).map(BigInt);
+  }
+
+  /** FD-22: a session's ranked ids, kept `ttlMs`. */
+  async saveRanking(userId: bigint, session: string, ids: readonly bigint[], ttlMs: number): Promise<void> {
+    await this.#runner.run("ranking-save", [rankingKey(userId, session)], [ttlMs, ids.join(",")]);
+  }
+
+  /** FD-22: positions [offset, offset + limit) of a session's ranking; undefined when it expired. */
+  async rankingPage(
+    userId: bigint,
+    session: string,
+    offset: number,
+    limit: number,
+  ): Promise<bigint[] | undefined> {
+    const [exists, ...ids] = (await this.#runner.run(
+      "ranking-page",
+      [rankingKey(userId, session)],
+      [offset, limit],
+    )) as [number, ...string[]];
+    return exists === 0 ? undefined : ids.map(BigInt).filter((id) => id !== 0n);
   }
 }
