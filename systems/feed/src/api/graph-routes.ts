@@ -1,0 +1,90 @@
+/**
+ * The social graph, acting as the user in the path:
+ *
+ *   PUT    /v1/users/{userId}/following/{targetId}  204: follow (the followee's recent posts are
+ *                                                   merged into the follower's list by the fan-out)
+ *   DELETE /v1/users/{userId}/following/{targetId}  204: unfollow (their posts leave the list)
+ *   PUT    /v1/users/{userId}/hidden/{targetId}     204: mute or block ({ kind }); filtered at read
+ *   DELETE /v1/users/{userId}/hidden/{targetId}     204
+ *
+ * @example
+ * registerGraphRoutes(scope, { graph, ids, clock });
+ */
+import type { Clock } from "@casebook/kit/clock";
+import type { SnowflakeGenerator } from "@casebook/kit/snowflake";
+import type { FastifyInstance } from "fastify";
+import { errors } from "../errors.ts";
+import type { GraphStore } from "../store/graph-store.ts";
+import { hideBody, targetParams } from "./feed-schemas.ts";
+
+export interface GraphRoutesOptions {
+  readonly graph: GraphStore;
+  readonly ids: SnowflakeGenerator;
+  readonly clock: Clock;
+}
+
+type TargetParams = { userId: string; targetId: string };
+const tags = ["graph"];
+
+function pairOf(params: TargetParams): [bigint, bigint] {
+  if (params.userId === params.targetId)
+    throw errors.create("FOLLOW_INVALID", {
+      detail: "An account cannot follow, mute or block itself.",
+      fields: { field: "targetId" },
+    });
+  return [BigInt(params.userId), BigInt(params.targetId)];
+}
+
+export function registerGraphRoutes(app: FastifyInstance, o: GraphRoutesOptions): void {
+  const schema = (summary: string) => ({
+    summary,
+    tags,
+    errorCodes: ["FOLLOW_INVALID"],
+    params: targetParams,
+  });
+
+  app.put<{ Params: TargetParams }>(
+    "/v1/users/:userId/following/:targetId",
+    { schema: schema("Follow an account") },
+    async (request, reply) => {
+      const [user, target] = pairOf(request.params);
+      await o.graph.follow(user, target, { nowMs: o.clock.nowMs(), eventId: `follow:${o.ids.next()}` });
+      return reply.code(204).send();
+    },
+  );
+
+  app.delete<{ Params: TargetParams }>(
+    "/v1/users/:userId/following/:targetId",
+    { schema: schema("Unfollow an account") },
+    async (request, reply) => {
+      const [user, target] = pairOf(request.params);
+      await o.graph.unfollow(user, target, { nowMs: o.clock.nowMs(), eventId: `unfollow:${o.ids.next()}` });
+      return reply.code(204).send();
+    },
+  );
+
+  app.put<{ Params: TargetParams; Body: { kind: "mute" | "block" } }>(
+    "/v1/users/:userId/hidden/:targetId",
+    {
+      schema: {
+        ...schema("Mute or block an account: its posts are filtered out of your feed"),
+        body: hideBody,
+      },
+    },
+    async (request, reply) => {
+      const [user, target] = pairOf(request.params);
+      await o.graph.hide(user, target, request.body.kind);
+      return reply.code(204).send();
+    },
+  );
+
+  app.delete<{ Params: TargetParams }>(
+    "/v1/users/:userId/hidden/:targetId",
+    { schema: schema("Unmute or unblock an account") },
+    async (request, reply) => {
+      const [user, target] = pairOf(request.params);
+      await o.graph.unhide(user, target);
+      return reply.code(204).send();
+    },
+  );
+}

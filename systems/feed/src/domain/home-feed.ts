@@ -1,0 +1,156 @@
+/**
+ * The home feed's hybrid read (FD-06/13/14/18/19/20):
+ *
+ * 1. In parallel: the user's pre-built list (Redis), the followees in the pull tier, and the
+ *    user's mutes and blocks; then one query per pulled celebrity, in parallel, each through
+ *    a short-TTL cache (FD-13: celebrity posts are read by everyone who follows them).
+ * 2. A missing list (restart, or a user back after months) is rebuilt by pull ONCE: under the
+ *    per-user lock (SET lock:rebuild:{user} NX PX, owner-checked release), within a cap on
+ *    concurrent rebuilds, bounded by count and age (FD-19/20). The pulled entries enter the
+ *    merge as if they came from the list. A read that does not rebuild (lock held elsewhere,
+ *    cap reached) gets what exists and `partial: true` — the API's 206, as Mastodon does.
+ * 3. Merge by Snowflake id, cut at the cursor (never OFFSET, FD-15), fetch the page's content
+ *    in one batch, drop deleted posts (FD-21) and hidden authors, and return the page with a
+ *    `before` cursor for the next page and a `since` cursor for pull-to-refresh.
+ *
+ * @example
+ * const feed = new HomeFeed({ timelines, posts, graph, clock, thresholds: () => t, ... });
+ * const page = await feed.read(42n, { limit: 50 }); // { posts, nextCursor, newerCursor, partial }
+ */
+import type { Clock } from "@casebook/kit/clock";
+import type { FeedCursor } from "./feed-cursor.ts";
+import { mergeIds } from "./feed-merge.ts";
+import type { GraphReader, Post, PostReader, TimelineEntry, TimelinePort } from "./ports.ts";
+import type { Thresholds } from "./tiers.ts";
+
+/** Bound on content fetches one page makes when deleted/hidden posts thin it out. */
+export const MAX_FETCH_ROUNDS = 4;
+
+export interface HomeFeedOptions {
+  readonly timelines: TimelinePort;
+  readonly posts: PostReader;
+  readonly graph: GraphReader;
+  readonly clock: Clock;
+  readonly thresholds: () => Thresholds;
+  /** The list's cap: a rebuild pulls at most this many entries (FD-20's count bound). */
+  readonly cap: number;
+  /** FD-20's age bound: a rebuild pulls nothing older. */
+  readonly rebuildMaxAgeMs: number;
+  /** Cap on rebuilds in flight in this process (FD-18/19). */
+  readonly maxRebuilds: number;
+  /** A fresh owner token for a rebuild lock. */
+  readonly newOwner: () => string;
+  /** Celebrity recent ids, cached with a short TTL (FD-13); a pass-through when the TTL is 0. */
+  readonly celebrityIds: (authorId: bigint, beforeId: bigint | undefined, limit: number) => Promise<bigint[]>;
+  /** Told of every rebuild: whether it ran, and how many entries it pulled. */
+  readonly onRebuild?: (outcome: "rebuilt" | "locked" | "capped" | "lost", entries: number) => void;
+}
+
+export interface FeedPage {
+  readonly posts: Post[];
+  /** `before` cursor for the next (older) page; null when this is the end. */
+  readonly nextCursor: FeedCursor | null;
+  /** `since` cursor for what is newer than this page (pull-to-refresh). */
+  readonly newerCursor: FeedCursor | null;
+  /** True while the list is missing or being rebuilt by another request: what exists now (206). */
+  readonly partial: boolean;
+}
+
+export class HomeFeed {
+  readonly #o: HomeFeedOptions;
+  #rebuildsInFlight = 0;
+
+  constructor(options: HomeFeedOptions) {
+    this.#o = options;
+  }
+
+  get rebuildsInFlight(): number {
+    return this.#rebuildsInFlight;
+  }
+
+  async read(userId: bigint, query: { cursor?: FeedCursor; limit: number }): Promise<FeedPage> {
+    const { cursor, limit } = query;
+    const beforeId = cursor && "before" in cursor ? cursor.before : undefined;
+    const sinceId = cursor && "since" in cursor ? cursor.since : undefined;
+    // Twice the page: room for deleted posts and hidden authors filtered below.
+    const window = limit * 2;
+    const [list, celebrities, hidden] = await Promise.all([
+      this.#o.timelines.read(userId, { beforeId, sinceId, limit: window }),
+      this.#o.graph
+        .pulledFollowees(userId, this.#o.thresholds().activePushMax, Number.MAX_SAFE_INTEGER)
+        .then((ids) => Promise.all(ids.map((id) => this.#o.celebrityIds(id, beforeId, window)))),
+      this.#o.graph.hiddenAuthors(userId),
+    ]);
+    let listIds = list.ids;
+    let partial = list.state === "rebuilding";
+    if (list.state === "missing") {
+      const rebuilt = await this.#rebuild(userId);
+      partial = rebuilt === undefined;
+      listIds = (rebuilt ?? []).map((e) => e.id);
+    }
+    const candidates = mergeIds([listIds, ...celebrities], cursor);
+    const page = await this.#fetchPage(candidates, hidden, limit);
+    const more = page.length === limit || list.ids.length >= window;
+    const first = page[0]?.id ?? sinceId;
+    return {
+      posts: page,
+      nextCursor: page.length > 0 && more ? { before: page.at(-1)!.id } : null,
+      newerCursor: first === undefined ? null : { since: first },
+      partial,
+    };
+  }
+
+  /** Content of the first `limit` candidates that are live and not hidden, in one query per round. */
+  async #fetchPage(
+    candidates: readonly bigint[],
+    hidden: ReadonlySet<bigint>,
+    limit: number,
+  ): Promise<Post[]> {
+    const page: Post[] = [];
+    let next = 0;
+    for (
+      let round = 0;
+      round < MAX_FETCH_ROUNDS && page.length < limit && next < candidates.length;
+      round++
+    ) {
+      const chunk = candidates.slice(next, next + (limit - page.length) * 2);
+      next += chunk.length;
+      const found = await this.#o.posts.postsByIds(chunk);
+      for (const id of chunk) {
+        const post = found.get(id);
+        if (post && !hidden.has(post.authorId) && page.length < limit) page.push(post);
+      }
+    }
+    return page;
+  }
+
+  /**
+   * FD-19: one rebuild per user at a time (the lock), few per process (the cap). Undefined
+   * when this request did not rebuild: the caller answers with what exists (206).
+   */
+  async #rebuild(userId: bigint): Promise<TimelineEntry[] | undefined> {
+    if (this.#rebuildsInFlight >= this.#o.maxRebuilds) {
+      this.#o.onRebuild?.("capped", 0);
+      return undefined;
+    }
+    this.#rebuildsInFlight++;
+    const owner = this.#o.newOwner();
+    try {
+      if (!(await this.#o.timelines.beginRebuild(userId, owner))) {
+        this.#o.onRebuild?.("locked", 0);
+        return undefined;
+      }
+      try {
+        const sinceMs = this.#o.clock.nowMs() - this.#o.rebuildMaxAgeMs;
+        const entries = await this.#o.posts.pullForRebuild(userId, { sinceMs, limit: this.#o.cap });
+        const filled = await this.#o.timelines.fillRebuild(userId, owner, entries);
+        this.#o.onRebuild?.(filled ? "rebuilt" : "lost", entries.length);
+        return entries;
+      } finally {
+        await this.#o.timelines.endRebuild(userId, owner);
+      }
+    } finally {
+      this.#rebuildsInFlight--;
+    }
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * What the feed's mechanisms need from their stores, as interfaces: the domain calls these
+ * and never speaks SQL or Redis (ARCHITECTURE rule 1). `store/` implements them.
+ */
+
+/** One post as the API shows it; `deleted` posts never leave the store (FD-21). */
+export interface Post {
+  readonly id: bigint;
+  readonly authorId: bigint;
+  readonly kind: "post" | "repost";
+  readonly text: string | null;
+  readonly repostOf: bigint | null;
+  readonly createdAtMs: number;
+  readonly editedAtMs: number | null;
+}
+
+/** A timeline entry: a post id and its time (the sorted set's score, FD-11). */
+export interface TimelineEntry {
+  readonly id: bigint;
+  readonly atMs: number;
+}
+
+export type TimelineState = "missing" | "ready" | "rebuilding";
+
+export interface TimelineWindow {
+  /** Newest first, at most `limit`, all strictly below `beforeId` / above `sinceId` when given. */
+  readonly ids: bigint[];
+  readonly state: TimelineState;
+}
+
+/** The home timelines (Redis sorted sets, or the in-process twin): ids only (FD-10). */
+export interface TimelinePort {
+  read(
+    userId: bigint,
+    range: { beforeId?: bigint; sinceId?: bigint; limit: number },
+  ): Promise<TimelineWindow>;
+  /** Takes the user's rebuild lock (SET NX PX) and creates the empty list; false when another holds it. */
+  beginRebuild(userId: bigint, owner: string): Promise<boolean>;
+  /** Writes the pulled entries (fenced by the lock); false when the lock is no longer this owner's. */
+  fillRebuild(userId: bigint, owner: string, entries: readonly TimelineEntry[]): Promise<boolean>;
+  /** Releases the lock if this owner still holds it. */
+  endRebuild(userId: bigint, owner: string): Promise<void>;
+}
+
+/** The post store's read side (PostgreSQL / PGlite). */
+export interface PostReader {
+  /** Live (not deleted) posts of `ids`, in one query; missing and deleted ones are absent. */
+  postsByIds(ids: readonly bigint[]): Promise<Map<bigint, Post>>;
+  /** An author's newest live post entries (FD-13's index range), below `beforeId` when given. */
+  recentOf(authorId: bigint, range: { beforeId?: bigint; limit: number }): Promise<TimelineEntry[]>;
+  /** FD-19/20's bounded pull: newest entries of the authors `userId` follows, newer than `sinceMs`. */
+  pullForRebuild(userId: bigint, bound: { sinceMs: number; limit: number }): Promise<TimelineEntry[]>;
+}
+
+/** The graph's read side. */
+export interface GraphReader {
+  /** Followees of `userId` in the pull tier (follower count above `minFollowers`), at most `limit`. */
+  pulledFollowees(userId: bigint, minFollowers: number, limit: number): Promise<bigint[]>;
+  /** Authors `userId` muted or blocked (filtered at read). */
+  hiddenAuthors(userId: bigint): Promise<Set<bigint>>;
+}
+
+/** What the fan-out reads from the graph. */
+export interface FanoutGraph {
+  followerCount(accountId: bigint): Promise<number>;
+  /** A page of followers after `afterId` (keyset), only the active ones when `activeSinceMs` is given. */
+  followersPage(
+    followeeId: bigint,
+    page: { afterId: bigint; limit: number; activeSinceMs?: number },
+  ): Promise<bigint[]>;
+}
+
+/** What the fan-out writes into the timelines. */
+export interface FanoutTimelines {
+  /** One id into many lists, batched and pipelined (FD-16); resolves to lists written. */
+  pushMany(followerIds: readonly bigint[], entry: TimelineEntry): Promise<number>;
+  mergeInto(userId: bigint, entries: readonly TimelineEntry[]): Promise<void>;
+  remove(userId: bigint, ids: readonly bigint[]): Promise<number>;
+}

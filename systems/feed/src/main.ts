@@ -1,0 +1,229 @@
+/**
+ * Composition root of feed — news feed / timeline (seed 000 §3): config → database
+ * (PostgreSQL or embedded PGlite) and migrations → the timelines (Redis with REDIS_URL, else
+ * the in-process twin) → the fan-out (domain) and its worker (FEED_ROLE all|fanout) → the
+ * home-feed reader and the API (FEED_ROLE all|api) → graceful shutdown. Stateless with Redis
+ * and PostgreSQL: run API replicas and fan-out workers as separate processes.
+ *
+ * @example
+ * // PORT=8103 node systems/feed/src/main.ts   (npx casebook run feed runs it through the CLI)
+ * const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
+ * await fetch(`${running.url}/healthz`); // 200
+ * await running.close();
+ */
+import { randomBytes } from "node:crypto";
+import type { Service } from "@casebook/infra/http/service";
+import { runServiceEntry } from "@casebook/infra/http/service-entry";
+import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
+import { startService } from "@casebook/infra/http/start-service";
+import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
+import { redisErrors } from "@casebook/infra/redis/redis-errors";
+import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
+import {
+  InProcessScriptRunner,
+  RedisScriptRunner,
+  type ScriptRunner,
+} from "@casebook/infra/redis/script-runner";
+import type { Database } from "@casebook/infra/sql/sql";
+import { sqlErrors } from "@casebook/infra/sql/sql-errors";
+import { type Clock, systemClock } from "@casebook/kit/clock";
+import { SnowflakeGenerator } from "@casebook/kit/snowflake";
+import packageJson from "../package.json" with { type: "json" };
+import { registerApi } from "./api/register-api.ts";
+import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import { Fanout } from "./domain/fanout.ts";
+import { HomeFeed } from "./domain/home-feed.ts";
+import { RankedFeed } from "./domain/ranked-feed.ts";
+import { deriveThresholds, type Thresholds } from "./domain/tiers.ts";
+import { errors } from "./errors.ts";
+import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import { CelebrityCache } from "./store/celebrity-cache.ts";
+import { fanoutOutbox } from "./store/fanout-outbox.ts";
+import { GraphStore } from "./store/graph-store.ts";
+import { migrateFeed } from "./store/migrate.ts";
+import { PostStore } from "./store/post-store.ts";
+import { timelineTwins } from "./store/script-twins.ts";
+import { TimelineStore, timelineScriptsDir } from "./store/timeline-store.ts";
+import { FanoutWorker } from "./workers/fanout-worker.ts";
+
+export const SYSTEM = "feed";
+export const VERSION = packageJson.version;
+/** FD-19: `SET lock:rebuild:{user} NX PX 5000`. */
+const REBUILD_LOCK_MS = 5_000;
+const DAY_MS = 86_400_000;
+/** FD-22: candidates ranked per session ("e.g. 200 or 500"), kept 30 minutes, recency half-life 6 h. */
+const RANKED_CANDIDATES = 200;
+const RANKED_SESSION_TTL_MS = 1_800_000;
+const RANKED_HALF_LIFE_MS = 6 * 3_600_000;
+
+export interface RunningSystem {
+  readonly url: string;
+  readonly service: Service;
+  readonly db: Database;
+  readonly config: SystemConfig;
+  readonly timelines: TimelineStore;
+  readonly posts: PostStore;
+  readonly graph: GraphStore;
+  readonly feed: HomeFeed;
+  readonly fanout: Fanout;
+  /** Undefined on an API-only replica. */
+  readonly worker: FanoutWorker | undefined;
+  readonly metrics: SystemMetrics;
+  readonly thresholds: Thresholds;
+  close(): Promise<void>;
+}
+
+export interface MainOptions {
+  clock?: Clock;
+  /** Start the fan-out worker's loop (default true); tests drive it with `worker.runOnce()`. */
+  startWorker?: boolean;
+}
+
+async function timelineRunner(config: SystemConfig, service: Service, clock: Clock): Promise<ScriptRunner> {
+  const registry = await ScriptRegistry.fromDir(timelineScriptsDir);
+  if (config.redisUrl === undefined) {
+    const keyspace = new InProcessKeyspace({ clock, maxKeys: 1_000_000, maxElementsPerKey: 100_000 });
+    return new InProcessScriptRunner({ registry, twins: timelineTwins, keyspace });
+  }
+  const redis = await connectRedis({
+    url: config.redisUrl,
+    keyPrefix: config.redisKeyPrefix,
+    commandTimeoutMs: 2_000,
+  });
+  service.onClose(() => closeRedis(redis));
+  await registry.loadAll(redis);
+  return new RedisScriptRunner(redis, registry);
+}
+
+export async function main(
+  env: NodeJS.ProcessEnv = process.env,
+  options: MainOptions = {},
+): Promise<RunningSystem> {
+  const config = loadSystemConfig(env);
+  const clock = options.clock ?? systemClock;
+  const thresholds = deriveThresholds({
+    fanoutWritesPerS: config.fanoutWritesPerS,
+    delayTargetMs: config.delayTargetMs,
+    activeShare: config.activeShare,
+  });
+  const { url, service, db, built } = await startService({
+    service: {
+      name: SYSTEM,
+      version: VERSION,
+      log: { level: config.logLevel },
+      errors: [errors, redisErrors, sqlErrors],
+      description:
+        "News feed / timeline (seed 000 §3): hybrid fan-out with thresholds derived from measured capacity.",
+    },
+    database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateFeed },
+    build: async ({ service, db }) => {
+      const timelines = new TimelineStore(await timelineRunner(config, service, clock), {
+        cap: config.timelineCap,
+        ttlMs: config.timelineTtlS * 1000,
+        lockMs: REBUILD_LOCK_MS,
+      });
+      const posts = new PostStore(db);
+      const graph = new GraphStore(db);
+      const ids = new SnowflakeGenerator({ clock, workerId: config.workerId });
+      const fanout = new Fanout({
+        graph,
+        timelines,
+        posts,
+        clock,
+        thresholds: () => thresholds,
+        activeDays: config.activeDays,
+        pageSize: 1_000,
+        cap: config.timelineCap,
+      });
+      const celebrities = new CelebrityCache({
+        posts,
+        clock,
+        ttlMs: config.celebrityCacheTtlMs,
+        window: config.timelineCap,
+        maxAuthors: 10_000,
+      });
+      let metrics: SystemMetrics | undefined;
+      const feed = new HomeFeed({
+        timelines,
+        posts,
+        graph,
+        clock,
+        thresholds: () => thresholds,
+        cap: config.timelineCap,
+        rebuildMaxAgeMs: config.timelineTtlS * 1000 + config.activeDays * DAY_MS,
+        maxRebuilds: config.maxRebuilds,
+        newOwner: () => randomBytes(12).toString("base64url"),
+        celebrityIds: (author, before, limit) => celebrities.ids(author, before, limit),
+        onRebuild: (outcome) => metrics?.rebuilds.inc({ outcome }),
+      });
+      const ranked = new RankedFeed({
+        feed,
+        rankings: timelines,
+        posts,
+        clock,
+        newSession: () => randomBytes(12).toString("base64url"),
+        candidates: RANKED_CANDIDATES,
+        sessionTtlMs: RANKED_SESSION_TTL_MS,
+        halfLifeMs: RANKED_HALF_LIFE_MS,
+      });
+      const runsWorker = config.role !== "api";
+      metrics = createMetrics(
+        service.registry,
+        { version: VERSION },
+        {
+          queue: runsWorker ? () => fanoutOutbox.lag(db, clock.nowMs()) : undefined,
+          rebuildsInFlight: () => feed.rebuildsInFlight,
+          thresholds: () => thresholds,
+        },
+      );
+      const m = metrics;
+      if (config.role !== "fanout")
+        await registerApi(service.app, { posts, graph, feed, ranked, ids, clock, authorFeedMaxAgeS: 5 });
+      const worker = runsWorker
+        ? new FanoutWorker(db, {
+            fanout,
+            clock,
+            onDone: (event, result) => {
+              if (event.kind !== "post") return;
+              m.fanoutWrites.inc({ tier: result.tier }, result.written);
+              m.fanoutLag.observe(
+                { tier: result.tier },
+                Math.max(0, clock.nowMs() - event.createdAtMs) / 1000,
+              );
+            },
+            onError: (err, label) =>
+              service.log.warn({ err, event: label }, "fan-out event failed; it will be retried"),
+          })
+        : undefined;
+      if (worker && options.startWorker !== false) {
+        worker.start();
+        service.onClose(() => worker.stop());
+      }
+      return { timelines, posts, graph, feed, fanout, worker, metrics: m };
+    },
+    listen: { port: config.port, host: config.host },
+    listening: (_, { db }) => ({
+      engine: db.engine,
+      timelines: config.redisUrl === undefined ? "in-process" : "redis",
+      role: config.role,
+      thresholds,
+    }),
+  });
+  return { url, service, db, config, thresholds, ...built, close: () => service.close() };
+}
+
+if (import.meta.main) {
+  await runServiceEntry({
+    name: SYSTEM,
+    summary: "news feed / timeline (seed 000 §3)",
+    schema: configSchema,
+    usage: [
+      `npx casebook run ${SYSTEM}`,
+      `node systems/${SYSTEM}/src/main.ts`,
+      `FEED_ROLE=fanout REDIS_URL=… node systems/${SYSTEM}/src/main.ts`,
+    ],
+    notes: `The API, the design and the claims: systems/${SYSTEM}/README.md`,
+    start: async () => (await main()).service,
+  });
+}

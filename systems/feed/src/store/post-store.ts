@@ -1,0 +1,154 @@
+/**
+ * The post store (FD-09/21): posts keyed by (author, Snowflake id), written durably with
+ * their fan-out event in one transaction; delete and edit change the one row, and every read
+ * filters deleted rows — nobody chases the copies of an id in the lists. Content is fetched
+ * for a whole page in one query (FD-10/14).
+ *
+ * @example
+ * const posts = new PostStore(db);
+ * await posts.create({ id, authorId: 7n, text: "hello", nowMs });
+ */
+import type { Database } from "@casebook/infra/sql/sql";
+import { decodeSnowflake, SNOWFLAKE_EPOCH_MS_DEFAULT, snowflakeFloor } from "@casebook/kit/snowflake";
+import type { Post, PostReader, TimelineEntry } from "../domain/ports.ts";
+import { enqueueFanout } from "./fanout-outbox.ts";
+
+interface PostRow {
+  id: bigint;
+  author_id: bigint;
+  kind: "post" | "repost";
+  body: string | null;
+  repost_of: bigint | null;
+  created_at: Date;
+  edited_at: Date | null;
+}
+
+/** Bound on the followees one rebuild pulls from (FD-18: "a bound on the rebuild"). */
+export const REBUILD_FOLLOWEES_MAX = 2_000;
+
+function toPost(row: PostRow): Post {
+  return {
+    id: row.id,
+    authorId: row.author_id,
+    kind: row.kind,
+    text: row.body,
+    repostOf: row.repost_of,
+    createdAtMs: row.created_at.getTime(),
+    editedAtMs: row.edited_at?.getTime() ?? null,
+  };
+}
+
+export const entryOf = (id: bigint): TimelineEntry => ({ id, atMs: decodeSnowflake(id).timestampMs });
+
+export class PostStore implements PostReader {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  /** FD-09: the post row and its fan-out event commit together, before the API answers. */
+  async create(post: {
+    id: bigint;
+    authorId: bigint;
+    text: string | null;
+    repostOf?: bigint;
+    nowMs: number;
+  }): Promise<Post> {
+    return this.#db.transaction(async (tx) => {
+      await tx.query("INSERT INTO accounts (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [post.authorId]);
+      const { rows } = await tx.query<PostRow>(
+        `INSERT INTO posts (author_id, id, kind, body, repost_of, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+        [
+          post.authorId,
+          post.id,
+          post.repostOf === undefined ? "post" : "repost",
+          post.text,
+          post.repostOf ?? null,
+          new Date(post.nowMs),
+        ],
+      );
+      await enqueueFanout(
+        tx,
+        { kind: "post", actorId: post.authorId, targetId: post.id, eventId: `post:${post.id}` },
+        post.nowMs,
+      );
+      return toPost(rows[0]!);
+    });
+  }
+
+  /** A live post, or undefined. */
+  async get(authorId: bigint, id: bigint): Promise<Post | undefined> {
+    const { rows } = await this.#db.query<PostRow>(
+      "SELECT * FROM posts WHERE author_id = $1 AND id = $2 AND deleted_at IS NULL",
+      [authorId, id],
+    );
+    return rows[0] === undefined ? undefined : toPost(rows[0]);
+  }
+
+  /** FD-21: one row changes; the lists keep the id and reads filter it out. */
+  async delete(authorId: bigint, id: bigint, nowMs: number): Promise<boolean> {
+    const { rowCount } = await this.#db.query(
+      "UPDATE posts SET deleted_at = $3 WHERE author_id = $1 AND id = $2 AND deleted_at IS NULL",
+      [authorId, id, new Date(nowMs)],
+    );
+    return rowCount === 1;
+  }
+
+  /** FD-21: an edit is one row too; every feed shows it at its next read. */
+  async edit(authorId: bigint, id: bigint, text: string, nowMs: number): Promise<Post | undefined> {
+    const { rows } = await this.#db.query<PostRow>(
+      `UPDATE posts SET body = $3, edited_at = $4
+        WHERE author_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'post' RETURNING *`,
+      [authorId, id, text, new Date(nowMs)],
+    );
+    return rows[0] === undefined ? undefined : toPost(rows[0]);
+  }
+
+  async postsByIds(ids: readonly bigint[]): Promise<Map<bigint, Post>> {
+    if (ids.length === 0) return new Map();
+    const { rows } = await this.#db.query<PostRow>(
+      "SELECT * FROM posts WHERE id = ANY($1::int8[]) AND deleted_at IS NULL",
+      [ids.map(String)],
+    );
+    return new Map(rows.map((row) => [row.id, toPost(row)]));
+  }
+
+  async recentOf(authorId: bigint, range: { beforeId?: bigint; limit: number }): Promise<TimelineEntry[]> {
+    const { rows } = await this.#db.query<{ id: bigint }>(
+      `SELECT id FROM posts WHERE author_id = $1 AND id < $2 AND deleted_at IS NULL
+        ORDER BY id DESC LIMIT $3`,
+      [authorId, range.beforeId ?? 0x7fff_ffff_ffff_ffffn, range.limit],
+      { name: "feed_recent_of" },
+    );
+    return rows.map((row) => entryOf(row.id));
+  }
+
+  /** An author's live posts, newest first (the public author feed). */
+  async authorPage(authorId: bigint, range: { beforeId?: bigint; limit: number }): Promise<Post[]> {
+    const { rows } = await this.#db.query<PostRow>(
+      `SELECT * FROM posts WHERE author_id = $1 AND id < $2 AND deleted_at IS NULL ORDER BY id DESC LIMIT $3`,
+      [authorId, range.beforeId ?? 0x7fff_ffff_ffff_ffffn, range.limit],
+    );
+    return rows.map(toPost);
+  }
+
+  async pullForRebuild(userId: bigint, bound: { sinceMs: number; limit: number }): Promise<TimelineEntry[]> {
+    const { rows } = await this.#db.query<{ id: bigint }>(
+      `SELECT p.id FROM (SELECT followee_id FROM follows WHERE follower_id = $1 LIMIT $4) f
+         CROSS JOIN LATERAL (
+           SELECT id FROM posts
+            WHERE author_id = f.followee_id AND id >= $2 AND deleted_at IS NULL
+            ORDER BY id DESC LIMIT $3) p
+        ORDER BY p.id DESC LIMIT $3`,
+      [
+        userId,
+        snowflakeFloor(Math.max(bound.sinceMs, SNOWFLAKE_EPOCH_MS_DEFAULT)),
+        bound.limit,
+        REBUILD_FOLLOWEES_MAX,
+      ],
+    );
+    return rows.map((row) => entryOf(row.id));
+  }
+}
