@@ -17,8 +17,8 @@
  * await db.close();
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { existsSync, mkdirSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { PGlite, type Results, type Transaction } from "@electric-sql/pglite";
 import { cube } from "@electric-sql/pglite/contrib/cube";
 import { acquireDataDirLock, type DataDirLock } from "./data-dir-lock.ts";
@@ -163,7 +163,7 @@ class PgliteDatabase implements Database {
   }
 }
 
-/** Starts PGlite (initdb on a new directory), waits until it answers, and sets the session up. */
+/** Starts PGlite (a new directory: initdb, or its saved files), waits until it answers, and sets the session up. */
 export async function openPgliteDatabase(options: PgliteDatabaseOptions): Promise<Database> {
   const inMemory = options.dataDir === MEMORY_DATA_DIR;
   const schemaSql =
@@ -172,9 +172,11 @@ export async function openPgliteDatabase(options: PgliteDatabaseOptions): Promis
   const lock = inMemory ? undefined : acquireDataDirLock(options.dataDir);
   let pglite: PGlite | undefined;
   try {
-    // An in-memory database starts from the saved initdb files when there are some (see
-    // pglite-initdb-snapshot.ts): the same new cluster, a third of the start-up cost.
-    const snapshot = inMemory ? await readInitdbSnapshot() : undefined;
+    // A new cluster (in memory, or a data directory initdb has not written yet) starts from the
+    // saved initdb files when there are some (see pglite-initdb-snapshot.ts): the same new
+    // cluster, a third of the start-up cost. A directory with a cluster in it resumes it.
+    const fresh = inMemory || !existsSync(join(options.dataDir, "PG_VERSION"));
+    const snapshot = fresh ? await readInitdbSnapshot() : undefined;
     pglite = new PGlite({
       dataDir: options.dataDir,
       ...(snapshot === undefined ? {} : { loadDataDir: snapshot }),
@@ -187,7 +189,7 @@ export async function openPgliteDatabase(options: PgliteDatabaseOptions): Promis
       extensions: { cube },
     });
     await pglite.waitReady;
-    if (inMemory && snapshot === undefined) await saveInitdbSnapshot(pglite);
+    if (fresh && snapshot === undefined) await saveInitdbSnapshot(pglite);
     await pglite.exec(`SET TimeZone = 'UTC'; ${schemaSql}`);
     return new PgliteDatabase(pglite, lock, options.schema);
   } catch (err) {

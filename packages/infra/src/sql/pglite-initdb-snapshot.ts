@@ -5,7 +5,9 @@
  * in-memory PGlite hundreds of times, each test file in its own process, so the files are
  * kept on disk (the OS temp directory), not in memory. The cluster started either way is
  * the same: the snapshot is taken right after initdb, before any session setting or
- * statement, and only for `memory://` databases (a data directory is initdb'ed for real).
+ * statement. A new data directory (no PG_VERSION in it yet) starts from it too: PGlite
+ * writes the files into the directory, which then resumes like any other; a directory
+ * that holds a cluster is never touched by it.
  *
  * @example
  * const snapshot = await readInitdbSnapshot(); // undefined the first time on this machine
