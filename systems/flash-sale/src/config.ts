@@ -12,6 +12,11 @@ import { databaseFields, listenFields, logLevelField } from "@casebook/infra/htt
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
 
+/** Holds per reserve-script call by default: ~50 µs of Redis time, short enough not to stall other keys. */
+export const RESERVE_BATCH_DEFAULT = 128;
+/** Reserve batches in flight at once: two keep Redis busy while Node reads the last reply. */
+export const RESERVE_LANES_DEFAULT = 2;
+
 export const configSchema = {
   ...listenFields({ port: packageJson.casebook.port, portDescription: "HTTP port (0 = any free port)" }),
   ...databaseFields({
@@ -57,6 +62,21 @@ export const configSchema = {
     min: 10,
     max: 600_000,
     description: "Pause of the hold reconciler between rounds that found nothing more (FS-09)",
+  }),
+  reserveMaxBatch: field.int({
+    env: "FLASH_SALE_RESERVE_MAX_BATCH",
+    default: RESERVE_BATCH_DEFAULT,
+    min: 1,
+    max: 1_000,
+    description:
+      "Reservations of concurrent callers sent as one reserve-script call (each decided on its own); 1 = one call each",
+  }),
+  reserveMaxPending: field.int({
+    env: "FLASH_SALE_RESERVE_MAX_PENDING",
+    default: 10_000,
+    min: 1,
+    max: 1_000_000,
+    description: "Reservations waiting for the next batch; past it a reservation is refused with 503",
   }),
   reconcileMaxBatch: field.int({
     env: "FLASH_SALE_RECONCILE_MAX_BATCH",

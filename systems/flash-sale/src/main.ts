@@ -28,6 +28,7 @@ import {
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { type Clock, systemClock } from "@casebook/kit/clock";
+import { kitErrors } from "@casebook/kit/kit-errors";
 import { systemRandom } from "@casebook/kit/random";
 import { SignedTokens } from "@casebook/kit/signed-token";
 import packageJson from "../package.json" with { type: "json" };
@@ -35,7 +36,7 @@ import { type AdmissionData, Admissions } from "./api/admission.ts";
 import { registerApi } from "./api/register-api.ts";
 import { LocalCharger } from "./clients/local-charger.ts";
 import { PaymentsCharger } from "./clients/payments-charger.ts";
-import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import { configSchema, loadSystemConfig, RESERVE_LANES_DEFAULT, type SystemConfig } from "./config.ts";
 import type { Charger } from "./domain/charger.ts";
 import { Checkout, type StockPort } from "./domain/checkout.ts";
 import { errors } from "./errors.ts";
@@ -130,7 +131,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors, redisErrors, sqlErrors],
+      errors: [errors, redisErrors, sqlErrors, kitErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme(
           "The operator's token (FLASH_SALE_ADMIN_TOKEN) on /v1/admin routes",
@@ -141,7 +142,15 @@ export async function main(
     },
     database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateFlashSale },
     build: async ({ service, db }) => {
-      const stock = new StockStore(await stockRunner(config, service, clock));
+      const stock = new StockStore(await stockRunner(config, service, clock), {
+        ...(config.reserveMaxBatch > 1 && {
+          reserveBatch: {
+            maxBatch: config.reserveMaxBatch,
+            maxPending: config.reserveMaxPending,
+            lanes: RESERVE_LANES_DEFAULT,
+          },
+        }),
+      });
       const watched = () => listSaleIds(db, SALES_WATCHED_MAX);
       const metrics = createMetrics(service.registry, {
         version: VERSION,
