@@ -42,7 +42,9 @@ import { Checkout, type StockPort } from "./domain/checkout.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { HoldLedger } from "./store/hold-ledger.ts";
+import { InProcessRooms } from "./store/in-process-rooms.ts";
 import { migrateFlashSale } from "./store/migrate.ts";
+import { RedisRooms, roomIncludesDir, roomScriptsDir } from "./store/redis-rooms.ts";
 import { countHoldsByState, getSale, listSaleIds } from "./store/sale-repository.ts";
 import { stockTwins } from "./store/script-twins.ts";
 import { StockStore, stockScriptsDir } from "./store/stock-store.ts";
@@ -72,16 +74,23 @@ export interface MainOptions {
   clock?: Clock;
 }
 
-async function stockRunner(config: SystemConfig, service: Service, clock: Clock): Promise<ScriptRunner> {
+/** The stock's and the rooms' script runners: Redis with REDIS_URL (one connection), else in process. */
+async function engines(
+  config: SystemConfig,
+  service: Service,
+  clock: Clock,
+): Promise<{ stock: ScriptRunner; rooms: ScriptRunner | undefined }> {
   const registry = await ScriptRegistry.fromDir(stockScriptsDir);
   if (config.redisUrl === undefined) {
     const keyspace = new InProcessKeyspace({ clock, maxKeys: 1_000_000 });
-    return new InProcessScriptRunner({ registry, twins: stockTwins, keyspace });
+    return { stock: new InProcessScriptRunner({ registry, twins: stockTwins, keyspace }), rooms: undefined };
   }
   const redis = await connectRedis({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
   service.onClose(() => closeRedis(redis));
+  const roomRegistry = await ScriptRegistry.fromDir(roomScriptsDir, { includesDir: roomIncludesDir });
   await registry.loadAll(redis);
-  return new RedisScriptRunner(redis, registry);
+  await roomRegistry.loadAll(redis);
+  return { stock: new RedisScriptRunner(redis, registry), rooms: new RedisScriptRunner(redis, roomRegistry) };
 }
 
 /**
@@ -142,7 +151,8 @@ export async function main(
     },
     database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateFlashSale },
     build: async ({ service, db }) => {
-      const stock = new StockStore(await stockRunner(config, service, clock), {
+      const runners = await engines(config, service, clock);
+      const stock = new StockStore(runners.stock, {
         ...(config.reserveMaxBatch > 1 && {
           reserveBatch: {
             maxBatch: config.reserveMaxBatch,
@@ -181,26 +191,30 @@ export async function main(
       const port = config.stockMode === "naive" ? naiveStock(stock, clock) : stock;
       const newHoldId = () => `h_${randomBytes(16).toString("hex")}`;
       const checkout = new Checkout({ stock: port, ledger, newHoldId, clock });
+      const roomConfig = {
+        admitPerS: config.admitPerS,
+        maxActive: config.maxActive,
+        graceMs: config.graceMs,
+        sessionMs: Math.max(config.sessionMs, config.graceMs),
+        maxEntrants: config.roomMaxEntrants,
+      };
       const rooms = new RoomTicker({
-        config: {
-          admitPerS: config.admitPerS,
-          maxActive: config.maxActive,
-          graceMs: config.graceMs,
-          sessionMs: Math.max(config.sessionMs, config.graceMs),
-          maxEntrants: config.roomMaxEntrants,
-        },
-        clock,
-        random: systemRandom,
+        port:
+          runners.rooms === undefined
+            ? new InProcessRooms({
+                config: roomConfig,
+                clock,
+                random: systemRandom,
+                maxRooms: SALES_WATCHED_MAX,
+              })
+            : new RedisRooms(runners.rooms, roomConfig),
         opensAtMsOf: async (saleId) => (await getSale(db, saleId))?.opensAtMs,
         idleMs: config.roomTickMs,
         maxRooms: SALES_WATCHED_MAX,
         onError: (err) => service.log.warn({ err }, "waiting room tick failed"),
       });
       const keys = config.tokenKeys ?? [{ kid: "local", secret: randomBytes(32).toString("base64url") }];
-      const admissions = new Admissions({
-        tokens: new SignedTokens<AdmissionData>({ clock, keys }),
-        maxEntrants: config.roomMaxEntrants,
-      });
+      const admissions = new Admissions({ tokens: new SignedTokens<AdmissionData>({ clock, keys }) });
       await registerApi(service.app, {
         db,
         stock,
@@ -212,6 +226,7 @@ export async function main(
         adminToken: config.adminToken,
         rooms,
         admissions,
+        random: systemRandom,
       });
       rooms.start();
       service.onClose(() => rooms.stop());

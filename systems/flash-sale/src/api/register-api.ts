@@ -6,10 +6,10 @@
  * build: async ({ service, db }) => registerApi(service.app, { db, stock, checkout, clock, … }),
  */
 import type { FastifyInstance } from "fastify";
-import { registerRoomRoutes } from "./room-routes.ts";
+import { type RoomRoutesOptions, registerRoomRoutes } from "./room-routes.ts";
 import { registerSaleRoutes, type SaleRoutesOptions } from "./sale-routes.ts";
 
-export type ApiOptions = SaleRoutesOptions;
+export type ApiOptions = SaleRoutesOptions & RoomRoutesOptions;
 
 export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
   await app.register(async (scope) => {
