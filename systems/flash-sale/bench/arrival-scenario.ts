@@ -43,6 +43,7 @@ export function fs16Svg(r: ScenarioResult): string {
       .join(" ")}"/>`;
   const cap = y(FS16_CONFIG.capacityPerS);
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">
+<title>FS-16: requests per second offered to checkout, with and without the waiting room</title>
 <rect width="100%" height="100%" fill="white"/>
 <line x1="${pad}" y1="${h - pad}" x2="${w - pad}" y2="${h - pad}" stroke="#999"/>
 <line x1="${pad}" y1="${pad}" x2="${pad}" y2="${h - pad}" stroke="#999"/>
