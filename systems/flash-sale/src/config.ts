@@ -141,6 +141,42 @@ export const configSchema = {
     description:
       "Admission token keys, kid=secret pairs comma-separated, the first signs (secrets >= 32 chars); unset = a random key per process",
   }),
+  ipRatePerS: field.number({
+    env: "FLASH_SALE_IP_RATE_PER_S",
+    default: 200,
+    min: 0,
+    max: 1_000_000,
+    description:
+      "FS-14: requests per second one client IP may make to /v1/sales and /v1/holds (0 = no limit)",
+  }),
+  ipBurst: field.int({
+    env: "FLASH_SALE_IP_BURST",
+    default: 1_000,
+    min: 1,
+    max: 1_000_000,
+    description: "FS-14: requests one client IP may make at once before its rate applies",
+  }),
+  rateLimiterUrl: field.url({
+    env: "RATE_LIMITER_URL",
+    protocols: ["http:", "https:"],
+    description:
+      "The rate-limiter service for the per-IP limit (POST /v1/check, descriptor ip); unset = a local bucket per IP",
+  }),
+  rateLimiterToken: field.string({
+    env: "RATE_LIMITER_TOKEN",
+    minLength: 1,
+    maxLength: 512,
+    secret: true,
+    description: "Bearer token of the rate-limiter service, when it asks for one",
+  }),
+  joinPowBits: field.int({
+    env: "FLASH_SALE_JOIN_POW_BITS",
+    default: 0,
+    min: 0,
+    max: 24,
+    description:
+      "FS-14: leading zero bits of the proof of work a join must carry (about 2^bits hashes per join; 0 = none)",
+  }),
   paymentsUrl: field.url({
     env: "PAYMENTS_URL",
     protocols: ["http:", "https:"],

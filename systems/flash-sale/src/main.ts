@@ -33,6 +33,8 @@ import { systemRandom } from "@casebook/kit/random";
 import { SignedTokens } from "@casebook/kit/signed-token";
 import packageJson from "../package.json" with { type: "json" };
 import { type AdmissionData, Admissions } from "./api/admission.ts";
+import { type IpLimiter, LocalIpLimiter, RateLimiterIpLimiter } from "./api/edge-guard.ts";
+import { type ChallengeData, JoinChallenges } from "./api/join-challenges.ts";
 import { registerApi } from "./api/register-api.ts";
 import { LocalCharger } from "./clients/local-charger.ts";
 import { PaymentsCharger } from "./clients/payments-charger.ts";
@@ -115,6 +117,43 @@ function naiveStock(stock: StockStore, clock: Clock): StockPort {
     },
     returnHold: async () => undefined,
   };
+}
+
+/** FS-14's edge layers from the config: the per-IP limit and the join's proof of work. */
+function edgeOf(
+  config: SystemConfig,
+  service: Service,
+  clock: Clock,
+  keys: { kid: string; secret: string }[],
+): { ipLimiter?: IpLimiter; joinChallenge?: JoinChallenges } {
+  let ipLimiter: IpLimiter | undefined;
+  if (config.rateLimiterUrl !== undefined) {
+    const remote = new RateLimiterIpLimiter({
+      url: config.rateLimiterUrl,
+      token: config.rateLimiterToken,
+      timeoutMs: 200,
+      onError: (err) =>
+        service.log.warn({ err }, "rate limiter unreachable; the per-IP limit lets this one through"),
+    });
+    service.onClose(() => remote.close());
+    ipLimiter = remote;
+  } else if (config.ipRatePerS > 0) {
+    ipLimiter = new LocalIpLimiter({
+      ratePerS: config.ipRatePerS,
+      burst: config.ipBurst,
+      maxIps: 100_000,
+      clock,
+    });
+  }
+  const joinChallenge =
+    config.joinPowBits > 0
+      ? new JoinChallenges({
+          tokens: new SignedTokens<ChallengeData>({ clock, keys }),
+          bits: config.joinPowBits,
+          ttlMs: 120_000,
+        })
+      : undefined;
+  return { ...(ipLimiter && { ipLimiter }), ...(joinChallenge && { joinChallenge }) };
 }
 
 function chargerOf(config: SystemConfig, service: Service): Charger {
@@ -227,6 +266,7 @@ export async function main(
         rooms,
         admissions,
         random: systemRandom,
+        ...edgeOf(config, service, clock, keys),
       });
       rooms.start();
       service.onClose(() => rooms.stop());

@@ -10,7 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { requireBrowser } from "@casebook/lab/browser";
+import { sha256 } from "../src/api/join-challenges.ts";
 import { WAITING_PAGE_CACHE_CONTROL } from "../src/api/waiting-page.ts";
+import { solveChallenge } from "../src/domain/join-challenge.ts";
 import { main, type RunningSystem } from "../src/main.ts";
 
 const ADMIN = "flash-admin-token-for-tests-0123";
@@ -27,6 +29,7 @@ before(async () => {
     FLASH_SALE_MAX_ACTIVE: "1",
     FLASH_SALE_ROOM_TICK_MS: "50",
     FLASH_SALE_GRACE_MS: "1000",
+    FLASH_SALE_JOIN_POW_BITS: "8",
   });
 });
 after(async () => {
@@ -54,7 +57,7 @@ test("FS-12 the waiting page and its script are the same bytes for everyone, cac
   assert.doesNotMatch(html, /gig|secret|token=/, "no sale, user or secret baked into the page");
 });
 
-test("FS-12 FS-20 in headless Chromium: join, wait in line with position and estimate, admission, a hold, payment, the order", async (t) => {
+test("FS-12 FS-14 FS-20 in headless Chromium: a proof of work, join, wait in line with position and estimate, admission, a hold, payment, the order", async (t) => {
   const browser = await requireBrowser(t);
   if (!browser) return;
   const created = await fetch(`${running.url}/v1/admin/sales`, {
@@ -64,24 +67,33 @@ test("FS-12 FS-20 in headless Chromium: join, wait in line with position and est
   });
   assert.equal(created.status, 201);
   // One slot in checkout: "ana" takes it and never buys, so "bia" waits her turn in line.
-  const first = await fetch(`${running.url}/v1/sales/gig/entrants`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ user: "ana" }),
+  const post = (path: string, body: unknown) =>
+    fetch(`${running.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  const { challenge } = (await (await post("/v1/sales/gig/challenge", { user: "ana" })).json()) as {
+    challenge: string;
+  };
+  const first = await post("/v1/sales/gig/entrants", {
+    user: "ana",
+    challenge,
+    nonce: solveChallenge(challenge, 8, sha256),
   });
   assert.equal(first.status, 201);
   const page = await browser.openPage(`${running.url}/wait/#sale=gig&user=bia`);
-  await page.waitForSelector("#queue:not([hidden])");
+  await page.waitForSelector("#queue:not([hidden])", { timeout: 60_000 });
   assert.equal(await page.textContent("#position"), "2");
   assert.match((await page.textContent("#wait")) ?? "", /^\d+ s$/);
   await page.screenshot({ path: join(tmpdir(), "casebook-flash-sale-waiting.png") });
   // ana's slot frees itself after the grace (she never came back): bia is let in.
   await page.waitForSelector("#checkout:not([hidden])", { timeout: 60_000 });
   await page.click("#buy");
-  await page.waitForSelector("#hold:not([hidden])");
+  await page.waitForSelector("#hold:not([hidden])", { timeout: 60_000 });
   assert.match((await page.textContent("#numbers")) ?? "", /^\d+$/);
   await page.click("#pay");
-  await page.waitForSelector("#paid:not([hidden])", { timeout: 30_000 });
+  await page.waitForSelector("#paid:not([hidden])", { timeout: 60_000 });
   assert.match((await page.textContent("#order")) ?? "", /^local_/);
   assert.equal(await page.textContent("#error"), "");
   const png = await page.screenshot({ path: join(tmpdir(), "casebook-flash-sale-paid.png") });

@@ -12,9 +12,12 @@ import type { FastifyInstance } from "fastify";
 import { errors } from "../errors.ts";
 import type { RoomTicker } from "../workers/room-ticker.ts";
 import { type Admissions, bindingOf } from "./admission.ts";
+import type { JoinChallenges } from "./join-challenges.ts";
 import { BUYER_PATTERN, saleParams } from "./sale-schemas.ts";
 
 export interface RoomRoutesOptions {
+  /** FS-14: the proof of work a join must carry; undefined = none. */
+  joinChallenge?: JoinChallenges;
   rooms: RoomTicker;
   admissions: Admissions;
   clock: Clock;
@@ -26,7 +29,35 @@ const joinBody = {
   type: "object",
   required: ["user"],
   additionalProperties: false,
+  properties: {
+    user: { type: "string", pattern: BUYER_PATTERN },
+    challenge: {
+      type: "string",
+      minLength: 1,
+      maxLength: 1_000,
+      description: "FS-14: from POST …/challenge",
+    },
+    nonce: { type: "string", pattern: "^[0-9]{1,12}$", description: "Solves the challenge" },
+  },
+} as const;
+
+const challengeBody = {
+  type: "object",
+  required: ["user"],
+  additionalProperties: false,
   properties: { user: { type: "string", pattern: BUYER_PATTERN } },
+} as const;
+
+const challengeView = {
+  type: "object",
+  required: ["challenge", "bits"],
+  properties: {
+    challenge: { type: "string" },
+    bits: {
+      type: "integer",
+      description: "Find a nonce: SHA-256(challenge + ':' + nonce) starts with this many zero bits",
+    },
+  },
 } as const;
 
 const joinView = {
@@ -99,6 +130,27 @@ export function registerRoomRoutes(app: FastifyInstance, o: RoomRoutesOptions): 
   };
 
   app.post<{ Params: { saleId: string }; Body: { user: string } }>(
+    "/v1/sales/:saleId/challenge",
+    {
+      schema: {
+        summary: "FS-14: a proof-of-work challenge for one user's join (when the sale asks for one)",
+        tags,
+        params: saleParams,
+        body: challengeBody,
+        response: { 200: challengeView },
+        errorCodes: ["SALE_NOT_FOUND"],
+      },
+      config: { accessLog: "sampled" },
+    },
+    async (request, reply) => {
+      const sale = await roomOr404(request.params.saleId);
+      reply.header("cache-control", "no-store");
+      const bits = o.joinChallenge?.bits ?? 0;
+      return { challenge: o.joinChallenge?.issue(sale.saleId, request.body.user) ?? "", bits };
+    },
+  );
+
+  app.post<{ Params: { saleId: string }; Body: { user: string; challenge?: string; nonce?: string } }>(
     "/v1/sales/:saleId/entrants",
     {
       schema: {
@@ -107,7 +159,7 @@ export function registerRoomRoutes(app: FastifyInstance, o: RoomRoutesOptions): 
         params: saleParams,
         body: joinBody,
         response: { 200: joinView, 201: joinView },
-        errorCodes: ["SALE_NOT_FOUND", "ROOM_FULL"],
+        errorCodes: ["SALE_NOT_FOUND", "ROOM_FULL", "JOIN_CHALLENGE_REQUIRED", "JOIN_CHALLENGE_INVALID"],
       },
       config: { accessLog: "sampled" },
     },
@@ -115,6 +167,7 @@ export function registerRoomRoutes(app: FastifyInstance, o: RoomRoutesOptions): 
       const { saleId } = request.params;
       const { user } = request.body;
       const sale = await roomOr404(saleId);
+      o.joinChallenge?.check(saleId, user, request.body.challenge, request.body.nonce);
       const { secret, binding } = o.admissions.newSecret();
       const joined = await o.rooms.port.join(sale, user, { binding, draw: o.random.next() });
       if (joined.kind === "full") throw errors.create("ROOM_FULL", { fields: { saleId } });

@@ -87,6 +87,30 @@
     say("Done.");
   }
 
+  async function solve(challenge, bits) {
+    const enc = new TextEncoder();
+    for (let nonce = 0; nonce < 1 << 28; nonce++) {
+      const d = new Uint8Array(await crypto.subtle.digest("SHA-256", enc.encode(`${challenge}:${nonce}`)));
+      let left = bits;
+      let ok = true;
+      for (const byte of d) {
+        if (left <= 0) break;
+        if (left >= 8) {
+          if (byte !== 0) {
+            ok = false;
+            break;
+          }
+          left -= 8;
+          continue;
+        }
+        ok = byte >> (8 - left) === 0;
+        break;
+      }
+      if (ok) return String(nonce);
+    }
+    throw new Error("could not solve the challenge");
+  }
+
   function fail(error) {
     $("error").textContent = error.message;
   }
@@ -94,7 +118,15 @@
   async function start() {
     if (!sale) throw new Error("no sale in the address (#sale=…)");
     $("sale").textContent = sale;
-    const joined = await api("POST", `/v1/sales/${sale}/entrants`, { user });
+    // FS-14: a proof of work before join when the sale asks for one (bits > 0).
+    const c = await api("POST", `/v1/sales/${sale}/challenge`, { user });
+    const join = { user };
+    if (c.bits > 0) {
+      say("Checking your browser…");
+      join.challenge = c.challenge;
+      join.nonce = await solve(c.challenge, c.bits);
+    }
+    const joined = await api("POST", `/v1/sales/${sale}/entrants`, join);
     secret = joined.secret || sessionStorage.getItem(`secret:${sale}:${user}`);
     if (!secret) throw new Error("this user joined elsewhere; its secret is not here");
     sessionStorage.setItem(`secret:${sale}:${user}`, secret);
