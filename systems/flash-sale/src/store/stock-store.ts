@@ -18,7 +18,8 @@ import { redisErrors } from "@casebook/infra/redis/redis-errors";
 import { type ScriptCall, scriptFailed } from "@casebook/infra/redis/script-registry";
 import type { ScriptRunner } from "@casebook/infra/redis/script-runner";
 import { assert } from "@casebook/kit/assert";
-import { GroupCommit, type GroupCommitStats } from "@casebook/kit/group-commit";
+import type { GroupCommitStats } from "@casebook/kit/group-commit";
+import { GroupCommitLanes } from "@casebook/kit/group-commit-lanes";
 import type { ReserveReply, StockPort } from "../domain/checkout.ts";
 
 /** Where the scripts live: `ScriptRegistry.fromDir(stockScriptsDir)`. */
@@ -119,8 +120,8 @@ export interface StockStoreOptions {
     readonly maxBatch: number;
     readonly maxPending: number;
     /**
-     * Batches in flight at once (default 1): with one, Redis idles while Node reads a reply
-     * and builds the next batch; a few keep it busy. Each lane is its own group commit.
+     * Batches in flight at once (default 1; kit's GroupCommitLanes): with one, Redis idles
+     * while Node reads a reply and builds the next batch; a few keep it busy.
      */
     readonly lanes?: number;
   };
@@ -128,8 +129,6 @@ export interface StockStoreOptions {
 
 /** Holds per reserve-script call: the script's own bound. */
 export const RESERVE_BATCH_MAX = 1_000;
-/** Bound on reserve batches in flight at once. */
-export const RESERVE_LANES_MAX = 16;
 /** Values per hold in the reserve script's reply. */
 const RESERVE_STRIDE = 4;
 
@@ -140,8 +139,7 @@ interface PendingReserve {
 
 export class StockStore implements StockPort {
   readonly #runner: ScriptRunner;
-  readonly #lanes: GroupCommit<PendingReserve, Decision>[] = [];
-  #nextLane = 0;
+  readonly #batch: GroupCommitLanes<PendingReserve, Decision> | undefined;
 
   constructor(runner: ScriptRunner, options: StockStoreOptions = {}) {
     this.#runner = runner;
@@ -150,18 +148,11 @@ export class StockStore implements StockPort {
       if (!(Number.isInteger(b.maxBatch) && b.maxBatch >= 1 && b.maxBatch <= RESERVE_BATCH_MAX)) {
         throw new RangeError(`reserveBatch.maxBatch must be an integer in [1, ${RESERVE_BATCH_MAX}]`);
       }
-      const lanes = b.lanes ?? 1;
-      if (!(Number.isInteger(lanes) && lanes >= 1 && lanes <= RESERVE_LANES_MAX)) {
-        throw new RangeError(`reserveBatch.lanes must be an integer in [1, ${RESERVE_LANES_MAX}]`);
-      }
-      for (let i = 0; i < lanes; i++) {
-        this.#lanes.push(
-          new GroupCommit((items) => this.#reserveMany(items), {
-            maxBatch: b.maxBatch,
-            maxPending: Math.max(1, Math.ceil(b.maxPending / lanes)),
-          }),
-        );
-      }
+      this.#batch = new GroupCommitLanes((items) => this.#reserveMany(items), {
+        maxBatch: b.maxBatch,
+        maxPending: Math.max(1, Math.ceil(b.maxPending / (b.lanes ?? 1))),
+        lanes: b.lanes ?? 1,
+      });
     }
   }
 
@@ -172,7 +163,7 @@ export class StockStore implements StockPort {
    * Batched or not, each hold is decided on its own, in arrival order, inside one script run.
    */
   async reserve(saleId: string, hold: HoldRequest): Promise<ReserveReply> {
-    if (this.#lanes.length === 0) return unwrap((await this.#reserveOneSale(saleId, [hold]))[0]!);
+    if (this.#batch === undefined) return unwrap((await this.#reserveOneSale(saleId, [hold]))[0]!);
     // Checked here so one caller's bad hold never fails the batch it would have joined.
     for (const [name, value] of [
       ["quantity", hold.quantity],
@@ -182,27 +173,17 @@ export class StockStore implements StockPort {
         throw scriptFailed("reserve-stock", `ARG_INVALID ${name} must be an integer >= 1`);
       }
     }
-    // Round robin: every lane carries about 1/lanes of the callers; each hold is independent.
-    const lane = this.#lanes[this.#nextLane++ % this.#lanes.length]!;
-    return unwrap(await lane.submit({ saleId, hold }));
+    return unwrap(await this.#batch.submit({ saleId, hold }));
   }
 
   /** Batches written and holds they carried; undefined when reservations are not batched. */
   get reserveBatchStats(): GroupCommitStats | undefined {
-    if (this.#lanes.length === 0) return undefined;
-    const sum = { batches: 0, items: 0, refused: 0 };
-    for (const lane of this.#lanes) {
-      const s = lane.stats;
-      sum.batches += s.batches;
-      sum.items += s.items;
-      sum.refused += s.refused;
-    }
-    return sum;
+    return this.#batch?.stats;
   }
 
   /** Waits for every batched reservation submitted so far (shutdown). */
   async drain(): Promise<void> {
-    await Promise.all(this.#lanes.map((lane) => lane.drain()));
+    await this.#batch?.drain();
   }
 
   /** Reservations grouped by sale: one script call each, all of them in one pipeline. */
