@@ -12,6 +12,11 @@ import { databaseFields, listenFields, logLevelField } from "@casebook/infra/htt
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
 
+/** Holds per reserve-script call by default: ~50 µs of Redis time, short enough not to stall other keys. */
+export const RESERVE_BATCH_DEFAULT = 128;
+/** Reserve batches in flight at once: two keep Redis busy while Node reads the last reply. */
+export const RESERVE_LANES_DEFAULT = 2;
+
 export const configSchema = {
   ...listenFields({ port: packageJson.casebook.port, portDescription: "HTTP port (0 = any free port)" }),
   ...databaseFields({
@@ -57,6 +62,21 @@ export const configSchema = {
     min: 10,
     max: 600_000,
     description: "Pause of the hold reconciler between rounds that found nothing more (FS-09)",
+  }),
+  reserveMaxBatch: field.int({
+    env: "FLASH_SALE_RESERVE_MAX_BATCH",
+    default: RESERVE_BATCH_DEFAULT,
+    min: 1,
+    max: 1_000,
+    description:
+      "Reservations of concurrent callers sent as one reserve-script call (each decided on its own); 1 = one call each",
+  }),
+  reserveMaxPending: field.int({
+    env: "FLASH_SALE_RESERVE_MAX_PENDING",
+    default: 10_000,
+    min: 1,
+    max: 1_000_000,
+    description: "Reservations waiting for the next batch; past it a reservation is refused with 503",
   }),
   reconcileMaxBatch: field.int({
     env: "FLASH_SALE_RECONCILE_MAX_BATCH",
@@ -120,6 +140,42 @@ export const configSchema = {
     secret: true,
     description:
       "Admission token keys, kid=secret pairs comma-separated, the first signs (secrets >= 32 chars); unset = a random key per process",
+  }),
+  ipRatePerS: field.number({
+    env: "FLASH_SALE_IP_RATE_PER_S",
+    default: 200,
+    min: 0,
+    max: 1_000_000,
+    description:
+      "FS-14: requests per second one client IP may make to /v1/sales and /v1/holds (0 = no limit)",
+  }),
+  ipBurst: field.int({
+    env: "FLASH_SALE_IP_BURST",
+    default: 1_000,
+    min: 1,
+    max: 1_000_000,
+    description: "FS-14: requests one client IP may make at once before its rate applies",
+  }),
+  rateLimiterUrl: field.url({
+    env: "RATE_LIMITER_URL",
+    protocols: ["http:", "https:"],
+    description:
+      "The rate-limiter service for the per-IP limit (POST /v1/check, descriptor ip); unset = a local bucket per IP",
+  }),
+  rateLimiterToken: field.string({
+    env: "RATE_LIMITER_TOKEN",
+    minLength: 1,
+    maxLength: 512,
+    secret: true,
+    description: "Bearer token of the rate-limiter service, when it asks for one",
+  }),
+  joinPowBits: field.int({
+    env: "FLASH_SALE_JOIN_POW_BITS",
+    default: 0,
+    min: 0,
+    max: 24,
+    description:
+      "FS-14: leading zero bits of the proof of work a join must carry (about 2^bits hashes per join; 0 = none)",
   }),
   paymentsUrl: field.url({
     env: "PAYMENTS_URL",

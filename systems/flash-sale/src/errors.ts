@@ -36,6 +36,21 @@ export const errors = defineErrors({
     status: 422,
     message: "The quantity goes above what one buyer may have of this sale; ask for fewer tickets.",
   },
+  // the edge (FS-14): best effort, never the inventory barrier
+  EDGE_RATE_LIMITED: {
+    status: 429,
+    message: "Too many requests from this address; wait Retry-After seconds (your place in line is kept).",
+  },
+  JOIN_CHALLENGE_REQUIRED: {
+    status: 400,
+    message:
+      "Joining needs a solved challenge: POST /v1/sales/{saleId}/challenge, find the nonce, join with both.",
+  },
+  JOIN_CHALLENGE_INVALID: {
+    status: 403,
+    message:
+      "The challenge is forged, expired, for another user or sale, or its nonce does not solve it; ask a new one.",
+  },
   // the waiting room and its admission tokens
   ROOM_FULL: { status: 503, message: "The waiting room is full; try again in a minute." },
   ENTRANT_NOT_FOUND: {

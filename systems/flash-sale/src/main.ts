@@ -28,20 +28,25 @@ import {
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { type Clock, systemClock } from "@casebook/kit/clock";
+import { kitErrors } from "@casebook/kit/kit-errors";
 import { systemRandom } from "@casebook/kit/random";
 import { SignedTokens } from "@casebook/kit/signed-token";
 import packageJson from "../package.json" with { type: "json" };
 import { type AdmissionData, Admissions } from "./api/admission.ts";
+import { type IpLimiter, LocalIpLimiter, RateLimiterIpLimiter } from "./api/edge-guard.ts";
+import { type ChallengeData, JoinChallenges } from "./api/join-challenges.ts";
 import { registerApi } from "./api/register-api.ts";
 import { LocalCharger } from "./clients/local-charger.ts";
 import { PaymentsCharger } from "./clients/payments-charger.ts";
-import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import { configSchema, loadSystemConfig, RESERVE_LANES_DEFAULT, type SystemConfig } from "./config.ts";
 import type { Charger } from "./domain/charger.ts";
 import { Checkout, type StockPort } from "./domain/checkout.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { HoldLedger } from "./store/hold-ledger.ts";
+import { InProcessRooms } from "./store/in-process-rooms.ts";
 import { migrateFlashSale } from "./store/migrate.ts";
+import { RedisRooms, roomIncludesDir, roomScriptsDir } from "./store/redis-rooms.ts";
 import { countHoldsByState, getSale, listSaleIds } from "./store/sale-repository.ts";
 import { stockTwins } from "./store/script-twins.ts";
 import { StockStore, stockScriptsDir } from "./store/stock-store.ts";
@@ -71,16 +76,23 @@ export interface MainOptions {
   clock?: Clock;
 }
 
-async function stockRunner(config: SystemConfig, service: Service, clock: Clock): Promise<ScriptRunner> {
+/** The stock's and the rooms' script runners: Redis with REDIS_URL (one connection), else in process. */
+async function engines(
+  config: SystemConfig,
+  service: Service,
+  clock: Clock,
+): Promise<{ stock: ScriptRunner; rooms: ScriptRunner | undefined }> {
   const registry = await ScriptRegistry.fromDir(stockScriptsDir);
   if (config.redisUrl === undefined) {
     const keyspace = new InProcessKeyspace({ clock, maxKeys: 1_000_000 });
-    return new InProcessScriptRunner({ registry, twins: stockTwins, keyspace });
+    return { stock: new InProcessScriptRunner({ registry, twins: stockTwins, keyspace }), rooms: undefined };
   }
   const redis = await connectRedis({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
   service.onClose(() => closeRedis(redis));
+  const roomRegistry = await ScriptRegistry.fromDir(roomScriptsDir, { includesDir: roomIncludesDir });
   await registry.loadAll(redis);
-  return new RedisScriptRunner(redis, registry);
+  await roomRegistry.loadAll(redis);
+  return { stock: new RedisScriptRunner(redis, registry), rooms: new RedisScriptRunner(redis, roomRegistry) };
 }
 
 /**
@@ -107,6 +119,43 @@ function naiveStock(stock: StockStore, clock: Clock): StockPort {
   };
 }
 
+/** FS-14's edge layers from the config: the per-IP limit and the join's proof of work. */
+function edgeOf(
+  config: SystemConfig,
+  service: Service,
+  clock: Clock,
+  keys: { kid: string; secret: string }[],
+): { ipLimiter?: IpLimiter; joinChallenge?: JoinChallenges } {
+  let ipLimiter: IpLimiter | undefined;
+  if (config.rateLimiterUrl !== undefined) {
+    const remote = new RateLimiterIpLimiter({
+      url: config.rateLimiterUrl,
+      token: config.rateLimiterToken,
+      timeoutMs: 200,
+      onError: (err) =>
+        service.log.warn({ err }, "rate limiter unreachable; the per-IP limit lets this one through"),
+    });
+    service.onClose(() => remote.close());
+    ipLimiter = remote;
+  } else if (config.ipRatePerS > 0) {
+    ipLimiter = new LocalIpLimiter({
+      ratePerS: config.ipRatePerS,
+      burst: config.ipBurst,
+      maxIps: 100_000,
+      clock,
+    });
+  }
+  const joinChallenge =
+    config.joinPowBits > 0
+      ? new JoinChallenges({
+          tokens: new SignedTokens<ChallengeData>({ clock, keys }),
+          bits: config.joinPowBits,
+          ttlMs: 120_000,
+        })
+      : undefined;
+  return { ...(ipLimiter && { ipLimiter }), ...(joinChallenge && { joinChallenge }) };
+}
+
 function chargerOf(config: SystemConfig, service: Service): Charger {
   if (config.paymentsUrl === undefined || config.paymentsApiKey === undefined) return new LocalCharger();
   const charger = new PaymentsCharger({
@@ -130,7 +179,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors, redisErrors, sqlErrors],
+      errors: [errors, redisErrors, sqlErrors, kitErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme(
           "The operator's token (FLASH_SALE_ADMIN_TOKEN) on /v1/admin routes",
@@ -141,7 +190,16 @@ export async function main(
     },
     database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateFlashSale },
     build: async ({ service, db }) => {
-      const stock = new StockStore(await stockRunner(config, service, clock));
+      const runners = await engines(config, service, clock);
+      const stock = new StockStore(runners.stock, {
+        ...(config.reserveMaxBatch > 1 && {
+          reserveBatch: {
+            maxBatch: config.reserveMaxBatch,
+            maxPending: config.reserveMaxPending,
+            lanes: RESERVE_LANES_DEFAULT,
+          },
+        }),
+      });
       const watched = () => listSaleIds(db, SALES_WATCHED_MAX);
       const metrics = createMetrics(service.registry, {
         version: VERSION,
@@ -172,26 +230,30 @@ export async function main(
       const port = config.stockMode === "naive" ? naiveStock(stock, clock) : stock;
       const newHoldId = () => `h_${randomBytes(16).toString("hex")}`;
       const checkout = new Checkout({ stock: port, ledger, newHoldId, clock });
+      const roomConfig = {
+        admitPerS: config.admitPerS,
+        maxActive: config.maxActive,
+        graceMs: config.graceMs,
+        sessionMs: Math.max(config.sessionMs, config.graceMs),
+        maxEntrants: config.roomMaxEntrants,
+      };
       const rooms = new RoomTicker({
-        config: {
-          admitPerS: config.admitPerS,
-          maxActive: config.maxActive,
-          graceMs: config.graceMs,
-          sessionMs: Math.max(config.sessionMs, config.graceMs),
-          maxEntrants: config.roomMaxEntrants,
-        },
-        clock,
-        random: systemRandom,
+        port:
+          runners.rooms === undefined
+            ? new InProcessRooms({
+                config: roomConfig,
+                clock,
+                random: systemRandom,
+                maxRooms: SALES_WATCHED_MAX,
+              })
+            : new RedisRooms(runners.rooms, roomConfig),
         opensAtMsOf: async (saleId) => (await getSale(db, saleId))?.opensAtMs,
         idleMs: config.roomTickMs,
         maxRooms: SALES_WATCHED_MAX,
         onError: (err) => service.log.warn({ err }, "waiting room tick failed"),
       });
       const keys = config.tokenKeys ?? [{ kid: "local", secret: randomBytes(32).toString("base64url") }];
-      const admissions = new Admissions({
-        tokens: new SignedTokens<AdmissionData>({ clock, keys }),
-        maxEntrants: config.roomMaxEntrants,
-      });
+      const admissions = new Admissions({ tokens: new SignedTokens<AdmissionData>({ clock, keys }) });
       await registerApi(service.app, {
         db,
         stock,
@@ -203,6 +265,8 @@ export async function main(
         adminToken: config.adminToken,
         rooms,
         admissions,
+        random: systemRandom,
+        ...edgeOf(config, service, clock, keys),
       });
       rooms.start();
       service.onClose(() => rooms.stop());

@@ -74,7 +74,7 @@ export async function apiWorld(env: NodeJS.ProcessEnv = {}): Promise<ApiWorld> {
       if (a.json.state === "admitted")
         return { authorization: `Bearer ${a.json.token}`, "x-entrant-secret": secret };
       clock.advance(1_000);
-      running.rooms.tickAll();
+      await running.rooms.tickAll();
     }
     throw new Error(`${user} was never admitted`);
   };

@@ -193,10 +193,10 @@ test("FS-13 FS-20 an entrant waits with its position and estimated wait until th
   assert.equal(waiting.json.estimatedWaitMs, 1_500, "150 positions at 100 admitted per second");
   assert.equal(waiting.headers["cache-control"], "no-store");
   world.clock.advance(1_000);
-  world.running.rooms.tickAll();
+  await world.running.rooms.tickAll();
   assert.equal((await world.request("GET", `/v1/sales/${saleId}/room`)).json.servingUpTo, 100);
   world.clock.advance(1_000);
-  world.running.rooms.tickAll();
+  await world.running.rooms.tickAll();
   const admitted = await last();
   assert.equal(admitted.json.state, "admitted");
   assert.match(admitted.json.token, /^local\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, "kid.payload.signature");

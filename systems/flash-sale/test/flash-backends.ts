@@ -37,6 +37,8 @@ export interface Flash {
   passMs(ms: number): Promise<void>;
   /** Drops a sale's keys, as a Redis restarted empty would. */
   forgetStock(saleId: string): Promise<void>;
+  /** Where the real engines are, for a child process that joins them (real backend only). */
+  readonly engines?: { pgUrl: string; schema: string; redisUrl: string; keyPrefix: string };
 }
 
 let holdSeq = 0;
@@ -133,7 +135,7 @@ export const realFlash: Backend<Flash> = {
     const pgUrl = await requirePostgres(t);
     const redisUrl = pgUrl && (await requireRedis(t));
     if (!pgUrl || !redisUrl) return undefined;
-    const { db, drop } = await openPostgresTestSchema(pgUrl, {
+    const { db, schema, drop } = await openPostgresTestSchema(pgUrl, {
       system: "flash-sale",
       prefix: "flash",
       prepare: migrateFlashSale,
@@ -149,7 +151,10 @@ export const realFlash: Backend<Flash> = {
       await redis.del(k.stock, k.holds, k.quantities);
     };
     const passMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms + 5));
-    const subject = assemble("real", db, stock, systemClock, passMs, forget, sales);
+    const subject = {
+      ...assemble("real", db, stock, systemClock, passMs, forget, sales),
+      engines: { pgUrl, schema, redisUrl, keyPrefix },
+    };
     const close = async () => {
       for (const id of sales) await forget(id);
       await closeRedis(redis);

@@ -17,6 +17,8 @@ import { StockStore, stockScriptsDir } from "../src/store/stock-store.ts";
 export interface StockHarness {
   /** One store per connection; `stores[0]` for single calls. */
   readonly stores: StockStore[];
+  /** The same connections, reservations batched across concurrent callers. */
+  readonly batched: StockStore[];
   /** A sale id unique to the calling case. */
   sale(name: string): string;
   /** Lets the engine's clock pass `ms` (advances the ManualClock; waits for Redis TIME). */
@@ -26,6 +28,7 @@ export interface StockHarness {
 }
 
 export const STOCK_RACERS = 5;
+const BATCH = { maxBatch: 64, maxPending: 1_000 };
 
 export const inProcessStock: Backend<StockHarness> = {
   name: "in-process",
@@ -33,13 +36,15 @@ export const inProcessStock: Backend<StockHarness> = {
     const registry = await ScriptRegistry.fromDir(stockScriptsDir);
     const clock = new ManualClock(1_700_000_000_000);
     const keyspace = new InProcessKeyspace({ clock, maxKeys: 100_000 });
-    const stores = Array.from(
+    const runners = Array.from(
       { length: STOCK_RACERS },
-      () => new StockStore(new InProcessScriptRunner({ registry, twins: stockTwins, keyspace })),
+      () => new InProcessScriptRunner({ registry, twins: stockTwins, keyspace }),
     );
+    const stores = runners.map((r) => new StockStore(r));
     let next = 0;
     const subject: StockHarness = {
       stores,
+      batched: runners.map((r) => new StockStore(r, { reserveBatch: BATCH })),
       sale: (name) => `${name}-${next++}`,
       passMs: async (ms) => clock.advance(ms),
       forget: async (saleId) => {
@@ -71,6 +76,9 @@ export const redisStock: Backend<StockHarness> = {
     };
     const subject: StockHarness = {
       stores: connections.map((c) => new StockStore(new RedisScriptRunner(c, registry))),
+      batched: connections.map(
+        (c) => new StockStore(new RedisScriptRunner(c, registry), { reserveBatch: BATCH }),
+      ),
       sale: (name) => {
         const id = `${name}-${next++}`;
         sales.add(id);

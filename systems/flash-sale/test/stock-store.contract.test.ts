@@ -65,6 +65,48 @@ contractSuite<StockHarness>("stock scripts and twins", [inProcessStock, redisSto
     assert.deepEqual(await h.stores[0]!.view(sale), { available: 0, epoch: 1, holds: 60 });
   });
 
+  it("FS-05 batched across callers: 600 parallel attempts on 5 connections for two sales of 60 and 40 take exactly each stock, in fewer script calls", async (h) => {
+    const sales = [await newSale(h, "batch-a", 60), await newSale(h, "batch-b", 40)];
+    const results = await Promise.all(
+      Array.from({ length: 600 }, (_, i) =>
+        h.batched[i % h.batched.length]!.reserve(sales[i % 2]!, hold(`h${i}`)),
+      ),
+    );
+    for (const [s, stock] of [
+      [0, 60],
+      [1, 40],
+    ] as const) {
+      const won = results.filter((r, i) => i % 2 === s && r.kind === "reserved");
+      assert.equal(won.length, stock, `sale ${s}`);
+      assert.deepEqual(
+        won.map((r) => after(r)).sort((a, b) => a - b),
+        Array.from({ length: stock }, (_, i) => i),
+        "each winner saw a distinct value after its subtraction",
+      );
+      assert.deepEqual(await h.stores[0]!.view(sales[s]!), { available: 0, epoch: 1, holds: stock });
+    }
+    const calls = h.batched.reduce((n, b) => n + b.reserveBatchStats!.batches, 0);
+    assert.ok(calls < 600, `600 reservations went out in ${calls} batches`);
+  });
+
+  it("a batch decides each caller on its own: a reused hold id fails only its caller, a bad quantity never joins, a missing sale is missing only for its callers", async (h) => {
+    const sale = await newSale(h, "batch-codes", 3);
+    const store = h.batched[0]!;
+    const [a, again, b, lost, c] = await Promise.allSettled([
+      store.reserve(sale, hold("a")),
+      store.reserve(sale, hold("a")),
+      store.reserve(sale, hold("b", 0)),
+      store.reserve(h.sale("batch-missing"), hold("x")),
+      store.reserve(sale, hold("c", 2)),
+    ]);
+    assert.equal(a.status === "fulfilled" && a.value.kind, "reserved");
+    assert.ok(again.status === "rejected" && replyCode(again.reason) === "HOLD_EXISTS");
+    assert.ok(b.status === "rejected" && replyCode(b.reason) === "ARG_INVALID");
+    assert.deepEqual(lost.status === "fulfilled" && lost.value, { kind: "missing" });
+    assert.equal(c.status === "fulfilled" && c.value.kind === "reserved" && c.value.availableAfter, 0);
+    assert.deepEqual(await h.stores[0]!.view(sale), { available: 0, epoch: 1, holds: 2 });
+  });
+
   it("FS-03 the naive read-check-write sells one ticket several times under the same parallel load", async (h) => {
     const sale = await newSale(h, "naive", 1);
     const results = await Promise.all(

@@ -4,13 +4,13 @@
  * join answered with once. A token only passes with that secret beside it, so a token copied
  * to another client (a bot farm sharing one admission) is refused as not yours.
  *
- * Entrants' secrets are kept as hashes in this process, bounded (see RoomTicker: one replica
- * per sale's room for now).
+ * Entrants' secrets are kept as bindings (hashes) by the room port, beside their positions,
+ * so any replica checks them (the in-process rooms, or Redis).
  *
  * @example
- * const admissions = new Admissions({ tokens, maxEntrants: 1_000_000 });
- * const secret = admissions.enrol("s1", "u1");         // first join only
- * const token = admissions.issue("s1", "u1", ttlMs);
+ * const admissions = new Admissions({ tokens });
+ * const { secret, binding } = admissions.newSecret(); // the room keeps the first join's binding
+ * const { token } = admissions.issue("s1", "u1", binding, ttlMs);
  * admissions.check(token, secret, "s1");               // "u1", or throws ADMISSION_*
  */
 import { createHash, randomBytes } from "node:crypto";
@@ -27,45 +27,33 @@ export interface AdmissionData {
   readonly b: string;
 }
 
-function bindingOf(secret: string): string {
+/** What the room keeps of an entrant's secret, and what a token carries: a hash, never the secret. */
+export function bindingOf(secret: string): string {
   return createHash("sha256").update(secret).digest("base64url").slice(0, 22);
 }
 
 export class Admissions {
   readonly #tokens: SignedTokens<AdmissionData>;
-  readonly #bindings = new Map<string, string>();
-  readonly #maxEntrants: number;
 
-  constructor(options: { tokens: SignedTokens<AdmissionData>; maxEntrants: number }) {
+  constructor(options: { tokens: SignedTokens<AdmissionData> }) {
     this.#tokens = options.tokens;
-    this.#maxEntrants = options.maxEntrants;
   }
 
-  /** The entrant's secret on its first join; undefined when it joined before (or the book is full). */
-  enrol(saleId: string, user: string): string | undefined {
-    const key = `${saleId}\u0000${user}`;
-    if (this.#bindings.has(key) || this.#bindings.size >= this.#maxEntrants) return undefined;
+  /** A new entrant secret and its binding (the room keeps the binding of the first join only). */
+  newSecret(): { secret: string; binding: string } {
     const secret = randomBytes(24).toString("base64url");
-    this.#bindings.set(key, bindingOf(secret));
-    return secret;
+    return { secret, binding: bindingOf(secret) };
   }
 
-  /** Throws ENTRANT_SECRET_INVALID unless `secret` is the one this entrant got at join. */
-  checkSecret(saleId: string, user: string, secret: string | undefined): void {
-    const expected = this.#bindings.get(`${saleId}\u0000${user}`);
-    if (expected === undefined) throw errors.create("ENTRANT_NOT_FOUND", { fields: { saleId, user } });
-    if (secret === undefined || bindingOf(secret) !== expected) {
-      throw errors.create("ENTRANT_SECRET_INVALID", { fields: { field: "/headers/x-entrant-secret" } });
-    }
-  }
-
-  issue(saleId: string, user: string, ttlMs: number): { token: string; expiresAtMs: number } {
-    const b = this.#bindings.get(`${saleId}\u0000${user}`);
-    if (b === undefined) throw errors.create("ENTRANT_NOT_FOUND", { fields: { saleId, user } });
-    const token = this.#tokens.sign({ s: saleId, u: user, b }, ttlMs);
+  issue(
+    saleId: string,
+    user: string,
+    binding: string,
+    ttlMs: number,
+  ): { token: string; expiresAtMs: number } {
+    const token = this.#tokens.sign({ s: saleId, u: user, b: binding }, ttlMs);
     return { token, expiresAtMs: this.#tokens.verify(token).expiresAtMs };
   }
-
   /** The user a token admits to `saleId`, checked against the secret sent beside it. */
   check(token: string | undefined, secret: string | undefined, saleId: string): string {
     if (token === undefined)

@@ -6,14 +6,22 @@
  * build: async ({ service, db }) => registerApi(service.app, { db, stock, checkout, clock, … }),
  */
 import type { FastifyInstance } from "fastify";
-import { registerRoomRoutes } from "./room-routes.ts";
+import { type IpLimiter, registerEdgeGuard } from "./edge-guard.ts";
+import { type RoomRoutesOptions, registerRoomRoutes } from "./room-routes.ts";
 import { registerSaleRoutes, type SaleRoutesOptions } from "./sale-routes.ts";
+import { registerWaitingPage } from "./waiting-page.ts";
 
-export type ApiOptions = SaleRoutesOptions;
+export type ApiOptions = SaleRoutesOptions &
+  RoomRoutesOptions & {
+    /** FS-14: the per-IP limit in front of the public API; undefined = none. */
+    ipLimiter?: IpLimiter;
+  };
 
 export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
   await app.register(async (scope) => {
+    if (options.ipLimiter !== undefined) registerEdgeGuard(scope, { limiter: options.ipLimiter });
     registerRoomRoutes(scope, options);
+    registerWaitingPage(scope);
     await registerSaleRoutes(scope, options);
   });
 }

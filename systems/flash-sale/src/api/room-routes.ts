@@ -7,23 +7,57 @@
  *                                                      wait — or, once position ≤ P, the signed admission token
  */
 import type { Clock } from "@casebook/kit/clock";
+import type { RandomSource } from "@casebook/kit/random";
 import type { FastifyInstance } from "fastify";
 import { errors } from "../errors.ts";
 import type { RoomTicker } from "../workers/room-ticker.ts";
-import type { Admissions } from "./admission.ts";
+import { type Admissions, bindingOf } from "./admission.ts";
+import type { JoinChallenges } from "./join-challenges.ts";
 import { BUYER_PATTERN, saleParams } from "./sale-schemas.ts";
 
 export interface RoomRoutesOptions {
+  /** FS-14: the proof of work a join must carry; undefined = none. */
+  joinChallenge?: JoinChallenges;
   rooms: RoomTicker;
   admissions: Admissions;
   clock: Clock;
+  /** The pre-queue's draw at join. */
+  random: RandomSource;
 }
 
 const joinBody = {
   type: "object",
   required: ["user"],
   additionalProperties: false,
+  properties: {
+    user: { type: "string", pattern: BUYER_PATTERN },
+    challenge: {
+      type: "string",
+      minLength: 1,
+      maxLength: 1_000,
+      description: "FS-14: from POST …/challenge",
+    },
+    nonce: { type: "string", pattern: "^[0-9]{1,12}$", description: "Solves the challenge" },
+  },
+} as const;
+
+const challengeBody = {
+  type: "object",
+  required: ["user"],
+  additionalProperties: false,
   properties: { user: { type: "string", pattern: BUYER_PATTERN } },
+} as const;
+
+const challengeView = {
+  type: "object",
+  required: ["challenge", "bits"],
+  properties: {
+    challenge: { type: "string" },
+    bits: {
+      type: "integer",
+      description: "Find a nonce: SHA-256(challenge + ':' + nonce) starts with this many zero bits",
+    },
+  },
 } as const;
 
 const joinView = {
@@ -90,12 +124,33 @@ const admissionView = {
 export function registerRoomRoutes(app: FastifyInstance, o: RoomRoutesOptions): void {
   const tags = ["waiting room"];
   const roomOr404 = async (saleId: string) => {
-    const room = await o.rooms.room(saleId);
-    if (room === undefined) throw errors.create("SALE_NOT_FOUND", { fields: { saleId } });
-    return room;
+    const sale = await o.rooms.sale(saleId);
+    if (sale === undefined) throw errors.create("SALE_NOT_FOUND", { fields: { saleId } });
+    return sale;
   };
 
   app.post<{ Params: { saleId: string }; Body: { user: string } }>(
+    "/v1/sales/:saleId/challenge",
+    {
+      schema: {
+        summary: "FS-14: a proof-of-work challenge for one user's join (when the sale asks for one)",
+        tags,
+        params: saleParams,
+        body: challengeBody,
+        response: { 200: challengeView },
+        errorCodes: ["SALE_NOT_FOUND"],
+      },
+      config: { accessLog: "sampled" },
+    },
+    async (request, reply) => {
+      const sale = await roomOr404(request.params.saleId);
+      reply.header("cache-control", "no-store");
+      const bits = o.joinChallenge?.bits ?? 0;
+      return { challenge: o.joinChallenge?.issue(sale.saleId, request.body.user) ?? "", bits };
+    },
+  );
+
+  app.post<{ Params: { saleId: string }; Body: { user: string; challenge?: string; nonce?: string } }>(
     "/v1/sales/:saleId/entrants",
     {
       schema: {
@@ -104,20 +159,21 @@ export function registerRoomRoutes(app: FastifyInstance, o: RoomRoutesOptions): 
         params: saleParams,
         body: joinBody,
         response: { 200: joinView, 201: joinView },
-        errorCodes: ["SALE_NOT_FOUND", "ROOM_FULL"],
+        errorCodes: ["SALE_NOT_FOUND", "ROOM_FULL", "JOIN_CHALLENGE_REQUIRED", "JOIN_CHALLENGE_INVALID"],
       },
       config: { accessLog: "sampled" },
     },
     async (request, reply) => {
       const { saleId } = request.params;
       const { user } = request.body;
-      const room = await roomOr404(saleId);
-      const joined = room.join(user, o.clock.nowMs());
+      const sale = await roomOr404(saleId);
+      o.joinChallenge?.check(saleId, user, request.body.challenge, request.body.nonce);
+      const { secret, binding } = o.admissions.newSecret();
+      const joined = await o.rooms.port.join(sale, user, { binding, draw: o.random.next() });
       if (joined.kind === "full") throw errors.create("ROOM_FULL", { fields: { saleId } });
-      const secret = o.admissions.enrol(saleId, user);
-      return reply.code(secret === undefined ? 200 : 201).send({
+      return reply.code(joined.enrolled ? 201 : 200).send({
         user,
-        secret: secret ?? null,
+        secret: joined.enrolled ? secret : null,
         position: joined.kind === "queued" ? joined.position : null,
         preQueue: joined.kind === "pre-queue",
       });
@@ -137,9 +193,8 @@ export function registerRoomRoutes(app: FastifyInstance, o: RoomRoutesOptions): 
       config: { accessLog: "sampled" },
     },
     async (request, reply) => {
-      const room = await roomOr404(request.params.saleId);
+      const s = await o.rooms.port.status(await roomOr404(request.params.saleId));
       reply.header("cache-control", "public, max-age=1");
-      const s = room.status();
       return {
         open: s.open,
         servingUpTo: s.servingUpTo,
@@ -165,12 +220,14 @@ export function registerRoomRoutes(app: FastifyInstance, o: RoomRoutesOptions): 
     },
     async (request, reply) => {
       const { saleId, user } = request.params;
-      const room = await roomOr404(saleId);
-      o.admissions.checkSecret(saleId, user, request.headers["x-entrant-secret"]);
+      const sale = await roomOr404(saleId);
       reply.header("cache-control", "no-store");
-      const nowMs = o.clock.nowMs();
-      const a = room.admit(user, nowMs);
+      const binding = bindingOf(request.headers["x-entrant-secret"]);
+      const a = await o.rooms.port.admit(sale, user, binding);
       if (a.kind === "unknown") throw errors.create("ENTRANT_NOT_FOUND", { fields: { saleId, user } });
+      if (a.kind === "wrong-secret") {
+        throw errors.create("ENTRANT_SECRET_INVALID", { fields: { field: "/headers/x-entrant-secret" } });
+      }
       if (a.kind === "expired") throw errors.create("ADMISSION_EXPIRED", { fields: { saleId, user } });
       if (a.kind === "pre-queue") {
         return {
@@ -192,7 +249,10 @@ export function registerRoomRoutes(app: FastifyInstance, o: RoomRoutesOptions): 
           tokenExpiresAt: null,
         };
       }
-      const issued = o.admissions.issue(saleId, user, Math.max(1, a.sessionEndsAtMs - nowMs));
+      // The token lives as long as the slot (the slot's end is on the room's clock: Redis's
+      // TIME, the service's clock in process; both are wall clocks in production).
+      const ttlMs = Math.max(1, a.sessionEndsAtMs - o.clock.nowMs());
+      const issued = o.admissions.issue(saleId, user, binding, ttlMs);
       return {
         state: "admitted",
         position: a.position,

@@ -175,8 +175,8 @@ export async function registerSaleRoutes(app: FastifyInstance, o: SaleRoutesOpti
         request.headers["x-entrant-secret"],
         sale.id,
       );
-      const room = await o.rooms.room(sale.id);
-      if (room === undefined || !room.heartbeat(buyer, o.clock.nowMs())) {
+      const room = await o.rooms.sale(sale.id);
+      if (room === undefined || !(await o.rooms.port.heartbeat(room, buyer))) {
         throw errors.create("ADMISSION_EXPIRED", { fields: { saleId: sale.id, user: buyer } });
       }
       if (o.clock.nowMs() < sale.opensAtMs) {
@@ -192,7 +192,7 @@ export async function registerSaleRoutes(app: FastifyInstance, o: SaleRoutesOpti
       }
       const r = await o.checkout.reserve({ saleId: sale.id, buyer, quantity, holdTtlMs: sale.holdTtlMs });
       if (r.kind === "sold-out") {
-        room.leave(buyer); // nothing to buy: the slot goes to the next entrant at once
+        await o.rooms.port.leave(room, buyer); // nothing to buy: the slot goes to the next entrant at once
         throw errors.create("SALE_SOLD_OUT", { fields: { saleId: sale.id } });
       }
       if (r.kind === "buyer-has-hold")
@@ -243,7 +243,8 @@ export async function registerSaleRoutes(app: FastifyInstance, o: SaleRoutesOpti
       const started = await startCharge(o.db, { holdId: hold.id, nowMs: o.clock.nowMs() });
       if (started.won) {
         // The buyer is done with checkout: its slot goes to the next entrant (FS-13's cap).
-        (await o.rooms.room(hold.saleId))?.leave(hold.buyer);
+        const room = await o.rooms.sale(hold.saleId);
+        if (room !== undefined) await o.rooms.port.leave(room, hold.buyer);
         return reply.code(202).send(await holdJson(o.db, started.hold));
       }
       const now = started.hold ?? hold;

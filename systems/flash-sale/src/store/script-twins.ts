@@ -18,23 +18,39 @@ function isInteger(n: number | null, min: number, max = Number.POSITIVE_INFINITY
   return n !== null && n >= min && n <= max && n % 1 === 0;
 }
 
-const reserveStock: ScriptTwin = (ks, [stock, holds, quantities], [holdId, qtyText, ttlText]) => {
-  const qty = luaToNumber(qtyText);
-  const ttl = luaToNumber(ttlText);
-  if (!isInteger(qty, 1)) return { err: "ARG_INVALID quantity must be an integer >= 1" };
-  if (!isInteger(ttl, 1)) return { err: "ARG_INVALID holdTtlMs must be an integer >= 1" };
-  if (!ks.exists(stock!)) return { err: "STOCK_MISSING the sale's stock is not in Redis: recompute it" };
-  if (ks.zscore(holds!, holdId!) !== null) return { err: "HOLD_EXISTS this hold id is taken" };
-  const epoch = luaToNumber(ks.hget(stock!, "epoch"));
-  const after = ks.hincrBy(stock!, "available", -qty);
-  if (after < 0) {
-    ks.hincrBy(stock!, "available", qty);
-    return [0, after, epoch, 0];
+const reserveStock: ScriptTwin = (ks, [stock, holds, quantities], argv) => {
+  const n = argv.length / 3;
+  if (!isInteger(n, 1, 1000))
+    return { err: "ARG_INVALID holds come as 1..1000 holdId, quantity, holdTtlMs triples" };
+  for (let i = 0; i < argv.length; i += 3) {
+    if (!isInteger(luaToNumber(argv[i + 1]!), 1))
+      return { err: "ARG_INVALID quantity must be an integer >= 1" };
+    if (!isInteger(luaToNumber(argv[i + 2]!), 1))
+      return { err: "ARG_INVALID holdTtlMs must be an integer >= 1" };
   }
-  const expiresAt = serverTimeMs(ks) + ttl;
-  ks.zadd(holds!, expiresAt, holdId!);
-  ks.hset(quantities!, { [holdId!]: qty });
-  return [1, after, epoch, expiresAt];
+  if (!ks.exists(stock!)) return { err: "STOCK_MISSING the sale's stock is not in Redis: recompute it" };
+  const epoch = luaToNumber(ks.hget(stock!, "epoch"))!;
+  const now = serverTimeMs(ks);
+  const out: number[] = [];
+  for (let i = 0; i < argv.length; i += 3) {
+    const holdId = argv[i]!;
+    const qty = luaToNumber(argv[i + 1]!)!;
+    const ttl = luaToNumber(argv[i + 2]!)!;
+    if (ks.zscore(holds!, holdId) !== null) {
+      out.push(-1, 0, epoch, 0);
+      continue;
+    }
+    const after = ks.hincrBy(stock!, "available", -qty);
+    if (after < 0) {
+      ks.hincrBy(stock!, "available", qty);
+      out.push(0, after, epoch, 0);
+      continue;
+    }
+    ks.zadd(holds!, now + ttl, holdId);
+    ks.hset(quantities!, { [holdId]: qty });
+    out.push(1, after, epoch, now + ttl);
+  }
+  return out;
 };
 
 const returnHold: ScriptTwin = (ks, [stock, holds, quantities], [holdId]) => {

@@ -1,37 +1,34 @@
 /**
- * The waiting rooms of this process, one per sale, and the loop that moves them: each round
- * opens the rooms whose sale has opened and ticks every room (frees silent slots, admits the
- * next batch). On kit's BackgroundLoop.
- *
- * The rooms live in this process's memory: one replica serves a sale's room. Keeping them in
- * Redis (so replicas share one room) is the next step, and the README says so.
+ * The sales whose waiting rooms this replica serves, and the loop that moves them: each round
+ * ticks every known sale's room through the room port (frees silent slots, admits the next
+ * batch; the room opens itself at its time). On kit's BackgroundLoop. With Redis rooms every
+ * replica may tick the same room: the scripts earn admission credit from the stored last
+ * tick, so more tickers never admit faster.
  *
  * @example
- * const rooms = new RoomTicker({ config, clock, random, saleOf, idleMs: 250 });
+ * const rooms = new RoomTicker({ port, opensAtMsOf, idleMs: 250, maxRooms: 100 });
  * rooms.start();
- * (await rooms.room("s1"))?.join("u1", clock.nowMs());
+ * const sale = await rooms.sale("s1");
+ * if (sale) await rooms.port.join(sale, "u1", { binding, draw: Math.random() });
  */
 import { BackgroundLoop } from "@casebook/kit/background-loop";
-import type { Clock } from "@casebook/kit/clock";
-import { type RandomSource, systemRandom } from "@casebook/kit/random";
-import { WaitingRoom, type WaitingRoomConfig } from "../domain/waiting-room.ts";
+import { systemRandom } from "@casebook/kit/random";
+import type { RoomPort, RoomSale } from "../domain/room-port.ts";
 
 export interface RoomTickerOptions {
-  config: WaitingRoomConfig;
-  clock: Clock;
-  random: RandomSource;
+  port: RoomPort;
   /** The sale's opening time, or undefined when no such sale exists. */
   opensAtMsOf: (saleId: string) => Promise<number | undefined>;
   /** Pause between ticks. */
   idleMs: number;
-  /** Rooms kept at most (one per sale). */
+  /** Sales kept at most (the most recent ones). */
   maxRooms: number;
   onError?: (error: unknown) => void;
 }
 
 export class RoomTicker {
   readonly #o: RoomTickerOptions;
-  readonly #rooms = new Map<string, { room: WaitingRoom; opensAtMs: number }>();
+  readonly #sales = new Map<string, RoomSale>();
   readonly #loop: BackgroundLoop;
 
   constructor(options: RoomTickerOptions) {
@@ -39,7 +36,7 @@ export class RoomTicker {
     this.#loop = new BackgroundLoop({
       name: "waiting room ticker",
       round: async () => {
-        this.tickAll();
+        await this.tickAll();
         return false;
       },
       idleMs: options.idleMs,
@@ -48,26 +45,23 @@ export class RoomTicker {
     });
   }
 
-  /** The sale's room (made on first use), or undefined for an unknown sale or a full registry. */
-  async room(saleId: string): Promise<WaitingRoom | undefined> {
-    const known = this.#rooms.get(saleId);
-    if (known !== undefined) return known.room;
-    const opensAtMs = await this.#o.opensAtMsOf(saleId);
-    if (opensAtMs === undefined || this.#rooms.size >= this.#o.maxRooms) return undefined;
-    const again = this.#rooms.get(saleId); // another request made it while we read the sale
-    if (again !== undefined) return again.room;
-    const room = new WaitingRoom(this.#o.config, this.#o.random);
-    this.#rooms.set(saleId, { room, opensAtMs });
-    this.#openIfDue(room, opensAtMs, this.#o.clock.nowMs());
-    return room;
+  get port(): RoomPort {
+    return this.#o.port;
   }
 
-  tickAll(): void {
-    const nowMs = this.#o.clock.nowMs();
-    for (const { room, opensAtMs } of this.#rooms.values()) {
-      this.#openIfDue(room, opensAtMs, nowMs);
-      room.tick(nowMs);
-    }
+  /** The sale's room, or undefined for an unknown sale (or more sales than `maxRooms`). */
+  async sale(saleId: string): Promise<RoomSale | undefined> {
+    const known = this.#sales.get(saleId);
+    if (known !== undefined) return known;
+    const opensAtMs = await this.#o.opensAtMsOf(saleId);
+    if (opensAtMs === undefined || this.#sales.size >= this.#o.maxRooms) return undefined;
+    const sale = this.#sales.get(saleId) ?? { saleId, opensAtMs };
+    this.#sales.set(saleId, sale);
+    return sale;
+  }
+
+  async tickAll(): Promise<void> {
+    for (const sale of this.#sales.values()) await this.#o.port.tick(sale);
   }
 
   start(): void {
@@ -76,9 +70,5 @@ export class RoomTicker {
 
   stop(): Promise<void> {
     return this.#loop.stop();
-  }
-
-  #openIfDue(room: WaitingRoom, opensAtMs: number, nowMs: number): void {
-    if (nowMs >= opensAtMs && !room.status().open) room.open(nowMs);
   }
 }
