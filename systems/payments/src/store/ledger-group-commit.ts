@@ -6,9 +6,9 @@
  * outcome. A hot account then costs one balance-row update and one commit per group, not per
  * transfer.
  *
- * `lanes` groups are written at once (each its own transaction, on its own connection), so one
- * group's commit flush overlaps the next group's work; a transfer joins the lane with the
- * fewest waiting. Arrival order is kept within a group — which is what "one by one" means for
+ * `lanes` groups are written at once (kit's GroupCommitLanes; each its own transaction, on its
+ * own connection), so one group's commit flush overlaps the next group's work; a transfer joins
+ * the lane with the fewest waiting. Arrival order is kept within a group — which is what "one by one" means for
  * transfers that were in flight together (their callers could not have known an order).
  *
  * Bounded: at most `maxPending` transfers wait per lane; past it `submit` refuses at once with
@@ -20,7 +20,8 @@
  * const { transaction, replayed } = transferResultOf(outcome, request.idemKey); // or a typed error
  */
 import type { Database } from "@casebook/infra/sql/sql";
-import { GroupCommit, type GroupCommitStats } from "@casebook/kit/group-commit";
+import type { GroupCommitStats } from "@casebook/kit/group-commit";
+import { GroupCommitLanes } from "@casebook/kit/group-commit-lanes";
 import type { Transfer } from "../domain/ledger.ts";
 import { ledgerErrors } from "../errors.ts";
 import { type GroupItem, type TransferOutcome, writeTransferGroup } from "./ledger-group-write.ts";
@@ -43,20 +44,14 @@ export interface TransferGroupCommitOptions {
 
 export const GROUP_COMMIT_DEFAULTS = { maxBatch: 1_000, maxPending: 10_000, maxWaitMs: 1, lanes: 2 } as const;
 
-/** Most lanes: each holds a connection while it writes. */
-const LANES_MAX = 64;
-
 export class TransferGroupCommit {
-  readonly #lanes: GroupCommit<GroupItem, TransferOutcome>[];
+  readonly #lanes: GroupCommitLanes<GroupItem, TransferOutcome>;
 
   constructor(db: Database, options: TransferGroupCommitOptions = {}) {
-    const { lanes, ...settings } = { ...GROUP_COMMIT_DEFAULTS, ...options };
-    if (!(Number.isInteger(lanes) && lanes >= 1 && lanes <= LANES_MAX))
-      throw new RangeError(`lanes must be an integer in [1, ${LANES_MAX}], got ${lanes}`);
-    this.#lanes = Array.from(
-      { length: lanes },
-      () => new GroupCommit<GroupItem, TransferOutcome>((items) => writeTransferGroup(db, items), settings),
-    );
+    this.#lanes = new GroupCommitLanes<GroupItem, TransferOutcome>((items) => writeTransferGroup(db, items), {
+      ...GROUP_COMMIT_DEFAULTS,
+      ...options,
+    });
   }
 
   /**
@@ -64,31 +59,22 @@ export class TransferGroupCommit {
    * outcome (rejects only when its group could not be written at all: SQL_UNAVAILABLE).
    */
   submit(transfer: Transfer): Promise<TransferOutcome> {
-    let lane = this.#lanes[0]!;
-    for (const other of this.#lanes) if (other.pending < lane.pending) lane = other;
-    return lane.submit({ transfer });
+    return this.#lanes.submit({ transfer });
   }
 
   /** Transfers waiting for a group, all lanes. */
   get pending(): number {
-    return this.#lanes.reduce((sum, lane) => sum + lane.pending, 0);
+    return this.#lanes.pending;
   }
 
   /** Counters summed over the lanes. */
   get stats(): GroupCommitStats {
-    const sum = { batches: 0, items: 0, refused: 0 };
-    for (const lane of this.#lanes) {
-      const stats = lane.stats;
-      sum.batches += stats.batches;
-      sum.items += stats.items;
-      sum.refused += stats.refused;
-    }
-    return sum;
+    return this.#lanes.stats;
   }
 
   /** Resolves once everything submitted so far is written (or failed). */
   async drain(): Promise<void> {
-    await Promise.all(this.#lanes.map((lane) => lane.drain()));
+    await this.#lanes.drain();
   }
 }
 
