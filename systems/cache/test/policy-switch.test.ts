@@ -39,8 +39,15 @@ const VALUE = "v".repeat(200);
 const OLD_SURVIVAL_MAX = 0.1;
 /** The two servers' old-key survival shares may differ by at most this. */
 const SURVIVAL_TOLERANCE = 0.05;
-/** Under LFU, old keys read HOT_READS times after the switch: at least this share survives. */
+/** Under LFU, old keys read HOT_READS times after the switch: at least this share survives on this node. */
 const HOT_SURVIVAL_MIN = 0.9;
+/**
+ * The same, for redis-server: the oracle that the scenario keeps read keys at all. Its counter
+ * is probabilistic (log factor 10: 20 reads lift a key only a few steps above a new key's 5)
+ * and its eviction samples 5 keys, so some read keys go at random: a CI run saw 0.87. The
+ * claim is this node's (HOT_SURVIVAL_MIN); the peer only has to show the same tendency.
+ */
+const PEER_HOT_SURVIVAL_MIN = 0.75;
 
 const oldKey = (i: number) => `old:${String(i).padStart(5, "0")}`;
 const newKey = (i: number) => `new:${String(i).padStart(5, "0")}`;
@@ -144,9 +151,10 @@ describe("policy switch: this node vs redis-server", { skip }, () => {
     const peers = await runSwitch(theirs, "allkeys-lru", "allkeys-lfu");
     const summary = `ours ${JSON.stringify({ ...mine, readings: mine.readings.length })}, redis ${JSON.stringify({ ...peers, readings: peers.readings.length })}`;
     t.diagnostic(summary);
+    assert.ok(mine.hotSurvival >= HOT_SURVIVAL_MIN, summary);
+    assert.ok(peers.hotSurvival >= PEER_HOT_SURVIVAL_MIN, summary);
     for (const outcome of [mine, peers]) {
       assert.ok(outcome.oldSurvival <= OLD_SURVIVAL_MAX, summary);
-      assert.ok(outcome.hotSurvival >= HOT_SURVIVAL_MIN, summary);
       for (const freq of outcome.readings)
         assert.ok(freq >= 0 && freq <= LFU_MAX, `OBJECT FREQ ${freq}; ${summary}`);
     }
