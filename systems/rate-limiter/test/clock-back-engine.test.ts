@@ -90,7 +90,8 @@ const engines = [
         }),
         nowMs: async () => clock.nowMs(),
         write: async (key, stored, ttlMs) => {
-          if (stored.kind === "hash") keyspace.hset(key, { ...stored.fields });
+          if (stored.kind === "string") keyspace.set(key, stored.value ?? "");
+          else if (stored.kind === "hash") keyspace.hset(key, { ...stored.fields });
           else for (const e of stored.entries) keyspace.zadd(key, Number(e.score), e.member);
           keyspace.pexpire(key, ttlMs);
         },
@@ -114,7 +115,8 @@ const engines = [
         },
         write: async (key, stored, ttlMs) => {
           const multi = redis.multi();
-          if (stored.kind === "hash") multi.hset(key, stored.fields);
+          if (stored.kind === "string") multi.set(key, stored.value ?? "");
+          else if (stored.kind === "hash") multi.hset(key, stored.fields);
           else for (const e of stored.entries) multi.zadd(key, e.score, e.member);
           multi.pexpire(key, ttlMs);
           await multi.exec();

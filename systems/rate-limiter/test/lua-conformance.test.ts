@@ -27,6 +27,7 @@ import {
 } from "../src/domain/algorithm.ts";
 import { algorithms } from "../src/domain/algorithms.ts";
 import { scriptsDir } from "../src/store/limiter-store.ts";
+import { storedKind } from "../src/store/script-twins.ts";
 import { limitArbitraries } from "./limit-arbitraries.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_022);
@@ -71,12 +72,16 @@ const stepArbitrary: fc.Arbitrary<Step> = fc.record({
 });
 
 function readCommand(multi: ReturnType<Redis["multi"]>, algorithm: AnyAlgorithm, key: string) {
-  if (algorithm.name === "sliding-window-log") multi.zrange(key, "0", "-1", "WITHSCORES");
+  const kind = storedKind(algorithm.name);
+  if (kind === "zset") multi.zrange(key, "0", "-1", "WITHSCORES");
+  else if (kind === "string") multi.get(key);
   else multi.hgetall(key);
 }
 
 function toStored(algorithm: AnyAlgorithm, raw: unknown): StoredState {
-  if (algorithm.name !== "sliding-window-log") return { kind: "hash", fields: raw as Record<string, string> };
+  const kind = storedKind(algorithm.name);
+  if (kind === "string") return { kind, value: (raw as string | null) ?? undefined };
+  if (kind === "hash") return { kind, fields: raw as Record<string, string> };
   const flat = raw as string[];
   const entries = [];
   for (let i = 0; i < flat.length; i += 2) entries.push({ member: flat[i]!, score: flat[i + 1]! });

@@ -23,7 +23,7 @@ import {
 } from "../src/domain/algorithm.ts";
 import { algorithms } from "../src/domain/algorithms.ts";
 import { scriptsDir } from "../src/store/limiter-store.ts";
-import { scriptTwins } from "../src/store/script-twins.ts";
+import { scriptTwins, storedKind } from "../src/store/script-twins.ts";
 import { limitArbitraries } from "./limit-arbitraries.ts";
 
 const SEED = Number(process.env.FC_SEED ?? 20_261_022);
@@ -49,15 +49,18 @@ async function openEngine() {
 }
 
 function readState(keyspace: InProcessKeyspace, algorithm: AnyAlgorithm, key: string): unknown {
+  const kind = storedKind(algorithm.name);
   const stored: StoredState =
-    algorithm.name === "sliding-window-log"
-      ? {
-          kind: "zset",
-          entries: keyspace
-            .zrange(key, 0, -1)
-            .map((member) => ({ member, score: String(keyspace.zscore(key, member)) })),
-        }
-      : { kind: "hash", fields: keyspace.hgetall(key) };
+    kind === "string"
+      ? { kind, value: keyspace.get(key) ?? undefined }
+      : kind === "zset"
+        ? {
+            kind: "zset",
+            entries: keyspace
+              .zrange(key, 0, -1)
+              .map((member) => ({ member, score: String(keyspace.zscore(key, member)) })),
+          }
+        : { kind: "hash", fields: keyspace.hgetall(key) };
   return algorithm.fromStored(stored);
 }
 

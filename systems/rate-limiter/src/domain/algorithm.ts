@@ -111,8 +111,12 @@ export interface Decision<S> {
   readonly ttlMs: number;
 }
 
-/** State as it lies in Redis: a hash of decimal strings, or a sorted set. */
+/**
+ * State as it lies in Redis: a string (the compact "a:b" of two integers, written with
+ * SET PX; `value` undefined when the key is absent), a hash of decimal strings, or a sorted set.
+ */
 export type StoredState =
+  | { readonly kind: "string"; readonly value: string | undefined }
   | { readonly kind: "hash"; readonly fields: Readonly<Record<string, string>> }
   | {
       readonly kind: "zset";
@@ -291,8 +295,10 @@ export function validateRequestId(requestId: string | undefined): string {
  *
  * @example
  * storedBytes({ kind: "hash", fields: { tokensMicro: "4000000", tsMs: "1000" } }); // 11 + 7 + 4 + 4 = 26
+ * storedBytes({ kind: "string", value: "4000000:1000" }); // 12
  */
 export function storedBytes(stored: StoredState): number {
+  if (stored.kind === "string") return stored.value?.length ?? 0;
   if (stored.kind === "hash") {
     return Object.entries(stored.fields).reduce(
       (sum, [field, value]) => sum + field.length + value.length,
@@ -316,6 +322,44 @@ export function readStoredInteger(fields: Readonly<Record<string, string>>, fiel
     throw new Error(`stored field ${field} is not a safe integer: ${JSON.stringify(text)}`);
   }
   return value;
+}
+
+/**
+ * The compact encoding of a state of two integers (issue 15): one string "a:b", written
+ * with SET PX, instead of a hash with named fields — ~16 B less per key in MEMORY USAGE.
+ * Mirrored by src/store/scripts/includes/stored-pair.lua.
+ *
+ * @example
+ * pairToStored(4_000_000, 1_000); // { kind: "string", value: "4000000:1000" }
+ */
+export function pairToStored(a: number, b: number): StoredState {
+  return { kind: "string", value: `${a}:${b}` };
+}
+
+/**
+ * Reads a two-integer state: the compact string "a:b", or a key still in the old format,
+ * a hash of `fields` (migration: the script and its twin rewrite such a key as the string
+ * on the decision that reads it). Undefined when nothing is stored; throws when corrupt.
+ *
+ * @example
+ * readStoredPair({ kind: "string", value: "4000000:1000" }, ["tokensMicro", "tsMs"]); // [4000000, 1000]
+ * readStoredPair({ kind: "hash", fields: { tokensMicro: "4000000", tsMs: "1000" } }, ["tokensMicro", "tsMs"]); // [4000000, 1000]
+ */
+export function readStoredPair(
+  stored: StoredState,
+  fields: readonly [string, string],
+): [number, number] | undefined {
+  if (stored.kind === "hash") {
+    if (Object.keys(stored.fields).length === 0) return undefined;
+    return [readStoredInteger(stored.fields, fields[0]), readStoredInteger(stored.fields, fields[1])];
+  }
+  if (stored.kind !== "string")
+    throw new Error(`a ${fields.join("/")} pair is a string, got a ${stored.kind}`);
+  if (stored.value === undefined) return undefined;
+  const [a, b, ...rest] = stored.value.split(":");
+  if (rest.length > 0) throw new Error(`stored pair is not "a:b": ${JSON.stringify(stored.value)}`);
+  const parts = { [fields[0]]: a ?? "", [fields[1]]: b ?? "" };
+  return [readStoredInteger(parts, fields[0]), readStoredInteger(parts, fields[1])];
 }
 
 function checkAlgorithmOf(name: AlgorithmName, limit: Limit): void {

@@ -8,7 +8,10 @@
  * Mirrored by src/store/scripts/fixed-window-n.lua.
  */
 import type { Algorithm, Decision, FixedWindowLimit, StoredState } from "./algorithm.ts";
-import { readStoredInteger, validateCall } from "./algorithm.ts";
+import { pairToStored, readStoredPair, validateCall } from "./algorithm.ts";
+
+/** The old format's hash fields (a key still holding it is read and rewritten). */
+const legacyFields = ["windowStartMs", "count"] as const;
 
 export interface FixedWindowState {
   /** Start of the window `count` belongs to: a multiple of windowMs. */
@@ -96,28 +99,26 @@ function fixedWindowTtlMs(state: FixedWindowState, nowMs: number, limit: FixedWi
 }
 
 /**
- * The Redis hash of a window.
+ * The Redis string of a window, "windowStartMs:count" (SET PX; the compact encoding of issue 15).
  *
  * @example
- * fixedWindowToStored({ windowStartMs: 60_000, count: 3 }); // { kind: "hash", fields: { windowStartMs: "60000", count: "3" } }
+ * fixedWindowToStored({ windowStartMs: 60_000, count: 3 }); // { kind: "string", value: "60000:3" }
  */
 function fixedWindowToStored(state: FixedWindowState): StoredState {
-  return { kind: "hash", fields: { windowStartMs: String(state.windowStartMs), count: String(state.count) } };
+  return pairToStored(state.windowStartMs, state.count);
 }
 
 /**
- * Reads a window back from its hash (undefined when the key is absent).
+ * Reads a window back from its string, or from a hash {windowStartMs, count} of the old
+ * format (undefined when the key is absent).
  *
  * @example
- * fixedWindowFromStored({ kind: "hash", fields: { windowStartMs: "60000", count: "3" } }); // { windowStartMs: 60000, count: 3 }
+ * fixedWindowFromStored({ kind: "string", value: "60000:3" }); // { windowStartMs: 60000, count: 3 }
  */
 function fixedWindowFromStored(stored: StoredState): FixedWindowState | undefined {
-  if (stored.kind !== "hash") throw new Error(`a fixed window is stored as a hash, got a ${stored.kind}`);
-  if (Object.keys(stored.fields).length === 0) return undefined;
-  const state = {
-    windowStartMs: readStoredInteger(stored.fields, "windowStartMs"),
-    count: readStoredInteger(stored.fields, "count"),
-  };
+  const pair = readStoredPair(stored, legacyFields);
+  if (pair === undefined) return undefined;
+  const state = { windowStartMs: pair[0], count: pair[1] };
   if (state.count < 0) throw new Error(`stored count is negative: ${state.count}`);
   return state;
 }

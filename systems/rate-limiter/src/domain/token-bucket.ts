@@ -15,7 +15,10 @@
  * Mirrored by src/store/scripts/token-bucket-n.lua.
  */
 import type { Algorithm, Decision, StoredState, TokenBucketLimit } from "./algorithm.ts";
-import { MICRO_PER_UNIT, msUntilMicro, readStoredInteger, validateCall } from "./algorithm.ts";
+import { MICRO_PER_UNIT, msUntilMicro, pairToStored, readStoredPair, validateCall } from "./algorithm.ts";
+
+/** The old format's hash fields (a key still holding it is read and rewritten). */
+const legacyFields = ["tokensMicro", "tsMs"] as const;
 
 export interface TokenBucketState {
   /** Tokens left after the last write, in millionths of a token. */
@@ -125,28 +128,26 @@ function tokenBucketTtlMs(_state: TokenBucketState, _nowMs: number, limit: Token
 }
 
 /**
- * The Redis hash of a bucket.
+ * The Redis string of a bucket, "tokensMicro:tsMs" (SET PX; the compact encoding of issue 15).
  *
  * @example
- * tokenBucketToStored({ tokensMicro: 4_000_000, tsMs: 1_000 }); // { kind: "hash", fields: { tokensMicro: "4000000", tsMs: "1000" } }
+ * tokenBucketToStored({ tokensMicro: 4_000_000, tsMs: 1_000 }); // { kind: "string", value: "4000000:1000" }
  */
 function tokenBucketToStored(state: TokenBucketState): StoredState {
-  return { kind: "hash", fields: { tokensMicro: String(state.tokensMicro), tsMs: String(state.tsMs) } };
+  return pairToStored(state.tokensMicro, state.tsMs);
 }
 
 /**
- * Reads a bucket back from its hash (undefined when the key is absent).
+ * Reads a bucket back from its string, or from a hash {tokensMicro, tsMs} of the old
+ * format (undefined when the key is absent).
  *
  * @example
- * tokenBucketFromStored({ kind: "hash", fields: { tokensMicro: "4000000", tsMs: "1000" } }); // { tokensMicro: 4000000, tsMs: 1000 }
+ * tokenBucketFromStored({ kind: "string", value: "4000000:1000" }); // { tokensMicro: 4000000, tsMs: 1000 }
  */
 function tokenBucketFromStored(stored: StoredState): TokenBucketState | undefined {
-  if (stored.kind !== "hash") throw new Error(`a token bucket is stored as a hash, got a ${stored.kind}`);
-  if (Object.keys(stored.fields).length === 0) return undefined;
-  const state = {
-    tokensMicro: readStoredInteger(stored.fields, "tokensMicro"),
-    tsMs: readStoredInteger(stored.fields, "tsMs"),
-  };
+  const pair = readStoredPair(stored, legacyFields);
+  if (pair === undefined) return undefined;
+  const state = { tokensMicro: pair[0], tsMs: pair[1] };
   if (state.tokensMicro < 0) throw new Error(`stored tokensMicro is negative: ${state.tokensMicro}`);
   return state;
 }

@@ -35,6 +35,10 @@ const limitFields: Record<AlgorithmName, readonly [string, string]> = {
 };
 
 function readStored(keyspace: InProcessKeyspace, key: string, kind: StoredState["kind"]): StoredState {
+  // The compact string's old format is a hash: read it as such (the algorithm reads both).
+  if (kind === "string" && keyspace.type(key) !== "hash") {
+    return { kind: "string", value: keyspace.get(key) ?? undefined };
+  }
   if (kind === "zset") {
     const entries = keyspace.zrange(key, 0, -1).map((member) => ({
       member,
@@ -45,12 +49,43 @@ function readStored(keyspace: InProcessKeyspace, key: string, kind: StoredState[
   return { kind: "hash", fields: keyspace.hgetall(key) };
 }
 
-/** The sliding log is a sorted set (one member per unit); every other state is a hash. */
-function storedKind(name: AlgorithmName): StoredState["kind"] {
-  return name === "sliding-window-log" ? "zset" : "hash";
+/**
+ * The sliding log is a sorted set (one member per unit); the token bucket's and the fixed
+ * window's two integers are one string "a:b" (the compact encoding); every other state is a hash.
+ */
+export function storedKind(name: AlgorithmName): StoredState["kind"] {
+  if (name === "sliding-window-log") return "zset";
+  return name === "token-bucket" || name === "fixed-window" ? "string" : "hash";
+}
+
+/**
+ * Key `key`'s state, as the script's readPair does it: a key still in the old format (a hash
+ * where the algorithm now stores a string) is rewritten at once in the new one, TTL kept.
+ */
+function readState<L extends Limit, S>(
+  name: AlgorithmName,
+  algorithm: Algorithm<L, S>,
+  keyspace: InProcessKeyspace,
+  key: string,
+): S | undefined {
+  const kind = storedKind(name);
+  const stored = readStored(keyspace, key, kind);
+  const state = algorithm.fromStored(stored);
+  if (state !== undefined && stored.kind !== kind) {
+    const migrated = algorithm.toStored(state);
+    if (migrated.kind === "string" && migrated.value !== undefined) {
+      keyspace.set(key, migrated.value, { keepTtl: true });
+    }
+  }
+  return state;
 }
 
 function writeStored(keyspace: InProcessKeyspace, key: string, stored: StoredState, ttlMs: number): void {
+  if (stored.kind === "string") {
+    if (stored.value === undefined) keyspace.del(key);
+    else keyspace.set(key, stored.value, { pxMs: ttlMs });
+    return;
+  }
   keyspace.del(key);
   if (stored.kind === "hash") keyspace.hset(key, { ...stored.fields });
   else for (const entry of stored.entries) keyspace.zadd(key, Number(entry.score), entry.member);
@@ -83,7 +118,7 @@ function parseCalls<L extends Limit, S>(
   argv: readonly string[],
 ): KeyCall<L, S>[] {
   return keys.map((key, i) => {
-    const state = algorithm.fromStored(readStored(keyspace, key, storedKind(name)));
+    const state = readState(name, algorithm, keyspace, key);
     return { state, ...parseCall(name, algorithm, argv, i) };
   });
 }
@@ -112,7 +147,7 @@ function decideEachInPlace<L extends Limit, S>(
   const reply = [0, nowMs, 0, 0];
   calls.forEach((call, i) => {
     const key = keys[i]!;
-    const state = algorithm.fromStored(readStored(keyspace, key, storedKind(name)));
+    const state = readState(name, algorithm, keyspace, key);
     const d = algorithm.decide(state, nowMs, call.limit, call.cost, call.requestId);
     if (d.allowed) {
       writeStored(keyspace, key, algorithm.toStored(d.state), d.ttlMs);

@@ -1,6 +1,7 @@
 -- fixed-window-n.lua: fixed window counter over N keys: all-or-nothing, or each on its own.
 -- Mirrors src/domain/fixed-window.ts and decideAll / decideEach in src/domain/algorithm.ts exactly.
--- KEYS[1..] hash {windowStartMs, count} of one key. spend, refund: distinct keys, one hash slot (RL-08).
+-- KEYS[1..] string "windowStartMs:count" of one key (a hash {windowStartMs, count}, the old format, is
+--          read and rewritten as the string: stored-pair). spend, refund: distinct keys, one hash slot (RL-08).
 --          each: a key may repeat; the store sends keys of one slot in cluster mode (it enforces
 --          that), any keys on a standalone Redis.
 -- ARGV[1]  "spend" | "refund" | "each"
@@ -14,6 +15,7 @@
 -- Time is the server's TIME, never the caller's; windows are aligned to it (multiples of windowMs).
 --- @include "server-time-ms"
 --- @include "batch-mode"
+--- @include "stored-pair"
 local now = serverTimeMs()
 local mode, each, usage = readMode(3, 'limit, windowMs, cost')
 if usage then return usage end
@@ -21,7 +23,7 @@ if usage then return usage end
 local reply, n, writes = {each and 0 or 1, now, 0, 0}, 4, {}
 for i, key in ipairs(KEYS) do
   local limit, w, cost = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
-  local s = redis.call('HMGET', key, 'windowStartMs', 'count')
+  local s = {readPair(key, 'windowStartMs', 'count')}
   local start, count = now - now % w, 0
   -- RL-05: a stored window later than now's (clock stepped back) is kept, never reopened.
   if s[1] and tonumber(s[1]) >= start then start, count = tonumber(s[1]), tonumber(s[2]) end
@@ -31,8 +33,7 @@ for i, key in ipairs(KEYS) do
   elseif ok then count = count + cost end
   if each then
     if ok then
-      redis.call('HSET', key, 'windowStartMs', start, 'count', count)
-      redis.call('PEXPIRE', key, math.max(1, untilEnd))
+      writePair(key, start, count, math.max(1, untilEnd))
       reply[1] = reply[1] + 1
     end
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
@@ -49,8 +50,7 @@ for i, key in ipairs(KEYS) do
 end
 if mode == 'refund' or (mode == 'spend' and reply[1] == 1) then
   for i, key in ipairs(KEYS) do
-    redis.call('HSET', key, 'windowStartMs', writes[3 * i - 2], 'count', writes[3 * i - 1])
-    redis.call('PEXPIRE', key, writes[3 * i])
+    writePair(key, writes[3 * i - 2], writes[3 * i - 1], writes[3 * i])
   end
 end
 return reply

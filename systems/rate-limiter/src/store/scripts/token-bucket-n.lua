@@ -1,6 +1,7 @@
 -- token-bucket-n.lua: the text's token bucket (000 §1.3) over N keys: all-or-nothing, or each on its own.
 -- Mirrors src/domain/token-bucket.ts and decideAll / decideEach in src/domain/algorithm.ts exactly.
--- KEYS[1..] hash {tokensMicro, tsMs} of one bucket. spend, refund: distinct keys, one hash slot (RL-08).
+-- KEYS[1..] string "tokensMicro:tsMs" of one bucket (a hash {tokensMicro, tsMs}, the old format, is
+--          read and rewritten as the string: stored-pair). spend, refund: distinct keys, one hash slot (RL-08).
 --          each: a key may repeat; the store sends keys of one slot in cluster mode (it enforces
 --          that), any keys on a standalone Redis.
 -- ARGV[1]  "spend" | "refund" | "each"
@@ -17,6 +18,7 @@
 --- @include "server-time-ms"
 --- @include "batch-mode"
 --- @include "ms-until"
+--- @include "stored-pair"
 local now = serverTimeMs()
 local mode, each, usage = readMode(3, 'capacity, ratePerS, cost')
 if usage then return usage end
@@ -26,8 +28,8 @@ local reply, n, writes = {each and 0 or 1, now, 0, 0}, 4, {}
 for i, key in ipairs(KEYS) do
   local capacity, ratePerS, cost = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
   local cap, rate, need = capacity * M, ratePerS * 1000, cost * M
-  local s = redis.call('HMGET', key, 'tokensMicro', 'tsMs')
-  local stored, ts = tonumber(s[1]) or cap, tonumber(s[2]) or now -- a missing bucket is full
+  local s1, s2 = readPair(key, 'tokensMicro', 'tsMs')
+  local stored, ts = s1 or cap, s2 or now -- a missing bucket is full
   -- lazy refill since the last write (RL-02), elapsed clamped at 0 (RL-05)
   local tokens = math.min(cap, stored + math.floor(math.max(0, now - ts) * rate))
   local ok, reset, retry = tokens >= need, 0, 0
@@ -40,8 +42,7 @@ for i, key in ipairs(KEYS) do
   end
   if each then
     if ok then
-      redis.call('HSET', key, 'tokensMicro', tokens, 'tsMs', now)
-      redis.call('PEXPIRE', key, ttl)
+      writePair(key, tokens, now, ttl)
       reply[1] = reply[1] + 1
     end
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
@@ -58,8 +59,7 @@ for i, key in ipairs(KEYS) do
 end
 if mode == 'refund' or (mode == 'spend' and reply[1] == 1) then
   for i, key in ipairs(KEYS) do
-    redis.call('HSET', key, 'tokensMicro', writes[2 * i - 1], 'tsMs', now)
-    redis.call('PEXPIRE', key, writes[2 * i])
+    writePair(key, writes[2 * i - 1], now, writes[2 * i])
   end
 end
 return reply
