@@ -22,6 +22,7 @@ import { test } from "node:test";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { spawnOrSkip } from "@casebook/lab/server-engine";
 import { spawnRedis } from "@casebook/lab/spawn-redis";
+import { RateLimiterRedis } from "rate-limiter-flexible";
 import { storedBytes, type TokenBucketLimit } from "../src/domain/algorithm.ts";
 import { algorithms } from "../src/domain/algorithms.ts";
 import { openRedisLimiterStore } from "../src/store/limiter-store.ts";
@@ -114,6 +115,92 @@ test("RL-18 50 M token buckets: a few tens of bytes of data each, about 10 GB wi
     assert.ok(
       shardsForMemory <= 1 && shardsForOps > shardsForMemory,
       `ops need ${shardsForOps.toFixed(2)} shards, memory ${shardsForMemory.toFixed(2)}: operations run out first`,
+    );
+  } finally {
+    await closeRedis(admin);
+    await store.close();
+  }
+});
+
+/** Keys per format whose MEMORY USAGE is averaged: enough to average the allocator's classes. */
+const SAMPLED_KEYS = 200;
+/** One window of an hour for both fixed windows, ours and the peer's: no key expires meanwhile. */
+const hourWindow = { algorithm: "fixed-window", limit: 100, windowMs: 3_600_000 } as const;
+
+test("issue 15 bytes per key (MEMORY USAGE, same private redis-server, same key lengths): fixed window ours vs rate-limiter-flexible's, token bucket on its own, the string format vs the old hash", async (t) => {
+  const redis = await spawnOrSkip(t, () => spawnRedis());
+  if (!redis) return;
+  t.after(() => redis.stop());
+  const store = await openRedisLimiterStore({ url: redis.url, keyPrefix: "", commandTimeoutMs: 10_000 });
+  const admin = await connectRedis({ url: redis.url, commandTimeoutMs: 10_000 });
+  try {
+    // Same-length keys for every format: `rl:per-user:<fw|tb>:user:` and a 7-digit user.
+    const fwKey = (user: number) => `rl:per-user:fw:user:${user}`;
+    const tbKey = (user: number) => `rl:per-user:tb:user:${user}`;
+    const users = (first: number) => Array.from({ length: SAMPLED_KEYS }, (_, i) => first + i);
+    const meanUsage = async (keys: string[]) => {
+      const sizes = await Promise.all(keys.map((key) => admin.memory("USAGE", key, "SAMPLES", "0")));
+      return sizes.reduce((sum: number, size) => sum + Number(size), 0) / keys.length;
+    };
+    const decide = (algorithm: "fixed-window" | "token-bucket", key: string) =>
+      store.spend([
+        {
+          algorithm,
+          keys: [key],
+          limits: [algorithm === "fixed-window" ? hourWindow : limit],
+          costs: [1],
+          requestId: key,
+        },
+      ]);
+    /** The previous version's format: the same state as a hash with named fields, same TTL. */
+    const writeOld = async (from: string, to: string, fields: [string, string]) => {
+      const [a, b] = (await admin.get(from))!.split(":");
+      const ttl = await admin.pttl(from);
+      await admin
+        .multi()
+        .hset(to, { [fields[0]]: a!, [fields[1]]: b! })
+        .pexpire(to, ttl)
+        .exec();
+    };
+
+    for (const user of users(1_000_000)) {
+      await decide("fixed-window", fwKey(user));
+      await decide("token-bucket", tbKey(user));
+      await writeOld(fwKey(user), fwKey(user + 1_000_000), ["windowStartMs", "count"]);
+      await writeOld(tbKey(user), tbKey(user + 1_000_000), ["tokensMicro", "tsMs"]);
+    }
+    const peer = new RateLimiterRedis({
+      storeClient: admin,
+      keyPrefix: "",
+      points: hourWindow.limit,
+      duration: hourWindow.windowMs / 1000,
+      useRedisPackage: false,
+    });
+    for (const user of users(3_000_000)) await peer.consume(fwKey(user));
+    assert.equal(await admin.dbsize(), 5 * SAMPLED_KEYS, "every key is there, none expired");
+    assert.equal(await admin.object("ENCODING", fwKey(3_000_000)), "int", "the peer's counter is an integer");
+    assert.equal(await admin.type(fwKey(1_000_000)), "string");
+
+    const fw = await meanUsage(users(1_000_000).map(fwKey));
+    const fwOld = await meanUsage(users(2_000_000).map(fwKey));
+    const fwPeer = await meanUsage(users(3_000_000).map(fwKey));
+    const tb = await meanUsage(users(1_000_000).map(tbKey));
+    const tbOld = await meanUsage(users(2_000_000).map(tbKey));
+    t.diagnostic(
+      `MEMORY USAGE per key: fixed window ${fw} B (old hash ${fwOld} B), rate-limiter-flexible ${fwPeer} B; ` +
+        `token bucket ${tb} B (old hash ${tbOld} B)`,
+    );
+    assert.ok(
+      fw <= fwOld - 16 && tb <= tbOld - 16,
+      "the string saves at least one 16 B allocator class per key",
+    );
+    // Not ≤ the peer's: ours keeps the window's start beside its count ("windowStartMs:count",
+    // a 15-char embedded string) so windows align to the clock and a clock stepping back never
+    // reopens one (RL-05); the peer's counter alone is an integer held in the object itself.
+    // The gap is that value's allocation and nothing more.
+    assert.ok(
+      fw > fwPeer && fw - fwPeer <= 32,
+      `ours ${fw} B vs the peer's ${fwPeer} B: the value's bytes only`,
     );
   } finally {
     await closeRedis(admin);
