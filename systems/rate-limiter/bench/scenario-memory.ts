@@ -1,8 +1,9 @@
 /**
- * Scenario "memory" (RL-18): what one limited key costs in Redis, ours (a token
- * bucket hash {tokensMicro, tsMs} under the policy's key) beside the peer's (a
- * counter string) and the design text's script (a hash of floats), and what 50
- * million keys would need.
+ * Scenario "memory" (RL-18, issue 15): what one limited key costs in Redis. Like for
+ * like, ours' fixed window (a string "windowStartMs:count" under the policy's key) beside
+ * the peer's (rate-limiter-flexible's fixed window: an integer counter); ours' token bucket
+ * (a string "tokensMicro:tsMs") and the design text's script (a hash of floats) on their
+ * own; and what 50 million keys would need.
  *
  * Two measures: MEMORY USAGE (the key, its value and the allocator's overhead for
  * them) and, on a private Redis only, the growth of used_memory per key created,
@@ -17,14 +18,14 @@
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import type { BenchResult } from "@casebook/lab/bench-report";
 import { scenarioRows } from "@casebook/lab/bench-rows";
-import type { TokenBucketLimit } from "../src/domain/algorithm.ts";
+import type { FixedWindowLimit, TokenBucketLimit } from "../src/domain/algorithm.ts";
 import { system } from "./bench-rows.ts";
 import { type Contender, openOursLimiter, openPeer, openSeedFloor, peerName } from "./contenders.ts";
 import { deleteKeysWithPrefix, type RedisTarget } from "./redis-target.ts";
 
 /**
- * A slow limit for this scenario only: its keys live 200 s (ours: 2 × full refill;
- * the peer: its 100 s window), so none expires while being counted.
+ * A slow limit for this scenario only: its keys live 200 s (ours' token bucket: 2 × full
+ * refill), the fixed windows up to an hour, so none expires while being counted.
  */
 const memoryLimit: TokenBucketLimit = { algorithm: "token-bucket", capacity: 100, ratePerS: 1 };
 /** Bound on keys created per contender. */
@@ -150,7 +151,13 @@ async function keyCosts(target: RedisTarget, openers: readonly Opener[], keys: n
   }
 }
 
-function costRows(scenario: string, ours: KeyCost, peer: KeyCost, seed: KeyCost): BenchResult[] {
+function costRows(
+  scenario: string,
+  ours: KeyCost,
+  peer: KeyCost,
+  seed: KeyCost,
+  oursBucket: KeyCost,
+): BenchResult[] {
   const memoryRow = scenarioRows({ system, scenario, peer: peerName, tidy: true });
   const row = (metric: string, unit: string, value: number, peerValue?: number) =>
     memoryRow.value(metric, unit, value, peerValue === undefined ? {} : { peer: peerValue });
@@ -161,6 +168,10 @@ function costRows(scenario: string, ours: KeyCost, peer: KeyCost, seed: KeyCost)
   const perKey = (cost: KeyCost) => cost.growthBytes ?? cost.memoryUsageBytes;
   const gb = (cost: KeyCost) => (perKey(cost) * projectedKeys) / 1e9;
   rows.push(row("memory for 50 million keys", "GB", gb(ours), gb(peer)));
+  rows.push(row("bytes per key, MEMORY USAGE, ours' token bucket", "B", oursBucket.memoryUsageBytes));
+  if (oursBucket.growthBytes !== undefined) {
+    rows.push(row("bytes per key, used_memory growth, ours' token bucket", "B", oursBucket.growthBytes));
+  }
   rows.push(row("bytes per key, MEMORY USAGE, the text's script", "B", seed.memoryUsageBytes));
   return rows;
 }
@@ -176,23 +187,27 @@ export async function runMemoryScenario(target: RedisTarget, options: MemoryOpti
   options.log(
     `memory (RL-18): ${keys} keys each, ${target.isPrivate ? "with" : "without"} used_memory growth`,
   );
-  const [ours, peer, seed] = await keyCosts(
+  // Fixed window against fixed window: 100 per hour, so ours' clock-aligned windows (a key
+  // lives until its window's end) outlive the measurement but in the rare run across an hour.
+  const window: FixedWindowLimit = {
+    algorithm: "fixed-window",
+    limit: memoryLimit.capacity,
+    windowMs: 3_600_000,
+  };
+  const [ours, peer, seed, oursBucket] = await keyCosts(
     target,
     [
-      (t) => openOursLimiter(t, { domain: "mem", limit: memoryLimit }),
-      // The peer's fixed window with the same burst and average rate: 100 points per 100 s.
-      (t) =>
-        openPeer(t, {
-          algorithm: "fixed-window",
-          limit: memoryLimit.capacity,
-          windowMs: (memoryLimit.capacity / memoryLimit.ratePerS) * 1_000,
-        }),
+      (t) => openOursLimiter(t, { domain: "mem", limit: window }),
+      (t) => openPeer(t, window),
       (t) => openSeedFloor(t, memoryLimit),
+      (t) => openOursLimiter(t, { domain: "mem", limit: memoryLimit }),
     ],
     keys,
   );
-  for (const cost of [ours!, peer!, seed!]) options.log(`  ${cost.contender}: key ${cost.sampleKey}`);
+  for (const cost of [ours!, peer!, seed!, oursBucket!]) {
+    options.log(`  ${cost.contender}: key ${cost.sampleKey}`);
+  }
   if (!target.isPrivate)
     options.log("  used_memory growth skipped: REDIS_URL may be shared with other clients");
-  return costRows(`memory (RL-18), ${keys} keys`, ours!, peer!, seed!);
+  return costRows(`memory (RL-18), ${keys} keys`, ours!, peer!, seed!, oursBucket!);
 }
