@@ -16,8 +16,8 @@
  * write there until they reopen the log (USR1) — then the new file. A file truncated in
  * place is read again from 0. Declared costs: a rotated file's tail is followed only while
  * it is `path.1` (rotated twice between two rounds, the older tail is lost); under
- * `copytruncate` the lines written between the copy and the truncation are in the copy only
- * (another inode) and are lost, as for any reader. Lines that are not visits are skipped and
+ * `copytruncate` the lines written after the last round up to the truncation are in the copy
+ * only (another inode) and are lost. Lines that are not visits are skipped and
  * counted (`skipped`).
  *
  * @example
