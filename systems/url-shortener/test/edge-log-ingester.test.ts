@@ -3,8 +3,9 @@
  * PostgreSQL: a line still being written waits for its newline; a round that fails after
  * reading rolls back with its position (the lines are counted by the next round, once); two
  * ingesters on one file — the replicas' case — queue on the cursor row and count each line
- * once; a rotated file is read from its start; lines that are not visits are skipped and
- * counted. The log is written here in the edge's `clicks` format.
+ * once; a rotated file is read from its start, after what is left of the old one at `path.1`
+ * (rotated mid-stream: lines written after the last round, and by a worker not yet reopened,
+ * each counted once); lines that are not visits are skipped and counted. The log is written here in the edge's `clicks` format.
  */
 import assert from "node:assert/strict";
 import { appendFile, mkdtemp, rename, rm } from "node:fs/promises";
@@ -132,6 +133,54 @@ contractSuite<World>(
         const [byA, byB] = await Promise.all([drain(a), drain(b)]);
         assert.equal(byA + byB, 400);
         assert.equal(await counted(world.db, code), 400);
+      }));
+
+    it("US-09 the log rotated mid-stream: the old file's tail (written after the last round, and by a worker not yet reopened) is read from path.1, then the new file; no click lost or counted twice", (world) =>
+      world.withLog(async (log) => {
+        const code = "rotmid";
+        const ingester = log.ingester({ maxBytes: 2_048 });
+        const drain = async () => {
+          let total = 0;
+          for (let i = 0; i < 1_000; i++) {
+            const round = await ingester.ingestOnce();
+            total += round.lines;
+            if (!round.more) return total;
+          }
+          throw new Error("the ingester never caught up");
+        };
+        let next = 0;
+        const write = async (path: string, n: number) => {
+          await appendFile(path, lines(next, next + n, code));
+          next += n;
+        };
+        await write(log.path, 30);
+        assert.equal(await drain(), 30);
+        // Written after the last round, then rotated (logrotate's rename); nginx has not reopened yet.
+        await write(log.path, 25);
+        await rename(log.path, `${log.path}.1`);
+        await write(`${log.path}.1`, 5);
+        assert.equal(await drain(), 30, "the old file's tail, with no file at the path yet");
+        // nginx reopens (a new file at the path), one worker still writes to the old one for a while.
+        await write(log.path, 10);
+        await write(`${log.path}.1`, 3);
+        await write(log.path, 40);
+        assert.equal(await drain(), 53);
+        await write(`${log.path}.1`, 2);
+        await write(log.path, 7);
+        assert.equal(await drain(), 9);
+        // A second rotation: the new file becomes path.1 with a tail of its own; the first is path.2 now.
+        await write(log.path, 12);
+        await rename(`${log.path}.1`, `${log.path}.2`);
+        await rename(log.path, `${log.path}.1`);
+        await write(log.path, 8);
+        assert.equal(await drain(), 20);
+        assert.equal(await drain(), 0);
+        assert.equal(await counted(world.db, code), next, "every line once");
+        const { rows } = await world.db.query<{ n: number }>(
+          "SELECT count(DISTINCT at)::int AS n FROM clicks WHERE code = $1",
+          [code],
+        );
+        assert.equal(rows[0]!.n, next, "no line twice");
       }));
 
     it("a rotated log is read from its start; lines that are not visits are skipped and counted", (world) =>

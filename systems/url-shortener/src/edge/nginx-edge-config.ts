@@ -12,7 +12,13 @@
  * - Stale on error only as the origin allows (`stale-if-error`, redirect-decision.ts): hot
  *   links are served while the origin or its store fails (US-10), but never past a link's
  *   expiry (US-12). No `error`/`http_5xx` in `proxy_cache_use_stale`: those would override
- *   the header with no bound.
+ *   the header with no bound. nginx (since 1.19.3) applies `stale-if-error` to network
+ *   errors and timeouts only, not to a 5xx answer, so a live origin whose store fails (its
+ *   503 SQL_UNAVAILABLE) would end the hot links' service. A guard hop between the cache and
+ *   the origin (a second server on a unix socket, misses only) turns the origin's 502/503/504
+ *   — and its own failure to reach the origin — into a closed connection (`return 444`):
+ *   an upstream error, which `stale-if-error` covers with its bound. A miss with no cached
+ *   entry then fails with the edge's 502.
  * - Purge (`libnginx-mod-http-cache-purge`): `GET /_edge/purge/{code}` with the link's domain
  *   as Host drops the entry (200; 404 when it was not cached), from `purgeAllow` only. The
  *   service calls it on every disable, edit and delete (workers/edge-purger.ts).
@@ -83,6 +89,7 @@ const CLICKS_FORMAT =
 
 export function edgeHttpBlock(options: EdgeOptions): string {
   const cache = join(options.dir, "cache");
+  const guard = join(options.dir, "origin-guard.sock");
   const [defaultDomain, ...others] = options.domains;
   if (defaultDomain === undefined) throw new RangeError("edge config: at least one domain");
   const domainMap = others.map((host) => `    ${quoted(host)} ${quoted(host)};`).join("\n");
@@ -94,23 +101,40 @@ export function edgeHttpBlock(options: EdgeOptions): string {
   limit_req_status 429;
   proxy_cache_path ${cache} levels=1:2 keys_zone=links:10m max_size=${options.maxSizeMb ?? 256}m inactive=1d use_temp_path=off;
   upstream origin { server ${options.origin}; keepalive 32; }
+  upstream origin_guard { server unix:${guard}; keepalive 32; }
   log_format clicks escape=json ${CLICKS_FORMAT};
   map $http_host $link_domain {
     default ${quoted(defaultDomain)};
 ${domainMap}
   }
+  # The guard hop: the origin's 5xx of unavailability becomes an upstream error for the cache (stale-if-error).
+  server {
+    listen unix:${guard};
+    access_log off;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      proxy_connect_timeout 1s;
+      proxy_read_timeout 5s;
+      proxy_intercept_errors on;
+      error_page 502 503 504 = @unavailable;
+    }
+    location @unavailable { return 444; }
+  }
   server {
     listen 127.0.0.1:${options.port};
     location / {
       limit_req zone=per_client burst=${perClient.burst} nodelay;
-      proxy_pass http://origin;
+      proxy_pass http://origin_guard;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
       proxy_set_header X-Forwarded-For $remote_addr;
       proxy_set_header X-Edge-Token ${quoted(options.token)};
       proxy_connect_timeout 1s;
-      proxy_read_timeout 5s;
+      proxy_read_timeout 6s;
       proxy_cache links;
       proxy_cache_key $link_domain$uri;
       proxy_cache_bypass $is_args;
