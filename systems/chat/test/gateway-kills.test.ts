@@ -56,12 +56,18 @@ for (const seed of SEEDS) {
     const clients: ChatClient[] = [];
     let stopFront = async () => {};
     let api: RunningSystem | undefined;
+    // Every step runs whatever another one did: a step that throws (the front already gone)
+    // must not leave the gateways and the send service holding this process open forever.
     t.after(async () => {
       for (const c of clients) c.close();
-      await stopFront();
-      await Promise.all([...procs].map((p) => p.kill()));
-      await api?.close();
+      const steps = await Promise.allSettled([
+        stopFront(),
+        ...[...procs].map((p) => p.kill()),
+        Promise.resolve().then(() => api?.close()),
+      ]);
       await world.cleanup();
+      const failed = steps.filter((s) => s.status === "rejected").map((s) => s.reason);
+      if (failed.length > 0) throw new AggregateError(failed, "gateway-kills cleanup");
     });
     // The send service runs in this process (a restart is its close and a new start on the same
     // port, as SIGTERM does to the process); the gateways, which get SIGKILLed, are processes.

@@ -118,9 +118,13 @@ export class BackendClient {
     const json =
       response.body.length > 0 ? (JSON.parse(response.body.toString("utf8")) as Record<string, unknown>) : {};
     if (response.status >= 400) {
-      // The send service's problem+json, passed on as it is: its code and message name the problem.
       const code = typeof json.code === "string" ? json.code : "BACKEND_UNAVAILABLE";
       const message = typeof json.detail === "string" ? json.detail : String(json.title ?? "backend error");
+      // A 503 (the send service closing for a restart, its database away) is "not now": the one
+      // code clients retry with the same clientMsgId, whatever the send service's own code was.
+      if (response.status === 503)
+        throw errors.create("BACKEND_UNAVAILABLE", { detail: `${code}: ${message}`, fields: { path } });
+      // Any other problem+json is passed on as it is: its code and message name the problem.
       throw new CasebookError(code, { status: response.status, message }, { fields: fieldsOf(json) });
     }
     return json as T;
