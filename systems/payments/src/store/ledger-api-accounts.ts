@@ -1,5 +1,5 @@
 /**
- * Accounts of the ledger API (issue 14), each owned by one merchant (017_ledger_api_accounts.sql).
+ * Accounts of the ledger API (issue 14), each owned by one merchant (017_merchant_ledger_accounts.sql).
  * Opening one is idempotent per (merchant, Idempotency-Key): under a transaction-scoped advisory
  * lock on that pair, the key's row is read; absent, the account, its zero balance row and its
  * owner row are inserted in one statement. A retry with the same request finds the account its

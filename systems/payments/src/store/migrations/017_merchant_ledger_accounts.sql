@@ -1,4 +1,4 @@
--- 017_ledger_api_accounts: accounts opened through the ledger API (issue 14), each owned by one
+-- 017_merchant_ledger_accounts: accounts opened through the ledger API (issue 14), each owned by one
 -- merchant. The payments saga's own accounts (merchant_accounts, 003) are not in here: the ledger
 -- API moves money only between accounts the merchant opened through it, so no API call can touch
 -- the holds and balances a payment's saga relies on.
