@@ -6,13 +6,15 @@
  * transfer is 404, and nothing is written), and bad input per field (400 naming it).
  */
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import { createService, type Service } from "@casebook/infra/http/service";
 import { type Backend, contractSuite } from "@casebook/lab/contract-suite";
 import { registerLedgerRoutes } from "../src/api/ledger-routes.ts";
 import { paymentsErrorRegistries } from "../src/errors.ts";
+import { LedgerRepository } from "../src/store/ledger-repository.ts";
 import { ensureMerchantAccounts } from "../src/store/merchant-accounts.ts";
-import { type MerchantSubject, merchantBackends } from "./merchant-backends.ts";
+import { type MerchantSubject, merchantBackends, openPgliteMemory, subjectOf } from "./merchant-backends.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies are checked by the assertions themselves
 type Json = any;
@@ -447,4 +449,37 @@ contractSuite("ledger API", backends, (it) => {
     assert.deepEqual(again.body.results[0].transfer, res.body.results[0].transfer);
     assert.deepEqual(await balances(s, a.key, wallet), { posted: "70", pending: "-1", available: "69" });
   });
+});
+
+test("a full group-commit queue is a clear 503 GROUP_COMMIT_QUEUE_FULL, never an unbounded wait; nothing of it is written", async () => {
+  const db = await openPgliteMemory();
+  // One lane, one waiting transfer at most, held up to 2 s for company (a group of 2 never fills).
+  const ledger = new LedgerRepository(db, {
+    groupCommit: { lanes: 1, maxPending: 1, maxBatch: 2, maxWaitMs: 2_000 },
+  });
+  const s = await apiOf({ ...subjectOf(db), ledger });
+  try {
+    const m = await s.merchant("m");
+    const source = await open(s, m.key, { currency: "USD" });
+    const target = await open(s, m.key, { currency: "USD" });
+    const body = { debitAccountId: source, creditAccountId: target, amountMinor: 1, currency: "USD" };
+    // The one place in the queue, taken through the same path the route uses.
+    const waiting = s.call("POST", "/v1/ledger/transfers", m.key, body, fresh("q"));
+    const deadline = Date.now() + 1_500;
+    while (ledger.groupCommitStats!.items === 0 && Date.now() < deadline) {
+      const res = await s.call("POST", "/v1/ledger/transfers", m.key, body, fresh("q"));
+      if (res.status === 503) {
+        assert.equal(res.body.code, "GROUP_COMMIT_QUEUE_FULL");
+        assert.equal((await waiting).status, 201);
+        assert.equal((await balances(s, m.key, target)).posted, "1");
+        return;
+      }
+      assert.equal(res.status, 201);
+    }
+    assert.fail(`no request found the queue full: ${JSON.stringify(ledger.groupCommitStats)}`);
+  } finally {
+    await s.service.close();
+    await ledger.drain();
+    await db.close();
+  }
 });

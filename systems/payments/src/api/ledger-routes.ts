@@ -221,6 +221,7 @@ const transferCodes = [
   "LEDGER_CURRENCY_MISMATCH",
   "LEDGER_INSUFFICIENT_FUNDS",
   "LEDGER_IDEMPOTENCY_CONFLICT",
+  "GROUP_COMMIT_QUEUE_FULL",
 ];
 
 export function registerLedgerRoutes(app: FastifyInstance, deps: LedgerRouteDeps): void {
