@@ -17,6 +17,7 @@ import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { ErrorRegistry } from "@casebook/kit/errors";
 import { defineErrors } from "@casebook/kit/errors";
 import { defineIdempotencyErrors } from "@casebook/kit/idempotency";
+import { kitErrors } from "@casebook/kit/kit-errors";
 
 /** The ledger (`LEDGER_*`). */
 export const ledgerErrors = defineErrors({
@@ -191,7 +192,10 @@ export const reconciliationErrors = defineErrors({
   },
 });
 
-/** Every registry whose codes the payments API may answer with (SQL_UNAVAILABLE → 503 among them). */
+/**
+ * Every registry whose codes the payments API may answer with (SQL_UNAVAILABLE → 503 among them;
+ * kit's GROUP_COMMIT_QUEUE_FULL → 503 when the ledger's group commit queue is full).
+ */
 export const paymentsErrorRegistries: readonly ErrorRegistry<string>[] = Object.freeze([
   ledgerErrors,
   idempotencyErrors,
@@ -200,4 +204,5 @@ export const paymentsErrorRegistries: readonly ErrorRegistry<string>[] = Object.
   merchantErrors,
   reconciliationErrors,
   sqlErrors,
+  kitErrors,
 ]);

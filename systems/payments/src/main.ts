@@ -1,7 +1,7 @@
 /**
  * Composition root of the payments service: config → database (PostgreSQL or embedded
  * PGlite) and migrations → the acquirer (ACQUIRER_URL, or the simulator in-process) →
- * HTTP API (accounts, payments, reconciliation exceptions) behind merchant API keys → the
+ * HTTP API (accounts, the ledger API, payments, reconciliation exceptions) behind merchant API keys → the
  * workers (saga orchestrator, refund retrier, outbox relay, idempotency pruner, pending expirer, daily
  * reconciliation) → graceful shutdown (drain requests, stop the worker loops, then the
  * acquirer, then the pool).
@@ -31,6 +31,7 @@ import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import { registerAccountRoutes } from "./api/account-routes.ts";
 import { registerPaymentsAdminApi } from "./api/admin-routes.ts";
+import { registerLedgerRoutes } from "./api/ledger-routes.ts";
 import { registerPaymentRoutes } from "./api/payment-routes.ts";
 import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
 import { registerRefundRoutes } from "./api/refund-routes.ts";
@@ -356,6 +357,7 @@ export async function main(
         scope.addHook("onRequest", auth.authenticate);
         scope.addHook("onRequest", correlatePaymentRequests(auth.principalOf));
         registerAccountRoutes(scope, { db, ledger, merchantOf: auth.principalOf });
+        registerLedgerRoutes(scope, { db, ledger, merchantOf: auth.principalOf });
         const paymentDeps = {
           db,
           idempotency,

@@ -34,6 +34,7 @@ const expected = [
   "013_opaque_ids",
   "015_ledger_group_commit",
   "016_ledger_pending_timeout",
+  "017_merchant_ledger_accounts",
 ];
 
 test("every migration applies in order on PGlite, once", async (t) => {

@@ -2,7 +2,7 @@
  * The keys payments derives from a client's Idempotency-Key: the acquirer key of a payment
  * (`<merchant>:<key>`, sent on every acquirer call of it, PY-06, and its correlation id, PY-17),
  * the acquirer key of a refund (`<payment's>:refund:<key>`) and the ledger key of a refund
- * (`pay:<id>:refund:<key>`).
+ * (`pay:<id>:refund:<key>`), and the ledger key of a ledger-API transfer (`api:<merchant>:<key>`).
  *
  * A client's key may be any 1-255 visible ASCII characters (@casebook/kit/idempotency-key), but
  * the acquirer takes keys of at most 255 of `[A-Za-z0-9._:-]` and the ledger keys of at most 255
@@ -55,4 +55,17 @@ export function refundAcquirerKey(paymentKey: string, refundIdempotencyKey: stri
 /** The ledger idempotency key of a refund's reversal (PY-15): at most 4 + 19 + 8 + 150 characters. */
 export function refundLedgerKey(paymentId: bigint, refundIdempotencyKey: string): string {
   return `pay:${paymentId}:refund:${keyPart(refundIdempotencyKey)}`;
+}
+
+/** The ledger key prefix of every transfer the merchant made through the ledger API. */
+export function apiTransferKeyPrefix(merchantId: string): string {
+  return `api:${merchantId}:`;
+}
+
+/**
+ * The ledger idempotency key of a ledger-API transfer: at most 4 + 64 + 1 + 150 characters.
+ * Merchant ids hold no ':', so the prefix also says whose transfer a ledger row is (tenancy).
+ */
+export function apiTransferLedgerKey(merchantId: string, idempotencyKey: string): string {
+  return `${apiTransferKeyPrefix(merchantId)}${keyPart(idempotencyKey)}`;
 }

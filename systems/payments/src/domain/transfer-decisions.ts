@@ -52,6 +52,12 @@ export interface GroupItem {
   transfer: Transfer;
   /** Chains this transfer to the next one: all of the chain commit, or none. */
   linked?: boolean;
+  /**
+   * The caller's own refusal, decided before the group (the ledger API's tenancy: an account that
+   * is not the merchant's reads as `account_not_found`). It is this transfer's decision, and fails
+   * its chain like any other.
+   */
+  refuse?: { code: "account_not_found"; accountId: bigint };
 }
 
 /** A balance row as locked for the group; balance convention: credits − debits. */
@@ -162,7 +168,7 @@ export function decideTransfers(
   let chainSnapshot: { state: Map<bigint, AccountState>; written: Map<string, number> } | undefined;
   let chainFailed = false;
   for (let i = 0; i < items.length; i++) {
-    const { transfer, linked = false } = items[i]!;
+    const { transfer, linked = false, refuse } = items[i]!;
     if (chainStart === undefined && linked) {
       chainStart = i;
       chainSnapshot = { state: copyState(state), written: new Map(written) };
@@ -170,6 +176,7 @@ export function decideTransfers(
     }
     let decision: Decision;
     if (chainFailed) decision = { code: "linked_event_failed" };
+    else if (refuse !== undefined) decision = { ...refuse };
     else {
       const earlier = written.get(transfer.idemKey);
       const before = stored.get(transfer.idemKey);

@@ -13,7 +13,7 @@
  *   4. COMMIT, where 015's deferred check sums each ledger transaction once (PY-08).
  *
  * First, when applying the group at once cannot differ from applying it one by one (no chain,
- * no timeout, every key once, no account's spendable balance rising after it fell:
+ * no caller's refusal, no timeout, every key once, no account's spendable balance rising after it fell:
  * `atOnceIsSerial`), the group is ONE autocommit ledger_write call — one round trip — and every
  * transfer is `ok` or `exists`; if ledger_write refuses anything, that call left nothing and the
  * group takes the steps above.
@@ -106,7 +106,9 @@ interface GroupState {
 
 async function readGroupState(tx: Queryable, items: readonly GroupItem[]): Promise<GroupState> {
   const ids = new Set<bigint>();
-  for (const { transfer } of items) for (const e of transfer.entries) ids.add(e.accountId);
+  // A transfer the caller refused locks nothing: its accounts may be another tenant's.
+  for (const { transfer, refuse } of items)
+    if (refuse === undefined) for (const e of transfer.entries) ids.add(e.accountId);
   const keys = [...new Set(items.map((item) => item.transfer.idemKey))];
   const { rows } = await tx.query<GroupStateRow>(GROUP_STATE, [[...ids].map(String), keys], {
     name: "ledger_group_state",
@@ -215,8 +217,8 @@ function splitPoint(items: readonly GroupItem[]): number | undefined {
 export function atOnceIsSerial(items: readonly GroupItem[]): boolean {
   const keys = new Set<string>();
   const fell = new Set<bigint>();
-  for (const { transfer, linked } of items) {
-    if (linked || transfer.timeoutS !== null || keys.has(transfer.idemKey)) return false;
+  for (const { transfer, linked, refuse } of items) {
+    if (linked || refuse || transfer.timeoutS !== null || keys.has(transfer.idemKey)) return false;
     keys.add(transfer.idemKey);
     const deltas = new Map<bigint, bigint>();
     for (const e of transfer.entries) {

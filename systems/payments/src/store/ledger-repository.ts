@@ -57,7 +57,7 @@ import {
   type TransferGroupCommitOptions,
   transferResultOf,
 } from "./ledger-group-commit.ts";
-import { type TransferOutcome, writeTransferGroup } from "./ledger-group-write.ts";
+import { type GroupItem, type TransferOutcome, writeTransferGroup } from "./ledger-group-write.ts";
 import {
   applyTransfers,
   bigintAsString,
@@ -346,7 +346,7 @@ export class LedgerRepository {
    * whole or not at all. Not atomic per batch, unlike `transferBatch`.
    */
   async createTransfers(
-    items: readonly { request: TransferRequest; linked?: boolean }[],
+    items: readonly { request: TransferRequest; linked?: boolean; refuse?: GroupItem["refuse"] }[],
   ): Promise<TransferOutcome[]> {
     if (items.length === 0 || items.length > this.#options.maxBatch) {
       const reason = `a batch holds 1..${this.#options.maxBatch} transfers`;
@@ -355,6 +355,7 @@ export class LedgerRepository {
     const group = items.map((item) => ({
       transfer: normalizeTransfer(item.request),
       linked: item.linked === true,
+      ...(item.refuse === undefined ? {} : { refuse: item.refuse }),
     }));
     return writeTransferGroup(this.#db, group);
   }
@@ -404,6 +405,18 @@ export class LedgerRepository {
     // One autocommit statement: ledger_write locks, writes and checks in the server (PY-09, PY-14).
     const [result] = await this.#apply([{ transfer, reversesId: null }]);
     return result!;
+  }
+
+  /**
+   * One transfer through the group commit (or alone when it is off), answered with its result
+   * code as `createTransfers` answers it (`ok`, `exists`, `exceeds_credits`, …) instead of a thrown
+   * error: what the ledger API sends back. Rejects only with SQL_UNAVAILABLE or a full queue.
+   */
+  async submitTransfer(request: TransferRequest): Promise<TransferOutcome> {
+    const transfer = normalizeTransfer(request);
+    if (this.#group !== undefined) return this.#group.submit(transfer);
+    const [outcome] = await writeTransferGroup(this.#db, [{ transfer }]);
+    return outcome!;
   }
 
   /**
