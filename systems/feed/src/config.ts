@@ -33,6 +33,14 @@ export const configSchema = {
     maxLength: 64,
     description: "Prefix of every Redis key this service writes",
   }),
+  adminToken: field.string({
+    env: "FEED_ADMIN_TOKEN",
+    minLength: 16,
+    maxLength: 256,
+    secret: true,
+    description:
+      "The operator's bearer token for /v1/admin (users and their API keys; `casebook feed new-key` uses it); unset = no admin API",
+  }),
   role: field.enum(["all", "api", "fanout"], {
     env: "FEED_ROLE",
     default: "all",
