@@ -36,7 +36,7 @@ import packageJson from "../package.json" with { type: "json" };
 import { registerAdminApi } from "./api/admin-routes.ts";
 import { createUserAuth, userGuard } from "./api/auth.ts";
 import { registerApi } from "./api/register-api.ts";
-import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import { configSchema, loadSystemConfig, type SystemConfig, sentinelNodesOf } from "./config.ts";
 import { Fanout } from "./domain/fanout.ts";
 import { HomeFeed } from "./domain/home-feed.ts";
 import { RankedFeed } from "./domain/ranked-feed.ts";
@@ -90,12 +90,14 @@ export interface MainOptions {
 
 async function timelineRunner(config: SystemConfig, service: Service, clock: Clock): Promise<ScriptRunner> {
   const registry = await ScriptRegistry.fromDir(timelineScriptsDir);
-  if (config.redisUrl === undefined) {
+  if (config.redisUrl === undefined && config.redisSentinels === undefined) {
     const keyspace = new InProcessKeyspace({ clock, maxKeys: 1_000_000, maxElementsPerKey: 100_000 });
     return new InProcessScriptRunner({ registry, twins: timelineTwins, keyspace });
   }
   const redis = await connectRedis({
-    url: config.redisUrl,
+    ...(config.redisSentinels === undefined
+      ? { url: config.redisUrl }
+      : { sentinel: { nodes: sentinelNodesOf(config.redisSentinels), masterName: config.redisMasterName } }),
     keyPrefix: config.redisKeyPrefix,
     commandTimeoutMs: 2_000,
   });
@@ -243,7 +245,12 @@ export async function main(
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({
       engine: db.engine,
-      timelines: config.redisUrl === undefined ? "in-process" : "redis",
+      timelines:
+        config.redisSentinels !== undefined
+          ? "redis (sentinel)"
+          : config.redisUrl === undefined
+            ? "in-process"
+            : "redis",
       role: config.role,
       thresholds,
     }),
