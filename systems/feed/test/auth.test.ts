@@ -112,6 +112,9 @@ test("`casebook feed new-key` issues a key through the admin API (the user made 
   const revoked = await f.call("POST", "/v1/users/231/posts", { text: "after" }, { as: null, headers });
   assert.equal(revoked.status, 401);
   assert.equal((await f.call("POST", "/v1/admin/users", { id: "232" }, { as: null })).status, 401);
+  const notAnId = await f.call("GET", "/v1/admin/users/abc/api-keys", undefined, admin);
+  assert.equal(notAnId.status, 400, "an owner id that is not a user id is refused before the database");
+  assert.equal(problem(notAnId).errors?.[0]?.field, "/params/id");
 });
 
 test("Idempotency-Key on POST posts: the same key and body give the first answer (one post); another body is 422; a bad key is 400; keys are per user", async () => {
