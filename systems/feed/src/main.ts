@@ -171,6 +171,9 @@ export async function main(
         newOwner: () => randomBytes(12).toString("base64url"),
         celebrityIds: (author, before, limit) => celebrities.ids(author, before, limit),
         onRebuild: (outcome) => metrics?.rebuilds.inc({ outcome }),
+        // FD-18: a Redis that is down or failing over → the read pulls (206) instead of failing.
+        isListStoreDown: (error) =>
+          redisErrors.is(error, "REDIS_UNAVAILABLE") || redisErrors.is(error, "REDIS_TIMEOUT"),
       });
       const ranked = new RankedFeed({
         feed,
