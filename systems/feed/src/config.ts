@@ -27,11 +27,33 @@ export const configSchema = {
     secret: true,
     description: "Redis for the timelines; unset = the in-process twin (one replica)",
   }),
+  redisSentinels: field.string({
+    env: "REDIS_SENTINELS",
+    maxLength: 1_000,
+    pattern: /^[A-Za-z0-9.-]+:[0-9]{1,5}(,[A-Za-z0-9.-]+:[0-9]{1,5})*$/,
+    description:
+      "host:port,… of redis-sentinels watching the timelines' master (FD-18: a replica takes over when the master dies); replaces REDIS_URL",
+  }),
+  redisMasterName: field.string({
+    env: "FEED_REDIS_MASTER_NAME",
+    default: "feed",
+    minLength: 1,
+    maxLength: 64,
+    description: "The master's name the sentinels monitor (with REDIS_SENTINELS)",
+  }),
   redisKeyPrefix: field.string({
     env: "FEED_REDIS_PREFIX",
     default: "feed:",
     maxLength: 64,
     description: "Prefix of every Redis key this service writes",
+  }),
+  adminToken: field.string({
+    env: "FEED_ADMIN_TOKEN",
+    minLength: 16,
+    maxLength: 256,
+    secret: true,
+    description:
+      "The operator's bearer token for /v1/admin (users and their API keys; `casebook feed new-key` uses it); unset = no admin API",
   }),
   role: field.enum(["all", "api", "fanout"], {
     env: "FEED_ROLE",
@@ -113,9 +135,17 @@ export const configSchema = {
 
 export type SystemConfig = ConfigOf<typeof configSchema>;
 
+/** REDIS_SENTINELS as nodes (the pattern already checked the shape). */
+export function sentinelNodesOf(list: string): { host: string; port: number }[] {
+  return list.split(",").map((node) => {
+    const at = node.lastIndexOf(":");
+    return { host: node.slice(0, at), port: Number(node.slice(at + 1)) };
+  });
+}
+
 export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
   const config = loadConfig(configSchema, { env });
-  if (config.role === "fanout" && config.redisUrl === undefined) {
+  if (config.role === "fanout" && config.redisUrl === undefined && config.redisSentinels === undefined) {
     throw new ConfigError([
       {
         setting: "redisUrl",

@@ -13,6 +13,16 @@ export const errors = defineErrors({
   // posts
   POST_INVALID: { status: 400, message: "The post is not valid; `field` names what to fix." },
   POST_NOT_FOUND: { status: 404, message: "No such post by this author (or it was deleted)." },
+  // who acts: a key acts only as its own user (the one in the path)
+  FEED_FORBIDDEN: {
+    status: 403,
+    message:
+      "This API key belongs to another user: a key acts only as its own user, so use the key of the user in the path (`field`).",
+  },
+  USER_NOT_FOUND: {
+    status: 404,
+    message: "No such user; POST /v1/admin/users makes one with its first key.",
+  },
   // the social graph
   FOLLOW_INVALID: { status: 400, message: "This follow is not allowed; `field` names what to fix." },
   // feeds

@@ -12,6 +12,7 @@
  * await running.close();
  */
 import { randomBytes } from "node:crypto";
+import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -25,13 +26,17 @@ import {
   RedisScriptRunner,
   type ScriptRunner,
 } from "@casebook/infra/redis/script-runner";
+import { PRUNE_MAX_BATCH } from "@casebook/infra/sql/idempotency-store";
 import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
+import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import packageJson from "../package.json" with { type: "json" };
+import { registerAdminApi } from "./api/admin-routes.ts";
+import { createUserAuth, userGuard } from "./api/auth.ts";
 import { registerApi } from "./api/register-api.ts";
-import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
+import { configSchema, loadSystemConfig, type SystemConfig, sentinelNodesOf } from "./config.ts";
 import { Fanout } from "./domain/fanout.ts";
 import { HomeFeed } from "./domain/home-feed.ts";
 import { RankedFeed } from "./domain/ranked-feed.ts";
@@ -45,6 +50,7 @@ import { migrateFeed } from "./store/migrate.ts";
 import { PostStore } from "./store/post-store.ts";
 import { timelineTwins } from "./store/script-twins.ts";
 import { TimelineStore, timelineScriptsDir } from "./store/timeline-store.ts";
+import { feedIdempotency, feedIdempotencyStore } from "./store/user-keys.ts";
 import { FanoutWorker } from "./workers/fanout-worker.ts";
 
 export const SYSTEM = "feed";
@@ -56,6 +62,8 @@ const DAY_MS = 86_400_000;
 const RANKED_CANDIDATES = 200;
 const RANKED_SESSION_TTL_MS = 1_800_000;
 const RANKED_HALF_LIFE_MS = 6 * 3_600_000;
+/** How often expired Idempotency-Keys are pruned. */
+const IDEMPOTENCY_PRUNE_EVERY_MS = 60_000;
 
 export interface RunningSystem {
   readonly url: string;
@@ -82,12 +90,14 @@ export interface MainOptions {
 
 async function timelineRunner(config: SystemConfig, service: Service, clock: Clock): Promise<ScriptRunner> {
   const registry = await ScriptRegistry.fromDir(timelineScriptsDir);
-  if (config.redisUrl === undefined) {
+  if (config.redisUrl === undefined && config.redisSentinels === undefined) {
     const keyspace = new InProcessKeyspace({ clock, maxKeys: 1_000_000, maxElementsPerKey: 100_000 });
     return new InProcessScriptRunner({ registry, twins: timelineTwins, keyspace });
   }
   const redis = await connectRedis({
-    url: config.redisUrl,
+    ...(config.redisSentinels === undefined
+      ? { url: config.redisUrl }
+      : { sentinel: { nodes: sentinelNodesOf(config.redisSentinels), masterName: config.redisMasterName } }),
     keyPrefix: config.redisKeyPrefix,
     commandTimeoutMs: 2_000,
   });
@@ -112,7 +122,12 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors, redisErrors, sqlErrors],
+      errors: [errors, feedIdempotency.registry, redisErrors, sqlErrors],
+      openapi: {
+        securitySchemes: bearerSecurityScheme(
+          "A user's API key (`casebook feed new-key`): acts as that user",
+        ),
+      },
       description:
         "News feed / timeline (seed 000 §3): hybrid fan-out with thresholds derived from measured capacity.",
     },
@@ -156,6 +171,9 @@ export async function main(
         newOwner: () => randomBytes(12).toString("base64url"),
         celebrityIds: (author, before, limit) => celebrities.ids(author, before, limit),
         onRebuild: (outcome) => metrics?.rebuilds.inc({ outcome }),
+        // FD-18: a Redis that is down or failing over → the read pulls (206) instead of failing.
+        isListStoreDown: (error) =>
+          redisErrors.is(error, "REDIS_UNAVAILABLE") || redisErrors.is(error, "REDIS_TIMEOUT"),
       });
       const ranked = new RankedFeed({
         feed,
@@ -178,8 +196,33 @@ export async function main(
         },
       );
       const m = metrics;
-      if (config.role !== "fanout")
-        await registerApi(service.app, { posts, graph, feed, ranked, ids, clock, authorFeedMaxAgeS: 5 });
+      if (config.role !== "fanout") {
+        const idempotency = feedIdempotencyStore(db, { clock });
+        await registerApi(service.app, {
+          posts,
+          graph,
+          feed,
+          ranked,
+          ids,
+          clock,
+          db,
+          idempotency,
+          guard: userGuard(createUserAuth(db, clock)),
+          authorFeedMaxAgeS: 5,
+        });
+        if (config.adminToken !== undefined)
+          await registerAdminApi(service.app, { db, clock, randomBytes, adminToken: config.adminToken });
+        // Keys answer for the store's retention (a day); past it this loop deletes them, a batch at a time.
+        const pruner = new BackgroundLoop({
+          name: "idempotency pruner",
+          round: async () => (await idempotency.prune({ maxBatch: PRUNE_MAX_BATCH })) === PRUNE_MAX_BATCH,
+          idleMs: IDEMPOTENCY_PRUNE_EVERY_MS,
+          failureBackoff: { capMs: IDEMPOTENCY_PRUNE_EVERY_MS, jitter: "none" },
+          onError: (err) => service.log.warn({ err }, "idempotency key prune failed; retrying"),
+        });
+        pruner.start();
+        service.onClose(() => pruner.stop());
+      }
       const worker = runsWorker
         ? new FanoutWorker(db, {
             fanout,
@@ -205,7 +248,12 @@ export async function main(
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({
       engine: db.engine,
-      timelines: config.redisUrl === undefined ? "in-process" : "redis",
+      timelines:
+        config.redisSentinels !== undefined
+          ? "redis (sentinel)"
+          : config.redisUrl === undefined
+            ? "in-process"
+            : "redis",
       role: config.role,
       thresholds,
     }),

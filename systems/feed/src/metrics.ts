@@ -23,7 +23,7 @@ export interface SystemMetrics {
   readonly fanoutLag: Histogram<"tier">;
   /** Lists written by the fan-out, by tier. */
   readonly fanoutWrites: Counter<"tier">;
-  /** Rebuild attempts by outcome: rebuilt, locked (another request rebuilds), capped, lost (lock expired). */
+  /** Rebuild attempts by outcome: rebuilt, locked (another request rebuilds), capped, lost (lock expired), degraded (Redis down: pulled, nothing written). */
   readonly rebuilds: Counter<"outcome">;
 }
 
@@ -54,7 +54,7 @@ export function createMetrics(
   });
   const rebuilds = new Counter({
     name: "feed_rebuilds_total",
-    help: "Timeline rebuild attempts by outcome",
+    help: "Timeline rebuild attempts by outcome (degraded: Redis was down, the read pulled and wrote nothing)",
     labelNames: ["outcome"],
     registers: [registry],
   });

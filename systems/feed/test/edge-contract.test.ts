@@ -2,14 +2,19 @@
  * The edge contract every HTTP service passes (packages/lab/src/edge-contract-suite.ts), on
  * feed started by main() as in production, for its write route POST /v1/users/{id}/posts:
  * wrong JSON types, NUL and lone surrogates, an oversize body, a wrong method with Allow, and
- * a refused request changing nothing (the author feed is the state probe).
+ * a refused request changing nothing (the author feed is the state probe), and no key or a
+ * wrong one refused with 401 (user 7's key is issued at open).
  */
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defaultBodyLimitBytes } from "@casebook/infra/http/service";
 import { edgeContractSuite } from "@casebook/lab/edge-contract-suite";
 import { main } from "../src/main.ts";
+import { createUserWithKey } from "../src/store/user-keys.ts";
+
+let key = "";
 
 edgeContractSuite({
   name: "feed",
@@ -19,6 +24,7 @@ edgeContractSuite({
       { PORT: "0", LOG_LEVEL: "silent", CASEBOOK_DATA: dir },
       { startWorker: false },
     );
+    key = (await createUserWithKey(running.db, 7n, { nowMs: Date.now(), randomBytes })).apiKey.key;
     return {
       subject: {
         service: running.service,
@@ -37,6 +43,8 @@ edgeContractSuite({
   bodyLimitBytes: defaultBodyLimitBytes,
   wrongMethod: { method: "PUT", allow: "GET, HEAD, POST" },
   auth: {
-    none: "this slice acts as the user named in the path; API keys per user are listed as remaining in the README",
+    header: "authorization",
+    valid: () => `Bearer ${key}`,
+    wrong: `Bearer fdk_0123456789abcdef_${"A".repeat(43)}`,
   },
 });

@@ -33,7 +33,13 @@ interface World {
 }
 
 /** Every user follows one author whose posts are `authored`; pulls block while `hold` is set. */
-async function world(authored: bigint[], options: { maxRebuilds: number; cap?: number }): Promise<World> {
+/** What a down lists' store throws (REDIS_UNAVAILABLE in the service). */
+const STORE_DOWN = new Error("the lists' store is down");
+
+async function world(
+  authored: bigint[],
+  options: { maxRebuilds: number; cap?: number; down?: { value: boolean } },
+): Promise<World> {
   const clock = new ManualClock(NOW);
   const registry = await ScriptRegistry.fromDir(timelineScriptsDir);
   const keyspace = new InProcessKeyspace({ clock, maxKeys: 100_000 });
@@ -89,8 +95,15 @@ async function world(authored: bigint[], options: { maxRebuilds: number; cap?: n
   };
   const graph: GraphReader = { pulledFollowees: async () => [], hiddenAuthors: async () => new Set() };
   let owner = 0;
+  const down = options.down ?? { value: false };
   w.feed = new HomeFeed({
-    timelines,
+    timelines: {
+      read: (user, range) => (down.value ? Promise.reject(STORE_DOWN) : timelines.read(user, range)),
+      beginRebuild: (user, o) => timelines.beginRebuild(user, o),
+      fillRebuild: (user, o, entries) => timelines.fillRebuild(user, o, entries),
+      endRebuild: (user, o) => timelines.endRebuild(user, o),
+    },
+    isListStoreDown: (error) => error === STORE_DOWN,
     posts,
     graph,
     clock,
@@ -175,4 +188,40 @@ test("FD-20 a user back after six months: the list is gone; the first open rebui
     "the fan-out writes into the rebuilt list",
   );
   assert.equal((await w.timelines.read(7n, { limit: 1 })).ids[0], fresh);
+});
+
+test("FD-18 the lists' store down (a Redis failing over): reads pull within the rebuild cap and answer partial with the right posts, the rest fail fast; nothing is written; back up, the list serves again", async () => {
+  const authored = [pid(NOW - 3_000), pid(NOW - 2_000), pid(NOW - 1_000)];
+  const down = { value: false };
+  const w = await world(authored, { maxRebuilds: 2, down });
+  await w.feed.read(1n, { limit: 50 }); // the list exists (rebuilt once)
+  const pullsBefore = w.pulls();
+  down.value = true;
+  w.hold = true;
+  // Settled at once: the reads past the cap reject while the others are still held.
+  const all = Promise.allSettled(Array.from({ length: 20 }, () => w.feed.read(1n, { limit: 50 })));
+  await settle();
+  assert.equal(w.pulling(), 2, "no more pulls than the cap");
+  w.release();
+  const outcomes = await all;
+  const served = outcomes.filter((o) => o.status === "fulfilled").map((o) => o.value);
+  assert.equal(served.length, 2);
+  for (const page of served) {
+    assert.equal(page.partial, true);
+    assert.deepEqual(
+      page.posts.map((p) => p.id),
+      authored.slice().reverse(),
+    );
+  }
+  for (const o of outcomes) if (o.status === "rejected") assert.equal(o.reason, STORE_DOWN);
+  assert.equal(w.pulls() - pullsBefore, 2);
+  w.hold = false;
+  down.value = false;
+  const back = await w.feed.read(1n, { limit: 50 });
+  assert.equal(back.partial, false);
+  assert.deepEqual(
+    back.posts.map((p) => p.id),
+    authored.slice().reverse(),
+  );
+  assert.equal(w.pulls() - pullsBefore, 2, "the list was still there: no rebuild after the outage");
 });

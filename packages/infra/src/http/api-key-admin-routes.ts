@@ -47,6 +47,11 @@ export interface ApiKeyAdminOptions {
   ownerNotFound(ownerId: string): Error;
   /** The stable code of `ownerNotFound`'s error, listed among each route's 4xx in /openapi.json. */
   ownerNotFoundCode: string;
+  /**
+   * The owner id's JSON-schema pattern, when the owners' key is narrower than text (feed's int8
+   * user ids: `^[1-9][0-9]{0,17}$`): another id is a 400 naming `/params/id`, not a database error.
+   */
+  ownerIdPattern?: string;
 }
 
 const tags = ["admin"];
@@ -75,12 +80,14 @@ const keyInfoView = {
   },
 } as const;
 
-const ownerParams = {
-  type: "object",
-  required: ["id"],
-  additionalProperties: false,
-  properties: { id: { type: "string", minLength: 1, maxLength: 100 } },
-} as const;
+function ownerIdSchema(pattern: string | undefined) {
+  return {
+    type: "string",
+    minLength: 1,
+    maxLength: 100,
+    ...(pattern === undefined ? {} : { pattern }),
+  } as const;
+}
 
 const rotateBody = {
   type: ["object", "null"],
@@ -110,6 +117,12 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
   if (!OWNERS_PATTERN.test(options.owners))
     throw new RangeError(`owners ${options.owners} must be a-z and -`);
   const base = `/v1/admin/${options.owners}/:id/api-keys`;
+  const ownerParams = {
+    type: "object",
+    required: ["id"],
+    additionalProperties: false,
+    properties: { id: ownerIdSchema(options.ownerIdPattern) },
+  } as const;
   // The admin token is a bearer credential (the caller's scope checks it): declared once, per route.
   const auth = { security: bearerSecurity, errorCodes: [options.ownerNotFoundCode] } as const;
   const { db, keys, clock } = options;
@@ -208,7 +221,7 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
           required: ["id", "prefix"],
           additionalProperties: false,
           properties: {
-            id: { type: "string", minLength: 1, maxLength: 100 },
+            id: ownerIdSchema(options.ownerIdPattern),
             prefix: { type: "string", minLength: 1, maxLength: 100 },
           },
         },

@@ -16,12 +16,14 @@
  *   async (request) => { const key = idempotencyKeyOf(request.headers); ... });
  */
 import { commonErrors } from "@casebook/kit/errors";
+import type { StoredResponse } from "@casebook/kit/idempotency";
 import {
   IDEMPOTENCY_KEY_MAX_CHARS,
   IDEMPOTENCY_KEY_PATTERN,
   IDEMPOTENCY_KEY_RULE,
   isIdempotencyKey,
 } from "@casebook/kit/idempotency-key";
+import type { FastifyReply } from "fastify";
 
 /** Header names reach Node lower-cased. */
 export const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
@@ -78,4 +80,15 @@ export function idempotencyKeyOf(
   throw commonErrors.create("REQUEST_INVALID", {
     fields: { errors: [{ field: IDEMPOTENCY_KEY_FIELD, message: IDEMPOTENCY_KEY_RULE }] },
   });
+}
+
+/**
+ * Sends a stored answer (an Idempotency-Key's first response, or one just stored) byte for byte:
+ * its status, headers and body, so a replay is indistinguishable from the first answer.
+ *
+ * @example
+ * if (begun.kind === "replay") return sendStoredResponse(reply, begun.response);
+ */
+export function sendStoredResponse(reply: FastifyReply, response: StoredResponse): FastifyReply {
+  return reply.code(response.status).headers(response.headers).send(Buffer.from(response.body));
 }

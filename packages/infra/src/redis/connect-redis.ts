@@ -36,6 +36,12 @@ export function isClusterClient(redis: RedisClient): redis is Cluster {
 export interface RedisConnectOptions {
   /** `redis://[user:pass@]host:port[/db]` or `rediss://…`; defaults to `process.env.REDIS_URL`. */
   url?: string;
+  /**
+   * A Sentinel-managed master instead of `url`: the client asks these sentinels for the
+   * master's address, and again after every disconnect, so a failover is followed by the
+   * next reconnect (commands in between fail fast, like any lost connection).
+   */
+  sentinel?: { nodes: readonly { host: string; port: number }[]; masterName: string };
   /** Prepended by the client to every key (scripts' KEYS too), so systems sharing one Redis never collide. */
   keyPrefix?: string;
   /** Bound on TCP connect plus handshake, for the first connect and each reconnect. Default 1 000. */
@@ -180,6 +186,7 @@ export function redisClientOptions(options: RedisConnectOptions = {}): RedisOpti
  * const redis = await connectRedis({ url: "redis://127.0.0.1:6379", commandTimeoutMs: 50 });
  */
 export async function connectRedis(options: RedisConnectOptions = {}): Promise<Redis> {
+  if (options.sentinel !== undefined) return connectSentinelRedis(options, options.sentinel);
   const url = options.url ?? process.env.REDIS_URL;
   if (url === undefined || url === "") {
     throw redisErrors.create("REDIS_URL_INVALID", { detail: "Set REDIS_URL (or pass `url`) to use Redis." });
@@ -199,6 +206,43 @@ export async function connectRedis(options: RedisConnectOptions = {}): Promise<R
     throw redisErrors.create("REDIS_UNAVAILABLE", {
       detail: `Could not connect to Redis at ${safeUrl} within ${timeoutMs} ms.`,
       fields: { url: safeUrl, phase: "connect", timeoutMs },
+      cause,
+    });
+  }
+}
+
+/** `connectRedis` for a master found through sentinels, with the same bounds. */
+async function connectSentinelRedis(
+  options: RedisConnectOptions,
+  sentinel: NonNullable<RedisConnectOptions["sentinel"]>,
+): Promise<Redis> {
+  if (sentinel.nodes.length === 0 || sentinel.masterName === "") {
+    throw redisErrors.create("REDIS_URL_INVALID", {
+      detail: "A Sentinel-managed Redis needs at least one sentinel and the master's name.",
+    });
+  }
+  const clientOptions = redisClientOptions(options);
+  const sentinelOptions: RedisOptions = {
+    ...clientOptions,
+    sentinels: sentinel.nodes.map((n) => ({ host: n.host, port: n.port })),
+    name: sentinel.masterName,
+  };
+  // Asking a sentinel is bounded like a reconnect: the same capped, jittered delays.
+  const retry = clientOptions.retryStrategy;
+  if (typeof retry === "function") sentinelOptions.sentinelRetryStrategy = retry;
+  const redis = new Redis(sentinelOptions);
+  redis.on("error", options.onError ?? (() => {}));
+  if (options.lazyConnect === true) return redis;
+  const timeoutMs = options.connectTimeoutMs ?? redisConnectDefaults.connectTimeoutMs;
+  const where = `master ${sentinel.masterName} via ${sentinel.nodes.map((n) => `${n.host}:${n.port}`).join(",")}`;
+  try {
+    await withDeadline(redis.connect(), timeoutMs, "connect");
+    return redis;
+  } catch (cause) {
+    redis.disconnect(false);
+    throw redisErrors.create("REDIS_UNAVAILABLE", {
+      detail: `Could not connect to Redis ${where} within ${timeoutMs} ms.`,
+      fields: { url: where, phase: "connect", timeoutMs },
       cause,
     });
   }

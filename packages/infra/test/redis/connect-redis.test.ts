@@ -89,6 +89,28 @@ test("connecting to a down Redis fails with REDIS_UNAVAILABLE and leaves no retr
   // If a reconnect timer survived, this test file would never exit.
 });
 
+test("a Sentinel-managed master: no sentinel or no name is REDIS_URL_INVALID; unreachable sentinels are REDIS_UNAVAILABLE within the bound", async (t) => {
+  await assert.rejects(connectRedis({ sentinel: { nodes: [], masterName: "m" } }), (error) =>
+    redisErrors.is(error, "REDIS_URL_INVALID"),
+  );
+  if (engineFree(t)) return;
+  const port = await closedPort();
+  const started = performance.now();
+  await assert.rejects(
+    connectRedis({
+      sentinel: { nodes: [{ host: "127.0.0.1", port }], masterName: "m" },
+      connectTimeoutMs: 500,
+    }),
+    (error) => {
+      assert.ok(redisErrors.is(error, "REDIS_UNAVAILABLE"));
+      assert.match(String(error.fields.url), /master m via 127\.0\.0\.1:/);
+      return true;
+    },
+  );
+  assert.ok(performance.now() - started < 3_000);
+  // A failover itself: systems/feed/test/redis-failover.test.ts (a real sentinel and replica).
+});
+
 test("keyPrefix applies to script KEYS", async (t) => {
   const url = await requireRedis(t);
   if (!url) return;

@@ -9,7 +9,13 @@ export const MAX_POST_CHARS = 500;
 export const MAX_PAGE = 100;
 export const DEFAULT_PAGE = 50;
 
-const id = { type: "string", pattern: "^[1-9][0-9]{0,18}$", description: "A decimal id (64-bit)" } as const;
+/** A decimal id (64-bit), as every path and body carries it. */
+export const userIdSchema = {
+  type: "string",
+  pattern: "^[1-9][0-9]{0,18}$",
+  description: "A decimal id (64-bit)",
+} as const;
+const id = userIdSchema;
 
 export const userParams = {
   type: "object",

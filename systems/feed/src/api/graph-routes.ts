@@ -1,5 +1,6 @@
 /**
- * The social graph, acting as the user in the path:
+ * The social graph, each route authenticated and acting as the key's user, who must be the
+ * user in the path (auth.ts: 401 without a valid key, 403 for another user's key):
  *
  *   PUT    /v1/users/{userId}/following/{targetId}  204: follow (the followee's recent posts are
  *                                                   merged into the follower's list by the fan-out)
@@ -10,17 +11,21 @@
  * @example
  * registerGraphRoutes(scope, { graph, ids, clock });
  */
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Clock } from "@casebook/kit/clock";
 import type { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import type { FastifyInstance } from "fastify";
 import { errors } from "../errors.ts";
 import type { GraphStore } from "../store/graph-store.ts";
+import type { UserGuard } from "./auth.ts";
 import { hideBody, targetParams } from "./feed-schemas.ts";
 
 export interface GraphRoutesOptions {
   readonly graph: GraphStore;
   readonly ids: SnowflakeGenerator;
   readonly clock: Clock;
+  /** The key's user must be the path's user (auth.ts). */
+  readonly guard: UserGuard;
 }
 
 type TargetParams = { userId: string; targetId: string };
@@ -39,13 +44,14 @@ export function registerGraphRoutes(app: FastifyInstance, o: GraphRoutesOptions)
   const schema = (summary: string) => ({
     summary,
     tags,
-    errorCodes: ["FOLLOW_INVALID"],
+    security: bearerSecurity,
+    errorCodes: ["FOLLOW_INVALID", "FEED_FORBIDDEN"],
     params: targetParams,
   });
 
   app.put<{ Params: TargetParams }>(
     "/v1/users/:userId/following/:targetId",
-    { schema: schema("Follow an account") },
+    { ...o.guard, schema: schema("Follow an account") },
     async (request, reply) => {
       const [user, target] = pairOf(request.params);
       await o.graph.follow(user, target, { nowMs: o.clock.nowMs(), eventId: `follow:${o.ids.next()}` });
@@ -55,7 +61,7 @@ export function registerGraphRoutes(app: FastifyInstance, o: GraphRoutesOptions)
 
   app.delete<{ Params: TargetParams }>(
     "/v1/users/:userId/following/:targetId",
-    { schema: schema("Unfollow an account") },
+    { ...o.guard, schema: schema("Unfollow an account") },
     async (request, reply) => {
       const [user, target] = pairOf(request.params);
       await o.graph.unfollow(user, target, { nowMs: o.clock.nowMs(), eventId: `unfollow:${o.ids.next()}` });
@@ -66,6 +72,7 @@ export function registerGraphRoutes(app: FastifyInstance, o: GraphRoutesOptions)
   app.put<{ Params: TargetParams; Body: { kind: "mute" | "block" } }>(
     "/v1/users/:userId/hidden/:targetId",
     {
+      ...o.guard,
       schema: {
         ...schema("Mute or block an account: its posts are filtered out of your feed"),
         body: hideBody,
@@ -80,7 +87,7 @@ export function registerGraphRoutes(app: FastifyInstance, o: GraphRoutesOptions)
 
   app.delete<{ Params: TargetParams }>(
     "/v1/users/:userId/hidden/:targetId",
-    { schema: schema("Unmute or unblock an account") },
+    { ...o.guard, schema: schema("Unmute or unblock an account") },
     async (request, reply) => {
       const [user, target] = pairOf(request.params);
       await o.graph.unhide(user, target);

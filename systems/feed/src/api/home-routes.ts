@@ -1,23 +1,27 @@
 /**
  * The home feed:
  *
+ *   GET /v1/me                                 whose key this is: { userId }
  *   GET /v1/users/{userId}/feed?limit&cursor   200 a page (FD-14/15), or 206 while the user's list
  *                                              is being rebuilt (what exists now, FD-19)
  *   GET /v1/users/{userId}/feed/ranked?limit&cursor   FD-22: the candidates ranked once per
  *                                              session; the cursor is a position in that ranking
  *
- * Personal, so never cacheable at the edge: `Cache-Control: private, no-store` (FD-23). A feed
+ * Only its owner reads it: `Authorization: Bearer <the user's key>` (auth.ts: 401 without a
+ * valid key, 403 for another user's). Personal, so never cacheable at the edge: `Cache-Control: private, no-store` (FD-23). A feed
  * open marks the user active (at most once an hour per process): the push-active tier reads it.
  *
  * @example
  * registerHomeRoutes(scope, { feed, graph, clock });
  */
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
 import { decodeCursor, decodeRankedCursor, encodeCursor, encodeRankedCursor } from "../domain/feed-cursor.ts";
 import type { HomeFeed } from "../domain/home-feed.ts";
 import type { RankedFeed } from "../domain/ranked-feed.ts";
 import type { GraphStore } from "../store/graph-store.ts";
+import type { UserGuard } from "./auth.ts";
 import { feedPage, type PageQuery, pageQuery, rankedPage, userParams } from "./feed-schemas.ts";
 import { toPostJson } from "./post-view.ts";
 
@@ -30,9 +34,27 @@ export interface HomeRoutesOptions {
   readonly ranked: RankedFeed;
   readonly graph: Pick<GraphStore, "touchActive">;
   readonly clock: Clock;
+  /** Only its owner reads a home feed (auth.ts). */
+  readonly guard: UserGuard;
 }
 
 export function registerHomeRoutes(app: FastifyInstance, o: HomeRoutesOptions): void {
+  app.get(
+    "/v1/me",
+    {
+      onRequest: o.guard.onRequest,
+      schema: {
+        summary: "Whose key this is: the user every route acts as with it",
+        tags: ["feed"],
+        security: bearerSecurity,
+        response: {
+          200: { type: "object", required: ["userId"], properties: { userId: { type: "string" } } },
+        },
+      },
+    },
+    async (request) => ({ userId: String(o.guard.userOf(request)) }),
+  );
+
   const touched = new Map<bigint, number>();
   const touch = async (userId: bigint) => {
     const nowMs = o.clock.nowMs();
@@ -45,10 +67,12 @@ export function registerHomeRoutes(app: FastifyInstance, o: HomeRoutesOptions): 
   app.get<{ Params: { userId: string }; Querystring: PageQuery }>(
     "/v1/users/:userId/feed",
     {
+      ...o.guard,
       schema: {
         summary: "The user's home feed, newest first: their list merged with the celebrities they follow",
         tags: ["feed"],
-        errorCodes: ["FEED_CURSOR_INVALID"],
+        security: bearerSecurity,
+        errorCodes: ["FEED_CURSOR_INVALID", "FEED_FORBIDDEN"],
         params: userParams,
         querystring: pageQuery,
         response: { 200: feedPage, 206: feedPage },
@@ -75,11 +99,13 @@ export function registerHomeRoutes(app: FastifyInstance, o: HomeRoutesOptions): 
   app.get<{ Params: { userId: string }; Querystring: PageQuery }>(
     "/v1/users/:userId/feed/ranked",
     {
+      ...o.guard,
       schema: {
         summary:
           "The ranked home feed (FD-22): candidates scored once per session; pages are positions in that ranking",
         tags: ["feed"],
-        errorCodes: ["FEED_CURSOR_INVALID"],
+        security: bearerSecurity,
+        errorCodes: ["FEED_CURSOR_INVALID", "FEED_FORBIDDEN"],
         params: userParams,
         querystring: pageQuery,
         response: { 200: rankedPage, 206: rankedPage },

@@ -1,7 +1,11 @@
 /**
- * Posts (FD-09/21), each route acting as the user in the path:
+ * Posts (FD-09/21). Every write is authenticated and acts as the key's user, who must be the
+ * user in the path (auth.ts: 401 without a valid key, 403 for another user's); the author feed
+ * is public.
  *
- *   POST   /v1/users/{userId}/posts           201: the post, durable with its fan-out event
+ *   POST   /v1/users/{userId}/posts           201: the post, durable with its fan-out event; with an
+ *                                             Idempotency-Key, a retry gets the first answer (infra's
+ *                                             shared store: another body with the key is 422)
  *   POST   /v1/users/{userId}/reposts         201: a repost, another event through the same fan-out
  *   PATCH  /v1/users/{userId}/posts/{postId}  200: the edited post (one row; every feed shows it)
  *   DELETE /v1/users/{userId}/posts/{postId}  204 (one row; reads filter the id out of the lists)
@@ -10,12 +14,22 @@
  * @example
  * registerPostRoutes(scope, { posts, ids, clock });
  */
+import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
+import {
+  idempotencyKeyHeaders,
+  idempotencyKeyOf,
+  sendStoredResponse,
+} from "@casebook/infra/http/idempotency-key";
+import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
+import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
+import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
 import type { SnowflakeGenerator } from "@casebook/kit/snowflake";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyReply } from "fastify";
 import { decodeCursor, encodeCursor } from "../domain/feed-cursor.ts";
 import { errors } from "../errors.ts";
 import type { PostStore } from "../store/post-store.ts";
+import type { UserGuard } from "./auth.ts";
 import {
   type PageQuery,
   pageQuery,
@@ -33,42 +47,99 @@ export interface PostRoutesOptions {
   readonly clock: Clock;
   /** Cache-Control max-age of the public author feed (FD-23). */
   readonly authorFeedMaxAgeS: number;
+  /** The key's user must be the path's user (auth.ts). */
+  readonly guard: UserGuard;
+  /** Idempotency-Keys of POST posts, scoped by author (infra's shared store). */
+  readonly idempotency: IdempotencyStore;
+  /** Where a failed post's key is released. */
+  readonly db: Database;
 }
 
 type UserParams = { userId: string };
 type PostParams = { userId: string; postId: string };
 const tags = ["posts"];
 
+/**
+ * POST a post with an Idempotency-Key (infra's shared store, Stripe's rule): the key is claimed
+ * first (a retry of a finished post replays its 201 byte for byte; one still running is 409;
+ * another body with the key is 422); the post, its fan-out event and the stored answer commit
+ * in ONE transaction. A failure releases the key, so a retry starts afresh.
+ */
+async function postIdempotently(
+  o: PostRoutesOptions,
+  userId: string,
+  body: { text: string },
+  key: string,
+  input: () => Parameters<PostStore["create"]>[0],
+  reply: FastifyReply,
+): Promise<FastifyReply> {
+  const fingerprint = fingerprintRequest({ method: "POST", path: `/v1/users/${userId}/posts`, body });
+  const begun = await o.idempotency.begin({ scope: userId, key, fingerprint });
+  if (begun.kind === "replay") return sendStoredResponse(reply, begun.response);
+  const { lease } = begun;
+  try {
+    let stored: StoredResponse | undefined;
+    await o.posts.create(input(), async (tx, post) => {
+      stored = {
+        status: 201,
+        headers: { "content-type": "application/json; charset=utf-8" },
+        body: Buffer.from(JSON.stringify(toPostJson(post))),
+      };
+      await o.idempotency.complete(tx, lease, stored);
+    });
+    return sendStoredResponse(reply, stored!);
+  } catch (error) {
+    await o.idempotency.release(o.db, lease).catch(() => false);
+    throw error;
+  }
+}
+
 export function registerPostRoutes(app: FastifyInstance, o: PostRoutesOptions): void {
   app.post<{ Params: UserParams; Body: { text: string } }>(
     "/v1/users/:userId/posts",
     {
+      ...o.guard,
       schema: {
         summary: "Publish a post",
         tags,
+        security: bearerSecurity,
+        errorCodes: ["FEED_FORBIDDEN", "FEED_IDEMPOTENCY_IN_PROGRESS", "FEED_IDEMPOTENCY_MISMATCH"],
+        headers: {
+          type: "object",
+          properties: {
+            ...idempotencyKeyHeaders(
+              "Optional. The same key on every retry of one post: the first post comes back, no second one is made; another body with the key is 422",
+            ),
+          },
+        },
         params: userParams,
         body: postBody,
         response: { 201: postView },
       },
     },
     async (request, reply) => {
-      const post = await o.posts.create({
+      const key = idempotencyKeyOf(request.headers);
+      const input = () => ({
         id: o.ids.next(),
         authorId: BigInt(request.params.userId),
         text: request.body.text,
         nowMs: o.clock.nowMs(),
       });
-      return reply.code(201).send(toPostJson(post));
+      if (key !== undefined)
+        return postIdempotently(o, request.params.userId, request.body, key, input, reply);
+      return reply.code(201).send(toPostJson(await o.posts.create(input())));
     },
   );
 
   app.post<{ Params: UserParams; Body: { postId: string } }>(
     "/v1/users/:userId/reposts",
     {
+      ...o.guard,
       schema: {
         summary: "Repost a post: another event through the same fan-out (FD-21)",
         tags,
-        errorCodes: ["POST_NOT_FOUND"],
+        security: bearerSecurity,
+        errorCodes: ["POST_NOT_FOUND", "FEED_FORBIDDEN"],
         params: userParams,
         body: repostBody,
         response: { 201: postView },
@@ -93,10 +164,12 @@ export function registerPostRoutes(app: FastifyInstance, o: PostRoutesOptions): 
   app.patch<{ Params: PostParams; Body: { text: string } }>(
     "/v1/users/:userId/posts/:postId",
     {
+      ...o.guard,
       schema: {
         summary: "Edit a post's text: one row changes, every feed shows it at its next read (FD-21)",
         tags,
-        errorCodes: ["POST_NOT_FOUND"],
+        security: bearerSecurity,
+        errorCodes: ["POST_NOT_FOUND", "FEED_FORBIDDEN"],
         params: postParams,
         body: postBody,
         response: { 200: postView },
@@ -113,10 +186,12 @@ export function registerPostRoutes(app: FastifyInstance, o: PostRoutesOptions): 
   app.delete<{ Params: PostParams }>(
     "/v1/users/:userId/posts/:postId",
     {
+      ...o.guard,
       schema: {
         summary: "Delete a post: one row; reads filter its id out of every list (FD-21)",
         tags,
-        errorCodes: ["POST_NOT_FOUND"],
+        security: bearerSecurity,
+        errorCodes: ["POST_NOT_FOUND", "FEED_FORBIDDEN"],
         params: postParams,
       },
     },

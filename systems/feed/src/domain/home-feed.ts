@@ -9,6 +9,9 @@
  *    concurrent rebuilds, bounded by count and age (FD-19/20). The pulled entries enter the
  *    merge as if they came from the list. A read that does not rebuild (lock held elsewhere,
  *    cap reached) gets what exists and `partial: true` — the API's 206, as Mastodon does.
+ *    When the lists' store itself is unreachable (a Redis master dying, until the sentinel
+ *    promotes its replica), the read pulls the same bounded way without writing anything and
+ *    answers partial (206); past the cap it fails as before (503).
  * 3. Merge by Snowflake id, cut at the cursor (never OFFSET, FD-15), fetch the page's content
  *    in one batch, drop deleted posts (FD-21) and hidden authors, and return the page with a
  *    `before` cursor for the next page and a `since` cursor for pull-to-refresh.
@@ -43,7 +46,15 @@ export interface HomeFeedOptions {
   /** Celebrity recent ids, cached with a short TTL (FD-13); a pass-through when the TTL is 0. */
   readonly celebrityIds: (authorId: bigint, beforeId: bigint | undefined, limit: number) => Promise<bigint[]>;
   /** Told of every rebuild: whether it ran, and how many entries it pulled. */
-  readonly onRebuild?: (outcome: "rebuilt" | "locked" | "capped" | "lost", entries: number) => void;
+  readonly onRebuild?: (
+    outcome: "rebuilt" | "locked" | "capped" | "lost" | "degraded",
+    entries: number,
+  ) => void;
+  /**
+   * True for an error that means the lists' store is unreachable (Redis down or failing over):
+   * the read then pulls instead (FD-18), within the rebuild cap. Default: none is.
+   */
+  readonly isListStoreDown?: (error: unknown) => boolean;
 }
 
 export interface FeedPage {
@@ -75,14 +86,14 @@ export class HomeFeed {
     // Twice the page: room for deleted posts and hidden authors filtered below.
     const window = limit * 2;
     const [list, celebrities, hidden] = await Promise.all([
-      this.#o.timelines.read(userId, { beforeId, sinceId, limit: window }),
+      this.#readList(userId, { beforeId, sinceId, limit: window }),
       this.#o.graph
         .pulledFollowees(userId, this.#o.thresholds().activePushMax, Number.MAX_SAFE_INTEGER)
         .then((ids) => Promise.all(ids.map((id) => this.#o.celebrityIds(id, beforeId, window)))),
       this.#o.graph.hiddenAuthors(userId),
     ]);
     let listIds = list.ids;
-    let partial = list.state === "rebuilding";
+    let partial = list.state === "rebuilding" || list.state === "degraded";
     if (list.state === "missing") {
       const rebuilt = await this.#rebuild(userId);
       partial = rebuilt === undefined;
@@ -98,6 +109,30 @@ export class HomeFeed {
       newerCursor: first === undefined ? null : { since: first },
       partial,
     };
+  }
+
+  /**
+   * The user's list; when the store is down (`isListStoreDown`), a pull bounded like a rebuild
+   * (count and age, within the rebuild cap) that writes nothing, marked `degraded`.
+   */
+  async #readList(
+    userId: bigint,
+    query: { beforeId: bigint | undefined; sinceId: bigint | undefined; limit: number },
+  ): Promise<{ state: string; ids: bigint[] }> {
+    try {
+      return await this.#o.timelines.read(userId, query);
+    } catch (error) {
+      if (!this.#o.isListStoreDown?.(error) || this.#rebuildsInFlight >= this.#o.maxRebuilds) throw error;
+      this.#rebuildsInFlight++;
+      try {
+        const sinceMs = this.#o.clock.nowMs() - this.#o.rebuildMaxAgeMs;
+        const entries = await this.#o.posts.pullForRebuild(userId, { sinceMs, limit: this.#o.cap });
+        this.#o.onRebuild?.("degraded", entries.length);
+        return { state: "degraded", ids: entries.map((e) => e.id) };
+      } finally {
+        this.#rebuildsInFlight--;
+      }
+    }
   }
 
   /** Content of the first `limit` candidates that are live and not hidden, in one query per round. */

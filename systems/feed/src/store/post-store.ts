@@ -8,7 +8,7 @@
  * const posts = new PostStore(db);
  * await posts.create({ id, authorId: 7n, text: "hello", nowMs });
  */
-import type { Database } from "@casebook/infra/sql/sql";
+import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { decodeSnowflake, SNOWFLAKE_EPOCH_MS_DEFAULT, snowflakeFloor } from "@casebook/kit/snowflake";
 import type { Post, PostReader, TimelineEntry } from "../domain/ports.ts";
 import { enqueueFanout } from "./fanout-outbox.ts";
@@ -48,13 +48,16 @@ export class PostStore implements PostReader {
   }
 
   /** FD-09: the post row and its fan-out event commit together, before the API answers. */
-  async create(post: {
-    id: bigint;
-    authorId: bigint;
-    text: string | null;
-    repostOf?: bigint;
-    nowMs: number;
-  }): Promise<Post> {
+  async create(
+    post: {
+      id: bigint;
+      authorId: bigint;
+      text: string | null;
+      repostOf?: bigint;
+      nowMs: number;
+    },
+    alsoInTx?: (tx: Queryable, post: Post) => Promise<void>,
+  ): Promise<Post> {
     return this.#db.transaction(async (tx) => {
       await tx.query("INSERT INTO accounts (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [post.authorId]);
       const { rows } = await tx.query<PostRow>(
@@ -74,7 +77,10 @@ export class PostStore implements PostReader {
         { kind: "post", actorId: post.authorId, targetId: post.id, eventId: `post:${post.id}` },
         post.nowMs,
       );
-      return toPost(rows[0]!);
+      const created = toPost(rows[0]!);
+      // The caller's own write that must commit with the post (an Idempotency-Key's stored answer).
+      await alsoInTx?.(tx, created);
+      return created;
     });
   }
 

@@ -1,0 +1,61 @@
+/**
+ * Users' API keys and Idempotency-Keys, on infra's shared stores (migrations/002):
+ *
+ * - `userKeys`: `fdk_<16 hex>_<43 base64url>` keys (kit's api-key scheme), one table
+ *   `user_api_keys` owned by `accounts`; only sha256(key) is stored. A key acts as its user.
+ * - `feedIdempotencyStore`: Stripe's rule on POST /v1/users/{id}/posts, scoped by the author
+ *   (`FEED_IDEMPOTENCY_*`: in progress 409, another request with the key 422).
+ * - `createUserWithKey`: the account (if new) and its first key in one transaction — what the
+ *   admin API's POST /v1/admin/users does for `casebook feed new-key`.
+ *
+ * @example
+ * const owner = await userKeys.authenticate(db, key, nowMs); // the user id (int8), or undefined
+ */
+import { ApiKeyTable } from "@casebook/infra/sql/api-key-table";
+import { IdempotencyStore, type IdempotencyStoreOptions } from "@casebook/infra/sql/idempotency-store";
+import type { Database } from "@casebook/infra/sql/sql";
+import { apiKeyScheme, type IssuedApiKey, type RandomBytes } from "@casebook/kit/api-key";
+import { defineIdempotencyErrors } from "@casebook/kit/idempotency";
+
+export const userKeys = new ApiKeyTable({
+  table: "user_api_keys",
+  ownerColumn: "user_id",
+  ownerTable: "accounts",
+  scheme: apiKeyScheme("fdk"),
+});
+
+export const feedIdempotency = defineIdempotencyErrors("FEED");
+
+export function feedIdempotencyStore(
+  db: Database,
+  options: Omit<IdempotencyStoreOptions, "table" | "scopeColumn" | "errors"> = {},
+): IdempotencyStore {
+  return new IdempotencyStore(db, {
+    table: "idempotency_keys",
+    scopeColumn: "user_id",
+    errors: feedIdempotency,
+    ...options,
+  });
+}
+
+/** The user a key belongs to, or undefined (malformed, unknown, wrong, expired or revoked). */
+export async function userOfKey(db: Database, key: string, nowMs: number): Promise<bigint | undefined> {
+  // The owner column is int8: the engines hand it back as a bigint (the table's type says string).
+  const owner: unknown = await userKeys.authenticate(db, key, nowMs);
+  return owner === undefined ? undefined : BigInt(owner as string | bigint);
+}
+
+/** The account `userId` (created when new) and a fresh key for it; `created` says whether it was new. */
+export async function createUserWithKey(
+  db: Database,
+  userId: bigint,
+  ctx: { nowMs: number; randomBytes: RandomBytes },
+): Promise<{ created: boolean; apiKey: IssuedApiKey }> {
+  return db.transaction(async (tx) => {
+    const { rowCount } = await tx.query("INSERT INTO accounts (id) VALUES ($1) ON CONFLICT (id) DO NOTHING", [
+      userId,
+    ]);
+    const apiKey = await userKeys.issue(tx, String(userId), ctx);
+    return { created: rowCount === 1, apiKey };
+  });
+}
