@@ -79,6 +79,9 @@ export interface ScenarioPoint {
 export interface ScenarioRun {
   runId: string;
   scenario: string;
+  /** The plot's axes, from the scenario. */
+  xLabel: string;
+  yLabel: string;
   state: RunState;
   startedAt: string;
   finishedAt: string | null;
@@ -132,6 +135,8 @@ export class ScenarioRuns {
     const run: ScenarioRun = {
       runId: randomUUID(),
       scenario: id,
+      xLabel: scenario.xLabel,
+      yLabel: scenario.yLabel,
       state: "running",
       startedAt: new Date().toISOString(),
       finishedAt: null,
