@@ -217,6 +217,38 @@ const idParams = {
   properties: { id: { type: "string", pattern: ID_PATTERN.source } },
 } as const;
 
+const text = { type: "string" } as const;
+const infoSchema = {
+  type: "object",
+  required: ["id", "title", "line", "xLabel", "yLabel"],
+  properties: { id: text, title: text, line: text, xLabel: text, yLabel: text },
+} as const;
+const runSchema = {
+  type: "object",
+  required: ["runId", "scenario", "state", "progress", "points"],
+  properties: {
+    runId: text,
+    scenario: text,
+    xLabel: text,
+    yLabel: text,
+    state: { type: "string", enum: ["running", "done", "failed", "timed out", "stopped"] },
+    startedAt: text,
+    finishedAt: { type: ["string", "null"] },
+    progress: { type: "number", minimum: 0, maximum: 1 },
+    points: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["series", "x", "y"],
+        properties: { series: text, x: { type: "number" }, y: { type: "number" } },
+      },
+    },
+    droppedPoints: { type: "integer" },
+    result: { type: ["string", "null"], description: "The result sentence, once done" },
+    error: { type: ["string", "null"] },
+  },
+} as const;
+
 /** The three routes above, refusing any peer beyond loopback. */
 export function registerScenarioRoutes(app: FastifyInstance, runs: ScenarioRuns): void {
   const localOnly = async (request: { socket: { remoteAddress?: string } }) => {
@@ -226,14 +258,37 @@ export function registerScenarioRoutes(app: FastifyInstance, runs: ScenarioRuns)
   };
   app.get(
     "/v1/scenarios",
-    { schema: { summary: "The scenarios this service runs on demand" } },
+    {
+      schema: {
+        summary: "The scenarios this service runs on demand",
+        response: {
+          200: {
+            type: "object",
+            required: ["scenarios"],
+            properties: { scenarios: { type: "array", items: infoSchema } },
+          },
+        },
+      },
+    },
     async () => ({
       scenarios: runs.list(),
     }),
   );
   app.post<{ Params: { id: string } }>(
     "/v1/scenarios/:id/runs",
-    { schema: { summary: "Start a scenario (one at a time, loopback only)", params: idParams } },
+    {
+      schema: {
+        summary: "Start a scenario (one at a time, loopback only)",
+        params: idParams,
+        response: {
+          202: {
+            type: "object",
+            required: ["runId", "state"],
+            properties: { runId: text, state: { type: "string", enum: ["running"] } },
+          },
+        },
+      },
+    },
     async (request, reply) => {
       await localOnly(request);
       const run = runs.start(request.params.id);
@@ -250,6 +305,7 @@ export function registerScenarioRoutes(app: FastifyInstance, runs: ScenarioRuns)
           required: ["id", "runId"],
           properties: { ...idParams.properties, runId: { type: "string", format: "uuid" } },
         },
+        response: { 200: runSchema },
       },
     },
     async (request) => {
