@@ -244,6 +244,9 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
       assert.equal(await page.getAttribute(".scenario-run progress", "value"), "100");
       assert.equal(await page.getAttribute(".scenario-run figure.plot", "data-points"), "20");
       await page.screenshot({ path: join(shots, "payments-scenario-1280x800.png"), fullPage: true });
+      await page
+        .locator('section[aria-labelledby="scenarios-title"]')
+        .screenshot({ path: join(shots, "payments-scenario-section.png") });
       assert.deepEqual(await seriousViolations(page), []);
     },
   );
