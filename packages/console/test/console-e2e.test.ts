@@ -254,6 +254,24 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
     },
   );
 
+  await t.test(
+    "rate-limiter's scenario from its button: one line per algorithm, fixed window at 2× the limit",
+    async () => {
+      await page.goto(`${fx.console.url}/app/#/systems/rate-limiter`);
+      await page.click('button[data-scenario="boundary-burst"]', { timeout: 15_000 });
+      await page.waitForSelector('.scenario-run[data-state="done"]', { timeout: 30_000 });
+      assert.equal(await page.getAttribute(".scenario-run figure.plot", "data-lines"), "6");
+      assert.equal(await page.getAttribute(".scenario-run figure.plot", "data-points"), "1200");
+      assert.match(
+        (await page.textContent(".scenario-result")) ?? "",
+        /fixed-window 200, sliding-window-log 100,/,
+      );
+      await page
+        .locator('section[aria-labelledby="scenarios-title"]')
+        .screenshot({ path: join(shots, "rate-limiter-scenario-section.png") });
+    },
+  );
+
   await t.test("on a phone's viewport (390×844) home and a page fit the width", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     for (const path of ["/app/", "/app/#/systems/payments"]) {
