@@ -48,17 +48,29 @@ export interface PortDeclaration {
   port: number;
 }
 
+/** A scenario the system runs over its own API (`POST /v1/scenarios/{id}/runs`, infra's scenario-runs). */
+export interface ScenarioDeclaration {
+  /** `one-key-twenty-requests`. */
+  id: string;
+  title: string;
+  /** What it shows, in one line. */
+  line: string;
+}
+
 export interface ConsoleDeclaration {
   /** What it is and the mechanism, in a few lines. */
   summary: string;
   /** Ports beside the HTTP one (the cache's RESP port). */
   ports: PortDeclaration[];
   plots: PlotDeclaration[];
+  scenarios: ScenarioDeclaration[];
 }
 
 /** Bounds on what one system may declare: a page stays readable, a scrape cheap. */
 export const maxPlots = 12;
 export const maxSeriesPerPlot = 8;
+export const maxScenarios = 8;
+const scenarioIdPattern = /^[a-z][a-z0-9-]{0,60}$/;
 const metricPattern = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const labelPattern = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
@@ -84,8 +96,9 @@ export function parseConsoleDeclaration(raw: unknown, file: string): Declaration
     const plot = checkPlot(item, `${base}.plots[${i}]`, report);
     return plot === undefined ? [] : [plot];
   });
+  const scenarios = checkScenarios(raw.scenarios, `${base}.scenarios`, report);
   if (problems.length > 0) return { problems };
-  return { declaration: { summary, ports, plots }, problems };
+  return { declaration: { summary, ports, plots, scenarios }, problems };
 }
 
 type Report = (field: string, what: string) => void;
@@ -142,6 +155,22 @@ function checkSeries(raw: unknown, field: string, report: Report): SeriesDeclara
     } else series.scale = raw.scale;
   }
   return series;
+}
+
+function checkScenarios(raw: unknown, field: string, report: Report): ScenarioDeclaration[] {
+  if (raw === undefined) return [];
+  return checkList(raw, field, maxScenarios, report).flatMap((item, i) => {
+    const at = `${field}[${i}]`;
+    if (!isRecord(item)) {
+      report(at, `must be an object like {"id": …, "title": …, "line": …}, got ${show(item)}`);
+      return [];
+    }
+    const id = typeof item.id === "string" && scenarioIdPattern.test(item.id) ? item.id : "";
+    if (id === "") report(`${at}.id`, `must be lower-case words and dashes, got ${show(item.id)}`);
+    const title = nonEmpty(item.title, `${at}.title`, report);
+    const line = nonEmpty(item.line, `${at}.line`, report);
+    return [{ id, title, line }];
+  });
 }
 
 function checkPorts(raw: unknown, field: string, report: Report): PortDeclaration[] {

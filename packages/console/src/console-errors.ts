@@ -18,6 +18,19 @@ export const consoleErrors = defineErrors({
     status: 404,
     message: "This system has no README or no design text section to show.",
   },
+  CONSOLE_SCENARIO_NOT_FOUND: {
+    status: 404,
+    message: "This system declares no scenario with that id: GET /api/systems/:name lists its scenarios.",
+  },
+  CONSOLE_SYSTEM_UNREACHABLE: {
+    status: 502,
+    message: "The system did not answer in time; check it runs (its state on the home page) and retry.",
+  },
+  CONSOLE_ADMIN_TOKEN_REQUIRED: {
+    status: 401,
+    message:
+      "This console listens beyond loopback: send `Authorization: Bearer <CASEBOOK_CONSOLE_ADMIN_TOKEN>`.",
+  },
   CONSOLE_ASSET_NOT_FOUND: { status: 404, message: "No such file in the console's built front end." },
   CONSOLE_NOT_BUILT: {
     status: 503,

@@ -71,6 +71,7 @@ export function registerConsoleRoutes(app: FastifyInstance, options: ConsoleRout
       return {
         ...describeSystem(system, options.scraper, claims),
         plots: (system.declaration?.plots ?? []).map(({ title, unit }) => ({ title, unit })),
+        scenarios: system.declaration?.scenarios ?? [],
         claims,
       };
     },

@@ -18,6 +18,7 @@ import { startService } from "@casebook/infra/http/start-service";
 import { configSchema, loadConsoleConfig } from "./console-config.ts";
 import { consoleErrors } from "./console-errors.ts";
 import { registerConsoleRoutes } from "./console-routes.ts";
+import { registerScenarioProxy } from "./scenario-proxy.ts";
 import { registerStaticAssets } from "./static-assets.ts";
 import { parseStarted, readCatalog } from "./system-catalog.ts";
 import { SystemScraper } from "./system-scraper.ts";
@@ -75,6 +76,7 @@ export async function main(
         sharedDir: sharedDir(root),
         root,
       });
+      registerScenarioProxy(service.app, { catalog, adminToken: config.adminToken });
       const running = scraper;
       running.start();
       service.onClose(() => running.stop());

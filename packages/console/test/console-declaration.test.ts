@@ -19,6 +19,7 @@ test("a declaration with problems names each field at fault, all at once", () =>
         { title: "Hits", unit: "hits/s", series: [{ metric: "bad name", fn: "sum" }] },
         { title: "p99", unit: "ms", series: [{ metric: "lat", fn: "quantile", q: 2, by: "0x" }] },
       ],
+      scenarios: [{ id: "Bad Id", title: "t", line: "" }],
     },
     "systems/x/package.json",
   );
@@ -31,6 +32,8 @@ test("a declaration with problems names each field at fault, all at once", () =>
     "casebook.console.plots[0].series[0].fn",
     "casebook.console.plots[1].series[0].q",
     "casebook.console.plots[1].series[0].by",
+    "casebook.console.scenarios[0].id",
+    "casebook.console.scenarios[0].line",
   ]);
   assert.ok(result.problems.every((p) => p.startsWith("systems/x/package.json: ")));
   assert.deepEqual(parseConsoleDeclaration(undefined, "f"), { problems: [] });

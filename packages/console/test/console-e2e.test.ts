@@ -125,6 +125,23 @@ test("bad input is a 4xx naming the field; an unknown system a 404; a browser at
   assert.equal(asset.status, 404);
 });
 
+test("scenarios through the console: only declared ones forwarded (404 otherwise), a bad id named", async () => {
+  const { body } = await getJson<{ scenarios: { id: string }[] }>("/api/systems/payments");
+  assert.deepEqual(
+    body.scenarios.map((s) => s.id),
+    ["one-key-twenty-requests"],
+  );
+  const undeclared = await fetch(`${fx.console.url}/api/systems/payments/scenarios/no-such/runs`, {
+    method: "POST",
+  });
+  assert.equal(undeclared.status, 404);
+  assert.equal(((await undeclared.json()) as { code: string }).code, "CONSOLE_SCENARIO_NOT_FOUND");
+  const bad = await fetch(`${fx.console.url}/api/systems/payments/scenarios/Bad%20Id/runs`, {
+    method: "POST",
+  });
+  assert.equal(bad.status, 400);
+});
+
 /** Waits until some plot on the page has points and its newest time moved past `since`. */
 async function plotsMoved(page: Page, since: number): Promise<number> {
   const handle = await page.waitForFunction(
@@ -213,6 +230,45 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
       assert.equal(await page.getAttribute('#claims tr[data-claim="RL-05"]', "data-status"), "not run");
       await page.waitForSelector("figure.plot canvas");
       assert.deepEqual(await seriousViolations(page), []);
+    },
+  );
+
+  await t.test(
+    "payments' scenario runs from its button to its result: progress, its points plotted, one payment",
+    async () => {
+      await page.goto(`${fx.console.url}/app/#/systems/payments`);
+      await page.click('button[data-scenario="one-key-twenty-requests"]', { timeout: 15_000 });
+      await page.waitForSelector('.scenario-run[data-state="done"]', { timeout: 60_000 });
+      const result = (await page.textContent(".scenario-result")) ?? "";
+      assert.match(
+        result,
+        /^20 concurrent requests with one Idempotency-Key: 1 payment stored; .* 0 other\.$/,
+      );
+      assert.equal(await page.getAttribute(".scenario-run progress", "value"), "100");
+      assert.equal(await page.getAttribute(".scenario-run figure.plot", "data-points"), "20");
+      await page.screenshot({ path: join(shots, "payments-scenario-1280x800.png"), fullPage: true });
+      await page
+        .locator('section[aria-labelledby="scenarios-title"]')
+        .screenshot({ path: join(shots, "payments-scenario-section.png") });
+      assert.deepEqual(await seriousViolations(page), []);
+    },
+  );
+
+  await t.test(
+    "rate-limiter's scenario from its button: one line per algorithm, fixed window at 2× the limit",
+    async () => {
+      await page.goto(`${fx.console.url}/app/#/systems/rate-limiter`);
+      await page.click('button[data-scenario="boundary-burst"]', { timeout: 15_000 });
+      await page.waitForSelector('.scenario-run[data-state="done"]', { timeout: 30_000 });
+      assert.equal(await page.getAttribute(".scenario-run figure.plot", "data-lines"), "6");
+      assert.equal(await page.getAttribute(".scenario-run figure.plot", "data-points"), "1200");
+      assert.match(
+        (await page.textContent(".scenario-result")) ?? "",
+        /fixed-window 200, sliding-window-log 100,/,
+      );
+      await page
+        .locator('section[aria-labelledby="scenarios-title"]')
+        .screenshot({ path: join(shots, "rate-limiter-scenario-section.png") });
     },
   );
 

@@ -17,6 +17,12 @@
  */
 import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme, createBearerAuth } from "@casebook/infra/http/bearer-auth";
+import {
+  ownUrl,
+  registerScenarioRoutes,
+  ScenarioRuns,
+  scenarioErrors,
+} from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -51,6 +57,7 @@ import {
   type PaymentMetrics,
   registerBreakerGauge,
 } from "./metrics.ts";
+import { oneKeyScenario } from "./scenarios/one-key-scenario.ts";
 import { createAcquirerSim } from "./sim/acquirer-sim.ts";
 import { countOpenExceptions, countSagaBacklog, reconciliationRunExists } from "./store/backlog-counts.ts";
 import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
@@ -302,7 +309,7 @@ export async function main(
       name: "payments",
       version: VERSION,
       log: { level: config.logLevel },
-      errors: paymentsErrorRegistries,
+      errors: [...paymentsErrorRegistries, scenarioErrors],
       openapi: { securitySchemes: bearerSecurityScheme("Merchant API key") },
       description:
         "Payments and double-entry ledger (seed 000 §4): never charges twice, accounts for every cent.",
@@ -379,6 +386,12 @@ export async function main(
           adminToken: config.adminToken,
         });
       }
+      // The console's scenarios (issue 23): run over this service's own API, loopback only.
+      const scenarios = new ScenarioRuns([
+        oneKeyScenario({ db, merchants, baseUrl: () => ownUrl(service.app) }),
+      ]);
+      registerScenarioRoutes(service.app, scenarios);
+      service.onClose(() => scenarios.drain());
       const bootstrap = await bootstrapMerchant(config, merchants, service);
       const noMerchant = bootstrap === undefined && !(await merchants.any());
       return { acquirerUrl, bootstrap, noMerchant };

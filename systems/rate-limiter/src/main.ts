@@ -4,6 +4,7 @@
  * Stateless: run as many instances as you like against one REDIS_URL.
  */
 import { requireCredentialsBeyondLoopback } from "@casebook/infra/http/loopback-guard";
+import { registerScenarioRoutes, ScenarioRuns, scenarioErrors } from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { startService } from "@casebook/infra/http/start-service";
@@ -13,6 +14,7 @@ import { configSchema, loadRateLimiterConfig } from "./config.ts";
 import { createRateLimiter } from "./create-rate-limiter.ts";
 import { rateLimitErrors } from "./errors.ts";
 import { createLimiterMetrics } from "./metrics.ts";
+import { boundaryBurstScenario } from "./scenarios/boundary-burst-scenario.ts";
 import { loadPolicyFile, watchPolicyFile } from "./workers/policy-watcher.ts";
 
 export interface RunningService {
@@ -37,7 +39,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       name: "rate-limiter",
       version: "0.1.0",
       log: { level: config.logLevel },
-      errors: [rateLimitErrors],
+      errors: [rateLimitErrors, scenarioErrors],
       description: "Distributed rate limiter (seed 000 §1): may key K spend C now?",
     },
     build: async ({ service }) => {
@@ -68,6 +70,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       service.onClose(async () => metrics.stop());
       // The API behind the token when one is set; /healthz, /readyz and /metrics stay open to probes.
       await registerRateLimiterApi(service.app, { limiter: rl.limiter, metrics, tokens });
+      // The console's scenarios (issue 23), loopback only.
+      const scenarios = new ScenarioRuns([boundaryBurstScenario()]);
+      registerScenarioRoutes(service.app, scenarios);
+      service.onClose(() => scenarios.drain());
       service.addCheck(rl.store.engine, () => rl.store.ping());
       if (config.grpcPort !== undefined) {
         const rls = await startEnvoyRls({

@@ -23,8 +23,29 @@ export interface ClaimResult {
   tests: { name: string; file: string; status: string }[];
 }
 
+export interface ScenarioInfo {
+  id: string;
+  title: string;
+  line: string;
+}
+
+/** A system's run, as its GET /v1/scenarios/{id}/runs/{runId} answers (infra's scenario-runs). */
+export interface ScenarioRun {
+  runId: string;
+  scenario: string;
+  xLabel: string;
+  yLabel: string;
+  state: "running" | "done" | "failed" | "timed out" | "stopped";
+  progress: number;
+  points: { series: string; x: number; y: number }[];
+  droppedPoints: number;
+  result: string | null;
+  error: string | null;
+}
+
 export interface SystemDetail extends SystemSummary {
   plots: { title: string; unit: string }[];
+  scenarios: ScenarioInfo[];
   claims: ClaimResult[];
 }
 

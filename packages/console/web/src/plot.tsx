@@ -16,8 +16,11 @@ const palette = [
 ];
 const plotHeightPx = 220;
 
-/** One declared plot: uPlot on a canvas, titled in words with its unit, redrawn as data arrives. */
-export function Plot({ data }: { data: PlotData }) {
+/**
+ * One declared plot: uPlot on a canvas, titled in words with its unit, redrawn as data arrives.
+ * Over time by default; over `xLabel`'s numbers (a scenario's points, drawn as dots) when given.
+ */
+export function Plot({ data, xLabel }: { data: PlotData; xLabel?: string }) {
   const holder = useRef<HTMLDivElement>(null);
   const chart = useRef<uPlot | null>(null);
   const shape = data.lines.map((l) => l.label).join("\u0000");
@@ -36,10 +39,11 @@ export function Plot({ data }: { data: PlotData }) {
           stroke: palette[i % palette.length]!,
           width: 2,
           spanGaps: false,
+          ...(xLabel === undefined ? {} : { points: { show: true, size: 6 } }),
         })),
       ],
-      axes: [{}, { label: data.unit, size: 60 }],
-      scales: { x: { time: true } },
+      axes: [xLabel === undefined ? {} : { label: xLabel }, { label: data.unit, size: 60 }],
+      scales: { x: { time: xLabel === undefined } },
       legend: { live: false },
       cursor: { show: false },
     };
@@ -53,7 +57,7 @@ export function Plot({ data }: { data: PlotData }) {
       chart.current?.destroy();
       chart.current = null;
     };
-  }, [shape, data.unit]);
+  }, [shape, data.unit, xLabel]);
 
   useEffect(() => {
     chart.current?.setData(aligned);
@@ -61,7 +65,7 @@ export function Plot({ data }: { data: PlotData }) {
 
   const last = data.times.at(-1);
   const points = data.lines.reduce((n, l) => n + l.values.filter((v) => v !== null).length, 0);
-  const label = `${data.title}, in ${data.unit}: ${data.lines.length} line(s) over the last ${data.times.length} scrapes`;
+  const label = `${data.title}, in ${data.unit}: ${data.lines.length} line(s) over the last ${data.times.length} ${xLabel === undefined ? "scrapes" : `values of ${xLabel}`}`;
   return (
     <figure class="plot" data-points={points} data-last-time={last ?? ""} data-lines={data.lines.length}>
       <figcaption>

@@ -1,5 +1,6 @@
 import { type ClaimResult, getJson, type PlotData, type SystemDetail } from "./api.ts";
 import { Plot } from "./plot.tsx";
+import { Scenarios } from "./scenarios.tsx";
 import { Address, HealthBadge } from "./system-badges.tsx";
 import { usePolling } from "./use-polling.ts";
 
@@ -38,6 +39,7 @@ export function SystemPage({ name }: { name: string }) {
           ))}
         </div>
       </section>
+      {system ? <Scenarios system={name} scenarios={system.scenarios} /> : null}
       {system ? <Claims claims={system.claims} /> : null}
     </article>
   );
