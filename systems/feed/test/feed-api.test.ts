@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { systemClock } from "@casebook/kit/clock";
+import { decimalUpToPattern, userIdSchema } from "../src/api/feed-schemas.ts";
 import { HomeFeed } from "../src/domain/home-feed.ts";
 import { type FeedFixture, openFeed } from "./feed-fixture.ts";
 
@@ -228,7 +229,34 @@ test("bad input is a 4xx naming the field: a post too long, following yourself, 
   const id = await f.call("GET", "/v1/users/abc/feed");
   assert.equal(id.status, 400);
   assert.match(JSON.stringify(id.json), /userId/);
+  // One past int8's maximum is refused at the edge (it used to reach the database: a 500).
+  const huge = await f.call("GET", "/v1/users/9223372036854775808/posts");
+  assert.equal(huge.status, 400);
+  assert.match(JSON.stringify(huge.json), /userId/);
+  assert.equal((await f.call("GET", "/v1/users/9223372036854775807/posts")).status, 200);
   assert.equal((await f.call("POST", `/v1/users/${u}/reposts`, { postId: "999999" })).status, 404);
+});
+
+test("ids: the decimal pattern takes exactly 1 to 2^63 − 1", () => {
+  const int8 = new RegExp(userIdSchema.pattern);
+  for (const ok of ["1", "9", "10", "9223372036854775807", "9223372036854775799", "8999999999999999999"])
+    assert.ok(int8.test(ok), ok);
+  for (const bad of [
+    "0",
+    "01",
+    "-1",
+    "9223372036854775808",
+    "9300000000000000000",
+    "10000000000000000000",
+    "",
+  ])
+    assert.ok(!int8.test(bad), bad);
+  const small = new RegExp(decimalUpToPattern("250"));
+  const accepted = Array.from({ length: 400 }, (_, n) => n).filter((n) => small.test(String(n)));
+  assert.deepEqual(
+    accepted,
+    Array.from({ length: 250 }, (_, n) => n + 1),
+  );
 });
 
 test("FD-04 pull for everyone (every author in the pull tier): the read fetches each followee's recent posts — one query per followee, O(N) — and sorts them", async () => {

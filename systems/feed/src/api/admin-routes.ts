@@ -27,15 +27,12 @@ export interface AdminOptions {
   adminToken: string;
 }
 
-/** The ids the admin API takes: int8's range without a bound check (18 digits < 2^63). */
-const ADMIN_USER_ID_PATTERN = "^[1-9][0-9]{0,17}$";
-
 const createUserBody = {
   type: "object",
   required: ["id"],
   additionalProperties: false,
   properties: {
-    id: { ...userIdSchema, pattern: ADMIN_USER_ID_PATTERN },
+    id: userIdSchema,
     // The shared new-key tool sends a name with every owner it makes; users have none here.
     name: { type: "string", maxLength: 200, description: "Ignored: feed users have no name" },
   },
@@ -86,8 +83,8 @@ export async function registerAdminApi(app: FastifyInstance, o: AdminOptions): P
       randomBytes: o.randomBytes,
       ownerNotFound: (id) => errors.create("USER_NOT_FOUND", { fields: { field: "id", id } }),
       ownerNotFoundCode: "USER_NOT_FOUND",
-      // int8 ids: 18 digits at most stay below 2^63, so no id reaches the database as an error.
-      ownerIdPattern: ADMIN_USER_ID_PATTERN,
+      // int8 ids up to 2^63 − 1 exactly: no id reaches the database as an error.
+      ownerIdPattern: userIdSchema.pattern,
     });
   });
 }

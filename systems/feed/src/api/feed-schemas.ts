@@ -9,11 +9,34 @@ export const MAX_POST_CHARS = 500;
 export const MAX_PAGE = 100;
 export const DEFAULT_PAGE = 50;
 
-/** A decimal id (64-bit), as every path and body carries it. */
+/**
+ * A regular expression for the decimal integers 1..max (no sign, no leading zero): every
+ * shorter length, then each prefix of `max` followed by a smaller digit, then `max` itself.
+ *
+ * @example
+ * new RegExp(decimalUpToPattern("250")).test("251"); // false
+ */
+export function decimalUpToPattern(max: string): string {
+  const shorter = max.length > 1 ? [`[1-9][0-9]{0,${max.length - 2}}`] : [];
+  const sameLength: string[] = [];
+  for (let i = 0; i < max.length; i++) {
+    const low = i === 0 ? 1 : 0;
+    const high = Number(max[i]) - 1;
+    if (high < low) continue;
+    const rest = max.length - 1 - i;
+    sameLength.push(`${max.slice(0, i)}[${low}-${high}]${rest > 0 ? `[0-9]{${rest}}` : ""}`);
+  }
+  return `^(?:${[...shorter, ...sameLength, max].join("|")})$`;
+}
+
+/** PostgreSQL's int8 maximum: an id above it is refused here, not by the database (a 500). */
+const INT8_MAX = "9223372036854775807";
+
+/** A decimal id (64-bit signed, positive), as every path and body carries it. */
 export const userIdSchema = {
   type: "string",
-  pattern: "^[1-9][0-9]{0,18}$",
-  description: "A decimal id (64-bit)",
+  pattern: decimalUpToPattern(INT8_MAX),
+  description: "A decimal id (1 to 2^63 − 1)",
 } as const;
 const id = userIdSchema;
 
