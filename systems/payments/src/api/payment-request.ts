@@ -5,8 +5,7 @@ import {
 import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
-import type { StoredResponse } from "@casebook/kit/idempotency";
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyRequest } from "fastify";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
 import { isPaymentId } from "../domain/public-ids.ts";
@@ -89,8 +88,4 @@ export async function routePayment(
   if (payment === undefined)
     throw paymentErrors.create("PAYMENTS_PAYMENT_NOT_FOUND", { fields: { id: publicId } });
   return payment;
-}
-
-export function sendStored(reply: FastifyReply, response: StoredResponse): FastifyReply {
-  return reply.code(response.status).headers(response.headers).send(Buffer.from(response.body));
 }

@@ -27,6 +27,7 @@
  *   config: { inlineDriveMs: 2_000, breakerOpenMode: "accept" } });
  */
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
+import { sendStoredResponse } from "@casebook/infra/http/idempotency-key";
 import { beginClaim, releaseAfterFailure } from "@casebook/infra/sql/idempotency-claim-release";
 import type { IdempotencyLease } from "@casebook/infra/sql/idempotency-store";
 import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
@@ -56,7 +57,6 @@ import {
   parseAmount,
   paymentIdOf,
   routePayment,
-  sendStored,
 } from "./payment-request.ts";
 import { captureBody, idempotencyCodes, paymentBody, paymentViewSchema } from "./payment-schemas.ts";
 
@@ -172,7 +172,7 @@ async function answerDriven(
 ): Promise<FastifyReply> {
   if (payment.step === "done") {
     const stored = await deps.idempotency.find(merchantId, key);
-    if (stored?.response !== undefined) return sendStored(reply, stored.response);
+    if (stored?.response !== undefined) return sendStoredResponse(reply, stored.response);
   }
   return sendView(reply, 202, payment);
 }
@@ -193,7 +193,7 @@ async function postPayment(deps: PaymentRouteDeps, request: FastifyRequest, repl
   });
   const claim = { scope: merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
   const begun = await beginClaim(deps.idempotency, deps.db, claim, reply.log);
-  if (begun.kind === "replay") return sendStored(reply, begun.response);
+  if (begun.kind === "replay") return sendStoredResponse(reply, begun.response);
   if (begun.lease.recoveryPoint === "started") {
     return createAndDrive(deps, reply, merchantId, key, input, begun.lease);
   }
@@ -272,7 +272,7 @@ async function settleWithKey(deps: PaymentRouteDeps, reply: FastifyReply, req: S
   });
   const claim = { scope: req.merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
   const begun = await beginClaim(deps.idempotency, deps.db, claim, reply.log);
-  if (begun.kind === "replay") return sendStored(reply, begun.response);
+  if (begun.kind === "replay") return sendStoredResponse(reply, begun.response);
   let lease = begun.lease;
   if (lease.recoveryPoint === "started") {
     try {
@@ -290,7 +290,7 @@ async function settleWithKey(deps: PaymentRouteDeps, reply: FastifyReply, req: S
   }
   const response = viewResponse(payment);
   await deps.db.transaction((tx) => deps.idempotency.complete(tx, lease, response));
-  return sendStored(reply, response);
+  return sendStoredResponse(reply, response);
 }
 
 async function settle(

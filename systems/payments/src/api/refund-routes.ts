@@ -18,6 +18,7 @@
  */
 
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
+import { sendStoredResponse } from "@casebook/infra/http/idempotency-key";
 import { beginClaim, releaseAfterFailure } from "@casebook/infra/sql/idempotency-claim-release";
 import type { IdempotencyLease } from "@casebook/infra/sql/idempotency-store";
 import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
@@ -46,7 +47,6 @@ import {
   parseAmount,
   paymentIdOf,
   routePayment,
-  sendStored,
 } from "./payment-request.ts";
 import { idempotencyCodes, refundBody, refundViewSchema } from "./payment-schemas.ts";
 
@@ -142,7 +142,7 @@ async function answerSettled(
     return answerPending(deps, reply, lease, payment, refund);
   const response = settledResponse(refund, payment);
   await deps.db.transaction((tx) => deps.idempotency.complete(tx, lease, response));
-  return sendStored(reply, response);
+  return sendStoredResponse(reply, response);
 }
 
 /** Books the acquirer's definitive answer; LEASE_LOST (a worker took the refund over) answers 202. */
@@ -167,7 +167,7 @@ async function settle(
       await deps.idempotency.complete(tx, lease, stored);
       return stored;
     });
-    return sendStored(reply, response);
+    return sendStoredResponse(reply, response);
   } catch (error) {
     if (!paymentErrors.is(error, "PAYMENTS_REFUND_LEASE_LOST")) throw error;
     return answerPending(deps, reply, lease, routed, refund);
@@ -227,7 +227,7 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
   });
   const claim = { scope: merchantId, key, fingerprint, nowMs: deps.clock.nowMs() };
   const begun = await beginClaim(deps.idempotency, deps.db, claim, log);
-  if (begun.kind === "replay") return sendStored(reply, begun.response);
+  if (begun.kind === "replay") return sendStoredResponse(reply, begun.response);
   const opened = await openRefund(deps, merchantId, payment.id, key, amountMinor, begun.lease, log);
   const lease = opened.created ? { ...begun.lease, recoveryPoint: "refund_pending" } : begun.lease;
   if (opened.refund.status !== "pending") return answerSettled(deps, reply, lease, payment, opened.refund);

@@ -14,7 +14,7 @@
  * registerLinkRoutes(scope, context, auth.principalOf);
  */
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
-import { idempotencyKeyHeaders } from "@casebook/infra/http/idempotency-key";
+import { idempotencyKeyHeaders, sendStoredResponse } from "@casebook/infra/http/idempotency-key";
 import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempotency";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { checkExpiry, checkTags, checkTarget, isPermanent } from "../domain/link-rules.ts";
@@ -46,10 +46,6 @@ function notFound(params: LinkParams): Error {
   return errors.create("LINK_NOT_FOUND", { fields: { domain: params.domain, code: params.code } });
 }
 
-function sendStored(reply: FastifyReply, response: StoredResponse): FastifyReply {
-  return reply.code(response.status).headers(response.headers).send(Buffer.from(response.body));
-}
-
 /**
  * POST /v1/links with an Idempotency-Key (infra's shared store, Stripe's rules): the key is
  * claimed first (a retry of a finished create replays its 201 byte for byte; one still running
@@ -67,7 +63,7 @@ async function createIdempotently(
 ): Promise<FastifyReply> {
   const fingerprint = fingerprintRequest({ method: "POST", path: "/v1/links", body });
   const begun = await context.idempotency.begin({ scope: caller.workspaceId, key, fingerprint });
-  if (begun.kind === "replay") return sendStored(reply, begun.response);
+  if (begun.kind === "replay") return sendStoredResponse(reply, begun.response);
   const { lease } = begun;
   try {
     const prepared = await prepareLink(context, caller, body);
@@ -81,7 +77,7 @@ async function createIdempotently(
       await context.idempotency.complete(tx, lease, stored);
       return stored;
     });
-    return sendStored(reply, response);
+    return sendStoredResponse(reply, response);
   } catch (error) {
     await context.idempotency.release(context.db, lease).catch(() => false);
     throw error;
