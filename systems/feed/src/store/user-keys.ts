@@ -26,13 +26,15 @@ export const userKeys = new ApiKeyTable({
 
 export const feedIdempotency = defineIdempotencyErrors("FEED");
 
+/** The shared store's table, as migration 002 made it (scoped by the author). */
+export const FEED_IDEMPOTENCY_TABLE = { table: "idempotency_keys", scopeColumn: "user_id" } as const;
+
 export function feedIdempotencyStore(
   db: Database,
   options: Omit<IdempotencyStoreOptions, "table" | "scopeColumn" | "errors"> = {},
 ): IdempotencyStore {
   return new IdempotencyStore(db, {
-    table: "idempotency_keys",
-    scopeColumn: "user_id",
+    ...FEED_IDEMPOTENCY_TABLE,
     errors: feedIdempotency,
     ...options,
   });
