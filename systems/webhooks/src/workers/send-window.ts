@@ -62,6 +62,8 @@ export class SendWindow {
   readonly #inflight = new Set<Promise<void>>();
   #open = false;
   #readyTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The monotonic instant #readyTimer is set for. */
+  #readyAtMs: number | undefined;
 
   constructor(o: SendWindowOptions) {
     this.#o = o;
@@ -80,6 +82,7 @@ export class SendWindow {
     this.#open = false;
     clearTimeout(this.#readyTimer);
     this.#readyTimer = undefined;
+    this.#readyAtMs = undefined;
   }
 
   /** Claimed and not yet picked, and sends in flight. */
@@ -183,14 +186,17 @@ export class SendWindow {
 
   /** A parked endpoint's time matters only when a slot is free to send to it. */
   #armReadyTimer(): void {
+    const readyAt = this.#inflight.size < this.#o.maxInFlight ? this.#scheduler.nextReadyAtMs() : undefined;
+    // Every pump lands here (a send ending, each claim): the timer set for this instant stays.
+    if (readyAt === this.#readyAtMs && (readyAt === undefined || this.#readyTimer !== undefined)) return;
     clearTimeout(this.#readyTimer);
     this.#readyTimer = undefined;
-    if (this.#inflight.size >= this.#o.maxInFlight) return;
-    const readyAt = this.#scheduler.nextReadyAtMs();
+    this.#readyAtMs = readyAt;
     if (readyAt === undefined) return;
     const waitMs = Math.max(0, readyAt - this.#o.clock.monotonicMs());
     this.#readyTimer = setTimeout(() => {
       this.#readyTimer = undefined;
+      this.#readyAtMs = undefined;
       this.pump();
     }, waitMs);
   }
