@@ -107,6 +107,8 @@ contractSuite(
       await graph.follow(reader, friend, { nowMs: NOW, eventId: `a:${reader}:${friend}` });
       for (let i = 0; i < 3; i++) await graph.follow(acct(), star, { nowMs: NOW, eventId: `b:${star}:${i}` });
       assert.deepEqual(await graph.pulledFollowees(reader, 2, 10), [star]);
+      // A capacity configured high puts the line past int4 (the follower count's type): nobody pulled, no error.
+      assert.deepEqual(await graph.pulledFollowees(reader, 1_200_000_000_000, 10), []);
       const old = pid(NOW - 200 * 86_400_000);
       await posts.create({ id: old, authorId: friend, text: "old", nowMs: NOW });
       const recent = [];

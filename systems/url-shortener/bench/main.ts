@@ -20,7 +20,7 @@
  * // node systems/url-shortener/bench/main.ts --duration-s 5 --links 1000000
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, get } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -31,6 +31,7 @@ import { type BenchResult, benchRow, renderBench } from "@casebook/lab/bench-rep
 import { runOpenLoop } from "@casebook/lab/load-generator";
 import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
 import { type SpawnedNginx, spawnNginx } from "@casebook/lab/spawn-nginx";
+import { runWrk, type WrkRun, writeCyclingScript } from "@casebook/lab/wrk-run";
 import { CODE_SPACE } from "../src/domain/base62.ts";
 import { BlockAllocator } from "../src/domain/counter-blocks.ts";
 import { CounterCodes } from "../src/domain/counter-codes.ts";
@@ -40,7 +41,6 @@ import { errors } from "../src/errors.ts";
 import { LinkRepository, type NewLink } from "../src/store/link-repository.ts";
 import { migrateShortenerStore } from "../src/store/migrate.ts";
 import { SqlCounter } from "../src/store/sql-counter.ts";
-import { runWrk, type WrkRun } from "./wrk-run.ts";
 
 const SYSTEM = "url-shortener";
 const serviceEntry = new URL("../src/main.ts", import.meta.url);
@@ -159,31 +159,10 @@ function zipfSample(n: number, samples: number): number[] {
 }
 
 async function zipfScript(dir: string, links: number): Promise<string> {
-  const paths = join(dir, "zipf-paths.txt");
-  await writeFile(
-    paths,
-    `${zipfSample(links, ZIPF_SAMPLES)
-      .map((rank) => `/zz${rank}`)
-      .join("\n")}\n`,
+  return writeCyclingScript(
+    dir,
+    zipfSample(links, ZIPF_SAMPLES).map((rank) => ({ path: `/zz${rank}` })),
   );
-  const script = join(dir, "zipf.lua");
-  await writeFile(
-    script,
-    `local paths = {}
-for line in io.lines("${paths}") do paths[#paths + 1] = line end
-local i = 0
-function init(args)
-  math.randomseed(os.time() + tonumber(tostring({}):match("0x(%x+)") or "0", 16) % 100000)
-  i = math.random(#paths)
-end
-function request()
-  i = i + 1
-  if i > #paths then i = 1 end
-  return wrk.format("GET", paths[i])
-end
-`,
-  );
-  return script;
 }
 
 async function startOurs(dataDir: string, capture: boolean): Promise<ServerProcess> {

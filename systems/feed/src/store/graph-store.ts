@@ -118,7 +118,7 @@ export class GraphStore implements GraphReader {
   async pulledFollowees(userId: bigint, minFollowers: number, limit: number): Promise<bigint[]> {
     const { rows } = await this.#db.query<{ id: bigint }>(
       `SELECT f.followee_id AS id FROM follows f JOIN accounts a ON a.id = f.followee_id
-        WHERE f.follower_id = $1 AND a.follower_count > $2 LIMIT $3`,
+        WHERE f.follower_id = $1 AND a.follower_count > $2::int8 LIMIT $3`,
       [userId, minFollowers, Math.min(limit, PULLED_FOLLOWEES_MAX)],
       { name: "feed_pulled_followees" },
     );

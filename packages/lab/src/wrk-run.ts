@@ -2,15 +2,18 @@
  * One Debian `wrk` run (closed loop, its own process: PEERS.md — a Node load generator would
  * compete with the server for the 2 cores) and the figures the bench reads from its summary:
  * requests/s, the latency percentiles (`--latency`), non-3xx answers and socket errors. An
- * optional Lua script picks each request's path (the zipf scenario).
+ * optional Lua script picks each request's path (the zipf scenario); `writeCyclingScript` writes
+ * one that sends a list of requests (paths and headers) in turn, pre-formatted once.
  *
  * @example
  * const run = await runWrk({ url: "http://127.0.0.1:8109/abc1234", durationS: 5, connections: 50 });
  * run.requestsPerS; run.p99Ms;
  */
 import { execFile } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { promisify } from "node:util";
-import { ensureExecutable } from "@casebook/lab/executables";
+import { ensureExecutable } from "./executables.ts";
 
 const run = promisify(execFile);
 
@@ -63,4 +66,51 @@ export async function runWrk(options: {
   ];
   const { stdout } = await run(wrk, args, { maxBuffer: 1 << 20 });
   return parseWrk(stdout);
+}
+
+/** One request of a cycling script: a path and the headers it carries. */
+export interface WrkRequest {
+  readonly path: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * A wrk Lua script (and its data file, both in `dir`) that sends `requests` in turn, each thread
+ * from a random start so threads do not move in lockstep; resolves the script's path. Paths and
+ * header values must not contain tabs or newlines (the data file's separators).
+ */
+export async function writeCyclingScript(dir: string, requests: readonly WrkRequest[]): Promise<string> {
+  if (requests.length === 0) throw new Error("a cycling script needs at least one request");
+  const fields = (r: WrkRequest) => [r.path, ...Object.entries(r.headers ?? {}).flat()];
+  const lines = requests.map(fields);
+  for (const field of lines.flat()) {
+    if (/[\t\r\n]/.test(field))
+      throw new Error(`a wrk request field holds a tab or newline: ${JSON.stringify(field)}`);
+  }
+  const data = join(dir, "wrk-requests.tsv");
+  await writeFile(data, `${lines.map((l) => l.join("\t")).join("\n")}\n`);
+  const script = join(dir, "wrk-requests.lua");
+  await writeFile(
+    script,
+    `local requests = {}
+for line in io.lines("${data}") do
+  local fields = {}
+  for field in line:gmatch("[^\\t]+") do fields[#fields + 1] = field end
+  local headers = {}
+  for k = 2, #fields - 1, 2 do headers[fields[k]] = fields[k + 1] end
+  requests[#requests + 1] = wrk.format("GET", fields[1], headers)
+end
+local i = 0
+function init(args)
+  math.randomseed(os.time() + tonumber(tostring({}):match("0x(%x+)") or "0", 16) % 100000)
+  i = math.random(#requests)
+end
+function request()
+  i = i + 1
+  if i > #requests then i = 1 end
+  return requests[i]
+end
+`,
+  );
+  return script;
 }

@@ -1,0 +1,279 @@
+/**
+ * The read scenarios of `casebook bench feed` (issue 20): the home feed of sampled readers on
+ * one seeded graph (bench/read-seed.ts), served four ways on the same PostgreSQL and Redis, in
+ * the same run, each as its own process through its real entry point:
+ *
+ * - **hybrid** — ours as configured: authors above the celebrity line are pulled at read time
+ *   (through the short-TTL celebrity cache), everyone else is in the reader's list;
+ * - **pure push** — the line at infinity: every post in every list (FD-24 "push for everyone");
+ * - **pure pull** — the line at 0 and no celebrity cache: every followee queried at read time
+ *   (FD-04; the reader's list still exists — a rebuild fills it — and is read in parallel);
+ * - **SQL join** — bench/join-feed-server.ts: one join of follows and posts (FD-24's first).
+ *
+ * Lists are built the way a returning user's are (FD-20): each reader's first read rebuilds it
+ * by pull; a warm-up pass reads every reader until no answer is partial. Then Debian's `wrk`
+ * (its own process) finds each one's closed-loop maximum over the readers in turn, and lab's
+ * open-loop generator (this process; the servers are others) measures p99 at 70% of it.
+ *
+ * @example
+ * const rows = await runReadBench({ users: 20_000, readers: 2_000, durationS: 5, redisUrl, databaseUrl });
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { Agent, get } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { benchLog } from "@casebook/lab/bench-main";
+import type { BenchResult } from "@casebook/lab/bench-report";
+import { goalLine, scenarioRows } from "@casebook/lab/bench-rows";
+import { runOpenLoop } from "@casebook/lab/load-generator";
+import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
+import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
+import { uniqueName } from "@casebook/lab/test-engines";
+import { runWrk, writeCyclingScript } from "@casebook/lab/wrk-run";
+import { migrateFeed } from "../src/store/migrate.ts";
+import { type Reader, seedReadBench } from "./read-seed.ts";
+
+const SYSTEM = "feed";
+const serviceEntry = new URL("../src/main.ts", import.meta.url);
+const joinEntry = new URL("./join-feed-server.ts", import.meta.url);
+/** wrk's connections: enough to fill two cores without queueing most of the run in sockets. */
+const CONNECTIONS = 32;
+const PAGE = 20;
+/** The goal of issue 20. */
+const P99_GOAL_MS = 20;
+/** Warm-up passes over the readers before a design is measured (each rebuilds what the last could not). */
+const WARM_PASSES = 4;
+const WARM_CONCURRENCY = 8;
+
+export interface ReadBenchOptions {
+  readonly users: number;
+  readonly alpha: number;
+  readonly postsPerAuthor: number;
+  readonly readers: number;
+  /** Followers above which an author is pulled in the hybrid design. */
+  readonly celebrityFollowers: number;
+  readonly durationS: number;
+  readonly redisUrl: string;
+  readonly databaseUrl: string;
+}
+
+export interface ReadBenchResult {
+  readonly rows: BenchResult[];
+  readonly goals: string[];
+}
+
+type Design = "hybrid" | "pure push" | "pure pull" | "SQL join";
+
+interface Measured {
+  readonly wrkPerS: number;
+  readonly wrkP99Ms: number;
+  readonly loopP99Ms: number;
+  readonly loopRatePerS: number;
+  readonly errors: number;
+}
+
+/** FEED_* settings that put the celebrity line where each design wants it. */
+function designEnv(design: Exclude<Design, "SQL join">, celebrityFollowers: number): NodeJS.ProcessEnv {
+  // fullPushMax = writes/s × delay / 1000; with everyone active (the seed), no middle tier.
+  if (design === "hybrid")
+    return { FEED_FANOUT_WRITES_PER_S: String(celebrityFollowers), FEED_DELAY_TARGET_MS: "1000" };
+  if (design === "pure push")
+    return { FEED_FANOUT_WRITES_PER_S: "100000000", FEED_DELAY_TARGET_MS: "3600000" };
+  return { FEED_FANOUT_WRITES_PER_S: "1", FEED_DELAY_TARGET_MS: "10", FEED_CELEBRITY_CACHE_TTL_MS: "0" };
+}
+
+function feedPath(reader: Reader): string {
+  return `/v1/users/${reader.userId}/feed?limit=${PAGE}`;
+}
+
+/** GET one reader's feed on a keep-alive agent: resolves the status; `signal` abandons it (a timeout). */
+function readFeed(agent: Agent, url: URL, reader: Reader, signal?: AbortSignal): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = get(
+      {
+        agent,
+        host: url.hostname,
+        port: url.port,
+        path: feedPath(reader),
+        headers: { authorization: `Bearer ${reader.key}` },
+        signal,
+      },
+      (res) => {
+        res.resume();
+        res.once("end", () => resolve(res.statusCode ?? 0));
+      },
+    );
+    req.once("error", reject);
+  });
+}
+
+/** Reads every reader until none is partial (206: its list was being rebuilt), within WARM_PASSES. */
+async function warm(server: ServerProcess, readers: readonly Reader[]): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: WARM_CONCURRENCY });
+  const url = new URL(server.url);
+  let pending = [...readers];
+  try {
+    for (let pass = 0; pass < WARM_PASSES && pending.length > 0; pass++) {
+      const partial: Reader[] = [];
+      for (let i = 0; i < pending.length; i += WARM_CONCURRENCY) {
+        const batch = pending.slice(i, i + WARM_CONCURRENCY);
+        const statuses = await Promise.all(batch.map((r) => readFeed(agent, url, r)));
+        statuses.forEach((status, j) => {
+          if (status === 206) partial.push(batch[j]!);
+          else if (status !== 200) throw new Error(`${server.name}: a warm-up read answered ${status}`);
+        });
+      }
+      pending = partial;
+    }
+    return pending.length;
+  } finally {
+    agent.destroy();
+  }
+}
+
+async function measure(
+  server: ServerProcess,
+  readers: readonly Reader[],
+  script: string,
+  durationS: number,
+): Promise<Measured> {
+  const wrk = await runWrk({ url: server.url, durationS, connections: CONNECTIONS, script });
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const url = new URL(server.url);
+  try {
+    const rate = Math.max(1, Math.round(0.7 * wrk.requestsPerS));
+    const loop = await runOpenLoop({
+      ratePerS: rate,
+      durationMs: durationS * 1000,
+      warmupMs: 1_000,
+      requestTimeoutMs: 5_000,
+      maxInFlight: 2_000,
+      task: async ({ index, signal }) => {
+        const status = await readFeed(agent, url, readers[index % readers.length]!, signal);
+        if (status !== 200 && status !== 206) throw new Error(`status ${status}`);
+      },
+    });
+    return {
+      wrkPerS: wrk.requestsPerS,
+      wrkP99Ms: wrk.p99Ms,
+      loopP99Ms: loop.latencyMs.p99,
+      loopRatePerS: loop.achievedRatePerS,
+      errors: wrk.errors + loop.errors + loop.dropped,
+    };
+  } finally {
+    agent.destroy();
+  }
+}
+
+export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult> {
+  const dir = await mkdtemp(join(tmpdir(), "casebook-feed-read-"));
+  const schema = await openPostgresTestSchema(o.databaseUrl, {
+    system: SYSTEM,
+    prefix: "feed_read_bench",
+    prepare: migrateFeed,
+    maxConnections: 4,
+  });
+  const prefix = `feed:${uniqueName("readbench")}:`;
+  const results = new Map<Design, Measured>();
+  try {
+    benchLog(`seeding ${o.users} users, ${o.postsPerAuthor} posts per author, ${o.readers} readers' keys`);
+    const seed = await seedReadBench(schema.db, o);
+    benchLog(`graph: ${seed.authors} authors, ${seed.edges} follows, ${seed.posts} posts`);
+    const script = await writeCyclingScript(
+      dir,
+      seed.readers.map((r) => ({ path: feedPath(r), headers: { authorization: `Bearer ${r.key}` } })),
+    );
+    for (const design of ["hybrid", "pure push", "pure pull", "SQL join"] as const) {
+      const env = {
+        DATABASE_URL: o.databaseUrl,
+        FEED_DB_SCHEMA: schema.schema,
+        LOG_LEVEL: "warn",
+      };
+      const server =
+        design === "SQL join"
+          ? await startServerProcess({ name: "feed SQL join", entry: joinEntry, env })
+          : await startServerProcess({
+              name: `feed ${design}`,
+              entry: serviceEntry,
+              env: {
+                ...env,
+                REDIS_URL: o.redisUrl,
+                FEED_REDIS_PREFIX: `${prefix}${design.replace(" ", "-")}:`,
+                FEED_ROLE: "api",
+                FEED_MAX_REBUILDS: "16",
+                ...designEnv(design, o.celebrityFollowers),
+              },
+            });
+      try {
+        benchLog(`${design}: warm-up (lists rebuilt by pull on each reader's first read)`);
+        const stillPartial = await warm(server, seed.readers);
+        if (stillPartial > 0) benchLog(`${design}: ${stillPartial} readers still partial after warm-up`);
+        benchLog(`${design}: wrk ${o.durationS} s, then the open loop at 70%`);
+        results.set(design, await measure(server, seed.readers, script, o.durationS));
+      } finally {
+        await server.stop();
+      }
+    }
+    return report(o, seed.authors, results);
+  } finally {
+    const redis = await connectRedis({ url: o.redisUrl, commandTimeoutMs: 30_000 });
+    try {
+      await deletePrefixed(redis, prefix);
+    } finally {
+      await Promise.allSettled([closeRedis(redis), schema.drop(), rm(dir, { recursive: true, force: true })]);
+    }
+  }
+}
+
+/** Every key under `prefix` (the bench's own), deleted in SCAN batches. */
+export async function deletePrefixed(
+  redis: Awaited<ReturnType<typeof connectRedis>>,
+  prefix: string,
+): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1_000);
+    cursor = next;
+    if (keys.length > 0) await redis.unlink(...keys);
+  } while (cursor !== "0");
+}
+
+function report(o: ReadBenchOptions, authors: number, results: Map<Design, Measured>): ReadBenchResult {
+  const hybrid = results.get("hybrid")!;
+  const shape = `${o.users} users (${authors} authors, power law α=${o.alpha}), ${o.readers} readers, pages of ${PAGE}`;
+  const rows: BenchResult[] = [];
+  const own = scenarioRows({
+    system: SYSTEM,
+    scenario: `home feed, hybrid (celebrity > ${o.celebrityFollowers} followers): ${shape}`,
+    tidy: true,
+  });
+  rows.push(
+    own.value("reads (wrk max, c=32)", "reads/s", hybrid.wrkPerS),
+    own.value("latency p99 at 70% of max (open loop)", "ms", hybrid.loopP99Ms),
+    own.value("achieved rate at 70%", "reads/s", hybrid.loopRatePerS),
+    own.count("errors (non-2xx, socket, dropped)", hybrid.errors),
+  );
+  for (const design of ["pure push", "pure pull", "SQL join"] as const) {
+    const other = results.get(design)!;
+    const vs = scenarioRows({
+      system: SYSTEM,
+      scenario: `home feed: hybrid vs ${design}`,
+      peer: design,
+      tidy: true,
+    });
+    rows.push(
+      vs.value("reads (wrk max, c=32)", "reads/s", hybrid.wrkPerS, { peer: other.wrkPerS }),
+      vs.value("latency p99 at 70% of each max", "ms", hybrid.loopP99Ms, { peer: other.loopP99Ms }),
+      vs.count(`errors, ${design}`, other.errors),
+    );
+  }
+  const goals = [
+    goalLine(
+      `read p99 < ${P99_GOAL_MS} ms at 70% of the maximum (hybrid)`,
+      `${hybrid.loopP99Ms.toFixed(1)} ms`,
+      hybrid.loopP99Ms < P99_GOAL_MS,
+    ),
+  ];
+  return { rows, goals };
+}
