@@ -12,12 +12,15 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { installSignalHandlers } from "@casebook/infra/http/shutdown";
 import { startService } from "@casebook/infra/http/start-service";
+import { ConfigError, type ConfigOf, describeConfig, field, loadConfig } from "@casebook/kit/config";
 import { CasebookError } from "@casebook/kit/errors";
 import { AdminClient } from "./cluster/clients/cluster-admin-client.ts";
 import { type LaunchedNode, type LocalCluster, launchCluster } from "./cluster/workers/cluster-launcher.ts";
 import { assertClusterPortsFree } from "./cluster/workers/cluster-port-check.ts";
+import { configSchema } from "./config.ts";
 import { bindRefusal } from "./domain/bind-guard.ts";
 import { clusterErrors } from "./errors.ts";
 
@@ -33,10 +36,54 @@ const HELP = `cache cluster launcher — a local cluster of cache nodes
   --http-port-base P     node i's /metrics on P + i (default: free ports, listed in the layout)
   --help                 this text
 
-  PORT                   the launcher's /healthz and /readyz (default 8114)
-  Every port is checked before any node starts; a taken one is named with the way around it.
-  The nodes inherit the environment (CACHE_MAXMEMORY, CACHE_REQUIREPASS…).
+Every port is checked before any node starts; a taken one is named with the way around it.
+The nodes inherit the environment (CACHE_MAXMEMORY, CACHE_REQUIREPASS…). The launcher reads:
 `;
+
+/**
+ * What the launcher reads from the environment, through the schema like every setting (a bad
+ * value is named; --help lists them): the flags --port and --host win over CACHE_PORT and
+ * CACHE_HOST, which are the nodes' own settings (config.ts) read here as the base.
+ */
+export const launcherConfigSchema = {
+  ...listenFields({
+    port: 8114,
+    portDescription: "The launcher's /healthz and /readyz",
+    hostDescription: "The launcher's HTTP interface",
+  }),
+  basePort: {
+    ...configSchema.port,
+    description: "Node 0's RESP port (node i: +i, its bus: +10000+i); --port wins",
+  },
+  nodeHost: {
+    ...configSchema.host,
+    description: "The address the nodes listen on and announce; --host wins",
+  },
+  requirepass: configSchema.requirepass,
+  dataDir: field.string({
+    env: "CASEBOOK_DATA",
+    default: join(".casebook-data", "cache"),
+    description:
+      "This system's data directory (`casebook run` sets it): the nodes keep nodes.json in <dir>/cluster unless --data-dir says otherwise",
+  }),
+  ...logLevelField(),
+};
+
+export type LauncherConfig = ConfigOf<typeof launcherConfigSchema>;
+
+/** The environment through the schema; a bad value is the launcher's "args invalid" (exit 2), named. */
+function loadLauncherConfig(env: NodeJS.ProcessEnv): LauncherConfig {
+  try {
+    return loadConfig(launcherConfigSchema, { env });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    throw clusterErrors.create("CACHE_CLUSTER_ARGS_INVALID", {
+      detail: error.problems.map((p) => p.message).join("; "),
+      fields: { flag: error.problems[0]?.env ?? "" },
+      cause: error,
+    });
+  }
+}
 
 /** True when the command line asks for a cluster (main.ts hands over to this file). */
 export function isClusterLaunch(argv: readonly string[]): boolean {
@@ -51,6 +98,8 @@ interface LauncherArgs {
   readonly nodeTimeoutMs: number;
   readonly dataDir: string;
   readonly httpPortBase: number;
+  /** The launcher's own settings, from the environment. */
+  readonly config: LauncherConfig;
 }
 
 function integer(
@@ -71,6 +120,7 @@ function integer(
   return parsed;
 }
 
+/** The flags over the environment (through `launcherConfigSchema`); undefined for --help. */
 export function parseLauncherArgs(argv: readonly string[], env: NodeJS.ProcessEnv): LauncherArgs | undefined {
   const { values } = parseArgs({
     args: [...argv],
@@ -87,22 +137,24 @@ export function parseLauncherArgs(argv: readonly string[], env: NodeJS.ProcessEn
     strict: true,
   });
   if (values.help) return undefined;
+  const config = loadLauncherConfig(env);
   const nodes = integer(values.nodes, "--nodes", 0, 1, 100);
   const replicas = integer(values.replicas, "--replicas", 1, 0, 10);
   return {
     nodes,
     replicas,
     port: integer(
-      values.port ?? env.CACHE_PORT,
+      values.port ?? String(config.basePort),
       values.port === undefined ? "CACHE_PORT" : "--port",
       7000,
       0,
       55_535 - nodes,
     ),
-    host: values.host ?? env.CACHE_HOST ?? "127.0.0.1",
+    host: values.host ?? config.nodeHost,
     nodeTimeoutMs: integer(values["node-timeout"], "--node-timeout", 15_000, 100, 3_600_000),
-    dataDir: values["data-dir"] ?? join(env.CASEBOOK_DATA ?? join(".casebook-data", "cache"), "cluster"),
+    dataDir: values["data-dir"] ?? join(config.dataDir, "cluster"),
     httpPortBase: integer(values["http-port-base"], "--http-port-base", 0, 0, 65_000),
+    config,
   };
 }
 
@@ -144,11 +196,16 @@ async function allServing(cluster: LocalCluster, password: string): Promise<void
 export async function runClusterMain(argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
   const args = parseLauncherArgs(argv, env);
   if (args === undefined) {
-    process.stdout.write(HELP);
+    process.stdout.write(
+      `${HELP}${describeConfig(launcherConfigSchema)
+        .map((line) => `  ${line}`)
+        .join("\n")}\n`,
+    );
     return 0;
   }
-  const listen = { port: integer(env.PORT, "PORT", 8114, 0, 65_535), host: env.HOST ?? "127.0.0.1" };
-  const refusal = bindRefusal(args.host, env.CACHE_REQUIREPASS ?? "", "--host");
+  const { config } = args;
+  const listen = { port: config.port, host: config.host };
+  const refusal = bindRefusal(args.host, config.requirepass, "--host");
   if (refusal !== undefined) {
     throw clusterErrors.create("CACHE_CLUSTER_ARGS_INVALID", { detail: refusal, fields: { flag: "--host" } });
   }
@@ -170,7 +227,7 @@ export async function runClusterMain(argv: readonly string[], env: NodeJS.Proces
     service: {
       name: "cache-cluster",
       version: "0.1.0",
-      log: { level: env.LOG_LEVEL === "silent" ? "silent" : "info" },
+      log: { level: config.logLevel },
       description: "Launcher of a local cache cluster: /readyz is ready while every node serves",
     },
     build: async ({ service }) => {
@@ -187,7 +244,7 @@ export async function runClusterMain(argv: readonly string[], env: NodeJS.Proces
       process.once("exit", () => {
         for (const node of cluster.nodes) node.child.kill("SIGKILL");
       });
-      service.addCheck("cluster", () => allServing(cluster, env.CACHE_REQUIREPASS ?? ""));
+      service.addCheck("cluster", () => allServing(cluster, config.requirepass));
       service.onClose(() => cluster.stop());
       return cluster;
     },

@@ -38,10 +38,15 @@ describe("cluster launcher", { timeout: 60_000 }, () => {
     assert.equal(parseLauncherArgs(["--nodes", "3"], { CACHE_PORT: "7100" })!.port, 7100);
     assert.equal(parseLauncherArgs(["--nodes", "3", "--port", "7200"], { CACHE_PORT: "7100" })!.port, 7200);
     assert.equal(parseLauncherArgs(["--nodes", "3"], { CACHE_HOST: "127.0.0.2" })!.host, "127.0.0.2");
+    // The launcher's settings go through a schema like every setting: a bad one is named, exit 2.
+    assert.throws(
+      () => parseLauncherArgs(["--nodes", "3"], { PORT: "http" }),
+      (error) => clusterErrors.is(error, "CACHE_CLUSTER_ARGS_INVALID") && /PORT="http"/.test(error.message),
+    );
     assert.throws(
       () => parseLauncherArgs(["--nodes", "3"], { CACHE_PORT: "seven" }),
       (error) =>
-        clusterErrors.is(error, "CACHE_CLUSTER_ARGS_INVALID") && /CACHE_PORT=seven/.test(error.message),
+        clusterErrors.is(error, "CACHE_CLUSTER_ARGS_INVALID") && /CACHE_PORT="seven"/.test(error.message),
     );
   });
 
