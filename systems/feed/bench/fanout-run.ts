@@ -1,9 +1,14 @@
 /**
- * The fan-out scenario of `casebook bench feed`: one post by an author of the seed graph
+ * The fan-out scenario of `casebook bench feed`: one post by the seed graph's top author
  * (seed-graph.ts, sized by `followers`) pushed to every follower's existing list through the
  * real path — follower pages from PostgreSQL, `timeline-add` scripts pipelined 1 000 per round
  * trip into Redis — and, in the same run on the same Redis, the floor: `redis-benchmark ZADD
- * -P 16` into many distinct keys. Keys live under their own prefix and are deleted after.
+ * -P 16` into many distinct keys. Then the time until a post is in 99% of its followers' lists
+ * (each batch's landing timed through a counting wrapper of the lists' port), for a small
+ * author (1% of the top author's followers) and for the celebrity, pushed to everyone — and
+ * what the hybrid does instead with the line derived from the rate just measured (FD-08:
+ * capacity × the 1 s delay target): a celebrity above it is pulled at read time, no list
+ * written. Keys live under their own prefix and are deleted after.
  *
  * @example
  * const rows = await runFanoutBench({ followers: 50_000, redisUrl, databaseUrl });
@@ -19,6 +24,8 @@ import { type BenchResult, benchRow } from "@casebook/lab/bench-report";
 import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { uniqueName } from "@casebook/lab/test-engines";
 import { Fanout } from "../src/domain/fanout.ts";
+import type { FanoutTimelines } from "../src/domain/ports.ts";
+import { deriveThresholds, type Thresholds, tierOf } from "../src/domain/tiers.ts";
 import { GraphStore } from "../src/store/graph-store.ts";
 import { migrateFeed } from "../src/store/migrate.ts";
 import { PostStore } from "../src/store/post-store.ts";
@@ -26,6 +33,10 @@ import { seedGraph } from "../src/store/seed-graph.ts";
 import { TimelineStore, timelineKey, timelineScriptsDir } from "../src/store/timeline-store.ts";
 
 const SYSTEM = "feed";
+/** FD-08's propagation-delay target, from which the hybrid's line derives. */
+const DELAY_TARGET_MS = 1_000;
+/** The small author has this share of the celebrity's followers. */
+const SMALL_SHARE = 0.01;
 const PEER = "redis-benchmark ZADD -P 16";
 
 export interface FanoutBenchOptions {
@@ -79,7 +90,8 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
       users,
       topShare: 0.5,
       alpha: 1,
-      minFollowers: o.followers,
+      // Ranks 1..1/SMALL_SHARE get their edges: the celebrity and the small author among them.
+      minFollowers: Math.floor(o.followers * SMALL_SHARE),
       activeShare: 1,
       nowMs: Date.now(),
     });
@@ -99,28 +111,22 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
       ttlMs: 3_600_000,
       lockMs: 5_000,
     });
-    const fanout = new Fanout({
-      graph,
-      timelines,
-      posts: new PostStore(schema.db),
-      clock: systemClock,
-      thresholds: () => ({ fullPushMax: Number.MAX_SAFE_INTEGER, activePushMax: Number.MAX_SAFE_INTEGER }),
-      activeDays: 7,
-      pageSize: 1_000,
-      cap: 128,
-    });
-    const started = performance.now();
-    const result = await fanout.handle({ kind: "post", actorId: 1n, targetId: snowflakeFloor(Date.now()) });
-    const seconds = (performance.now() - started) / 1000;
-    const floor = await zaddFloor(o.redisUrl, prefix, Math.max(100_000, result.written));
+    const posts = new PostStore(schema.db);
+    const pushAll = { fullPushMax: Number.MAX_SAFE_INTEGER, activePushMax: Number.MAX_SAFE_INTEGER };
+    const post = (authorRank: number, thresholds: Thresholds) =>
+      timedPost({ graph, timelines, posts, thresholds, authorId: BigInt(authorRank) });
+
+    const celebrity = await post(1, pushAll);
+    const floor = await zaddFloor(o.redisUrl, prefix, Math.max(100_000, celebrity.written));
+    const writesPerS = celebrity.written / (celebrity.totalMs / 1000);
     const scenario = `one post to ${followerCount} followers (seed graph), pages of 1 000 from PostgreSQL, pipelined timeline-add`;
-    return [
+    const rows = [
       benchRow({
         system: SYSTEM,
         scenario,
         metric: "fan-out list writes",
         unit: "writes/s",
-        value: result.written / seconds,
+        value: writesPerS,
         peer: { name: PEER, value: floor },
       }),
       benchRow({
@@ -128,9 +134,52 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
         scenario,
         metric: "time until in every follower's list",
         unit: "ms",
-        value: seconds * 1000,
+        value: celebrity.totalMs,
       }),
     ];
+    // The small author: the rank whose followers are SMALL_SHARE of the celebrity's.
+    const smallRank = Math.round(1 / SMALL_SHARE);
+    const small = await post(smallRank, pushAll);
+    const line = deriveThresholds({
+      fanoutWritesPerS: writesPerS,
+      delayTargetMs: DELAY_TARGET_MS,
+      activeShare: 1,
+    });
+    const hybridCelebrity = await post(1, line);
+    const to99 = (who: string, followers: number) =>
+      `time until in 99% of the followers' lists: ${who} (${followers} followers)`;
+    rows.push(
+      benchRow({
+        system: SYSTEM,
+        scenario: `push: ${to99("small author", small.followers)}`,
+        metric: "time to 99%",
+        unit: "ms",
+        value: small.to99Ms,
+      }),
+      benchRow({
+        system: SYSTEM,
+        scenario: `push: ${to99("celebrity", celebrity.followers)}`,
+        metric: "time to 99%",
+        unit: "ms",
+        value: celebrity.to99Ms,
+      }),
+      benchRow({
+        system: SYSTEM,
+        scenario: `hybrid (line ${line.fullPushMax} followers = ${Math.round(writesPerS)} writes/s × ${DELAY_TARGET_MS} ms): celebrity's post, ${tierOf(celebrity.followers, line)} tier`,
+        metric: "followers' lists written",
+        unit: "count",
+        value: hybridCelebrity.written - 1,
+        direction: "lower-is-better",
+      }),
+      benchRow({
+        system: SYSTEM,
+        scenario: `hybrid: celebrity's post, ${tierOf(celebrity.followers, line)} tier`,
+        metric: "time to 99% (a pulled post is in every feed at its next read)",
+        unit: "ms",
+        value: tierOf(celebrity.followers, line) === "pull" ? 0 : hybridCelebrity.to99Ms,
+      }),
+    );
+    return rows;
   } finally {
     let cursor = "0";
     do {
@@ -141,4 +190,58 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
     await closeRedis(redis);
     await schema.drop();
   }
+}
+
+interface TimedPost {
+  readonly followers: number;
+  /** Lists written, the author's own included. */
+  readonly written: number;
+  readonly totalMs: number;
+  /** When 99% of the followers' lists had the id (the whole fan-out when it pushed to none). */
+  readonly to99Ms: number;
+}
+
+/** One post by `authorId` fanned out, each batch's landing timed through a counting wrapper of the lists' port. */
+async function timedPost(o: {
+  graph: GraphStore;
+  timelines: TimelineStore;
+  posts: PostStore;
+  thresholds: Thresholds;
+  authorId: bigint;
+}): Promise<TimedPost> {
+  const followers = await o.graph.followerCount(o.authorId);
+  const landed: { atMs: number; written: number }[] = [];
+  let written = 0;
+  let started = 0;
+  const counted: FanoutTimelines = {
+    pushMany: async (ids, entry) => {
+      const n = await o.timelines.pushMany(ids, entry);
+      written += n;
+      landed.push({ atMs: performance.now() - started, written });
+      return n;
+    },
+    mergeInto: (userId, entries) => o.timelines.mergeInto(userId, entries),
+    remove: (userId, ids) => o.timelines.remove(userId, ids),
+  };
+  const fanout = new Fanout({
+    graph: o.graph,
+    timelines: counted,
+    posts: o.posts,
+    clock: systemClock,
+    thresholds: () => o.thresholds,
+    activeDays: 7,
+    pageSize: 1_000,
+    cap: 128,
+  });
+  started = performance.now();
+  const result = await fanout.handle({
+    kind: "post",
+    actorId: o.authorId,
+    targetId: snowflakeFloor(Date.now()),
+  });
+  const totalMs = performance.now() - started;
+  // The author's own list counts in `written`: 99% of the followers is that many more.
+  const target = 1 + Math.ceil(0.99 * followers);
+  const to99Ms = landed.find((mark) => mark.written >= target)?.atMs ?? totalMs;
+  return { followers, written: result.written, totalMs, to99Ms };
 }
