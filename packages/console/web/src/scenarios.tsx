@@ -3,6 +3,11 @@ import type { PlotData, ScenarioInfo, ScenarioRun } from "./api.ts";
 import { Plot } from "./plot.tsx";
 
 const pollMs = 500;
+/**
+ * Polls in a row that may fail (a system busy past the console's 5 s bound, a 502) before the
+ * page stops following the run: one slow answer on a loaded machine must not end the live view.
+ */
+const pollFailuresMax = 20;
 
 /** A button per declared scenario; the run's progress, its points plotted as they come, its result. */
 export function Scenarios({ system, scenarios }: { system: string; scenarios: ScenarioInfo[] }) {
@@ -14,6 +19,7 @@ export function Scenarios({ system, scenarios }: { system: string; scenarios: Sc
   useEffect(() => {
     if (active === undefined) return;
     let stopped = false;
+    let failures = 0;
     const tick = async () => {
       try {
         const response = await fetch(`${base}/${active.id}/runs/${active.runId}`, {
@@ -22,10 +28,20 @@ export function Scenarios({ system, scenarios }: { system: string; scenarios: Sc
         const body = (await response.json()) as ScenarioRun & { detail?: string };
         if (stopped) return;
         if (!response.ok) throw new Error(body.detail ?? `answered ${response.status}`);
+        failures = 0;
+        setError(undefined);
         setRun(body);
         if (body.state === "running") setTimeout(tick, pollMs);
       } catch (e) {
-        if (!stopped) setError((e as Error).message);
+        if (stopped) return;
+        failures += 1;
+        const message = (e as Error).message;
+        if (failures >= pollFailuresMax) {
+          setError(`${message} (stopped following the run after ${failures} failed reads)`);
+          return;
+        }
+        setError(`${message}; trying again`);
+        setTimeout(tick, pollMs * 2);
       }
     };
     void tick();

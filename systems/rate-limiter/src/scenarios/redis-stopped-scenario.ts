@@ -67,15 +67,20 @@ function deciderOf(result: CheckResult): Decider {
   return result.degraded ? "local" : "redis";
 }
 
+/**
+ * The plot's lines: what each policy let through, and what the fail-closed one refused. Before
+ * the stop both "allowed" lines climb together; while Redis is away fail-open's keeps climbing
+ * (the local limiter) and fail-closed's goes flat while its "refused" line climbs instead.
+ */
 const seriesName: Record<PolicyName, Record<Decider, string>> = {
   reads: {
-    redis: "reads (fail-open): decided by Redis",
-    local: "reads (fail-open): allowed by the local limiter",
-    refused: "reads (fail-open): unavailable",
+    redis: "reads (fail-open): allowed",
+    local: "reads (fail-open): allowed",
+    refused: "reads (fail-open): refused, unavailable",
   },
   billing: {
-    redis: "billing (fail-closed): decided by Redis",
-    local: "billing (fail-closed): allowed by the local limiter",
+    redis: "billing (fail-closed): allowed",
+    local: "billing (fail-closed): allowed",
     refused: "billing (fail-closed): refused, unavailable",
   },
 };
