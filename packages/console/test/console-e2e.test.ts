@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { requireBrowser } from "@casebook/lab/browser";
 import { eventually } from "@casebook/lab/eventually";
 import type { Page } from "playwright-core";
+import { main } from "../src/main.ts";
 import { type ConsoleFixture, startConsoleFixture, workingSystems } from "./console-fixture.ts";
 
 /** The page's globals, used inside page.evaluate only (this test's own lib has no DOM). */
@@ -29,6 +30,7 @@ declare const document: {
   documentElement: { scrollWidth: number };
 };
 declare const window: { innerWidth: number };
+declare const sessionStorage: { getItem(key: string): string | null };
 
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 const shots = join(root, ".casebook-data", "console-screenshots");
@@ -353,6 +355,41 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
       },
     );
   }
+
+  await t.test(
+    "a console that needs its admin token: a start without it asks for it; entered in the page it is kept in sessionStorage, never in the URL, and the run starts",
+    async () => {
+      const token = "an-admin-token-for-the-e2e-test";
+      const guarded = await main({
+        ...process.env,
+        PORT: "0",
+        HOST: "127.0.0.1",
+        LOG_LEVEL: "warn",
+        CASEBOOK_CONSOLE_ADMIN_TOKEN: token,
+        CASEBOOK_CONSOLE_SYSTEMS: JSON.stringify([...fx.systems].map(([name, s]) => ({ name, url: s.url }))),
+      });
+      try {
+        await page.goto(`${guarded.url}/app/#/systems/payments`);
+        await page.click('button[data-scenario="one-key-twenty-requests"]', { timeout: 15_000 });
+        await page.waitForSelector('[role="alert"]:has-text("Admin token")', { timeout: 15_000 });
+        assert.equal(await page.getAttribute("details.admin-token", "open"), "");
+        await page.fill("#admin-token", token);
+        await page.click('details.admin-token button[type="submit"]');
+        assert.equal(
+          await page.evaluate(() => sessionStorage.getItem("casebook-console-admin-token")),
+          token,
+        );
+        assert.ok(!page.url().includes(token), "the token is never in the URL");
+        await page.click('button[data-scenario="one-key-twenty-requests"]');
+        await page.waitForSelector('.scenario-run[data-state="done"]', { timeout: 60_000 });
+        assert.deepEqual(await seriousViolations(page), []);
+        await page.click('details.admin-token button:has-text("Forget")');
+        assert.equal(await page.evaluate(() => sessionStorage.getItem("casebook-console-admin-token")), null);
+      } finally {
+        await guarded.close();
+      }
+    },
+  );
 
   await t.test("on a phone's viewport (390×844) home and a page fit the width", async () => {
     await page.setViewportSize({ width: 390, height: 844 });

@@ -1,4 +1,5 @@
 import { useEffect, useState } from "preact/hooks";
+import { AdminTokenField, authorizationOf, useAdminToken } from "./admin-token.tsx";
 import type { PlotData, ScenarioInfo, ScenarioRun } from "./api.ts";
 import { Plot } from "./plot.tsx";
 
@@ -14,6 +15,8 @@ export function Scenarios({ system, scenarios }: { system: string; scenarios: Sc
   const [active, setActive] = useState<{ id: string; runId: string } | undefined>();
   const [run, setRun] = useState<ScenarioRun | undefined>();
   const [error, setError] = useState<string | undefined>();
+  const [token, keepToken] = useAdminToken();
+  const [tokenAsked, setTokenAsked] = useState(false);
   const base = `/api/systems/${system}/scenarios`;
 
   useEffect(() => {
@@ -53,8 +56,13 @@ export function Scenarios({ system, scenarios }: { system: string; scenarios: Sc
   const start = async (id: string) => {
     setError(undefined);
     setRun(undefined);
-    const response = await fetch(`${base}/${id}/runs`, { method: "POST" });
+    const response = await fetch(`${base}/${id}/runs`, { method: "POST", headers: authorizationOf(token) });
     const body = (await response.json()) as { runId?: string; detail?: string };
+    if (response.status === 401) {
+      setTokenAsked(true);
+      setError(`${body.detail ?? "An admin token is needed."} Enter it under "Admin token" and run again.`);
+      return;
+    }
     if (!response.ok || body.runId === undefined) {
       setError(body.detail ?? `answered ${response.status}`);
       return;
@@ -71,6 +79,7 @@ export function Scenarios({ system, scenarios }: { system: string; scenarios: Sc
       ) : (
         <p class="muted">The design text's own experiments, run against this live system, one at a time.</p>
       )}
+      {scenarios.length === 0 ? null : <AdminTokenField token={token} onKeep={keepToken} open={tokenAsked} />}
       <ul class="scenarios">
         {scenarios.map((s) => (
           <li key={s.id}>
