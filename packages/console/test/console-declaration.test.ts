@@ -3,6 +3,8 @@
  * named by file and field, and the four working systems' declarations valid as committed.
  */
 import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { discoverSystems } from "@casebook/cli/discover-systems";
@@ -39,13 +41,48 @@ test("a declaration with problems names each field at fault, all at once", () =>
   assert.deepEqual(parseConsoleDeclaration(undefined, "f"), { problems: [] });
 });
 
-test("every system's console block is valid, and the four working systems declare plots", () => {
+test("every system's console block is valid, and the systems that declare one show at least three plots", () => {
   const systems = discoverSystems(root);
   const problems = systems.flatMap((s) => parseConsoleDeclaration(s.manifest.console, s.file).problems);
   assert.deepEqual(problems, []);
-  for (const name of ["rate-limiter", "webhooks", "cache", "payments"]) {
+  for (const name of [
+    "rate-limiter",
+    "webhooks",
+    "cache",
+    "payments",
+    "feed",
+    "flash-sale",
+    "url-shortener",
+  ]) {
     const system = systems.find((s) => s.name === name)!;
     const { declaration } = parseConsoleDeclaration(system.manifest.console, system.file);
     assert.ok((declaration?.plots.length ?? 0) >= 3, `${name} declares its plots`);
+  }
+});
+
+/** Every .ts file under `dir`, read. */
+function sources(dir: string): string {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".ts"))
+    .map((f) => readFileSync(join(dir, f), "utf8"))
+    .join("\n");
+}
+
+test("every declared series reads a metric its system registers (its src, or the service base's HTTP histogram)", () => {
+  const base = sources(join(root, "packages", "infra", "src", "http"));
+  for (const system of discoverSystems(root)) {
+    const { declaration } = parseConsoleDeclaration(system.manifest.console, system.file);
+    if (declaration === undefined) continue;
+    const own = sources(join(root, dirname(system.file), "src"));
+    for (const plot of declaration.plots) {
+      for (const series of plot.series) {
+        // A histogram's `_count` / `_sum` series are its own name's.
+        const name = series.metric.replace(/_(count|sum|bucket)$/, "");
+        assert.ok(
+          own.includes(`"${name}"`) || base.includes(`"${name}"`),
+          `${system.name}: "${plot.title}" reads ${series.metric}, which nothing registers`,
+        );
+      }
+    }
   }
 });

@@ -5,7 +5,8 @@
  * Chromium (lab's harness; skipped with the reason without a browser, failed under
  * CASEBOOK_REQUIRE_ENGINES=1): the home and each page, plots whose data moves, the claims
  * table, axe-core with no serious violation, keyboard reach, 1280×800 and a phone's
- * viewport. Screenshots go to .casebook-data/console-screenshots/.
+ * viewport; the fault scenarios (a private Redis stopped, a private receiver down) run to their
+ * results through the API and from their buttons. Screenshots go to .casebook-data/console-screenshots/.
  */
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
@@ -15,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { requireBrowser } from "@casebook/lab/browser";
 import { eventually } from "@casebook/lab/eventually";
 import type { Page } from "playwright-core";
+import { main } from "../src/main.ts";
 import { type ConsoleFixture, startConsoleFixture, workingSystems } from "./console-fixture.ts";
 
 /** The page's globals, used inside page.evaluate only (this test's own lib has no DOM). */
@@ -28,6 +30,7 @@ declare const document: {
   documentElement: { scrollWidth: number };
 };
 declare const window: { innerWidth: number };
+declare const sessionStorage: { getItem(key: string): string | null };
 
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 const shots = join(root, ".casebook-data", "console-screenshots");
@@ -140,6 +143,58 @@ test("scenarios through the console: only declared ones forwarded (404 otherwise
     method: "POST",
   });
   assert.equal(bad.status, 400);
+});
+
+interface RunAnswer {
+  state: string;
+  progress: number;
+  points: { series: string; x: number; y: number }[];
+  result: string | null;
+  error: string | null;
+}
+
+/** Polls a run through the console until it ends (each scenario bounds itself at 60 s). */
+async function runToEnd(system: string, scenario: string, runId: string): Promise<RunAnswer> {
+  return eventually(
+    async () => {
+      const { status, body } = await getJson<RunAnswer>(
+        `/api/systems/${system}/scenarios/${scenario}/runs/${runId}`,
+      );
+      // A 502 is the system busy past the console's 5 s bound on a loaded machine: read again.
+      return status !== 200 || body.state === "running" ? undefined : body;
+    },
+    { what: `${system}'s ${scenario} to end`, timeoutMs: 90_000, intervalMs: 250 },
+  );
+}
+
+test("fault scenarios through the console, side by side: rate-limiter's Redis stopped (fail-open allowed locally, fail-closed refused, Redis back) and webhooks' receiver down then back (retried, every event delivered)", async () => {
+  const start = async (system: string, scenario: string) => {
+    const response = await fetch(`${fx.console.url}/api/systems/${system}/scenarios/${scenario}/runs`, {
+      method: "POST",
+    });
+    assert.equal(response.status, 202, `${system} ${scenario}`);
+    return ((await response.json()) as { runId: string }).runId;
+  };
+  const redisRun = await start("rate-limiter", "redis-stopped");
+  const outageRun = await start("webhooks", "receiver-outage");
+  const busy = await fetch(`${fx.console.url}/api/systems/rate-limiter/scenarios/boundary-burst/runs`, {
+    method: "POST",
+  });
+  assert.equal(busy.status, 409, "a system runs one scenario at a time, through the console too");
+  const [redis, outage] = await Promise.all([
+    runToEnd("rate-limiter", "redis-stopped", redisRun),
+    runToEnd("webhooks", "receiver-outage", outageRun),
+  ]);
+  assert.equal(redis.state, "done", String(redis.error));
+  const open = /fail-open policy allowed (\d+) of (\d+) checks/.exec(redis.result ?? "");
+  const closed = /fail-closed policy refused (\d+) of (\d+) as unavailable/.exec(redis.result ?? "");
+  assert.ok(open && closed && Number(open[2]) > 0, String(redis.result));
+  assert.equal(open[1], open[2]);
+  assert.equal(closed[1], closed[2]);
+  assert.match(String(redis.result), /Redis decided both again/);
+  assert.equal(outage.state, "done", String(outage.error));
+  assert.match(String(outage.result), /all 8 delivered \(8 distinct at the receiver, 0 lost\)/);
+  assert.ok(outage.points.some((p) => p.series === "attempts failed so far" && p.y >= 5));
 });
 
 /** Waits until some plot on the page has points and its newest time moved past `since`. */
@@ -269,6 +324,70 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
       await page
         .locator('section[aria-labelledby="scenarios-title"]')
         .screenshot({ path: join(shots, "rate-limiter-scenario-section.png") });
+    },
+  );
+
+  for (const [system, scenario, expected] of [
+    ["rate-limiter", "redis-stopped", /fail-closed policy refused (\d+) of \1 as unavailable/],
+    ["webhooks", "receiver-outage", /all 8 delivered \(8 distinct at the receiver, 0 lost\)/],
+  ] as const) {
+    await t.test(
+      `${system}'s fault scenario ${scenario} from its button: points and progress while it runs, then its result; axe finds nothing serious`,
+      async () => {
+        await page.goto(`${fx.console.url}/app/#/systems/${system}`);
+        await page.click(`button[data-scenario="${scenario}"]`, { timeout: 15_000 });
+        // Streamed: a running run already shows points and partial progress.
+        await page.waitForFunction(
+          () => {
+            const run = [...document.querySelectorAll('.scenario-run[data-state="running"]')][0];
+            return Number(run?.querySelector("figure.plot")?.getAttribute("data-points") ?? 0) > 0;
+          },
+          undefined,
+          { timeout: 60_000, polling: 100 },
+        );
+        assert.deepEqual(await seriousViolations(page), []);
+        await page.waitForSelector('.scenario-run[data-state="done"]', { timeout: 90_000 });
+        assert.match((await page.textContent(".scenario-result")) ?? "", expected);
+        assert.equal(await page.getAttribute(".scenario-run progress", "value"), "100");
+        await page
+          .locator('section[aria-labelledby="scenarios-title"]')
+          .screenshot({ path: join(shots, `${system}-${scenario}-section.png`) });
+      },
+    );
+  }
+
+  await t.test(
+    "a console that needs its admin token: a start without it asks for it; entered in the page it is kept in sessionStorage, never in the URL, and the run starts",
+    async () => {
+      const token = "an-admin-token-for-the-e2e-test";
+      const guarded = await main({
+        ...process.env,
+        PORT: "0",
+        HOST: "127.0.0.1",
+        LOG_LEVEL: "warn",
+        CASEBOOK_CONSOLE_ADMIN_TOKEN: token,
+        CASEBOOK_CONSOLE_SYSTEMS: JSON.stringify([...fx.systems].map(([name, s]) => ({ name, url: s.url }))),
+      });
+      try {
+        await page.goto(`${guarded.url}/app/#/systems/payments`);
+        await page.click('button[data-scenario="one-key-twenty-requests"]', { timeout: 15_000 });
+        await page.waitForSelector('[role="alert"]:has-text("Admin token")', { timeout: 15_000 });
+        assert.equal(await page.getAttribute("details.admin-token", "open"), "");
+        await page.fill("#admin-token", token);
+        await page.click('details.admin-token button[type="submit"]');
+        assert.equal(
+          await page.evaluate(() => sessionStorage.getItem("casebook-console-admin-token")),
+          token,
+        );
+        assert.ok(!page.url().includes(token), "the token is never in the URL");
+        await page.click('button[data-scenario="one-key-twenty-requests"]');
+        await page.waitForSelector('.scenario-run[data-state="done"]', { timeout: 60_000 });
+        assert.deepEqual(await seriousViolations(page), []);
+        await page.click('details.admin-token button:has-text("Forget")');
+        assert.equal(await page.evaluate(() => sessionStorage.getItem("casebook-console-admin-token")), null);
+      } finally {
+        await guarded.close();
+      }
     },
   );
 

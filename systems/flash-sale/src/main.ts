@@ -12,6 +12,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import { registerScenarioRoutes, ScenarioRuns, scenarioErrors } from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -43,6 +44,7 @@ import type { Charger } from "./domain/charger.ts";
 import { Checkout, type StockPort } from "./domain/checkout.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import { saleRaceScenario } from "./scenarios/sale-race-scenario.ts";
 import { HoldLedger } from "./store/hold-ledger.ts";
 import { InProcessRooms } from "./store/in-process-rooms.ts";
 import { migrateFlashSale } from "./store/migrate.ts";
@@ -179,7 +181,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors, redisErrors, sqlErrors, kitErrors],
+      errors: [errors, redisErrors, sqlErrors, kitErrors, scenarioErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme(
           "The operator's token (FLASH_SALE_ADMIN_TOKEN) on /v1/admin routes",
@@ -268,6 +270,12 @@ export async function main(
         random: systemRandom,
         ...edgeOf(config, service, clock, keys),
       });
+      // The console's scenarios (issue 23), loopback only.
+      const scenarios = new ScenarioRuns([
+        saleRaceScenario({ db, stock, checkout, recheckMs: config.chargingRecheckMs }),
+      ]);
+      registerScenarioRoutes(service.app, scenarios);
+      service.onClose(() => scenarios.drain());
       rooms.start();
       service.onClose(() => rooms.stop());
       const reconciler = new HoldReconciler({

@@ -15,6 +15,7 @@ import { createRateLimiter } from "./create-rate-limiter.ts";
 import { rateLimitErrors } from "./errors.ts";
 import { createLimiterMetrics } from "./metrics.ts";
 import { boundaryBurstScenario } from "./scenarios/boundary-burst-scenario.ts";
+import { redisStoppedScenario } from "./scenarios/redis-stopped-scenario.ts";
 import { loadPolicyFile, watchPolicyFile } from "./workers/policy-watcher.ts";
 
 export interface RunningService {
@@ -70,8 +71,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       service.onClose(async () => metrics.stop());
       // The API behind the token when one is set; /healthz, /readyz and /metrics stay open to probes.
       await registerRateLimiterApi(service.app, { limiter: rl.limiter, metrics, tokens });
-      // The console's scenarios (issue 23), loopback only.
-      const scenarios = new ScenarioRuns([boundaryBurstScenario()]);
+      // The console's scenarios (issue 23), loopback only; redis-stopped on a private redis-server.
+      const scenarios = new ScenarioRuns([boundaryBurstScenario(), redisStoppedScenario()]);
       registerScenarioRoutes(service.app, scenarios);
       service.onClose(() => scenarios.drain());
       service.addCheck(rl.store.engine, () => rl.store.ping());

@@ -15,6 +15,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import { registerScenarioRoutes, ScenarioRuns, scenarioErrors } from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -35,6 +36,7 @@ import {
 } from "./config.ts";
 import { storeErrors, webhooksErrorRegistries } from "./errors.ts";
 import { createWorkerMetrics } from "./metrics.ts";
+import { receiverOutageScenario } from "./scenarios/receiver-outage-scenario.ts";
 import { migrateWebhookStore } from "./store/migrate.ts";
 import { anyTenant, createTenant, getTenant } from "./store/tenant-repository.ts";
 import { DeliveryWorker } from "./workers/delivery-worker.ts";
@@ -188,7 +190,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       name: "webhooks",
       version: VERSION,
       log: { level: config.logLevel },
-      errors: webhooksErrorRegistries,
+      errors: [...webhooksErrorRegistries, scenarioErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme("Tenant API key (whk_...); the admin token on /admin routes"),
       },
@@ -208,6 +210,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         tenantDefaults: tenantDefaultsOf(config),
         adminToken: config.adminToken,
       });
+      // The console's scenarios (issue 23), loopback only; each runs in a private world of its own.
+      const scenarios = new ScenarioRuns([receiverOutageScenario()]);
+      registerScenarioRoutes(service.app, scenarios);
+      service.onClose(() => scenarios.drain());
       const worker = config.workers ? startWorkers(config, db, service) : undefined;
       const bootstrap = await bootstrapTenant(config, db, service);
       const noTenant = bootstrap === undefined && !(await anyTenant(db));

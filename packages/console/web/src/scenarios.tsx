@@ -1,19 +1,28 @@
 import { useEffect, useState } from "preact/hooks";
+import { AdminTokenField, authorizationOf, useAdminToken } from "./admin-token.tsx";
 import type { PlotData, ScenarioInfo, ScenarioRun } from "./api.ts";
 import { Plot } from "./plot.tsx";
 
 const pollMs = 500;
+/**
+ * Polls in a row that may fail (a system busy past the console's 5 s bound, a 502) before the
+ * page stops following the run: one slow answer on a loaded machine must not end the live view.
+ */
+const pollFailuresMax = 20;
 
 /** A button per declared scenario; the run's progress, its points plotted as they come, its result. */
 export function Scenarios({ system, scenarios }: { system: string; scenarios: ScenarioInfo[] }) {
   const [active, setActive] = useState<{ id: string; runId: string } | undefined>();
   const [run, setRun] = useState<ScenarioRun | undefined>();
   const [error, setError] = useState<string | undefined>();
+  const [token, keepToken] = useAdminToken();
+  const [tokenAsked, setTokenAsked] = useState(false);
   const base = `/api/systems/${system}/scenarios`;
 
   useEffect(() => {
     if (active === undefined) return;
     let stopped = false;
+    let failures = 0;
     const tick = async () => {
       try {
         const response = await fetch(`${base}/${active.id}/runs/${active.runId}`, {
@@ -22,10 +31,20 @@ export function Scenarios({ system, scenarios }: { system: string; scenarios: Sc
         const body = (await response.json()) as ScenarioRun & { detail?: string };
         if (stopped) return;
         if (!response.ok) throw new Error(body.detail ?? `answered ${response.status}`);
+        failures = 0;
+        setError(undefined);
         setRun(body);
         if (body.state === "running") setTimeout(tick, pollMs);
       } catch (e) {
-        if (!stopped) setError((e as Error).message);
+        if (stopped) return;
+        failures += 1;
+        const message = (e as Error).message;
+        if (failures >= pollFailuresMax) {
+          setError(`${message} (stopped following the run after ${failures} failed reads)`);
+          return;
+        }
+        setError(`${message}; trying again`);
+        setTimeout(tick, pollMs * 2);
       }
     };
     void tick();
@@ -37,8 +56,13 @@ export function Scenarios({ system, scenarios }: { system: string; scenarios: Sc
   const start = async (id: string) => {
     setError(undefined);
     setRun(undefined);
-    const response = await fetch(`${base}/${id}/runs`, { method: "POST" });
+    const response = await fetch(`${base}/${id}/runs`, { method: "POST", headers: authorizationOf(token) });
     const body = (await response.json()) as { runId?: string; detail?: string };
+    if (response.status === 401) {
+      setTokenAsked(true);
+      setError(`${body.detail ?? "An admin token is needed."} Enter it under "Admin token" and run again.`);
+      return;
+    }
     if (!response.ok || body.runId === undefined) {
       setError(body.detail ?? `answered ${response.status}`);
       return;
@@ -55,6 +79,7 @@ export function Scenarios({ system, scenarios }: { system: string; scenarios: Sc
       ) : (
         <p class="muted">The design text's own experiments, run against this live system, one at a time.</p>
       )}
+      {scenarios.length === 0 ? null : <AdminTokenField token={token} onKeep={keepToken} open={tokenAsked} />}
       <ul class="scenarios">
         {scenarios.map((s) => (
           <li key={s.id}>
