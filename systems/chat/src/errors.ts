@@ -31,6 +31,24 @@ export const errors = defineErrors({
     status: 400,
     message: "The message cannot be stored as sent; the detail names the problem.",
   },
+  CHAT_MESSAGE_NOT_FOUND: {
+    status: 404,
+    message:
+      "No message with this id in the conversation that can be edited or deleted (edits and deletes themselves cannot).",
+  },
+  CHAT_MESSAGE_NOT_SENDER: {
+    status: 403,
+    message: "Only the message's sender may edit or delete it.",
+  },
+  CHAT_MESSAGE_DELETED: {
+    status: 409,
+    message: "The message was deleted; a tombstone cannot be edited.",
+  },
+  CHAT_FANOUT_CHANNEL: {
+    status: 409,
+    message:
+      "Typing and presence are not fanned out to a channel's members (up to 100,000); they work in direct chats and groups.",
+  },
   CHAT_CURSOR_CONFLICT: {
     status: 400,
     message: "Send either `after` (ascending) or `before` (newest first), not both.",

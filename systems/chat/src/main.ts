@@ -180,6 +180,7 @@ export async function main(
         await registerApi(service.app, {
           history,
           sendPath,
+          sessions: shared.sessions,
           ids,
           tokens,
           issuerToken,

@@ -101,3 +101,36 @@ edgeContractSuite({
   wrongMethod: { method: "PUT", allow: "GET, HEAD, POST" },
   auth: { header: "authorization", valid: () => `Bearer ${groups?.ana}`, wrong: "Bearer not.a-real.token" },
 });
+
+let edits: (Awaited<ReturnType<typeof chatWorld>> & { messageId: string }) | undefined;
+
+edgeContractSuite({
+  name: "chat message edits",
+  open: async () => {
+    const world = await chatWorld();
+    const sent = await world.system.api<{ message: { id: string } }>(
+      world.ana,
+      "POST",
+      `/v1/conversations/${world.chatId}/messages`,
+      { clientMsgId: "0b5a3c1d-2e4f-4a6b-8c7d-9e0f1a2b3c4d", body: "to be edited" },
+    );
+    edits = { ...world, messageId: sent.json.message.id };
+    return {
+      subject: { service: world.system.running.service, stateProbe: world.probe },
+      close: () => world.system.close(),
+    };
+  },
+  write: {
+    method: "PUT",
+    // The message is sent in `open`; its id is read when the suite sends.
+    get url() {
+      return `/v1/conversations/${edits?.chatId ?? "0"}/messages/${edits?.messageId ?? "0"}`;
+    },
+    body: { clientMsgId: "7a2b3c4d-5e6f-4a1b-9c8d-7e6f5a4b3c2d", body: "edited over the edge" },
+  },
+  fields: { "/clientMsgId": "string", "/body": "string" },
+  stringField: "/body",
+  bodyLimitBytes: defaultBodyLimitBytes,
+  wrongMethod: { method: "POST", allow: "DELETE, PUT" },
+  auth: { header: "authorization", valid: () => `Bearer ${edits?.ana}`, wrong: "Bearer not.a-real.token" },
+});

@@ -53,6 +53,19 @@ test("CH-01 two browser users talk; one goes away and comes back to everything o
     .locator("#messages li")
     .evaluateAll((lis) => lis.map((li) => li.getAttribute("data-seq")));
   assert.deepEqual(seqs, ["1", "2", "3", "4", "5"]);
+  // Edit and delete arrive as events: the line they name changes, no line is added.
+  const firstId = await anaPage.locator("#messages li").first().getAttribute("data-id");
+  const lastId = await anaPage.locator("#messages li").last().getAttribute("data-id");
+  const messages = `/v1/conversations/${chat.id}/messages`;
+  const edited = await sys.api(ana, "PUT", `${messages}/${firstId}`, {
+    clientMsgId: crypto.randomUUID(),
+    body: "olá bruno",
+  });
+  assert.equal(edited.status, 201);
+  assert.equal((await sys.api(ana, "DELETE", `${messages}/${lastId}`)).status, 201);
+  await brunoPage.waitForSelector("#messages li:text('ana: (deleted)')");
+  await brunoPage.waitForSelector("#messages li:text('ana: olá bruno (edited)')");
+  assert.equal((await items(brunoPage)).length, 5);
   const png = await brunoPage.screenshot({ path: join(tmpdir(), "casebook-chat-web-page.png") });
   assert.ok(png.length > 1_000);
 });

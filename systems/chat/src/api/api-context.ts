@@ -6,11 +6,14 @@ import type { Conversation } from "../domain/conversation.ts";
 import type { HistoryPort } from "../domain/history-port.ts";
 import type { DeviceToken } from "../domain/push-path.ts";
 import type { SendPath } from "../domain/send-path.ts";
+import type { SessionTable } from "../domain/sessions.ts";
 import type { UserTokens } from "./user-tokens.ts";
 
 export interface ChatApiContext {
   readonly history: HistoryPort;
   readonly sendPath: SendPath;
+  /** The session table: presence is read from it (typing goes through sendPath.route). */
+  readonly sessions: SessionTable;
   /** Snowflake ids for new conversations and messages. */
   readonly ids: { next(): bigint };
   readonly tokens: UserTokens;
@@ -32,5 +35,6 @@ export function conversationJson(c: Conversation) {
     lastSeq: String(c.lastSeq),
     lastMessageAt: c.lastMessageAtMs === undefined ? null : new Date(c.lastMessageAtMs).toISOString(),
     memberCount: c.memberCount,
+    ...(c.unread === undefined ? {} : { unread: c.unread }),
   };
 }

@@ -39,6 +39,8 @@ export const conversationView = {
     lastSeq: position,
     lastMessageAt: { type: ["string", "null"], format: "date-time" },
     memberCount: { type: "integer" },
+    /** In the list: the caller's unread messages (others', not deleted, after the furthest read pointer), at most 999. */
+    unread: { type: "integer", minimum: 0 },
   },
 } as const;
 
@@ -68,6 +70,24 @@ export const chatParams = {
   properties: { chatId: decimalId },
 } as const;
 
+export const messageParams = {
+  type: "object",
+  required: ["chatId", "messageId"],
+  additionalProperties: false,
+  properties: { chatId: decimalId, messageId: decimalId },
+} as const;
+
+/** An edit: the new text, with its own clientMsgId (a resend returns the first edit event). */
+export const editBody = {
+  type: "object",
+  required: ["clientMsgId", "body"],
+  additionalProperties: false,
+  properties: {
+    clientMsgId: { type: "string", format: "uuid" },
+    body: { type: "string", minLength: 1, maxLength: 131_072 },
+  },
+} as const;
+
 export const sendBody = {
   type: "object",
   required: ["clientMsgId", "body"],
@@ -92,6 +112,12 @@ export const messageView = {
     createdAt: instant,
     deliveredAt: { type: ["string", "null"], format: "date-time" },
     readAt: { type: ["string", "null"], format: "date-time" },
+    kind: { type: "string", enum: ["text", "edit", "delete"] },
+    /** The message an edit or a delete changes. */
+    targetId: { type: ["string", "null"] },
+    editedAt: { type: ["string", "null"], format: "date-time" },
+    /** Set on a tombstone: the body is empty. */
+    deletedAt: { type: ["string", "null"], format: "date-time" },
   },
 } as const;
 

@@ -11,6 +11,8 @@ import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { FastifyInstance } from "fastify";
 import type { ChatApiContext } from "./api-context.ts";
 import { registerConversationRoutes } from "./conversation-routes.ts";
+import { registerEphemeralRoutes } from "./ephemeral-routes.ts";
+import { registerMessageChangeRoutes } from "./message-change-routes.ts";
 import { registerTokenRoutes } from "./token-routes.ts";
 import type { UserIdentity } from "./user-tokens.ts";
 
@@ -29,5 +31,7 @@ export async function registerApi(app: FastifyInstance, context: ChatApiContext)
   await app.register(async (scope) => {
     scope.addHook("onRequest", auth.authenticate);
     registerConversationRoutes(scope, context, auth.principalOf);
+    registerMessageChangeRoutes(scope, context, auth.principalOf);
+    registerEphemeralRoutes(scope, context, auth.principalOf);
   });
 }

@@ -16,6 +16,13 @@
  *
  * Messages over 32 KB go up as `part` frames and come down as `message-part` frames.
  *
+ * Edits and deletes are events in the history like messages: `edit` / `delete` go through the
+ * same outbox (resent until answered), and every member's `onMessage` sees them in seq order
+ * with `kind` "edit" or "delete" and `targetId` — the app applies them to the message it
+ * shows. `conversations()` lists yours with unread counts (derived from the read pointers);
+ * `typing(chatId)` announces typing (throttled here), `onTyping`/`typers(chatId)` show who
+ * types (each indicator expires); `presence(chatId)` asks who of the members is online.
+ *
  * @example
  * const client = new ChatClient({ url: "ws://127.0.0.1:8102/v1/socket", token: () => fetchToken() });
  * client.onMessage((m) => render(m));
@@ -25,6 +32,7 @@
  */
 import { type RandomSource, systemRandom } from "@casebook/kit/random";
 import { ReconnectSchedule } from "./reconnect-schedule.ts";
+import { type TypingHeard, TypingState } from "./typing-state.ts";
 
 export interface ClientMessage {
   chatId: string;
@@ -35,6 +43,29 @@ export interface ClientMessage {
   senderDevice: string;
   body: string;
   createdAt: string;
+  /** "text", or an event that changes `targetId`: "edit" (body is the new text) or "delete". */
+  kind?: "text" | "edit" | "delete";
+  targetId?: string | null;
+  editedAt?: string | null;
+  /** Set on a tombstone (its body is empty). */
+  deletedAt?: string | null;
+}
+
+export interface ClientConversation {
+  id: string;
+  kind: "direct" | "group" | "channel";
+  title: string | null;
+  lastSeq: string;
+  lastMessageAt: string | null;
+  memberCount: number;
+  /** Others' messages after your furthest read pointer (at most 999). */
+  unread: number;
+}
+
+export interface ClientPresence {
+  userId: string;
+  online: boolean;
+  devices: string[];
 }
 
 export interface ClientReceipt {
@@ -62,8 +93,11 @@ export interface ChatClientOptions {
 
 interface Pending {
   readonly chatId: string;
+  /** The outbox key: the clientMsgId, or `delete:<messageId>` for a delete. */
   readonly clientMsgId: string;
   readonly body: string;
+  /** Set for an edit or a delete of this message. */
+  readonly change?: { kind: "edit" | "delete"; messageId: string };
   readonly resolve: (m: ClientMessage) => void;
   readonly reject: (e: Error) => void;
 }
@@ -72,6 +106,8 @@ interface Pending {
 const SEEN_IDS_MAX = 10_000;
 const FRAME_CHARS = 8_000;
 const SYNC_PAGE = 200;
+/** Requests (conversations, presence) awaiting their answer, at most; the next is refused. */
+const REQUESTS_MAX = 32;
 
 export class ChatClient {
   readonly #options: ChatClientOptions;
@@ -84,6 +120,12 @@ export class ChatClient {
   readonly #onMessage: ((m: ClientMessage) => void)[] = [];
   readonly #onReceipt: ((r: ClientReceipt) => void)[] = [];
   readonly #onState: ((state: "open" | "closed", code?: number) => void)[] = [];
+  readonly #onTyping: ((chatId: string, typers: string[]) => void)[] = [];
+  readonly #typing = new TypingState();
+  readonly #requests = new Map<
+    string,
+    { resolve: (f: Record<string, unknown>) => void; reject: (e: Error) => void }
+  >();
   #ws: WebSocket | undefined;
   #open = false;
   #stopped = false;
@@ -110,6 +152,58 @@ export class ChatClient {
 
   onState(cb: (state: "open" | "closed", code?: number) => void): void {
     this.#onState.push(cb);
+  }
+
+  /** Someone started (or kept) typing: the conversation's typers now. */
+  onTyping(cb: (chatId: string, typers: string[]) => void): void {
+    this.#onTyping.push(cb);
+  }
+
+  /** Who is typing in the conversation now (expired indicators dropped). */
+  typers(chatId: string): string[] {
+    return this.#typing.typers(chatId, Date.now());
+  }
+
+  /** The user is typing: a frame at most once per 3 s per conversation; ephemeral, lost when offline. */
+  typing(chatId: string): void {
+    if (this.#open && this.#typing.mayAnnounce(chatId, Date.now())) this.#frame({ action: "typing", chatId });
+  }
+
+  /** Your conversations, the most recent message first, each with its unread count. */
+  async conversations(): Promise<ClientConversation[]> {
+    const answer = await this.#request({ action: "conversations" });
+    return answer.conversations as ClientConversation[];
+  }
+
+  /** Who of the conversation's members is online (a direct chat or a group). */
+  async presence(chatId: string): Promise<ClientPresence[]> {
+    const answer = await this.#request({ action: "presence", chatId });
+    return answer.users as ClientPresence[];
+  }
+
+  /** Edits your message: resolves with the stored edit event (resent until answered, like a send). */
+  edit(chatId: string, messageId: string, body: string, clientMsgId: string = crypto.randomUUID()) {
+    return this.#enqueue({ chatId, clientMsgId, body, change: { kind: "edit", messageId } });
+  }
+
+  /** Deletes your message: resolves with the delete event (the first one, if it was deleted already). */
+  delete(chatId: string, messageId: string): Promise<ClientMessage> {
+    return this.#enqueue({
+      chatId,
+      clientMsgId: `delete:${messageId}`,
+      body: "",
+      change: { kind: "delete", messageId },
+    });
+  }
+
+  #request(frame: Record<string, unknown>): Promise<Record<string, unknown>> {
+    if (!this.#open) return Promise.reject(new Error("not connected"));
+    if (this.#requests.size >= REQUESTS_MAX) return Promise.reject(new Error("too many requests in flight"));
+    const ref = `req:${++this.#refs}`;
+    return new Promise((resolve, reject) => {
+      this.#requests.set(ref, { resolve, reject });
+      this.#frame({ ...frame, ref });
+    });
   }
 
   /** Keeps a conversation in sync from `afterSeq` (a cursor saved earlier, or "0"). */
@@ -150,9 +244,13 @@ export class ChatClient {
 
   /** Sends (or queues, when offline) a message; resolves with the stored message. */
   send(chatId: string, body: string, clientMsgId: string = crypto.randomUUID()): Promise<ClientMessage> {
+    return this.#enqueue({ chatId, clientMsgId, body });
+  }
+
+  #enqueue(item: Omit<Pending, "resolve" | "reject">): Promise<ClientMessage> {
     return new Promise((resolve, reject) => {
-      const pending = { chatId, clientMsgId, body, resolve, reject };
-      this.#outbox.set(clientMsgId, pending);
+      const pending = { ...item, resolve, reject };
+      this.#outbox.set(item.clientMsgId, pending);
       if (this.#open) this.#transmit(pending);
     });
   }
@@ -183,6 +281,8 @@ export class ChatClient {
       // Answers that were in flight on this socket never come: the next welcome starts over.
       this.#syncing.clear();
       this.#parts.clear();
+      for (const request of this.#requests.values()) request.reject(new Error("disconnected"));
+      this.#requests.clear();
       for (const cb of this.#onState) cb("closed", event.code);
       this.#retry();
     };
@@ -201,6 +301,23 @@ export class ChatClient {
   }
 
   #transmit(p: Pending): void {
+    const ref = `send:${p.clientMsgId}`;
+    if (p.change?.kind === "delete") {
+      this.#frame({ action: "delete", ref, chatId: p.chatId, messageId: p.change.messageId });
+      return;
+    }
+    if (p.change && p.body.length <= FRAME_CHARS) {
+      const { messageId } = p.change;
+      this.#frame({
+        action: "edit",
+        ref,
+        chatId: p.chatId,
+        messageId,
+        clientMsgId: p.clientMsgId,
+        body: p.body,
+      });
+      return;
+    }
     if (p.body.length <= FRAME_CHARS) {
       this.#frame({
         action: "send",
@@ -222,6 +339,7 @@ export class ChatClient {
         index,
         count,
         data,
+        ...(p.change ? { messageId: p.change.messageId } : {}),
       });
     }
   }
@@ -251,6 +369,17 @@ export class ChatClient {
       case "error":
         this.#failed(frame);
         return;
+      case "typing":
+        this.#typing.heard(frame as unknown as TypingHeard, Date.now());
+        for (const cb of this.#onTyping) cb(frame.chatId as string, this.typers(frame.chatId as string));
+        return;
+      case "conversations":
+      case "presence": {
+        const request = this.#requests.get(frame.ref as string);
+        this.#requests.delete(frame.ref as string);
+        request?.resolve(frame);
+        return;
+      }
     }
   }
 
@@ -313,20 +442,31 @@ export class ChatClient {
     seen.add(m.id);
     if (seen.size > SEEN_IDS_MAX) seen.delete(seen.values().next().value!);
     this.#cursors.set(m.chatId, seq);
+    this.#typing.messageFrom(m.chatId, m.senderId);
     for (const cb of this.#onMessage) cb(m);
     if (this.#options.autoAck !== false) this.#frame({ action: "ack", chatId: m.chatId, seq: m.seq });
   }
 
   #sent(frame: Record<string, unknown>): void {
     const message = frame.message as ClientMessage;
-    const pending = this.#outbox.get(message.clientMsgId);
+    // By ref: a delete's outbox key is not the clientMsgId the service gave its event.
+    const ref =
+      typeof frame.ref === "string" && frame.ref.startsWith("send:") ? frame.ref.slice(5) : undefined;
+    const key = ref ?? message.clientMsgId;
+    const pending = this.#outbox.get(key);
     if (!pending) return;
-    this.#outbox.delete(message.clientMsgId);
+    this.#outbox.delete(key);
     pending.resolve(message);
   }
 
   #failed(frame: Record<string, unknown>): void {
     const ref = typeof frame.ref === "string" ? frame.ref : "";
+    const request = this.#requests.get(ref);
+    if (request) {
+      this.#requests.delete(ref);
+      request.reject(new Error(`${String(frame.code)}: ${String(frame.message)}`));
+      return;
+    }
     const transient = frame.code === "BACKEND_UNAVAILABLE" || frame.code === "FRAME_RATE_LIMITED";
     if (ref.startsWith("sync:")) {
       const chatId = ref.split(":")[1]!;

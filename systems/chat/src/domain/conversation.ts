@@ -13,6 +13,8 @@
  * checkBody("x".repeat(200_000));          // "body is 200000 bytes; at most 131072"
  */
 export type ChatKind = "direct" | "group" | "channel";
+/** A message typed (`text`), or an event that changes an earlier one of the same sender (`edit`, `delete`). */
+export type MessageKind = "text" | "edit" | "delete";
 export const CHAT_KINDS: readonly ChatKind[] = ["direct", "group", "channel"];
 
 /** CH-24: the largest group whose writes are serialized on one counter row. */
@@ -26,6 +28,8 @@ export const RETENTION_DAYS = 365;
 /** User and device ids: what the issuer signs into a token; short, printable, no separators of ours. */
 export const USER_ID_PATTERN = /^[A-Za-z0-9_.@-]{1,64}$/;
 export const CLIENT_MSG_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Unread counts are counted up to this many (a badge shows "999+"): the count is a bounded range scan. */
+export const UNREAD_COUNT_MAX = 999;
 /** A page of history, at most. */
 export const PAGE_LIMIT_MAX = 500;
 
@@ -39,6 +43,12 @@ export interface Conversation {
   readonly lastSeq: bigint;
   readonly lastMessageAtMs: number | undefined;
   readonly memberCount: number;
+  /**
+   * For the viewer: messages of others, not deleted, after the furthest read pointer of the
+   * viewer's devices — derived from the pointers, never a second counter (at most
+   * UNREAD_COUNT_MAX). Present in the conversation list.
+   */
+  readonly unread?: number | undefined;
 }
 
 export interface Message {
@@ -50,8 +60,15 @@ export interface Message {
   readonly clientMsgId: string;
   readonly senderId: string;
   readonly senderDevice: string;
+  /** Empty in a tombstone (a deleted message) and in a delete event. */
   readonly body: string;
   readonly createdAtMs: number;
+  /** `text` unless this row is an edit or a delete of `targetId`. */
+  readonly kind?: MessageKind | undefined;
+  readonly targetId?: bigint | undefined;
+  /** The last edit of this message; its tombstone's time. */
+  readonly editedAtMs?: number | undefined;
+  readonly deletedAtMs?: number | undefined;
   /** CH-11: first delivered to / read by a device of someone other than the sender. */
   readonly deliveredAtMs?: number | undefined;
   readonly readAtMs?: number | undefined;

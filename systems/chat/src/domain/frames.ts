@@ -5,15 +5,22 @@
  *
  * client → gateway
  *   send     {ref, chatId, clientMsgId, body}              → sent {ref, message, created}
- *   part     {clientMsgId, chatId, index, count, data}     a message over 32 KB, in parts (the
- *                                                          last completes it, answered as `send`)
+ *   part     {clientMsgId, chatId, index, count, data,     a message over 32 KB, in parts (the
+ *             messageId?}                                  last completes it, answered as `send`;
+ *                                                          with messageId: an edit of it)
+ *   edit     {ref, chatId, messageId, clientMsgId, body}   → sent {ref, message: the edit event, created}
+ *   delete   {ref, chatId, messageId}                      → sent {ref, message: the delete event, created}
+ *   conversations {ref}     yours, with unread counts     → conversations {ref, conversations}
+ *   typing   {chatId}       the user is typing (ephemeral) → typing {chatId, userId, deviceId, expiresInMs}
+ *                                                          to the other members' live devices
+ *   presence {ref, chatId}  who of the members is online  → presence {ref, chatId, users}
  *   sync     {ref, chatId, after, limit?}                  → history {ref, chatId, messages, next}
  *   ack      {chatId, seq}   delivered up to seq (CH-11)   → receipt to the senders
  *   read     {chatId, seq}   displayed up to seq (CH-11)   → receipt to the senders
  *   refresh  {ref, token}    a fresh JWT, same user/device → refreshed {ref, expiresAt}
  *   ping     {ref?}          the app heartbeat (CH-12/13)  → pong {ref}
  * gateway → client
- *   message  {message}  ·  message-part {id, index, count, data}  ·  receipt {...}
+ *   message  {message}  ·  message-part {id, index, count, data}  ·  receipt {...}  ·  typing {...}
  *   error    {ref?, code, message, field?}   a bad frame, answered, never stored
  *
  * Close codes: 4000 draining (deploy: reconnect with jitter), 4001 token expired, 4002 idle,
@@ -42,7 +49,20 @@ export type ClientFrame =
       index: number;
       count: number;
       data: string;
+      /** Set when the parts carry an edit of this message. */
+      messageId: bigint | undefined;
     }
+  | {
+      action: "edit";
+      ref: string | undefined;
+      chatId: bigint;
+      messageId: bigint;
+      clientMsgId: string;
+      body: string;
+    }
+  | { action: "delete"; ref: string | undefined; chatId: bigint; messageId: bigint }
+  | { action: "conversations"; ref: string | undefined }
+  | { action: "typing" | "presence"; ref: string | undefined; chatId: bigint }
   | { action: "sync"; ref: string | undefined; chatId: bigint; after: bigint; limit: number }
   | { action: "ack" | "read"; ref: string | undefined; chatId: bigint; seq: bigint }
   | { action: "refresh"; ref: string | undefined; token: string }
@@ -101,6 +121,9 @@ export function parseFrame(text: string): FrameParse {
       if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= (count as number))
         return bad("index is an integer in 0..count-1", "index", ref);
       if (typeof data !== "string") return bad("data is a string", "data", ref);
+      const messageId = f.messageId === undefined ? undefined : parseId(f.messageId);
+      if (f.messageId !== undefined && messageId === undefined)
+        return bad("messageId is a decimal id string", "messageId", ref);
       return {
         ok: true,
         frame: {
@@ -111,8 +134,40 @@ export function parseFrame(text: string): FrameParse {
           index: index as number,
           count: count as number,
           data,
+          messageId,
         },
       };
+    }
+    case "edit":
+    case "delete": {
+      const id = chatId();
+      if (id === undefined) return bad("chatId is a decimal id string", "chatId", ref);
+      const messageId = parseId(f.messageId);
+      if (messageId === undefined) return bad("messageId is a decimal id string", "messageId", ref);
+      if (f.action === "delete") return { ok: true, frame: { action: "delete", ref, chatId: id, messageId } };
+      if (typeof f.clientMsgId !== "string" || !CLIENT_MSG_ID_PATTERN.test(f.clientMsgId))
+        return bad("clientMsgId is a UUID", "clientMsgId", ref);
+      if (typeof f.body !== "string" || f.body.length === 0)
+        return bad("body is a non-empty string", "body", ref);
+      return {
+        ok: true,
+        frame: {
+          action: "edit",
+          ref,
+          chatId: id,
+          messageId,
+          clientMsgId: f.clientMsgId.toLowerCase(),
+          body: f.body,
+        },
+      };
+    }
+    case "conversations":
+      return { ok: true, frame: { action: "conversations", ref } };
+    case "typing":
+    case "presence": {
+      const id = chatId();
+      if (id === undefined) return bad("chatId is a decimal id string", "chatId", ref);
+      return { ok: true, frame: { action: f.action, ref, chatId: id } };
     }
     case "sync": {
       const id = chatId();

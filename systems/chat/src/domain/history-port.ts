@@ -27,8 +27,17 @@ export interface NewMessage {
   readonly clientMsgId: string;
   readonly senderId: string;
   readonly senderDevice: string;
+  /** The text; the new text of an edit; empty for a delete. */
   readonly body: string;
   readonly nowMs: number;
+  /** Set when this event edits or deletes an earlier message of the same sender. */
+  readonly change?: MessageChange | undefined;
+}
+
+/** An edit or a delete of `targetId` (a `text` message of the sender, in the same conversation). */
+export interface MessageChange {
+  readonly kind: "edit" | "delete";
+  readonly targetId: bigint;
 }
 
 export interface AppendResult {
@@ -50,6 +59,12 @@ export interface HistoryPort {
    * client_msg_id returns the first message (CH-09). Direct and group: `seq` is taken from
    * the conversation's counter in the same transaction (CH-06). Channel: `seq` is stamped
    * after commit (`stampChannel`), undefined in the result when the stamp has not run.
+   *
+   * With `change`: the event row takes its seq the same way, and in the same transaction the
+   * target is rewritten (edit: new body; delete: tombstone, earlier edits emptied). Refused
+   * with CHAT_MESSAGE_NOT_FOUND (no such text message), CHAT_MESSAGE_NOT_SENDER (someone
+   * else's), CHAT_MESSAGE_DELETED (an edit of a tombstone); a delete of a tombstone returns
+   * the first delete event (`created: false`): deleting twice is one delete.
    */
   append(input: NewMessage): Promise<AppendResult>;
   /**
@@ -77,7 +92,7 @@ export interface HistoryPort {
     afterUserId: string,
     limit: number,
   ): Promise<string[]>;
-  /** Conversations of a user, the most recent message first. */
+  /** Conversations of a user, the most recent message first, each with its unread count for that user. */
   conversationsOf(userId: string, limit: number): Promise<Conversation[]>;
   /**
    * Moves the device's pointer forward to `seq` (never back) and stamps the newly covered

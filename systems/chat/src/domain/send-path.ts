@@ -112,7 +112,8 @@ export class SendPath {
     const reached = await this.route(recipients, { action: "message", message: messageJson(message) });
     // CH-17: a gateway that is gone counts as no connection; CH-18: no connection → push.
     const offline = recipients.filter((userId) => userId !== message.senderId && !reached.has(userId));
-    if (offline.length > 0) {
+    // An edit or a delete wakes nobody: the device sees it at its next sync.
+    if (offline.length > 0 && (message.kind ?? "text") === "text") {
       this.#ports.onRouted?.("offline", offline.length);
       await this.#ports.offline.notify(offline, message);
     }

@@ -18,7 +18,14 @@ export interface MessageJson {
   createdAt: string;
   deliveredAt: string | null;
   readAt: string | null;
+  kind: "text" | "edit" | "delete";
+  /** The message an edit or a delete changes; null for text. */
+  targetId: string | null;
+  editedAt: string | null;
+  deletedAt: string | null;
 }
+
+const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
 export function messageJson(message: Message): MessageJson {
   return {
@@ -30,7 +37,11 @@ export function messageJson(message: Message): MessageJson {
     senderDevice: message.senderDevice,
     body: message.body,
     createdAt: new Date(message.createdAtMs).toISOString(),
-    deliveredAt: message.deliveredAtMs === undefined ? null : new Date(message.deliveredAtMs).toISOString(),
-    readAt: message.readAtMs === undefined ? null : new Date(message.readAtMs).toISOString(),
+    deliveredAt: iso(message.deliveredAtMs),
+    readAt: iso(message.readAtMs),
+    kind: message.kind ?? "text",
+    targetId: message.targetId === undefined ? null : String(message.targetId),
+    editedAt: iso(message.editedAtMs),
+    deletedAt: iso(message.deletedAtMs),
   };
 }

@@ -70,6 +70,40 @@ export class BackendClient {
     );
   }
 
+  edit(token: string, input: { chatId: string; messageId: string; clientMsgId: string; body: string }) {
+    const body = JSON.stringify({ clientMsgId: input.clientMsgId, body: input.body });
+    return this.#call<{ message: MessageJson; created: boolean }>(
+      token,
+      "PUT",
+      `/v1/conversations/${input.chatId}/messages/${input.messageId}`,
+      body,
+    );
+  }
+
+  delete(token: string, input: { chatId: string; messageId: string }) {
+    return this.#call<{ message: MessageJson; created: boolean }>(
+      token,
+      "DELETE",
+      `/v1/conversations/${input.chatId}/messages/${input.messageId}`,
+    );
+  }
+
+  conversations(token: string) {
+    return this.#call<{ conversations: Record<string, unknown>[] }>(token, "GET", "/v1/conversations");
+  }
+
+  typing(token: string, input: { chatId: string }) {
+    return this.#call<{ reached: number }>(token, "POST", `/v1/conversations/${input.chatId}/typing`, "{}");
+  }
+
+  presence(token: string, input: { chatId: string }) {
+    return this.#call<{ users: Record<string, unknown>[] }>(
+      token,
+      "GET",
+      `/v1/conversations/${input.chatId}/presence`,
+    );
+  }
+
   history(token: string, input: { chatId: string; after: string; limit: number }) {
     const query = `after=${input.after}&limit=${input.limit}`;
     return this.#call<HistoryAnswer>(token, "GET", `/v1/conversations/${input.chatId}/messages?${query}`);

@@ -47,6 +47,7 @@ import {
 } from "../domain/frames.ts";
 import type { RoutedEnvelope, RoutingBus } from "../domain/routing.ts";
 import type { SessionTable } from "../domain/sessions.ts";
+import { TypingThrottle } from "../domain/typing.ts";
 import type { BackendClient } from "./backend-client.ts";
 import { PartAssembler } from "./part-assembler.ts";
 
@@ -89,7 +90,10 @@ export interface GatewayMetrics {
 export interface GatewayOptions {
   readonly gatewayId: string;
   readonly tokens: UserTokens;
-  readonly backend: Pick<BackendClient, "send" | "history" | "receipt">;
+  readonly backend: Pick<
+    BackendClient,
+    "send" | "history" | "receipt" | "edit" | "delete" | "conversations" | "typing" | "presence"
+  >;
   readonly sessions: SessionTable;
   readonly routing: RoutingBus;
   readonly clock: Clock;
@@ -113,6 +117,7 @@ interface Connection {
   floodStrikes: number;
   readonly bucket: TokenBucket;
   readonly parts: PartAssembler;
+  readonly typing: TypingThrottle;
 }
 
 export class Gateway {
@@ -202,6 +207,7 @@ export class Gateway {
         nowMs: clock.monotonicMs(),
       }),
       parts: new PartAssembler(),
+      typing: new TypingThrottle(),
     };
     this.#connections.set(connection.id, connection);
     this.#options.metrics?.onConnections(this.#connections.size);
@@ -280,7 +286,46 @@ export class Gateway {
         const body = c.parts.add(frame);
         if (body === undefined) return;
         const input = { chatId: String(frame.chatId), clientMsgId: frame.clientMsgId, body };
-        return send(c.ws, { action: "sent", ref: frame.ref, ...(await backend.send(c.token, input)) });
+        const sent =
+          frame.messageId === undefined
+            ? await backend.send(c.token, input)
+            : await backend.edit(c.token, { ...input, messageId: String(frame.messageId) });
+        return send(c.ws, { action: "sent", ref: frame.ref, ...sent });
+      }
+      case "edit": {
+        const input = {
+          chatId: String(frame.chatId),
+          messageId: String(frame.messageId),
+          clientMsgId: frame.clientMsgId,
+          body: frame.body,
+        };
+        return send(c.ws, { action: "sent", ref: frame.ref, ...(await backend.edit(c.token, input)) });
+      }
+      case "delete": {
+        const input = { chatId: String(frame.chatId), messageId: String(frame.messageId) };
+        return send(c.ws, { action: "sent", ref: frame.ref, ...(await backend.delete(c.token, input)) });
+      }
+      case "conversations": {
+        const list = await backend.conversations(c.token);
+        return this.#sendLarge(c, `conversations-${frame.ref ?? randomUUID()}`, {
+          action: "conversations",
+          ref: frame.ref,
+          ...list,
+        });
+      }
+      case "typing":
+        // Ephemeral and throttled here: past one per conversation per interval, dropped unanswered.
+        if (!c.typing.admit(String(frame.chatId), this.#options.clock.monotonicMs())) return;
+        await backend.typing(c.token, { chatId: String(frame.chatId) });
+        return;
+      case "presence": {
+        const answer = await backend.presence(c.token, { chatId: String(frame.chatId) });
+        return this.#sendLarge(c, `presence-${frame.ref ?? randomUUID()}`, {
+          action: "presence",
+          ref: frame.ref,
+          chatId: String(frame.chatId),
+          ...answer,
+        });
       }
       case "sync": {
         const input = { chatId: String(frame.chatId), after: String(frame.after), limit: frame.limit };

@@ -16,6 +16,7 @@ import type { FastifyInstance } from "fastify";
 const FILES: Record<string, URL> = {
   "js/chat-client.ts": new URL("../client/chat-client.ts", import.meta.url),
   "js/reconnect-schedule.ts": new URL("../client/reconnect-schedule.ts", import.meta.url),
+  "js/typing-state.ts": new URL("../client/typing-state.ts", import.meta.url),
   "kit/backoff": new URL(import.meta.resolve("@casebook/kit/backoff")),
   "kit/random": new URL(import.meta.resolve("@casebook/kit/random")),
 };
@@ -26,6 +27,7 @@ const PAGE = `<!doctype html>
 <script type="importmap">{"imports":{"@casebook/kit/":"/app/kit/"}}</script></head>
 <body><h1>chat <span id="status">connecting…</span></h1>
 <ul id="messages"></ul>
+<p id="typing"></p>
 <form id="form"><input id="text" autocomplete="off" size="40"> <button id="send">send</button></form>
 <script type="module">
 import { ChatClient } from "/app/js/chat-client.ts";
@@ -33,14 +35,23 @@ const params = new URLSearchParams(location.hash.slice(1));
 const chat = params.get("chat");
 const client = new ChatClient({ url: location.origin.replace(/^http/, "ws") + "/v1/socket", token: () => params.get("token") });
 const list = document.getElementById("messages");
+const typing = document.getElementById("typing");
 client.onMessage((m) => {
+  client.markRead(m.chatId, m.seq);
+  // An edit or a delete changes the message it names; it is no new line.
+  const target = m.targetId ? list.querySelector('li[data-id="' + m.targetId + '"]') : null;
+  if (m.kind === "edit" && target) target.textContent = m.senderId + ": " + m.body + " (edited)";
+  if (m.kind === "delete" && target) target.textContent = m.senderId + ": (deleted)";
+  if (m.kind === "edit" || m.kind === "delete") return;
   const li = document.createElement("li");
   li.dataset.seq = m.seq;
   li.dataset.id = m.id;
-  li.textContent = m.senderId + ": " + m.body;
+  li.textContent = m.senderId + ": " + (m.deletedAt ? "(deleted)" : m.body + (m.editedAt ? " (edited)" : ""));
   list.append(li);
-  client.markRead(m.chatId, m.seq);
+  typing.textContent = client.typers(chat).join(", ") ? client.typers(chat).join(", ") + " typing…" : "";
 });
+client.onTyping((id, typers) => { if (id === chat) typing.textContent = typers.length ? typers.join(", ") + " typing…" : ""; });
+setInterval(() => { const t = client.typers(chat); typing.textContent = t.length ? t.join(", ") + " typing…" : ""; }, 1000);
 client.onState((s) => { document.getElementById("status").textContent = s; });
 client.watch(chat);
 client.connect();
@@ -50,6 +61,7 @@ document.getElementById("form").addEventListener("submit", (e) => {
   if (input.value) client.send(chat, input.value);
   input.value = "";
 });
+document.getElementById("text").addEventListener("input", () => client.typing(chat));
 </script></body></html>`;
 
 export function registerWebPage(app: FastifyInstance): void {

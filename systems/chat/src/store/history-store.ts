@@ -26,7 +26,9 @@ import {
   type Conversation,
   directKey,
   type Message,
+  type MessageKind,
   membersMax,
+  UNREAD_COUNT_MAX,
 } from "../domain/conversation.ts";
 import type { AppendResult, HistoryPort, NewConversation, NewMessage } from "../domain/history-port.ts";
 import type { Pointer, Receipt, ReceiptMove } from "../domain/receipts.ts";
@@ -41,6 +43,7 @@ interface ConversationRow {
   last_seq: bigint;
   last_message_at: Date | null;
   member_count: number;
+  unread?: number;
 }
 
 interface MessageRow {
@@ -54,12 +57,16 @@ interface MessageRow {
   created_at: Date;
   delivered_at: Date | null;
   read_at: Date | null;
+  kind: MessageKind;
+  target_id: bigint | null;
+  edited_at: Date | null;
+  deleted_at: Date | null;
 }
 
 const CONVERSATION_COLUMNS =
   "c.id, c.kind, c.title, c.created_by, c.created_at, c.last_seq, c.last_message_at, c.member_count";
 const MESSAGE_COLUMNS =
-  "chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, delivered_at, read_at";
+  "chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, delivered_at, read_at, kind, target_id, edited_at, deleted_at";
 
 function conversationOf(row: ConversationRow): Conversation {
   return {
@@ -71,6 +78,7 @@ function conversationOf(row: ConversationRow): Conversation {
     lastSeq: row.last_seq,
     lastMessageAtMs: row.last_message_at?.getTime(),
     memberCount: row.member_count,
+    ...(row.unread === undefined ? {} : { unread: Number(row.unread) }),
   };
 }
 
@@ -86,6 +94,10 @@ function messageOf(row: MessageRow): Message {
     createdAtMs: row.created_at.getTime(),
     deliveredAtMs: row.delivered_at?.getTime(),
     readAtMs: row.read_at?.getTime(),
+    kind: row.kind,
+    targetId: row.target_id ?? undefined,
+    editedAtMs: row.edited_at?.getTime(),
+    deletedAtMs: row.deleted_at?.getTime(),
   };
 }
 
@@ -224,15 +236,20 @@ export class HistoryStore implements HistoryPort {
   async #appendCounted(tx: Queryable, input: NewMessage, kind: ChatKind): Promise<AppendResult | undefined> {
     const existing = await this.#existing(tx, input);
     if (existing) return { message: existing, kind, created: false };
+    const repeated = await this.#checkChange(tx, input);
+    if (repeated) return { message: repeated, kind, created: false };
+    // An edit or a delete takes a seq but does not move the conversation up the list.
     const counter = await tx.query<{ last_seq: bigint }>(
-      "UPDATE conversations SET last_seq = last_seq + 1, last_message_at = $2 WHERE id = $1 RETURNING last_seq",
-      [String(input.chatId), new Date(input.nowMs)],
+      `UPDATE conversations SET last_seq = last_seq + 1,
+         last_message_at = CASE WHEN $3 THEN $2 ELSE last_message_at END WHERE id = $1 RETURNING last_seq`,
+      [String(input.chatId), new Date(input.nowMs), input.change === undefined],
       { name: "chat_counter_next" },
     );
     const seq = counter.rows[0]!.last_seq;
     const row = await this.#insert(tx, input, seq);
     // Waiting for the row lock, a concurrent resend of this client_msg_id committed: undo our increment.
     if (!row) throw new ResendWon();
+    await this.#applyChange(tx, input);
     return { message: messageOf(row), kind, created: true };
   }
 
@@ -240,8 +257,67 @@ export class HistoryStore implements HistoryPort {
   async #appendUnnumbered(tx: Queryable, input: NewMessage): Promise<AppendResult | undefined> {
     const existing = await this.#existing(tx, input);
     if (existing) return { message: existing, kind: "channel", created: false };
+    const repeated = await this.#checkChange(tx, input);
+    if (repeated) return { message: repeated, kind: "channel", created: false };
     const row = await this.#insert(tx, input, null);
-    return row ? { message: messageOf(row), kind: "channel", created: true } : undefined;
+    if (!row) return undefined;
+    await this.#applyChange(tx, input);
+    return { message: messageOf(row), kind: "channel", created: true };
+  }
+
+  /**
+   * An edit or a delete: locks its target (two changes of one message serialize on it) and
+   * checks it is a text message of this sender that is not deleted. A delete of a tombstone
+   * returns the first delete event: deleting twice is one delete.
+   */
+  async #checkChange(tx: Queryable, input: NewMessage): Promise<Message | undefined> {
+    const change = input.change;
+    if (!change) return undefined;
+    const field = { chatId: String(input.chatId), field: "messageId", messageId: String(change.targetId) };
+    const { rows } = await tx.query<{ sender_id: string; deleted_at: Date | null }>(
+      "SELECT sender_id, deleted_at FROM messages WHERE chat_id = $1 AND id = $2 AND kind = 'text' FOR UPDATE",
+      [String(input.chatId), String(change.targetId)],
+    );
+    const target = rows[0];
+    if (!target) throw errors.create("CHAT_MESSAGE_NOT_FOUND", { fields: field });
+    if (target.sender_id !== input.senderId)
+      throw errors.create("CHAT_MESSAGE_NOT_SENDER", { fields: field });
+    if (target.deleted_at === null) return undefined;
+    if (change.kind === "edit") throw errors.create("CHAT_MESSAGE_DELETED", { fields: field });
+    const first = await tx.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = $1 AND target_id = $2 AND kind = 'delete'
+       ORDER BY id LIMIT 1`,
+      [String(input.chatId), String(change.targetId)],
+    );
+    assert(first.rows[0] !== undefined, "a tombstone has its delete event");
+    return messageOf(first.rows[0]);
+  }
+
+  /** Rewrites the target in the same transaction as its event row. */
+  async #applyChange(tx: Queryable, input: NewMessage): Promise<void> {
+    const change = input.change;
+    if (!change) return;
+    const at = new Date(input.nowMs);
+    const chatId = String(input.chatId);
+    const target = String(change.targetId);
+    if (change.kind === "edit") {
+      await tx.query("UPDATE messages SET body = $3, edited_at = $4 WHERE chat_id = $1 AND id = $2", [
+        chatId,
+        target,
+        input.body,
+        at,
+      ]);
+      return;
+    }
+    await tx.query("UPDATE messages SET body = '', deleted_at = $3 WHERE chat_id = $1 AND id = $2", [
+      chatId,
+      target,
+      at,
+    ]);
+    await tx.query("UPDATE messages SET body = '' WHERE chat_id = $1 AND target_id = $2 AND kind = 'edit'", [
+      chatId,
+      target,
+    ]);
   }
 
   async #existing(q: Queryable, input: NewMessage): Promise<Message | undefined> {
@@ -255,8 +331,8 @@ export class HistoryStore implements HistoryPort {
 
   async #insert(q: Queryable, input: NewMessage, seq: bigint | null): Promise<MessageRow | undefined> {
     const { rows } = await q.query<MessageRow>(
-      `INSERT INTO messages (chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+      `INSERT INTO messages (chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, kind, target_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
        ON CONFLICT (chat_id, client_msg_id) DO NOTHING RETURNING ${MESSAGE_COLUMNS}`,
       [
         String(input.chatId),
@@ -265,8 +341,10 @@ export class HistoryStore implements HistoryPort {
         input.clientMsgId,
         input.senderId,
         input.senderDevice,
-        input.body,
+        input.change?.kind === "delete" ? "" : input.body,
         new Date(input.nowMs),
+        input.change?.kind ?? "text",
+        input.change ? String(input.change.targetId) : null,
       ],
       { name: "chat_message_insert" },
     );
@@ -369,10 +447,20 @@ export class HistoryStore implements HistoryPort {
   }
 
   async conversationsOf(userId: string, limit: number): Promise<Conversation[]> {
+    // Unread is derived, not stored: others' text messages, not deleted, after the furthest
+    // read pointer of the user's devices (read on one device is read), counted by a range
+    // scan on (chat_id, seq) that stops at UNREAD_COUNT_MAX.
     const { rows } = await this.#db.query<ConversationRow>(
-      `SELECT ${CONVERSATION_COLUMNS} FROM members m JOIN conversations c ON c.id = m.chat_id
+      `SELECT ${CONVERSATION_COLUMNS},
+         (SELECT count(*) FROM (
+            SELECT 1 FROM messages x
+            WHERE x.chat_id = c.id
+              AND x.seq > COALESCE((SELECT max(p.read_seq) FROM pointers p WHERE p.chat_id = c.id AND p.user_id = $1), 0)
+              AND x.kind = 'text' AND x.deleted_at IS NULL AND x.sender_id <> $1
+            LIMIT $3) AS u)::int AS unread
+       FROM members m JOIN conversations c ON c.id = m.chat_id
        WHERE m.user_id = $1 ORDER BY c.last_message_at DESC NULLS LAST, c.id DESC LIMIT $2`,
-      [userId, limit],
+      [userId, limit, UNREAD_COUNT_MAX],
     );
     return rows.map(conversationOf);
   }
