@@ -112,11 +112,13 @@ export interface Decision<S> {
 }
 
 /**
- * State as it lies in Redis: a string (the compact "a:b" of two integers, written with
- * SET PX; `value` undefined when the key is absent), a hash of decimal strings, or a sorted set.
+ * State as it lies in Redis: a string (the compact "a:b" of two integers, or the fixed window's
+ * count alone; `value` undefined when the key is absent), a hash of decimal strings, or a sorted set.
+ * `expiresAtMs` is the key's absolute expiry (PEXPIRETIME) where the format makes it part of
+ * the state (the fixed window: its window's end); absent elsewhere or when the key has none.
  */
 export type StoredState =
-  | { readonly kind: "string"; readonly value: string | undefined }
+  | { readonly kind: "string"; readonly value: string | undefined; readonly expiresAtMs?: number }
   | { readonly kind: "hash"; readonly fields: Readonly<Record<string, string>> }
   | {
       readonly kind: "zset";
@@ -133,9 +135,10 @@ export interface Algorithm<L extends Limit, S> {
   refund(state: S | undefined, nowMs: number, limit: L, cost: number, requestId?: string): S;
   /** PEXPIRE after writing `state` at `nowMs` (≥ 1). */
   ttlMs(state: S, nowMs: number, limit: L): number;
-  toStored(state: S): StoredState;
+  /** `limit`: the fixed window's end (its key's expiry) is its start + limit.windowMs. */
+  toStored(state: S, limit: L): StoredState;
   /** Undefined when nothing is stored; throws when what is stored is corrupt. */
-  fromStored(stored: StoredState): S | undefined;
+  fromStored(stored: StoredState, limit: L): S | undefined;
   /** This key's ARGV slice for the script, numbers as JS prints them (shortest round trip). */
   scriptArgs(limit: L, cost: number, requestId?: string): string[];
 }

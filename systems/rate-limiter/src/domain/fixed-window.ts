@@ -1,16 +1,16 @@
 /**
  * Fixed window counter (000 §1.3): counts units inside each clock-aligned window
  * (each minute of the clock for a 60 s window). The cheapest algorithm — one counter
- * and a window start per key — but it lets up to 2 × the limit through across a
+ * per key, its window's end the key's expiry — but it lets up to 2 × the limit through across a
  * window boundary: `limit` at the end of one window and `limit` at the start of the
  * next (RL-07, measured in algorithm-comparison.ts).
  *
  * Mirrored by src/store/scripts/fixed-window-n.lua.
  */
 import type { Algorithm, Decision, FixedWindowLimit, StoredState } from "./algorithm.ts";
-import { pairToStored, readStoredPair, validateCall } from "./algorithm.ts";
+import { readStoredInteger, readStoredPair, validateCall } from "./algorithm.ts";
 
-/** The old format's hash fields (a key still holding it is read and rewritten). */
+/** The older formats' fields: a hash {windowStartMs, count}, then a string "windowStartMs:count". */
 const legacyFields = ["windowStartMs", "count"] as const;
 
 export interface FixedWindowState {
@@ -99,28 +99,46 @@ function fixedWindowTtlMs(state: FixedWindowState, nowMs: number, limit: FixedWi
 }
 
 /**
- * The Redis string of a window, "windowStartMs:count" (SET PX; the compact encoding of issue 15).
+ * The Redis form of a window, as rate-limiter-flexible stores its counter (issue 15): the count
+ * alone, a plain integer (Redis keeps it inside the object, no allocation), and the window's end
+ * as the key's absolute expiry (SET PXAT): the window is read back as PEXPIRETIME − windowMs,
+ * exactly, since both are the engine's clock in ms. Mirrored by scripts/includes/stored-window.lua.
  *
  * @example
- * fixedWindowToStored({ windowStartMs: 60_000, count: 3 }); // { kind: "string", value: "60000:3" }
+ * fixedWindowToStored({ windowStartMs: 60_000, count: 3 }, { algorithm: "fixed-window", limit: 100, windowMs: 60_000 });
+ * // { kind: "string", value: "3", expiresAtMs: 120000 }
  */
-function fixedWindowToStored(state: FixedWindowState): StoredState {
-  return pairToStored(state.windowStartMs, state.count);
+function fixedWindowToStored(state: FixedWindowState, limit: FixedWindowLimit): StoredState {
+  return { kind: "string", value: String(state.count), expiresAtMs: state.windowStartMs + limit.windowMs };
 }
 
 /**
- * Reads a window back from its string, or from a hash {windowStartMs, count} of the old
- * format (undefined when the key is absent).
+ * Reads a window back from its count and its key's expiry, or from one of the two older
+ * formats, a string "windowStartMs:count" or a hash {windowStartMs, count}, which carry the
+ * start themselves (undefined when the key is absent). A count without an expiry cannot say
+ * its window: it is corrupt (throws), as the script's error says.
  *
  * @example
- * fixedWindowFromStored({ kind: "string", value: "60000:3" }); // { windowStartMs: 60000, count: 3 }
+ * const limit = { algorithm: "fixed-window", limit: 100, windowMs: 60_000 } as const;
+ * fixedWindowFromStored({ kind: "string", value: "3", expiresAtMs: 120_000 }, limit); // { windowStartMs: 60000, count: 3 }
+ * fixedWindowFromStored({ kind: "string", value: "60000:3" }, limit); // { windowStartMs: 60000, count: 3 }
  */
-function fixedWindowFromStored(stored: StoredState): FixedWindowState | undefined {
-  const pair = readStoredPair(stored, legacyFields);
-  if (pair === undefined) return undefined;
-  const state = { windowStartMs: pair[0], count: pair[1] };
-  if (state.count < 0) throw new Error(`stored count is negative: ${state.count}`);
+function fixedWindowFromStored(stored: StoredState, limit: FixedWindowLimit): FixedWindowState | undefined {
+  const state =
+    stored.kind === "string" && stored.value !== undefined && !stored.value.includes(":")
+      ? countToState(stored.value, stored.expiresAtMs, limit)
+      : legacyToState(readStoredPair(stored, legacyFields));
+  if (state !== undefined && state.count < 0) throw new Error(`stored count is negative: ${state.count}`);
   return state;
+}
+
+function countToState(value: string, expiresAtMs: number | undefined, limit: FixedWindowLimit) {
+  if (expiresAtMs === undefined) throw new Error(`stored fixed window count has no expiry: ${value}`);
+  return { windowStartMs: expiresAtMs - limit.windowMs, count: readStoredInteger({ count: value }, "count") };
+}
+
+function legacyToState(pair: [number, number] | undefined): FixedWindowState | undefined {
+  return pair === undefined ? undefined : { windowStartMs: pair[0], count: pair[1] };
 }
 
 /**
