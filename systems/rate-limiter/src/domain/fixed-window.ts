@@ -8,7 +8,8 @@
  * Mirrored by src/store/scripts/fixed-window-n.lua.
  */
 import type { Algorithm, Decision, FixedWindowLimit, StoredState } from "./algorithm.ts";
-import { readStoredInteger, readStoredPair, validateCall } from "./algorithm.ts";
+import { validateCall } from "./algorithm.ts";
+import { readStoredTimed, timedToStored } from "./stored-timed.ts";
 
 /** The older formats' fields: a hash {windowStartMs, count}, then a string "windowStartMs:count". */
 const legacyFields = ["windowStartMs", "count"] as const;
@@ -100,23 +101,21 @@ function fixedWindowTtlMs(state: FixedWindowState, nowMs: number, limit: FixedWi
 
 /**
  * The Redis form of a window, as rate-limiter-flexible stores its counter (issue 15): the count
- * alone, a plain integer (Redis keeps it inside the object, no allocation), and the window's end
- * as the key's absolute expiry (SET PXAT): the window is read back as PEXPIRETIME − windowMs,
- * exactly, since both are the engine's clock in ms. Mirrored by scripts/includes/stored-window.lua.
+ * alone, an integer, and the window's end as the key's absolute expiry (stored-timed.ts): the
+ * window's start is read back as PEXPIRETIME − windowMs.
  *
  * @example
  * fixedWindowToStored({ windowStartMs: 60_000, count: 3 }, { algorithm: "fixed-window", limit: 100, windowMs: 60_000 });
  * // { kind: "string", value: "3", expiresAtMs: 120000 }
  */
 function fixedWindowToStored(state: FixedWindowState, limit: FixedWindowLimit): StoredState {
-  return { kind: "string", value: String(state.count), expiresAtMs: state.windowStartMs + limit.windowMs };
+  return timedToStored(state.count, state.windowStartMs, limit.windowMs);
 }
 
 /**
  * Reads a window back from its count and its key's expiry, or from one of the two older
  * formats, a string "windowStartMs:count" or a hash {windowStartMs, count}, which carry the
- * start themselves (undefined when the key is absent). A count without an expiry cannot say
- * its window: it is corrupt (throws), as the script's error says.
+ * start themselves (undefined when the key is absent; throws when corrupt).
  *
  * @example
  * const limit = { algorithm: "fixed-window", limit: 100, windowMs: 60_000 } as const;
@@ -124,21 +123,11 @@ function fixedWindowToStored(state: FixedWindowState, limit: FixedWindowLimit): 
  * fixedWindowFromStored({ kind: "string", value: "60000:3" }, limit); // { windowStartMs: 60000, count: 3 }
  */
 function fixedWindowFromStored(stored: StoredState, limit: FixedWindowLimit): FixedWindowState | undefined {
-  const state =
-    stored.kind === "string" && stored.value !== undefined && !stored.value.includes(":")
-      ? countToState(stored.value, stored.expiresAtMs, limit)
-      : legacyToState(readStoredPair(stored, legacyFields));
-  if (state !== undefined && state.count < 0) throw new Error(`stored count is negative: ${state.count}`);
+  const timed = readStoredTimed(stored, legacyFields, "windowStartMs", limit.windowMs);
+  if (timed === undefined) return undefined;
+  const state = { windowStartMs: timed[1], count: timed[0] };
+  if (state.count < 0) throw new Error(`stored count is negative: ${state.count}`);
   return state;
-}
-
-function countToState(value: string, expiresAtMs: number | undefined, limit: FixedWindowLimit) {
-  if (expiresAtMs === undefined) throw new Error(`stored fixed window count has no expiry: ${value}`);
-  return { windowStartMs: expiresAtMs - limit.windowMs, count: readStoredInteger({ count: value }, "count") };
-}
-
-function legacyToState(pair: [number, number] | undefined): FixedWindowState | undefined {
-  return pair === undefined ? undefined : { windowStartMs: pair[0], count: pair[1] };
 }
 
 /**

@@ -53,9 +53,9 @@ function readStored(keyspace: InProcessKeyspace, key: string, kind: StoredState[
 }
 
 /**
- * The sliding log is a sorted set (one member per unit); the token bucket's two integers are one
- * string "a:b", the fixed window's count a string holding an integer whose key's expiry is its
- * window's end (the compact encodings); every other state is a hash.
+ * The sliding log is a sorted set (one member per unit); the token bucket and the fixed window
+ * are an integer whose key's expiry carries the state's instant (stored-timed.ts); every other
+ * state is a hash.
  */
 export function storedKind(name: AlgorithmName): StoredState["kind"] {
   if (name === "sliding-window-log") return "zset";
@@ -63,10 +63,10 @@ export function storedKind(name: AlgorithmName): StoredState["kind"] {
 }
 
 /**
- * Key `key`'s state, as the scripts' readPair / readWindow do it: a key still in an older format
- * (a hash where the algorithm now stores a string; the fixed window's "windowStartMs:count"
- * where it now stores the count with its window's end as the expiry) is rewritten at once in
- * the new one: its TTL kept, or set to the window's end (deleted when that end has passed).
+ * Key `key`'s state, as the scripts' readTimed does it: a key still in an older format (a hash,
+ * or the string "a:b", where the algorithm now stores an integer whose key's expiry carries its
+ * instant) is rewritten at once in the current one, expiring at that instant + the span, or
+ * deleted when that has passed.
  */
 function readState<L extends Limit, S>(
   name: AlgorithmName,
@@ -80,18 +80,19 @@ function readState<L extends Limit, S>(
   const state = algorithm.fromStored(stored, limit);
   if (state === undefined) return state;
   const current = algorithm.toStored(state, limit);
-  if (current.kind !== "string" || current.value === undefined || isSameString(stored, current)) return state;
-  if (current.expiresAtMs === undefined) keyspace.set(key, current.value, { keepTtl: true });
-  else if (current.expiresAtMs > keyspace.nowMs()) {
-    keyspace.set(key, current.value, { pxMs: current.expiresAtMs - keyspace.nowMs() });
-  } else keyspace.del(key);
+  if (current.kind !== "string" || current.value === undefined || current.expiresAtMs === undefined)
+    return state;
+  if (
+    stored.kind === "string" &&
+    stored.value === current.value &&
+    stored.expiresAtMs === current.expiresAtMs
+  ) {
+    return state; // already in the current format
+  }
+  const ttlMs = current.expiresAtMs - keyspace.nowMs();
+  if (ttlMs > 0) keyspace.set(key, current.value, { pxMs: ttlMs });
+  else keyspace.del(key);
   return state;
-}
-
-/** Whether `stored` already is `current`: same string and, where the format keeps one, same expiry. */
-function isSameString(stored: StoredState, current: StoredState & { kind: "string" }): boolean {
-  if (stored.kind !== "string" || stored.value !== current.value) return false;
-  return current.expiresAtMs === undefined || current.expiresAtMs === stored.expiresAtMs;
 }
 
 function writeStored(keyspace: InProcessKeyspace, key: string, stored: StoredState, ttlMs: number): void {
