@@ -1,7 +1,8 @@
 /**
  * Scenario "memory" (RL-18, issue 15): what one limited key costs in Redis. Like for
- * like, ours' fixed window (a string "windowStartMs:count" under the policy's key) beside
- * the peer's (rate-limiter-flexible's fixed window: an integer counter); ours' token bucket
+ * like, ours' fixed window (an integer count under the policy's key, its window's end the key's
+ * expiry) beside the peer's (rate-limiter-flexible's fixed window: an integer counter with PX);
+ * ours' token bucket
  * (a string "tokensMicro:tsMs") and the design text's script (a hash of floats) on their
  * own; and what 50 million keys would need.
  *

@@ -78,8 +78,18 @@ test("RL-07 a table of measured burst, error and bytes per key: a few tens of by
     ["token-bucket", "fixed-window", "sliding-window-log", "sliding-window-counter", "leaky-bucket", "gcra"],
   );
   assert.ok(rows.every((r) => r.requests === rows[0]!.requests && r.requests > 2_000));
+  // Issue 15: the token bucket and the fixed window store one integer, their instant being the
+  // key's expiry, which every algorithm's key has (RL-06): tokensMicro below 100 tokens after a
+  // spend (8 digits), a count up to "100".
+  const integerOnly = new Map([
+    ["token-bucket", 8],
+    ["fixed-window", 3],
+  ]);
   for (const r of rows.filter((r) => r.algorithm !== "sliding-window-log")) {
-    assert.ok(r.stateBytesMax >= 15 && r.stateBytesMax <= 64, `${r.algorithm}: ${r.stateBytesMax} bytes`);
+    const bytes = integerOnly.get(r.algorithm);
+    if (bytes !== undefined) assert.equal(r.stateBytesMax, bytes, r.algorithm);
+    else
+      assert.ok(r.stateBytesMax >= 15 && r.stateBytesMax <= 64, `${r.algorithm}: ${r.stateBytesMax} bytes`);
   }
   const table = renderComparisonTable(rows);
   const tableLines = table.split("\n").filter((line) => line.startsWith("|"));

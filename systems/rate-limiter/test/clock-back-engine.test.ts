@@ -93,7 +93,10 @@ const engines = [
           if (stored.kind === "string") keyspace.set(key, stored.value ?? "");
           else if (stored.kind === "hash") keyspace.hset(key, { ...stored.fields });
           else for (const e of stored.entries) keyspace.zadd(key, Number(e.score), e.member);
-          keyspace.pexpire(key, ttlMs);
+          // The fixed window's expiry is its window's end: part of the state, written as such.
+          if (stored.kind === "string" && stored.expiresAtMs !== undefined)
+            keyspace.pexpireAt(key, stored.expiresAtMs);
+          else keyspace.pexpire(key, ttlMs);
         },
       };
       return { subject: engine, close: async () => {} };
@@ -118,7 +121,9 @@ const engines = [
           if (stored.kind === "string") multi.set(key, stored.value ?? "");
           else if (stored.kind === "hash") multi.hset(key, stored.fields);
           else for (const e of stored.entries) multi.zadd(key, e.score, e.member);
-          multi.pexpire(key, ttlMs);
+          if (stored.kind === "string" && stored.expiresAtMs !== undefined)
+            multi.pexpireat(key, stored.expiresAtMs);
+          else multi.pexpire(key, ttlMs);
           await multi.exec();
         },
       };
@@ -146,7 +151,7 @@ function stateAt(algorithm: AnyAlgorithm, limit: Limit, atMs: number, spent: num
     state = d.state;
     remaining = d.remaining;
   }
-  return { stored: algorithm.toStored(state), remaining, ttlMs: algorithm.ttlMs(state, atMs, limit) };
+  return { stored: algorithm.toStored(state, limit), remaining, ttlMs: algorithm.ttlMs(state, atMs, limit) };
 }
 
 /** Writes the state `spent` units into a limit at TIME + AHEAD_MS, then spends one unit CALLS times. */

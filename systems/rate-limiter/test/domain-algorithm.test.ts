@@ -221,8 +221,8 @@ test("every algorithm: a refund right after a spend restores the key's decisions
 test("every algorithm: stored form round-trips and its byte count is field names plus decimal values", () => {
   forEveryAlgorithm((algorithm, limit, startMs, steps) => {
     play(algorithm, limit, startMs, steps, ({ decision }) => {
-      const stored = algorithm.toStored(decision.state);
-      const back = algorithm.fromStored(stored);
+      const stored = algorithm.toStored(decision.state, limit);
+      const back = algorithm.fromStored(stored, limit);
       const empty = stored.kind === "zset" && stored.entries.length === 0;
       assert.deepEqual(back, empty ? undefined : decision.state);
       assert.ok(storedBytes(stored) >= 0);

@@ -31,7 +31,7 @@ test("one entry per admitted unit: stored bytes grow with the limit", () => {
     for (let i = 0; i < limitUnits; i++)
       state = slidingWindowLog.decide(state, 1_000 + i, limit, 1, `req-${i}`).state;
     assert.equal(state?.entries.length, limitUnits);
-    return storedBytes(slidingWindowLog.toStored(state!));
+    return storedBytes(slidingWindowLog.toStored(state!, limit));
   });
   assert.ok(sizes[1]! > 9 * sizes[0]! && sizes[2]! > 9 * sizes[1]!, `bytes ${sizes.join(", ")}`);
 });

@@ -5,8 +5,9 @@
  * the identical decision and leave the identical state. No test-only clock override
  * exists in the scripts: a caller's clock must never decide.
  *
- * Each step runs in one MULTI: read the keys, EVAL, read the keys again, PTTL — so the
- * "before" state is exactly what the script read and nothing else runs in between.
+ * Each step runs in one MULTI: read the keys (and their PEXPIRETIME: the fixed window's end
+ * is its key's expiry), EVAL, read the keys again, PTTL — so the "before" state is exactly
+ * what the script read and nothing else runs in between.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -71,16 +72,21 @@ const stepArbitrary: fc.Arbitrary<Step> = fc.record({
   pauseMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 12 })),
 });
 
-function readCommand(multi: ReturnType<Redis["multi"]>, algorithm: AnyAlgorithm, key: string) {
+/** Two commands per key: its state, then its PEXPIRETIME (read by `storedAt`). */
+function readCommands(multi: ReturnType<Redis["multi"]>, algorithm: AnyAlgorithm, key: string) {
   const kind = storedKind(algorithm.name);
   if (kind === "zset") multi.zrange(key, "0", "-1", "WITHSCORES");
   else if (kind === "string") multi.get(key);
   else multi.hgetall(key);
+  multi.call("PEXPIRETIME", key);
 }
 
-function toStored(algorithm: AnyAlgorithm, raw: unknown): StoredState {
+function toStored(algorithm: AnyAlgorithm, raw: unknown, expireTime: number): StoredState {
   const kind = storedKind(algorithm.name);
-  if (kind === "string") return { kind, value: (raw as string | null) ?? undefined };
+  if (kind === "string") {
+    const expiresAtMs = expireTime >= 0 ? expireTime : undefined;
+    return { kind, value: (raw as string | null) ?? undefined, expiresAtMs };
+  }
   if (kind === "hash") return { kind, fields: raw as Record<string, string> };
   const flat = raw as string[];
   const entries = [];
@@ -89,8 +95,13 @@ function toStored(algorithm: AnyAlgorithm, raw: unknown): StoredState {
 }
 
 /** The domain state as Redis would hold it: an empty log is no key. */
-function normalized(algorithm: AnyAlgorithm, state: unknown): unknown {
-  return state === undefined ? undefined : algorithm.fromStored(algorithm.toStored(state));
+function normalized(algorithm: AnyAlgorithm, state: unknown, limit: Limit): unknown {
+  return state === undefined ? undefined : algorithm.fromStored(algorithm.toStored(state, limit), limit);
+}
+
+/** The state read by `readCommands` at result `at` (the state, then its PEXPIRETIME). */
+function storedAt(algorithm: AnyAlgorithm, results: [Error | null, unknown][], at: number, limit: Limit) {
+  return algorithm.fromStored(toStored(algorithm, results[at]![1], Number(results[at + 1]![1])), limit);
 }
 
 /** Runs a MULTI and returns its results with the slack its PTTL reads are allowed. */
@@ -111,10 +122,10 @@ function assertKeyAfter(
   algorithm: AnyAlgorithm,
   label: string,
   got: { state: unknown; pttl: number },
-  want: { state: unknown; ttlMs: number; written: boolean },
+  want: { state: unknown; ttlMs: number; written: boolean; limit: Limit },
   slackMs: number,
 ): void {
-  const state = normalized(algorithm, want.state);
+  const state = normalized(algorithm, want.state, want.limit);
   if (got.state === undefined && state !== undefined && want.ttlMs <= slackMs) {
     // A TTL of a few ms may run out before the read-back; expiry changes no decision (RL-06 property).
     assert.equal(got.pttl, -2);
@@ -146,17 +157,19 @@ async function checkCall(
     ...call.limits.flatMap((limit) => algorithm.scriptArgs(limit, call.cost, call.requestId)),
   ];
   const multi = redis.multi();
-  for (const key of call.keys) readCommand(multi, algorithm, key);
+  for (const key of call.keys) readCommands(multi, algorithm, key);
   multi.eval(script, call.keys.length, ...call.keys, ...argv);
-  for (const key of call.keys) readCommand(multi, algorithm, key);
+  for (const key of call.keys) readCommands(multi, algorithm, key);
   for (const key of call.keys) multi.pttl(key);
   const { results, slackMs } = await execTimed(multi);
   const n = call.keys.length;
   const value = (i: number) => results[i]![1];
-  const before = call.keys.map((_, i) => algorithm.fromStored(toStored(algorithm, value(i))));
-  const reply = value(n) as number[];
-  const afterStates = call.keys.map((_, i) => algorithm.fromStored(toStored(algorithm, value(n + 1 + i))));
-  const pttls = call.keys.map((_, i) => value(2 * n + 1 + i) as number);
+  const before = call.keys.map((_, i) => storedAt(algorithm, results, 2 * i, call.limits[i]!));
+  const reply = value(2 * n) as number[];
+  const afterStates = call.keys.map((_, i) =>
+    storedAt(algorithm, results, 2 * n + 1 + 2 * i, call.limits[i]!),
+  );
+  const pttls = call.keys.map((_, i) => value(4 * n + 1 + i) as number);
   const nowMs = reply[1]!;
 
   let expected: unknown[];
@@ -188,7 +201,7 @@ async function checkCall(
   }
   call.keys.forEach((_, i) => {
     const ttlMs = expected[i] === undefined ? 0 : algorithm.ttlMs(expected[i], nowMs, call.limits[i]!);
-    const want = { state: expected[i], ttlMs, written };
+    const want = { state: expected[i], ttlMs, written, limit: call.limits[i]! };
     assertKeyAfter(
       algorithm,
       `key ${i} (${call.mode})`,
@@ -230,18 +243,18 @@ async function checkEach(
     "each",
     ...items.flatMap((item) => algorithm.scriptArgs(item.limit, item.cost, item.requestId)),
   ];
+  // One limit per key: the run gives each of its keys one limit.
+  const limitOf = (key: string) => items.find((item) => item.key === key)!.limit;
   const multi = redis.multi();
-  for (const key of distinct) readCommand(multi, algorithm, key);
+  for (const key of distinct) readCommands(multi, algorithm, key);
   multi.eval(script, items.length, ...items.map((item) => item.key), ...argv);
-  for (const key of distinct) readCommand(multi, algorithm, key);
+  for (const key of distinct) readCommands(multi, algorithm, key);
   for (const key of distinct) multi.pttl(key);
   const { results, slackMs } = await execTimed(multi);
   const d = distinct.length;
   const value = (i: number) => results[i]![1];
-  const before = new Map(
-    distinct.map((key, i) => [key, algorithm.fromStored(toStored(algorithm, value(i)))]),
-  );
-  const reply = value(d) as number[];
+  const before = new Map(distinct.map((key, i) => [key, storedAt(algorithm, results, 2 * i, limitOf(key))]));
+  const reply = value(2 * d) as number[];
   const nowMs = reply[1]!;
   const calls = items.map((item) => ({ ...item, state: before.get(item.key) }));
   const decisions = decideEach(algorithm, nowMs, calls);
@@ -256,13 +269,14 @@ async function checkEach(
   assert.deepEqual(reply, [allowedCount, nowMs, 0, 0, ...perKey]);
   distinct.forEach((key, i) => {
     const lastWrite = decisions.findLastIndex((x, j) => x.allowed && items[j]!.key === key);
+    const limit = limitOf(key);
     const want =
       lastWrite === -1
-        ? { state: before.get(key), ttlMs: 0, written: false }
-        : { state: decisions[lastWrite]!.state, ttlMs: decisions[lastWrite]!.ttlMs, written: true };
+        ? { state: before.get(key), ttlMs: 0, written: false, limit }
+        : { state: decisions[lastWrite]!.state, ttlMs: decisions[lastWrite]!.ttlMs, written: true, limit };
     const got = {
-      state: algorithm.fromStored(toStored(algorithm, value(d + 1 + i))),
-      pttl: value(2 * d + 1 + i) as number,
+      state: storedAt(algorithm, results, 2 * d + 1 + 2 * i, limit),
+      pttl: value(4 * d + 1 + i) as number,
     };
     assertKeyAfter(algorithm, `${key} (each)`, got, want, slackMs);
   });

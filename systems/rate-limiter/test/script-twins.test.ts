@@ -48,11 +48,16 @@ async function openEngine() {
   return { clock, keyspace, runner };
 }
 
-function readState(keyspace: InProcessKeyspace, algorithm: AnyAlgorithm, key: string): unknown {
+function readState(keyspace: InProcessKeyspace, algorithm: AnyAlgorithm, key: string, limit: Limit): unknown {
   const kind = storedKind(algorithm.name);
+  const pttl = keyspace.pttl(key);
   const stored: StoredState =
     kind === "string"
-      ? { kind, value: keyspace.get(key) ?? undefined }
+      ? {
+          kind,
+          value: keyspace.get(key) ?? undefined,
+          expiresAtMs: pttl >= 0 ? keyspace.nowMs() + pttl : undefined,
+        }
       : kind === "zset"
         ? {
             kind: "zset",
@@ -61,12 +66,12 @@ function readState(keyspace: InProcessKeyspace, algorithm: AnyAlgorithm, key: st
               .map((member) => ({ member, score: String(keyspace.zscore(key, member)) })),
           }
         : { kind: "hash", fields: keyspace.hgetall(key) };
-  return algorithm.fromStored(stored);
+  return algorithm.fromStored(stored, limit);
 }
 
 /** The domain state as the keyspace holds it: an empty log is no key. */
-function normalized(algorithm: AnyAlgorithm, state: unknown): unknown {
-  return state === undefined ? undefined : algorithm.fromStored(algorithm.toStored(state));
+function normalized(algorithm: AnyAlgorithm, state: unknown, limit: Limit): unknown {
+  return state === undefined ? undefined : algorithm.fromStored(algorithm.toStored(state, limit), limit);
 }
 
 interface EachItem {
@@ -102,7 +107,9 @@ for (const name of algorithmNames) {
               requestId: `req-${index}-${j}`,
             }));
             const nowMs = clock.nowMs();
-            const before = new Map(keys.map((key) => [key, readState(keyspace, algorithm, key)]));
+            const before = new Map(
+              keys.map((key, k) => [key, readState(keyspace, algorithm, key, limits[k]!)]),
+            );
             const reply = (await runner.run(
               name,
               items.map((item) => item.key),
@@ -122,11 +129,15 @@ for (const name of algorithmNames) {
             ]);
             const allowedCount = decisions.filter((d) => d.allowed).length;
             assert.deepEqual(reply, [allowedCount, nowMs, 0, 0, ...perKey]);
-            for (const key of keys) {
+            for (const [k, key] of keys.entries()) {
               const last = decisions.findLastIndex((d, j) => d.allowed && items[j]!.key === key);
-              const want = last === -1 ? before.get(key) : decisions[last]!.state;
-              assert.deepEqual(readState(keyspace, algorithm, key), normalized(algorithm, want), key);
-              if (last !== -1 && normalized(algorithm, want) !== undefined) {
+              const want = normalized(
+                algorithm,
+                last === -1 ? before.get(key) : decisions[last]!.state,
+                limits[k]!,
+              );
+              assert.deepEqual(readState(keyspace, algorithm, key, limits[k]!), want, key);
+              if (last !== -1 && want !== undefined) {
                 assert.equal(keyspace.pttl(key), decisions[last]!.ttlMs, `PTTL of ${key}`);
               }
             }

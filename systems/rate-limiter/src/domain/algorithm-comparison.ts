@@ -142,7 +142,7 @@ interface Run {
 function runOne(name: AlgorithmName, limit: Limit, traffic: readonly Request[]): Run {
   const algorithm = algorithms[name] as unknown as {
     decide(state: unknown, nowMs: number, limit: Limit, cost: number, requestId?: string): Decision<unknown>;
-    toStored(state: unknown): Parameters<typeof storedBytes>[0];
+    toStored(state: unknown, limit: Limit): Parameters<typeof storedBytes>[0];
   };
   let state: unknown;
   let stateBytesMax = 0;
@@ -156,7 +156,7 @@ function runOne(name: AlgorithmName, limit: Limit, traffic: readonly Request[]):
     }
     state = decision.state;
     outputsMs.push(request.atMs + decision.delayMs);
-    stateBytesMax = Math.max(stateBytesMax, storedBytes(algorithm.toStored(state)));
+    stateBytesMax = Math.max(stateBytesMax, storedBytes(algorithm.toStored(state, limit)));
   }
   outputsMs.sort((a, b) => a - b);
   return { outputsMs, refusedAtMs, stateBytesMax };

@@ -112,11 +112,13 @@ export interface Decision<S> {
 }
 
 /**
- * State as it lies in Redis: a string (the compact "a:b" of two integers, written with
- * SET PX; `value` undefined when the key is absent), a hash of decimal strings, or a sorted set.
+ * State as it lies in Redis: a string (an integer whose key's expiry carries the state's instant,
+ * stored-timed.ts, or an older "a:b"; `value` undefined when the key is absent), a hash of decimal
+ * strings, or a sorted set. `expiresAtMs` is the key's absolute expiry (PEXPIRETIME): part of
+ * the state for the strings; absent when the key has none.
  */
 export type StoredState =
-  | { readonly kind: "string"; readonly value: string | undefined }
+  | { readonly kind: "string"; readonly value: string | undefined; readonly expiresAtMs?: number }
   | { readonly kind: "hash"; readonly fields: Readonly<Record<string, string>> }
   | {
       readonly kind: "zset";
@@ -133,9 +135,10 @@ export interface Algorithm<L extends Limit, S> {
   refund(state: S | undefined, nowMs: number, limit: L, cost: number, requestId?: string): S;
   /** PEXPIRE after writing `state` at `nowMs` (≥ 1). */
   ttlMs(state: S, nowMs: number, limit: L): number;
-  toStored(state: S): StoredState;
+  /** `limit`: where the key's expiry carries an instant (stored-timed.ts), the span from it. */
+  toStored(state: S, limit: L): StoredState;
   /** Undefined when nothing is stored; throws when what is stored is corrupt. */
-  fromStored(stored: StoredState): S | undefined;
+  fromStored(stored: StoredState, limit: L): S | undefined;
   /** This key's ARGV slice for the script, numbers as JS prints them (shortest round trip). */
   scriptArgs(limit: L, cost: number, requestId?: string): string[];
 }
@@ -325,21 +328,10 @@ export function readStoredInteger(fields: Readonly<Record<string, string>>, fiel
 }
 
 /**
- * The compact encoding of a state of two integers (issue 15): one string "a:b", written
- * with SET PX, instead of a hash with named fields — ~16 B less per key in MEMORY USAGE.
- * Mirrored by src/store/scripts/includes/stored-pair.lua.
- *
- * @example
- * pairToStored(4_000_000, 1_000); // { kind: "string", value: "4000000:1000" }
- */
-export function pairToStored(a: number, b: number): StoredState {
-  return { kind: "string", value: `${a}:${b}` };
-}
-
-/**
- * Reads a two-integer state: the compact string "a:b", or a key still in the old format,
- * a hash of `fields` (migration: the script and its twin rewrite such a key as the string
- * on the decision that reads it). Undefined when nothing is stored; throws when corrupt.
+ * Reads a two-integer state in the older formats of issue 15: the string "a:b", or before it
+ * a hash of `fields` (the scripts and their twins rewrite such a key in the current format,
+ * stored-timed.ts, on the decision that reads it). Undefined when nothing is stored; throws
+ * when corrupt.
  *
  * @example
  * readStoredPair({ kind: "string", value: "4000000:1000" }, ["tokensMicro", "tsMs"]); // [4000000, 1000]

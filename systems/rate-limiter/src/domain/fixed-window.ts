@@ -1,16 +1,17 @@
 /**
  * Fixed window counter (000 §1.3): counts units inside each clock-aligned window
  * (each minute of the clock for a 60 s window). The cheapest algorithm — one counter
- * and a window start per key — but it lets up to 2 × the limit through across a
+ * per key, its window's end the key's expiry — but it lets up to 2 × the limit through across a
  * window boundary: `limit` at the end of one window and `limit` at the start of the
  * next (RL-07, measured in algorithm-comparison.ts).
  *
  * Mirrored by src/store/scripts/fixed-window-n.lua.
  */
 import type { Algorithm, Decision, FixedWindowLimit, StoredState } from "./algorithm.ts";
-import { pairToStored, readStoredPair, validateCall } from "./algorithm.ts";
+import { validateCall } from "./algorithm.ts";
+import { readStoredTimed, timedToStored } from "./stored-timed.ts";
 
-/** The old format's hash fields (a key still holding it is read and rewritten). */
+/** The older formats' fields: a hash {windowStartMs, count}, then a string "windowStartMs:count". */
 const legacyFields = ["windowStartMs", "count"] as const;
 
 export interface FixedWindowState {
@@ -99,26 +100,32 @@ function fixedWindowTtlMs(state: FixedWindowState, nowMs: number, limit: FixedWi
 }
 
 /**
- * The Redis string of a window, "windowStartMs:count" (SET PX; the compact encoding of issue 15).
+ * The Redis form of a window, as rate-limiter-flexible stores its counter (issue 15): the count
+ * alone, an integer, and the window's end as the key's absolute expiry (stored-timed.ts): the
+ * window's start is read back as PEXPIRETIME − windowMs.
  *
  * @example
- * fixedWindowToStored({ windowStartMs: 60_000, count: 3 }); // { kind: "string", value: "60000:3" }
+ * fixedWindowToStored({ windowStartMs: 60_000, count: 3 }, { algorithm: "fixed-window", limit: 100, windowMs: 60_000 });
+ * // { kind: "string", value: "3", expiresAtMs: 120000 }
  */
-function fixedWindowToStored(state: FixedWindowState): StoredState {
-  return pairToStored(state.windowStartMs, state.count);
+function fixedWindowToStored(state: FixedWindowState, limit: FixedWindowLimit): StoredState {
+  return timedToStored(state.count, state.windowStartMs, limit.windowMs);
 }
 
 /**
- * Reads a window back from its string, or from a hash {windowStartMs, count} of the old
- * format (undefined when the key is absent).
+ * Reads a window back from its count and its key's expiry, or from one of the two older
+ * formats, a string "windowStartMs:count" or a hash {windowStartMs, count}, which carry the
+ * start themselves (undefined when the key is absent; throws when corrupt).
  *
  * @example
- * fixedWindowFromStored({ kind: "string", value: "60000:3" }); // { windowStartMs: 60000, count: 3 }
+ * const limit = { algorithm: "fixed-window", limit: 100, windowMs: 60_000 } as const;
+ * fixedWindowFromStored({ kind: "string", value: "3", expiresAtMs: 120_000 }, limit); // { windowStartMs: 60000, count: 3 }
+ * fixedWindowFromStored({ kind: "string", value: "60000:3" }, limit); // { windowStartMs: 60000, count: 3 }
  */
-function fixedWindowFromStored(stored: StoredState): FixedWindowState | undefined {
-  const pair = readStoredPair(stored, legacyFields);
-  if (pair === undefined) return undefined;
-  const state = { windowStartMs: pair[0], count: pair[1] };
+function fixedWindowFromStored(stored: StoredState, limit: FixedWindowLimit): FixedWindowState | undefined {
+  const timed = readStoredTimed(stored, legacyFields, "windowStartMs", limit.windowMs);
+  if (timed === undefined) return undefined;
+  const state = { windowStartMs: timed[1], count: timed[0] };
   if (state.count < 0) throw new Error(`stored count is negative: ${state.count}`);
   return state;
 }

@@ -15,7 +15,8 @@
  * Mirrored by src/store/scripts/token-bucket-n.lua.
  */
 import type { Algorithm, Decision, StoredState, TokenBucketLimit } from "./algorithm.ts";
-import { MICRO_PER_UNIT, msUntilMicro, pairToStored, readStoredPair, validateCall } from "./algorithm.ts";
+import { MICRO_PER_UNIT, msUntilMicro, validateCall } from "./algorithm.ts";
+import { readStoredTimed, timedToStored } from "./stored-timed.ts";
 
 /** The old format's hash fields (a key still holding it is read and rewritten). */
 const legacyFields = ["tokensMicro", "tsMs"] as const;
@@ -124,30 +125,39 @@ function refundTokenBucket(
  * tokenBucketTtlMs({ tokensMicro: 0, tsMs: 0 }, 0, { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 }); // 20000
  */
 function tokenBucketTtlMs(_state: TokenBucketState, _nowMs: number, limit: TokenBucketLimit): number {
+  return twiceFullRefillMs(limit);
+}
+
+function twiceFullRefillMs(limit: TokenBucketLimit): number {
   return Math.ceil((limit.capacity / limit.ratePerS) * 1000) * 2;
 }
 
 /**
- * The Redis string of a bucket, "tokensMicro:tsMs" (SET PX; the compact encoding of issue 15).
+ * The Redis form of a bucket (issue 15): tokensMicro alone, an integer (Redis keeps it inside
+ * the object), and tsMs carried by the key's absolute expiry, tsMs + the TTL (RL-06's 2 × a
+ * full refill, a constant of the limit; stored-timed.ts): read back as PEXPIRETIME − the TTL.
  *
  * @example
- * tokenBucketToStored({ tokensMicro: 4_000_000, tsMs: 1_000 }); // { kind: "string", value: "4000000:1000" }
+ * tokenBucketToStored({ tokensMicro: 4_000_000, tsMs: 1_000 }, { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 });
+ * // { kind: "string", value: "4000000", expiresAtMs: 21000 }
  */
-function tokenBucketToStored(state: TokenBucketState): StoredState {
-  return pairToStored(state.tokensMicro, state.tsMs);
+function tokenBucketToStored(state: TokenBucketState, limit: TokenBucketLimit): StoredState {
+  return timedToStored(state.tokensMicro, state.tsMs, twiceFullRefillMs(limit));
 }
 
 /**
- * Reads a bucket back from its string, or from a hash {tokensMicro, tsMs} of the old
- * format (undefined when the key is absent).
+ * Reads a bucket back from its integer and its key's expiry, or from an older format, the
+ * string "tokensMicro:tsMs" or a hash {tokensMicro, tsMs} (undefined when the key is absent).
  *
  * @example
- * tokenBucketFromStored({ kind: "string", value: "4000000:1000" }); // { tokensMicro: 4000000, tsMs: 1000 }
+ * const limit = { algorithm: "token-bucket", capacity: 5, ratePerS: 0.5 } as const;
+ * tokenBucketFromStored({ kind: "string", value: "4000000", expiresAtMs: 21_000 }, limit); // { tokensMicro: 4000000, tsMs: 1000 }
+ * tokenBucketFromStored({ kind: "string", value: "4000000:1000" }, limit); // { tokensMicro: 4000000, tsMs: 1000 }
  */
-function tokenBucketFromStored(stored: StoredState): TokenBucketState | undefined {
-  const pair = readStoredPair(stored, legacyFields);
-  if (pair === undefined) return undefined;
-  const state = { tokensMicro: pair[0], tsMs: pair[1] };
+function tokenBucketFromStored(stored: StoredState, limit: TokenBucketLimit): TokenBucketState | undefined {
+  const timed = readStoredTimed(stored, legacyFields, "tsMs", twiceFullRefillMs(limit));
+  if (timed === undefined) return undefined;
+  const state = { tokensMicro: timed[0], tsMs: timed[1] };
   if (state.tokensMicro < 0) throw new Error(`stored tokensMicro is negative: ${state.tokensMicro}`);
   return state;
 }

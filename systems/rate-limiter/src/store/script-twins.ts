@@ -37,7 +37,10 @@ const limitFields: Record<AlgorithmName, readonly [string, string]> = {
 function readStored(keyspace: InProcessKeyspace, key: string, kind: StoredState["kind"]): StoredState {
   // The compact string's old format is a hash: read it as such (the algorithm reads both).
   if (kind === "string" && keyspace.type(key) !== "hash") {
-    return { kind: "string", value: keyspace.get(key) ?? undefined };
+    // PEXPIRETIME: time is frozen inside the twin's atomic call, so now + PTTL is exact.
+    const pttl = keyspace.pttl(key);
+    const expiresAtMs = pttl >= 0 ? keyspace.nowMs() + pttl : undefined;
+    return { kind: "string", value: keyspace.get(key) ?? undefined, expiresAtMs };
   }
   if (kind === "zset") {
     const entries = keyspace.zrange(key, 0, -1).map((member) => ({
@@ -50,8 +53,9 @@ function readStored(keyspace: InProcessKeyspace, key: string, kind: StoredState[
 }
 
 /**
- * The sliding log is a sorted set (one member per unit); the token bucket's and the fixed
- * window's two integers are one string "a:b" (the compact encoding); every other state is a hash.
+ * The sliding log is a sorted set (one member per unit); the token bucket and the fixed window
+ * are an integer whose key's expiry carries the state's instant (stored-timed.ts); every other
+ * state is a hash.
  */
 export function storedKind(name: AlgorithmName): StoredState["kind"] {
   if (name === "sliding-window-log") return "zset";
@@ -59,24 +63,35 @@ export function storedKind(name: AlgorithmName): StoredState["kind"] {
 }
 
 /**
- * Key `key`'s state, as the script's readPair does it: a key still in the old format (a hash
- * where the algorithm now stores a string) is rewritten at once in the new one, TTL kept.
+ * Key `key`'s state, as the scripts' readTimed does it: a key still in an older format (a hash,
+ * or the string "a:b", where the algorithm now stores an integer whose key's expiry carries its
+ * instant) is rewritten at once in the current one, expiring at that instant + the span, or
+ * deleted when that has passed.
  */
 function readState<L extends Limit, S>(
   name: AlgorithmName,
   algorithm: Algorithm<L, S>,
   keyspace: InProcessKeyspace,
   key: string,
+  limit: L,
 ): S | undefined {
   const kind = storedKind(name);
   const stored = readStored(keyspace, key, kind);
-  const state = algorithm.fromStored(stored);
-  if (state !== undefined && stored.kind !== kind) {
-    const migrated = algorithm.toStored(state);
-    if (migrated.kind === "string" && migrated.value !== undefined) {
-      keyspace.set(key, migrated.value, { keepTtl: true });
-    }
+  const state = algorithm.fromStored(stored, limit);
+  if (state === undefined) return state;
+  const current = algorithm.toStored(state, limit);
+  if (current.kind !== "string" || current.value === undefined || current.expiresAtMs === undefined)
+    return state;
+  if (
+    stored.kind === "string" &&
+    stored.value === current.value &&
+    stored.expiresAtMs === current.expiresAtMs
+  ) {
+    return state; // already in the current format
   }
+  const ttlMs = current.expiresAtMs - keyspace.nowMs();
+  if (ttlMs > 0) keyspace.set(key, current.value, { pxMs: ttlMs });
+  else keyspace.del(key);
   return state;
 }
 
@@ -118,8 +133,8 @@ function parseCalls<L extends Limit, S>(
   argv: readonly string[],
 ): KeyCall<L, S>[] {
   return keys.map((key, i) => {
-    const state = readState(name, algorithm, keyspace, key);
-    return { state, ...parseCall(name, algorithm, argv, i) };
+    const call = parseCall(name, algorithm, argv, i);
+    return { state: readState(name, algorithm, keyspace, key, call.limit), ...call };
   });
 }
 
@@ -147,10 +162,10 @@ function decideEachInPlace<L extends Limit, S>(
   const reply = [0, nowMs, 0, 0];
   calls.forEach((call, i) => {
     const key = keys[i]!;
-    const state = readState(name, algorithm, keyspace, key);
+    const state = readState(name, algorithm, keyspace, key, call.limit);
     const d = algorithm.decide(state, nowMs, call.limit, call.cost, call.requestId);
     if (d.allowed) {
-      writeStored(keyspace, key, algorithm.toStored(d.state), d.ttlMs);
+      writeStored(keyspace, key, algorithm.toStored(d.state, call.limit), d.ttlMs);
       reply[0]!++;
     }
     reply.push(d.allowed ? 1 : 0, d.remaining, d.resetMs, d.retryAfterMs, d.delayMs);
@@ -176,7 +191,7 @@ function twinOf<L extends Limit, S>(name: AlgorithmName, algorithm: Algorithm<L,
           writeStored(
             keyspace,
             keys[i]!,
-            algorithm.toStored(state),
+            algorithm.toStored(state, call.limit),
             algorithm.ttlMs(state, nowMs, call.limit),
           );
         });
@@ -185,7 +200,12 @@ function twinOf<L extends Limit, S>(name: AlgorithmName, algorithm: Algorithm<L,
       const outcome = decideAll(algorithm, nowMs, calls);
       if (outcome.allowed) {
         outcome.decisions.forEach((decision, i) => {
-          writeStored(keyspace, keys[i]!, algorithm.toStored(decision.state), decision.ttlMs);
+          writeStored(
+            keyspace,
+            keys[i]!,
+            algorithm.toStored(decision.state, calls[i]!.limit),
+            decision.ttlMs,
+          );
         });
       }
       const perKey = outcome.decisions.flatMap((d) => [d.allowed ? 1 : 0, d.remaining, d.resetMs]);

@@ -1,7 +1,8 @@
 -- fixed-window-n.lua: fixed window counter over N keys: all-or-nothing, or each on its own.
 -- Mirrors src/domain/fixed-window.ts and decideAll / decideEach in src/domain/algorithm.ts exactly.
--- KEYS[1..] string "windowStartMs:count" of one key (a hash {windowStartMs, count}, the old format, is
---          read and rewritten as the string: stored-pair). spend, refund: distinct keys, one hash slot (RL-08).
+-- KEYS[1..] the window's count, an integer, whose expiry is the window's end (stored-timed; a key in an
+--          older format, a hash or "windowStartMs:count", is read and rewritten so). spend, refund: distinct
+--          keys, one hash slot (RL-08).
 --          each: a key may repeat; the store sends keys of one slot in cluster mode (it enforces
 --          that), any keys on a standalone Redis.
 -- ARGV[1]  "spend" | "refund" | "each"
@@ -15,7 +16,7 @@
 -- Time is the server's TIME, never the caller's; windows are aligned to it (multiples of windowMs).
 --- @include "server-time-ms"
 --- @include "batch-mode"
---- @include "stored-pair"
+--- @include "stored-timed"
 local now = serverTimeMs()
 local mode, each, usage = readMode(3, 'limit, windowMs, cost')
 if usage then return usage end
@@ -23,24 +24,24 @@ if usage then return usage end
 local reply, n, writes = {each and 0 or 1, now, 0, 0}, 4, {}
 for i, key in ipairs(KEYS) do
   local limit, w, cost = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
-  local s = {readPair(key, 'windowStartMs', 'count')}
+  local storedCount, storedStart = readTimed(key, w, now, 'windowStartMs', 'count', true)
   local start, count = now - now % w, 0
   -- RL-05: a stored window later than now's (clock stepped back) is kept, never reopened.
-  if s[1] and tonumber(s[1]) >= start then start, count = tonumber(s[1]), tonumber(s[2]) end
+  if storedStart and storedStart >= start then start, count = storedStart, storedCount end
   local untilEnd = start + w - now
   local ok = count + cost <= limit
   if mode == 'refund' then count = math.max(0, count - cost)
   elseif ok then count = count + cost end
   if each then
     if ok then
-      writePair(key, start, count, math.max(1, untilEnd))
+      writeTimed(key, count, start, w)
       reply[1] = reply[1] + 1
     end
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
       ok and 1 or 0, limit - count, untilEnd, ok and 0 or untilEnd, 0
     n = n + 5
   else
-    writes[3 * i - 2], writes[3 * i - 1], writes[3 * i] = start, count, math.max(1, untilEnd)
+    writes[3 * i - 2], writes[3 * i - 1], writes[3 * i] = start, count, w
     if mode == 'spend' then
       if not ok then reply[1] = 0; reply[3] = math.max(reply[3], untilEnd) end
       reply[n + 1], reply[n + 2], reply[n + 3] = ok and 1 or 0, limit - count, untilEnd
@@ -50,7 +51,7 @@ for i, key in ipairs(KEYS) do
 end
 if mode == 'refund' or (mode == 'spend' and reply[1] == 1) then
   for i, key in ipairs(KEYS) do
-    writePair(key, writes[3 * i - 2], writes[3 * i - 1], writes[3 * i])
+    writeTimed(key, writes[3 * i - 1], writes[3 * i - 2], writes[3 * i])
   end
 end
 return reply

@@ -1,7 +1,8 @@
 -- token-bucket-n.lua: the text's token bucket (000 §1.3) over N keys: all-or-nothing, or each on its own.
 -- Mirrors src/domain/token-bucket.ts and decideAll / decideEach in src/domain/algorithm.ts exactly.
--- KEYS[1..] string "tokensMicro:tsMs" of one bucket (a hash {tokensMicro, tsMs}, the old format, is
---          read and rewritten as the string: stored-pair). spend, refund: distinct keys, one hash slot (RL-08).
+-- KEYS[1..] tokensMicro of one bucket, an integer, whose key expires 2 x a full refill after tsMs, the last
+--          write (stored-timed; a key in an older format, a hash {tokensMicro, tsMs} or "tokensMicro:tsMs", is
+--          read and rewritten so). spend, refund: distinct keys, one hash slot (RL-08).
 --          each: a key may repeat; the store sends keys of one slot in cluster mode (it enforces
 --          that), any keys on a standalone Redis.
 -- ARGV[1]  "spend" | "refund" | "each"
@@ -18,7 +19,7 @@
 --- @include "server-time-ms"
 --- @include "batch-mode"
 --- @include "ms-until"
---- @include "stored-pair"
+--- @include "stored-timed"
 local now = serverTimeMs()
 local mode, each, usage = readMode(3, 'capacity, ratePerS, cost')
 if usage then return usage end
@@ -28,12 +29,12 @@ local reply, n, writes = {each and 0 or 1, now, 0, 0}, 4, {}
 for i, key in ipairs(KEYS) do
   local capacity, ratePerS, cost = tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1])
   local cap, rate, need = capacity * M, ratePerS * 1000, cost * M
-  local s1, s2 = readPair(key, 'tokensMicro', 'tsMs')
+  local ttl = math.ceil(capacity / ratePerS * 1000) * 2 -- RL-06: 2 x full refill
+  local s1, s2 = readTimed(key, ttl, now, 'tokensMicro', 'tsMs', false)
   local stored, ts = s1 or cap, s2 or now -- a missing bucket is full
   -- lazy refill since the last write (RL-02), elapsed clamped at 0 (RL-05)
   local tokens = math.min(cap, stored + math.floor(math.max(0, now - ts) * rate))
   local ok, reset, retry = tokens >= need, 0, 0
-  local ttl = math.ceil(capacity / ratePerS * 1000) * 2 -- RL-06: 2 x full refill
   if mode == 'refund' then tokens = math.min(cap, tokens + need)
   elseif ok then tokens = tokens - need; reset = msUntil(cap - tokens, rate)
   else -- waits count from the last write, as the refill does, so they are exact to the ms
@@ -42,7 +43,7 @@ for i, key in ipairs(KEYS) do
   end
   if each then
     if ok then
-      writePair(key, tokens, now, ttl)
+      writeTimed(key, tokens, now, ttl)
       reply[1] = reply[1] + 1
     end
     reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
@@ -59,7 +60,7 @@ for i, key in ipairs(KEYS) do
 end
 if mode == 'refund' or (mode == 'spend' and reply[1] == 1) then
   for i, key in ipairs(KEYS) do
-    writePair(key, writes[2 * i - 1], now, writes[2 * i])
+    writeTimed(key, writes[2 * i - 1], now, writes[2 * i])
   end
 end
 return reply
