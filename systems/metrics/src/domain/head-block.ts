@@ -61,6 +61,17 @@ export type AppendRefusalCode =
   | "SERIES_LIMIT"
   | "METRIC_SERIES_LIMIT";
 
+export interface AppendOptions {
+  /** New series past a ceiling: refuse the whole batch (default), or leave them out (`limited`). */
+  readonly onLimit?: "refuse" | "skip";
+  /**
+   * `skip`: a sample at or before its series' newest is taken as already stored and left
+   * out — for a redelivered stream message, whose series reach the head in order (MT-07), so
+   * what is not newer was applied by the delivery that crashed before its ack.
+   */
+  readonly stored?: "refuse" | "skip";
+}
+
 export interface AppendRefusal {
   readonly ok: false;
   readonly code: AppendRefusalCode;
@@ -146,10 +157,7 @@ export class HeadBlock {
    * the batch, or with `onLimit: "skip"` is left out and listed in `limited` while the rest
    * goes on (Mimir's way: an exploding metric must not stop the tenant's other series).
    */
-  plan(
-    batch: readonly SeriesSamples[],
-    options: { onLimit?: "refuse" | "skip" } = {},
-  ): AppendPlan | AppendRefusal {
+  plan(batch: readonly SeriesSamples[], options: AppendOptions = {}): AppendPlan | AppendRefusal {
     const limited: Array<{ index: number; labels: Labels; code: AppendRefusalCode; detail: string }> = [];
     const skipped = new Set<string>();
     const planned = new Map<string, PlannedSeries>();
@@ -182,6 +190,7 @@ export class HeadBlock {
       let lastT = entry.samples.at(-1)?.t ?? existing?.lastT ?? Number.NEGATIVE_INFINITY;
       let lastV = entry.samples.at(-1)?.v ?? existing?.lastV ?? 0;
       for (const sample of samples) {
+        if (options.stored === "skip" && existing !== undefined && sample.t <= existing.lastT) continue;
         if (sample.t < this.minValidT) {
           const detail = `sample at ${sample.t} is older than the head's start ${this.minValidT}`;
           return { ok: false, code: "TOO_OLD", index, labels, detail };

@@ -17,6 +17,7 @@
  */
 import { join } from "node:path";
 import {
+  type AppendOptions,
   type AppendPlan,
   type AppendRefusal,
   type CardinalityLimits,
@@ -85,10 +86,7 @@ export class Tsdb {
   }
 
   /** Appends a batch: all of it, durable, or none of it with the refusal. */
-  append(
-    batch: readonly SeriesSamples[],
-    options: { onLimit?: "refuse" | "skip" } = {},
-  ): Promise<AppendResult> {
+  append(batch: readonly SeriesSamples[], options: AppendOptions = {}): Promise<AppendResult> {
     return this.#locked(async () => {
       const plan = this.head.plan(batch, options);
       if (!plan.ok) return plan;
