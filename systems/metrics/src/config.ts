@@ -95,6 +95,33 @@ export const configSchema = {
     description:
       "A message the hot writer took and did not acknowledge (it died) is delivered again after this",
   }),
+  alertRuleFiles: field.string({
+    env: "METRICS_ALERT_RULE_FILES",
+    maxLength: 16_384,
+    description:
+      "Alerting rule files in Prometheus's format (comma-separated paths), evaluated off the stream; the built-in cardinality rule always runs",
+  }),
+  alertWebhookUrl: field.string({
+    env: "METRICS_ALERT_WEBHOOK_URL",
+    pattern: /^https?:\/\/\S+$/,
+    maxLength: 2_048,
+    description: "Where alert notifications are POSTed (Alertmanager's webhook body); unset = logged only",
+  }),
+  alertIntervalMs: field.int({
+    env: "METRICS_ALERT_INTERVAL_MS",
+    default: 15_000,
+    min: 100,
+    max: 3_600_000,
+    description: "Evaluation interval of a rule group without its own `interval:`",
+  }),
+  alertReplayMs: field.int({
+    env: "METRICS_ALERT_REPLAY_MS",
+    default: 900_000,
+    min: 60_000,
+    max: 86_400_000,
+    description:
+      "How much of the stream a (re)started evaluator replays to rebuild rate() windows and for: state; also its window",
+  }),
   standardLabels: field.string({
     env: "METRICS_STANDARD_LABELS",
     pattern: STANDARD_LABELS_PATTERN,

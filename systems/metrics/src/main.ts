@@ -25,6 +25,7 @@ import { systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import { prometheusErrorFormat } from "./api/prometheus-errors.ts";
 import { registerApi } from "./api/register-api.ts";
+import { AlertWebhook } from "./clients/alert-webhook.ts";
 import {
   BOOTSTRAP_OFF,
   configSchema,
@@ -36,9 +37,12 @@ import {
 import { labelsFromPairs } from "./domain/labels.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
+import { loadRuleFiles } from "./store/rule-files.ts";
 import { SampleStream } from "./store/sample-stream.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
+import { startAlertEvaluator } from "./workers/alert-evaluator.ts";
+import { CardinalityReporter, cardinalityRules } from "./workers/cardinality-alert.ts";
 import { startHotWriter } from "./workers/hot-writer.ts";
 
 export const SYSTEM = "metrics";
@@ -102,6 +106,43 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           maxBytes: config.streamMaxBytes,
         });
         await stream.ensure();
+        const sampleStream = stream;
+        const onError = (what: string) => (error: unknown) => service.log.error({ err: error }, what);
+        const cardinality = new CardinalityReporter(
+          sampleStream,
+          systemClock,
+          onError("cardinality report failed"),
+        );
+        const webhook = config.alertWebhookUrl
+          ? new AlertWebhook({
+              url: config.alertWebhookUrl,
+              onFailed: (error, payload) =>
+                service.log.error(
+                  { err: error, alert: payload.groupLabels },
+                  "alert notification not delivered",
+                ),
+            })
+          : undefined;
+        if (webhook) service.onClose(() => webhook.close());
+        const evaluator = await startAlertEvaluator({
+          client,
+          groups: [
+            ...cardinalityRules(config.alertIntervalMs),
+            ...(await loadRuleFiles(config.alertRuleFiles, config.alertIntervalMs)),
+          ],
+          clock: systemClock,
+          replayMs: config.alertReplayMs,
+          notify: (payload) => {
+            metrics.alertNotifications.inc({
+              alertname: payload.groupLabels.alertname ?? "",
+              status: payload.status,
+            });
+            if (webhook) webhook.send(payload);
+            else service.log.warn({ alert: payload }, "alert (no METRICS_ALERT_WEBHOOK_URL: logged only)");
+          },
+          onError: onError("alert evaluator failed"),
+        });
+        service.onClose(() => evaluator.stop());
         const writer = await startHotWriter({
           client,
           tsdbs,
@@ -109,7 +150,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           partitions: config.partitions,
           ackWaitMs: config.hotWriterAckWaitMs,
           onApplied: ({ tenant, samples }) => metrics.ingestedSamples.inc({ tenant }, samples),
-          onLimited: (tenant, limited) => metrics.refusedSeries.inc({ tenant }, limited.length),
+          onLimited: (tenant, limited) => {
+            metrics.refusedSeries.inc({ tenant }, limited.length);
+            cardinality.report(tenant, limited);
+          },
           onDropped: (event) => {
             metrics.droppedMessages.inc({ reason: event.reason.split(":")[0] ?? "other" });
             service.log.warn(event, "hot writer dropped a stream message");

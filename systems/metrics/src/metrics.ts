@@ -19,6 +19,8 @@ export interface SystemMetrics {
   readonly streamedSamples: Counter<"tenant">;
   /** Stream messages the hot writer dropped (refused by the TSDB, unknown tenant), per reason. */
   readonly droppedMessages: Counter<"reason">;
+  /** Alert notifications the evaluator sent, per rule and status. */
+  readonly alertNotifications: Counter<"alertname" | "status">;
   /** MT-16: new series refused by a cardinality ceiling, per tenant. */
   readonly refusedSeries: Counter<"tenant">;
   /** MT-06: samples per partition (hash of the series): how evenly series spread. */
@@ -63,5 +65,19 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     labelNames: ["reason"],
     registers: [registry],
   });
-  return { buildInfo, ingestedSamples, streamedSamples, droppedMessages, refusedSeries, partitionSamples };
+  const alertNotifications = new Counter({
+    name: "metrics_alert_notifications_total",
+    help: "Alert notifications the evaluator sent (Alertmanager webhook bodies), per rule and status",
+    labelNames: ["alertname", "status"],
+    registers: [registry],
+  });
+  return {
+    buildInfo,
+    ingestedSamples,
+    streamedSamples,
+    alertNotifications,
+    droppedMessages,
+    refusedSeries,
+    partitionSamples,
+  };
 }

@@ -5,7 +5,9 @@
  * tenant's ceiling are refused by the hot writer after the answer and counted (MT-16).
  */
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { mkdtemp, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -22,10 +24,32 @@ let running: RunningSystem;
 let dataDir: string;
 let key: string;
 let limitedKey: string;
+let receiver: Server;
+const notifications: Array<{
+  groupLabels: { alertname: string };
+  alerts: Array<{ labels: Record<string, string>; annotations: Record<string, string> }>;
+}> = [];
 
 before(async () => {
+  receiver = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      notifications.push(JSON.parse(Buffer.concat(chunks).toString("utf8")));
+      res.writeHead(204).end();
+    });
+  });
+  receiver.listen(0, "127.0.0.1");
+  await once(receiver, "listening");
   dataDir = await mkdtemp(join(tmpdir(), "casebook-metrics-stream-"));
-  running = await main({ PORT: "0", LOG_LEVEL: "silent", CASEBOOK_DATA: dataDir, METRICS_PARTITIONS: "4" });
+  running = await main({
+    PORT: "0",
+    LOG_LEVEL: "silent",
+    CASEBOOK_DATA: dataDir,
+    METRICS_PARTITIONS: "4",
+    METRICS_ALERT_INTERVAL_MS: "200",
+    METRICS_ALERT_WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/alerts`,
+  });
   key = running.bootstrap!.apiKey;
   const limited = await running.tenants.createIfAbsent({
     id: "capped",
@@ -35,7 +59,7 @@ before(async () => {
   limitedKey = limited!.apiKey.key;
 });
 after(async () => {
-  await Promise.allSettled([running?.close()]);
+  await Promise.allSettled([running?.close(), new Promise((resolve) => receiver?.close(resolve))]);
   await rm(dataDir, { recursive: true, force: true });
 });
 
@@ -86,7 +110,7 @@ test("MT-07 the ingest answers after the stream's ack; the hot writer stores wha
   assert.deepEqual(answer.data.result[0].value, [(T0 + 15_000) / 1000, "78"]);
 });
 
-test("MT-16 on the stream path the hot writer refuses series past the metric's ceiling and counts them", async () => {
+test("MT-16 on the stream path the hot writer refuses series past the metric's ceiling, counts them and the owner is alerted", async () => {
   const series = Array.from({ length: 5 }, (_, i) => ({
     labels: labelsFromRecord({ __name__: "exploding", user_id: `u${i}` }),
     samples: [{ t: T0, v: 1 }],
@@ -102,4 +126,18 @@ test("MT-16 on the stream path the hot writer refuses series past the metric's c
   );
   const stored = await query(limitedKey, "count(exploding)", T0);
   assert.equal(stored.data.result[0].value[1], "2");
+  // The refusal travels the stream as a sample; the evaluator (stream only) alerts the tenant's owner.
+  const alert = await eventually(
+    () => notifications.find((n) => n.groupLabels.alertname === "CardinalityLimitReached"),
+    { what: "the cardinality alert", timeoutMs: 60_000 },
+  );
+  assert.deepEqual(alert.alerts[0]!.labels, {
+    alertname: "CardinalityLimitReached",
+    audience: "tenant-owner",
+    limit: "metric_series_limit",
+    metric: "exploding",
+    severity: "warning",
+    tenant: "capped",
+  });
+  assert.match(alert.alerts[0]!.annotations.summary!, /^exploding: 3 new series refused/);
 });
