@@ -27,6 +27,8 @@ let stream: SampleStream;
 let receiver: Server;
 let receiverUrl: string;
 const received: Array<{ atMs: number; body: AlertmanagerWebhook }> = [];
+/** Every evaluator started, stopped in after() too: a failed wait must not leave its loops running. */
+const started: Array<{ stop(): Promise<void> }> = [];
 
 before(async () => {
   client = new InProcessStreamServer().connect();
@@ -46,6 +48,7 @@ before(async () => {
   receiverUrl = `http://127.0.0.1:${address.port}/hook`;
 });
 after(async () => {
+  await Promise.allSettled(started.map((e) => e.stop()));
   await Promise.allSettled([client.close(), new Promise((resolve) => receiver.close(resolve))]);
 });
 
@@ -81,6 +84,7 @@ test("MT-08 an alert goes pending → firing → resolved from the stream alone,
     notify: (payload) => webhook.send(payload),
     onError: (error) => assert.fail(String(error)),
   });
+  started.push(evaluator);
   try {
     await stream.publish("acme", [sample("api_latency_seconds", { instance: "a" }, Date.now(), 0.2)]);
     await stream.publish("acme", [sample("api_latency_seconds", { instance: "a" }, Date.now(), 2.5)]);
@@ -152,8 +156,8 @@ test("MT-08 a restarted evaluator replays a bounded window: rate()[5m] and for: 
     await stream.publish("acme", [sample("requests_total", { job: "api" }, now - i * 15_000, (24 - i) * 10)]);
   }
   const seen: AlertmanagerWebhook[] = [];
-  const start = () =>
-    startAlertEvaluator({
+  const start = async () => {
+    const evaluator = await startAlertEvaluator({
       client,
       groups,
       clock: systemClock,
@@ -161,6 +165,9 @@ test("MT-08 a restarted evaluator replays a bounded window: rate()[5m] and for: 
       notify: (payload) => seen.push(payload),
       onError: (error) => assert.fail(String(error)),
     });
+    started.push(evaluator);
+    return evaluator;
+  };
   const first = await start();
   const firstFiring = await eventually(() => seen.find((p) => p.groupLabels.alertname === "BusyCounter"), {
     what: "the first evaluator's notification",
