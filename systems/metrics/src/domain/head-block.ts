@@ -352,9 +352,27 @@ export class HeadBlock {
   }
 
   /**
-   * Takes every chunk that ends before `boundary` out of the head (compaction: they go to a
-   * block), raises `minValidT` to it, and drops series left with no samples. The open chunk
-   * never straddles a boundary, so it is either taken whole or left.
+   * Seals and returns (without removing) every chunk that ends before `boundary`: what a
+   * block about to be written holds, still readable here until `truncateBefore`. The open
+   * chunk never straddles a boundary, so it is either taken whole or left.
+   */
+  sealedBefore(boundary: number): Array<{ labels: Labels; chunks: SealedChunk[] }> {
+    assert(boundary % this.#blockRangeMs === 0, "head: compaction at a block boundary");
+    const out: Array<{ labels: Labels; chunks: SealedChunk[] }> = [];
+    for (const series of this.#byRef.values()) {
+      if (series.open !== undefined && series.open.maxT < boundary) {
+        series.sealed.push(series.open.seal());
+        series.open = undefined;
+      }
+      const old = series.sealed.filter((chunk) => chunk.maxT < boundary);
+      if (old.length > 0) out.push({ labels: series.labels, chunks: old });
+    }
+    return out;
+  }
+
+  /**
+   * Takes every chunk that ends before `boundary` out of the head (after `sealedBefore` gave
+   * them to a block: compaction), raises `minValidT` to it, and drops series left with no samples.
    */
   truncateBefore(boundary: number): Array<{ labels: Labels; chunks: SealedChunk[] }> {
     assert(boundary % this.#blockRangeMs === 0, "head: truncation at a block boundary");

@@ -120,10 +120,14 @@ export class Tsdb {
   }
 
   async #compactBefore(mint: number, boundary: number): Promise<BlockMeta> {
-    const series = this.head.truncateBefore(boundary);
+    // The chunks stay readable in the head until the block holding them is read back; then
+    // the head lets go and the block arrives in one synchronous step (no query sees neither).
+    const series = this.head.sealedBefore(boundary);
     const blocksDir = join(this.#options.dir, "blocks");
     const meta = await writeBlock(blocksDir, { mint, maxt: boundary, series });
-    this.#blocks.push(await readBlock(join(blocksDir, `b-${mint}-${boundary}`)));
+    const block = await readBlock(join(blocksDir, `b-${mint}-${boundary}`));
+    this.head.truncateBefore(boundary);
+    this.#blocks.push(block);
     const kept: Array<{ ref: number; labels: (typeof series)[number]["labels"] }> = [];
     const samples: WalSample[] = [];
     for (const entry of this.head.entries()) {
