@@ -61,6 +61,67 @@ export const configSchema = {
     max: 1_024,
     description: "MT-06: partitions the ingest hashes series into (each series always to the same one)",
   }),
+  ingestPath: field.enum(["stream", "direct"], {
+    env: "METRICS_INGEST_PATH",
+    default: "stream",
+    description:
+      "MT-07: stream = the ingest publishes to the stream (NATS JetStream with NATS_URL, in-process otherwise) and the hot writer stores; direct = the ingest appends to the TSDB itself",
+  }),
+  natsUrl: field.string({
+    env: "NATS_URL",
+    maxLength: 2_048,
+    description: "NATS JetStream server of the stream; unset = the in-process log",
+  }),
+  streamRetentionMs: field.int({
+    env: "METRICS_STREAM_RETENTION_MS",
+    default: 3_600_000,
+    min: 60_000,
+    max: 7 * 86_400_000,
+    description:
+      "How long the stream keeps samples: a consumer further behind than this loses the oldest (the ingest stays up)",
+  }),
+  streamMaxBytes: field.int({
+    env: "METRICS_STREAM_MAX_BYTES",
+    default: 256 * 1024 * 1024,
+    min: 1024 * 1024,
+    max: 64 * 1024 * 1024 * 1024,
+    description: "Bytes the stream keeps at most (the oldest go first past it)",
+  }),
+  hotWriterAckWaitMs: field.int({
+    env: "METRICS_HOT_WRITER_ACK_WAIT_MS",
+    default: 30_000,
+    min: 100,
+    max: 600_000,
+    description:
+      "A message the hot writer took and did not acknowledge (it died) is delivered again after this",
+  }),
+  alertRuleFiles: field.string({
+    env: "METRICS_ALERT_RULE_FILES",
+    maxLength: 16_384,
+    description:
+      "Alerting rule files in Prometheus's format (comma-separated paths), evaluated off the stream; the built-in cardinality rule always runs",
+  }),
+  alertWebhookUrl: field.string({
+    env: "METRICS_ALERT_WEBHOOK_URL",
+    pattern: /^https?:\/\/\S+$/,
+    maxLength: 2_048,
+    description: "Where alert notifications are POSTed (Alertmanager's webhook body); unset = logged only",
+  }),
+  alertIntervalMs: field.int({
+    env: "METRICS_ALERT_INTERVAL_MS",
+    default: 15_000,
+    min: 100,
+    max: 3_600_000,
+    description: "Evaluation interval of a rule group without its own `interval:`",
+  }),
+  alertReplayMs: field.int({
+    env: "METRICS_ALERT_REPLAY_MS",
+    default: 900_000,
+    min: 60_000,
+    max: 86_400_000,
+    description:
+      "How much of the stream a (re)started evaluator replays to rebuild rate() windows and for: state; also its window",
+  }),
   standardLabels: field.string({
     env: "METRICS_STANDARD_LABELS",
     pattern: STANDARD_LABELS_PATTERN,

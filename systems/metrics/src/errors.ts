@@ -30,6 +30,10 @@ export const errors = defineErrors({
     message:
       "New series past the tenant's or the metric's cardinality limit were refused (the rest of the batch was stored); drop the high-cardinality label.",
   },
+  METRICS_STREAM_UNAVAILABLE: {
+    status: 503,
+    message: "The stream did not acknowledge the batch; nothing is promised stored — send it again.",
+  },
   // query (api/query-routes.ts)
   METRICS_QUERY_INVALID: {
     status: 400,

@@ -20,10 +20,12 @@ import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { dataDirFor } from "@casebook/infra/sql/open-database";
+import { openStream } from "@casebook/infra/stream/open-stream";
 import { systemClock } from "@casebook/kit/clock";
 import packageJson from "../package.json" with { type: "json" };
 import { prometheusErrorFormat } from "./api/prometheus-errors.ts";
 import { registerApi } from "./api/register-api.ts";
+import { AlertWebhook } from "./clients/alert-webhook.ts";
 import {
   BOOTSTRAP_OFF,
   configSchema,
@@ -35,8 +37,13 @@ import {
 import { labelsFromPairs } from "./domain/labels.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
+import { loadRuleFiles } from "./store/rule-files.ts";
+import { SampleStream } from "./store/sample-stream.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
+import { startAlertEvaluator } from "./workers/alert-evaluator.ts";
+import { CardinalityReporter, cardinalityRules } from "./workers/cardinality-alert.ts";
+import { startHotWriter } from "./workers/hot-writer.ts";
 
 export const SYSTEM = "metrics";
 export const VERSION = packageJson.version;
@@ -48,6 +55,8 @@ export interface RunningSystem {
   /** The demo tenant created by THIS start (undefined when it existed already or is off). */
   readonly bootstrap: { tenantId: string; apiKey: string } | undefined;
   readonly tenants: TenantRepository;
+  /** MT-07: the stream between the ingest and its consumers (undefined on the direct path). */
+  readonly stream: SampleStream | undefined;
   close(): Promise<void>;
 }
 
@@ -86,6 +95,73 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         defaults: { maxSeries: config.maxSeries, maxSeriesPerMetric: config.maxSeriesPerMetric },
       });
       service.onClose(() => tsdbs.close());
+      let stream: SampleStream | undefined;
+      if (config.ingestPath === "stream") {
+        // MT-07: ingest → stream → hot writer (and the alert evaluator); close hooks run last-added first.
+        const client = await openStream({ system: SYSTEM, url: config.natsUrl, env });
+        service.onClose(() => client.close());
+        stream = new SampleStream(client, {
+          partitions: config.partitions,
+          retentionMs: config.streamRetentionMs,
+          maxBytes: config.streamMaxBytes,
+        });
+        await stream.ensure();
+        const sampleStream = stream;
+        const onError = (what: string) => (error: unknown) => service.log.error({ err: error }, what);
+        const cardinality = new CardinalityReporter(
+          sampleStream,
+          systemClock,
+          onError("cardinality report failed"),
+        );
+        const webhook = config.alertWebhookUrl
+          ? new AlertWebhook({
+              url: config.alertWebhookUrl,
+              onFailed: (error, payload) =>
+                service.log.error(
+                  { err: error, alert: payload.groupLabels },
+                  "alert notification not delivered",
+                ),
+            })
+          : undefined;
+        if (webhook) service.onClose(() => webhook.close());
+        const evaluator = await startAlertEvaluator({
+          client,
+          groups: [
+            ...cardinalityRules(config.alertIntervalMs),
+            ...(await loadRuleFiles(config.alertRuleFiles, config.alertIntervalMs)),
+          ],
+          clock: systemClock,
+          replayMs: config.alertReplayMs,
+          notify: (payload) => {
+            metrics.alertNotifications.inc({
+              alertname: payload.groupLabels.alertname ?? "",
+              status: payload.status,
+            });
+            if (webhook) webhook.send(payload);
+            else service.log.warn({ alert: payload }, "alert (no METRICS_ALERT_WEBHOOK_URL: logged only)");
+          },
+          onError: onError("alert evaluator failed"),
+        });
+        service.onClose(() => evaluator.stop());
+        const writer = await startHotWriter({
+          client,
+          tsdbs,
+          tenantOf: (id) => tenants.find(id),
+          partitions: config.partitions,
+          ackWaitMs: config.hotWriterAckWaitMs,
+          onApplied: ({ tenant, samples }) => metrics.ingestedSamples.inc({ tenant }, samples),
+          onLimited: (tenant, limited) => {
+            metrics.refusedSeries.inc({ tenant }, limited.length);
+            cardinality.report(tenant, limited);
+          },
+          onDropped: (event) => {
+            metrics.droppedMessages.inc({ reason: event.reason.split(":")[0] ?? "other" });
+            service.log.warn(event, "hot writer dropped a stream message");
+          },
+          onError: (error) => service.log.error({ err: error }, "hot writer round failed"),
+        });
+        service.onClose(() => writer.stop());
+      }
       await registerApi(service.app, {
         db,
         clock: systemClock,
@@ -97,6 +173,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         settings: {
           standardLabels: labelsFromPairs(parseStandardLabels(config.standardLabels)),
           partitions: config.partitions,
+          stream,
           writeBodyLimitBytes: config.writeBodyLimitBytes,
           writeMaxDecodedBytes: config.writeMaxDecodedBytes,
           lookbackMs: config.lookbackMs,
@@ -109,7 +186,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           ? undefined
           : await tenants.createIfAbsent({ id: bootstrapId, name: bootstrapId });
       const bootstrap = created && { tenantId: created.tenant.id, apiKey: created.apiKey.key };
-      return { bootstrap, tenants };
+      return { bootstrap, tenants, stream };
     },
     listen: { port: config.port, host: config.host },
     listening: (_built, { db }) => ({ engine: db.engine }),
@@ -128,6 +205,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
     config,
     bootstrap: built.bootstrap,
     tenants: built.tenants,
+    stream: built.stream,
     close: () => service.close(),
   };
 }

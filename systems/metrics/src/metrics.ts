@@ -15,6 +15,12 @@ export interface SystemMetrics {
   readonly buildInfo: Gauge<"version">;
   /** Samples stored (acknowledged to the sender), per tenant. */
   readonly ingestedSamples: Counter<"tenant">;
+  /** MT-07: samples acknowledged after the stream's ack (the hot writer stores them after), per tenant. */
+  readonly streamedSamples: Counter<"tenant">;
+  /** Stream messages the hot writer dropped (refused by the TSDB, unknown tenant), per reason. */
+  readonly droppedMessages: Counter<"reason">;
+  /** Alert notifications the evaluator sent, per rule and status. */
+  readonly alertNotifications: Counter<"alertname" | "status">;
   /** MT-16: new series refused by a cardinality ceiling, per tenant. */
   readonly refusedSeries: Counter<"tenant">;
   /** MT-06: samples per partition (hash of the series): how evenly series spread. */
@@ -47,5 +53,31 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     labelNames: ["partition"],
     registers: [registry],
   });
-  return { buildInfo, ingestedSamples, refusedSeries, partitionSamples };
+  const streamedSamples = new Counter({
+    name: "metrics_streamed_samples_total",
+    help: "Samples acknowledged to the sender after the stream's ack (MT-07), per tenant",
+    labelNames: ["tenant"],
+    registers: [registry],
+  });
+  const droppedMessages = new Counter({
+    name: "metrics_hot_writer_dropped_messages_total",
+    help: "Stream messages the hot writer dropped: refused by the TSDB (out of order), unknown tenant, malformed",
+    labelNames: ["reason"],
+    registers: [registry],
+  });
+  const alertNotifications = new Counter({
+    name: "metrics_alert_notifications_total",
+    help: "Alert notifications the evaluator sent (Alertmanager webhook bodies), per rule and status",
+    labelNames: ["alertname", "status"],
+    registers: [registry],
+  });
+  return {
+    buildInfo,
+    ingestedSamples,
+    streamedSamples,
+    alertNotifications,
+    droppedMessages,
+    refusedSeries,
+    partitionSamples,
+  };
 }

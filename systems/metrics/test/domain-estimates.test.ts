@@ -5,12 +5,20 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { pointsPerSecond, seriesCount, seriesOverCeiling } from "../src/domain/estimates.ts";
+import { pointsPerSecond, pointsPerTier, seriesCount, seriesOverCeiling } from "../src/domain/estimates.ts";
 import { HeadBlock } from "../src/domain/head-block.ts";
 import { labelsFromRecord } from "../src/domain/labels.ts";
 
 test("MT-01 100,000 hosts × 200 metrics at one point every 10 s is 2,000,000 points per second", () => {
   assert.equal(pointsPerSecond({ hosts: 100_000, metricsPerHost: 200, intervalS: 10 }), 2_000_000);
+});
+
+test("MT-10 points per series per tier: 7 d at 1 s = 604,800; 30 d at 1 min = 43,200; 1 y at 1 h = 8,760", () => {
+  assert.equal(pointsPerTier({ retentionS: 7 * 86_400, resolutionS: 1 }), 604_800);
+  assert.equal(pointsPerTier({ retentionS: 30 * 86_400, resolutionS: 60 }), 43_200);
+  assert.equal(pointsPerTier({ retentionS: 365 * 86_400, resolutionS: 3_600 }), 8_760);
+  // The text's own caveat: its agent emits one point per 10 s, so the raw tier holds a tenth of that.
+  assert.equal(pointsPerTier({ retentionS: 7 * 86_400, resolutionS: 10 }), 60_480);
 });
 
 test("MT-14 5,000 hosts × 50 endpoints × 5 statuses = 1.25M series; × 2M user ids = 2.5 trillion", () => {

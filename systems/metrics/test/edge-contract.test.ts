@@ -18,7 +18,13 @@ edgeContractSuite({
   name: "metrics",
   open: async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "casebook-metrics-edge-"));
-    const running = await main({ PORT: "0", LOG_LEVEL: "silent", CASEBOOK_DATA: dataDir });
+    // The direct path: the contract's state probe reads right after the write's answer.
+    const running = await main({
+      PORT: "0",
+      LOG_LEVEL: "silent",
+      CASEBOOK_DATA: dataDir,
+      METRICS_INGEST_PATH: "direct",
+    });
     apiKey = running.bootstrap!.apiKey;
     const stateProbe = async () => {
       const res = await running.service.app.inject({

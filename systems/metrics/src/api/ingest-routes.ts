@@ -8,6 +8,11 @@
  * (MT-16) are refused while the rest of the batch is stored, and the 400 says how many.
  * Every series is counted against its partition (hash of the series, MT-06).
  *
+ * On the stream path (MT-07, the default in main.ts) the validated batch is published instead,
+ * one message per partition, and the 204 waits for the stream's acknowledgements; the order
+ * and cardinality checks then happen in the hot writer (`workers/hot-writer.ts`), after the
+ * answer — a stream that is down is a 503, which remote-write senders retry.
+ *
  * @example
  * // curl -X POST -H 'Authorization: Bearer mtk_…' -H 'Content-Encoding: snappy' \
  * //   -H 'Content-Type: application/x-protobuf' --data-binary @req.pb.snappy localhost:8112/api/v1/write
@@ -22,6 +27,7 @@ import { snappyDeclaredLength, snappyUncompress } from "../domain/snappy.ts";
 import { STALE_NAN } from "../domain/staleness.ts";
 import { errors } from "../errors.ts";
 import type { SystemMetrics } from "../metrics.ts";
+import type { SampleStream } from "../store/sample-stream.ts";
 import type { Tenant } from "../store/tenant-repository.ts";
 import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
 
@@ -31,6 +37,11 @@ export interface IngestOptions {
   readonly tenantOf: (request: FastifyRequest) => Tenant;
   readonly standardLabels: Labels;
   readonly partitions: number;
+  /**
+   * MT-07: when set, an accepted batch goes onto the stream (the 204 after the stream's acks)
+   * and the hot writer stores it; unset, it is appended to the TSDB here (the direct path).
+   */
+  readonly stream?: SampleStream | undefined;
   readonly writeBodyLimitBytes: number;
   readonly writeMaxDecodedBytes: number;
   /** Bounds on one request: series and samples. */
@@ -102,6 +113,19 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
       });
     }
     const tenant = options.tenantOf(request);
+    if (options.stream !== undefined) {
+      try {
+        await options.stream.publish(tenant.id, checked.batch);
+      } catch (error) {
+        throw errors.create("METRICS_STREAM_UNAVAILABLE", { detail: String(error), cause: error });
+      }
+      countPartitions(checked.batch);
+      options.metrics.streamedSamples.inc(
+        { tenant: tenant.id },
+        checked.batch.reduce((n, s) => n + s.samples.length, 0),
+      );
+      return;
+    }
     const db = await options.tsdbs.of(tenant);
     const result = await db.append(checked.batch, { onLimit: "skip" });
     if (!result.ok) {

@@ -14,6 +14,7 @@ import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
 import type { Labels } from "../domain/labels.ts";
 import type { SystemMetrics } from "../metrics.ts";
+import type { SampleStream } from "../store/sample-stream.ts";
 import type { TenantRepository } from "../store/tenant-repository.ts";
 import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
 import { registerAdminApi } from "./admin-routes.ts";
@@ -25,6 +26,8 @@ const REALM = "metrics";
 export interface ApiSettings {
   readonly standardLabels: Labels;
   readonly partitions: number;
+  /** MT-07: the stream the ingest publishes to; undefined = the ingest appends to the TSDB itself. */
+  readonly stream?: SampleStream | undefined;
   readonly writeBodyLimitBytes: number;
   readonly writeMaxDecodedBytes: number;
   readonly lookbackMs: number;

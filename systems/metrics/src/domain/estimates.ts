@@ -1,10 +1,11 @@
 /**
- * The design text's arithmetic, as functions a test reproduces (MT-01, MT-14): the write rate
+ * The design text's arithmetic, as functions a test reproduces (MT-01, MT-10, MT-14): the write rate
  * the whole design rests on, and the cardinality product that decides whether the index fits.
  *
  * @example
  * pointsPerSecond({ hosts: 100_000, metricsPerHost: 200, intervalS: 10 }); // 2_000_000
  * seriesCount([5_000, 50, 5]);                                             // 1_250_000
+ * pointsPerTier({ retentionS: 7 * 86_400, resolutionS: 1 });                 // 604_800 (MT-10)
  */
 
 /** MT-01: points arriving per second when every host sends every metric once per interval. */
@@ -20,4 +21,9 @@ export function seriesCount(valueCounts: readonly number[]): number {
 /** Series a metric would add past a ceiling: what MT-16's limit refuses instead of storing. */
 export function seriesOverCeiling(valueCounts: readonly number[], ceiling: number): number {
   return Math.max(0, seriesCount(valueCounts) - ceiling);
+}
+
+/** MT-10: points one series holds in a tier kept `retentionS` at one point per `resolutionS`. */
+export function pointsPerTier(tier: { retentionS: number; resolutionS: number }): number {
+  return tier.retentionS / tier.resolutionS;
 }

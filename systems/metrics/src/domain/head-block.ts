@@ -61,6 +61,17 @@ export type AppendRefusalCode =
   | "SERIES_LIMIT"
   | "METRIC_SERIES_LIMIT";
 
+export interface AppendOptions {
+  /** New series past a ceiling: refuse the whole batch (default), or leave them out (`limited`). */
+  readonly onLimit?: "refuse" | "skip";
+  /**
+   * `skip`: a sample at or before its series' newest is taken as already stored and left
+   * out — for a redelivered stream message, whose series reach the head in order (MT-07), so
+   * what is not newer was applied by the delivery that crashed before its ack.
+   */
+  readonly stored?: "refuse" | "skip";
+}
+
 export interface AppendRefusal {
   readonly ok: false;
   readonly code: AppendRefusalCode;
@@ -146,10 +157,7 @@ export class HeadBlock {
    * the batch, or with `onLimit: "skip"` is left out and listed in `limited` while the rest
    * goes on (Mimir's way: an exploding metric must not stop the tenant's other series).
    */
-  plan(
-    batch: readonly SeriesSamples[],
-    options: { onLimit?: "refuse" | "skip" } = {},
-  ): AppendPlan | AppendRefusal {
+  plan(batch: readonly SeriesSamples[], options: AppendOptions = {}): AppendPlan | AppendRefusal {
     const limited: Array<{ index: number; labels: Labels; code: AppendRefusalCode; detail: string }> = [];
     const skipped = new Set<string>();
     const planned = new Map<string, PlannedSeries>();
@@ -182,6 +190,7 @@ export class HeadBlock {
       let lastT = entry.samples.at(-1)?.t ?? existing?.lastT ?? Number.NEGATIVE_INFINITY;
       let lastV = entry.samples.at(-1)?.v ?? existing?.lastV ?? 0;
       for (const sample of samples) {
+        if (options.stored === "skip" && existing !== undefined && sample.t <= existing.lastT) continue;
         if (sample.t < this.minValidT) {
           const detail = `sample at ${sample.t} is older than the head's start ${this.minValidT}`;
           return { ok: false, code: "TOO_OLD", index, labels, detail };
@@ -343,9 +352,27 @@ export class HeadBlock {
   }
 
   /**
-   * Takes every chunk that ends before `boundary` out of the head (compaction: they go to a
-   * block), raises `minValidT` to it, and drops series left with no samples. The open chunk
-   * never straddles a boundary, so it is either taken whole or left.
+   * Seals and returns (without removing) every chunk that ends before `boundary`: what a
+   * block about to be written holds, still readable here until `truncateBefore`. The open
+   * chunk never straddles a boundary, so it is either taken whole or left.
+   */
+  sealedBefore(boundary: number): Array<{ labels: Labels; chunks: SealedChunk[] }> {
+    assert(boundary % this.#blockRangeMs === 0, "head: compaction at a block boundary");
+    const out: Array<{ labels: Labels; chunks: SealedChunk[] }> = [];
+    for (const series of this.#byRef.values()) {
+      if (series.open !== undefined && series.open.maxT < boundary) {
+        series.sealed.push(series.open.seal());
+        series.open = undefined;
+      }
+      const old = series.sealed.filter((chunk) => chunk.maxT < boundary);
+      if (old.length > 0) out.push({ labels: series.labels, chunks: old });
+    }
+    return out;
+  }
+
+  /**
+   * Takes every chunk that ends before `boundary` out of the head (after `sealedBefore` gave
+   * them to a block: compaction), raises `minValidT` to it, and drops series left with no samples.
    */
   truncateBefore(boundary: number): Array<{ labels: Labels; chunks: SealedChunk[] }> {
     assert(boundary % this.#blockRangeMs === 0, "head: truncation at a block boundary");

@@ -76,6 +76,11 @@ export class TenantRepository {
   async authenticate(key: string): Promise<Tenant | undefined> {
     const id = await tenantKeys.authenticate(this.#db, key, this.#clock.nowMs());
     if (id === undefined) return undefined;
+    return this.find(id);
+  }
+
+  /** The tenant with this id and its ceilings, or undefined (the stream's consumers look tenants up by id). */
+  async find(id: string): Promise<Tenant | undefined> {
     const { rows } = await this.#db.query<{
       max_series: number | null;
       max_series_per_metric: number | null;

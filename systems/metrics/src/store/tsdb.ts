@@ -17,6 +17,7 @@
  */
 import { join } from "node:path";
 import {
+  type AppendOptions,
   type AppendPlan,
   type AppendRefusal,
   type CardinalityLimits,
@@ -85,10 +86,7 @@ export class Tsdb {
   }
 
   /** Appends a batch: all of it, durable, or none of it with the refusal. */
-  append(
-    batch: readonly SeriesSamples[],
-    options: { onLimit?: "refuse" | "skip" } = {},
-  ): Promise<AppendResult> {
+  append(batch: readonly SeriesSamples[], options: AppendOptions = {}): Promise<AppendResult> {
     return this.#locked(async () => {
       const plan = this.head.plan(batch, options);
       if (!plan.ok) return plan;
@@ -122,10 +120,14 @@ export class Tsdb {
   }
 
   async #compactBefore(mint: number, boundary: number): Promise<BlockMeta> {
-    const series = this.head.truncateBefore(boundary);
+    // The chunks stay readable in the head until the block holding them is read back; then
+    // the head lets go and the block arrives in one synchronous step (no query sees neither).
+    const series = this.head.sealedBefore(boundary);
     const blocksDir = join(this.#options.dir, "blocks");
     const meta = await writeBlock(blocksDir, { mint, maxt: boundary, series });
-    this.#blocks.push(await readBlock(join(blocksDir, `b-${mint}-${boundary}`)));
+    const block = await readBlock(join(blocksDir, `b-${mint}-${boundary}`));
+    this.head.truncateBefore(boundary);
+    this.#blocks.push(block);
     const kept: Array<{ ref: number; labels: (typeof series)[number]["labels"] }> = [];
     const samples: WalSample[] = [];
     for (const entry of this.head.entries()) {
