@@ -144,6 +144,12 @@ export const configSchema = {
     description:
       "The token counter shared by every replica (LG-07); unset = in-process (one replica only: budgets are per process then)",
   }),
+  budgets: field.bool({
+    env: "LLM_GATEWAY_BUDGETS",
+    default: true,
+    description:
+      "LG-05/06/07: token and request budgets; false = plain proxying (no tokenizer, no reservation: the bench's baseline)",
+  }),
   budgetFailMode: field.enum(["closed", "open"], {
     env: "LLM_GATEWAY_BUDGET_FAIL_MODE",
     default: "closed",

@@ -24,6 +24,7 @@ import packageJson from "../package.json" with { type: "json" };
 import { llmErrorFormats } from "./api/error-formats.ts";
 import { registerApi } from "./api/register-api.ts";
 import { SemanticCache } from "./api/semantic-cache.ts";
+import { StreamShutdown } from "./api/stream-shutdown.ts";
 import { Destinations } from "./clients/destinations.ts";
 import { UpstreamClient } from "./clients/upstream-client.ts";
 import {
@@ -177,8 +178,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         },
         adminToken: config.adminToken,
         tenantDefaults,
+        streamShutdown: new StreamShutdown(),
+        drainTimeoutMs: config.drainTimeoutMs,
         budgets: {
           store: budgetStore,
+          enabled: config.budgets,
           windowMs: config.budgetWindowMs,
           failMode: config.budgetFailMode,
           onUnmetered: (what, error) => {
