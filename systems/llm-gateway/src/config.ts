@@ -61,7 +61,7 @@ export const configSchema = {
     default: "",
     maxLength: 8_192,
     description:
-      "More destinations beside the default one (LLM_GATEWAY_UPSTREAM_URL), comma-separated `name=url` (OpenAI-compatible base URLs, …/v1); they share LLM_GATEWAY_UPSTREAM_API_KEY",
+      "More destinations beside the default one (LLM_GATEWAY_UPSTREAM_URL), comma-separated `name=url` (OpenAI-compatible base URLs, …/v1; `name=anthropic+https://…/v1` for an Anthropic Messages provider, translated both ways); they share LLM_GATEWAY_UPSTREAM_API_KEY",
   }),
   breakerTtftMs: field.int({
     env: "LLM_GATEWAY_BREAKER_TTFT_MS",

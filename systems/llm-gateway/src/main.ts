@@ -34,7 +34,7 @@ import {
   loadSystemConfig,
   type SystemConfig,
 } from "./config.ts";
-import { DEFAULT_DESTINATION, parseDestinationList, parseModelList } from "./domain/model-catalog.ts";
+import { DEFAULT_DESTINATION, parseDestinationList, parseModelList, wireOf } from "./domain/model-catalog.ts";
 import { parsePriceList } from "./domain/pricing.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
@@ -102,9 +102,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         () => destinations?.snapshot() ?? [],
       );
       const upstreamUrl = await upstreamFor(config, service);
-      const upstreamOf = (baseUrl: string) =>
+      const upstreamOf = (destinationUrl: string) =>
         new UpstreamClient({
-          baseUrl,
+          baseUrl: wireOf(destinationUrl).url,
+          wire: wireOf(destinationUrl).wire,
+          defaultMaxTokens: config.maxOutputTokens,
           apiKey: config.upstreamApiKey,
           timeouts: {
             connectMs: config.upstreamConnectMs,
