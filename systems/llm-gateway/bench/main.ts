@@ -56,13 +56,13 @@ const cli = defineBenchArgs({
     durationMs: flag.integer({
       min: 1_000,
       max: 600_000,
-      default: 15_000,
+      default: 20_000,
       help: "each run, warmup included",
     }),
     warmupMs: flag.integer({
       min: 0,
       max: 60_000,
-      default: 3_000,
+      default: 4_000,
       help: "leading time of each run not measured",
     }),
     ttftMs: flag.integer({ min: 0, max: 60_000, default: 100, help: "the simulator's time to first token" }),
@@ -177,7 +177,7 @@ async function measure(
   const busy = await target.residentBytes();
   const result = JSON.parse(await answer) as RunResult;
   benchLog(
-    `${SYSTEM} bench: ${target.name} × ${concurrency}: ${result.ok} ok, ${result.errors} errors` +
+    `${SYSTEM} bench: ${target.name} × ${concurrency}: ${result.ok} ok, ${result.errors} errors, ${result.unfinished} unfinished` +
       `${result.firstError ? ` (first: ${result.firstError})` : ""}, ${result.cacheHits} cache hits; ` +
       `TTFT p50 ${result.ttftMs.p50} ms p99 ${result.ttftMs.p99} ms, total p50 ${result.totalMs.p50} ms p99 ${result.totalMs.p99} ms`,
   );

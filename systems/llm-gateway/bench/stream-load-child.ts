@@ -7,7 +7,7 @@
  *
  *   ← {"ready":true}
  *   → {"cmd":"run", url, headers, model, concurrency, durationMs, warmupMs, promptWords, maxTokens, temperature}
- *   ← {"ok", "errors", "firstError", "cacheHits", "ttftMs": {p50, p99, …}, "totalMs": {p50, p99, …}}
+ *   ← {"ok", "errors", "unfinished", "firstError", "cacheHits", "ttftMs": {p50, p99, …}, "totalMs": {p50, p99, …}}
  *
  * Each prompt is `promptWords` made-up words drawn afresh per request (seeded by the
  * request's index): no two requests share a prompt, so a semantic cache looks up and misses.
@@ -41,6 +41,8 @@ export interface RunResult {
   ok: number;
   errors: number;
   firstError: string | undefined;
+  /** Streams sent in the measured window still running when the run ended (neither ok nor failed). */
+  unfinished: number;
   /** Answers a semantic cache served (`x-llm-gateway-cache: hit`): 0 is what the bench wants. */
   cacheHits: number;
   ttftMs: LatencyMs;
@@ -128,6 +130,8 @@ export async function runStreams(command: RunCommand): Promise<RunResult> {
   const measureFrom = performance.now() + command.warmupMs;
   let firstError: string | undefined;
   let cacheHits = 0;
+  let measuredSent = 0;
+  let measuredEnded = 0;
   const report = await runClosedLoop({
     concurrency: command.concurrency,
     durationMs: command.durationMs,
@@ -135,22 +139,28 @@ export async function runStreams(command: RunCommand): Promise<RunResult> {
     requestTimeoutMs: STREAM_TIMEOUT_MS,
     task: async ({ index, signal }) => {
       const sentAt = performance.now();
+      const measuredOne = sentAt >= measureFrom;
+      if (measuredOne) measuredSent++;
       try {
         const one = await oneStream(command, index, signal);
-        if (sentAt >= measureFrom) {
+        if (measuredOne) {
           ttft.record(Math.round(one.ttftMs * 1_000));
           if (one.cacheHit) cacheHits++;
         }
       } catch (error) {
         firstError ??= error instanceof Error ? error.message : String(error);
         throw error;
+      } finally {
+        if (measuredOne) measuredEnded++;
       }
     },
   });
+  const unfinished = measuredSent - measuredEnded;
   return {
     ok: report.ok,
     errors: report.errors,
     firstError,
+    unfinished,
     cacheHits,
     ttftMs: summaryMs(ttft),
     totalMs: {

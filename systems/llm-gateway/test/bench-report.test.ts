@@ -10,12 +10,13 @@ import { goalLines, type LevelRuns, latencyRows, type TargetRun } from "../bench
 import { parseBenchArgs } from "../bench/main.ts";
 import { errors } from "../src/errors.ts";
 
-function run(ttftP50: number, totalP50: number, ok = 10, errorCount = 0): TargetRun {
+function run(ttftP50: number, totalP50: number, ok = 10, errorCount = 0, unfinished = 0): TargetRun {
   const at = (p50: number) => ({ p50, p99: p50 * 2, max: p50 * 3, count: ok });
   return {
     result: {
       ok,
       errors: errorCount,
+      unfinished,
       firstError: undefined,
       cacheHits: 0,
       ttftMs: at(ttftP50),
@@ -71,17 +72,21 @@ test("bench report: added latency is minus the direct call; plain beside Portkey
   assert.match(goals[0] ?? "", /added TTFT p50: ours 1 ms vs Portkey 4 ms — ≤ 0.5× Portkey's: met/);
   assert.match(goals[2] ?? "", /added total p50: ours 4 ms vs Portkey 10 ms — ≤ 0.5× Portkey's: met/);
   assert.match(goals[3] ?? "", /added total p99: ours 8 ms vs Portkey 20 ms/);
+  const noisy = goalLines([
+    { concurrency: 50, runs: { direct: run(100, 1_000), portkey: run(99, 990), plain: run(101, 1_001) } },
+  ]);
+  assert.match(noisy[0] ?? "", /added TTFT p50: not judged \(Portkey -1 ms: within noise\)/);
 });
 
-test("bench report: a target that measured no whole stream has an errors row and no latency, and the goal is not judged", () => {
+test("bench report: a target that measured no whole stream has an errors row (failed + unfinished at the run's end) and no latency, and the goal is not judged", () => {
   const levels: LevelRuns[] = [
     {
       concurrency: 500,
-      runs: { direct: run(100, 1_000), portkey: run(0, 0, 0, 37), plain: run(101, 1_004) },
+      runs: { direct: run(100, 1_000), portkey: run(0, 0, 0, 7, 30), plain: run(101, 1_004) },
     },
   ];
   const rows = latencyRows(levels);
-  const failed = rows.find((r) => r.metric === "streams failed");
+  const failed = rows.find((r) => r.metric === "streams failed or unfinished");
   assert.equal(failed?.value, 0);
   assert.equal(failed?.peer_value, 37);
   const plainTtft = rows.find((r) => r.metric === "added TTFT p50");
