@@ -1,71 +1,107 @@
 /**
- * `casebook bench llm-gateway`: the template's placeholder scenario — GET /healthz on the
- * service running as its own process, open loop at a fixed rate, latency from the intended
- * send time — so the bench prints the house rows from day one. It measures the service
- * base, not llm-gateway's mechanism: replace it with the design's own scenarios, beside the
- * best peer that runs on this machine. Markdown table on stdout, JSON lines with --json,
+ * `casebook bench llm-gateway` (issue 21's Bench): the same provider simulator for every row,
+ * all in one invocation on the same cores, each server its own process and the load
+ * generator another (bench/stream-load-child.ts). At each concurrency (50 and 500 streams
+ * held open in a closed loop) it times TTFT and total for the simulator called directly,
+ * then through Portkey (`@portkey-ai/gateway`, plain proxying), our gateway with budgets and
+ * cache off (plain proxying), and our gateway with every feature on (token budgets,
+ * breakers, a semantic-cache lookup per request); rows give the latency each ADDS to the
+ * direct call (p50 and p99) and the memory each holds per open stream; the goal line checks
+ * plain proxying ≤ 0.5× Portkey's overhead. Markdown on stdout (JSON lines with --json),
  * progress on stderr.
  *
  * @example
- * // node systems/llm-gateway/bench/main.ts --rate-per-s 500 --duration-ms 3000 --json
+ * // node systems/llm-gateway/bench/main.ts --concurrency 50 --duration-ms 6000 --json
  */
+import { loadavg } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
-import { renderBench, rowsFromLoad } from "@casebook/lab/bench-report";
-import { runOpenLoop } from "@casebook/lab/load-generator";
-import { startServerProcess } from "@casebook/lab/server-process";
+import { renderBench } from "@casebook/lab/bench-report";
+import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { errors } from "../src/errors.ts";
+import { type BenchTarget, openTargets, type TargetName, type Targets } from "./bench-targets.ts";
+import { goalLines, type LevelRuns, latencyRows, type TargetRun } from "./latency-rows.ts";
+import type { RunCommand, RunResult } from "./stream-load-child.ts";
 
 const SYSTEM = "llm-gateway";
-/** The service as it runs in production: its own process, through its real entry point. */
-const serviceEntry = new URL("../src/main.ts", import.meta.url);
-
-interface ServiceProcess {
-  readonly url: string;
-  close(): Promise<void>;
-}
-
-async function startService(): Promise<ServiceProcess> {
-  const server = await startServerProcess({ name: SYSTEM, entry: serviceEntry, env: {} });
-  return { url: server.url, close: () => server.stop() };
-}
-/** A request not answered within this counts as an error and frees its slot. */
-const REQUEST_TIMEOUT_MS = 5_000;
+const loadChildEntry = new URL("./stream-load-child.ts", import.meta.url);
+const TARGETS = ["portkey", "plain", "full"] as const;
+/** Idle time before a run, so the previous run's sockets and garbage settle before RSS is read. */
+const SETTLE_MS = 1_000;
 
 export interface BenchArgs {
   readonly help: boolean;
   readonly json: boolean;
-  readonly ratePerS: number;
+  readonly concurrency: readonly number[];
+  readonly targets: readonly (typeof TARGETS)[number][];
   readonly durationMs: number;
   readonly warmupMs: number;
+  readonly ttftMs: number;
+  readonly tokensPerS: number;
+  readonly answerTokens: number;
+  readonly promptWords: number;
+  readonly databaseUrl: string;
 }
 
-/** Each flag with its bounds, default and help line: a typo is refused, not run for a day. */
 const cli = defineBenchArgs({
   flags: {
-    ratePerS: flag.integer({ min: 1, max: 50_000, default: 200, help: "arrivals per second" }),
-    durationMs: flag.integer({
-      min: 100,
-      max: 600_000,
-      default: 5_000,
-      help: "measured time, warmup included",
+    concurrency: flag.integerList({
+      min: 1,
+      max: 2_000,
+      default: [50, 500],
+      help: "streams held open at once",
     }),
-    warmupMs: flag.integer({ min: 0, max: 60_000, default: 1_000, help: "leading time not measured" }),
-    json: flag.json("one JSON object per line instead of the table"),
+    targets: flag.choiceList(TARGETS, { help: "what runs beside the direct call (default all)" }),
+    durationMs: flag.integer({
+      min: 1_000,
+      max: 600_000,
+      default: 20_000,
+      help: "each run, warmup included",
+    }),
+    warmupMs: flag.integer({
+      min: 0,
+      max: 60_000,
+      default: 4_000,
+      help: "leading time of each run not measured",
+    }),
+    ttftMs: flag.integer({ min: 0, max: 60_000, default: 100, help: "the simulator's time to first token" }),
+    tokensPerS: flag.integer({
+      min: 1,
+      max: 10_000,
+      default: 20,
+      help: "the simulator's pace after the first token",
+    }),
+    answerTokens: flag.integer({ min: 1, max: 10_000, default: 100, help: "tokens in every answer" }),
+    promptWords: flag.integer({
+      min: 1,
+      max: 20_000,
+      default: 200,
+      help: "made-up words per prompt (≈2.5 tokens each)",
+    }),
+    databaseUrl: flag.string({
+      default: process.env.DATABASE_URL ?? "",
+      value: "<url>",
+      help: "PostgreSQL for the gateways' tables (default $DATABASE_URL; empty = embedded PGlite)",
+    }),
+    json: flag.json(),
     help: flag.help(),
   },
   invalid: (detail, flagName, cause) =>
     errors.create("BENCH_ARGS_INVALID", { detail, fields: { flag: flagName }, cause }),
 });
 
-export const benchHelp = `llm-gateway bench — the template's placeholder: GET /healthz, open loop
+export const benchHelp = `llm-gateway bench — added latency and memory per stream, beside Portkey
 
 Usage
   npx casebook bench llm-gateway [options]
 
-Measures the service base (GET /healthz on src/main.ts, run as its own process), not
-llm-gateway's mechanism: it is what \`casebook new\` lays down, until the design's own
-scenarios and their peer replace it.
+One provider simulator (its own process) answers every row. At each concurrency the load
+generator (its own process) holds that many chat streams open in a closed loop, against:
+the simulator directly (baseline), @portkey-ai/gateway proxying to it, our gateway with
+budgets and cache off (plain proxying), and our gateway with token budgets, breakers and a
+semantic-cache lookup per request (full features). Rows: the TTFT and total latency each
+gateway adds to the direct call (p50, p99), and RSS per open stream.
 
 Options
 ${cli.flagHelp()}
@@ -82,33 +118,134 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   return args;
 }
 
-async function run(service: ServiceProcess, args: BenchArgs, json: boolean): Promise<void> {
-  benchLog(`${SYSTEM} bench: GET ${service.url}/healthz at ${args.ratePerS}/s for ${args.durationMs} ms`);
-  const report = await runOpenLoop({
-    ratePerS: args.ratePerS,
-    durationMs: args.durationMs,
-    warmupMs: args.warmupMs,
-    requestTimeoutMs: REQUEST_TIMEOUT_MS,
-    task: async ({ signal }) => {
-      const res = await fetch(`${service.url}/healthz`, { signal });
-      await res.body?.cancel();
-      if (res.status !== 200) throw new Error(`GET /healthz answered ${res.status}`);
-    },
-  });
-  const rows = rowsFromLoad(
-    { system: SYSTEM, scenario: `GET /healthz, open loop ${args.ratePerS}/s` },
-    report,
-  );
-  process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
+interface Bench {
+  readonly targets: Targets;
+  readonly load: SpawnedChild;
+  close(): Promise<void>;
 }
 
-export const benchProgram: BenchProgram<BenchArgs, ServiceProcess> = {
+async function openBench(args: BenchArgs): Promise<Bench> {
+  const targets = await openTargets({
+    sim: { ttftMs: args.ttftMs, tokensPerS: args.tokensPerS, answerTokens: args.answerTokens },
+    databaseUrl: args.databaseUrl === "" ? undefined : args.databaseUrl,
+    portkey: args.targets.includes("portkey"),
+    gateways: args.targets.filter((name) => name !== "portkey"),
+  });
+  let load: SpawnedChild;
+  try {
+    load = await spawnChild(loadChildEntry, {
+      ready: (line) => line.includes('"ready"'),
+      lineTimeoutMs: 10 * 60_000,
+    });
+  } catch (error) {
+    await targets.close();
+    throw error;
+  }
+  return {
+    targets,
+    load,
+    close: async () => {
+      await Promise.allSettled([load.stop({ line: JSON.stringify({ cmd: "close" }) }), targets.close()]);
+    },
+  };
+}
+
+async function measure(
+  bench: Bench,
+  target: BenchTarget,
+  concurrency: number,
+  args: BenchArgs,
+): Promise<TargetRun> {
+  await sleep(SETTLE_MS);
+  const idle = await target.residentBytes();
+  const command: RunCommand = {
+    cmd: "run",
+    url: target.url,
+    headers: target.headers,
+    model: "gpt-4o-mini",
+    concurrency,
+    durationMs: args.durationMs,
+    warmupMs: args.warmupMs,
+    promptWords: args.promptWords,
+    maxTokens: args.answerTokens,
+    temperature: 0,
+  };
+  bench.load.send(JSON.stringify(command));
+  const answer = bench.load.nextLine();
+  // Mid-measurement every stream is open (closed loop): the RSS then, less the idle RSS.
+  await sleep(args.warmupMs + (args.durationMs - args.warmupMs) / 2);
+  const busy = await target.residentBytes();
+  const result = JSON.parse(await answer) as RunResult;
+  benchLog(
+    `${SYSTEM} bench: ${target.name} × ${concurrency}: ${result.ok} ok, ${result.errors} errors, ${result.unfinished} unfinished` +
+      `${result.firstError ? ` (first: ${result.firstError})` : ""}, ${result.cacheHits} cache hits; ` +
+      `TTFT p50 ${result.ttftMs.p50} ms p99 ${result.ttftMs.p99} ms, total p50 ${result.totalMs.p50} ms p99 ${result.totalMs.p99} ms`,
+  );
+  return { result, bytesPerStream: (busy - idle) / concurrency };
+}
+
+async function run(bench: Bench, args: BenchArgs, json: boolean): Promise<void> {
+  const levels: LevelRuns[] = [];
+  for (const concurrency of args.concurrency) {
+    const runs: Partial<Record<TargetName, TargetRun>> = {};
+    for (const target of bench.targets.list)
+      runs[target.name] = await measure(bench, target, concurrency, args);
+    levels.push({ concurrency, runs });
+  }
+  const rows = latencyRows(levels);
+  if (json) {
+    process.stdout.write(`${renderBench(rows, "json")}\n`);
+    return;
+  }
+  const [one, five, fifteen] = loadavg().map((x) => x.toFixed(2));
+  const sizes =
+    `prompts of ${args.promptWords} made-up words (≈${Math.round(args.promptWords * 2.5)} tokens), answers of ` +
+    `${args.answerTokens} tokens at ${args.tokensPerS} tokens/s after a ${args.ttftMs} ms TTFT; ` +
+    `${args.durationMs} ms per run (${args.warmupMs} ms warmup); gateways on ${args.databaseUrl === "" ? "PGlite" : "PostgreSQL"}`;
+  const errorsSeen = levels.flatMap((l) =>
+    Object.entries(l.runs)
+      .filter(([, r]) => r.result.errors > 0 || r.result.cacheHits > 0)
+      .map(
+        ([name, r]) =>
+          `${name} × ${l.concurrency}: ${r.result.errors} errors, ${r.result.cacheHits} cache hits`,
+      ),
+  );
+  process.stdout.write(
+    [
+      `load average ${one} ${five} ${fifteen} (2 cores, shared: indicative figures)`,
+      sizes,
+      "",
+      renderBench(rows, "markdown"),
+      "",
+      ...goalLines(levels),
+      ...(errorsSeen.length > 0 ? ["", ...errorsSeen] : []),
+      "",
+    ].join("\n"),
+  );
+}
+
+/**
+ * What the bench holds open: its processes depend on the flags, so `run` opens them into this
+ * holder and `close` (always called, on Ctrl-C too) stops whatever was opened.
+ */
+interface BenchHolder {
+  bench: Bench | undefined;
+  close(): Promise<void>;
+}
+
+export const benchProgram: BenchProgram<BenchArgs, BenchHolder> = {
   name: SYSTEM,
   parseArgs: parseBenchArgs,
   isArgsError: (error): error is Error => errors.is(error, "BENCH_ARGS_INVALID"),
   help: benchHelp,
-  openTarget: startService,
-  run,
+  openTarget: async () => {
+    const holder: BenchHolder = { bench: undefined, close: async () => holder.bench?.close() };
+    return holder;
+  },
+  run: async (holder, args, json) => {
+    holder.bench = await openBench(args);
+    await run(holder.bench, args, json);
+  },
 };
 
 /** Runs the bench; resolves the exit code (0 ok, 2 bad flags; a failure rejects). */

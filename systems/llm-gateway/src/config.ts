@@ -61,7 +61,7 @@ export const configSchema = {
     default: "",
     maxLength: 8_192,
     description:
-      "More destinations beside the default one (LLM_GATEWAY_UPSTREAM_URL), comma-separated `name=url` (OpenAI-compatible base URLs, …/v1); they share LLM_GATEWAY_UPSTREAM_API_KEY",
+      "More destinations beside the default one (LLM_GATEWAY_UPSTREAM_URL), comma-separated `name=url` (OpenAI-compatible base URLs, …/v1; `name=anthropic+https://…/v1` for an Anthropic Messages provider, translated both ways); they share LLM_GATEWAY_UPSTREAM_API_KEY",
   }),
   breakerTtftMs: field.int({
     env: "LLM_GATEWAY_BREAKER_TTFT_MS",
@@ -143,6 +143,12 @@ export const configSchema = {
     protocols: ["redis:", "rediss:"],
     description:
       "The token counter shared by every replica (LG-07); unset = in-process (one replica only: budgets are per process then)",
+  }),
+  budgets: field.bool({
+    env: "LLM_GATEWAY_BUDGETS",
+    default: true,
+    description:
+      "LG-05/06/07: token and request budgets; false = plain proxying (no tokenizer, no reservation: the bench's baseline)",
   }),
   budgetFailMode: field.enum(["closed", "open"], {
     env: "LLM_GATEWAY_BUDGET_FAIL_MODE",

@@ -71,6 +71,11 @@ export const errors = defineErrors({
     status: 502,
     message: "The provider's stream ended before its end: the answer is incomplete; retry the request.",
   },
+  LLM_GATEWAY_SHUTTING_DOWN: {
+    status: 503,
+    message:
+      "The gateway is shutting down and this answer did not finish within its drain bound: the answer is incomplete; retry the request.",
+  },
   // admin
   LLM_TENANT_NOT_FOUND: { status: 404, message: "No tenant has this id; create it first." },
   LLM_TENANT_EXISTS: { status: 409, message: "A tenant with this id exists already; pick another id." },

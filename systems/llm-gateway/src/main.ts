@@ -24,6 +24,7 @@ import packageJson from "../package.json" with { type: "json" };
 import { llmErrorFormats } from "./api/error-formats.ts";
 import { registerApi } from "./api/register-api.ts";
 import { SemanticCache } from "./api/semantic-cache.ts";
+import { StreamShutdown } from "./api/stream-shutdown.ts";
 import { Destinations } from "./clients/destinations.ts";
 import { UpstreamClient } from "./clients/upstream-client.ts";
 import {
@@ -33,7 +34,7 @@ import {
   loadSystemConfig,
   type SystemConfig,
 } from "./config.ts";
-import { DEFAULT_DESTINATION, parseDestinationList, parseModelList } from "./domain/model-catalog.ts";
+import { DEFAULT_DESTINATION, parseDestinationList, parseModelList, wireOf } from "./domain/model-catalog.ts";
 import { parsePriceList } from "./domain/pricing.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
@@ -101,9 +102,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         () => destinations?.snapshot() ?? [],
       );
       const upstreamUrl = await upstreamFor(config, service);
-      const upstreamOf = (baseUrl: string) =>
+      const upstreamOf = (destinationUrl: string) =>
         new UpstreamClient({
-          baseUrl,
+          baseUrl: wireOf(destinationUrl).url,
+          wire: wireOf(destinationUrl).wire,
+          defaultMaxTokens: config.maxOutputTokens,
           apiKey: config.upstreamApiKey,
           timeouts: {
             connectMs: config.upstreamConnectMs,
@@ -177,8 +180,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         },
         adminToken: config.adminToken,
         tenantDefaults,
+        streamShutdown: new StreamShutdown(),
+        drainTimeoutMs: config.drainTimeoutMs,
         budgets: {
           store: budgetStore,
+          enabled: config.budgets,
           windowMs: config.budgetWindowMs,
           failMode: config.budgetFailMode,
           onUnmetered: (what, error) => {

@@ -113,3 +113,19 @@ test("a provider failure gives every reserved token back", async () => {
   const ok = await client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 900 });
   assert.equal(ok.object, "chat.completion");
 });
+
+test("LLM_GATEWAY_BUDGETS=false is plain proxying: nothing is reserved, a tenant's 1 request per window does not limit", async () => {
+  const plain = await startGateway({ env: { LLM_GATEWAY_BUDGETS: "false", LLM_GATEWAY_TENANT_RPM: "1" } });
+  try {
+    for (let i = 0; i < 3; i++) {
+      const answer = await plain.client.chat.completions.create({
+        model: "gpt-4o-mini",
+        messages,
+        max_tokens: 5,
+      });
+      assert.equal(answer.choices[0]?.finish_reason, "length");
+    }
+  } finally {
+    await plain.close();
+  }
+});

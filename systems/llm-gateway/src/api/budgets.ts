@@ -39,6 +39,11 @@ export interface BudgetContext {
    */
   readonly failMode?: "closed" | "open";
   readonly onUnmetered?: (what: "tokens" | "destination" | "spend", error: unknown) => void;
+  /**
+   * False = plain proxying (LLM_GATEWAY_BUDGETS=false, the bench's baseline row): no token
+   * counting, no reservation, no settle — nothing is metered. Default true.
+   */
+  readonly enabled?: boolean;
 }
 
 /** The reservation of a request let through unmetered (fail open): nothing to settle. */
@@ -59,6 +64,9 @@ function unavailable(
   context.onUnmetered?.(what, error);
   return UNMETERED;
 }
+
+/** What budgets off reserve: nothing (settled as UNMETERED: not at all). */
+const NO_PLAN: BudgetPlan = Object.freeze({ lines: [], reservedTokens: 0 });
 
 /** A reservation held for one request until it is settled. */
 export interface HeldBudget {
@@ -84,6 +92,7 @@ export async function reserveBudget(
     maxOutputTokens: number;
   },
 ): Promise<HeldBudget> {
+  if (context.enabled === false) return { plan: NO_PLAN, reservation: UNMETERED, inputTokens: 0 };
   const inputTokens = countInputTokens(request.messages);
   const plan = planBudget({ ...request, limits: context.limits, inputTokens });
   let reservation: Reservation;

@@ -58,6 +58,7 @@ import {
   streamEventsOf,
 } from "./semantic-cache.ts";
 import { clientGone, openSseResponse, type SseResponse } from "./sse-response.ts";
+import type { StreamShutdown } from "./stream-shutdown.ts";
 
 /** One SSE event from a provider at most: a chunk is a few hundred bytes; a megabyte is a broken stream. */
 export const MAX_EVENT_CHARS = 1_048_576;
@@ -87,6 +88,8 @@ export interface ChatRouteOptions {
   readonly accounting: Accounting;
   /** The semantic cache (LG-11); undefined = off. */
   readonly cache?: SemanticCache | undefined;
+  /** Open streams, cut with an error event when the drain bound is about to end (LG-15). */
+  readonly streamShutdown: StreamShutdown;
   /** The authenticated tenant of a request, with its quota. */
   tenantOf(request: FastifyRequest): TenantLimits;
 }
@@ -229,6 +232,11 @@ async function streamCompletion(x: Exchange, routed: Routed<OutboundStream>): Pr
     { id: request.id, model: routed.admission.deployment.upstreamModel, inputTokens: x.held.inputTokens },
   );
   metrics.openStreams.inc({ model: model.name });
+  const shutdownCut = new AbortController();
+  const untrack = options.streamShutdown.track(() => {
+    shutdownCut.abort();
+    upstream.close();
+  });
   let result: RelayResult;
   try {
     result = await relay(upstream.body, sse, {
@@ -240,11 +248,20 @@ async function streamCompletion(x: Exchange, routed: Routed<OutboundStream>): Pr
       },
     });
   } finally {
+    untrack();
     upstream.close();
     metrics.openStreams.dec({ model: model.name });
     metrics.keepAlives.inc({ model: model.name }, sse.keepAlives);
   }
-  if (result.outcome === "truncated") {
+  if (result.outcome === "truncated" && shutdownCut.signal.aborted) {
+    // Ours, not the provider's: no failure against the deployment's breaker (LG-15).
+    const error = errors.create("LLM_GATEWAY_SHUTTING_DOWN");
+    sse.fail({ message: error.message, type: "server_error", code: "llm_gateway_shutting_down" });
+    request.log.warn(
+      { model: model.name, contentDeltas: result.contentDeltas },
+      "stream cut at the end of the drain bound",
+    );
+  } else if (result.outcome === "truncated") {
     // A cut before the first token is the deployment's failure (after it, the first token was its success).
     routed.admission.failed();
     const error = errors.create("LLM_STREAM_TRUNCATED");

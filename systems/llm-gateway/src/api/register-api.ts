@@ -27,6 +27,7 @@ import {
 } from "./chat-routes.ts";
 import { registerModelRoutes } from "./model-routes.ts";
 import type { SemanticCache } from "./semantic-cache.ts";
+import type { StreamShutdown } from "./stream-shutdown.ts";
 import { registerUsageRoutes } from "./usage-routes.ts";
 
 /** `WWW-Authenticate: Bearer realm="llm-gateway"` on every 401. */
@@ -48,9 +49,16 @@ export interface ApiOptions {
   /** LLM_GATEWAY_ADMIN_TOKEN; undefined: no admin routes at all. */
   readonly adminToken?: string | undefined;
   readonly tenantDefaults: { rpm: number; tpm: number };
+  /** Open streams and infra's drain bound: the ones still open just before it get an error event (LG-15). */
+  readonly streamShutdown: StreamShutdown;
+  readonly drainTimeoutMs: number;
 }
 
 export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
+  app.addHook("preClose", (done) => {
+    options.streamShutdown.cutAfter(options.drainTimeoutMs);
+    done();
+  });
   const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenants.authenticate(key) });
   await app.register(async (scope) => {
     // Anthropic's SDKs send the key as `x-api-key`: the same key, read the same way.

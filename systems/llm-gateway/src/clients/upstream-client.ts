@@ -13,8 +13,15 @@
  */
 import { OutboundClient, type OutboundStream, type PhaseTimeouts } from "@casebook/infra/http/outbound";
 import { outboundErrors } from "@casebook/infra/http/outbound-errors";
+import { type Clock, systemClock } from "@casebook/kit/clock";
 import type { CasebookError } from "@casebook/kit/errors";
 import { errors } from "../errors.ts";
+import {
+  ANTHROPIC_VERSION,
+  fromAnthropicMessage,
+  openAiEventsFromAnthropic,
+  toAnthropicRequest,
+} from "./anthropic-upstream.ts";
 
 /** A provider's error body read to quote its message: small, the rest is dropped. */
 const ERROR_BODY_MAX_BYTES = 16_384;
@@ -32,7 +39,15 @@ export interface UpstreamClientOptions {
   readonly idleMs: number;
   /** Sockets to the provider at once; more requests wait (under the connect timeout). */
   readonly maxSockets: number;
+  /** The provider's API: OpenAI's chat completions (default) or Anthropic's Messages, translated both ways. */
+  readonly wire?: UpstreamWire;
+  /** Anthropic requires max_tokens: this one when the request names none. */
+  readonly defaultMaxTokens?: number;
+  /** The `created` of translated answers; default the system clock. */
+  readonly clock?: Clock;
 }
+
+export type UpstreamWire = "openai" | "anthropic";
 
 export interface UpstreamAnswer {
   readonly status: number;
@@ -44,6 +59,7 @@ function retryAfterMsOf(header: string | string[] | undefined): number {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 1_000;
 }
 
+/** The provider's reason: `error.message` in OpenAI's error body and in Anthropic's alike. */
 function messageOf(body: Buffer): string {
   try {
     const parsed = JSON.parse(body.subarray(0, ERROR_BODY_MAX_BYTES).toString("utf8")) as {
@@ -94,13 +110,27 @@ export class UpstreamClient {
   readonly #headers: Record<string, string>;
   readonly #http: OutboundClient;
   readonly #idleMs: number;
+  readonly #wire: UpstreamWire;
+  readonly #defaultMaxTokens: number;
+  readonly #clock: Clock;
 
   constructor(options: UpstreamClientOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
-    this.#headers = {
-      "content-type": "application/json",
-      ...(options.apiKey === undefined ? {} : { authorization: `Bearer ${options.apiKey}` }),
-    };
+    this.#wire = options.wire ?? "openai";
+    this.#defaultMaxTokens = options.defaultMaxTokens ?? 4_096;
+    this.#clock = options.clock ?? systemClock;
+    const key = options.apiKey;
+    this.#headers =
+      this.#wire === "anthropic"
+        ? {
+            "content-type": "application/json",
+            "anthropic-version": ANTHROPIC_VERSION,
+            ...(key === undefined ? {} : { "x-api-key": key }),
+          }
+        : {
+            "content-type": "application/json",
+            ...(key === undefined ? {} : { authorization: `Bearer ${key}` }),
+          };
     // A configured URL, not a user's: no SSRF guard (the operator chose it).
     this.#http = new OutboundClient({
       addressGuard: "off",
@@ -112,17 +142,33 @@ export class UpstreamClient {
     this.#idleMs = options.idleMs;
   }
 
-  /** A whole completion (`stream` false): its status and body, whatever the status. */
+  /** The provider's endpoint and the request in its API. */
+  #call(body: object): { url: string; body: string } {
+    if (this.#wire === "openai")
+      return { url: `${this.#baseUrl}/chat/completions`, body: JSON.stringify(body) };
+    return {
+      url: `${this.#baseUrl}/messages`,
+      body: JSON.stringify(toAnthropicRequest(body, this.#defaultMaxTokens)),
+    };
+  }
+
+  /** A whole completion (`stream` false): its status and body (OpenAI's chat.completion), whatever the status. */
   async complete(body: object, signal: AbortSignal): Promise<UpstreamAnswer> {
+    const call = this.#call(body);
     try {
       const res = await this.#http.request({
         method: "POST",
-        url: `${this.#baseUrl}/chat/completions`,
+        url: call.url,
         headers: this.#headers,
-        body: JSON.stringify(body),
+        body: call.body,
         signal,
       });
       if (res.status !== 200) throw upstreamRefusal(res.status, res.headers, res.body);
+      if (this.#wire === "anthropic")
+        return {
+          status: res.status,
+          body: fromAnthropicMessage(res.body, Math.floor(this.#clock.nowMs() / 1000)),
+        };
       return { status: res.status, body: res.body };
     } catch (error) {
       throw errors.is(error) ? error : upstreamFailure(error);
@@ -131,19 +177,30 @@ export class UpstreamClient {
 
   /** A stream, open at its 200 head; a refusal or no answer throws the gateway's error before any byte is relayed. */
   async stream(body: object, signal: AbortSignal): Promise<OutboundStream> {
+    const call = this.#call(body);
     let res: OutboundStream;
     try {
       res = await this.#http.stream({
         method: "POST",
-        url: `${this.#baseUrl}/chat/completions`,
+        url: call.url,
         headers: this.#headers,
-        body: JSON.stringify(body),
+        body: call.body,
         signal,
         idleMs: this.#idleMs,
         maxStreamBytes: MAX_STREAM_BYTES,
       });
     } catch (error) {
       throw upstreamFailure(error);
+    }
+    if (res.status === 200 && this.#wire === "anthropic") {
+      const opened = res;
+      return {
+        status: opened.status,
+        headers: opened.headers,
+        timings: opened.timings,
+        body: openAiEventsFromAnthropic(opened.body, Math.floor(this.#clock.nowMs() / 1000)),
+        close: () => opened.close(),
+      };
     }
     if (res.status === 200) return res;
     const chunks: Buffer[] = [];

@@ -79,7 +79,19 @@ export function destinationsOf(catalog: ModelCatalog): Set<string> {
   return new Set([...catalog.values()].flatMap((m) => m.tiers.flat().map((d) => d.destination)));
 }
 
-/** `name=url` pairs (LLM_GATEWAY_DESTINATIONS); a name twice or a bad URL is refused. */
+/** A destination's API, from its URL: `anthropic+https://…/v1` speaks Anthropic's Messages, a plain URL OpenAI's. */
+export function wireOf(destinationUrl: string): { wire: "openai" | "anthropic"; url: string } {
+  return destinationUrl.startsWith(ANTHROPIC_PREFIX)
+    ? { wire: "anthropic", url: destinationUrl.slice(ANTHROPIC_PREFIX.length) }
+    : { wire: "openai", url: destinationUrl };
+}
+
+const ANTHROPIC_PREFIX = "anthropic+";
+
+/**
+ * `name=url` pairs (LLM_GATEWAY_DESTINATIONS), `anthropic+` before a URL for an Anthropic
+ * Messages provider; a name twice or a bad URL is refused.
+ */
 export function parseDestinationList(list: string): Map<string, string> {
   const destinations = new Map<string, string>();
   if (list.trim() === "") return destinations;
@@ -91,7 +103,7 @@ export function parseDestinationList(list: string): Map<string, string> {
     if (destinations.has(name)) throw new RangeError(`destination ${name} is listed twice`);
     let parsed: URL;
     try {
-      parsed = new URL(url);
+      parsed = new URL(wireOf(url).url);
     } catch {
       throw new RangeError(`destination ${name}: "${url}" is not a URL`);
     }

@@ -25,7 +25,7 @@ export interface Usage {
   readonly prompt_tokens_details: { readonly cached_tokens: number };
 }
 
-export type FinishReason = "stop" | "length";
+export type FinishReason = "stop" | "length" | "tool_calls";
 
 export const SYSTEM_FINGERPRINT = "fp_casebook_sim";
 
@@ -72,12 +72,59 @@ export function contentChunk(head: CompletionHead, content: string) {
   return chunk(head, { content }, null);
 }
 
+/** The first chunk of a tool call: its id, name and the arguments' first fragment. */
+export function toolCallStartChunk(head: CompletionHead, call: { id: string; name: string }, args: string) {
+  return chunk(
+    head,
+    {
+      role: "assistant",
+      content: null,
+      tool_calls: [
+        { index: 0, id: call.id, type: "function", function: { name: call.name, arguments: args } },
+      ],
+    },
+    null,
+  );
+}
+
+/** One more fragment of the call's arguments. */
+export function toolArgsChunk(head: CompletionHead, args: string) {
+  return chunk(head, { tool_calls: [{ index: 0, function: { arguments: args } }] }, null);
+}
+
 export function finishChunk(head: CompletionHead, reason: FinishReason) {
   return chunk(head, {}, reason);
 }
 
 export function usageChunk(head: CompletionHead, usage: Usage) {
   return { ...chunkHead(head), choices: [], usage };
+}
+
+/** A whole answer that is a tool call (`content` null, the call's arguments whole). */
+export function toolCallCompletion(
+  head: CompletionHead,
+  call: { id: string; name: string; arguments: string },
+  reason: FinishReason,
+  usage: Usage,
+) {
+  const whole = completion(head, "", reason, usage);
+  const [choice] = whole.choices;
+  return {
+    ...whole,
+    choices: [
+      {
+        ...choice,
+        message: {
+          role: "assistant",
+          content: null,
+          refusal: null,
+          tool_calls: [
+            { id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } },
+          ],
+        },
+      },
+    ],
+  };
 }
 
 export function completion(head: CompletionHead, content: string, reason: FinishReason, usage: Usage) {

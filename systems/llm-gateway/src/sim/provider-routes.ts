@@ -21,6 +21,7 @@ import { type ModelProfile, type ProviderBehaviour, profileOf } from "./provider
 import { providerErrors } from "./provider-errors.ts";
 import type { ProviderState, StreamRecord, Wire } from "./provider-state.ts";
 import { contentText, countChatTokens, textTokens } from "./sim-tokenizer.ts";
+import { ARGS_CLOSE, ARGS_OPEN, fragment, toolCallOf } from "./tool-call.ts";
 
 /** Retry-After of a simulated 429: a second, as providers often say. */
 export const rateLimitRetryAfterMs = 1_000;
@@ -41,6 +42,8 @@ interface ChatBody {
   max_completion_tokens?: number;
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
+  tools?: Array<{ type?: string; function?: { name?: string } }>;
+  tool_choice?: string | { type?: string; function?: { name?: string } };
 }
 
 interface MessagesBody {
@@ -70,6 +73,8 @@ const chatSchema = {
       type: ["object", "null"],
       properties: { include_usage: { type: "boolean" } },
     },
+    tools: { type: ["array", "null"], maxItems: 128, items: { type: "object" } },
+    tool_choice: { type: ["string", "object", "null"] },
   },
 } as const;
 
@@ -245,12 +250,17 @@ function registerChat(v1: FastifyInstance, options: ProviderRouteOptions): void 
         model: body.model,
         includeUsage: body.stream === true && body.stream_options?.include_usage === true,
       };
-      const reason: openai.FinishReason = admitted.truncated ? "length" : "stop";
+      const call = toolCallOf(body, admitted.record.id);
+      const reason: openai.FinishReason = admitted.truncated ? "length" : call ? "tool_calls" : "stop";
       if (body.stream !== true) {
         const text: string[] = [];
         const outcome = await run(options, admitted, reply, (token) => text.push(token));
         if (outcome.end !== "done") return abandon(reply, outcome.end);
         const usage = openai.usageOf(prompt.tokens, outcome.generated, cached);
+        if (call) {
+          const args = ARGS_OPEN + text.map(fragment).join("") + ARGS_CLOSE;
+          return openai.toolCallCompletion(head, { ...call, arguments: args }, reason, usage);
+        }
         return openai.completion(head, text.join(""), reason, usage);
       }
       openSse(request, reply);
@@ -259,11 +269,20 @@ function registerChat(v1: FastifyInstance, options: ProviderRouteOptions): void 
         options,
         admitted,
         reply,
-        (token) => write(openai.sseEvent(openai.contentChunk(head, token))),
-        () => write(openai.sseEvent(openai.roleChunk(head))),
+        (token) =>
+          write(
+            openai.sseEvent(
+              call ? openai.toolArgsChunk(head, fragment(token)) : openai.contentChunk(head, token),
+            ),
+          ),
+        () =>
+          write(
+            openai.sseEvent(call ? openai.toolCallStartChunk(head, call, ARGS_OPEN) : openai.roleChunk(head)),
+          ),
       );
       if (outcome.end === "cut") return cut(reply);
       if (outcome.end === "client-closed") return;
+      if (call) write(openai.sseEvent(openai.toolArgsChunk(head, ARGS_CLOSE)));
       write(openai.sseEvent(openai.finishChunk(head, reason)));
       if (head.includeUsage)
         write(

@@ -1,0 +1,184 @@
+/**
+ * The bench's load generator, a process of its own (never sharing an event loop with the
+ * servers it measures): it holds `concurrency` chat streams open in a closed loop against
+ * one target (the simulator itself, our gateway, Portkey) and times each from its send to
+ * the first content token (TTFT) and to `data: [DONE]` (total). Every target gets the same
+ * HTTP client (undici's fetch) and the same requests. It speaks JSON lines over stdin/stdout:
+ *
+ *   ← {"ready":true}
+ *   → {"cmd":"run", url, headers, model, concurrency, durationMs, warmupMs, promptWords, maxTokens, temperature}
+ *   ← {"ok", "errors", "unfinished", "firstError", "cacheHits", "ttftMs": {p50, p99, …}, "totalMs": {p50, p99, …}}
+ *
+ * Each prompt is `promptWords` made-up words drawn afresh per request (seeded by the
+ * request's index): no two requests share a prompt, so a semantic cache looks up and misses.
+ */
+import { createInterface } from "node:readline";
+import { Histogram, type HistogramSummary } from "@casebook/kit/histogram";
+import { seededRandom } from "@casebook/kit/random";
+import { runClosedLoop } from "@casebook/lab/load-generator";
+
+export interface RunCommand {
+  cmd: "run";
+  url: string;
+  headers: Record<string, string>;
+  model: string;
+  concurrency: number;
+  durationMs: number;
+  warmupMs: number;
+  promptWords: number;
+  maxTokens: number;
+  temperature: number;
+}
+
+export interface LatencyMs {
+  p50: number;
+  p99: number;
+  max: number;
+  count: number;
+}
+
+export interface RunResult {
+  ok: number;
+  errors: number;
+  firstError: string | undefined;
+  /** Streams sent in the measured window still running when the run ended (neither ok nor failed). */
+  unfinished: number;
+  /** Answers a semantic cache served (`x-llm-gateway-cache: hit`): 0 is what the bench wants. */
+  cacheHits: number;
+  ttftMs: LatencyMs;
+  totalMs: LatencyMs;
+}
+
+const SYLLABLES = [
+  "ka",
+  "lo",
+  "mi",
+  "ne",
+  "ru",
+  "sa",
+  "to",
+  "vi",
+  "ze",
+  "po",
+  "da",
+  "fe",
+  "gu",
+  "hi",
+  "jo",
+  "bu",
+];
+/** A stream not done within this is an error (the run moves on). */
+const STREAM_TIMEOUT_MS = 60_000;
+
+/** `words` made-up words (2–3 syllables each: about 2.5 tokens a word), the same for the same index. */
+export function promptOf(index: number, words: number): string {
+  const random = seededRandom(`prompt-${index}`);
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) {
+    const length = 2 + Math.floor(random.next() * 2);
+    let word = "";
+    for (let s = 0; s < length; s++) word += SYLLABLES[Math.floor(random.next() * SYLLABLES.length)];
+    out.push(word);
+  }
+  return `Summarise: ${out.join(" ")}`;
+}
+
+function summaryMs(histogram: Histogram): LatencyMs {
+  const s: HistogramSummary = histogram.summary();
+  return { p50: s.p50 / 1_000, p99: s.p99 / 1_000, max: s.max / 1_000, count: s.count };
+}
+
+/** The first content token: an OpenAI delta `"content":"x…"` with text (the role chunk's is ""). */
+const CONTENT = /"content":"[^"]/;
+
+async function oneStream(
+  command: RunCommand,
+  index: number,
+  signal: AbortSignal,
+): Promise<{ ttftMs: number; cacheHit: boolean }> {
+  const started = performance.now();
+  const res = await fetch(command.url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...command.headers },
+    body: JSON.stringify({
+      model: command.model,
+      stream: true,
+      max_tokens: command.maxTokens,
+      temperature: command.temperature,
+      messages: [{ role: "user", content: promptOf(index, command.promptWords) }],
+    }),
+    signal: AbortSignal.any([signal, AbortSignal.timeout(STREAM_TIMEOUT_MS)]),
+  });
+  if (res.status !== 200 || res.body === null) {
+    throw new Error(`${res.status}: ${(await res.text()).slice(0, 200)}`);
+  }
+  const decoder = new TextDecoder();
+  let ttftMs = -1;
+  let tail = "";
+  for await (const chunk of res.body) {
+    const text = decoder.decode(chunk, { stream: true });
+    if (ttftMs < 0 && CONTENT.test(tail + text)) ttftMs = performance.now() - started;
+    tail = (tail + text).slice(-64);
+  }
+  if (!tail.includes("[DONE]")) throw new Error("the stream ended without data: [DONE]");
+  if (ttftMs < 0) throw new Error("the stream carried no content");
+  return { ttftMs, cacheHit: res.headers.get("x-llm-gateway-cache")?.startsWith("hit") === true };
+}
+
+export async function runStreams(command: RunCommand): Promise<RunResult> {
+  const ttft = new Histogram({ highestTrackableValue: 600_000_000 });
+  const measureFrom = performance.now() + command.warmupMs;
+  let firstError: string | undefined;
+  let cacheHits = 0;
+  let measuredSent = 0;
+  let measuredEnded = 0;
+  const report = await runClosedLoop({
+    concurrency: command.concurrency,
+    durationMs: command.durationMs,
+    warmupMs: command.warmupMs,
+    requestTimeoutMs: STREAM_TIMEOUT_MS,
+    task: async ({ index, signal }) => {
+      const sentAt = performance.now();
+      const measuredOne = sentAt >= measureFrom;
+      if (measuredOne) measuredSent++;
+      try {
+        const one = await oneStream(command, index, signal);
+        if (measuredOne) {
+          ttft.record(Math.round(one.ttftMs * 1_000));
+          if (one.cacheHit) cacheHits++;
+        }
+      } catch (error) {
+        firstError ??= error instanceof Error ? error.message : String(error);
+        throw error;
+      } finally {
+        if (measuredOne) measuredEnded++;
+      }
+    },
+  });
+  const unfinished = measuredSent - measuredEnded;
+  return {
+    ok: report.ok,
+    errors: report.errors,
+    firstError,
+    unfinished,
+    cacheHits,
+    ttftMs: summaryMs(ttft),
+    totalMs: {
+      p50: report.latencyMs.p50,
+      p99: report.latencyMs.p99,
+      max: report.latencyMs.max,
+      count: report.ok,
+    },
+  };
+}
+
+if (import.meta.main) {
+  process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+  for await (const line of createInterface({ input: process.stdin })) {
+    const command = JSON.parse(line) as RunCommand | { cmd: "close" };
+    if (command.cmd === "close") break;
+    const result = await runStreams(command);
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  }
+  process.exit(0);
+}

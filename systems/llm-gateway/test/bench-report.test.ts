@@ -1,0 +1,97 @@
+/**
+ * The bench's flags and report, without running it (CI never runs the bench): a typo is
+ * refused, the added latency is the gateway's percentile minus the direct call's, plain
+ * proxying is compared with Portkey and full features with plain proxying, and a run that
+ * measured no whole stream is reported by its errors, never as a negative overhead.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { goalLines, type LevelRuns, latencyRows, type TargetRun } from "../bench/latency-rows.ts";
+import { parseBenchArgs } from "../bench/main.ts";
+import { errors } from "../src/errors.ts";
+
+function run(ttftP50: number, totalP50: number, ok = 10, errorCount = 0, unfinished = 0): TargetRun {
+  const at = (p50: number) => ({ p50, p99: p50 * 2, max: p50 * 3, count: ok });
+  return {
+    result: {
+      ok,
+      errors: errorCount,
+      unfinished,
+      firstError: undefined,
+      cacheHits: 0,
+      ttftMs: at(ttftP50),
+      totalMs: at(totalP50),
+    },
+    bytesPerStream: 10_240,
+  };
+}
+
+test("bench flags: defaults 50 and 500 streams; a bad value or a warmup past the run is refused", () => {
+  const args = parseBenchArgs([]);
+  assert.deepEqual(args.concurrency, [50, 500]);
+  assert.deepEqual(args.targets, ["portkey", "plain", "full"]);
+  assert.deepEqual(parseBenchArgs(["--concurrency", "5", "--targets", "plain"]).targets, ["plain"]);
+  for (const bad of [
+    ["--concurrency", "0"],
+    ["--targets", "litellm"],
+    ["--warmup-ms", "20000", "--duration-ms", "10000"],
+  ])
+    assert.throws(
+      () => parseBenchArgs(bad),
+      (error: unknown) => errors.is(error, "BENCH_ARGS_INVALID"),
+    );
+});
+
+test("bench report: added latency is minus the direct call; plain beside Portkey, full beside plain; the goal line", () => {
+  const levels: LevelRuns[] = [
+    {
+      concurrency: 50,
+      runs: {
+        direct: run(100, 1_000),
+        portkey: run(104, 1_010),
+        plain: run(101, 1_004),
+        full: run(103, 1_006),
+      },
+    },
+  ];
+  const rows = latencyRows(levels);
+  const plainTtft = rows.find(
+    (r) => r.scenario === "50 streams, plain proxying" && r.metric === "added TTFT p50",
+  );
+  assert.equal(plainTtft?.value, 1);
+  assert.equal(plainTtft?.peer_value, 4);
+  const fullTotal = rows.find(
+    (r) => r.scenario === "50 streams, full features" && r.metric === "added total p99",
+  );
+  assert.equal(fullTotal?.value, 12);
+  assert.equal(fullTotal?.peer, "our plain proxying");
+  assert.equal(fullTotal?.peer_value, 8);
+  const memory = rows.find((r) => r.metric === "RSS per open stream" && r.scenario.includes("plain"));
+  assert.equal(memory?.value, 10);
+  const goals = goalLines(levels);
+  assert.match(goals[0] ?? "", /added TTFT p50: ours 1 ms vs Portkey 4 ms — ≤ 0.5× Portkey's: met/);
+  assert.match(goals[2] ?? "", /added total p50: ours 4 ms vs Portkey 10 ms — ≤ 0.5× Portkey's: met/);
+  assert.match(goals[3] ?? "", /added total p99: ours 8 ms vs Portkey 20 ms/);
+  const noisy = goalLines([
+    { concurrency: 50, runs: { direct: run(100, 1_000), portkey: run(99, 990), plain: run(101, 1_001) } },
+  ]);
+  assert.match(noisy[0] ?? "", /added TTFT p50: not judged \(Portkey -1 ms: within noise\)/);
+});
+
+test("bench report: a target that measured no whole stream has an errors row (failed + unfinished at the run's end) and no latency, and the goal is not judged", () => {
+  const levels: LevelRuns[] = [
+    {
+      concurrency: 500,
+      runs: { direct: run(100, 1_000), portkey: run(0, 0, 0, 7, 30), plain: run(101, 1_004) },
+    },
+  ];
+  const rows = latencyRows(levels);
+  const failed = rows.find((r) => r.metric === "streams failed or unfinished");
+  assert.equal(failed?.value, 0);
+  assert.equal(failed?.peer_value, 37);
+  const plainTtft = rows.find((r) => r.metric === "added TTFT p50");
+  assert.equal(plainTtft?.peer, undefined);
+  assert.deepEqual(goalLines(levels), [
+    "goal, 500 streams: not judged (a run measured no whole stream; see its errors)",
+  ]);
+});
