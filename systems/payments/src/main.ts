@@ -16,7 +16,7 @@
  * await running.close();
  */
 import { randomBytes } from "node:crypto";
-import { bearerSecurityScheme, createBearerAuth } from "@casebook/infra/http/bearer-auth";
+import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
 import {
   ownUrl,
   registerScenarioRoutes,
@@ -27,22 +27,12 @@ import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
-import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
-import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
-import { sqlErrors } from "@casebook/infra/sql/sql-errors";
-import { BackgroundLoop, unrefSleep } from "@casebook/kit/background-loop";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
-import { registerAccountRoutes } from "./api/account-routes.ts";
-import { registerPaymentsAdminApi } from "./api/admin-routes.ts";
-import { registerLedgerRoutes } from "./api/ledger-routes.ts";
-import { registerPaymentRoutes } from "./api/payment-routes.ts";
-import { registerReconciliationRoutes } from "./api/reconciliation-routes.ts";
-import { registerRefundRoutes } from "./api/refund-routes.ts";
-import { AcquirerClient, type AcquirerClientOptions } from "./clients/acquirer-client.ts";
-import { createEventPublisher } from "./clients/webhook-publisher.ts";
+import { registerPaymentsApi } from "./api/register-api.ts";
+import { AcquirerClient } from "./clients/acquirer-client.ts";
 import {
   BOOTSTRAP_OFF,
   configSchema,
@@ -51,25 +41,16 @@ import {
   type PaymentsConfig,
 } from "./config.ts";
 import { paymentsErrorRegistries } from "./errors.ts";
-import {
-  correlatePaymentRequests,
-  createPaymentMetrics,
-  type PaymentMetrics,
-  registerBreakerGauge,
-} from "./metrics.ts";
+import { createPaymentMetrics, registerBreakerGauge } from "./metrics.ts";
 import { oneKeyScenario } from "./scenarios/one-key-scenario.ts";
 import { createAcquirerSim } from "./sim/acquirer-sim.ts";
-import { countOpenExceptions, countSagaBacklog, reconciliationRunExists } from "./store/backlog-counts.ts";
+import { countOpenExceptions, countSagaBacklog } from "./store/backlog-counts.ts";
 import { paymentsIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LedgerRepository } from "./store/ledger-repository.ts";
 import { MerchantRepository } from "./store/merchant-repository.ts";
-import { enqueue } from "./store/outbox.ts";
-import { IdempotencyPruner, type IdempotencyPrunerOptions } from "./workers/idempotency-pruner.ts";
-import { OutboxRelay } from "./workers/outbox-relay.ts";
-import { PendingExpirer, type PendingExpirerOptions } from "./workers/pending-expirer.ts";
-import { previousUtcDate, reconcileDate } from "./workers/reconciler.ts";
-import { RefundRetrier, type RefundRetrierOptions } from "./workers/refund-retrier.ts";
-import { SagaOrchestrator, type SagaOrchestratorOptions } from "./workers/saga-orchestrator.ts";
+import { type PaymentsTuning, startWorkers } from "./workers/start-workers.ts";
+
+export type { PaymentsTuning };
 
 export const VERSION = "0.1.0";
 export interface RunningPayments {
@@ -80,23 +61,6 @@ export interface RunningPayments {
   /** The demo merchant created by THIS start (undefined when it existed already or is off). */
   readonly bootstrap: { merchantId: string; apiKey: string } | undefined;
   close(): Promise<void>;
-}
-
-/**
- * Timings a test or a bench may shorten (a SIGKILLed process's leases expire in seconds, not
- * half a minute); `main` runs with each piece's documented defaults when this is left out.
- */
-export interface PaymentsTuning {
-  acquirer?: Pick<
-    Partial<AcquirerClientOptions>,
-    "timeouts" | "callDeadlineMs" | "retryBaseMs" | "retryCapMs" | "breaker"
-  >;
-  saga?: Pick<Partial<SagaOrchestratorOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
-  refunds?: Pick<Partial<RefundRetrierOptions>, "leaseMs" | "pollIntervalMs" | "maxBatch" | "backoff">;
-  pruner?: Pick<Partial<IdempotencyPrunerOptions>, "intervalMs" | "maxBatch" | "maxBatchesPerRound">;
-  expirer?: Pick<Partial<PendingExpirerOptions>, "intervalMs" | "maxBatch">;
-  /** The daily reconciliation's first check after start and the pause between checks, in ms. */
-  reconciliation?: { firstCheckMs?: number; checkEveryMs?: number };
 }
 
 /** ACQUIRER_URL, or an in-process simulator on a free loopback port (closed with the service). */
@@ -120,168 +84,6 @@ async function bootstrapMerchant(config: PaymentsConfig, merchants: MerchantRepo
     return undefined;
   }
   return { merchantId: created.merchant.id, apiKey: created.apiKey.key };
-}
-
-/** The saga worker: one loop per process, a unique lease owner, stopped by the service's close. */
-function startSagaWorker(
-  service: Service,
-  db: Database,
-  acquirer: AcquirerClient,
-  idempotency: IdempotencyStore,
-  metrics: PaymentMetrics,
-  tuning: PaymentsTuning["saga"],
-) {
-  const orchestrator = new SagaOrchestrator({
-    ...tuning,
-    db,
-    acquirer,
-    idempotency,
-    clock: systemClock,
-    random: systemRandom,
-    owner: leaseOwnerId(),
-    // PY-11: the final step's event is written to the outbox in the step's own transaction.
-    emitEvent: (tx, event) =>
-      enqueue(tx, {
-        orderingKey: event.accountKey,
-        type: event.type,
-        eventId: `${event.type}:${event.paymentId}`,
-        payload: { ...event.payload, paymentId: event.paymentId, merchantId: event.merchantId },
-      }).then(() => undefined),
-    onError: (error) =>
-      service.log.error(
-        { err: error },
-        sqlErrors.is(error, "SQL_UNAVAILABLE")
-          ? "saga step failed; the saga is taken back once the database answers"
-          : "saga step failed; the saga is retried after its lease",
-      ),
-    // PY-17: step metrics, and a correlationId (the payment's acquirer key) on every saga line.
-    observer: metrics,
-    log: service.log,
-  });
-  orchestrator.start();
-  // Added after the pool's and the acquirer's hooks, so it runs before them: sagas in hand are persisted first.
-  service.onClose(() => orchestrator.stop());
-  return orchestrator;
-}
-
-/** The refund retry worker (PY-15): one loop per process, settles refunds left pending past their delay. */
-function startRefundRetrier(
-  service: Service,
-  db: Database,
-  acquirer: AcquirerClient,
-  metrics: PaymentMetrics,
-  tuning: PaymentsTuning["refunds"],
-) {
-  const retrier = new RefundRetrier({
-    ...tuning,
-    db,
-    acquirer,
-    clock: systemClock,
-    random: systemRandom,
-    owner: leaseOwnerId("refunds"),
-    onError: (error) => service.log.error({ err: error }, "refund retry round failed; retrying"),
-    // PY-17: a correlationId (the refund's acquirer key) on every line, rounds counted by outcome.
-    observer: metrics,
-    log: service.log,
-  });
-  retrier.start();
-  service.onClose(() => retrier.stop());
-  return retrier;
-}
-
-/** The outbox relay: publishes events in order per account (to WEBHOOKS_URL when set). */
-function startOutboxRelay(service: Service, db: Database, config: PaymentsConfig): OutboxRelay {
-  const relay = new OutboxRelay(db, {
-    publisher: createEventPublisher(config),
-    clock: systemClock,
-    random: systemRandom,
-    onError: (error, orderingKey) =>
-      service.log.warn({ err: error, orderingKey }, "event publish failed; retrying"),
-  });
-  relay.start();
-  service.onClose(() => relay.stop());
-  return relay;
-}
-
-/** PY-04: the idempotency table's TTL — keys past the retention (24 h) deleted in bounded rounds. */
-function startIdempotencyPruner(
-  service: Service,
-  idempotency: IdempotencyStore,
-  tuning: PaymentsTuning["pruner"],
-): void {
-  const pruner = new IdempotencyPruner(idempotency, {
-    ...tuning,
-    random: systemRandom,
-    onError: (error) => service.log.warn({ err: error }, "idempotency prune round failed; retrying"),
-  });
-  pruner.start();
-  service.onClose(() => pruner.stop());
-}
-
-/** Pending transfers past their timeout (016) are voided, their funds released. */
-function startPendingExpirer(
-  service: Service,
-  ledger: LedgerRepository,
-  tuning: PaymentsTuning["expirer"],
-): void {
-  const expirer = new PendingExpirer(ledger, {
-    ...tuning,
-    random: systemRandom,
-    onError: (error) => service.log.warn({ err: error }, "pending expiry round failed; retrying"),
-  });
-  expirer.start();
-  service.onClose(async () => {
-    await expirer.stop();
-    await ledger.drain();
-  });
-}
-
-/** How often the daily reconciliation checks whether yesterday's D+1 file is due and not yet run. */
-const RECONCILE_CHECK_MS = 3_600_000;
-
-/**
- * PY-10's daily job: once per UTC day, reconcile the previous day's settlement file. A day
- * already reconciled is skipped; a file the acquirer has not published yet is tried again
- * at the next check (re-runs add no duplicate exceptions anyway).
- */
-function startDailyReconciliation(
-  service: Service,
-  db: Database,
-  acquirerUrl: string,
-  feeBps: number,
-  tuning: PaymentsTuning["reconciliation"] = {},
-): void {
-  const check = async (): Promise<boolean> => {
-    const date = previousUtcDate(systemClock.nowMs());
-    try {
-      if (await reconciliationRunExists(db, date)) return false;
-      const summary = await reconcileDate({ db, clock: systemClock, feeBps }, date, { acquirerUrl });
-      // PY-17: the last-line alarm — differences are a warning (and payments_reconciliation_open_exceptions).
-      if (summary.differences > 0)
-        service.log.warn({ date, summary }, "reconciliation found differences with the acquirer's file");
-      else service.log.info({ date, summary }, "reconciliation run recorded");
-    } catch (error) {
-      service.log.warn({ err: error, date }, "reconciliation not run; retrying at the next check");
-    }
-    return false;
-  };
-  // Checks never overlap (the loop runs one round at a time) and never hold the process open.
-  const everyMs = tuning.checkEveryMs ?? RECONCILE_CHECK_MS;
-  const loop = new BackgroundLoop({
-    name: "daily reconciliation",
-    round: check,
-    idleMs: everyMs,
-    failureBackoff: { capMs: everyMs, jitter: "none" },
-    onError: (error) => service.log.warn({ err: error }, "reconciliation check failed"),
-    sleep: unrefSleep,
-  });
-  // First check a minute after start (the service is up and serving by then), then hourly.
-  const first = setTimeout(() => loop.start(), tuning.firstCheckMs ?? 60_000);
-  first.unref();
-  service.onClose(async () => {
-    clearTimeout(first);
-    await loop.stop();
-  });
 }
 
 /**
@@ -324,7 +126,6 @@ export async function main(
     build: async ({ service, db }) => {
       const acquirerUrl = await acquirerFor(config, service);
       const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
-      const auth = createBearerAuth({ realm: "payments", verify: (key) => merchants.authenticate(key) });
       const ledger = new LedgerRepository(db);
       const idempotency = paymentsIdempotencyStore(db, {
         clock: systemClock,
@@ -347,45 +148,24 @@ export async function main(
       });
       registerBreakerGauge(service.registry, () => acquirer.breaker.state);
       service.onClose(async () => acquirer.close());
-      const saga = { leaseMs: config.claimLeaseMs, ...tuning.saga };
-      const orchestrator = startSagaWorker(service, db, acquirer, idempotency, metrics, saga);
-      startRefundRetrier(service, db, acquirer, metrics, tuning.refunds);
-      startOutboxRelay(service, db, config);
-      startIdempotencyPruner(service, idempotency, tuning.pruner);
-      startPendingExpirer(service, ledger, tuning.expirer);
-      startDailyReconciliation(service, db, acquirerUrl, config.acquirerFeeBps, tuning.reconciliation);
-      const paymentConfig = {
-        inlineDriveMs: config.inlineDriveMs,
-        breakerOpenMode: config.breakerOpenMode,
-        refundRetryAfterMs: config.refundRetryAfterMs,
-      };
-      // Every merchant route lives in this scope: authenticated on request, before any body is parsed.
-      await service.app.register(async (scope) => {
-        scope.addHook("onRequest", auth.authenticate);
-        scope.addHook("onRequest", correlatePaymentRequests(auth.principalOf));
-        registerAccountRoutes(scope, { db, ledger, merchantOf: auth.principalOf });
-        registerLedgerRoutes(scope, { db, ledger, merchantOf: auth.principalOf });
-        const paymentDeps = {
-          db,
-          idempotency,
-          orchestrator,
-          acquirer,
-          clock: systemClock,
-          merchantOf: auth.principalOf,
-          config: paymentConfig,
-        };
-        registerPaymentRoutes(scope, paymentDeps);
-        registerRefundRoutes(scope, paymentDeps);
-        registerReconciliationRoutes(scope, { db, clock: systemClock, merchantOf: auth.principalOf });
+      const adapters = { service, db, config, acquirer, acquirerUrl, ledger, idempotency, metrics };
+      const orchestrator = startWorkers(adapters, tuning);
+      await registerPaymentsApi(service.app, {
+        db,
+        ledger,
+        merchants,
+        idempotency,
+        orchestrator,
+        acquirer,
+        clock: systemClock,
+        randomBytes,
+        config: {
+          inlineDriveMs: config.inlineDriveMs,
+          breakerOpenMode: config.breakerOpenMode,
+          refundRetryAfterMs: config.refundRetryAfterMs,
+        },
+        adminToken: config.adminToken,
       });
-      if (config.adminToken !== undefined) {
-        await registerPaymentsAdminApi(service.app, {
-          db,
-          clock: systemClock,
-          randomBytes,
-          adminToken: config.adminToken,
-        });
-      }
       // The console's scenarios (issue 23): run over this service's own API, loopback only.
       const scenarios = new ScenarioRuns([
         oneKeyScenario({ db, merchants, baseUrl: () => ownUrl(service.app) }),

@@ -340,6 +340,76 @@ contractSuite("ledger API", backends, (it) => {
     });
   });
 
+  it("GET /v1/ledger/transfers/{id}: your transfer as post/void show it, its status following them; another's, a payment's or an unknown id 404; POST …/batch still the batch", async (s) => {
+    const a = await s.merchant("a");
+    const b = await s.merchant("b");
+    const mine = await funded(s, a.key, 500);
+    const theirs = await funded(s, b.key, 500);
+    const body = {
+      debitAccountId: mine.wallet,
+      creditAccountId: mine.source,
+      amountMinor: "40",
+      currency: "USD",
+    };
+    const hold = await s.call(
+      "POST",
+      "/v1/ledger/transfers",
+      a.key,
+      { ...body, pending: true },
+      fresh("hold"),
+    );
+    assert.equal(hold.status, 201, JSON.stringify(hold.body));
+    const path = `/v1/ledger/transfers/${hold.body.transfer.id}`;
+    const read = await s.call("GET", path, a.key);
+    assert.equal(read.status, 200, JSON.stringify(read.body));
+    assert.deepEqual(read.body, hold.body.transfer);
+    const posted = await s.call("POST", `${path}/post`, a.key);
+    assert.equal(posted.status, 200);
+    const after = await s.call("GET", path, a.key);
+    assert.equal(after.body.status, "posted");
+    assert.deepEqual(after.body, posted.body);
+    // Theirs, a payment's own ledger transaction, an unknown id: the same 404.
+    const theirHold = await s.call(
+      "POST",
+      "/v1/ledger/transfers",
+      b.key,
+      { debitAccountId: theirs.wallet, creditAccountId: theirs.source, amountMinor: 5, currency: "USD" },
+      fresh("theirs"),
+    );
+    const payments = await s.db.transaction((tx) => ensureMerchantAccounts(tx, a.id, "USD"));
+    const paymentTransfer = await s.ledger.transfer({
+      idemKey: `pay:${fresh("p")}:hold`,
+      from: payments.customer_funds,
+      to: payments.merchant_pending,
+      amount: 7n,
+      currency: "USD",
+      pending: true,
+    });
+    for (const id of [theirHold.body.transfer.id, String(paymentTransfer.transaction.id), "999999999999"]) {
+      const res = await s.call("GET", `/v1/ledger/transfers/${id}`, a.key);
+      assert.equal(res.status, 404, JSON.stringify(res.body));
+      assert.equal(res.body.code, "LEDGER_TRANSACTION_NOT_FOUND");
+    }
+    // A segment that is not an id matches no transfer route: 404; `batch` is the batch resource's 405.
+    for (const id of ["abc", "0", "1234567890123456789"]) {
+      const res = await s.call("GET", `/v1/ledger/transfers/${id}`, a.key);
+      assert.equal(res.status, 404, JSON.stringify(res.body));
+    }
+    const getBatch = await s.service.app.inject({
+      method: "GET",
+      url: "/v1/ledger/transfers/batch",
+      headers: { authorization: `Bearer ${a.key}` },
+    });
+    assert.equal(getBatch.statusCode, 405, getBatch.body);
+    assert.equal(getBatch.headers.allow, "POST");
+    // The batch route beside it still answers POST.
+    const batch = await s.call("POST", "/v1/ledger/transfers/batch", a.key, {
+      transfers: [{ ...body, idempotencyKey: fresh("batch") }],
+    });
+    assert.equal(batch.status, 200, JSON.stringify(batch.body));
+    assert.equal(batch.body.results[0].result, "ok");
+  });
+
   it("bad input is 400 naming the field, and writes nothing", async (s) => {
     const m = await s.merchant("m");
     const { source, wallet } = await funded(s, m.key, 100);

@@ -23,7 +23,7 @@ import { type FastifyInstance, fastify, LogController } from "fastify";
 import type { Registry } from "prom-client";
 import { installAccessLog } from "./access-log.ts";
 import { registerApiReference } from "./api-reference.ts";
-import { buildPartAwareValidator } from "./body-validation.ts";
+import { buildPartAwareValidator, serviceAjvOptions } from "./body-validation.ts";
 import {
   clientErrorHandler,
   type ErrorFormat,
@@ -205,21 +205,7 @@ function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => stri
     pluginTimeout: 10_000,
     onProtoPoisoning: "error",
     onConstructorPoisoning: "error",
-    ajv: {
-      customOptions: {
-        // One error per request part: ajv's own advice for untrusted input (allErrors costs CPU on big bodies).
-        allErrors: false,
-        // Reject unknown properties (400 naming them) where a schema says additionalProperties: false,
-        // instead of silently dropping them: a typo in a field name should not pass unnoticed.
-        removeAdditional: false,
-        // The text parts only (querystring, params, headers): bodies are JSON and are validated without
-        // coercion, so `"cost":"3"` is a 400, not a 3 (body-validation.ts).
-        coerceTypes: "array",
-        useDefaults: true,
-        // `type: ["string", "null"]` is plain JSON Schema (OpenAI's nullable fields): allowed, not logged.
-        allowUnionTypes: true,
-      },
-    },
+    ajv: { customOptions: { ...serviceAjvOptions } },
     schemaController: { compilersFactory: { buildValidator: buildPartAwareValidator } },
     frameworkErrors: frameworkErrorHandlerWith(options.errorFormats),
     clientErrorHandler: clientErrorHandler(log, newRequestId),

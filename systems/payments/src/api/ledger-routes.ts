@@ -6,6 +6,7 @@
  * - GET /v1/ledger/accounts/{id}/entries: its entries, newest first, keyset pages (never OFFSET);
  * - POST /v1/ledger/transfers (Idempotency-Key = the transfer's key): one transfer through the
  *   group commit, answered with TigerBeetle's result code (`ok` 201, `exists` 200, the others 4xx);
+ * - GET /v1/ledger/transfers/{id}: one of the merchant's transfers;
  * - POST /v1/ledger/transfers/{id}/post | void: settle a pending one;
  * - POST /v1/ledger/transfers/batch: up to MAX_BATCH_TRANSFERS transfers, each with its own key
  *   and result, `linked` chains committing whole or not at all (LedgerRepository.createTransfers).
@@ -27,7 +28,7 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { commonErrors } from "@casebook/kit/errors";
 import { currencyProblem } from "@casebook/kit/iso-4217";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { apiTransferKeyPrefix, apiTransferLedgerKey } from "../domain/derived-keys.ts";
+import { apiTransferLedgerKey } from "../domain/derived-keys.ts";
 import { canonicalJson, MAX_AMOUNT_MINOR, MAX_METADATA_BYTES, type Metadata } from "../domain/ledger.ts";
 import { ledgerErrors } from "../errors.ts";
 import {
@@ -36,6 +37,7 @@ import {
   openApiAccount,
   ownedApiAccountIds,
 } from "../store/ledger-api-accounts.ts";
+import { isApiTransferOf } from "../store/ledger-api-transfers.ts";
 import type { TransferOutcome } from "../store/ledger-group-write.ts";
 import type { LedgerRepository, LedgerTransaction } from "../store/ledger-repository.ts";
 import {
@@ -79,6 +81,8 @@ interface BatchInput {
 }
 
 const tags = ["ledger"];
+/** A transfer id in a route's path: the shape `idParams` checks, so anything else matches no route. */
+const TRANSFER_ID_ROUTE_PATTERN = "^[1-9][0-9]{0,17}$";
 
 function invalid(errors: FieldError[]): Error {
   return commonErrors.create("REQUEST_INVALID", { fields: { errors } });
@@ -200,17 +204,18 @@ async function ownedAccount(deps: LedgerRouteDeps, request: FastifyRequest, id: 
   return account;
 }
 
-/** Posts or voids the merchant's pending transfer; another's (or a payment's) is 404. */
-async function settle(deps: LedgerRouteDeps, request: FastifyRequest, outcome: "post" | "void") {
+/** The route's transfer when it is the merchant's; another's, a payment's or an unknown one is 404. */
+async function ownedTransferId(deps: LedgerRouteDeps, request: FastifyRequest): Promise<bigint> {
   const { id } = request.params as { id: string };
-  const { rows } = await deps.db.query<{ idem_key: string }>(
-    "SELECT idem_key FROM transactions WHERE id = $1",
-    [BigInt(id)],
-  );
-  if (!rows[0]?.idem_key.startsWith(apiTransferKeyPrefix(deps.merchantOf(request))))
+  if (!(await isApiTransferOf(deps.db, deps.merchantOf(request), BigInt(id))))
     throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_FOUND", { fields: { id } });
-  const transaction =
-    outcome === "post" ? await deps.ledger.post(BigInt(id)) : await deps.ledger.void(BigInt(id));
+  return BigInt(id);
+}
+
+/** Posts or voids the merchant's pending transfer. */
+async function settle(deps: LedgerRouteDeps, request: FastifyRequest, outcome: "post" | "void") {
+  const id = await ownedTransferId(deps, request);
+  const transaction = outcome === "post" ? await deps.ledger.post(id) : await deps.ledger.void(id);
   return transferJson(transaction);
 }
 
@@ -380,6 +385,23 @@ export function registerLedgerRoutes(app: FastifyInstance, deps: LedgerRouteDeps
       const outcomes = await deps.ledger.createTransfers(items);
       return { results: outcomes.map(resultJson) };
     },
+  );
+
+  // Only an id matches (find-my-way's regex param): `GET …/transfers/batch` is no transfer, so it
+  // stays the batch resource's 405 (Allow: POST) instead of a 400 about a malformed id.
+  app.get<{ Params: { id: string } }>(
+    `/v1/ledger/transfers/:id(${TRANSFER_ID_ROUTE_PATTERN})`,
+    {
+      schema: {
+        summary: "One of your transfers: its status (pending, posted, voided), accounts, amount and timeout",
+        tags,
+        security: bearerSecurity,
+        params: idParams,
+        errorCodes: ["LEDGER_TRANSACTION_NOT_FOUND"],
+        response: { 200: transferView },
+      },
+    },
+    async (request) => transferJson(await deps.ledger.transaction(await ownedTransferId(deps, request))),
   );
 
   for (const outcome of ["post", "void"] as const) {

@@ -1,7 +1,9 @@
+import { everyErrorValidatorCompiler } from "@casebook/infra/http/body-validation";
 import {
   idempotencyKeyOf as headerIdempotencyKey,
   idempotencyKeyHeaders,
 } from "@casebook/infra/http/idempotency-key";
+import { fieldErrors, maxFieldErrors } from "@casebook/infra/http/problem";
 import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
@@ -40,13 +42,45 @@ export interface FieldError {
   message: string;
 }
 
-export function parseAmount(raw: unknown, field: string, errors: FieldError[]): bigint {
-  const text = typeof raw === "number" && Number.isSafeInteger(raw) ? String(raw) : raw;
-  if (typeof text !== "string" || !/^[1-9][0-9]{0,17}$/.test(text) || BigInt(text) > MAX_AMOUNT_MINOR) {
-    errors.push({ field, message: `must be an integer amount of minor units in 1..${MAX_AMOUNT_MINOR}` });
-    return 0n;
-  }
-  return BigInt(text);
+/**
+ * Route options of a write whose body the edge validates by its JSON schema (ajv, nothing coerced),
+ * naming every bad field at once; the handler reads the verdict with `checkedBody`.
+ */
+export const everyFieldBody = {
+  attachValidation: true,
+  validatorCompiler: everyErrorValidatorCompiler,
+} as const;
+
+/** What a schema cannot say about an amount it let through: the bound, past 2^53 as a string. */
+export function amountBoundProblem(raw: unknown, field: string): FieldError | undefined {
+  const valid = (typeof raw === "string" && /^[0-9]{1,18}$/.test(raw)) || Number.isSafeInteger(raw);
+  if (!valid || BigInt(raw as string | number) <= MAX_AMOUNT_MINOR) return undefined;
+  return { field, message: `must be an integer amount of minor units in 1..${MAX_AMOUNT_MINOR}` };
+}
+
+/**
+ * The request's body when it is valid; else PAYMENTS_PAYMENT_INVALID naming every bad field: the
+ * edge's (the first words ajv gave for each field) and `checks` of what a schema cannot say (an
+ * active currency, an amount's bound), whose words win for a field both name. A failure of
+ * another part (a header) is thrown as the edge would have: 400 REQUEST_INVALID.
+ */
+export function checkedBody(
+  request: FastifyRequest,
+  checks: (body: Record<string, unknown>) => (FieldError | undefined)[],
+): Record<string, unknown> {
+  const failure = request.validationError;
+  if (failure !== undefined && failure.validationContext !== "body") throw failure;
+  const body = request.body;
+  const object = typeof body === "object" && body !== null && !Array.isArray(body);
+  const byField = new Map<string, string>();
+  if (failure !== undefined)
+    for (const { field, message } of fieldErrors(failure))
+      if (!byField.has(field)) byField.set(field, message);
+  for (const problem of object ? checks(body as Record<string, unknown>) : [])
+    if (problem !== undefined) byField.set(problem.field, problem.message);
+  if (byField.size === 0) return body as Record<string, unknown>;
+  const errors = [...byField].slice(0, maxFieldErrors).map(([field, message]) => ({ field, message }));
+  throw paymentErrors.create("PAYMENTS_PAYMENT_INVALID", { fields: { errors } });
 }
 
 /** The Idempotency-Key a route requires: PAYMENTS_IDEMPOTENCY_KEY_MISSING without one. */

@@ -47,14 +47,15 @@ import {
   setIdemGeneration,
 } from "../store/payment-repository.ts";
 import {
+  amountBoundProblem,
   type BreakerOpenMode,
-  type FieldError,
+  checkedBody,
+  everyFieldBody,
   idempotencyKeyOf,
   keyedHeaders,
   optionalIdempotencyKeyOf,
   type PaymentRouteDeps,
   type PaymentRoutesConfig,
-  parseAmount,
   paymentIdOf,
   routePayment,
 } from "./payment-request.ts";
@@ -69,32 +70,24 @@ export interface PaymentInput {
   capture: boolean;
 }
 
-const CARD_TOKEN_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
-const PAYMENT_FIELDS = new Set(["amountMinor", "currency", "cardToken", "capture"]);
-
-/** Validates a payment body; throws PAYMENTS_PAYMENT_INVALID naming every bad field. */
-export function parsePaymentInput(body: unknown): PaymentInput {
-  const errors: FieldError[] = [];
-  const b = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
-  if (typeof body !== "object" || body === null)
-    errors.push({ field: "/body", message: "must be a JSON object" });
-  for (const key of Object.keys(b))
-    if (!PAYMENT_FIELDS.has(key)) errors.push({ field: `/body/${key}`, message: "is not a known field" });
-  const amountMinor = parseAmount(b.amountMinor, "/body/amountMinor", errors);
-  const currencyIssue = currencyProblem(b.currency);
-  if (currencyIssue !== undefined) errors.push({ field: "/body/currency", message: currencyIssue });
-  if (typeof b.cardToken !== "string" || !CARD_TOKEN_PATTERN.test(b.cardToken)) {
-    errors.push({ field: "/body/cardToken", message: "must be a card token of 1..128 [A-Za-z0-9_-]" });
-  }
-  if (b.capture !== undefined && typeof b.capture !== "boolean") {
-    errors.push({ field: "/body/capture", message: "must be a boolean (default true)" });
-  }
-  if (errors.length > 0) throw paymentErrors.create("PAYMENTS_PAYMENT_INVALID", { fields: { errors } });
+/**
+ * A payment body the edge's schema (`paymentBody`, ajv) passed, checked for what a schema cannot
+ * say — an active ISO 4217 currency with a minor unit, the amount's bound; PAYMENTS_PAYMENT_INVALID
+ * naming every bad field otherwise.
+ */
+export function paymentInputOf(request: FastifyRequest): PaymentInput {
+  const body = checkedBody(request, (b) => {
+    const currency = currencyProblem(b.currency);
+    return [
+      amountBoundProblem(b.amountMinor, "/body/amountMinor"),
+      currency === undefined ? undefined : { field: "/body/currency", message: currency },
+    ];
+  });
   return {
-    amountMinor,
-    currency: b.currency as string,
-    cardToken: b.cardToken as string,
-    capture: b.capture !== false,
+    amountMinor: BigInt(body.amountMinor as string | number),
+    currency: body.currency as string,
+    cardToken: body.cardToken as string,
+    capture: body.capture !== false,
   };
 }
 
@@ -180,7 +173,7 @@ async function answerDriven(
 async function postPayment(deps: PaymentRouteDeps, request: FastifyRequest, reply: FastifyReply) {
   const merchantId = deps.merchantOf(request);
   const key = idempotencyKeyOf(request);
-  const input = parsePaymentInput(request.body);
+  const input = paymentInputOf(request);
   if (deps.config.breakerOpenMode === "fail-fast" && deps.acquirer.breaker.state === "open") {
     throw paymentErrors.create("PAYMENTS_ACQUIRER_UNAVAILABLE", {
       fields: { retryAfterMs: deps.acquirer.breaker.retryAfterMs() },
@@ -205,18 +198,11 @@ async function postPayment(deps: PaymentRouteDeps, request: FastifyRequest, repl
   return answerDriven(deps, reply, merchantId, key, driven ?? payment);
 }
 
-/** A capture body: nothing or `{}` captures it all; `{"amountMinor"}` a part (PY-16). Bad fields → 400. */
-export function parseCaptureAmount(body: unknown): bigint | null {
-  if (body === undefined || body === null) return null;
-  const errors: FieldError[] = [];
-  if (typeof body !== "object" || Array.isArray(body))
-    errors.push({ field: "/body", message: "must be a JSON object" });
-  const b = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
-  for (const key of Object.keys(b))
-    if (key !== "amountMinor") errors.push({ field: `/body/${key}`, message: "is not a known field" });
-  const amount = b.amountMinor === undefined ? null : parseAmount(b.amountMinor, "/body/amountMinor", errors);
-  if (errors.length > 0) throw paymentErrors.create("PAYMENTS_PAYMENT_INVALID", { fields: { errors } });
-  return amount;
+/** A capture body (`captureBody`): nothing, null or `{}` captures it all; `{"amountMinor"}` a part (PY-16). */
+export function requestedCaptureOf(request: FastifyRequest): bigint | null {
+  if (request.body === undefined || request.body === null) return null;
+  const body = checkedBody(request, (b) => [amountBoundProblem(b.amountMinor, "/body/amountMinor")]);
+  return body.amountMinor === undefined ? null : BigInt(body.amountMinor as string | number);
 }
 
 interface SettleRequest {
@@ -302,7 +288,7 @@ async function settle(
   const merchantId = deps.merchantOf(request);
   const publicId = paymentIdOf(request);
   const key = optionalIdempotencyKeyOf(request);
-  const amountMinor = action === "capture" ? parseCaptureAmount(request.body) : null;
+  const amountMinor = action === "capture" ? requestedCaptureOf(request) : null;
   const found = await routePayment(deps, merchantId, publicId);
   // amount_minor never changes: this check, before anything is written, is exact.
   if (amountMinor !== null && amountMinor > found.amountMinor) {
@@ -334,12 +320,13 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: PaymentRouteDe
   app.post(
     "/v1/payments",
     {
+      ...everyFieldBody,
       schema: {
         summary: "Create a payment (Idempotency-Key required): 201 final, 202 still pending",
         tags,
         security,
         headers: keyedHeaders,
-        documentedBody: paymentBody,
+        body: paymentBody,
         errorCodes: ["PAYMENTS_PAYMENT_INVALID", "PAYMENTS_IDEMPOTENCY_KEY_MISSING", ...idempotencyCodes],
         response: {
           201: { ...paymentViewSchema, description: "The payment's final state (replayed to every retry)" },
@@ -371,12 +358,13 @@ export function registerPaymentRoutes(app: FastifyInstance, deps: PaymentRouteDe
   app.post(
     "/v1/payments/:id/capture",
     {
+      ...everyFieldBody,
       schema: {
         summary: "Capture an authorized payment, all of it or a part (PY-16)",
         tags,
         security,
         headers: keyedHeaders,
-        documentedBody: captureBody,
+        body: captureBody,
         errorCodes: ["PAYMENTS_PAYMENT_INVALID", "PAYMENTS_CAPTURE_EXCEEDS_AUTHORIZED", ...settleCodes],
         response: settled,
       },

@@ -1,10 +1,11 @@
 /**
- * JSON schemas of the payment and refund routes, for /openapi.json and for Fastify's response
- * serializer — which writes only the properties declared here, so each view is declared in full
- * (`paymentView`, `refundView` in the store). Request bodies are `documentedBody`: described, not
- * validated by ajv, because the handlers validate them (parsePaymentInput, parseCaptureAmount,
- * parseRefundAmount) to answer PAYMENTS_PAYMENT_INVALID naming every bad field at once and to
- * accept an amount as a JSON integer or an integer string.
+ * JSON schemas of the payment and refund routes, for ajv at the edge, /openapi.json and Fastify's
+ * response serializer — which writes only the properties declared here, so each view is declared in
+ * full (`paymentView`, `refundView` in the store). Request bodies are validated by the shared edge's
+ * ajv (nothing coerced: `"true"` is not a boolean, `12.5` not an amount) with every error of the
+ * body reported (`everyFieldBody` in payment-request.ts), so the 400 stays PAYMENTS_PAYMENT_INVALID
+ * naming every bad field at once; the handlers add what a schema cannot say (an active currency,
+ * an amount past 2^53's bound). An amount is an integer string or a safe JSON integer.
  *
  * @example
  * app.get("/v1/payments/:id", { schema: { security: bearerSecurity, response: { 200: paymentViewSchema } } }, h);

@@ -41,10 +41,12 @@ import {
   refundView,
 } from "../store/refund-repository.ts";
 import {
+  amountBoundProblem,
+  checkedBody,
+  everyFieldBody,
   idempotencyKeyOf,
   keyedHeaders,
   type PaymentRouteDeps,
-  parseAmount,
   paymentIdOf,
   routePayment,
 } from "./payment-request.ts";
@@ -53,14 +55,10 @@ import { idempotencyCodes, refundBody, refundViewSchema } from "./payment-schema
 /** Default wait before the retry worker may take over a refund its request left pending. */
 export const DEFAULT_REFUND_RETRY_AFTER_MS = 5_000;
 
-function parseRefundAmount(body: unknown): bigint {
-  const errors: { field: string; message: string }[] = [];
-  const b = (typeof body === "object" && body !== null ? body : {}) as Record<string, unknown>;
-  for (const key of Object.keys(b))
-    if (key !== "amountMinor") errors.push({ field: `/body/${key}`, message: "is not a known field" });
-  const amount = parseAmount(b.amountMinor, "/body/amountMinor", errors);
-  if (errors.length > 0) throw paymentErrors.create("PAYMENTS_PAYMENT_INVALID", { fields: { errors } });
-  return amount;
+/** A refund body the edge's schema (`refundBody`) passed, its amount within the bound. */
+function refundAmountOf(request: FastifyRequest): bigint {
+  const body = checkedBody(request, (b) => [amountBoundProblem(b.amountMinor, "/body/amountMinor")]);
+  return BigInt(body.amountMinor as string | number);
 }
 
 function jsonResponse(status: number, body: unknown): StoredResponse {
@@ -214,7 +212,7 @@ export async function handleRefund(deps: PaymentRouteDeps, request: FastifyReque
   const merchantId = deps.merchantOf(request);
   const publicId = paymentIdOf(request);
   const key = idempotencyKeyOf(request);
-  const amountMinor = parseRefundAmount(request.body);
+  const amountMinor = refundAmountOf(request);
   const payment = await routePayment(deps, merchantId, publicId);
   // PY-17: the refund's acquirer key is its correlation id, on the request's lines too.
   const log = request.log.child({ correlationId: refundAcquirerKey(payment.acquirerKey, key) });
@@ -270,12 +268,13 @@ export function registerRefundRoutes(app: FastifyInstance, deps: PaymentRouteDep
   app.post(
     "/v1/payments/:id/refunds",
     {
+      ...everyFieldBody,
       schema: {
         summary: "Refund part or all of a captured payment (Idempotency-Key required, PY-15)",
         tags,
         security,
         headers: keyedHeaders,
-        documentedBody: refundBody,
+        body: refundBody,
         errorCodes: [
           "PAYMENTS_PAYMENT_INVALID",
           "PAYMENTS_IDEMPOTENCY_KEY_MISSING",

@@ -288,6 +288,15 @@ export async function setIdemGeneration(q: Queryable, paymentId: bigint, generat
   await q.query("UPDATE payments SET idem_generation = $2 WHERE id = $1", [paymentId, generation]);
 }
 
+/** The Idempotency-Key generation a payment's saga writes under now (a takeover bumps it); undefined: no such payment. */
+export async function idemGenerationOf(q: Queryable, paymentId: bigint): Promise<number | undefined> {
+  const { rows } = await q.query<{ idem_generation: number }>(
+    "SELECT idem_generation FROM payments WHERE id = $1",
+    [paymentId],
+  );
+  return rows[0]?.idem_generation;
+}
+
 export interface ClaimOptions {
   owner: string;
   nowMs: number;

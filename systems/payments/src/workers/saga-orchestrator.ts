@@ -51,6 +51,7 @@ import {
   type ClaimedPayment,
   claimDue,
   claimPayment,
+  idemGenerationOf,
   MIN_LEASE_MS,
   type Payment,
   paymentView,
@@ -350,11 +351,8 @@ export class SagaOrchestrator {
       } catch (error) {
         if (!idempotencyErrors.is(error, "PAYMENTS_IDEMPOTENCY_LOCK_LOST") || round >= LOCK_LOST_RETRIES)
           throw error;
-        const { rows } = await this.#o.db.query<{ idem_generation: number }>(
-          "SELECT idem_generation FROM payments WHERE id = $1",
-          [payment.id],
-        );
-        current = { ...current, idemGeneration: rows[0]?.idem_generation ?? current.idemGeneration };
+        const generation = await idemGenerationOf(this.#o.db, payment.id);
+        current = { ...current, idemGeneration: generation ?? current.idemGeneration };
       }
     }
   }
