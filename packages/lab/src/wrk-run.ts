@@ -92,16 +92,19 @@ export async function writeCyclingScript(dir: string, requests: readonly WrkRequ
   const script = join(dir, "wrk-requests.lua");
   await writeFile(
     script,
-    `local requests = {}
-for line in io.lines("${data}") do
-  local fields = {}
-  for field in line:gmatch("[^\\t]+") do fields[#fields + 1] = field end
-  local headers = {}
-  for k = 2, #fields - 1, 2 do headers[fields[k]] = fields[k + 1] end
-  requests[#requests + 1] = wrk.format("GET", fields[1], headers)
-end
+    `local lines = {}
+for line in io.lines("${data}") do lines[#lines + 1] = line end
+local requests = {}
 local i = 0
+-- Formatted in init, not at load: wrk sets its Host header in wrk.init, before calling this.
 function init(args)
+  for _, line in ipairs(lines) do
+    local fields = {}
+    for field in line:gmatch("[^\\t]+") do fields[#fields + 1] = field end
+    local headers = {}
+    for k = 2, #fields - 1, 2 do headers[fields[k]] = fields[k + 1] end
+    requests[#requests + 1] = wrk.format("GET", fields[1], headers)
+  end
   math.randomseed(os.time() + tonumber(tostring({}):match("0x(%x+)") or "0", 16) % 100000)
   i = math.random(#requests)
 end

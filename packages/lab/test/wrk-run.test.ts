@@ -5,10 +5,13 @@
  */
 import assert from "node:assert/strict";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { parseWrk, writeCyclingScript } from "../src/wrk-run.ts";
+import { spawnOrSkip } from "../src/server-engine.ts";
+import { parseWrk, runWrk, writeCyclingScript } from "../src/wrk-run.ts";
 
 const WRK_OUTPUT = `Running 5s test @ http://127.0.0.1:8190/x
   2 threads and 50 connections
@@ -48,4 +51,30 @@ test("a cycling script sends every request in turn with its headers; a tab in a 
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test("a cycling script run by wrk: every request well formed (Host included), each path with its own headers", async (t) => {
+  const seen = new Map<string, Set<string>>();
+  const server = createServer((req, res) => {
+    const auths = seen.get(req.url ?? "") ?? new Set<string>();
+    auths.add(String(req.headers.authorization));
+    seen.set(req.url ?? "", auths);
+    res.writeHead(200).end("ok");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const dir = await mkdtemp(join(tmpdir(), "casebook-wrk-"));
+  t.after(async () => {
+    await new Promise((resolve) => server.close(resolve));
+    await rm(dir, { recursive: true, force: true });
+  });
+  const script = await writeCyclingScript(dir, [
+    { path: "/a", headers: { authorization: "Bearer k1" } },
+    { path: "/b", headers: { authorization: "Bearer k2" } },
+  ]);
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const run = await spawnOrSkip(t, () => runWrk({ url, durationS: 1, connections: 2, threads: 1, script }));
+  if (!run) return;
+  assert.equal(run.errors, 0, "Node refuses a request without Host: every one was answered 200");
+  assert.deepEqual([...(seen.get("/a") ?? [])], ["Bearer k1"]);
+  assert.deepEqual([...(seen.get("/b") ?? [])], ["Bearer k2"]);
 });

@@ -139,6 +139,11 @@ async function measure(
   durationS: number,
 ): Promise<Measured> {
   const wrk = await runWrk({ url: server.url, durationS, connections: CONNECTIONS, script });
+  // A maximum made of error answers measures nothing: past 1% the run stops, named.
+  if (wrk.errors > 0.01 * wrk.requestsPerS * durationS)
+    throw new Error(
+      `${server.name}: ${wrk.errors} of ~${Math.round(wrk.requestsPerS * durationS)} wrk answers were errors`,
+    );
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const url = new URL(server.url);
   try {
