@@ -105,7 +105,7 @@ export function createMetrics(
     }),
     cacheLookups: new Counter({
       name: "llm_gateway_cache_lookups_total",
-      help: "Semantic cache lookups (LG-11) by logical model and result: hit, miss, skipped (not deterministic)",
+      help: "Semantic cache lookups (LG-11) by logical model and result: hit, miss, refused (similar vectors, words that disagree), skipped (not deterministic)",
       labelNames: ["model", "result"],
       registers: [registry],
     }),

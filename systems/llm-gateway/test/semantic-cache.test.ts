@@ -8,7 +8,11 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import OpenAI from "openai";
 import { CACHE_HEADER } from "../src/api/semantic-cache.ts";
+import { DEFAULT_CACHE_THRESHOLD } from "../src/config.ts";
+import { promptText } from "../src/domain/cache-policy.ts";
+import { cosine, embedText } from "../src/domain/lexical-embedder.ts";
 import { type GatewayFixture, startGateway } from "./gateway-fixture.ts";
+import { madeUpPrompt } from "./made-up-prompt.ts";
 
 const ADMIN = "admin-token-for-the-cache-tests-0123456789";
 let f: GatewayFixture;
@@ -124,4 +128,27 @@ test("LG-12 only deterministic requests are cached: temperature above 0 (or unse
     (await ask("Explain recursion to a child", { max_tokens: 9 })).response.headers.get(CACHE_HEADER),
     "miss",
   );
+});
+
+test("LG-11 two unrelated long prompts the embedder rates above the threshold are not a hit: their words disagree", async () => {
+  // A pair of 200-word prompts whose embeddings are at least the default threshold alike.
+  let pair: [string, string] | undefined;
+  for (let i = 1; i < 200 && pair === undefined; i += 2) {
+    const [a, b] = [madeUpPrompt(i, 200), madeUpPrompt(i + 1, 200)];
+    const similarity = cosine(
+      embedText(promptText([{ role: "user", content: a }])),
+      embedText(promptText([{ role: "user", content: b }])),
+    );
+    if (similarity >= DEFAULT_CACHE_THRESHOLD) pair = [a, b];
+  }
+  assert.ok(pair, "the embedder rates some unrelated long prompts above the threshold");
+  assert.equal((await ask(pair[0])).response.headers.get(CACHE_HEADER), "miss");
+  const calls = await upstreamCalls();
+  const second = await ask(pair[1]);
+  assert.equal(second.response.headers.get(CACHE_HEADER), "miss", "not the other prompt's answer");
+  assert.equal(await upstreamCalls(), calls + 1, "the provider answered it");
+  const metrics = await (await fetch(`${f.gateway.url}/metrics`)).text();
+  assert.match(metrics, /llm_gateway_cache_lookups_total\{model="gpt-4o-mini",result="refused"\} [1-9]/);
+  // The same long prompt again is still a hit.
+  assert.match((await ask(pair[0])).response.headers.get(CACHE_HEADER) ?? "", /^hit;/);
 });

@@ -2,8 +2,8 @@
  * The semantic cache around a chat request (LG-11, LG-12, LG-13): for a deterministic
  * request (`domain/cache-policy.ts`) the conversation is embedded (the local lexical
  * embedder: `domain/lexical-embedder.ts`) and the tenant's most similar earlier answer of the
- * same scope is looked up (`store/semantic-cache-store.ts`); at or above the threshold it is
- * the answer — as a whole completion or replayed as a stream — and no provider is called.
+ * same scope is looked up (`store/semantic-cache-store.ts`); at or above the threshold, and
+ * when the two prompts' words agree too (`domain/lexical-agreement.ts`), it is the answer — as a whole completion or replayed as a stream — and no provider is called.
  * A miss goes upstream, and a whole, successful answer is remembered for the tenant.
  * Strictly per tenant: the tenant is in every lookup. This is the gateway's cache of
  * answers; the provider's prompt (prefix) caching is another mechanism the gateway only
@@ -15,6 +15,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { type CacheableRequest, cacheDecision, cacheScope, promptText } from "../domain/cache-policy.ts";
+import { lexicallyAgree } from "../domain/lexical-agreement.ts";
 import { embedText } from "../domain/lexical-embedder.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { CachedAnswer, CacheHit, SemanticCacheStore } from "../store/semantic-cache-store.ts";
@@ -63,9 +64,16 @@ export class SemanticCache {
     const prompt = promptText(body.messages);
     const embedding = embedText(prompt);
     const stop = this.#metrics.cacheLookupSeconds.startTimer({ model });
-    const hit = await this.#store.lookup({ tenantId, scope, embedding, threshold: this.#settings.threshold });
+    const found = await this.#store.lookup({
+      tenantId,
+      scope,
+      embedding,
+      threshold: this.#settings.threshold,
+    });
     stop();
-    this.#metrics.cacheLookups.inc({ model, result: hit ? "hit" : "miss" });
+    // Similar vectors are not enough for long prompts (domain/lexical-agreement.ts): the words must agree too.
+    const hit = found !== undefined && lexicallyAgree(prompt, found.prompt) ? found : undefined;
+    this.#metrics.cacheLookups.inc({ model, result: hit ? "hit" : found ? "refused" : "miss" });
     return hit ? { kind: "hit", hit } : { kind: "miss", scope, prompt, embedding };
   }
 
