@@ -14,7 +14,7 @@ import { type AddressClass, classifyIp } from "./address-class.ts";
 import { type Cidr, cidrContains, embeddedIpv4, type IpAddress, parseCidr, parseIp } from "./ip-address.ts";
 
 /** Most ranges in each of the allow and deny lists: each address is checked against all. */
-export const POLICY_RANGES_MAX = 256;
+export const MAX_POLICY_RANGES = 256;
 
 export interface AddressPolicy {
   readonly allow: readonly Cidr[];
@@ -37,8 +37,8 @@ export interface AddressPolicyInput {
 export function createAddressPolicy(input: AddressPolicyInput = {}): AddressPolicy {
   const allow = (input.allow ?? []).map(parseCidr);
   const deny = (input.deny ?? []).map(parseCidr);
-  if (allow.length > POLICY_RANGES_MAX || deny.length > POLICY_RANGES_MAX) {
-    throw new RangeError(`allow and deny lists hold at most ${POLICY_RANGES_MAX} ranges each`);
+  if (allow.length > MAX_POLICY_RANGES || deny.length > MAX_POLICY_RANGES) {
+    throw new RangeError(`allow and deny lists hold at most ${MAX_POLICY_RANGES} ranges each`);
   }
   return Object.freeze({ allow, deny });
 }

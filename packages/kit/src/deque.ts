@@ -17,7 +17,7 @@
 import { assert } from "./assert.ts";
 
 /** Largest capacity: 2^30 slots, far past any bound a caller should set. */
-const CAPACITY_MAX = 2 ** 30;
+const MAX_CAPACITY = 2 ** 30;
 
 export class Deque<T> {
   #items: (T | undefined)[];
@@ -31,7 +31,7 @@ export class Deque<T> {
       initialCapacity,
     });
     let capacity = 2;
-    while (capacity < initialCapacity && capacity < CAPACITY_MAX) capacity *= 2;
+    while (capacity < initialCapacity && capacity < MAX_CAPACITY) capacity *= 2;
     this.#items = new Array(capacity);
     this.#mask = capacity - 1;
   }
@@ -122,7 +122,7 @@ export class Deque<T> {
 
   #grow(): void {
     const capacity = this.#items.length;
-    assert(capacity < CAPACITY_MAX, "a deque holds at most 2^30 items", { capacity });
+    assert(capacity < MAX_CAPACITY, "a deque holds at most 2^30 items", { capacity });
     const grown: (T | undefined)[] = new Array(capacity * 2);
     for (let i = 0; i < this.#length; i++) grown[i] = this.#items[(this.#head + i) & this.#mask];
     this.#items = grown;

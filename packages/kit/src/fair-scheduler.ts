@@ -44,17 +44,17 @@ export interface QueueLimits {
   burst: number;
 }
 
-export const QUEUE_LIMITS_DEFAULT: Readonly<QueueLimits> = Object.freeze({
+export const DEFAULT_QUEUE_LIMITS: Readonly<QueueLimits> = Object.freeze({
   maxInFlight: 4,
   ratePerS: 50,
   burst: 10,
 });
 /** Largest flow weight: bounds a round to Σ weights × quantum tasks. */
-export const WEIGHT_MAX = 1_000;
+export const MAX_WEIGHT = 1_000;
 /** Queue states remembered at once (queued, in flight, or holding a throttle or a bucket). */
-export const QUEUES_MAX_DEFAULT = 100_000;
+export const DEFAULT_MAX_QUEUES = 100_000;
 /** Idle queue states examined per sweep when the queue bound is reached. */
-const SWEEP_MAX = 256;
+const MAX_SWEEP = 256;
 
 export interface FairSchedulerOptions {
   clock: Clock;
@@ -64,11 +64,11 @@ export interface FairSchedulerOptions {
   maxQueuedPerFlow: number;
   /** Tasks in flight for one flow across its queues. Default: no flow bound. */
   maxInFlightPerFlow?: number;
-  /** Queue states remembered at once. Default QUEUES_MAX_DEFAULT. */
+  /** Queue states remembered at once. Default DEFAULT_MAX_QUEUES. */
   maxQueues?: number;
   /** Credits per unit of weight per turn. Default 1. */
   quantum?: number;
-  /** A flow's weight, in [1, WEIGHT_MAX]. Default 1 for everyone. */
+  /** A flow's weight, in [1, MAX_WEIGHT]. Default 1 for everyone. */
   weightOf?: (flowId: string) => number;
   /** A queue's limits, read when it is first seen. */
   limitsOf?: (queueId: string) => QueueLimits;
@@ -156,15 +156,15 @@ export class FairScheduler<T> {
     requireCount("maxQueuedPerFlow", options.maxQueuedPerFlow);
     this.#maxInFlightPerFlow = options.maxInFlightPerFlow ?? Number.POSITIVE_INFINITY;
     if (!(this.#maxInFlightPerFlow >= 1)) throw new RangeError("maxInFlightPerFlow must be >= 1");
-    this.#maxQueues = options.maxQueues ?? QUEUES_MAX_DEFAULT;
+    this.#maxQueues = options.maxQueues ?? DEFAULT_MAX_QUEUES;
     requireCount("maxQueues", this.#maxQueues);
     this.#quantum = options.quantum ?? 1;
-    if (!(this.#quantum >= 1 && this.#quantum <= WEIGHT_MAX)) throw new RangeError("quantum must be 1..1000");
+    if (!(this.#quantum >= 1 && this.#quantum <= MAX_WEIGHT)) throw new RangeError("quantum must be 1..1000");
     this.#clock = options.clock;
     this.#maxQueuedTotal = options.maxQueuedTotal;
     this.#maxQueuedPerFlow = options.maxQueuedPerFlow;
     this.#weightOf = options.weightOf ?? (() => 1);
-    this.#limitsOf = options.limitsOf ?? (() => QUEUE_LIMITS_DEFAULT);
+    this.#limitsOf = options.limitsOf ?? (() => DEFAULT_QUEUE_LIMITS);
     this.#refuse = options.refuse ?? queueFull;
   }
 
@@ -292,8 +292,8 @@ export class FairScheduler<T> {
     const known = this.#flows.get(flowId);
     if (known !== undefined) return known;
     const weight = this.#weightOf(flowId);
-    if (!(weight >= 1 && weight <= WEIGHT_MAX)) {
-      throw new RangeError(`weight of flow ${flowId} must be 1..${WEIGHT_MAX}, got ${weight}`);
+    if (!(weight >= 1 && weight <= MAX_WEIGHT)) {
+      throw new RangeError(`weight of flow ${flowId} must be 1..${MAX_WEIGHT}, got ${weight}`);
     }
     const flow: FlowState<T> = {
       id: flowId,
@@ -415,7 +415,7 @@ export class FairScheduler<T> {
   #sweepIdle(nowMs: number): void {
     let examined = 0;
     for (const queue of this.#idle) {
-      if (++examined > SWEEP_MAX) return;
+      if (++examined > MAX_SWEEP) return;
       if (queue.throttledUntilMs <= nowMs && queue.bucket.isFull(nowMs)) this.#forget(queue);
     }
   }

@@ -13,15 +13,15 @@
 import { GroupCommit, type GroupCommitOptions, type GroupCommitStats } from "./group-commit.ts";
 
 /** Most lanes: each is a write in flight at once. */
-export const GROUP_COMMIT_LANES_MAX = 64;
+export const MAX_GROUP_COMMIT_LANES = 64;
 
 export class GroupCommitLanes<I, O> {
   readonly #lanes: GroupCommit<I, O>[];
 
   constructor(write: (batch: I[]) => Promise<readonly O[]>, options: GroupCommitOptions & { lanes: number }) {
     const { lanes, ...settings } = options;
-    if (!(Number.isInteger(lanes) && lanes >= 1 && lanes <= GROUP_COMMIT_LANES_MAX)) {
-      throw new RangeError(`lanes must be an integer in [1, ${GROUP_COMMIT_LANES_MAX}], got ${lanes}`);
+    if (!(Number.isInteger(lanes) && lanes >= 1 && lanes <= MAX_GROUP_COMMIT_LANES)) {
+      throw new RangeError(`lanes must be an integer in [1, ${MAX_GROUP_COMMIT_LANES}], got ${lanes}`);
     }
     this.#lanes = Array.from({ length: lanes }, () => new GroupCommit<I, O>(write, settings));
   }

@@ -48,9 +48,9 @@ export interface GroupCommitStats {
 }
 
 /** Largest `maxBatch` and `maxPending`: far above any sane batch, a guard against a typo. */
-const COUNT_MAX = 10_000_000;
+const MAX_COUNT = 10_000_000;
 /** Longest `maxWaitMs`: a group commit that waits seconds is a queue, use one. */
-const WAIT_MS_MAX = 10_000;
+const MAX_WAIT_MS = 10_000;
 
 interface Pending<I, O> {
   readonly item: I;
@@ -74,13 +74,13 @@ export class GroupCommit<I, O> {
   constructor(write: (batch: I[]) => Promise<readonly O[]>, options: GroupCommitOptions) {
     for (const name of ["maxBatch", "maxPending"] as const) {
       const value = options[name];
-      if (!(Number.isSafeInteger(value) && value >= 1 && value <= COUNT_MAX)) {
-        throw new RangeError(`${name} must be an integer in [1, ${COUNT_MAX}], got ${value}`);
+      if (!(Number.isSafeInteger(value) && value >= 1 && value <= MAX_COUNT)) {
+        throw new RangeError(`${name} must be an integer in [1, ${MAX_COUNT}], got ${value}`);
       }
     }
     const maxWaitMs = options.maxWaitMs ?? 0;
-    if (!(Number.isFinite(maxWaitMs) && maxWaitMs >= 0 && maxWaitMs <= WAIT_MS_MAX)) {
-      throw new RangeError(`maxWaitMs must be in [0, ${WAIT_MS_MAX}], got ${maxWaitMs}`);
+    if (!(Number.isFinite(maxWaitMs) && maxWaitMs >= 0 && maxWaitMs <= MAX_WAIT_MS)) {
+      throw new RangeError(`maxWaitMs must be in [0, ${MAX_WAIT_MS}], got ${maxWaitMs}`);
     }
     this.#write = write;
     this.#maxBatch = options.maxBatch;

@@ -42,7 +42,7 @@ export interface SigningKey {
 
 export interface SignedTokensOptions {
   clock: Clock;
-  /** The first key signs; all of them verify. Unique kids, at most KEYS_MAX. */
+  /** The first key signs; all of them verify. Unique kids, at most MAX_KEYS. */
   keys: readonly SigningKey[];
   /** Longest lifetime `sign` accepts. Default 30 days. */
   maxTtlMs?: number;
@@ -58,10 +58,10 @@ export interface VerifiedToken<T> {
   readonly expiresAtMs: number;
 }
 
-export const SECRET_BYTES_MIN = 32;
-export const KEYS_MAX = 16;
-export const TTL_MS_MAX_DEFAULT = 30 * 24 * 3_600_000;
-export const TOKEN_CHARS_MAX_DEFAULT = 4_096;
+export const MIN_SECRET_BYTES = 32;
+export const MAX_KEYS = 16;
+export const DEFAULT_MAX_TTL_MS = 30 * 24 * 3_600_000;
+export const DEFAULT_MAX_TOKEN_CHARS = 4_096;
 
 const KID = /^[A-Za-z0-9_-]{1,64}$/;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
@@ -79,18 +79,18 @@ export class SignedTokens<T> {
 
   constructor(options: SignedTokensOptions) {
     const { keys } = options;
-    if (keys.length < 1 || keys.length > KEYS_MAX) throw new RangeError(`keys must hold 1..${KEYS_MAX} keys`);
+    if (keys.length < 1 || keys.length > MAX_KEYS) throw new RangeError(`keys must hold 1..${MAX_KEYS} keys`);
     const byKid = new Map<string, Buffer>();
     for (const { kid, secret } of keys) {
       if (!KID.test(kid)) throw new RangeError(`kid ${JSON.stringify(kid)} must be 1-64 of [A-Za-z0-9_-]`);
       if (byKid.has(kid)) throw new RangeError(`kid ${kid} appears twice`);
       const bytes = Buffer.from(secret);
-      if (bytes.length < SECRET_BYTES_MIN)
-        throw new RangeError(`the secret of kid ${kid} needs >= ${SECRET_BYTES_MIN} bytes`);
+      if (bytes.length < MIN_SECRET_BYTES)
+        throw new RangeError(`the secret of kid ${kid} needs >= ${MIN_SECRET_BYTES} bytes`);
       byKid.set(kid, bytes);
     }
-    this.#maxTtlMs = options.maxTtlMs ?? TTL_MS_MAX_DEFAULT;
-    this.#maxTokenChars = options.maxTokenChars ?? TOKEN_CHARS_MAX_DEFAULT;
+    this.#maxTtlMs = options.maxTtlMs ?? DEFAULT_MAX_TTL_MS;
+    this.#maxTokenChars = options.maxTokenChars ?? DEFAULT_MAX_TOKEN_CHARS;
     if (!(Number.isSafeInteger(this.#maxTtlMs) && this.#maxTtlMs >= 1))
       throw new RangeError("maxTtlMs must be >= 1");
     if (!(Number.isSafeInteger(this.#maxTokenChars) && this.#maxTokenChars >= 64)) {

@@ -40,7 +40,7 @@ export interface SingleFlightStats {
 }
 
 /** Upper bound on `maxInFlightKeys`: a map that large is a configuration mistake. */
-export const IN_FLIGHT_KEYS_MAX = 10_000_000;
+export const MAX_IN_FLIGHT_KEYS = 10_000_000;
 
 export class SingleFlight<T> {
   readonly #inFlight = new Map<string, Promise<T>>();
@@ -51,8 +51,8 @@ export class SingleFlight<T> {
 
   constructor(options: SingleFlightOptions) {
     const max = options.maxInFlightKeys;
-    if (!(Number.isInteger(max) && max >= 1 && max <= IN_FLIGHT_KEYS_MAX)) {
-      throw new RangeError(`maxInFlightKeys must be an integer in [1, ${IN_FLIGHT_KEYS_MAX}], got ${max}`);
+    if (!(Number.isInteger(max) && max >= 1 && max <= MAX_IN_FLIGHT_KEYS)) {
+      throw new RangeError(`maxInFlightKeys must be an integer in [1, ${MAX_IN_FLIGHT_KEYS}], got ${max}`);
     }
     this.#maxInFlightKeys = max;
   }

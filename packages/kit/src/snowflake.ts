@@ -15,7 +15,7 @@
  *   SNOWFLAKE_CLOCK_BACKWARDS with `behindMs` — until the clock passes the last id's ms
  *   again; it never waits by itself, since a jump of minutes would hang every caller.
  * - **4,096 ids in one ms**: the sequence is spent, so `next()` waits for the next ms by
- *   reading the clock again (Twitter's `tilNextMillis`), at most `SPIN_READS_MAX` reads;
+ *   reading the clock again (Twitter's `tilNextMillis`), at most `MAX_SPIN_READS` reads;
  *   a clock that does not move by then is stalled (SNOWFLAKE_CLOCK_STALLED).
  *
  * Uniqueness rests on each live worker holding its own worker id (lease one, e.g. from
@@ -34,14 +34,14 @@ import { kitErrors } from "./kit-errors.ts";
 export const TIMESTAMP_BITS = 41;
 export const WORKER_ID_BITS = 10;
 export const SEQUENCE_BITS = 12;
-export const WORKER_ID_MAX = 2 ** WORKER_ID_BITS - 1;
-export const SEQUENCE_MAX = 2 ** SEQUENCE_BITS - 1;
+export const MAX_WORKER_ID = 2 ** WORKER_ID_BITS - 1;
+export const MAX_SEQUENCE = 2 ** SEQUENCE_BITS - 1;
 /** Largest ms offset from the epoch an id can carry (about 69.7 years). */
-export const ELAPSED_MS_MAX = 2 ** TIMESTAMP_BITS - 1;
+export const MAX_ELAPSED_MS = 2 ** TIMESTAMP_BITS - 1;
 /** Casebook's default epoch, 2025-01-01T00:00:00Z: ids run out in 2094. */
-export const SNOWFLAKE_EPOCH_MS_DEFAULT = Date.UTC(2025, 0, 1);
+export const DEFAULT_SNOWFLAKE_EPOCH_MS = Date.UTC(2025, 0, 1);
 /** Clock reads while waiting out a spent millisecond before the clock counts as stalled. */
-export const SPIN_READS_MAX = 10_000_000;
+export const MAX_SPIN_READS = 10_000_000;
 
 const WORKER_SHIFT = BigInt(SEQUENCE_BITS);
 const TIME_SHIFT = BigInt(SEQUENCE_BITS + WORKER_ID_BITS);
@@ -51,7 +51,7 @@ export interface SnowflakeOptions {
   clock: Clock;
   /** This worker's id, 0..1023; unique among the workers issuing ids at the same time. */
   workerId: number;
-  /** The epoch ms 0 stands for. Default SNOWFLAKE_EPOCH_MS_DEFAULT; never change it once ids exist. */
+  /** The epoch ms 0 stands for. Default DEFAULT_SNOWFLAKE_EPOCH_MS; never change it once ids exist. */
   epochMs?: number;
 }
 
@@ -72,10 +72,10 @@ export class SnowflakeGenerator {
 
   constructor(options: SnowflakeOptions) {
     const { workerId } = options;
-    if (!(Number.isInteger(workerId) && workerId >= 0 && workerId <= WORKER_ID_MAX)) {
-      throw new RangeError(`workerId must be an integer in [0, ${WORKER_ID_MAX}], got ${workerId}`);
+    if (!(Number.isInteger(workerId) && workerId >= 0 && workerId <= MAX_WORKER_ID)) {
+      throw new RangeError(`workerId must be an integer in [0, ${MAX_WORKER_ID}], got ${workerId}`);
     }
-    const epochMs = options.epochMs ?? SNOWFLAKE_EPOCH_MS_DEFAULT;
+    const epochMs = options.epochMs ?? DEFAULT_SNOWFLAKE_EPOCH_MS;
     if (!Number.isSafeInteger(epochMs)) throw new RangeError(`epochMs must be an integer, got ${epochMs}`);
     this.#clock = options.clock;
     this.#workerId = BigInt(workerId);
@@ -91,7 +91,7 @@ export class SnowflakeGenerator {
       });
     }
     if (nowMs === this.#lastMs) {
-      this.#sequence = (this.#sequence + 1) & SEQUENCE_MAX;
+      this.#sequence = (this.#sequence + 1) & MAX_SEQUENCE;
       if (this.#sequence === 0) nowMs = this.#untilNextMs();
     } else {
       this.#sequence = 0;
@@ -106,9 +106,9 @@ export class SnowflakeGenerator {
 
   #elapsedMs(): number {
     const elapsedMs = Math.floor(this.#clock.nowMs()) - this.#epochMs;
-    if (!(elapsedMs >= 0 && elapsedMs <= ELAPSED_MS_MAX)) {
+    if (!(elapsedMs >= 0 && elapsedMs <= MAX_ELAPSED_MS)) {
       throw new RangeError(
-        `the clock is ${elapsedMs} ms from the epoch; a snowflake holds 0..${ELAPSED_MS_MAX}`,
+        `the clock is ${elapsedMs} ms from the epoch; a snowflake holds 0..${MAX_ELAPSED_MS}`,
       );
     }
     return elapsedMs;
@@ -116,7 +116,7 @@ export class SnowflakeGenerator {
 
   /** The sequence of this ms is spent: read the clock until it shows a later ms. */
   #untilNextMs(): number {
-    for (let reads = 0; reads < SPIN_READS_MAX; reads++) {
+    for (let reads = 0; reads < MAX_SPIN_READS; reads++) {
       const nowMs = this.#elapsedMs();
       if (nowMs > this.#lastMs) return nowMs;
     }
@@ -125,20 +125,20 @@ export class SnowflakeGenerator {
 }
 
 /** Splits an id back into its time, worker and sequence (`epochMs` as it was made with). */
-export function decodeSnowflake(id: bigint, epochMs = SNOWFLAKE_EPOCH_MS_DEFAULT): SnowflakeParts {
+export function decodeSnowflake(id: bigint, epochMs = DEFAULT_SNOWFLAKE_EPOCH_MS): SnowflakeParts {
   if (id < 0n || id >= 1n << 63n)
     throw new RangeError(`a snowflake is a 63-bit non-negative integer, got ${id}`);
   return {
     timestampMs: Number(id >> TIME_SHIFT) + epochMs,
-    workerId: Number((id >> WORKER_SHIFT) & BigInt(WORKER_ID_MAX)),
-    sequence: Number(id & BigInt(SEQUENCE_MAX)),
+    workerId: Number((id >> WORKER_SHIFT) & BigInt(MAX_WORKER_ID)),
+    sequence: Number(id & BigInt(MAX_SEQUENCE)),
   };
 }
 
 /** The smallest id of `timestampMs`: `WHERE id >= snowflakeFloor(t)` selects ids made at t or later. */
-export function snowflakeFloor(timestampMs: number, epochMs = SNOWFLAKE_EPOCH_MS_DEFAULT): bigint {
+export function snowflakeFloor(timestampMs: number, epochMs = DEFAULT_SNOWFLAKE_EPOCH_MS): bigint {
   const elapsedMs = Math.floor(timestampMs) - epochMs;
-  if (!(elapsedMs >= 0 && elapsedMs <= ELAPSED_MS_MAX))
+  if (!(elapsedMs >= 0 && elapsedMs <= MAX_ELAPSED_MS))
     throw new RangeError(`${timestampMs} is outside the id range`);
   return BigInt(elapsedMs) << TIME_SHIFT;
 }

@@ -12,7 +12,7 @@ import {
   checkAddress,
   createAddressPolicy,
   isLocalhostName,
-  POLICY_RANGES_MAX,
+  MAX_POLICY_RANGES,
 } from "../src/address-policy.ts";
 import { formatIp, parseCidr, parseIp } from "../src/ip-address.ts";
 
@@ -112,7 +112,7 @@ test("address policy: public only, allow list opens a range, deny list wins, bou
   assert.equal(checkAddress("8.8.4.4", policy).allowed, false, "public, but denied");
   assert.equal(checkAddress("1.1.1.1", policy).allowed, true);
   assert.throws(() => createAddressPolicy({ allow: ["10.0.0.0/33"] }), RangeError);
-  const tooMany = Array.from({ length: POLICY_RANGES_MAX + 1 }, (_, i) => `10.0.${i >> 8}.${i & 255}/32`);
+  const tooMany = Array.from({ length: MAX_POLICY_RANGES + 1 }, (_, i) => `10.0.${i >> 8}.${i & 255}/32`);
   assert.throws(() => createAddressPolicy({ deny: tooMany }), RangeError);
   for (const name of ["localhost", "LOCALHOST.", "api.localhost"])
     assert.equal(isLocalhostName(name), true, name);

@@ -38,7 +38,7 @@ type LoopEvent =
 /** A loop that never delivers the awaited round or pause fails its test instead of hanging the file. */
 const BOUNDED = { timeout: 10_000 };
 /** Most events one test may take: a loop gone wild fails the test instead of hanging it. */
-const EVENTS_MAX = 1_000;
+const MAX_EVENTS = 1_000;
 
 /** A loop whose rounds and pauses are events the test settles; `errors` records onError's calls. */
 function harness(overrides: Partial<BackgroundLoopOptions> = {}) {
@@ -69,7 +69,7 @@ function harness(overrides: Partial<BackgroundLoopOptions> = {}) {
   });
   /** The loop's next round or pause, in order. */
   async function next(): Promise<LoopEvent> {
-    assert.ok(++taken <= EVENTS_MAX, "the loop ran away");
+    assert.ok(++taken <= MAX_EVENTS, "the loop ran away");
     while (queued.length === 0) await new Promise<void>((resolve) => (notify = resolve));
     return queued.shift()!;
   }

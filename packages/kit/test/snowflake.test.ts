@@ -4,15 +4,15 @@ import fc from "fast-check";
 import { type Clock, ManualClock } from "../src/clock.ts";
 import { kitErrors } from "../src/kit-errors.ts";
 import {
+  DEFAULT_SNOWFLAKE_EPOCH_MS,
   decodeSnowflake,
-  SEQUENCE_MAX,
-  SNOWFLAKE_EPOCH_MS_DEFAULT,
+  MAX_SEQUENCE,
+  MAX_WORKER_ID,
   SnowflakeGenerator,
   snowflakeFloor,
-  WORKER_ID_MAX,
 } from "../src/snowflake.ts";
 
-const T0 = SNOWFLAKE_EPOCH_MS_DEFAULT + 1_000_000;
+const T0 = DEFAULT_SNOWFLAKE_EPOCH_MS + 1_000_000;
 
 test("41 bits of ms since the epoch, 10 of worker id, 12 of sequence; decode gives them back", () => {
   const clock = new ManualClock(T0);
@@ -29,9 +29,9 @@ test("41 bits of ms since the epoch, 10 of worker id, 12 of sequence; decode giv
 
 test("a custom epoch: ms 0 is the epoch, and decode needs the same epoch", () => {
   const clock = new ManualClock(10_000);
-  const ids = new SnowflakeGenerator({ clock, workerId: WORKER_ID_MAX, epochMs: 9_000 });
+  const ids = new SnowflakeGenerator({ clock, workerId: MAX_WORKER_ID, epochMs: 9_000 });
   const id = ids.next();
-  assert.deepEqual(decodeSnowflake(id, 9_000), { timestampMs: 10_000, workerId: WORKER_ID_MAX, sequence: 0 });
+  assert.deepEqual(decodeSnowflake(id, 9_000), { timestampMs: 10_000, workerId: MAX_WORKER_ID, sequence: 0 });
 });
 
 test("a clock that goes back is refused with SNOWFLAKE_CLOCK_BACKWARDS until it passes the last id's ms", () => {
@@ -63,8 +63,8 @@ test("4,096 ids in one ms: the next waits for the next ms by reading the clock a
   };
   const ids = new SnowflakeGenerator({ clock, workerId: 2 });
   const issued: bigint[] = [];
-  for (let i = 0; i <= SEQUENCE_MAX; i++) issued.push(ids.next());
-  assert.equal(decodeSnowflake(issued.at(-1)!).sequence, SEQUENCE_MAX);
+  for (let i = 0; i <= MAX_SEQUENCE; i++) issued.push(ids.next());
+  assert.equal(decodeSnowflake(issued.at(-1)!).sequence, MAX_SEQUENCE);
   const spentAt = reads;
   const realNow = clock.nowMs;
   clock.nowMs = () => {
@@ -79,7 +79,7 @@ test("4,096 ids in one ms: the next waits for the next ms by reading the clock a
 test("a clock that never moves on past a spent ms is reported stalled, not spun on forever", () => {
   const clock = new ManualClock(T0);
   const ids = new SnowflakeGenerator({ clock, workerId: 3 });
-  for (let i = 0; i <= SEQUENCE_MAX; i++) ids.next();
+  for (let i = 0; i <= MAX_SEQUENCE; i++) ids.next();
   assert.throws(
     () => ids.next(),
     (e: unknown) => kitErrors.is(e, "SNOWFLAKE_CLOCK_STALLED"),
@@ -88,11 +88,11 @@ test("a clock that never moves on past a spent ms is reported stalled, not spun 
 
 test("bad worker ids and a clock before the epoch are refused", () => {
   const clock = new ManualClock(T0);
-  for (const workerId of [-1, WORKER_ID_MAX + 1, 1.5]) {
+  for (const workerId of [-1, MAX_WORKER_ID + 1, 1.5]) {
     assert.throws(() => new SnowflakeGenerator({ clock, workerId }), RangeError);
   }
   const early = new SnowflakeGenerator({
-    clock: new ManualClock(SNOWFLAKE_EPOCH_MS_DEFAULT - 1),
+    clock: new ManualClock(DEFAULT_SNOWFLAKE_EPOCH_MS - 1),
     workerId: 0,
   });
   assert.throws(() => early.next(), RangeError);

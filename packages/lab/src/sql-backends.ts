@@ -19,7 +19,7 @@ import type { Backend } from "./contract-suite.ts";
 import { requirePostgres, uniqueName } from "./test-engines.ts";
 
 /** Small on purpose: other suites share the server. Races open their own pools. */
-export const TEST_POOL_MAX = 4;
+export const MAX_TEST_POOL = 4;
 
 export interface TestSchema {
   db: Database;
@@ -45,7 +45,7 @@ export async function openPostgresTestSchema(
     system: options.system,
     url,
     schema,
-    pool: { maxConnections: options.maxConnections ?? TEST_POOL_MAX },
+    pool: { maxConnections: options.maxConnections ?? MAX_TEST_POOL },
   });
   const drop = async () => {
     try {

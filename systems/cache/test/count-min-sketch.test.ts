@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
-import { COUNTER_MAX, CountMinSketch } from "../src/domain/count-min-sketch.ts";
+import { CountMinSketch, MAX_COUNTER } from "../src/domain/count-min-sketch.ts";
 import { hashKey } from "../src/domain/murmur3.ts";
 import { policyErrors } from "../src/errors.ts";
 
@@ -31,7 +31,7 @@ describe("count-min sketch", () => {
         (stream, width, doorkeeper) => {
           const sketch = new CountMinSketch({ width, sampleSize: 1_000_000, doorkeeper });
           const exact = countBoth(sketch, stream);
-          const cap = COUNTER_MAX + (doorkeeper ? 1 : 0);
+          const cap = MAX_COUNTER + (doorkeeper ? 1 : 0);
           for (const [key, count] of exact) {
             const estimate = sketch.frequency(hashKey(key));
             assert.ok(estimate >= Math.min(count, cap), `key ${key}: ${estimate} < ${count}`);
@@ -55,7 +55,7 @@ describe("count-min sketch", () => {
   test("a counter saturates at 15", () => {
     const sketch = new CountMinSketch({ width: 64, sampleSize: 1_000 });
     for (let i = 0; i < 100; i++) sketch.increment(hashKey("hot"));
-    assert.equal(sketch.frequency(hashKey("hot")), COUNTER_MAX);
+    assert.equal(sketch.frequency(hashKey("hot")), MAX_COUNTER);
   });
 
   test("reset halves every estimate (floor) and the addition count", () => {

@@ -23,11 +23,11 @@ import { lruClock, lruIdleMs } from "../src/domain/eviction-lru.ts";
 import { Keyspace } from "../src/domain/keyspace.ts";
 import {
   defaultLfuParams,
-  LFU_MAX,
   lfuCounterOf,
   lfuDecayed,
   lfuInitial,
   lfuTouch,
+  MAX_LFU,
 } from "../src/domain/lfu-counter.ts";
 import { startCacheNode, type TestNode } from "./cache-node.ts";
 
@@ -36,18 +36,18 @@ const HOT = 100;
 const HOT_READS = 20;
 const VALUE = "v".repeat(200);
 /** Pre-switch keys left after the fill, as a share of OLD: at most this on either server. */
-const OLD_SURVIVAL_MAX = 0.1;
+const MAX_OLD_SURVIVAL = 0.1;
 /** The two servers' old-key survival shares may differ by at most this. */
 const SURVIVAL_TOLERANCE = 0.05;
 /** Under LFU, old keys read HOT_READS times after the switch: at least this share survives on this node. */
-const HOT_SURVIVAL_MIN = 0.9;
+const MIN_HOT_SURVIVAL = 0.9;
 /**
  * The same, for redis-server: the oracle that the scenario keeps read keys at all. Its counter
  * is probabilistic (log factor 10: 20 reads lift a key only a few steps above a new key's 5)
  * and its eviction samples 5 keys, so some read keys go at random: a CI run saw 0.87. The
- * claim is this node's (HOT_SURVIVAL_MIN); the peer only has to show the same tendency.
+ * claim is this node's (MIN_HOT_SURVIVAL); the peer only has to show the same tendency.
  */
-const PEER_HOT_SURVIVAL_MIN = 0.75;
+const MIN_PEER_HOT_SURVIVAL = 0.75;
 
 const oldKey = (i: number) => `old:${String(i).padStart(5, "0")}`;
 const newKey = (i: number) => `new:${String(i).padStart(5, "0")}`;
@@ -82,7 +82,7 @@ describe("policy switch, field by field", () => {
     for (let i = 0; i < OLD; i++) keyspace.set(newKey(i), VALUE, NO_EXPIRY);
     let old = 0;
     for (let i = 0; i < OLD; i++) if (keyspace.lookup(oldKey(i)) !== undefined) old++;
-    assert.ok(old <= OLD * OLD_SURVIVAL_MAX, `${old} of ${OLD} old keys survived`);
+    assert.ok(old <= OLD * MAX_OLD_SURVIVAL, `${old} of ${OLD} old keys survived`);
   });
 });
 
@@ -151,12 +151,12 @@ describe("policy switch: this node vs redis-server", { skip }, () => {
     const peers = await runSwitch(theirs, "allkeys-lru", "allkeys-lfu");
     const summary = `ours ${JSON.stringify({ ...mine, readings: mine.readings.length })}, redis ${JSON.stringify({ ...peers, readings: peers.readings.length })}`;
     t.diagnostic(summary);
-    assert.ok(mine.hotSurvival >= HOT_SURVIVAL_MIN, summary);
-    assert.ok(peers.hotSurvival >= PEER_HOT_SURVIVAL_MIN, summary);
+    assert.ok(mine.hotSurvival >= MIN_HOT_SURVIVAL, summary);
+    assert.ok(peers.hotSurvival >= MIN_PEER_HOT_SURVIVAL, summary);
     for (const outcome of [mine, peers]) {
-      assert.ok(outcome.oldSurvival <= OLD_SURVIVAL_MAX, summary);
+      assert.ok(outcome.oldSurvival <= MAX_OLD_SURVIVAL, summary);
       for (const freq of outcome.readings)
-        assert.ok(freq >= 0 && freq <= LFU_MAX, `OBJECT FREQ ${freq}; ${summary}`);
+        assert.ok(freq >= 0 && freq <= MAX_LFU, `OBJECT FREQ ${freq}; ${summary}`);
     }
     assert.ok(Math.abs(mine.oldSurvival - peers.oldSurvival) <= SURVIVAL_TOLERANCE, summary);
   });
@@ -167,7 +167,7 @@ describe("policy switch: this node vs redis-server", { skip }, () => {
     const summary = `ours ${JSON.stringify({ ...mine, readings: mine.readings.length })}, redis ${JSON.stringify({ ...peers, readings: peers.readings.length })}`;
     t.diagnostic(summary);
     for (const outcome of [mine, peers]) {
-      assert.ok(outcome.oldSurvival <= OLD_SURVIVAL_MAX, summary);
+      assert.ok(outcome.oldSurvival <= MAX_OLD_SURVIVAL, summary);
       for (const idle of outcome.readings) assert.ok(idle >= 0, `OBJECT IDLETIME ${idle}; ${summary}`);
     }
     assert.ok(Math.abs(mine.oldSurvival - peers.oldSurvival) <= SURVIVAL_TOLERANCE, summary);

@@ -30,13 +30,13 @@ export interface BenchEngines {
 
 /** Keys per SCAN page while cleaning up; rounds bounded far above what a run writes. */
 const SCAN_PAGE = 1_000;
-const SCAN_ROUNDS_MAX = 100_000;
+const MAX_SCAN_ROUNDS = 100_000;
 
 async function dropRedisPrefix(url: string, prefix: string): Promise<void> {
   const redis = await connectRedis({ url });
   try {
     let cursor = "0";
-    for (let round = 0; round < SCAN_ROUNDS_MAX; round++) {
+    for (let round = 0; round < MAX_SCAN_ROUNDS; round++) {
       const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}*`, "COUNT", SCAN_PAGE);
       if (keys.length > 0) await redis.del(...keys);
       cursor = next;

@@ -20,7 +20,7 @@ import { Server } from "socket.io";
 const STREAM_MAX_LEN = 10_000;
 /** The recovery window of socket.io's connection-state recovery (its documented default). */
 const RECOVERY_WINDOW_MS = 2 * 60_000;
-const ROOMS_PER_JOIN_MAX = 64;
+const MAX_ROOMS_PER_JOIN = 64;
 
 const port = Number(process.env.PORT ?? "0");
 const host = process.env.HOST ?? "127.0.0.1";
@@ -57,7 +57,7 @@ interface SendPayload {
 
 io.on("connection", (socket) => {
   socket.on("join", (rooms: unknown, ack: unknown) => {
-    if (Array.isArray(rooms) && rooms.length <= ROOMS_PER_JOIN_MAX) {
+    if (Array.isArray(rooms) && rooms.length <= MAX_ROOMS_PER_JOIN) {
       socket.join(rooms.filter((room): room is string => typeof room === "string"));
     }
     if (typeof ack === "function") ack(true);

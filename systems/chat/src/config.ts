@@ -12,8 +12,8 @@
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
-import { BACKEND_DEADLINE_MS_MAX } from "./gateway/backend-client.ts";
-import { GATEWAY_LIMITS_DEFAULT as limits } from "./gateway/gateway.ts";
+import { MAX_BACKEND_DEADLINE_MS } from "./gateway/backend-client.ts";
+import { DEFAULT_GATEWAY_LIMITS as limits } from "./gateway/gateway.ts";
 
 export const configSchema = {
   ...listenFields({ port: packageJson.casebook.port, portDescription: "HTTP port (0 = any free port)" }),
@@ -135,9 +135,9 @@ export const configSchema = {
   }),
   backendDeadlineMs: field.durationMs({
     env: "CHAT_BACKEND_DEADLINE_MS",
-    default: BACKEND_DEADLINE_MS_MAX,
+    default: MAX_BACKEND_DEADLINE_MS,
     min: 100,
-    max: BACKEND_DEADLINE_MS_MAX,
+    max: MAX_BACKEND_DEADLINE_MS,
     description: "Bound on a gateway's call to the send service, all phases (CH-13: 29 s)",
   }),
   ...logLevelField(),

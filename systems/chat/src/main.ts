@@ -36,7 +36,7 @@ import { noPush, type OfflinePort, SendPath } from "./domain/send-path.ts";
 import type { SessionTable } from "./domain/sessions.ts";
 import { errors } from "./errors.ts";
 import { BackendClient } from "./gateway/backend-client.ts";
-import { GATEWAY_LIMITS_DEFAULT, Gateway } from "./gateway/gateway.ts";
+import { DEFAULT_GATEWAY_LIMITS, Gateway } from "./gateway/gateway.ts";
 import { registerWebPage } from "./gateway/web-page.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import type { MainOptions, RunningSystem } from "./running-system.ts";
@@ -204,7 +204,7 @@ export async function main(
         routing: shared.routing,
         clock,
         limits: {
-          ...GATEWAY_LIMITS_DEFAULT,
+          ...DEFAULT_GATEWAY_LIMITS,
           heartbeatMs: config.heartbeatMs,
           idleMs: config.idleMs,
           lifetimeMs: config.lifetimeMs,

@@ -11,8 +11,8 @@ import { systemClock } from "@casebook/kit/clock";
 import { WebSocket } from "ws";
 import { UserTokens } from "../src/api/user-tokens.ts";
 import { loadSystemConfig } from "../src/config.ts";
-import { BACKEND_DEADLINE_MS_MAX, BackendClient } from "../src/gateway/backend-client.ts";
-import { GATEWAY_LIMITS_DEFAULT, Gateway } from "../src/gateway/gateway.ts";
+import { BackendClient, MAX_BACKEND_DEADLINE_MS } from "../src/gateway/backend-client.ts";
+import { DEFAULT_GATEWAY_LIMITS, Gateway } from "../src/gateway/gateway.ts";
 import { MemoryRouting } from "../src/store/memory-routing.ts";
 import { MemorySessions } from "../src/store/memory-sessions.ts";
 
@@ -38,7 +38,7 @@ test("CH-13 past the new-connection rate a gateway answers the upgrade 503; the 
     routing: new MemoryRouting(),
     clock: systemClock,
     // No drain spread: the sockets are already gone, and the default 5 s would be all the test waits for.
-    limits: { ...GATEWAY_LIMITS_DEFAULT, connectRatePerS: 3, drainMs: 50 },
+    limits: { ...DEFAULT_GATEWAY_LIMITS, connectRatePerS: 3, drainMs: 50 },
     log: { warn() {} },
   });
   await gateway.start();
@@ -75,7 +75,7 @@ test("CH-13 a backend call is bounded: a send service that never answers fails t
   );
   assert.ok(performance.now() - started < 10_000);
   backend.close();
-  assert.equal(BACKEND_DEADLINE_MS_MAX, 29_000);
+  assert.equal(MAX_BACKEND_DEADLINE_MS, 29_000);
   assert.throws(() => loadSystemConfig({ CHAT_BACKEND_DEADLINE_MS: "30s" }), /CHAT_BACKEND_DEADLINE_MS/);
 });
 

@@ -10,7 +10,7 @@ import { type Clock, systemClock } from "@casebook/kit/clock";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { CommitOffsets } from "../src/domain/commit-offsets.ts";
-import { MESSAGE_BYTES_MAX } from "../src/domain/conversation.ts";
+import { MAX_MESSAGE_BYTES } from "../src/domain/conversation.ts";
 import { errors } from "../src/errors.ts";
 import { type HistorySubject, historyBackends, newChat, newMessage } from "./history-fixture.ts";
 
@@ -121,7 +121,7 @@ contractSuite<HistorySubject>("chat history", historyBackends(), (it) => {
 
   it("CH-19 a 128 KB message is one row, read back whole by the (chat, seq) range", async (s) => {
     const chatId = await newChat(s, "direct", ["ana", "eli"]);
-    const body = "é".repeat(MESSAGE_BYTES_MAX / 2);
+    const body = "é".repeat(MAX_MESSAGE_BYTES / 2);
     await s.history.append(newMessage(chatId, s.ids, { senderId: "ana", body }));
     const [read] = await s.history.after(chatId, "eli", 0n, 1);
     assert.equal(read?.body, body);

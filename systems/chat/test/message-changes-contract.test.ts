@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { CommitOffsets } from "../src/domain/commit-offsets.ts";
-import { UNREAD_COUNT_MAX } from "../src/domain/conversation.ts";
+import { MAX_UNREAD_COUNT } from "../src/domain/conversation.ts";
 import type { HistoryPort } from "../src/domain/history-port.ts";
 import { errors } from "../src/errors.ts";
 import { type HistorySubject, historyBackends, newChat, newMessage } from "./history-fixture.ts";
@@ -194,15 +194,15 @@ contractSuite<HistorySubject>("chat message changes", historyBackends(), (it) =>
     assert.equal(await unreadOf(s.history, "carla", chatId), 4, "ana's three and bruno's one");
   });
 
-  it("unread stops counting at UNREAD_COUNT_MAX (a bounded scan)", async (s) => {
+  it("unread stops counting at MAX_UNREAD_COUNT (a bounded scan)", async (s) => {
     const chatId = await newChat(s, "direct", ["ana", "dani"]);
-    const rows = UNREAD_COUNT_MAX + 3;
+    const rows = MAX_UNREAD_COUNT + 3;
     await s.db.query(
       `INSERT INTO messages (chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at)
        SELECT $1, 1000 + g, g, gen_random_uuid(), 'ana', 'phone', 'x', now() FROM generate_series(1, $2::int) AS g`,
       [String(chatId), rows],
     );
     await s.db.query("UPDATE conversations SET last_seq = $2 WHERE id = $1", [String(chatId), rows]);
-    assert.equal(await unreadOf(s.history, "dani", chatId), UNREAD_COUNT_MAX);
+    assert.equal(await unreadOf(s.history, "dani", chatId), MAX_UNREAD_COUNT);
   });
 });

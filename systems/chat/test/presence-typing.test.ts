@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { ChatClient } from "../src/client/chat-client.ts";
 import { TypingState } from "../src/client/typing-state.ts";
 import { presenceOf } from "../src/domain/presence.ts";
-import { TYPING_CHATS_MAX, TYPING_THROTTLE_MS, TYPING_TTL_MS, TypingThrottle } from "../src/domain/typing.ts";
+import { MAX_TYPING_CHATS, TYPING_THROTTLE_MS, TYPING_TTL_MS, TypingThrottle } from "../src/domain/typing.ts";
 import { startSystem, TestSocket, type TestSystem, until } from "./system-fixture.ts";
 
 describe("the rules, without a system", () => {
@@ -20,7 +20,7 @@ describe("the rules, without a system", () => {
     assert.equal(throttle.admit("1", TYPING_THROTTLE_MS - 1), false);
     assert.equal(throttle.admit("2", 1), true, "another conversation has its own allowance");
     assert.equal(throttle.admit("1", TYPING_THROTTLE_MS), true);
-    for (let i = 0; i < TYPING_CHATS_MAX + 5; i++) throttle.admit(`c${i}`, TYPING_THROTTLE_MS);
+    for (let i = 0; i < MAX_TYPING_CHATS + 5; i++) throttle.admit(`c${i}`, TYPING_THROTTLE_MS);
     assert.equal(
       throttle.admit("1", TYPING_THROTTLE_MS + 1),
       true,

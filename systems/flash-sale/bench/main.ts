@@ -21,7 +21,7 @@ import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { type BenchResult, benchRow, renderBench } from "@casebook/lab/bench-report";
-import { RESERVE_BATCH_DEFAULT, RESERVE_LANES_DEFAULT } from "../src/config.ts";
+import { DEFAULT_RESERVE_BATCH, DEFAULT_RESERVE_LANES } from "../src/config.ts";
 import type { StockCounter } from "../src/domain/stock-counter.ts";
 import { errors } from "../src/errors.ts";
 import { migrateFlashSale } from "../src/store/migrate.ts";
@@ -112,7 +112,7 @@ async function openTarget(): Promise<Target> {
     prefix,
     stock: new StockStore(new RedisScriptRunner(redis, registry)),
     batched: new StockStore(new RedisScriptRunner(redis, registry), {
-      reserveBatch: { maxBatch: RESERVE_BATCH_DEFAULT, maxPending: 100_000, lanes: RESERVE_LANES_DEFAULT },
+      reserveBatch: { maxBatch: DEFAULT_RESERVE_BATCH, maxPending: 100_000, lanes: DEFAULT_RESERVE_LANES },
     }),
     close: async () => {
       for (const id of ["script", "batched", "peer", "strategies"]) {

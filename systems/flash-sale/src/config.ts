@@ -13,9 +13,9 @@ import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/con
 import packageJson from "../package.json" with { type: "json" };
 
 /** Holds per reserve-script call by default: ~50 µs of Redis time, short enough not to stall other keys. */
-export const RESERVE_BATCH_DEFAULT = 128;
+export const DEFAULT_RESERVE_BATCH = 128;
 /** Reserve batches in flight at once: two keep Redis busy while Node reads the last reply. */
-export const RESERVE_LANES_DEFAULT = 2;
+export const DEFAULT_RESERVE_LANES = 2;
 
 export const configSchema = {
   ...listenFields({ port: packageJson.casebook.port, portDescription: "HTTP port (0 = any free port)" }),
@@ -65,7 +65,7 @@ export const configSchema = {
   }),
   reserveMaxBatch: field.int({
     env: "FLASH_SALE_RESERVE_MAX_BATCH",
-    default: RESERVE_BATCH_DEFAULT,
+    default: DEFAULT_RESERVE_BATCH,
     min: 1,
     max: 1_000,
     description:

@@ -39,7 +39,7 @@ import { type ChallengeData, JoinChallenges } from "./api/join-challenges.ts";
 import { registerApi } from "./api/register-api.ts";
 import { LocalCharger } from "./clients/local-charger.ts";
 import { PaymentsCharger } from "./clients/payments-charger.ts";
-import { configSchema, loadSystemConfig, RESERVE_LANES_DEFAULT, type SystemConfig } from "./config.ts";
+import { configSchema, DEFAULT_RESERVE_LANES, loadSystemConfig, type SystemConfig } from "./config.ts";
 import type { Charger } from "./domain/charger.ts";
 import { Checkout, type StockPort } from "./domain/checkout.ts";
 import { errors } from "./errors.ts";
@@ -59,7 +59,7 @@ import { RoomTicker } from "./workers/room-ticker.ts";
 export const SYSTEM = "flash-sale";
 export const VERSION = packageJson.version;
 /** Sales the reconciler and /metrics look at: the most recent ones. */
-const SALES_WATCHED_MAX = 100;
+const MAX_SALES_WATCHED = 100;
 
 export interface RunningSystem {
   readonly url: string;
@@ -198,11 +198,11 @@ export async function main(
           reserveBatch: {
             maxBatch: config.reserveMaxBatch,
             maxPending: config.reserveMaxPending,
-            lanes: RESERVE_LANES_DEFAULT,
+            lanes: DEFAULT_RESERVE_LANES,
           },
         }),
       });
-      const watched = () => listSaleIds(db, SALES_WATCHED_MAX);
+      const watched = () => listSaleIds(db, MAX_SALES_WATCHED);
       const metrics = createMetrics(service.registry, {
         version: VERSION,
         read: {
@@ -246,12 +246,12 @@ export async function main(
                 config: roomConfig,
                 clock,
                 random: systemRandom,
-                maxRooms: SALES_WATCHED_MAX,
+                maxRooms: MAX_SALES_WATCHED,
               })
             : new RedisRooms(runners.rooms, roomConfig),
         opensAtMsOf: async (saleId) => (await getSale(db, saleId))?.opensAtMs,
         idleMs: config.roomTickMs,
-        maxRooms: SALES_WATCHED_MAX,
+        maxRooms: MAX_SALES_WATCHED,
         onError: (err) => service.log.warn({ err }, "waiting room tick failed"),
       });
       const keys = config.tokenKeys ?? [{ kid: "local", secret: randomBytes(32).toString("base64url") }];

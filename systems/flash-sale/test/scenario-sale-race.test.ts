@@ -8,7 +8,7 @@ import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
 import { main } from "../src/main.ts";
 
 /** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const POLLS_MAX = 1_400;
+const MAX_POLLS = 1_400;
 
 test("FS-01 FS-05 the console's scenario: 500 buyers race for 50 tickets through the checkout, over the live API — exactly 50 held, the rest sold out, the counter at 0", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "casebook-fs-scenario-"));
@@ -28,7 +28,7 @@ test("FS-01 FS-05 the console's scenario: 500 buyers race for 50 tickets through
   assert.equal(start.status, 202);
   const { runId } = (await start.json()) as { runId: string };
   let run: ScenarioRun | undefined;
-  for (let i = 0; i < POLLS_MAX; i++) {
+  for (let i = 0; i < MAX_POLLS; i++) {
     run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
     if (run.state !== "running") break;
     await sleep(50);

@@ -84,7 +84,7 @@ installSignalHandlers(running.service);
 /** The saga lease of DEFAULT_LEASES_CHILD (PAYMENTS_CLAIM_LEASE_MS). */
 const DEFAULT_SAGA_LEASE_MS = 30_000;
 /** Sagas in the orchestrator's hands when the fault begins: the test waits for this many first. */
-const IN_HAND_AT_FAULT_MIN = 2;
+const MIN_IN_HAND_AT_FAULT = 2;
 /** Bound on a saga in hand at the fault finishing after the heal: a third of its 30 s lease. */
 const IN_HAND_DONE_AFTER_HEAL_MAX_MS = DEFAULT_SAGA_LEASE_MS / 3;
 
@@ -135,7 +135,7 @@ const STOP_TIMEOUT_MS = 10_000;
  * least half of it) they fail at most 7 + 6 + 5 times in the first 2.5 s, then once per 1–2 s
  * each: at most ~8/s over the shortest outage, and less the longer it lasts.
  */
-const WORKER_FAILURES_PER_S_MAX = 10;
+const MAX_WORKER_FAILURES_PER_S = 10;
 
 /** Bound on the log lines kept from the service (the test reads only the workers' failures). */
 const MAX_LOG_LINES = 50_000;
@@ -504,7 +504,7 @@ async function runOutage(
   // With the default leases the fault begins with sagas in hand (at 50 ms per acquirer call there are some most of the time).
   if (fault.defaultLeases)
     await waitFor(
-      async () => ((await sagasInHand(db)).length >= IN_HAND_AT_FAULT_MIN ? true : undefined),
+      async () => ((await sagasInHand(db)).length >= MIN_IN_HAND_AT_FAULT ? true : undefined),
       10_000,
       5,
     );
@@ -743,7 +743,7 @@ async function checkRun(t: TestContext, e: Evidence): Promise<void> {
     const outageS = (run.healedAtMs - run.faultAtMs) / 1000;
     const perS = run.workerFailuresDuring.length / outageS;
     t.diagnostic(`worker failure lines: ${run.workerFailuresDuring.length} in ${outageS.toFixed(1)} s`);
-    assert.ok(perS <= WORKER_FAILURES_PER_S_MAX, `${perS.toFixed(1)} worker failures/s during the outage`);
+    assert.ok(perS <= MAX_WORKER_FAILURES_PER_S, `${perS.toFixed(1)} worker failures/s during the outage`);
     assert.ok(run.aliveAfter, "the service process survived the outage");
   });
 

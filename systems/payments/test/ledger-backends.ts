@@ -9,15 +9,15 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { uniqueName } from "@casebook/lab/test-engines";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
 import {
+  MAX_TEST_POOL,
   MIGRATIONS_DIR,
   openPostgresTestSchema,
   SYSTEM,
   sqlBackends,
-  TEST_POOL_MAX,
   type TestSchema,
 } from "./sql-backends.ts";
 
-export { TEST_POOL_MAX };
+export { MAX_TEST_POOL };
 
 const LEDGER_MIGRATION = /^\d{3}_ledger/;
 
@@ -39,7 +39,7 @@ export function subjectOf(db: Database): LedgerSubject {
 }
 
 /** A fresh PostgreSQL schema holding the ledger; `drop()` removes it and closes the pool. */
-export function openPostgresLedger(url: string, maxConnections = TEST_POOL_MAX): Promise<TestSchema> {
+export function openPostgresLedger(url: string, maxConnections = MAX_TEST_POOL): Promise<TestSchema> {
   return openPostgresTestSchema(url, { prefix: "ledger", prepare: migrateLedger, maxConnections });
 }
 

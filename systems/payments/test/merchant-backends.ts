@@ -13,15 +13,15 @@ import { uniqueName } from "@casebook/lab/test-engines";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
 import { MerchantRepository } from "../src/store/merchant-repository.ts";
 import {
+  MAX_TEST_POOL,
   MIGRATIONS_DIR,
   openPgliteTestDatabase,
   openPostgresTestSchema,
   sqlBackends,
-  TEST_POOL_MAX,
   type TestSchema,
 } from "./sql-backends.ts";
 
-export { MIGRATIONS_DIR, TEST_POOL_MAX };
+export { MAX_TEST_POOL, MIGRATIONS_DIR };
 
 /** 2026-10-22T00:00:00Z: a fixed start, so expiry checks are exact. */
 export const START_MS = Date.UTC(2026, 9, 22);
@@ -54,7 +54,7 @@ const migrateAll = async (db: Database) => {
   await runMigrations(db, { dir: MIGRATIONS_DIR });
 };
 
-export function openPostgresPayments(url: string, maxConnections = TEST_POOL_MAX): Promise<TestSchema> {
+export function openPostgresPayments(url: string, maxConnections = MAX_TEST_POOL): Promise<TestSchema> {
   return openPostgresTestSchema(url, { prefix: "payments_merchants", prepare: migrateAll, maxConnections });
 }
 

@@ -24,7 +24,7 @@ import { startFullPayments } from "./payments-full-fixture.ts";
 const PAYMENT_ID = /^pay_[0-9a-f]{32}$/;
 const REFUND_ID = /^re_[0-9a-f]{32}$/;
 /** The migrations a data directory of the previous version has: everything before 013. */
-const OLD_MAX = 12;
+const MAX_OLD = 12;
 
 test("ids are opaque: merchant B's first payment id says nothing of merchant A's count, and internal ids never resolve", async (t) => {
   if (engineFree(t)) return;
@@ -128,7 +128,7 @@ test("013 upgrades a data directory of the previous version: old ids still answe
   let oldPaymentId: bigint;
   let oldRefundId: bigint;
   try {
-    const files = (await readMigrations(MIGRATIONS_DIR)).filter((m) => m.version <= OLD_MAX);
+    const files = (await readMigrations(MIGRATIONS_DIR)).filter((m) => m.version <= MAX_OLD);
     assert.ok(!files.some((m) => m.name === "013_opaque_ids"));
     await applyMigrations(old, files);
     assert.equal(
@@ -176,7 +176,7 @@ test("013 upgrades a data directory of the previous version: old ids still answe
   t.after(() => db.close());
   const report = await runMigrations(db, { dir: MIGRATIONS_DIR });
   // 013 first, then every later migration (since 015 the ledger's group commit), none before it.
-  const later = (await readMigrations(MIGRATIONS_DIR)).filter((m) => m.version > OLD_MAX).map((m) => m.name);
+  const later = (await readMigrations(MIGRATIONS_DIR)).filter((m) => m.version > MAX_OLD).map((m) => m.name);
   assert.equal(later[0], "013_opaque_ids");
   assert.deepEqual(report.applied, later);
   const fresh = await openDatabase({ system: "payments", dataDir: "memory://", env: {} });

@@ -10,15 +10,15 @@ import { uniqueName } from "@casebook/lab/test-engines";
 import type { OutboxEvent } from "../src/store/outbox.ts";
 import type { EventPublisher } from "../src/workers/outbox-relay.ts";
 import {
+  MAX_TEST_POOL,
   MIGRATIONS_DIR,
   openPostgresTestSchema,
   SYSTEM,
   sqlBackends,
-  TEST_POOL_MAX,
   type TestSchema,
 } from "./sql-backends.ts";
 
-export { SYSTEM, TEST_POOL_MAX };
+export { MAX_TEST_POOL, SYSTEM };
 /** Bound on waiting for a background relay to publish what a test expects. */
 export const WAIT_TIMEOUT_MS = 20_000;
 
@@ -39,7 +39,7 @@ export async function migrateOutbox(db: Database): Promise<void> {
   );
 }
 
-export function openPostgresSchema(url: string, maxConnections = TEST_POOL_MAX): Promise<TestSchema> {
+export function openPostgresSchema(url: string, maxConnections = MAX_TEST_POOL): Promise<TestSchema> {
   return openPostgresTestSchema(url, { prefix: "outbox", prepare: migrateOutbox, maxConnections });
 }
 

@@ -22,7 +22,7 @@ import { OutboxRelay } from "../src/workers/outbox-relay.ts";
 const T0 = Date.UTC(2026, 0, 1);
 const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);
 /** The migrations a data directory of the previous version has: up to 008. */
-const OLD_MAX = 8;
+const MAX_OLD = 8;
 
 /** A table's columns as the catalog has them (name, type, nullability), by name. */
 /** The table's columns (name, type, nullability, default), by name: column order is not shape. */
@@ -36,8 +36,8 @@ test("011 upgrades outbox streams written in the old lease shape, and their even
   const dataDir = join(root, "payments");
   const old = await openDatabase({ system: "payments", dataDir });
   try {
-    const files = (await readMigrations(MIGRATIONS_DIR)).filter((m) => Number(m.name.slice(0, 3)) <= OLD_MAX);
-    assert.equal(files.length, OLD_MAX);
+    const files = (await readMigrations(MIGRATIONS_DIR)).filter((m) => Number(m.name.slice(0, 3)) <= MAX_OLD);
+    assert.equal(files.length, MAX_OLD);
     await applyMigrations(old, files);
     const at = new Date(T0);
     // acct:due — two events, nothing published, nobody holds it.

@@ -7,7 +7,7 @@ import type { Database } from "@casebook/infra/sql/sql";
 import type { Backend } from "@casebook/lab/contract-suite";
 import * as lab from "@casebook/lab/sql-backends";
 
-export { TEST_POOL_MAX, type TestSchema } from "@casebook/lab/sql-backends";
+export { MAX_TEST_POOL, type TestSchema } from "@casebook/lab/sql-backends";
 
 export const SYSTEM = "payments";
 export const MIGRATIONS_DIR = new URL("../src/store/migrations/", import.meta.url);

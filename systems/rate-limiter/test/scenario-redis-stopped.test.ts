@@ -5,7 +5,7 @@ import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
 import { main } from "../src/main.ts";
 
 /** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const POLLS_MAX = 1_400;
+const MAX_POLLS = 1_400;
 
 test("RL-11 RL-12 the console's scenario: a private Redis stopped under a fail-open and a fail-closed policy — every outage check of reads allowed locally, every billing check refused, Redis deciding again after its restart", async (t) => {
   const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
@@ -18,7 +18,7 @@ test("RL-11 RL-12 the console's scenario: a private Redis stopped under a fail-o
   const { runId } = (await start.json()) as { runId: string };
   assert.equal((await fetch(base, { method: "POST" })).status, 409, "one run at a time");
   let run: ScenarioRun | undefined;
-  for (let i = 0; i < POLLS_MAX; i++) {
+  for (let i = 0; i < MAX_POLLS; i++) {
     run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
     if (run.state !== "running") break;
     await sleep(50);

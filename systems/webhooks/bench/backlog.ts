@@ -18,7 +18,7 @@ import { createTenant } from "../src/store/tenant-repository.ts";
 /** Events per INSERT statement: bounds one statement's memory and duration. */
 export const SEED_CHUNK_EVENTS = 5_000;
 /** Largest backlog seeded at once. */
-export const SEED_EVENTS_MAX = 1_000_000;
+export const MAX_SEED_EVENTS = 1_000_000;
 
 /** A fresh `whsec_` secret (24 random bytes). */
 export function newTestSecret(): string {
@@ -84,8 +84,8 @@ const SEED = `
 
 /** Writes `events` committed events and their deliveries (events × subscriptions), due at `nowMs`. */
 export async function seedBacklog(q: Queryable, input: BacklogInput): Promise<void> {
-  if (!Number.isSafeInteger(input.events) || input.events < 1 || input.events > SEED_EVENTS_MAX)
-    throw new RangeError(`events must be 1..${SEED_EVENTS_MAX}`);
+  if (!Number.isSafeInteger(input.events) || input.events < 1 || input.events > MAX_SEED_EVENTS)
+    throw new RangeError(`events must be 1..${MAX_SEED_EVENTS}`);
   const pad = "x".repeat(Math.max(0, (input.payloadBytes ?? 2_048) - 32));
   const { rows } = await q.query<{ n: bigint }>("SELECT count(*) AS n FROM events WHERE tenant_id = $1", [
     input.tenantId,

@@ -32,7 +32,7 @@ export interface PgTarget {
 }
 
 /** Connections of the bench process's own pool (relay, ingest, checks). */
-const BENCH_POOL_MAX = 8;
+const MAX_BENCH_POOL = 8;
 const REPORTED = ["server_version", "fsync", "synchronous_commit", "max_connections"] as const;
 
 function describeUrl(url: string): string {
@@ -59,7 +59,7 @@ export async function openPgTarget(options: { env: NodeJS.ProcessEnv }): Promise
       system: "webhooks",
       url,
       schema,
-      pool: { maxConnections: BENCH_POOL_MAX },
+      pool: { maxConnections: MAX_BENCH_POOL },
     });
     await migrateWebhookStore(db);
     const run: BenchSchema = {

@@ -13,7 +13,7 @@
  * config.leaseMs;                // 45000
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
-import { POLICY_RANGES_MAX } from "@casebook/kit/address-policy";
+import { MAX_POLICY_RANGES } from "@casebook/kit/address-policy";
 import { ConfigError, type ConfigOf, type ConfigProblem, field, loadConfig } from "@casebook/kit/config";
 import { parseCidr } from "@casebook/kit/ip-address";
 import { createUrlPolicy, type UrlPolicy } from "./domain/url-policy.ts";
@@ -26,7 +26,7 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from "./store/event-repository.ts";
  * 5 + 5 s stays well inside the HTTP handler timeout (30 s), so a request on a dead link
  * answers 503 SQL_UNAVAILABLE rather than HANDLER_TIMEOUT; the pool's own 30 s default would not.
  */
-export const DB_STATEMENT_TIMEOUT_MS_DEFAULT = 5_000;
+export const DEFAULT_DB_STATEMENT_TIMEOUT_MS = 5_000;
 /** WEBHOOKS_BOOTSTRAP_TENANT value that turns the demo tenant off. */
 export const BOOTSTRAP_OFF = "off";
 /** The demo tenant `npx casebook run webhooks` creates on the embedded database. */
@@ -61,7 +61,7 @@ export const configSchema = {
     envPrefix: "WEBHOOKS_DB",
     fields: ["connectTimeoutMs", "statementTimeoutMs"],
     timeouts: "duration-ms",
-    statementTimeoutMsDefault: DB_STATEMENT_TIMEOUT_MS_DEFAULT,
+    statementTimeoutMsDefault: DEFAULT_DB_STATEMENT_TIMEOUT_MS,
     descriptions: {
       connectTimeoutMs:
         "Bound on opening a PostgreSQL connection, and on waiting for a free one from the pool",
@@ -247,9 +247,9 @@ export function loadWebhooksConfig(env: Readonly<Record<string, string | undefin
   const payloadHours = config.payloadRetentionHours ?? config.retentionHours;
   const problems = crossFieldProblems(config, payloadHours);
   // The private ranges share the allow list's bound with the operator's own.
-  const allowMax = POLICY_RANGES_MAX - PRIVATE_NETWORK_CIDRS.length;
+  const allowMax = MAX_POLICY_RANGES - PRIVATE_NETWORK_CIDRS.length;
   const allow = cidrList("WEBHOOKS_ALLOW_CIDRS", config.allowCidrs, allowMax, problems);
-  const deny = cidrList("WEBHOOKS_DENY_CIDRS", config.denyCidrs, POLICY_RANGES_MAX, problems);
+  const deny = cidrList("WEBHOOKS_DENY_CIDRS", config.denyCidrs, MAX_POLICY_RANGES, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   const urlPolicy = createUrlPolicy({
     allowHttp: config.allowHttp,

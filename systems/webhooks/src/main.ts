@@ -46,7 +46,7 @@ import { RetentionSweeper } from "./workers/retention-sweeper.ts";
 
 export const VERSION = "0.1.0";
 /** Bound on one phase of a send (connect, or the body after the headers) under a long deadline. */
-const SEND_PHASE_MS_MAX = 5_000;
+const MAX_SEND_PHASE_MS = 5_000;
 /** Close hooks beyond the worker's drain (one request deadline): writes and pool shutdown. */
 const CLOSE_HOOK_SLACK_MS = 5_000;
 
@@ -95,8 +95,8 @@ async function bootstrapTenant(config: WebhooksConfig, db: Database, service: Se
 /** Phase timeouts that add up to the whole-request deadline (the worker enforces the sum too). */
 function senderFor(config: WebhooksConfig): HttpSender {
   const deadlineMs = config.httpDeadlineMs;
-  const connectMs = Math.min(SEND_PHASE_MS_MAX, Math.floor(deadlineMs / 4));
-  const bodyMs = Math.min(SEND_PHASE_MS_MAX, Math.floor(deadlineMs / 4));
+  const connectMs = Math.min(MAX_SEND_PHASE_MS, Math.floor(deadlineMs / 4));
+  const bodyMs = Math.min(MAX_SEND_PHASE_MS, Math.floor(deadlineMs / 4));
   return new HttpSender({
     policy: config.urlPolicy,
     timeouts: { connectMs, headersMs: deadlineMs - connectMs - bodyMs, bodyMs },

@@ -25,7 +25,7 @@
  * receiver's verification fail except as a 4xx. What the sender can see is a delivery it
  * could not sign at all, counted by `sends_without_secret`.
  *
- * The tenant label is bounded (TENANT_LABELS_MAX distinct values, the rest as `_other`),
+ * The tenant label is bounded (MAX_TENANT_LABELS distinct values, the rest as `_other`),
  * so a tenant-creation spree cannot exhaust Prometheus.
  *
  * @example
@@ -41,7 +41,7 @@ export const commitTo2xxBucketsS = [
   0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3_600, 21_600, 86_400,
 ];
 /** Distinct tenant label values; later tenants share `_other`. */
-export const TENANT_LABELS_MAX = 1_000;
+export const MAX_TENANT_LABELS = 1_000;
 export const OTHER_TENANT = "_other";
 
 export interface WorkerMetrics {
@@ -56,7 +56,7 @@ export interface WorkerMetrics {
   readonly leaseLost: Counter<"stage">;
   readonly inFlight: Gauge;
   readonly queued: Gauge;
-  /** The label value for `tenantId` (bounded, see TENANT_LABELS_MAX). */
+  /** The label value for `tenantId` (bounded, see MAX_TENANT_LABELS). */
   tenantLabel(tenantId: string): string;
 }
 
@@ -132,7 +132,7 @@ export function createWorkerMetrics(registry: Registry): WorkerMetrics {
     }),
     tenantLabel(tenantId: string): string {
       if (seen.has(tenantId)) return tenantId;
-      if (seen.size >= TENANT_LABELS_MAX) return OTHER_TENANT;
+      if (seen.size >= MAX_TENANT_LABELS) return OTHER_TENANT;
       seen.add(tenantId);
       return tenantId;
     },

@@ -12,7 +12,7 @@ import { after, before } from "node:test";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { Webhook } from "standardwebhooks";
 import { HttpSender } from "../src/clients/http-sender.ts";
-import { LIVE_SECRETS_MAX } from "../src/domain/secret-rotation.ts";
+import { MAX_LIVE_SECRETS } from "../src/domain/secret-rotation.ts";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
 import { loadForSend } from "../src/store/send-check.ts";
 import { type ReceivedWebhook, startDemoReceiver } from "../src/tools/demo-receiver.ts";
@@ -137,9 +137,9 @@ contractSuite("API secret rotation", apiBackends("wh_api_rotation", { urlPolicy:
     assert.deepEqual([verifies(oldSecret, hook), verifies(mine, hook)], [false, true]);
   });
 
-  it(`WH-02 at most ${LIVE_SECRETS_MAX} secrets sign at once: one more rotation inside the overlap is 409`, async (s) => {
+  it(`WH-02 at most ${MAX_LIVE_SECRETS} secrets sign at once: one more rotation inside the overlap is 409`, async (s) => {
     const { tenant, id } = await subscribe(s);
-    for (let i = 1; i < LIVE_SECRETS_MAX; i++) {
+    for (let i = 1; i < MAX_LIVE_SECRETS; i++) {
       // Every other call as a client that always sends a JSON Content-Type, with no body: still "defaults".
       const headers: Record<string, string> = i % 2 === 0 ? { "content-type": "application/json" } : {};
       const ok = await s.request("POST", `/v1/subscriptions/${id}/rotate-secret`, {
@@ -153,9 +153,9 @@ contractSuite("API secret rotation", apiBackends("wh_api_rotation", { urlPolicy:
       409,
       "WEBHOOK_SECRET_ROTATION_LIMIT",
     );
-    assert.equal(refused.liveSecrets, LIVE_SECRETS_MAX);
+    assert.equal(refused.liveSecrets, MAX_LIVE_SECRETS);
     const view = await s.request("GET", `/v1/subscriptions/${id}`, { key: tenant.key });
-    assert.equal(view.body.secretVersion, LIVE_SECRETS_MAX, "the refused rotation made no version");
+    assert.equal(view.body.secretVersion, MAX_LIVE_SECRETS, "the refused rotation made no version");
     s.clock.advance(24 * HOUR_MS);
     const afterOverlap = await s.request("POST", `/v1/subscriptions/${id}/rotate-secret`, {
       key: tenant.key,

@@ -34,9 +34,9 @@ import { type ChildProcessWithPipes, type SpawnedChild, spawnChild } from "@case
 import { engineFree, requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { newTestSecret } from "../bench/backlog.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../bench/webhook-receiver.ts";
-import { CLAIM_ERROR_BACKOFF_MS_MAX } from "../src/workers/delivery-worker.ts";
+import { MAX_CLAIM_ERROR_BACKOFF_MS } from "../src/workers/delivery-worker.ts";
 import { Dispatcher } from "../src/workers/dispatcher.ts";
-import { OutboxRelay, ROUND_ERROR_BACKOFF_MS_MAX } from "../src/workers/outbox-relay.ts";
+import { MAX_ROUND_ERROR_BACKOFF_MS, OutboxRelay } from "../src/workers/outbox-relay.ts";
 import { openPgliteTestDatabase } from "./store-backends.ts";
 import { ingest, newWorld, seedSubscription, seedTenant } from "./store-fixture.ts";
 
@@ -51,7 +51,7 @@ const DB_STATEMENT_TIMEOUT_MS = 2_000;
 const DB_QUERY_TIMEOUT_MS = DB_STATEMENT_TIMEOUT_MS + 5_000;
 /** Steady producer: events per second, and a bound on its requests awaiting an answer. */
 const INGEST_RATE_PER_S = 20;
-const INGEST_IN_FLIGHT_MAX = 400;
+const MAX_INGEST_IN_FLIGHT = 400;
 /** Every POST must be answered: a transaction on a dead link costs at most two read timeouts. */
 const POST_ANSWER_BOUND_MS = 2 * DB_QUERY_TIMEOUT_MS + DB_CONNECT_TIMEOUT_MS + 10_000;
 /** Phases: flow before the fault, the fault itself (after the first 503), flow after heal. */
@@ -77,14 +77,14 @@ const LEASE_MS = 60_000;
  * After heal every delivery succeeds within a third of the lease. Its worst honest wait: a
  * statement sent on a dead link just before heal (DB_QUERY_TIMEOUT_MS), a pool slot
  * (DB_CONNECT_TIMEOUT_MS), the worker's longest pause after a failed round
- * (CLAIM_ERROR_BACKOFF_MS_MAX), then the send (its 2 s deadline): 15 s.
+ * (MAX_CLAIM_ERROR_BACKOFF_MS), then the send (its 2 s deadline): 15 s.
  */
 const DELIVERED_AFTER_HEAL_BOUND_MS = LEASE_MS / 3;
 const EXIT_BOUND_MS = 30_000;
 /** No spin: the service's CPU over the fault, in cores; a busy loop is ~1. */
-const FAULT_CPU_CORES_MAX = 0.9;
-const FAULT_HEAP_GROWTH_BYTES_MAX = 64 * 1024 * 1024;
-const LOG_LINES_MAX = 200_000;
+const MAX_FAULT_CPU_CORES = 0.9;
+const MAX_FAULT_HEAP_GROWTH_BYTES = 64 * 1024 * 1024;
+const MAX_LOG_LINES = 200_000;
 
 type FaultKind = "cut" | "blackhole hold" | "blackhole discard";
 
@@ -154,7 +154,7 @@ class ServiceProcess {
     const parts = text.split("\n");
     this.#partial = parts.pop() ?? "";
     for (const raw of parts) {
-      if (this.lines.length >= LOG_LINES_MAX) return;
+      if (this.lines.length >= MAX_LOG_LINES) return;
       // Only the start lines (url, key) are searched as text; later output is kept as lines.
       if (this.#text.length < 100_000) this.#text += `${raw}\n`;
       else this.#text = `${this.#text.slice(-50_000)}${raw}\n`;
@@ -236,7 +236,7 @@ class Producer {
   }
 
   #tick(): void {
-    if (this.#inflight.size >= INGEST_IN_FLIGHT_MAX) {
+    if (this.#inflight.size >= MAX_INGEST_IN_FLIGHT) {
       this.skipped += 1;
       return;
     }
@@ -439,8 +439,8 @@ function checkNoSpin(
     to.atMs,
   );
   const relayFailures = world.service.count("outbox relay: publish failed; retrying", from.atMs, to.atMs);
-  const claimsMax = backoffRoundsMax(windowMs, POLL_INTERVAL_MS, CLAIM_ERROR_BACKOFF_MS_MAX);
-  const relayRoundsMax = backoffRoundsMax(windowMs, POLL_INTERVAL_MS, ROUND_ERROR_BACKOFF_MS_MAX);
+  const claimsMax = backoffRoundsMax(windowMs, POLL_INTERVAL_MS, MAX_CLAIM_ERROR_BACKOFF_MS);
+  const relayRoundsMax = backoffRoundsMax(windowMs, POLL_INTERVAL_MS, MAX_ROUND_ERROR_BACKOFF_MS);
   const cpuCores = (to.cpuS - from.cpuS) / (windowMs / 1_000);
   const heapGrowth = to.heapBytes - from.heapBytes;
   t.diagnostic(
@@ -455,8 +455,8 @@ function checkNoSpin(
     relayFailures <= RELAYS * (relayRoundsMax + 1),
     `the relays back off: ${relayFailures} failed rounds`,
   );
-  assert.ok(cpuCores < FAULT_CPU_CORES_MAX, `no busy loop: ${cpuCores.toFixed(2)} cores`);
-  assert.ok(heapGrowth < FAULT_HEAP_GROWTH_BYTES_MAX, `heap bounded: grew ${heapGrowth} bytes`);
+  assert.ok(cpuCores < MAX_FAULT_CPU_CORES, `no busy loop: ${cpuCores.toFixed(2)} cores`);
+  assert.ok(heapGrowth < MAX_FAULT_HEAP_GROWTH_BYTES, `heap bounded: grew ${heapGrowth} bytes`);
 }
 
 /** Every POST got 2xx or 503 SQL_UNAVAILABLE; nothing else, nothing unanswered. */

@@ -11,12 +11,12 @@ import {
   TERMINAL_STATES,
 } from "../src/domain/delivery-outcome.ts";
 import {
+  DEFAULT_QUARANTINE_BOUNDS,
   type EndpointStreak,
   healthSignal,
-  QUARANTINE_BOUNDS_DEFAULT,
 } from "../src/domain/endpoint-health.ts";
 import { retryAfterMs } from "../src/domain/retry-after.ts";
-import { DEADLINE_MS_DEFAULT, RetryPolicy } from "../src/domain/retry-policy.ts";
+import { DEFAULT_DEADLINE_MS, RetryPolicy } from "../src/domain/retry-policy.ts";
 
 const HOUR_MS = 3_600_000;
 const policy = () => new RetryPolicy({ random: seededRandom("outcome") });
@@ -73,7 +73,7 @@ test("WH-01 a 2xx before the deadline is delivered; the same 2xx after it is not
   for (const status of [200, 201, 202, 204, 299]) {
     assert.equal(once({ kind: "response", status }).state, "succeeded", `status ${status}`);
   }
-  const late = once({ kind: "response", status: 200 }, { nowMs: DEADLINE_MS_DEFAULT + 1 });
+  const late = once({ kind: "response", status: 200 }, { nowMs: DEFAULT_DEADLINE_MS + 1 });
   assert.equal(late.state, "expired");
   assert.match(late.reason, /after the deadline/);
   // A 2xx head whose body never finished is not a valid 2xx: the sender reports a body timeout.
@@ -86,9 +86,9 @@ test("WH-16 a persistent 403 is quarantined once it persists (≥ 5 in a row ove
   assert.equal(outcome.subscriptionAction, "quarantine");
   assert.match(outcome.reason, /client errors in a row over \d+ s \(last: 4xx\)/);
   const lastMs = startsMs.at(-1)!;
-  assert.ok(lastMs + 50 >= QUARANTINE_BOUNDS_DEFAULT.spanMsMin, `not before the span: at ${lastMs} ms`);
-  assert.ok(lastMs < QUARANTINE_BOUNDS_DEFAULT.spanMsMin + 300_000, `within one cap after it: ${lastMs} ms`);
-  assert.ok(startsMs.length > QUARANTINE_BOUNDS_DEFAULT.clientErrorsMin);
+  assert.ok(lastMs + 50 >= DEFAULT_QUARANTINE_BOUNDS.spanMsMin, `not before the span: at ${lastMs} ms`);
+  assert.ok(lastMs < DEFAULT_QUARANTINE_BOUNDS.spanMsMin + 300_000, `within one cap after it: ${lastMs} ms`);
+  assert.ok(startsMs.length > DEFAULT_QUARANTINE_BOUNDS.clientErrorsMin);
   t.diagnostic(`quarantined at attempt ${startsMs.length}, ${(lastMs / 60_000).toFixed(1)} min in`);
 });
 
@@ -98,7 +98,7 @@ test("the issue's DNS failures (ENOTFOUND, EAI_AGAIN) retry for the whole window
     assert.equal(outcome.state, "expired", code);
     assert.equal(outcome.subscriptionAction, "none", code);
     assert.ok(startsMs.length > 200, `${code}: ${startsMs.length} attempts across the window`);
-    assert.ok(startsMs.at(-1)! > DEADLINE_MS_DEFAULT - 300_000, `${code}: retried up to the deadline`);
+    assert.ok(startsMs.at(-1)! > DEFAULT_DEADLINE_MS - 300_000, `${code}: retried up to the deadline`);
     assert.equal(once({ kind: "dns_error", code }, { streak: 4 }).clientErrorStreak, 0, code);
   }
 });
@@ -111,12 +111,12 @@ test("WH-16 a client-error count alone does not quarantine: 50 in a row within m
   assert.equal(burst.state, "retrying");
   const persisted = once(
     { kind: "response", status: 404 },
-    { nowMs: QUARANTINE_BOUNDS_DEFAULT.spanMsMin, endpoint: { clientErrors: 5, clientErrorsSinceMs: 0 } },
+    { nowMs: DEFAULT_QUARANTINE_BOUNDS.spanMsMin, endpoint: { clientErrors: 5, clientErrorsSinceMs: 0 } },
   );
   assert.equal(persisted.state, "quarantined");
   const few = once(
     { kind: "response", status: 404 },
-    { nowMs: 5 * QUARANTINE_BOUNDS_DEFAULT.spanMsMin, endpoint: { clientErrors: 4, clientErrorsSinceMs: 0 } },
+    { nowMs: 5 * DEFAULT_QUARANTINE_BOUNDS.spanMsMin, endpoint: { clientErrors: 4, clientErrorsSinceMs: 0 } },
   );
   assert.equal(few.state, "retrying", "4 over five hours: not 5 in a row");
   const longStreak = { clientErrors: 9, clientErrorsSinceMs: 0 };
@@ -150,7 +150,7 @@ test("WH-16 a client error streak resets on a server error or a 2xx: only consec
     assert.equal(run.outcome.state, "quarantined");
     const restartMs = run.startsMs[15]!;
     assert.ok(
-      run.startsMs.at(-1)! + 50 - restartMs >= QUARANTINE_BOUNDS_DEFAULT.spanMsMin,
+      run.startsMs.at(-1)! + 50 - restartMs >= DEFAULT_QUARANTINE_BOUNDS.spanMsMin,
       "a new hour after the 503",
     );
   }
@@ -165,9 +165,9 @@ test("WH-23 an endpoint down for two days under a 24 h policy ends expired, with
   assert.equal(outcome.state, "expired");
   assert.match(outcome.reason, /deadline/);
   assert.ok(TERMINAL_STATES.includes(outcome.state as never));
-  assert.ok(startsMs.every((ms) => ms <= DEADLINE_MS_DEFAULT));
+  assert.ok(startsMs.every((ms) => ms <= DEFAULT_DEADLINE_MS));
   assert.ok(
-    startsMs.at(-1)! > DEADLINE_MS_DEFAULT - 300_000,
+    startsMs.at(-1)! > DEFAULT_DEADLINE_MS - 300_000,
     "the last attempt is within one cap of the deadline",
   );
   t.diagnostic(
@@ -221,7 +221,7 @@ test("a refused address is a configuration error: it counts as a client error an
   assert.deepEqual([refused.state, refused.clientErrorStreak], ["retrying", 1]);
   const { outcome, startsMs } = playOut(() => ({ kind: "address_refused", addressClass: "loopback" }));
   assert.deepEqual([outcome.state, outcome.subscriptionAction], ["quarantined", "quarantine"]);
-  assert.ok(startsMs.at(-1)! + 50 >= QUARANTINE_BOUNDS_DEFAULT.spanMsMin);
+  assert.ok(startsMs.at(-1)! + 50 >= DEFAULT_QUARANTINE_BOUNDS.spanMsMin);
 });
 
 test("response classes are stable labels for Attempt.response_class", () => {
@@ -252,7 +252,7 @@ test("WH-04 WH-18 before sending: an inactive subscription gets nothing, and not
   const late = beforeSend({
     subscriptionActive: true,
     createdAtMs: 0,
-    nowMs: DEADLINE_MS_DEFAULT + 1,
+    nowMs: DEFAULT_DEADLINE_MS + 1,
     policy: p,
   });
   assert.equal(late.send ? "send" : late.state, "expired");

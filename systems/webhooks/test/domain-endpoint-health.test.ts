@@ -3,10 +3,10 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
   checkQuarantineBounds,
+  DEFAULT_QUARANTINE_BOUNDS,
   healthSignal,
   healthWriteNeeded,
   isPersistentClientError,
-  QUARANTINE_BOUNDS_DEFAULT,
 } from "../src/domain/endpoint-health.ts";
 
 const HOUR_MS = 3_600_000;
@@ -22,7 +22,7 @@ test("DNS, connection, timeout, 5xx and throttling failures are transient; 3xx, 
 });
 
 test("persistent means both bounds: at least 5 in a row AND the first at least 1 h before", () => {
-  const { clientErrorsMin, spanMsMin } = QUARANTINE_BOUNDS_DEFAULT;
+  const { clientErrorsMin, spanMsMin } = DEFAULT_QUARANTINE_BOUNDS;
   assert.deepEqual([clientErrorsMin, spanMsMin], [5, HOUR_MS]);
   const at = (clientErrors: number, spanMs: number) =>
     isPersistentClientError({ clientErrors, clientErrorsSinceMs: 1_000 }, 1_000 + spanMs);

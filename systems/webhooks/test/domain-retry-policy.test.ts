@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
-import { DEADLINE_MS_DEFAULT, RetryPolicy, retryDelayS } from "../src/domain/retry-policy.ts";
+import { DEFAULT_DEADLINE_MS, RetryPolicy, retryDelayS } from "../src/domain/retry-policy.ts";
 
 test("WH-17 delay(n) = min(cap, base·2^(n−1)): base 2, cap 300 → [2,4,8,16,32,64] and 300 at n = 30", () => {
   assert.deepEqual(
@@ -57,17 +57,17 @@ test("WH-25 jitter from a seeded source: equal jitter keeps each delay in [d/2, 
 
 test("WH-18 never past the deadline: a retry that would start after createdAt + 24 h is refused", () => {
   const policy = new RetryPolicy({ random: seededRandom(1), jitter: "none" });
-  assert.equal(policy.deadlineMs, DEADLINE_MS_DEFAULT);
+  assert.equal(policy.deadlineMs, DEFAULT_DEADLINE_MS);
   const createdAtMs = 1_000_000;
   const lastChance = policy.next({
     attempt: 40,
-    nowMs: createdAtMs + DEADLINE_MS_DEFAULT - 300_000,
+    nowMs: createdAtMs + DEFAULT_DEADLINE_MS - 300_000,
     createdAtMs,
   });
-  assert.deepEqual(lastChance, { retry: true, atMs: createdAtMs + DEADLINE_MS_DEFAULT, delayMs: 300_000 });
+  assert.deepEqual(lastChance, { retry: true, atMs: createdAtMs + DEFAULT_DEADLINE_MS, delayMs: 300_000 });
   const tooLate = policy.next({
     attempt: 41,
-    nowMs: createdAtMs + DEADLINE_MS_DEFAULT - 299_999,
+    nowMs: createdAtMs + DEFAULT_DEADLINE_MS - 299_999,
     createdAtMs,
   });
   assert.deepEqual(tooLate, { retry: false, reason: "deadline" });

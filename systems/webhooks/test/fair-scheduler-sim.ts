@@ -56,7 +56,7 @@ export interface TenantTimes {
 }
 
 /** Most simulation steps: far above any scenario here, a guard against a stuck discipline. */
-const STEPS_MAX = 10_000_000;
+const MAX_STEPS = 10_000_000;
 
 /**
  * Runs `tasks` (sorted by arrival) through `discipline` with `workers` workers; times per
@@ -78,7 +78,7 @@ export function simulate(
     return times.get(group)!;
   };
   let next = 0;
-  for (let step = 0; step < STEPS_MAX; step++) {
+  for (let step = 0; step < MAX_STEPS; step++) {
     const nowMs = clock.monotonicMs();
     for (let done = running.peekKey(); done !== undefined && done <= nowMs; done = running.peekKey()) {
       const lease = running.pop()!.value;
@@ -100,7 +100,7 @@ export function simulate(
     if (!Number.isFinite(wakeMs)) return times;
     clock.advance(wakeMs - nowMs);
   }
-  throw new Error(`simulation did not finish in ${STEPS_MAX} steps`);
+  throw new Error(`simulation did not finish in ${MAX_STEPS} steps`);
 }
 
 /** Nearest-rank percentile (p in (0, 100]). */

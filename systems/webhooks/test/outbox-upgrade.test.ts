@@ -21,7 +21,7 @@ import { OutboxRelay, type PublishedEvent } from "../src/workers/outbox-relay.ts
 
 const T0 = Date.UTC(2026, 0, 1);
 /** The migrations a data directory of the previous version has: up to 004. */
-const OLD_MAX = 4;
+const MAX_OLD = 4;
 
 /** A table's columns as the catalog has them (name, type, nullability), by name. */
 /** The table's columns (name, type, nullability, default), by name: column order is not shape. */
@@ -38,9 +38,9 @@ test("007 upgrades an outbox written in the old lease shape, and its rows relay 
   const old = await openDatabase({ system: "webhooks", dataDir });
   try {
     const files = (await readMigrations(WEBHOOK_MIGRATIONS_DIR)).filter(
-      (m) => Number(m.name.slice(0, 3)) <= OLD_MAX,
+      (m) => Number(m.name.slice(0, 3)) <= MAX_OLD,
     );
-    assert.equal(files.length, OLD_MAX);
+    assert.equal(files.length, MAX_OLD);
     await applyMigrations(old, files);
     const at = new Date(T0);
     await old.query("INSERT INTO tenants (id, name, created_at) VALUES ('t1', 'Acme', $1)", [at]);

@@ -8,7 +8,7 @@ import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
 import { main } from "../src/main.ts";
 
 /** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const POLLS_MAX = 1_400;
+const MAX_POLLS = 1_400;
 
 test("WH-17 WH-18 the console's scenario: a private receiver down for 10 s while events arrive — attempts fail and back off, then every event is delivered once it is back, nothing lost", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "casebook-wh-scenario-"));
@@ -28,7 +28,7 @@ test("WH-17 WH-18 the console's scenario: a private receiver down for 10 s while
   const { runId } = (await start.json()) as { runId: string };
   assert.equal((await fetch(base, { method: "POST" })).status, 409, "one run at a time");
   let run: ScenarioRun | undefined;
-  for (let i = 0; i < POLLS_MAX; i++) {
+  for (let i = 0; i < MAX_POLLS; i++) {
     run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
     if (run.state !== "running") break;
     await sleep(50);

@@ -11,13 +11,13 @@ import { Webhook } from "standardwebhooks";
 import { ReplayGuard } from "../src/domain/replay-guard.ts";
 import {
   initialSecrets,
-  LIVE_SECRETS_MAX,
+  MAX_LIVE_SECRETS,
   rotateSecret,
   signingSecrets,
 } from "../src/domain/secret-rotation.ts";
 import {
   generateSecret,
-  SIGNATURES_MAX,
+  MAX_SIGNATURES,
   secretKey,
   sign,
   signedHeaders,
@@ -104,7 +104,7 @@ test("WH-13 the receiver refuses a changed body, another secret, missing headers
   assert.equal(verify(shouting).id, VECTOR.id);
 });
 
-test("WH-13 a forged header with many signatures costs at most SIGNATURES_MAX comparisons", () => {
+test("WH-13 a forged header with many signatures costs at most MAX_SIGNATURES comparisons", () => {
   const junk = Array.from({ length: 500 }, (_, i) => `v1,${Buffer.alloc(32, i).toString("base64")}`);
   const headers = { ...signedHeaders({ ...VECTOR, secrets: [VECTOR.secret] }) };
   const buried = { ...headers, "webhook-signature": [...junk, headers["webhook-signature"]].join(" ") };
@@ -119,7 +119,7 @@ test("WH-13 a forged header with many signatures costs at most SIGNATURES_MAX co
     invalidBecause("no-matching-signature"),
   );
   const mixed = { ...headers, "webhook-signature": `v2,abc v1,short ${headers["webhook-signature"]}` };
-  assert.ok(SIGNATURES_MAX >= 3);
+  assert.ok(MAX_SIGNATURES >= 3);
   assert.equal(
     verifyWebhook({ headers: mixed, body: VECTOR.body, secrets: [VECTOR.secret], nowS: VECTOR.timestampS })
       .id,
@@ -178,25 +178,25 @@ test("WH-02 WH-13 rotation signs with old and new secrets during the overlap, th
   );
 });
 
-test("WH-02 rotation is bounded: at most LIVE_SECRETS_MAX secrets sign at once", () => {
+test("WH-02 rotation is bounded: at most MAX_LIVE_SECRETS secrets sign at once", () => {
   const secrets = Array.from(
-    { length: LIVE_SECRETS_MAX + 1 },
+    { length: MAX_LIVE_SECRETS + 1 },
     (_, i) => `whsec_${Buffer.alloc(24, i).toString("base64")}`,
   );
   let versions = initialSecrets(secrets[0]!);
-  for (let i = 1; i < LIVE_SECRETS_MAX; i++)
+  for (let i = 1; i < MAX_LIVE_SECRETS; i++)
     versions = rotateSecret(versions, { secret: secrets[i]!, nowMs: i, overlapMs: 1_000 });
   assert.throws(
-    () => rotateSecret(versions, { secret: secrets[LIVE_SECRETS_MAX]!, nowMs: 10, overlapMs: 1_000 }),
+    () => rotateSecret(versions, { secret: secrets[MAX_LIVE_SECRETS]!, nowMs: 10, overlapMs: 1_000 }),
     (e) => deliveryErrors.is(e, "WEBHOOK_SECRET_ROTATION_LIMIT") && e.fields.retiresAtMs === 1_001,
   );
   // Once the oldest retires, rotation works again and drops it.
   const later = rotateSecret(versions, {
-    secret: secrets[LIVE_SECRETS_MAX]!,
+    secret: secrets[MAX_LIVE_SECRETS]!,
     nowMs: 1_001,
     overlapMs: 1_000,
   });
-  assert.equal(later.length, LIVE_SECRETS_MAX);
+  assert.equal(later.length, MAX_LIVE_SECRETS);
 });
 
 test("secrets are whsec_ + base64 of 24..64 bytes; generateSecret draws from the injected source", () => {

@@ -9,7 +9,7 @@ import type { Backend } from "@casebook/lab/contract-suite";
 import * as lab from "@casebook/lab/sql-backends";
 import { migrateWebhookStore } from "../src/store/migrate.ts";
 
-export { TEST_POOL_MAX, type TestSchema } from "@casebook/lab/sql-backends";
+export { MAX_TEST_POOL, type TestSchema } from "@casebook/lab/sql-backends";
 
 export const SYSTEM = "webhooks";
 

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import type { Database } from "@casebook/infra/sql/sql";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { uniqueName } from "@casebook/lab/test-engines";
-import { LIVE_SECRETS_MAX } from "../src/domain/secret-rotation.ts";
+import { MAX_LIVE_SECRETS } from "../src/domain/secret-rotation.ts";
 import { deliveryErrors } from "../src/errors.ts";
 import {
   createSubscription,
@@ -148,7 +148,7 @@ contractSuite("webhook tenants and subscriptions", storeBackends("wh_tenants"), 
     );
   });
 
-  it(`WH-02 racing rotations never pass the bound: at most ${LIVE_SECRETS_MAX} secrets sign at once`, async (db: Database) => {
+  it(`WH-02 racing rotations never pass the bound: at most ${MAX_LIVE_SECRETS} secrets sign at once`, async (db: Database) => {
     const w = newWorld(db);
     const t = await seedTenant(w);
     const { subscription } = await createSubscription(db, t.id, { url: "https://a.example.com" }, w.ctx());
@@ -160,11 +160,11 @@ contractSuite("webhook tenants and subscriptions", storeBackends("wh_tenants"), 
     const refused = rotations.filter((r) => r.status === "rejected");
     for (const r of refused)
       assert.ok(deliveryErrors.is(r.reason, "WEBHOOK_SECRET_ROTATION_LIMIT"), String(r.reason));
-    assert.equal(rotations.length - refused.length, LIVE_SECRETS_MAX - 1, "the first secret is live too");
-    assert.equal((await liveSecrets(db, subscription.id, w.clock.nowMs())).length, LIVE_SECRETS_MAX);
+    assert.equal(rotations.length - refused.length, MAX_LIVE_SECRETS - 1, "the first secret is live too");
+    assert.equal((await liveSecrets(db, subscription.id, w.clock.nowMs())).length, MAX_LIVE_SECRETS);
     assert.equal(
       (await getSubscription(db, t.id, subscription.id))?.secretVersion,
-      LIVE_SECRETS_MAX,
+      MAX_LIVE_SECRETS,
       "a refused rotation leaves no version behind",
     );
   });

@@ -14,7 +14,7 @@ import { openDatabase } from "@casebook/infra/sql/open-database";
 import { migrateWebhookStore, WEBHOOK_MIGRATIONS_DIR } from "../src/store/migrate.ts";
 
 const T0 = new Date(Date.UTC(2026, 0, 1));
-const OLD_MAX = 7;
+const MAX_OLD = 7;
 const subId = (n: number) => `sub_${String(n).padStart(32, "0")}`;
 
 test("008 gives every existing subscription the status its active flag and reason say", async (t) => {
@@ -24,7 +24,7 @@ test("008 gives every existing subscription the status its active flag and reaso
   const old = await openDatabase({ system: "webhooks", dataDir });
   try {
     const files = (await readMigrations(WEBHOOK_MIGRATIONS_DIR)).filter(
-      (m) => Number(m.name.slice(0, 3)) <= OLD_MAX,
+      (m) => Number(m.name.slice(0, 3)) <= MAX_OLD,
     );
     await applyMigrations(old, files);
     await old.query("INSERT INTO tenants (id, name, created_at) VALUES ('t1', 'Acme', $1)", [T0]);

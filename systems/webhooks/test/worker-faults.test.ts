@@ -26,7 +26,7 @@ import { requirePostgres } from "@casebook/lab/test-engines";
 import { createReceiverTenant, newTestSecret, seedBacklog } from "../bench/backlog.ts";
 import { startWebhookReceiver, type WebhookReceiver } from "../bench/webhook-receiver.ts";
 import { HttpSender } from "../src/clients/http-sender.ts";
-import { QUARANTINE_BOUNDS_DEFAULT } from "../src/domain/endpoint-health.ts";
+import { DEFAULT_QUARANTINE_BOUNDS } from "../src/domain/endpoint-health.ts";
 import { createUrlPolicy } from "../src/domain/url-policy.ts";
 import { createWorkerMetrics } from "../src/metrics.ts";
 import { SUBSCRIPTION_EVENT_TYPES } from "../src/store/endpoint-health.ts";
@@ -184,13 +184,13 @@ test("WH-16 a receiver answering 403 forever: quarantined once the 403s persist 
   assert.match(rows[0]!.state_reason, /^\d+ client errors in a row over \d+ s \(last: 4xx\)$/);
   const attempts = await attemptsOf(w.db, w.tenant.tenantId);
   const spanMs = attempts.at(-1)!.started_at.getTime() - attempts[0]!.started_at.getTime();
-  assert.ok(attempts.length > QUARANTINE_BOUNDS_DEFAULT.clientErrorsMin, `${attempts.length} attempts`);
+  assert.ok(attempts.length > DEFAULT_QUARANTINE_BOUNDS.clientErrorsMin, `${attempts.length} attempts`);
   // The quarantining attempt ENDS at least an hour after the first 403 ended: allow one deadline.
   assert.ok(
-    spanMs + 10_000 >= QUARANTINE_BOUNDS_DEFAULT.spanMsMin,
+    spanMs + 10_000 >= DEFAULT_QUARANTINE_BOUNDS.spanMsMin,
     `quarantined ${spanMs} ms after the first`,
   );
-  assert.ok(spanMs < QUARANTINE_BOUNDS_DEFAULT.spanMsMin + 300_000, "and within one backoff cap of it");
+  assert.ok(spanMs < DEFAULT_QUARANTINE_BOUNDS.spanMsMin + 300_000, "and within one backoff cap of it");
   assert.equal(w.rx.requests, attempts.length, "not retried for 24 h (convoy#1833)");
   const [subscriptionId] = w.tenant.subscriptionIds;
   const status = await subscriptionStatus(w.db, subscriptionId!);
@@ -234,7 +234,7 @@ test("WH-16 a recovery resets the streak: 403s for 45 min, one 2xx, then the end
   assert.equal(failing.status, "failing");
   assert.equal(failing.active, true);
   assert.ok(
-    failing.client_errors >= QUARANTINE_BOUNDS_DEFAULT.clientErrorsMin,
+    failing.client_errors >= DEFAULT_QUARANTINE_BOUNDS.clientErrorsMin,
     `${failing.client_errors} 403s`,
   );
   assert.match(failing.status_reason!, /^4xx 403/);

@@ -21,8 +21,8 @@ import { storeErrors } from "../src/errors.ts";
 import {
   commitTo2xxQuantiles,
   createWorkerMetrics,
+  MAX_TENANT_LABELS,
   OTHER_TENANT,
-  TENANT_LABELS_MAX,
 } from "../src/metrics.ts";
 import { DeliveryWorker } from "../src/workers/delivery-worker.ts";
 
@@ -166,7 +166,7 @@ test("WH-24 commit→2xx p50/p95/p99 per tenant from the histogram; the tenant l
   assert.ok(q.p50! > 0.025 && q.p50! <= 0.05, `p50 in the 25–50 ms bucket, got ${q.p50}`);
   assert.ok(q.p99! > 0.05 && q.p99! <= 0.1, `p99 in the 50–100 ms bucket, got ${q.p99}`);
   assert.equal((await commitTo2xxQuantiles(metrics, "nobody")).count, 0);
-  for (let i = 0; i < TENANT_LABELS_MAX + 5; i++) metrics.tenantLabel(`t${i}`);
+  for (let i = 0; i < MAX_TENANT_LABELS + 5; i++) metrics.tenantLabel(`t${i}`);
   assert.equal(metrics.tenantLabel("one-too-many"), OTHER_TENANT);
   assert.equal(metrics.tenantLabel("acme"), "acme", "known tenants keep their label");
 });

@@ -25,7 +25,7 @@ import { outboundErrors } from "./outbound-errors.ts";
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
 /** Addresses of one name considered; a longer answer is cut (and every kept one is checked). */
-export const RESOLVED_ADDRESSES_MAX = 16;
+export const MAX_RESOLVED_ADDRESSES = 16;
 
 /** getaddrinfo, all addresses, in the resolver's order. */
 export const systemResolver: Resolver = (hostname) => dns.lookup(hostname, { all: true, order: "verbatim" });
@@ -87,7 +87,7 @@ export async function resolveChecked(
   } catch (error) {
     throw dnsFailed(hostname, (error as NodeJS.ErrnoException).code ?? "EUNKNOWN", error);
   }
-  const kept = answers.slice(0, RESOLVED_ADDRESSES_MAX);
+  const kept = answers.slice(0, MAX_RESOLVED_ADDRESSES);
   if (kept.length === 0) throw dnsFailed(hostname, "ENODATA");
   for (const answer of kept) {
     const verdict = checkAddress(answer.address, options.policy);

@@ -45,17 +45,17 @@ import { type PhaseTimeouts, PhaseTimer, type PhaseTimings, type TimedPhase } fr
 
 export type { PhaseTimeouts, PhaseTimings } from "./phase-timer.ts";
 
-export const OUTBOUND_TIMEOUTS_DEFAULT: Readonly<PhaseTimeouts> = Object.freeze({
+export const DEFAULT_OUTBOUND_TIMEOUTS: Readonly<PhaseTimeouts> = Object.freeze({
   connectMs: 5_000,
   headersMs: 15_000,
   bodyMs: 5_000,
 });
 /** Response body bytes read before the call fails (or is truncated). */
-export const RESPONSE_BYTES_MAX_DEFAULT = 1024 * 1024;
+export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 /** Request body bytes sent at most. */
-export const REQUEST_BYTES_MAX_DEFAULT = 1024 * 1024;
+export const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 /** Response head size Node accepts, stated rather than inherited. */
-export const RESPONSE_HEADER_BYTES_MAX_DEFAULT = 16 * 1024;
+export const DEFAULT_MAX_RESPONSE_HEADER_BYTES = 16 * 1024;
 
 const TIMEOUT_CODE = {
   connect: "OUTBOUND_CONNECT_TIMEOUT",
@@ -284,24 +284,24 @@ export class OutboundClient {
 
   constructor(options: OutboundClientOptions) {
     this.#clock = options.clock ?? systemClock;
-    const timeouts = { ...OUTBOUND_TIMEOUTS_DEFAULT, ...options.timeouts };
+    const timeouts = { ...DEFAULT_OUTBOUND_TIMEOUTS, ...options.timeouts };
     for (const [name, ms] of Object.entries(timeouts)) positive(`timeouts.${name}`, ms);
     this.timeouts = Object.freeze(timeouts);
     this.#deadlineMs =
       options.deadlineMs === undefined ? undefined : positive("deadlineMs", options.deadlineMs);
     this.#maxResponseBytes = positive(
       "maxResponseBytes",
-      options.maxResponseBytes ?? RESPONSE_BYTES_MAX_DEFAULT,
+      options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
     );
     this.#keptResponseBytes = Math.min(
       this.#maxResponseBytes,
       options.keptResponseBytes ?? Number.POSITIVE_INFINITY,
     );
     this.#overflow = options.responseOverflow ?? "error";
-    this.#maxRequestBytes = positive("maxRequestBytes", options.maxRequestBytes ?? REQUEST_BYTES_MAX_DEFAULT);
+    this.#maxRequestBytes = positive("maxRequestBytes", options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES);
     this.#maxHeaderBytes = positive(
       "maxResponseHeaderBytes",
-      options.maxResponseHeaderBytes ?? RESPONSE_HEADER_BYTES_MAX_DEFAULT,
+      options.maxResponseHeaderBytes ?? DEFAULT_MAX_RESPONSE_HEADER_BYTES,
     );
     this.#agents = new AgentPool({
       maxOrigins: options.pool?.maxOrigins ?? 1_000,

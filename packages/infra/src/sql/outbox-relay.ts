@@ -107,7 +107,7 @@ export const DEFAULT_RETRY_BASE_MS = 500;
 export const DEFAULT_RETRY_CAP_MS = 60_000;
 export const DEFAULT_MAX_ATTEMPTS = 25;
 /** Longest pause after failed rounds (the database is down), by default: doubling from pollIntervalMs. */
-export const ROUND_ERROR_BACKOFF_MS_MAX = 5_000;
+export const MAX_ROUND_ERROR_BACKOFF_MS = 5_000;
 /** Bounds of the knobs. */
 export const MAX_IN_FLIGHT_KEYS = 1_000;
 export const MAX_RELAY_POLL_MS = 3_600_000;
@@ -216,7 +216,7 @@ export class OutboxRelay<E extends OutboxEventBase> {
         ? () => this.#claimFreeSlots()
         : async () => (await this.runOnce()).claimed === this.#maxBatch,
       idleMs: pollIntervalMs,
-      failureBackoff: options.failureBackoff ?? { capMs: ROUND_ERROR_BACKOFF_MS_MAX, jitter: "none" },
+      failureBackoff: options.failureBackoff ?? { capMs: MAX_ROUND_ERROR_BACKOFF_MS, jitter: "none" },
       onError: (err) => this.#onError(err, undefined),
     });
   }

@@ -153,7 +153,7 @@ test("resolveChecked and checkUrlHost on their own: bounded answers, public name
   const policy = createAddressPolicy();
   const many = Array.from({ length: 40 }, (_, i) => `8.8.${i}.8`);
   const kept = await resolveChecked("many.test", { policy, resolver: hostileDns(() => many) });
-  assert.equal(kept.length, 16, "at most RESOLVED_ADDRESSES_MAX addresses");
+  assert.equal(kept.length, 16, "at most MAX_RESOLVED_ADDRESSES addresses");
   assert.doesNotThrow(() => checkUrlHost(new URL("https://hooks.example.com/"), policy));
   assert.doesNotThrow(() => checkUrlHost(new URL("https://8.8.8.8/"), policy));
   assert.throws(

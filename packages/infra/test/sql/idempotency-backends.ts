@@ -16,7 +16,7 @@ import { applyMigrations, migration } from "../../src/sql/migrations.ts";
 import type { Database } from "../../src/sql/sql.ts";
 
 export const SYSTEM = "idempotency";
-export const TEST_POOL_MAX = lab.TEST_POOL_MAX;
+export const MAX_TEST_POOL = lab.MAX_TEST_POOL;
 export const TABLE = { table: "idempotency_keys", scopeColumn: "merchant_id" } as const;
 export const testIdempotency = defineIdempotencyErrors("TEST");
 export const idempotencyErrors = testIdempotency.registry;
@@ -50,7 +50,7 @@ function subjectOf(db: Database): IdempotencySubject {
 }
 
 /** Opens a PostgreSQL database in a fresh schema with the idempotency table; `drop()` removes the schema. */
-export function openPostgresSchema(url: string, maxConnections = TEST_POOL_MAX): Promise<lab.TestSchema> {
+export function openPostgresSchema(url: string, maxConnections = MAX_TEST_POOL): Promise<lab.TestSchema> {
   return lab.openPostgresTestSchema(url, {
     system: SYSTEM,
     prefix: "idem",

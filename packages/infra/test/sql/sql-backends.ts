@@ -20,7 +20,7 @@ export interface SqlSubject {
 
 const SYSTEM = "sql-contract";
 /** Small on purpose: other helpers' suites share the server. 4 still lets 4 transactions overlap. */
-const TEST_POOL_MAX = 4;
+const MAX_TEST_POOL = 4;
 
 function subjectOf(db: Database, scratch: string[]): SqlSubject {
   return {
@@ -65,7 +65,7 @@ export const postgres: Backend<SqlSubject> = {
     if (!url) return undefined;
     const schema = uniqueName("sqlc");
     const scratch: string[] = [schema];
-    const db = await openDatabase({ system: SYSTEM, url, schema, pool: { maxConnections: TEST_POOL_MAX } });
+    const db = await openDatabase({ system: SYSTEM, url, schema, pool: { maxConnections: MAX_TEST_POOL } });
     return {
       subject: subjectOf(db, scratch),
       close: async () => {

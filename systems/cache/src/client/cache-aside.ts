@@ -26,7 +26,7 @@
 
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { type RandomSource, systemRandom } from "@casebook/kit/random";
-import { IN_FLIGHT_KEYS_MAX, SingleFlight } from "@casebook/kit/single-flight";
+import { MAX_IN_FLIGHT_KEYS, SingleFlight } from "@casebook/kit/single-flight";
 import { BigKeyDetector, type BigKeyReport } from "../domain/big-key-detector.ts";
 import { decodeEnvelope, encodeEnvelope } from "../domain/cache-envelope.ts";
 import { HotKeyDetector } from "../domain/hot-key-detector.ts";
@@ -159,7 +159,7 @@ export class CacheAside<T> {
     this.#staleS = options.staleWhileRevalidateS ?? 0;
     requireClientInteger("staleWhileRevalidateS", this.#staleS, 0, MAX_STALE_S);
     const maxInFlightKeys = options.maxInFlightKeys ?? 10_000;
-    requireInteger("maxInFlightKeys", maxInFlightKeys, 1, IN_FLIGHT_KEYS_MAX);
+    requireInteger("maxInFlightKeys", maxInFlightKeys, 1, MAX_IN_FLIGHT_KEYS);
     this.#loads = options.coalesce === false ? undefined : new SingleFlight<T>({ maxInFlightKeys });
     this.#refreshes = new SingleFlight<void>({ maxInFlightKeys });
     const leaseDeps = { monotonicMs: () => this.#clock.monotonicMs(), ...options.leaseDeps };

@@ -22,9 +22,9 @@ import { fmix32 } from "./murmur3.ts";
 
 export const SKETCH_DEPTH = 4;
 /** A 4-bit counter saturates here. */
-export const COUNTER_MAX = 15;
+export const MAX_COUNTER = 15;
 /** Bound on counters per row: 2^24 × 4 rows × 4 bits is 32 MiB. */
-export const WIDTH_MAX = 2 ** 24;
+export const MAX_WIDTH = 2 ** 24;
 /** Counters per row per cached entry (Caffeine's sizing: 16 counters per entry over 4 rows). */
 const WIDTH_PER_ENTRY = 4;
 /** TinyLFU's W: the sketch ages after 10 increments per cached entry. */
@@ -33,7 +33,7 @@ const ODD_COUNTERS = 0x11111111;
 const HALVE_MASK = 0x77777777;
 
 export interface CountMinSketchOptions {
-  /** Counters per row; rounded up to a power of two, at most WIDTH_MAX. */
+  /** Counters per row; rounded up to a power of two, at most MAX_WIDTH. */
   readonly width: number;
   /** Increments after which every counter halves (TinyLFU's sample size W). */
   readonly sampleSize: number;
@@ -51,7 +51,7 @@ export class CountMinSketch {
   #resets = 0;
 
   constructor(options: CountMinSketchOptions) {
-    requireInteger("width", options.width, 1, WIDTH_MAX);
+    requireInteger("width", options.width, 1, MAX_WIDTH);
     requireInteger("sampleSize", options.sampleSize, 1, 2 ** 31);
     // At least 8 counters per row, so a row fills whole 32-bit words.
     this.#width = Math.max(8, 2 ** Math.ceil(Math.log2(options.width)));
@@ -71,7 +71,7 @@ export class CountMinSketch {
   static forCapacity(entries: number, options: { doorkeeper?: boolean } = {}): CountMinSketch {
     requireInteger("entries", entries, 1, 2 ** 31);
     return new CountMinSketch({
-      width: Math.min(WIDTH_MAX, Math.max(16, entries) * WIDTH_PER_ENTRY),
+      width: Math.min(MAX_WIDTH, Math.max(16, entries) * WIDTH_PER_ENTRY),
       sampleSize: Math.min(2 ** 31, Math.max(16, entries) * SAMPLES_PER_ENTRY),
       doorkeeper: options.doorkeeper ?? false,
     });
@@ -102,7 +102,7 @@ export class CountMinSketch {
   /** The estimated count of the key: never below the true count since the last reset (capped at 15, 16 with a doorkeeper). */
   frequency(hash: number): number {
     const step = rowStep(hash);
-    let min = COUNTER_MAX;
+    let min = MAX_COUNTER;
     for (let row = 0; row < SKETCH_DEPTH; row++) {
       const slot = row * this.#width + ((hash + row * step) & this.#mask);
       const count = (this.#table[slot >>> 3]! >>> ((slot & 7) << 2)) & 0xf;
@@ -133,7 +133,7 @@ export class CountMinSketch {
       const slot = row * this.#width + ((hash + row * step) & this.#mask);
       const word = slot >>> 3;
       const shift = (slot & 7) << 2;
-      if (((this.#table[word]! >>> shift) & 0xf) < COUNTER_MAX) {
+      if (((this.#table[word]! >>> shift) & 0xf) < MAX_COUNTER) {
         this.#table[word] = this.#table[word]! + (1 << shift);
       }
     }

@@ -15,7 +15,7 @@ import { fmix32 } from "./murmur3.ts";
 const PROBES = 3;
 const BITS_PER_KEY = 8;
 /** Bound on the filter's size: 2^27 bits is 16 MiB. */
-const BITS_MAX = 2 ** 27;
+const MAX_BITS = 2 ** 27;
 
 export class Doorkeeper {
   readonly #bits: Uint32Array;
@@ -23,7 +23,7 @@ export class Doorkeeper {
 
   /** A filter sized for `expectedKeys` distinct keys between two resets. */
   constructor(expectedKeys: number) {
-    const wanted = Math.max(64, Math.min(BITS_MAX, expectedKeys * BITS_PER_KEY));
+    const wanted = Math.max(64, Math.min(MAX_BITS, expectedKeys * BITS_PER_KEY));
     const bitCount = 2 ** Math.ceil(Math.log2(wanted));
     this.#bits = new Uint32Array(bitCount / 32);
     this.#mask = bitCount - 1;

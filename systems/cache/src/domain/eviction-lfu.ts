@@ -6,8 +6,8 @@
  * @example
  * lfuScore(lfuInitial(0), 0, defaultLfuParams); // 250 (255 − 5)
  */
-import { LFU_MAX, type LfuParams, lfuDecayed } from "./lfu-counter.ts";
+import { type LfuParams, lfuDecayed, MAX_LFU } from "./lfu-counter.ts";
 
 export function lfuScore(access: number, nowMs: number, params: LfuParams): number {
-  return LFU_MAX - lfuDecayed(access, nowMs, params);
+  return MAX_LFU - lfuDecayed(access, nowMs, params);
 }

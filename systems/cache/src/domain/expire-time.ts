@@ -9,7 +9,7 @@
  * setExpiryAtMs("0", "s", true, 1_000, "set");      // { error: "ERR invalid expire time in 'set' command" }
  * expireAtMs("-5", "s", true, 1_000, "expire");     // { atMs: -4_000 } (deletes the key)
  */
-import { INT64_MAX, INT64_MIN, parseInt64 } from "./integer-arg.ts";
+import { MAX_INT64, MIN_INT64, parseInt64 } from "./integer-arg.ts";
 import { invalidExpireError, REPLY_ERRORS } from "./reply-errors.ts";
 
 export type TimeUnit = "s" | "ms";
@@ -28,11 +28,11 @@ export function setExpiryAtMs(
   const value = parseInt64(raw);
   if (value === undefined) return { error: REPLY_ERRORS.notInteger };
   const big = BigInt(value);
-  if (big <= 0n || (unit === "s" && big > INT64_MAX / MS_PER_S))
+  if (big <= 0n || (unit === "s" && big > MAX_INT64 / MS_PER_S))
     return { error: invalidExpireError(command) };
   const ms = unit === "s" ? big * MS_PER_S : big;
   const at = relative ? ms + BigInt(nowMs) : ms;
-  if (at > INT64_MAX) return { error: invalidExpireError(command) };
+  if (at > MAX_INT64) return { error: invalidExpireError(command) };
   return { atMs: Number(at) };
 }
 
@@ -52,10 +52,10 @@ export function expireAtMs(
   }
   let ms = BigInt(value);
   if (unit === "s") {
-    if (ms > INT64_MAX / MS_PER_S || ms < INT64_MIN / MS_PER_S) return { error: invalidExpireError(command) };
+    if (ms > MAX_INT64 / MS_PER_S || ms < MIN_INT64 / MS_PER_S) return { error: invalidExpireError(command) };
     ms *= MS_PER_S;
   }
   const base = relative ? BigInt(nowMs) : 0n;
-  if (ms > INT64_MAX - base) return { error: invalidExpireError(command) };
+  if (ms > MAX_INT64 - base) return { error: invalidExpireError(command) };
   return { atMs: Number(ms + base) };
 }

@@ -15,7 +15,7 @@
  */
 
 import { requireInteger } from "../errors.ts";
-import { COUNTER_MAX, CountMinSketch } from "./count-min-sketch.ts";
+import { CountMinSketch, MAX_COUNTER } from "./count-min-sketch.ts";
 import { murmur3 } from "./murmur3.ts";
 
 export interface HotKeyDetectorOptions {
@@ -30,7 +30,7 @@ export class HotKeyDetector {
   readonly #threshold: number;
 
   constructor(options: HotKeyDetectorOptions) {
-    requireInteger("hotKeys.threshold", options.threshold, 1, COUNTER_MAX);
+    requireInteger("hotKeys.threshold", options.threshold, 1, MAX_COUNTER);
     this.#sketch = CountMinSketch.forCapacity(options.capacity);
     this.#threshold = options.threshold;
   }

@@ -11,8 +11,8 @@
  * addInt64(9223372036854775807n, 1);  // undefined (would overflow)
  */
 
-export const INT64_MIN = -(2n ** 63n);
-export const INT64_MAX = 2n ** 63n - 1n;
+export const MIN_INT64 = -(2n ** 63n);
+export const MAX_INT64 = 2n ** 63n - 1n;
 /** Up to this many digits a decimal is always a safe integer (2^53 has 16 digits). */
 const SAFE_DIGITS = 15;
 /** int64's longest text: "-9223372036854775808". */
@@ -37,7 +37,7 @@ export function parseInt64(text: string): number | bigint | undefined {
   if (first < 49 || first > 57 || !isDigitRun(text, start + 1)) return undefined;
   if (length - start <= SAFE_DIGITS) return Number(text);
   const value = BigInt(text);
-  if (value < INT64_MIN || value > INT64_MAX) return undefined;
+  if (value < MIN_INT64 || value > MAX_INT64) return undefined;
   const asNumber = Number(value);
   return Number.isSafeInteger(asNumber) ? asNumber : value;
 }
@@ -55,12 +55,12 @@ export function addInt64(a: number | bigint, b: number | bigint): number | bigin
     if (Number.isSafeInteger(sum)) return sum;
   }
   const sum = BigInt(a) + BigInt(b);
-  return sum < INT64_MIN || sum > INT64_MAX ? undefined : normalize(sum);
+  return sum < MIN_INT64 || sum > MAX_INT64 ? undefined : normalize(sum);
 }
 
 /** −a in int64, or undefined for int64's minimum (Redis: "decrement would overflow"). */
 export function negateInt64(a: number | bigint): number | bigint | undefined {
   if (typeof a === "number") return a === 0 ? 0 : -a;
   const negated = -a;
-  return negated > INT64_MAX ? undefined : normalize(negated);
+  return negated > MAX_INT64 ? undefined : normalize(negated);
 }

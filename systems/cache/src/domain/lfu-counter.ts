@@ -37,7 +37,7 @@ export const defaultLfuParams: Readonly<LfuParams> = Object.freeze({ logFactor: 
 
 /** Counter of a new key (Redis's LFU_INIT_VAL). */
 export const LFU_INIT_VAL = 5;
-export const LFU_MAX = 255;
+export const MAX_LFU = 255;
 const MINUTES_MASK = 0xffff;
 const MS_PER_MINUTE = 60_000;
 
@@ -94,7 +94,7 @@ export function lfuIdleMs(access: number, nowMs: number): number {
 
 /** One logarithmic increment (Redis's LFULogIncr). */
 export function lfuLogIncrement(counter: number, logFactor: number, random: RandomSource): number {
-  if (counter >= LFU_MAX) return LFU_MAX;
+  if (counter >= MAX_LFU) return MAX_LFU;
   const base = Math.max(0, counter - LFU_INIT_VAL);
   const p = 1 / (base * logFactor + 1);
   return random.next() < p ? counter + 1 : counter;

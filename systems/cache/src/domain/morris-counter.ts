@@ -16,7 +16,7 @@ import type { RandomSource } from "@casebook/kit/random";
 /** What a new key's counter starts at, so it survives its first eviction round. */
 export const LFU_INIT_VAL = 5;
 /** The counter's ceiling: 8 bits. */
-export const LFU_COUNTER_MAX = 255;
+export const MAX_LFU_COUNTER = 255;
 
 /**
  * One access: adds 1 with probability 1 / ((counter − LFU_INIT_VAL) · logFactor + 1).
@@ -25,7 +25,7 @@ export const LFU_COUNTER_MAX = 255;
  * lfuLogIncrement(5, 10, seededRandom(1)); // 6 (probability 1 below and at the initial value)
  */
 export function lfuLogIncrement(counter: number, logFactor: number, random: RandomSource): number {
-  if (counter >= LFU_COUNTER_MAX) return LFU_COUNTER_MAX;
+  if (counter >= MAX_LFU_COUNTER) return MAX_LFU_COUNTER;
   const base = Math.max(0, counter - LFU_INIT_VAL);
   const probability = 1 / (base * logFactor + 1);
   return random.next() < probability ? counter + 1 : counter;

@@ -15,10 +15,10 @@ import { fmix32 } from "@casebook/kit/fmix32";
 const C1 = 0xcc9e2d51;
 const C2 = 0x1b873593;
 /** Strings longer than this many UTF-16 units are encoded into a fresh buffer, not the shared one. */
-const SCRATCH_CHARS_MAX = 1_024;
+const MAX_SCRATCH_CHARS = 1_024;
 const encoder = new TextEncoder();
 // UTF-8 needs at most 3 bytes per UTF-16 unit; one shared buffer avoids an allocation per hash.
-const scratch = new Uint8Array(SCRATCH_CHARS_MAX * 3);
+const scratch = new Uint8Array(MAX_SCRATCH_CHARS * 3);
 
 function rotl32(x: number, r: number): number {
   return (x << r) | (x >>> (32 - r));
@@ -95,7 +95,7 @@ export function murmur3Latin1(text: string, seed = 0): number {
  * murmur3("The quick brown fox jumps over the lazy dog"); // 0x2e4ff723
  */
 export function murmur3(text: string, seed = 0): number {
-  if (text.length > SCRATCH_CHARS_MAX) {
+  if (text.length > MAX_SCRATCH_CHARS) {
     const bytes = encoder.encode(text);
     return murmur3Bytes(bytes, bytes.length, seed);
   }

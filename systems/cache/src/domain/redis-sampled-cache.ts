@@ -36,7 +36,7 @@ import {
   notifyEvicted,
   resolveBounds,
 } from "./cache-bounds.ts";
-import { LFU_COUNTER_MAX, LFU_INIT_VAL, lfuDecay, lfuLogIncrement } from "./morris-counter.ts";
+import { LFU_INIT_VAL, lfuDecay, lfuLogIncrement, MAX_LFU_COUNTER } from "./morris-counter.ts";
 
 export type RedisEvictionPolicy = "lru" | "lfu" | "ttl";
 
@@ -65,7 +65,7 @@ const MINUTE_MS = 60_000;
  * pooled key was a ghost, and a round removes the ghosts it meets, so the second round
  * succeeds; the third is margin.
  */
-const EVICTION_ROUNDS_MAX = 3;
+const MAX_EVICTION_ROUNDS = 3;
 
 export class RedisSampledCache<K> {
   readonly #bounds: CacheBounds;
@@ -198,7 +198,7 @@ export class RedisSampledCache<K> {
   /** Higher is a better victim: idle time (LRU), 255 − decayed counter (LFU), sooner expiry (TTL). */
   #score(slot: number): number {
     if (this.#policy === "lru") return (this.#lruClock() - this.#stamps[slot]!) * this.#lruResolutionMs;
-    if (this.#policy === "lfu") return LFU_COUNTER_MAX - this.#decayedCounter(slot);
+    if (this.#policy === "lfu") return MAX_LFU_COUNTER - this.#decayedCounter(slot);
     return -this.#stamps[slot]!;
   }
 
@@ -212,12 +212,12 @@ export class RedisSampledCache<K> {
   }
 
   #pickVictim(): number {
-    for (let round = 0; round < EVICTION_ROUNDS_MAX; round++) {
+    for (let round = 0; round < MAX_EVICTION_ROUNDS; round++) {
       this.#populatePool();
       const slot = this.#takeBestFromPool();
       if (slot !== undefined) return slot;
     }
-    throw new Error("invariant: a non-empty cache yields a victim within EVICTION_ROUNDS_MAX rounds");
+    throw new Error("invariant: a non-empty cache yields a victim within MAX_EVICTION_ROUNDS rounds");
   }
 
   /** evictionPoolPopulate: sample keys and insert each into the sorted pool. */

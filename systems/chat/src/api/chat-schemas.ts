@@ -2,8 +2,8 @@
  * JSON schemas of the chat API: what ajv refuses before a handler runs (400 REQUEST_INVALID
  * naming `/body/<field>`), and what /openapi.json shows.
  */
-import { CHAT_KINDS, GROUP_MEMBERS_MAX, PAGE_LIMIT_MAX } from "../domain/conversation.ts";
-import { TOKEN_TTL_S_MAX } from "./user-tokens.ts";
+import { CHAT_KINDS, MAX_GROUP_MEMBERS, MAX_PAGE_LIMIT } from "../domain/conversation.ts";
+import { MAX_TOKEN_TTL_S } from "./user-tokens.ts";
 
 const userId = { type: "string", pattern: "^[A-Za-z0-9_.@-]{1,64}$" } as const;
 const decimalId = { type: "string", pattern: "^[1-9][0-9]{0,18}$" } as const;
@@ -17,7 +17,7 @@ export const tokenBody = {
   properties: {
     userId,
     deviceId: userId,
-    ttlS: { type: "integer", minimum: 60, maximum: TOKEN_TTL_S_MAX, default: 3_600 },
+    ttlS: { type: "integer", minimum: 60, maximum: MAX_TOKEN_TTL_S, default: 3_600 },
   },
 } as const;
 
@@ -52,7 +52,7 @@ export const createConversationBody = {
     kind: { type: "string", enum: [...CHAT_KINDS] },
     title: { type: "string", minLength: 1, maxLength: 200 },
     /** The others: the caller is always a member. A channel grows later by POST …/members. */
-    members: { type: "array", minItems: 1, maxItems: GROUP_MEMBERS_MAX, uniqueItems: true, items: userId },
+    members: { type: "array", minItems: 1, maxItems: MAX_GROUP_MEMBERS, uniqueItems: true, items: userId },
   },
 } as const;
 
@@ -155,7 +155,7 @@ export const historyQuery = {
   properties: {
     after: position,
     before: decimalId,
-    limit: { type: "integer", minimum: 1, maximum: PAGE_LIMIT_MAX, default: 100 },
+    limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, default: 100 },
   },
 } as const;
 
@@ -173,5 +173,5 @@ export const historyPage = {
 export const listQuery = {
   type: "object",
   additionalProperties: false,
-  properties: { limit: { type: "integer", minimum: 1, maximum: PAGE_LIMIT_MAX, default: 100 } },
+  properties: { limit: { type: "integer", minimum: 1, maximum: MAX_PAGE_LIMIT, default: 100 } },
 } as const;

@@ -17,7 +17,7 @@ import { registerTokenRoutes } from "./token-routes.ts";
 import type { UserIdentity } from "./user-tokens.ts";
 
 /** A JWT is longer than an API key; still bounded before any verification work. */
-const TOKEN_CHARS_MAX = 2_048;
+const MAX_TOKEN_CHARS = 2_048;
 
 export type ApiOptions = ChatApiContext;
 
@@ -25,7 +25,7 @@ export async function registerApi(app: FastifyInstance, context: ChatApiContext)
   await registerTokenRoutes(app, context);
   const auth = createBearerAuth<UserIdentity>({
     realm: "chat",
-    maxCredentialChars: TOKEN_CHARS_MAX,
+    maxCredentialChars: MAX_TOKEN_CHARS,
     verify: (token) => context.tokens.verify(token, context.clock.nowMs()),
   });
   await app.register(async (scope) => {

@@ -16,8 +16,8 @@ import { USER_ID_PATTERN } from "../domain/conversation.ts";
 
 export const TOKEN_ISSUER = "casebook-chat";
 export const TOKEN_AUDIENCE = "chat";
-export const TOKEN_TTL_S_MAX = 24 * 3_600;
-export const TOKEN_SECRET_BYTES_MIN = 32;
+export const MAX_TOKEN_TTL_S = 24 * 3_600;
+export const MIN_TOKEN_SECRET_BYTES = 32;
 
 export interface UserIdentity {
   readonly userId: string;
@@ -29,8 +29,8 @@ export class UserTokens {
   readonly #secret: Uint8Array;
 
   constructor(secret: Uint8Array) {
-    if (secret.length < TOKEN_SECRET_BYTES_MIN) {
-      throw new RangeError(`the token secret needs at least ${TOKEN_SECRET_BYTES_MIN} bytes`);
+    if (secret.length < MIN_TOKEN_SECRET_BYTES) {
+      throw new RangeError(`the token secret needs at least ${MIN_TOKEN_SECRET_BYTES} bytes`);
     }
     this.#secret = secret;
   }

@@ -103,11 +103,11 @@ interface Pending {
 }
 
 /** Message ids remembered per conversation for dedupe; older ones are below the cursor anyway. */
-const SEEN_IDS_MAX = 10_000;
+const MAX_SEEN_IDS = 10_000;
 const FRAME_CHARS = 8_000;
 const SYNC_PAGE = 200;
 /** Requests (conversations, presence) awaiting their answer, at most; the next is refused. */
-const REQUESTS_MAX = 32;
+const MAX_REQUESTS = 32;
 
 export class ChatClient {
   readonly #options: ChatClientOptions;
@@ -198,7 +198,7 @@ export class ChatClient {
 
   #request(frame: Record<string, unknown>): Promise<Record<string, unknown>> {
     if (!this.#open) return Promise.reject(new Error("not connected"));
-    if (this.#requests.size >= REQUESTS_MAX) return Promise.reject(new Error("too many requests in flight"));
+    if (this.#requests.size >= MAX_REQUESTS) return Promise.reject(new Error("too many requests in flight"));
     const ref = `req:${++this.#refs}`;
     return new Promise((resolve, reject) => {
       this.#requests.set(ref, { resolve, reject });
@@ -440,7 +440,7 @@ export class ChatClient {
       return;
     } // a gap: fetch in order instead
     seen.add(m.id);
-    if (seen.size > SEEN_IDS_MAX) seen.delete(seen.values().next().value!);
+    if (seen.size > MAX_SEEN_IDS) seen.delete(seen.values().next().value!);
     this.#cursors.set(m.chatId, seq);
     this.#typing.messageFrom(m.chatId, m.senderId);
     for (const cb of this.#onMessage) cb(m);

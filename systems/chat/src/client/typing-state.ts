@@ -2,7 +2,7 @@
  * The client's side of typing indicators: what the user's own `typing` calls may send (one
  * per conversation per `throttleMs` — the gateway drops any more) and who is typing in each
  * conversation, each indicator expiring after the `expiresInMs` its frame carried, or as soon
- * as a message of that user arrives. Bounded: `CHATS_MAX` conversations remembered each way.
+ * as a message of that user arrives. Bounded: `MAX_CHATS` conversations remembered each way.
  *
  * @example
  * const typing = new TypingState();
@@ -13,7 +13,7 @@
 
 /** At least the gateway's throttle (3 s), so a client that follows it is never dropped. */
 export const TYPING_ANNOUNCE_EVERY_MS = 3_000;
-const CHATS_MAX = 64;
+const MAX_CHATS = 64;
 
 export interface TypingHeard {
   readonly chatId: string;
@@ -61,5 +61,5 @@ export class TypingState {
 function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.delete(key);
   map.set(key, value);
-  while (map.size > CHATS_MAX) map.delete(map.keys().next().value!);
+  while (map.size > MAX_CHATS) map.delete(map.keys().next().value!);
 }

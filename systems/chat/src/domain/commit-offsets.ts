@@ -40,7 +40,7 @@ interface Pending {
 }
 
 /** Stamps per channel and request at most: a channel with more unnumbered rows than this × maxBatch waits for the next round. */
-const STAMPS_PER_WRITE_MAX = 64;
+const MAX_STAMPS_PER_WRITE = 64;
 
 export class CommitOffsets {
   readonly #port: StampPort;
@@ -76,7 +76,7 @@ export class CommitOffsets {
     const found = new Map<string, bigint>();
     for (const [chatId, ids] of chats) {
       let missing = ids.size;
-      for (let round = 0; round < STAMPS_PER_WRITE_MAX && missing > 0; round++) {
+      for (let round = 0; round < MAX_STAMPS_PER_WRITE && missing > 0; round++) {
         const stamped = await this.#port.stampChannel(chatId, this.#maxBatch);
         if (stamped.size === 0) break;
         for (const [id, seq] of stamped) {

@@ -4,8 +4,8 @@
  * inside and decimal strings on the wire: a JS number holds 53 bits, a Snowflake 63.
  *
  * - `direct`: exactly two users, one conversation per pair; strict order by its counter.
- * - `group`: up to GROUP_MEMBERS_MAX members; strict order by its counter (CH-06).
- * - `channel`: up to CHANNEL_MEMBERS_MAX members; no per-message counter on the hot row:
+ * - `group`: up to MAX_GROUP_MEMBERS members; strict order by its counter (CH-06).
+ * - `channel`: up to MAX_CHANNEL_MEMBERS members; no per-message counter on the hot row:
  *   ids are Snowflakes and positions are commit offsets stamped in batches (CH-07/CH-08).
  *
  * @example
@@ -18,20 +18,20 @@ export type MessageKind = "text" | "edit" | "delete";
 export const CHAT_KINDS: readonly ChatKind[] = ["direct", "group", "channel"];
 
 /** CH-24: the largest group whose writes are serialized on one counter row. */
-export const GROUP_MEMBERS_MAX = 1_024;
+export const MAX_GROUP_MEMBERS = 1_024;
 /** CH-20/CH-24: a channel's members (the text's example is 50k). */
-export const CHANNEL_MEMBERS_MAX = 100_000;
+export const MAX_CHANNEL_MEMBERS = 100_000;
 /** CH-13: a message is at most 128 KB (UTF-8 bytes of its body); frames carry 32 KB of it. */
-export const MESSAGE_BYTES_MAX = 128 * 1_024;
+export const MAX_MESSAGE_BYTES = 128 * 1_024;
 /** CH-24: history retention, stated (no deletion job yet: messages are kept). */
 export const RETENTION_DAYS = 365;
 /** User and device ids: what the issuer signs into a token; short, printable, no separators of ours. */
 export const USER_ID_PATTERN = /^[A-Za-z0-9_.@-]{1,64}$/;
 export const CLIENT_MSG_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Unread counts are counted up to this many (a badge shows "999+"): the count is a bounded range scan. */
-export const UNREAD_COUNT_MAX = 999;
+export const MAX_UNREAD_COUNT = 999;
 /** A page of history, at most. */
-export const PAGE_LIMIT_MAX = 500;
+export const MAX_PAGE_LIMIT = 500;
 
 export interface Conversation {
   readonly id: bigint;
@@ -46,7 +46,7 @@ export interface Conversation {
   /**
    * For the viewer: messages of others, not deleted, after the furthest read pointer of the
    * viewer's devices — derived from the pointers, never a second counter (at most
-   * UNREAD_COUNT_MAX). Present in the conversation list.
+   * MAX_UNREAD_COUNT). Present in the conversation list.
    */
   readonly unread?: number | undefined;
 }
@@ -77,14 +77,14 @@ export interface Message {
 /** The largest member count of a kind. */
 export function membersMax(kind: ChatKind): number {
   if (kind === "direct") return 2;
-  return kind === "group" ? GROUP_MEMBERS_MAX : CHANNEL_MEMBERS_MAX;
+  return kind === "group" ? MAX_GROUP_MEMBERS : MAX_CHANNEL_MEMBERS;
 }
 
 /** Why a body cannot be stored, or undefined. */
 export function checkBody(body: string): string | undefined {
   if (body.length === 0) return "body is empty";
   const bytes = Buffer.byteLength(body, "utf8");
-  if (bytes > MESSAGE_BYTES_MAX) return `body is ${bytes} bytes; at most ${MESSAGE_BYTES_MAX}`;
+  if (bytes > MAX_MESSAGE_BYTES) return `body is ${bytes} bytes; at most ${MAX_MESSAGE_BYTES}`;
   return undefined;
 }
 

@@ -30,9 +30,9 @@
  * parseFrame('{"action":"ping","ref":"1"}'); // { ok: true, frame: { action: "ping", ref: "1" } }
  * parseFrame("nope");                        // { ok: false, code: "FRAME_INVALID", detail: "the frame is not JSON" }
  */
-import { CLIENT_MSG_ID_PATTERN, PAGE_LIMIT_MAX, parseId, parseSeq } from "./conversation.ts";
+import { CLIENT_MSG_ID_PATTERN, MAX_PAGE_LIMIT, parseId, parseSeq } from "./conversation.ts";
 
-export const FRAME_BYTES_MAX = 32 * 1_024;
+export const MAX_FRAME_BYTES = 32 * 1_024;
 export const CLOSE_DRAINING = 4000;
 export const CLOSE_TOKEN_EXPIRED = 4001;
 export const CLOSE_IDLE = 4002;
@@ -73,15 +73,15 @@ export type FrameParse =
   | { ok: false; code: "FRAME_INVALID" | "FRAME_TOO_LARGE"; detail: string; field?: string; ref?: string };
 
 /** Parts of one message at most: 128 KB in 32 KB frames, with room for the JSON around the data. */
-export const PARTS_MAX = 8;
+export const MAX_PARTS = 8;
 
 function bad(detail: string, field?: string, ref?: string): FrameParse {
   return { ok: false, code: "FRAME_INVALID", detail, ...(field ? { field } : {}), ...(ref ? { ref } : {}) };
 }
 
 export function parseFrame(text: string): FrameParse {
-  if (Buffer.byteLength(text, "utf8") > FRAME_BYTES_MAX) {
-    return { ok: false, code: "FRAME_TOO_LARGE", detail: `a frame is at most ${FRAME_BYTES_MAX} bytes` };
+  if (Buffer.byteLength(text, "utf8") > MAX_FRAME_BYTES) {
+    return { ok: false, code: "FRAME_TOO_LARGE", detail: `a frame is at most ${MAX_FRAME_BYTES} bytes` };
   }
   let value: unknown;
   try {
@@ -116,8 +116,8 @@ export function parseFrame(text: string): FrameParse {
       if (typeof f.clientMsgId !== "string" || !CLIENT_MSG_ID_PATTERN.test(f.clientMsgId))
         return bad("clientMsgId is a UUID", "clientMsgId", ref);
       const { index, count, data } = f;
-      if (!Number.isInteger(count) || (count as number) < 2 || (count as number) > PARTS_MAX)
-        return bad(`count is an integer in 2..${PARTS_MAX}`, "count", ref);
+      if (!Number.isInteger(count) || (count as number) < 2 || (count as number) > MAX_PARTS)
+        return bad(`count is an integer in 2..${MAX_PARTS}`, "count", ref);
       if (!Number.isInteger(index) || (index as number) < 0 || (index as number) >= (count as number))
         return bad("index is an integer in 0..count-1", "index", ref);
       if (typeof data !== "string") return bad("data is a string", "data", ref);
@@ -176,8 +176,8 @@ export function parseFrame(text: string): FrameParse {
       if (after === undefined)
         return bad('after is a seq: a decimal string, "0" for the beginning', "after", ref);
       const limit = f.limit ?? 100;
-      if (!Number.isInteger(limit) || (limit as number) < 1 || (limit as number) > PAGE_LIMIT_MAX)
-        return bad(`limit is an integer in 1..${PAGE_LIMIT_MAX}`, "limit", ref);
+      if (!Number.isInteger(limit) || (limit as number) < 1 || (limit as number) > MAX_PAGE_LIMIT)
+        return bad(`limit is an integer in 1..${MAX_PAGE_LIMIT}`, "limit", ref);
       return { ok: true, frame: { action: "sync", ref, chatId: id, after, limit: limit as number } };
     }
     case "ack":
@@ -204,11 +204,11 @@ export function parseFrame(text: string): FrameParse {
 }
 
 /**
- * Splits a frame's JSON over FRAME_BYTES_MAX into `message-part` frames (CH-13): the text is
+ * Splits a frame's JSON over MAX_FRAME_BYTES into `message-part` frames (CH-13): the text is
  * cut into slices that each fit, with the JSON around them.
  */
 export function splitOutgoing(id: string, json: string, sliceChars = 8_000): string[] {
-  if (Buffer.byteLength(json, "utf8") <= FRAME_BYTES_MAX) return [json];
+  if (Buffer.byteLength(json, "utf8") <= MAX_FRAME_BYTES) return [json];
   // 8,000 UTF-16 units are at most 24,000 UTF-8 bytes, JSON escaping of the slice included
   // only for ASCII-heavy text; slices are re-measured and halved when they do not fit.
   const slices: string[] = [];
@@ -218,7 +218,7 @@ export function splitOutgoing(id: string, json: string, sliceChars = 8_000): str
     for (;;) {
       const data = json.slice(at, at + size);
       frame = JSON.stringify({ action: "message-part", id, index: slices.length, count: 0, data });
-      if (Buffer.byteLength(frame, "utf8") <= FRAME_BYTES_MAX - 16 || size <= 64) break;
+      if (Buffer.byteLength(frame, "utf8") <= MAX_FRAME_BYTES - 16 || size <= 64) break;
       size = Math.floor(size / 2);
     }
     slices.push(json.slice(at, at + size));

@@ -20,7 +20,7 @@
 export const TYPING_THROTTLE_MS = 3_000;
 export const TYPING_TTL_MS = 2 * TYPING_THROTTLE_MS;
 /** Conversations one connection's throttle remembers; the oldest is forgotten past it. */
-export const TYPING_CHATS_MAX = 32;
+export const MAX_TYPING_CHATS = 32;
 
 export function typingFrame(chatId: bigint, userId: string, deviceId: string) {
   return { action: "typing", chatId: String(chatId), userId, deviceId, expiresInMs: TYPING_TTL_MS };
@@ -40,7 +40,7 @@ export class TypingThrottle {
     if (last !== undefined && nowMs - last < this.#intervalMs) return false;
     this.#lastMs.delete(chatId);
     this.#lastMs.set(chatId, nowMs);
-    while (this.#lastMs.size > TYPING_CHATS_MAX) this.#lastMs.delete(this.#lastMs.keys().next().value!);
+    while (this.#lastMs.size > MAX_TYPING_CHATS) this.#lastMs.delete(this.#lastMs.keys().next().value!);
     return true;
   }
 }

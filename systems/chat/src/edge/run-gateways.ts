@@ -23,7 +23,7 @@ import { spawnRedis } from "@casebook/lab/spawn-redis";
 import type { MainOptions, RunningSystem } from "../running-system.ts";
 import { l4StreamBlock } from "./l4-front.ts";
 
-export const GATEWAYS_MAX = 16;
+export const MAX_GATEWAYS = 16;
 const gatewayEntry = new URL("../main.ts", import.meta.url);
 
 /**
@@ -44,8 +44,8 @@ export function gatewayLaunchOf(
   const count = value("--gateways");
   if (count === undefined) return undefined;
   const gateways = Number(count);
-  if (!/^\d+$/.test(count) || gateways < 1 || gateways > GATEWAYS_MAX) {
-    throw new Error(`--gateways ${count}: give a whole number of gateway processes, 1 to ${GATEWAYS_MAX}`);
+  if (!/^\d+$/.test(count) || gateways < 1 || gateways > MAX_GATEWAYS) {
+    throw new Error(`--gateways ${count}: give a whole number of gateway processes, 1 to ${MAX_GATEWAYS}`);
   }
   const port = value("--front-port");
   if (port === undefined) return { gateways };

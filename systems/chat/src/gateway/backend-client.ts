@@ -16,21 +16,21 @@ import type { MessageJson } from "../domain/wire.ts";
 import { errors } from "../errors.ts";
 
 /** CH-13: the longest a backend call may take, all phases together. */
-export const BACKEND_DEADLINE_MS_MAX = 29_000;
+export const MAX_BACKEND_DEADLINE_MS = 29_000;
 /**
  * Calls in flight from one gateway past which a new one is refused at once: past the pool's
  * sockets a call would otherwise wait in the agent until its connect phase ends (2 s), then
  * fail anyway — a queue bounded only by time, which piles up under overload (see the bench).
  */
-export const BACKEND_IN_FLIGHT_MAX = 64;
+export const MAX_BACKEND_IN_FLIGHT = 64;
 /** Keep-alive sockets to the send service (the outbound client's default is 8). */
-const BACKEND_SOCKETS_MAX = 32;
+const MAX_BACKEND_SOCKETS = 32;
 
 export interface BackendOptions {
   /** The send service; a function when it is known only later (role all learns its own URL at listen). */
   readonly baseUrl: string | (() => string | undefined);
   readonly deadlineMs?: number;
-  /** Default BACKEND_IN_FLIGHT_MAX. */
+  /** Default MAX_BACKEND_IN_FLIGHT. */
   readonly maxInFlight?: number;
 }
 
@@ -46,8 +46,8 @@ export class BackendClient {
   #inFlight = 0;
 
   constructor(options: BackendOptions) {
-    this.#maxInFlight = options.maxInFlight ?? BACKEND_IN_FLIGHT_MAX;
-    const deadlineMs = Math.min(options.deadlineMs ?? BACKEND_DEADLINE_MS_MAX, BACKEND_DEADLINE_MS_MAX);
+    this.#maxInFlight = options.maxInFlight ?? MAX_BACKEND_IN_FLIGHT;
+    const deadlineMs = Math.min(options.deadlineMs ?? MAX_BACKEND_DEADLINE_MS, MAX_BACKEND_DEADLINE_MS);
     const { baseUrl } = options;
     this.#baseUrl = typeof baseUrl === "string" ? () => baseUrl : baseUrl;
     this.#client = new OutboundClient({
@@ -56,7 +56,7 @@ export class BackendClient {
       timeouts: { connectMs: Math.min(2_000, deadlineMs), headersMs: deadlineMs, bodyMs: deadlineMs },
       maxResponseBytes: 8 * 1_024 * 1_024,
       userAgent: "casebook-chat-gateway",
-      pool: { maxSocketsPerOrigin: BACKEND_SOCKETS_MAX },
+      pool: { maxSocketsPerOrigin: MAX_BACKEND_SOCKETS },
     });
   }
 

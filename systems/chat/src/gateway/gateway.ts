@@ -41,7 +41,7 @@ import {
   CLOSE_LIFETIME,
   CLOSE_TOKEN_EXPIRED,
   type ClientFrame,
-  FRAME_BYTES_MAX,
+  MAX_FRAME_BYTES,
   parseFrame,
   splitOutgoing,
 } from "../domain/frames.ts";
@@ -65,7 +65,7 @@ export interface GatewayLimits {
   readonly drainMs: number;
 }
 
-export const GATEWAY_LIMITS_DEFAULT: GatewayLimits = {
+export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
   heartbeatMs: 30_000,
   idleMs: 10 * 60_000,
   lifetimeMs: 2 * 3_600_000,
@@ -133,7 +133,7 @@ export class Gateway {
     // Hard bound: twice the frame limit, so a frame between the two gets an error frame, not a close.
     this.#wss = new WebSocketServer({
       noServer: true,
-      maxPayload: 2 * FRAME_BYTES_MAX,
+      maxPayload: 2 * MAX_FRAME_BYTES,
       perMessageDeflate: false,
     });
     const { limits, clock } = options;

@@ -18,7 +18,7 @@ import { type Clock, systemClock } from "@casebook/kit/clock";
 import { defineErrors } from "@casebook/kit/errors";
 import { type RandomSource, systemRandom } from "@casebook/kit/random";
 
-export const PUSHES_KEPT_MAX = 10_000;
+export const MAX_PUSHES_KEPT = 10_000;
 
 export const pushSimErrors = defineErrors({
   PUSH_TOKEN_GONE: {
@@ -120,7 +120,7 @@ export function createPushSim(
           }
           const push: SimPush = { id: `push-${++ids}`, data: {}, ...request.body, atMs: clock.nowMs() };
           state.pushes.push(push);
-          if (state.pushes.length > PUSHES_KEPT_MAX) state.pushes.shift();
+          if (state.pushes.length > MAX_PUSHES_KEPT) state.pushes.shift();
           state.sent++;
           return faults.respond(request, reply, { id: push.id });
         },

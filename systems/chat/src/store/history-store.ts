@@ -25,10 +25,10 @@ import {
   type ChatKind,
   type Conversation,
   directKey,
+  MAX_UNREAD_COUNT,
   type Message,
   type MessageKind,
   membersMax,
-  UNREAD_COUNT_MAX,
 } from "../domain/conversation.ts";
 import type { AppendResult, HistoryPort, NewConversation, NewMessage } from "../domain/history-port.ts";
 import type { Pointer, Receipt, ReceiptMove } from "../domain/receipts.ts";
@@ -449,7 +449,7 @@ export class HistoryStore implements HistoryPort {
   async conversationsOf(userId: string, limit: number): Promise<Conversation[]> {
     // Unread is derived, not stored: others' text messages, not deleted, after the furthest
     // read pointer of the user's devices (read on one device is read), counted by a range
-    // scan on (chat_id, seq) that stops at UNREAD_COUNT_MAX.
+    // scan on (chat_id, seq) that stops at MAX_UNREAD_COUNT.
     const { rows } = await this.#db.query<ConversationRow>(
       `SELECT ${CONVERSATION_COLUMNS},
          (SELECT count(*) FROM (
@@ -460,7 +460,7 @@ export class HistoryStore implements HistoryPort {
             LIMIT $3) AS u)::int AS unread
        FROM members m JOIN conversations c ON c.id = m.chat_id
        WHERE m.user_id = $1 ORDER BY c.last_message_at DESC NULLS LAST, c.id DESC LIMIT $2`,
-      [userId, limit, UNREAD_COUNT_MAX],
+      [userId, limit, MAX_UNREAD_COUNT],
     );
     return rows.map(conversationOf);
   }

@@ -9,7 +9,7 @@
 import { liveRows, type SessionRow, type SessionTable } from "../domain/sessions.ts";
 
 /** Rows per user at most: a user with more devices than this loses the oldest rows. */
-export const DEVICES_PER_USER_MAX = 64;
+export const MAX_DEVICES_PER_USER = 64;
 
 export class MemorySessions implements SessionTable {
   readonly #rows = new Map<string, Map<string, SessionRow>>();
@@ -17,7 +17,7 @@ export class MemorySessions implements SessionTable {
   async put(row: SessionRow): Promise<void> {
     const rows = this.#rows.get(row.userId) ?? new Map<string, SessionRow>();
     rows.set(`${row.deviceId}:${row.connectionId}`, row);
-    while (rows.size > DEVICES_PER_USER_MAX) rows.delete(rows.keys().next().value!);
+    while (rows.size > MAX_DEVICES_PER_USER) rows.delete(rows.keys().next().value!);
     this.#rows.set(row.userId, rows);
   }
 

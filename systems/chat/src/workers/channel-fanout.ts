@@ -24,9 +24,9 @@ import { type MessageJson, messageJson } from "../domain/wire.ts";
 
 /** Members read per page of a slice. */
 export const SLICE_PAGE = 1_000;
-/** Pages per event at most: 1,000 × 1,000 members per slice, far above CHANNEL_MEMBERS_MAX / slices. */
-const PAGES_MAX = 1_000;
-const FETCH_MAX = 32;
+/** Pages per event at most: 1,000 × 1,000 members per slice, far above MAX_CHANNEL_MEMBERS / slices. */
+const MAX_PAGES = 1_000;
+const MAX_FETCH = 32;
 
 export interface FanoutOptions {
   readonly stream: StreamClient;
@@ -80,7 +80,7 @@ export class ChannelFanout implements ChannelEvents {
       });
       const loop = new BackgroundLoop({
         name: `channel fan-out slice ${slice}`,
-        round: async () => (await this.#round(slice)) === FETCH_MAX,
+        round: async () => (await this.#round(slice)) === MAX_FETCH,
         idleMs: 10,
         failureBackoff: { capMs: 5_000, jitter: "equal", random: systemRandom },
         onError: (err, failures) =>
@@ -101,7 +101,7 @@ export class ChannelFanout implements ChannelEvents {
   async #round(slice: number): Promise<number> {
     const { stream, streamName, slices } = this.#o;
     const events = await stream.fetch(streamName, `slice-${slice}-of-${slices}`, {
-      maxMessages: FETCH_MAX,
+      maxMessages: MAX_FETCH,
       expiresMs: 500,
     });
     for (const event of events) {
@@ -117,7 +117,7 @@ export class ChannelFanout implements ChannelEvents {
     const frame = { action: "message", message };
     let after = "";
     let members = 0;
-    for (let page = 0; page < PAGES_MAX; page++) {
+    for (let page = 0; page < MAX_PAGES; page++) {
       const ids = await history.memberSlice(BigInt(message.chatId), slice, slices, after, SLICE_PAGE);
       if (ids.length === 0) break;
       await route(ids, frame);

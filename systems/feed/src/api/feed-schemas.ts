@@ -30,12 +30,12 @@ export function decimalUpToPattern(max: string): string {
 }
 
 /** PostgreSQL's int8 maximum: an id above it is refused here, not by the database (a 500). */
-const INT8_MAX = "9223372036854775807";
+const MAX_INT8 = "9223372036854775807";
 
 /** A decimal id (64-bit signed, positive), as every path and body carries it. */
 export const userIdSchema = {
   type: "string",
-  pattern: decimalUpToPattern(INT8_MAX),
+  pattern: decimalUpToPattern(MAX_INT8),
   description: "A decimal id (1 to 2^63 − 1)",
 } as const;
 const id = userIdSchema;

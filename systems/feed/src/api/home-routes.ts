@@ -27,7 +27,7 @@ import { toPostJson } from "./post-view.ts";
 
 const TOUCH_EVERY_MS = 3_600_000;
 /** Bound on users remembered by the activity throttle; cleared when full. */
-const TOUCHED_MAX = 100_000;
+const MAX_TOUCHED = 100_000;
 
 export interface HomeRoutesOptions {
   readonly feed: HomeFeed;
@@ -59,7 +59,7 @@ export function registerHomeRoutes(app: FastifyInstance, o: HomeRoutesOptions): 
   const touch = async (userId: bigint) => {
     const nowMs = o.clock.nowMs();
     if (nowMs - (touched.get(userId) ?? Number.NEGATIVE_INFINITY) < TOUCH_EVERY_MS) return;
-    if (touched.size >= TOUCHED_MAX) touched.clear();
+    if (touched.size >= MAX_TOUCHED) touched.clear();
     touched.set(userId, nowMs);
     await o.graph.touchActive(userId, nowMs);
   };

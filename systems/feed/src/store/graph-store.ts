@@ -15,7 +15,7 @@ import type { GraphReader } from "../domain/ports.ts";
 import { enqueueFanout } from "./fanout-outbox.ts";
 
 /** Bound on celebrities one read pulls from (FD-13: "typically a few dozen"). */
-export const PULLED_FOLLOWEES_MAX = 100;
+export const MAX_PULLED_FOLLOWEES = 100;
 
 export class GraphStore implements GraphReader {
   readonly #db: Database;
@@ -119,7 +119,7 @@ export class GraphStore implements GraphReader {
     const { rows } = await this.#db.query<{ id: bigint }>(
       `SELECT f.followee_id AS id FROM follows f JOIN accounts a ON a.id = f.followee_id
         WHERE f.follower_id = $1 AND a.follower_count > $2::int8 LIMIT $3`,
-      [userId, minFollowers, Math.min(limit, PULLED_FOLLOWEES_MAX)],
+      [userId, minFollowers, Math.min(limit, MAX_PULLED_FOLLOWEES)],
       { name: "feed_pulled_followees" },
     );
     return rows.map((row) => row.id);

@@ -9,7 +9,7 @@
  * await posts.create({ id, authorId: 7n, text: "hello", nowMs });
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
-import { decodeSnowflake, SNOWFLAKE_EPOCH_MS_DEFAULT, snowflakeFloor } from "@casebook/kit/snowflake";
+import { DEFAULT_SNOWFLAKE_EPOCH_MS, decodeSnowflake, snowflakeFloor } from "@casebook/kit/snowflake";
 import type { Post, PostReader, TimelineEntry } from "../domain/ports.ts";
 import { enqueueFanout } from "./fanout-outbox.ts";
 
@@ -24,7 +24,7 @@ interface PostRow {
 }
 
 /** Bound on the followees one rebuild pulls from (FD-18: "a bound on the rebuild"). */
-export const REBUILD_FOLLOWEES_MAX = 2_000;
+export const MAX_REBUILD_FOLLOWEES = 2_000;
 
 function toPost(row: PostRow): Post {
   return {
@@ -150,9 +150,9 @@ export class PostStore implements PostReader {
         ORDER BY p.id DESC LIMIT $3`,
       [
         userId,
-        snowflakeFloor(Math.max(bound.sinceMs, SNOWFLAKE_EPOCH_MS_DEFAULT)),
+        snowflakeFloor(Math.max(bound.sinceMs, DEFAULT_SNOWFLAKE_EPOCH_MS)),
         bound.limit,
-        REBUILD_FOLLOWEES_MAX,
+        MAX_REBUILD_FOLLOWEES,
       ],
     );
     return rows.map((row) => entryOf(row.id));

@@ -5,7 +5,7 @@
 export const SALE_ID_PATTERN = "^[a-z0-9][a-z0-9-]{0,62}$";
 export const HOLD_ID_PATTERN = "^h_[0-9a-f]{32}$";
 export const BUYER_PATTERN = "^[A-Za-z0-9._:@-]{1,128}$";
-export const QUANTITY_MAX = 100;
+export const MAX_QUANTITY = 100;
 
 export const createSaleBody = {
   type: "object",
@@ -15,7 +15,7 @@ export const createSaleBody = {
     id: { type: "string", pattern: SALE_ID_PATTERN, description: "Default: a random one" },
     name: { type: "string", minLength: 1, maxLength: 200 },
     tickets: { type: "integer", minimum: 1, maximum: 1_000_000 },
-    perBuyerMax: { type: "integer", minimum: 1, maximum: QUANTITY_MAX, default: 4 },
+    perBuyerMax: { type: "integer", minimum: 1, maximum: MAX_QUANTITY, default: 4 },
     holdTtlMs: {
       type: "integer",
       minimum: 1_000,
@@ -74,7 +74,7 @@ export const reserveBody = {
   type: "object",
   required: ["quantity"],
   additionalProperties: false,
-  properties: { quantity: { type: "integer", minimum: 1, maximum: QUANTITY_MAX } },
+  properties: { quantity: { type: "integer", minimum: 1, maximum: MAX_QUANTITY } },
 } as const;
 
 /** The entrant's secret the admission token (the route's bearer security) is bound to. */

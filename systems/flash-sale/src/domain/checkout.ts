@@ -62,7 +62,7 @@ export type ReserveResult =
   | { kind: "unknown-sale" };
 
 /** Attempts after a missing stock or a stale epoch: a recompute settles either in one. */
-export const RESERVE_ATTEMPTS_MAX = 3;
+export const MAX_RESERVE_ATTEMPTS = 3;
 
 export interface CheckoutOptions {
   stock: StockPort;
@@ -84,7 +84,7 @@ export class Checkout {
     quantity: number;
     holdTtlMs: number;
   }): Promise<ReserveResult> {
-    for (let attempt = 1; attempt <= RESERVE_ATTEMPTS_MAX; attempt++) {
+    for (let attempt = 1; attempt <= MAX_RESERVE_ATTEMPTS; attempt++) {
       const result = await this.#attempt(input);
       if (result !== "again") return result;
     }

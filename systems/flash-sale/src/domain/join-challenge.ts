@@ -28,7 +28,7 @@ export function hasLeadingZeroBits(digest: Uint8Array, bits: number): boolean {
 }
 
 /** Bound on the work a solver does: far above 2^24, the largest difficulty config allows. */
-export const SOLVE_ATTEMPTS_MAX = 1 << 28;
+export const MAX_SOLVE_ATTEMPTS = 1 << 28;
 
 /** Finds a nonce for `challenge` at `bits` (tests, and the reference for the page's script). */
 export function solveChallenge(
@@ -36,8 +36,8 @@ export function solveChallenge(
   bits: number,
   sha256: (text: string) => Uint8Array,
 ): string {
-  for (let nonce = 0; nonce < SOLVE_ATTEMPTS_MAX; nonce++) {
+  for (let nonce = 0; nonce < MAX_SOLVE_ATTEMPTS; nonce++) {
     if (hasLeadingZeroBits(sha256(`${challenge}:${nonce}`), bits)) return String(nonce);
   }
-  throw new Error(`no nonce below ${SOLVE_ATTEMPTS_MAX} for ${bits} bits`);
+  throw new Error(`no nonce below ${MAX_SOLVE_ATTEMPTS} for ${bits} bits`);
 }

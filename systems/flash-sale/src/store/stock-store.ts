@@ -128,7 +128,7 @@ export interface StockStoreOptions {
 }
 
 /** Holds per reserve-script call: the script's own bound. */
-export const RESERVE_BATCH_MAX = 1_000;
+export const MAX_RESERVE_BATCH = 1_000;
 /** Values per hold in the reserve script's reply. */
 const RESERVE_STRIDE = 4;
 
@@ -145,8 +145,8 @@ export class StockStore implements StockPort {
     this.#runner = runner;
     const b = options.reserveBatch;
     if (b !== undefined) {
-      if (!(Number.isInteger(b.maxBatch) && b.maxBatch >= 1 && b.maxBatch <= RESERVE_BATCH_MAX)) {
-        throw new RangeError(`reserveBatch.maxBatch must be an integer in [1, ${RESERVE_BATCH_MAX}]`);
+      if (!(Number.isInteger(b.maxBatch) && b.maxBatch >= 1 && b.maxBatch <= MAX_RESERVE_BATCH)) {
+        throw new RangeError(`reserveBatch.maxBatch must be an integer in [1, ${MAX_RESERVE_BATCH}]`);
       }
       this.#batch = new GroupCommitLanes((items) => this.#reserveMany(items), {
         maxBatch: b.maxBatch,

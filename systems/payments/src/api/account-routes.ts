@@ -40,7 +40,7 @@ export interface AccountRouteDeps {
 }
 
 const tags = ["accounts"];
-const INT8_MAX = 2n ** 63n - 1n;
+const MAX_INT8 = 2n ** 63n - 1n;
 
 function toAccountJson(account: MerchantAccountView) {
   return {
@@ -79,7 +79,7 @@ function toTransactionJson(transaction: LedgerTransaction, visible: ReadonlySet<
 /** The account if it is the merchant's; 404 otherwise (unknown and foreign ids look the same). */
 async function ownedAccount(db: Queryable, merchantId: string, id: string): Promise<MerchantAccountView> {
   const accountId = BigInt(id);
-  const account = accountId <= INT8_MAX ? await findMerchantAccount(db, merchantId, accountId) : undefined;
+  const account = accountId <= MAX_INT8 ? await findMerchantAccount(db, merchantId, accountId) : undefined;
   if (!account) throw merchantErrors.create("PAYMENTS_ACCOUNT_NOT_FOUND", { fields: { accountId: id } });
   return account;
 }

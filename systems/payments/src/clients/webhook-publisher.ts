@@ -22,7 +22,7 @@ import type { EventPublisher } from "../workers/outbox-relay.ts";
 
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 5_000;
 /** Phase bounds under the deadline: the webhooks intake is a service next to this one. */
-export const WEBHOOK_PHASE_TIMEOUTS_DEFAULT: Readonly<PhaseTimeouts> = Object.freeze({
+export const DEFAULT_WEBHOOK_PHASE_TIMEOUTS: Readonly<PhaseTimeouts> = Object.freeze({
   connectMs: 1_000,
   headersMs: 5_000,
   bodyMs: 2_000,
@@ -30,12 +30,12 @@ export const WEBHOOK_PHASE_TIMEOUTS_DEFAULT: Readonly<PhaseTimeouts> = Object.fr
 /** Bound on the response body read for the error message, in characters. */
 const ERROR_BODY_MAX_CHARS = 500;
 /** Response bytes read: an intake's answer is small; a bigger one is cut, not buffered. */
-const RESPONSE_BYTES_MAX = 64 * 1024;
+const MAX_RESPONSE_BYTES = 64 * 1024;
 /**
  * Connections to the intake at once: far above the relay's parallelism (maxInFlightKeys,
  * 16 by default), so a publish never queues for a socket under its connect timeout.
  */
-const PUBLISH_SOCKETS_MAX = 256;
+const MAX_PUBLISH_SOCKETS = 256;
 
 export interface WebhookPublisherOptions {
   /** The webhooks system's event intake, e.g. http://127.0.0.1:8113/v1/events. */
@@ -44,7 +44,7 @@ export interface WebhookPublisherOptions {
   apiKey?: string;
   /** Bound on one POST, connect to last byte (the outbound deadline). Default 5 000. */
   timeoutMs?: number;
-  /** Per-phase bounds inside that deadline. Default WEBHOOK_PHASE_TIMEOUTS_DEFAULT. */
+  /** Per-phase bounds inside that deadline. Default DEFAULT_WEBHOOK_PHASE_TIMEOUTS. */
   timeouts?: Partial<PhaseTimeouts>;
 }
 
@@ -83,12 +83,12 @@ export function createWebhookPublisher(options: WebhookPublisherOptions): EventP
   // Idle keep-alive sockets are unref'd by node:http and close after 4 s: no close hook needed.
   const client = new OutboundClient({
     addressGuard: "off", // the operator's WEBHOOKS_URL, not a user's
-    timeouts: { ...WEBHOOK_PHASE_TIMEOUTS_DEFAULT, ...options.timeouts },
+    timeouts: { ...DEFAULT_WEBHOOK_PHASE_TIMEOUTS, ...options.timeouts },
     deadlineMs: timeoutMs,
-    maxResponseBytes: RESPONSE_BYTES_MAX,
+    maxResponseBytes: MAX_RESPONSE_BYTES,
     responseOverflow: "truncate",
     keptResponseBytes: 4 * ERROR_BODY_MAX_CHARS,
-    pool: { maxOrigins: 1, maxSocketsPerOrigin: PUBLISH_SOCKETS_MAX, idleSocketTimeoutMs: 4_000 },
+    pool: { maxOrigins: 1, maxSocketsPerOrigin: MAX_PUBLISH_SOCKETS, idleSocketTimeoutMs: 4_000 },
   });
   return {
     async publish(event, signal) {

@@ -31,12 +31,12 @@ import {
 /** How long one settlement-file download may take before the run gives up. */
 export const DEFAULT_FETCH_TIMEOUT_MS = 30_000;
 /** Bound on connecting to the acquirer, inside the download's deadline. */
-const FETCH_CONNECT_MS_MAX = 5_000;
+const MAX_FETCH_CONNECT_MS = 5_000;
 /**
  * Largest settlement file read, in bytes: a day's file is ~100 bytes a row, so this is
  * over a million rows; a bigger answer fails the run rather than filling the heap.
  */
-export const SETTLEMENT_FILE_BYTES_MAX = 256 * 1024 * 1024;
+export const MAX_SETTLEMENT_FILE_BYTES = 256 * 1024 * 1024;
 
 export interface ReconcilerDeps {
   db: Database;
@@ -66,12 +66,12 @@ export async function fetchSettlementCsv(
   const client = new OutboundClient({
     addressGuard: "off", // the configured acquirer, not a user's URL
     timeouts: {
-      connectMs: Math.min(FETCH_CONNECT_MS_MAX, timeoutMs),
+      connectMs: Math.min(MAX_FETCH_CONNECT_MS, timeoutMs),
       headersMs: timeoutMs,
       bodyMs: timeoutMs,
     },
     deadlineMs: timeoutMs,
-    maxResponseBytes: SETTLEMENT_FILE_BYTES_MAX,
+    maxResponseBytes: MAX_SETTLEMENT_FILE_BYTES,
     pool: { maxOrigins: 1, maxSocketsPerOrigin: 1, idleSocketTimeoutMs: 1_000 },
   });
   let res: OutboundResponse;

@@ -25,7 +25,7 @@
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance } from "fastify";
-import { OVERLAP_MS_DEFAULT } from "../domain/secret-rotation.ts";
+import { DEFAULT_OVERLAP_MS } from "../domain/secret-rotation.ts";
 import { validateEndpointUrl } from "../domain/url-policy.ts";
 import { storeErrors } from "../errors.ts";
 import {
@@ -52,7 +52,7 @@ import {
 
 const tags = ["subscriptions"];
 export const DELETED_REASON = "deleted by the tenant";
-export const DISABLED_REASON_DEFAULT = "disabled by the tenant";
+export const DEFAULT_DISABLED_REASON = "disabled by the tenant";
 
 interface PatchBody {
   url?: string;
@@ -115,7 +115,7 @@ async function patchSubscription(context: ApiContext, tenantId: string, id: stri
         current = await updateSubscription(tx, tenantId, id, { ...changes, nowMs });
       }
       if (current && active !== undefined) {
-        const reason = active ? undefined : (disabledReason ?? DISABLED_REASON_DEFAULT);
+        const reason = active ? undefined : (disabledReason ?? DEFAULT_DISABLED_REASON);
         current = await setSubscriptionActive(tx, tenantId, id, {
           active,
           ...(reason === undefined ? {} : { reason }),
@@ -135,7 +135,7 @@ async function rotate(
   body: { overlapMs?: number; secret?: string },
 ) {
   const nowMs = context.clock.nowMs();
-  const overlapMs = body.overlapMs ?? OVERLAP_MS_DEFAULT;
+  const overlapMs = body.overlapMs ?? DEFAULT_OVERLAP_MS;
   const rotated = await withFieldPointers("/body", () =>
     rotateSubscriptionSecret(context.db, tenantId, id, {
       nowMs,

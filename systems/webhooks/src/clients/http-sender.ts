@@ -35,22 +35,22 @@ import { signedHeaders } from "../domain/signature.ts";
 import { type UrlPolicy, validateEndpointUrl } from "../domain/url-policy.ts";
 import { deliveryErrors } from "../errors.ts";
 
-export const SEND_TIMEOUTS_DEFAULT: Readonly<PhaseTimeouts> = Object.freeze({
+export const DEFAULT_SEND_TIMEOUTS: Readonly<PhaseTimeouts> = Object.freeze({
   connectMs: 5_000,
   headersMs: 15_000,
   bodyMs: 5_000,
 });
 /** Response bytes read before the connection is dropped. */
-export const RESPONSE_BYTES_MAX_DEFAULT = 64 * 1024;
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024;
 /** Response bytes kept for the attempt log. */
-export const BODY_EXCERPT_BYTES_DEFAULT = 1_024;
+export const DEFAULT_BODY_EXCERPT_BYTES = 1_024;
 /** Response head size Node accepts, stated rather than inherited. */
-const RESPONSE_HEADER_BYTES_MAX = 16 * 1024;
+const MAX_RESPONSE_HEADER_BYTES = 16 * 1024;
 /**
  * Request bytes sent at most: above any body ingest accepts (payloads are bounded at 1 MiB
  * of JSON there), so this bound is a backstop that an accepted event never meets.
  */
-const REQUEST_BYTES_MAX = 4 * 1024 * 1024;
+const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
 export interface HttpSenderOptions {
   policy: UrlPolicy;
@@ -102,19 +102,19 @@ export class HttpSender {
   constructor(options: HttpSenderOptions) {
     this.#policy = options.policy;
     this.#clock = options.clock ?? systemClock;
-    const maxBodyBytes = options.maxBodyBytes ?? RESPONSE_BYTES_MAX_DEFAULT;
+    const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     if (!(maxBodyBytes >= 1)) throw new RangeError("maxBodyBytes must be >= 1");
     this.#client = new OutboundClient({
       addressGuard: {
         policy: options.policy,
         ...(options.resolver === undefined ? {} : { resolver: options.resolver }),
       },
-      timeouts: { ...SEND_TIMEOUTS_DEFAULT, ...options.timeouts },
+      timeouts: { ...DEFAULT_SEND_TIMEOUTS, ...options.timeouts },
       maxResponseBytes: maxBodyBytes,
       responseOverflow: "truncate",
-      keptResponseBytes: options.bodyExcerptBytes ?? BODY_EXCERPT_BYTES_DEFAULT,
-      maxRequestBytes: REQUEST_BYTES_MAX,
-      maxResponseHeaderBytes: RESPONSE_HEADER_BYTES_MAX,
+      keptResponseBytes: options.bodyExcerptBytes ?? DEFAULT_BODY_EXCERPT_BYTES,
+      maxRequestBytes: MAX_REQUEST_BYTES,
+      maxResponseHeaderBytes: MAX_RESPONSE_HEADER_BYTES,
       pool: {
         maxOrigins: options.maxOrigins ?? 1_000,
         maxSocketsPerOrigin: options.maxSocketsPerOrigin ?? 8,

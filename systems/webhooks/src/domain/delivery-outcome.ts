@@ -33,10 +33,10 @@
  * outcome.throttleEndpointUntilMs; // nowMs + 30_000
  */
 import {
+  DEFAULT_QUARANTINE_BOUNDS,
   type EndpointStreak,
   healthSignal,
   isPersistentClientError,
-  QUARANTINE_BOUNDS_DEFAULT,
   type QuarantineBounds,
 } from "./endpoint-health.ts";
 import { retryAfterMs } from "./retry-after.ts";
@@ -86,7 +86,7 @@ export interface OutcomeInput {
   /** When the result arrived. */
   nowMs: number;
   policy: RetryPolicy;
-  /** Default QUARANTINE_BOUNDS_DEFAULT (5 in a row over at least 1 h). */
+  /** Default DEFAULT_QUARANTINE_BOUNDS (5 in a row over at least 1 h). */
   quarantine?: QuarantineBounds;
 }
 
@@ -147,7 +147,7 @@ export function decideOutcome(input: OutcomeInput): DeliveryOutcome {
   // minutes (a parked or misconfigured zone) does not cost the tenant its endpoint.
   const clientError = healthSignal(responseClass) === "client_error";
   const clientErrorStreak = clientError ? input.clientErrorStreak + 1 : 0;
-  const bounds = input.quarantine ?? QUARANTINE_BOUNDS_DEFAULT;
+  const bounds = input.quarantine ?? DEFAULT_QUARANTINE_BOUNDS;
   if (clientError && isPersistentClientError(input.endpoint, input.nowMs, bounds)) {
     const spanS = Math.floor((input.nowMs - input.endpoint.clientErrorsSinceMs!) / 1_000);
     const reason = `${input.endpoint.clientErrors} client errors in a row over ${spanS} s (last: ${responseClass})`;

@@ -54,7 +54,7 @@ export interface QuarantineBounds {
  * the 24 h window (WH-02), so a broken endpoint stops costing attempts after an hour
  * (about 20 attempts at the seed's backoff) instead of 24 h (convoy#1833).
  */
-export const QUARANTINE_BOUNDS_DEFAULT: QuarantineBounds = Object.freeze({
+export const DEFAULT_QUARANTINE_BOUNDS: QuarantineBounds = Object.freeze({
   clientErrorsMin: 5,
   spanMsMin: 3_600_000,
 });
@@ -102,7 +102,7 @@ export function healthWriteNeeded(signal: HealthSignal, seen: EndpointSeen): boo
 export function isPersistentClientError(
   streak: EndpointStreak,
   nowMs: number,
-  bounds: QuarantineBounds = QUARANTINE_BOUNDS_DEFAULT,
+  bounds: QuarantineBounds = DEFAULT_QUARANTINE_BOUNDS,
 ): boolean {
   if (streak.clientErrors < bounds.clientErrorsMin || streak.clientErrorsSinceMs === null) return false;
   return nowMs - streak.clientErrorsSinceMs >= bounds.spanMsMin;

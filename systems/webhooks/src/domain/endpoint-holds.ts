@@ -12,14 +12,14 @@
  * holds.heldUntil("sub_1", nowMs); // nowMs + 30_000; undefined once it passed
  */
 
-export const HOLDS_MAX_DEFAULT = 10_000;
+export const DEFAULT_MAX_HOLDS = 10_000;
 
 export class EndpointHolds {
   readonly #maxEndpoints: number;
   readonly #until = new Map<string, number>();
 
   constructor(options: { maxEndpoints?: number } = {}) {
-    this.#maxEndpoints = options.maxEndpoints ?? HOLDS_MAX_DEFAULT;
+    this.#maxEndpoints = options.maxEndpoints ?? DEFAULT_MAX_HOLDS;
     if (!Number.isSafeInteger(this.#maxEndpoints) || this.#maxEndpoints < 1)
       throw new RangeError("maxEndpoints must be an integer >= 1");
   }

@@ -15,22 +15,22 @@
  */
 import type { Clock } from "@casebook/kit/clock";
 import {
+  DEFAULT_MAX_QUEUES,
+  DEFAULT_QUEUE_LIMITS,
   type Lease as FlowLease,
   FairScheduler as FlowScheduler,
-  QUEUE_LIMITS_DEFAULT,
-  QUEUES_MAX_DEFAULT,
   type QueueLimits,
   type Refusal,
 } from "@casebook/kit/fair-scheduler";
 import { deliveryErrors } from "../errors.ts";
 
-export { WEIGHT_MAX } from "@casebook/kit/fair-scheduler";
+export { MAX_WEIGHT } from "@casebook/kit/fair-scheduler";
 
 /** An endpoint's limits: attempts in flight at once, sustained attempts per second, burst. */
 export type EndpointLimits = QueueLimits;
-export const ENDPOINT_LIMITS_DEFAULT: Readonly<EndpointLimits> = QUEUE_LIMITS_DEFAULT;
+export const DEFAULT_ENDPOINT_LIMITS: Readonly<EndpointLimits> = DEFAULT_QUEUE_LIMITS;
 /** Endpoint states remembered at once (queued, in flight, or holding a throttle or a bucket). */
-export const ENDPOINTS_MAX_DEFAULT = QUEUES_MAX_DEFAULT;
+export const DEFAULT_MAX_ENDPOINTS = DEFAULT_MAX_QUEUES;
 
 export interface FairSchedulerOptions {
   clock: Clock;
@@ -43,7 +43,7 @@ export interface FairSchedulerOptions {
   maxEndpoints?: number;
   /** Credits per unit of weight per turn. Default 1. */
   quantum?: number;
-  /** A tenant's weight, in [1, WEIGHT_MAX]. Default 1 for everyone. */
+  /** A tenant's weight, in [1, MAX_WEIGHT]. Default 1 for everyone. */
   weightOf?: (tenantId: string) => number;
   /** An endpoint's limits, read when it is first seen. */
   limitsOf?: (endpointId: string) => EndpointLimits;

@@ -16,7 +16,7 @@
  * guard.accept(id, nowS); // throws WEBHOOK_REPLAY_DETECTED the second time
  */
 import { deliveryErrors } from "../errors.ts";
-import { TOLERANCE_S_DEFAULT } from "./signature.ts";
+import { DEFAULT_TOLERANCE_S } from "./signature.ts";
 
 export interface ReplayGuardOptions {
   toleranceS?: number;
@@ -32,7 +32,7 @@ export class ReplayGuard {
   #lastNowS = Number.NEGATIVE_INFINITY;
 
   constructor(options: ReplayGuardOptions) {
-    this.toleranceS = options.toleranceS ?? TOLERANCE_S_DEFAULT;
+    this.toleranceS = options.toleranceS ?? DEFAULT_TOLERANCE_S;
     if (!Number.isFinite(this.toleranceS) || this.toleranceS <= 0)
       throw new RangeError("toleranceS must be > 0");
     if (!Number.isSafeInteger(options.maxEntries) || options.maxEntries < 1) {

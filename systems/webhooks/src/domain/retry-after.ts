@@ -11,7 +11,7 @@
  */
 
 /** Default bound on an honoured Retry-After: one hour. */
-export const RETRY_AFTER_MS_MAX_DEFAULT = 3_600_000;
+export const DEFAULT_MAX_RETRY_AFTER_MS = 3_600_000;
 
 const DELTA_SECONDS = /^\d{1,10}$/;
 // IMF-fixdate, plus the two obsolete forms RFC 9110 says recipients must accept.
@@ -22,7 +22,7 @@ const HTTP_DATE =
 export function retryAfterMs(
   value: string | undefined,
   nowMs: number,
-  maxMs = RETRY_AFTER_MS_MAX_DEFAULT,
+  maxMs = DEFAULT_MAX_RETRY_AFTER_MS,
 ): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();

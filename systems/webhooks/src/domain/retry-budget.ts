@@ -29,9 +29,9 @@ export interface RetryBudgetOptions {
   nowMs: number;
 }
 
-export const BUDGET_WINDOW_MS_DEFAULT = 10_000;
-export const BUDGET_SLOTS_DEFAULT = 10;
-export const BUDGET_MIN_RETRIES_PER_S_DEFAULT = 1;
+export const DEFAULT_BUDGET_WINDOW_MS = 10_000;
+export const DEFAULT_BUDGET_SLOTS = 10;
+export const DEFAULT_BUDGET_MIN_RETRIES_PER_S = 1;
 // 0.2 · 400 is 80.00000000000001 in binary floating point; an allowance is a count.
 const COUNT_EPSILON = 1e-9;
 
@@ -50,12 +50,12 @@ export class RetryBudget {
     const f = options.retryFraction;
     if (!(f > 0 && f < 1)) throw new RangeError(`retryFraction must be in (0, 1), got ${f}`);
     this.retryFraction = f;
-    this.windowMs = options.windowMs ?? BUDGET_WINDOW_MS_DEFAULT;
-    const slots = options.slots ?? BUDGET_SLOTS_DEFAULT;
+    this.windowMs = options.windowMs ?? DEFAULT_BUDGET_WINDOW_MS;
+    const slots = options.slots ?? DEFAULT_BUDGET_SLOTS;
     if (!Number.isSafeInteger(slots) || slots < 1 || slots > 1_000)
       throw new RangeError("slots must be 1..1000");
     if (!(this.windowMs >= slots)) throw new RangeError("windowMs must be >= slots (1 ms per slot at least)");
-    this.minRetriesPerS = options.minRetriesPerS ?? BUDGET_MIN_RETRIES_PER_S_DEFAULT;
+    this.minRetriesPerS = options.minRetriesPerS ?? DEFAULT_BUDGET_MIN_RETRIES_PER_S;
     if (!(this.minRetriesPerS >= 0)) throw new RangeError("minRetriesPerS must be >= 0");
     this.#slotMs = this.windowMs / slots;
     this.#first = new Float64Array(slots);

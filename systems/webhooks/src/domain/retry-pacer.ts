@@ -15,7 +15,7 @@
 import type { RandomSource } from "@casebook/kit/random";
 
 /** Default bound on one deferral: 15 minutes. */
-export const RETRY_DEFER_MS_MAX_DEFAULT = 900_000;
+export const DEFAULT_MAX_RETRY_DEFER_MS = 900_000;
 
 export class RetryPacer {
   readonly #windowMs: number;
@@ -28,7 +28,7 @@ export class RetryPacer {
     if (!(options.windowMs > 0) || !Number.isFinite(options.windowMs))
       throw new RangeError("windowMs must be > 0");
     this.#windowMs = options.windowMs;
-    this.#maxDeferMs = options.maxDeferMs ?? RETRY_DEFER_MS_MAX_DEFAULT;
+    this.#maxDeferMs = options.maxDeferMs ?? DEFAULT_MAX_RETRY_DEFER_MS;
     if (!(this.#maxDeferMs >= options.windowMs)) throw new RangeError("maxDeferMs must be >= windowMs");
     this.#random = options.random;
   }

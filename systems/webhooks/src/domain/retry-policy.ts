@@ -14,19 +14,19 @@
  */
 import { BackoffPolicy, backoffDelayMs, type JitterMode } from "@casebook/kit/backoff";
 import type { RandomSource } from "@casebook/kit/random";
-import { RETRY_AFTER_MS_MAX_DEFAULT } from "./retry-after.ts";
+import { DEFAULT_MAX_RETRY_AFTER_MS } from "./retry-after.ts";
 
 /** The text's example: base 2 s, cap 300 s. */
-export const RETRY_BASE_MS_DEFAULT = 2_000;
-export const RETRY_CAP_MS_DEFAULT = 300_000;
+export const DEFAULT_RETRY_BASE_MS = 2_000;
+export const DEFAULT_RETRY_CAP_MS = 300_000;
 /** WH-02: retry and retention window of at most 24 h. */
-export const DEADLINE_MS_DEFAULT = 86_400_000;
+export const DEFAULT_DEADLINE_MS = 86_400_000;
 /**
  * Attempts in total, the first included. At a 300 s cap with equal jitter (mean 225 s) a
  * 24 h deadline allows about 390, so the deadline ends a delivery first; this bound
  * catches a misconfigured deadline or cap.
  */
-export const ATTEMPTS_MAX_DEFAULT = 1_000;
+export const DEFAULT_MAX_ATTEMPTS = 1_000;
 
 /**
  * The text's function, in whole seconds as the text writes it (WH-17): integer n ≥ 1,
@@ -69,17 +69,17 @@ export class RetryPolicy {
   readonly #backoff: BackoffPolicy;
 
   constructor(options: RetryPolicyOptions) {
-    this.deadlineMs = options.deadlineMs ?? DEADLINE_MS_DEFAULT;
-    this.maxAttempts = options.maxAttempts ?? ATTEMPTS_MAX_DEFAULT;
-    this.retryAfterMaxMs = options.retryAfterMaxMs ?? RETRY_AFTER_MS_MAX_DEFAULT;
+    this.deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    this.maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+    this.retryAfterMaxMs = options.retryAfterMaxMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
     if (!(this.deadlineMs > 0) || !Number.isFinite(this.deadlineMs))
       throw new RangeError("deadlineMs must be > 0");
     if (!Number.isSafeInteger(this.maxAttempts) || this.maxAttempts < 1)
       throw new RangeError("maxAttempts >= 1");
     if (!(this.retryAfterMaxMs >= 0)) throw new RangeError("retryAfterMaxMs must be >= 0");
     this.#backoff = new BackoffPolicy({
-      baseMs: options.baseMs ?? RETRY_BASE_MS_DEFAULT,
-      capMs: options.capMs ?? RETRY_CAP_MS_DEFAULT,
+      baseMs: options.baseMs ?? DEFAULT_RETRY_BASE_MS,
+      capMs: options.capMs ?? DEFAULT_RETRY_CAP_MS,
       jitter: options.jitter ?? "equal",
       random: options.random,
     });

@@ -13,9 +13,9 @@ import { deliveryErrors } from "../errors.ts";
 import { secretKey } from "./signature.ts";
 
 /** Default overlap: one day, so a receiver deploying once a day still catches it. */
-export const OVERLAP_MS_DEFAULT = 86_400_000;
+export const DEFAULT_OVERLAP_MS = 86_400_000;
 /** Secrets signing at once: each one is an HMAC per attempt and a header entry. */
-export const LIVE_SECRETS_MAX = 3;
+export const MAX_LIVE_SECRETS = 3;
 
 export interface SecretVersion {
   readonly version: number;
@@ -43,11 +43,11 @@ export function rotateSecret(
   input: { secret: string; nowMs: number; overlapMs?: number },
 ): SecretVersion[] {
   secretKey(input.secret);
-  const overlapMs = input.overlapMs ?? OVERLAP_MS_DEFAULT;
+  const overlapMs = input.overlapMs ?? DEFAULT_OVERLAP_MS;
   if (!Number.isFinite(overlapMs) || overlapMs < 0)
     throw new RangeError(`overlapMs must be >= 0, got ${overlapMs}`);
   const kept = live(versions, input.nowMs);
-  if (kept.length >= LIVE_SECRETS_MAX) {
+  if (kept.length >= MAX_LIVE_SECRETS) {
     const retiresAtMs = Math.min(...kept.map((v) => v.retiresAtMs ?? Number.POSITIVE_INFINITY));
     throw deliveryErrors.create("WEBHOOK_SECRET_ROTATION_LIMIT", { fields: { retiresAtMs } });
   }

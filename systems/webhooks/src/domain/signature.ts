@@ -17,16 +17,16 @@ import { deliveryErrors } from "../errors.ts";
 
 export const SECRET_PREFIX = "whsec_";
 /** Standard Webhooks: secrets are 24 to 64 random bytes. */
-export const SECRET_BYTES_MIN = 24;
-export const SECRET_BYTES_MAX = 64;
+export const MIN_SECRET_BYTES = 24;
+export const MAX_SECRET_BYTES = 64;
 /** Bytes generateSecret draws. */
-export const SECRET_BYTES_DEFAULT = 32;
+export const DEFAULT_SECRET_BYTES = 32;
 /** The receiver's default window on `webhook-timestamp`, both directions (5 min). */
-export const TOLERANCE_S_DEFAULT = 300;
+export const DEFAULT_TOLERANCE_S = 300;
 /** Signatures a verifier looks at in one header: bounds the HMAC work a forged header can cause. */
-export const SIGNATURES_MAX = 8;
+export const MAX_SIGNATURES = 8;
 /** Longest `webhook-id` accepted: it is a header and a dedupe key, not a payload. */
-export const ID_LENGTH_MAX = 256;
+export const MAX_ID_LENGTH = 256;
 
 const SIGNATURE_BYTES = 32; // SHA-256
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -51,7 +51,7 @@ export function secretKey(secret: string): Buffer {
     throw deliveryErrors.create("WEBHOOK_SECRET_INVALID", { fields: { reason: "not whsec_<base64>" } });
   }
   const key = Buffer.from(encoded, "base64");
-  if (key.length < SECRET_BYTES_MIN || key.length > SECRET_BYTES_MAX) {
+  if (key.length < MIN_SECRET_BYTES || key.length > MAX_SECRET_BYTES) {
     throw deliveryErrors.create("WEBHOOK_SECRET_INVALID", { fields: { reason: `${key.length} bytes` } });
   }
   return key;
@@ -63,9 +63,9 @@ export function secretKey(secret: string): Buffer {
  * @example
  * const secret = generateSecret((n) => randomBytes(n)); // "whsec_…"
  */
-export function generateSecret(randomBytes: (n: number) => Uint8Array, bytes = SECRET_BYTES_DEFAULT): string {
-  if (!Number.isInteger(bytes) || bytes < SECRET_BYTES_MIN || bytes > SECRET_BYTES_MAX) {
-    throw new RangeError(`secret bytes must be ${SECRET_BYTES_MIN}..${SECRET_BYTES_MAX}, got ${bytes}`);
+export function generateSecret(randomBytes: (n: number) => Uint8Array, bytes = DEFAULT_SECRET_BYTES): string {
+  if (!Number.isInteger(bytes) || bytes < MIN_SECRET_BYTES || bytes > MAX_SECRET_BYTES) {
+    throw new RangeError(`secret bytes must be ${MIN_SECRET_BYTES}..${MAX_SECRET_BYTES}, got ${bytes}`);
   }
   const drawn = randomBytes(bytes);
   if (drawn.length !== bytes) throw new RangeError(`randomBytes(${bytes}) returned ${drawn.length} bytes`);
@@ -73,8 +73,8 @@ export function generateSecret(randomBytes: (n: number) => Uint8Array, bytes = S
 }
 
 function requireId(id: string): void {
-  if (id.length === 0 || id.length > ID_LENGTH_MAX || !HEADER_TOKEN.test(id)) {
-    throw new RangeError(`webhook id must be 1..${ID_LENGTH_MAX} visible ASCII characters`);
+  if (id.length === 0 || id.length > MAX_ID_LENGTH || !HEADER_TOKEN.test(id)) {
+    throw new RangeError(`webhook id must be 1..${MAX_ID_LENGTH} visible ASCII characters`);
   }
 }
 
@@ -104,8 +104,8 @@ export function sign(input: {
 }): string {
   requireId(input.id);
   requireTimestamp(input.timestampS);
-  if (input.secrets.length === 0 || input.secrets.length > SIGNATURES_MAX) {
-    throw new RangeError(`sign needs 1..${SIGNATURES_MAX} secrets, got ${input.secrets.length}`);
+  if (input.secrets.length === 0 || input.secrets.length > MAX_SIGNATURES) {
+    throw new RangeError(`sign needs 1..${MAX_SIGNATURES} secrets, got ${input.secrets.length}`);
   }
   return input.secrets
     .map(
@@ -146,10 +146,10 @@ function headerOf(headers: Record<string, string | string[] | undefined>, name: 
   return undefined;
 }
 
-/** Decoded `v1` signatures of a header, at most SIGNATURES_MAX; other versions are skipped. */
+/** Decoded `v1` signatures of a header, at most MAX_SIGNATURES; other versions are skipped. */
 function v1Signatures(header: string): Buffer[] {
   const found: Buffer[] = [];
-  for (const part of header.split(" ").slice(0, SIGNATURES_MAX)) {
+  for (const part of header.split(" ").slice(0, MAX_SIGNATURES)) {
     const comma = part.indexOf(",");
     if (comma < 0 || part.slice(0, comma) !== "v1") continue;
     const encoded = part.slice(comma + 1);
@@ -186,8 +186,8 @@ export function verifyWebhook(input: {
   const rawTimestamp = headerOf(input.headers, "webhook-timestamp");
   const signature = headerOf(input.headers, "webhook-signature");
   if (!id || !rawTimestamp || !signature) throw fail("missing-header");
-  if (id.length > ID_LENGTH_MAX) throw fail("missing-header");
-  const timestampS = checkTimestamp(rawTimestamp, input.nowS, input.toleranceS ?? TOLERANCE_S_DEFAULT);
+  if (id.length > MAX_ID_LENGTH) throw fail("missing-header");
+  const timestampS = checkTimestamp(rawTimestamp, input.nowS, input.toleranceS ?? DEFAULT_TOLERANCE_S);
   const offered = v1Signatures(signature);
   let matched = false;
   // Every pair is compared, without stopping at the first match: the time taken does

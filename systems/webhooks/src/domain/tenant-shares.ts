@@ -13,7 +13,7 @@
  * tenants, 10 slots a round: each claims one slot every 3 rounds).
  *
  * A tenant with nothing due loses its credit (DRR: an empty queue keeps no deficit), so
- * idling never banks a burst. Credits live in a map bounded by TENANTS_MAX.
+ * idling never banks a burst. Credits live in a map bounded by MAX_TENANTS.
  *
  * @example
  * const shares = new TenantShares();
@@ -23,19 +23,19 @@
 
 export interface TenantDemand {
   tenantId: string;
-  /** Share of capacity, 1..WEIGHT_MAX (tenants.weight). */
+  /** Share of capacity, 1..MAX_WEIGHT (tenants.weight). */
   weight: number;
   /** Due deliveries (dueCountsByTenant's capped count). */
   due: number;
 }
 
 /** Tenants whose carried credit is remembered; beyond it, credit restarts at zero. */
-export const TENANTS_MAX = 100_000;
-const WEIGHT_MAX = 1_000;
+export const MAX_TENANTS = 100_000;
+const MAX_WEIGHT = 1_000;
 
 function checkDemand(d: TenantDemand): void {
-  if (!Number.isInteger(d.weight) || d.weight < 1 || d.weight > WEIGHT_MAX)
-    throw new RangeError(`weight of tenant ${d.tenantId} must be 1..${WEIGHT_MAX}, got ${d.weight}`);
+  if (!Number.isInteger(d.weight) || d.weight < 1 || d.weight > MAX_WEIGHT)
+    throw new RangeError(`weight of tenant ${d.tenantId} must be 1..${MAX_WEIGHT}, got ${d.weight}`);
   if (!Number.isSafeInteger(d.due) || d.due < 0)
     throw new RangeError(`due of tenant ${d.tenantId} must be an integer >= 0, got ${d.due}`);
 }
@@ -133,7 +133,7 @@ export class TenantShares {
       if (t.granted > 0) out.set(t.tenantId, t.granted);
       // Served all it had due: no credit kept. Otherwise what is owed (or overpaid), within a slot.
       const keep = t.granted >= t.due ? 0 : Math.max(-1, Math.min(1, t.credit - t.granted));
-      if (keep === 0 || (this.#credit.size >= TENANTS_MAX && !this.#credit.has(t.tenantId)))
+      if (keep === 0 || (this.#credit.size >= MAX_TENANTS && !this.#credit.has(t.tenantId)))
         this.#credit.delete(t.tenantId);
       else this.#credit.set(t.tenantId, keep);
     }

@@ -27,7 +27,7 @@ import { type IpAddress, parseIp } from "@casebook/kit/ip-address";
 import { deliveryErrors } from "../errors.ts";
 
 /** Longest endpoint URL accepted, in characters. */
-export const URL_LENGTH_MAX = 2_048;
+export const MAX_URL_LENGTH = 2_048;
 
 /** The address policy (kit's: allow and deny lists, public only) plus webhooks' own scheme rule. */
 export interface UrlPolicy extends AddressPolicy {
@@ -71,7 +71,7 @@ function forbidden(host: string, addressClass: string): Error {
  * Host names are checked when they resolve (infra/http/address-guard.ts).
  */
 export function validateEndpointUrl(text: string, policy: UrlPolicy): EndpointUrl {
-  if (text.length > URL_LENGTH_MAX) throw invalid(`longer than ${URL_LENGTH_MAX} characters`);
+  if (text.length > MAX_URL_LENGTH) throw invalid(`longer than ${MAX_URL_LENGTH} characters`);
   let url: URL;
   try {
     url = new URL(text);

@@ -17,7 +17,7 @@
  */
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import type { SubscriptionStatus } from "../domain/endpoint-health.ts";
-import { LIVE_SECRETS_MAX } from "../domain/secret-rotation.ts";
+import { MAX_LIVE_SECRETS } from "../domain/secret-rotation.ts";
 import { decodeCursor, encodeCursor } from "../domain/store-cursor.ts";
 import { checkEventFilters, parseOrderingKeyPath } from "../domain/store-event-type.ts";
 import { isId, newId, type RandomBytes } from "../domain/store-ids.ts";
@@ -251,7 +251,7 @@ export async function setSubscriptionActive(
 /**
  * A new secret version; older live secrets expire `overlapMs` later (0: now). The row
  * lock on the subscription queues concurrent rotations, so versions never collide, and the
- * bound on live secrets (`LIVE_SECRETS_MAX`: each one is an HMAC per attempt and a header
+ * bound on live secrets (`MAX_LIVE_SECRETS`: each one is an HMAC per attempt and a header
  * entry) is checked under that lock, so racing rotations cannot pass it together.
  */
 export async function rotateSubscriptionSecret(
@@ -274,9 +274,9 @@ export async function rotateSubscriptionSecret(
     if (!rows[0]) throw notFound(id);
     const version = rows[0].secret_version;
     const live = await liveSecrets(tx, id, ctx.nowMs);
-    if (live.length >= LIVE_SECRETS_MAX) {
+    if (live.length >= MAX_LIVE_SECRETS) {
       throw deliveryErrors.create("WEBHOOK_SECRET_ROTATION_LIMIT", {
-        fields: { liveSecrets: live.length, max: LIVE_SECRETS_MAX },
+        fields: { liveSecrets: live.length, max: MAX_LIVE_SECRETS },
       });
     }
     const expiresAt = new Date(ctx.nowMs + ctx.overlapMs);

@@ -25,16 +25,16 @@ import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { field, loadConfig } from "@casebook/kit/config";
 import { ReplayGuard } from "../domain/replay-guard.ts";
-import { TOLERANCE_S_DEFAULT, verifyWebhook } from "../domain/signature.ts";
+import { DEFAULT_TOLERANCE_S, verifyWebhook } from "../domain/signature.ts";
 import { deliveryErrors } from "../errors.ts";
 
 export const DEMO_RECEIVER_PORT = 9113;
 /** Bytes of body accepted; the service's payload bound is 256 KiB by default, plus the envelope. */
-export const DEMO_BODY_BYTES_MAX = 1_048_576;
+export const MAX_DEMO_BODY_BYTES = 1_048_576;
 /** Webhooks kept in `received` (the oldest go first). */
-export const DEMO_REMEMBERED_MAX = 1_000;
+export const MAX_DEMO_REMEMBERED = 1_000;
 /** Webhook ids remembered for replay protection (each for twice the tolerance window). */
-export const REPLAY_IDS_MAX = 100_000;
+export const MAX_REPLAY_IDS = 100_000;
 /** Characters of the event's data shown in a log line. */
 const LOG_EXCERPT_CHARS = 200;
 
@@ -192,14 +192,14 @@ function waitForWebhook(
  */
 export async function startDemoReceiver(options: DemoReceiverOptions): Promise<DemoReceiver> {
   if (options.secrets.length === 0) throw new RangeError("the demo receiver needs at least one secret");
-  const toleranceS = options.toleranceS ?? TOLERANCE_S_DEFAULT;
+  const toleranceS = options.toleranceS ?? DEFAULT_TOLERANCE_S;
   const state: ReceiverState = {
     secrets: options.secrets,
     clock: options.clock ?? systemClock,
     toleranceS,
-    maxBodyBytes: options.maxBodyBytes ?? DEMO_BODY_BYTES_MAX,
-    maxRemembered: options.maxRemembered ?? DEMO_REMEMBERED_MAX,
-    guard: new ReplayGuard({ toleranceS, maxEntries: REPLAY_IDS_MAX }),
+    maxBodyBytes: options.maxBodyBytes ?? MAX_DEMO_BODY_BYTES,
+    maxRemembered: options.maxRemembered ?? MAX_DEMO_REMEMBERED,
+    guard: new ReplayGuard({ toleranceS, maxEntries: MAX_REPLAY_IDS }),
     received: [],
     arrivals: new EventEmitter(),
     log: options.log ?? ((line) => process.stdout.write(`${JSON.stringify(line)}\n`)),

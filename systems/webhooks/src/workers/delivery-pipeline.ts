@@ -50,10 +50,10 @@ import {
   type QuarantineBounds,
 } from "../domain/endpoint-health.ts";
 import { EndpointHolds } from "../domain/endpoint-holds.ts";
-import { BUDGET_WINDOW_MS_DEFAULT, RetryBudget } from "../domain/retry-budget.ts";
+import { DEFAULT_BUDGET_WINDOW_MS, RetryBudget } from "../domain/retry-budget.ts";
 import { RetryPacer } from "../domain/retry-pacer.ts";
 import { RetryPolicy } from "../domain/retry-policy.ts";
-import { SIGNATURES_MAX, secretKey } from "../domain/signature.ts";
+import { MAX_SIGNATURES, secretKey } from "../domain/signature.ts";
 import type { RandomBytes } from "../domain/store-ids.ts";
 import { webhookBody } from "../domain/webhook-body.ts";
 import type { WorkerMetrics } from "../metrics.ts";
@@ -118,7 +118,7 @@ export interface DeliveryPipelineOptions {
   throttle: (endpointId: string, untilMonotonicMs: number) => void;
 }
 
-const HOLDS_MAX = 10_000;
+const MAX_HOLDS = 10_000;
 
 /** How far one delivery got: a failure before it was settled strands its claim. */
 interface DeliveryStep {
@@ -135,7 +135,7 @@ function storeOutcome(outcome: CoreOutcome): DeliveryOutcome {
   return { state: outcome.state, reason: outcome.reason };
 }
 
-/** Secrets that can sign (malformed ones would throw inside the sender), at most SIGNATURES_MAX. */
+/** Secrets that can sign (malformed ones would throw inside the sender), at most MAX_SIGNATURES. */
 function signingSecrets(plan: SendGo): string[] {
   const usable: string[] = [];
   for (const { secret } of plan.secrets) {
@@ -146,7 +146,7 @@ function signingSecrets(plan: SendGo): string[] {
       // A malformed stored secret signs nothing; the others still do.
     }
   }
-  return usable.slice(0, SIGNATURES_MAX);
+  return usable.slice(0, MAX_SIGNATURES);
 }
 
 export class DeliveryPipeline {
@@ -155,7 +155,7 @@ export class DeliveryPipeline {
   readonly #policy: RetryPolicy;
   readonly #budget: RetryBudget | undefined;
   readonly #pacer: RetryPacer;
-  readonly #holds = new EndpointHolds({ maxEndpoints: HOLDS_MAX });
+  readonly #holds = new EndpointHolds({ maxEndpoints: MAX_HOLDS });
   readonly #attempts: Batcher<AttemptResult, AttemptWrite>;
   readonly #deferrals: Batcher<Deferral, DeferralWrite>;
   readonly #checks: Batcher<DeliveryLease, SendPlan>;
@@ -173,7 +173,7 @@ export class DeliveryPipeline {
     this.#budget =
       budget === false ? undefined : new RetryBudget({ ...budget, nowMs: o.clock.monotonicMs() });
     this.#pacer = new RetryPacer({
-      windowMs: this.#budget?.windowMs ?? BUDGET_WINDOW_MS_DEFAULT,
+      windowMs: this.#budget?.windowMs ?? DEFAULT_BUDGET_WINDOW_MS,
       random: o.random,
     });
     const maxPending = o.maxInFlight + 1;

@@ -8,7 +8,7 @@
  *   DRR over `dueCountsByTenant`, then `claimDueForTenant` per tenant: SKIP LOCKED + lease +
  *   version CAS). A full round is followed by the next at once; an exhausted one waits a poll
  *   interval; a failed one (the database is down) waits twice as long each time, up to
- *   CLAIM_ERROR_BACKOFF_MS_MAX. A send that ends wakes the loop only while a claim is due
+ *   MAX_CLAIM_ERROR_BACKOFF_MS. A send that ends wakes the loop only while a claim is due
  *   (the last round came back full), so a quiet store is polled at the poll rate, not per send.
  * - **The send window** (send-window.ts): what was claimed, in the fair order it goes out
  *   (DRR across tenants, round robin across a tenant's endpoints, each endpoint's concurrency
@@ -102,9 +102,9 @@ export const MAX_IN_FLIGHT = 10_000;
 /** Claimed deliveries per send slot: enough to keep slots busy between claim rounds. */
 export const WINDOW_PER_SLOT = 2;
 /** Longest wait after failed claim rounds (the database is down): doubling from pollIntervalMs. */
-export const CLAIM_ERROR_BACKOFF_MS_MAX = 5_000;
+export const MAX_CLAIM_ERROR_BACKOFF_MS = 5_000;
 const LIMITS_TTL_MS = 30_000;
-const LIMITS_MAX = 10_000;
+const MAX_LIMITS = 10_000;
 const WORKER_ID_MAX_CHARS = 200;
 
 /** "given_back": the round only gave stranded claims back (the window wanted no claim). */
@@ -152,7 +152,7 @@ export class DeliveryWorker {
     this.#limits = new EndpointLimitsCache(o.db, {
       clock: o.clock,
       ttlMs: LIMITS_TTL_MS,
-      maxEntries: LIMITS_MAX,
+      maxEntries: MAX_LIMITS,
     });
     this.#window = new SendWindow({
       clock: o.clock,
@@ -188,7 +188,7 @@ export class DeliveryWorker {
       name: "delivery worker claims",
       round: () => this.#claimLoopRound(),
       idleMs: o.pollIntervalMs,
-      failureBackoff: { capMs: CLAIM_ERROR_BACKOFF_MS_MAX, jitter: "none" },
+      failureBackoff: { capMs: MAX_CLAIM_ERROR_BACKOFF_MS, jitter: "none" },
       onError: (err) => this.#log({ err }, "delivery worker: claim round failed; retrying after a pause"),
     });
   }

@@ -6,7 +6,7 @@
  * exponential delay; it is retried until it succeeds (maxAttempts Infinity: never parked) — the
  * event committed, so dropping it would break the producer's contract, and the fan-out it
  * waits for is local. Failed rounds (the database away) double the loop's pause up to
- * ROUND_ERROR_BACKOFF_MS_MAX; claims a failed round left leased are given back first thing in
+ * MAX_ROUND_ERROR_BACKOFF_MS; claims a failed round left leased are given back first thing in
  * the next round.
  *
  * @example
@@ -23,7 +23,7 @@ import {
 import type { Database } from "@casebook/infra/sql/sql";
 import { type PublishedEvent, webhookOutbox } from "../store/outbox.ts";
 
-export { type RelayRound, ROUND_ERROR_BACKOFF_MS_MAX } from "@casebook/infra/sql/outbox-relay";
+export { MAX_ROUND_ERROR_BACKOFF_MS, type RelayRound } from "@casebook/infra/sql/outbox-relay";
 export type { PublishedEvent };
 /** Where events go (the dispatcher, a broker, a test's recorder). Must be safe to repeat. */
 export type EventPublisher = OutboxPublisher<PublishedEvent>;

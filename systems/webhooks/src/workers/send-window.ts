@@ -16,7 +16,7 @@
  *
  * @example
  * const window = new SendWindow({ clock, maxQueued: 128, maxInFlight: 64, maxInFlightPerTenant: 48,
- *   weightOf: () => 1, limitsOf: () => ENDPOINT_LIMITS_DEFAULT, send: (lease) => deliver(lease.item),
+ *   weightOf: () => 1, limitsOf: () => DEFAULT_ENDPOINT_LIMITS, send: (lease) => deliver(lease.item),
  *   release: (claimed) => releaseLease(db, claimed, clock.nowMs()), onSlotFree: () => {}, log });
  * window.open();
  * await window.add(claimed); // in the fair order; sends start as slots free

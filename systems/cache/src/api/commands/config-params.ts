@@ -30,7 +30,7 @@ export interface NodeSettings {
   readonly limits: RespLimits;
 }
 
-const INT_MAX = 2 ** 31 - 1;
+const MAX_INT = 2 ** 31 - 1;
 /**
  * Redis's order in its error message, kept so the text matches redis-server's reply for reply
  * (commands-conformance); this node's own allkeys-w-tinylfu is accepted but not listed.
@@ -90,13 +90,13 @@ function memoryParams(keyspace: Keyspace): ConfigParam[] {
     {
       name: "lfu-log-factor",
       get: () => String(keyspace.lfu.logFactor),
-      validate: intInRange(0, INT_MAX),
+      validate: intInRange(0, MAX_INT),
       apply: (v) => keyspace.configure({ lfu: { ...keyspace.lfu, logFactor: Number(v) } }),
     },
     {
       name: "lfu-decay-time",
       get: () => String(keyspace.lfu.decayTimeMin),
-      validate: intInRange(0, INT_MAX),
+      validate: intInRange(0, MAX_INT),
       apply: (v) => keyspace.configure({ lfu: { ...keyspace.lfu, decayTimeMin: Number(v) } }),
     },
   ];
@@ -134,7 +134,7 @@ export function createConfigParams(
     {
       name: "maxclients",
       get: () => String(settings.maxClients),
-      validate: intInRange(1, INT_MAX),
+      validate: intInRange(1, MAX_INT),
       apply: (v) => {
         settings.maxClients = Number(v);
       },
