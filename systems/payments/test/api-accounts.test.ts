@@ -4,12 +4,10 @@
  * account (posted / pending / available) and cursor pagination of an account's transactions.
  */
 import assert from "node:assert/strict";
-import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
-import { createService, type Service } from "@casebook/infra/http/service";
+import type { Service } from "@casebook/infra/http/service";
 import { type Backend, contractSuite } from "@casebook/lab/contract-suite";
-import { registerAccountRoutes } from "../src/api/account-routes.ts";
-import { paymentsErrorRegistries } from "../src/errors.ts";
 import { ensureMerchantAccounts, type MerchantAccounts } from "../src/store/merchant-accounts.ts";
+import { merchantApiService } from "./merchant-api-service.ts";
 import { type MerchantSubject, merchantBackends } from "./merchant-backends.ts";
 
 /** A parsed response body: tests read arbitrary JSON shapes and assert them field by field. */
@@ -30,20 +28,7 @@ interface ApiSubject extends MerchantSubject {
 }
 
 async function apiOf(subject: MerchantSubject): Promise<ApiSubject> {
-  const service = createService({
-    name: "payments-test",
-    version: "0",
-    log: { level: "silent" },
-    defaultMetrics: false,
-    errors: paymentsErrorRegistries,
-  });
-  const auth = createBearerAuth({ realm: "payments", verify: (key) => subject.merchants.authenticate(key) });
-  // The same wiring as main.ts: one authenticated scope.
-  await service.app.register(async (scope) => {
-    scope.addHook("onRequest", auth.authenticate);
-    registerAccountRoutes(scope, { db: subject.db, ledger: subject.ledger, merchantOf: auth.principalOf });
-  });
-  await service.app.ready();
+  const service = await merchantApiService(subject);
   return {
     ...subject,
     service,

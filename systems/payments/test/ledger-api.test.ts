@@ -7,13 +7,11 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
-import { createService, type Service } from "@casebook/infra/http/service";
+import type { Service } from "@casebook/infra/http/service";
 import { type Backend, contractSuite } from "@casebook/lab/contract-suite";
-import { registerLedgerRoutes } from "../src/api/ledger-routes.ts";
-import { paymentsErrorRegistries } from "../src/errors.ts";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
 import { ensureMerchantAccounts } from "../src/store/merchant-accounts.ts";
+import { merchantApiService } from "./merchant-api-service.ts";
 import { type MerchantSubject, merchantBackends, openPgliteMemory, subjectOf } from "./merchant-backends.ts";
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON bodies are checked by the assertions themselves
@@ -31,19 +29,7 @@ interface LedgerApiSubject extends MerchantSubject {
 }
 
 async function apiOf(subject: MerchantSubject): Promise<LedgerApiSubject> {
-  const service = createService({
-    name: "payments-test",
-    version: "0",
-    log: { level: "silent" },
-    defaultMetrics: false,
-    errors: paymentsErrorRegistries,
-  });
-  const auth = createBearerAuth({ realm: "payments", verify: (key) => subject.merchants.authenticate(key) });
-  await service.app.register(async (scope) => {
-    scope.addHook("onRequest", auth.authenticate);
-    registerLedgerRoutes(scope, { db: subject.db, ledger: subject.ledger, merchantOf: auth.principalOf });
-  });
-  await service.app.ready();
+  const service = await merchantApiService(subject);
   return {
     ...subject,
     service,

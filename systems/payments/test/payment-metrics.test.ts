@@ -6,6 +6,7 @@
  * the retry worker's) tagged by operation and outcome, the refund's acquirer key as correlation id.
  */
 import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -16,23 +17,23 @@ import { createService } from "@casebook/infra/http/service";
 import { ManualClock, systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { engineFree, uniqueName } from "@casebook/lab/test-engines";
-import type { PaymentRouteDeps } from "../src/api/payment-request.ts";
-import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
-import { registerRefundRoutes } from "../src/api/refund-routes.ts";
+import { registerPaymentsApi } from "../src/api/register-api.ts";
 import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-client.ts";
-import { idempotencyErrors, paymentErrors } from "../src/errors.ts";
+import { paymentsErrorRegistries } from "../src/errors.ts";
 import { main } from "../src/main.ts";
 import {
   acquirerOutcomeLabel,
-  correlatePaymentRequests,
   createPaymentMetrics,
   registerBreakerGauge,
 } from "../src/metrics.ts";
 import { countSagaBacklog } from "../src/store/backlog-counts.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
+import { LedgerRepository } from "../src/store/ledger-repository.ts";
+import { MerchantRepository } from "../src/store/merchant-repository.ts";
 import { RefundRetrier } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 import { startSim } from "./acquirer-sim-fixture.ts";
+import { merchantKeyHeaders } from "./merchant-api-service.ts";
 import { FAST_BACKOFF, FAST_CLIENT, paymentBody, seedPayment, waitFor } from "./payment-fixture.ts";
 import { FAST_REFUND_BACKOFF, openFullTestDb as openTestDb } from "./payments-full-fixture.ts";
 
@@ -47,7 +48,7 @@ async function startObserved(t: import("node:test").TestContext) {
     name: "payments-test",
     version: "0.0.0",
     log: { level: "debug", destination: { write: (line: string) => void lines.push(JSON.parse(line)) } },
-    errors: [paymentErrors, idempotencyErrors],
+    errors: paymentsErrorRegistries,
     defaultMetrics: false,
   });
   t.after(() => service.close());
@@ -91,36 +92,34 @@ async function startObserved(t: import("node:test").TestContext) {
     observer: metrics,
     log: service.log,
   });
-  const merchant = uniqueName("m");
-  const merchantOf = (request: { headers: Record<string, unknown> }) =>
-    String(request.headers["x-test-merchant"] ?? merchant);
-  await service.app.register(async (scope) => {
-    scope.addHook("onRequest", correlatePaymentRequests(merchantOf));
-    const paymentDeps: PaymentRouteDeps = {
-      db,
-      idempotency,
-      orchestrator,
-      acquirer,
-      clock: systemClock,
-      merchantOf,
-      config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0 },
-    };
-    registerPaymentRoutes(scope, paymentDeps);
-    registerRefundRoutes(scope, paymentDeps);
+  // The API as main wires it (register-api.ts), on real merchant keys.
+  const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
+  await registerPaymentsApi(service.app, {
+    db,
+    ledger: new LedgerRepository(db),
+    merchants,
+    idempotency,
+    orchestrator,
+    acquirer,
+    clock: systemClock,
+    randomBytes,
+    config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0 },
   });
-  const pay = (body: Record<string, unknown>, key: string, who = merchant) =>
+  const merchant = uniqueName("m");
+  const authorized = merchantKeyHeaders(merchants, merchant);
+  const pay = async (body: Record<string, unknown>, key: string, who = merchant) =>
     service.app.inject({
       method: "POST",
       url: "/v1/payments",
       payload: body,
-      headers: { "idempotency-key": key, "x-test-merchant": who },
+      headers: await authorized({ "idempotency-key": key, "x-test-merchant": who }),
     });
-  const refund = (paymentId: unknown, key: string, amountMinor: string) =>
+  const refund = async (paymentId: unknown, key: string, amountMinor: string) =>
     service.app.inject({
       method: "POST",
       url: `/v1/payments/${paymentId}/refunds`,
       payload: { amountMinor },
-      headers: { "idempotency-key": key },
+      headers: await authorized({ "idempotency-key": key }),
     });
   const scrape = async () => (await service.app.inject({ method: "GET", url: "/metrics" })).body;
   return { db, idempotency, service, sim, orchestrator, retrier, merchant, lines, pay, refund, scrape };

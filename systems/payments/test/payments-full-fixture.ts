@@ -1,24 +1,27 @@
 /**
- * The payments stack of payment-fixture.ts, plus the reconciliation exceptions routes and a
- * refund retry worker (not started: a test runs it or starts it).
+ * The payments stack, its HTTP API wired by `registerPaymentsApi` exactly as main.ts wires it
+ * (bearer auth on real merchant keys included), plus a refund retry worker (not started: a
+ * test runs it or starts it).
  * PGlite in memory, or a fresh PostgreSQL schema dropped when the test ends.
  */
+
+import { randomBytes } from "node:crypto";
 import { type TestContext, test } from "node:test";
 import { createService } from "@casebook/infra/http/service";
 import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { engineFree, requirePostgres, uniqueName } from "@casebook/lab/test-engines";
-import type { PaymentRouteDeps } from "../src/api/payment-request.ts";
-import { registerPaymentRoutes } from "../src/api/payment-routes.ts";
-import { registerReconciliationRoutes } from "../src/api/reconciliation-routes.ts";
-import { registerRefundRoutes } from "../src/api/refund-routes.ts";
+import { registerPaymentsApi } from "../src/api/register-api.ts";
 import { AcquirerClient } from "../src/clients/acquirer-client.ts";
 import { paymentsErrorRegistries } from "../src/errors.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
+import { LedgerRepository } from "../src/store/ledger-repository.ts";
+import { MerchantRepository } from "../src/store/merchant-repository.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 import { startSim } from "./acquirer-sim-fixture.ts";
+import { merchantKeyHeaders } from "./merchant-api-service.ts";
 import {
   FAST_BACKOFF,
   FAST_CLIENT,
@@ -94,21 +97,22 @@ export async function startFullPayments(
     defaultMetrics: false,
   });
   t.after(() => service.close());
-  const merchant = uniqueName("m");
-  const merchantOf = (request: { headers: Record<string, unknown> }) =>
-    String(request.headers["x-test-merchant"] ?? merchant);
-  const paymentDeps: PaymentRouteDeps = {
+  // The API as main wires it (register-api.ts): real merchants with real keys, the bearer
+  // check and the correlation hooks; a test acts as a merchant by `x-test-merchant` (its key is sent).
+  const merchants = new MerchantRepository(db, { clock: systemClock, randomBytes });
+  await registerPaymentsApi(service.app, {
     db,
+    ledger: new LedgerRepository(db),
+    merchants,
     idempotency,
     orchestrator,
     acquirer,
     clock: systemClock,
-    merchantOf,
+    randomBytes,
     config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0, ...options.routes },
-  };
-  registerPaymentRoutes(service.app, paymentDeps);
-  registerRefundRoutes(service.app, paymentDeps);
-  registerReconciliationRoutes(service.app, { db, clock: systemClock, merchantOf });
+  });
+  const merchant = uniqueName("m");
+  const authorized = merchantKeyHeaders(merchants, merchant);
   const call = async (
     method: string,
     path: string,
@@ -118,7 +122,10 @@ export async function startFullPayments(
     const res = await service.app.inject({
       method: method as "GET",
       url: path,
-      headers: { ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
+      headers: {
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...(await authorized(headers)),
+      },
       ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
     });
     return {
