@@ -21,17 +21,14 @@ import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { startService } from "@casebook/infra/http/start-service";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
-import { CacheServer } from "./api/cache-server.ts";
-import { clusterCommands } from "./api/commands/cluster-command.ts";
-import { registerClusterMetrics } from "./cluster/api/cluster-metrics.ts";
-import { createClusterRouter } from "./cluster/api/cluster-router.ts";
+import type { CacheServer } from "./api/cache-server.ts";
+import { registerSidecarApi, startRespApi } from "./api/register-api.ts";
 import { clusterKeyspaceObserver } from "./cluster/workers/cluster-keyspace-observer.ts";
 import { ClusterRuntime } from "./cluster/workers/cluster-runtime.ts";
 import { isClusterLaunch, runClusterEntry } from "./cluster-main.ts";
 import { configSchema, loadCacheConfig } from "./config.ts";
 import { Keyspace } from "./domain/keyspace.ts";
 import { cacheErrors } from "./errors.ts";
-import { registerCacheMetrics } from "./metrics.ts";
 import { startServerCron } from "./workers/server-cron.ts";
 
 export interface RunningNode {
@@ -89,7 +86,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
                 },
         });
       }
-      const server = new CacheServer({
+      const { server, port } = await startRespApi({
         keyspace,
         clock: systemClock,
         port: config.port,
@@ -97,28 +94,15 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         maxClients: config.maxClients,
         requirepass: config.requirepass,
         log: service.log.child({ api: "resp" }),
-        ...(cluster
-          ? {
-              extraCommands: clusterCommands(cluster),
-              hooks: createClusterRouter(cluster),
-              replication: cluster.source,
-            }
-          : {}),
+        cluster,
       });
-      // A replica's PSYNC is checked against the same users as a client's AUTH.
-      if (cluster) cluster.authorizeReplica = (user, password) => server.acl.allows(user, password);
-      const { port } = await server.listen();
       const cron = startServerCron({ keyspace, onTick: () => server.sampleMemoryPeak() });
-      registerCacheMetrics(service.registry, server);
-      service.addCheck("resp", async () => {
-        if (server.port === 0) throw new Error("the RESP server is not listening");
-      });
+      registerSidecarApi(service, server, cluster);
       // Close hooks run last-added first: the RESP server closes, then the cluster runtime, then the cron.
       service.onClose(() => cron.stop());
       if (cluster) {
         const dataRoot = env.CASEBOOK_DATA ?? join(".casebook-data", "cache");
         await cluster.start({ port, dir: clusterConfig.dir ?? join(dataRoot, `node-${port}`) });
-        registerClusterMetrics(service.registry, cluster);
         const runtime = cluster;
         service.onClose(() => runtime.close());
       }

@@ -11,7 +11,8 @@
 import { connect } from "node:net";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
-import { CacheServer, type CacheServerOptions } from "../src/api/cache-server.ts";
+import type { CacheServer, CacheServerOptions } from "../src/api/cache-server.ts";
+import { startRespApi } from "../src/api/register-api.ts";
 import type { RespLimits } from "../src/api/resp-parser.ts";
 import type { EvictionPolicyName } from "../src/domain/eviction-policy.ts";
 import { Keyspace } from "../src/domain/keyspace.ts";
@@ -47,7 +48,7 @@ export async function startCacheNode(options: TestNodeOptions = {}): Promise<Tes
       maxmemoryBytes: options.maxmemoryBytes ?? 0,
       policy: options.policy ?? "noeviction",
     });
-  const server = new CacheServer({
+  const { server, port } = await startRespApi({
     keyspace,
     clock,
     port: 0,
@@ -55,7 +56,6 @@ export async function startCacheNode(options: TestNodeOptions = {}): Promise<Tes
     ...(options.maxClients ? { maxClients: options.maxClients } : {}),
     ...options.server,
   });
-  const { port } = await server.listen();
   const cron = options.cron ? startServerCron({ keyspace }) : undefined;
   return {
     port,

@@ -17,9 +17,8 @@ import { keySlot } from "@casebook/kit/cluster-slot";
 import { seededRandom } from "@casebook/kit/random";
 import { guardProcessTree, trackTempDir } from "@casebook/lab/child-reaper";
 import { Cluster, type ClusterOptions } from "ioredis";
-import { CacheServer } from "../src/api/cache-server.ts";
-import { clusterCommands } from "../src/api/commands/cluster-command.ts";
-import { createClusterRouter } from "../src/cluster/api/cluster-router.ts";
+import type { CacheServer } from "../src/api/cache-server.ts";
+import { startRespApi } from "../src/api/register-api.ts";
 import { AdminClient } from "../src/cluster/clients/cluster-admin-client.ts";
 import { clusterKeyspaceObserver } from "../src/cluster/workers/cluster-keyspace-observer.ts";
 import {
@@ -201,15 +200,12 @@ export async function startInProcessNode(
     },
     log: quietLog,
   });
-  const server = new CacheServer({
+  const { server, port } = await startRespApi({
     keyspace,
     clock: systemClock,
     port: options.port ?? 0,
-    extraCommands: clusterCommands(runtime),
-    hooks: createClusterRouter(runtime),
-    replication: runtime.source,
+    cluster: runtime,
   });
-  const { port } = await server.listen();
   await runtime.start({ port, dir });
   const started = runtime;
   return {
