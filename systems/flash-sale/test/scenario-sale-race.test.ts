@@ -3,12 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { main } from "../src/main.ts";
-
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 
 test("FS-01 FS-05 the console's scenario: 500 buyers race for 50 tickets through the checkout, over the live API — exactly 50 held, the rest sold out, the counter at 0", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "casebook-fs-scenario-"));
@@ -23,17 +19,8 @@ test("FS-01 FS-05 the console's scenario: 500 buyers race for 50 tickets through
     await Promise.allSettled([running.close()]);
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const base = `${running.url}/v1/scenarios/sale-race/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run } = await runScenario(running.url, "sale-race");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   assert.match(result, /^500 buyers for 50 tickets at once: 50 held, 450 sold out, 0 other; /);

@@ -3,8 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { main } from "../src/main.ts";
 
 test("PY-01 the console's scenario: 20 concurrent requests with one Idempotency-Key over the live API make one payment", async (t) => {
@@ -19,18 +18,8 @@ test("PY-01 the console's scenario: 20 concurrent requests with one Idempotency-
     list.scenarios.map((s: { id: string }) => s.id),
     ["one-key-twenty-requests"],
   );
-  const start = await fetch(`${running.url}/v1/scenarios/one-key-twenty-requests/runs`, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < 600; i++) {
-    run = (await (
-      await fetch(`${running.url}/v1/scenarios/one-key-twenty-requests/runs/${runId}`)
-    ).json()) as ScenarioRun;
-    if (run?.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run));
+  const { run } = await runScenario(running.url, "one-key-twenty-requests");
+  assert.equal(run.state, "done", JSON.stringify(run));
   assert.equal(run.points.length, 20);
   assert.equal(run.progress, 1);
   const result = String(run.result);

@@ -1,29 +1,16 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { main } from "../src/main.ts";
-
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 
 test("RL-11 RL-12 the console's scenario: a private Redis stopped under a fail-open and a fail-closed policy — every outage check of reads allowed locally, every billing check refused, Redis deciding again after its restart", async (t) => {
   const running = await main({ PORT: "0", LOG_LEVEL: "silent" });
   t.after(() => running.close());
   const list = (await (await fetch(`${running.url}/v1/scenarios`)).json()) as { scenarios: { id: string }[] };
   assert.ok(list.scenarios.some((s) => s.id === "redis-stopped"));
-  const base = `${running.url}/v1/scenarios/redis-stopped/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  assert.equal((await fetch(base, { method: "POST" })).status, 409, "one run at a time");
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run, secondStart } = await runScenario(running.url, "redis-stopped", { probeSecondStart: true });
+  assert.equal(secondStart, 409, "one run at a time");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   const open = /fail-open policy allowed (\d+) of (\d+) checks from the local limiter/.exec(result);

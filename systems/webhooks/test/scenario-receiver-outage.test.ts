@@ -3,12 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { main } from "../src/main.ts";
-
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 
 test("WH-17 WH-18 the console's scenario: a private receiver down for 10 s while events arrive — attempts fail and back off, then every event is delivered once it is back, nothing lost", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "casebook-wh-scenario-"));
@@ -22,18 +18,9 @@ test("WH-17 WH-18 the console's scenario: a private receiver down for 10 s while
     await Promise.allSettled([running.close()]);
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const base = `${running.url}/v1/scenarios/receiver-outage/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  assert.equal((await fetch(base, { method: "POST" })).status, 409, "one run at a time");
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run, secondStart } = await runScenario(running.url, "receiver-outage", { probeSecondStart: true });
+  assert.equal(secondStart, 409, "one run at a time");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   assert.match(result, /all 8 delivered \(8 distinct at the receiver, 0 lost\)/);
