@@ -36,6 +36,8 @@ export interface ImportGraph {
   modules: Map<string, ModuleNode>;
   /** Workspace package name → its folder (`@casebook/kit` → `packages/kit`). */
   workspaces: Map<string, string>;
+  /** Workspace folder → the packages its manifest's `dependencies` name (what ships with `src/`). */
+  dependencies: Map<string, ReadonlySet<string>>;
 }
 
 export type LayeringRule =
@@ -45,7 +47,8 @@ export type LayeringRule =
   | "package-imports-system"
   | "package-imports-upward"
   | "cycle"
-  | "unresolved";
+  | "unresolved"
+  | "undeclared-dependency";
 
 export interface LayeringViolation {
   owner: string;
@@ -95,7 +98,7 @@ export function readImportGraph(root: string): ImportGraph {
       modules.set(file, { file, owner: folder, imports });
     }
   }
-  return { root, modules, workspaces };
+  return { root, modules, workspaces, dependencies: readDependencies(root, workspaces) };
 }
 
 /** Every rule of "Dependencies point down" the graph breaks, cycles included, sorted. */
@@ -108,7 +111,8 @@ export function checkLayering(graph: ImportGraph): LayeringViolation[] {
     const owner = graph.modules.get(cycle[0]!)!.owner;
     found.push({ owner, rule: "cycle", detail: cycle.map((f) => fromOwner(owner, f)).join(" <-> ") });
   }
-  return found.sort((a, b) => key(a).localeCompare(key(b)));
+  const unique = new Map(found.map((v) => [key(v), v]));
+  return [...unique.values()].sort((a, b) => key(a).localeCompare(key(b)));
 }
 
 /** `systems/cache cycle: src/a.ts <-> src/b.ts`: one line a violation, the form the test lists. */
@@ -124,6 +128,12 @@ function checkEdge(graph: ImportGraph, node: ModuleNode, edge: ImportEdge): Laye
   const { owner } = node;
   const isSystem = owner.startsWith("systems/");
   const spec = edge.specifier;
+  const needed = packageOf(spec);
+  if (needed !== undefined && needed !== ownName(graph, owner) && !graph.dependencies.get(owner)?.has(needed)) {
+    // src/ runs in production: a package it imports must be a dependency, not a devDependency
+    // (absent from `npm ci --omit=dev`) nor something hoisted from another workspace.
+    return [{ owner, rule: "undeclared-dependency", detail: `${fromOwner(owner, node.file)} -> ${needed}` }];
+  }
   if (edge.target === null) {
     if (spec.startsWith(".") || spec.startsWith("@casebook/")) {
       return [{ owner, rule: "unresolved", detail: `${fromOwner(owner, node.file)} -> ${spec}` }];
@@ -157,6 +167,29 @@ function checkEdge(graph: ImportGraph, node: ModuleNode, edge: ImportEdge): Laye
     return [{ owner, rule: "package-imports-upward", detail: arrow }];
   }
   return [];
+}
+
+/** `@casebook/infra/http/x` → `@casebook/infra`, `ioredis` → `ioredis`; undefined for node: and relative. */
+function packageOf(specifier: string): string | undefined {
+  if (specifier.startsWith(".") || specifier.startsWith("node:") || specifier.startsWith("/")) return undefined;
+  const parts = specifier.split("/");
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
+}
+
+function ownName(graph: ImportGraph, owner: string): string | undefined {
+  for (const [name, folder] of graph.workspaces) if (folder === owner) return name;
+  return undefined;
+}
+
+function readDependencies(root: string, workspaces: Map<string, string>): Map<string, ReadonlySet<string>> {
+  const out = new Map<string, ReadonlySet<string>>();
+  for (const folder of workspaces.values()) {
+    const pkg = JSON.parse(readFileSync(join(root, folder, "package.json"), "utf8")) as {
+      dependencies?: Record<string, string>;
+    };
+    out.set(folder, new Set(Object.keys(pkg.dependencies ?? {})));
+  }
+  return out;
 }
 
 /** `src/domain/x.ts` and `src/cluster/domain/x.ts` are domain files. */

@@ -3,8 +3,10 @@
  * `systems/<name>/src` and `packages/<name>/src` file: a domain that reaches into store, api,
  * workers or clients; a system's client library that reaches into its server; a system that
  * imports another system (other than `@casebook/<name>/client`); a package that imports a
- * system or a package above it; and every import cycle (type-only imports included). One test
- * per workspace, so a failure names the system it belongs to.
+ * system or a package above it; every import cycle (type-only imports included); and a package
+ * that `src/` imports without its manifest's `dependencies` naming it (a devDependency is absent
+ * from a production install; a hoisted one works only by accident). One test per workspace, so a
+ * failure names the system it belongs to.
  */
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -48,20 +50,22 @@ test("the checker catches each rule on a small tree", () => {
     mkdirSync(dirname(join(tree, path)), { recursive: true });
     writeFileSync(join(tree, path), text);
   };
-  const manifest = (name: string): string => JSON.stringify({ name });
+  const manifest = (name: string, ...dependencies: string[]): string =>
+    JSON.stringify({ name, dependencies: Object.fromEntries(dependencies.map((d) => [d, "*"])) });
   try {
-    put("packages/kit/package.json", manifest("@casebook/kit"));
+    put("packages/kit/package.json", manifest("@casebook/kit", "@casebook/infra"));
     put("packages/kit/src/clock.ts", 'import { x } from "@casebook/infra/sql";\n');
-    put("packages/infra/package.json", manifest("@casebook/infra"));
+    put("packages/infra/package.json", manifest("@casebook/infra", "@casebook/a"));
     put("packages/infra/src/sql.ts", 'import { y } from "@casebook/a/main";\nexport const x = 1;\n');
-    put("systems/a/package.json", manifest("@casebook/a"));
-    put("systems/a/src/main.ts", 'import "./domain/d.ts";\nexport const y = 1;\n');
+    put("systems/a/package.json", manifest("@casebook/a", "ioredis"));
+    put("systems/a/src/main.ts", 'import "./domain/d.ts";\nimport "ioredis";\nimport "node:fs";\nexport const y = 1;\n');
     put("systems/a/src/client.ts", "export const c = 1;\n");
     put("systems/a/src/domain/d.ts", 'import type { S } from "../store/s.ts";\n');
     put("systems/a/src/store/s.ts", 'import { d } from "../domain/d.ts";\nexport type S = 1;\n');
     put("systems/a/src/client/k.ts", 'import { h } from "../api/h.ts";\n');
     put("systems/a/src/api/h.ts", '/** import { z } from "../nowhere.ts"; */\nexport const h = 1;\n');
-    put("systems/b/package.json", manifest("@casebook/b"));
+    put("systems/b/package.json", manifest("@casebook/b", "@casebook/a"));
+    put("systems/b/src/store.ts", 'import { Redis } from "ioredis";\nimport { z } from "@casebook/a/client";\n');
     put("systems/b/src/main.ts", 'import { c } from "@casebook/a/client";\nimport("@casebook/a/main");\n');
     const lines = checkLayering(readImportGraph(tree)).map(violationKey);
     assert.deepEqual(lines, [
@@ -71,6 +75,7 @@ test("the checker catches each rule on a small tree", () => {
       "systems/a cycle: src/domain/d.ts <-> src/store/s.ts",
       "systems/a domain-imports-io: src/domain/d.ts -> src/store/s.ts",
       "systems/b system-imports-system: src/main.ts -> systems/a/src/main.ts",
+      "systems/b undeclared-dependency: src/store.ts -> ioredis",
     ]);
   } finally {
     rmSync(tree, { recursive: true, force: true });
