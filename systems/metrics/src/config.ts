@@ -67,6 +67,12 @@ export const configSchema = {
     description:
       "MT-07: stream = the ingest publishes to the stream (NATS JetStream with NATS_URL, in-process otherwise) and the hot writer stores; direct = the ingest appends to the TSDB itself",
   }),
+  consumers: field.enum(["on", "off"], {
+    env: "METRICS_CONSUMERS",
+    default: "on",
+    description:
+      "MT-05: off = this process only ingests (and answers queries on an empty TSDB): run several behind an L4 balancer, and one with the stream's consumers (hot writer, alert evaluator)",
+  }),
   natsUrl: field.string({
     env: "NATS_URL",
     maxLength: 2_048,
