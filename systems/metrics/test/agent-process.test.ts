@@ -166,6 +166,9 @@ test("MT-02 MT-03 MT-16 thousands of calls become one point per series per windo
   // MT-03: requests to the ingest ≈ wall time ÷ batch interval, not calls; bodies snappy-compressed.
   assert.ok(done.requests <= Math.ceil((Date.now() - started) / 250) + 2, `${done.requests} requests`);
   assert.ok(calls / done.requests >= 500, `${calls} calls in ${done.requests} requests`);
+  t.diagnostic(
+    `${calls} calls → ${done.records} records to the agent → ${done.points} points → ${done.requests} requests to the ingest`,
+  );
   // MT-16: the agent counted each new series once (10 routes; the histogram's base series).
   assert.equal(done.newSeries.mt03_hits_total, 10);
   assert.equal(done.newSeries.mt03_latency_seconds, 10);
