@@ -100,6 +100,7 @@ export function createAgentMetrics(
   registry: Registry,
   read: {
     guard: () => { newSeries: ReadonlyMap<string, number>; overflowRecords: ReadonlyMap<string, number> };
+    labelValues: () => ReadonlyMap<string, ReadonlyMap<string, number>>;
     buffered: () => { memoryBytes: number; spoolBytes: number };
   },
 ): AgentMetrics {
@@ -151,6 +152,17 @@ export function createAgentMetrics(
     registers: [registry],
     collect() {
       for (const [metric, n] of read.guard().overflowRecords) this.set({ metric }, n);
+    },
+  });
+  new Gauge({
+    name: "metrics_agent_label_values",
+    help: "Distinct values of a label among the series the agent holds, per metric (MT-16 per tag)",
+    labelNames: ["metric", "label"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [metric, labels] of read.labelValues())
+        for (const [label, n] of labels) this.set({ metric, label }, n);
     },
   });
   return { records, sentSamples, sentBytes, droppedSamples, bufferedBytes };

@@ -79,6 +79,7 @@ test("MT-15 through the agent: a user_id label is stripped, a metric past its ce
   assert.deepEqual(status.newSeries, { signups_total: 5 });
   assert.deepEqual(status.overflowRecords, { signups_total: 45 });
   assert.equal(status.series, 6, "5 series and the overflow series, not 50");
+  assert.deepEqual(status.labelValues, { signups_total: { campaign: 5, agent_overflow: 1 } });
   await new Promise((resolve) => setTimeout(resolve, 150));
   const points = agent.aggregator.closeDue(Date.now());
   assert.ok(points.every((p) => labelsToRecord(p.labels).user_id === undefined));
@@ -89,6 +90,7 @@ test("MT-15 through the agent: a user_id label is stripped, a metric past its ce
   );
   const text = (await agent.service.app.inject({ url: "/metrics" })).body;
   assert.match(text, /metrics_agent_overflow_records\{metric="signups_total"\} 45/);
+  assert.match(text, /metrics_agent_label_values\{metric="signups_total",label="campaign"\} 5/);
 });
 
 test("MT-04 the agent itself away: the application's calls return at once, flushes are merged back, nothing lost when it comes up", async () => {

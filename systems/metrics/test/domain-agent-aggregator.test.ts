@@ -119,6 +119,14 @@ test("MT-15 MT-16 a metric's series past the agent's ceiling fold into one overf
     ],
   );
   assert.deepEqual([...counts.overflowRecords], [["orders_total", 7]]);
+  assert.deepEqual(
+    [...agg.labelValues().get("orders_total")!],
+    [
+      ["sku", 3],
+      [OVERFLOW_LABEL, 1],
+    ],
+    "per tag: the label that multiplies the series stands out",
+  );
 });
 
 test("MT-15 a denied label (a user id) is stripped in the agent: its series merge instead of multiplying", () => {

@@ -156,6 +156,26 @@ export class AgentAggregator {
     return this.#series.size;
   }
 
+  /**
+   * MT-16 per tag: distinct values of each label among the series held now, per metric — the
+   * label that explodes stands out. O(series held), bounded by maxSeries; read at a scrape.
+   */
+  labelValues(): Map<string, Map<string, number>> {
+    const seen = new Map<string, Map<string, Set<string>>>();
+    for (const series of this.#series.values()) {
+      let labels = seen.get(series.name);
+      if (labels === undefined) seen.set(series.name, (labels = new Map()));
+      for (const [name, value] of Object.entries(series.labels)) {
+        let values = labels.get(name);
+        if (values === undefined) labels.set(name, (values = new Set()));
+        values.add(value);
+      }
+    }
+    return new Map(
+      [...seen].map(([metric, labels]) => [metric, new Map([...labels].map(([n, v]) => [n, v.size]))]),
+    );
+  }
+
   counts(): AgentGuardCounts {
     return {
       newSeries: new Map(this.#newSeries),

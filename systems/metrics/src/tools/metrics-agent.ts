@@ -76,6 +76,7 @@ export async function startAgent(env: NodeJS.ProcessEnv = process.env): Promise<
   });
   const agentMetrics = createAgentMetrics(service.registry, {
     guard: () => aggregator.counts(),
+    labelValues: () => aggregator.labelValues(),
     buffered: () => spool.stats(),
   });
   metrics = agentMetrics;
@@ -119,6 +120,9 @@ export async function startAgent(env: NodeJS.ProcessEnv = process.env): Promise<
         newSeries: Object.fromEntries(guard.newSeries),
         overflowRecords: Object.fromEntries(guard.overflowRecords),
         strippedLabels: Object.fromEntries(guard.strippedLabels),
+        labelValues: Object.fromEntries(
+          [...aggregator.labelValues()].map(([metric, labels]) => [metric, Object.fromEntries(labels)]),
+        ),
         requests: shipper.requests,
         ...totals,
         ...spool.stats(),
