@@ -163,11 +163,11 @@ export class AgentAggregator {
   labelValues(): Map<string, Map<string, number>> {
     const seen = new Map<string, Map<string, Set<string>>>();
     for (const series of this.#series.values()) {
-      let labels = seen.get(series.name);
-      if (labels === undefined) seen.set(series.name, (labels = new Map()));
+      const labels = seen.get(series.name) ?? new Map<string, Set<string>>();
+      seen.set(series.name, labels);
       for (const [name, value] of Object.entries(series.labels)) {
-        let values = labels.get(name);
-        if (values === undefined) labels.set(name, (values = new Set()));
+        const values = labels.get(name) ?? new Set<string>();
+        labels.set(name, values);
         values.add(value);
       }
     }
