@@ -67,6 +67,12 @@ export const configSchema = {
     description:
       "MT-07: stream = the ingest publishes to the stream (NATS JetStream with NATS_URL, in-process otherwise) and the hot writer stores; direct = the ingest appends to the TSDB itself",
   }),
+  consumers: field.enum(["on", "off"], {
+    env: "METRICS_CONSUMERS",
+    default: "on",
+    description:
+      "MT-05: off = this process only ingests (and answers queries on an empty TSDB): run several behind an L4 balancer, and one with the stream's consumers (hot writer, alert evaluator)",
+  }),
   natsUrl: field.string({
     env: "NATS_URL",
     maxLength: 2_048,
@@ -180,4 +186,106 @@ export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
 export function parseStandardLabels(text: string | undefined): Array<[string, string]> {
   if (text === undefined || text === "") return [];
   return text.split(",").map((pair) => pair.split("=", 2) as [string, string]);
+}
+
+/**
+ * The agent process's settings (`casebook metrics agent`, `src/tools/metrics-agent.ts`): where
+ * applications reach it, where it ships, its windows, buffers and cardinality guard.
+ */
+export const agentConfigSchema = {
+  port: field.int({
+    env: "METRICS_AGENT_PORT",
+    default: 8125,
+    min: 0,
+    max: 65_535,
+    description: "Loopback HTTP port applications send records to (0 = any free port)",
+  }),
+  host: field.string({
+    env: "METRICS_AGENT_HOST",
+    default: "127.0.0.1",
+    description: "Interface to listen on",
+  }),
+  ingestUrl: field.string({
+    env: "METRICS_AGENT_INGEST_URL",
+    default: `http://127.0.0.1:${packageJson.casebook.port}`,
+    pattern: /^https?:\/\/\S+$/,
+    maxLength: 2_048,
+    description: "The ingest (or the L4 front before several ingests): batches go to <url>/api/v1/write",
+  }),
+  apiKey: field.string({
+    env: "METRICS_AGENT_API_KEY",
+    required: true,
+    secret: true,
+    minLength: 8,
+    maxLength: 256,
+    description: "The tenant's API key (mtk_…) the agent writes with",
+  }),
+  windowMs: field.int({
+    env: "METRICS_AGENT_WINDOW_MS",
+    default: 10_000,
+    min: 10,
+    max: 3_600_000,
+    description: "MT-02: aggregation window; one point per series per window",
+  }),
+  batchMs: field.int({
+    env: "METRICS_AGENT_BATCH_MS",
+    default: 5_000,
+    min: 10,
+    max: 600_000,
+    description: "MT-03: how often closed windows are cut into a compressed batch and sent",
+  }),
+  retryCapMs: field.int({
+    env: "METRICS_AGENT_RETRY_CAP_MS",
+    default: 30_000,
+    min: 10,
+    max: 600_000,
+    description: "Longest pause between tries while the ingest does not answer",
+  }),
+  memoryBytes: field.int({
+    env: "METRICS_AGENT_MEMORY_BYTES",
+    default: 8 * 1024 * 1024,
+    min: 1,
+    max: 4 * 1024 * 1024 * 1024,
+    description: "MT-04: batches kept in memory; past it the oldest go to the disk spool",
+  }),
+  spoolDir: field.string({
+    env: "METRICS_AGENT_SPOOL_DIR",
+    maxLength: 4_096,
+    description: "MT-04: the disk spool; unset = $CASEBOOK_DATA/metrics-agent-spool",
+  }),
+  spoolBytes: field.int({
+    env: "METRICS_AGENT_SPOOL_BYTES",
+    default: 256 * 1024 * 1024,
+    min: 1,
+    max: 1024 * 1024 * 1024 * 1024,
+    description: "MT-04: the spool's bound; past it the oldest batches are dropped and counted",
+  }),
+  maxSeriesPerMetric: field.int({
+    env: "METRICS_AGENT_MAX_SERIES_PER_METRIC",
+    default: 1_000,
+    min: 1,
+    max: 10_000_000,
+    description:
+      "MT-15: series per metric the agent keeps; records of new series past it fold into the overflow series",
+  }),
+  maxSeries: field.int({
+    env: "METRICS_AGENT_MAX_SERIES",
+    default: 50_000,
+    min: 1,
+    max: 100_000_000,
+    description: "MT-15: series the agent keeps in all (the same folding past it)",
+  }),
+  deniedLabels: field.string({
+    env: "METRICS_AGENT_DENIED_LABELS",
+    default: "user_id,userid,session_id,request_id,trace_id,email",
+    pattern: /^([a-zA-Z_][a-zA-Z0-9_]*(,[a-zA-Z_][a-zA-Z0-9_]*)*)?$/,
+    description: "MT-15: labels stripped from every record (comma-separated; empty = none)",
+  }),
+  ...logLevelField(),
+};
+
+export type AgentConfig = ConfigOf<typeof agentConfigSchema>;
+
+export function loadAgentConfig(env: NodeJS.ProcessEnv): AgentConfig {
+  return loadConfig(agentConfigSchema, { env });
 }

@@ -43,6 +43,12 @@ export const errors = defineErrors({
   // admin (api/admin-routes.ts)
   METRICS_TENANT_EXISTS: { status: 409, message: "A tenant with this id exists; pick another id." },
   METRICS_TENANT_NOT_FOUND: { status: 404, message: "No tenant with this id." },
+  // the agent process (api/agent-routes.ts)
+  METRICS_AGENT_RECORD_INVALID: {
+    status: 400,
+    message:
+      "A record of the flush breaks the rules (name, labels, value, buckets); the field names it. Nothing of it was applied.",
+  },
   // bench (bench/main.ts): a flag that retyping fixes, exit code 2
   BENCH_ARGS_INVALID: { status: 400, message: "A bench flag is not valid; run the bench with --help." },
 });

@@ -96,9 +96,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       });
       service.onClose(() => tsdbs.close());
       let stream: SampleStream | undefined;
+      let streamClient: Awaited<ReturnType<typeof openStream>> | undefined;
       if (config.ingestPath === "stream") {
         // MT-07: ingest → stream → hot writer (and the alert evaluator); close hooks run last-added first.
         const client = await openStream({ system: SYSTEM, url: config.natsUrl, env });
+        streamClient = client;
         service.onClose(() => client.close());
         stream = new SampleStream(client, {
           partitions: config.partitions,
@@ -106,6 +108,9 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           maxBytes: config.streamMaxBytes,
         });
         await stream.ensure();
+      }
+      // MT-05: an ingest-only process (METRICS_CONSUMERS=off) publishes; the consumers run elsewhere.
+      if (stream !== undefined && streamClient !== undefined && config.consumers === "on") {
         const sampleStream = stream;
         const onError = (what: string) => (error: unknown) => service.log.error({ err: error }, what);
         const cardinality = new CardinalityReporter(
@@ -125,7 +130,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           : undefined;
         if (webhook) service.onClose(() => webhook.close());
         const evaluator = await startAlertEvaluator({
-          client,
+          client: streamClient,
           groups: [
             ...cardinalityRules(config.alertIntervalMs),
             ...(await loadRuleFiles(config.alertRuleFiles, config.alertIntervalMs)),
@@ -144,7 +149,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         });
         service.onClose(() => evaluator.stop());
         const writer = await startHotWriter({
-          client,
+          client: streamClient,
           tsdbs,
           tenantOf: (id) => tenants.find(id),
           partitions: config.partitions,

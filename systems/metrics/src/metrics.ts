@@ -81,3 +81,89 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     partitionSamples,
   };
 }
+
+/**
+ * The agent process's own metrics (`metrics-agent` tool), on its service's /metrics; the
+ * guard's counts are read from the aggregator at each scrape. The drops (MT-04) are also
+ * shipped to the ingest as `metrics_agent_dropped_samples_total`, so a loss shows where the
+ * data goes.
+ */
+export interface AgentMetrics {
+  readonly records: Counter<never>;
+  readonly sentSamples: Counter<never>;
+  readonly sentBytes: Counter<never>;
+  readonly droppedSamples: Counter<"reason">;
+  readonly bufferedBytes: Gauge<"where">;
+}
+
+export function createAgentMetrics(
+  registry: Registry,
+  read: {
+    guard: () => { newSeries: ReadonlyMap<string, number>; overflowRecords: ReadonlyMap<string, number> };
+    labelValues: () => ReadonlyMap<string, ReadonlyMap<string, number>>;
+    buffered: () => { memoryBytes: number; spoolBytes: number };
+  },
+): AgentMetrics {
+  const records = new Counter({
+    name: "metrics_agent_records_total",
+    help: "Records applications sent the agent (before its 10 s aggregation, MT-02)",
+    registers: [registry],
+  });
+  const sentSamples = new Counter({
+    name: "metrics_agent_sent_samples_total",
+    help: "Samples the ingest acknowledged (after aggregation, MT-02/03)",
+    registers: [registry],
+  });
+  const sentBytes = new Counter({
+    name: "metrics_agent_sent_bytes_total",
+    help: "Compressed bytes of the batches the ingest acknowledged (MT-03)",
+    registers: [registry],
+  });
+  const droppedSamples = new Counter({
+    name: "metrics_agent_dropped_samples_total",
+    help: "Samples the agent lost: spool_full (the oldest evicted, MT-04) or rejected (a 4xx from the ingest)",
+    labelNames: ["reason"],
+    registers: [registry],
+  });
+  const bufferedBytes = new Gauge({
+    name: "metrics_agent_buffered_bytes",
+    help: "Batches waiting for the ingest, in memory and in the disk spool (MT-04)",
+    labelNames: ["where"],
+    registers: [registry],
+    collect() {
+      const now = read.buffered();
+      this.set({ where: "memory" }, now.memoryBytes);
+      this.set({ where: "spool" }, now.spoolBytes);
+    },
+  });
+  new Gauge({
+    name: "metrics_agent_new_series",
+    help: "Series the agent saw appear, per metric (MT-16's agent side)",
+    labelNames: ["metric"],
+    registers: [registry],
+    collect() {
+      for (const [metric, n] of read.guard().newSeries) this.set({ metric }, n);
+    },
+  });
+  new Gauge({
+    name: "metrics_agent_overflow_records",
+    help: "Records of a new series past the agent's per-metric ceiling, folded into the overflow series (MT-15)",
+    labelNames: ["metric"],
+    registers: [registry],
+    collect() {
+      for (const [metric, n] of read.guard().overflowRecords) this.set({ metric }, n);
+    },
+  });
+  new Gauge({
+    name: "metrics_agent_label_values",
+    help: "Distinct values of a label among the series the agent holds, per metric (MT-16 per tag)",
+    labelNames: ["metric", "label"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [metric, labels] of read.labelValues())
+        for (const [label, n] of labels) this.set({ metric, label }, n);
+    },
+  });
+  return { records, sentSamples, sentBytes, droppedSamples, bufferedBytes };
+}
