@@ -129,7 +129,11 @@ function checkEdge(graph: ImportGraph, node: ModuleNode, edge: ImportEdge): Laye
   const isSystem = owner.startsWith("systems/");
   const spec = edge.specifier;
   const needed = packageOf(spec);
-  if (needed !== undefined && needed !== ownName(graph, owner) && !graph.dependencies.get(owner)?.has(needed)) {
+  if (
+    needed !== undefined &&
+    needed !== ownName(graph, owner) &&
+    !graph.dependencies.get(owner)?.has(needed)
+  ) {
     // src/ runs in production: a package it imports must be a dependency, not a devDependency
     // (absent from `npm ci --omit=dev`) nor something hoisted from another workspace.
     return [{ owner, rule: "undeclared-dependency", detail: `${fromOwner(owner, node.file)} -> ${needed}` }];
@@ -171,7 +175,8 @@ function checkEdge(graph: ImportGraph, node: ModuleNode, edge: ImportEdge): Laye
 
 /** `@casebook/infra/http/x` → `@casebook/infra`, `ioredis` → `ioredis`; undefined for node: and relative. */
 function packageOf(specifier: string): string | undefined {
-  if (specifier.startsWith(".") || specifier.startsWith("node:") || specifier.startsWith("/")) return undefined;
+  if (specifier.startsWith(".") || specifier.startsWith("node:") || specifier.startsWith("/"))
+    return undefined;
   const parts = specifier.split("/");
   return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0];
 }

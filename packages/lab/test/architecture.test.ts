@@ -58,14 +58,20 @@ test("the checker catches each rule on a small tree", () => {
     put("packages/infra/package.json", manifest("@casebook/infra", "@casebook/a"));
     put("packages/infra/src/sql.ts", 'import { y } from "@casebook/a/main";\nexport const x = 1;\n');
     put("systems/a/package.json", manifest("@casebook/a", "ioredis"));
-    put("systems/a/src/main.ts", 'import "./domain/d.ts";\nimport "ioredis";\nimport "node:fs";\nexport const y = 1;\n');
+    put(
+      "systems/a/src/main.ts",
+      'import "./domain/d.ts";\nimport "ioredis";\nimport "node:fs";\nexport const y = 1;\n',
+    );
     put("systems/a/src/client.ts", "export const c = 1;\n");
     put("systems/a/src/domain/d.ts", 'import type { S } from "../store/s.ts";\n');
     put("systems/a/src/store/s.ts", 'import { d } from "../domain/d.ts";\nexport type S = 1;\n');
     put("systems/a/src/client/k.ts", 'import { h } from "../api/h.ts";\n');
     put("systems/a/src/api/h.ts", '/** import { z } from "../nowhere.ts"; */\nexport const h = 1;\n');
     put("systems/b/package.json", manifest("@casebook/b", "@casebook/a"));
-    put("systems/b/src/store.ts", 'import { Redis } from "ioredis";\nimport { z } from "@casebook/a/client";\n');
+    put(
+      "systems/b/src/store.ts",
+      'import { Redis } from "ioredis";\nimport { z } from "@casebook/a/client";\n',
+    );
     put("systems/b/src/main.ts", 'import { c } from "@casebook/a/client";\nimport("@casebook/a/main");\n');
     const lines = checkLayering(readImportGraph(tree)).map(violationKey);
     assert.deepEqual(lines, [
