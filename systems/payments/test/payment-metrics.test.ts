@@ -21,11 +21,7 @@ import { registerPaymentsApi } from "../src/api/register-api.ts";
 import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-client.ts";
 import { paymentsErrorRegistries } from "../src/errors.ts";
 import { main } from "../src/main.ts";
-import {
-  acquirerOutcomeLabel,
-  createPaymentMetrics,
-  registerBreakerGauge,
-} from "../src/metrics.ts";
+import { acquirerOutcomeLabel, createPaymentMetrics, registerBreakerGauge } from "../src/metrics.ts";
 import { countSagaBacklog } from "../src/store/backlog-counts.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
