@@ -12,6 +12,7 @@
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
+import { DEFAULT_KEY_CACHE_TTL_MS } from "./api/tenant-key-cache.ts";
 import {
   DEFAULT_DESTINATION,
   destinationsOf,
@@ -21,6 +22,12 @@ import {
 } from "./domain/model-catalog.ts";
 import { DEFAULT_PRICE_LIST, PRICE_LIST_PATTERN, parsePriceList } from "./domain/pricing.ts";
 import { defaultModelNames } from "./sim/provider-behaviour.ts";
+import {
+  DEFAULT_USAGE_BATCH,
+  DEFAULT_USAGE_FLUSH_MS,
+  DEFAULT_USAGE_MAX_PENDING,
+  MAX_USAGE_BATCH,
+} from "./store/usage-writer.ts";
 
 /** LLM_GATEWAY_BOOTSTRAP_TENANT value that turns the demo tenant off. */
 export const BOOTSTRAP_OFF = "off";
@@ -235,6 +242,36 @@ export const configSchema = {
     min: 1_000,
     max: 30 * 86_400_000,
     description: "How long a cached answer may be served",
+  }),
+  keyCacheTtlMs: field.int({
+    env: "LLM_GATEWAY_KEY_CACHE_TTL_MS",
+    default: DEFAULT_KEY_CACHE_TTL_MS,
+    min: 0,
+    max: 300_000,
+    description:
+      "How long a checked API key is trusted from memory (per replica) before the database is asked again: a key revoked elsewhere still works here for at most this long (0 = ask the database every request)",
+  }),
+  usageBatch: field.int({
+    env: "LLM_GATEWAY_USAGE_BATCH",
+    default: DEFAULT_USAGE_BATCH,
+    min: 1,
+    max: MAX_USAGE_BATCH,
+    description: "Usage rows per INSERT (rows are written off the request path, in batches)",
+  }),
+  usageMaxPending: field.int({
+    env: "LLM_GATEWAY_USAGE_MAX_PENDING",
+    default: DEFAULT_USAGE_MAX_PENDING,
+    min: 1,
+    max: 1_000_000,
+    description:
+      "Usage rows waiting to be written at most; past it a request writes its own row and waits for it (backpressure: rows are never dropped for room)",
+  }),
+  usageFlushMs: field.int({
+    env: "LLM_GATEWAY_USAGE_FLUSH_MS",
+    default: DEFAULT_USAGE_FLUSH_MS,
+    min: 0,
+    max: 5_000,
+    description: "How long the first usage row of a quiet moment waits for others to share its INSERT",
   }),
   prices: field.string({
     env: "LLM_GATEWAY_PRICES",

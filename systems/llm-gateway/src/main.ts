@@ -25,6 +25,7 @@ import { llmErrorFormats } from "./api/error-formats.ts";
 import { registerApi } from "./api/register-api.ts";
 import { SemanticCache } from "./api/semantic-cache.ts";
 import { StreamShutdown } from "./api/stream-shutdown.ts";
+import { DEFAULT_KEY_CACHE_MAX_ENTRIES, TenantKeyCache } from "./api/tenant-key-cache.ts";
 import { Destinations } from "./clients/destinations.ts";
 import { UpstreamClient } from "./clients/upstream-client.ts";
 import {
@@ -43,6 +44,7 @@ import { openInProcessBudgetStore, openRedisBudgetStore } from "./store/budget-s
 import { SemanticCacheStore } from "./store/semantic-cache-store.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { UsageRepository } from "./store/usage-repository.ts";
+import { DEFAULT_USAGE_WRITE_ATTEMPTS, UsageWriter } from "./store/usage-writer.ts";
 
 export const SYSTEM = "llm-gateway";
 export const VERSION = packageJson.version;
@@ -142,6 +144,30 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       const routing = destinations;
       service.onClose(async () => routing.close());
       const tenants = new TenantRepository(db, { clock: systemClock, randomBytes });
+      // Plain proxying's hot path does no database work: keys checked from memory (a short
+      // TTL is the revocation bound), usage rows written in batches after the answer.
+      const tenantKeys = new TenantKeyCache((key) => tenants.authenticate(key), {
+        clock: systemClock,
+        ttlMs: config.keyCacheTtlMs,
+        maxEntries: DEFAULT_KEY_CACHE_MAX_ENTRIES,
+      });
+      const usageLog = service.log.child({ component: "usage-writer" });
+      const usage = new UsageWriter(new UsageRepository(db, { clock: systemClock }), {
+        maxBatch: config.usageBatch,
+        maxPending: config.usageMaxPending,
+        maxWaitMs: config.usageFlushMs,
+        attempts: DEFAULT_USAGE_WRITE_ATTEMPTS,
+        nowMs: () => systemClock.nowMs(),
+        onWritten: (count) => metrics.usageRows.inc({ result: "written" }, count),
+        onBackpressure: () => metrics.usageRows.inc({ result: "direct" }),
+        onLost: (rows, error) => {
+          metrics.usageRows.inc({ result: "lost" }, rows.length);
+          for (const row of rows)
+            usageLog.error({ err: error, usage: row }, "usage row lost after every attempt");
+        },
+      });
+      // Added before the routes' hooks, so it runs after them (last-added first) and before the pool closes.
+      service.onClose(() => usage.drain());
       const budgetStore =
         config.redisUrl === undefined
           ? await openInProcessBudgetStore({ clock: systemClock })
@@ -164,12 +190,13 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         clock: systemClock,
         randomBytes,
         tenants,
+        tenantKeys,
         catalog,
         destinations: routing,
         cache,
         accounting: {
           prices: parsePriceList(config.prices),
-          usage: new UsageRepository(db, { clock: systemClock }),
+          usage,
           spendWindowMs: config.spendWindowMs,
         },
         metrics,

@@ -32,6 +32,8 @@ export interface SystemMetrics {
   readonly unmetered: Counter<"budget">;
   /** LG-08: breaker transitions per deployment. */
   readonly breakerTransitions: Counter<"deployment" | "to" | "reason">;
+  /** Usage rows by fate: written (batched), direct (the buffer was full: written by the request), lost (every attempt failed). */
+  readonly usageRows: Counter<"result">;
 }
 
 /** The breaker states as a gauge's values (0 closed, 1 half-open, 2 open). */
@@ -132,6 +134,12 @@ export function createMetrics(
       name: "llm_gateway_breaker_transitions_total",
       help: "Circuit breaker state changes per deployment (LG-08), by the state entered and why",
       labelNames: ["deployment", "to", "reason"],
+      registers: [registry],
+    }),
+    usageRows: new Counter({
+      name: "llm_gateway_usage_rows_total",
+      help: "Usage rows (what cost accounting reads) by fate: written (in a batch), direct (the buffer was full: the request wrote its own row, backpressure), lost (every attempt failed: logged whole)",
+      labelNames: ["result"],
       registers: [registry],
     }),
   };

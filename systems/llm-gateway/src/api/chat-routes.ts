@@ -29,7 +29,7 @@ import { type ChunkUsage, dataOf, readChunk, SseSplitter } from "../domain/sse-e
 import { errors } from "../errors.ts";
 import type { Outcome, SystemMetrics } from "../metrics.ts";
 import type { CachedAnswer, CacheHit } from "../store/semantic-cache-store.ts";
-import type { UsageRepository } from "../store/usage-repository.ts";
+import type { UsageLedger } from "../store/usage-writer.ts";
 import {
   anthropicSse,
   chatRequestOf,
@@ -73,7 +73,7 @@ export interface ChatSettings {
 export interface Accounting {
   /** USD per Mtok by upstream model; a model not in it costs 0 (logged at start). */
   readonly prices: ReadonlyMap<string, Price>;
-  readonly usage: UsageRepository;
+  readonly usage: UsageLedger;
   readonly spendWindowMs: number;
 }
 
