@@ -28,6 +28,7 @@ import { StreamShutdown } from "./api/stream-shutdown.ts";
 import { DEFAULT_KEY_CACHE_MAX_ENTRIES, TenantKeyCache } from "./api/tenant-key-cache.ts";
 import { Destinations } from "./clients/destinations.ts";
 import { UpstreamClient } from "./clients/upstream-client.ts";
+import { UpstreamEmbedder } from "./clients/upstream-embedder.ts";
 import {
   BOOTSTRAP_OFF,
   configSchema,
@@ -35,6 +36,7 @@ import {
   loadSystemConfig,
   type SystemConfig,
 } from "./config.ts";
+import { type Embedder, lexicalEmbedder } from "./domain/embedder.ts";
 import { DEFAULT_DESTINATION, parseDestinationList, parseModelList, wireOf } from "./domain/model-catalog.ts";
 import { parsePriceList } from "./domain/pricing.ts";
 import { errors } from "./errors.ts";
@@ -66,6 +68,23 @@ async function upstreamFor(config: SystemConfig, service: Service): Promise<stri
   const { url } = await sim.listen({ port: 0 });
   service.onClose(() => sim.close());
   return `${url}/v1`;
+}
+
+/** LG-11's embedder: the upstream's /v1/embeddings when a model is configured, else the local lexical one. */
+function embedderFor(
+  config: SystemConfig,
+  upstreamUrl: string,
+  upstreamOf: (url: string) => UpstreamClient,
+  service: Service,
+): Embedder {
+  if (config.embeddingsModel === undefined) return lexicalEmbedder;
+  const client = upstreamOf(config.embeddingsUrl ?? upstreamUrl);
+  service.onClose(async () => client.close());
+  return new UpstreamEmbedder(client, {
+    model: config.embeddingsModel,
+    dimensions: config.embeddingsDimensions,
+    timeoutMs: config.embeddingsTimeoutMs,
+  });
 }
 
 function bootstrapTenantOf(config: SystemConfig, engine: string): string | undefined {
@@ -183,6 +202,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
             new SemanticCacheStore(db, { clock: systemClock }),
             { enabled: true, threshold: config.cacheThreshold, ttlMs: config.cacheTtlMs },
             metrics,
+            embedderFor(config, upstreamUrl, upstreamOf, service),
           )
         : undefined;
       await registerApi(service.app, {
