@@ -150,6 +150,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           failureRatePercent: config.breakerFailureRatePercent,
           openDurationMs: config.breakerOpenMs,
         },
+        onOutcome: (deployment, outcome) =>
+          metrics.breakerOutcomes.inc({ deployment: deployment.id, outcome }),
         onStateChange: (deployment, to, reason) => {
           metrics.breakerTransitions.inc({ deployment: deployment.id, to, reason });
           const log = service.log.child({ component: "breaker" });
