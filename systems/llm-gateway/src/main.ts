@@ -14,6 +14,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import { registerScenarioRoutes, ScenarioRuns, scenarioErrors } from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -41,6 +42,7 @@ import { DEFAULT_DESTINATION, parseDestinationList, parseModelList, wireOf } fro
 import { parsePriceList } from "./domain/pricing.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
+import { providerDegradationScenario } from "./scenarios/provider-degradation-scenario.ts";
 import { createProviderSim } from "./sim/provider-sim.ts";
 import { openInProcessBudgetStore, openRedisBudgetStore } from "./store/budget-store.ts";
 import { SemanticCacheStore } from "./store/semantic-cache-store.ts";
@@ -100,7 +102,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors],
+      errors: [errors, scenarioErrors],
       errorFormats: llmErrorFormats,
       drainTimeoutMs: config.drainTimeoutMs,
       openapi: {
@@ -251,6 +253,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           },
         },
       });
+      // The console's scenario (loopback only): a private simulator and gateway of its own.
+      const scenarios = new ScenarioRuns([providerDegradationScenario({ startGateway: (env) => main(env) })]);
+      registerScenarioRoutes(service.app, scenarios);
+      service.onClose(() => scenarios.drain());
       const bootstrapId = bootstrapTenantOf(config, db.engine);
       const created =
         bootstrapId === undefined
