@@ -12,6 +12,8 @@
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
+import { DEFAULT_KEY_CACHE_TTL_MS } from "./api/tenant-key-cache.ts";
+import { MAX_CACHE_EMBEDDING_DIMENSIONS } from "./clients/upstream-embedder.ts";
 import {
   DEFAULT_DESTINATION,
   destinationsOf,
@@ -21,12 +23,22 @@ import {
 } from "./domain/model-catalog.ts";
 import { DEFAULT_PRICE_LIST, PRICE_LIST_PATTERN, parsePriceList } from "./domain/pricing.ts";
 import { defaultModelNames } from "./sim/provider-behaviour.ts";
+import {
+  DEFAULT_USAGE_BATCH,
+  DEFAULT_USAGE_FLUSH_MS,
+  DEFAULT_USAGE_MAX_PENDING,
+  MAX_USAGE_BATCH,
+} from "./store/usage-writer.ts";
 
 /** LLM_GATEWAY_BOOTSTRAP_TENANT value that turns the demo tenant off. */
 export const BOOTSTRAP_OFF = "off";
 export const DEFAULT_BOOTSTRAP_TENANT = "demo";
 /** LG-11's default threshold: above the labelled set's most similar must-not-hit pair (0.832 → 0.84), with a margin. */
 export const DEFAULT_CACHE_THRESHOLD = 0.86;
+/** The upstream embeddings' length: the lexical embedder's, well inside `cube`'s 100. */
+export const DEFAULT_EMBEDDING_DIMENSIONS = 96;
+/** An embedding is one short call; a cache that waits longer than the answer would take is no cache. */
+export const DEFAULT_EMBEDDINGS_TIMEOUT_MS = 2_000;
 
 export const configSchema = {
   ...listenFields({ port: packageJson.casebook.port, portDescription: "HTTP port (0 = any free port)" }),
@@ -235,6 +247,64 @@ export const configSchema = {
     min: 1_000,
     max: 30 * 86_400_000,
     description: "How long a cached answer may be served",
+  }),
+  embeddingsModel: field.string({
+    env: "LLM_GATEWAY_EMBEDDINGS_MODEL",
+    maxLength: 200,
+    pattern: /^[A-Za-z0-9._:/-]+$/,
+    description:
+      "LG-11: the semantic cache's embeddings from the upstream's /v1/embeddings with this model (e.g. text-embedding-3-small); unset = the local lexical embedder (no network, words only). Choose LLM_GATEWAY_CACHE_THRESHOLD for it: the default was chosen for the lexical one",
+  }),
+  embeddingsUrl: field.url({
+    env: "LLM_GATEWAY_EMBEDDINGS_URL",
+    protocols: ["http:", "https:"],
+    description:
+      "The OpenAI-compatible base URL (…/v1) of the embeddings; unset = LLM_GATEWAY_UPSTREAM_URL (or the simulator). Sent LLM_GATEWAY_UPSTREAM_API_KEY",
+  }),
+  embeddingsDimensions: field.int({
+    env: "LLM_GATEWAY_EMBEDDINGS_DIMENSIONS",
+    default: DEFAULT_EMBEDDING_DIMENSIONS,
+    min: 2,
+    max: MAX_CACHE_EMBEDDING_DIMENSIONS,
+    description:
+      "The vector length asked of the upstream (`dimensions`; OpenAI's text-embedding-3 models shorten on request). At most 100: the cache's `cube` vectors hold no more",
+  }),
+  embeddingsTimeoutMs: field.int({
+    env: "LLM_GATEWAY_EMBEDDINGS_TIMEOUT_MS",
+    default: DEFAULT_EMBEDDINGS_TIMEOUT_MS,
+    min: 50,
+    max: 60_000,
+    description: "Longest wait for one embedding; past it the request goes upstream uncached",
+  }),
+  keyCacheTtlMs: field.int({
+    env: "LLM_GATEWAY_KEY_CACHE_TTL_MS",
+    default: DEFAULT_KEY_CACHE_TTL_MS,
+    min: 0,
+    max: 300_000,
+    description:
+      "How long a checked API key is trusted from memory (per replica) before the database is asked again: a key revoked elsewhere still works here for at most this long (0 = ask the database every request)",
+  }),
+  usageBatch: field.int({
+    env: "LLM_GATEWAY_USAGE_BATCH",
+    default: DEFAULT_USAGE_BATCH,
+    min: 1,
+    max: MAX_USAGE_BATCH,
+    description: "Usage rows per INSERT (rows are written off the request path, in batches)",
+  }),
+  usageMaxPending: field.int({
+    env: "LLM_GATEWAY_USAGE_MAX_PENDING",
+    default: DEFAULT_USAGE_MAX_PENDING,
+    min: 1,
+    max: 1_000_000,
+    description:
+      "Usage rows waiting to be written at most; past it a request writes its own row and waits for it (backpressure: rows are never dropped for room)",
+  }),
+  usageFlushMs: field.int({
+    env: "LLM_GATEWAY_USAGE_FLUSH_MS",
+    default: DEFAULT_USAGE_FLUSH_MS,
+    min: 0,
+    max: 5_000,
+    description: "How long the first usage row of a quiet moment waits for others to share its INSERT",
   }),
   prices: field.string({
     env: "LLM_GATEWAY_PRICES",

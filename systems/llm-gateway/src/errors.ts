@@ -76,6 +76,11 @@ export const errors = defineErrors({
     message:
       "The gateway is shutting down and this answer did not finish within its drain bound: the answer is incomplete; retry the request.",
   },
+  LLM_EMBEDDINGS_INVALID: {
+    status: 502,
+    message:
+      "The embeddings provider answered without a usable vector of the configured length; the request went upstream uncached.",
+  },
   // admin
   LLM_TENANT_NOT_FOUND: { status: 404, message: "No tenant has this id; create it first." },
   LLM_TENANT_EXISTS: { status: 409, message: "A tenant with this id exists already; pick another id." },

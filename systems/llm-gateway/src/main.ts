@@ -14,6 +14,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import { registerScenarioRoutes, ScenarioRuns, scenarioErrors } from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -25,8 +26,10 @@ import { llmErrorFormats } from "./api/error-formats.ts";
 import { registerApi } from "./api/register-api.ts";
 import { SemanticCache } from "./api/semantic-cache.ts";
 import { StreamShutdown } from "./api/stream-shutdown.ts";
+import { DEFAULT_KEY_CACHE_MAX_ENTRIES, TenantKeyCache } from "./api/tenant-key-cache.ts";
 import { Destinations } from "./clients/destinations.ts";
 import { UpstreamClient } from "./clients/upstream-client.ts";
+import { UpstreamEmbedder } from "./clients/upstream-embedder.ts";
 import {
   BOOTSTRAP_OFF,
   configSchema,
@@ -34,15 +37,18 @@ import {
   loadSystemConfig,
   type SystemConfig,
 } from "./config.ts";
+import { type Embedder, lexicalEmbedder } from "./domain/embedder.ts";
 import { DEFAULT_DESTINATION, parseDestinationList, parseModelList, wireOf } from "./domain/model-catalog.ts";
 import { parsePriceList } from "./domain/pricing.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
+import { providerDegradationScenario } from "./scenarios/provider-degradation-scenario.ts";
 import { createProviderSim } from "./sim/provider-sim.ts";
 import { openInProcessBudgetStore, openRedisBudgetStore } from "./store/budget-store.ts";
 import { SemanticCacheStore } from "./store/semantic-cache-store.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { UsageRepository } from "./store/usage-repository.ts";
+import { DEFAULT_USAGE_WRITE_ATTEMPTS, UsageWriter } from "./store/usage-writer.ts";
 
 export const SYSTEM = "llm-gateway";
 export const VERSION = packageJson.version;
@@ -66,6 +72,23 @@ async function upstreamFor(config: SystemConfig, service: Service): Promise<stri
   return `${url}/v1`;
 }
 
+/** LG-11's embedder: the upstream's /v1/embeddings when a model is configured, else the local lexical one. */
+function embedderFor(
+  config: SystemConfig,
+  upstreamUrl: string,
+  upstreamOf: (url: string) => UpstreamClient,
+  service: Service,
+): Embedder {
+  if (config.embeddingsModel === undefined) return lexicalEmbedder;
+  const client = upstreamOf(config.embeddingsUrl ?? upstreamUrl);
+  service.onClose(async () => client.close());
+  return new UpstreamEmbedder(client, {
+    model: config.embeddingsModel,
+    dimensions: config.embeddingsDimensions,
+    timeoutMs: config.embeddingsTimeoutMs,
+  });
+}
+
 function bootstrapTenantOf(config: SystemConfig, engine: string): string | undefined {
   const chosen = config.bootstrapTenant ?? (engine === "pglite" ? DEFAULT_BOOTSTRAP_TENANT : undefined);
   return chosen === BOOTSTRAP_OFF ? undefined : chosen;
@@ -79,7 +102,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors],
+      errors: [errors, scenarioErrors],
       errorFormats: llmErrorFormats,
       drainTimeoutMs: config.drainTimeoutMs,
       openapi: {
@@ -129,6 +152,8 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           failureRatePercent: config.breakerFailureRatePercent,
           openDurationMs: config.breakerOpenMs,
         },
+        onOutcome: (deployment, outcome) =>
+          metrics.breakerOutcomes.inc({ deployment: deployment.id, outcome }),
         onStateChange: (deployment, to, reason) => {
           metrics.breakerTransitions.inc({ deployment: deployment.id, to, reason });
           const log = service.log.child({ component: "breaker" });
@@ -142,6 +167,30 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       const routing = destinations;
       service.onClose(async () => routing.close());
       const tenants = new TenantRepository(db, { clock: systemClock, randomBytes });
+      // Plain proxying's hot path does no database work: keys checked from memory (a short
+      // TTL is the revocation bound), usage rows written in batches after the answer.
+      const tenantKeys = new TenantKeyCache((key) => tenants.authenticate(key), {
+        clock: systemClock,
+        ttlMs: config.keyCacheTtlMs,
+        maxEntries: DEFAULT_KEY_CACHE_MAX_ENTRIES,
+      });
+      const usageLog = service.log.child({ component: "usage-writer" });
+      const usage = new UsageWriter(new UsageRepository(db, { clock: systemClock }), {
+        maxBatch: config.usageBatch,
+        maxPending: config.usageMaxPending,
+        maxWaitMs: config.usageFlushMs,
+        attempts: DEFAULT_USAGE_WRITE_ATTEMPTS,
+        nowMs: () => systemClock.nowMs(),
+        onWritten: (count) => metrics.usageRows.inc({ result: "written" }, count),
+        onBackpressure: () => metrics.usageRows.inc({ result: "direct" }),
+        onLost: (rows, error) => {
+          metrics.usageRows.inc({ result: "lost" }, rows.length);
+          for (const row of rows)
+            usageLog.error({ err: error, usage: row }, "usage row lost after every attempt");
+        },
+      });
+      // Added before the routes' hooks, so it runs after them (last-added first) and before the pool closes.
+      service.onClose(() => usage.drain());
       const budgetStore =
         config.redisUrl === undefined
           ? await openInProcessBudgetStore({ clock: systemClock })
@@ -157,6 +206,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
             new SemanticCacheStore(db, { clock: systemClock }),
             { enabled: true, threshold: config.cacheThreshold, ttlMs: config.cacheTtlMs },
             metrics,
+            embedderFor(config, upstreamUrl, upstreamOf, service),
           )
         : undefined;
       await registerApi(service.app, {
@@ -164,12 +214,13 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         clock: systemClock,
         randomBytes,
         tenants,
+        tenantKeys,
         catalog,
         destinations: routing,
         cache,
         accounting: {
           prices: parsePriceList(config.prices),
-          usage: new UsageRepository(db, { clock: systemClock }),
+          usage,
           spendWindowMs: config.spendWindowMs,
         },
         metrics,
@@ -202,6 +253,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           },
         },
       });
+      // The console's scenario (loopback only): a private simulator and gateway of its own.
+      const scenarios = new ScenarioRuns([providerDegradationScenario({ startGateway: (env) => main(env) })]);
+      registerScenarioRoutes(service.app, scenarios);
+      service.onClose(() => scenarios.drain());
       const bootstrapId = bootstrapTenantOf(config, db.engine);
       const created =
         bootstrapId === undefined

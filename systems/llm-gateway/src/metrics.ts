@@ -32,6 +32,14 @@ export interface SystemMetrics {
   readonly unmetered: Counter<"budget">;
   /** LG-08: breaker transitions per deployment. */
   readonly breakerTransitions: Counter<"deployment" | "to" | "reason">;
+  /** LG-16: what each deployment's breaker was told, per call: success or failure. */
+  readonly breakerOutcomes: Counter<"deployment" | "outcome">;
+  /** LG-16: provider failures per logical model and deployment, by kind (429, 5xx, timeout, unreachable, truncated). */
+  readonly upstreamFailures: Counter<"model" | "deployment" | "kind">;
+  /** LG-16: time to first token per deployment (the breaker's own measure; `ttft` is per logical model). */
+  readonly deploymentTtft: Histogram<"deployment">;
+  /** Usage rows by fate: written (batched), direct (the buffer was full: written by the request), lost (every attempt failed). */
+  readonly usageRows: Counter<"result">;
 }
 
 /** The breaker states as a gauge's values (0 closed, 1 half-open, 2 open). */
@@ -132,6 +140,31 @@ export function createMetrics(
       name: "llm_gateway_breaker_transitions_total",
       help: "Circuit breaker state changes per deployment (LG-08), by the state entered and why",
       labelNames: ["deployment", "to", "reason"],
+      registers: [registry],
+    }),
+    breakerOutcomes: new Counter({
+      name: "llm_gateway_breaker_outcomes_total",
+      help: "Calls as each deployment's circuit breaker counted them (LG-08/16): success, or failure (5xx, 429, reset, timeout, a first token later than LLM_GATEWAY_BREAKER_TTFT_MS, a cut before it)",
+      labelNames: ["deployment", "outcome"],
+      registers: [registry],
+    }),
+    upstreamFailures: new Counter({
+      name: "llm_gateway_upstream_failures_total",
+      help: "Provider failures per logical model and deployment (LG-16), by kind: 429, 5xx, timeout (no head in time), unreachable (refused, reset), truncated (a stream cut); a first token past the breaker's bound is in llm_gateway_breaker_outcomes_total and llm_gateway_deployment_ttft_seconds",
+      labelNames: ["model", "deployment", "kind"],
+      registers: [registry],
+    }),
+    deploymentTtft: new Histogram({
+      name: "llm_gateway_deployment_ttft_seconds",
+      help: "Time to first token per deployment (model@destination), from the call to the first content chunk (streams): what the breaker judges",
+      labelNames: ["deployment"],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32],
+      registers: [registry],
+    }),
+    usageRows: new Counter({
+      name: "llm_gateway_usage_rows_total",
+      help: "Usage rows (what cost accounting reads) by fate: written (in a batch), direct (the buffer was full: the request wrote its own row, backpressure), lost (every attempt failed: logged whole)",
+      labelNames: ["result"],
       registers: [registry],
     }),
   };

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
 import OpenAI from "openai";
+import { alertRules, prometheusRuleFile, seriesOf } from "../src/alert-rules.ts";
 import { FALLBACK_HEADER, SERVED_BY_HEADER } from "../src/api/routing.ts";
 import { defaultModelProfile } from "../src/sim/provider-behaviour.ts";
 import { createProviderSim, type ProviderSim } from "../src/sim/provider-sim.ts";
@@ -48,6 +49,9 @@ before(async () => {
       "declared=broken-4o>mini-d",
       // LG-19: the breaker picks the deployment at run time.
       "healing=heal-4o>mini-h",
+      // LG-16: a primary answering 5xx, another answering 429, the same fallback behind both.
+      "alarm=alarm-4o>mini-a",
+      "limited=lim-4o>mini-a",
     ].join(","),
     env: {
       LLM_GATEWAY_ADMIN_TOKEN: ADMIN,
@@ -63,6 +67,9 @@ before(async () => {
   await f.setModel("heal-4o", { errorRate: 1 });
   await f.setModel("broken-4o", { errorRate: 1 });
   await f.setModel("bal-4o", {});
+  await f.setModel("mini-a", {});
+  await f.setModel("alarm-4o", { errorRate: 1 });
+  await f.setModel("lim-4o", { rateLimitRate: 1 });
 });
 after(async () => {
   await f?.close();
@@ -202,4 +209,48 @@ test("LG-19 the breaker picks the destination at run time: a failing primary is 
   assert.equal(healed.servedBy, "heal-4o@default", "the probe went to the primary");
   assert.equal(healed.fallback, null);
   assert.equal((await destinations()).get("heal-4o@default")?.state, "closed");
+});
+
+test("LG-16 per-model metrics feed the breaker and the alarms: 5xx and 429 per model and deployment, TTFT per deployment, the breaker's outcomes and state", async () => {
+  const series = (name: string, labels: string) => metric(`${name}{${labels}}`);
+  for (let i = 0; i < 3; i++) {
+    const answer = await streamed("alarm");
+    assert.equal(answer.servedBy, "mini-a@default");
+  }
+  // The breaker opened after two failures (LLM_GATEWAY_BREAKER_FAILURES=2): the third request skipped it.
+  assert.equal(
+    await series(
+      "llm_gateway_upstream_failures_total",
+      'model="alarm",deployment="alarm-4o@default",kind="5xx"',
+    ),
+    2,
+  );
+  assert.equal(
+    await series("llm_gateway_breaker_outcomes_total", 'deployment="alarm-4o@default",outcome="failure"'),
+    2,
+  );
+  assert.equal(await series("llm_gateway_destination_state", 'deployment="alarm-4o@default"'), 2, "open");
+  assert.equal(await series("llm_gateway_deployment_ttft_seconds_count", 'deployment="mini-a@default"'), 3);
+  assert.equal(await series("llm_gateway_ttft_seconds_count", 'model="alarm"'), 3);
+  const limited = await streamed("limited");
+  assert.equal(limited.servedBy, "mini-a@default");
+  assert.equal(
+    await series(
+      "llm_gateway_upstream_failures_total",
+      'model="limited",deployment="lim-4o@default",kind="429"',
+    ),
+    1,
+  );
+  // The alarms read only series the gateway exports, and the breaker alarm's condition holds now.
+  const exported = await (await fetch(`${f.gateway.url}/metrics`)).text();
+  for (const rule of alertRules)
+    for (const name of seriesOf(rule))
+      assert.ok(
+        exported.includes(`# TYPE ${name} `),
+        `${rule.alert} reads ${name}, which /metrics does not export`,
+      );
+  assert.match(
+    prometheusRuleFile(),
+    /alert: LlmDeploymentBreakerOpen\n {8}expr: "max by \(deployment\) \(llm_gateway_destination_state\) == 2"/,
+  );
 });

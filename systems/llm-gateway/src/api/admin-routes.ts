@@ -16,7 +16,7 @@ import type { FastifyInstance } from "fastify";
 import type { Destinations } from "../clients/destinations.ts";
 import { errors } from "../errors.ts";
 import { type TenantRepository, tenantKeys } from "../store/tenant-repository.ts";
-import type { UsageRepository } from "../store/usage-repository.ts";
+import type { UsageLedger } from "../store/usage-writer.ts";
 import { registerAdminUsageRoute } from "./usage-routes.ts";
 
 export interface AdminApiOptions {
@@ -25,8 +25,10 @@ export interface AdminApiOptions {
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
   readonly destinations: Destinations;
-  readonly usage: UsageRepository;
+  readonly usage: UsageLedger;
   readonly adminToken: string;
+  /** A key was issued, rotated or revoked here: this replica's key cache forgets what it trusted. */
+  readonly onKeysChanged: () => void;
   /** The quota of a tenant created without one. */
   readonly tenantDefaults: { rpm: number; tpm: number };
 }
@@ -78,6 +80,12 @@ const destinationsView = {
 export async function registerAdminApi(app: FastifyInstance, options: AdminApiOptions): Promise<void> {
   await app.register(async (scope) => {
     scope.addHook("onRequest", createStaticTokenAuth({ realm: "llm-gateway", token: options.adminToken }));
+    // Any change to keys (issue, rotate, revoke), succeeded or not: the cached key checks are
+    // dropped before the answer leaves, so the admin's next request already meets the change.
+    scope.addHook("onSend", async (request, _reply, payload) => {
+      if (request.method !== "GET" && request.url.includes("/api-keys")) options.onKeysChanged();
+      return payload;
+    });
     scope.post<{ Body: { id: string; name: string; rpm?: number; tpm?: number; spendLimitUsd?: number } }>(
       "/v1/admin/tenants",
       {

@@ -29,7 +29,7 @@ import { type ChunkUsage, dataOf, readChunk, SseSplitter } from "../domain/sse-e
 import { errors } from "../errors.ts";
 import type { Outcome, SystemMetrics } from "../metrics.ts";
 import type { CachedAnswer, CacheHit } from "../store/semantic-cache-store.ts";
-import type { UsageRepository } from "../store/usage-repository.ts";
+import type { UsageLedger } from "../store/usage-writer.ts";
 import {
   anthropicSse,
   chatRequestOf,
@@ -73,7 +73,7 @@ export interface ChatSettings {
 export interface Accounting {
   /** USD per Mtok by upstream model; a model not in it costs 0 (logged at start). */
   readonly prices: ReadonlyMap<string, Price>;
-  readonly usage: UsageRepository;
+  readonly usage: UsageLedger;
   readonly spendWindowMs: number;
 }
 
@@ -244,7 +244,9 @@ async function streamCompletion(x: Exchange, routed: Routed<OutboundStream>): Pr
       collect: x.lookup.kind === "miss",
       onFirstContent: () => {
         routed.admission.firstToken();
-        metrics.ttft.observe({ model: model.name }, (clock.monotonicMs() - startedAtMs) / 1000);
+        const seconds = (clock.monotonicMs() - startedAtMs) / 1000;
+        metrics.ttft.observe({ model: model.name }, seconds);
+        metrics.deploymentTtft.observe({ deployment: routed.admission.deployment.id }, seconds);
       },
     });
   } finally {
@@ -264,6 +266,11 @@ async function streamCompletion(x: Exchange, routed: Routed<OutboundStream>): Pr
   } else if (result.outcome === "truncated") {
     // A cut before the first token is the deployment's failure (after it, the first token was its success).
     routed.admission.failed();
+    metrics.upstreamFailures.inc({
+      model: model.name,
+      deployment: routed.admission.deployment.id,
+      kind: "truncated",
+    });
     const error = errors.create("LLM_STREAM_TRUNCATED");
     sse.fail({ message: error.message, type: "server_error", code: "llm_stream_truncated" });
     request.log.warn(

@@ -28,6 +28,7 @@ import {
 import { registerModelRoutes } from "./model-routes.ts";
 import type { SemanticCache } from "./semantic-cache.ts";
 import type { StreamShutdown } from "./stream-shutdown.ts";
+import type { TenantKeyCache } from "./tenant-key-cache.ts";
 import { registerUsageRoutes } from "./usage-routes.ts";
 
 /** `WWW-Authenticate: Bearer realm="llm-gateway"` on every 401. */
@@ -39,6 +40,8 @@ export interface ApiOptions {
   readonly clock: Clock;
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
+  /** The key check from memory (short TTL); cleared when this replica's admin API revokes or rotates a key. */
+  readonly tenantKeys: TenantKeyCache;
   readonly catalog: ModelCatalog;
   readonly destinations: Destinations;
   readonly metrics: SystemMetrics;
@@ -59,7 +62,7 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
     options.streamShutdown.cutAfter(options.drainTimeoutMs);
     done();
   });
-  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenants.authenticate(key) });
+  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenantKeys.authenticate(key) });
   await app.register(async (scope) => {
     // Anthropic's SDKs send the key as `x-api-key`: the same key, read the same way.
     scope.addHook("onRequest", async (request) => {
@@ -82,5 +85,6 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
     ...options,
     usage: options.accounting.usage,
     adminToken: options.adminToken,
+    onKeysChanged: () => options.tenantKeys.clear(),
   });
 }

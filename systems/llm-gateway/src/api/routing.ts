@@ -99,6 +99,11 @@ export async function routeRequest<T>(
       }
       admission.failed();
       admission.release();
+      context.metrics.upstreamFailures.inc({
+        model: model.name,
+        deployment: deployment.id,
+        kind: failureKindOf(error),
+      });
       if (errors.is(error, "LLM_UPSTREAM_RATE_LIMITED")) {
         noCapacity(deployment, "provider 429", Number(error.fields.retryAfterMs) || MIN_RETRY_AFTER_MS);
       } else {
@@ -118,6 +123,14 @@ export async function routeRequest<T>(
     detail: `No destination of ${model.name} has capacity now (${skipped.map((s) => `${s.deployment}: ${s.why}`).join("; ")}); retry after the time in Retry-After.`,
     fields: { retryAfterMs: Math.max(MIN_RETRY_AFTER_MS, soonestMs), openAiCode: "rate_limit_exceeded" },
   });
+}
+
+/** LG-16's kind of a provider failure: its 429, its 5xx, no head in time, or no answer at all. */
+export function failureKindOf(error: unknown): "429" | "5xx" | "timeout" | "unreachable" {
+  if (errors.is(error, "LLM_UPSTREAM_RATE_LIMITED")) return "429";
+  if (errors.is(error, "LLM_UPSTREAM_TIMEOUT")) return "timeout";
+  if (errors.is(error, "LLM_UPSTREAM_FAILED") && error.fields.upstreamStatus !== undefined) return "5xx";
+  return "unreachable";
 }
 
 function record(

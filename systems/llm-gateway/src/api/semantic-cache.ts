@@ -1,8 +1,10 @@
 /**
  * The semantic cache around a chat request (LG-11, LG-12, LG-13): for a deterministic
  * request (`domain/cache-policy.ts`) the conversation is embedded (the local lexical
- * embedder: `domain/lexical-embedder.ts`) and the tenant's most similar earlier answer of the
- * same scope is looked up (`store/semantic-cache-store.ts`); at or above the threshold, and
+ * embedder, `domain/lexical-embedder.ts`, by default; the upstream's `/v1/embeddings`,
+ * `clients/upstream-embedder.ts`, when configured) and the tenant's most similar earlier
+ * answer of the same scope is looked up (`store/semantic-cache-store.ts`; the embedder's
+ * vector space is part of the scope, so vectors of two embedders are never compared); at or above the threshold, and
  * when the two prompts' words agree too (`domain/lexical-agreement.ts`), it is the answer — as a whole completion or replayed as a stream — and no provider is called.
  * A miss goes upstream, and a whole, successful answer is remembered for the tenant.
  * Strictly per tenant: the tenant is in every lookup. This is the gateway's cache of
@@ -13,10 +15,11 @@
  * const hit = await cache.lookup(tenantId, body, request.headers["cache-control"]);
  * if (hit.kind === "hit") return reply.send(completionOf(hit.hit, request.id));
  */
+import { createHash } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import { type CacheableRequest, cacheDecision, cacheScope, promptText } from "../domain/cache-policy.ts";
+import { type Embedder, lexicalEmbedder } from "../domain/embedder.ts";
 import { lexicallyAgree } from "../domain/lexical-agreement.ts";
-import { embedText } from "../domain/lexical-embedder.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { CachedAnswer, CacheHit, SemanticCacheStore } from "../store/semantic-cache-store.ts";
 
@@ -39,13 +42,20 @@ export class SemanticCache {
   readonly #store: SemanticCacheStore;
   readonly #settings: CacheSettings;
   readonly #metrics: SystemMetrics;
+  readonly #embedder: Embedder;
 
-  constructor(store: SemanticCacheStore, settings: CacheSettings, metrics: SystemMetrics) {
+  constructor(
+    store: SemanticCacheStore,
+    settings: CacheSettings,
+    metrics: SystemMetrics,
+    embedder: Embedder = lexicalEmbedder,
+  ) {
     if (!(settings.threshold > 0 && settings.threshold <= 1))
       throw new RangeError(`a cache threshold is in (0, 1], got ${settings.threshold}`);
     this.#store = store;
     this.#settings = settings;
     this.#metrics = metrics;
+    this.#embedder = embedder;
   }
 
   async lookup(
@@ -60,9 +70,11 @@ export class SemanticCache {
       this.#metrics.cacheLookups.inc({ model, result: "skipped" });
       return { kind: "skip", why: decision.why };
     }
-    const scope = cacheScope(body);
+    const scope = createHash("sha256")
+      .update(`${this.#embedder.id}\n${cacheScope(body)}`)
+      .digest("hex");
     const prompt = promptText(body.messages);
-    const embedding = embedText(prompt);
+    const embedding = await this.#embedder.embed(prompt);
     const stop = this.#metrics.cacheLookupSeconds.startTimer({ model });
     const found = await this.#store.lookup({
       tenantId,

@@ -13,7 +13,7 @@ import type { Clock } from "@casebook/kit/clock";
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyInstance } from "fastify";
 import { usdOf } from "../domain/pricing.ts";
-import type { UsageRepository } from "../store/usage-repository.ts";
+import type { UsageLedger } from "../store/usage-writer.ts";
 
 const DEFAULT_RANGE_MS = 30 * 86_400_000;
 const MAX_RANGE_MS = 366 * 86_400_000;
@@ -73,7 +73,7 @@ function rangeOf(query: { from?: string; to?: string }, clock: Clock): { fromMs:
 }
 
 async function usageOf(
-  usage: UsageRepository,
+  usage: UsageLedger,
   clock: Clock,
   tenant: string,
   query: { from?: string; to?: string },
@@ -92,7 +92,7 @@ async function usageOf(
 /** `GET /v1/usage` in the tenants' scope. */
 export function registerUsageRoutes(
   scope: FastifyInstance,
-  options: { usage: UsageRepository; clock: Clock; tenantIdOf: (request: unknown) => string },
+  options: { usage: UsageLedger; clock: Clock; tenantIdOf: (request: unknown) => string },
 ): void {
   scope.get<{ Querystring: { from?: string; to?: string } }>(
     "/v1/usage",
@@ -112,7 +112,7 @@ export function registerUsageRoutes(
 /** `GET /v1/admin/tenants/{id}/usage` in the admin scope. */
 export function registerAdminUsageRoute(
   scope: FastifyInstance,
-  options: { usage: UsageRepository; clock: Clock },
+  options: { usage: UsageLedger; clock: Clock },
 ): void {
   scope.get<{ Params: { id: string }; Querystring: { from?: string; to?: string } }>(
     "/v1/admin/tenants/:id/usage",

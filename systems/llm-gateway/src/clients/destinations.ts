@@ -66,6 +66,7 @@ export class Destinations {
   readonly #upstreams: ReadonlyMap<string, UpstreamClient>;
   readonly #clock: Clock;
   readonly #settings: BreakerSettings;
+  readonly #onOutcome: ((deployment: Deployment, outcome: "success" | "failure") => void) | undefined;
   #turn = 0;
 
   constructor(options: {
@@ -74,10 +75,13 @@ export class Destinations {
     clock: Clock;
     breaker: BreakerSettings;
     onStateChange?: (deployment: Deployment, to: BreakerState, reason: string) => void;
+    /** Each outcome a breaker is told (LG-16's metrics). */
+    onOutcome?: (deployment: Deployment, outcome: "success" | "failure") => void;
   }) {
     this.#upstreams = options.upstreams;
     this.#clock = options.clock;
     this.#settings = options.breaker;
+    this.#onOutcome = options.onOutcome;
     for (const model of options.catalog.values()) {
       for (const deployment of model.tiers.flat()) {
         if (this.#slots.has(deployment.id)) continue;
@@ -129,6 +133,7 @@ export class Destinations {
       clearTimeout(timer);
       if (failure) slot.breaker.onFailure();
       else slot.breaker.onSuccess();
+      this.#onOutcome?.(deployment, failure ? "failure" : "success");
     };
     const timer = options.ttft ? setTimeout(() => report(true), this.#settings.ttftMs) : undefined;
     timer?.unref();

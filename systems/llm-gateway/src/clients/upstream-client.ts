@@ -219,6 +219,27 @@ export class UpstreamClient {
     throw upstreamRefusal(res.status, res.headers, Buffer.concat(chunks));
   }
 
+  /**
+   * OpenAI's `/v1/embeddings` (the semantic cache's upstream embedder): the parsed body of a
+   * 200; a refusal or no answer throws the gateway's error. OpenAI wire only.
+   */
+  async embeddings(body: object, signal: AbortSignal): Promise<unknown> {
+    if (this.#wire !== "openai") throw new TypeError("embeddings need an OpenAI-compatible destination");
+    try {
+      const res = await this.#http.request({
+        method: "POST",
+        url: `${this.#baseUrl}/embeddings`,
+        headers: this.#headers,
+        body: JSON.stringify(body),
+        signal,
+      });
+      if (res.status !== 200) throw upstreamRefusal(res.status, res.headers, res.body);
+      return JSON.parse(res.body.toString("utf8")) as unknown;
+    } catch (error) {
+      throw errors.is(error) ? error : upstreamFailure(error);
+    }
+  }
+
   close(): void {
     this.#http.close();
   }

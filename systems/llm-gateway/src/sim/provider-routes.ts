@@ -20,6 +20,7 @@ import * as openai from "./openai-wire.ts";
 import { type ModelProfile, type ProviderBehaviour, profileOf } from "./provider-behaviour.ts";
 import { providerErrors } from "./provider-errors.ts";
 import type { ProviderState, StreamRecord, Wire } from "./provider-state.ts";
+import { DEFAULT_EMBEDDING_DIMENSIONS, MAX_EMBEDDING_DIMENSIONS, simEmbedding } from "./sim-embedding.ts";
 import { contentText, countChatTokens, textTokens } from "./sim-tokenizer.ts";
 import { ARGS_CLOSE, ARGS_OPEN, fragment, toolCallOf } from "./tool-call.ts";
 
@@ -357,8 +358,69 @@ function registerModels(v1: FastifyInstance, options: ProviderRouteOptions): voi
   );
 }
 
+const embeddingsSchema = {
+  type: "object",
+  required: ["model", "input"],
+  properties: {
+    model: { type: "string", minLength: 1, maxLength: 200 },
+    input: {
+      anyOf: [
+        { type: "string", minLength: 1, maxLength: 1_000_000 },
+        {
+          type: "array",
+          minItems: 1,
+          maxItems: 2_048,
+          items: { type: "string", minLength: 1, maxLength: 1_000_000 },
+        },
+      ],
+    },
+    dimensions: { type: "integer", minimum: 1, maximum: MAX_EMBEDDING_DIMENSIONS },
+    encoding_format: { type: "string", enum: ["float", "base64"] },
+    user: { type: "string" },
+  },
+} as const;
+
+interface EmbeddingsBody {
+  model: string;
+  input: string | string[];
+  dimensions?: number;
+  encoding_format?: "float" | "base64";
+}
+
+/** OpenAI's embeddings: one deterministic vector per input (`sim-embedding.ts`), as floats or base64 float32. */
+function registerEmbeddings(v1: FastifyInstance, options: ProviderRouteOptions): void {
+  v1.post<{ Body: EmbeddingsBody }>(
+    "/v1/embeddings",
+    {
+      schema: {
+        summary: "OpenAI embeddings: deterministic vectors of unit length (any model name)",
+        tags,
+        body: embeddingsSchema,
+        response: { 200: anyObject },
+      },
+    },
+    async (request) => {
+      const { model, dimensions = DEFAULT_EMBEDDING_DIMENSIONS } = request.body;
+      const inputs = typeof request.body.input === "string" ? [request.body.input] : request.body.input;
+      let tokens = 0;
+      const data = inputs.map((text, index) => {
+        tokens += textTokens(text).length;
+        const vector = simEmbedding(text, dimensions);
+        const embedding =
+          request.body.encoding_format === "base64"
+            ? Buffer.from(new Float32Array(vector).buffer).toString("base64")
+            : vector;
+        return { object: "embedding", index, embedding };
+      });
+      options.state.count("embeddings", inputs.length);
+      return { object: "list", data, model, usage: { prompt_tokens: tokens, total_tokens: tokens } };
+    },
+  );
+}
+
 export function registerProviderRoutes(v1: FastifyInstance, options: ProviderRouteOptions): void {
   registerChat(v1, options);
+  registerEmbeddings(v1, options);
   registerMessages(v1, options);
   registerModels(v1, options);
 }

@@ -34,6 +34,8 @@ export interface ProviderCounters {
   modelErrors: number;
   cuts: number;
   clientCloses: number;
+  /** Texts embedded at /v1/embeddings. */
+  embeddings: number;
 }
 
 function zero(): ProviderCounters {
@@ -48,6 +50,7 @@ function zero(): ProviderCounters {
     modelErrors: 0,
     cuts: 0,
     clientCloses: 0,
+    embeddings: 0,
   };
 }
 

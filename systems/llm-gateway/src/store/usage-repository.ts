@@ -9,6 +9,9 @@
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
 
+/** Columns per row of the INSERT (its placeholders are numbered from them). */
+const USAGE_COLUMNS = 10;
+
 export interface UsageRecord {
   readonly tenantId: string;
   readonly model: string;
@@ -19,6 +22,8 @@ export interface UsageRecord {
   readonly cachedPromptTokens: number;
   readonly completionTokens: number;
   readonly costNanoUsd: number;
+  /** When the request was accounted; default: when the row is written. */
+  readonly createdAtMs?: number | undefined;
 }
 
 export interface UsageSummaryRow {
@@ -43,11 +48,19 @@ export class UsageRepository {
   }
 
   async record(row: UsageRecord): Promise<void> {
-    await this.#db.query(
-      `INSERT INTO llm_usage (tenant_id, model, served_by, outcome, fallback, prompt_tokens,
-         cached_prompt_tokens, completion_tokens, cost_nano_usd, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-      [
+    await this.recordMany([row]);
+  }
+
+  /**
+   * Many rows in one INSERT (the usage writer's batches): one round trip and one commit for
+   * the lot; all or none — a failed batch leaves no half of it behind for a retry to double.
+   */
+  async recordMany(rows: readonly UsageRecord[]): Promise<void> {
+    if (rows.length === 0) return;
+    const createdAt = new Date(this.#clock.nowMs());
+    const values: unknown[] = [];
+    const tuples = rows.map((row, i) => {
+      values.push(
         row.tenantId,
         row.model,
         row.servedBy ?? null,
@@ -57,9 +70,16 @@ export class UsageRepository {
         row.cachedPromptTokens,
         row.completionTokens,
         row.costNanoUsd,
-        new Date(this.#clock.nowMs()),
-      ],
-      { name: "llm_usage_insert" },
+        row.createdAtMs === undefined ? createdAt : new Date(row.createdAtMs),
+      );
+      const at = i * USAGE_COLUMNS;
+      return `(${Array.from({ length: USAGE_COLUMNS }, (_, c) => `$${at + c + 1}`).join(", ")})`;
+    });
+    await this.#db.query(
+      `INSERT INTO llm_usage (tenant_id, model, served_by, outcome, fallback, prompt_tokens,
+         cached_prompt_tokens, completion_tokens, cost_nano_usd, created_at)
+       VALUES ${tuples.join(", ")}`,
+      values,
     );
   }
 
