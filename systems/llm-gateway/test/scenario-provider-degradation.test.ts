@@ -4,12 +4,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { startGateway } from "./gateway-fixture.ts";
-
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 
 test("LG-08 LG-09 LG-10 the console's scenario provider-degradation: the slow primary's breaker opens, the fallback serves, the primary serves again after its recovery", async (t) => {
   const f = await startGateway();
@@ -18,18 +14,11 @@ test("LG-08 LG-09 LG-10 the console's scenario provider-degradation: the slow pr
     scenarios: { id: string }[];
   };
   assert.ok(list.scenarios.some((s) => s.id === "provider-degradation"));
-  const base = `${f.gateway.url}/v1/scenarios/provider-degradation/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  assert.equal((await fetch(base, { method: "POST" })).status, 409, "one run at a time");
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run, secondStart } = await runScenario(f.gateway.url, "provider-degradation", {
+    probeSecondStart: true,
+  });
+  assert.equal(secondStart, 409, "one run at a time");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   const healthy = /Healthy: (\d+) requests served by the primary, (\d+) by the fallback/.exec(result);
