@@ -177,7 +177,7 @@ for (const backend of backends) {
     const fresh = T0 + 3 * ONE_HOUR_MS + 6 * ONE_MINUTE_MS;
     await stream.publish("acme", [
       { labels: late.labels, samples: [{ t: late.t + 1, v: 999 }] },
-      { labels: labelsFromRecord({ __name__: "cpu", host: "h9" }), samples: [{ t: fresh, v: 1 }] },
+      ...all.map((series) => ({ labels: series.labels, samples: [{ t: fresh, v: 1 }] })),
     ]);
     await eventually(async () => (await store.watermark("acme")) === fresh - LATENESS_MS, {
       what: "the watermark moved",

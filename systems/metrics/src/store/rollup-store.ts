@@ -14,16 +14,21 @@
  *   (MT-10: each tier from the previous), rewritten via tmp + rename as each hour of the day
  *   closes, and queried with SQL (`read_parquet`).
  *
- * Watermark (per tenant): the newest sample time the builder has seen minus the allowed
- * lateness. A sample older than it is late: left out of the tiers and counted (it is still in
- * the raw tier). A window ending at or before the watermark is closed: final, and an hour that
- * closes is written to Parquet. The watermark only grows, so a closed window never changes.
+ * Watermarks, per partition (a partition keeps each series' order, MT-06): its newest sample
+ * minus the allowed lateness. A sample older than its partition's watermark — or inside an hour
+ * already written — is late: left out of the tiers and counted (it is still in the raw tier).
+ * The tenant's watermark is the lowest of its partitions' (a partition more than
+ * MAX_PARTITION_LAG_MS behind the tenant's newest sample counts as idle — its series went away —
+ * and does not hold it back); a window ending at or before it is closed, and an hour that closes
+ * is written to Parquet. A batch spanning more than the lateness is therefore fine (each
+ * partition is ordered), but a partition that lags by more than the lateness behind the closed
+ * hours loses those samples from the tiers.
  *
  * Every method runs under one lock (one DuckDB connection, statements in order).
  *
  * @example
  * const store = await RollupStore.open({ dir, latenessMs: 300_000 });
- * await store.apply({ seq: 7, tenant: "acme", series });    // { applied: true, points, late }
+ * await store.apply({ seq: 7, tenant: "acme", partition: 3, series });    // { applied: true, points, late }
  * await store.closeHours();                                  // closed hours → Parquet
  * await store.select("acme", "1m", matchers, from, to);      // rollup series
  * await store.close();
@@ -42,6 +47,8 @@ export const ONE_DAY_MS = 86_400_000;
 /** Rows per INSERT statement (bound parameters: 7 per row). */
 const MAX_ROWS_PER_INSERT = 500;
 const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** A partition further behind its tenant's newest sample than this is idle: it does not hold the hours back. */
+export const MAX_PARTITION_LAG_MS = 3_600_000;
 
 export interface RollupSeries {
   readonly labels: Labels;
@@ -55,6 +62,14 @@ export interface ApplyResult {
   readonly points: number;
   /** Samples older than the watermark, left out of the tiers. */
   readonly late: number;
+}
+
+/** One stream message's share: a tenant's series of one partition. */
+export interface RollupMessage {
+  readonly seq: number;
+  readonly tenant: string;
+  readonly partition: number;
+  readonly series: readonly SeriesSamples[];
 }
 
 export interface RollupStoreOptions {
@@ -89,6 +104,7 @@ export class RollupStore {
         min DOUBLE, max DOUBLE, sum DOUBLE, count BIGINT, PRIMARY KEY (tenant, series, t));
       CREATE TABLE IF NOT EXISTS builder_state (key VARCHAR PRIMARY KEY, value BIGINT);
       CREATE TABLE IF NOT EXISTS tenant_state (tenant VARCHAR PRIMARY KEY, max_t BIGINT, hours_closed_to BIGINT);
+      CREATE TABLE IF NOT EXISTS partition_state (tenant VARCHAR, part INTEGER, max_t BIGINT, PRIMARY KEY (tenant, part));
     `);
     return new RollupStore(instance, connection, options);
   }
@@ -118,12 +134,19 @@ export class RollupStore {
     return rows.length === 0 ? 0 : Number(rows[0]!.value);
   }
 
-  /** The tenant's watermark (newest sample seen − lateness), undefined before any sample. */
+  /** The tenant's watermark (its active partitions' lowest newest sample − lateness), undefined before any sample. */
   watermark(tenant: string): Promise<number | undefined> {
-    return this.#locked(async () => {
-      const rows = await this.#rows("SELECT max_t FROM tenant_state WHERE tenant = $1", [tenant]);
-      return rows.length === 0 ? undefined : Number(rows[0]!.max_t) - this.#options.latenessMs;
-    });
+    return this.#locked(() => this.#watermark(tenant));
+  }
+
+  async #watermark(tenant: string): Promise<number | undefined> {
+    const rows = await this.#rows(
+      `SELECT min(p.max_t) AS low FROM partition_state p JOIN tenant_state s ON s.tenant = p.tenant
+       WHERE p.tenant = $1 AND p.max_t >= s.max_t - ${MAX_PARTITION_LAG_MS}`,
+      [tenant],
+    );
+    const low = rows[0]?.low;
+    return low === null || low === undefined ? undefined : Number(low) - this.#options.latenessMs;
   }
 
   /**
@@ -131,7 +154,7 @@ export class RollupStore {
    * builder's position: a message whose `seq` is at or below the committed one was applied
    * already (a redelivery after a crash between commit and ack) and changes nothing.
    */
-  apply(message: { seq: number; tenant: string; series: readonly SeriesSamples[] }): Promise<ApplyResult> {
+  apply(message: RollupMessage): Promise<ApplyResult> {
     return this.#locked(async () => {
       await this.#connection.run("BEGIN TRANSACTION");
       try {
@@ -145,17 +168,20 @@ export class RollupStore {
     });
   }
 
-  async #apply(message: {
-    seq: number;
-    tenant: string;
-    series: readonly SeriesSamples[];
-  }): Promise<ApplyResult> {
+  async #apply(message: RollupMessage): Promise<ApplyResult> {
     if (message.seq <= (await this.#appliedSeq())) return { applied: false, points: 0, late: 0 };
-    const { tenant } = message;
-    const state = await this.#rows("SELECT max_t FROM tenant_state WHERE tenant = $1", [tenant]);
-    const before = state.length === 0 ? Number.NEGATIVE_INFINITY : Number(state[0]!.max_t);
-    // The watermark as of this message: its own samples move it only for the messages after.
-    const watermark = before - this.#options.latenessMs;
+    const { tenant, partition } = message;
+    const state = await this.#rows(
+      `SELECT p.max_t, s.max_t AS tenant_max_t, s.hours_closed_to FROM tenant_state s
+       LEFT JOIN partition_state p ON p.tenant = s.tenant AND p.part = $2 WHERE s.tenant = $1`,
+      [tenant, partition],
+    );
+    const known = (v: unknown) => (v === null || v === undefined ? Number.NEGATIVE_INFINITY : Number(v));
+    const before = known(state[0]?.max_t);
+    const tenantBefore = known(state[0]?.tenant_max_t);
+    // The partition's watermark as of this message (its own samples move it for the next
+    // ones), and never inside an hour already written to Parquet.
+    const watermark = Math.max(before - this.#options.latenessMs, known(state[0]?.hours_closed_to));
     let late = 0;
     let newest = before;
     // One row per key: DuckDB's upsert refuses to touch a row twice in one statement, and a
@@ -203,6 +229,13 @@ export class RollupStore {
     );
     if (newest > before) {
       await this.#connection.run(
+        `INSERT INTO partition_state VALUES ($1, $2, $3::BIGINT)
+         ON CONFLICT (tenant, part) DO UPDATE SET max_t = EXCLUDED.max_t`,
+        [tenant, partition, newest],
+      );
+    }
+    if (newest > tenantBefore) {
+      await this.#connection.run(
         `INSERT INTO tenant_state VALUES ($1, $2::BIGINT, NULL)
          ON CONFLICT (tenant) DO UPDATE SET max_t = EXCLUDED.max_t`,
         [tenant, newest],
@@ -235,11 +268,12 @@ export class RollupStore {
   closeHours(): Promise<number> {
     return this.#locked(async () => {
       let written = 0;
-      const tenants = await this.#rows("SELECT tenant, max_t, hours_closed_to FROM tenant_state");
+      const tenants = await this.#rows("SELECT tenant, hours_closed_to FROM tenant_state");
       for (const row of tenants) {
         const tenant = String(row.tenant);
-        const closeTo =
-          Math.floor((Number(row.max_t) - this.#options.latenessMs) / ONE_HOUR_MS) * ONE_HOUR_MS;
+        const watermark = await this.#watermark(tenant);
+        if (watermark === undefined) continue;
+        const closeTo = Math.floor(watermark / ONE_HOUR_MS) * ONE_HOUR_MS;
         const from = row.hours_closed_to === null ? Number.MIN_SAFE_INTEGER : Number(row.hours_closed_to);
         if (closeTo <= from) continue;
         const hours = await this.#rows(
@@ -293,13 +327,13 @@ export class RollupStore {
   /** The end of the data a tier holds for the tenant (exclusive): where finer tiers take over. */
   closedTo(tenant: string, tier: RollupTier): Promise<number | undefined> {
     return this.#locked(async () => {
-      const rows = await this.#rows("SELECT max_t, hours_closed_to FROM tenant_state WHERE tenant = $1", [
-        tenant,
-      ]);
-      if (rows.length === 0) return undefined;
-      if (tier === "1h")
-        return rows[0]!.hours_closed_to === null ? undefined : Number(rows[0]!.hours_closed_to);
-      return Math.floor((Number(rows[0]!.max_t) - this.#options.latenessMs) / ONE_MINUTE_MS) * ONE_MINUTE_MS;
+      if (tier === "1h") {
+        const rows = await this.#rows("SELECT hours_closed_to FROM tenant_state WHERE tenant = $1", [tenant]);
+        const to = rows[0]?.hours_closed_to;
+        return to === null || to === undefined ? undefined : Number(to);
+      }
+      const watermark = await this.#watermark(tenant);
+      return watermark === undefined ? undefined : Math.floor(watermark / ONE_MINUTE_MS) * ONE_MINUTE_MS;
     });
   }
 

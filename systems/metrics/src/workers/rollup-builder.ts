@@ -25,7 +25,6 @@ import type { ApplyResult, RollupStore } from "../store/rollup-store.ts";
 import { SAMPLE_STREAM, SAMPLE_SUBJECT_PREFIX } from "../store/sample-stream.ts";
 
 export const ROLLUP_BUILDER_CONSUMER = "rollup-builder";
-export const DEFAULT_ROLLUP_CLOSE_INTERVAL_MS = 10_000;
 
 export interface RollupBuilderOptions {
   readonly client: StreamClient;
@@ -35,7 +34,7 @@ export interface RollupBuilderOptions {
   /** Long poll of one fetch; stop() waits at most this long. Default 1 s. */
   readonly expiresMs?: number;
   /** Pause between two passes writing closed hours to Parquet. */
-  readonly closeIntervalMs?: number;
+  readonly closeIntervalMs: number;
   readonly onApplied?: (event: { tenant: string; seq: number } & ApplyResult) => void;
   /** Test hook: runs after the commit, before the ack (a throw there = a crash in between). */
   readonly afterCommit?: (seq: number) => void;
@@ -78,7 +77,12 @@ export async function startRollupBuilder(options: RollupBuilderOptions): Promise
         options.onDropped?.({ seq: message.seq, reason: String(error) });
         return "term";
       }
-      const result = await store.apply({ seq: message.seq, tenant: batch.tenant, series: batch.series });
+      const result = await store.apply({
+        seq: message.seq,
+        tenant: batch.tenant,
+        partition: batch.partition,
+        series: batch.series,
+      });
       options.afterCommit?.(message.seq);
       options.onApplied?.({ tenant: batch.tenant, seq: message.seq, ...result });
       return "ack";
@@ -90,7 +94,7 @@ export async function startRollupBuilder(options: RollupBuilderOptions): Promise
       await store.closeHours();
       return false;
     },
-    idleMs: options.closeIntervalMs ?? DEFAULT_ROLLUP_CLOSE_INTERVAL_MS,
+    idleMs: options.closeIntervalMs,
     failureBackoff: { capMs: 60_000, jitter: "equal", random: systemRandom },
     onError: (error) => options.onError(error),
   });
