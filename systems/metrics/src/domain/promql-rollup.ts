@@ -111,7 +111,8 @@ export function rewriteForRollup(expr: Expr, tier: string, widthMs: number): Exp
             matching: { card: "one-to-one", on: false, labels: [], include: [] },
           };
         }
-        if (e.args.some((a) => a.kind === "matrix" || a.kind === "subquery")) refuse(`${e.func}()`, tier);
+        if (e.args.some((a) => a.kind === "subquery")) refuse(`a subquery (in ${e.func}())`, tier);
+        if (e.args.some((a) => a.kind === "matrix")) refuse(`${e.func}()`, tier);
         return { ...e, args: e.args.map(walk) };
       }
     }
