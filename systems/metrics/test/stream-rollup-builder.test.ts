@@ -153,6 +153,11 @@ for (const backend of backends) {
     assert.deepEqual(minutes[0]!.points, rollupPoints(all[0]!.samples, ONE_MINUTE_MS));
     assert.equal(minutes[0]!.points.length, 150);
     assert.ok(minutes[0]!.points.every((p) => p.count === 6));
+    await assert.rejects(
+      store.select("acme", "1m", h0, T0, T0 + 3 * ONE_HOUR_MS, 149),
+      RangeError,
+      "a read is bounded",
+    );
 
     // 1 h tier: only hours the watermark closed (newest 2:29:50 − 5 min → hours 0 and 1).
     await builder.closeHours(); // the closer loop may have written hour 0 already (it runs at start)

@@ -17,7 +17,7 @@ import { type Labels, seriesKey } from "../domain/labels.ts";
 import type { Expr } from "../domain/promql-ast.ts";
 import { PromqlEngine } from "../domain/promql-engine.ts";
 import { rewriteForRollup, rollupSeriesData, rollupView } from "../domain/promql-rollup.ts";
-import type { Value } from "../domain/promql-values.ts";
+import { PromqlEvalError, type Value } from "../domain/promql-values.ts";
 import { planTiers, TIER_WIDTH_MS, type TierCoverage, type TierSegment } from "../domain/tier-router.ts";
 import type { RollupStore, RollupTier } from "../store/rollup-store.ts";
 import type { Tsdb } from "../store/tsdb.ts";
@@ -84,13 +84,22 @@ async function rollupSegment(q: TieredRange, tier: RollupTier, segment: TierSegm
   for (const read of reads) {
     const { view, matchers } = rollupView(read.matchers);
     // A point is stamped at its window's last ms: windows starting in [mint − width + 1, maxt − width + 1].
-    const series = await q.rollups!.select(
-      q.tenant,
-      tier,
-      matchers,
-      read.mint - widthMs + 1,
-      read.maxt - widthMs + 1,
-    );
+    const series = await q
+      .rollups!.select(
+        q.tenant,
+        tier,
+        matchers,
+        read.mint - widthMs + 1,
+        read.maxt - widthMs + 1,
+        q.settings.maxSamples,
+      )
+      .catch((error: unknown) => {
+        if (error instanceof RangeError)
+          throw new PromqlEvalError(
+            "query processing would load too many samples into memory in query execution",
+          );
+        throw error;
+      });
     loaded.set(
       matchersKey(read.matchers, read.mint, read.maxt),
       series.map((s) => rollupSeriesData(s, view, widthMs)),

@@ -78,6 +78,8 @@ export interface RollupStoreOptions {
   readonly latenessMs: number;
 }
 
+/** One row past the bound, so that reading it says "too many" (an integer: it is inlined). */
+const limitOf = (maxPoints: number) => Math.min(Math.floor(maxPoints), Number.MAX_SAFE_INTEGER - 1) + 1;
 const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
 const dayName = (dayStart: number) => new Date(dayStart).toISOString().slice(0, 10);
 
@@ -340,6 +342,7 @@ export class RollupStore {
   /**
    * The rollup points of the tenant's series matching `matchers` whose window starts in
    * [mint, maxt], from the 1 min table or the 1 h Parquet files (SQL over `read_parquet`).
+   * At most `maxPoints` rows are read (a query's bound): past it, RangeError.
    */
   select(
     tenant: string,
@@ -347,6 +350,7 @@ export class RollupStore {
     matchers: readonly LabelMatcher[],
     mint: number,
     maxt: number,
+    maxPoints = Number.MAX_SAFE_INTEGER,
   ): Promise<RollupSeries[]> {
     return this.#locked(async () => {
       const named = matchers.find((m) => m.name === METRIC_NAME && m.type === "=");
@@ -357,7 +361,7 @@ export class RollupStore {
           `SELECT s.labels, m.series, m.t, m.min, m.max, m.sum, m.count FROM minute m
            JOIN series s ON s.tenant = m.tenant AND s.series = m.series
            WHERE m.tenant = $1 AND m.t >= $2::BIGINT AND m.t <= $3::BIGINT${nameFilter.replace("name", "s.name")}
-           ORDER BY m.series, m.t`,
+           ORDER BY m.series, m.t LIMIT ${limitOf(maxPoints)}`,
           [tenant, Math.max(mint, Number.MIN_SAFE_INTEGER), Math.min(maxt, Number.MAX_SAFE_INTEGER)],
         );
       } else {
@@ -366,10 +370,11 @@ export class RollupStore {
         rows = await this.#rows(
           `SELECT labels, series, t, min, max, sum, count
            FROM read_parquet([${files.map(sqlString).join(", ")}])
-           WHERE t >= $1::BIGINT AND t <= $2::BIGINT${nameFilter} ORDER BY series, t`,
+           WHERE t >= $1::BIGINT AND t <= $2::BIGINT${nameFilter} ORDER BY series, t LIMIT ${limitOf(maxPoints)}`,
           [Math.max(mint, Number.MIN_SAFE_INTEGER), Math.min(maxt, Number.MAX_SAFE_INTEGER)],
         );
       }
+      if (rows.length > maxPoints) throw new RangeError(`more than ${maxPoints} rollup points in the range`);
       const out: RollupSeries[] = [];
       let current: { labels: Labels; key: string; points: RollupPoint[] } | undefined;
       for (const row of rows) {
