@@ -39,7 +39,13 @@ import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { SeriesSamples } from "../domain/head-block.ts";
 import type { LabelMatcher } from "../domain/label-matcher.ts";
 import { type Labels, labelValue, METRIC_NAME, metricNameOf, seriesKey } from "../domain/labels.ts";
-import { ONE_HOUR_MS, ONE_MINUTE_MS, type RollupPoint, rollupPoints } from "../domain/rollup.ts";
+import {
+  ONE_HOUR_MS,
+  ONE_MINUTE_MS,
+  type RollupPoint,
+  rollupOfRollups,
+  rollupPoints,
+} from "../domain/rollup.ts";
 
 export type RollupTier = "1m" | "1h";
 
@@ -189,8 +195,8 @@ export class RollupStore {
     let newest = before;
     // One row per key: DuckDB's upsert refuses to touch a row twice in one statement, and a
     // message may carry one series twice.
-    const seriesRows = new Map<string, unknown[]>();
-    const pointRows = new Map<string, unknown[]>();
+    const seriesRows = new Map<string, { name: string; labels: string }>();
+    const pointRows = new Map<string, { key: string; point: RollupPoint }>();
     for (const { labels, samples } of message.series) {
       const onTime = samples.filter((s) => s.t >= watermark);
       late += samples.length - onTime.length;
@@ -198,46 +204,36 @@ export class RollupStore {
       const points = rollupPoints(onTime, ONE_MINUTE_MS);
       if (points.length === 0) continue;
       const key = seriesKey(labels);
-      seriesRows.set(key, [tenant, key, metricNameOf(labels) ?? "", JSON.stringify(labels)]);
-      for (const p of points) {
-        const seen = pointRows.get(`${key}\u0000${p.t}`);
-        pointRows.set(
-          `${key}\u0000${p.t}`,
-          seen === undefined
-            ? [tenant, key, p.t, p.min, p.max, p.sum, p.count]
-            : [
-                tenant,
-                key,
-                p.t,
-                Math.min(seen[3] as number, p.min),
-                Math.max(seen[4] as number, p.max),
-                (seen[5] as number) + p.sum,
-                (seen[6] as number) + p.count,
-              ],
-        );
+      seriesRows.set(key, { name: metricNameOf(labels) ?? "", labels: JSON.stringify(labels) });
+      for (const point of points) {
+        const seen = pointRows.get(`${key}\u0000${point.t}`)?.point;
+        pointRows.set(`${key}\u0000${point.t}`, {
+          key,
+          point: seen === undefined ? point : rollupOfRollups([seen, point], ONE_MINUTE_MS)[0]!,
+        });
       }
     }
     // Rows go through the appender into per-connection staging tables (inside this
     // transaction), then one upsert each: a VALUES list of thousands of rows costs DuckDB
     // ~0.5 ms a row to plan, the appender a few µs.
     const seriesStage = await this.#connection.createAppender("staging_series", "main", "temp");
-    for (const [tenantId, key, name, labels] of seriesRows.values()) {
-      seriesStage.appendVarchar(tenantId as string);
-      seriesStage.appendVarchar(key as string);
-      seriesStage.appendVarchar(name as string);
-      seriesStage.appendVarchar(labels as string);
+    for (const [key, { name, labels }] of seriesRows) {
+      seriesStage.appendVarchar(tenant);
+      seriesStage.appendVarchar(key);
+      seriesStage.appendVarchar(name);
+      seriesStage.appendVarchar(labels);
       seriesStage.endRow();
     }
     seriesStage.closeSync(); // flushes
     const pointStage = await this.#connection.createAppender("staging_minute", "main", "temp");
-    for (const [tenantId, key, t, min, max, sum, count] of pointRows.values()) {
-      pointStage.appendVarchar(tenantId as string);
-      pointStage.appendVarchar(key as string);
-      pointStage.appendBigInt(BigInt(t as number));
-      pointStage.appendDouble(min as number);
-      pointStage.appendDouble(max as number);
-      pointStage.appendDouble(sum as number);
-      pointStage.appendBigInt(BigInt(count as number));
+    for (const { key, point } of pointRows.values()) {
+      pointStage.appendVarchar(tenant);
+      pointStage.appendVarchar(key);
+      pointStage.appendBigInt(BigInt(point.t));
+      pointStage.appendDouble(point.min);
+      pointStage.appendDouble(point.max);
+      pointStage.appendDouble(point.sum);
+      pointStage.appendBigInt(BigInt(point.count));
       pointStage.endRow();
     }
     pointStage.closeSync();
