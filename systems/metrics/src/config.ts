@@ -101,6 +101,56 @@ export const configSchema = {
     description:
       "A message the hot writer took and did not acknowledge (it died) is delivered again after this",
   }),
+  rollupDir: field.string({
+    env: "METRICS_ROLLUP_DIR",
+    maxLength: 4_096,
+    description:
+      "MT-09: directory of the rollup tiers (1 min: a DuckDB file; 1 h: Parquet per tenant per day); unset = $CASEBOOK_DATA/metrics-rollups",
+  }),
+  rollupLatenessMs: field.int({
+    env: "METRICS_ROLLUP_LATENESS_MS",
+    default: 300_000,
+    min: 0,
+    max: 86_400_000,
+    description:
+      "How far behind a tenant's newest sample a sample may arrive and still be rolled up; older ones stay raw only (counted)",
+  }),
+  rollupCloseIntervalMs: field.int({
+    env: "METRICS_ROLLUP_CLOSE_INTERVAL_MS",
+    default: 10_000,
+    min: 100,
+    max: 3_600_000,
+    description:
+      "How often the rollup builder writes the hours its watermark closed to the 1 h tier (Parquet)",
+  }),
+  rawRetentionMs: field.int({
+    env: "METRICS_RAW_RETENTION_MS",
+    default: 7 * 86_400_000,
+    min: 3_600_000,
+    max: 3_650 * 86_400_000,
+    description: "MT-09: how long raw samples are kept (whole TSDB blocks older than this are deleted)",
+  }),
+  minuteRetentionMs: field.int({
+    env: "METRICS_MINUTE_RETENTION_MS",
+    default: 30 * 86_400_000,
+    min: 3_600_000,
+    max: 3_650 * 86_400_000,
+    description: "MT-09: how long the 1 min tier is kept",
+  }),
+  hourRetentionMs: field.int({
+    env: "METRICS_HOUR_RETENTION_MS",
+    default: 365 * 86_400_000,
+    min: 86_400_000,
+    max: 36_500 * 86_400_000,
+    description: "MT-09: how long the 1 h tier (the Parquet cold tier) is kept",
+  }),
+  retentionIntervalMs: field.int({
+    env: "METRICS_RETENTION_INTERVAL_MS",
+    default: 600_000,
+    min: 1_000,
+    max: 86_400_000,
+    description: "Pause between two passes of the tier reaper",
+  }),
   alertRuleFiles: field.string({
     env: "METRICS_ALERT_RULE_FILES",
     maxLength: 16_384,

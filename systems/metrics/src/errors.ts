@@ -39,6 +39,11 @@ export const errors = defineErrors({
     status: 400,
     message: "The query or a parameter is not valid; the message says which.",
   },
+  METRICS_QUERY_TIER_UNSUPPORTED: {
+    status: 400,
+    message:
+      "The query router picked a rollup tier (by the range and step) and the query needs raw samples there; the message lists what a rollup tier answers.",
+  },
   METRICS_QUERY_FAILED: { status: 422, message: "The query could not be evaluated; the message says why." },
   // admin (api/admin-routes.ts)
   METRICS_TENANT_EXISTS: { status: 409, message: "A tenant with this id exists; pick another id." },

@@ -37,6 +37,7 @@ import {
 import { labelsFromPairs } from "./domain/labels.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
+import { RollupStore } from "./store/rollup-store.ts";
 import { loadRuleFiles } from "./store/rule-files.ts";
 import { SampleStream } from "./store/sample-stream.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
@@ -44,6 +45,8 @@ import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
 import { startAlertEvaluator } from "./workers/alert-evaluator.ts";
 import { CardinalityReporter, cardinalityRules } from "./workers/cardinality-alert.ts";
 import { startHotWriter } from "./workers/hot-writer.ts";
+import { startRollupBuilder } from "./workers/rollup-builder.ts";
+import { startTierReaper } from "./workers/tier-reaper.ts";
 
 export const SYSTEM = "metrics";
 export const VERSION = packageJson.version;
@@ -97,6 +100,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       service.onClose(() => tsdbs.close());
       let stream: SampleStream | undefined;
       let streamClient: Awaited<ReturnType<typeof openStream>> | undefined;
+      let rollups: RollupStore | undefined;
       if (config.ingestPath === "stream") {
         // MT-07: ingest → stream → hot writer (and the alert evaluator); close hooks run last-added first.
         const client = await openStream({ system: SYSTEM, url: config.natsUrl, env });
@@ -166,7 +170,39 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           onError: (error) => service.log.error({ err: error }, "hot writer round failed"),
         });
         service.onClose(() => writer.stop());
+        // MT-07's third consumer: the 1 min tier (DuckDB) and the 1 h tier (Parquet) off the stream.
+        const rollupStore = await RollupStore.open({
+          dir: config.rollupDir ?? dataDirFor("metrics-rollups", env),
+          latenessMs: config.rollupLatenessMs,
+        });
+        rollups = rollupStore;
+        service.onClose(() => rollupStore.close());
+        const builder = await startRollupBuilder({
+          client: streamClient,
+          store: rollupStore,
+          closeIntervalMs: config.rollupCloseIntervalMs,
+          onApplied: ({ tenant, late }) => {
+            if (late > 0) metrics.lateRollupSamples.inc({ tenant }, late);
+          },
+          onDropped: (event) => service.log.warn(event, "rollup builder dropped a stream message"),
+          onError: onError("rollup builder failed"),
+        });
+        service.onClose(() => builder.stop());
       }
+      // MT-09/18: each tier past its retention is deleted.
+      const reaper = startTierReaper({
+        clock: systemClock,
+        tsdbs,
+        store: rollups,
+        retention: {
+          rawMs: config.rawRetentionMs,
+          minuteMs: config.minuteRetentionMs,
+          hourMs: config.hourRetentionMs,
+        },
+        intervalMs: config.retentionIntervalMs,
+        onError: (error) => service.log.error({ err: error }, "tier reaper failed"),
+      });
+      service.onClose(() => reaper.stop());
       await registerApi(service.app, {
         db,
         clock: systemClock,
@@ -179,6 +215,12 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           standardLabels: labelsFromPairs(parseStandardLabels(config.standardLabels)),
           partitions: config.partitions,
           stream,
+          tiers: {
+            rollups,
+            rawRetentionMs: config.rawRetentionMs,
+            minuteRetentionMs: config.minuteRetentionMs,
+            hourRetentionMs: config.hourRetentionMs,
+          },
           writeBodyLimitBytes: config.writeBodyLimitBytes,
           writeMaxDecodedBytes: config.writeMaxDecodedBytes,
           lookbackMs: config.lookbackMs,

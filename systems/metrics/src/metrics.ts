@@ -25,6 +25,8 @@ export interface SystemMetrics {
   readonly refusedSeries: Counter<"tenant">;
   /** MT-06: samples per partition (hash of the series): how evenly series spread. */
   readonly partitionSamples: Counter<"partition">;
+  /** MT-10: samples older than the rollup watermark, left out of the 1 min and 1 h tiers, per tenant. */
+  readonly lateRollupSamples: Counter<"tenant">;
 }
 
 export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
@@ -71,7 +73,14 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     labelNames: ["alertname", "status"],
     registers: [registry],
   });
+  const lateRollupSamples = new Counter({
+    name: "metrics_rollup_late_samples_total",
+    help: "Samples older than the rollup watermark (newest − lateness): raw only, left out of the tiers, per tenant",
+    labelNames: ["tenant"],
+    registers: [registry],
+  });
   return {
+    lateRollupSamples,
     buildInfo,
     ingestedSamples,
     streamedSamples,

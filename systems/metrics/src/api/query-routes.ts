@@ -11,12 +11,13 @@
  * // → {"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1700000000,"12.5"]}]}}
  */
 import type { Clock } from "@casebook/kit/clock";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { LabelMatcher } from "../domain/label-matcher.ts";
 import { type Labels, labelsToRecord, seriesKey } from "../domain/labels.ts";
 import type { Expr } from "../domain/promql-ast.ts";
 import { PromqlEngine } from "../domain/promql-engine.ts";
 import { PromqlSyntaxError, parsePromql } from "../domain/promql-parser.ts";
+import { RollupQueryError } from "../domain/promql-rollup.ts";
 import { formatFloat, PromqlEvalError, type Value } from "../domain/promql-values.ts";
 import { errors } from "../errors.ts";
 import type { Tenant } from "../store/tenant-repository.ts";
@@ -31,6 +32,7 @@ import {
   parseTimeParam,
   requireParam,
 } from "./prometheus-params.ts";
+import { type QueryTiers, tieredRange } from "./tiered-query.ts";
 
 export interface QueryOptions {
   readonly tsdbs: TenantTsdbs;
@@ -38,6 +40,8 @@ export interface QueryOptions {
   readonly tenantOf: (request: FastifyRequest) => Tenant;
   readonly lookbackMs: number;
   readonly maxSamples: number;
+  /** MT-12: the query router's tiers; undefined = raw only. */
+  readonly tiers?: QueryTiers | undefined;
 }
 
 /** The Prometheus version whose API and PromQL this one follows (its test files pass here). */
@@ -61,17 +65,29 @@ function parse(text: string): Expr {
   }
 }
 
+function evaluationError(error: unknown): unknown {
+  if (error instanceof PromqlEvalError)
+    return errors.create("METRICS_QUERY_FAILED", { detail: error.message });
+  if (error instanceof RollupQueryError) {
+    return errors.create("METRICS_QUERY_TIER_UNSUPPORTED", {
+      detail: `invalid parameter "query": ${error.message}`,
+      fields: { field: "query" },
+    });
+  }
+  return error;
+}
+
 function evaluate<T>(run: () => T): T {
   try {
     return run();
   } catch (error) {
-    if (error instanceof PromqlEvalError)
-      throw errors.create("METRICS_QUERY_FAILED", { detail: error.message });
-    throw error;
+    throw evaluationError(error);
   }
 }
 
 const seconds = (ms: number) => ms / 1000;
+/** MT-12: which tier answered which steps of a range query (`1m;1700000000-1700003600, raw;…`). */
+export const TIERS_HEADER = "x-metrics-tiers";
 
 function resultOf(value: Value, timeMs: number) {
   switch (value.type) {
@@ -186,13 +202,17 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
       { select: (matchers, mint, maxt) => db.select(matchers, mint, maxt) },
       { lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
     );
-  const both = (path: string, summary: string, handler: (request: FastifyRequest) => Promise<unknown>) => {
+  const both = (
+    path: string,
+    summary: string,
+    handler: (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>,
+  ) => {
     for (const method of ["GET", "POST"] as const) {
       scope.route({
         method,
         url: path,
         schema: { summary, tags: ["query"] },
-        handler: async (request) => ({ status: "success", data: await handler(request) }),
+        handler: async (request, reply) => ({ status: "success", data: await handler(request, reply) }),
       });
     }
   };
@@ -209,26 +229,52 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
     );
   });
 
-  both("/api/v1/query_range", "Evaluate a PromQL expression at each step of a range", async (request) => {
-    const p = paramsOf(request);
-    const expr = parse(requireParam(p, "query"));
-    const startMs = parseTimeParam(requireParam(p, "start"), "start");
-    const endMs = parseTimeParam(requireParam(p, "end"), "end");
-    const stepMs = parseDurationParam(requireParam(p, "step"), "step");
-    if (endMs < startMs)
-      invalidParam("end", 'invalid parameter "end": end timestamp must not be before start time');
-    if ((endMs - startMs) / stepMs > 11_000) {
-      invalidParam(
-        "step",
-        "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
+  both(
+    "/api/v1/query_range",
+    "Evaluate a PromQL expression at each step of a range",
+    async (request, reply) => {
+      const p = paramsOf(request);
+      const expr = parse(requireParam(p, "query"));
+      const startMs = parseTimeParam(requireParam(p, "start"), "start");
+      const endMs = parseTimeParam(requireParam(p, "end"), "end");
+      const stepMs = parseDurationParam(requireParam(p, "step"), "step");
+      if (endMs < startMs)
+        invalidParam("end", 'invalid parameter "end": end timestamp must not be before start time');
+      if ((endMs - startMs) / stepMs > 11_000) {
+        invalidParam(
+          "step",
+          "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
+        );
+      }
+      const tiers = options.tiers;
+      if (tiers === undefined) {
+        const engine = engineOf(await dbOf(request));
+        return resultOf(
+          evaluate(() => engine.range(expr, { startMs, endMs, stepMs })),
+          endMs,
+        );
+      }
+      // MT-12: the router picks a tier per run of steps and joins them.
+      const routed = await tieredRange({
+        expr,
+        startMs,
+        endMs,
+        stepMs,
+        nowMs: options.clock.nowMs(),
+        tenant: options.tenantOf(request).id,
+        db: await dbOf(request),
+        rollups: tiers.rollups,
+        settings: { ...tiers, lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
+      }).catch((error: unknown) => {
+        throw evaluationError(error);
+      });
+      reply.header(
+        TIERS_HEADER,
+        routed.segments.map((s) => `${s.tier};${seconds(s.startMs)}-${seconds(s.endMs)}`).join(", "),
       );
-    }
-    const engine = engineOf(await dbOf(request));
-    return resultOf(
-      evaluate(() => engine.range(expr, { startMs, endMs, stepMs })),
-      endMs,
-    );
-  });
+      return resultOf(routed.value, endMs);
+    },
+  );
 
   both("/api/v1/series", "The series matching one or more selectors", async (request) => {
     const p = paramsOf(request);

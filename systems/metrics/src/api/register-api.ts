@@ -20,6 +20,7 @@ import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
 import { registerAdminApi } from "./admin-routes.ts";
 import { registerIngestRoutes } from "./ingest-routes.ts";
 import { registerQueryRoutes } from "./query-routes.ts";
+import type { QueryTiers } from "./tiered-query.ts";
 
 const REALM = "metrics";
 
@@ -32,6 +33,8 @@ export interface ApiSettings {
   readonly writeMaxDecodedBytes: number;
   readonly lookbackMs: number;
   readonly queryMaxSamples: number;
+  /** MT-12: the rollup tiers the query router may pick (undefined: every query is raw). */
+  readonly tiers?: QueryTiers;
 }
 
 /** What the routes need, passed in: time from the clock (never Date.now()), stores as they arrive. */
@@ -66,6 +69,7 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
         tenantOf: auth.principalOf,
         lookbackMs: settings.lookbackMs,
         maxSamples: settings.queryMaxSamples,
+        tiers: settings.tiers,
       }),
     );
   });

@@ -42,6 +42,12 @@ export class TenantTsdbs {
     return db;
   }
 
+  /** The TSDBs opened so far (a tenant's opens at its first write or query since the start). */
+  async opened(): Promise<Tsdb[]> {
+    const all = await Promise.allSettled([...this.#open.values()]);
+    return all.flatMap((db) => (db.status === "fulfilled" ? [db.value] : []));
+  }
+
   async close(): Promise<void> {
     const all = [...this.#open.values()];
     this.#open.clear();

@@ -15,6 +15,7 @@
  * db.select([labelMatcher("=", "__name__", "up")], from, to);
  * await db.close();
  */
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import {
   type AppendOptions,
@@ -27,7 +28,7 @@ import {
 } from "../domain/head-block.ts";
 import type { LabelMatcher } from "../domain/label-matcher.ts";
 import { seriesKey } from "../domain/labels.ts";
-import { type Block, type BlockMeta, readBlock, readBlocks, writeBlock } from "./block-files.ts";
+import { type Block, type BlockMeta, blockName, readBlock, readBlocks, writeBlock } from "./block-files.ts";
 import { type ReplayReport, Wal, type WalSample } from "./wal.ts";
 
 export interface TsdbOptions {
@@ -138,6 +139,25 @@ export class Tsdb {
     }
     await this.#wal.checkpoint(kept, samples);
     return meta;
+  }
+
+  /**
+   * Retention of the raw tier (MT-09): the blocks whose every sample is older than `cutoff`
+   * leave the read path, then the disk. Returns how many went.
+   */
+  dropBlocksBefore(cutoff: number): Promise<number> {
+    return this.#locked(async () => {
+      const gone = this.#blocks.filter((b) => b.meta.maxt <= cutoff);
+      if (gone.length === 0) return 0;
+      this.#blocks.splice(0, this.#blocks.length, ...this.#blocks.filter((b) => b.meta.maxt > cutoff));
+      for (const { meta } of gone) {
+        await rm(join(this.#options.dir, "blocks", blockName(meta.mint, meta.maxt)), {
+          recursive: true,
+          force: true,
+        });
+      }
+      return gone.length;
+    });
   }
 
   /** Samples of every matching series in [mint, maxt], blocks and head stitched per series. */

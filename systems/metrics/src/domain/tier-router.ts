@@ -1,0 +1,76 @@
+/**
+ * The query router's rule (MT-12): which tier answers each step of a range query.
+ *
+ * 1. The preferred tier comes from the step: under 1 min → raw, under 1 h → the 1 min tier,
+ *    else the 1 h tier (a point per step needs at most one rollup window per step).
+ * 2. A tier can answer time T when it holds T: raw from now − raw retention on; a rollup
+ *    tier from now − its retention up to where its windows are closed (the builder's
+ *    watermark; the 1 h tier only up to its last closed hour).
+ * 3. For each step the preferred tier answers if it can; else the nearest coarser tier that
+ *    can (old steps past the preferred tier's retention), else the nearest finer one (recent
+ *    steps the rollups have not closed yet). So a 10-day panel at a 30 s step is raw for the
+ *    last 7 days and the 1 min tier before — hot and cold stitched in one answer.
+ *
+ * Consecutive steps on one tier form a segment; the API evaluates each on its tier and joins
+ * the series. A step no tier holds goes to the preferred tier (it answers nothing there).
+ *
+ * @example
+ * planTiers({ startMs, endMs, stepMs: 30_000, nowMs, coverage });
+ * // [{ tier: "1m", startMs, endMs: …}, { tier: "raw", startMs: …, endMs }]
+ */
+
+export type Tier = "raw" | "1m" | "1h";
+
+export const TIER_WIDTH_MS: Readonly<Record<Tier, number>> = { raw: 0, "1m": 60_000, "1h": 3_600_000 };
+const ORDER: readonly Tier[] = ["raw", "1m", "1h"];
+
+/** What each tier holds now: [from, to] (inclusive), undefined when it holds nothing. */
+export type TierCoverage = Readonly<Record<Tier, { fromMs: number; toMs: number } | undefined>>;
+
+export interface TierSegment {
+  readonly tier: Tier;
+  /** First and last step of the segment (both evaluated). */
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+export function preferredTier(stepMs: number): Tier {
+  if (stepMs < TIER_WIDTH_MS["1m"]) return "raw";
+  if (stepMs < TIER_WIDTH_MS["1h"]) return "1m";
+  return "1h";
+}
+
+/** The tiers to try, in order: the preferred, then coarser ones, then finer ones. */
+function candidates(preferred: Tier): Tier[] {
+  const i = ORDER.indexOf(preferred);
+  return [preferred, ...ORDER.slice(i + 1), ...ORDER.slice(0, i).reverse()];
+}
+
+export function tierAt(t: number, preferred: Tier, coverage: TierCoverage): Tier {
+  for (const tier of candidates(preferred)) {
+    const held = coverage[tier];
+    if (held !== undefined && t >= held.fromMs && t <= held.toMs) return tier;
+  }
+  return preferred;
+}
+
+export function planTiers(query: {
+  startMs: number;
+  endMs: number;
+  stepMs: number;
+  coverage: TierCoverage;
+}): TierSegment[] {
+  const preferred = preferredTier(query.stepMs);
+  const segments: TierSegment[] = [];
+  let current: { tier: Tier; startMs: number; endMs: number } | undefined;
+  for (let t = query.startMs; t <= query.endMs; t += query.stepMs) {
+    const tier = tierAt(t, preferred, query.coverage);
+    if (current !== undefined && current.tier === tier) current.endMs = t;
+    else {
+      if (current !== undefined) segments.push(current);
+      current = { tier, startMs: t, endMs: t };
+    }
+  }
+  if (current !== undefined) segments.push(current);
+  return segments;
+}

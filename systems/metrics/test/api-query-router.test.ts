@@ -1,0 +1,193 @@
+/**
+ * MT-12 through the whole system (in-process stream): remote-write → stream → hot writer and
+ * rollup builder; `/api/v1/query_range` picks the tier by step and by what each tier holds —
+ * a 15 s panel reaching past the raw retention (1 h here) is answered by the 1 min tier before
+ * it and by the raw tier after, in one matrix; a 1 h step reads the Parquet 1 h tier (MT-11:
+ * the spike is its max); a query a rollup tier cannot answer is refused with a 400 naming it.
+ */
+import assert from "node:assert/strict";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { eventually } from "@casebook/lab/eventually";
+import { TIERS_HEADER } from "../src/api/query-routes.ts";
+import { labelsFromRecord } from "../src/domain/labels.ts";
+import { encodeWriteRequest } from "../src/domain/remote-write.ts";
+import { ONE_HOUR_MS, ONE_MINUTE_MS } from "../src/domain/rollup.ts";
+import { snappyCompress } from "../src/domain/snappy.ts";
+import { main, type RunningSystem } from "../src/main.ts";
+
+const STEP_MS = 10_000;
+const NOW = Date.now();
+/** Data from 3 whole hours before the current hour until now. */
+const BASE = Math.floor(NOW / ONE_HOUR_MS) * ONE_HOUR_MS - 3 * ONE_HOUR_MS;
+const SPIKE_T = BASE + ONE_HOUR_MS + 17 * ONE_MINUTE_MS + 30_000;
+const SPIKE = 5_000;
+const HOSTS = ["a", "b"];
+
+function sampleValue(host: number, t: number): number {
+  if (host === 0 && t === SPIKE_T) return SPIKE;
+  return 100 * host + ((t / STEP_MS) % 13) + Math.cos(t / 900_000);
+}
+
+let running: RunningSystem;
+let dataDir: string;
+let key: string;
+
+before(async () => {
+  dataDir = await mkdtemp(join(tmpdir(), "casebook-metrics-router-"));
+  running = await main({
+    PORT: "0",
+    LOG_LEVEL: "silent",
+    CASEBOOK_DATA: dataDir,
+    METRICS_PARTITIONS: "2",
+    METRICS_RAW_RETENTION_MS: String(ONE_HOUR_MS),
+    METRICS_ROLLUP_LATENESS_MS: "60000",
+    METRICS_ROLLUP_CLOSE_INTERVAL_MS: "200",
+  });
+  key = running.bootstrap!.apiKey;
+  const newest = Math.floor((NOW - BASE) / STEP_MS);
+  for (let from = 0; from <= newest; from += 240) {
+    const series = HOSTS.map((host, h) => ({
+      labels: labelsFromRecord({ __name__: "cpu", host }),
+      samples: Array.from({ length: Math.min(240, newest - from + 1) }, (_, i) => {
+        const t = BASE + (from + i) * STEP_MS;
+        return { t, v: sampleValue(h, t) };
+      }),
+    }));
+    const response = await running.service.app.inject({
+      method: "POST",
+      url: "/api/v1/write",
+      headers: {
+        authorization: `Bearer ${key}`,
+        "content-type": "application/x-protobuf",
+        "content-encoding": "snappy",
+      },
+      payload: Buffer.from(snappyCompress(encodeWriteRequest(series))),
+    });
+    assert.equal(response.statusCode, 204, response.body);
+  }
+});
+after(async () => {
+  await running?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+async function queryRange(query: string, startMs: number, endMs: number, step: string) {
+  const response = await running.service.app.inject({
+    method: "GET",
+    url: `/api/v1/query_range?${new URLSearchParams({ query, start: String(startMs / 1000), end: String(endMs / 1000), step })}`,
+    headers: { authorization: `Bearer ${key}` },
+  });
+  const body = response.json();
+  const tiers = String(response.headers[TIERS_HEADER] ?? "")
+    .split(", ")
+    .filter((s) => s !== "")
+    .map((s) => {
+      const [tier, span] = s.split(";");
+      const [from, to] = span!.split("-").map((x) => Number(x) * 1000);
+      return { tier: tier!, from: from!, to: to! };
+    });
+  return { status: response.statusCode, body, tiers };
+}
+
+function valuesOf(
+  body: { data: { result: Array<{ metric: Record<string, string>; values: [number, string][] }> } },
+  host: string,
+) {
+  const series = body.data.result.find((s) => s.metric.host === host);
+  return new Map(series?.values.map(([t, v]) => [Math.round(t * 1000), Number(v)]) ?? []);
+}
+
+/** The raw samples of a host in [from, to). */
+function rawIn(host: number, from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let t = Math.ceil((from - BASE) / STEP_MS) * STEP_MS + BASE; t < to; t += STEP_MS) {
+    if (t <= NOW) out.push(sampleValue(host, t));
+  }
+  return out;
+}
+
+test("MT-12 a 15 s panel crossing the raw retention: the 1 min tier before it, the raw tier after, stitched in one matrix", async () => {
+  const start = BASE + 90 * ONE_MINUTE_MS;
+  const end = start + Math.floor((NOW - 2 * ONE_MINUTE_MS - start) / 15_000) * 15_000;
+  const answer = await eventually(
+    async () => {
+      const a = await queryRange("cpu", start, end, "15s");
+      // Caught up: the 1 min tier reaches the raw retention's edge.
+      return a.tiers[0]?.tier === "1m" && a.tiers[0].to >= NOW - ONE_HOUR_MS - 15_000 ? a : undefined;
+    },
+    { what: "the 1 min tier built and the raw tier written", timeoutMs: 30_000 },
+  );
+  assert.equal(answer.status, 200);
+  assert.deepEqual(
+    answer.tiers.map((s) => s.tier),
+    ["1m", "raw"],
+  );
+  const [minute, raw] = answer.tiers as [(typeof answer.tiers)[0], (typeof answer.tiers)[0]];
+  assert.equal(minute.from, start);
+  assert.equal(raw.to, end);
+  // The split sits at the raw retention (now − 1 h), give or take the time the test took.
+  const split = raw.from;
+  assert.ok(split >= NOW - ONE_HOUR_MS && split <= Date.now() - ONE_HOUR_MS + 15_000, `split at ${split}`);
+  const values = valuesOf(answer.body, "a");
+  assert.equal(values.size, (end - start) / 15_000 + 1, "one value per step, no gap at the seam");
+  let checked = 0;
+  for (const [t, v] of values) {
+    if (t <= minute.to) {
+      // The 1 min tier: the newest complete window's mean (sum / count).
+      const windowEnd = Math.floor(t / ONE_MINUTE_MS) * ONE_MINUTE_MS;
+      const samples = rawIn(0, windowEnd - ONE_MINUTE_MS, windowEnd);
+      const mean = samples.reduce((a, b) => a + b, 0) / samples.length;
+      assert.ok(Math.abs(v - mean) < 1e-9, `1m at ${t}: ${v} vs mean ${mean}`);
+    } else {
+      // The raw tier: the newest sample at or before t.
+      assert.equal(v, sampleValue(0, Math.floor((t - BASE) / STEP_MS) * STEP_MS + BASE), `raw at ${t}`);
+    }
+    checked++;
+  }
+  assert.ok(checked > 300);
+});
+
+test("MT-12 MT-11 a 1 h step reads the 1 h tier (Parquet): max_over_time keeps the 10 s spike, avg_over_time the true mean", async () => {
+  const start = BASE + ONE_HOUR_MS;
+  const end = BASE + 2 * ONE_HOUR_MS;
+  const answer = await eventually(
+    async () => {
+      const a = await queryRange("max_over_time(cpu[1h])", start, end, "1h");
+      return a.tiers.length === 1 && a.tiers[0]!.tier === "1h" && valuesOf(a.body, "a").size === 2
+        ? a
+        : undefined;
+    },
+    { what: "hours 0 and 1 written to Parquet", timeoutMs: 30_000 },
+  );
+  const max = valuesOf(answer.body, "a");
+  assert.equal(max.get(end), SPIKE, "the spike is the hour's max");
+  assert.equal(max.get(start), Math.max(...rawIn(0, BASE, start)));
+  const avg = valuesOf((await queryRange("avg_over_time(cpu[1h])", start, end, "1h")).body, "b");
+  const samples = rawIn(1, start, end);
+  assert.ok(Math.abs(avg.get(end)! - samples.reduce((a, b) => a + b, 0) / samples.length) < 1e-9);
+  const count = await queryRange("sum(count_over_time(cpu[1h]))", start, end, "1h");
+  assert.deepEqual(count.body.data.result[0].values, [
+    [start / 1000, "720"],
+    [end / 1000, "720"],
+  ]);
+});
+
+test("MT-12 a function a rollup tier cannot answer is refused with a 400 naming it; a year at 1 h goes to the cold tier", async () => {
+  const refused = await queryRange("rate(cpu[5m])", BASE, BASE + 2 * ONE_HOUR_MS, "5m");
+  assert.equal(refused.status, 400);
+  assert.equal(refused.body.errorType, "bad_data");
+  assert.match(refused.body.error, /rate\(\) cannot be answered from the 1m tier/);
+  const year = await queryRange("max_over_time(cpu[1h])", NOW - 365 * 24 * ONE_HOUR_MS, NOW, "1d");
+  assert.equal(year.status, 200);
+  assert.equal(year.tiers[0]!.tier, "1h");
+  // Raw-sized steps inside the raw retention stay on the hot tier, rate included.
+  const recent = await queryRange("rate(cpu[5m])", NOW - 30 * ONE_MINUTE_MS, NOW, "30s");
+  assert.equal(recent.status, 200);
+  assert.deepEqual(
+    recent.tiers.map((s) => s.tier),
+    ["raw"],
+  );
+});
