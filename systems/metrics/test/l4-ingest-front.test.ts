@@ -156,7 +156,7 @@ test("MT-05 MT-06 writes through an L4 front (nginx stream) land on two ingest p
         ? result
         : undefined;
     },
-    { timeoutMs: 20_000, what: "every sample stored by the hot writer" },
+    { timeoutMs: 60_000, what: "every sample stored by the hot writer" },
   );
   for (const s of stored) {
     const i = Number(s.metric.path!.slice(2));
