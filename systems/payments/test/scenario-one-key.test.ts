@@ -17,7 +17,7 @@ test("PY-01 the console's scenario: 20 concurrent requests with one Idempotency-
   const list = (await (await fetch(`${running.url}/v1/scenarios`)).json()) as { scenarios: { id: string }[] };
   assert.deepEqual(
     list.scenarios.map((s: { id: string }) => s.id),
-    ["one-key-twenty-requests"],
+    ["one-key-twenty-requests", "acquirer-timeout"],
   );
   const start = await fetch(`${running.url}/v1/scenarios/one-key-twenty-requests/runs`, { method: "POST" });
   assert.equal(start.status, 202);
