@@ -45,4 +45,5 @@ test("the console's scenario primary-killed: a private cluster's primary SIGKILL
   assert.equal(series("writes refused so far").at(-1), refused);
   assert.equal(series("writes acknowledged so far").at(-1), acked);
   assert.equal(series("primary killed (SIGKILL)").length, 1);
+  assert.equal(series("replica promoted").length, 1);
 });

@@ -41,6 +41,8 @@ export interface PrimaryKilledOptions {
 const PRIMARIES = 3;
 /** One write's bound: a write to a killed node fails fast (refused) or hangs until this. */
 const WRITE_TIMEOUT_MS = 1_000;
+/** How often the replica's ROLE is read after the kill. */
+const PROMOTION_POLL_MS = 50;
 /** Bound on the four nodes' start and on the replica's first sync, on a loaded machine. */
 const START_TIMEOUT_MS = 30_000;
 
@@ -168,12 +170,6 @@ export function primaryKilledScenario(options: PrimaryKilledOptions = {}): Scena
           while (Date.now() < endMs && !(until?.() ?? false)) {
             const next = Date.now() + writeEveryMs;
             await writeOnce(i++);
-            if (
-              killedMs !== undefined &&
-              promotedMs === undefined &&
-              (await roleOf(replicaAdmin!)) === "master"
-            )
-              promotedMs = Date.now();
             await sleep(Math.max(0, next - Date.now()), undefined, { signal });
           }
         };
@@ -182,8 +178,20 @@ export function primaryKilledScenario(options: PrimaryKilledOptions = {}): Scena
         const beforeKill = acknowledged.length;
         await cluster.kill(0);
         killedMs = Date.now();
-        ctx.point("primary killed (SIGKILL)", at(), 0);
+        // The two moments as marks on the acknowledged line.
+        ctx.point("primary killed (SIGKILL)", at(), acknowledged.length);
+        // The replica's role, read every PROMOTION_POLL_MS beside the writes: when it became primary.
+        const killedAtMs = killedMs;
+        const watching = (async () => {
+          while (promotedMs === undefined && Date.now() - killedAtMs < maxOutageMs && !signal.aborted) {
+            if ((await roleOf(replicaAdmin!).catch(() => "")) === "master") {
+              promotedMs = Date.now();
+              ctx.point("replica promoted", at(), acknowledged.length);
+            } else await sleep(PROMOTION_POLL_MS);
+          }
+        })();
         await writeFor(maxOutageMs, () => resumedMs !== undefined);
+        await watching;
         ctx.progress(0.8);
         const resumed = resumedMs !== undefined;
         if (resumed) await writeFor(afterMs);
