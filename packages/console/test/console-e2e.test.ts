@@ -289,15 +289,16 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
   }
 
   await t.test(
-    "every other system that declares plots: its page draws each declared plot, titled with its unit, from the declaration (not launched here: empty, its state down)",
+    "every other system that declares plots: its page draws each declared plot, titled with its unit, from the declaration (not launched here: empty, its state down), and a button per declared scenario",
     async () => {
       const { body } = await getJson<SystemsAnswer>("/api/systems");
       const others = body.systems.filter((s) => !(workingSystems as readonly string[]).includes(s.name));
       let opened = 0;
       for (const { name } of others) {
-        const { body: detail } = await getJson<{ plots: { title: string; unit: string }[] }>(
-          `/api/systems/${name}`,
-        );
+        const { body: detail } = await getJson<{
+          plots: { title: string; unit: string }[];
+          scenarios: { id: string }[];
+        }>(`/api/systems/${name}`);
         if (detail.plots.length === 0) continue;
         await page.goto(`${fx.console.url}/app/#/systems/${name}`);
         await page.waitForSelector(`#system-title [data-health="down"]`, { timeout: 15_000 });
@@ -316,6 +317,13 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
           `${name}'s page shows its declared plots in order`,
         );
         assert.equal(await page.locator('figure.plot [role="img"][aria-label]').count(), detail.plots.length);
+        for (const { id } of detail.scenarios) {
+          assert.equal(
+            await page.locator(`button[data-scenario="${id}"]`).count(),
+            1,
+            `${name}'s ${id} button`,
+          );
+        }
         await page.screenshot({ path: join(shots, `${name}-declared-1280x800.png`), fullPage: true });
         opened += 1;
       }
