@@ -4,7 +4,8 @@
  * - `GET /api/systems`: every system with its state from `/readyz`, address and ports, design
  *   in one line, links (README, design text section, API reference) and its claims' counts;
  * - `GET /api/systems/:name`: the same, plus its declared plots and each claim's result;
- * - `GET /api/systems/:name/plots`: the plots' data over the console's window of scrapes;
+ * - `GET /api/systems/:name/plots`: the plots' data over the console's window of scrapes (each declared plot
+ *   empty for a system this console does not scrape);
  * - `GET /api/systems/:name/readme`, `/design`: its README and its design text's section.
  *
  * @example
@@ -89,7 +90,14 @@ export function registerConsoleRoutes(app: FastifyInstance, options: ConsoleRout
       const system = find(request.params.name);
       const window = options.scraper.window(system.name);
       const plots = system.declaration?.plots ?? [];
-      return { plots: window === undefined ? [] : plots.map((plot) => window.plot(plot)) };
+      // A system this console does not scrape (not launched with it) still shows what it declares: empty plots.
+      const empty = ({ title, unit }: { title: string; unit: string }) => ({
+        title,
+        unit,
+        times: [],
+        lines: [],
+      });
+      return { plots: plots.map((plot) => (window === undefined ? empty(plot) : window.plot(plot))) };
     },
   );
 

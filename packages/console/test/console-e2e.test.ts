@@ -5,8 +5,9 @@
  * Chromium (lab's harness; skipped with the reason without a browser, failed under
  * CASEBOOK_REQUIRE_ENGINES=1): the home and each page, plots whose data moves, the claims
  * table, axe-core with no serious violation, keyboard reach, 1280×800 and a phone's
- * viewport; the fault scenarios (a private Redis stopped, a private receiver down) run to their
- * results through the API and from their buttons. Screenshots go to .casebook-data/console-screenshots/.
+ * viewport; every other system that declares plots drawn from its declaration (not launched: empty,
+ * down); the fault scenarios (a private Redis stopped, a private receiver down) run to their
+ * results through the API and from their buttons, cache's and payments' beside them through the API. Screenshots go to .casebook-data/console-screenshots/.
  */
 import assert from "node:assert/strict";
 import { mkdirSync, readFileSync } from "node:fs";
@@ -132,7 +133,7 @@ test("scenarios through the console: only declared ones forwarded (404 otherwise
   const { body } = await getJson<{ scenarios: { id: string }[] }>("/api/systems/payments");
   assert.deepEqual(
     body.scenarios.map((s) => s.id),
-    ["one-key-twenty-requests"],
+    ["one-key-twenty-requests", "acquirer-timeout"],
   );
   const undeclared = await fetch(`${fx.console.url}/api/systems/payments/scenarios/no-such/runs`, {
     method: "POST",
@@ -167,7 +168,7 @@ async function runToEnd(system: string, scenario: string, runId: string): Promis
   );
 }
 
-test("fault scenarios through the console, side by side: rate-limiter's Redis stopped (fail-open allowed locally, fail-closed refused, Redis back) and webhooks' receiver down then back (retried, every event delivered)", async () => {
+test("scenarios through the console, side by side: rate-limiter's Redis stopped (fail-open allowed locally, fail-closed refused, Redis back), webhooks' receiver down then back (retried, every event delivered), cache's LRU vs W-TinyLFU, payments' acquirer timing out (one charge)", async () => {
   const start = async (system: string, scenario: string) => {
     const response = await fetch(`${fx.console.url}/api/systems/${system}/scenarios/${scenario}/runs`, {
       method: "POST",
@@ -177,14 +178,26 @@ test("fault scenarios through the console, side by side: rate-limiter's Redis st
   };
   const redisRun = await start("rate-limiter", "redis-stopped");
   const outageRun = await start("webhooks", "receiver-outage");
+  // Beside them, one scenario of each other working system (shorter than the receiver's outage).
+  const evictionRun = await start("cache", "lru-vs-tinylfu");
+  const timeoutRun = await start("payments", "acquirer-timeout");
   const busy = await fetch(`${fx.console.url}/api/systems/rate-limiter/scenarios/boundary-burst/runs`, {
     method: "POST",
   });
   assert.equal(busy.status, 409, "a system runs one scenario at a time, through the console too");
-  const [redis, outage] = await Promise.all([
+  const [redis, outage, eviction, timeout] = await Promise.all([
     runToEnd("rate-limiter", "redis-stopped", redisRun),
     runToEnd("webhooks", "receiver-outage", outageRun),
+    runToEnd("cache", "lru-vs-tinylfu", evictionRun),
+    runToEnd("payments", "acquirer-timeout", timeoutRun),
   ]);
+  assert.equal(eviction.state, "done", String(eviction.error));
+  assert.match(String(eviction.result), /allkeys-lru hit [\d.]+%, allkeys-w-tinylfu [\d.]+%/);
+  assert.equal(timeout.state, "done", String(timeout.error));
+  assert.match(
+    String(timeout.result),
+    /1 authorization \(1 attempt, captured\), 1 capture — no double charge\.$/,
+  );
   assert.equal(redis.state, "done", String(redis.error));
   const open = /fail-open policy allowed (\d+) of (\d+) checks/.exec(redis.result ?? "");
   const closed = /fail-closed policy refused (\d+) of (\d+) as unavailable/.exec(redis.result ?? "");
@@ -274,6 +287,50 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
       await page.screenshot({ path: join(shots, `${name}-1280x800.png`), fullPage: true });
     });
   }
+
+  await t.test(
+    "every other system that declares plots: its page draws each declared plot, titled with its unit, from the declaration (not launched here: empty, its state down), and a button per declared scenario",
+    async () => {
+      const { body } = await getJson<SystemsAnswer>("/api/systems");
+      const others = body.systems.filter((s) => !(workingSystems as readonly string[]).includes(s.name));
+      let opened = 0;
+      for (const { name } of others) {
+        const { body: detail } = await getJson<{
+          plots: { title: string; unit: string }[];
+          scenarios: { id: string }[];
+        }>(`/api/systems/${name}`);
+        if (detail.plots.length === 0) continue;
+        await page.goto(`${fx.console.url}/app/#/systems/${name}`);
+        await page.waitForSelector(`#system-title [data-health="down"]`, { timeout: 15_000 });
+        await page.waitForFunction(
+          (count) =>
+            [...document.querySelectorAll("figure.plot canvas")].filter(
+              (c) => Number(c.getAttribute("width")) > 0 && Number(c.getAttribute("height")) > 0,
+            ).length === count,
+          detail.plots.length,
+          { timeout: 15_000, polling: 100 },
+        );
+        const captions = await page.locator("figure.plot figcaption").allTextContents();
+        assert.deepEqual(
+          captions.map((c) => c.trim()),
+          detail.plots.map((p) => `${p.title} (${p.unit})`),
+          `${name}'s page shows its declared plots in order`,
+        );
+        assert.equal(await page.locator('figure.plot [role="img"][aria-label]').count(), detail.plots.length);
+        for (const { id } of detail.scenarios) {
+          assert.equal(
+            await page.locator(`button[data-scenario="${id}"]`).count(),
+            1,
+            `${name}'s ${id} button`,
+          );
+        }
+        await page.screenshot({ path: join(shots, `${name}-declared-1280x800.png`), fullPage: true });
+        opened += 1;
+      }
+      t.diagnostic(`${opened} pages of systems not launched here drew their declared plots`);
+      assert.ok(opened >= 1, "some system beyond the four declares plots");
+    },
+  );
 
   await t.test(
     "rate-limiter's claims table: pass, fail and not run from the last test run; axe finds nothing serious",

@@ -29,6 +29,7 @@ import { isClusterLaunch, runClusterEntry } from "./cluster-main.ts";
 import { configSchema, loadCacheConfig } from "./config.ts";
 import { Keyspace } from "./domain/keyspace.ts";
 import { cacheErrors } from "./errors.ts";
+import { registerCacheScenarios, scenarioErrors } from "./scenarios/register-scenarios.ts";
 import { startServerCron } from "./workers/server-cron.ts";
 
 export interface RunningNode {
@@ -50,7 +51,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       name: "cache",
       version: "0.1.0",
       log: { level: config.logLevel },
-      errors: [cacheErrors],
+      errors: [cacheErrors, scenarioErrors],
       description: "Distributed in-memory cache node (seed 004): RESP on CACHE_PORT, ops on this port",
     },
     build: async ({ service }) => {
@@ -107,6 +108,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         service.onClose(() => runtime.close());
       }
       service.onClose(() => server.close());
+      registerCacheScenarios(service);
       return { server, cluster, port };
     },
     listen: { port: config.httpPort, host: config.httpHost },

@@ -42,6 +42,7 @@ import {
 } from "./config.ts";
 import { paymentsErrorRegistries } from "./errors.ts";
 import { createPaymentMetrics, registerBreakerGauge } from "./metrics.ts";
+import { acquirerTimeoutScenario } from "./scenarios/acquirer-timeout-scenario.ts";
 import { oneKeyScenario } from "./scenarios/one-key-scenario.ts";
 import { createAcquirerSim } from "./sim/acquirer-sim.ts";
 import { countOpenExceptions, countSagaBacklog } from "./store/backlog-counts.ts";
@@ -169,6 +170,8 @@ export async function main(
       // The console's scenarios (issue 23): run over this service's own API, loopback only.
       const scenarios = new ScenarioRuns([
         oneKeyScenario({ db, merchants, baseUrl: () => ownUrl(service.app) }),
+        // A world of its own: private database and acquirer simulator, never this service's.
+        acquirerTimeoutScenario(),
       ]);
       registerScenarioRoutes(service.app, scenarios);
       service.onClose(() => scenarios.drain());

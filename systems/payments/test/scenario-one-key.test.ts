@@ -16,7 +16,7 @@ test("PY-01 the console's scenario: 20 concurrent requests with one Idempotency-
   const list = (await (await fetch(`${running.url}/v1/scenarios`)).json()) as { scenarios: { id: string }[] };
   assert.deepEqual(
     list.scenarios.map((s: { id: string }) => s.id),
-    ["one-key-twenty-requests"],
+    ["one-key-twenty-requests", "acquirer-timeout"],
   );
   const { run } = await runScenario(running.url, "one-key-twenty-requests");
   assert.equal(run.state, "done", JSON.stringify(run));

@@ -36,6 +36,7 @@ import {
 } from "./config.ts";
 import { storeErrors, webhooksErrorRegistries } from "./errors.ts";
 import { createWorkerMetrics } from "./metrics.ts";
+import { noisyTenantScenario } from "./scenarios/noisy-tenant-scenario.ts";
 import { receiverOutageScenario } from "./scenarios/receiver-outage-scenario.ts";
 import { migrateWebhookStore } from "./store/migrate.ts";
 import { anyTenant, createTenant, getTenant } from "./store/tenant-repository.ts";
@@ -211,7 +212,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         adminToken: config.adminToken,
       });
       // The console's scenarios (issue 23), loopback only; each runs in a private world of its own.
-      const scenarios = new ScenarioRuns([receiverOutageScenario()]);
+      const scenarios = new ScenarioRuns([receiverOutageScenario(), noisyTenantScenario()]);
       registerScenarioRoutes(service.app, scenarios);
       service.onClose(() => scenarios.drain());
       const worker = config.workers ? startWorkers(config, db, service) : undefined;

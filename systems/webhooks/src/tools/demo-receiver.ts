@@ -20,6 +20,7 @@
 import { EventEmitter, once } from "node:events";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createLogger } from "@casebook/infra/http/logger";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { type Clock, systemClock } from "@casebook/kit/clock";
@@ -57,6 +58,8 @@ export interface DemoReceiverOptions {
   maxBodyBytes?: number;
   maxRemembered?: number;
   clock?: Clock;
+  /** Answers a verified webhook after this long: an endpoint doing its own work (default 0). */
+  delayMs?: number;
   /** One line per request; default JSON on stdout. */
   log?: (line: Record<string, unknown>) => void;
 }
@@ -121,6 +124,7 @@ interface ReceiverState {
   arrivals: EventEmitter;
   log: (line: Record<string, unknown>) => void;
   rejected: number;
+  delayMs: number;
 }
 
 /** Verifies, dedupes, records and answers one request (see the status table above). */
@@ -158,6 +162,7 @@ async function handleWebhook(state: ReceiverState, req: IncomingMessage, res: Se
   if (state.received.length > state.maxRemembered) state.received.shift();
   state.log({ msg: "webhook received", id: hook.id, type, duplicate, bytes: body.length, data: excerpt });
   state.arrivals.emit("webhook", hook);
+  if (state.delayMs > 0) await sleep(state.delayMs);
   return duplicate ? answer(res, 200, { duplicate: true }) : answer(res, 204);
 }
 
@@ -204,6 +209,7 @@ export async function startDemoReceiver(options: DemoReceiverOptions): Promise<D
     arrivals: new EventEmitter(),
     log: options.log ?? ((line) => process.stdout.write(`${JSON.stringify(line)}\n`)),
     rejected: 0,
+    delayMs: options.delayMs ?? 0,
   };
   const server = createServer({ keepAliveTimeout: 5_000, requestTimeout: 30_000 }, (req, res) => {
     handleWebhook(state, req, res).catch((error: unknown) => {

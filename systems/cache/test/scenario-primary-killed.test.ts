@@ -1,0 +1,49 @@
+/**
+ * The console's failover scenario, run over the node's HTTP sidecar to its result: a private
+ * cluster of node processes (3 primaries, a replica of the first), a client writing every 75 ms,
+ * the primary SIGKILLed — writes refused, the replica promoted, writes resumed — and every
+ * process of the run gone afterwards.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { main } from "../src/main.ts";
+
+/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
+const MAX_POLLS = 1_400;
+
+test("the console's scenario primary-killed: a private cluster's primary SIGKILLed — writes refused, the replica promoted, writes resumed", async (t) => {
+  const node = await main({ CACHE_PORT: "0", PORT: "0", LOG_LEVEL: "silent" });
+  t.after(() => node.close());
+  const base = `${node.url}/v1/scenarios/primary-killed/runs`;
+  const start = await fetch(base, { method: "POST" });
+  assert.equal(start.status, 202);
+  const { runId } = (await start.json()) as { runId: string };
+  let run: ScenarioRun | undefined;
+  for (let i = 0; i < MAX_POLLS; i++) {
+    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
+    if (run.state !== "running") break;
+    await sleep(50);
+  }
+  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const result = String(run.result);
+  t.diagnostic(result);
+  const m =
+    /^(\d+) writes acknowledged, then the primary was SIGKILLed: writes refused for ([\d.]+) s \((\d+) writes\); the replica was promoted ([\d.]+) s after the kill .*writes resumed ([\d.]+) s after the kill; (\d+) of (\d+) acknowledged writes on the new primary/.exec(
+      result,
+    );
+  assert.ok(m, result);
+  const [, before, refusedS, refused, promotedS, resumedS, held, acked] = m.map(Number) as number[];
+  assert.ok(before! >= 10, `writes were acknowledged before the kill (${before})`);
+  assert.ok(refused! >= 1 && refusedS! > 0, "writes were refused while the primary was dead");
+  assert.ok(promotedS! > 0.5, `no promotion before failure detection (${promotedS} s)`);
+  assert.ok(resumedS! >= promotedS! - 0.5, "writes resumed once the replica was promoted");
+  assert.ok(acked! > before!, "writes acknowledged after the failover");
+  assert.ok(held! >= acked! - 5, `at most the last few writes before the kill lost (${held} of ${acked})`);
+  const series = (name: string) => run!.points.filter((p) => p.series === name).map((p) => p.y);
+  assert.equal(series("writes refused so far").at(-1), refused);
+  assert.equal(series("writes acknowledged so far").at(-1), acked);
+  assert.equal(series("primary killed (SIGKILL)").length, 1);
+  assert.equal(series("replica promoted").length, 1);
+});
