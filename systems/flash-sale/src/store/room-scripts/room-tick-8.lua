@@ -14,12 +14,14 @@
 -- ARGV[3] maxActive
 -- ARGV[4] graceMs
 -- ARGV[5] sessionMs
+-- ARGV[6] entrants drawn from the pre-queue per call at the opening (room-keys.lua)
 -- returns {admitted by this tick, servingUpTo}
 --- @include "server-time-ms"
 --- @include "room-keys"
 local now = serverTimeMs()
 local rate, maxActive, grace, session = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-openIfDue(now, tonumber(ARGV[1]))
+-- Positions already drawn are final: admission serves them while the pre-queue is still drawn.
+openIfDue(now, tonumber(ARGV[1]), tonumber(ARGV[6]))
 if redis.call("HGET", META, "open") ~= "1" then return {0, 0} end
 -- Silence past the grace, or the session over: the slot is free (the AWS VWR leak, closed).
 local gone = redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", "(" .. (now - grace))
