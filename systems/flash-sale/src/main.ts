@@ -239,6 +239,7 @@ export async function main(
         graceMs: config.graceMs,
         sessionMs: Math.max(config.sessionMs, config.graceMs),
         maxEntrants: config.roomMaxEntrants,
+        ...(config.roomCarryMs === undefined ? {} : { carryMs: config.roomCarryMs }),
       };
       const rooms = new RoomTicker({
         port:

@@ -13,8 +13,8 @@
  * gives up. With the room it joins (one position), the run polls the global "serving up to P"
  * like the page does and each entrant whose position ≤ P fetches its admission, then asks
  * checkout once (admitted entrants arrive at the room's rate, below capacity: they are not
- * made to wait) and leaves the room. The room admits at `admitShare` of capacity: the headroom
- * WaitingRoomConfig asks for. Whoever checkout lets through reserves one ticket for real
+ * made to wait) and leaves the room. The room admits at `admitShare` of capacity, keeping at
+ * most two steps' credit across a late step (`carryMs`): the headroom WaitingRoomConfig asks for. Whoever checkout lets through reserves one ticket for real
  * (`Checkout.reserve`: the script, then the hold in SQL).
  *
  * The plot: arrivals/s, and checkout arrivals/s (every try) with and without the room, against
@@ -148,6 +148,9 @@ export function arrivalCurveScenario(deps: ArrivalCurveDeps): Scenario {
         graceMs: 5_000,
         sessionMs: 10_000,
         maxEntrants: expected * 2,
+        // A late step loses its credit past two steps' worth instead of admitting a burst:
+        // with the 80% rate, no second gets more than 16 · 1.2 + 1 ≈ 20 (waiting-room.ts carryMs).
+        carryMs: 2 * STEP_MS,
       },
       clock: systemClock,
       random: systemRandom,

@@ -5,9 +5,9 @@
  * again later). Whatever is let through runs the real work (`serve`). Used by the console's
  * FS-16 scenario (arrival-curve-scenario.ts) to give "checkout's capacity" a concrete meaning.
  *
- * The pump earns `capacityPerS` tokens a second from elapsed time and keeps at most a tenth
- * of a second's (at least one), so no window of w seconds serves more than capacity × (w + 0.1)
- * + 1; a timer later than that loses tokens: under load the gate serves less, never more.
+ * The pump earns `capacityPerS` tokens a second from elapsed time and keeps at most half a
+ * second's (at least one), so no window of w seconds serves more than capacity × (w + 0.5) + 1;
+ * an event loop stalled longer than that loses tokens: the gate then serves less, never more.
  * Bounded: at most `maxWaiting` requests wait; past it a request fails at once (counted as a
  * timeout: the client sees the same).
  *
@@ -74,7 +74,7 @@ export class CheckoutGate {
 
   #release(): void {
     const nowMs = performance.now();
-    const most = Math.max(1, this.#capacityPerS / 10);
+    const most = Math.max(1, this.#capacityPerS / 2);
     this.#tokens = Math.min(this.#tokens + ((nowMs - this.#lastMs) * this.#capacityPerS) / 1_000, most);
     this.#lastMs = nowMs;
     while (this.#tokens >= 1 && this.#head < this.#queue.length) {

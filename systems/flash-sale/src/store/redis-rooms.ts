@@ -19,7 +19,7 @@
 import type { ScriptRunner } from "@casebook/infra/redis/script-runner";
 import { assert } from "@casebook/kit/assert";
 import type { AdmitOutcome, JoinOutcome, RoomPort, RoomSale } from "../domain/room-port.ts";
-import type { RoomStatus, WaitingRoomConfig } from "../domain/waiting-room.ts";
+import { creditCap, type RoomStatus, type WaitingRoomConfig } from "../domain/waiting-room.ts";
 
 /** Where the room scripts live, and the includes they share with the stock scripts. */
 export const roomScriptsDir = new URL("./room-scripts/", import.meta.url);
@@ -85,6 +85,7 @@ export class RedisRooms implements RoomPort {
         c.graceMs,
         c.sessionMs,
         this.#openChunk,
+        creditCap(c),
       ]),
       "room-tick",
     );

@@ -15,6 +15,7 @@
 -- ARGV[4] graceMs
 -- ARGV[5] sessionMs
 -- ARGV[6] entrants drawn from the pre-queue per call at the opening (room-keys.lua)
+-- ARGV[7] the most credit kept between ticks (waiting-room.ts creditCap: maxActive, or less)
 -- returns {admitted by this tick, servingUpTo}
 --- @include "server-time-ms"
 --- @include "room-keys"
@@ -37,7 +38,7 @@ end
 local last = tonumber(redis.call("HGET", META, "last") or "0")
 local serving = tonumber(redis.call("HGET", META, "serving") or "0")
 local tickMs = tonumber(redis.call("HGET", META, "tickMs") or now)
-local credit = math.min(tonumber(redis.call("HGET", META, "credit") or "0") + math.max(0, now - tickMs) * rate / 1000, maxActive)
+local credit = math.min(tonumber(redis.call("HGET", META, "credit") or "0") + math.max(0, now - tickMs) * rate / 1000, tonumber(ARGV[7]))
 local batch = math.max(0, math.min(math.floor(credit), maxActive - redis.call("ZCARD", ACTIVE), last - serving))
 if batch > 0 then
   for _, entrant in ipairs(redis.call("LRANGE", ORDER, serving, serving + batch - 1)) do
