@@ -33,6 +33,7 @@ import {
   ScriptCounter,
 } from "../src/store/pg-stock-strategies.ts";
 import { StockStore, stockKeys, stockScriptsDir } from "../src/store/stock-store.ts";
+import { saleEndToEnd } from "./sale-end-to-end.ts";
 
 const SYSTEM = "flash-sale";
 /** Bound on one redis-benchmark run. */
@@ -49,6 +50,10 @@ export interface BenchArgs {
   readonly clients: number;
   readonly strategyAttempts: number;
   readonly strategyStock: number;
+  readonly e2eEntrants: number;
+  readonly e2eTickets: number;
+  readonly e2eCapacity: number;
+  readonly e2eOnly: boolean;
 }
 
 const cli = defineBenchArgs({
@@ -67,6 +72,25 @@ const cli = defineBenchArgs({
       help: "attempts per FS-06 strategy",
     }),
     strategyStock: flag.integer({ min: 1, max: 1_000_000, default: 500, help: "stock per FS-06 strategy" }),
+    e2eEntrants: flag.integer({
+      min: 10,
+      max: 1_000_000,
+      default: 100_000,
+      help: "entrants of the end-to-end sale",
+    }),
+    e2eTickets: flag.integer({
+      min: 0,
+      max: 1_000_000,
+      default: 5_000,
+      help: "tickets of the end-to-end sale; 0 skips it",
+    }),
+    e2eCapacity: flag.integer({
+      min: 1,
+      max: 100_000,
+      default: 300,
+      help: "checkout's configured capacity in the end-to-end sale (the room's admissions/s)",
+    }),
+    e2eOnly: flag.boolean({ help: "run only the end-to-end sale" }),
     json: flag.json("one JSON object per line instead of the table"),
     help: flag.help(),
   },
@@ -188,6 +212,11 @@ async function redisBenchmark(t: Target, args: BenchArgs, pipeline: number): Pro
 
 async function run(t: Target, args: BenchArgs, json: boolean): Promise<void> {
   const rows: BenchResult[] = [];
+  if (args.e2eOnly) {
+    rows.push(...(await endToEnd(t, args)));
+    process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
+    return;
+  }
   const huge = args.attempts * 100;
   await t.stock.restore("script", { epoch: 1, available: huge, carried: [], recheckMs: 600_000 });
   await t.stock.restore("peer", { epoch: 1, available: huge, carried: [], recheckMs: 600_000 });
@@ -306,7 +335,18 @@ async function run(t: Target, args: BenchArgs, json: boolean): Promise<void> {
       }),
     );
   }
+  rows.push(...(await endToEnd(t, args)));
   process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
+}
+
+/** The 100k/5k sale end to end (bench/sale-end-to-end.ts); skipped with --e2e-tickets 0. */
+function endToEnd(t: Target, args: BenchArgs): Promise<BenchResult[]> {
+  if (args.e2eTickets === 0) return Promise.resolve([]);
+  return saleEndToEnd(t, {
+    entrants: args.e2eEntrants,
+    tickets: args.e2eTickets,
+    capacityPerS: args.e2eCapacity,
+  });
 }
 
 export const benchProgram: BenchProgram<BenchArgs, Target> = {

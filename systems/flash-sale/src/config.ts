@@ -134,6 +134,13 @@ export const configSchema = {
     max: 60_000,
     description: "How often the waiting rooms admit their next batch",
   }),
+  roomCarryMs: field.durationMs({
+    env: "FLASH_SALE_ROOM_CARRY_MS",
+    min: 10,
+    max: 60_000,
+    description:
+      "Admission credit a waiting room keeps across a late tick, in ms of its rate; unset: up to FLASH_SALE_MAX_ACTIVE (a late tick then admits its backlog at once, above the rate)",
+  }),
   tokenKeys: field.string({
     env: "FLASH_SALE_TOKEN_KEYS",
     maxLength: 2_000,

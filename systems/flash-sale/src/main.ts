@@ -44,6 +44,7 @@ import type { Charger } from "./domain/charger.ts";
 import { Checkout, type StockPort } from "./domain/checkout.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import { arrivalCurveScenario } from "./scenarios/arrival-curve-scenario.ts";
 import { saleRaceScenario } from "./scenarios/sale-race-scenario.ts";
 import { HoldLedger } from "./store/hold-ledger.ts";
 import { InProcessRooms } from "./store/in-process-rooms.ts";
@@ -238,6 +239,7 @@ export async function main(
         graceMs: config.graceMs,
         sessionMs: Math.max(config.sessionMs, config.graceMs),
         maxEntrants: config.roomMaxEntrants,
+        ...(config.roomCarryMs === undefined ? {} : { carryMs: config.roomCarryMs }),
       };
       const rooms = new RoomTicker({
         port:
@@ -273,6 +275,7 @@ export async function main(
       // The console's scenarios (issue 23), loopback only.
       const scenarios = new ScenarioRuns([
         saleRaceScenario({ db, stock, checkout, recheckMs: config.chargingRecheckMs }),
+        arrivalCurveScenario({ db, stock, checkout, recheckMs: config.chargingRecheckMs }),
       ]);
       registerScenarioRoutes(service.app, scenarios);
       service.onClose(() => scenarios.drain());

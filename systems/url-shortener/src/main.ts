@@ -13,6 +13,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import { registerScenarioRoutes, ScenarioRuns, scenarioErrors } from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -40,6 +41,7 @@ import { noVisits } from "./domain/visit.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import type { MainOptions, RunningSystem } from "./running-system.ts";
+import { edgeOnOffScenario } from "./scenarios/edge-on-off-scenario.ts";
 import { CachedLinkReader } from "./store/cached-link-reader.ts";
 import { ClickStore } from "./store/click-store.ts";
 import { shortenerIdempotency, shortenerIdempotencyStore } from "./store/idempotency-keys.ts";
@@ -270,7 +272,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors, shortenerIdempotency.registry],
+      errors: [errors, shortenerIdempotency.registry, scenarioErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme(
           "Workspace API key (usk_...); the admin token on /admin routes",
@@ -329,6 +331,10 @@ export async function main(
               registry: service.registry,
             });
       startReaper(config, links, service, metrics, clock);
+      // The console's scenario (issue 23), loopback only; on a private origin and a private nginx.
+      const scenarios = new ScenarioRuns([edgeOnOffScenario({ start: main })]);
+      registerScenarioRoutes(service.app, scenarios);
+      service.onClose(() => scenarios.drain());
       const bootstrap = await bootstrapWorkspace(config, db, clock);
       const noWorkspace = bootstrap === undefined && !(await anyWorkspace(db));
       return { metrics, reader, clicks, fastPath, bootstrap, noWorkspace };

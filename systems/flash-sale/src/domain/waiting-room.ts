@@ -42,6 +42,19 @@ export interface WaitingRoomConfig {
   readonly sessionMs: number;
   /** Entrants the room keeps at most. */
   readonly maxEntrants: number;
+  /**
+   * Admission credit kept across a late tick, in ms of the rate. Unset: up to `maxActive`
+   * (a slow tick loses nothing, and the tick after a lag admits the backlog at once). Set, a
+   * late tick loses what it earned past this: the room then admits less under load, never a
+   * burst above its rate — checkout gets at most admitPerS · (w + carryMs/1000) + 1 in any w s.
+   */
+  readonly carryMs?: number;
+}
+
+/** The most credit the room keeps between ticks (see `carryMs`). */
+export function creditCap(config: WaitingRoomConfig): number {
+  if (config.carryMs === undefined) return config.maxActive;
+  return Math.min(config.maxActive, Math.max(1, (config.admitPerS * config.carryMs) / 1_000));
 }
 
 interface Active {
@@ -139,7 +152,7 @@ export class WaitingRoom {
     this.#lastTickMs = nowMs;
     this.#credit = Math.min(
       this.#credit + (elapsedMs * this.#config.admitPerS) / 1000,
-      this.#config.maxActive,
+      creditCap(this.#config),
     );
     const room = this.#config.maxActive - this.#active.size;
     const waiting = this.#lastPosition - this.#servingUpTo;

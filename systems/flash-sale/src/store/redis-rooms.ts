@@ -7,6 +7,11 @@
  *
  * Keys of one sale share a hash tag (`room:{saleId}:…`): one cluster slot.
  *
+ * The opening draws the pre-queue in chunks of `openChunk` entrants per script call
+ * (scripts/includes/room-keys.lua): at 100,000 entrants one call would hold Redis — every
+ * sale's reservations with it — for the whole draw; in chunks each call is short, and the
+ * calls every page makes anyway (status, admission, ticks) finish it.
+ *
  * @example
  * const rooms = new RedisRooms(new RedisScriptRunner(redis, await ScriptRegistry.fromDir(roomScriptsDir, { includesDir })), config);
  * await rooms.join({ saleId: "s1", opensAtMs: 0 }, "u1", { binding, draw: 0.5 });
@@ -14,11 +19,14 @@
 import type { ScriptRunner } from "@casebook/infra/redis/script-runner";
 import { assert } from "@casebook/kit/assert";
 import type { AdmitOutcome, JoinOutcome, RoomPort, RoomSale } from "../domain/room-port.ts";
-import type { RoomStatus, WaitingRoomConfig } from "../domain/waiting-room.ts";
+import { creditCap, type RoomStatus, type WaitingRoomConfig } from "../domain/waiting-room.ts";
 
 /** Where the room scripts live, and the includes they share with the stock scripts. */
 export const roomScriptsDir = new URL("./room-scripts/", import.meta.url);
 export const roomIncludesDir = new URL("./scripts/includes/", import.meta.url);
+
+/** Entrants moved from the pre-queue to positions per script call at the opening: ~1 ms of Redis time. */
+export const DEFAULT_ROOM_OPEN_CHUNK = 1_000;
 
 export function roomKeys(saleId: string): string[] {
   const tag = `room:{${saleId}}`;
@@ -35,10 +43,15 @@ function ints(reply: unknown, name: string): number[] {
 export class RedisRooms implements RoomPort {
   readonly #runner: ScriptRunner;
   readonly #config: WaitingRoomConfig;
+  readonly #openChunk: number;
 
-  constructor(runner: ScriptRunner, config: WaitingRoomConfig) {
+  constructor(runner: ScriptRunner, config: WaitingRoomConfig, options: { openChunk?: number } = {}) {
     this.#runner = runner;
     this.#config = config;
+    this.#openChunk = options.openChunk ?? DEFAULT_ROOM_OPEN_CHUNK;
+    assert(Number.isInteger(this.#openChunk) && this.#openChunk >= 1, "openChunk: an integer ≥ 1", {
+      openChunk: this.#openChunk,
+    });
   }
 
   async join(
@@ -53,6 +66,7 @@ export class RedisRooms implements RoomPort {
         input.draw,
         sale.opensAtMs,
         this.#config.maxEntrants,
+        this.#openChunk,
       ]),
       "room-join",
     );
@@ -70,6 +84,8 @@ export class RedisRooms implements RoomPort {
         c.maxActive,
         c.graceMs,
         c.sessionMs,
+        this.#openChunk,
+        creditCap(c),
       ]),
       "room-tick",
     );
@@ -84,6 +100,7 @@ export class RedisRooms implements RoomPort {
         this.#config.admitPerS,
         this.#config.sessionMs,
         binding,
+        this.#openChunk,
       ]),
       "room-admit",
     );
@@ -113,7 +130,7 @@ export class RedisRooms implements RoomPort {
 
   async status(sale: RoomSale): Promise<RoomStatus> {
     const [open, servingUpTo, lastPosition, active, waiting] = ints(
-      await this.#runner.run("room-status", roomKeys(sale.saleId), [sale.opensAtMs]),
+      await this.#runner.run("room-status", roomKeys(sale.saleId), [sale.opensAtMs, this.#openChunk]),
       "room-status",
     );
     return {

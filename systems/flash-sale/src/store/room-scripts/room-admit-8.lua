@@ -13,11 +13,12 @@
 -- ARGV[3] admitPerS
 -- ARGV[4] sessionMs
 -- ARGV[5] binding of the secret the entrant sent (checked against the one kept at join)
+-- ARGV[6] entrants drawn from the pre-queue per call at the opening (room-keys.lua)
 -- returns {1 admitted, position, sessionEndsAtMs} | {2 waiting, position, ahead, estimatedWaitMs} | {3 pre-queue, waiting} | {4 expired} | {5 wrong secret} | {0 unknown}
 --- @include "server-time-ms"
 --- @include "room-keys"
 local entrant, now = ARGV[1], serverTimeMs()
-openIfDue(now, tonumber(ARGV[2]))
+openIfDue(now, tonumber(ARGV[2]), tonumber(ARGV[6]))
 local queued = redis.call("ZSCORE", PRE, entrant)
 local position = tonumber(redis.call("HGET", POS, entrant))
 if not queued and not position then return {0} end

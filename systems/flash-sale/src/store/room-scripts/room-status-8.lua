@@ -8,10 +8,11 @@
 -- KEYS[7] ended set: entrants whose slot ended
 -- KEYS[8] secrets hash: entrant -> binding of its secret
 -- ARGV[1] opensAtMs
+-- ARGV[2] entrants drawn from the pre-queue per call at the opening (room-keys.lua)
 -- returns {open 1|0, servingUpTo, lastPosition, active, waiting}
 --- @include "server-time-ms"
 --- @include "room-keys"
-openIfDue(serverTimeMs(), tonumber(ARGV[1]))
+openIfDue(serverTimeMs(), tonumber(ARGV[1]), tonumber(ARGV[2]))
 local open = redis.call("HGET", META, "open") == "1" and 1 or 0
 local last = tonumber(redis.call("HGET", META, "last") or "0")
 local serving = tonumber(redis.call("HGET", META, "serving") or "0")

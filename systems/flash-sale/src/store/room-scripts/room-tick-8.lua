@@ -14,12 +14,15 @@
 -- ARGV[3] maxActive
 -- ARGV[4] graceMs
 -- ARGV[5] sessionMs
+-- ARGV[6] entrants drawn from the pre-queue per call at the opening (room-keys.lua)
+-- ARGV[7] the most credit kept between ticks (waiting-room.ts creditCap: maxActive, or less)
 -- returns {admitted by this tick, servingUpTo}
 --- @include "server-time-ms"
 --- @include "room-keys"
 local now = serverTimeMs()
 local rate, maxActive, grace, session = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-openIfDue(now, tonumber(ARGV[1]))
+-- Positions already drawn are final: admission serves them while the pre-queue is still drawn.
+openIfDue(now, tonumber(ARGV[1]), tonumber(ARGV[6]))
 if redis.call("HGET", META, "open") ~= "1" then return {0, 0} end
 -- Silence past the grace, or the session over: the slot is free (the AWS VWR leak, closed).
 local gone = redis.call("ZRANGEBYSCORE", ACTIVE, "-inf", "(" .. (now - grace))
@@ -35,7 +38,7 @@ end
 local last = tonumber(redis.call("HGET", META, "last") or "0")
 local serving = tonumber(redis.call("HGET", META, "serving") or "0")
 local tickMs = tonumber(redis.call("HGET", META, "tickMs") or now)
-local credit = math.min(tonumber(redis.call("HGET", META, "credit") or "0") + math.max(0, now - tickMs) * rate / 1000, maxActive)
+local credit = math.min(tonumber(redis.call("HGET", META, "credit") or "0") + math.max(0, now - tickMs) * rate / 1000, tonumber(ARGV[7]))
 local batch = math.max(0, math.min(math.floor(credit), maxActive - redis.call("ZCARD", ACTIVE), last - serving))
 if batch > 0 then
   for _, entrant in ipairs(redis.call("LRANGE", ORDER, serving, serving + batch - 1)) do
