@@ -23,6 +23,8 @@ export interface ScenarioRunOptions {
    * for a scenario that cannot end that fast: a 202 would leave a second run going.
    */
   readonly probeSecondStart?: boolean;
+  /** Called with each read of the run while it still runs (to see points arrive as it goes). */
+  readonly onRunning?: (run: ScenarioRun) => void;
 }
 
 export interface FinishedScenario {
@@ -52,6 +54,7 @@ export async function runScenario(
   for (;;) {
     const run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
     if (run.state !== "running") return { run, secondStart };
+    options.onRunning?.(run);
     if (Date.now() > deadline)
       throw new Error(`scenario ${id}: still running after ${options.timeoutMs ?? 70_000} ms`);
     await sleep(options.pollMs ?? 50);

@@ -5,12 +5,8 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { main } from "../src/main.ts";
-
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 
 test("CA-24 the console's scenario: one zipf trace through private allkeys-lru and allkeys-w-tinylfu keyspaces — W-TinyLFU's hit ratio is the higher, plotted as the trace advances", async (t) => {
   const node = await main({ CACHE_PORT: "0", PORT: "0", LOG_LEVEL: "silent" });
@@ -22,20 +18,15 @@ test("CA-24 the console's scenario: one zipf trace through private allkeys-lru a
     listed.map((s) => s.id),
     ["lru-vs-tinylfu", "primary-killed"],
   );
-  const base = `${node.url}/v1/scenarios/lru-vs-tinylfu/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  assert.equal((await fetch(base, { method: "POST" })).status, 409, "one run at a time");
-  let run: ScenarioRun | undefined;
   let sawPartial = false;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    if (run.points.length > 0 && run.progress < 1) sawPartial = true;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run, secondStart } = await runScenario(node.url, "lru-vs-tinylfu", {
+    probeSecondStart: true,
+    onRunning: (r) => {
+      if (r.points.length > 0 && r.progress < 1) sawPartial = true;
+    },
+  });
+  assert.equal(secondStart, 409, "one run at a time");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   t.diagnostic(String(run.result));
   assert.ok(sawPartial, "points arrived while the run was running");
   const series = (name: string) => run!.points.filter((p) => p.series === name);

@@ -7,12 +7,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { main } from "../src/main.ts";
 
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 const CAPACITY_PER_S = 20;
 
 test("FS-16 the console's scenario: the same arrivals with and without the waiting room — without it retries push checkout over capacity and clients give up; with it checkout never gets more than its capacity in any second, and no try times out", async (t) => {
@@ -28,17 +25,8 @@ test("FS-16 the console's scenario: the same arrivals with and without the waiti
     await Promise.allSettled([running.close()]);
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const base = `${running.url}/v1/scenarios/waiting-room-on-off/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run } = await runScenario(running.url, "waiting-room-on-off");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   const series = (name: string) => run!.points.filter((p) => p.series === name).map((p) => p.y);

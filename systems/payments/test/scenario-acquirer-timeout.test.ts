@@ -8,12 +8,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { main } from "../src/main.ts";
-
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 
 test("PY-06 the console's scenario: the acquirer's answer to a charge is lost â€” pending, a status query by the key, captured, one charge", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "payments-timeout-scenario-"));
@@ -22,17 +18,8 @@ test("PY-06 the console's scenario: the acquirer's answer to a charge is lost â€
     await running.close();
     rmSync(dir, { recursive: true, force: true });
   });
-  const base = `${running.url}/v1/scenarios/acquirer-timeout/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run } = await runScenario(running.url, "acquirer-timeout");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   assert.match(result, /\(1 hung response\)/);

@@ -8,15 +8,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { spawnOrSkip } from "@casebook/lab/server-engine";
 import { spawnNginx } from "@casebook/lab/spawn-nginx";
 import { edgeMainDirectives } from "../src/edge/nginx-edge-config.ts";
 import { main } from "../src/main.ts";
 
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 /** The scenario's shape (its defaults): 4 codes, max-age 2 s. */
 const CODES = 4;
 const MAX_AGE_S = 2;
@@ -39,18 +36,9 @@ test("US-09 US-15 the console's edge-on-off scenario: through the edge about one
   });
   const list = (await (await fetch(`${running.url}/v1/scenarios`)).json()) as { scenarios: { id: string }[] };
   assert.ok(list.scenarios.some((s) => s.id === "edge-on-off"));
-  const base = `${running.url}/v1/scenarios/edge-on-off/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  assert.equal((await fetch(base, { method: "POST" })).status, 409, "one run at a time");
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run, secondStart } = await runScenario(running.url, "edge-on-off", { probeSecondStart: true });
+  assert.equal(secondStart, 409, "one run at a time");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   const on =

@@ -9,12 +9,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { main } from "../src/main.ts";
-
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 
 test("WH-21 the console's scenario: one noisy tenant floods beside three quiet ones — the quiet tenants' p99 stays bounded, the noisy one gets its share and waits", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "casebook-wh-noisy-"));
@@ -28,19 +24,13 @@ test("WH-21 the console's scenario: one noisy tenant floods beside three quiet o
     await Promise.allSettled([running.close()]);
     rmSync(dataDir, { recursive: true, force: true });
   });
-  const base = `${running.url}/v1/scenarios/noisy-tenant/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  let run: ScenarioRun | undefined;
   let sawPartial = false;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    if (run.points.length > 0) sawPartial = true;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run } = await runScenario(running.url, "noisy-tenant", {
+    onRunning: (r) => {
+      if (r.points.length > 0) sawPartial = true;
+    },
+  });
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   assert.ok(sawPartial, "points arrived while the run was running");
