@@ -46,11 +46,12 @@ import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { CelebrityCache } from "./store/celebrity-cache.ts";
 import { fanoutOutbox } from "./store/fanout-outbox.ts";
 import { GraphStore } from "./store/graph-store.ts";
+import { MAX_CACHED_KEYS, VerifiedKeyCache } from "./store/key-cache.ts";
 import { migrateFeed } from "./store/migrate.ts";
 import { PostStore } from "./store/post-store.ts";
 import { timelineTwins } from "./store/script-twins.ts";
 import { TimelineStore, timelineScriptsDir } from "./store/timeline-store.ts";
-import { feedIdempotency, feedIdempotencyStore } from "./store/user-keys.ts";
+import { feedIdempotency, feedIdempotencyStore, userOfKey } from "./store/user-keys.ts";
 import { FanoutWorker } from "./workers/fanout-worker.ts";
 
 export const SYSTEM = "feed";
@@ -198,6 +199,12 @@ export async function main(
       const m = metrics;
       if (config.role !== "fanout") {
         const idempotency = feedIdempotencyStore(db, { clock });
+        const keys = new VerifiedKeyCache({
+          verify: (key) => userOfKey(db, key, clock.nowMs()),
+          clock,
+          ttlMs: config.keyCacheTtlMs,
+          maxKeys: MAX_CACHED_KEYS,
+        });
         await registerApi(service.app, {
           posts,
           graph,
@@ -207,11 +214,17 @@ export async function main(
           clock,
           db,
           idempotency,
-          guard: userGuard(createUserAuth(db, clock)),
+          guard: userGuard(createUserAuth((key) => keys.userOf(key))),
           authorFeedMaxAgeS: 5,
         });
         if (config.adminToken !== undefined)
-          await registerAdminApi(service.app, { db, clock, randomBytes, adminToken: config.adminToken });
+          await registerAdminApi(service.app, {
+            db,
+            clock,
+            randomBytes,
+            adminToken: config.adminToken,
+            onKeysChanged: () => keys.clear(),
+          });
         // Keys answer for the store's retention (a day); past it this loop deletes them, a batch at a time.
         const pruner = new BackgroundLoop({
           name: "idempotency pruner",
