@@ -13,6 +13,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import { registerScenarioRoutes, ScenarioRuns, scenarioErrors } from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -43,6 +44,7 @@ import { RankedFeed } from "./domain/ranked-feed.ts";
 import { deriveThresholds, type Thresholds } from "./domain/tiers.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import { celebrityPostScenario } from "./scenarios/celebrity-post-scenario.ts";
 import { CelebrityCache } from "./store/celebrity-cache.ts";
 import { fanoutOutbox } from "./store/fanout-outbox.ts";
 import { GraphStore } from "./store/graph-store.ts";
@@ -123,7 +125,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors, feedIdempotency.registry, redisErrors, sqlErrors],
+      errors: [errors, feedIdempotency.registry, redisErrors, sqlErrors, scenarioErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme(
           "A user's API key (`casebook feed new-key`): acts as that user",
@@ -235,6 +237,10 @@ export async function main(
         });
         pruner.start();
         service.onClose(() => pruner.stop());
+        // The console's scenario (issue 23's mechanism), loopback only, in a private world of its own.
+        const scenarios = new ScenarioRuns([celebrityPostScenario()]);
+        registerScenarioRoutes(service.app, scenarios);
+        service.onClose(() => scenarios.drain());
       }
       const worker = runsWorker
         ? new FanoutWorker(db, {
