@@ -1,8 +1,8 @@
 /**
  * The fan-out scenario of `casebook bench feed`: one post by the seed graph's top author
  * (seed-graph.ts, sized by `followers`) pushed to every follower's existing list through the
- * real path — follower pages from PostgreSQL, `timeline-add` scripts pipelined 1 000 per round
- * trip into Redis — and, in the same run on the same Redis, the floor: `redis-benchmark ZADD
+ * real path — follower pages from PostgreSQL, one `timeline-add-many` script per 500 lists,
+ * pipelined, up to 4 pages in flight — and, in the same run on the same Redis, the floor: `redis-benchmark ZADD
  * -P 16` into many distinct keys. Then the time until a post is in 99% of its followers' lists
  * (each batch's landing timed through a counting wrapper of the lists' port), for a small
  * author (1% of the top author's followers) and for the celebrity, pushed to everyone — and
@@ -119,7 +119,7 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
     const celebrity = await post(1, pushAll);
     const floor = await zaddFloor(o.redisUrl, prefix, Math.max(100_000, celebrity.written));
     const writesPerS = celebrity.written / (celebrity.totalMs / 1000);
-    const scenario = `one post to ${followerCount} followers (seed graph), pages of 1 000 from PostgreSQL, pipelined timeline-add`;
+    const scenario = `one post to ${followerCount} followers (seed graph), pages of 1 000 from PostgreSQL, timeline-add-many (500 lists a call), 4 pages in flight`;
     const rows = [
       benchRow({
         system: SYSTEM,

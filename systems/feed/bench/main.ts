@@ -2,8 +2,9 @@
  * `casebook bench feed`, two scenarios in one run:
  *
  * - **reads** (bench/read-run.ts): the home feed of sampled readers on one seeded graph, served
- *   hybrid, pure push, pure pull and as one SQL join (FD-04, FD-24): wrk's maximum and p99 at
- *   70% of it, each design its own process on the same engines;
+ *   hybrid, pure push, pure pull, as one SQL join and through a whole-feed cache with a 1 h TTL
+ *   (FD-04, FD-24): wrk's maximum and p99 at 70% of it, each design its own process on the same
+ *   engines, and the cache's staleness;
  * - **fan-out** (bench/fanout-run.ts): one post by a seed-graph author pushed into every
  *   follower's list through the real path (PostgreSQL follower pages, pipelined
  *   `timeline-add` scripts on Redis) beside the floor of `redis-benchmark ZADD -P 16`.
@@ -84,14 +85,14 @@ const cli = defineBenchArgs({
     errors.create("BENCH_ARGS_INVALID", { detail, fields: { flag: flagName }, cause }),
 });
 
-export const benchHelp = `feed bench — home-feed reads (hybrid, pure push, pure pull, SQL join) and fan-out vs ZADD
+export const benchHelp = `feed bench — home-feed reads (hybrid, pure push, pure pull, SQL join, 1 h whole-feed cache) and fan-out vs ZADD
 
 Usage
   npx casebook bench feed [options]
   npx casebook bench feed --scenarios reads --users 20000 --duration-s 5
 
 reads    seeds a power-law graph, posts and one key per sampled reader in a fresh PostgreSQL
-         schema; serves the home feed four ways, each its own process (lists rebuilt on each
+         schema; serves the home feed five ways, each its own process (lists rebuilt on each
          reader's first read, keys under feed:readbench_…, deleted after); wrk finds each
          maximum, then an open loop measures p99 at 70% of it. Needs wrk (installed when missing).
 fanout   gives every follower a list, fans one post out through the real path and times it,

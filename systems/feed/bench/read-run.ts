@@ -1,6 +1,6 @@
 /**
  * The read scenarios of `casebook bench feed` (issue 20): the home feed of sampled readers on
- * one seeded graph (bench/read-seed.ts), served four ways on the same PostgreSQL and Redis, in
+ * one seeded graph (bench/read-seed.ts), served five ways on the same PostgreSQL and Redis, in
  * the same run, each as its own process through its real entry point:
  *
  * - **hybrid** — ours as configured: authors above the celebrity line are pulled at read time
@@ -8,7 +8,10 @@
  * - **pure push** — the line at infinity: every post in every list (FD-24 "push for everyone");
  * - **pure pull** — the line at 0 and no celebrity cache: every followee queried at read time
  *   (FD-04; the reader's list still exists — a rebuild fills it — and is read in parallel);
- * - **SQL join** — bench/join-feed-server.ts: one join of follows and posts (FD-24's first).
+ * - **SQL join** — bench/join-feed-server.ts: one join of follows and posts (FD-24's first);
+ * - **whole-feed cache (1 h TTL)** — bench/whole-feed-cache-server.ts: the join's page cached in
+ *   Redis for an hour (FD-24's fourth); after its run a followee of 100 readers posts and their
+ *   next reads are checked for it (the staleness the text rejects it for).
  *
  * Lists are built the way a returning user's are (FD-20): each reader's first read rebuilds it
  * by pull; a warm-up pass reads every reader until no answer is partial. Then Debian's `wrk`
@@ -23,6 +26,9 @@ import { Agent, get } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import type { Database } from "@casebook/infra/sql/sql";
+import { systemClock } from "@casebook/kit/clock";
+import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import { benchLog } from "@casebook/lab/bench-main";
 import type { BenchResult } from "@casebook/lab/bench-report";
 import { goalLine, scenarioRows } from "@casebook/lab/bench-rows";
@@ -32,11 +38,16 @@ import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { uniqueName } from "@casebook/lab/test-engines";
 import { runWrk, writeCyclingScript } from "@casebook/lab/wrk-run";
 import { migrateFeed } from "../src/store/migrate.ts";
+import { PostStore } from "../src/store/post-store.ts";
 import { type Reader, seedReadBench } from "./read-seed.ts";
 
 const SYSTEM = "feed";
 const serviceEntry = new URL("../src/main.ts", import.meta.url);
 const joinEntry = new URL("./join-feed-server.ts", import.meta.url);
+const wholeCacheEntry = new URL("./whole-feed-cache-server.ts", import.meta.url);
+const WHOLE_CACHE = "whole-feed cache (1 h TTL)";
+/** Readers checked for FD-24's staleness: a post made after their page was cached. */
+const STALENESS_READERS = 100;
 /** wrk's connections: enough to fill two cores without queueing most of the run in sockets. */
 const CONNECTIONS = 32;
 const PAGE = 20;
@@ -63,7 +74,7 @@ export interface ReadBenchResult {
   readonly goals: string[];
 }
 
-type Design = "hybrid" | "pure push" | "pure pull" | "SQL join";
+type Design = "hybrid" | "pure push" | "pure pull" | "SQL join" | typeof WHOLE_CACHE;
 
 interface Measured {
   readonly wrkPerS: number;
@@ -74,7 +85,10 @@ interface Measured {
 }
 
 /** FEED_* settings that put the celebrity line where each design wants it. */
-function designEnv(design: Exclude<Design, "SQL join">, celebrityFollowers: number): NodeJS.ProcessEnv {
+function designEnv(
+  design: "hybrid" | "pure push" | "pure pull",
+  celebrityFollowers: number,
+): NodeJS.ProcessEnv {
   // fullPushMax = writes/s × delay / 1000; with everyone active (the seed), no middle tier.
   if (design === "hybrid")
     return { FEED_FANOUT_WRITES_PER_S: String(celebrityFollowers), FEED_DELAY_TARGET_MS: "1000" };
@@ -181,6 +195,7 @@ export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult
   });
   const prefix = `feed:${uniqueName("readbench")}:`;
   const results = new Map<Design, Measured>();
+  let stale: Staleness | undefined;
   try {
     benchLog(`seeding ${o.users} users, ${o.postsPerAuthor} posts per author, ${o.readers} readers' keys`);
     const seed = await seedReadBench(schema.db, o);
@@ -189,7 +204,7 @@ export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult
       dir,
       seed.readers.map((r) => ({ path: feedPath(r), headers: { authorization: `Bearer ${r.key}` } })),
     );
-    for (const design of ["hybrid", "pure push", "pure pull", "SQL join"] as const) {
+    for (const design of ["hybrid", "pure push", "pure pull", "SQL join", WHOLE_CACHE] as const) {
       const env = {
         DATABASE_URL: o.databaseUrl,
         FEED_DB_SCHEMA: schema.schema,
@@ -198,29 +213,36 @@ export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult
       const server =
         design === "SQL join"
           ? await startServerProcess({ name: "feed SQL join", entry: joinEntry, env })
-          : await startServerProcess({
-              name: `feed ${design}`,
-              entry: serviceEntry,
-              env: {
-                ...env,
-                REDIS_URL: o.redisUrl,
-                FEED_REDIS_PREFIX: `${prefix}${design.replace(" ", "-")}:`,
-                FEED_ROLE: "api",
-                FEED_MAX_REBUILDS: "16",
-                ...designEnv(design, o.celebrityFollowers),
-              },
-            });
+          : design === WHOLE_CACHE
+            ? await startServerProcess({
+                name: "feed whole-feed cache",
+                entry: wholeCacheEntry,
+                env: { ...env, REDIS_URL: o.redisUrl, FEED_REDIS_PREFIX: `${prefix}whole-cache:` },
+              })
+            : await startServerProcess({
+                name: `feed ${design}`,
+                entry: serviceEntry,
+                env: {
+                  ...env,
+                  REDIS_URL: o.redisUrl,
+                  FEED_REDIS_PREFIX: `${prefix}${design.replace(" ", "-")}:`,
+                  FEED_ROLE: "api",
+                  FEED_MAX_REBUILDS: "16",
+                  ...designEnv(design, o.celebrityFollowers),
+                },
+              });
       try {
         benchLog(`${design}: warm-up (lists rebuilt by pull on each reader's first read)`);
         const stillPartial = await warm(server, seed.readers);
         if (stillPartial > 0) benchLog(`${design}: ${stillPartial} readers still partial after warm-up`);
         benchLog(`${design}: wrk ${o.durationS} s, then the open loop at 70%`);
         results.set(design, await measure(server, seed.readers, script, o.durationS));
+        if (design === WHOLE_CACHE) stale = await staleness(server, seed.readers, schema.db);
       } finally {
         await server.stop();
       }
     }
-    return report(o, seed.authors, results);
+    return report(o, seed.authors, results, stale!);
   } finally {
     const redis = await connectRedis({ url: o.redisUrl, commandTimeoutMs: 30_000 });
     try {
@@ -244,7 +266,72 @@ export async function deletePrefixed(
   } while (cursor !== "0");
 }
 
-function report(o: ReadBenchOptions, authors: number, results: Map<Design, Measured>): ReadBenchResult {
+interface Staleness {
+  readonly readers: number;
+  /** Readers whose feed showed the post made after their page was cached. */
+  readonly seeing: number;
+  /** The oldest page served at the check, in seconds (the design's bound: the TTL). */
+  readonly maxAgeS: number;
+}
+
+/**
+ * FD-24's price of the whole-feed cache: after the run (every sampled reader's page cached), a
+ * followee of each of STALENESS_READERS readers posts; their next read through the cache is
+ * checked for it, and the served pages' `age` recorded.
+ */
+async function staleness(
+  server: ServerProcess,
+  readers: readonly Reader[],
+  db: Database,
+): Promise<Staleness> {
+  const sample = readers.slice(0, STALENESS_READERS);
+  const { rows } = await db.query<{ follower_id: bigint; followee_id: bigint }>(
+    `SELECT DISTINCT ON (follower_id) follower_id, followee_id FROM follows
+      WHERE follower_id = ANY($1::int8[]) ORDER BY follower_id, followee_id`,
+    [sample.map((r) => String(r.userId))],
+  );
+  const followee = new Map(rows.map((r) => [BigInt(r.follower_id), BigInt(r.followee_id)]));
+  const posts = new PostStore(db);
+  const ids = new SnowflakeGenerator({ clock: systemClock, workerId: 1_023 });
+  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  const url = new URL(server.url);
+  let seeing = 0;
+  let maxAgeS = 0;
+  try {
+    for (const reader of sample) {
+      const author = followee.get(reader.userId);
+      if (author === undefined) continue;
+      const made = await posts.create({ id: ids.next(), authorId: author, text: "after", nowMs: Date.now() });
+      const { body, age } = await getJson(agent, url, feedPath(reader));
+      if (body.includes(`"${made.id}"`)) seeing++;
+      maxAgeS = Math.max(maxAgeS, age);
+    }
+  } finally {
+    agent.destroy();
+  }
+  return { readers: sample.length, seeing, maxAgeS };
+}
+
+function getJson(agent: Agent, url: URL, path: string): Promise<{ body: string; age: number }> {
+  return new Promise((resolve, reject) => {
+    const req = get({ agent, host: url.hostname, port: url.port, path }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        body += chunk;
+      });
+      res.once("end", () => resolve({ body, age: Number(res.headers.age ?? 0) }));
+    });
+    req.once("error", reject);
+  });
+}
+
+function report(
+  o: ReadBenchOptions,
+  authors: number,
+  results: Map<Design, Measured>,
+  stale: Staleness,
+): ReadBenchResult {
   const hybrid = results.get("hybrid")!;
   const shape = `${o.users} users (${authors} authors, power law α=${o.alpha}), ${o.readers} readers, pages of ${PAGE}`;
   const rows: BenchResult[] = [];
@@ -259,7 +346,7 @@ function report(o: ReadBenchOptions, authors: number, results: Map<Design, Measu
     own.value("achieved rate at 70%", "reads/s", hybrid.loopRatePerS),
     own.count("errors (non-2xx, socket, dropped)", hybrid.errors),
   );
-  for (const design of ["pure push", "pure pull", "SQL join"] as const) {
+  for (const design of ["pure push", "pure pull", "SQL join", WHOLE_CACHE] as const) {
     const other = results.get(design)!;
     const vs = scenarioRows({
       system: SYSTEM,
@@ -273,6 +360,15 @@ function report(o: ReadBenchOptions, authors: number, results: Map<Design, Measu
       vs.count(`errors, ${design}`, other.errors),
     );
   }
+  const cache = scenarioRows({
+    system: SYSTEM,
+    scenario: `${WHOLE_CACHE}: a followee posts after the reader's page was cached (${stale.readers} readers)`,
+    tidy: true,
+  });
+  rows.push(
+    cache.count("readers whose next read shows the new post", stale.seeing),
+    cache.value("age of the oldest page served then (bound: the TTL, 3600 s)", "s", stale.maxAgeS),
+  );
   const goals = [
     goalLine(
       `read p99 < ${P99_GOAL_MS} ms at 70% of the maximum (hybrid)`,

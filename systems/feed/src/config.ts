@@ -131,6 +131,14 @@ export const configSchema = {
     max: 600_000,
     description: "How long a celebrity's recent post ids are cached in this process (FD-13); 0 = no cache",
   }),
+  keyCacheTtlMs: field.durationMs({
+    env: "FEED_KEY_CACHE_TTL_MS",
+    default: 5_000,
+    min: 0,
+    max: 60_000,
+    description:
+      "How long a verified API key is remembered in this process (saves a database round trip per request); a key revoked through another process keeps working here up to this long; 0 = no cache",
+  }),
 };
 
 export type SystemConfig = ConfigOf<typeof configSchema>;

@@ -13,6 +13,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import { registerScenarioRoutes, ScenarioRuns, scenarioErrors } from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -43,14 +44,16 @@ import { RankedFeed } from "./domain/ranked-feed.ts";
 import { deriveThresholds, type Thresholds } from "./domain/tiers.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
+import { celebrityPostScenario } from "./scenarios/celebrity-post-scenario.ts";
 import { CelebrityCache } from "./store/celebrity-cache.ts";
 import { fanoutOutbox } from "./store/fanout-outbox.ts";
 import { GraphStore } from "./store/graph-store.ts";
+import { MAX_CACHED_KEYS, VerifiedKeyCache } from "./store/key-cache.ts";
 import { migrateFeed } from "./store/migrate.ts";
 import { PostStore } from "./store/post-store.ts";
 import { timelineTwins } from "./store/script-twins.ts";
 import { TimelineStore, timelineScriptsDir } from "./store/timeline-store.ts";
-import { feedIdempotency, feedIdempotencyStore } from "./store/user-keys.ts";
+import { feedIdempotency, feedIdempotencyStore, userOfKey } from "./store/user-keys.ts";
 import { FanoutWorker } from "./workers/fanout-worker.ts";
 
 export const SYSTEM = "feed";
@@ -122,7 +125,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors, feedIdempotency.registry, redisErrors, sqlErrors],
+      errors: [errors, feedIdempotency.registry, redisErrors, sqlErrors, scenarioErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme(
           "A user's API key (`casebook feed new-key`): acts as that user",
@@ -198,6 +201,12 @@ export async function main(
       const m = metrics;
       if (config.role !== "fanout") {
         const idempotency = feedIdempotencyStore(db, { clock });
+        const keys = new VerifiedKeyCache({
+          verify: (key) => userOfKey(db, key, clock.nowMs()),
+          clock,
+          ttlMs: config.keyCacheTtlMs,
+          maxKeys: MAX_CACHED_KEYS,
+        });
         await registerApi(service.app, {
           posts,
           graph,
@@ -207,11 +216,17 @@ export async function main(
           clock,
           db,
           idempotency,
-          guard: userGuard(createUserAuth(db, clock)),
+          guard: userGuard(createUserAuth((key) => keys.userOf(key))),
           authorFeedMaxAgeS: 5,
         });
         if (config.adminToken !== undefined)
-          await registerAdminApi(service.app, { db, clock, randomBytes, adminToken: config.adminToken });
+          await registerAdminApi(service.app, {
+            db,
+            clock,
+            randomBytes,
+            adminToken: config.adminToken,
+            onKeysChanged: () => keys.clear(),
+          });
         // Keys answer for the store's retention (a day); past it this loop deletes them, a batch at a time.
         const pruner = new BackgroundLoop({
           name: "idempotency pruner",
@@ -222,6 +237,10 @@ export async function main(
         });
         pruner.start();
         service.onClose(() => pruner.stop());
+        // The console's scenario (issue 23's mechanism), loopback only, in a private world of its own.
+        const scenarios = new ScenarioRuns([celebrityPostScenario()]);
+        registerScenarioRoutes(service.app, scenarios);
+        service.onClose(() => scenarios.drain());
       }
       const worker = runsWorker
         ? new FanoutWorker(db, {

@@ -98,7 +98,7 @@ contractSuite(
       assert.equal(rows[0]!.n, 6n, "5 follows and 1 unfollow, each with its event");
     });
 
-    it("FD-13 FD-20 pulled followees by follower count; a rebuild's pull is bounded by count and age", async ({
+    it("FD-13 FD-20 pulled followees by follower count (with the hidden authors, one query); a rebuild's pull is bounded by count and age", async ({
       posts,
       graph,
     }) => {
@@ -106,9 +106,16 @@ contractSuite(
       await graph.follow(reader, star, { nowMs: NOW, eventId: `a:${reader}:${star}` });
       await graph.follow(reader, friend, { nowMs: NOW, eventId: `a:${reader}:${friend}` });
       for (let i = 0; i < 3; i++) await graph.follow(acct(), star, { nowMs: NOW, eventId: `b:${star}:${i}` });
-      assert.deepEqual(await graph.pulledFollowees(reader, 2, 10), [star]);
+      await graph.hide(reader, friend, "mute");
+      // One round trip answers both: the followee above the line, and the muted author.
+      assert.deepEqual(await graph.readerView(reader, 2), { pulled: [star], hidden: new Set([friend]) });
       // A capacity configured high puts the line past int4 (the follower count's type): nobody pulled, no error.
-      assert.deepEqual(await graph.pulledFollowees(reader, 1_200_000_000_000, 10), []);
+      assert.deepEqual(await graph.readerView(reader, 1_200_000_000_000), {
+        pulled: [],
+        hidden: new Set([friend]),
+      });
+      await graph.unhide(reader, friend);
+      assert.deepEqual((await graph.readerView(reader, 2)).hidden, new Set());
       const old = pid(NOW - 200 * 86_400_000);
       await posts.create({ id: old, authorId: friend, text: "old", nowMs: NOW });
       const recent = [];

@@ -93,7 +93,7 @@ async function world(
         .map(entryOf);
     },
   };
-  const graph: GraphReader = { pulledFollowees: async () => [], hiddenAuthors: async () => new Set() };
+  const graph: GraphReader = { readerView: async () => ({ pulled: [], hidden: new Set() }) };
   let owner = 0;
   const down = options.down ?? { value: false };
   w.feed = new HomeFeed({

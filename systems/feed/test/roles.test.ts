@@ -7,10 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { eventually } from "@casebook/lab/eventually";
 import { startServerProcess } from "@casebook/lab/server-process";
 import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { requirePostgres, requireRedis, uniqueName } from "@casebook/lab/test-engines";
+import { deletePrefixed } from "../bench/read-run.ts";
 import { migrateFeed } from "../src/store/migrate.ts";
 import { openFeed } from "./feed-fixture.ts";
 
@@ -58,5 +60,12 @@ test("FD-09 FD-16 fan-out workers run as separate processes (FEED_ROLE=fanout) a
     await Promise.all(workers.map((w) => w.stop()));
     await api.close();
     await schema.drop();
+    // The lists this test made live under its own prefix: leave nothing behind on the shared Redis.
+    const redis = await connectRedis({ url: redisUrl, commandTimeoutMs: 5_000 });
+    try {
+      await deletePrefixed(redis, prefix);
+    } finally {
+      await closeRedis(redis);
+    }
   }
 });

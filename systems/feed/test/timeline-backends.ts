@@ -25,6 +25,8 @@ export interface TimelineHarness {
   readonly stores: [TimelineStore, TimelineStore];
   /** Round trips (run or runBatch calls) made through `stores[0]`. */
   roundTrips(): number;
+  /** Script calls made through `stores[0]` (a batch counts each of its calls). */
+  scriptCalls(): number;
   /** Drops every key of the user, as a Redis restarted empty would. */
   forget(userId: bigint): Promise<void>;
   /** Waits `ms` of the engine's clock. */
@@ -32,14 +34,14 @@ export interface TimelineHarness {
   readonly redis: Redis | undefined;
 }
 
-function counting(runner: ScriptRunner, count: () => void): ScriptRunner {
+function counting(runner: ScriptRunner, count: (calls: number) => void): ScriptRunner {
   return {
     run: (name, keys, args) => {
-      count();
+      count(1);
       return runner.run(name, keys, args);
     },
     runBatch: (calls) => {
-      count();
+      count(calls.length);
       return runner.runBatch(calls);
     },
   };
@@ -56,15 +58,20 @@ export const inProcessTimelines: Backend<TimelineHarness> = {
     const keyspace = new InProcessKeyspace({ clock, maxKeys: 100_000 });
     const runner = new InProcessScriptRunner({ registry, twins: timelineTwins, keyspace });
     let trips = 0;
+    let calls = 0;
     const subject: TimelineHarness = {
       stores: [
         new TimelineStore(
-          counting(runner, () => trips++),
+          counting(runner, (n) => {
+            trips++;
+            calls += n;
+          }),
           options,
         ),
         new TimelineStore(runner, options),
       ],
       roundTrips: () => trips,
+      scriptCalls: () => calls,
       forget: async (userId) =>
         void keyspace.del(`tl:{${userId}}`, `lock:rebuild:{${userId}}`, `tll:{${userId}}`),
       passMs: async (ms) => clock.advance(ms),
@@ -84,15 +91,20 @@ export const redisTimelines: Backend<TimelineHarness> = {
     const a = await connectRedis({ url, keyPrefix, commandTimeoutMs: 5_000 });
     const b = await connectRedis({ url, keyPrefix, commandTimeoutMs: 5_000 });
     let trips = 0;
+    let calls = 0;
     const subject: TimelineHarness = {
       stores: [
         new TimelineStore(
-          counting(new RedisScriptRunner(a, registry), () => trips++),
+          counting(new RedisScriptRunner(a, registry), (n) => {
+            trips++;
+            calls += n;
+          }),
           options,
         ),
         new TimelineStore(new RedisScriptRunner(b, registry), options),
       ],
       roundTrips: () => trips,
+      scriptCalls: () => calls,
       forget: async (userId) =>
         void (await a.del(`tl:{${userId}}`, `lock:rebuild:{${userId}}`, `tll:{${userId}}`)),
       passMs: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),

@@ -25,6 +25,8 @@ export interface AdminOptions {
   clock: Clock;
   randomBytes: RandomBytes;
   adminToken: string;
+  /** Told after every change to keys (issue, rotate, revoke): a cache of verified keys forgets them. */
+  onKeysChanged?: () => void;
 }
 
 const createUserBody = {
@@ -52,6 +54,11 @@ const createdUserView = {
 export async function registerAdminApi(app: FastifyInstance, o: AdminOptions): Promise<void> {
   await app.register(async (scope) => {
     scope.addHook("onRequest", createStaticTokenAuth({ realm: "feed", token: o.adminToken }));
+    // A revoked key must stop working at once in this process, not a cache TTL later. Only a
+    // change that succeeded counts: a stranger's refused requests must not flush the cache.
+    scope.addHook("onResponse", async (request, reply) => {
+      if (request.method !== "GET" && reply.statusCode < 300) o.onKeysChanged?.();
+    });
     scope.post<{ Body: { id: string; name?: string } }>(
       "/v1/admin/users",
       {

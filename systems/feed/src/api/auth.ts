@@ -6,21 +6,21 @@
  * Author feeds stay public (FD-23).
  *
  * @example
- * const asUser = userGuard(createUserAuth(db, clock));
+ * const asUser = userGuard(createUserAuth((key) => userOfKey(db, key, clock.nowMs())));
  * app.post("/v1/users/:userId/posts", { ...asUser, schema: { security: bearerSecurity, ... } }, handler);
  */
 import { type BearerAuth, createBearerAuth } from "@casebook/infra/http/bearer-auth";
-import type { Database } from "@casebook/infra/sql/sql";
-import type { Clock } from "@casebook/kit/clock";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { errors } from "../errors.ts";
-import { userOfKey } from "../store/user-keys.ts";
 
 export type UserAuth = BearerAuth<bigint>;
 
-/** The bearer hook whose principal is the key's user id. */
-export function createUserAuth(db: Database, clock: Clock): UserAuth {
-  return createBearerAuth({ realm: "feed", verify: (key) => userOfKey(db, key, clock.nowMs()) });
+/**
+ * The bearer hook whose principal is the key's user id. `verify` is the store's check
+ * (`userOfKey`), or the same through main's VerifiedKeyCache (one round trip per key per TTL).
+ */
+export function createUserAuth(verify: (key: string) => Promise<bigint | undefined>): UserAuth {
+  return createBearerAuth({ realm: "feed", verify });
 }
 
 /** A route's hooks: authenticate (onRequest), then the key's user must be the path's `userId` (preHandler). */

@@ -24,6 +24,8 @@ import { type Thresholds, type Tier, tierOf } from "./tiers.ts";
 const DAY_MS = 86_400_000;
 /** Bound on follower pages one post walks: 10 000 pages of 1 000 = 10M followers. */
 export const MAX_FOLLOWER_PAGES = 10_000;
+/** Bound on follower pages whose list writes are in flight at once (one post's fan-out). */
+export const MAX_PAGES_IN_FLIGHT = 4;
 
 export interface FanoutOptions {
   readonly graph: FanoutGraph;
@@ -77,10 +79,11 @@ export class Fanout {
     if (tier === "pull") return { tier, written, attempted };
     const activeSinceMs =
       tier === "push-active" ? this.#o.clock.nowMs() - this.#o.activeDays * DAY_MS : undefined;
-    // One page's writes stay in flight while the next page is read: the SQL round trip and
-    // the Redis pipeline overlap instead of taking turns (at most one batch in flight).
-    let inFlight: Promise<number> = Promise.resolve(0);
+    // Up to MAX_PAGES_IN_FLIGHT pages' writes stay in flight while the next page is read: the
+    // SQL round trips and several Redis pipelines overlap instead of taking turns.
+    const inFlight: Promise<number>[] = [];
     let afterId = 0n;
+    let failure: unknown;
     try {
       for (let page = 0; page < MAX_FOLLOWER_PAGES; page++) {
         const followers = await graph.followersPage(authorId, {
@@ -88,18 +91,25 @@ export class Fanout {
           limit: this.#o.pageSize,
           activeSinceMs,
         });
-        written += await inFlight;
-        inFlight = Promise.resolve(0);
         if (followers.length === 0) break;
-        inFlight = timelines.pushMany(followers, entry);
+        const writing = timelines.pushMany(followers, entry);
+        // Handled when settled below; until then a failure must not surface as unhandled.
+        writing.catch(() => {});
+        inFlight.push(writing);
         attempted += followers.length;
         afterId = followers.at(-1)!;
+        if (inFlight.length >= MAX_PAGES_IN_FLIGHT) written += await inFlight.shift()!;
         if (followers.length < this.#o.pageSize) break;
       }
-    } finally {
-      // Settle the last batch before returning or rethrowing: never leave a write behind.
-      written += await inFlight;
+    } catch (error) {
+      failure = error;
     }
+    // Settle every batch before returning or rethrowing: never leave a write behind.
+    for (const settled of await Promise.allSettled(inFlight)) {
+      if (settled.status === "fulfilled") written += settled.value;
+      else failure ??= settled.reason;
+    }
+    if (failure !== undefined) throw failure;
     return { tier, written, attempted };
   }
 

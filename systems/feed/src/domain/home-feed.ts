@@ -1,8 +1,8 @@
 /**
  * The home feed's hybrid read (FD-06/13/14/18/19/20):
  *
- * 1. In parallel: the user's pre-built list (Redis), the followees in the pull tier, and the
- *    user's mutes and blocks; then one query per pulled celebrity, in parallel, each through
+ * 1. In parallel: the user's pre-built list (Redis), and the followees in the pull tier with the
+ *    user's mutes and blocks (one graph query); then one query per pulled celebrity, in parallel, each through
  *    a short-TTL cache (FD-13: celebrity posts are read by everyone who follows them).
  * 2. A missing list (restart, or a user back after months) is rebuilt by pull ONCE: under the
  *    per-user lock (SET lock:rebuild:{user} NX PX, owner-checked release), within a cap on
@@ -85,12 +85,13 @@ export class HomeFeed {
     const sinceId = cursor && "since" in cursor ? cursor.since : undefined;
     // Twice the page: room for deleted posts and hidden authors filtered below.
     const window = limit * 2;
-    const [list, celebrities, hidden] = await Promise.all([
+    // The graph answers pulled followees and hidden authors in one round trip; the celebrity
+    // reads start as soon as it does, while the list read is still in flight.
+    const view = this.#o.graph.readerView(userId, this.#o.thresholds().activePushMax);
+    const [list, celebrities, { hidden }] = await Promise.all([
       this.#readList(userId, { beforeId, sinceId, limit: window }),
-      this.#o.graph
-        .pulledFollowees(userId, this.#o.thresholds().activePushMax, Number.MAX_SAFE_INTEGER)
-        .then((ids) => Promise.all(ids.map((id) => this.#o.celebrityIds(id, beforeId, window)))),
-      this.#o.graph.hiddenAuthors(userId),
+      view.then(({ pulled }) => Promise.all(pulled.map((id) => this.#o.celebrityIds(id, beforeId, window)))),
+      view,
     ]);
     let listIds = list.ids;
     let partial = list.state === "rebuilding" || list.state === "degraded";

@@ -52,12 +52,18 @@ export interface PostReader {
   pullForRebuild(userId: bigint, bound: { sinceMs: number; limit: number }): Promise<TimelineEntry[]>;
 }
 
+/** What a home-feed read needs from the graph about its reader. */
+export interface ReaderView {
+  /** Followees in the pull tier (follower count above the line), bounded (FD-13: "a few dozen"). */
+  readonly pulled: bigint[];
+  /** Authors the reader muted or blocked (filtered at read). */
+  readonly hidden: Set<bigint>;
+}
+
 /** The graph's read side. */
 export interface GraphReader {
-  /** Followees of `userId` in the pull tier (follower count above `minFollowers`), at most `limit`. */
-  pulledFollowees(userId: bigint, minFollowers: number, limit: number): Promise<bigint[]>;
-  /** Authors `userId` muted or blocked (filtered at read). */
-  hiddenAuthors(userId: bigint): Promise<Set<bigint>>;
+  /** The reader's pulled followees (follower count above `minFollowers`) and hidden authors, in one round trip. */
+  readerView(userId: bigint, minFollowers: number): Promise<ReaderView>;
 }
 
 /** What the fan-out reads from the graph. */

@@ -11,7 +11,7 @@
  * await graph.follow(1n, 2n, { nowMs, eventId: "follow:1" }); // 1 now follows 2
  */
 import type { Database } from "@casebook/infra/sql/sql";
-import type { GraphReader } from "../domain/ports.ts";
+import type { GraphReader, ReaderView } from "../domain/ports.ts";
 import { enqueueFanout } from "./fanout-outbox.ts";
 
 /** Bound on celebrities one read pulls from (FD-13: "typically a few dozen"). */
@@ -115,14 +115,27 @@ export class GraphStore implements GraphReader {
     return rows.map((row) => row.id);
   }
 
-  async pulledFollowees(userId: bigint, minFollowers: number, limit: number): Promise<bigint[]> {
-    const { rows } = await this.#db.query<{ id: bigint }>(
-      `SELECT f.followee_id AS id FROM follows f JOIN accounts a ON a.id = f.followee_id
-        WHERE f.follower_id = $1 AND a.follower_count > $2::int8 LIMIT $3`,
-      [userId, minFollowers, Math.min(limit, MAX_PULLED_FOLLOWEES)],
-      { name: "feed_pulled_followees" },
+  /**
+   * A home-feed read's one graph query: the reader's followees in the pull tier (a join with
+   * their follower counts, bounded by MAX_PULLED_FOLLOWEES) and the authors they muted or
+   * blocked, as one UNION ALL — one round trip instead of two on every read.
+   */
+  async readerView(userId: bigint, minFollowers: number): Promise<ReaderView> {
+    const { rows } = await this.#db.query<{ id: bigint; hidden: boolean }>(
+      `(SELECT f.followee_id AS id, false AS hidden FROM follows f JOIN accounts a ON a.id = f.followee_id
+         WHERE f.follower_id = $1 AND a.follower_count > $2::int8 LIMIT $3)
+       UNION ALL
+       SELECT target_id AS id, true AS hidden FROM hidden_authors WHERE user_id = $1`,
+      [userId, minFollowers, MAX_PULLED_FOLLOWEES],
+      { name: "feed_reader_view" },
     );
-    return rows.map((row) => row.id);
+    const pulled: bigint[] = [];
+    const hidden = new Set<bigint>();
+    for (const row of rows) {
+      if (row.hidden) hidden.add(row.id);
+      else pulled.push(row.id);
+    }
+    return { pulled, hidden };
   }
 
   async hide(userId: bigint, targetId: bigint, kind: "mute" | "block"): Promise<void> {
@@ -144,15 +157,6 @@ export class GraphStore implements GraphReader {
       userId,
       targetId,
     ]);
-  }
-
-  async hiddenAuthors(userId: bigint): Promise<Set<bigint>> {
-    const { rows } = await this.#db.query<{ id: bigint }>(
-      "SELECT target_id AS id FROM hidden_authors WHERE user_id = $1",
-      [userId],
-      { name: "feed_hidden_authors" },
-    );
-    return new Set(rows.map((row) => row.id));
   }
 
   /** Marks a feed open (the push-active tier's "active"); the caller throttles it. */

@@ -117,6 +117,7 @@ export class PostStore implements PostReader {
     const { rows } = await this.#db.query<PostRow>(
       "SELECT * FROM posts WHERE id = ANY($1::int8[]) AND deleted_at IS NULL",
       [ids.map(String)],
+      { name: "feed_posts_by_ids" },
     );
     return new Map(rows.map((row) => [row.id, toPost(row)]));
   }

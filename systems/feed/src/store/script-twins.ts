@@ -22,6 +22,17 @@ const timelineAdd: ScriptTwin = (ks, [timeline], [id, score, cap]) => {
   return trimToCap(ks, timeline!, Number(cap));
 };
 
+const timelineAddMany: ScriptTwin = (ks, timelines, [id, score, cap]) => {
+  let written = 0;
+  for (const timeline of timelines) {
+    if (!ks.exists(timeline)) continue;
+    ks.zadd(timeline, Number(score), id!);
+    trimToCap(ks, timeline, Number(cap));
+    written++;
+  }
+  return written;
+};
+
 const timelineRead: ScriptTwin = (ks, [timeline, lock], [max, min, count, ttlMs]) => {
   if (!ks.exists(timeline!)) return [0];
   ks.pexpire(timeline!, Number(ttlMs));
@@ -82,6 +93,7 @@ const rankingPage: ScriptTwin = (ks, [ranking], [start, count]) => {
 /** One twin per script of `scripts/`, under the script's name (InProcessScriptRunner checks both ways). */
 export const timelineTwins: Readonly<Record<string, ScriptTwin>> = {
   "timeline-add": timelineAdd,
+  "timeline-add-many": timelineAddMany,
   "timeline-read": timelineRead,
   "rebuild-begin": rebuildBegin,
   "timeline-fill": timelineFill,

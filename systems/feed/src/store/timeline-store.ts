@@ -6,8 +6,10 @@
  * member "0" marks a list that exists but may hold nothing yet (a rebuilt empty feed).
  * Every operation is a script of `scripts/` with its twin (the twin rule).
  *
- * `pushMany` is the fan-out's write path (FD-16): one pipelined batch of `timeline-add`
- * calls, `maxBatch` per round trip, instead of one round trip per follower.
+ * `pushMany` is the fan-out's write path (FD-16): one `timeline-add-many` script call per
+ * MAX_LISTS_PER_CALL followers, pipelined — not one round trip, nor one script, per follower.
+ * That script takes keys of any slot: this store is for a standalone Redis (with its replica
+ * and sentinels), as main configures it; a Redis Cluster would need the calls split by slot.
  *
  * @example
  * const timelines = new TimelineStore(runner, { cap: 128, ttlMs: 604_800_000, lockMs: 5_000 });
@@ -19,6 +21,12 @@ import { decodeSnowflake } from "@casebook/kit/snowflake";
 import type { TimelineEntry, TimelinePort, TimelineState, TimelineWindow } from "../domain/ports.ts";
 
 export const timelineScriptsDir = new URL("./scripts/", import.meta.url);
+
+/**
+ * Lists one `timeline-add-many` call writes: one script per this many followers instead of one
+ * per follower; small enough that the script holds Redis for about a millisecond.
+ */
+export const MAX_LISTS_PER_CALL = 500;
 
 /** Ids read beyond `limit` so that ids of the cursor's own millisecond can be filtered out. */
 const SAME_MS_SLACK = 64;
@@ -84,17 +92,24 @@ export class TimelineStore implements TimelinePort {
    * Resolves to how many lists took it (missing lists are skipped, not created).
    */
   async pushMany(followerIds: readonly bigint[], entry: TimelineEntry): Promise<number> {
+    if (followerIds.length === 0) return 0;
+    const args = [entry.id.toString(), entry.atMs, this.#options.cap];
+    const calls: ScriptCall[] = [];
+    for (let from = 0; from < followerIds.length; from += MAX_LISTS_PER_CALL)
+      calls.push({
+        name: "timeline-add-many",
+        keys: followerIds.slice(from, from + MAX_LISTS_PER_CALL).map(timelineKey),
+        args,
+      });
+    // Every pipeline goes out at once (the caller bounds how many followers it hands over):
+    // they overlap instead of waiting for each other's replies.
+    const batches: Promise<PromiseSettledResult<unknown>[]>[] = [];
+    for (let from = 0; from < calls.length; from += this.#maxBatch)
+      batches.push(this.#runner.runBatch(calls.slice(from, from + this.#maxBatch)));
     let written = 0;
-    for (let from = 0; from < followerIds.length; from += this.#maxBatch) {
-      const calls: ScriptCall[] = followerIds.slice(from, from + this.#maxBatch).map((follower) => ({
-        name: "timeline-add",
-        keys: [timelineKey(follower)],
-        args: [entry.id.toString(), entry.atMs, this.#options.cap],
-      }));
-      for (const result of await this.#runner.runBatch(calls)) {
-        if (result.status === "rejected") throw result.reason;
-        if ((result.value as number) >= 0) written++;
-      }
+    for (const result of (await Promise.all(batches)).flat()) {
+      if (result.status === "rejected") throw result.reason;
+      written += result.value as number;
     }
     return written;
   }
