@@ -8,12 +8,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { main } from "../src/main.ts";
-
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 
 test("FD-05 FD-06 FD-08 the console's celebrity-post scenario: pure push reaches the followers as its fan-out runs; the hybrid shows the post at every sampled follower's first read", async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), "casebook-feed-scenario-"));
@@ -32,18 +28,9 @@ test("FD-05 FD-06 FD-08 the console's celebrity-post scenario: pure push reaches
     listed.map((s) => s.id),
     ["celebrity-post"],
   );
-  const base = `${running.url}/v1/scenarios/celebrity-post/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  assert.equal((await fetch(base, { method: "POST" })).status, 409, "one run at a time");
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run, secondStart } = await runScenario(running.url, "celebrity-post", { probeSecondStart: true });
+  assert.equal(secondStart, 409, "one run at a time");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   const series = (prefix: string) => run!.points.filter((p) => p.series.startsWith(prefix));
