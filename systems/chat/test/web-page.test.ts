@@ -106,7 +106,7 @@ test("CH-01 CH-05 two browser users talk; one goes away and comes back to everyt
   }
   await brunoPage.waitForSelector(`#conversations li[data-chat="${group.id}"][data-unread="2"]`);
   assert.match(
-    await brunoPage.locator(`#conversations li[data-chat="${group.id}"]`).innerText(),
+    String(await brunoPage.locator(`#conversations li[data-chat="${group.id}"]`).textContent()),
     /trio\s+2 unread/,
   );
   assert.equal(

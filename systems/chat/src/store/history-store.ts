@@ -123,6 +123,8 @@ type BatchRow = { n: number | bigint; chat_kind: ChatKind | null; recipients: st
  * `input` numbers the items (n, arrival order); `allowed` keeps those whose sender is a member;
  * `existing` finds a stored client_msg_id; `fresh` keeps the first item of each new
  * (chat, client_msg_id) in a counted conversation, numbered k within its conversation;
+ * `locked` takes the conversations' row locks in id order (two send services' batches in
+ * flight at once lock in one order and do not deadlock each other);
  * `bumped` moves each counter once by its count; `inserted` writes the rows; `guard` fails the
  * statement when an insert found a row committed meanwhile (a resend won), so the counters'
  * moves are rolled back with it.
@@ -144,10 +146,12 @@ WITH input AS (
   WHERE a.kind <> 'channel'
     AND NOT EXISTS (SELECT 1 FROM existing e WHERE e.n = a.n)
     AND a.n = (SELECT min(b.n) FROM allowed b WHERE b.chat_id = a.chat_id AND b.client_msg_id = a.client_msg_id)
+), locked AS (
+  SELECT c.id FROM conversations c WHERE c.id IN (SELECT chat_id FROM fresh) ORDER BY c.id FOR UPDATE
 ), bumped AS (
   UPDATE conversations c SET last_seq = c.last_seq + f.count, last_message_at = f.at
   FROM (SELECT chat_id, count(*) AS count, max(created_at) AS at FROM fresh GROUP BY chat_id) f
-  WHERE c.id = f.chat_id
+  WHERE c.id = f.chat_id AND c.id IN (SELECT id FROM locked)
   RETURNING c.id, c.last_seq, f.count
 ), inserted AS (
   INSERT INTO messages (chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, kind, target_id)
