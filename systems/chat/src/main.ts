@@ -87,7 +87,7 @@ function buildApi(
     channelEvents?: ChannelFanout;
   },
 ) {
-  const history = new HistoryStore(db);
+  const history = new HistoryStore(db, { onSendBatch: (size) => deps.metrics.sendBatchSize.observe(size) });
   const offsets = new CommitOffsets(history, { maxBatch: 1_000, maxPending: 100_000 });
   deps.service.onClose(() => offsets.drain());
   const { metrics, service } = deps;

@@ -18,6 +18,7 @@ import { errors } from "../src/errors.ts";
 import { HistoryStore } from "../src/store/history-store.ts";
 import { migrateChatStore } from "../src/store/migrate.ts";
 import { type HistorySubject, historyBackends, newChat, newMessage } from "./history-fixture.ts";
+import { startSystem } from "./system-fixture.ts";
 
 contractSuite<HistorySubject>("chat batched send", historyBackends(), (it) => {
   it("CH-06 CH-03 40 concurrent sends to 8 groups go in fewer statements than sends; each group's seqs 1..5 once, in arrival order", async (s) => {
@@ -150,4 +151,32 @@ test("CH-09 CH-03 a batch that loses a race to a concurrent resend is rolled bac
     stored.map((m) => m.seq),
     [1n, 2n],
   );
+});
+
+test("CH-03 the send service's /metrics counts the batched statements and the sends in them", async (t) => {
+  const sys = await startSystem();
+  t.after(() => sys.close());
+  const ana = await sys.token("ana");
+  const { json: chat } = await sys.api<{ id: string }>(ana, "POST", "/v1/conversations", {
+    kind: "group",
+    title: "g",
+    members: ["bruno"],
+  });
+  const sent = await Promise.all(
+    Array.from({ length: 6 }, (_, i) =>
+      sys.api(ana, "POST", `/v1/conversations/${chat.id}/messages`, {
+        clientMsgId: randomUUID(),
+        body: `m${i}`,
+      }),
+    ),
+  );
+  assert.deepEqual(
+    sent.map((r) => r.status),
+    [201, 201, 201, 201, 201, 201],
+  );
+  const text = await (await fetch(`${sys.running.url}/metrics`)).text();
+  const value = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, "m").exec(text)?.[1]);
+  assert.equal(value("chat_send_batch_size_sum"), 6, "every send went through a batched statement");
+  const statements = value("chat_send_batch_size_count");
+  assert.ok(statements >= 1 && statements <= 6, `${statements} statements for 6 sends`);
 });

@@ -190,6 +190,7 @@ export class HistoryStore implements HistoryPort {
   readonly #db: Database;
   /** Text sends of direct and group chats, written together (undefined: one by one). */
   readonly #texts: GroupCommit<NewMessage, AppendResult | undefined> | undefined;
+  readonly #onSendBatch: ((size: number) => void) | undefined;
 
   /**
    * `sendBatch` groups concurrent text sends, across conversations, into one statement
@@ -197,8 +198,16 @@ export class HistoryStore implements HistoryPort {
    * default DEFAULT_SEND_BATCH. With `false` each send is its own transaction, as edits,
    * deletes and channel sends always are.
    */
-  constructor(db: Database, options: { sendBatch?: { maxBatch: number; maxPending: number } | false } = {}) {
+  constructor(
+    db: Database,
+    options: {
+      sendBatch?: { maxBatch: number; maxPending: number } | false;
+      /** Each batched statement's size, for /metrics. */
+      onSendBatch?: (size: number) => void;
+    } = {},
+  ) {
     this.#db = db;
+    this.#onSendBatch = options.onSendBatch;
     const sendBatch = options.sendBatch ?? DEFAULT_SEND_BATCH;
     this.#texts =
       sendBatch === false ? undefined : new GroupCommit((batch) => this.#appendTexts(batch), sendBatch);
@@ -222,6 +231,7 @@ export class HistoryStore implements HistoryPort {
    * then goes the one-by-one way, which handles both.
    */
   async #appendTexts(batch: readonly NewMessage[]): Promise<(AppendResult | undefined)[]> {
+    this.#onSendBatch?.(batch.length);
     let rows: BatchRow[];
     try {
       ({ rows } = await this.#db.query<BatchRow>(SEND_BATCH_SQL, batchParams(batch), {
