@@ -15,6 +15,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import { registerScenarioRoutes, ScenarioRuns, scenarioErrors } from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -40,6 +41,7 @@ import { DEFAULT_GATEWAY_LIMITS, Gateway } from "./gateway/gateway.ts";
 import { registerWebPage } from "./gateway/web-page.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import type { MainOptions, RunningSystem } from "./running-system.ts";
+import { gatewayKillScenario } from "./scenarios/gateway-kill-scenario.ts";
 import { HistoryStore } from "./store/history-store.ts";
 import { MemoryRouting } from "./store/memory-routing.ts";
 import { MemorySessions } from "./store/memory-sessions.ts";
@@ -85,7 +87,7 @@ function buildApi(
     channelEvents?: ChannelFanout;
   },
 ) {
-  const history = new HistoryStore(db);
+  const history = new HistoryStore(db, { onSendBatch: (size) => deps.metrics.sendBatchSize.observe(size) });
   const offsets = new CommitOffsets(history, { maxBatch: 1_000, maxPending: 100_000 });
   deps.service.onClose(() => offsets.drain());
   const { metrics, service } = deps;
@@ -134,7 +136,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors],
+      errors: [errors, scenarioErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme("A user token (JWT); the issuer token on POST /v1/tokens"),
       },
@@ -188,6 +190,10 @@ export async function main(
           onSent: (created) => metrics.messages.inc({ created: String(created) }),
           pushTokens,
         });
+        // The console's scenario (loopback only): a deployment of its own, never this one's data.
+        const scenarios = new ScenarioRuns([gatewayKillScenario(main)]);
+        registerScenarioRoutes(service.app, scenarios);
+        service.onClose(() => scenarios.drain());
       }
       if (config.role === "api") return { metrics, gateway: undefined, shared };
       const backendUrl = { current: config.apiUrl };

@@ -24,6 +24,8 @@ export interface SystemMetrics {
   readonly pushes: Counter<"outcome">;
   /** CH-20: members a slice worker routed a channel message to. */
   readonly fanoutMembers: Counter<"slice">;
+  /** Text sends per batched statement (the send path's group commit); its count is statements. */
+  readonly sendBatchSize: Histogram;
 }
 
 export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
@@ -77,6 +79,12 @@ export function createMetrics(registry: Registry, build: { version: string }): S
       name: "chat_fanout_members_total",
       help: "Channel members a slice worker routed a message to, by slice",
       labelNames: ["slice"],
+      registers,
+    }),
+    sendBatchSize: new Histogram({
+      name: "chat_send_batch_size",
+      help: "Text sends written by one batched statement (concurrent sends across conversations, one commit)",
+      buckets: [1, 2, 4, 8, 16, 32, 64],
       registers,
     }),
   };

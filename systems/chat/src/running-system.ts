@@ -28,3 +28,6 @@ export interface MainOptions {
   /** The push path (CH-18); default none until the push simulator is configured. */
   offline?: OfflinePort;
 }
+
+/** main.ts's `main`, passed to what main.ts itself loads (a launcher, a scenario) to avoid an import cycle. */
+export type StartMain = (env: NodeJS.ProcessEnv, options?: MainOptions) => Promise<RunningSystem>;

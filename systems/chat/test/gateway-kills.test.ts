@@ -1,5 +1,5 @@
 /**
- * CH-01's guarantee under faults, checked by the history checker (test/history-checker.ts:
+ * CH-01's guarantee under faults, checked by the history checker (src/domain/history-checker.ts:
  * lost acknowledged message, duplicate display, order broken, skipped offset) over what
  * every client displayed. The deployed shape on PostgreSQL and Redis: a send service (in this
  * process), 3 gateway processes behind the L4 front, 6 clients (the client library) in 3 group
@@ -19,9 +19,14 @@ import { freePort } from "@casebook/lab/free-port";
 import { spawnNginx } from "@casebook/lab/spawn-nginx";
 import { requirePostgres, requireRedis } from "@casebook/lab/test-engines";
 import { ChatClient } from "../src/client/chat-client.ts";
+import {
+  type Acknowledged,
+  type ClientHistory,
+  checkHistories,
+  type Displayed,
+} from "../src/domain/history-checker.ts";
 import { l4StreamBlock, STREAM_MODULE_PATH } from "../src/edge/l4-front.ts";
 import { main, type RunningSystem } from "../src/main.ts";
-import { type Acknowledged, type ClientHistory, checkHistories, type Displayed } from "./history-checker.ts";
 import { type ChatProcess, deployedEnv, startChatProcess } from "./topology-fixture.ts";
 
 const ISSUER = "issuer-token-for-the-kill-test";

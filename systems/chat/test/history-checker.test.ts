@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { checkHistories } from "./history-checker.ts";
+import { checkHistories } from "../src/domain/history-checker.ts";
 
 const d = (id: string, seq: string) => ({ chatId: "c", id, seq });
 

@@ -4,84 +4,13 @@
  * through src/main.ts on a port chosen here, so a restarted process comes back where its
  * peers expect it. Each child is guarded by lab's reaper and stopped by the test.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
-import { guardProcessTree } from "@casebook/lab/child-reaper";
-import { freePort } from "@casebook/lab/free-port";
 import { uniqueName } from "@casebook/lab/test-engines";
 import { JWT_SECRET } from "./system-fixture.ts";
 
-const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-const READY_TIMEOUT_MS = 60_000;
-
-export interface ChatProcess {
-  readonly name: string;
-  readonly url: string;
-  readonly port: number;
-  /** SIGTERM and wait for the exit (graceful: a gateway drains with 4000). */
-  term(): Promise<number | null>;
-  /** SIGKILL and wait: a crash, nothing runs after it. */
-  kill(): Promise<void>;
-}
-
-async function ready(url: string): Promise<boolean> {
-  try {
-    const res = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) });
-    await res.body?.cancel();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
-}
-
-export async function startChatProcess(
-  name: string,
-  env: NodeJS.ProcessEnv,
-  port?: number,
-): Promise<ChatProcess> {
-  const chosen = port ?? (await freePort());
-  const url = `http://127.0.0.1:${chosen}`;
-  const child: ChildProcess = spawn(process.execPath, [MAIN], {
-    env: { ...process.env, LOG_LEVEL: "warn", ...env, PORT: String(chosen), HOST: "127.0.0.1" },
-    stdio: ["ignore", "ignore", 2],
-    detached: true,
-  });
-  const guard = guardProcessTree(child.pid!);
-  const exited = new Promise<number | null>((resolve) =>
-    child.once("exit", (code) => {
-      guard.release();
-      resolve(code);
-    }),
-  );
-  const deadline = performance.now() + READY_TIMEOUT_MS;
-  while (!(await ready(url))) {
-    if (child.exitCode !== null || child.signalCode !== null)
-      throw new Error(`${name} exited while starting`);
-    if (performance.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`${name} not ready within ${READY_TIMEOUT_MS} ms`);
-    }
-    await sleep(50);
-  }
-  const alive = () => child.exitCode === null && child.signalCode === null;
-  return {
-    name,
-    url,
-    port: chosen,
-    async term() {
-      if (alive()) child.kill("SIGTERM");
-      return exited;
-    },
-    async kill() {
-      if (alive()) child.kill("SIGKILL");
-      await exited;
-    },
-  };
-}
+export { type ChatProcess, startChatProcess } from "../src/edge/chat-process.ts";
 
 /**
  * The environment every process of one deployed test shares — its own schema and Redis

@@ -45,6 +45,8 @@ export interface AppendResult {
   readonly kind: ChatKind;
   /** False when the client_msg_id was already stored: `message` is the first one (CH-09). */
   readonly created: boolean;
+  /** The conversation's members, when the write read them already (a batched send): no second query. */
+  readonly recipients?: readonly string[];
 }
 
 export interface HistoryPort {

@@ -72,7 +72,7 @@ export class SendPath {
     try {
       if (appended.kind === "channel" && this.#ports.channelEvents)
         await this.#ports.channelEvents.publish(message);
-      else await this.deliver(message);
+      else await this.deliver(message, appended.recipients);
     } catch (err) {
       this.#ports.onDeliveryError(err);
     }
@@ -107,8 +107,8 @@ export class SendPath {
   }
 
   /** Steps 2 and 3: session lookup, routing per gateway, push for whoever is not reached. */
-  async deliver(message: Message): Promise<void> {
-    const recipients = await this.#ports.history.recipients(message.chatId);
+  async deliver(message: Message, members?: readonly string[]): Promise<void> {
+    const recipients = members ?? (await this.#ports.history.recipients(message.chatId));
     const reached = await this.route(recipients, { action: "message", message: messageJson(message) });
     // CH-17: a gateway that is gone counts as no connection; CH-18: no connection → push.
     const offline = recipients.filter((userId) => userId !== message.senderId && !reached.has(userId));

@@ -19,8 +19,9 @@
  */
 
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
-import { isUniqueViolation } from "@casebook/infra/sql/sql-state";
+import { isUniqueViolation, sqlState } from "@casebook/infra/sql/sql-state";
 import { assert } from "@casebook/kit/assert";
+import { GroupCommit } from "@casebook/kit/group-commit";
 import {
   type ChatKind,
   type Conversation,
@@ -104,11 +105,156 @@ function messageOf(row: MessageRow): Message {
 /** Thrown inside a transaction to roll it back when a concurrent resend won. */
 class ResendWon extends Error {}
 
+/**
+ * Text sends per batched statement, and waiting at most: a gateway keeps ≤ 64 calls in flight
+ * to the send service, so 16 gateways fill a batch of 64 and cannot reach 4,096 waiting.
+ */
+export const DEFAULT_SEND_BATCH = { maxBatch: 64, maxPending: 4_096 };
+
+/** migration 007's SQLSTATE: a concurrent resend committed first; PostgreSQL's deadlock. */
+const BATCH_LOST_RACE = "CH001";
+const DEADLOCK_DETECTED = "40P01";
+
+type BatchRow = { n: number | bigint; chat_kind: ChatKind | null; recipients: string[] | null } & {
+  [K in keyof MessageRow]: MessageRow[K] | null;
+};
+
+/**
+ * `input` numbers the items (n, arrival order); `allowed` keeps those whose sender is a member;
+ * `existing` finds a stored client_msg_id; `fresh` keeps the first item of each new
+ * (chat, client_msg_id) in a counted conversation, numbered k within its conversation;
+ * `locked` takes the conversations' row locks in id order (two send services' batches in
+ * flight at once lock in one order and do not deadlock each other);
+ * `bumped` moves each counter once by its count; `inserted` writes the rows; `guard` fails the
+ * statement when an insert found a row committed meanwhile (a resend won), so the counters'
+ * moves are rolled back with it.
+ */
+const SEND_BATCH_SQL = `
+WITH input AS (
+  SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::uuid[], $4::text[], $5::text[], $6::text[], $7::timestamptz[])
+    WITH ORDINALITY AS i(chat_id, id, client_msg_id, sender_id, sender_device, body, created_at, n)
+), allowed AS (
+  SELECT i.*, c.kind FROM input i JOIN conversations c ON c.id = i.chat_id
+  WHERE EXISTS (SELECT 1 FROM members m WHERE m.chat_id = i.chat_id AND m.user_id = i.sender_id)
+), existing AS (
+  SELECT a.n, ${MESSAGE_COLUMNS.split(", ")
+    .map((c) => `m.${c}`)
+    .join(", ")}
+  FROM allowed a JOIN messages m ON m.chat_id = a.chat_id AND m.client_msg_id = a.client_msg_id
+), fresh AS (
+  SELECT a.*, row_number() OVER (PARTITION BY a.chat_id ORDER BY a.n) AS k FROM allowed a
+  WHERE a.kind <> 'channel'
+    AND NOT EXISTS (SELECT 1 FROM existing e WHERE e.n = a.n)
+    AND a.n = (SELECT min(b.n) FROM allowed b WHERE b.chat_id = a.chat_id AND b.client_msg_id = a.client_msg_id)
+), locked AS (
+  SELECT c.id FROM conversations c WHERE c.id IN (SELECT chat_id FROM fresh) ORDER BY c.id FOR UPDATE
+), bumped AS (
+  UPDATE conversations c SET last_seq = c.last_seq + f.count, last_message_at = f.at
+  FROM (SELECT chat_id, count(*) AS count, max(created_at) AS at FROM fresh GROUP BY chat_id) f
+  WHERE c.id = f.chat_id AND c.id IN (SELECT id FROM locked)
+  RETURNING c.id, c.last_seq, f.count
+), inserted AS (
+  INSERT INTO messages (chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, kind, target_id)
+  SELECT f.chat_id, f.id, b.last_seq - b.count + f.k, f.client_msg_id, f.sender_id, f.sender_device, f.body, f.created_at, 'text', NULL
+  FROM fresh f JOIN bumped b ON b.id = f.chat_id
+  ON CONFLICT (chat_id, client_msg_id) DO NOTHING
+  RETURNING ${MESSAGE_COLUMNS}
+), guard AS (
+  SELECT CASE WHEN (SELECT count(*) FROM inserted) < (SELECT count(*) FROM fresh)
+    THEN chat_send_batch_lost_race() ELSE 0 END AS ok
+)
+SELECT i.n, a.kind AS chat_kind, ${MESSAGE_COLUMNS.split(", ")
+  .map((c) => `coalesce(ins.${c}, e.${c}) AS ${c}`)
+  .join(", ")},
+  CASE WHEN ins.id = i.id THEN (SELECT array_agg(m.user_id) FROM members m WHERE m.chat_id = i.chat_id) END AS recipients
+FROM input i CROSS JOIN guard g
+LEFT JOIN allowed a ON a.n = i.n
+LEFT JOIN inserted ins ON ins.chat_id = i.chat_id AND ins.client_msg_id = i.client_msg_id
+LEFT JOIN existing e ON e.n = i.n
+WHERE g.ok = 0
+ORDER BY i.n`;
+
+function batchParams(batch: readonly NewMessage[]): unknown[] {
+  return [
+    batch.map((m) => String(m.chatId)),
+    batch.map((m) => String(m.id)),
+    batch.map((m) => m.clientMsgId),
+    batch.map((m) => m.senderId),
+    batch.map((m) => m.senderDevice),
+    batch.map((m) => m.body),
+    batch.map((m) => new Date(m.nowMs).toISOString()),
+  ];
+}
+
 export class HistoryStore implements HistoryPort {
   readonly #db: Database;
+  /** Text sends of direct and group chats, written together (undefined: one by one). */
+  readonly #texts: GroupCommit<NewMessage, AppendResult | undefined> | undefined;
+  readonly #onSendBatch: ((size: number) => void) | undefined;
 
-  constructor(db: Database) {
+  /**
+   * `sendBatch` groups concurrent text sends, across conversations, into one statement
+   * (`maxBatch` items; `maxPending` waiting, more refused with GROUP_COMMIT_QUEUE_FULL, 503);
+   * default DEFAULT_SEND_BATCH. With `false` each send is its own transaction, as edits,
+   * deletes and channel sends always are.
+   */
+  constructor(
+    db: Database,
+    options: {
+      sendBatch?: { maxBatch: number; maxPending: number } | false;
+      /** Each batched statement's size, for /metrics. */
+      onSendBatch?: (size: number) => void;
+    } = {},
+  ) {
     this.#db = db;
+    this.#onSendBatch = options.onSendBatch;
+    const sendBatch = options.sendBatch ?? DEFAULT_SEND_BATCH;
+    this.#texts =
+      sendBatch === false ? undefined : new GroupCommit((batch) => this.#appendTexts(batch), sendBatch);
+  }
+
+  /** Batches written and text sends in them (undefined when sends go one by one). */
+  get sendBatchStats(): { batches: number; items: number } | undefined {
+    return this.#texts?.stats;
+  }
+
+  /**
+   * The batched send: for every item at once, in ONE statement (one round trip, one commit) —
+   * the membership check, the lookup of a stored client_msg_id (CH-09), each conversation's
+   * counter moved by its number of new messages (`UPDATE … FROM`: the row lock serializes
+   * with every other send of that conversation, CH-06), the conditional inserts with seqs
+   * `last_seq - n + 1 … last_seq` in arrival order, and each new message's members for the
+   * delivery (no second query). Per item: the stored message, the first one for a resend,
+   * `undefined` for a channel (the one-by-one way: it has no counter to take), or
+   * CHAT_NOT_FOUND. If a concurrent resend committed first, the statement fails as a whole
+   * (migration 007) and so does a deadlock between two send services' batches: every item
+   * then goes the one-by-one way, which handles both.
+   */
+  async #appendTexts(batch: readonly NewMessage[]): Promise<(AppendResult | undefined)[]> {
+    this.#onSendBatch?.(batch.length);
+    let rows: BatchRow[];
+    try {
+      ({ rows } = await this.#db.query<BatchRow>(SEND_BATCH_SQL, batchParams(batch), {
+        name: "chat_send_batch",
+      }));
+    } catch (err) {
+      if (sqlState(err) !== BATCH_LOST_RACE && sqlState(err) !== DEADLOCK_DETECTED) throw err;
+      return batch.map(() => undefined);
+    }
+    const byItem = new Map(rows.map((row) => [Number(row.n), row]));
+    return batch.map((input, i) => {
+      const row = byItem.get(i + 1);
+      if (row === undefined || row.chat_kind === null)
+        throw errors.create("CHAT_NOT_FOUND", { fields: { chatId: String(input.chatId) } });
+      if (row.chat_kind === "channel" || row.id === null) return undefined;
+      const created = row.id === input.id;
+      return {
+        message: messageOf(row as MessageRow),
+        kind: row.chat_kind,
+        created,
+        ...(created && row.recipients ? { recipients: row.recipients } : {}),
+      };
+    });
   }
 
   async createConversation(
@@ -206,6 +352,15 @@ export class HistoryStore implements HistoryPort {
   }
 
   async append(input: NewMessage): Promise<AppendResult> {
+    if (input.change === undefined && this.#texts !== undefined) {
+      const batched = await this.#texts.submit(input);
+      if (batched !== undefined) return batched;
+    }
+    return this.#appendOne(input);
+  }
+
+  /** One message in its own transaction: edits, deletes, channels, and a batch's fallback. */
+  async #appendOne(input: NewMessage): Promise<AppendResult> {
     const kind = await this.#kindFor(this.#db, input.chatId, input.senderId);
     try {
       const message = await this.#db.transaction((tx) =>
