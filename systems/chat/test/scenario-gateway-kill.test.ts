@@ -3,14 +3,10 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
-import type { ScenarioRun } from "@casebook/infra/http/scenario-runs";
+import { runScenario } from "@casebook/lab/scenario-run";
 import { enginesRequired } from "@casebook/lab/test-engines";
 import { STREAM_MODULE_PATH } from "../src/edge/l4-front.ts";
 import { main } from "../src/main.ts";
-
-/** Bound on polling the run: its own bound (60 s) plus slack on a loaded machine. */
-const MAX_POLLS = 1_400;
 
 test("CH-01 CH-14 CH-27 the console's scenario: a private gateway SIGKILLed mid-conversation — clients reconnect through the front, nothing lost, nothing displayed twice", async (t) => {
   if (!existsSync(STREAM_MODULE_PATH)) {
@@ -30,18 +26,9 @@ test("CH-01 CH-14 CH-27 the console's scenario: a private gateway SIGKILLed mid-
     listed.scenarios.map((s) => s.id),
     ["gateway-kill"],
   );
-  const base = `${running.url}/v1/scenarios/gateway-kill/runs`;
-  const start = await fetch(base, { method: "POST" });
-  assert.equal(start.status, 202);
-  const { runId } = (await start.json()) as { runId: string };
-  assert.equal((await fetch(base, { method: "POST" })).status, 409, "one run at a time");
-  let run: ScenarioRun | undefined;
-  for (let i = 0; i < MAX_POLLS; i++) {
-    run = (await (await fetch(`${base}/${runId}`)).json()) as ScenarioRun;
-    if (run.state !== "running") break;
-    await sleep(50);
-  }
-  assert.equal(run?.state, "done", JSON.stringify(run?.error));
+  const { run, secondStart } = await runScenario(running.url, "gateway-kill", { probeSecondStart: true });
+  assert.equal(secondStart, 409, "one run at a time");
+  assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);
   t.diagnostic(result);
   const tookS = (Date.parse(String(run.finishedAt)) - Date.parse(run.startedAt)) / 1_000;
