@@ -75,17 +75,37 @@ export interface SkippableContext {
   skip(message?: string): void;
 }
 
-/** Resolves true when a TCP connection to host:port opens within `timeoutMs`. */
-export function tcpReachable(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+/**
+ * Resolves true when a TCP connection to host:port opens. A refusal answers false at once; a
+ * connection that neither opens nor fails within `timeoutMs` is tried again with twice the time,
+ * up to `attempts` tries: on a loaded 2-core machine a test process's event loop can stall past
+ * a second (a PGlite start compiles its WebAssembly synchronously), and a timer that fires before
+ * the loop reads the connect event would call a running engine unreachable — which CI, with
+ * CASEBOOK_REQUIRE_ENGINES=1, turns into a failure.
+ */
+export async function tcpReachable(
+  host: string,
+  port: number,
+  timeoutMs = 1_000,
+  attempts = 3,
+): Promise<boolean> {
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const outcome = await tcpConnect(host, port, timeoutMs * 2 ** attempt);
+    if (outcome !== "timeout") return outcome === "open";
+  }
+  return false;
+}
+
+function tcpConnect(host: string, port: number, timeoutMs: number): Promise<"open" | "refused" | "timeout"> {
   return new Promise((resolve) => {
     const socket = connect({ host, port });
-    const done = (ok: boolean) => {
+    const done = (outcome: "open" | "refused" | "timeout") => {
       socket.destroy();
-      resolve(ok);
+      resolve(outcome);
     };
-    socket.setTimeout(timeoutMs, () => done(false));
-    socket.once("connect", () => done(true));
-    socket.once("error", () => done(false));
+    socket.setTimeout(timeoutMs, () => done("timeout"));
+    socket.once("connect", () => done("open"));
+    socket.once("error", () => done("refused"));
   });
 }
 

@@ -103,7 +103,7 @@ export function Scenarios({ system, scenarios }: { system: string; scenarios: Sc
 function RunView({ run }: { run: ScenarioRun }) {
   const percent = Math.round(run.progress * 100);
   return (
-    <div class="scenario-run" data-state={run.state}>
+    <div class="scenario-run" data-scenario={run.scenario} data-state={run.state}>
       <label>
         {run.scenario}: {run.state}{" "}
         <progress max={100} value={percent} aria-label={`progress of ${run.scenario}`}>
