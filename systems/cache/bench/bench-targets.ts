@@ -1,7 +1,7 @@
 /**
  * The two servers the bench compares, started for the run and stopped after it: this
- * cache node as its own process (`node src/main.ts`, as `casebook up` runs it, so its RSS
- * is its own), and a private redis-server (lab's spawner: no persistence, own port).
+ * cache node as its own process (`node src/main.ts` with its manifest's env, as `casebook up`
+ * runs it, so its RSS is its own and its V8 young generation bounded the same way), and a private redis-server (lab's spawner: no persistence, own port).
  * Both get the same maxmemory and policy, large enough that the bench never evicts.
  *
  * @example
@@ -14,6 +14,7 @@ import { freePort } from "@casebook/lab/free-port";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import { redisProbe, type SpawnedRedis, spawnRedis } from "@casebook/lab/spawn-redis";
 import { Redis } from "ioredis";
+import manifest from "../package.json" with { type: "json" };
 import { cacheErrors } from "../src/errors.ts";
 
 /** Same limit and policy on both sides: 1 GiB holds the default keyspace many times over. */
@@ -112,6 +113,7 @@ async function startNodeChild(script: string, env: NodeJS.ProcessEnv, args: (por
 /** This node as its own process (`node src/main.ts`) on a free port; `stop()` ends it. */
 export function startOurNode(maxmemory: string = BENCH_MAXMEMORY) {
   const env = {
+    ...manifest.casebook.env,
     PORT: "0",
     CACHE_MAXMEMORY: maxmemory,
     CACHE_MAXMEMORY_POLICY: BENCH_POLICY,
