@@ -1,7 +1,8 @@
 /**
  * The two servers the bench compares, started for the run and stopped after it: this
  * cache node as its own process (`node src/main.ts` with its manifest's env, as `casebook up`
- * runs it, so its RSS is its own and its V8 young generation bounded the same way), and a private redis-server (lab's spawner: no persistence, own port).
+ * runs it, so its RSS is its own and its V8 young generation bounded the same way), and a
+ * private redis-server (lab's spawner: no persistence, own port).
  * Both get the same maxmemory and policy, large enough that the bench never evicts.
  *
  * @example
