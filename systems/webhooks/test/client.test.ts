@@ -230,7 +230,7 @@ test("bounded retries: 503s retried for a keyed publish only, a refused connecti
   nobody.close();
   for (const [options, field] of [
     [{ url: "not a url", apiKey: "whk_test_key_0000" }, "url"],
-    [{ url, apiKey: "short" }, "bearer"],
+    [{ url, apiKey: "has space" }, "bearer"],
     [{ url, apiKey: "whk_test_key_0000", attempts: 0 }, "attempts"],
   ] as const) {
     assert.throws(

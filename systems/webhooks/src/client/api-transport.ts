@@ -49,6 +49,8 @@ export interface ApiTransportOptions {
   readonly timeouts?: Partial<PhaseTimeouts>;
   /** Bound on one try, all phases. Default 8 000. */
   readonly deadlineMs?: number;
+  /** Connections to the service at once (more calls wait for one, under the connect bound). Default 16. */
+  readonly maxSockets?: number;
   readonly random?: RandomSource;
   readonly userAgent?: string;
 }
@@ -103,8 +105,8 @@ export class ApiTransport {
       throw invalid("url", "an absolute http(s) URL");
     }
     if (this.#base.protocol !== "http:" && this.#base.protocol !== "https:") throw invalid("url", "http(s)");
-    if (!(typeof options.bearer === "string" && /^[\x21-\x7e]{8,512}$/.test(options.bearer)))
-      throw invalid("bearer", "8..512 visible ASCII characters");
+    if (!(typeof options.bearer === "string" && /^[\x21-\x7e]{1,512}$/.test(options.bearer)))
+      throw invalid("bearer", "1..512 visible ASCII characters");
     this.#bearer = options.bearer;
     this.#attempts = intIn("attempts", options.attempts ?? 3, 1, 10);
     this.#retryBaseMs = intIn("retryBaseMs", options.retryBaseMs ?? 200, 1, 60_000);
@@ -113,9 +115,13 @@ export class ApiTransport {
     this.#client = new OutboundClient({
       addressGuard: "off", // the operator's configured service URL, not a URL a user supplied
       timeouts: { ...DEFAULT_CLIENT_TIMEOUTS, ...options.timeouts },
-      deadlineMs: intIn("deadlineMs", options.deadlineMs ?? 8_000, 100, 600_000),
+      deadlineMs: intIn("deadlineMs", options.deadlineMs ?? 8_000, 1, 600_000),
       maxResponseBytes: MAX_RESPONSE_BYTES,
-      pool: { maxOrigins: 1, maxSocketsPerOrigin: 16, idleSocketTimeoutMs: 4_000 },
+      pool: {
+        maxOrigins: 1,
+        maxSocketsPerOrigin: intIn("maxSockets", options.maxSockets ?? 16, 1, 1_024),
+        idleSocketTimeoutMs: 4_000,
+      },
       userAgent: options.userAgent ?? "casebook-webhooks-client",
     });
   }
