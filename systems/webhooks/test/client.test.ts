@@ -175,7 +175,9 @@ test("bounded retries: 503s retried for a keyed publish only, a refused connecti
               createdAt: "2026-01-01T00:00:00.000Z",
               duplicate: false,
             })
-          : "{}",
+          : status === 201
+            ? "not json"
+            : "{}",
       );
     });
   });
@@ -208,6 +210,13 @@ test("bounded retries: 503s retried for a keyed publish only, a refused connecti
       (error) => webhooksClientErrors.is(error, "WEBHOOKS_CLIENT_UNAVAILABLE") && error.fields.attempts === 3,
     );
     assert.equal(requests.length, 3, "attempts bound the tries");
+
+    answers = [201];
+    await assert.rejects(
+      client.publishEvent({ type: "a.b", payload: {}, idempotencyKey: "k3" }),
+      (error) =>
+        webhooksClientErrors.is(error, "WEBHOOKS_CLIENT_RESPONSE_INVALID") && error.fields.status === 201,
+    );
   } finally {
     client.close();
     flaky.closeAllConnections();
