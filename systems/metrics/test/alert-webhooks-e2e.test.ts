@@ -9,6 +9,9 @@
  * stream, restores the logged notification and publishes it again under the same
  * Idempotency-Key — the webhooks service answers `duplicate` (counted on the new process's
  * /metrics) and nothing reaches the receiver twice. The condition clears → one resolved body.
+ * And a notification caught mid-way: the alert fires while the webhooks service is down (the
+ * notification is logged, its publishes fail), metrics is stopped, both come back: the
+ * restarted evaluator publishes it from its log — delivered exactly once, not lost.
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
@@ -17,7 +20,8 @@ import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
+import { type TestContext, test } from "node:test";
+import { openDatabase } from "@casebook/infra/sql/open-database";
 import { eventually } from "@casebook/lab/eventually";
 import { startServerProcess } from "@casebook/lab/server-process";
 import { spawnNats } from "@casebook/lab/spawn-nats";
@@ -53,13 +57,17 @@ async function counter(url: string, name: string): Promise<number> {
   return line === undefined ? 0 : Number(line.split(" ").at(-1));
 }
 
-test("MT-08 MT-01 alerts through the webhooks system: one signed Alertmanager body per notification, none doubled by an evaluator restart", async (t) => {
-  const databaseUrl = await requirePostgres(t);
-  if (!databaseUrl) return;
+/** Everything both scenarios need: a receiver, a private nats-server, webhooks and metrics starters. */
+async function setUp(t: TestContext, databaseUrl: string) {
   const dir = await mkdtemp(join(tmpdir(), "casebook-alerts-webhooks-"));
+  const schemas = { webhooks: uniqueName("wh_alerts"), metrics: uniqueName("mt_alerts") };
   const stops: Array<() => Promise<unknown>> = [];
   t.after(async () => {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    for (const [system, schema] of Object.entries(schemas)) {
+      const db = await openDatabase({ system, url: databaseUrl, schema, pool: { maxConnections: 1 } });
+      await db.exec(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => db.close());
+    }
     await rm(dir, { recursive: true, force: true });
   });
   const hooks: Hook[] = [];
@@ -79,64 +87,82 @@ test("MT-08 MT-01 alerts through the webhooks system: one signed Alertmanager bo
   });
   const nats = await spawnNats();
   stops.push(() => nats.stop());
-
-  const webhooks = await startServerProcess({
-    name: "webhooks",
-    entry: WEBHOOKS_ENTRY,
-    env: {
-      DATABASE_URL: databaseUrl,
-      WEBHOOKS_DB_SCHEMA: uniqueName("wh_alerts"),
-      WEBHOOKS_ADMIN_TOKEN: ADMIN_TOKEN,
-      WEBHOOKS_ALLOW_HTTP: "true",
-      WEBHOOKS_ALLOW_CIDRS: "127.0.0.1/32",
-      WEBHOOKS_POLL_INTERVAL_MS: "20",
-      WEBHOOKS_HTTP_DEADLINE_MS: "5000",
-      WEBHOOKS_LEASE_MS: "8000",
-    },
-  });
-  stops.push(() => webhooks.stop());
-  const admin = new WebhooksAdminClient({ url: webhooks.url, adminToken: ADMIN_TOKEN });
-  const { apiKey } = await admin.createTenant({ name: "metrics alerts" });
-  admin.close();
-  const tenantClient = new WebhooksClient({ url: webhooks.url, apiKey: apiKey.key });
-  await tenantClient.createSubscription({
-    url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/alerts`,
-    eventTypes: ["metrics.alert.*"],
-    secret: SECRET,
-  });
-  tenantClient.close();
-
   const rules = join(dir, "rules.yml");
   await writeFile(rules, RULES);
-  const metricsEnv = {
-    DATABASE_URL: databaseUrl,
-    METRICS_DB_SCHEMA: uniqueName("mt_alerts"),
-    METRICS_ADMIN_TOKEN: ADMIN_TOKEN,
-    METRICS_BOOTSTRAP_TENANT: "off",
-    NATS_URL: nats.url,
-    METRICS_PARTITIONS: "2",
-    // The private nats-server's file store is 256 MiB: the samples' stream and the alert log share it.
-    METRICS_STREAM_MAX_BYTES: String(64 * 1024 * 1024),
-    CASEBOOK_DATA: join(dir, "metrics"),
-    METRICS_ALERT_RULE_FILES: rules,
-    // No resend inside the test: every delivery after the first is then a repeat or the resolve.
-    METRICS_ALERT_RESEND_MS: "600000",
-    WEBHOOKS_URL: webhooks.url,
-    WEBHOOKS_API_KEY: apiKey.key,
+
+  /** The webhooks service on its schema (a restart keeps its tenants, keys and events). */
+  const startWebhooks = async () => {
+    const webhooks = await startServerProcess({
+      name: "webhooks",
+      entry: WEBHOOKS_ENTRY,
+      env: {
+        DATABASE_URL: databaseUrl,
+        WEBHOOKS_DB_SCHEMA: schemas.webhooks,
+        WEBHOOKS_ADMIN_TOKEN: ADMIN_TOKEN,
+        WEBHOOKS_ALLOW_HTTP: "true",
+        WEBHOOKS_ALLOW_CIDRS: "127.0.0.1/32",
+        WEBHOOKS_POLL_INTERVAL_MS: "20",
+        WEBHOOKS_HTTP_DEADLINE_MS: "5000",
+        WEBHOOKS_LEASE_MS: "8000",
+      },
+    });
+    stops.push(() => webhooks.stop());
+    return webhooks;
   };
-  let metrics = await startServerProcess({ name: "metrics", entry: METRICS_ENTRY, env: metricsEnv });
-  stops.push(() => metrics.stop());
-  const created = await fetch(`${metrics.url}/v1/admin/tenants`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ id: "acme", name: "Acme" }),
-  });
-  assert.equal(created.status, 201, await created.clone().text());
-  const metricsKey = ((await created.json()) as { apiKey: { key: string } }).apiKey.key;
-  const push = async (celsius: number) => {
-    const res = await fetch(`${metrics.url}/api/v1/push`, {
+  /** A webhooks tenant with the receiver subscribed to every alert event; its key. */
+  const subscribe = async (webhooksUrl: string) => {
+    const admin = new WebhooksAdminClient({ url: webhooksUrl, adminToken: ADMIN_TOKEN });
+    const { apiKey } = await admin.createTenant({ name: "metrics alerts" });
+    admin.close();
+    const tenantClient = new WebhooksClient({ url: webhooksUrl, apiKey: apiKey.key });
+    await tenantClient.createSubscription({
+      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/alerts`,
+      eventTypes: ["metrics.alert.*"],
+      secret: SECRET,
+    });
+    tenantClient.close();
+    return apiKey.key;
+  };
+  /** The metrics service on its schema and the private JetStream, alerts to `webhooksUrl`. */
+  const startMetrics = async (webhooksUrl: string, webhooksKey: string) => {
+    const metrics = await startServerProcess({
+      name: "metrics",
+      entry: METRICS_ENTRY,
+      env: {
+        DATABASE_URL: databaseUrl,
+        METRICS_DB_SCHEMA: schemas.metrics,
+        METRICS_ADMIN_TOKEN: ADMIN_TOKEN,
+        METRICS_BOOTSTRAP_TENANT: "off",
+        NATS_URL: nats.url,
+        METRICS_PARTITIONS: "2",
+        // The private nats-server's file store is 256 MiB: the samples' stream and the alert log share it.
+        METRICS_STREAM_MAX_BYTES: String(64 * 1024 * 1024),
+        CASEBOOK_DATA: join(dir, "metrics"),
+        METRICS_ALERT_RULE_FILES: rules,
+        // No resend inside the test: every delivery after the first is then a repeat or the resolve.
+        METRICS_ALERT_RESEND_MS: "600000",
+        WEBHOOKS_URL: webhooksUrl,
+        WEBHOOKS_API_KEY: webhooksKey,
+      },
+    });
+    stops.push(() => metrics.stop());
+    return metrics;
+  };
+  /** Metrics' tenant `acme`; its key. */
+  const metricsTenant = async (metricsUrl: string) => {
+    const created = await fetch(`${metricsUrl}/v1/admin/tenants`, {
       method: "POST",
-      headers: { authorization: `Bearer ${metricsKey}`, "content-type": "application/json" },
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ id: "acme", name: "Acme" }),
+    });
+    assert.equal(created.status, 201, await created.clone().text());
+    return ((await created.json()) as { apiKey: { key: string } }).apiKey.key;
+  };
+  /** One temperature sample of room `lab`, now; resolves at the ingest's 204 (the stream's ack). */
+  const push = async (metricsUrl: string, key: string, celsius: number) => {
+    const res = await fetch(`${metricsUrl}/api/v1/push`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
       body: JSON.stringify({
         timeseries: [
           {
@@ -149,14 +175,28 @@ test("MT-08 MT-01 alerts through the webhooks system: one signed Alertmanager bo
     assert.equal(res.status, 204, await res.text());
     return Date.now();
   };
+  return { hooks, startWebhooks, subscribe, startMetrics, metricsTenant, push };
+}
 
-  await push(21);
-  const ackedAtMs = await push(35);
-  const verify = (hook: Hook) =>
-    new Webhook(SECRET).verify(hook.body, hook.headers as Record<string, string>) as {
-      type: string;
-      data: AlertmanagerWebhook;
-    };
+/** The Standard Webhooks request, verified with the reference library: its type and data. */
+function verify(hook: Hook) {
+  return new Webhook(SECRET).verify(hook.body, hook.headers as Record<string, string>) as {
+    type: string;
+    data: AlertmanagerWebhook;
+  };
+}
+
+test("MT-08 MT-01 alerts through the webhooks system: one signed Alertmanager body per notification, none doubled by an evaluator restart", async (t) => {
+  const databaseUrl = await requirePostgres(t);
+  if (!databaseUrl) return;
+  const { hooks, startWebhooks, subscribe, startMetrics, metricsTenant, push } = await setUp(t, databaseUrl);
+  const webhooks = await startWebhooks();
+  const webhooksKey = await subscribe(webhooks.url);
+  let metrics = await startMetrics(webhooks.url, webhooksKey);
+  const key = await metricsTenant(metrics.url);
+
+  await push(metrics.url, key, 21);
+  const ackedAtMs = await push(metrics.url, key, 35);
   const firing = await eventually(() => hooks[0], {
     what: "the firing notification at the receiver",
     timeoutMs: 60_000,
@@ -183,7 +223,7 @@ test("MT-08 MT-01 alerts through the webhooks system: one signed Alertmanager bo
 
   // A restart while it fires: the new evaluator repeats the logged notification under its key.
   await metrics.stop();
-  metrics = await startServerProcess({ name: "metrics", entry: METRICS_ENTRY, env: metricsEnv });
+  metrics = await startMetrics(webhooks.url, webhooksKey);
   await eventually(
     async () =>
       (await counter(metrics.url, "metrics_alert_webhooks_duplicates_total")) >= 1 ? true : undefined,
@@ -193,7 +233,7 @@ test("MT-08 MT-01 alerts through the webhooks system: one signed Alertmanager bo
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   assert.equal(hooks.length, 1, "the repeat was stored once and delivered once");
 
-  await push(22);
+  await push(metrics.url, key, 22);
   const resolvedHook = await eventually(() => hooks[1], {
     what: "the resolved notification",
     timeoutMs: 60_000,
@@ -206,4 +246,51 @@ test("MT-08 MT-01 alerts through the webhooks system: one signed Alertmanager bo
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   assert.equal(hooks.length, 2, "one firing and one resolved body, each delivered once");
   assert.notEqual(firing.headers["webhook-id"], resolvedHook.headers["webhook-id"]);
+});
+
+test("MT-08 a notification caught mid-way — decided and logged while webhooks is down, its publishes failed, metrics restarted — is delivered exactly once after both come back", async (t) => {
+  const databaseUrl = await requirePostgres(t);
+  if (!databaseUrl) return;
+  const { hooks, startWebhooks, subscribe, startMetrics, metricsTenant, push } = await setUp(t, databaseUrl);
+  let webhooks = await startWebhooks();
+  const webhooksKey = await subscribe(webhooks.url);
+  let metrics = await startMetrics(webhooks.url, webhooksKey);
+  const key = await metricsTenant(metrics.url);
+
+  await webhooks.stop();
+  await push(metrics.url, key, 21);
+  await push(metrics.url, key, 35);
+  await eventually(
+    async () => {
+      const text = await (await fetch(`${metrics.url}/metrics`)).text();
+      return /^metrics_alert_notifications_total\{[^}]*status="firing"[^}]*\} 1$/m.test(text)
+        ? true
+        : undefined;
+    },
+    { what: "the firing notification decided (and logged) while webhooks is down", timeoutMs: 60_000 },
+  );
+  await metrics.stop(); // its publishes failed (or still retry): what its queue held goes with it
+  assert.equal(hooks.length, 0);
+
+  webhooks = await startWebhooks();
+  metrics = await startMetrics(webhooks.url, webhooksKey);
+  const firing = await eventually(() => hooks[0], {
+    what: "the logged notification, delivered",
+    timeoutMs: 60_000,
+  });
+  const fired = verify(firing);
+  assert.equal(fired.type, "metrics.alert.firing");
+  assert.deepEqual(fired.data.alerts[0]!.labels, {
+    alertname: "HotRoom",
+    room: "lab",
+    severity: "page",
+    tenant: "acme",
+  });
+  await new Promise((resolve) => setTimeout(resolve, 1_500));
+  assert.equal(hooks.length, 1, "delivered once");
+  assert.equal(
+    await counter(metrics.url, "metrics_alert_webhooks_duplicates_total"),
+    0,
+    "it had never been stored",
+  );
 });
