@@ -9,7 +9,8 @@
  * config.maxSeriesPerMetric; // 100000
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
-import { ConfigError, type ConfigOf, type ConfigProblem, field, loadConfig } from "@casebook/kit/config";
+import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
+import { webhooksConfigProblems } from "@casebook/webhooks/client";
 import packageJson from "../package.json" with { type: "json" };
 
 export const BOOTSTRAP_OFF = "off";
@@ -251,29 +252,11 @@ export const configSchema = {
 
 export type SystemConfig = ConfigOf<typeof configSchema>;
 
-/** WEBHOOKS_URL needs WEBHOOKS_API_KEY: the webhooks system takes no event without a tenant's key. */
-export function crossFieldProblems(config: {
-  readonly webhooksUrl: string | undefined;
-  readonly webhooksApiKey: string | undefined;
-}): ConfigProblem[] {
-  if (config.webhooksUrl === undefined || config.webhooksApiKey !== undefined) return [];
-  return [
-    {
-      setting: "webhooksApiKey",
-      env: "WEBHOOKS_API_KEY",
-      source: "missing",
-      value: undefined,
-      expected: "a webhooks API key (whk_…) when WEBHOOKS_URL is set",
-      message:
-        "WEBHOOKS_API_KEY is required when WEBHOOKS_URL is set (a key from the webhooks admin API or `npx casebook webhooks new-key`)",
-    },
-  ];
-}
-
 /** The settings, each field checked on its own, then across fields; a ConfigError names every problem. */
 export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
   const config = loadConfig(configSchema, { env });
-  const problems = crossFieldProblems(config);
+  // WEBHOOKS_URL needs WEBHOOKS_API_KEY: the webhooks system takes no event without a tenant's key.
+  const problems = webhooksConfigProblems(config);
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
 }

@@ -10,14 +10,12 @@
  * event loop, not a seat in a queue behind them: the two lags are printed side by side.
  */
 import assert from "node:assert/strict";
-import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { eventually } from "@casebook/lab/eventually";
+import { startMisbehavingServer } from "@casebook/lab/misbehaving-http-server";
 import { startServerProcess } from "@casebook/lab/server-process";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import type { AlertmanagerWebhook } from "../src/domain/alertmanager-payload.ts";
@@ -48,21 +46,10 @@ test("MT-01 MT-08 an alert fires on time with the query path saturated by a sepa
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
   });
-  const received: Array<{ atMs: number; body: AlertmanagerWebhook }> = [];
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      received.push({ atMs: Date.now(), body: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
-      res.writeHead(200).end();
-    });
-  });
-  receiver.listen(0, "127.0.0.1");
-  await once(receiver, "listening");
-  stops.push(async () => {
-    receiver.closeAllConnections();
-    await new Promise((resolve) => receiver.close(resolve));
-  });
+  const receiver = await startMisbehavingServer();
+  stops.push(() => receiver.close());
+  const received = () =>
+    receiver.received.map((r) => ({ atMs: r.atMs, body: JSON.parse(r.body) as AlertmanagerWebhook }));
   const rules = join(dir, "rules.yml");
   await writeFile(rules, RULES);
   const metrics = await startServerProcess({
@@ -74,7 +61,7 @@ test("MT-01 MT-08 an alert fires on time with the query path saturated by a sepa
       METRICS_BOOTSTRAP_TENANT: "off",
       METRICS_PARTITIONS: "4",
       METRICS_ALERT_RULE_FILES: rules,
-      METRICS_ALERT_WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/alerts`,
+      METRICS_ALERT_WEBHOOK_URL: receiver.url("/ok"),
     },
     readyTimeoutMs: 60_000,
   });
@@ -130,7 +117,7 @@ test("MT-01 MT-08 an alert fires on time with the query path saturated by a sepa
   const lagOf = async (instance: string, ackedAtMs: number) => {
     const firing = await eventually(
       () =>
-        received.find((r) => r.body.status === "firing" && r.body.alerts[0]?.labels.instance === instance),
+        received().find((r) => r.body.status === "firing" && r.body.alerts[0]?.labels.instance === instance),
       {
         what: `the firing notification of ${instance}`,
         timeoutMs: FOR_MS + INTERVAL_MS + MT01_BOUND_MS + 30_000,

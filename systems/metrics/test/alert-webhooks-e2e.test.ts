@@ -14,15 +14,13 @@
  * restarted evaluator publishes it from its log — delivered exactly once, not lost.
  */
 import assert from "node:assert/strict";
-import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer, type IncomingHttpHeaders } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type TestContext, test } from "node:test";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { eventually } from "@casebook/lab/eventually";
+import { type Received, startMisbehavingServer } from "@casebook/lab/misbehaving-http-server";
 import { startServerProcess } from "@casebook/lab/server-process";
 import { spawnNats } from "@casebook/lab/spawn-nats";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
@@ -45,12 +43,6 @@ const RULES = `groups:
         annotations: { summary: "{{ $labels.room }} is at {{ $value }}°C" }
 `;
 
-interface Hook {
-  readonly atMs: number;
-  readonly headers: IncomingHttpHeaders;
-  readonly body: string;
-}
-
 async function counter(url: string, name: string): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`${name} `));
@@ -70,21 +62,9 @@ async function setUp(t: TestContext, databaseUrl: string) {
     }
     await rm(dir, { recursive: true, force: true });
   });
-  const hooks: Hook[] = [];
-  const receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      hooks.push({ atMs: Date.now(), headers: req.headers, body: Buffer.concat(chunks).toString("utf8") });
-      res.writeHead(204).end();
-    });
-  });
-  receiver.listen(0, "127.0.0.1");
-  await once(receiver, "listening");
-  stops.push(async () => {
-    receiver.closeAllConnections();
-    await new Promise((resolve) => receiver.close(resolve));
-  });
+  const receiver = await startMisbehavingServer();
+  stops.push(() => receiver.close());
+  const hooks = receiver.received;
   const nats = await spawnNats();
   stops.push(() => nats.stop());
   const rules = join(dir, "rules.yml");
@@ -116,7 +96,7 @@ async function setUp(t: TestContext, databaseUrl: string) {
     admin.close();
     const tenantClient = new WebhooksClient({ url: webhooksUrl, apiKey: apiKey.key });
     await tenantClient.createSubscription({
-      url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/alerts`,
+      url: receiver.url("/ok"),
       eventTypes: ["metrics.alert.*"],
       secret: SECRET,
     });
@@ -179,7 +159,7 @@ async function setUp(t: TestContext, databaseUrl: string) {
 }
 
 /** The Standard Webhooks request, verified with the reference library: its type and data. */
-function verify(hook: Hook) {
+function verify(hook: Received) {
   return new Webhook(SECRET).verify(hook.body, hook.headers as Record<string, string>) as {
     type: string;
     data: AlertmanagerWebhook;

@@ -24,6 +24,7 @@
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, type ConfigProblem, field, loadConfig } from "@casebook/kit/config";
+import { webhooksConfigProblems } from "@casebook/webhooks/client";
 import { DEFAULT_SAGA_LEASE_MS } from "./workers/saga-orchestrator.ts";
 
 /** PAYMENTS_BOOTSTRAP_MERCHANT value that turns the demo merchant off. */
@@ -133,18 +134,7 @@ export function crossFieldProblems(config: {
   readonly webhooksUrl?: string | undefined;
   readonly webhooksApiKey?: string | undefined;
 }): ConfigProblem[] {
-  const problems: ConfigProblem[] = [];
-  if (config.webhooksUrl !== undefined && config.webhooksApiKey === undefined) {
-    problems.push({
-      setting: "webhooksApiKey",
-      env: "WEBHOOKS_API_KEY",
-      source: "missing",
-      value: undefined,
-      expected: "a webhooks API key (whk_…) when WEBHOOKS_URL is set",
-      message:
-        "WEBHOOKS_API_KEY is required when WEBHOOKS_URL is set (a key from the webhooks admin API or `npx casebook webhooks new-key`)",
-    });
-  }
+  const problems = webhooksConfigProblems(config);
   if (config.databaseUrl === undefined || config.acquirerUrl !== undefined) return problems;
   return [
     ...problems,

@@ -20,6 +20,7 @@ import { WebhooksAdminClient, WebhooksClient } from "@casebook/webhooks/client";
 import {
   createEventPublisher,
   createWebhookPublisher,
+  eventPayload,
   MemoryPublisher,
 } from "../src/clients/webhook-publisher.ts";
 import type { OutboxEvent } from "../src/store/outbox.ts";
@@ -171,15 +172,10 @@ test("against the webhooks service itself: the event is accepted in its shape, a
   await publisher.publish(EVENT, new AbortController().signal);
   const reader = new WebhooksClient({ url: webhooks.url, apiKey: apiKey.key });
   try {
+    // The publisher's body again under the event's key: answered as the event the two publishes made.
     const again = await reader.publishEvent({
       type: EVENT.type,
-      payload: {
-        id: "evt_1",
-        orderingKey: "acct_1",
-        seq: "7",
-        createdAt: "2026-10-22T00:00:00.000Z",
-        payload: { amountMinor: "5000" },
-      },
+      payload: eventPayload(EVENT),
       idempotencyKey: EVENT.eventId,
     });
     assert.equal(again.duplicate, true, "the two publishes made one event, whose body this is");

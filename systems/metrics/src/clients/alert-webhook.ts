@@ -14,13 +14,10 @@
 import { OutboundClient } from "@casebook/infra/http/outbound";
 import type { AlertNotification } from "../domain/alert-notification.ts";
 import type { AlertmanagerWebhook } from "../domain/alertmanager-payload.ts";
-import { NotificationQueue } from "./notification-queue.ts";
+import { NotificationQueue, type NotificationQueueBounds } from "./notification-queue.ts";
 
-export interface AlertWebhookOptions {
+export interface AlertWebhookOptions extends NotificationQueueBounds {
   readonly url: string;
-  readonly maxQueued?: number;
-  readonly attempts?: number;
-  readonly retryBaseMs?: number;
   readonly onDelivered?: (payload: AlertmanagerWebhook) => void;
   readonly onFailed?: (error: unknown, payload: AlertmanagerWebhook) => void;
 }
@@ -34,30 +31,19 @@ export class AlertWebhook {
   readonly #queue: NotificationQueue<AlertmanagerWebhook>;
 
   constructor(options: AlertWebhookOptions) {
+    const { url, ...rest } = options;
     this.#queue = new NotificationQueue<AlertmanagerWebhook>({
+      ...rest,
       deliver: async (payload) => {
         const res = await this.#client.request({
           method: "POST",
-          url: options.url,
+          url,
           headers: { "content-type": "application/json" },
           body: JSON.stringify(payload),
         });
         if (res.status < 200 || res.status >= 300) throw new Error(`receiver answered ${res.status}`);
       },
-      ...(options.maxQueued === undefined ? {} : { maxQueued: options.maxQueued }),
-      ...(options.attempts === undefined ? {} : { attempts: options.attempts }),
-      ...(options.retryBaseMs === undefined ? {} : { retryBaseMs: options.retryBaseMs }),
-      ...(options.onDelivered === undefined ? {} : { onDelivered: options.onDelivered }),
-      ...(options.onFailed === undefined ? {} : { onFailed: options.onFailed }),
     });
-  }
-
-  get dropped(): number {
-    return this.#queue.dropped;
-  }
-
-  get delivered(): number {
-    return this.#queue.delivered;
   }
 
   send(notification: AlertNotification): void {

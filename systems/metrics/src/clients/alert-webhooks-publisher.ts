@@ -19,18 +19,15 @@
  */
 import { WebhooksClient, webhooksClientErrors } from "@casebook/webhooks/client";
 import { type AlertEvent, type AlertNotification, perAlertEvents } from "../domain/alert-notification.ts";
-import { NotificationQueue } from "./notification-queue.ts";
+import { NotificationQueue, type NotificationQueueBounds } from "./notification-queue.ts";
 
 export const ALERT_EVENT_TYPE_PREFIX = "metrics.alert";
 
-export interface AlertWebhooksPublisherOptions {
+export interface AlertWebhooksPublisherOptions extends NotificationQueueBounds {
   /** The webhooks service's base URL. */
   readonly url: string;
   /** A webhooks tenant's API key (`whk_…`). */
   readonly apiKey: string;
-  readonly maxQueued?: number;
-  readonly attempts?: number;
-  readonly retryBaseMs?: number;
   readonly onPublished?: (event: AlertEvent, duplicate: boolean) => void;
   readonly onFailed?: (error: unknown, event: AlertEvent) => void;
 }
@@ -44,13 +41,15 @@ export class AlertWebhooksPublisher {
   conflicts = 0;
 
   constructor(options: AlertWebhooksPublisherOptions) {
+    const { url, apiKey, onPublished, ...rest } = options;
     this.#client = new WebhooksClient({
-      url: options.url,
-      apiKey: options.apiKey,
+      url,
+      apiKey,
       attempts: 1, // the queue retries: one bound, not two multiplied
       userAgent: "casebook-metrics-alerts",
     });
     this.#queue = new NotificationQueue<AlertEvent>({
+      ...rest,
       deliver: async (event) => {
         const published = await this.#client.publishEvent({
           type: `${ALERT_EVENT_TYPE_PREFIX}.${event.status}`,
@@ -58,7 +57,7 @@ export class AlertWebhooksPublisher {
           idempotencyKey: event.key,
         });
         if (published.duplicate) this.duplicates++;
-        options.onPublished?.(event, published.duplicate);
+        onPublished?.(event, published.duplicate);
       },
       isFinal: (error) => {
         if (webhooksClientErrors.is(error, "WEBHOOKS_CLIENT_IDEMPOTENCY_CONFLICT")) this.conflicts++;
@@ -68,19 +67,7 @@ export class AlertWebhooksPublisher {
           webhooksClientErrors.is(error, "WEBHOOKS_CLIENT_CONFIG_INVALID")
         );
       },
-      ...(options.maxQueued === undefined ? {} : { maxQueued: options.maxQueued }),
-      ...(options.attempts === undefined ? {} : { attempts: options.attempts }),
-      ...(options.retryBaseMs === undefined ? {} : { retryBaseMs: options.retryBaseMs }),
-      ...(options.onFailed === undefined ? {} : { onFailed: options.onFailed }),
     });
-  }
-
-  get dropped(): number {
-    return this.#queue.dropped;
-  }
-
-  get delivered(): number {
-    return this.#queue.delivered;
   }
 
   send(notification: AlertNotification): void {

@@ -11,6 +11,12 @@
  * queue.send(body);
  * await queue.close();
  */
+/** The bounds a sink passes through to its queue. */
+export type NotificationQueueBounds = Pick<
+  NotificationQueueOptions<unknown>,
+  "maxQueued" | "attempts" | "retryBaseMs"
+>;
+
 export interface NotificationQueueOptions<T> {
   /** Delivers one item; resolves when it is accepted, throws to retry (or give up, see isFinal). */
   readonly deliver: (item: T) => Promise<void>;

@@ -9,6 +9,7 @@
  * await webhooks.publishEvent({ type: "payment.captured", payload, idempotencyKey: eventId });
  */
 export { DEFAULT_CLIENT_TIMEOUTS } from "./api-transport.ts";
+export { webhooksConfigProblems } from "./client-config.ts";
 export { webhooksClientErrors } from "./client-errors.ts";
 export * from "./webhooks-admin-client.ts";
 export * from "./webhooks-client.ts";
