@@ -17,6 +17,7 @@
  * const created = await api.call<{ id: string }>({ method: "POST", path: "/v1/events", body, idempotencyKey: "k1" });
  * api.close();
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { OutboundClient, type PhaseTimeouts } from "@casebook/infra/http/outbound";
 import { mayHaveBeenProcessed, outboundErrors } from "@casebook/infra/http/outbound-errors";
 import { backoffDelayMs, jitterDelayMs } from "@casebook/kit/backoff";
@@ -190,17 +191,12 @@ export class ApiTransport {
       this.#random,
     );
     const waitMs = Math.min(this.#retryCapMs, Math.max(backoff, retryAfter ?? 0));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(resolve, waitMs);
-      signal?.addEventListener(
-        "abort",
-        () => {
-          clearTimeout(timer);
-          reject(signal.reason);
-        },
-        { once: true },
-      );
-    });
+    // The caller's abort ends the pause too, with the caller's own reason (as an abort mid-call does).
+    try {
+      await sleep(waitMs, undefined, signal === undefined ? undefined : { signal });
+    } catch (error) {
+      throw signal?.aborted ? signal.reason : error;
+    }
   }
 
   #unavailable(attempts: number, last: { status?: number; cause?: unknown }): Error {
