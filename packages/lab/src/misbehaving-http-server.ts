@@ -31,6 +31,8 @@ export interface Received {
   headers: IncomingMessage["headers"];
   body: string;
   remoteAddress: string | undefined;
+  /** When the whole request had arrived (Date.now()): a receiver's side of a latency. */
+  atMs: number;
 }
 
 export interface MisbehavingServer {
@@ -110,6 +112,7 @@ export async function startMisbehavingServer(host = "127.0.0.1"): Promise<Misbeh
         headers: req.headers,
         body,
         remoteAddress: req.socket.remoteAddress,
+        atMs: Date.now(),
       });
       route(req, res, body);
     });

@@ -9,7 +9,8 @@
  * config.maxSeriesPerMetric; // 100000
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
-import { type ConfigOf, field, loadConfig } from "@casebook/kit/config";
+import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
+import { webhooksConfigProblems } from "@casebook/webhooks/client";
 import packageJson from "../package.json" with { type: "json" };
 
 export const BOOTSTRAP_OFF = "off";
@@ -161,7 +162,22 @@ export const configSchema = {
     env: "METRICS_ALERT_WEBHOOK_URL",
     pattern: /^https?:\/\/\S+$/,
     maxLength: 2_048,
-    description: "Where alert notifications are POSTed (Alertmanager's webhook body); unset = logged only",
+    description:
+      "Where alert notifications are POSTed (Alertmanager's webhook body); unset = logged only (WEBHOOKS_URL wins)",
+  }),
+  webhooksUrl: field.url({
+    env: "WEBHOOKS_URL",
+    protocols: ["http:", "https:"],
+    description:
+      "The webhooks system's base URL: alert notifications are published there as events (metrics.alert.firing|resolved, the Alertmanager body as payload, an Idempotency-Key per alert and evaluation); unset = plain HTTP to METRICS_ALERT_WEBHOOK_URL",
+  }),
+  webhooksApiKey: field.string({
+    env: "WEBHOOKS_API_KEY",
+    secret: true,
+    minLength: 8,
+    maxLength: 512,
+    description:
+      "The webhooks tenant's API key (whk_…) alerts are published with; required with WEBHOOKS_URL",
   }),
   alertIntervalMs: field.int({
     env: "METRICS_ALERT_INTERVAL_MS",
@@ -169,6 +185,14 @@ export const configSchema = {
     min: 100,
     max: 3_600_000,
     description: "Evaluation interval of a rule group without its own `interval:`",
+  }),
+  alertResendMs: field.int({
+    env: "METRICS_ALERT_RESEND_MS",
+    default: 60_000,
+    min: 1_000,
+    max: 86_400_000,
+    description:
+      "A firing alert is notified again this often (Alertmanager forgets an alert not re-sent); the notification log keeps the replay plus this",
   }),
   alertReplayMs: field.int({
     env: "METRICS_ALERT_REPLAY_MS",
@@ -228,8 +252,13 @@ export const configSchema = {
 
 export type SystemConfig = ConfigOf<typeof configSchema>;
 
+/** The settings, each field checked on its own, then across fields; a ConfigError names every problem. */
 export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
-  return loadConfig(configSchema, { env });
+  const config = loadConfig(configSchema, { env });
+  // WEBHOOKS_URL needs WEBHOOKS_API_KEY: the webhooks system takes no event without a tenant's key.
+  const problems = webhooksConfigProblems(config);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
 }
 
 /** `region=eu,cluster=a` → [["region","eu"],["cluster","a"]]. */

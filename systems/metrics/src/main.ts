@@ -26,6 +26,7 @@ import packageJson from "../package.json" with { type: "json" };
 import { prometheusErrorFormat } from "./api/prometheus-errors.ts";
 import { registerApi } from "./api/register-api.ts";
 import { AlertWebhook } from "./clients/alert-webhook.ts";
+import { AlertWebhooksPublisher } from "./clients/alert-webhooks-publisher.ts";
 import {
   BOOTSTRAP_OFF,
   configSchema,
@@ -37,6 +38,7 @@ import {
 import { labelsFromPairs } from "./domain/labels.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
+import { AlertLog } from "./store/alert-log.ts";
 import { RollupStore } from "./store/rollup-store.ts";
 import { loadRuleFiles } from "./store/rule-files.ts";
 import { SampleStream } from "./store/sample-stream.ts";
@@ -61,6 +63,28 @@ export interface RunningSystem {
   /** MT-07: the stream between the ingest and its consumers (undefined on the direct path). */
   readonly stream: SampleStream | undefined;
   close(): Promise<void>;
+}
+
+/** Where notifications go: the webhooks system with WEBHOOKS_URL, else plain HTTP, else nowhere (logged). */
+function alertSinkOf(
+  config: SystemConfig,
+  hooks: { onDuplicate: () => void; onFailed: (error: unknown, alert: Record<string, string>) => void },
+): AlertWebhook | AlertWebhooksPublisher | undefined {
+  if (config.webhooksUrl !== undefined && config.webhooksApiKey !== undefined) {
+    return new AlertWebhooksPublisher({
+      url: config.webhooksUrl,
+      apiKey: config.webhooksApiKey,
+      onPublished: (_event, duplicate) => {
+        if (duplicate) hooks.onDuplicate();
+      },
+      onFailed: (error, event) => hooks.onFailed(error, event.payload.alerts[0]?.labels ?? {}),
+    });
+  }
+  if (config.alertWebhookUrl === undefined) return undefined;
+  return new AlertWebhook({
+    url: config.alertWebhookUrl,
+    onFailed: (error, payload) => hooks.onFailed(error, payload.groupLabels),
+  });
 }
 
 function bootstrapTenantOf(config: SystemConfig, engine: string): string | undefined {
@@ -122,17 +146,12 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           systemClock,
           onError("cardinality report failed"),
         );
-        const webhook = config.alertWebhookUrl
-          ? new AlertWebhook({
-              url: config.alertWebhookUrl,
-              onFailed: (error, payload) =>
-                service.log.error(
-                  { err: error, alert: payload.groupLabels },
-                  "alert notification not delivered",
-                ),
-            })
-          : undefined;
-        if (webhook) service.onClose(() => webhook.close());
+        const sink = alertSinkOf(config, {
+          onDuplicate: () => metrics.alertDuplicates.inc(),
+          onFailed: (error, alert) =>
+            service.log.error({ err: error, alert }, "alert notification not delivered"),
+        });
+        if (sink) service.onClose(() => sink.close());
         const evaluator = await startAlertEvaluator({
           client: streamClient,
           groups: [
@@ -141,13 +160,19 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           ],
           clock: systemClock,
           replayMs: config.alertReplayMs,
-          notify: (payload) => {
+          log: new AlertLog(streamClient, { windowMs: config.alertReplayMs + config.alertResendMs }),
+          resendMs: config.alertResendMs,
+          notify: (notification) => {
             metrics.alertNotifications.inc({
-              alertname: payload.groupLabels.alertname ?? "",
-              status: payload.status,
+              alertname: notification.alertname,
+              status: notification.payload.status,
             });
-            if (webhook) webhook.send(payload);
-            else service.log.warn({ alert: payload }, "alert (no METRICS_ALERT_WEBHOOK_URL: logged only)");
+            if (sink) sink.send(notification);
+            else
+              service.log.warn(
+                { alert: notification.payload },
+                "alert (no WEBHOOKS_URL nor METRICS_ALERT_WEBHOOK_URL: logged only)",
+              );
           },
           onError: onError("alert evaluator failed"),
         });

@@ -21,6 +21,8 @@ export interface SystemMetrics {
   readonly droppedMessages: Counter<"reason">;
   /** Alert notifications the evaluator sent, per rule and status. */
   readonly alertNotifications: Counter<"alertname" | "status">;
+  /** Alert events the webhooks system answered as repeats of a key it had (a retry or a restart's repeat). */
+  readonly alertDuplicates: Counter;
   /** MT-16: new series refused by a cardinality ceiling, per tenant. */
   readonly refusedSeries: Counter<"tenant">;
   /** MT-06: samples per partition (hash of the series): how evenly series spread. */
@@ -73,6 +75,11 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     labelNames: ["alertname", "status"],
     registers: [registry],
   });
+  const alertDuplicates = new Counter({
+    name: "metrics_alert_webhooks_duplicates_total",
+    help: "Alert events the webhooks system answered as repeats of an Idempotency-Key it had: stored and delivered once",
+    registers: [registry],
+  });
   const lateRollupSamples = new Counter({
     name: "metrics_rollup_late_samples_total",
     help: "Samples older than the rollup watermark (newest − lateness): raw only, left out of the tiers, per tenant",
@@ -85,6 +92,7 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     ingestedSamples,
     streamedSamples,
     alertNotifications,
+    alertDuplicates,
     droppedMessages,
     refusedSeries,
     partitionSamples,

@@ -5,7 +5,9 @@
  * Alertmanager's webhook body to a real HTTP receiver; the time from the stream's ack of a
  * sample to the receiver holding the notification is measured against MT-01's 1 min. A
  * restarted evaluator replays a bounded window of the stream and fires an alert whose `for:`
- * had already elapsed at once, with the same startsAt, its `rate(…[5m])` rebuilt from the replay.
+ * had already elapsed at once, its `rate(…[5m])` rebuilt from the replay; with the notification
+ * log it repeats the very notification its predecessor logged (same startsAt, same evaluation
+ * time, so the same Idempotency-Key), without it a new one from the replay's steps.
  */
 import assert from "node:assert/strict";
 import { once } from "node:events";
@@ -16,9 +18,11 @@ import type { StreamClient } from "@casebook/infra/stream/stream";
 import { systemClock } from "@casebook/kit/clock";
 import { eventually } from "@casebook/lab/eventually";
 import { AlertWebhook } from "../src/clients/alert-webhook.ts";
+import { type AlertNotification, perAlertEvents } from "../src/domain/alert-notification.ts";
 import { parseRuleFile } from "../src/domain/alert-rules.ts";
 import type { AlertmanagerWebhook } from "../src/domain/alertmanager-payload.ts";
 import { labelsFromRecord } from "../src/domain/labels.ts";
+import { AlertLog } from "../src/store/alert-log.ts";
 import { SampleStream } from "../src/store/sample-stream.ts";
 import { startAlertEvaluator } from "../src/workers/alert-evaluator.ts";
 
@@ -81,7 +85,7 @@ test("MT-08 an alert goes pending → firing → resolved from the stream alone,
     groups,
     clock: systemClock,
     replayMs: 600_000,
-    notify: (payload) => webhook.send(payload),
+    notify: (notification) => webhook.send(notification),
     onError: (error) => assert.fail(String(error)),
   });
   started.push(evaluator);
@@ -139,37 +143,39 @@ test("MT-08 an alert goes pending → firing → resolved from the stream alone,
   }
 });
 
-test("MT-08 a restarted evaluator replays a bounded window: rate()[5m] and for: rebuilt, the alert fires at once", async () => {
+/** A counter at rate 0.667/s for six minutes, an evaluator that fires on it, stopped and started again. */
+async function restartScenario(metric: string, log: AlertLog | undefined) {
   const groups = parseRuleFile(
     `groups:
   - name: traffic
     interval: 250ms
     rules:
       - alert: BusyCounter
-        expr: rate(requests_total[5m]) > 0.5
+        expr: rate(${metric}[5m]) > 0.5
         for: 2m`,
     { defaultIntervalMs: 15_000 },
   );
   // Six minutes of a counter growing 10 per 15 s (rate 0.667/s), written now with its own timestamps.
   const now = Date.now();
   for (let i = 24; i >= 0; i--) {
-    await stream.publish("acme", [sample("requests_total", { job: "api" }, now - i * 15_000, (24 - i) * 10)]);
+    await stream.publish("acme", [sample(metric, { job: "api" }, now - i * 15_000, (24 - i) * 10)]);
   }
-  const seen: AlertmanagerWebhook[] = [];
+  const seen: AlertNotification[] = [];
   const start = async () => {
     const evaluator = await startAlertEvaluator({
       client,
       groups,
       clock: systemClock,
       replayMs: 600_000,
-      notify: (payload) => seen.push(payload),
+      ...(log === undefined ? {} : { log }),
+      notify: (notification) => seen.push(notification),
       onError: (error) => assert.fail(String(error)),
     });
     started.push(evaluator);
     return evaluator;
   };
   const first = await start();
-  const firstFiring = await eventually(() => seen.find((p) => p.groupLabels.alertname === "BusyCounter"), {
+  const firstFiring = await eventually(() => seen.find((n) => n.alertname === "BusyCounter"), {
     what: "the first evaluator's notification",
     timeoutMs: 30_000,
   });
@@ -178,21 +184,34 @@ test("MT-08 a restarted evaluator replays a bounded window: rate()[5m] and for: 
   const restartedAtMs = Date.now();
   const second = await start();
   try {
-    const again = await eventually(() => seen.find((p) => p.groupLabels.alertname === "BusyCounter"), {
+    const again = await eventually(() => seen.find((n) => n.alertname === "BusyCounter"), {
       what: "the restarted evaluator's notification",
       timeoutMs: 30_000,
     });
     // Fired on its first evaluations, not 2 minutes later: `for:` came back from the replay.
     assert.ok(Date.now() - restartedAtMs < 60_000);
-    assert.equal(again.status, "firing");
+    assert.equal(again.payload.status, "firing");
     assert.ok(second.messagesRead >= 25, `replayed ${second.messagesRead} messages`);
-    const startsAt = (p: AlertmanagerWebhook) => Date.parse(p.alerts[0]!.startsAt);
-    assert.ok(
-      Math.abs(startsAt(again) - startsAt(firstFiring)) <= 60_000,
-      `same activeAt within the replay's steps: ${firstFiring.alerts[0]!.startsAt} vs ${again.alerts[0]!.startsAt}`,
-    );
+    const startsAt = (n: AlertNotification) => Date.parse(n.payload.alerts[0]!.startsAt);
     assert.ok(startsAt(again) <= restartedAtMs - 120_000, "active for longer than for: before the restart");
+    return { firstFiring, again, startsAt };
   } finally {
     await second.stop();
   }
+}
+
+test("MT-08 a restarted evaluator replays a bounded window: rate()[5m] and for: rebuilt, the alert fires at once", async () => {
+  const { firstFiring, again, startsAt } = await restartScenario("requests_total", undefined);
+  assert.ok(
+    Math.abs(startsAt(again) - startsAt(firstFiring)) <= 60_000,
+    `same activeAt within the replay's steps: ${firstFiring.payload.alerts[0]!.startsAt} vs ${again.payload.alerts[0]!.startsAt}`,
+  );
+});
+
+test("MT-08 with the notification log, a restarted evaluator repeats the logged notification itself: same body, same Idempotency-Key", async () => {
+  const log = new AlertLog(client, { windowMs: 660_000, storage: "memory" });
+  const { firstFiring, again } = await restartScenario("logged_requests_total", log);
+  // Not a new decision from the replay's steps: the very notification, alert by alert.
+  assert.deepEqual(perAlertEvents(again), perAlertEvents(firstFiring));
+  assert.equal(again.alerts[0]!.notifiedAtMs, firstFiring.alerts[0]!.notifiedAtMs);
 });

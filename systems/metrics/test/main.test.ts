@@ -2,7 +2,7 @@
  * The composition root end to end, in process on port 0: the operations routes the
  * service base gives every system (/healthz, /readyz, /metrics with this system's own
  * metrics, /openapi.json); as child processes, `main.ts --help` listing every setting and a
- * bad setting stopping the start with exit 2 and its name.
+ * bad setting stopping the start with exit 2 and its name; WEBHOOKS_URL needing its key.
  */
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { promisify } from "node:util";
+import { loadSystemConfig } from "../src/config.ts";
 import { main, type RunningSystem } from "../src/main.ts";
 
 const mainPath = join(import.meta.dirname, "..", "src", "main.ts");
@@ -74,4 +75,16 @@ test("a bad setting stops the start with exit 2, naming it", async () => {
   );
   assert.equal(failed.code, 2);
   assert.match(failed.stderr ?? "", /PORT/);
+});
+
+test("WEBHOOKS_URL without WEBHOOKS_API_KEY is refused by name; with it, alerts go to the webhooks system", () => {
+  assert.throws(
+    () => loadSystemConfig({ WEBHOOKS_URL: "http://127.0.0.1:8113" }),
+    (error: Error) => /WEBHOOKS_API_KEY/.test(error.message),
+  );
+  const config = loadSystemConfig({
+    WEBHOOKS_URL: "http://127.0.0.1:8113",
+    WEBHOOKS_API_KEY: "whk_test_0000",
+  });
+  assert.equal(config.webhooksUrl, "http://127.0.0.1:8113");
 });

@@ -4,7 +4,9 @@
  * (WEBHOOKS_URL and WEBHOOKS_API_KEY included: the outbox relay's publisher reads them from
  * here, never from the environment directly).
  *
- * The cross-field checks run after each field is valid on its own. One rule so far: with `DATABASE_URL` (PostgreSQL, shared by every replica) and no `ACQUIRER_URL`,
+ * The cross-field checks run after each field is valid on its own. `WEBHOOKS_URL` needs
+ * `WEBHOOKS_API_KEY` (the webhooks system takes no event without a tenant's key: every publish
+ * would be a 401 the relay retries forever). And with `DATABASE_URL` (PostgreSQL, shared by every replica) and no `ACQUIRER_URL`,
  * the start is refused. Each process would start its own in-process acquirer simulator, whose
  * authorizations live in that process's memory: a payment authorized through replica A and
  * captured through replica B would be captured at a simulator that never saw it, and fail. The
@@ -22,6 +24,7 @@
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, type ConfigProblem, field, loadConfig } from "@casebook/kit/config";
+import { webhooksConfigProblems } from "@casebook/webhooks/client";
 import { DEFAULT_SAGA_LEASE_MS } from "./workers/saga-orchestrator.ts";
 
 /** PAYMENTS_BOOTSTRAP_MERCHANT value that turns the demo merchant off. */
@@ -107,12 +110,13 @@ export const configSchema = {
     env: "WEBHOOKS_URL",
     protocols: ["http:", "https:"],
     description:
-      "The webhooks system's POST /v1/events: the outbox relay publishes payment events there; unset = kept in memory (bounded)",
+      "The webhooks system (its base URL; …/v1/events is accepted too): the outbox relay publishes payment events there; unset = kept in memory (bounded)",
   }),
   webhooksApiKey: field.string({
     env: "WEBHOOKS_API_KEY",
     secret: true,
-    description: "The webhooks tenant's API key (whk_…) the publisher sends with each event",
+    description:
+      "The webhooks tenant's API key (whk_…) the publisher sends with each event; required with WEBHOOKS_URL",
   }),
   ...logLevelField(),
 };
@@ -127,9 +131,13 @@ export const ACQUIRER_URL_REQUIRED =
 export function crossFieldProblems(config: {
   readonly databaseUrl: string | undefined;
   readonly acquirerUrl: string | undefined;
+  readonly webhooksUrl?: string | undefined;
+  readonly webhooksApiKey?: string | undefined;
 }): ConfigProblem[] {
-  if (config.databaseUrl === undefined || config.acquirerUrl !== undefined) return [];
+  const problems = webhooksConfigProblems(config);
+  if (config.databaseUrl === undefined || config.acquirerUrl !== undefined) return problems;
   return [
+    ...problems,
     {
       setting: "acquirerUrl",
       env: "ACQUIRER_URL",

@@ -59,7 +59,7 @@ export const configSchema = {
   ...databaseFields({
     system: "webhooks",
     envPrefix: "WEBHOOKS_DB",
-    fields: ["connectTimeoutMs", "statementTimeoutMs"],
+    fields: ["schema", "connectTimeoutMs", "statementTimeoutMs"],
     timeouts: "duration-ms",
     statementTimeoutMsDefault: DEFAULT_DB_STATEMENT_TIMEOUT_MS,
     descriptions: {

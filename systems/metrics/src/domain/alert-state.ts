@@ -7,7 +7,15 @@
  * `{{ $labels.name }}`, `{{ $value }}` (and `$labels`/`$value` without braces' spaces).
  *
  * `evaluate` answers the alerts to send: those that turned firing or resolved now, and the
- * firing ones again every `resendMs` (Alertmanager forgets an alert not re-sent).
+ * firing ones again every `resendMs` (Alertmanager forgets an alert not re-sent). Each carries
+ * `notifiedAtMs`, the evaluation that decided it: with the group, rule, fingerprint and status
+ * it names one notification (`alert-notification.ts` derives the Idempotency-Key from them).
+ *
+ * `restore` puts back what a previous evaluator logged it notified last for an alert (the
+ * notification log, `store/alert-log.ts`): a firing one is firing again with its logged
+ * startsAt, and the next live evaluation sends that same notification once more — the same
+ * `notifiedAtMs` and content, so a receiver that dedupes by key (the webhooks system) holds it
+ * once whether or not the previous process got it out — unless a resend is due anyway.
  *
  * @example
  * const state = new AlertRuleState(rule, { resendMs: 60_000 });
@@ -30,6 +38,10 @@ export interface ActiveAlert {
   firedAtMs: number | undefined;
   resolvedAtMs: number | undefined;
   lastSentMs: number | undefined;
+  /** The last notification decided for it (sent, or logged by a previous evaluator). */
+  lastSent: AlertToSend | undefined;
+  /** Restored from the log: send `lastSent` again at the next live evaluation. */
+  repeat: boolean;
 }
 
 export interface AlertToSend {
@@ -41,6 +53,8 @@ export interface AlertToSend {
   readonly startsAtMs: number;
   readonly endsAtMs: number | undefined;
   readonly value: number;
+  /** The evaluation that decided this notification (a repeat keeps the original's). */
+  readonly notifiedAtMs: number;
 }
 
 /** Prometheus's template subset used by most rule files: `{{ $labels.x }}`, `{{ $value }}`. */
@@ -94,6 +108,8 @@ export class AlertRuleState {
           firedAtMs: undefined,
           resolvedAtMs: undefined,
           lastSentMs: undefined,
+          lastSent: undefined,
+          repeat: false,
         });
       } else {
         existing.value = sample.v;
@@ -119,7 +135,7 @@ export class AlertRuleState {
       if (alert.state === "pending") continue;
       const due = alert.lastSentMs === undefined || nowMs - alert.lastSentMs >= this.#resendMs;
       if (!options.quiet && due && !(alert.state === "resolved" && alert.lastSentMs !== undefined)) {
-        toSend.push({
+        const decided: AlertToSend = {
           status: alert.state,
           labels: alert.labels,
           annotations: alert.annotations,
@@ -127,13 +143,48 @@ export class AlertRuleState {
           startsAtMs: alert.activeAtMs,
           endsAtMs: alert.resolvedAtMs,
           value: alert.value,
-        });
+          notifiedAtMs: nowMs,
+        };
+        toSend.push(decided);
         alert.lastSentMs = nowMs;
+        alert.lastSent = decided;
+        alert.repeat = false;
+      } else if (!options.quiet && alert.repeat && alert.lastSent !== undefined) {
+        // A restored notification, sent again as it was: same key, same body.
+        toSend.push(alert.lastSent);
+        alert.repeat = false;
       }
       // A resolved alert is told once, then forgotten.
       if (alert.state === "resolved" && (alert.lastSentMs !== undefined || options.quiet))
         this.#active.delete(fingerprint);
     }
     return toSend;
+  }
+
+  /**
+   * Applies the last notification a previous evaluator logged for one alert, after the quiet
+   * replay rebuilt the rest: firing → firing with the logged startsAt, repeated at the next
+   * live evaluation; resolved → that episode is over (a rebuilt alert of it is dropped).
+   */
+  restore(sent: AlertToSend): void {
+    const existing = this.#active.get(sent.fingerprint);
+    if (sent.status === "resolved") {
+      if (existing !== undefined && existing.activeAtMs <= (sent.endsAtMs ?? sent.notifiedAtMs))
+        this.#active.delete(sent.fingerprint);
+      return;
+    }
+    this.#active.set(sent.fingerprint, {
+      fingerprint: sent.fingerprint,
+      labels: sent.labels,
+      annotations: sent.annotations,
+      state: "firing",
+      value: sent.value,
+      activeAtMs: sent.startsAtMs,
+      firedAtMs: existing?.firedAtMs ?? sent.notifiedAtMs,
+      resolvedAtMs: undefined,
+      lastSentMs: sent.notifiedAtMs,
+      lastSent: sent,
+      repeat: true,
+    });
   }
 }

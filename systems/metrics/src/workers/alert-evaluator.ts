@@ -12,21 +12,30 @@
  * interval steps over that replay, which rebuilds each alert's `activeAt` — so an alert whose
  * condition held for longer than its `for:` fires at once instead of waiting `for:` again.
  *
+ * With a notification log (`store/alert-log.ts`, on the stream too) every notification is
+ * appended and acknowledged before it is handed to `notify` (write-ahead), and a restart then
+ * restores each alert's last logged notification over the replay: a firing alert is repeated
+ * at once with the same `notifiedAtMs`, startsAt and content — the same Idempotency-Key and
+ * body at the webhooks system, which delivers it once. A notification whose log write fails is
+ * sent anyway (an alert matters more than a duplicate), and the failure reported.
+ *
  * @example
- * const evaluator = await startAlertEvaluator({ client, groups, clock, replayMs: 900_000, notify, onError });
+ * const evaluator = await startAlertEvaluator({ client, groups, clock, replayMs: 900_000, log, notify, onError });
  * await evaluator.stop();
  */
 import type { StreamClient } from "@casebook/infra/stream/stream";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import type { Clock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
+import type { AlertNotification } from "../domain/alert-notification.ts";
 import type { RuleGroup } from "../domain/alert-rules.ts";
 import { AlertRuleState } from "../domain/alert-state.ts";
-import { type AlertmanagerWebhook, alertmanagerPayload } from "../domain/alertmanager-payload.ts";
+import { alertmanagerPayload } from "../domain/alertmanager-payload.ts";
 import { HeadBlock } from "../domain/head-block.ts";
 import { PromqlEngine } from "../domain/promql-engine.ts";
 import type { InstantVector } from "../domain/promql-values.ts";
 import { decodeStreamBatch } from "../domain/stream-batch.ts";
+import type { AlertLog, LoggedNotification } from "../store/alert-log.ts";
 import { SAMPLE_STREAM } from "../store/sample-stream.ts";
 
 export const ALERT_EVALUATOR_CONSUMER = "alert-evaluator";
@@ -39,7 +48,9 @@ export interface AlertEvaluatorOptions {
   readonly clock: Clock;
   /** How far back a (re)start replays the stream; also the window kept (at least lookback + longest range). */
   readonly replayMs: number;
-  readonly notify: (payload: AlertmanagerWebhook) => void;
+  /** The notification log: written ahead of every notification, read back at a restart. */
+  readonly log?: AlertLog;
+  readonly notify: (notification: AlertNotification) => void;
   readonly receiver?: string;
   readonly externalUrl?: string;
   /** Series one tenant's window may hold (its cardinality bound). Default 1,000,000. */
@@ -115,10 +126,11 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
     for (const { head } of windows.values()) if (boundary > head.minValidT) head.truncateBefore(boundary);
   };
 
-  const evaluateGroup = (groupIndex: number, nowMs: number, quiet: boolean): void => {
+  const evaluateGroup = (groupIndex: number, nowMs: number, quiet: boolean): AlertNotification[] => {
     const group = options.groups[groupIndex]!;
+    const out: AlertNotification[] = [];
     for (const [tenant, window] of windows) {
-      for (const state of window.states[groupIndex]!) {
+      for (const [ruleIndex, state] of window.states[groupIndex]!.entries()) {
         let vector: InstantVector;
         try {
           const value = window.engine.instant(state.rule.ast, nowMs);
@@ -135,16 +147,54 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
         const withTenant = vector.map((s) => ({ ...s, labels: [...s.labels, ["tenant", tenant] as const] }));
         const toSend = state.evaluate(withTenant, nowMs, { quiet });
         if (toSend.length === 0) continue;
-        options.notify(
-          alertmanagerPayload({
+        out.push({
+          tenant,
+          group: group.name,
+          ruleIndex,
+          alertname: state.rule.alert,
+          alerts: toSend,
+          payload: alertmanagerPayload({
             receiver: options.receiver ?? "casebook-metrics",
             alertname: state.rule.alert,
             alerts: toSend,
             externalUrl: options.externalUrl ?? "",
             generatorUrl: `${options.externalUrl ?? ""}/graph?g0.expr=${encodeURIComponent(state.rule.expr)}&group=${encodeURIComponent(group.name)}`,
           }),
-        );
+        });
       }
+    }
+    return out;
+  };
+
+  // Write-ahead: logged (acknowledged) before it leaves, so a restart repeats it rather than deciding anew.
+  const send = async (notifications: readonly AlertNotification[]): Promise<void> => {
+    for (const notification of notifications) {
+      if (options.log !== undefined) {
+        const { tenant, group, ruleIndex, alertname, alerts } = notification;
+        await options.log.append({ tenant, group, ruleIndex, alertname, alerts }).catch(options.onError);
+      }
+      options.notify(notification);
+    }
+  };
+
+  /** The last logged notification of each alert, put back over the replayed state. */
+  const restore = (records: readonly LoggedNotification[]): void => {
+    const last = new Map<
+      string,
+      { record: LoggedNotification; alert: LoggedNotification["alerts"][number] }
+    >();
+    for (const record of records) {
+      for (const alert of record.alerts) {
+        last.set(JSON.stringify([record.tenant, record.group, record.ruleIndex, alert.fingerprint]), {
+          record,
+          alert,
+        });
+      }
+    }
+    for (const { record, alert } of last.values()) {
+      const g = options.groups.findIndex((group) => group.name === record.group);
+      const state = g < 0 ? undefined : windowOf(record.tenant).states[g]![record.ruleIndex];
+      if (state !== undefined && state.rule.alert === record.alertname) state.restore(alert);
     }
   };
 
@@ -186,8 +236,13 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
       evaluateGroup(g, t, true);
     }
   });
+  // 3. What the previous evaluator notified last, alert by alert (its log covers the replay and a resend).
+  if (options.log !== undefined) {
+    await options.log.ensure();
+    restore(await options.log.readSince(nowMs - options.replayMs - (options.resendMs ?? 60_000)));
+  }
 
-  // 3. Live: one loop reads the stream, another evaluates the groups when due.
+  // 4. Live: one loop reads the stream, another evaluates the groups when due.
   const reader = new BackgroundLoop({
     name: "alert evaluator stream reader",
     round: async () => {
@@ -210,11 +265,12 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
     name: "alert evaluator rules",
     round: async () => {
       const now = clock.nowMs();
-      options.groups.forEach((group, g) => {
-        if (now < nextDue[g]!) return;
-        evaluateGroup(g, now, false);
+      for (const [g, group] of options.groups.entries()) {
+        if (now < nextDue[g]!) continue;
+        const notifications = evaluateGroup(g, now, false);
         nextDue[g] = now + group.intervalMs;
-      });
+        await send(notifications);
+      }
       trim(now);
       return false;
     },

@@ -1,22 +1,28 @@
 /**
  * Where the outbox relay sends post-payment events: the webhooks system's public API
  * when `WEBHOOKS_URL` is set (systems talk over public APIs, never by importing each
- * other), an in-memory recorder otherwise, so the service runs alone on a bare machine.
+ * other: this goes through `@casebook/webhooks/client`), an in-memory recorder otherwise,
+ * so the service runs alone on a bare machine.
  *
- * The HTTP publisher POSTs one event per request to `WEBHOOKS_URL` (the full endpoint
- * URL) with the event id as `Idempotency-Key`, so a republished event (at-least-once
- * relay) is deduped by the receiver, on infra's outbound client: a timeout per phase
- * (connect, headers, body) under one deadline on the whole call, the relay's AbortSignal
- * passed through, the response read to a bound. Any 2xx is acceptance; anything else —
- * status (a 3xx included: redirects are never followed), network error, timeout (an
- * OUTBOUND_* error naming its phase) — is a failure the relay retries with backoff.
+ * The HTTP publisher publishes one event per call — type the payment event's type, payload
+ * `{id, orderingKey, seq, createdAt, payload}` (a subscription orders deliveries per account
+ * with `"orderingKeyPath": "orderingKey"`, WH-03) — with the event id as `Idempotency-Key`, so
+ * a republished event (at-least-once relay) is stored and delivered once by the webhooks
+ * system. One try per publish (the relay retries with its own backoff) on infra's outbound
+ * client: a timeout per phase (connect, headers, body) under one deadline on the whole call,
+ * the relay's AbortSignal passed through, the response read to a bound. Any 2xx is acceptance;
+ * anything else — a status (a 3xx included: redirects are never followed) is
+ * OUTBOX_PUBLISH_FAILED with it, a network error or timeout is the OUTBOUND_* error naming its
+ * phase — is a failure the relay retries.
  *
  * @example
  * const publisher = createEventPublisher(config); // config.webhooksUrl, config.webhooksApiKey
  * const relay = new OutboxRelay(db, { publisher });
  */
-import { OutboundClient, type PhaseTimeouts } from "@casebook/infra/http/outbound";
+import type { PhaseTimeouts } from "@casebook/infra/http/outbound";
+import { outboundErrors } from "@casebook/infra/http/outbound-errors";
 import { outboxErrors } from "@casebook/infra/sql/outbox-errors";
+import { WebhooksClient, webhooksClientErrors } from "@casebook/webhooks/client";
 import type { OutboxEvent } from "../store/outbox.ts";
 import type { EventPublisher } from "../workers/outbox-relay.ts";
 
@@ -27,44 +33,54 @@ export const DEFAULT_WEBHOOK_PHASE_TIMEOUTS: Readonly<PhaseTimeouts> = Object.fr
   headersMs: 5_000,
   bodyMs: 2_000,
 });
-/** Bound on the response body read for the error message, in characters. */
-const ERROR_BODY_MAX_CHARS = 500;
-/** Response bytes read: an intake's answer is small; a bigger one is cut, not buffered. */
-const MAX_RESPONSE_BYTES = 64 * 1024;
 /**
  * Connections to the intake at once: far above the relay's parallelism (maxInFlightKeys,
  * 16 by default), so a publish never queues for a socket under its connect timeout.
  */
 const MAX_PUBLISH_SOCKETS = 256;
+/** The path of the intake, accepted at the end of WEBHOOKS_URL (the form this setting first had). */
+const EVENTS_PATH = /\/v1\/events\/?$/;
 
 export interface WebhookPublisherOptions {
-  /** The webhooks system's event intake, e.g. http://127.0.0.1:8113/v1/events. */
+  /** The webhooks service, e.g. http://127.0.0.1:8113 (or its intake, …/v1/events). */
   url: string;
-  /** Sent as `Authorization: Bearer <apiKey>` when set. */
-  apiKey?: string;
-  /** Bound on one POST, connect to last byte (the outbound deadline). Default 5 000. */
+  /** The webhooks tenant's API key, sent as `Authorization: Bearer <apiKey>`. */
+  apiKey: string;
+  /** Bound on one publish, connect to last byte (the outbound deadline). Default 5 000. */
   timeoutMs?: number;
   /** Per-phase bounds inside that deadline. Default DEFAULT_WEBHOOK_PHASE_TIMEOUTS. */
   timeouts?: Partial<PhaseTimeouts>;
 }
 
-/** The request body: the event, bigints already strings in the payload. */
-export function eventBody(event: OutboxEvent): string {
-  return JSON.stringify({
+/** The event's payload at the webhooks system: the outbox event, bigints already strings. */
+export function eventPayload(event: OutboxEvent): Record<string, unknown> {
+  return {
     id: event.eventId,
-    type: event.type,
     orderingKey: event.orderingKey,
     seq: event.seq.toString(),
     createdAt: new Date(event.createdAtMs).toISOString(),
     payload: event.payload,
+  };
+}
+
+/** The client's error for a publish, as the relay reads failures: a status, or the outbound error itself. */
+function publishFailure(error: unknown, eventId: string): unknown {
+  if (!webhooksClientErrors.is(error)) return error;
+  if (outboundErrors.is(error.cause)) return error.cause;
+  const status = error.fields.lastStatus ?? error.fields.status;
+  if (typeof status !== "number") return error;
+  return outboxErrors.create("OUTBOX_PUBLISH_FAILED", {
+    fields: { eventId, status },
+    detail: `webhooks answered ${status}: ${error.message}`,
+    cause: error,
   });
 }
 
 /**
- * An EventPublisher that POSTs each event to the webhooks system.
+ * An EventPublisher that publishes each event to the webhooks system.
  *
  * @example
- * const publisher = createWebhookPublisher({ url: "http://127.0.0.1:8113/v1/events", timeoutMs: 2_000 });
+ * const publisher = createWebhookPublisher({ url: "http://127.0.0.1:8113", apiKey: "whk_…", timeoutMs: 2_000 });
  */
 export function createWebhookPublisher(options: WebhookPublisherOptions): EventPublisher {
   let url: URL;
@@ -78,33 +94,27 @@ export function createWebhookPublisher(options: WebhookPublisherOptions): EventP
   const timeoutMs = options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
   if (!(Number.isInteger(timeoutMs) && timeoutMs > 0))
     throw new RangeError("timeoutMs must be an integer > 0");
-  const headers: Record<string, string> = { "content-type": "application/json" };
-  if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+  url.pathname = url.pathname.replace(EVENTS_PATH, "/");
   // Idle keep-alive sockets are unref'd by node:http and close after 4 s: no close hook needed.
-  const client = new OutboundClient({
-    addressGuard: "off", // the operator's WEBHOOKS_URL, not a user's
+  const client = new WebhooksClient({
+    url: url.toString(),
+    apiKey: options.apiKey,
+    attempts: 1, // the relay retries with its own backoff: one bound, not two multiplied
     timeouts: { ...DEFAULT_WEBHOOK_PHASE_TIMEOUTS, ...options.timeouts },
     deadlineMs: timeoutMs,
-    maxResponseBytes: MAX_RESPONSE_BYTES,
-    responseOverflow: "truncate",
-    keptResponseBytes: 4 * ERROR_BODY_MAX_CHARS,
-    pool: { maxOrigins: 1, maxSocketsPerOrigin: MAX_PUBLISH_SOCKETS, idleSocketTimeoutMs: 4_000 },
+    maxSockets: MAX_PUBLISH_SOCKETS,
+    userAgent: "casebook-payments-outbox",
   });
   return {
     async publish(event, signal) {
-      const response = await client.request({
-        method: "POST",
-        url,
-        headers: { ...headers, "idempotency-key": event.eventId },
-        body: eventBody(event),
-        signal,
-      });
-      if (response.status >= 200 && response.status < 300) return;
-      const text = response.body.toString("utf8");
-      throw outboxErrors.create("OUTBOX_PUBLISH_FAILED", {
-        fields: { eventId: event.eventId, status: response.status },
-        detail: `webhooks answered ${response.status}: ${text.slice(0, ERROR_BODY_MAX_CHARS)}`,
-      });
+      try {
+        await client.publishEvent(
+          { type: event.type, payload: eventPayload(event), idempotencyKey: event.eventId },
+          { signal },
+        );
+      } catch (error) {
+        throw publishFailure(error, event.eventId);
+      }
     },
   };
 }
@@ -135,8 +145,9 @@ export class MemoryPublisher implements EventPublisher {
 }
 
 /**
- * The webhook publisher when `WEBHOOKS_URL` is set (with `WEBHOOKS_API_KEY`), else a MemoryPublisher.
- * Both come from the config schema (config.ts), so `--help` lists them.
+ * The webhook publisher when `WEBHOOKS_URL` is set (with `WEBHOOKS_API_KEY`, which the config's
+ * cross-field check requires beside it), else a MemoryPublisher. Both come from the config
+ * schema (config.ts), so `--help` lists them.
  */
 export function createEventPublisher(config: {
   readonly webhooksUrl?: string | undefined;
@@ -144,5 +155,6 @@ export function createEventPublisher(config: {
 }): EventPublisher {
   const url = config.webhooksUrl;
   if (!url) return new MemoryPublisher();
+  if (!config.webhooksApiKey) throw new RangeError("WEBHOOKS_API_KEY is required with WEBHOOKS_URL");
   return createWebhookPublisher({ url, apiKey: config.webhooksApiKey });
 }

@@ -7,7 +7,7 @@
  * failed rounds like every payments worker (`loop-backoff.ts`).
  *
  * @example
- * const relay = new OutboxRelay(db, { publisher: createWebhookPublisher({ url }), random: systemRandom });
+ * const relay = new OutboxRelay(db, { publisher: createWebhookPublisher({ url, apiKey }), random: systemRandom });
  * relay.start();
  * // … on shutdown:
  * await relay.stop();
