@@ -137,7 +137,7 @@ export function cardinalityExplosionScenario(deps: CardinalityExplosionDeps): Sc
     title: "A user_id tag appears: cardinality explodes",
     line: `A tenant of its own writes ${steadyCount} steady series, then tags every sample with a fresh user_id (${o.usersPerS} new series/s): its ceiling of ${o.ceiling} series per metric refuses the rest, the owner's ${ALERT} alert fires off the stream, and ingest keeps answering (MT-13, MT-16).`,
     xLabel: "s from the start",
-    yLabel: "series (the steady line: samples)",
+    yLabel: "series, samples",
     run: async (ctx) => {
       const alerts = deps.alerts;
       if (alerts === undefined)
