@@ -53,6 +53,7 @@ test("every system's console block is valid, and the systems that declare one sh
     "feed",
     "flash-sale",
     "url-shortener",
+    "metrics",
   ]) {
     const system = systems.find((s) => s.name === name)!;
     const { declaration } = parseConsoleDeclaration(system.manifest.console, system.file);

@@ -1,14 +1,15 @@
 /**
- * The console end to end, as `casebook up` runs it: the four working systems as real
- * processes, the console scraping them. Over HTTP: the home's list (state from /readyz,
+ * The console end to end, as `casebook up` runs it: the four working systems and metrics as
+ * real processes, the console scraping them. Over HTTP: the home's list (state from /readyz,
  * address, ports, links), a page's plots and claims, the design text, bad input. In headless
  * Chromium (lab's harness; skipped with the reason without a browser, failed under
  * CASEBOOK_REQUIRE_ENGINES=1): the home and each page, plots whose data moves, the claims
  * table, axe-core with no serious violation, keyboard reach, 1280×800 and a phone's
  * viewport; every other system that declares plots drawn from its declaration (not launched: empty,
  * down); every scenario issue 23 lists for the four run to its result from its button (the
- * two fault scenarios one after the other, then cache's two, payments' acquirer timeout and
- * webhooks' noisy tenant side by side in a page each), and one through the console's API with
+ * two fault scenarios one after the other, then cache's two, payments' acquirer timeout,
+ * webhooks' noisy tenant and metrics' cardinality explosion side by side in a page each, metrics'
+ * page shot mid-run), and one through the console's API with
  * its one-at-a-time refusal. Screenshots go to .casebook-data/console-screenshots/.
  */
 import assert from "node:assert/strict";
@@ -32,7 +33,7 @@ declare const document: {
   activeElement: PageElement | null;
   documentElement: { scrollWidth: number };
 };
-declare const window: { innerWidth: number };
+declare const window: { innerWidth: number; scrollTo(x: number, y: number): void };
 declare const sessionStorage: { getItem(key: string): string | null };
 
 const root = fileURLToPath(new URL("../../..", import.meta.url));
@@ -70,7 +71,7 @@ test("home's API: every working system up from its /readyz, with address, ports,
       const up = body.systems.filter((s) => s.health.state === "up").map((s) => s.name);
       return workingSystems.every((n) => up.includes(n)) ? body : undefined;
     },
-    { what: "the four working systems up", timeoutMs: 15_000, intervalMs: 100 },
+    { what: "the launched systems up", timeoutMs: 15_000, intervalMs: 100 },
   );
   assert.deepEqual(answer.problems, []);
   const cache = answer.systems.find((s) => s.name === "cache")!;
@@ -390,9 +391,10 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
 
   // Every other scenario the issue lists, each from its button, one page per system side by side
   // (a system runs one at a time; different systems run at once): cache's two in turn, payments'
-  // acquirer timeout, webhooks' noisy tenant.
+  // acquirer timeout, webhooks' noisy tenant, metrics' cardinality explosion (issue 22; its page
+  // shot mid-run, once the owner's alert fired, for the README).
   await t.test(
-    "the other listed scenarios from their buttons, side by side: cache's LRU vs W-TinyLFU and primary killed, payments' acquirer timeout, webhooks' noisy tenant",
+    "the other listed scenarios from their buttons, side by side: cache's LRU vs W-TinyLFU and primary killed, payments' acquirer timeout, webhooks' noisy tenant, metrics' cardinality explosion",
     async () => {
       const runs: Record<string, ReadonlyArray<readonly [string, RegExp]>> = {
         cache: [
@@ -403,6 +405,36 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
           ["acquirer-timeout", /1 authorization \(1 attempt, captured\), 1 capture — no double charge\.$/],
         ],
         webhooks: [["noisy-tenant", /beside the flood .*the noisy tenant sent \d+/]],
+        metrics: [
+          [
+            "cardinality-explosion",
+            /80 new series admitted up to the ceiling of 100 per metric, \d+ refused; the owner's CardinalityLimitReached alert fired at .*; ingest answered (\d+) of \1 writes 204/,
+          ],
+        ],
+      };
+      /** metrics' run, mid-way: 8 of its seconds plotted (4 lines), the burst still on; the page shot. */
+      const midRunShot = async (tab: Page) => {
+        await tab.waitForFunction(
+          () => {
+            const run = [
+              ...document.querySelectorAll('.scenario-run[data-scenario="cardinality-explosion"]'),
+            ][0];
+            const points = Number(run?.querySelector("figure.plot")?.getAttribute("data-points") ?? 0);
+            return run !== undefined && (run.getAttribute("data-state") !== "running" || points >= 32);
+          },
+          undefined,
+          { timeout: 60_000, polling: 100 },
+        );
+        // The page down to its scenarios (the claims table below is the other shots' part).
+        // (boundingBox is relative to the scrolled viewport: back at the top, it is the page's.)
+        await tab.evaluate(() => window.scrollTo(0, 0));
+        const box = await tab.locator('section[aria-labelledby="scenarios-title"]').boundingBox();
+        assert.ok(box, "the scenarios section is laid out");
+        await tab.screenshot({
+          path: join(shots, "metrics-cardinality-explosion-1280x800.png"),
+          fullPage: true,
+          clip: { x: 0, y: 0, width: 1280, height: Math.ceil(box.y + box.height + 16) },
+        });
       };
       await Promise.all(
         Object.entries(runs).map(async ([system, scenarios]) => {
@@ -412,6 +444,7 @@ test("in Chromium: home and each working system's page, moving plots, claims, ax
             await tab.goto(`${fx.console.url}/app/#/systems/${system}`);
             for (const [scenario, expected] of scenarios) {
               await tab.click(`button[data-scenario="${scenario}"]`, { timeout: 15_000 });
+              if (scenario === "cardinality-explosion") await midRunShot(tab);
               await tab.waitForSelector(`.scenario-run[data-scenario="${scenario}"][data-state="done"]`, {
                 timeout: 90_000,
               });

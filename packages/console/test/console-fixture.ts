@@ -1,6 +1,6 @@
 /**
  * The console as `casebook up` runs it, for the end-to-end tests: the four working systems
- * (rate-limiter, webhooks, cache, payments) each as its own process through its real entry,
+ * (rate-limiter, webhooks, cache, payments) and metrics each as its own process through its real entry,
  * on free loopback ports with their embedded engines in a temp data dir, then the console
  * (in this process) told where they run, scraping fast, with a fixture junit report. A light
  * load keeps their metrics moving: checks on the rate limiter, PINGs on the cache's RESP port.
@@ -21,7 +21,7 @@ import { main, type RunningConsole } from "../src/main.ts";
 /** webhooks' and payments' embedded PGlite start in seconds idle, but took 51 s at load 35 here. */
 const systemReadyTimeoutMs = 120_000;
 
-export const workingSystems = ["rate-limiter", "webhooks", "cache", "payments"] as const;
+export const workingSystems = ["rate-limiter", "webhooks", "cache", "payments", "metrics"] as const;
 const root = new URL("../../../", import.meta.url);
 
 /** The junit report the claims table reads: one pass, one fail for rate-limiter; the rest not run. */
@@ -50,6 +50,8 @@ export async function startConsoleFixture(): Promise<ConsoleFixture> {
     REDIS_URL: "",
     LOG_LEVEL: "warn",
     ...(name === "cache" ? { CACHE_PORT: String(respPort) } : {}),
+    // Its scenario's alert fires at the evaluator's first round after the refusal: 1 s, not 15 s.
+    ...(name === "metrics" ? { METRICS_ALERT_INTERVAL_MS: "1000" } : {}),
   });
   const started = await Promise.allSettled(
     workingSystems.map((name) =>

@@ -14,6 +14,12 @@
  */
 import { randomBytes } from "node:crypto";
 import { bearerSecurityScheme } from "@casebook/infra/http/bearer-auth";
+import {
+  ownUrl,
+  registerScenarioRoutes,
+  ScenarioRuns,
+  scenarioErrors,
+} from "@casebook/infra/http/scenario-runs";
 import type { Service } from "@casebook/infra/http/service";
 import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
@@ -38,13 +44,14 @@ import {
 import { labelsFromPairs } from "./domain/labels.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
+import { cardinalityExplosionScenario } from "./scenarios/cardinality-explosion-scenario.ts";
 import { AlertLog } from "./store/alert-log.ts";
 import { RollupStore } from "./store/rollup-store.ts";
 import { loadRuleFiles } from "./store/rule-files.ts";
 import { SampleStream } from "./store/sample-stream.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
-import { startAlertEvaluator } from "./workers/alert-evaluator.ts";
+import { type AlertEvaluator, startAlertEvaluator } from "./workers/alert-evaluator.ts";
 import { CardinalityReporter, cardinalityRules } from "./workers/cardinality-alert.ts";
 import { startHotWriter } from "./workers/hot-writer.ts";
 import { startRollupBuilder } from "./workers/rollup-builder.ts";
@@ -52,6 +59,8 @@ import { startTierReaper } from "./workers/tier-reaper.ts";
 
 export const SYSTEM = "metrics";
 export const VERSION = packageJson.version;
+/** A stream message the TSDB refused for its order: its samples count as refused `out_of_order`. */
+const OUT_OF_ORDER_REASONS = new Set(["OUT_OF_ORDER", "DUPLICATE_TIMESTAMP", "TOO_OLD"]);
 
 export interface RunningSystem {
   readonly url: string;
@@ -99,7 +108,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors],
+      errors: [errors, scenarioErrors],
       errorFormats: [prometheusErrorFormat("/api/v1/")],
       openapi: {
         securitySchemes: bearerSecurityScheme("Tenant API key (mtk_…), as remote_write's authorization"),
@@ -114,13 +123,21 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       migrate: (db) => runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) }),
     },
     build: async ({ service, db }) => {
-      const metrics = createMetrics(service.registry, { version: VERSION });
       const tenants = new TenantRepository(db, { clock: systemClock, randomBytes });
       const tsdbs = new TenantTsdbs({
         dir: config.tsdbDir ?? dataDirFor("metrics-tsdb", env),
         blockRangeMs: config.blockRangeMs,
         defaults: { maxSeries: config.maxSeries, maxSeriesPerMetric: config.maxSeriesPerMetric },
       });
+      let evaluator: AlertEvaluator | undefined;
+      const metrics = createMetrics(
+        service.registry,
+        { version: VERSION },
+        {
+          seriesByTenant: () => tsdbs.seriesByTenant(),
+          alertStates: () => evaluator?.alerts().map((a) => a.state) ?? [],
+        },
+      );
       service.onClose(() => tsdbs.close());
       let stream: SampleStream | undefined;
       let streamClient: Awaited<ReturnType<typeof openStream>> | undefined;
@@ -152,7 +169,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
             service.log.error({ err: error, alert }, "alert notification not delivered"),
         });
         if (sink) service.onClose(() => sink.close());
-        const evaluator = await startAlertEvaluator({
+        const started = await startAlertEvaluator({
           client: streamClient,
           groups: [
             ...cardinalityRules(config.alertIntervalMs),
@@ -174,22 +191,32 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
                 "alert (no WEBHOOKS_URL nor METRICS_ALERT_WEBHOOK_URL: logged only)",
               );
           },
+          onEvaluated: ({ ruleEvaluations }) => metrics.ruleEvaluations.inc(ruleEvaluations),
           onError: onError("alert evaluator failed"),
         });
-        service.onClose(() => evaluator.stop());
+        evaluator = started;
+        service.onClose(() => started.stop());
         const writer = await startHotWriter({
           client: streamClient,
           tsdbs,
           tenantOf: (id) => tenants.find(id),
           partitions: config.partitions,
           ackWaitMs: config.hotWriterAckWaitMs,
-          onApplied: ({ tenant, samples }) => metrics.ingestedSamples.inc({ tenant }, samples),
+          onApplied: ({ tenant, samples, refusedSamples, storedAtMs }) => {
+            metrics.ingestedSamples.inc({ tenant }, samples);
+            if (refusedSamples > 0)
+              metrics.refusedSamples.inc({ tenant, reason: "series_limit" }, refusedSamples);
+            metrics.hotWriterLag.observe(Math.max(0, systemClock.nowMs() - storedAtMs) / 1_000);
+          },
           onLimited: (tenant, limited) => {
             metrics.refusedSeries.inc({ tenant }, limited.length);
             cardinality.report(tenant, limited);
           },
           onDropped: (event) => {
-            metrics.droppedMessages.inc({ reason: event.reason.split(":")[0] ?? "other" });
+            const reason = event.reason.split(":")[0] ?? "other";
+            metrics.droppedMessages.inc({ reason });
+            if (OUT_OF_ORDER_REASONS.has(reason))
+              metrics.refusedSamples.inc({ tenant: event.tenant, reason: "out_of_order" }, event.samples);
             service.log.warn(event, "hot writer dropped a stream message");
           },
           onError: (error) => service.log.error({ err: error }, "hot writer round failed"),
@@ -252,6 +279,18 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           queryMaxSamples: config.queryMaxSamples,
         },
       });
+      // The console's scenario (issues 22, 23), loopback only: a tenant of its own per run.
+      const alertsOf = evaluator;
+      const scenarios = new ScenarioRuns([
+        cardinalityExplosionScenario({
+          tenants,
+          baseUrl: () => ownUrl(service.app),
+          alerts: alertsOf === undefined ? undefined : () => alertsOf.alerts(),
+          alertIntervalMs: config.alertIntervalMs,
+        }),
+      ]);
+      registerScenarioRoutes(service.app, scenarios);
+      service.onClose(() => scenarios.drain());
       const bootstrapId = bootstrapTenantOf(config, db.engine);
       const created =
         bootstrapId === undefined

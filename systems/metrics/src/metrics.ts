@@ -2,13 +2,27 @@
  * The Prometheus metrics of metrics, registered on the service's own registry (served at
  * /metrics beside the base's HTTP histogram and the Node process metrics). Names follow
  * Prometheus' conventions: `metrics_` first, the unit last (`_seconds`, `_bytes`,
- * `_total`).
+ * `_total`). The console's page plots them (`casebook.console` in package.json).
  *
  * @example
- * const metrics = createMetrics(service.registry, { version: "0.1.0" });
+ * const metrics = createMetrics(service.registry, { version: "0.1.0" }, {
+ *   seriesByTenant: () => tsdbs.seriesByTenant(),
+ *   alertStates: () => evaluator?.alerts().map((a) => a.state) ?? [],
+ * });
  * metrics.ingestedSamples.inc({ tenant: "acme" }, 120);
  */
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+
+/** Why samples were refused: the batch broke a rule, a new series met a ceiling, or it came out of order. */
+export type RefusedSamplesReason = "invalid" | "series_limit" | "out_of_order";
+
+/** What the scrape-time gauges read from the running system. */
+export interface MetricsSources {
+  /** Series in each opened tenant's head block (its active series). */
+  seriesByTenant(): Promise<ReadonlyMap<string, number>>;
+  /** The state of every alert the evaluator holds ("pending", "firing"); none without an evaluator. */
+  alertStates(): readonly string[];
+}
 
 export interface SystemMetrics {
   /** Always 1, labelled with the running version: joins a dashboard's series to a deploy. */
@@ -29,9 +43,22 @@ export interface SystemMetrics {
   readonly partitionSamples: Counter<"partition">;
   /** MT-10: samples older than the rollup watermark, left out of the 1 min and 1 h tiers, per tenant. */
   readonly lateRollupSamples: Counter<"tenant">;
+  /** Samples refused — a whole invalid batch, a series past a ceiling, a message out of order — per tenant and reason. */
+  readonly refusedSamples: Counter<"tenant" | "reason">;
+  /** MT-07: from the stream storing a message to the hot writer's ack; its count is the messages applied. */
+  readonly hotWriterLag: Histogram<never>;
+  /** MT-08: rule evaluations (one rule for one tenant's window) the alert evaluator ran. */
+  readonly ruleEvaluations: Counter<never>;
 }
 
-export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
+/** The hot writer's lag buckets, in seconds: milliseconds when it keeps up, MT-01's minute when it does not. */
+const LAG_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
+
+export function createMetrics(
+  registry: Registry,
+  build: { version: string },
+  sources: MetricsSources,
+): SystemMetrics {
   const buildInfo = new Gauge({
     name: "metrics_build_info",
     help: "Always 1; the version label says which build is running",
@@ -86,7 +113,52 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     labelNames: ["tenant"],
     registers: [registry],
   });
+  const refusedSamples = new Counter({
+    name: "metrics_refused_samples_total",
+    help: "Samples refused: invalid (the whole batch broke a rule, 400), series_limit (a new series past a cardinality ceiling, MT-16), out_of_order (a stream message the TSDB refused)",
+    labelNames: ["tenant", "reason"],
+    registers: [registry],
+  });
+  const hotWriterLag = new Histogram({
+    name: "metrics_hot_writer_lag_seconds",
+    help: "From the stream storing a message to the hot writer's ack of it (MT-07); the count is the messages applied",
+    buckets: LAG_BUCKETS_S,
+    registers: [registry],
+  });
+  const ruleEvaluations = new Counter({
+    name: "metrics_alert_rule_evaluations_total",
+    help: "Alert rule evaluations off the stream (MT-08): one rule over one tenant's window",
+    registers: [registry],
+  });
+  new Gauge({
+    name: "metrics_head_series",
+    help: "Series in each tenant's head block: its active series, held against its cardinality ceilings (MT-13/16)",
+    labelNames: ["tenant"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const [tenant, n] of await sources.seriesByTenant()) this.set({ tenant }, n);
+    },
+  });
+  new Gauge({
+    name: "metrics_alerts",
+    help: "Alerts the evaluator holds, all tenants, by state (pending, firing)",
+    labelNames: ["state"],
+    registers: [registry],
+    collect() {
+      const counts = new Map<string, number>([
+        ["pending", 0],
+        ["firing", 0],
+      ]);
+      for (const state of sources.alertStates())
+        if (counts.has(state)) counts.set(state, counts.get(state)! + 1); // not the resolved ones still held
+      for (const [state, n] of counts) this.set({ state }, n);
+    },
+  });
   return {
+    refusedSamples,
+    hotWriterLag,
+    ruleEvaluations,
     lateRollupSamples,
     buildInfo,
     ingestedSamples,

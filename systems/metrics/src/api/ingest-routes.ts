@@ -26,7 +26,7 @@ import { splitByPartition } from "../domain/series-partition.ts";
 import { snappyDeclaredLength, snappyUncompress } from "../domain/snappy.ts";
 import { STALE_NAN } from "../domain/staleness.ts";
 import { errors } from "../errors.ts";
-import type { SystemMetrics } from "../metrics.ts";
+import type { RefusedSamplesReason, SystemMetrics } from "../metrics.ts";
 import type { SampleStream } from "../store/sample-stream.ts";
 import type { Tenant } from "../store/tenant-repository.ts";
 import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
@@ -106,13 +106,17 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
 
   async function store(request: FastifyRequest, decoded: Parameters<typeof validateBatch>[0]): Promise<void> {
     const checked = validateBatch(decoded, { standardLabels: options.standardLabels });
+    const tenant = options.tenantOf(request);
+    const refuse = (reason: RefusedSamplesReason, samples: number) => {
+      if (samples > 0) options.metrics.refusedSamples.inc({ tenant: tenant.id, reason }, samples);
+    };
     if (!checked.ok) {
+      refuse("invalid", samplesIn(decoded));
       throw errors.create("METRICS_WRITE_INVALID", {
         detail: `${checked.field}: ${checked.reason}`,
         fields: { field: checked.field },
       });
     }
-    const tenant = options.tenantOf(request);
     if (options.stream !== undefined) {
       try {
         await options.stream.publish(tenant.id, checked.batch);
@@ -130,9 +134,9 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
     const result = await db.append(checked.batch, { onLimit: "skip" });
     if (!result.ok) {
       const field = `timeseries[${result.index}]`;
-      const code = OUT_OF_ORDER_CODES.has(result.code)
-        ? "METRICS_WRITE_OUT_OF_ORDER"
-        : "METRICS_SERIES_LIMIT";
+      const outOfOrder = OUT_OF_ORDER_CODES.has(result.code);
+      refuse(outOfOrder ? "out_of_order" : "series_limit", samplesIn(checked.batch));
+      const code = outOfOrder ? "METRICS_WRITE_OUT_OF_ORDER" : "METRICS_SERIES_LIMIT";
       throw errors.create(code, {
         detail: `${field}: ${result.detail}`,
         fields: { field, reason: result.code },
@@ -143,12 +147,20 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
     options.metrics.ingestedSamples.inc({ tenant: tenant.id }, result.samples);
     if (result.limited.length > 0) {
       options.metrics.refusedSeries.inc({ tenant: tenant.id }, result.limited.length);
+      refuse(
+        "series_limit",
+        result.limited.reduce((n, entry) => n + (checked.batch[entry.index]?.samples.length ?? 0), 0),
+      );
       const first = result.limited[0]!;
       throw errors.create("METRICS_SERIES_LIMIT", {
         detail: `${result.limited.length} new series refused (first: ${first.detail}); ${result.samples} samples stored`,
         fields: { refusedSeries: result.limited.length, storedSamples: result.samples, reason: first.code },
       });
     }
+  }
+
+  function samplesIn(batch: ReadonlyArray<{ samples: readonly unknown[] }>): number {
+    return batch.reduce((n, s) => n + s.samples.length, 0);
   }
 
   function countPartitions(batch: readonly SeriesSamples[]): void {

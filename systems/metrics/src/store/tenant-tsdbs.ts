@@ -48,6 +48,16 @@ export class TenantTsdbs {
     return all.flatMap((db) => (db.status === "fulfilled" ? [db.value] : []));
   }
 
+  /** Series in each opened tenant's head (the console's active series per tenant). */
+  async seriesByTenant(): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    for (const [tenant, opening] of this.#open) {
+      const db = await opening.catch(() => undefined);
+      if (db !== undefined) counts.set(tenant, db.head.seriesCount);
+    }
+    return counts;
+  }
+
   async close(): Promise<void> {
     const all = [...this.#open.values()];
     this.#open.clear();

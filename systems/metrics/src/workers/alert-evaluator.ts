@@ -58,6 +58,8 @@ export interface AlertEvaluatorOptions {
   /** Re-send a firing alert this often. Default 60 s. */
   readonly resendMs?: number;
   readonly consumerName?: string;
+  /** After each live evaluation of a group: how many rule evaluations (rules × tenants' windows) it ran. */
+  readonly onEvaluated?: (event: { group: string; ruleEvaluations: number }) => void;
   readonly onError: (error: unknown) => void;
 }
 
@@ -269,6 +271,7 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
         if (now < nextDue[g]!) continue;
         const notifications = evaluateGroup(g, now, false);
         nextDue[g] = now + group.intervalMs;
+        options.onEvaluated?.({ group: group.name, ruleEvaluations: group.rules.length * windows.size });
         await send(notifications);
       }
       trim(now);

@@ -35,9 +35,20 @@ export interface HotWriterOptions {
   readonly ackWaitMs?: number;
   /** Long poll of one fetch; stop() waits at most this long. Default 1 s. */
   readonly expiresMs?: number;
-  readonly onApplied?: (event: { tenant: string; samples: number; seq: number }) => void;
+  /**
+   * A message applied and about to be acked: `samples` stored, `refusedSamples` those of its new
+   * series past a ceiling, `storedAtMs` when the stream stored it (the lag the console plots).
+   */
+  readonly onApplied?: (event: {
+    tenant: string;
+    samples: number;
+    refusedSamples: number;
+    seq: number;
+    storedAtMs: number;
+  }) => void;
   readonly onLimited?: (tenant: string, limited: AppendPlan["limited"]) => void;
-  readonly onDropped?: (event: { tenant: string; seq: number; reason: string }) => void;
+  /** A message dropped; `samples` it carried (0 when it could not be decoded). */
+  readonly onDropped?: (event: { tenant: string; seq: number; reason: string; samples: number }) => void;
   readonly onError: (error: unknown) => void;
 }
 
@@ -76,12 +87,19 @@ export async function startHotWriter(options: HotWriterOptions): Promise<HotWrit
           try {
             batch = decodeStreamBatch(message.data);
           } catch (error) {
-            options.onDropped?.({ tenant: "", seq: message.seq, reason: String(error) });
+            options.onDropped?.({ tenant: "", seq: message.seq, reason: String(error), samples: 0 });
             return "term";
           }
+          const samplesOf = (index: number) => batch.series[index]?.samples.length ?? 0;
+          const carried = batch.series.reduce((n, _, index) => n + samplesOf(index), 0);
           const tenant = await options.tenantOf(batch.tenant);
           if (tenant === undefined) {
-            options.onDropped?.({ tenant: batch.tenant, seq: message.seq, reason: "unknown tenant" });
+            options.onDropped?.({
+              tenant: batch.tenant,
+              seq: message.seq,
+              reason: "unknown tenant",
+              samples: carried,
+            });
             return "term";
           }
           const db = await options.tsdbs.of(tenant);
@@ -94,11 +112,18 @@ export async function startHotWriter(options: HotWriterOptions): Promise<HotWrit
               tenant: tenant.id,
               seq: message.seq,
               reason: `${result.code}: ${result.detail}`,
+              samples: carried,
             });
             return "term";
           }
           if (result.limited.length > 0) options.onLimited?.(tenant.id, result.limited);
-          options.onApplied?.({ tenant: tenant.id, samples: result.samples, seq: message.seq });
+          options.onApplied?.({
+            tenant: tenant.id,
+            samples: result.samples,
+            refusedSamples: result.limited.reduce((n, entry) => n + samplesOf(entry.index), 0),
+            seq: message.seq,
+            storedAtMs: message.timeMs,
+          });
           return "ack";
         },
       }),
