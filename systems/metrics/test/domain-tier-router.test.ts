@@ -15,7 +15,7 @@ import {
   rollupView,
 } from "../src/domain/promql-rollup.ts";
 import { ONE_HOUR_MS, ONE_MINUTE_MS, rollupPoints } from "../src/domain/rollup.ts";
-import { planTiers, preferredTier, type TierCoverage } from "../src/domain/tier-router.ts";
+import { instantTier, planTiers, preferredTier, type TierCoverage } from "../src/domain/tier-router.ts";
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 5, 1);
@@ -58,6 +58,19 @@ test("MT-12 recent ranges stay hot, a 30-day panel is the 1 min tier, a year the
     ["1h", NOW - 31 * DAY, NOW - 30 * DAY - ONE_HOUR_MS / 2],
     ["1m", NOW - 30 * DAY, NOW - 29 * DAY],
   ]);
+});
+
+test("MT-12 an instant query's tier follows how far back it reads: raw within the raw retention, then the finest rollup tier holding its oldest read", () => {
+  assert.equal(instantTier(NOW - 5 * ONE_MINUTE_MS, coverage), "raw");
+  assert.equal(instantTier(NOW - 7 * DAY, coverage), "raw");
+  // max_over_time(x[30d]) now: past raw's 7 days, inside the 1 min tier's 30.
+  assert.equal(instantTier(NOW - 7 * DAY - 1, coverage), "1m");
+  assert.equal(instantTier(NOW - 30 * DAY, coverage), "1m");
+  assert.equal(instantTier(NOW - 90 * DAY, coverage), "1h");
+  // Past every retention: the coarsest tier that holds anything answers what it kept.
+  assert.equal(instantTier(NOW - 2 * 365 * DAY, coverage), "1h");
+  assert.equal(instantTier(NOW - 90 * DAY, { ...coverage, "1h": undefined }), "1m");
+  assert.equal(instantTier(NOW - 90 * DAY, { ...coverage, "1m": undefined, "1h": undefined }), "raw");
 });
 
 test("MT-12 MT-11 over a rollup tier: max/min/sum/count/avg_over_time and plain selectors are exact, the rest refused by name", () => {

@@ -32,7 +32,7 @@ import {
   parseTimeParam,
   requireParam,
 } from "./prometheus-params.ts";
-import { type QueryTiers, tieredRange } from "./tiered-query.ts";
+import { type QueryTiers, tieredInstant, tieredRange } from "./tiered-query.ts";
 
 export interface QueryOptions {
   readonly tsdbs: TenantTsdbs;
@@ -86,7 +86,10 @@ function evaluate<T>(run: () => T): T {
 }
 
 const seconds = (ms: number) => ms / 1000;
-/** MT-12: which tier answered which steps of a range query (`1m;1700000000-1700003600, raw;…`). */
+/**
+ * MT-12: which tier answered which steps of a range query (`1m;1700000000-1700003600, raw;…`),
+ * or an instant query (`1m;1700000000-1700000000`).
+ */
 export const TIERS_HEADER = "x-metrics-tiers";
 
 function resultOf(value: Value, timeMs: number) {
@@ -217,16 +220,33 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
     }
   };
 
-  both("/api/v1/query", "Evaluate a PromQL expression at one time", async (request) => {
+  both("/api/v1/query", "Evaluate a PromQL expression at one time", async (request, reply) => {
     const p = paramsOf(request);
     const expr = parse(requireParam(p, "query"));
     const time = param(p, "time");
     const timeMs = time === undefined ? options.clock.nowMs() : parseTimeParam(time, "time");
-    const engine = engineOf(await dbOf(request));
-    return resultOf(
-      evaluate(() => engine.instant(expr, timeMs)),
+    const tiers = options.tiers;
+    if (tiers === undefined) {
+      const engine = engineOf(await dbOf(request));
+      return resultOf(
+        evaluate(() => engine.instant(expr, timeMs)),
+        timeMs,
+      );
+    }
+    // MT-12: a query reading past the raw retention goes to the rollup tier holding it.
+    const routed = await tieredInstant({
+      expr,
       timeMs,
-    );
+      nowMs: options.clock.nowMs(),
+      tenant: options.tenantOf(request).id,
+      db: await dbOf(request),
+      rollups: tiers.rollups,
+      settings: { ...tiers, lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
+    }).catch((error: unknown) => {
+      throw evaluationError(error);
+    });
+    reply.header(TIERS_HEADER, `${routed.tier};${seconds(timeMs)}-${seconds(timeMs)}`);
+    return resultOf(routed.value, timeMs);
   });
 
   both(

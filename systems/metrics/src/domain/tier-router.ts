@@ -14,9 +14,15 @@
  * Consecutive steps on one tier form a segment; the API evaluates each on its tier and joins
  * the series. A step no tier holds goes to the preferred tier (it answers nothing there).
  *
+ * An instant query has no step: its tier follows what it reads (`instantTier`). Raw when raw
+ * holds the oldest time it reads (its longest range, offset and lookback back from its time);
+ * else the finest rollup tier that holds that time — `max_over_time(x[30d])` now is the 1 min
+ * tier, `[90d]` the 1 h tier — whose windows not closed yet are rolled up from raw on the fly.
+ *
  * @example
  * planTiers({ startMs, endMs, stepMs: 30_000, nowMs, coverage });
  * // [{ tier: "1m", startMs, endMs: …}, { tier: "raw", startMs: …, endMs }]
+ * instantTier(nowMs - 30 * 86_400_000, coverage); // "1m"
  */
 
 export type Tier = "raw" | "1m" | "1h";
@@ -73,4 +79,20 @@ export function planTiers(query: {
   }
   if (current !== undefined) segments.push(current);
   return segments;
+}
+
+/**
+ * The tier of an instant query that reads back to `readFromMs`: raw if raw holds it, else the
+ * finest rollup tier that does; past every retention, the coarsest tier holding anything (it
+ * answers what it kept).
+ */
+export function instantTier(readFromMs: number, coverage: TierCoverage): Tier {
+  const raw = coverage.raw;
+  if (raw === undefined || readFromMs >= raw.fromMs) return "raw";
+  const rollups = ORDER.slice(1);
+  const holding = rollups.find((tier) => {
+    const held = coverage[tier];
+    return held !== undefined && readFromMs >= held.fromMs;
+  });
+  return holding ?? [...rollups].reverse().find((tier) => coverage[tier] !== undefined) ?? "raw";
 }
