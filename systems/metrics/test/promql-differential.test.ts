@@ -99,6 +99,21 @@ const DIFFERENTIAL_QUERIES: readonly string[] = [
   "clamp_max(temperature_celsius, 37)",
   "round(memory_usage_bytes / 1024, 0.1)",
   "-temperature_celsius",
+  // more matching, @, math, dates, nested ranges
+  "http_requests_total / on (job, instance) group_left up",
+  "up + on (job, instance) group_right (version) build_info",
+  "avg by (instance) (temperature_celsius) > bool scalar(avg(temperature_celsius))",
+  "memory_usage_bytes @ end()",
+  "rate(http_requests_total[5m] @ start())",
+  "holt_winters(temperature_celsius[10m], 0.5, 0.5)",
+  "sort_desc(memory_usage_bytes)",
+  "histogram_quantile(0.99, sum by (job, le) (increase(request_duration_seconds_bucket[10m])))",
+  "count_over_time(queue_depth[3m])",
+  "sum without (code, method) (increase(http_requests_total[15m]))",
+  "sgn(delta(memory_usage_bytes[5m])) * abs(deriv(temperature_celsius[5m]))",
+  "max_over_time(up[1h:5m] offset 10m)",
+  "day_of_month(batch_last_run_timestamp_seconds) + hour(batch_last_run_timestamp_seconds)",
+  "quantile(0.5, rate(http_requests_total[5m]))",
 ];
 
 const MINUTE_MS = 60_000;
