@@ -21,7 +21,7 @@ import { encodeWriteRequest } from "../src/domain/remote-write.ts";
 import { snappyCompress } from "../src/domain/snappy.ts";
 import { main } from "../src/main.ts";
 import { generateSeries } from "./generated-series.ts";
-import { askOurs, askPrometheus, differenceOf, normalise } from "./prometheus-answers.ts";
+import { type ApiResult, askOurs, askPrometheus, differenceOf, normalise } from "./prometheus-answers.ts";
 
 /** The corpus: what dashboards and alert rules ask, grouped by the feature each exercises. */
 const DIFFERENTIAL_QUERIES: readonly string[] = [
@@ -118,7 +118,7 @@ const DIFFERENTIAL_QUERIES: readonly string[] = [
 
 const MINUTE_MS = 60_000;
 
-test("MT-17 MT-13 MT-05 the same generated series in ours and in Prometheus 2.42: a corpus of PromQL queries agrees at five instants and over a range", async (t) => {
+test("MT-17 MT-13 MT-05 the same generated series in ours and in Prometheus 2.42: a corpus of PromQL queries agrees at five instants and over a range, and so do the series and label endpoints and the error types", async (t) => {
   // 1 h of samples every 15 s, ending ~30 min ago (inside Prometheus's 15 d retention).
   const startMs = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS - 90 * MINUTE_MS;
   const data = generateSeries({ seed: "promql-differential", startMs, samples: 240 });
@@ -192,6 +192,36 @@ test("MT-17 MT-13 MT-05 the same generated series in ours and in Prometheus 2.42
       seriesSeen += nb.series.length;
     }
     if (seriesSeen === 0) empty.push(query);
+  }
+  // The metadata endpoints (what Grafana's query editor asks) and the error shape, same data.
+  const [from, to, afterStop] = [startMs / 1000, data.endMs / 1000, (data.stopMs + 6 * MINUTE_MS) / 1000];
+  const metadata = [
+    `/api/v1/series?match[]=up&match[]=${encodeURIComponent('{job="batch"}')}&start=${from}&end=${to}`,
+    `/api/v1/series?match[]=${encodeURIComponent('{job="batch"}')}&start=${afterStop}&end=${to}`,
+    "/api/v1/labels",
+    "/api/v1/labels?match[]=build_info",
+    "/api/v1/label/job/values",
+    `/api/v1/label/le/values?match[]=${encodeURIComponent('request_duration_seconds_bucket{job="api"}')}`,
+  ];
+  const sortedJson = (body: ApiResult) =>
+    JSON.stringify({
+      status: body.status,
+      data: (body.data as unknown as unknown[]).map((x) => JSON.stringify(x)).sort(),
+    });
+  for (const path of metadata) {
+    const [a, b] = await Promise.all([ours(path), theirs(path)]);
+    if (sortedJson(a) !== sortedJson(b))
+      disagreements.push(`${path}\n  ours ${sortedJson(a)}\n  Prometheus ${sortedJson(b)}`);
+  }
+  for (const path of [
+    "/api/v1/query?query=sum(",
+    "/api/v1/query?query=rate(up)",
+    "/api/v1/query_range?query=up&start=10&end=5&step=1",
+    "/api/v1/query_range?query=up&start=5&end=10&step=0",
+  ]) {
+    const [a, b] = await Promise.all([ours(path), theirs(path)]);
+    if (a.status !== "error" || a.status !== b.status || a.errorType !== b.errorType)
+      disagreements.push(`${path}\n  ours ${a.status} ${a.errorType}, Prometheus ${b.status} ${b.errorType}`);
   }
   assert.deepEqual(empty, [], "every query answers something somewhere (else it proves nothing)");
   assert.equal(
