@@ -32,7 +32,7 @@ import {
   parseTimeParam,
   requireParam,
 } from "./prometheus-params.ts";
-import { type QueryTiers, tieredInstant, tieredRange } from "./tiered-query.ts";
+import { type QueryTiers, type TieredRead, tieredInstant, tieredRange } from "./tiered-query.ts";
 
 export interface QueryOptions {
   readonly tsdbs: TenantTsdbs;
@@ -205,6 +205,15 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
       { select: (matchers, mint, maxt) => db.select(matchers, mint, maxt) },
       { lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
     );
+  /** What the query router needs of a request (MT-12). */
+  const readOf = async (request: FastifyRequest, expr: Expr, tiers: QueryTiers): Promise<TieredRead> => ({
+    expr,
+    nowMs: options.clock.nowMs(),
+    tenant: options.tenantOf(request).id,
+    db: await dbOf(request),
+    rollups: tiers.rollups,
+    settings: { ...tiers, lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
+  });
   const both = (
     path: string,
     summary: string,
@@ -234,17 +243,11 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
       );
     }
     // MT-12: a query reading past the raw retention goes to the rollup tier holding it.
-    const routed = await tieredInstant({
-      expr,
-      timeMs,
-      nowMs: options.clock.nowMs(),
-      tenant: options.tenantOf(request).id,
-      db: await dbOf(request),
-      rollups: tiers.rollups,
-      settings: { ...tiers, lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
-    }).catch((error: unknown) => {
-      throw evaluationError(error);
-    });
+    const routed = await tieredInstant({ ...(await readOf(request, expr, tiers)), timeMs }).catch(
+      (error: unknown) => {
+        throw evaluationError(error);
+      },
+    );
     reply.header(TIERS_HEADER, `${routed.tier};${seconds(timeMs)}-${seconds(timeMs)}`);
     return resultOf(routed.value, timeMs);
   });
@@ -275,17 +278,8 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
         );
       }
       // MT-12: the router picks a tier per run of steps and joins them.
-      const routed = await tieredRange({
-        expr,
-        startMs,
-        endMs,
-        stepMs,
-        nowMs: options.clock.nowMs(),
-        tenant: options.tenantOf(request).id,
-        db: await dbOf(request),
-        rollups: tiers.rollups,
-        settings: { ...tiers, lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
-      }).catch((error: unknown) => {
+      const read = await readOf(request, expr, tiers);
+      const routed = await tieredRange({ ...read, startMs, endMs, stepMs }).catch((error: unknown) => {
         throw evaluationError(error);
       });
       reply.header(
