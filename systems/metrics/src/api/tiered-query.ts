@@ -85,7 +85,7 @@ async function coverageOf(q: TieredRead): Promise<TierCoverage> {
 const matchersKey = (matchers: readonly LabelMatcher[], mint: number, maxt: number) =>
   `${matchers.map((m) => `${m.name}${m.type}${JSON.stringify(m.value)}`).join(",")}@${mint}:${maxt}`;
 
-/** Samples → the rollup points of `widthMs` windows starting at or after `fromMs`. */
+/** A raw series' samples → its rollup points of `widthMs` windows (the open one included). */
 function rolledUpRaw(series: SeriesData, widthMs: number): RollupSeries {
   const samples = series.timestamps.map((t, i) => ({ t, v: series.values[i]! }));
   return { labels: series.labels, points: rollupPoints(samples, widthMs) };
@@ -149,10 +149,14 @@ async function rollupEvaluate(
         throw error;
       });
     const tailFromMs = Math.max(closedToMs, firstWindowMs);
-    const tail =
-      read.maxt < tailFromMs
-        ? []
-        : q.db.select(matchers, tailFromMs, read.maxt).map((s) => rolledUpRaw(s, widthMs));
+    const rawTail = read.maxt < tailFromMs ? [] : q.db.select(matchers, tailFromMs, read.maxt);
+    // The raw samples count against the query's bound like the rollup rows (a builder far behind).
+    const tailSamples = rawTail.reduce((n, s) => n + s.timestamps.length, 0);
+    if (closed.reduce((n, s) => n + s.points.length, 0) + tailSamples > q.settings.maxSamples)
+      throw new PromqlEvalError(
+        "query processing would load too many samples into memory in query execution",
+      );
+    const tail = rawTail.map((s) => rolledUpRaw(s, widthMs));
     loaded.set(
       matchersKey(read.matchers, read.mint, read.maxt),
       withRawTail(closed, tail).map((s) => rollupSeriesData(s, view, widthMs, read.maxt)),
