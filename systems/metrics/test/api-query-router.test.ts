@@ -251,3 +251,34 @@ test("MT-12 an instant query reading past the raw retention is answered by the 1
   assert.equal(refused.status, 400);
   assert.match(refused.body.error, /rate\(\) cannot be answered from the 1m tier/);
 });
+
+test("MT-12 a 15 s panel of max_over_time(cpu[3h]) reads past the raw retention: the 1 min tier answers every step, its newest minutes from raw", async () => {
+  const end = Math.floor(Date.now() / ONE_MINUTE_MS) * ONE_MINUTE_MS;
+  const start = end - 10 * ONE_MINUTE_MS;
+  // A step sees the whole windows stamped (at their last ms) by then: from the one holding
+  // t − 3 h up to t (a sample exactly at t excluded, as on any rollup tier); the last step also
+  // the open window, stamped at the query's end.
+  const windowOf = (t: number) =>
+    [Math.floor((t - 3 * ONE_HOUR_MS) / ONE_MINUTE_MS) * ONE_MINUTE_MS, t === end ? t + 1 : t] as const;
+  const max = await queryRange("max_over_time(cpu[3h])", start, end, "15s");
+  assert.equal(max.status, 200, JSON.stringify(max.body));
+  assert.deepEqual(
+    max.tiers.map((s) => [s.tier, s.from, s.to]),
+    [["1m", start, end]],
+  );
+  const [a, b] = [valuesOf(max.body, "a"), valuesOf(max.body, "b")];
+  assert.equal(a.size, 41);
+  for (const [t, v] of a) assert.equal(v, SPIKE, `a at ${t}: the spike, past the raw retention`);
+  const count = valuesOf((await queryRange("count_over_time(cpu[3h])", start, end, "15s")).body, "a");
+  for (let t = start; t <= end; t += ONE_MINUTE_MS) {
+    assert.equal(b.get(t), Math.max(...rawIn(1, ...windowOf(t))), `max b at ${t}`);
+    assert.equal(count.get(t), rawIn(0, ...windowOf(t)).length, `count at ${t}: the raw tail included`);
+  }
+  // A rate panel keeps its raw steps (the 1 min tier cannot answer it).
+  const rate = await queryRange("rate(cpu[3h])", start, end, "15s");
+  assert.equal(rate.status, 200);
+  assert.deepEqual(
+    rate.tiers.map((s) => s.tier),
+    ["raw"],
+  );
+});

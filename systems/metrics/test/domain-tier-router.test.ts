@@ -73,6 +73,33 @@ test("MT-12 an instant query's tier follows how far back it reads: raw within th
   assert.equal(instantTier(NOW - 90 * DAY, { ...coverage, "1m": undefined, "1h": undefined }), "raw");
 });
 
+test("MT-12 a panel whose ranges reach past the raw retention: its raw steps go where an instant query would, if that tier answers the query", () => {
+  const plan = (reachMs: number, answers: boolean) =>
+    planTiers({
+      startMs: NOW - 6 * ONE_HOUR_MS,
+      endMs: NOW,
+      stepMs: 15_000,
+      coverage,
+      reach: { ms: reachMs, answeredBy: () => answers },
+    }).map((s) => [s.tier, s.startMs, s.endMs, s.byReach]);
+  // max_over_time(x[20d]) at a 15 s step: every step reads past raw's 7 days → the 1 min tier,
+  // its steps newer than the tier has closed answered with raw's tail (byReach).
+  assert.deepEqual(plan(20 * DAY, true), [["1m", NOW - 6 * ONE_HOUR_MS, NOW, true]]);
+  // [30d]: the steps before now read past the 1 min tier's 30 days too → the 1 h tier.
+  assert.deepEqual(plan(30 * DAY, true), [
+    ["1h", NOW - 6 * ONE_HOUR_MS, NOW - 15_000, true],
+    ["1m", NOW, NOW, true],
+  ]);
+  // A query the 1 min tier cannot answer (rate) keeps its raw steps; so does a short reach.
+  assert.deepEqual(plan(20 * DAY, false), [["raw", NOW - 6 * ONE_HOUR_MS, NOW, false]]);
+  assert.deepEqual(plan(5 * ONE_MINUTE_MS, true), [["raw", NOW - 6 * ONE_HOUR_MS, NOW, false]]);
+  // A reach of 7 d − 3 h: only the steps more than 3 h old read past the retention.
+  assert.deepEqual(plan(7 * DAY - 3 * ONE_HOUR_MS, true), [
+    ["1m", NOW - 6 * ONE_HOUR_MS, NOW - 3 * ONE_HOUR_MS - 15_000, true],
+    ["raw", NOW - 3 * ONE_HOUR_MS, NOW, false],
+  ]);
+});
+
 test("MT-12 MT-11 over a rollup tier: max/min/sum/count/avg_over_time and plain selectors are exact, the rest refused by name", () => {
   const labels = labelsFromRecord({ __name__: "lat", host: "a" });
   const samples = Array.from({ length: 3 * 360 }, (_, i) => ({

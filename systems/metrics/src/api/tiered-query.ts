@@ -20,7 +20,7 @@ import type { LabelMatcher } from "../domain/label-matcher.ts";
 import { type Labels, seriesKey } from "../domain/labels.ts";
 import type { Expr } from "../domain/promql-ast.ts";
 import { PromqlEngine } from "../domain/promql-engine.ts";
-import { rewriteForRollup, rollupSeriesData, rollupView } from "../domain/promql-rollup.ts";
+import { RollupQueryError, rewriteForRollup, rollupSeriesData, rollupView } from "../domain/promql-rollup.ts";
 import { PromqlEvalError, type Value } from "../domain/promql-values.ts";
 import { rollupPoints } from "../domain/rollup.ts";
 import {
@@ -175,14 +175,34 @@ function closedToOf(coverage: TierCoverage, tier: RollupTier): number {
   return coverage[tier]?.toMs ?? Number.NEGATIVE_INFINITY;
 }
 
-/** A range segment the router planned inside what the tier holds: no raw tail to add. */
+/**
+ * A range segment on a rollup tier. Planned by step, it lies inside what the tier holds: no raw
+ * tail. Planned by reach, its steps may be newer than the tier has closed: the tail from raw.
+ */
 function rollupSegment(
   q: TieredRange,
   tier: RollupTier,
-  range: { startMs: number; endMs: number; stepMs: number },
+  segment: TierSegment,
+  coverage: TierCoverage,
 ): Promise<Value> {
   const expr = rewriteForRollup(q.expr, tier, TIER_WIDTH_MS[tier]);
-  return rollupEvaluate(q, tier, Number.POSITIVE_INFINITY, (engine) => engine.range(expr, range));
+  const range = { startMs: segment.startMs, endMs: segment.endMs, stepMs: q.stepMs };
+  const closedToMs = segment.byReach ? closedToOf(coverage, tier) : Number.POSITIVE_INFINITY;
+  return rollupEvaluate(q, tier, closedToMs, (engine) => engine.range(expr, range));
+}
+
+/** Whether a rollup tier can answer the query (the rewrite refuses what it cannot). */
+function answeredBy(expr: Expr): (tier: Tier) => boolean {
+  return (tier) => {
+    if (tier === "raw") return true;
+    try {
+      rewriteForRollup(expr, tier, TIER_WIDTH_MS[tier]);
+      return true;
+    } catch (error) {
+      if (error instanceof RollupQueryError) return false;
+      throw error;
+    }
+  };
 }
 
 function rawEngine(q: TieredRead): PromqlEngine {
@@ -194,14 +214,16 @@ function rawEngine(q: TieredRead): PromqlEngine {
 
 /** Evaluates the range query segment by segment and joins the series (in time order). */
 export async function tieredRange(q: TieredRange): Promise<{ value: Value; segments: TierSegment[] }> {
-  const segments = planTiers({ ...q, coverage: await coverageOf(q) });
+  const coverage = await coverageOf(q);
+  const reach = { ms: q.startMs - readFromOf(q.expr, q.startMs, q.settings), answeredBy: answeredBy(q.expr) };
+  const segments = planTiers({ ...q, coverage, reach });
   const bySeries = new Map<string, { labels: Labels; ts: number[]; vs: number[] }>();
   for (const segment of segments) {
     const range = { startMs: segment.startMs, endMs: segment.endMs, stepMs: q.stepMs };
     const value =
       segment.tier === "raw" || q.rollups === undefined
         ? rawEngine(q).range(q.expr, range)
-        : await rollupSegment(q, segment.tier, range);
+        : await rollupSegment(q, segment.tier, segment, coverage);
     if (value.type !== "matrix") continue;
     for (const series of value.series) {
       const key = seriesKey(series.labels);
@@ -217,9 +239,13 @@ export async function tieredRange(q: TieredRange): Promise<{ value: Value; segme
   return { value: { type: "matrix", series: [...bySeries.values()] }, segments };
 }
 
-/** The oldest time the query reads at `timeMs`: a dry run over an empty storage records it. */
-function readFromOf(q: TieredInstant): number {
-  let readFromMs = q.timeMs;
+/**
+ * The oldest time the query reads at `timeMs` through its ranges, offsets, `@` and subqueries
+ * (not the lookback: a plain selector at the retention's edge stays raw): a dry run over an
+ * empty storage records it.
+ */
+function readFromOf(expr: Expr, timeMs: number, settings: TieredSettings): number {
+  let readFromMs = timeMs;
   new PromqlEngine(
     {
       select: (_matchers, mint) => {
@@ -227,8 +253,8 @@ function readFromOf(q: TieredInstant): number {
         return [];
       },
     },
-    { lookbackMs: q.settings.lookbackMs, maxSamples: q.settings.maxSamples },
-  ).instant(q.expr, q.timeMs);
+    { lookbackMs: 0, maxSamples: settings.maxSamples },
+  ).instant(expr, timeMs);
   return readFromMs;
 }
 
@@ -239,7 +265,7 @@ function readFromOf(q: TieredInstant): number {
 export async function tieredInstant(q: TieredInstant): Promise<{ value: Value; tier: Tier }> {
   if (q.rollups === undefined) return { value: rawEngine(q).instant(q.expr, q.timeMs), tier: "raw" };
   const coverage = await coverageOf(q);
-  const tier = instantTier(readFromOf(q), coverage);
+  const tier = instantTier(readFromOf(q.expr, q.timeMs, q.settings), coverage);
   if (tier === "raw") return { value: rawEngine(q).instant(q.expr, q.timeMs), tier };
   const expr = rewriteForRollup(q.expr, tier, TIER_WIDTH_MS[tier]);
   const value = await rollupEvaluate(q, tier, closedToOf(coverage, tier), (engine) =>

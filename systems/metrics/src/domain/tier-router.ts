@@ -11,6 +11,10 @@
  *    steps the rollups have not closed yet). So a 10-day panel at a 30 s step is raw for the
  *    last 7 days and the 1 min tier before — hot and cold stitched in one answer.
  *
+ * 4. A raw step whose ranges reach past the raw retention (`max_over_time(x[30d])` at 15 s)
+ *    goes where an instant query at that step would, if that tier can answer the query
+ *    (`byReach`: its windows not closed yet come from raw); else it stays raw.
+ *
  * Consecutive steps on one tier form a segment; the API evaluates each on its tier and joins
  * the series. A step no tier holds goes to the preferred tier (it answers nothing there).
  *
@@ -38,6 +42,17 @@ export interface TierSegment {
   /** First and last step of the segment (both evaluated). */
   readonly startMs: number;
   readonly endMs: number;
+  /**
+   * Routed by how far back the query reads (its ranges reach past the raw retention): its
+   * steps may be newer than the tier has closed, whose windows then come from raw.
+   */
+  readonly byReach?: boolean;
+}
+
+/** How far back a query reads from each step, and which rollup tiers can answer it. */
+export interface QueryReach {
+  readonly ms: number;
+  readonly answeredBy: (tier: Tier) => boolean;
 }
 
 export function preferredTier(stepMs: number): Tier {
@@ -60,21 +75,44 @@ export function tierAt(t: number, preferred: Tier, coverage: TierCoverage): Tier
   return preferred;
 }
 
+/**
+ * A raw step whose ranges reach past the raw retention (`max_over_time(x[30d])` at a 15 s step)
+ * goes where an instant query at that step would — if that rollup tier can answer the query;
+ * else it stays raw (a `rate(x[5m])` panel keeps its steps at the retention's edge).
+ */
+function byReach(
+  t: number,
+  tier: Tier,
+  coverage: TierCoverage,
+  reach: QueryReach | undefined,
+): Tier | undefined {
+  const raw = coverage.raw;
+  // Only a step raw itself holds: older raw steps are raw's fallback when no tier holds them.
+  if (reach === undefined || tier !== "raw" || raw === undefined) return undefined;
+  if (t < raw.fromMs || t - reach.ms >= raw.fromMs) return undefined;
+  const reached = instantTier(t - reach.ms, coverage);
+  return reached !== "raw" && reach.answeredBy(reached) ? reached : undefined;
+}
+
 export function planTiers(query: {
   startMs: number;
   endMs: number;
   stepMs: number;
   coverage: TierCoverage;
+  reach?: QueryReach | undefined;
 }): TierSegment[] {
   const preferred = preferredTier(query.stepMs);
   const segments: TierSegment[] = [];
-  let current: { tier: Tier; startMs: number; endMs: number } | undefined;
+  let current: { tier: Tier; startMs: number; endMs: number; byReach: boolean } | undefined;
   for (let t = query.startMs; t <= query.endMs; t += query.stepMs) {
-    const tier = tierAt(t, preferred, query.coverage);
-    if (current !== undefined && current.tier === tier) current.endMs = t;
+    const stepTier = tierAt(t, preferred, query.coverage);
+    const reached = byReach(t, stepTier, query.coverage, query.reach);
+    const tier = reached ?? stepTier;
+    if (current !== undefined && current.tier === tier && current.byReach === (reached !== undefined))
+      current.endMs = t;
     else {
       if (current !== undefined) segments.push(current);
-      current = { tier, startMs: t, endMs: t };
+      current = { tier, startMs: t, endMs: t, byReach: reached !== undefined };
     }
   }
   if (current !== undefined) segments.push(current);
