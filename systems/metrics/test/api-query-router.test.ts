@@ -74,6 +74,19 @@ after(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
+async function queryAt(query: string, timeMs: number) {
+  const response = await running.service.app.inject({
+    method: "GET",
+    url: `/api/v1/query?${new URLSearchParams({ query, time: String(timeMs / 1000) })}`,
+    headers: { authorization: `Bearer ${key}` },
+  });
+  return {
+    status: response.statusCode,
+    body: response.json(),
+    tier: String(response.headers[TIERS_HEADER] ?? ""),
+  };
+}
+
 async function queryRange(query: string, startMs: number, endMs: number, step: string) {
   const response = await running.service.app.inject({
     method: "GET",
@@ -188,6 +201,84 @@ test("MT-12 a function a rollup tier cannot answer is refused with a 400 naming 
   assert.equal(recent.status, 200);
   assert.deepEqual(
     recent.tiers.map((s) => s.tier),
+    ["raw"],
+  );
+});
+
+test("MT-12 an instant query reading past the raw retention is answered by the 1 min tier, its newest minutes rolled up from raw: the same max and count as the raw samples", async () => {
+  const at = Math.floor(Date.now() / 1000) * 1000;
+  const reach = 3 * ONE_HOUR_MS;
+  // The minutes of the 3 h window, from the one holding its first ms (a rollup point is the
+  // whole window), to the newest raw sample: nothing of the unclosed tail may be missing.
+  const from = Math.floor((at - reach) / ONE_MINUTE_MS) * ONE_MINUTE_MS;
+  await eventually(
+    async () => {
+      const minute = await queryRange(
+        "count_over_time(cpu[1m])",
+        at - 2 * ONE_HOUR_MS,
+        at - 2 * ONE_HOUR_MS,
+        "1m",
+      );
+      return minute.tiers[0]?.tier === "1m" && valuesOf(minute.body, "a").size === 1 ? true : undefined;
+    },
+    { what: "the 1 min tier built", timeoutMs: 30_000 },
+  );
+  const max = await queryAt("max_over_time(cpu[3h])", at);
+  assert.equal(max.status, 200, JSON.stringify(max.body));
+  assert.equal(max.tier, `1m;${at / 1000}-${at / 1000}`);
+  const byHost = (body: {
+    data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> };
+  }) => new Map(body.data.result.map((r) => [r.metric.host, Number(r.value[1])]));
+  assert.equal(
+    byHost(max.body).get("a"),
+    SPIKE,
+    "the spike, 1 h 43 min or more back, past the raw retention",
+  );
+  assert.equal(byHost(max.body).get("b"), Math.max(...rawIn(1, from, at + 1)));
+  const count = await queryAt("count_over_time(cpu[3h])", at);
+  assert.equal(count.tier, `1m;${at / 1000}-${at / 1000}`);
+  assert.equal(
+    byHost(count.body).get("a"),
+    rawIn(0, from, at + 1).length,
+    "every sample, the unclosed minutes included",
+  );
+  // Within the raw retention, raw answers (rate included); past it, rate is refused by name.
+  const recent = await queryAt("max_over_time(cpu[30m])", at);
+  assert.equal(recent.tier, `raw;${at / 1000}-${at / 1000}`);
+  assert.equal(byHost(recent.body).get("b"), Math.max(...rawIn(1, at - 30 * ONE_MINUTE_MS, at + 1)));
+  assert.equal((await queryAt("rate(cpu[5m])", at)).status, 200);
+  const refused = await queryAt("rate(cpu[3h])", at);
+  assert.equal(refused.status, 400);
+  assert.match(refused.body.error, /rate\(\) cannot be answered from the 1m tier/);
+});
+
+test("MT-12 a 15 s panel of max_over_time(cpu[3h]) reads past the raw retention: the 1 min tier answers every step, its newest minutes from raw", async () => {
+  const end = Math.floor(Date.now() / ONE_MINUTE_MS) * ONE_MINUTE_MS;
+  const start = end - 10 * ONE_MINUTE_MS;
+  // A step sees the whole windows stamped (at their last ms) by then: from the one holding
+  // t − 3 h up to t (a sample exactly at t excluded, as on any rollup tier); the last step also
+  // the open window, stamped at the query's end.
+  const windowOf = (t: number) =>
+    [Math.floor((t - 3 * ONE_HOUR_MS) / ONE_MINUTE_MS) * ONE_MINUTE_MS, t === end ? t + 1 : t] as const;
+  const max = await queryRange("max_over_time(cpu[3h])", start, end, "15s");
+  assert.equal(max.status, 200, JSON.stringify(max.body));
+  assert.deepEqual(
+    max.tiers.map((s) => [s.tier, s.from, s.to]),
+    [["1m", start, end]],
+  );
+  const [a, b] = [valuesOf(max.body, "a"), valuesOf(max.body, "b")];
+  assert.equal(a.size, 41);
+  for (const [t, v] of a) assert.equal(v, SPIKE, `a at ${t}: the spike, past the raw retention`);
+  const count = valuesOf((await queryRange("count_over_time(cpu[3h])", start, end, "15s")).body, "a");
+  for (let t = start; t <= end; t += ONE_MINUTE_MS) {
+    assert.equal(b.get(t), Math.max(...rawIn(1, ...windowOf(t))), `max b at ${t}`);
+    assert.equal(count.get(t), rawIn(0, ...windowOf(t)).length, `count at ${t}: the raw tail included`);
+  }
+  // A rate panel keeps its raw steps (the 1 min tier cannot answer it).
+  const rate = await queryRange("rate(cpu[3h])", start, end, "15s");
+  assert.equal(rate.status, 200);
+  assert.deepEqual(
+    rate.tiers.map((s) => s.tier),
     ["raw"],
   );
 });

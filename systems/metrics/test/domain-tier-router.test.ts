@@ -15,7 +15,7 @@ import {
   rollupView,
 } from "../src/domain/promql-rollup.ts";
 import { ONE_HOUR_MS, ONE_MINUTE_MS, rollupPoints } from "../src/domain/rollup.ts";
-import { planTiers, preferredTier, type TierCoverage } from "../src/domain/tier-router.ts";
+import { instantTier, planTiers, preferredTier, type TierCoverage } from "../src/domain/tier-router.ts";
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 5, 1);
@@ -57,6 +57,46 @@ test("MT-12 recent ranges stay hot, a 30-day panel is the 1 min tier, a year the
   assert.deepEqual(plan(NOW - 31 * DAY, NOW - 29 * DAY, ONE_HOUR_MS / 2), [
     ["1h", NOW - 31 * DAY, NOW - 30 * DAY - ONE_HOUR_MS / 2],
     ["1m", NOW - 30 * DAY, NOW - 29 * DAY],
+  ]);
+});
+
+test("MT-12 an instant query's tier follows how far back it reads: raw within the raw retention, then the finest rollup tier holding its oldest read", () => {
+  assert.equal(instantTier(NOW - 5 * ONE_MINUTE_MS, coverage), "raw");
+  assert.equal(instantTier(NOW - 7 * DAY, coverage), "raw");
+  // max_over_time(x[30d]) now: past raw's 7 days, inside the 1 min tier's 30.
+  assert.equal(instantTier(NOW - 7 * DAY - 1, coverage), "1m");
+  assert.equal(instantTier(NOW - 30 * DAY, coverage), "1m");
+  assert.equal(instantTier(NOW - 90 * DAY, coverage), "1h");
+  // Past every retention: the coarsest tier that holds anything answers what it kept.
+  assert.equal(instantTier(NOW - 2 * 365 * DAY, coverage), "1h");
+  assert.equal(instantTier(NOW - 90 * DAY, { ...coverage, "1h": undefined }), "1m");
+  assert.equal(instantTier(NOW - 90 * DAY, { ...coverage, "1m": undefined, "1h": undefined }), "raw");
+});
+
+test("MT-12 a panel whose ranges reach past the raw retention: its raw steps go where an instant query would, if that tier answers the query", () => {
+  const plan = (reachMs: number, answers: boolean) =>
+    planTiers({
+      startMs: NOW - 6 * ONE_HOUR_MS,
+      endMs: NOW,
+      stepMs: 15_000,
+      coverage,
+      reach: { ms: reachMs, answeredBy: () => answers },
+    }).map((s) => [s.tier, s.startMs, s.endMs, s.byReach]);
+  // max_over_time(x[20d]) at a 15 s step: every step reads past raw's 7 days → the 1 min tier,
+  // its steps newer than the tier has closed answered with raw's tail (byReach).
+  assert.deepEqual(plan(20 * DAY, true), [["1m", NOW - 6 * ONE_HOUR_MS, NOW, true]]);
+  // [30d]: the steps before now read past the 1 min tier's 30 days too → the 1 h tier.
+  assert.deepEqual(plan(30 * DAY, true), [
+    ["1h", NOW - 6 * ONE_HOUR_MS, NOW - 15_000, true],
+    ["1m", NOW, NOW, true],
+  ]);
+  // A query the 1 min tier cannot answer (rate) keeps its raw steps; so does a short reach.
+  assert.deepEqual(plan(20 * DAY, false), [["raw", NOW - 6 * ONE_HOUR_MS, NOW, false]]);
+  assert.deepEqual(plan(5 * ONE_MINUTE_MS, true), [["raw", NOW - 6 * ONE_HOUR_MS, NOW, false]]);
+  // A reach of 7 d − 3 h: only the steps more than 3 h old read past the retention.
+  assert.deepEqual(plan(7 * DAY - 3 * ONE_HOUR_MS, true), [
+    ["1m", NOW - 6 * ONE_HOUR_MS, NOW - 3 * ONE_HOUR_MS - 15_000, true],
+    ["raw", NOW - 3 * ONE_HOUR_MS, NOW, false],
   ]);
 });
 

@@ -32,7 +32,7 @@ import {
   parseTimeParam,
   requireParam,
 } from "./prometheus-params.ts";
-import { type QueryTiers, tieredRange } from "./tiered-query.ts";
+import { type QueryTiers, type TieredRead, tieredInstant, tieredRange } from "./tiered-query.ts";
 
 export interface QueryOptions {
   readonly tsdbs: TenantTsdbs;
@@ -86,7 +86,10 @@ function evaluate<T>(run: () => T): T {
 }
 
 const seconds = (ms: number) => ms / 1000;
-/** MT-12: which tier answered which steps of a range query (`1m;1700000000-1700003600, raw;…`). */
+/**
+ * MT-12: which tier answered which steps of a range query (`1m;1700000000-1700003600, raw;…`),
+ * or an instant query (`1m;1700000000-1700000000`).
+ */
 export const TIERS_HEADER = "x-metrics-tiers";
 
 function resultOf(value: Value, timeMs: number) {
@@ -202,6 +205,15 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
       { select: (matchers, mint, maxt) => db.select(matchers, mint, maxt) },
       { lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
     );
+  /** What the query router needs of a request (MT-12). */
+  const readOf = async (request: FastifyRequest, expr: Expr, tiers: QueryTiers): Promise<TieredRead> => ({
+    expr,
+    nowMs: options.clock.nowMs(),
+    tenant: options.tenantOf(request).id,
+    db: await dbOf(request),
+    rollups: tiers.rollups,
+    settings: { ...tiers, lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
+  });
   const both = (
     path: string,
     summary: string,
@@ -217,16 +229,27 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
     }
   };
 
-  both("/api/v1/query", "Evaluate a PromQL expression at one time", async (request) => {
+  both("/api/v1/query", "Evaluate a PromQL expression at one time", async (request, reply) => {
     const p = paramsOf(request);
     const expr = parse(requireParam(p, "query"));
     const time = param(p, "time");
     const timeMs = time === undefined ? options.clock.nowMs() : parseTimeParam(time, "time");
-    const engine = engineOf(await dbOf(request));
-    return resultOf(
-      evaluate(() => engine.instant(expr, timeMs)),
-      timeMs,
+    const tiers = options.tiers;
+    if (tiers === undefined) {
+      const engine = engineOf(await dbOf(request));
+      return resultOf(
+        evaluate(() => engine.instant(expr, timeMs)),
+        timeMs,
+      );
+    }
+    // MT-12: a query reading past the raw retention goes to the rollup tier holding it.
+    const routed = await tieredInstant({ ...(await readOf(request, expr, tiers)), timeMs }).catch(
+      (error: unknown) => {
+        throw evaluationError(error);
+      },
     );
+    reply.header(TIERS_HEADER, `${routed.tier};${seconds(timeMs)}-${seconds(timeMs)}`);
+    return resultOf(routed.value, timeMs);
   });
 
   both(
@@ -255,17 +278,8 @@ export function registerQueryRoutes(scope: FastifyInstance, options: QueryOption
         );
       }
       // MT-12: the router picks a tier per run of steps and joins them.
-      const routed = await tieredRange({
-        expr,
-        startMs,
-        endMs,
-        stepMs,
-        nowMs: options.clock.nowMs(),
-        tenant: options.tenantOf(request).id,
-        db: await dbOf(request),
-        rollups: tiers.rollups,
-        settings: { ...tiers, lookbackMs: options.lookbackMs, maxSamples: options.maxSamples },
-      }).catch((error: unknown) => {
+      const read = await readOf(request, expr, tiers);
+      const routed = await tieredRange({ ...read, startMs, endMs, stepMs }).catch((error: unknown) => {
         throw evaluationError(error);
       });
       reply.header(

@@ -54,6 +54,22 @@ export function seriesKey(labels: Labels): string {
   return key;
 }
 
+/**
+ * Prometheus's `labels.Compare`: pair by pair, name then value, then the shorter first — the
+ * order its storage returns series in, which decides ties wherever input order matters
+ * (`topk`/`bottomk`).
+ */
+export function compareLabels(a: Labels, b: Labels): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const [an, av] = a[i]!;
+    const [bn, bv] = b[i]!;
+    if (an !== bn) return an < bn ? -1 : 1;
+    if (av !== bv) return av < bv ? -1 : 1;
+  }
+  return a.length - b.length;
+}
+
 export function labelValue(labels: Labels, name: string): string | undefined {
   for (const [n, v] of labels) if (n === name) return v;
   return undefined;

@@ -98,15 +98,67 @@ function reduce(op: Aggregate["op"], values: number[]): number {
   }
 }
 
+/**
+ * topk/bottomk as Prometheus 2.42 selects them — a heap of k fed in input order with Go's
+ * `container/heap` moves: a sample enters when the heap is not full, or beats the root, or
+ * the root is NaN; then the root is popped (swap with the last, sift down) and the sample
+ * pushed (append, sift up). Which of EQUAL values survive follows from those moves (not from
+ * a stable sort), so it must be the same moves for the same answer. NaN ranks last.
+ */
 function topOrBottom(op: "topk" | "bottomk", k: number, group: Group): InstantVector {
   if (k < 1) return [];
+  // less(i, j): heap[i] belongs nearer the root (evicted first). NaN is always "less".
+  const heap: InstantSample[] = [];
+  const less = (i: number, j: number) => {
+    const [a, b] = [heap[i]!.v, heap[j]!.v];
+    return Number.isNaN(a) || (op === "topk" ? a < b : a > b);
+  };
+  const swap = (i: number, j: number) => {
+    [heap[i], heap[j]] = [heap[j]!, heap[i]!];
+  };
+  const up = (start: number) => {
+    for (let j = start; j > 0; ) {
+      const parent = (j - 1) >> 1;
+      if (!less(j, parent)) break;
+      swap(parent, j);
+      j = parent;
+    }
+  };
+  const down = (n: number) => {
+    for (let i = 0; ; ) {
+      const left = 2 * i + 1;
+      if (left >= n) break;
+      const j = left + 1 < n && less(left + 1, left) ? left + 1 : left;
+      if (!less(j, i)) break;
+      swap(i, j);
+      i = j;
+    }
+  };
+  for (const s of group.samples) {
+    const root = heap[0]?.v ?? Number.NaN;
+    const beats = op === "topk" ? root < s.v : root > s.v;
+    if (heap.length >= k && !beats && !Number.isNaN(root)) continue;
+    if (heap.length >= k) {
+      if (k === 1) {
+        heap[0] = s;
+        continue;
+      }
+      swap(0, heap.length - 1);
+      down(heap.length - 1);
+      heap.pop();
+    }
+    heap.push(s);
+    up(heap.length - 1);
+  }
+  // Output best first, NaN last (Prometheus sorts the heap in reverse).
   const sign = op === "topk" ? -1 : 1;
-  const ordered = [...group.samples].sort((a, b) => {
-    if (Number.isNaN(a.v)) return Number.isNaN(b.v) ? 0 : 1;
-    if (Number.isNaN(b.v)) return -1;
-    return sign * (a.v - b.v);
-  });
-  return ordered.slice(0, k).map((s) => ({ labels: s.labels, v: s.v }));
+  return heap
+    .sort((a, b) => {
+      if (Number.isNaN(a.v)) return Number.isNaN(b.v) ? 0 : 1;
+      if (Number.isNaN(b.v)) return -1;
+      return sign * (a.v - b.v);
+    })
+    .map((s) => ({ labels: s.labels, v: s.v }));
 }
 
 /**

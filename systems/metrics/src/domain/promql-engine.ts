@@ -19,7 +19,7 @@
  */
 import type { SeriesData } from "./head-block.ts";
 import type { LabelMatcher } from "./label-matcher.ts";
-import { type Labels, seriesKey, withoutName } from "./labels.ts";
+import { compareLabels, type Labels, seriesKey, withoutName } from "./labels.ts";
 import { aggregate } from "./promql-aggregate.ts";
 import type { AtModifier, Expr, MatrixSelector, Subquery, VectorSelector } from "./promql-ast.ts";
 import { binaryValues } from "./promql-binary.ts";
@@ -185,11 +185,11 @@ export class PromqlEngine implements PromqlEvaluator {
     let loaded = ctx.loaded.get(node);
     if (loaded === undefined) {
       const window = ctx.windows.get(node) ?? { min: ctx.startMs - this.lookbackMs, max: ctx.endMs };
-      loaded = this.#storage.select(node.matchers, window.min, window.max).map((s) => ({
-        labels: s.labels,
-        ts: s.timestamps,
-        vs: s.values,
-      }));
+      // In Prometheus's series order: it decides which of equal values topk/bottomk keep.
+      loaded = this.#storage
+        .select(node.matchers, window.min, window.max)
+        .map((s) => ({ labels: s.labels, ts: s.timestamps, vs: s.values }))
+        .sort((a, b) => compareLabels(a.labels, b.labels));
       ctx.samples += loaded.reduce((n, s) => n + s.ts.length, 0);
       if (ctx.samples > this.#maxSamples) {
         throw new PromqlEvalError(

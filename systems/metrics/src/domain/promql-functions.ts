@@ -61,8 +61,10 @@ function extrapolatedRate(isCounter: boolean, isRate: boolean): RangeFn {
     let interval = sampled;
     interval += durationToStart < threshold ? durationToStart : average / 2;
     interval += durationToEnd < threshold ? durationToEnd : average / 2;
-    result *= interval / sampled;
-    return isRate ? result / (w.rangeMs / 1000) : result;
+    // Prometheus's order of operations, so the answers agree to the last bit (topk ties).
+    let factor = interval / sampled;
+    if (isRate) factor /= w.rangeMs / 1000;
+    return result * factor;
   };
 }
 

@@ -147,15 +147,20 @@ function viewValue(point: RollupPoint, view: RollupView): number {
   }
 }
 
-/** One rollup series as the evaluator's samples of a view, stamped at each window's last ms. */
+/**
+ * One rollup series as the evaluator's samples of a view, stamped at each window's last ms —
+ * or at `untilMs` for a window still open then (rolled up from raw up to `untilMs`), so the
+ * read that asked for it still sees it.
+ */
 export function rollupSeriesData(
   series: { labels: SeriesData["labels"]; points: readonly RollupPoint[] },
   view: RollupView,
   widthMs: number,
+  untilMs = Number.POSITIVE_INFINITY,
 ): SeriesData {
   return {
     labels: series.labels,
-    timestamps: series.points.map((p) => p.t + widthMs - 1),
+    timestamps: series.points.map((p) => Math.min(p.t + widthMs - 1, untilMs)),
     values: Float64Array.from(series.points, (p) => viewValue(p, view)),
   };
 }

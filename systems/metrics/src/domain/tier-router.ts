@@ -11,12 +11,22 @@
  *    steps the rollups have not closed yet). So a 10-day panel at a 30 s step is raw for the
  *    last 7 days and the 1 min tier before — hot and cold stitched in one answer.
  *
+ * 4. A raw step whose ranges reach past the raw retention (`max_over_time(x[30d])` at 15 s)
+ *    goes where an instant query at that step would, if that tier can answer the query
+ *    (`byReach`: its windows not closed yet come from raw); else it stays raw.
+ *
  * Consecutive steps on one tier form a segment; the API evaluates each on its tier and joins
  * the series. A step no tier holds goes to the preferred tier (it answers nothing there).
+ *
+ * An instant query has no step: its tier follows what it reads (`instantTier`). Raw when raw
+ * holds the oldest time it reads (its longest range, offset and lookback back from its time);
+ * else the finest rollup tier that holds that time — `max_over_time(x[30d])` now is the 1 min
+ * tier, `[90d]` the 1 h tier — whose windows not closed yet are rolled up from raw on the fly.
  *
  * @example
  * planTiers({ startMs, endMs, stepMs: 30_000, nowMs, coverage });
  * // [{ tier: "1m", startMs, endMs: …}, { tier: "raw", startMs: …, endMs }]
+ * instantTier(nowMs - 30 * 86_400_000, coverage); // "1m"
  */
 
 export type Tier = "raw" | "1m" | "1h";
@@ -32,6 +42,17 @@ export interface TierSegment {
   /** First and last step of the segment (both evaluated). */
   readonly startMs: number;
   readonly endMs: number;
+  /**
+   * Routed by how far back the query reads (its ranges reach past the raw retention): its
+   * steps may be newer than the tier has closed, whose windows then come from raw.
+   */
+  readonly byReach?: boolean;
+}
+
+/** How far back a query reads from each step, and which rollup tiers can answer it. */
+export interface QueryReach {
+  readonly ms: number;
+  readonly answeredBy: (tier: Tier) => boolean;
 }
 
 export function preferredTier(stepMs: number): Tier {
@@ -54,23 +75,62 @@ export function tierAt(t: number, preferred: Tier, coverage: TierCoverage): Tier
   return preferred;
 }
 
+/**
+ * A raw step whose ranges reach past the raw retention (`max_over_time(x[30d])` at a 15 s step)
+ * goes where an instant query at that step would — if that rollup tier can answer the query;
+ * else it stays raw (a `rate(x[5m])` panel keeps its steps at the retention's edge).
+ */
+function byReach(
+  t: number,
+  tier: Tier,
+  coverage: TierCoverage,
+  reach: QueryReach | undefined,
+): Tier | undefined {
+  const raw = coverage.raw;
+  // Only a step raw itself holds: older raw steps are raw's fallback when no tier holds them.
+  if (reach === undefined || tier !== "raw" || raw === undefined) return undefined;
+  if (t < raw.fromMs || t - reach.ms >= raw.fromMs) return undefined;
+  const reached = instantTier(t - reach.ms, coverage);
+  return reached !== "raw" && reach.answeredBy(reached) ? reached : undefined;
+}
+
 export function planTiers(query: {
   startMs: number;
   endMs: number;
   stepMs: number;
   coverage: TierCoverage;
+  reach?: QueryReach | undefined;
 }): TierSegment[] {
   const preferred = preferredTier(query.stepMs);
   const segments: TierSegment[] = [];
-  let current: { tier: Tier; startMs: number; endMs: number } | undefined;
+  let current: { tier: Tier; startMs: number; endMs: number; byReach: boolean } | undefined;
   for (let t = query.startMs; t <= query.endMs; t += query.stepMs) {
-    const tier = tierAt(t, preferred, query.coverage);
-    if (current !== undefined && current.tier === tier) current.endMs = t;
+    const stepTier = tierAt(t, preferred, query.coverage);
+    const reached = byReach(t, stepTier, query.coverage, query.reach);
+    const tier = reached ?? stepTier;
+    if (current !== undefined && current.tier === tier && current.byReach === (reached !== undefined))
+      current.endMs = t;
     else {
       if (current !== undefined) segments.push(current);
-      current = { tier, startMs: t, endMs: t };
+      current = { tier, startMs: t, endMs: t, byReach: reached !== undefined };
     }
   }
   if (current !== undefined) segments.push(current);
   return segments;
+}
+
+/**
+ * The tier of an instant query that reads back to `readFromMs`: raw if raw holds it, else the
+ * finest rollup tier that does; past every retention, the coarsest tier holding anything (it
+ * answers what it kept).
+ */
+export function instantTier(readFromMs: number, coverage: TierCoverage): Tier {
+  const raw = coverage.raw;
+  if (raw === undefined || readFromMs >= raw.fromMs) return "raw";
+  const rollups = ORDER.slice(1);
+  const holding = rollups.find((tier) => {
+    const held = coverage[tier];
+    return held !== undefined && readFromMs >= held.fromMs;
+  });
+  return holding ?? [...rollups].reverse().find((tier) => coverage[tier] !== undefined) ?? "raw";
 }
