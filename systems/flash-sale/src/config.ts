@@ -205,6 +205,14 @@ export const configSchema = {
     description:
       "Charges sent to payments per second, this process (FS-15): at or below what payments sustains (its PAYMENTS_ACQUIRER_RATE_PER_S, 200 by default)",
   }),
+  chargeMaxInFlight: field.int({
+    env: "FLASH_SALE_CHARGE_MAX_IN_FLIGHT",
+    default: 8,
+    min: 1,
+    max: 256,
+    description:
+      "Charge calls open at payments at once, this process (each also holds a permit of the rate's window, so never more than the rate land in any second)",
+  }),
   chargeTimeoutMs: field.durationMs({
     env: "FLASH_SALE_CHARGE_TIMEOUT_MS",
     default: 10_000,
