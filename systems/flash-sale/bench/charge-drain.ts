@@ -3,9 +3,9 @@
  * its own process): a sale's holds all put in the charge queue at once, then one ChargeWorker
  * drains them at a configured rate, through payments' public API, until every charge is done.
  * What a drain reports: charges/s sustained (charges ÷ time to drain), the p99 of one charge
- * call, the acquirer's busiest second (from its own arrivals record) and its counters. The
- * ceiling: the rates rise until the drain stops keeping up (below 90% of the rate); payments'
- * own saga throughput — `POST /v1/payments` straight at it, closed loop — is measured beside.
+ * call, the acquirer's busiest second (from its own arrivals record) and its counters; and
+ * payments' own saga throughput — `POST /v1/payments` straight at it, closed loop — to put
+ * beside it.
  *
  * @example
  * const step = await drainAtRate(flash, payments, { saleId: "d40", ratePerS: 40, charges: 400, maxInFlight: 8 });
@@ -46,6 +46,7 @@ export interface DrainStep {
   readonly drainedPerS: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
+  readonly meanMs: number;
   /** The acquirer's most authorizations (and captures) in one whole second. */
   readonly busiestSecond: { authorizations: number; captures: number };
   readonly authorizations: number;
@@ -56,14 +57,14 @@ export interface DrainStep {
   readonly orders: number;
 }
 
-/** `count` holds of one ticket each on a new sale, each put in the charge queue. */
-export async function queueCharges(f: FlashStores, saleId: string, count: number): Promise<string[]> {
+/** A sale of `tickets` tickets at 50.00 USD, its stock in the hot store. */
+export async function createChargeSale(f: FlashStores, saleId: string, tickets: number): Promise<void> {
   const sale = await createSale(
     f.db,
     {
       id: saleId,
       name: saleId,
-      tickets: count,
+      tickets,
       perBuyerMax: 1,
       holdTtlMs: 3_600_000,
       priceMinor: 5_000n,
@@ -75,24 +76,33 @@ export async function queueCharges(f: FlashStores, saleId: string, count: number
   if (!sale) throw new Error(`sale ${saleId} exists`);
   await f.stock.restore(saleId, {
     epoch: sale.stockEpoch,
-    available: count,
+    available: tickets,
     carried: [],
     recheckMs: 600_000,
   });
+}
+
+/** `count` buyers from `first` on each hold one ticket and pay: each charge queued. */
+export async function queueCharges(
+  f: FlashStores,
+  saleId: string,
+  count: number,
+  first = 0,
+): Promise<string[]> {
   const ledger = new HoldLedger({ db: f.db, stock: f.stock, clock: systemClock, recheckMs: 600_000 });
   let seq = 0;
   const checkout = new Checkout({
     stock: f.stock,
     ledger,
     clock: systemClock,
-    newHoldId: () => `${saleId}_${seq++}`,
+    newHoldId: () => `${saleId}_${first}_${seq++}`,
   });
   const holds: string[] = [];
   let next = 0;
   await Promise.all(
     Array.from({ length: 16 }, async () => {
       while (next < count) {
-        const i = next++;
+        const i = first + next++;
         const r = await checkout.reserve({ saleId, buyer: `b${i}`, quantity: 1, holdTtlMs: 3_600_000 });
         if (r.kind !== "held") throw new Error(`hold ${i}: ${r.kind}`);
         if (!(await startCharge(f.db, { holdId: r.holdId, nowMs: systemClock.nowMs() })).won)
@@ -132,6 +142,7 @@ export async function drainAtRate(
   payments: PaymentsDeployment,
   o: DrainOptions,
 ): Promise<DrainStep> {
+  await createChargeSale(f, o.saleId, o.charges);
   await queueCharges(f, o.saleId, o.charges);
   await payments.resetAcquirer();
   const latencies: number[] = [];
@@ -194,6 +205,7 @@ export async function drainAtRate(
     drainedPerS: (o.charges * 1_000) / elapsedMs,
     p50Ms: p(0.5),
     p99Ms: p(0.99),
+    meanMs: latencies.reduce((a, b) => a + b, 0) / Math.max(1, latencies.length),
     busiestSecond: busiestSecond(await payments.arrivals()),
     authorizations: stats.authorizations,
     authorizationCalls: stats.authorizationAttempts,

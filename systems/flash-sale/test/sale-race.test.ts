@@ -278,8 +278,9 @@ async function race(t: TestContext, r: Race): Promise<void> {
   assert.equal(secondWave, unpaid);
   await phase("second wave sold out");
   if (payments) {
-    // Bound: four times the drain at the configured rate, plus a start; a hang guard.
-    await drained(db, saleId, (4 * r.tickets * 1_000) / CHARGE_RATE_PER_S + 60_000);
+    // A hang guard, not a speed claim: eight times the drain at the configured rate, plus a
+    // minute (payments sustained 14-25 charges/s here at load ~20).
+    await drained(db, saleId, (8 * r.tickets * 1_000) / CHARGE_RATE_PER_S + 60_000);
     await phase(`${r.tickets} charges drained through payments`);
   }
   const audit = await auditSale(db, saleId);
