@@ -12,7 +12,7 @@
  * bounds the drain at R / (1 s + the mean call latency) — printed beside each step.
  *
  * @example
- * const rows = await drainCeiling({ db, stock }, { pgUrl, rates: [10, 20, 40], seconds: 8, maxInFlight: 16, sagaClients: 16 });
+ * const rows = await drainCeiling({ db, stock }, { pgUrl, rates: [10, 20, 40], seconds: 8, maxInFlight: 16, sagaClients: 16, sagaMs: 8_000 });
  */
 import { readFileSync } from "node:fs";
 import { benchLog } from "@casebook/lab/bench-main";
@@ -23,8 +23,6 @@ import { startPaymentsDeployment } from "./payments-deployment.ts";
 const SYSTEM = "flash-sale";
 /** Payments keeps up while doubling the rate drains at least this much more than the step before. */
 const MIN_GAIN = 1.1;
-const SAGA_DURATION_MS = 8_000;
-const SAGA_WARMUP_MS = 1_000;
 
 export interface DrainCeilingArgs {
   pgUrl: string;
@@ -34,6 +32,8 @@ export interface DrainCeilingArgs {
   seconds: number;
   maxInFlight: number;
   sagaClients: number;
+  /** How long each saga measurement runs (its first eighth a warmup). */
+  sagaMs: number;
 }
 
 function loadAverage(): string {
@@ -45,7 +45,11 @@ export async function drainCeiling(f: FlashStores, args: DrainCeilingArgs): Prom
   const payments = await startPaymentsDeployment({ pgUrl: args.pgUrl, acquirerLatencyMs: 5 });
   const rows: BenchResult[] = [];
   try {
-    const sagaOptions = { clients: args.sagaClients, durationMs: SAGA_DURATION_MS, warmupMs: SAGA_WARMUP_MS };
+    const sagaOptions = {
+      clients: args.sagaClients,
+      durationMs: args.sagaMs,
+      warmupMs: Math.round(args.sagaMs / 8),
+    };
     const sagaBefore = await sagaThroughput(payments, sagaOptions);
     benchLog(
       `payments' saga, closed loop c=${args.sagaClients}: ${sagaBefore.perS.toFixed(1)}/s (load ${loadAverage()})`,

@@ -61,6 +61,7 @@ export interface BenchArgs {
   readonly drainSeconds: number;
   readonly drainInFlight: number;
   readonly drainSagaClients: number;
+  readonly drainSagaMs: number;
   readonly drainOnly: boolean;
 }
 
@@ -122,6 +123,12 @@ const cli = defineBenchArgs({
       max: 256,
       default: 16,
       help: "clients of payments' own saga throughput (closed loop) beside the drain",
+    }),
+    drainSagaMs: flag.integer({
+      min: 500,
+      max: 600_000,
+      default: 8_000,
+      help: "how long payments' own saga throughput is measured, each time (warmup 1/8 of it)",
     }),
     drainOnly: flag.boolean({ help: "run only the drain ceiling against the payments service" }),
     json: flag.json("one JSON object per line instead of the table"),
@@ -389,6 +396,7 @@ function drain(t: Target, args: BenchArgs): Promise<BenchResult[]> {
     seconds: args.drainSeconds,
     maxInFlight: args.drainInFlight,
     sagaClients: args.drainSagaClients,
+    sagaMs: args.drainSagaMs,
   });
 }
 
