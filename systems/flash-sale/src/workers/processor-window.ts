@@ -21,6 +21,12 @@
  */
 import { Deque } from "@casebook/kit/deque";
 
+/**
+ * Added to every hold: a timer may fire a few ms before its delay by the wall clock (the event
+ * loop's cached time is stale while a long callback runs), and the promise is about wall time.
+ */
+const TIMER_SLACK_MS = 10;
+
 export interface ProcessorWindowOptions {
   /** Calls that may reach the processor in any one second. */
   ratePerS: number;
@@ -43,7 +49,7 @@ export class ProcessorWindow {
       throw new RangeError(`ratePerS must be a finite number > 0, got ${ratePerS}`);
     }
     this.permits = Math.max(1, Math.floor(ratePerS));
-    this.holdMs = ratePerS >= 1 ? 1_000 : Math.ceil(1_000 / ratePerS);
+    this.holdMs = (ratePerS >= 1 ? 1_000 : Math.ceil(1_000 / ratePerS)) + TIMER_SLACK_MS;
     this.#schedule = options.schedule ?? ((fn, ms) => void setTimeout(fn, ms));
   }
 
