@@ -2,7 +2,9 @@
  * `casebook bench flash-sale`: the reserve script from Node against its floors on the same
  * Redis in the same run (`redis-benchmark` EVALSHA of the same script, c=50 unpipelined and
  * -P 16), stock ≫ attempts so it measures admissions; then FS-06's three PostgreSQL
- * strategies and the script under one load (attempts/s, p99, retries) as one table. Markdown
+ * strategies and the script under one load (attempts/s, p99, retries) as one table; the 100k/5k
+ * sale end to end; and FS-15's drain ceiling: the charge queue drained through the payments
+ * service (its own process) at rising rates, beside payments' own saga throughput. Markdown
  * on stdout, JSON lines with --json, progress on stderr. Engines: REDIS_URL and DATABASE_URL
  * (default: this machine's 6379 and 5432/test), under a key prefix and a schema of its own,
  * removed at the end.
@@ -33,6 +35,7 @@ import {
   ScriptCounter,
 } from "../src/store/pg-stock-strategies.ts";
 import { StockStore, stockKeys, stockScriptsDir } from "../src/store/stock-store.ts";
+import { drainCeiling } from "./drain-ceiling.ts";
 import { saleEndToEnd } from "./sale-end-to-end.ts";
 
 const SYSTEM = "flash-sale";
@@ -54,6 +57,12 @@ export interface BenchArgs {
   readonly e2eTickets: number;
   readonly e2eCapacity: number;
   readonly e2eOnly: boolean;
+  readonly drainRates: readonly number[];
+  readonly drainSeconds: number;
+  readonly drainInFlight: number;
+  readonly drainSagaClients: number;
+  readonly drainSagaMs: number;
+  readonly drainOnly: boolean;
 }
 
 const cli = defineBenchArgs({
@@ -91,6 +100,37 @@ const cli = defineBenchArgs({
       help: "checkout's configured capacity in the end-to-end sale (the room's admissions/s)",
     }),
     e2eOnly: flag.boolean({ help: "run only the end-to-end sale" }),
+    drainRates: flag.integerList({
+      min: 1,
+      max: 10_000,
+      default: [10, 20, 40, 80, 160],
+      help: "configured charge rates of the drain-ceiling steps, rising; stops after the first not kept up",
+    }),
+    drainSeconds: flag.integer({
+      min: 0,
+      max: 600,
+      default: 8,
+      help: "each drain step's charges = rate × this; 0 skips the drain ceiling",
+    }),
+    drainInFlight: flag.integer({
+      min: 1,
+      max: 256,
+      default: 16,
+      help: "charge calls in flight while draining",
+    }),
+    drainSagaClients: flag.integer({
+      min: 1,
+      max: 256,
+      default: 16,
+      help: "clients of payments' own saga throughput (closed loop) beside the drain",
+    }),
+    drainSagaMs: flag.integer({
+      min: 500,
+      max: 600_000,
+      default: 8_000,
+      help: "how long payments' own saga throughput is measured, each time (warmup 1/8 of it)",
+    }),
+    drainOnly: flag.boolean({ help: "run only the drain ceiling against the payments service" }),
     json: flag.json("one JSON object per line instead of the table"),
     help: flag.help(),
   },
@@ -98,7 +138,7 @@ const cli = defineBenchArgs({
     errors.create("BENCH_ARGS_INVALID", { detail, fields: { flag: flagName }, cause }),
 });
 
-export const benchHelp = `flash-sale bench — the reserve script vs its redis-benchmark floors; FS-06's strategies
+export const benchHelp = `flash-sale bench — the reserve script vs its redis-benchmark floors; FS-06's strategies; the 100k/5k sale; the charge queue's drain ceiling against payments
 
 Usage
   npx casebook bench flash-sale [options]
@@ -115,6 +155,7 @@ interface Target {
   /** The same connection, reservations batched across concurrent callers (the service's default). */
   readonly batched: StockStore;
   readonly prefix: string;
+  readonly pgUrl: string;
   close(): Promise<void>;
 }
 
@@ -134,6 +175,7 @@ async function openTarget(): Promise<Target> {
     redisUrl,
     db,
     prefix,
+    pgUrl,
     stock: new StockStore(new RedisScriptRunner(redis, registry)),
     batched: new StockStore(new RedisScriptRunner(redis, registry), {
       reserveBatch: { maxBatch: DEFAULT_RESERVE_BATCH, maxPending: 100_000, lanes: DEFAULT_RESERVE_LANES },
@@ -212,6 +254,11 @@ async function redisBenchmark(t: Target, args: BenchArgs, pipeline: number): Pro
 
 async function run(t: Target, args: BenchArgs, json: boolean): Promise<void> {
   const rows: BenchResult[] = [];
+  if (args.drainOnly) {
+    rows.push(...(await drain(t, args)));
+    process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
+    return;
+  }
   if (args.e2eOnly) {
     rows.push(...(await endToEnd(t, args)));
     process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
@@ -336,7 +383,21 @@ async function run(t: Target, args: BenchArgs, json: boolean): Promise<void> {
     );
   }
   rows.push(...(await endToEnd(t, args)));
+  rows.push(...(await drain(t, args)));
   process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
+}
+
+/** FS-15's drain ceiling against the payments service (bench/drain-ceiling.ts); --drain-seconds 0 skips it. */
+function drain(t: Target, args: BenchArgs): Promise<BenchResult[]> {
+  if (args.drainSeconds === 0) return Promise.resolve([]);
+  return drainCeiling(t, {
+    pgUrl: t.pgUrl,
+    rates: args.drainRates,
+    seconds: args.drainSeconds,
+    maxInFlight: args.drainInFlight,
+    sagaClients: args.drainSagaClients,
+    sagaMs: args.drainSagaMs,
+  });
 }
 
 /** The 100k/5k sale end to end (bench/sale-end-to-end.ts); skipped with --e2e-tickets 0. */

@@ -302,6 +302,7 @@ export async function main(
         clock,
         ratePerS: config.chargeRatePerS,
         maxBatch: Math.max(1, Math.ceil(config.chargeRatePerS)),
+        maxInFlight: config.chargeMaxInFlight,
         leaseMs: config.chargeTimeoutMs * 4 + 10_000,
         idleMs: 100,
         retryBaseMs: 500,

@@ -31,7 +31,7 @@ class ScriptedCharger implements Charger {
   }
 }
 
-function worker(f: Flash, charger: Charger, ratePerS = 1_000) {
+function worker(f: Flash, charger: Charger, ratePerS = 1_000, maxInFlight = 1) {
   // The sale's clock decides what is due; real time paces the rate.
   const clock = { nowMs: () => f.clock.nowMs(), monotonicMs: () => systemClock.monotonicMs() };
   return new ChargeWorker({
@@ -41,6 +41,7 @@ function worker(f: Flash, charger: Charger, ratePerS = 1_000) {
     clock,
     ratePerS,
     maxBatch: 100,
+    maxInFlight,
     leaseMs: 30_000,
     idleMs: 50,
     retryBaseMs: 1,
@@ -149,5 +150,33 @@ contractSuite<Flash>("charges", [embeddedFlash, realFlash], (it) => {
       assert.ok(inWindow <= ratePerS, `${inWindow} charges in the second from arrival ${i}`);
     }
     assert.equal((await auditSale(f.db, sale.id)).orders, 12);
+  });
+
+  it("FS-15 with several charges in flight and latencies that vary, the processor still gets at most the rate in any second", async (f) => {
+    const sale = await f.sale(16);
+    for (let i = 0; i < 16; i++) await paying(f, sale.id, `v${i}`);
+    // Each call lands at the processor part way through it, after a delay that varies from
+    // 0 to 600 ms: sends spaced 1/rate apart would land bunched; the window's permits do not.
+    const landedMs: number[] = [];
+    const delays = [600, 0, 450, 50, 300, 0, 600, 100, 0, 500, 250, 0, 600, 0, 350, 0];
+    let n = 0;
+    const charger: Charger = {
+      charge: async (input) => {
+        const d = delays[n++ % delays.length]!;
+        await new Promise((r) => setTimeout(r, d));
+        landedMs.push(performance.now());
+        await new Promise((r) => setTimeout(r, 600 - d));
+        return { kind: "approved", paymentId: `pay_${input.idempotencyKey}` };
+      },
+      refund: async () => {},
+    };
+    const ratePerS = 4;
+    await drain(worker(f, charger, ratePerS, 4), f);
+    assert.equal(landedMs.length, 16);
+    for (const start of landedMs) {
+      const inWindow = landedMs.filter((x) => x >= start && x < start + 1_000).length;
+      assert.ok(inWindow <= ratePerS, `${inWindow} charges landed in the second from ${start}`);
+    }
+    assert.equal((await auditSale(f.db, sale.id)).orders, 16);
   });
 });

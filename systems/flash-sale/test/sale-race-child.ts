@@ -3,9 +3,11 @@
  * connection, the production checkout over them. Prints "ready", waits for "go" on stdin (so
  * every process starts in the same instant), makes `count` attempts for one ticket each with
  * `concurrency` in flight, pays 9 holds in 10 at once (the 10th is left to expire), and prints
- * one JSON line of counts.
+ * one JSON line of counts. Paying is either the order written at once (`direct`: the race
+ * alone) or the production pay (`queue`: held → charging with its charge queued, in one
+ * statement; the charge worker takes it to payments).
  *
- * argv: <database url> <schema> <redis url> <key prefix> <sale id> <first buyer> <count> <concurrency> <hold ttl ms>
+ * argv: <database url> <schema> <redis url> <key prefix> <sale id> <first buyer> <count> <concurrency> <hold ttl ms> <direct|queue>
  */
 import { createInterface } from "node:readline";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
@@ -15,10 +17,10 @@ import { openDatabase } from "@casebook/infra/sql/open-database";
 import { systemClock } from "@casebook/kit/clock";
 import { Checkout } from "../src/domain/checkout.ts";
 import { HoldLedger } from "../src/store/hold-ledger.ts";
-import { completeOrder, transitionHold } from "../src/store/sale-repository.ts";
+import { completeOrder, startCharge, transitionHold } from "../src/store/sale-repository.ts";
 import { StockStore, stockScriptsDir } from "../src/store/stock-store.ts";
 
-const [url, schema, redisUrl, keyPrefix, saleId, firstArg, countArg, concurrencyArg, ttlArg] =
+const [url, schema, redisUrl, keyPrefix, saleId, firstArg, countArg, concurrencyArg, ttlArg, payArg] =
   process.argv.slice(2);
 if (
   !url ||
@@ -29,10 +31,11 @@ if (
   !firstArg ||
   !countArg ||
   !concurrencyArg ||
-  !ttlArg
+  !ttlArg ||
+  (payArg !== "direct" && payArg !== "queue")
 ) {
   throw new Error(
-    "usage: <db url> <schema> <redis url> <prefix> <sale> <first> <count> <concurrency> <ttl ms>",
+    "usage: <db url> <schema> <redis url> <prefix> <sale> <first> <count> <concurrency> <ttl ms> <direct|queue>",
   );
 }
 const first = Number(firstArg);
@@ -62,7 +65,7 @@ const go = new Promise<void>((resolve) => lines.on("line", (line) => line === "g
 process.stdout.write("ready\n");
 await go;
 
-const tally = { attempts: 0, held: 0, soldOut: 0, other: 0, paid: 0, leftToExpire: 0, lastOne: 0 };
+const tally = { attempts: 0, held: 0, soldOut: 0, other: 0, paid: 0, queued: 0, leftToExpire: 0, lastOne: 0 };
 let next = 0;
 async function worker(): Promise<void> {
   while (next < count) {
@@ -79,6 +82,10 @@ async function worker(): Promise<void> {
         continue;
       }
       const now = systemClock.nowMs();
+      if (payArg === "queue") {
+        if ((await startCharge(db, { holdId: r.holdId, nowMs: now })).won) tally.queued += 1;
+        continue;
+      }
       if (!(await transitionHold(db, r.holdId, "pay", now)).won) continue;
       const done = await completeOrder(db, {
         holdId: r.holdId,

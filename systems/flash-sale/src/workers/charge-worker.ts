@@ -9,13 +9,16 @@
  *     └──pending / error──▶ charge again later, with the SAME idempotency key (no double charge)
  *
  * Rows are claimed with infra's LeaseQueue (`FOR UPDATE SKIP LOCKED`, lease + version fence)
- * in `seq` order, a claim of at most as many rows as the rate has tokens for. Ordering, stated
- * (correction 10): one worker drains FIFO; several workers each take the next rows in seq order,
- * so charges START in seq order per claim and may finish out of it — FIFO holds per worker,
- * not globally, as SQS FIFO holds it per message group.
+ * in `seq` order, at most `maxBatch` a claim, and advanced by `maxInFlight` lanes at once. Every
+ * call to the processor (a charge, a refund) is paced by a token bucket (burst 1: spaced 1/rate
+ * apart) inside a ProcessorWindow (at most `ratePerS` calls land at the processor in any second,
+ * whatever their latency). Ordering, stated (correction 10): with one lane one worker drains
+ * FIFO; with several lanes, or several workers, charges START in seq order per claim (the
+ * window serves its waiters in order) and may finish out of it — FIFO holds per lane, not
+ * globally, as SQS FIFO holds it per message group.
  *
  * @example
- * const worker = new ChargeWorker({ db, stock, charger, clock, ratePerS: 200, … });
+ * const worker = new ChargeWorker({ db, stock, charger, clock, ratePerS: 50, maxInFlight: 8, … });
  * worker.start(); … await worker.stop();
  */
 import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
@@ -29,6 +32,7 @@ import { TokenBucket } from "@casebook/kit/token-bucket";
 import type { Charger } from "../domain/charger.ts";
 import { completeOrder, transitionHold } from "../store/sale-repository.ts";
 import type { StockStore } from "../store/stock-store.ts";
+import { ProcessorWindow } from "./processor-window.ts";
 
 interface ChargeRow {
   hold_id: string;
@@ -49,6 +53,8 @@ export interface ChargeWorkerOptions {
   ratePerS: number;
   /** Rows per claim at most. */
   maxBatch: number;
+  /** Rows of a claim advanced at once (calls open at the processor, at most); default 1. */
+  maxInFlight?: number;
   /** A claimed row's lease: longer than one charge call's timeout. */
   leaseMs: number;
   /** Pause between rounds with nothing due. */
@@ -81,6 +87,7 @@ export class ChargeWorker {
     minLeaseMs: 1_000,
   });
   readonly #bucket: TokenBucket;
+  readonly #window: ProcessorWindow;
   readonly #owner = leaseOwnerId("charge");
   readonly #loop: BackgroundLoop;
 
@@ -92,6 +99,7 @@ export class ChargeWorker {
       ratePerS: options.ratePerS,
       nowMs: options.clock.monotonicMs(),
     });
+    this.#window = new ProcessorWindow({ ratePerS: options.ratePerS });
     this.#loop = new BackgroundLoop({
       name: "charge worker",
       round: async () => (await this.runOnce()).claimed > 0,
@@ -120,27 +128,34 @@ export class ChargeWorker {
       limit: this.#o.maxBatch,
     });
     round.claimed = claimed.length;
-    for (const item of claimed) {
-      try {
-        await this.#advance(item, round);
-      } catch (error) {
-        this.#o.onError?.(error, item.row.hold_id);
-        await this.#retryLater(item);
-        round.retried += 1;
+    let next = 0;
+    const lane = async () => {
+      while (next < claimed.length) {
+        const item = claimed[next++]!;
+        try {
+          await this.#advance(item, round);
+        } catch (error) {
+          this.#o.onError?.(error, item.row.hold_id);
+          await this.#retryLater(item);
+          round.retried += 1;
+        }
       }
-    }
+    };
+    const lanes = Math.min(claimed.length, Math.max(1, this.#o.maxInFlight ?? 1));
+    await Promise.all(Array.from({ length: lanes }, lane));
     return round;
   }
 
   async #advance(item: Claimed<ChargeRow, string>, round: ChargeRound): Promise<void> {
     const { row } = item;
     if (row.step === "charge") {
-      await this.#pace();
-      this.#o.onCharge?.(row.hold_id);
-      const r = await this.#o.charger.charge({
-        idempotencyKey: row.hold_id,
-        amountMinor: row.amount_minor,
-        currency: row.currency,
+      const r = await this.#toProcessor(() => {
+        this.#o.onCharge?.(row.hold_id);
+        return this.#o.charger.charge({
+          idempotencyKey: row.hold_id,
+          amountMinor: row.amount_minor,
+          currency: row.currency,
+        });
       });
       if (r.kind === "pending") {
         await this.#retryLater(item);
@@ -177,18 +192,28 @@ export class ChargeWorker {
       }
     }
     if (row.step === "refund") {
-      await this.#o.charger.refund({
-        idempotencyKey: `refund:${row.hold_id}`,
-        paymentId: row.payment_id!,
-        amountMinor: row.amount_minor,
-      });
+      await this.#toProcessor(() =>
+        this.#o.charger.refund({
+          idempotencyKey: `refund:${row.hold_id}`,
+          paymentId: row.payment_id!,
+          amountMinor: row.amount_minor,
+        }),
+      );
       await this.#release(row, "compensated");
       await this.#finish(item, "compensated", row.payment_id);
       round.compensated += 1;
     }
   }
 
-  /** Waits for the rate's next token: the processor never sees more than ratePerS a second. */
+  /** One call to the processor: a permit of the window, then the rate's next token. */
+  #toProcessor<T>(call: () => Promise<T>): Promise<T> {
+    return this.#window.run(async () => {
+      await this.#pace();
+      return call();
+    });
+  }
+
+  /** Waits for the rate's next token: sends spaced 1/ratePerS apart. */
   async #pace(): Promise<void> {
     for (;;) {
       const waitMs = this.#bucket.take(this.#o.clock.monotonicMs());

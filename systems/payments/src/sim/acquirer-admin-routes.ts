@@ -1,7 +1,8 @@
 /**
  * The acquirer's part of the control panel (the knobs, reset and counters are the
  * simulator base's): the differences injected into a day's settlement file (PY-10),
- * with the list of exactly what was injected. Outside the fault hooks, like the rest
+ * with the list of exactly what was injected, and the arrivals per second (a caller's
+ * promised rate checked where the calls land). Outside the fault hooks, like the rest
  * of /admin.
  *
  * @example
@@ -119,4 +120,45 @@ function registerDifferences(app: FastifyInstance, deps: AcquirerRouteDeps): voi
 /** Registers the acquirer's /admin routes on `app` (the base's admin scope: never faulted). */
 export function registerAdminRoutes(app: FastifyInstance, deps: AcquirerRouteDeps): void {
   registerDifferences(app, deps);
+  registerArrivals(app, deps);
+}
+
+const arrivalsView = {
+  type: "object",
+  required: ["seconds"],
+  additionalProperties: false,
+  properties: {
+    seconds: {
+      type: "array",
+      items: {
+        type: "object",
+        required: ["second", "at", "total", "operations"],
+        additionalProperties: false,
+        properties: {
+          second: { type: "integer", description: "Unix time of the second's start" },
+          at: { type: "string", format: "date-time" },
+          total: { type: "integer" },
+          operations: { type: "object", additionalProperties: { type: "integer" } },
+        },
+      },
+    },
+  },
+} as const;
+
+/** GET /admin/arrivals: the calls that reached /v1 in each second, by operation (the newest hour). */
+function registerArrivals(app: FastifyInstance, deps: AcquirerRouteDeps): void {
+  app.get(
+    "/admin/arrivals",
+    {
+      schema: {
+        summary:
+          "Calls that arrived at /v1 in each whole second, by operation (oldest first, the newest hour)",
+        tags,
+        response: { 200: arrivalsView },
+      },
+    },
+    async () => ({
+      seconds: deps.arrivals.seconds().map((s) => ({ ...s, at: new Date(s.second * 1_000).toISOString() })),
+    }),
+  );
 }

@@ -26,6 +26,7 @@ import {
 } from "./acquirer-schemas.ts";
 import type { AcquirerState } from "./acquirer-state.ts";
 import { authorizationResultOf, authorizationViewOf, refundResultOf } from "./acquirer-views.ts";
+import type { ArrivalRecord } from "./arrival-record.ts";
 import {
   applyDifferences,
   renderSettlementCsv,
@@ -45,6 +46,8 @@ export type SettlementTiming = (typeof SETTLEMENT_TIMINGS)[number];
 export interface AcquirerRouteDeps {
   readonly state: AcquirerState;
   readonly faults: FaultInjector<Behaviour>;
+  /** Every /v1 call counted per second as it arrives (GET /admin/arrivals). */
+  readonly arrivals: ArrivalRecord;
   /** Default `d+1`. */
   readonly settlement?: SettlementTiming;
 }
@@ -238,6 +241,13 @@ function registerQueries(app: FastifyInstance, deps: AcquirerRouteDeps): void {
 
 /** Registers the acquirer's API on `app`, a scope the simulator base has installed the fault hooks on. */
 export function registerAcquirerRoutes(app: FastifyInstance, deps: AcquirerRouteDeps): void {
+  // After the outage hook (the base installs it first): a refused call is not an arrival.
+  app.addHook("onRequest", async (request) => {
+    deps.arrivals.record(
+      `${request.method} ${request.routeOptions.url ?? "(no route)"}`,
+      deps.state.clock.nowMs(),
+    );
+  });
   registerAuthorize(app, deps);
   registerCaptureAndVoid(app, deps);
   registerRefund(app, deps);

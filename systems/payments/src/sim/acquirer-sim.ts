@@ -9,7 +9,8 @@
  * Built on infra's simulator base (`@casebook/infra/http/simulator`): the fault hooks,
  * /admin/behaviour, /admin/faults/schedule, /admin/reset, /admin/stats, the admin token
  * and the operations gauge are the base's; the acquirer adds its state, its /v1 API,
- * its knobs (declines, a merchant rate limit, the fee) and the settlement differences.
+ * its knobs (declines, a merchant rate limit, the fee), the settlement differences and
+ * its arrivals per second (/admin/arrivals).
  *
  * State lives in memory (bounded by `maxPayments`, emptied by POST /admin/reset);
  * time and randomness are injected, so a test with a ManualClock and a seed sees
@@ -31,6 +32,7 @@ import { acquirerErrors } from "./acquirer-errors.ts";
 import { registerAcquirerRoutes, type SettlementTiming } from "./acquirer-routes.ts";
 import { behaviourSchema } from "./acquirer-schemas.ts";
 import { AcquirerState } from "./acquirer-state.ts";
+import { ArrivalRecord } from "./arrival-record.ts";
 
 export const defaultMaxPayments = 100_000;
 
@@ -54,6 +56,8 @@ export interface AcquirerSimOptions {
 
 export interface AcquirerSim extends Simulator<Behaviour> {
   readonly state: AcquirerState;
+  /** Calls per second as they arrived (also GET /admin/arrivals). */
+  readonly arrivals: ArrivalRecord;
   readonly faults: FaultInjector<Behaviour>;
 }
 
@@ -77,6 +81,7 @@ export function createAcquirerSim(options: AcquirerSimOptions = {}): AcquirerSim
     maxPayments: options.maxPayments ?? defaultMaxPayments,
     maxRefundsPerAuthorization: options.maxRefundsPerAuthorization,
   });
+  const arrivals = new ArrivalRecord();
   const sim = createSimulator<Behaviour>({
     name: "acquirer-sim",
     version: "0.1.0",
@@ -92,9 +97,12 @@ export function createAcquirerSim(options: AcquirerSimOptions = {}): AcquirerSim
       schema: behaviourSchema,
     },
     stats: () => ({ ...state.stats() }),
-    reset: () => state.reset(),
-    routes: (v1, faults) => registerAcquirerRoutes(v1, { state, faults, settlement }),
-    adminRoutes: (admin, faults) => registerAdminRoutes(admin, { state, faults, settlement }),
+    reset: () => {
+      state.reset();
+      arrivals.reset();
+    },
+    routes: (v1, faults) => registerAcquirerRoutes(v1, { state, faults, arrivals, settlement }),
+    adminRoutes: (admin, faults) => registerAdminRoutes(admin, { state, faults, arrivals, settlement }),
     statsAliases: ["/v1/stats"],
     summaries: {
       reset: "Forget every payment, counter and injected difference; knobs back to the start",
@@ -109,5 +117,5 @@ export function createAcquirerSim(options: AcquirerSimOptions = {}): AcquirerSim
     log: options.log ?? { level: "info" },
     defaultMetrics: options.defaultMetrics ?? true,
   });
-  return { ...sim, state };
+  return { ...sim, state, arrivals };
 }
