@@ -1,8 +1,9 @@
 /**
  * Composition root of metrics — metrics and observability platform (seed 000 §12): config →
  * database (tenants and hashed API keys; PGlite by default, PostgreSQL with DATABASE_URL) →
- * the per-tenant TSDB (head + WAL + blocks in METRICS_TSDB_DIR) → metrics → API (remote-write
- * and the agent's batch in, Prometheus's query API out) → listen, through infra's
+ * the per-tenant TSDB (head + WAL + blocks in METRICS_TSDB_DIR) → metrics → the scraper of
+ * METRICS_SCRAPE_TARGETS → API (remote-write and the agent's batch in, Prometheus's query API
+ * out) → listen, through infra's
  * `startService`, which closes what a failed start opened. Errors under /api/v1/ are in
  * Prometheus's shape (`api/prometheus-errors.ts`).
  *
@@ -33,12 +34,15 @@ import {
   loadSystemConfig,
   parseStandardLabels,
   type SystemConfig,
+  scrapeTimeoutOf,
 } from "./config.ts";
 import { labelsFromPairs } from "./domain/labels.ts";
+import { parseScrapeTargets } from "./domain/scrape-target.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
 import { RollupStore } from "./store/rollup-store.ts";
 import { loadRuleFiles } from "./store/rule-files.ts";
+import { SampleIngest } from "./store/sample-ingest.ts";
 import { SampleStream } from "./store/sample-stream.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
@@ -46,6 +50,7 @@ import { startAlertEvaluator } from "./workers/alert-evaluator.ts";
 import { CardinalityReporter, cardinalityRules } from "./workers/cardinality-alert.ts";
 import { startHotWriter } from "./workers/hot-writer.ts";
 import { startRollupBuilder } from "./workers/rollup-builder.ts";
+import { Scraper } from "./workers/scraper.ts";
 import { startTierReaper } from "./workers/tier-reaper.ts";
 
 export const SYSTEM = "metrics";
@@ -203,6 +208,42 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         onError: (error) => service.log.error({ err: error }, "tier reaper failed"),
       });
       service.onClose(() => reaper.stop());
+      const standardLabels = labelsFromPairs(parseStandardLabels(config.standardLabels));
+      // Issue 22: every Casebook service's /metrics, scraped into the scrape tenant through the same ingest.
+      const scrapeTargets = parseScrapeTargets(config.scrapeTargets);
+      const scrapeTimeoutMs = scrapeTimeoutOf(config);
+      if (scrapeTargets.length > 0 || config.scrapeApiKey !== undefined)
+        await tenants.ensureWithKey(config.scrapeTenant, config.scrapeApiKey);
+      const scrapeTenant = await tenants.find(config.scrapeTenant);
+      const scraper =
+        scrapeTargets.length === 0 || scrapeTenant === undefined
+          ? undefined
+          : new Scraper({
+              targets: scrapeTargets,
+              tenant: scrapeTenant,
+              ingest: new SampleIngest({
+                tsdbs,
+                metrics,
+                standardLabels,
+                partitions: config.partitions,
+                stream,
+              }),
+              clock: systemClock,
+              intervalMs: config.scrapeIntervalMs,
+              timeoutMs: scrapeTimeoutMs,
+              maxBodyBytes: config.scrapeMaxBodyBytes,
+              maxSamples: config.scrapeSampleLimit,
+              onScraped: (target, { ok, staleMarkers }) => {
+                metrics.scrapes.inc({ job: target.job, result: ok ? "ok" : "failed" });
+                if (staleMarkers > 0) metrics.scrapeStaleMarkers.inc({ job: target.job }, staleMarkers);
+              },
+              onError: (error, target) =>
+                service.log.warn({ err: error, job: target?.job }, "a scrape's samples were not stored"),
+            });
+      if (scraper !== undefined) {
+        scraper.start();
+        service.onClose(() => scraper.stop());
+      }
       await registerApi(service.app, {
         db,
         clock: systemClock,
@@ -211,8 +252,14 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         tsdbs,
         metrics,
         adminToken: config.adminToken,
+        scrape: {
+          scrapeTenant: config.scrapeTenant,
+          states: () => scraper?.states() ?? [],
+          intervalMs: config.scrapeIntervalMs,
+          timeoutMs: scrapeTimeoutMs,
+        },
         settings: {
-          standardLabels: labelsFromPairs(parseStandardLabels(config.standardLabels)),
+          standardLabels,
           partitions: config.partitions,
           stream,
           tiers: {

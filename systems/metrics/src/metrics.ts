@@ -27,6 +27,10 @@ export interface SystemMetrics {
   readonly partitionSamples: Counter<"partition">;
   /** MT-10: samples older than the rollup watermark, left out of the 1 min and 1 h tiers, per tenant. */
   readonly lateRollupSamples: Counter<"tenant">;
+  /** The scraper's rounds per target: result ok, or failed (down, bad body, over the sample limit). */
+  readonly scrapes: Counter<"job" | "result">;
+  /** Staleness markers the scraper wrote: series gone from a target, or a target gone. */
+  readonly scrapeStaleMarkers: Counter<"job">;
 }
 
 export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
@@ -79,7 +83,21 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     labelNames: ["tenant"],
     registers: [registry],
   });
+  const scrapes = new Counter({
+    name: "metrics_scrapes_total",
+    help: "Scrapes of a target's /metrics, per job and result (ok, failed)",
+    labelNames: ["job", "result"],
+    registers: [registry],
+  });
+  const scrapeStaleMarkers = new Counter({
+    name: "metrics_scrape_stale_markers_total",
+    help: "Staleness markers the scraper wrote: a series or a whole target gone since the previous scrape",
+    labelNames: ["job"],
+    registers: [registry],
+  });
   return {
+    scrapes,
+    scrapeStaleMarkers,
     lateRollupSamples,
     buildInfo,
     ingestedSamples,
