@@ -18,6 +18,8 @@ import { errors } from "./errors.ts";
 
 export const BOOTSTRAP_OFF = "off";
 export const DEFAULT_BOOTSTRAP_TENANT = "demo";
+/** The scrape tenant when there is no bootstrap tenant either. */
+export const DEFAULT_SCRAPE_TENANT = "casebook";
 /** `name=value` pairs, comma-separated: the standard labels the ingest adds. */
 export const STANDARD_LABELS_PATTERN = /^([a-zA-Z_][a-zA-Z0-9_]*=[^,=]+)(,[a-zA-Z_][a-zA-Z0-9_]*=[^,=]+)*$/;
 
@@ -218,9 +220,9 @@ export const configSchema = {
   }),
   scrapeTenant: field.string({
     env: "METRICS_SCRAPE_TENANT",
-    default: "casebook",
     pattern: /^[A-Za-z0-9_-]{1,64}$/,
-    description: "Tenant the scraped series belong to (created at start when absent)",
+    description:
+      'Tenant the scraped series belong to (created at start when absent); unset = the bootstrap tenant (so its printed key sees them), else "casebook"',
   }),
   scrapeApiKey: field.string({
     env: "METRICS_SCRAPE_API_KEY",

@@ -31,6 +31,7 @@ import {
   BOOTSTRAP_OFF,
   configSchema,
   DEFAULT_BOOTSTRAP_TENANT,
+  DEFAULT_SCRAPE_TENANT,
   loadSystemConfig,
   parseStandardLabels,
   type SystemConfig,
@@ -209,13 +210,52 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       });
       service.onClose(() => reaper.stop());
       const standardLabels = labelsFromPairs(parseStandardLabels(config.standardLabels));
-      // Issue 22: every Casebook service's /metrics, scraped into the scrape tenant through the same ingest.
-      const scrapeTargets = parseScrapeTargets(config.scrapeTargets);
+      let scraper: Scraper | undefined;
       const scrapeTimeoutMs = scrapeTimeoutOf(config);
+      const bootstrapId = bootstrapTenantOf(config, db.engine);
+      const scrapeTenantId = config.scrapeTenant ?? bootstrapId ?? DEFAULT_SCRAPE_TENANT;
+      await registerApi(service.app, {
+        db,
+        clock: systemClock,
+        randomBytes,
+        tenants,
+        tsdbs,
+        metrics,
+        adminToken: config.adminToken,
+        scrape: {
+          scrapeTenant: scrapeTenantId,
+          states: () => scraper?.states() ?? [],
+          intervalMs: config.scrapeIntervalMs,
+          timeoutMs: scrapeTimeoutMs,
+        },
+        settings: {
+          standardLabels,
+          partitions: config.partitions,
+          stream,
+          tiers: {
+            rollups,
+            rawRetentionMs: config.rawRetentionMs,
+            minuteRetentionMs: config.minuteRetentionMs,
+            hourRetentionMs: config.hourRetentionMs,
+          },
+          writeBodyLimitBytes: config.writeBodyLimitBytes,
+          writeMaxDecodedBytes: config.writeMaxDecodedBytes,
+          lookbackMs: config.lookbackMs,
+          queryMaxSamples: config.queryMaxSamples,
+        },
+      });
+      const created =
+        bootstrapId === undefined
+          ? undefined
+          : await tenants.createIfAbsent({ id: bootstrapId, name: bootstrapId });
+      const bootstrap = created && { tenantId: created.tenant.id, apiKey: created.apiKey.key };
+      // Issue 22: every Casebook service's /metrics, scraped through the same ingest into the scrape
+      // tenant — by default the bootstrap tenant, created just above so its first key is the one printed.
+      const scrapeTargets = parseScrapeTargets(config.scrapeTargets);
       if (scrapeTargets.length > 0 || config.scrapeApiKey !== undefined)
-        await tenants.ensureWithKey(config.scrapeTenant, config.scrapeApiKey);
-      const scrapeTenant = await tenants.find(config.scrapeTenant);
-      const scraper =
+        await tenants.ensureWithKey(scrapeTenantId, config.scrapeApiKey);
+      const scrapeTenant = await tenants.find(scrapeTenantId);
+      scraper =
         scrapeTargets.length === 0 || scrapeTenant === undefined
           ? undefined
           : new Scraper({
@@ -241,45 +281,10 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
                 service.log.warn({ err: error, job: target?.job }, "a scrape's samples were not stored"),
             });
       if (scraper !== undefined) {
-        scraper.start();
-        service.onClose(() => scraper.stop());
+        const started = scraper;
+        started.start();
+        service.onClose(() => started.stop());
       }
-      await registerApi(service.app, {
-        db,
-        clock: systemClock,
-        randomBytes,
-        tenants,
-        tsdbs,
-        metrics,
-        adminToken: config.adminToken,
-        scrape: {
-          scrapeTenant: config.scrapeTenant,
-          states: () => scraper?.states() ?? [],
-          intervalMs: config.scrapeIntervalMs,
-          timeoutMs: scrapeTimeoutMs,
-        },
-        settings: {
-          standardLabels,
-          partitions: config.partitions,
-          stream,
-          tiers: {
-            rollups,
-            rawRetentionMs: config.rawRetentionMs,
-            minuteRetentionMs: config.minuteRetentionMs,
-            hourRetentionMs: config.hourRetentionMs,
-          },
-          writeBodyLimitBytes: config.writeBodyLimitBytes,
-          writeMaxDecodedBytes: config.writeMaxDecodedBytes,
-          lookbackMs: config.lookbackMs,
-          queryMaxSamples: config.queryMaxSamples,
-        },
-      });
-      const bootstrapId = bootstrapTenantOf(config, db.engine);
-      const created =
-        bootstrapId === undefined
-          ? undefined
-          : await tenants.createIfAbsent({ id: bootstrapId, name: bootstrapId });
-      const bootstrap = created && { tenantId: created.tenant.id, apiKey: created.apiKey.key };
       return { bootstrap, tenants, stream };
     },
     listen: { port: config.port, host: config.host },

@@ -58,13 +58,13 @@ interface VectorAnswer {
   data: { result: Array<{ metric: Record<string, string>; value: [number, string] }> };
 }
 
-async function query(promql: string, timeS?: number): Promise<VectorAnswer["data"]["result"]> {
+async function query(promql: string, timeS?: number, bearer = key): Promise<VectorAnswer["data"]["result"]> {
   const params = new URLSearchParams({
     query: promql,
     ...(timeS === undefined ? {} : { time: String(timeS) }),
   });
   const res = await fetch(`${running.url}/api/v1/query?${params}`, {
-    headers: { authorization: `Bearer ${key}` },
+    headers: { authorization: `Bearer ${bearer}` },
   });
   const body = (await res.json()) as VectorAnswer;
   assert.equal(res.status, 200, JSON.stringify(body));
@@ -86,11 +86,24 @@ test("a real Casebook service's /metrics arrives through the ingest with job, in
     accept: (r) => r.length === 1 && Number(r[0]!.value[1]) >= 10,
   });
   assert.deepEqual(own[0]!.metric, { job: "rate-limiter", instance: new URL(limiter.url).host });
-  // Over the last minute: one scrape may still fail on a loaded machine (up 0, nothing scraped).
-  assert.ok(Number(await sampleOf('max_over_time(scrape_samples_scraped{job="rate-limiter"}[1m])')) >= 10);
-  assert.ok(Number(await sampleOf('max_over_time(scrape_duration_seconds{job="rate-limiter"}[1m])')) > 0);
-  const cpu = await query('last_over_time(process_cpu_user_seconds_total{job="rate-limiter"}[1m])');
-  assert.equal(cpu.length, 1, "its process metric, by its own name");
+  await eventually(() => sampleOf('scrape_samples_scraped{job="rate-limiter"}'), {
+    what: "a scrape that counted its samples",
+    timeoutMs: WAIT_MS,
+    accept: (v) => Number(v) >= 10,
+  });
+  assert.ok(Number(await sampleOf('scrape_duration_seconds{job="rate-limiter"}')) > 0);
+  // Between two scrapes a failed one (a loaded machine) marks every series stale: wait, don't sample once.
+  await eventually(() => query('process_cpu_user_seconds_total{job="rate-limiter"}'), {
+    what: "its process metric, by its own name",
+    timeoutMs: WAIT_MS,
+    accept: (r) => r.length === 1,
+  });
+  const demo = running.bootstrap!.apiKey;
+  await eventually(() => query('up{job="rate-limiter"}', undefined, demo), {
+    what: "the key printed at start to see them too",
+    timeoutMs: WAIT_MS,
+    accept: (r) => r.length === 1,
+  });
   await eventually(() => sampleOf('up{job="nobody"}'), {
     what: "up 0 for a dead target",
     timeoutMs: WAIT_MS,
@@ -131,8 +144,14 @@ test("/api/v1/targets shows each target's health in Prometheus's shape, to the s
 });
 
 test("the target dies: up goes to 0 and its series end at once (staleness markers), not after the 5 min lookback", async () => {
-  const aliveS = Date.now() / 1000;
-  assert.ok((await query(`count(${OWN_SERIES})`)).length === 1);
+  let aliveS = 0;
+  await eventually(
+    () => {
+      aliveS = Date.now() / 1000;
+      return query(`count(${OWN_SERIES})`, aliveS);
+    },
+    { what: "its series while it lives", timeoutMs: WAIT_MS, accept: (r) => r.length === 1 },
+  );
   await limiter.stop();
   await eventually(() => sampleOf('up{job="rate-limiter"}'), {
     what: "up 0 once it died",
