@@ -16,6 +16,7 @@
  * scraper.states(); // [{ target, health: "up", lastError: "", lastScrapeMs, lastDurationMs }]
  * await scraper.stop();
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import { OutboundClient } from "@casebook/infra/http/outbound";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import type { Clock } from "@casebook/kit/clock";
@@ -32,7 +33,7 @@ export interface ScraperOptions {
   readonly tenant: Tenant;
   readonly ingest: { write(tenant: Tenant, series: IngestSeries): Promise<void> };
   readonly clock: Clock;
-  /** Pause between two rounds (a round lasts at most `timeoutMs`). */
+  /** From one round's start to the next (a round lasts at most `timeoutMs`). */
   readonly intervalMs: number;
   /** Bound on one target's whole exchange: connect, headers, body. */
   readonly timeoutMs: number;
@@ -67,6 +68,8 @@ export class Scraper {
   readonly #tracked: Tracked[];
   readonly #client: OutboundClient;
   readonly #loop: BackgroundLoop;
+  /** The last round's length, taken off the next pause: a round starts every interval, as in Prometheus. */
+  #roundMs = 0;
 
   constructor(options: ScraperOptions) {
     if (options.timeoutMs > options.intervalMs)
@@ -88,10 +91,14 @@ export class Scraper {
     this.#loop = new BackgroundLoop({
       name: "metrics scraper",
       round: async () => {
+        const started = performance.now();
         await this.scrapeOnce();
+        this.#roundMs = performance.now() - started;
         return false;
       },
       idleMs: options.intervalMs,
+      // Unref'd: stop() ends the pause itself, and a pending timer must not hold the process open.
+      sleep: (ms) => sleep(Math.max(0, ms - this.#roundMs), undefined, { ref: false }),
       failureBackoff: { capMs: options.intervalMs, jitter: "none" },
       onError: (error) => options.onError(error, undefined),
     });
