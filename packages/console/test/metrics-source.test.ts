@@ -15,7 +15,7 @@ import { apiKeyScheme } from "@casebook/kit/api-key";
 import { eventually } from "@casebook/lab/eventually";
 import { startServerProcess } from "@casebook/lab/server-process";
 import { main } from "../src/main.ts";
-import { parsePromDurationMs } from "../src/metrics-source.ts";
+import { MetricsSource, parsePromDurationMs } from "../src/metrics-source.ts";
 import { matrixLines, rateRangeS, seriesQuery } from "../src/plot-query.ts";
 import { maxLinesPerSeries } from "../src/scrape-window.ts";
 
@@ -83,6 +83,76 @@ test("an answer becomes lines aligned with the steps: gaps for missing steps and
     matrixLines({ metric: "d", fn: "value", label: "all" }, [{ metric: {}, values: [[10, "5"]] }], [10]),
     [{ label: "all", values: [5] }],
   );
+});
+
+test("metrics is a source only for the systems it scrapes, only while it answers; a failed query rejects", async () => {
+  let targetsUp = true;
+  const asked: string[] = [];
+  const fakeFetch = (async (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(String(input));
+    assert.equal(new Headers(init?.headers).get("authorization"), "Bearer k");
+    asked.push(url.pathname + url.search);
+    if (url.pathname === "/api/v1/targets") {
+      if (!targetsUp) throw new TypeError("fetch failed");
+      const targets = [
+        { labels: { job: "cache" }, scrapeInterval: "5s" },
+        { labels: { job: "odd" }, scrapeInterval: "soon" },
+      ];
+      return Response.json({ status: "success", data: { activeTargets: targets } });
+    }
+    if (url.searchParams.get("query")?.includes("broken")) return new Response("{}", { status: 503 });
+    return Response.json({
+      status: "success",
+      data: {
+        resultType: "matrix",
+        result: [
+          {
+            metric: {},
+            values: [
+              [96, "2"],
+              [98, "3"],
+            ],
+          },
+        ],
+      },
+    });
+  }) as typeof fetch;
+  const source = new MetricsSource({
+    url: "http://metrics.test/",
+    apiKey: "k",
+    intervalMs: 2_000,
+    spanMs: 4_000,
+    log: { warn() {} },
+    fetch: fakeFetch,
+    now: () => 100_500,
+  });
+  assert.equal(source.serves("cache"), false, "nothing before the first answer");
+  await source.refresh();
+  assert.equal(source.serves("cache"), true);
+  assert.equal(source.serves("odd"), false, "a target whose interval does not parse is left out");
+  assert.equal(source.serves("payments"), false, "not scraped by metrics: the window");
+  const plot = await source.plot("cache", {
+    title: "Keys",
+    unit: "keys",
+    series: [{ metric: "keys", fn: "rate", label: "k" }],
+  });
+  assert.deepEqual(plot, {
+    title: "Keys",
+    unit: "keys",
+    times: [96, 98, 100],
+    lines: [{ label: "k", values: [2, 3, null] }],
+  });
+  assert.match(
+    asked.at(-1)!,
+    /query=sum\+%28rate%28keys%7Bjob%3D%22cache%22%7D%5B20s%5D%29%29&start=96&end=100&step=2$/,
+  );
+  await assert.rejects(
+    source.plot("cache", { title: "B", unit: "b", series: [{ metric: "broken", fn: "value" }] }),
+    /metrics answered 503/,
+  );
+  targetsUp = false;
+  await source.refresh();
+  assert.equal(source.serves("cache"), false, "metrics down: every plot from the window");
 });
 
 interface PlotsAnswer {
