@@ -15,7 +15,7 @@ if ! command -v nginx >/dev/null 2>&1 || [ ! -e /usr/share/nginx/modules/ngx_htt
 fi
 
 # Prometheus 2.42 for metrics' end-to-end remote-write test and its differential
-# (systems/metrics/test/prometheus-remote-write.test.ts); lab starts its own instance.
+# (systems/metrics/test/prometheus-remote-write.test.ts, scraper-vs-prometheus.test.ts); lab starts its own instance.
 if ! command -v prometheus >/dev/null 2>&1; then
   echo "installing prometheus"
   (DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus >/dev/null 2>&1 \

@@ -6,6 +6,7 @@
  * @example
  * process.exitCode = await upCommand(["rate-limiter", "--port", "rate-limiter=8150"], io);
  */
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { plannedSystems } from "./architecture-map.ts";
@@ -21,6 +22,7 @@ import { helpText } from "./help.ts";
 import { parsePort, planLaunch } from "./launch-plan.ts";
 import { assertPortsFree } from "./port-check.ts";
 import { findRepoRoot } from "./repo-root.ts";
+import { wireScrapes } from "./scrape-plan.ts";
 import { defaultSuperviseLimits, exitCodeFor, supervise } from "./supervisor.ts";
 
 const sharedOptions = {
@@ -141,6 +143,8 @@ async function launch(request: Launch, io: CliIo): Promise<number> {
     : undefined;
   // First: `casebook up` prints the console's address before any system's.
   if (consoleChild !== undefined) selection.plans.unshift(consoleChild);
+  // Issue 22: metrics (the system declaring `scrapes`) scrapes every service of this launch.
+  if (request.mode === "up") wireScrapes(selection.plans, { env: io.env, randomBytes });
   await assertPortsFree(selection.plans, honourPortEnv);
   return supervise(selection.plans, { ...limits, mode: request.mode, logStyle, out: io.out, err: io.err });
 }

@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { cliErrors } from "./cli-errors.ts";
 import { findPortCollisions, findSystem, type SystemInfo } from "./discover-systems.ts";
 import { dataDirOf } from "./foreground.ts";
-import type { EngineKind } from "./manifest.ts";
+import type { EngineKind, ScrapeDeclaration } from "./manifest.ts";
 
 export interface LaunchOptions {
   root: string;
@@ -52,6 +52,8 @@ export interface SystemPlan {
   env: NodeJS.ProcessEnv;
   /** The manifest's `try` template (`{url}`, `{resp}`), for the block below `up`'s table. */
   tryTemplate?: string;
+  /** It scrapes the other services' /metrics (`scrape-plan.ts` fills in where they are). */
+  scrapes?: ScrapeDeclaration;
 }
 
 export interface LaunchSelection {
@@ -153,6 +155,7 @@ function planOne(system: SystemInfo, options: LaunchOptions): SystemPlan {
     engine: engineLabel(system.manifest.engines, options.env),
     dataDir,
     ...(system.manifest.try === undefined ? {} : { tryTemplate: system.manifest.try }),
+    ...(system.manifest.scrapes === undefined ? {} : { scrapes: system.manifest.scrapes }),
     env: {
       ...system.manifest.env,
       ...options.env,

@@ -13,6 +13,8 @@
  * manifest?.main; // "src/main.ts"
  */
 
+import { API_KEY_KIND_PATTERN } from "@casebook/kit/api-key";
+
 export const systemStatuses = ["working", "in progress", "planned"] as const;
 export type SystemStatus = (typeof systemStatuses)[number];
 
@@ -53,6 +55,21 @@ export interface SystemManifest {
    * console package validates it (`@casebook/console/console-declaration`), the CLI only carries it.
    */
   console?: unknown;
+  /**
+   * A system that scrapes the others' `/metrics` (metrics): `casebook up` sets `targetsEnv` to
+   * every service it starts (`job=url,…`), makes an API key of `apiKeyKind` for the scrape
+   * tenant and sets it in `apiKeyEnv`, and tells the console where to read the plots from.
+   */
+  scrapes?: ScrapeDeclaration;
+}
+
+export interface ScrapeDeclaration {
+  /** The variable listing the targets: `METRICS_SCRAPE_TARGETS`. */
+  targetsEnv: string;
+  /** The variable of the key the console reads with: `METRICS_SCRAPE_API_KEY`. */
+  apiKeyEnv: string;
+  /** The key's kind (`mtk`): kit's api-key format, which the system checks. */
+  apiKeyKind: string;
 }
 
 export interface ManifestResult {
@@ -61,7 +78,19 @@ export interface ManifestResult {
   problems: string[];
 }
 
-const knownFields = ["title", "status", "main", "bench", "port", "env", "engines", "tools", "try", "console"];
+const knownFields = [
+  "title",
+  "status",
+  "main",
+  "bench",
+  "port",
+  "env",
+  "engines",
+  "tools",
+  "try",
+  "console",
+  "scrapes",
+];
 const toolNamePattern = /^[a-z][a-z0-9-]*$/;
 const envKeyPattern = /^[A-Z_][A-Z0-9_]*$/;
 const entryPattern = /\.(ts|mts|js|mjs)$/;
@@ -104,6 +133,7 @@ export function parseManifest(pkg: unknown, file: string, dirName: string): Mani
   const env = checkEnv(raw.env, report);
   const engines = checkEngines(raw.engines, report);
   const tools = checkTools(raw.tools, report);
+  const scrapes = checkScrapes(raw.scrapes, report);
   if (raw.try !== undefined && (typeof raw.try !== "string" || raw.try.trim() === "")) {
     report("casebook.try", `must be a shell command like "curl -s {url}/v1/things", got ${show(raw.try)}`);
   }
@@ -111,7 +141,36 @@ export function parseManifest(pkg: unknown, file: string, dirName: string): Mani
   const manifest: SystemManifest = { title, status, main, bench, port, env, engines, tools };
   if (typeof raw.try === "string") manifest.try = raw.try;
   if (raw.console !== undefined) manifest.console = raw.console;
+  if (scrapes !== undefined) manifest.scrapes = scrapes;
   return { manifest, problems };
+}
+
+function checkScrapes(value: unknown, report: Report): ScrapeDeclaration | undefined {
+  if (value === undefined) return undefined;
+  const example =
+    '{"targetsEnv": "METRICS_SCRAPE_TARGETS", "apiKeyEnv": "METRICS_SCRAPE_API_KEY", "apiKeyKind": "mtk"}';
+  if (!isRecord(value)) {
+    report("casebook.scrapes", `must be an object like ${example}, got ${show(value)}`);
+    return undefined;
+  }
+  const { targetsEnv, apiKeyEnv, apiKeyKind } = value;
+  let ok = true;
+  for (const [name, item] of [
+    ["targetsEnv", targetsEnv],
+    ["apiKeyEnv", apiKeyEnv],
+  ] as const) {
+    if (typeof item === "string" && envKeyPattern.test(item)) continue;
+    report(`casebook.scrapes.${name}`, `must be an UPPER_SNAKE_CASE variable name, got ${show(item)}`);
+    ok = false;
+  }
+  if (typeof apiKeyKind !== "string" || !API_KEY_KIND_PATTERN.test(apiKeyKind)) {
+    report(
+      "casebook.scrapes.apiKeyKind",
+      `must be a key kind like "mtk" (1–8 lower-case letters), got ${show(apiKeyKind)}`,
+    );
+    ok = false;
+  }
+  return ok ? ({ targetsEnv, apiKeyEnv, apiKeyKind } as ScrapeDeclaration) : undefined;
 }
 
 type Report = (field: string, what: string) => void;

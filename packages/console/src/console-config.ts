@@ -1,6 +1,7 @@
 /**
  * The console's settings, from the environment. `casebook up` sets PORT, HOST,
- * CASEBOOK_CONSOLE_SYSTEMS (where it started each system) and CASEBOOK_TEST_REPORT; the
+ * CASEBOOK_CONSOLE_SYSTEMS (where it started each system), CASEBOOK_TEST_REPORT and, when it
+ * starts metrics, CASEBOOK_CONSOLE_METRICS_URL and its key; the
  * defaults serve a console started alone beside systems on their manifest ports.
  */
 
@@ -32,6 +33,19 @@ export const configSchema = {
     min: 2,
     max: 3_600,
     description: "Scrapes kept in memory per system (the plots' span is this × the interval)",
+  }),
+  metricsUrl: field.string({
+    env: "CASEBOOK_CONSOLE_METRICS_URL",
+    pattern: /^https?:\/\/\S+$/,
+    maxLength: 2_048,
+    description:
+      "The metrics system: plots read its query API while it scrapes a system (casebook up sets it); unset = the in-memory window only",
+  }),
+  metricsApiKey: field.string({
+    env: "CASEBOOK_CONSOLE_METRICS_API_KEY",
+    secret: true,
+    maxLength: 256,
+    description: "A key of metrics' scrape tenant, for its query API (casebook up makes one)",
   }),
   adminToken: field.string({
     env: "CASEBOOK_CONSOLE_ADMIN_TOKEN",

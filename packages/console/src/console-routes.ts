@@ -4,8 +4,9 @@
  * - `GET /api/systems`: every system with its state from `/readyz`, address and ports, design
  *   in one line, links (README, design text section, API reference) and its claims' counts;
  * - `GET /api/systems/:name`: the same, plus its declared plots and each claim's result;
- * - `GET /api/systems/:name/plots`: the plots' data over the console's window of scrapes (each declared plot
- *   empty for a system this console does not scrape);
+ * - `GET /api/systems/:name/plots`: the plots' data, from the metrics system's query API when it
+ *   runs and scrapes that system (`source: "metrics"`), else over the console's own window of
+ *   scrapes (`source: "window"`; each declared plot empty for a system this console does not scrape);
  * - `GET /api/systems/:name/readme`, `/design`: its README and its design text's section.
  *
  * @example
@@ -15,6 +16,7 @@ import { readFileSync } from "node:fs";
 import type { FastifyInstance } from "fastify";
 import { consoleErrors } from "./console-errors.ts";
 import { designSection } from "./design-text.ts";
+import type { MetricsSource } from "./metrics-source.ts";
 import type { Catalog, CatalogSystem } from "./system-catalog.ts";
 import type { SystemScraper } from "./system-scraper.ts";
 import { type ClaimResult, claimResults, type TestReport } from "./test-report.ts";
@@ -22,6 +24,10 @@ import { type ClaimResult, claimResults, type TestReport } from "./test-report.t
 export interface ConsoleRoutesOptions {
   catalog: Catalog;
   scraper: SystemScraper;
+  /** Metrics' query API, when `casebook up` started metrics (undefined: the window only). */
+  metrics?: MetricsSource | undefined;
+  /** Told when metrics was asked and failed (the plots then come from the window). */
+  onMetricsFailed?: (error: unknown) => void;
   /** The last test run's report (re-read when its file changed). */
   testReport(): TestReport;
   sharedDir: string;
@@ -82,7 +88,8 @@ export function registerConsoleRoutes(app: FastifyInstance, options: ConsoleRout
     "/api/systems/:name/plots",
     {
       schema: {
-        summary: "The system's declared plots over the console's window of scrapes",
+        summary:
+          "The system's declared plots, from metrics' query API when it scrapes the system, else the console's window",
         params: nameParams,
       },
     },
@@ -90,6 +97,17 @@ export function registerConsoleRoutes(app: FastifyInstance, options: ConsoleRout
       const system = find(request.params.name);
       const window = options.scraper.window(system.name);
       const plots = system.declaration?.plots ?? [];
+      const metrics = options.metrics;
+      if (metrics?.serves(system.name)) {
+        try {
+          return {
+            source: "metrics",
+            plots: await Promise.all(plots.map((plot) => metrics.plot(system.name, plot))),
+          };
+        } catch (error) {
+          options.onMetricsFailed?.(error);
+        }
+      }
       // A system this console does not scrape (not launched with it) still shows what it declares: empty plots.
       const empty = ({ title, unit }: { title: string; unit: string }) => ({
         title,
@@ -97,7 +115,10 @@ export function registerConsoleRoutes(app: FastifyInstance, options: ConsoleRout
         times: [],
         lines: [],
       });
-      return { plots: plots.map((plot) => (window === undefined ? empty(plot) : window.plot(plot))) };
+      return {
+        source: "window",
+        plots: plots.map((plot) => (window === undefined ? empty(plot) : window.plot(plot))),
+      };
     },
   );
 

@@ -1,6 +1,7 @@
 /**
  * Composition root of the web console: config → the front end built if stale (Vite, bounded)
- * → the systems found as the CLI finds them → a scraper of their /readyz and /metrics → the
+ * → the systems found as the CLI finds them → a scraper of their /readyz and /metrics (and,
+ * when casebook up started metrics, its query API as the plots' first source) → the
  * service on 127.0.0.1:8100 with the JSON API and the front end under /app/ (a browser
  * opening / is sent there). `casebook up` starts it first and tells it where each system runs.
  *
@@ -18,6 +19,7 @@ import { startService } from "@casebook/infra/http/start-service";
 import { configSchema, loadConsoleConfig } from "./console-config.ts";
 import { consoleErrors } from "./console-errors.ts";
 import { registerConsoleRoutes } from "./console-routes.ts";
+import { MetricsSource } from "./metrics-source.ts";
 import { registerScenarioProxy } from "./scenario-proxy.ts";
 import { registerStaticAssets } from "./static-assets.ts";
 import { parseStarted, readCatalog } from "./system-catalog.ts";
@@ -69,9 +71,27 @@ export async function main(
         log: service.log,
       });
       registerStaticAssets(service.app, { dir: distDir });
+      // Issue 23: with metrics running, the plots read its query API; the window stays as the fallback.
+      const metrics =
+        config.metricsUrl === undefined
+          ? undefined
+          : new MetricsSource({
+              url: config.metricsUrl,
+              apiKey: config.metricsApiKey ?? "",
+              intervalMs: config.scrapeIntervalMs,
+              spanMs: config.scrapeIntervalMs * config.windowScrapes,
+              log: service.log,
+            });
+      if (metrics !== undefined) {
+        metrics.start();
+        service.onClose(() => metrics.stop());
+      }
       registerConsoleRoutes(service.app, {
         catalog,
         scraper,
+        metrics,
+        onMetricsFailed: (error) =>
+          service.log.warn({ err: error }, "console: plots from metrics failed; the window drew them"),
         testReport: () => report.read(),
         sharedDir: sharedDir(root),
         root,

@@ -11,8 +11,9 @@
  * window.push(Date.now(), parsePromText(text).samples);
  * window.plot(declaration.plots[0]); // { title, unit, times: [...], lines: [{ label, values }] }
  */
+
+import type { Sample } from "@casebook/kit/prom-text";
 import type { PlotDeclaration, SeriesDeclaration } from "./console-declaration.ts";
-import type { Sample } from "./prom-text.ts";
 
 export interface Scrape {
   atMs: number;

@@ -13,7 +13,7 @@
 
 import type { Logger } from "@casebook/infra/http/logger";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
-import { parsePromText } from "./prom-text.ts";
+import { parsePromText } from "@casebook/kit/prom-text";
 import { ScrapeWindow } from "./scrape-window.ts";
 
 export type HealthState = "up" | "degraded" | "down" | "unknown";

@@ -1,35 +1,12 @@
 /**
- * The plots' arithmetic over a window of scrapes: the exposition parser, counter rates
+ * The plots' arithmetic over a window of scrapes: counter rates
  * (resets included), gauges, histogram quantiles, gaps for failed scrapes, and the bounds.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { parsePromText } from "@casebook/kit/prom-text";
 import type { PlotDeclaration } from "../src/console-declaration.ts";
-import { parsePromText } from "../src/prom-text.ts";
 import { bucketQuantile, maxLinesPerSeries, ScrapeWindow } from "../src/scrape-window.ts";
-
-test("the exposition parser reads names, labels (escapes too) and values, and counts lines it cannot read", () => {
-  const { samples, skippedLines } = parsePromText(
-    [
-      "# HELP x_total things",
-      "# TYPE x_total counter",
-      'x_total{a="1",b="quote \\" and \\\\"} 42',
-      "up 1 1700000000000",
-      'h_bucket{le="+Inf"} 3',
-      "g NaN",
-      "garbage line here",
-      "",
-    ].join("\n"),
-  );
-  assert.deepEqual(samples.slice(0, 3), [
-    { name: "x_total", labels: { a: "1", b: 'quote " and \\' }, value: 42 },
-    { name: "up", labels: {}, value: 1 },
-    { name: "h_bucket", labels: { le: "+Inf" }, value: 3 },
-  ]);
-  assert.ok(Number.isNaN(samples[3]!.value));
-  assert.equal(skippedLines, 1);
-  assert.equal(parsePromText("a 1\nb 2\nc 3\n", 2).samples.length, 2, "maxSamples bounds a scrape");
-});
 
 const counterPlot: PlotDeclaration = {
   title: "Decisions per second, by outcome",

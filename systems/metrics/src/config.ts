@@ -2,7 +2,9 @@
  * The settings of metrics: environment variables, validated at start — a bad value fails
  * the start with one message naming it (ARCHITECTURE rule 5), and `--help` lists them all.
  * The database (PGlite by default, PostgreSQL with DATABASE_URL) holds tenants and their
- * hashed API keys; the TSDB (head, WAL, blocks) lives in its own directory.
+ * hashed API keys; the TSDB (head, WAL, blocks) lives in its own directory. The scraper's
+ * settings (METRICS_SCRAPE_*) mirror a Prometheus `scrape_config`: targets as job=url,
+ * interval, timeout (never above the interval), body and sample limits, and the tenant.
  *
  * @example
  * const config = loadSystemConfig({ PORT: "0", LOG_LEVEL: "silent" });
@@ -12,9 +14,13 @@ import { databaseFields, listenFields, logLevelField } from "@casebook/infra/htt
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import { webhooksConfigProblems } from "@casebook/webhooks/client";
 import packageJson from "../package.json" with { type: "json" };
+import { parseScrapeTargets, ScrapeTargetError } from "./domain/scrape-target.ts";
+import { errors } from "./errors.ts";
 
 export const BOOTSTRAP_OFF = "off";
 export const DEFAULT_BOOTSTRAP_TENANT = "demo";
+/** The scrape tenant when there is no bootstrap tenant either. */
+export const DEFAULT_SCRAPE_TENANT = "casebook";
 /** `name=value` pairs, comma-separated: the standard labels the ingest adds. */
 export const STANDARD_LABELS_PATTERN = /^([a-zA-Z_][a-zA-Z0-9_]*=[^,=]+)(,[a-zA-Z_][a-zA-Z0-9_]*=[^,=]+)*$/;
 
@@ -202,6 +208,53 @@ export const configSchema = {
     description:
       "How much of the stream a (re)started evaluator replays to rebuild rate() windows and for: state; also its window",
   }),
+  scrapeTargets: field.string({
+    env: "METRICS_SCRAPE_TARGETS",
+    maxLength: 65_536,
+    description:
+      "Services whose /metrics the scraper reads, comma-separated job=url (cache=http://127.0.0.1:8114); casebook up lists every service it starts; unset = no scraping",
+  }),
+  scrapeIntervalMs: field.int({
+    env: "METRICS_SCRAPE_INTERVAL_MS",
+    default: 15_000,
+    min: 100,
+    max: 3_600_000,
+    description: "Pause between two scrapes of every target (Prometheus's scrape_interval)",
+  }),
+  scrapeTimeoutMs: field.int({
+    env: "METRICS_SCRAPE_TIMEOUT_MS",
+    min: 50,
+    max: 3_600_000,
+    description:
+      "Bound on one scrape, connect to last byte; at most the interval (scrape_timeout); unset = the interval, at most 10 s",
+  }),
+  scrapeMaxBodyBytes: field.int({
+    env: "METRICS_SCRAPE_MAX_BODY_BYTES",
+    default: 10 * 1024 * 1024,
+    min: 1_024,
+    max: 1024 * 1024 * 1024,
+    description: "A larger /metrics body fails the scrape (body_size_limit)",
+  }),
+  scrapeSampleLimit: field.int({
+    env: "METRICS_SCRAPE_SAMPLE_LIMIT",
+    default: 50_000,
+    min: 1,
+    max: 10_000_000,
+    description: "A target exposing more samples fails the scrape (sample_limit)",
+  }),
+  scrapeTenant: field.string({
+    env: "METRICS_SCRAPE_TENANT",
+    pattern: /^[A-Za-z0-9_-]{1,64}$/,
+    description:
+      'Tenant the scraped series belong to (created at start when absent); unset = the bootstrap tenant (so its printed key sees them), else "casebook"',
+  }),
+  scrapeApiKey: field.string({
+    env: "METRICS_SCRAPE_API_KEY",
+    secret: true,
+    pattern: /^mtk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/,
+    description:
+      "A key of the scrape tenant, registered at start (casebook up makes one and gives it to the console, which reads its plots with it)",
+  }),
   standardLabels: field.string({
     env: "METRICS_STANDARD_LABELS",
     pattern: STANDARD_LABELS_PATTERN,
@@ -258,7 +311,27 @@ export function loadSystemConfig(env: NodeJS.ProcessEnv): SystemConfig {
   // WEBHOOKS_URL needs WEBHOOKS_API_KEY: the webhooks system takes no event without a tenant's key.
   const problems = webhooksConfigProblems(config);
   if (problems.length > 0) throw new ConfigError(problems);
+  if (config.scrapeTimeoutMs !== undefined && config.scrapeTimeoutMs > config.scrapeIntervalMs) {
+    throw errors.create("METRICS_CONFIG_INVALID", {
+      detail: `METRICS_SCRAPE_TIMEOUT_MS=${config.scrapeTimeoutMs} is above METRICS_SCRAPE_INTERVAL_MS=${config.scrapeIntervalMs}: a scrape must end before the next one starts`,
+      fields: { field: "METRICS_SCRAPE_TIMEOUT_MS" },
+    });
+  }
+  try {
+    parseScrapeTargets(config.scrapeTargets);
+  } catch (error) {
+    if (!(error instanceof ScrapeTargetError)) throw error;
+    throw errors.create("METRICS_CONFIG_INVALID", {
+      detail: error.message,
+      fields: { field: "METRICS_SCRAPE_TARGETS", entry: error.entry },
+    });
+  }
   return config;
+}
+
+/** Prometheus's rule: scrape_timeout defaults to 10 s, or to the interval when that is shorter. */
+export function scrapeTimeoutOf(config: Pick<SystemConfig, "scrapeTimeoutMs" | "scrapeIntervalMs">): number {
+  return config.scrapeTimeoutMs ?? Math.min(10_000, config.scrapeIntervalMs);
 }
 
 /** `region=eu,cluster=a` → [["region","eu"],["cluster","a"]]. */

@@ -34,6 +34,11 @@ export const errors = defineErrors({
     status: 503,
     message: "The stream did not acknowledge the batch; nothing is promised stored — send it again.",
   },
+  // the start (config.ts): a setting that parses alone but not with the others
+  METRICS_CONFIG_INVALID: {
+    status: 500,
+    message: "A setting is not valid; the message names it and says what it accepts. Fix it and start again.",
+  },
   // query (api/query-routes.ts)
   METRICS_QUERY_INVALID: {
     status: 400,

@@ -1,8 +1,9 @@
 /**
  * Composition root of metrics — metrics and observability platform (seed 000 §12): config →
  * database (tenants and hashed API keys; PGlite by default, PostgreSQL with DATABASE_URL) →
- * the per-tenant TSDB (head + WAL + blocks in METRICS_TSDB_DIR) → metrics → API (remote-write
- * and the agent's batch in, Prometheus's query API out) → listen, through infra's
+ * the per-tenant TSDB (head + WAL + blocks in METRICS_TSDB_DIR) → metrics → the scraper of
+ * METRICS_SCRAPE_TARGETS → API (remote-write and the agent's batch in, Prometheus's query API
+ * out) → listen, through infra's
  * `startService`, which closes what a failed start opened. Errors under /api/v1/ are in
  * Prometheus's shape (`api/prometheus-errors.ts`).
  *
@@ -37,17 +38,21 @@ import {
   BOOTSTRAP_OFF,
   configSchema,
   DEFAULT_BOOTSTRAP_TENANT,
+  DEFAULT_SCRAPE_TENANT,
   loadSystemConfig,
   parseStandardLabels,
   type SystemConfig,
+  scrapeTimeoutOf,
 } from "./config.ts";
 import { labelsFromPairs } from "./domain/labels.ts";
+import { parseScrapeTargets } from "./domain/scrape-target.ts";
 import { errors } from "./errors.ts";
 import { createMetrics } from "./metrics.ts";
 import { cardinalityExplosionScenario } from "./scenarios/cardinality-explosion-scenario.ts";
 import { AlertLog } from "./store/alert-log.ts";
 import { RollupStore } from "./store/rollup-store.ts";
 import { loadRuleFiles } from "./store/rule-files.ts";
+import { SampleIngest } from "./store/sample-ingest.ts";
 import { SampleStream } from "./store/sample-stream.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
@@ -55,6 +60,7 @@ import { type AlertEvaluator, startAlertEvaluator } from "./workers/alert-evalua
 import { CardinalityReporter, cardinalityRules } from "./workers/cardinality-alert.ts";
 import { startHotWriter } from "./workers/hot-writer.ts";
 import { startRollupBuilder } from "./workers/rollup-builder.ts";
+import { Scraper } from "./workers/scraper.ts";
 import { startTierReaper } from "./workers/tier-reaper.ts";
 
 export const SYSTEM = "metrics";
@@ -255,6 +261,11 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         onError: (error) => service.log.error({ err: error }, "tier reaper failed"),
       });
       service.onClose(() => reaper.stop());
+      const standardLabels = labelsFromPairs(parseStandardLabels(config.standardLabels));
+      let scraper: Scraper | undefined;
+      const scrapeTimeoutMs = scrapeTimeoutOf(config);
+      const bootstrapId = bootstrapTenantOf(config, db.engine);
+      const scrapeTenantId = config.scrapeTenant ?? bootstrapId ?? DEFAULT_SCRAPE_TENANT;
       await registerApi(service.app, {
         db,
         clock: systemClock,
@@ -263,8 +274,14 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         tsdbs,
         metrics,
         adminToken: config.adminToken,
+        scrape: {
+          scrapeTenant: scrapeTenantId,
+          states: () => scraper?.states() ?? [],
+          intervalMs: config.scrapeIntervalMs,
+          timeoutMs: scrapeTimeoutMs,
+        },
         settings: {
-          standardLabels: labelsFromPairs(parseStandardLabels(config.standardLabels)),
+          standardLabels,
           partitions: config.partitions,
           stream,
           tiers: {
@@ -291,12 +308,47 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       ]);
       registerScenarioRoutes(service.app, scenarios);
       service.onClose(() => scenarios.drain());
-      const bootstrapId = bootstrapTenantOf(config, db.engine);
       const created =
         bootstrapId === undefined
           ? undefined
           : await tenants.createIfAbsent({ id: bootstrapId, name: bootstrapId });
       const bootstrap = created && { tenantId: created.tenant.id, apiKey: created.apiKey.key };
+      // Issue 22: every Casebook service's /metrics, scraped through the same ingest into the scrape
+      // tenant — by default the bootstrap tenant, created just above so its first key is the one printed.
+      const scrapeTargets = parseScrapeTargets(config.scrapeTargets);
+      if (scrapeTargets.length > 0 || config.scrapeApiKey !== undefined)
+        await tenants.ensureWithKey(scrapeTenantId, config.scrapeApiKey);
+      const scrapeTenant = await tenants.find(scrapeTenantId);
+      scraper =
+        scrapeTargets.length === 0 || scrapeTenant === undefined
+          ? undefined
+          : new Scraper({
+              targets: scrapeTargets,
+              tenant: scrapeTenant,
+              ingest: new SampleIngest({
+                tsdbs,
+                metrics,
+                standardLabels,
+                partitions: config.partitions,
+                stream,
+              }),
+              clock: systemClock,
+              intervalMs: config.scrapeIntervalMs,
+              timeoutMs: scrapeTimeoutMs,
+              maxBodyBytes: config.scrapeMaxBodyBytes,
+              maxSamples: config.scrapeSampleLimit,
+              onScraped: (target, { ok, staleMarkers }) => {
+                metrics.scrapes.inc({ job: target.job, result: ok ? "ok" : "failed" });
+                if (staleMarkers > 0) metrics.scrapeStaleMarkers.inc({ job: target.job }, staleMarkers);
+              },
+              onError: (error, target) =>
+                service.log.warn({ err: error, job: target?.job }, "a scrape's samples were not stored"),
+            });
+      if (scraper !== undefined) {
+        const started = scraper;
+        started.start();
+        service.onClose(() => started.stop());
+      }
       return { bootstrap, tenants, stream };
     },
     listen: { port: config.port, host: config.host },

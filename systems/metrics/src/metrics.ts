@@ -49,6 +49,10 @@ export interface SystemMetrics {
   readonly hotWriterLag: Histogram<never>;
   /** MT-08: rule evaluations (one rule for one tenant's window) the alert evaluator ran. */
   readonly ruleEvaluations: Counter<never>;
+  /** The scraper's rounds per target: result ok, or failed (down, bad body, over the sample limit). */
+  readonly scrapes: Counter<"job" | "result">;
+  /** Staleness markers the scraper wrote: series gone from a target, or a target gone. */
+  readonly scrapeStaleMarkers: Counter<"job">;
 }
 
 /** The hot writer's lag buckets, in seconds: milliseconds when it keeps up, MT-01's minute when it does not. */
@@ -155,10 +159,24 @@ export function createMetrics(
       for (const [state, n] of counts) this.set({ state }, n);
     },
   });
+  const scrapes = new Counter({
+    name: "metrics_scrapes_total",
+    help: "Scrapes of a target's /metrics, per job and result (ok, failed)",
+    labelNames: ["job", "result"],
+    registers: [registry],
+  });
+  const scrapeStaleMarkers = new Counter({
+    name: "metrics_scrape_stale_markers_total",
+    help: "Staleness markers the scraper wrote: a series or a whole target gone since the previous scrape",
+    labelNames: ["job"],
+    registers: [registry],
+  });
   return {
     refusedSamples,
     hotWriterLag,
     ruleEvaluations,
+    scrapes,
+    scrapeStaleMarkers,
     lateRollupSamples,
     buildInfo,
     ingestedSamples,

@@ -7,7 +7,7 @@ import { usePolling } from "./use-polling.ts";
 export function SystemPage({ name }: { name: string }) {
   const detail = usePolling(() => getJson<SystemDetail>(`/api/systems/${name}`), 5_000, `detail-${name}`);
   const plots = usePolling(
-    () => getJson<{ plots: PlotData[] }>(`/api/systems/${name}/plots`),
+    () => getJson<{ source?: "metrics" | "window"; plots: PlotData[] }>(`/api/systems/${name}/plots`),
     2_000,
     `plots-${name}`,
   );
@@ -28,10 +28,16 @@ export function SystemPage({ name }: { name: string }) {
       {system ? <About system={system} /> : <p>Loading…</p>}
       <section aria-labelledby="plots-title">
         <h2 id="plots-title">Live metrics</h2>
-        <p class="muted">
-          From this system's own <code>/metrics</code>, read every few seconds; the console keeps the last few
-          minutes in memory.
-        </p>
+        {plots.value?.source === "metrics" ? (
+          <p class="muted">
+            From the metrics system's query API (PromQL), which scrapes this system's <code>/metrics</code>.
+          </p>
+        ) : (
+          <p class="muted">
+            From this system's own <code>/metrics</code>, read every few seconds; the console keeps the last
+            few minutes in memory.
+          </p>
+        )}
         {plots.value?.plots.length === 0 ? <p>This system declares no plots for the console yet.</p> : null}
         <div class="plots">
           {(plots.value?.plots ?? []).map((plot) => (

@@ -389,7 +389,11 @@ export class OutboundClient {
       let deadline: NodeJS.Timeout | undefined;
       const fail = (error: CasebookError) => {
         if (settle()) reject(error);
-        req.destroy(error);
+        // No error handed to destroy: the rejection carries it. A small body can be read whole
+        // while its socket is already back in the keep-alive pool, with no error listener left:
+        // an error destroyed into it was an uncaught 'error' event that killed the process
+        // (a scrape over its byte bound, in metrics' scraper test).
+        req.destroy();
       };
       const onAbort = () =>
         fail(

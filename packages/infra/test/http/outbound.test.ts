@@ -6,6 +6,7 @@
  * short (hundreds of ms) and each test waits for the event it asserts, never a sleep.
  */
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
 import { after, before, test } from "node:test";
 import type { CasebookError } from "@casebook/kit/errors";
 import { startFaultProxy } from "@casebook/lab/fault-proxy";
@@ -111,6 +112,28 @@ test("a server that sends too much: OUTBOUND_RESPONSE_TOO_LARGE, declared or str
     c.request({ method: "GET", url: server.url("/big-chunked") }),
   );
   assertCode(streamed, "OUTBOUND_RESPONSE_TOO_LARGE", "body");
+});
+
+test("a small body over the bound, read whole in one chunk: rejected, and nothing thrown at its pooled socket", async (t) => {
+  // The socket is back in the keep-alive pool before the body's one chunk is handed over; an
+  // error destroyed into it had no listener and killed the process (uncaughtException).
+  const uncaught: unknown[] = [];
+  const onUncaught = (error: unknown) => uncaught.push(error);
+  process.on("uncaughtException", onUncaught);
+  t.after(() => process.off("uncaughtException", onUncaught));
+  const small = createServer((_req, res) => {
+    res.writeHead(200);
+    res.end("x".repeat(8_192));
+  });
+  await new Promise<void>((resolve) => small.listen(0, "127.0.0.1", resolve));
+  t.after(() => small.close());
+  const port = (small.address() as { port: number }).port;
+  const error = await failure({ maxResponseBytes: 4_096 }, (c) =>
+    c.request({ method: "GET", url: `http://127.0.0.1:${port}/` }),
+  );
+  assertCode(error, "OUTBOUND_RESPONSE_TOO_LARGE", "body");
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual(uncaught, []);
 });
 
 test("responseOverflow truncate: read up to the bound, keep a prefix, then drop the connection", async () => {

@@ -1,8 +1,8 @@
 /**
  * The ingest (MT-05/06): Prometheus remote-write 1.0 at `POST /api/v1/write` (protobuf
  * WriteRequest, snappy-compressed) and the agent's JSON batch at `POST /api/v1/push`. Both
- * decode, validate (`domain/ingest-batch.ts`: label rules, standard labels, integer ms
- * timestamps) and append to the tenant's TSDB as one all-or-nothing batch, fsynced to the WAL
+ * decode, then `store/sample-ingest.ts` validates (label rules, standard labels, integer ms
+ * timestamps) and appends to the tenant's TSDB as one all-or-nothing batch, fsynced to the WAL
  * before the 204. A malformed body, a bad label or an out-of-order sample refuses the whole
  * batch with a 400 in Prometheus's error shape; new series past a cardinality ceiling
  * (MT-16) are refused while the rest of the batch is stored, and the 400 says how many.
@@ -18,38 +18,21 @@
  * //   -H 'Content-Type: application/x-protobuf' --data-binary @req.pb.snappy localhost:8112/api/v1/write
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { SeriesSamples } from "../domain/head-block.ts";
-import { validateBatch } from "../domain/ingest-batch.ts";
-import type { Labels } from "../domain/labels.ts";
 import { decodeWriteRequest } from "../domain/remote-write.ts";
-import { splitByPartition } from "../domain/series-partition.ts";
 import { snappyDeclaredLength, snappyUncompress } from "../domain/snappy.ts";
 import { STALE_NAN } from "../domain/staleness.ts";
 import { errors } from "../errors.ts";
-import type { RefusedSamplesReason, SystemMetrics } from "../metrics.ts";
-import type { SampleStream } from "../store/sample-stream.ts";
+import { type IngestSeries, SampleIngest, type SampleIngestOptions } from "../store/sample-ingest.ts";
 import type { Tenant } from "../store/tenant-repository.ts";
-import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
 
-export interface IngestOptions {
-  readonly tsdbs: TenantTsdbs;
-  readonly metrics: SystemMetrics;
+export interface IngestOptions extends SampleIngestOptions {
   readonly tenantOf: (request: FastifyRequest) => Tenant;
-  readonly standardLabels: Labels;
-  readonly partitions: number;
-  /**
-   * MT-07: when set, an accepted batch goes onto the stream (the 204 after the stream's acks)
-   * and the hot writer stores it; unset, it is appended to the TSDB here (the direct path).
-   */
-  readonly stream?: SampleStream | undefined;
   readonly writeBodyLimitBytes: number;
   readonly writeMaxDecodedBytes: number;
   /** Bounds on one request: series and samples. */
   readonly maxSeriesPerRequest?: number;
   readonly maxSamplesPerRequest?: number;
 }
-
-const OUT_OF_ORDER_CODES = new Set(["OUT_OF_ORDER", "DUPLICATE_TIMESTAMP", "TOO_OLD"]);
 
 const SPECIAL_VALUES: Readonly<Record<string, number>> = {
   NaN: Number.NaN,
@@ -104,73 +87,9 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
   const maxSeries = options.maxSeriesPerRequest ?? 100_000;
   const maxSamples = options.maxSamplesPerRequest ?? 2_000_000;
 
-  async function store(request: FastifyRequest, decoded: Parameters<typeof validateBatch>[0]): Promise<void> {
-    const checked = validateBatch(decoded, { standardLabels: options.standardLabels });
-    const tenant = options.tenantOf(request);
-    const refuse = (reason: RefusedSamplesReason, samples: number) => {
-      if (samples > 0) options.metrics.refusedSamples.inc({ tenant: tenant.id, reason }, samples);
-    };
-    if (!checked.ok) {
-      refuse("invalid", samplesIn(decoded));
-      throw errors.create("METRICS_WRITE_INVALID", {
-        detail: `${checked.field}: ${checked.reason}`,
-        fields: { field: checked.field },
-      });
-    }
-    if (options.stream !== undefined) {
-      try {
-        await options.stream.publish(tenant.id, checked.batch);
-      } catch (error) {
-        throw errors.create("METRICS_STREAM_UNAVAILABLE", { detail: String(error), cause: error });
-      }
-      countPartitions(checked.batch);
-      options.metrics.streamedSamples.inc(
-        { tenant: tenant.id },
-        checked.batch.reduce((n, s) => n + s.samples.length, 0),
-      );
-      return;
-    }
-    const db = await options.tsdbs.of(tenant);
-    const result = await db.append(checked.batch, { onLimit: "skip" });
-    if (!result.ok) {
-      const field = `timeseries[${result.index}]`;
-      const outOfOrder = OUT_OF_ORDER_CODES.has(result.code);
-      refuse(outOfOrder ? "out_of_order" : "series_limit", samplesIn(checked.batch));
-      const code = outOfOrder ? "METRICS_WRITE_OUT_OF_ORDER" : "METRICS_SERIES_LIMIT";
-      throw errors.create(code, {
-        detail: `${field}: ${result.detail}`,
-        fields: { field, reason: result.code },
-      });
-    }
-    const refused = new Set(result.limited.map((entry) => entry.index));
-    countPartitions(checked.batch.filter((_, index) => !refused.has(index)));
-    options.metrics.ingestedSamples.inc({ tenant: tenant.id }, result.samples);
-    if (result.limited.length > 0) {
-      options.metrics.refusedSeries.inc({ tenant: tenant.id }, result.limited.length);
-      refuse(
-        "series_limit",
-        result.limited.reduce((n, entry) => n + (checked.batch[entry.index]?.samples.length ?? 0), 0),
-      );
-      const first = result.limited[0]!;
-      throw errors.create("METRICS_SERIES_LIMIT", {
-        detail: `${result.limited.length} new series refused (first: ${first.detail}); ${result.samples} samples stored`,
-        fields: { refusedSeries: result.limited.length, storedSamples: result.samples, reason: first.code },
-      });
-    }
-  }
-
-  function samplesIn(batch: ReadonlyArray<{ samples: readonly unknown[] }>): number {
-    return batch.reduce((n, s) => n + s.samples.length, 0);
-  }
-
-  function countPartitions(batch: readonly SeriesSamples[]): void {
-    for (const [partition, series] of splitByPartition(batch, options.partitions)) {
-      options.metrics.partitionSamples.inc(
-        { partition: String(partition) },
-        series.reduce((n, s) => n + s.samples.length, 0),
-      );
-    }
-  }
+  const ingest = new SampleIngest(options);
+  const store = (request: FastifyRequest, decoded: IngestSeries) =>
+    ingest.write(options.tenantOf(request), decoded);
 
   await scope.register(async (writeScope) => {
     writeScope.addContentTypeParser(

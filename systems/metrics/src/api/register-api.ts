@@ -2,7 +2,8 @@
  * The whole HTTP API of metrics on a Fastify instance, wired the one way main.ts and the
  * tests both use: the ingest and the query API in one scope whose onRequest hook resolves the
  * tenant's API key (a stranger is refused before any body is parsed: 401 in Prometheus's
- * error shape), the admin routes in another behind the operator's token.
+ * error shape) — with the scraper's `/api/v1/targets` beside them — and the admin routes in
+ * another scope behind the operator's token.
  *
  * @example
  * await registerApi(service.app, { db, clock, randomBytes, tenants, tsdbs, metrics, settings });
@@ -20,6 +21,7 @@ import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
 import { registerAdminApi } from "./admin-routes.ts";
 import { registerIngestRoutes } from "./ingest-routes.ts";
 import { registerQueryRoutes } from "./query-routes.ts";
+import { registerTargetsRoute, type TargetsRouteOptions } from "./targets-route.ts";
 import type { QueryTiers } from "./tiered-query.ts";
 
 const REALM = "metrics";
@@ -46,6 +48,8 @@ export interface ApiOptions {
   readonly tsdbs: TenantTsdbs;
   readonly metrics: SystemMetrics;
   readonly settings: ApiSettings;
+  /** The scraper, for `/api/v1/targets` (undefined: the route answers empty lists). */
+  readonly scrape?: Omit<TargetsRouteOptions, "tenantOf"> | undefined;
   /** METRICS_ADMIN_TOKEN; undefined: no admin routes at all. */
   readonly adminToken?: string | undefined;
 }
@@ -72,6 +76,14 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
         tiers: settings.tiers,
       }),
     );
+    registerTargetsRoute(scope, {
+      scrapeTenant: "",
+      states: () => [],
+      intervalMs: 0,
+      timeoutMs: 0,
+      ...options.scrape,
+      tenantOf: auth.principalOf,
+    });
   });
   if (options.adminToken === undefined) return;
   await registerAdminApi(app, { ...options, adminToken: options.adminToken });
