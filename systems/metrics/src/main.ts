@@ -40,6 +40,7 @@ import { createMetrics } from "./metrics.ts";
 import { RollupStore } from "./store/rollup-store.ts";
 import { loadRuleFiles } from "./store/rule-files.ts";
 import { SampleStream } from "./store/sample-stream.ts";
+import { TenantCache } from "./store/tenant-cache.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
 import { startAlertEvaluator } from "./workers/alert-evaluator.ts";
@@ -50,6 +51,9 @@ import { startTierReaper } from "./workers/tier-reaper.ts";
 
 export const SYSTEM = "metrics";
 export const VERSION = packageJson.version;
+/** How long the hot writer trusts a tenant's ceilings read from the database (MT-16 changes apply within it). */
+const TENANT_CACHE_TTL_MS = 5_000;
+const MAX_CACHED_TENANTS = 10_000;
 
 export interface RunningSystem {
   readonly url: string;
@@ -152,10 +156,16 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           onError: onError("alert evaluator failed"),
         });
         service.onClose(() => evaluator.stop());
+        // A tenant per message would be a database round trip per message: its ceilings, cached.
+        const tenantCache = new TenantCache((id) => tenants.find(id), {
+          clock: systemClock,
+          ttlMs: TENANT_CACHE_TTL_MS,
+          maxTenants: MAX_CACHED_TENANTS,
+        });
         const writer = await startHotWriter({
           client: streamClient,
           tsdbs,
-          tenantOf: (id) => tenants.find(id),
+          tenantOf: (id) => tenantCache.find(id),
           partitions: config.partitions,
           ackWaitMs: config.hotWriterAckWaitMs,
           onApplied: ({ tenant, samples }) => metrics.ingestedSamples.inc({ tenant }, samples),
