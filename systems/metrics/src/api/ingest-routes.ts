@@ -27,7 +27,7 @@ import { snappyDeclaredLength, snappyUncompress } from "../domain/snappy.ts";
 import { STALE_NAN } from "../domain/staleness.ts";
 import { errors } from "../errors.ts";
 import type { SystemMetrics } from "../metrics.ts";
-import type { SampleStream } from "../store/sample-stream.ts";
+import type { PublishReport, SampleStream } from "../store/sample-stream.ts";
 import type { Tenant } from "../store/tenant-repository.ts";
 import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
 
@@ -114,16 +114,18 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
     }
     const tenant = options.tenantOf(request);
     if (options.stream !== undefined) {
+      let published: PublishReport;
       try {
-        await options.stream.publish(tenant.id, checked.batch);
+        published = await options.stream.publish(tenant.id, checked.batch);
       } catch (error) {
         throw errors.create("METRICS_STREAM_UNAVAILABLE", { detail: String(error), cause: error });
       }
-      countPartitions(checked.batch);
-      options.metrics.streamedSamples.inc(
-        { tenant: tenant.id },
-        checked.batch.reduce((n, s) => n + s.samples.length, 0),
-      );
+      let samples = 0;
+      for (const [partition, count] of published.samplesByPartition) {
+        options.metrics.partitionSamples.inc({ partition: String(partition) }, count);
+        samples += count;
+      }
+      options.metrics.streamedSamples.inc({ tenant: tenant.id }, samples);
       return;
     }
     const db = await options.tsdbs.of(tenant);
