@@ -13,7 +13,7 @@
 
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
@@ -469,7 +469,9 @@ async function run(target: Target, args: BenchArgs, json: boolean): Promise<void
   const rows = buildRows(args, generated, ingests, disk, panels, timings);
   const loadAfter = loadAverage();
   if (json) {
-    benchLog(`load average: ${loadBefore} at the start, ${loadAfter} at the end (2 cores)`);
+    benchLog(
+      `load average: ${loadBefore} at the start, ${loadAfter} at the end (${availableParallelism()} cores)`,
+    );
     process.stdout.write(`${renderBench(rows, "json")}\n`);
     return;
   }
@@ -477,9 +479,8 @@ async function run(target: Target, args: BenchArgs, json: boolean): Promise<void
     "",
     ...goalLines(rows),
     "",
-    `Load average (1, 5, 15 min): ${loadBefore} at the start, ${loadAfter} at the end, on ${(
-      await import("node:os")
-    ).availableParallelism()} cores. CPU counted: ${target.sides.map((s) => `${s.name} = ${s.counted}`).join("; ")}.`,
+    `Load average (1, 5, 15 min): ${loadBefore} at the start, ${loadAfter} at the end, on ${availableParallelism()} cores.`,
+    `CPU counted: ${target.sides.map((s) => `${s.name} = ${s.counted}`).join("; ")}.`,
   ];
   process.stdout.write(`${renderBench(rows, "markdown")}\n${notes.join("\n")}\n`);
 }
