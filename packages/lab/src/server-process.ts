@@ -26,6 +26,8 @@ const STOP_TIMEOUT_MS = 10_000;
 export interface ServerProcess {
   readonly name: string;
   readonly url: string;
+  /** The Node process's id (for /proc readings such as lab's treeCpuSeconds). */
+  readonly pid: number;
   /** SIGTERM (graceful), SIGKILL after STOP_TIMEOUT_MS. Idempotent. */
   stop(): Promise<void>;
 }
@@ -87,5 +89,5 @@ export async function startServerProcess(options: {
     }
     await sleep(READY_POLL_MS);
   }
-  return { name: options.name, url, stop };
+  return { name: options.name, url, pid: child.pid!, stop };
 }

@@ -1,56 +1,99 @@
 /**
- * `casebook bench metrics`: the template's placeholder scenario — GET /healthz on the
- * service running as its own process, open loop at a fixed rate, latency from the intended
- * send time — so the bench prints the house rows from day one. It measures the service
- * base, not metrics's mechanism: replace it with the design's own scenarios, beside the
- * best peer that runs on this machine. Markdown table on stdout, JSON lines with --json,
- * progress on stderr.
+ * `casebook bench metrics`: the named workload (`node-exporter-like`, bench/node-exporter-workload.ts)
+ * written by remote-write from a separate load-generator process to our service, to Prometheus
+ * 2.42 and to VictoriaMetrics 1.79.5, in one run, then three measurements on the same data:
+ * ingest (samples per CPU-second of each side's processes), storage (bytes per sample on disk
+ * after compaction, chunks + index, no WAL) and a dashboard of eight range queries (p50/p99,
+ * the sides asked in turn). The issue's goals are printed beside the figures. Markdown table on
+ * stdout, JSON lines with --json, progress on stderr.
  *
  * @example
- * // node systems/metrics/bench/main.ts --rate-per-s 500 --duration-ms 3000 --json
+ * // node systems/metrics/bench/main.ts --hosts 10 --hours 3 --json
  */
+
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
-import { renderBench, rowsFromLoad } from "@casebook/lab/bench-report";
-import { runOpenLoop } from "@casebook/lab/load-generator";
-import { startServerProcess } from "@casebook/lab/server-process";
+import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
+import { findRow, goalLine, scenarioRows } from "@casebook/lab/bench-rows";
+import { findExecutable } from "@casebook/lab/executables";
+import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { errors } from "../src/errors.ts";
+import {
+  type BenchSide,
+  type SideName,
+  type StorageReading,
+  startOurs,
+  startPrometheus,
+  startVictoriaMetrics,
+} from "./bench-sides.ts";
+import { askPanel, dashboard, type Panel } from "./dashboard.ts";
+import { WORKLOAD_NAME } from "./node-exporter-workload.ts";
+import type { Generated, SendResult } from "./remote-write-loader.ts";
 
 const SYSTEM = "metrics";
-/** The service as it runs in production: its own process, through its real entry point. */
-const serviceEntry = new URL("../src/main.ts", import.meta.url);
-
-interface ServiceProcess {
-  readonly url: string;
-  close(): Promise<void>;
-}
-
-async function startService(): Promise<ServiceProcess> {
-  const server = await startServerProcess({ name: SYSTEM, entry: serviceEntry, env: {} });
-  return { url: server.url, close: () => server.stop() };
-}
-/** A request not answered within this counts as an error and frees its slot. */
-const REQUEST_TIMEOUT_MS = 5_000;
+const loaderEntry = new URL("./remote-write-loader.ts", import.meta.url);
+const SIDES: readonly SideName[] = ["metrics", "prometheus", "victoria-metrics"];
+const PROGRAMS: Readonly<Record<Exclude<SideName, "metrics">, string>> = {
+  prometheus: "prometheus",
+  "victoria-metrics": "victoria-metrics",
+};
+/** Bound on one loader answer: generating or sending the whole workload to one side. */
+const LOADER_ANSWER_TIMEOUT_MS = 1_800_000;
+/** After the last sample is stored, the side's CPU is read once it has been quiet this many polls… */
+const QUIET_POLLS = 2;
+const QUIET_POLL_MS = 500;
+/** …using less than this in a poll; or after MAX_SETTLE_MS anyway. */
+const QUIET_CPU_S = 0.03;
+const MAX_SETTLE_MS = 30_000;
 
 export interface BenchArgs {
   readonly help: boolean;
   readonly json: boolean;
-  readonly ratePerS: number;
-  readonly durationMs: number;
-  readonly warmupMs: number;
+  readonly hosts: number;
+  readonly hours: number;
+  readonly intervalS: number;
+  readonly seed: number;
+  readonly hostsPerRequest: number;
+  readonly scrapesPerRequest: number;
+  readonly concurrency: number;
+  readonly queryRuns: number;
+  readonly sides: readonly SideName[];
+  readonly cpuProfDir: string;
 }
 
-/** Each flag with its bounds, default and help line: a typo is refused, not run for a day. */
 const cli = defineBenchArgs({
   flags: {
-    ratePerS: flag.integer({ min: 1, max: 50_000, default: 200, help: "arrivals per second" }),
-    durationMs: flag.integer({
-      min: 100,
-      max: 600_000,
-      default: 5_000,
-      help: "measured time, warmup included",
+    hosts: flag.integer({ min: 1, max: 2_000, default: 10, help: "hosts in the fleet, 100 series each" }),
+    hours: flag.integer({
+      min: 1,
+      max: 48,
+      default: 3,
+      help: "hours of data, ending a minute before the run",
     }),
-    warmupMs: flag.integer({ min: 0, max: 60_000, default: 1_000, help: "leading time not measured" }),
+    intervalS: flag.integer({ min: 1, max: 300, default: 15, help: "scrape interval, seconds" }),
+    seed: flag.integer({ min: 0, max: 2 ** 31, default: 1, help: "the generator's seed" }),
+    hostsPerRequest: flag.integer({ min: 1, max: 200, default: 5, help: "hosts per remote-write request" }),
+    scrapesPerRequest: flag.integer({
+      min: 1,
+      max: 240,
+      default: 4,
+      help: "consecutive scrapes of each host per request\n(a request holds hosts × 100 × scrapes samples)",
+    }),
+    concurrency: flag.integer({ min: 1, max: 64, default: 4, help: "requests in flight per side" }),
+    queryRuns: flag.integer({ min: 1, max: 1_000, default: 20, help: "timed runs of each panel per side" }),
+    sides: flag.choiceList(SIDES, {
+      help: "comma-separated subset of the sides (default all; a peer not installed is skipped, said on stderr)",
+    }),
+    cpuProfDir: flag.string({
+      default: "",
+      value: "DIR",
+      help: "write our service's V8 CPU profile here (NODE_OPTIONS=--cpu-prof)",
+    }),
     json: flag.json("one JSON object per line instead of the table"),
     help: flag.help(),
   },
@@ -58,56 +101,396 @@ const cli = defineBenchArgs({
     errors.create("BENCH_ARGS_INVALID", { detail, fields: { flag: flagName }, cause }),
 });
 
-export const benchHelp = `metrics bench — the template's placeholder: GET /healthz, open loop
+export const benchHelp = `metrics bench — remote-write ingest, bytes on disk and a dashboard's queries,
+ours beside Prometheus 2.42 and VictoriaMetrics 1.79.5 on the same data
 
 Usage
   npx casebook bench metrics [options]
 
-Measures the service base (GET /healthz on src/main.ts, run as its own process), not
-metrics's mechanism: it is what \`casebook new\` lays down, until the design's own
-scenarios and their peer replace it.
+The workload (${WORKLOAD_NAME}): --hosts hosts of 100 series each, shaped like node-exporter's —
+counters that grow with occasional resets (a host reboots), gauges that wander, an HTTP
+histogram with 10 le buckets — scraped every --interval-s for --hours, from a seeded generator.
+A separate load-generator process builds the remote-write 1.0 requests once (protobuf +
+snappy) and plays the same bytes to every side: rounds of --scrapes-per-request scrapes,
+one request per --hosts-per-request hosts, --concurrency in flight.
+
+Scenarios (all in one run)
+  ingest    samples per CPU-second: samples acknowledged (ours: after the stream's ack) over
+            the CPU-seconds of every process of the side from the first request until it has
+            stored everything and gone quiet — ours: the service process (ingest, hot writer,
+            rollup builder with DuckDB, alert evaluator) + its nats-server; Prometheus's process
+            (--web.enable-remote-write-receiver); VictoriaMetrics's process. Wall samples/s too.
+  storage   bytes per sample on disk, chunks + index, no WAL, after compaction: ours, its head
+            compacted into a block (the service stopped, its TSDB opened by the bench);
+            Prometheus, a snapshot with its head (admin API); VictoriaMetrics, data/ + indexdb/
+            after /internal/force_flush and /internal/force_merge.
+  query     eight range queries of a node dashboard (rate of counters, sum by, topk,
+            histogram_quantile, avg_over_time of gauges, a ratio of gauges), each with its range
+            and step, asked --query-runs times per side with the sides in turn; p50 and p99.
+
+Goals (printed under the table): bytes/sample ≤ Prometheus's; ingest ≥ 0.5× VictoriaMetrics's
+samples per CPU-second; every panel's p50 and p99 ≤ 2× Prometheus's.
 
 Options
 ${cli.flagHelp()}
 `;
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const args: BenchArgs = cli.parse(argv);
-  if (args.warmupMs >= args.durationMs) {
-    throw errors.create("BENCH_ARGS_INVALID", {
-      detail: `--warmup-ms ${args.warmupMs} must be below --duration-ms ${args.durationMs}`,
-      fields: { flag: "warmup-ms" },
-    });
-  }
-  return args;
+  return cli.parse(argv);
 }
 
-async function run(service: ServiceProcess, args: BenchArgs, json: boolean): Promise<void> {
-  benchLog(`${SYSTEM} bench: GET ${service.url}/healthz at ${args.ratePerS}/s for ${args.durationMs} ms`);
-  const report = await runOpenLoop({
-    ratePerS: args.ratePerS,
-    durationMs: args.durationMs,
-    warmupMs: args.warmupMs,
-    requestTimeoutMs: REQUEST_TIMEOUT_MS,
-    task: async ({ signal }) => {
-      const res = await fetch(`${service.url}/healthz`, { signal });
-      await res.body?.cancel();
-      if (res.status !== 200) throw new Error(`GET /healthz answered ${res.status}`);
-    },
+interface Target {
+  readonly loader: SpawnedChild;
+  readonly tmpDir: string;
+  readonly sides: BenchSide[];
+  close(): Promise<void>;
+}
+
+async function openTarget(): Promise<Target> {
+  const tmpDir = await mkdtemp(join(tmpdir(), "casebook-metrics-bench-"));
+  const loader = await spawnChild(loaderEntry, {
+    ready: (line) => line.includes('"ready"'),
+    lineTimeoutMs: LOADER_ANSWER_TIMEOUT_MS,
+    echoStderr: true,
   });
-  const rows = rowsFromLoad(
-    { system: SYSTEM, scenario: `GET /healthz, open loop ${args.ratePerS}/s` },
-    report,
-  );
-  process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
+  const sides: BenchSide[] = [];
+  return {
+    loader,
+    tmpDir,
+    sides,
+    close: async () => {
+      await loader.stop({ line: JSON.stringify({ cmd: "close" }) });
+      for (const side of sides)
+        await side.close().catch((error) => benchLog(`closing ${side.name}: ${error}`));
+      await rm(tmpDir, { recursive: true, force: true });
+    },
+  };
 }
 
-export const benchProgram: BenchProgram<BenchArgs, ServiceProcess> = {
+function loadAverage(): string {
+  try {
+    return readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+  } catch {
+    return "n/a";
+  }
+}
+
+async function ask<T>(loader: SpawnedChild, command: Record<string, unknown>): Promise<T> {
+  loader.send(JSON.stringify(command));
+  return JSON.parse(await loader.nextLine()) as T;
+}
+
+async function startSides(target: Target, args: BenchArgs): Promise<void> {
+  for (const name of args.sides) {
+    if (name !== "metrics" && findExecutable(PROGRAMS[name]) === undefined) {
+      benchLog(`${name}: not installed (apt-get install -y ${name}); its side is skipped`);
+      continue;
+    }
+    benchLog(`starting ${name}`);
+    const nodeOptions = args.cpuProfDir ? `--cpu-prof --cpu-prof-dir=${args.cpuProfDir}` : undefined;
+    const side =
+      name === "metrics"
+        ? await startOurs({ tmpDir: target.tmpDir, ...(nodeOptions ? { nodeOptions } : {}) })
+        : name === "prometheus"
+          ? await startPrometheus()
+          : await startVictoriaMetrics();
+    target.sides.push(side);
+  }
+}
+
+interface IngestResult {
+  readonly sent: SendResult;
+  readonly cpuS: number | undefined;
+  readonly cpuAtAckS: number | undefined;
+}
+
+/** CPU-seconds once the side has used less than QUIET_CPU_S in QUIET_POLLS polls in a row. */
+async function quietCpu(side: BenchSide): Promise<number | undefined> {
+  const deadline = performance.now() + MAX_SETTLE_MS;
+  let last = side.cpuSeconds();
+  for (let quiet = 0; quiet < QUIET_POLLS && performance.now() < deadline; ) {
+    await sleep(QUIET_POLL_MS);
+    const now = side.cpuSeconds();
+    if (now === undefined || last === undefined) return undefined;
+    quiet = now - last < QUIET_CPU_S ? quiet + 1 : 0;
+    last = now;
+  }
+  return last;
+}
+
+async function ingest(
+  side: BenchSide,
+  target: Target,
+  args: BenchArgs,
+  generated: Generated,
+): Promise<IngestResult> {
+  benchLog(
+    `${side.name}: writing ${generated.samples} samples in ${generated.requests} requests (load ${loadAverage()})`,
+  );
+  const before = side.cpuSeconds();
+  const sent = await ask<SendResult>(target.loader, {
+    cmd: "send",
+    url: side.writeUrl,
+    headers: side.writeHeaders,
+    concurrency: args.concurrency,
+  });
+  const atAck = side.cpuSeconds();
+  if (sent.failedRequests > 0)
+    benchLog(`${side.name}: ${sent.failedRequests} requests failed; first: ${sent.firstError}`);
+  await side.stored(sent.acked);
+  const after = await quietCpu(side);
+  const used = (end: number | undefined) =>
+    before === undefined || end === undefined ? undefined : end - before;
+  const result = { sent, cpuS: used(after), cpuAtAckS: used(atAck) };
+  benchLog(
+    `${side.name}: ${sent.acked} acked in ${sent.wallMs} ms (${sent.retries} retries); ` +
+      `${result.cpuAtAckS?.toFixed(2)} CPU-s at the last ack, ${result.cpuS?.toFixed(2)} once stored and quiet ` +
+      `(${side.counted}; load ${loadAverage()})`,
+  );
+  return result;
+}
+
+interface PanelTimings {
+  readonly ms: Map<SideName, number[]>;
+  readonly errors: Map<SideName, number>;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+async function queryDashboard(
+  sides: readonly BenchSide[],
+  panels: readonly Panel[],
+  runs: number,
+): Promise<PanelTimings[]> {
+  const timings = panels.map(() => ({
+    ms: new Map<SideName, number[]>(),
+    errors: new Map<SideName, number>(),
+  }));
+  benchLog(
+    `dashboard: ${panels.length} panels × ${runs} runs per side, sides in turn (load ${loadAverage()})`,
+  );
+  // Run 0 warms each side's caches of the data (pages, postings) and is not timed.
+  for (let run = 0; run <= runs; run++) {
+    for (const [i, panel] of panels.entries()) {
+      for (const side of sides) {
+        const answer = await askPanel(side, panel);
+        if (run === 0) {
+          benchLog(
+            answer.ok
+              ? `  ${side.name} · ${panel.name}: ${answer.series} series, ${answer.points} points${answer.tiers ? ` (tiers ${answer.tiers})` : ""}`
+              : `  ${side.name} · ${panel.name}: ${answer.error}`,
+          );
+          continue;
+        }
+        const t = timings[i]!;
+        if (answer.ok) t.ms.set(side.name, [...(t.ms.get(side.name) ?? []), answer.ms]);
+        else t.errors.set(side.name, (t.errors.get(side.name) ?? 0) + 1);
+      }
+    }
+  }
+  return timings;
+}
+
+async function storage(sides: readonly BenchSide[]): Promise<Map<SideName, StorageReading>> {
+  const readings = new Map<SideName, StorageReading>();
+  // The peers are read while they run; ours after its service stops (the bench opens its TSDB).
+  for (const side of sides.filter((s) => s.name !== "metrics")) readings.set(side.name, await side.storage());
+  const ours = sides.find((s) => s.name === "metrics");
+  if (ours) {
+    await ours.close();
+    readings.set("metrics", await ours.storage());
+  }
+  for (const [name, reading] of readings)
+    benchLog(
+      `${name}: ${reading.bytes} bytes on disk, ${reading.samples ?? "?"} samples in its blocks (${reading.how})`,
+    );
+  return readings;
+}
+
+function describeWorkload(args: BenchArgs, generated: Generated): string {
+  return `${WORKLOAD_NAME}: ${generated.series} series × ${args.hours} h at ${args.intervalS} s`;
+}
+
+function buildRows(
+  args: BenchArgs,
+  generated: Generated,
+  ingests: Map<SideName, IngestResult>,
+  disk: Map<SideName, StorageReading>,
+  panels: readonly Panel[],
+  timings: readonly PanelTimings[],
+): BenchResult[] {
+  const rows: BenchResult[] = [];
+  const peers = (["victoria-metrics", "prometheus"] as const).filter((p) => ingests.has(p) || disk.has(p));
+  const workload = describeWorkload(args, generated);
+  const ours = ingests.get("metrics");
+  const perCpu = (r: IngestResult | undefined) => (r?.cpuS ? r.sent.acked / r.cpuS : undefined);
+  const perWall = (r: IngestResult | undefined) => (r ? r.sent.acked / (r.sent.wallMs / 1000) : undefined);
+  for (const peer of peers.length > 0 ? peers : [undefined]) {
+    const row = scenarioRows({
+      system: SYSTEM,
+      scenario: `ingest: ${workload}, remote-write c=${args.concurrency}`,
+      ...(peer ? { peer } : {}),
+      tidy: true,
+    });
+    const theirs = peer ? ingests.get(peer) : undefined;
+    const ourPerCpu = perCpu(ours);
+    if (ourPerCpu !== undefined) {
+      const peerPerCpu = perCpu(theirs);
+      rows.push(
+        row.value("samples per CPU-second", "samples/CPU-s", ourPerCpu, {
+          direction: "higher-is-better",
+          ...(peerPerCpu !== undefined ? { peer: peerPerCpu } : {}),
+        }),
+      );
+    }
+    const ourWall = perWall(ours);
+    const peerWall = perWall(theirs);
+    if (ourWall !== undefined)
+      rows.push(
+        row.value(
+          "samples acked per second (wall)",
+          "samples/s",
+          ourWall,
+          peerWall !== undefined ? { peer: peerWall } : {},
+        ),
+      );
+    if (ours)
+      rows.push(
+        row.count(
+          "failed requests",
+          ours.sent.failedRequests,
+          theirs ? { peer: theirs.sent.failedRequests } : {},
+        ),
+      );
+  }
+  const ourDisk = disk.get("metrics");
+  for (const peer of peers.length > 0 ? peers : [undefined]) {
+    const theirs = peer ? disk.get(peer) : undefined;
+    if (!ourDisk) break;
+    const row = scenarioRows({
+      system: SYSTEM,
+      scenario: `storage: ${workload}, after compaction (chunks + index, no WAL)`,
+      ...(peer ? { peer } : {}),
+      tidy: true,
+    });
+    rows.push(
+      row.value("bytes per sample", "B/sample", ourDisk.bytes / generated.samples, {
+        direction: "lower-is-better",
+        ...(theirs ? { peer: theirs.bytes / generated.samples } : {}),
+      }),
+    );
+    rows.push(row.value("bytes on disk", "B", ourDisk.bytes, theirs ? { peer: theirs.bytes } : {}));
+  }
+  for (const [i, panel] of panels.entries()) {
+    const t = timings[i]!;
+    const rangeH = ((panel.endMs - panel.startMs) / 3_600_000).toFixed(2).replace(/\.?0+$/, "");
+    const scenario = `query: ${panel.name} — ${panel.query} [${rangeH} h, step ${panel.stepS} s]`;
+    const summary = (name: SideName) => {
+      const ms = [...(t.ms.get(name) ?? [])].sort((a, b) => a - b);
+      return ms.length === 0 ? undefined : { p50: percentile(ms, 50), p99: percentile(ms, 99) };
+    };
+    const ourMs = summary("metrics");
+    for (const peer of (["prometheus", "victoria-metrics"] as const).filter(
+      (p) => t.ms.has(p) || t.errors.has(p),
+    )) {
+      const row = scenarioRows({ system: SYSTEM, scenario, peer, tidy: true });
+      const theirs = summary(peer);
+      if (ourMs)
+        rows.push(...row.percentiles("latency", ["p50", "p99"], ourMs, theirs ? { peer: theirs } : {}));
+      rows.push(row.count("errors", t.errors.get("metrics") ?? 0, { peer: t.errors.get(peer) ?? 0 }));
+    }
+  }
+  return rows;
+}
+
+function goalLines(rows: readonly BenchResult[]): string[] {
+  const lines: string[] = [];
+  const bytes = findRow(rows, { metric: "bytes per sample", peer: "prometheus" });
+  if (bytes?.peer_value !== undefined)
+    lines.push(
+      goalLine(
+        "goal bytes/sample ≤ Prometheus's",
+        `${bytes.value} vs ${bytes.peer_value} B/sample`,
+        bytes.value <= bytes.peer_value,
+      ),
+    );
+  const cpu = findRow(rows, { metric: "samples per CPU-second", peer: "victoria-metrics" });
+  if (cpu?.ratio !== undefined)
+    lines.push(
+      goalLine(
+        "goal ingest ≥ 0.5× VictoriaMetrics's samples per CPU-second",
+        `${cpu.ratio.toFixed(2)}×`,
+        cpu.ratio >= 0.5,
+      ),
+    );
+  const latencies = rows.filter(
+    (r) => r.metric.startsWith("latency") && r.peer === "prometheus" && r.ratio !== undefined,
+  );
+  if (latencies.length > 0) {
+    const worst = latencies.reduce((a, b) => (b.ratio! > a.ratio! ? b : a));
+    const over = latencies.filter((r) => r.ratio! > 2).length;
+    lines.push(
+      goalLine(
+        "goal every panel's p50 and p99 ≤ 2× Prometheus's",
+        `worst ${worst.ratio!.toFixed(2)}× (${worst.scenario.split(" — ")[0]}, ${worst.metric}); ${over} of ${latencies.length} over 2×`,
+        over === 0,
+      ),
+    );
+  }
+  return lines;
+}
+
+async function run(target: Target, args: BenchArgs, json: boolean): Promise<void> {
+  const loadBefore = loadAverage();
+  const intervalMs = args.intervalS * 1000;
+  const scrapes = Math.round((args.hours * 3_600_000) / intervalMs);
+  const endMs = Math.floor((Date.now() - 60_000) / intervalMs) * intervalMs;
+  benchLog(
+    `${SYSTEM} bench: generating ${args.hosts} hosts × 100 series × ${scrapes} scrapes (load ${loadBefore})`,
+  );
+  const generated = await ask<Generated>(target.loader, {
+    cmd: "generate",
+    shape: { hosts: args.hosts, scrapes, intervalMs, endMs, seed: args.seed },
+    hostsPerRequest: args.hostsPerRequest,
+    scrapesPerRequest: args.scrapesPerRequest,
+  });
+  benchLog(
+    `generated in ${generated.generateMs} ms: ${generated.requests} requests, ${generated.rawBytes} B of protobuf → ` +
+      `${generated.bodyBytes} B snappy (${(generated.bodyBytes / generated.samples).toFixed(2)} B/sample on the wire)`,
+  );
+  await startSides(target, args);
+  const ingests = new Map<SideName, IngestResult>();
+  for (const side of target.sides) ingests.set(side.name, await ingest(side, target, args, generated));
+  const panels = dashboard(endMs, scrapes * intervalMs);
+  const timings = await queryDashboard(target.sides, panels, args.queryRuns);
+  const disk = await storage(target.sides);
+  const rows = buildRows(args, generated, ingests, disk, panels, timings);
+  const loadAfter = loadAverage();
+  if (json) {
+    benchLog(
+      `load average: ${loadBefore} at the start, ${loadAfter} at the end (${availableParallelism()} cores)`,
+    );
+    process.stdout.write(`${renderBench(rows, "json")}\n`);
+    return;
+  }
+  const notes = [
+    "",
+    ...goalLines(rows),
+    "",
+    `Load average (1, 5, 15 min): ${loadBefore} at the start, ${loadAfter} at the end, on ${availableParallelism()} cores.`,
+    `CPU counted: ${target.sides.map((s) => `${s.name} = ${s.counted}`).join("; ")}.`,
+  ];
+  process.stdout.write(`${renderBench(rows, "markdown")}\n${notes.join("\n")}\n`);
+}
+
+export const benchProgram: BenchProgram<BenchArgs, Target> = {
   name: SYSTEM,
   parseArgs: parseBenchArgs,
   isArgsError: (error): error is Error => errors.is(error, "BENCH_ARGS_INVALID"),
   help: benchHelp,
-  openTarget: startService,
+  openTarget,
   run,
 };
 

@@ -54,6 +54,7 @@ import { RollupStore } from "./store/rollup-store.ts";
 import { loadRuleFiles } from "./store/rule-files.ts";
 import { SampleIngest } from "./store/sample-ingest.ts";
 import { SampleStream } from "./store/sample-stream.ts";
+import { TenantCache } from "./store/tenant-cache.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
 import { type AlertEvaluator, startAlertEvaluator } from "./workers/alert-evaluator.ts";
@@ -67,6 +68,9 @@ export const SYSTEM = "metrics";
 export const VERSION = packageJson.version;
 /** A stream message the TSDB refused for its order: its samples count as refused `out_of_order`. */
 const OUT_OF_ORDER_REASONS = new Set(["OUT_OF_ORDER", "DUPLICATE_TIMESTAMP", "TOO_OLD"]);
+/** How long the hot writer trusts a tenant's ceilings read from the database (MT-16 changes apply within it). */
+const TENANT_CACHE_TTL_MS = 5_000;
+const MAX_CACHED_TENANTS = 10_000;
 
 export interface RunningSystem {
   readonly url: string;
@@ -202,10 +206,16 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         });
         evaluator = started;
         service.onClose(() => started.stop());
+        // A tenant per message would be a database round trip per message: its ceilings, cached.
+        const tenantCache = new TenantCache((id) => tenants.find(id), {
+          clock: systemClock,
+          ttlMs: TENANT_CACHE_TTL_MS,
+          maxTenants: MAX_CACHED_TENANTS,
+        });
         const writer = await startHotWriter({
           client: streamClient,
           tsdbs,
-          tenantOf: (id) => tenants.find(id),
+          tenantOf: (id) => tenantCache.find(id),
           partitions: config.partitions,
           ackWaitMs: config.hotWriterAckWaitMs,
           onApplied: ({ tenant, samples, refusedSamples, storedAtMs }) => {

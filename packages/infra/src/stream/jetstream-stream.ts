@@ -113,6 +113,16 @@ const API_PREFIX = "$JS.API";
  */
 export const NOW_LINGER_MS = 50;
 
+/**
+ * How long past a pull's own `expires` the client waits for the server to end it. The server
+ * always ends a pull (messages, then a 404/408 status); ending it on the client at exactly
+ * `expires` raced that answer: when the event loop was busy past the deadline (a synchronous
+ * DuckDB call, a large decode), libuv ran the timer before reading the socket, the inbox was
+ * unsubscribed, and a message the server had just delivered went to nobody — its consumer
+ * stalled for the whole ack wait (30 s in metrics' hot writer, seen by its bench under load).
+ */
+export const PULL_ANSWER_GRACE_MS = 1_000;
+
 /** A JetStream pull request (`$JS.API.CONSUMER.MSG.NEXT`); `expires` in nanoseconds. */
 interface PullRequest {
   batch: number;
@@ -582,7 +592,10 @@ class JetStreamStream implements StreamClient {
         () => finish(taken),
       );
       // The server ends the pull itself; this bound covers a server that stopped answering.
-      const timer = setTimeout(() => finish(taken.length > 0 ? taken : "unanswered"), waitMs);
+      const timer = setTimeout(
+        () => finish(taken.length > 0 ? taken : "unanswered"),
+        waitMs + PULL_ANSWER_GRACE_MS,
+      );
       try {
         this.#nc.publish(`${API_PREFIX}.CONSUMER.MSG.NEXT.${stream}.${consumer}`, JSON.stringify(request), {
           reply: inbox,

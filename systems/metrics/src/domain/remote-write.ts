@@ -35,7 +35,8 @@ class ProtoReader {
   readonly bytes: Uint8Array;
   readonly view: DataView;
   pos: number;
-  readonly end: number;
+  /** Where the current message ends: `within` narrows it to a nested message and restores it. */
+  end: number;
 
   constructor(bytes: Uint8Array, pos = 0, end = bytes.length) {
     this.bytes = bytes;
@@ -59,6 +60,24 @@ class ProtoReader {
       if (byte < 0x80) return (hi | 0) * TWO_32 + (lo >>> 0);
     }
     throw new RangeError(`varint longer than 10 bytes at byte ${this.pos}`);
+  }
+
+  /**
+   * Runs `read` over the next length-delimited field as a nested message on this same reader
+   * (no reader or DataView per label and per sample: those allocations were most of the
+   * decode's cost), then continues after it.
+   */
+  within<T>(read: (r: ProtoReader) => T): T {
+    const [start, end] = this.span();
+    const outer = this.end;
+    this.pos = start;
+    this.end = end;
+    try {
+      return read(this);
+    } finally {
+      this.pos = end;
+      this.end = outer;
+    }
   }
 
   /** The [start, end) of a length-delimited field. */
@@ -154,20 +173,21 @@ export function decodeWriteRequest(bytes: Uint8Array, limits: DecodeLimits): Wri
       continue;
     }
     expectWire(field, wire, 2, at);
-    const [start, end] = top.span();
-    const r = new ProtoReader(bytes, start, end);
-    const entry: DecodedSeries = { labels: [], samples: [] };
-    while (r.pos < r.end) {
-      const fieldAt = r.pos;
-      const k = r.varint();
-      const [f, w] = [Math.floor(k / 8), k & 7];
-      if (f === 1 || f === 2 || f === 4) expectWire(f, w, 2, fieldAt);
-      if (f === 1) entry.labels.push(decodeLabel(new ProtoReader(bytes, ...r.span())));
-      else if (f === 2) entry.samples.push(decodeSample(new ProtoReader(bytes, ...r.span())));
-      else if (f === 4)
-        throw new RangeError("native histograms are not supported: send classic histograms (le buckets)");
-      else r.skip(w);
-    }
+    const entry = top.within((r) => {
+      const decoded: DecodedSeries = { labels: [], samples: [] };
+      while (r.pos < r.end) {
+        const fieldAt = r.pos;
+        const k = r.varint();
+        const [f, w] = [Math.floor(k / 8), k & 7];
+        if (f === 1 || f === 2 || f === 4) expectWire(f, w, 2, fieldAt);
+        if (f === 1) decoded.labels.push(r.within(decodeLabel));
+        else if (f === 2) decoded.samples.push(r.within(decodeSample));
+        else if (f === 4)
+          throw new RangeError("native histograms are not supported: send classic histograms (le buckets)");
+        else r.skip(w);
+      }
+      return decoded;
+    });
     samples += entry.samples.length;
     series.push(entry);
     if (series.length > limits.maxSeries)

@@ -18,7 +18,7 @@ import type { Labels } from "../domain/labels.ts";
 import { splitByPartition } from "../domain/series-partition.ts";
 import { errors } from "../errors.ts";
 import type { RefusedSamplesReason, SystemMetrics } from "../metrics.ts";
-import type { SampleStream } from "./sample-stream.ts";
+import type { PublishReport, SampleStream } from "./sample-stream.ts";
 import type { Tenant } from "./tenant-repository.ts";
 import type { TenantTsdbs } from "./tenant-tsdbs.ts";
 
@@ -61,13 +61,19 @@ export class SampleIngest {
       });
     }
     if (options.stream !== undefined) {
+      let published: PublishReport;
       try {
-        await options.stream.publish(tenant.id, checked.batch);
+        published = await options.stream.publish(tenant.id, checked.batch);
       } catch (error) {
         throw errors.create("METRICS_STREAM_UNAVAILABLE", { detail: String(error), cause: error });
       }
-      this.#countPartitions(checked.batch);
-      options.metrics.streamedSamples.inc({ tenant: tenant.id }, checked.samples);
+      // The stream hashed the batch to partitions already: its counts, not a second hashing.
+      let samples = 0;
+      for (const [partition, count] of published.samplesByPartition) {
+        options.metrics.partitionSamples.inc({ partition: String(partition) }, count);
+        samples += count;
+      }
+      options.metrics.streamedSamples.inc({ tenant: tenant.id }, samples);
       return;
     }
     const db = await options.tsdbs.of(tenant);

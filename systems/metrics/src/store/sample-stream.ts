@@ -37,6 +37,12 @@ export function sampleSubject(tenant: string, partition: number): string {
   return `${SAMPLE_SUBJECT_PREFIX}.${tenant}.${partition}`;
 }
 
+export interface PublishReport {
+  readonly messages: number;
+  /** Partition → samples of the batch published there. */
+  readonly samplesByPartition: ReadonlyMap<number, number>;
+}
+
 export class SampleStream {
   readonly client: StreamClient;
   readonly #options: SampleStreamOptions;
@@ -69,13 +75,19 @@ export class SampleStream {
 
   /**
    * Publishes the batch's partitions together; resolves once the stream acknowledged all of
-   * them, with the number of messages. A share larger than a message is cut in halves (by
-   * series, then by samples: a series' halves go in order to the same subject).
+   * them, with the number of messages and the samples per partition (the ingest counts them:
+   * the batch is hashed to partitions once). A share larger than a message is cut in halves
+   * (by series, then by samples: a series' halves go in order to the same subject).
    */
-  async publish(tenant: string, batch: readonly SeriesSamples[]): Promise<number> {
+  async publish(tenant: string, batch: readonly SeriesSamples[]): Promise<PublishReport> {
     const messages: Array<{ subject: string; bytes: Uint8Array }> = [];
+    const samplesByPartition = new Map<number, number>();
     for (const [partition, series] of splitByPartition(batch, this.#options.partitions)) {
       this.#cut(tenant, partition, series, messages);
+      samplesByPartition.set(
+        partition,
+        series.reduce((n, s) => n + s.samples.length, 0),
+      );
     }
     // One subject's messages in order (a series cut in halves), subjects in parallel.
     const bySubject = Map.groupBy(messages, (m) => m.subject);
@@ -87,7 +99,7 @@ export class SampleStream {
         }
       }),
     );
-    return messages.length;
+    return { messages: messages.length, samplesByPartition };
   }
 
   #cut(

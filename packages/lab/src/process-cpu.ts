@@ -1,0 +1,49 @@
+/**
+ * CPU time a process tree has used, from /proc: a bench's "samples per CPU-second" counts
+ * every process of a side (a server and its engine, a JVM-less Go binary, Node and DuckDB's
+ * threads), not just the wall time. Each process's `utime + stime` (fields 14 and 15 of
+ * /proc/<pid>/stat, in clock ticks), plus the root's `cutime + cstime` — the children it
+ * has already reaped — so a worker that exits mid-run still counts. Linux only; elsewhere
+ * (no /proc) the reading is undefined, and the bench says so instead of printing 0.
+ *
+ * @example
+ * const before = treeCpuSeconds([service.pid, nats.pid]);
+ * await load();
+ * const used = treeCpuSeconds([service.pid, nats.pid])! - before!;   // CPU-seconds of both trees
+ */
+import { readFileSync } from "node:fs";
+import { descendants } from "./process-tree.ts";
+
+/** Linux's USER_HZ: /proc reports CPU time in 1/100 s on every architecture Node runs on. */
+const TICKS_PER_S = 100;
+
+/** [utime + stime, cutime + cstime] of one process in ticks, or undefined once it is gone. */
+function ticksOf(pid: number): [number, number] | undefined {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  } catch {
+    return undefined;
+  }
+  // "pid (comm) state ppid …": comm may hold spaces and parens, so split after the LAST ")".
+  // Fields after it start at field 3 (state): utime is field 14 → index 11.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const own = Number(fields[11]) + Number(fields[12]);
+  const reaped = Number(fields[13]) + Number(fields[14]);
+  return [own, reaped];
+}
+
+/**
+ * CPU-seconds used so far by each root, its reaped children and its live descendants,
+ * summed over `roots`. Undefined when a root is not readable (gone, or no /proc).
+ */
+export function treeCpuSeconds(roots: readonly number[]): number | undefined {
+  let ticks = 0;
+  for (const root of roots) {
+    const top = ticksOf(root);
+    if (top === undefined) return undefined;
+    ticks += top[0] + top[1];
+    for (const pid of descendants(root)) ticks += ticksOf(pid)?.[0] ?? 0;
+  }
+  return ticks / TICKS_PER_S;
+}

@@ -1,0 +1,103 @@
+/**
+ * The benchmark runs end to end, tiny: bench/main.ts as a child process (as `casebook bench
+ * metrics` runs it) — the load-generator process, our service on a private nats-server, and
+ * whichever peers are installed (Prometheus in CI; VictoriaMetrics where `victoria-metrics` is,
+ * its rows absent otherwise) — JSON lines out. This checks the output's shape and that every
+ * sample and query went through, never speed (speed lives in the bench itself).
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { parseBenchRows, runBenchChild } from "@casebook/lab/bench-smoke";
+import { findExecutable } from "@casebook/lab/executables";
+
+const benchMain = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
+/** Bound on one bench child: the tiny run takes ~40 s; a hang must fail the test, not stall CI. */
+const childTimeoutMs = 240_000;
+const tiny = ["--hosts", "2", "--hours", "1", "--query-runs", "2", "--hosts-per-request", "1"];
+
+function runBench(args: string[]) {
+  return runBenchChild(benchMain, args, {
+    unsetEnv: ["NATS_URL", "DATABASE_URL"],
+    timeoutMs: childTimeoutMs,
+  });
+}
+
+const skip =
+  findExecutable("nats-server") === undefined ? "nats-server is not installed: our side's stream" : false;
+
+describe("bench/main.ts", () => {
+  test("--help explains the workload, the scenarios, the goals and every flag", async () => {
+    const run = await runBench(["--help"]);
+    assert.equal(run.code, 0, run.stderr);
+    for (const word of [
+      "node-exporter-like",
+      "ingest",
+      "storage",
+      "query",
+      "samples per CPU-second",
+      "Goals",
+      "--hosts",
+      "--hours",
+      "--interval-s",
+      "--seed",
+      "--hosts-per-request",
+      "--scrapes-per-request",
+      "--concurrency",
+      "--query-runs",
+      "--sides",
+      "--cpu-prof-dir",
+      "--json",
+    ]) {
+      assert.ok(run.stdout.includes(word), `help mentions ${word}`);
+    }
+  });
+
+  test("a bad flag exits 2 naming the flag", async () => {
+    const run = await runBench(["--hosts", "0"]);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /--hosts/);
+    const sides = await runBench(["--sides", "metrics,graphite"]);
+    assert.equal(sides.code, 2);
+    assert.match(sides.stderr, /--sides: graphite/);
+  });
+
+  test("--json: ingest, storage and every panel, beside each installed peer", { skip }, async () => {
+    const run = await runBench(["--json", ...tiny]);
+    assert.equal(run.code, 0, run.stderr);
+    const rows = parseBenchRows(run.stdout);
+    assert.ok(rows.every((row) => row.system === "metrics"));
+    const peers = ["prometheus", "victoria-metrics"].filter((p) => findExecutable(p) !== undefined);
+    const ingest = rows.filter((r) => r.metric === "samples per CPU-second");
+    assert.ok(ingest.length > 0 && ingest.every((r) => r.value > 0), "ours used CPU for the samples");
+    assert.deepEqual(
+      ingest.map((r) => r.peer).sort(),
+      [...peers].sort(),
+      "one ingest row per installed peer",
+    );
+    assert.ok(
+      rows
+        .filter((r) => r.metric === "failed requests")
+        .every((r) => r.value === 0 && (r.peer_value ?? 0) === 0),
+      "every request acknowledged, on every side",
+    );
+    const bytes = rows.filter((r) => r.metric === "bytes per sample");
+    assert.ok(
+      bytes.length > 0 && bytes.every((r) => r.value > 0 && r.value < 16),
+      "bytes per sample measured",
+    );
+    const panels = new Set(rows.filter((r) => r.scenario.startsWith("query: ")).map((r) => r.scenario));
+    assert.equal(panels.size, 8, "eight panels");
+    assert.ok(
+      rows.filter((r) => r.metric === "errors").every((r) => r.value === 0),
+      "every panel answered by ours",
+    );
+    for (const peer of peers) {
+      assert.ok(
+        rows.some((r) => r.metric === "latency p99" && r.peer === peer && r.ratio !== undefined),
+        peer,
+      );
+    }
+    assert.match(run.stderr, /load average/, "the load average is printed beside the figures");
+  });
+});
