@@ -7,15 +7,17 @@
  * transfer.
  *
  * `lanes` groups are written at once (each lane a kit GroupCommit: its own transaction, on its
- * own connection), so one group's commit flush overlaps the next group's work. While some lane
- * is writing, a transfer joins a lane that is not — the one with the most already waiting — so
- * arrivals fill the next group instead of being dealt out one by one; when no lane is writing
- * (or every one is), it joins the one with the fewest waiting, so idle lanes start together.
- * (Dealing every arrival to the lane with the fewest waiting, kit's GroupCommitLanes rule, split
- * the callers a finished group released between the lane about to write and the one still
- * writing: in a closed loop of 16 clients the groups shrank to 4, and every group costs a
- * statement, a commit and a round trip on both sides. Always filling one lane instead gathered
- * all 16 in one lane, and the other never wrote.)
+ * own connection), so one group's commit can overlap the next group's work. A transfer joins a
+ * lane that is not writing now — the one with the most already waiting — so arrivals fill ONE
+ * next group; only when every lane is writing (or full) does it join the one with the fewest
+ * waiting. So a second lane writes only what arrived while the first was writing (or stuck
+ * behind a lock): in a closed loop every caller waits in the same group, and groups stay as
+ * large as the load makes them. (Dealing every arrival to the lane with the fewest waiting, kit's
+ * GroupCommitLanes rule, split the callers a finished group released between the lane about to
+ * write and the one still writing: at 16 clients the groups shrank to 4; spreading them over
+ * idle lanes gave 8 and 8. Each group costs a statement, a commit and a round trip on both
+ * sides — ~1 ms of CPU here under load — so at 16 clients groups of 16 took 300 µs of CPU
+ * (Node + PostgreSQL) per transfer where groups of 8 took 450–540, measured back to back.)
  * Arrival order is kept within a group — which is what "one by one" means for transfers that
  * were in flight together (their callers could not have known an order).
  *
@@ -89,17 +91,15 @@ export class TransferGroupCommit {
    * its own outcome (rejects only when its group could not be written at all: SQL_UNAVAILABLE).
    */
   submit(transfer: Transfer): Promise<TransferOutcome> {
-    let writing = false;
     let filling: Lane | undefined;
     let shortest = this.#lanes[0]!;
     for (const lane of this.#lanes) {
-      writing ||= lane.writing;
       const room = lane.group.pending < this.#maxPending;
       if (!lane.writing && room && (filling === undefined || lane.group.pending > filling.group.pending))
         filling = lane;
       if (lane.group.pending < shortest.group.pending) shortest = lane;
     }
-    return (writing && filling !== undefined ? filling : shortest).group.submit({ transfer });
+    return (filling ?? shortest).group.submit({ transfer });
   }
 
   /** Transfers waiting for a group, all lanes. */
