@@ -35,6 +35,7 @@ const expected = [
   "016_ledger_pending_timeout",
   "017_merchant_ledger_accounts",
   "018_ledger_write_serial",
+  "019_ledger_late_entries",
 ];
 
 test("every migration applies in order on PGlite, once", async (t) => {
