@@ -5,8 +5,10 @@
  * the balance rows in ascending account id, insert the transactions (multi-row, `ON CONFLICT
  * (idem_key) DO NOTHING`), insert their entries (multi-row), update each balance row once with
  * the aggregated deltas through PY-14's conditional UPDATE — and `loadTransactions` reads
- * transactions back with their entries. The module comment of ledger-repository.ts explains
- * why each step keeps the ledger correct.
+ * transactions back with their entries. Since 018 the call answers ids only (one row per transfer)
+ * and the transaction is built from what was sent; `serial` checks no-overdraft accounts after
+ * each transfer in batch order instead of after all of them. The module comment of
+ * ledger-repository.ts explains why each step keeps the ledger correct.
  *
  * @example
  * const [result] = await applyTransfers(tx, [{ transfer: normalizeTransfer(request), reversesId: null }]);
@@ -160,7 +162,7 @@ interface WrittenRow {
   entry_ids: string | null;
 }
 
-/** `ledger_write`'s own SQLSTATEs (007_ledger_write.sql) → typed errors; anything else passes through. */
+/** `ledger_write`'s own SQLSTATEs (007, kept by 018) → typed errors; anything else passes through. */
 function ledgerWriteError(err: unknown): unknown {
   const { code, detail } = (err ?? {}) as { code?: unknown; detail?: unknown };
   const text = typeof detail === "string" ? detail : "";
