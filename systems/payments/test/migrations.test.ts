@@ -14,7 +14,6 @@ import { openDatabase } from "@casebook/infra/sql/open-database";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { engineFree, requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { normalizeTransfer } from "../src/domain/ledger.ts";
-import { applyTransfers } from "../src/store/ledger-repository.ts";
 import { claimDue, ensureMerchantAccounts, findPayment } from "../src/store/payment-repository.ts";
 import { claimDueRefunds, findRefundByKey } from "../src/store/refund-repository.ts";
 
@@ -35,6 +34,8 @@ const expected = [
   "015_ledger_group_commit",
   "016_ledger_pending_timeout",
   "017_merchant_ledger_accounts",
+  "018_ledger_write_serial",
+  "019_ledger_late_entries",
 ];
 
 test("every migration applies in order on PGlite, once", async (t) => {
@@ -80,20 +81,34 @@ async function oldPayment(
 ): Promise<bigint> {
   return db.transaction(async (tx) => {
     const { customerFunds, merchantPending } = await ensureMerchantAccounts(tx, MERCHANT, "EUR");
-    // The hold the payment references (its key is the test's: only the row's shape matters here).
-    const [hold] = await applyTransfers(tx, [
-      {
-        transfer: normalizeTransfer({
-          idemKey: `upgrade:${key}`,
-          from: customerFunds,
-          to: merchantPending,
-          amount: 5_000n,
-          currency: "EUR",
-          pending: true,
-        }),
-        reversesId: null,
-      },
-    ]);
+    // The hold the payment references (its key is the test's: only the row's shape matters here),
+    // booked through the ledger_write of that schema (007's ten arrays; 018 changed the call).
+    const transfer = normalizeTransfer({
+      idemKey: `upgrade:${key}`,
+      from: customerFunds,
+      to: merchantPending,
+      amount: 5_000n,
+      currency: "EUR",
+      pending: true,
+    });
+    const { rows: holds } = await tx.query<{ transaction_id: bigint }>(
+      `SELECT DISTINCT transaction_id
+         FROM ledger_write($1::text[], $2::text[], $3::boolean[], $4::int8[], $5::jsonb[],
+                           $6::int4[], $7::int8[], $8::text[], $9::text[], $10::int8[])`,
+      [
+        [transfer.idemKey],
+        [transfer.fingerprint],
+        [true],
+        [null],
+        ["{}"],
+        [1, 1],
+        [String(customerFunds), String(merchantPending)],
+        ["EUR", "EUR"],
+        ["D", "C"],
+        ["5000", "5000"],
+      ],
+    );
+    const hold = { transaction: { id: holds[0]!.transaction_id } };
     const { rows } = await tx.query<{ id: bigint }>(
       `INSERT INTO payments (merchant_id, idempotency_key, acquirer_key, amount_minor, currency, card_token, capture,
          status, step, intent, next_run_at, lease_owner, lease_until, version, idem_generation, hold_transaction_id,

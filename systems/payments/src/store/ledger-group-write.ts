@@ -12,11 +12,12 @@
  *      deltas, PY-14's conditional update still the backstop;
  *   4. COMMIT, where 015's deferred check sums each ledger transaction once (PY-08).
  *
- * First, when applying the group at once cannot differ from applying it one by one (no chain,
- * no caller's refusal, no timeout, every key once, no account's spendable balance rising after it fell:
- * `atOnceIsSerial`), the group is ONE autocommit ledger_write call — one round trip — and every
- * transfer is `ok` or `exists`; if ledger_write refuses anything, that call left nothing and the
- * group takes the steps above.
+ * First, when the group has no chain, no caller's refusal, no timeout and every key once
+ * (`atOnceIsSerial`), it is ONE autocommit ledger_write call with `serial` on — one round trip:
+ * the function itself checks every no-overdraft account after each transfer in arrival order
+ * (018), so whatever it accepts equals applying the group one by one, and every transfer is `ok`
+ * or `exists`; if ledger_write refuses anything, that call left nothing and the group takes the
+ * steps above.
  *
  * Every invariant is still the database's: a wrong decision cannot write an unbalanced, a
  * duplicate or an overdrawn transfer, it can only make the transaction fail. Two such failures
@@ -207,28 +208,17 @@ function splitPoint(items: readonly GroupItem[]): number | undefined {
 }
 
 /**
- * Whether applying the group at once can only agree with applying it one by one: every key
- * once, no chain, no timeout (its deadline needs a second statement), and no account's spendable
- * balance (posted credits − posted debits − pending debits) rises after it fell. Then each
- * prefix of the group leaves every account at or above the lower of its start and its end, so
- * if ledger_write's aggregated check passes at the end (and the account was ≥ 0 before, by the
- * no-overdraft CHECK), no transfer would have been refused serially either.
+ * Whether the group can go as ONE ledger_write call with `serial` on (018): every key once, no
+ * chain, no caller's refusal, no timeout (its deadline needs a second statement). The call then
+ * checks each no-overdraft account after every transfer in arrival order, so what it accepts is
+ * exactly what applying the transfers one by one would write; anything it refuses falls back to
+ * the decided path, which finds whose fate it is.
  */
 export function atOnceIsSerial(items: readonly GroupItem[]): boolean {
   const keys = new Set<string>();
-  const fell = new Set<bigint>();
   for (const { transfer, linked, refuse } of items) {
     if (linked || refuse || transfer.timeoutS !== null || keys.has(transfer.idemKey)) return false;
     keys.add(transfer.idemKey);
-    const deltas = new Map<bigint, bigint>();
-    for (const e of transfer.entries) {
-      const change = e.direction === "D" ? -e.amount : transfer.pending ? 0n : e.amount;
-      deltas.set(e.accountId, (deltas.get(e.accountId) ?? 0n) + change);
-    }
-    for (const [account, delta] of deltas) {
-      if (delta > 0n && fell.has(account)) return false;
-      if (delta < 0n) fell.add(account);
-    }
   }
   return true;
 }
@@ -248,6 +238,7 @@ async function writeAtOnce(
     const written = await applyTransfers(
       db,
       items.map((item) => ({ transfer: item.transfer, reversesId: null })),
+      { serial: true },
     );
     return written.map((r) => ({ code: r.replayed ? "exists" : "ok", transaction: r.transaction }));
   } catch (error) {

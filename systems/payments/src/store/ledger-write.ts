@@ -5,8 +5,10 @@
  * the balance rows in ascending account id, insert the transactions (multi-row, `ON CONFLICT
  * (idem_key) DO NOTHING`), insert their entries (multi-row), update each balance row once with
  * the aggregated deltas through PY-14's conditional UPDATE — and `loadTransactions` reads
- * transactions back with their entries. The module comment of ledger-repository.ts explains
- * why each step keeps the ledger correct.
+ * transactions back with their entries. Since 018 the call answers ids only (one row per transfer)
+ * and the transaction is built from what was sent; `serial` checks no-overdraft accounts after
+ * each transfer in batch order instead of after all of them. The module comment of
+ * ledger-repository.ts explains why each step keeps the ledger correct.
  *
  * @example
  * const [result] = await applyTransfers(tx, [{ transfer: normalizeTransfer(request), reversesId: null }]);
@@ -149,22 +151,18 @@ export function bigintAsString(_key: string, value: unknown): unknown {
   return typeof value === "bigint" ? value.toString() : value;
 }
 
+/** One row of ledger_write's answer (018): a transfer, created or replayed. */
 interface WrittenRow {
   ord: number;
-  replayed: boolean;
   transaction_id: bigint;
-  status: TransactionStatus;
-  reverses_id: bigint | null;
-  metadata: Metadata;
-  created_at: Date;
-  entry_id: bigint;
-  account_id: bigint;
-  currency: string;
-  direction: "D" | "C";
-  amount: bigint;
+  replayed: boolean;
+  /** The database transaction's timestamp: on the first created row only (all created rows share it). */
+  created_at: Date | null;
+  /** A created transfer's entry ids, ascending (its entries in request order), comma-separated. */
+  entry_ids: string | null;
 }
 
-/** `ledger_write`'s own SQLSTATEs (007_ledger_write.sql) → typed errors; anything else passes through. */
+/** `ledger_write`'s own SQLSTATEs (007, kept by 018) → typed errors; anything else passes through. */
 function ledgerWriteError(err: unknown): unknown {
   const { code, detail } = (err ?? {}) as { code?: unknown; detail?: unknown };
   const text = typeof detail === "string" ? detail : "";
@@ -185,66 +183,142 @@ function ledgerWriteError(err: unknown): unknown {
   }
 }
 
-const LEDGER_WRITE = `SELECT ord, replayed, transaction_id, status, reverses_id, metadata, created_at,
-        entry_id, account_id, currency, direction, amount
+const LEDGER_WRITE = `SELECT ord, transaction_id, replayed, created_at, entry_ids
    FROM ledger_write($1::text[], $2::text[], $3::boolean[], $4::int8[], $5::jsonb[],
-                     $6::int4[], $7::int8[], $8::text[], $9::text[], $10::int8[])`;
+                     $6::int4[], $7::int8[], $8::text[], $9::text[], $10::int8[], $11::boolean)`;
 
-function writeParams(batch: readonly Pending[]): unknown[] {
-  const entries = batch.flatMap((p, i) => p.transfer.entries.map((entry) => ({ ord: i + 1, entry })));
-  return [
-    batch.map((p) => p.transfer.idemKey),
-    batch.map((p) => p.transfer.fingerprint),
-    batch.map((p) => p.transfer.pending),
-    batch.map((p) => (p.reversesId === null ? null : p.reversesId.toString())),
-    batch.map((p) => JSON.stringify(p.transfer.metadata, bigintAsString)),
-    entries.map((e) => e.ord),
-    entries.map((e) => e.entry.accountId.toString()),
-    entries.map((e) => e.entry.currency),
-    entries.map((e) => e.entry.direction),
-    entries.map((e) => e.entry.amount.toString()),
+/** Metadata as sent: `{}` without a stringify for the common empty case. */
+function metadataText(metadata: Metadata): string {
+  for (const _key in metadata) return JSON.stringify(metadata, bigintAsString);
+  return "{}";
+}
+
+/** ledger_write's ten parallel arrays (007's comment), built in one pass; and each transfer's metadata text. */
+function writeParams(batch: readonly Pending[]): { params: unknown[]; metadata: string[] } {
+  const keys: string[] = [];
+  const fingerprints: string[] = [];
+  const pending: boolean[] = [];
+  const reverses: (string | null)[] = [];
+  const metadata: string[] = [];
+  const entryTransfer: number[] = [];
+  const entryAccount: string[] = [];
+  const entryCurrency: string[] = [];
+  const entryDirection: string[] = [];
+  const entryAmount: string[] = [];
+  for (let i = 0; i < batch.length; i++) {
+    const { transfer, reversesId } = batch[i]!;
+    keys.push(transfer.idemKey);
+    fingerprints.push(transfer.fingerprint);
+    pending.push(transfer.pending);
+    reverses.push(reversesId === null ? null : reversesId.toString());
+    metadata.push(metadataText(transfer.metadata));
+    for (const entry of transfer.entries) {
+      entryTransfer.push(i + 1);
+      entryAccount.push(entry.accountId.toString());
+      entryCurrency.push(entry.currency);
+      entryDirection.push(entry.direction);
+      entryAmount.push(entry.amount.toString());
+    }
+  }
+  const params = [
+    keys,
+    fingerprints,
+    pending,
+    reverses,
+    metadata,
+    entryTransfer,
+    entryAccount,
+    entryCurrency,
+    entryDirection,
+    entryAmount,
   ];
+  return { params, metadata };
+}
+
+/** A transaction ledger_write just created, from what was sent and the ids it answered. */
+function createdTransaction(
+  pending: Pending,
+  row: WrittenRow,
+  createdAt: Date,
+  metadata: string,
+): LedgerTransaction {
+  const { transfer } = pending;
+  const ids = row.entry_ids!.split(",");
+  // Every entry has its id, or the function wrote something else than it was sent.
+  if (ids.length !== transfer.entries.length)
+    throw new Error(`ledger_write answered ${ids.length} entry ids for ${transfer.entries.length} entries`);
+  return {
+    id: row.transaction_id,
+    idemKey: transfer.idemKey,
+    status: transfer.pending ? "pending" : "posted",
+    reversesId: pending.reversesId,
+    // As the jsonb column gives it back (bigints as strings): parsed from what was sent.
+    metadata: metadata === "{}" ? {} : (JSON.parse(metadata) as Metadata),
+    createdAt: new Date(createdAt.getTime()),
+    timeoutS: null,
+    expiresAt: null,
+    entries: transfer.entries.map((entry, k) => ({
+      id: BigInt(ids[k]!),
+      transactionId: row.transaction_id,
+      accountId: entry.accountId,
+      currency: entry.currency,
+      direction: entry.direction,
+      amount: entry.amount,
+    })),
+  };
+}
+
+export interface ApplyOptions {
+  /**
+   * Check each no-overdraft account after EVERY transfer, in batch order, as applying them one by
+   * one would (018's `p_serial`); default: against the batch's net effect (an atomic batch).
+   */
+  serial?: boolean;
 }
 
 /**
  * Writes `batch` (steps 1–4 of the module comment, in ONE call of the server-side
  * `ledger_write`) on `on`: inside a caller's transaction, so a saga can reserve funds and
  * record its own step atomically, or on the database itself, where the call is its own
- * autocommit transaction — one round trip. Results follow `batch`'s order.
+ * autocommit transaction — one round trip (a second one reads back what replayed keys stored).
+ * Results follow `batch`'s order.
  */
-export async function applyTransfers(on: Queryable, batch: readonly Pending[]): Promise<TransferResult[]> {
+export async function applyTransfers(
+  on: Queryable,
+  batch: readonly Pending[],
+  options: ApplyOptions = {},
+): Promise<TransferResult[]> {
   checkUniqueKeys(batch);
+  const { params, metadata } = writeParams(batch);
+  params.push(options.serial === true);
   let rows: WrittenRow[];
   try {
-    ({ rows } = await on.query<WrittenRow>(LEDGER_WRITE, writeParams(batch), { name: "ledger_write" }));
+    ({ rows } = await on.query<WrittenRow>(LEDGER_WRITE, params, { name: "ledger_write" }));
   } catch (err) {
     throw ledgerWriteError(err);
   }
-  const results: TransferResult[] = [];
+  const createdAt = rows.find((row) => row.created_at !== null)?.created_at;
+  const results: TransferResult[] = new Array(batch.length);
+  const replayed: WrittenRow[] = [];
   for (const row of rows) {
-    let result = results[row.ord - 1];
-    if (!result) {
-      const transaction = toTransaction(
-        {
-          id: row.transaction_id,
-          idem_key: batch[row.ord - 1]!.transfer.idemKey,
-          status: row.status,
-          reverses_id: row.reverses_id,
-          metadata: row.metadata,
-          created_at: row.created_at,
-        },
-        [],
-      );
-      result = { transaction, replayed: row.replayed };
-      results[row.ord - 1] = result;
+    if (row.replayed) replayed.push(row);
+    else {
+      const transaction = createdTransaction(batch[row.ord - 1]!, row, createdAt!, metadata[row.ord - 1]!);
+      results[row.ord - 1] = { transaction, replayed: false };
     }
-    result.transaction.entries.push(
-      toEntry({ ...row, id: row.entry_id, transaction_id: row.transaction_id }),
-    );
   }
-  // Every transfer has ≥ 2 entries, so each ordinal came back; a hole would be a bug in the function.
-  if (results.length !== batch.length || results.includes(undefined as never))
-    throw new Error(`ledger_write answered ${results.length} of ${batch.length} transfers`);
+  if (replayed.length > 0) {
+    const stored = await loadTransactions(
+      on,
+      replayed.map((row) => row.transaction_id),
+    );
+    replayed.forEach((row, k) => {
+      results[row.ord - 1] = { transaction: stored[k]!, replayed: true };
+    });
+  }
+  // One row per transfer, created or replayed; a hole would be a bug in the function.
+  if (rows.length !== batch.length || results.includes(undefined as never))
+    throw new Error(`ledger_write answered ${rows.length} of ${batch.length} transfers`);
   if (batch.some((p) => p.transfer.pending)) await applyDeadlines(on, batch, results);
   return results;
 }
