@@ -79,6 +79,9 @@ test("MT-05 MT-06 writes through an L4 front (nginx stream) land on two ingest p
     METRICS_DB_SCHEMA: schema,
     NATS_URL: nats.url,
     METRICS_PARTITIONS: "4",
+    // The sample stream (default 256 MiB) and the alert log (32 MiB) both reserve their bytes:
+    // lab's nats-server holds 256 MiB of file store, so the sample stream takes a quarter.
+    METRICS_STREAM_MAX_BYTES: String(64 * 1024 * 1024),
     LOG_LEVEL: "warn",
   };
   const stops: Array<() => Promise<unknown>> = [];

@@ -31,16 +31,18 @@ const dropped: string[] = [];
 
 async function runWriter(url: string, dir: string, t: TestContext, killAfter?: number) {
   const args = killAfter === undefined ? [url, dir] : [url, dir, String(killAfter)];
+  const applied: number[] = [];
+  // A listener from the first line: the writer may apply messages before (or in the same
+  // chunk as) its "ready", and a listener added after the ready wait would miss those lines.
   const child = await spawnChild(CHILD, {
     args,
     ready: "ready",
     test: t,
     env: { ...process.env, PARTITIONS: String(PARTITIONS) },
-  });
-  const applied: number[] = [];
-  child.onLine((line) => {
-    if (line.startsWith("applied ")) applied.push(Number(line.slice(8)));
-    if (line.startsWith("dropped ")) dropped.push(line);
+    onLine: (line) => {
+      if (line.startsWith("applied ")) applied.push(Number(line.slice(8)));
+      if (line.startsWith("dropped ")) dropped.push(line);
+    },
   });
   return { child, applied };
 }
