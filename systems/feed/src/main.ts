@@ -207,7 +207,6 @@ export async function main(
         warm: new WarmHomeRead(runner, {
           listTtlMs: config.timelineTtlS * 1000,
           celebrities: celebrities !== undefined,
-          celebrityWindow: config.timelineCap,
         }),
         onRead: (path) => metrics?.homeReads.inc({ path }),
       });

@@ -210,6 +210,53 @@ contractSuite("read caches", [inProcessTimelines, redisTimelines], (it) => {
     assert.equal(reads, 2, "written through: no database read");
   });
 
+  it("FD-13 a pulled author's cached ids hold the newest `window`; a page below them asks the author index, and so does a list that outgrew its window", async (h) => {
+    const author = BigInt(fresh());
+    const posts = [1, 2, 3, 4, 5].map(() => entryOf(pid(fresh()))).reverse(); // newest first
+    let reads = 0;
+    const index = {
+      recentOf: async (_a: bigint, range: { beforeId?: bigint; limit: number }) => {
+        reads++;
+        return posts
+          .filter((e) => range.beforeId === undefined || e.id < range.beforeId)
+          .slice(0, range.limit);
+      },
+    };
+    const lists = new CelebrityLists(h.runners[0], index, { window: 3, ttlMs: 60_000 });
+    const ids = posts.map((e) => e.id);
+    assert.deepEqual(await lists.ids(author, undefined, 2), ids.slice(0, 2));
+    assert.deepEqual(await lists.ids(author, undefined, 3), ids.slice(0, 3));
+    assert.equal(reads, 1, "filled with the newest 3");
+    assert.deepEqual(await lists.ids(author, ids[1], 3), ids.slice(2, 5), "below the window: the index");
+    assert.equal(reads, 2);
+    // A small author's complete list (fewer posts than the window) answers any page itself.
+    const small = BigInt(fresh());
+    const few = [entryOf(pid(fresh()))];
+    const smallIndex = {
+      recentOf: async (_a: bigint, range: { beforeId?: bigint; limit: number }) => {
+        reads++;
+        return few.filter((e) => range.beforeId === undefined || e.id < range.beforeId).slice(0, range.limit);
+      },
+    };
+    const smallLists = new CelebrityLists(h.runners[0], smallIndex, { window: 3, ttlMs: 60_000 });
+    await smallLists.ids(small, undefined, 3);
+    const before = reads;
+    assert.deepEqual(await smallLists.ids(small, undefined, 3), [few[0]!.id]);
+    assert.deepEqual(await smallLists.ids(small, few[0]!.id, 3), [], "nothing older exists: no index read");
+    for (let i = 0; i < 3; i++) {
+      const e = entryOf(pid(fresh()));
+      few.unshift(e);
+      await smallLists.add(small, e);
+    }
+    assert.equal(reads, before);
+    assert.deepEqual(
+      await smallLists.ids(small, few[2]!.id, 3),
+      [few[3]!.id],
+      "outgrew its window: the index",
+    );
+    assert.equal(reads, before + 1);
+  });
+
   it("FD-13 FD-08 a reader's view: a follow or mute during a miss's graph read is never hidden by the fill; a tier crossing drops every view", async (h) => {
     const reader = BigInt(fresh());
     const other = BigInt(fresh());

@@ -6,7 +6,9 @@
  * entry, FD-17), so a new post shows at the next read — no TTL staleness. A list that is not
  * cached is read from the author index (one query) and filled, race-free: every `add` bumps
  * `crv:{author}`, and a fill is refused when the version moved since its miss — a fill that
- * read the database before a post committed never hides that post. Pages below the window
+ * read the database before a post committed never hides that post. The member "0" marks a list
+ * that holds every post of the author since its fill (fewer than the window); once the window
+ * is passed it goes, and a read below the list's oldest id asks the author index. Pages below the window
  * ask the author index directly. Deleted posts stay in the list: the body cache filters them
  * (FD-21), as it does the timelines' ids.
  *
@@ -61,14 +63,16 @@ export class CelebrityLists {
     let held: bigint[];
     let truncated: boolean;
     if (state === 1) {
-      const [size, ...ids] = rest;
+      const [complete, ...ids] = rest;
       held = ids.map((id) => BigInt(id));
-      truncated = Number(size) >= this.#o.window;
+      truncated = complete !== 1;
     } else {
       const entries = await this.#posts.recentOf(authorId, { limit: this.#o.window });
       const packed = entries.map((e) => `${e.atMs}:${e.id}`).join(",");
       // A refused or failed fill costs only the next read's miss.
-      await this.#runner.run("celebrity-fill", keys, [String(rest[0]), this.#o.ttlMs, packed]).catch(() => 0);
+      await this.#runner
+        .run("celebrity-fill", keys, [String(rest[0]), this.#o.ttlMs, this.#o.window, packed])
+        .catch(() => 0);
       held = entries.map((e) => e.id);
       truncated = entries.length >= this.#o.window;
     }

@@ -49,20 +49,24 @@ const postWrite: ScriptTwin = (ks, [body], [version, value, ttlMs]) => {
   return 1;
 };
 
-/** Entries of a celebrity list, its "filled" marker excluded. */
-const sizeOf = (ks: InProcessKeyspace, list: string): number =>
-  ks.zcard(list) - (ks.zscore(list, "0") === null ? 0 : 1);
-
 const celebrityRead: ScriptTwin = (ks, [list, version], [max, count]) => {
   if (!ks.exists(list!)) return [0, ks.get(version!) ?? "0"];
-  const ids = revRange(ks, list!, max!, "-inf", Number(count)).filter((id) => id !== "0");
-  return [1, sizeOf(ks, list!), ...ids];
+  const out: (string | number)[] = [1, 0];
+  for (const id of revRange(ks, list!, max!, "-inf", Number(count) + 1)) {
+    if (id === "0") out[1] = 1;
+    else if (out.length - 2 < Number(count)) out.push(id);
+  }
+  return out;
 };
 
-const celebrityFill: ScriptTwin = (ks, [list, version], [seen, ttlMs, entries]) => {
+const celebrityFill: ScriptTwin = (ks, [list, version], [seen, ttlMs, window, entries]) => {
   if ((ks.get(version!) ?? "0") !== seen || ks.exists(list!)) return 0;
-  for (const [, score, id] of entries!.matchAll(/(\d+):(\d+)/g)) ks.zadd(list!, Number(score), id!);
-  ks.zadd(list!, 0, "0");
+  let n = 0;
+  for (const [, score, id] of entries!.matchAll(/(\d+):(\d+)/g)) {
+    ks.zadd(list!, Number(score), id!);
+    n++;
+  }
+  if (n < Number(window)) ks.zadd(list!, 0, "0");
   ks.pexpire(list!, Number(ttlMs));
   return 1;
 };
@@ -72,7 +76,6 @@ const celebrityAdd: ScriptTwin = (ks, [list, version], [id, score, window, versi
   ks.pexpire(version!, Number(versionTtlMs));
   if (!ks.exists(list!)) return 0;
   ks.zadd(list!, Number(score), id!);
-  ks.zrem(list!, "0");
   const size = ks.zcard(list!);
   if (size > Number(window)) ks.zrem(list!, ...ks.zrange(list!, 0, size - Number(window) - 1));
   return 1;
@@ -106,8 +109,18 @@ const viewInvalidate: ScriptTwin = (ks, [view, version], [versionTtlMs]) => {
 const viewEpochBump: ScriptTwin = (ks, [epochKey]) => ks.incrBy(epochKey!, 1);
 
 const homeRead: ScriptTwin = (ks, [timeline, lock, viewKey, epochKey], argv) => {
-  const [max, min, perSource, ttlMs, before, since, limitArg, windowArg, line, celebrities, celebWindow] =
-    argv as [string, string, string, string, string, string, string, string, string, string, string];
+  const [max, min, perSource, ttlMs, before, since, limitArg, windowArg, line, celebrities] = argv as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+  ];
   if (!ks.exists(timeline!)) return [0];
   const view = ks.get(viewKey!);
   if (view === null) return [0];
@@ -138,16 +151,18 @@ const homeRead: ScriptTwin = (ks, [timeline, lock, viewKey, epochKey], argv) => 
       take(id);
     }
   for (const [author] of (pulled ?? "").matchAll(/\d+/g)) {
-    const list = `${prefix}cr:{${author}}`;
-    if (!ks.exists(list)) return [0];
-    const size = sizeOf(ks, list);
+    // One call per author: an empty answer is a list not cached (or nothing below the cursor).
+    const ids = revRange(ks, `${prefix}cr:{${author}}`, max, "-inf", Number(perSource) + 1);
+    if (ids.length === 0) return [0];
     let got = 0;
-    for (const id of revRange(ks, list, max, "-inf", Number(perSource)))
-      if (got < window && id !== "0" && (before === "" || below(id, before))) {
+    let complete = false;
+    for (const id of ids)
+      if (id === "0") complete = true;
+      else if (got < window && (before === "" || below(id, before))) {
         got++;
         take(id);
       }
-    if (got < window && size >= Number(celebWindow)) return [0];
+    if (got < window && !complete) return [0];
   }
   candidates.sort((a, b) => (below(b, a) ? -1 : below(a, b) ? 1 : 0));
   const hiddenSet = new Set((hidden ?? "").match(/\d+/g) ?? []);

@@ -6,7 +6,7 @@
  * the slow way (ReaderViews, CelebrityLists, PostCache), which fills what was missing.
  *
  * @example
- * const warm = new WarmHomeRead(runner, { listTtlMs, celebrities: true, celebrityWindow: 128 });
+ * const warm = new WarmHomeRead(runner, { listTtlMs, celebrities: true });
  * await warm.read(42n, { limit: 20, window: 40, line: 100_000 }); // { posts, listCount, state } or undefined
  */
 import type { ScriptRunner } from "@casebook/infra/redis/script-runner";
@@ -21,8 +21,6 @@ export interface WarmHomeReadOptions {
   readonly listTtlMs: number;
   /** Whether pulled authors' ids are cached (CelebrityLists); if not, a reader who pulls anyone is never warm. */
   readonly celebrities: boolean;
-  /** Ids a celebrity list holds at most (CelebrityLists' window). */
-  readonly celebrityWindow: number;
 }
 
 export class WarmHomeRead implements WarmReader {
@@ -51,7 +49,6 @@ export class WarmHomeRead implements WarmReader {
         q.window,
         q.line,
         this.#o.celebrities ? "1" : "0",
-        this.#o.celebrityWindow,
       ],
     )) as [number, number?, number?, ...string[]];
     const [served, state, listCount, ...bodies] = reply;

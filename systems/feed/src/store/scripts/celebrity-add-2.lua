@@ -1,6 +1,8 @@
 -- celebrity-add: a new post of an author into their cached list when it is cached (written
 -- through at post time and again by the fan-out; ZADD of the same member twice is one entry),
--- and the list's version bumped either way, so a fill racing the post is refused.
+-- and the list's version bumped either way, so a fill racing the post is refused. Past the
+-- window the oldest go — the "complete" marker "0" (score 0) first: older posts now exist
+-- outside the list.
 -- KEYS[1] the author's recent ids cr:{author}
 -- KEYS[2] the list's version crv:{author}
 -- ARGV[1] post id
@@ -14,7 +16,6 @@ if redis.call("EXISTS", KEYS[1]) == 0 then
   return 0
 end
 redis.call("ZADD", KEYS[1], ARGV[2], ARGV[1])
-redis.call("ZREM", KEYS[1], "0")
 local size = redis.call("ZCARD", KEYS[1])
 local window = tonumber(ARGV[3])
 if size > window then

@@ -20,7 +20,6 @@
 -- ARGV[8] window: candidates taken per source
 -- ARGV[9] the tier line the reader pulls above
 -- ARGV[10] "1" when celebrity lists are cached, "0" when every read asks the database
--- ARGV[11] entries a celebrity list holds at most
 -- returns { 1, state (1 ready, 2 being rebuilt), list ids taken, json… } or { 0 }
 local function below(a, b)
   if #a ~= #b then
@@ -64,22 +63,22 @@ for _, id in ipairs(redis.call("ZREVRANGEBYSCORE", KEYS[1], ARGV[1], ARGV[2], "L
   end
 end
 for author in string.gmatch(pulled, "%d+") do
-  local list = prefix .. "cr:{" .. author .. "}"
-  if redis.call("EXISTS", list) == 0 then
+  -- One call per author: an empty answer is a list not cached (a cached one holds its marker
+  -- or ids) — or one with nothing below the cursor, which the slow way settles too.
+  local ids = redis.call("ZREVRANGEBYSCORE", prefix .. "cr:{" .. author .. "}", ARGV[1], "-inf", "LIMIT", 0, ARGV[3] + 1)
+  if #ids == 0 then
     return { 0 }
   end
-  local size = redis.call("ZCARD", list)
-  if redis.call("ZSCORE", list, "0") then
-    size = size - 1
-  end
-  local got = 0
-  for _, id in ipairs(redis.call("ZREVRANGEBYSCORE", list, ARGV[1], "-inf", "LIMIT", 0, ARGV[3])) do
-    if got < window and id ~= "0" and (before == "" or below(id, before)) then
+  local got, complete = 0, false
+  for _, id in ipairs(ids) do
+    if id == "0" then
+      complete = true
+    elseif got < window and (before == "" or below(id, before)) then
       got = got + 1
       take(id)
     end
   end
-  if got < window and size >= tonumber(ARGV[11]) then
+  if got < window and not complete then
     return { 0 }
   end
 end
