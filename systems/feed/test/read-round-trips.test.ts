@@ -11,7 +11,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, type TestContext, test } from "node:test";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { systemClock } from "@casebook/kit/clock";
 import { requireRedis, suiteEngine, uniqueName } from "@casebook/lab/test-engines";
+import type { FeedCursor } from "../src/domain/feed-cursor.ts";
+import { type FeedPage, HomeFeed } from "../src/domain/home-feed.ts";
+import { CelebrityLists } from "../src/store/celebrity-lists.ts";
 import { type FeedFixture, openFeed } from "./feed-fixture.ts";
 
 let f: FeedFixture;
@@ -145,5 +149,79 @@ function warmReads(ready: (t: TestContext) => boolean): void {
       "the crossing dropped every view: rising is pulled",
     );
     assert.deepEqual(await warmRead(reader), ["rising 2", "rising 1", "star post"]);
+  });
+
+  test("FD-14 FD-15 FD-21 the warm page is the page the steps make: every reader, page size and cursor, with deleted posts and hidden authors", async (t) => {
+    if (!ready(t)) return;
+    const { running } = f;
+    const authors = [310, 320, 330, 340];
+    const [celebrity, readers] = [350, [360, 370, 380]];
+    for (let fan = 3_000; fan < 3_007; fan++) await f.follow(fan, celebrity); // pulled
+    for (const [i, reader] of readers.entries())
+      for (const target of [...authors.slice(i), celebrity]) await f.follow(reader, target);
+    const ids: string[] = [];
+    for (let round = 0; round < 4; round++)
+      for (const author of [...authors, celebrity]) ids.push(await f.post(author, `${author}:${round}`));
+    for (const doomed of [ids[2]!, ids[9]!, ids[16]!]) {
+      const author = Number(doomed === ids[9] ? celebrity : authors[ids.indexOf(doomed) % 5]);
+      assert.equal((await f.call("DELETE", `/v1/users/${author}/posts/${doomed}`)).status, 204);
+    }
+    assert.equal((await f.call("PUT", `/v1/users/360/hidden/330`, { kind: "mute" })).status, 204);
+    await f.drain();
+    const celebrities = new CelebrityLists(running.runner, running.posts, {
+      window: running.config.timelineCap,
+      ttlMs: running.config.celebrityCacheTtlMs,
+    });
+    // The same read without the one-round-trip path: the steps, through the same stores.
+    const steps = new HomeFeed({
+      timelines: running.timelines,
+      posts: running.bodies,
+      graph: running.views,
+      clock: systemClock,
+      thresholds: () => running.thresholds,
+      cap: running.config.timelineCap,
+      rebuildMaxAgeMs: running.config.timelineTtlS * 1000,
+      maxRebuilds: 8,
+      newOwner: () => "steps",
+      celebrityIds: (author, before, limit) => celebrities.ids(author, before, limit),
+    });
+    const warmBefore =
+      (await running.metrics.homeReads.get()).values.find((v) => v.labels.path === "warm")?.value ?? 0;
+    let compared = 0;
+    for (const reader of readers) {
+      await texts(reader);
+      await texts(reader); // the caches filled
+      for (const limit of [1, 2, 3, 7]) {
+        let cursor: FeedCursor | undefined;
+        const seen: bigint[] = [];
+        for (let page = 0; page < 40; page++) {
+          const warm: FeedPage = await running.feed.read(BigInt(reader), { cursor, limit });
+          const cold: FeedPage = await steps.read(BigInt(reader), { cursor, limit });
+          assert.deepEqual(warm, cold, `reader ${reader}, limit ${limit}, page ${page}`);
+          compared++;
+          seen.push(...warm.posts.map((p) => p.id));
+          if (page === 0 && warm.newerCursor) {
+            const since = { cursor: warm.newerCursor, limit };
+            assert.deepEqual(
+              await running.feed.read(BigInt(reader), since),
+              await steps.read(BigInt(reader), since),
+            );
+          }
+          if (!warm.nextCursor) break;
+          cursor = warm.nextCursor;
+        }
+        assert.equal(new Set(seen).size, seen.length, "no post twice across pages");
+        for (const doomed of [ids[2]!, ids[9]!, ids[16]!])
+          assert.ok(!seen.includes(BigInt(doomed)), "deleted");
+        if (reader === 360)
+          assert.ok(seen.length > 0 && !seen.some((id) => ids.indexOf(String(id)) % 5 === 2), "muted");
+      }
+    }
+    const warmAfter =
+      (await running.metrics.homeReads.get()).values.find((v) => v.labels.path === "warm")?.value ?? 0;
+    assert.ok(
+      warmAfter - warmBefore >= compared,
+      `every compared page was served warm (${warmAfter - warmBefore} of ${compared})`,
+    );
   });
 }
