@@ -4,7 +4,8 @@
  * the same run, each as its own process through its real entry point:
  *
  * - **hybrid** — ours as configured: authors above the celebrity line are pulled at read time
- *   (through the short-TTL celebrity cache), everyone else is in the reader's list;
+ *   (through their cached ids, written through by each post), everyone else is in the reader's
+ *   list; a warm read is one Redis round trip (the home-read script) and no database one;
  * - **pure push** — the line at infinity: every post in every list (FD-24 "push for everyone");
  * - **pure pull** — the line at 0 and no celebrity cache: every followee queried at read time
  *   (FD-04; the reader's list still exists — a rebuild fills it — and is read in parallel);

@@ -126,10 +126,27 @@ export const configSchema = {
   }),
   celebrityCacheTtlMs: field.durationMs({
     env: "FEED_CELEBRITY_CACHE_TTL_MS",
-    default: 2_000,
+    default: 600_000,
     min: 0,
-    max: 600_000,
-    description: "How long a celebrity's recent post ids are cached in this process (FD-13); 0 = no cache",
+    max: 86_400_000,
+    description:
+      "How long a pulled author's recent post ids stay cached beside the lists once read (FD-13; written through on every post, so this bounds memory, not staleness); 0 = no cache, every read asks the database",
+  }),
+  postCacheTtlMs: field.durationMs({
+    env: "FEED_POST_CACHE_TTL_MS",
+    default: 86_400_000,
+    min: 60_000,
+    max: 604_800_000,
+    description:
+      "How long a post's body (or a deleted post's tombstone) stays cached beside the lists once read (FD-21: edits and deletes write through)",
+  }),
+  readerViewTtlMs: field.durationMs({
+    env: "FEED_READER_VIEW_TTL_MS",
+    default: 300_000,
+    min: 1_000,
+    max: 86_400_000,
+    description:
+      "How long a reader's cached view (pulled followees, mutes and blocks) is kept; follows and mutes invalidate it at once, so this bounds only an invalidation lost to a Redis failure",
   }),
   keyCacheTtlMs: field.durationMs({
     env: "FEED_KEY_CACHE_TTL_MS",

@@ -45,15 +45,18 @@ import { deriveThresholds, type Thresholds } from "./domain/tiers.ts";
 import { errors } from "./errors.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import { celebrityPostScenario } from "./scenarios/celebrity-post-scenario.ts";
-import { CelebrityCache } from "./store/celebrity-cache.ts";
+import { CelebrityLists } from "./store/celebrity-lists.ts";
 import { fanoutOutbox } from "./store/fanout-outbox.ts";
 import { GraphStore } from "./store/graph-store.ts";
 import { MAX_CACHED_KEYS, VerifiedKeyCache } from "./store/key-cache.ts";
 import { migrateFeed } from "./store/migrate.ts";
+import { PostCache } from "./store/post-cache.ts";
 import { PostStore } from "./store/post-store.ts";
+import { ReaderViews } from "./store/reader-views.ts";
 import { timelineTwins } from "./store/script-twins.ts";
 import { TimelineStore, timelineScriptsDir } from "./store/timeline-store.ts";
 import { feedIdempotency, feedIdempotencyStore, userOfKey } from "./store/user-keys.ts";
+import { WarmHomeRead } from "./store/warm-home-read.ts";
 import { FanoutWorker } from "./workers/fanout-worker.ts";
 
 export const SYSTEM = "feed";
@@ -65,6 +68,9 @@ const DAY_MS = 86_400_000;
 const RANKED_CANDIDATES = 200;
 const RANKED_SESSION_TTL_MS = 1_800_000;
 const RANKED_HALF_LIFE_MS = 6 * 3_600_000;
+/** An edit's "being edited" marker on a cached body, and a miss's lease to fill it (FD-21). */
+const POST_EDIT_MARKER_MS = 60_000;
+const POST_FILL_LEASE_MS = 10_000;
 /** How often expired Idempotency-Keys are pruned. */
 const IDEMPOTENCY_PRUNE_EVERY_MS = 60_000;
 
@@ -76,6 +82,11 @@ export interface RunningSystem {
   readonly timelines: TimelineStore;
   readonly posts: PostStore;
   readonly graph: GraphStore;
+  /** The script runner the lists and the caches share (Redis, or the in-process twin). */
+  readonly runner: ScriptRunner;
+  /** The caches beside the lists that make a warm read one round trip (issue 20). */
+  readonly bodies: PostCache;
+  readonly views: ReaderViews;
   readonly feed: HomeFeed;
   readonly fanout: Fanout;
   /** Undefined on an API-only replica. */
@@ -136,13 +147,33 @@ export async function main(
     },
     database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateFeed },
     build: async ({ service, db }) => {
-      const timelines = new TimelineStore(await timelineRunner(config, service, clock), {
+      const runner = await timelineRunner(config, service, clock);
+      const timelines = new TimelineStore(runner, {
         cap: config.timelineCap,
         ttlMs: config.timelineTtlS * 1000,
         lockMs: REBUILD_LOCK_MS,
       });
+      // FD-18: a Redis that is down or failing over → the read pulls (206) instead of failing.
+      const isStoreDown = (error: unknown) =>
+        redisErrors.is(error, "REDIS_UNAVAILABLE") || redisErrors.is(error, "REDIS_TIMEOUT");
       const posts = new PostStore(db);
       const graph = new GraphStore(db);
+      // The warm read's caches beside the lists (issue 20): bodies, readers' views, celebrity ids.
+      const bodies = new PostCache(runner, posts, {
+        ttlMs: config.postCacheTtlMs,
+        markerMs: POST_EDIT_MARKER_MS,
+        leaseMs: POST_FILL_LEASE_MS,
+        isStoreDown,
+      });
+      const views = new ReaderViews(runner, graph, { ttlMs: config.readerViewTtlMs, isStoreDown });
+      const celebrities =
+        config.celebrityCacheTtlMs > 0
+          ? new CelebrityLists(runner, posts, {
+              window: config.timelineCap,
+              ttlMs: config.celebrityCacheTtlMs,
+              isStoreDown,
+            })
+          : undefined;
       const ids = new SnowflakeGenerator({ clock, workerId: config.workerId });
       const fanout = new Fanout({
         graph,
@@ -153,35 +184,36 @@ export async function main(
         activeDays: config.activeDays,
         pageSize: 1_000,
         cap: config.timelineCap,
-      });
-      const celebrities = new CelebrityCache({
-        posts,
-        clock,
-        ttlMs: config.celebrityCacheTtlMs,
-        window: config.timelineCap,
-        maxAuthors: 10_000,
+        celebrities,
+        views,
       });
       let metrics: SystemMetrics | undefined;
       const feed = new HomeFeed({
         timelines,
-        posts,
-        graph,
+        posts: bodies,
+        graph: views,
         clock,
         thresholds: () => thresholds,
         cap: config.timelineCap,
         rebuildMaxAgeMs: config.timelineTtlS * 1000 + config.activeDays * DAY_MS,
         maxRebuilds: config.maxRebuilds,
         newOwner: () => randomBytes(12).toString("base64url"),
-        celebrityIds: (author, before, limit) => celebrities.ids(author, before, limit),
+        celebrityIds: async (author, before, limit) =>
+          celebrities
+            ? celebrities.ids(author, before, limit)
+            : (await posts.recentOf(author, { beforeId: before, limit })).map((e) => e.id),
         onRebuild: (outcome) => metrics?.rebuilds.inc({ outcome }),
-        // FD-18: a Redis that is down or failing over → the read pulls (206) instead of failing.
-        isListStoreDown: (error) =>
-          redisErrors.is(error, "REDIS_UNAVAILABLE") || redisErrors.is(error, "REDIS_TIMEOUT"),
+        isListStoreDown: isStoreDown,
+        warm: new WarmHomeRead(runner, {
+          listTtlMs: config.timelineTtlS * 1000,
+          celebrities: celebrities !== undefined,
+        }),
+        onRead: (path) => metrics?.homeReads.inc({ path }),
       });
       const ranked = new RankedFeed({
         feed,
         rankings: timelines,
-        posts,
+        posts: bodies,
         clock,
         newSession: () => randomBytes(12).toString("base64url"),
         candidates: RANKED_CANDIDATES,
@@ -206,9 +238,15 @@ export async function main(
           clock,
           ttlMs: config.keyCacheTtlMs,
           maxKeys: MAX_CACHED_KEYS,
+          // A reader who keeps reading is re-checked in the background: no read waits for the table.
+          refreshAfterMs: config.keyCacheTtlMs / 2,
         });
         await registerApi(service.app, {
           posts,
+          bodies,
+          celebrities,
+          views,
+          line: () => thresholds.activePushMax,
           graph,
           feed,
           ranked,
@@ -262,7 +300,7 @@ export async function main(
         worker.start();
         service.onClose(() => worker.stop());
       }
-      return { timelines, posts, graph, feed, fanout, worker, metrics: m };
+      return { runner, timelines, posts, graph, bodies, views, feed, fanout, worker, metrics: m };
     },
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({

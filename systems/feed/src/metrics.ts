@@ -25,6 +25,8 @@ export interface SystemMetrics {
   readonly fanoutWrites: Counter<"tier">;
   /** Rebuild attempts by outcome: rebuilt, locked (another request rebuilds), capped, lost (lock expired), degraded (Redis down: pulled, nothing written). */
   readonly rebuilds: Counter<"outcome">;
+  /** Home-feed reads by path: warm (one round trip to the caches, no database) or cold (the steps, filling the caches). */
+  readonly homeReads: Counter<"path">;
 }
 
 export function createMetrics(
@@ -58,8 +60,14 @@ export function createMetrics(
     labelNames: ["outcome"],
     registers: [registry],
   });
+  const homeReads = new Counter({
+    name: "feed_home_reads_total",
+    help: "Home-feed reads by path: warm (one Redis round trip, no database) or cold (the steps, filling the caches)",
+    labelNames: ["path"],
+    registers: [registry],
+  });
   if (read) registerReadGauges(registry, read);
-  return { buildInfo, fanoutLag, fanoutWrites, rebuilds };
+  return { buildInfo, fanoutLag, fanoutWrites, rebuilds, homeReads };
 }
 
 function registerReadGauges(registry: Registry, read: MetricsReaders): void {

@@ -4,7 +4,7 @@
  * loop off, so a test decides when the queue drains (`drain()`), plus small API helpers.
  * Every call carries the API key of the user in its path (issued on first use, straight into
  * the key table) unless `options.as` says whose key to send (null: none).
- * Small thresholds by default, no celebrity cache: 3 list writes/s × 1 s target → push up to 3 followers,
+ * Small thresholds by default: 3 list writes/s × 1 s target → push up to 3 followers,
  * push-active up to 6 (active share 0.5), pull above.
  */
 import { randomBytes } from "node:crypto";
@@ -49,9 +49,8 @@ export const SMALL_THRESHOLDS = {
   FEED_FANOUT_WRITES_PER_S: "3",
   FEED_DELAY_TARGET_MS: "1s",
   FEED_ACTIVE_SHARE: "0.5",
-  // No celebrity cache by default: a test reads right after a post. The cache's own
-  // behaviour (TTL, shared misses) is tested in celebrity-cache.test.ts.
-  FEED_CELEBRITY_CACHE_TTL_MS: "0",
+  // The celebrity lists are on (written through at post time: a test may read right after a
+  // post); their race-free fills are tested in read-cache.contract.test.ts.
 } as const;
 
 export async function openFeed(env: Record<string, string> = {}): Promise<FeedFixture> {

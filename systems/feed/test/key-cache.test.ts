@@ -79,3 +79,31 @@ test("bounded: past maxKeys the oldest key goes; a TTL of 0 asks the store every
   await off.userOf("k1");
   assert.equal(store.calls.length, 2);
 });
+
+test("with refreshAfterMs an entry past it is served and checked again in the background: a steady reader never waits, a revocation still shows within the TTL", async () => {
+  const clock = new ManualClock(0);
+  const store = fakeKeys({ fdk_a: 7n });
+  const cache = new VerifiedKeyCache({
+    verify: store.verify,
+    clock,
+    ttlMs: 5_000,
+    maxKeys: 10,
+    refreshAfterMs: 2_500,
+  });
+  assert.equal(await cache.userOf("fdk_a"), 7n);
+  clock.advance(2_000);
+  assert.equal(await cache.userOf("fdk_a"), 7n);
+  assert.equal(store.calls.length, 1, "young entry: no check");
+  clock.advance(1_000); // 3 000 ms old: served, and checked behind the read
+  const release = store.hold();
+  assert.equal(await cache.userOf("fdk_a"), 7n, "served without waiting for the check");
+  assert.equal(await cache.userOf("fdk_a"), 7n);
+  assert.equal(store.calls.length, 2, "one background check per key at a time");
+  release();
+  await new Promise((resolve) => setImmediate(resolve));
+  clock.advance(4_000); // 7 000 ms after the first check, 4 000 after the renewal: still valid
+  delete store.owners.fdk_a; // revoked elsewhere
+  assert.equal(await cache.userOf("fdk_a"), 7n, "within the TTL: served, and checked behind the read");
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(await cache.userOf("fdk_a"), undefined, "the background check dropped the revoked key");
+});

@@ -55,9 +55,15 @@ contractSuite(
       const [a, b] = [pid(NOW + 1), pid(NOW + 2)];
       await posts.create({ id: a, authorId: author, text: "a", nowMs: NOW });
       await posts.create({ id: b, authorId: author, text: "b", nowMs: NOW });
-      assert.equal(await posts.delete(author, a, NOW), true);
-      assert.equal(await posts.delete(author, a, NOW), false);
-      assert.equal((await posts.edit(author, b, "b2", NOW + 5))?.text, "b2");
+      assert.equal(await posts.delete(author, a, NOW), 1, "the row's version after the delete");
+      assert.equal(await posts.delete(author, a, NOW), undefined);
+      const edited = await posts.edit(author, b, "b2", NOW + 5);
+      assert.equal(edited?.text, "b2");
+      assert.equal(edited?.version, 1, "every edit bumps the row's version");
+      assert.equal((await posts.edit(author, b, "b3", NOW + 6))?.version, 2);
+      const cached = await posts.cachedRows([a, b]);
+      assert.deepEqual(cached.get(a), { version: 1, post: null }, "the body cache sees deleted rows");
+      assert.equal(cached.get(b)?.post?.text, "b3");
       assert.deepEqual([...(await posts.postsByIds([a, b])).keys()], [b]);
       assert.deepEqual(
         (await posts.recentOf(author, { limit: 10 })).map((e) => e.id),
@@ -72,11 +78,11 @@ contractSuite(
     }) => {
       const star = acct();
       const fans = [acct(), acct(), acct(), acct(), acct()];
-      for (const fan of fans)
-        assert.equal(await graph.follow(fan, star, { nowMs: NOW, eventId: `f:${star}:${fan}` }), true);
+      for (const [i, fan] of fans.entries())
+        assert.equal(await graph.follow(fan, star, { nowMs: NOW, eventId: `f:${star}:${fan}` }), i + 1);
       assert.equal(
         await graph.follow(fans[0]!, star, { nowMs: NOW, eventId: `f2:${star}` }),
-        false,
+        undefined,
         "a repeated follow is no new edge",
       );
       assert.equal(await graph.followerCount(star), 5);
@@ -89,7 +95,7 @@ contractSuite(
         await graph.followersPage(star, { afterId: 0n, limit: 10, activeSinceMs: NOW - 1_000 }),
         [fans[1]],
       );
-      assert.equal(await graph.unfollow(fans[0]!, star, { nowMs: NOW, eventId: `u:${star}` }), true);
+      assert.equal(await graph.unfollow(fans[0]!, star, { nowMs: NOW, eventId: `u:${star}` }), 4);
       assert.equal(await graph.followerCount(star), 4);
       const { rows } = await db.query<{ n: bigint }>(
         "SELECT count(*) AS n FROM fanout_events WHERE event_id LIKE $1",

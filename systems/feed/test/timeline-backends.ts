@@ -23,12 +23,16 @@ export const TEST_CAP = 5;
 export interface TimelineHarness {
   /** Two stores on separate connections, for races. */
   readonly stores: [TimelineStore, TimelineStore];
+  /** The stores' runners (the first counts round trips), for the caches beside the lists. */
+  readonly runners: [ScriptRunner, ScriptRunner];
   /** Round trips (run or runBatch calls) made through `stores[0]`. */
   roundTrips(): number;
   /** Script calls made through `stores[0]` (a batch counts each of its calls). */
   scriptCalls(): number;
   /** Drops every key of the user, as a Redis restarted empty would. */
   forget(userId: bigint): Promise<void>;
+  /** Drops one key, as an eviction would. */
+  forgetKey(key: string): Promise<void>;
   /** Waits `ms` of the engine's clock. */
   passMs(ms: number): Promise<void>;
   readonly redis: Redis | undefined;
@@ -59,21 +63,18 @@ export const inProcessTimelines: Backend<TimelineHarness> = {
     const runner = new InProcessScriptRunner({ registry, twins: timelineTwins, keyspace });
     let trips = 0;
     let calls = 0;
+    const counted = counting(runner, (n) => {
+      trips++;
+      calls += n;
+    });
     const subject: TimelineHarness = {
-      stores: [
-        new TimelineStore(
-          counting(runner, (n) => {
-            trips++;
-            calls += n;
-          }),
-          options,
-        ),
-        new TimelineStore(runner, options),
-      ],
+      stores: [new TimelineStore(counted, options), new TimelineStore(runner, options)],
+      runners: [counted, runner],
       roundTrips: () => trips,
       scriptCalls: () => calls,
       forget: async (userId) =>
         void keyspace.del(`tl:{${userId}}`, `lock:rebuild:{${userId}}`, `tll:{${userId}}`),
+      forgetKey: async (key) => void keyspace.del(key),
       passMs: async (ms) => clock.advance(ms),
       redis: undefined,
     };
@@ -92,21 +93,19 @@ export const redisTimelines: Backend<TimelineHarness> = {
     const b = await connectRedis({ url, keyPrefix, commandTimeoutMs: 5_000 });
     let trips = 0;
     let calls = 0;
+    const counted = counting(new RedisScriptRunner(a, registry), (n) => {
+      trips++;
+      calls += n;
+    });
+    const plain = new RedisScriptRunner(b, registry);
     const subject: TimelineHarness = {
-      stores: [
-        new TimelineStore(
-          counting(new RedisScriptRunner(a, registry), (n) => {
-            trips++;
-            calls += n;
-          }),
-          options,
-        ),
-        new TimelineStore(new RedisScriptRunner(b, registry), options),
-      ],
+      stores: [new TimelineStore(counted, options), new TimelineStore(plain, options)],
+      runners: [counted, plain],
       roundTrips: () => trips,
       scriptCalls: () => calls,
       forget: async (userId) =>
         void (await a.del(`tl:{${userId}}`, `lock:rebuild:{${userId}}`, `tll:{${userId}}`)),
+      forgetKey: async (key) => void (await a.del(key)),
       passMs: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
       redis: a,
     };

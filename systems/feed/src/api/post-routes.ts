@@ -9,6 +9,11 @@
  *   POST   /v1/users/{userId}/reposts         201: a repost, another event through the same fan-out
  *   PATCH  /v1/users/{userId}/posts/{postId}  200: the edited post (one row; every feed shows it)
  *   DELETE /v1/users/{userId}/posts/{postId}  204 (one row; reads filter the id out of the lists)
+ *
+ * The warm read's caches follow every write (issue 20): a new post goes into its author's
+ * cached recent ids; an edit or delete marks the cached body before its commit and writes the
+ * new body (or the tombstone) after it (store/post-cache.ts) — when Redis refuses the mark,
+ * nothing is written (503).
  *   GET    /v1/users/{userId}/posts           the author feed: public, cacheable at the edge (FD-23)
  *
  * @example
@@ -27,8 +32,11 @@ import { fingerprintRequest, type StoredResponse } from "@casebook/kit/idempoten
 import type { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { decodeCursor, encodeCursor } from "../domain/feed-cursor.ts";
+import type { Post } from "../domain/ports.ts";
 import { errors } from "../errors.ts";
-import type { PostStore } from "../store/post-store.ts";
+import type { CelebrityLists } from "../store/celebrity-lists.ts";
+import type { PostCache } from "../store/post-cache.ts";
+import { entryOf, type PostStore } from "../store/post-store.ts";
 import type { UserGuard } from "./auth.ts";
 import {
   type PageQuery,
@@ -43,6 +51,10 @@ import { toPostJson } from "./post-view.ts";
 
 export interface PostRoutesOptions {
   readonly posts: PostStore;
+  /** The cached bodies: marked before an edit or delete, written after. */
+  readonly bodies: Pick<PostCache, "beginChange" | "changed">;
+  /** Authors' cached recent ids (undefined when not cached): a new post goes in. */
+  readonly celebrities: Pick<CelebrityLists, "add"> | undefined;
   readonly ids: SnowflakeGenerator;
   readonly clock: Clock;
   /** Cache-Control max-age of the public author feed (FD-23). */
@@ -79,7 +91,7 @@ async function postIdempotently(
   const { lease } = begun;
   try {
     let stored: StoredResponse | undefined;
-    await o.posts.create(input(), async (tx, post) => {
+    const created = await o.posts.create(input(), async (tx, post) => {
       stored = {
         status: 201,
         headers: { "content-type": "application/json; charset=utf-8" },
@@ -87,11 +99,20 @@ async function postIdempotently(
       };
       await o.idempotency.complete(tx, lease, stored);
     });
+    await written(o, created!);
     return sendStoredResponse(reply, stored!);
   } catch (error) {
     await o.idempotency.release(o.db, lease).catch(() => false);
     throw error;
   }
+}
+
+/**
+ * After a post committed: into its author's cached recent ids, so pulled readers see it at their
+ * next read. A failure here loses nothing — the fan-out adds it again from the durable event.
+ */
+async function written(o: PostRoutesOptions, post: Post): Promise<void> {
+  await o.celebrities?.add(post.authorId, entryOf(post.id)).catch(() => undefined);
 }
 
 export function registerPostRoutes(app: FastifyInstance, o: PostRoutesOptions): void {
@@ -127,7 +148,9 @@ export function registerPostRoutes(app: FastifyInstance, o: PostRoutesOptions): 
       });
       if (key !== undefined)
         return postIdempotently(o, request.params.userId, request.body, key, input, reply);
-      return reply.code(201).send(toPostJson(await o.posts.create(input())));
+      const post = await o.posts.create(input());
+      await written(o, post);
+      return reply.code(201).send(toPostJson(post));
     },
   );
 
@@ -157,6 +180,7 @@ export function registerPostRoutes(app: FastifyInstance, o: PostRoutesOptions): 
         repostOf: original.id,
         nowMs: o.clock.nowMs(),
       });
+      await written(o, post);
       return reply.code(201).send(toPostJson(post));
     },
   );
@@ -177,8 +201,10 @@ export function registerPostRoutes(app: FastifyInstance, o: PostRoutesOptions): 
     },
     async (request) => {
       const { userId, postId } = request.params;
+      await o.bodies.beginChange(BigInt(postId));
       const post = await o.posts.edit(BigInt(userId), BigInt(postId), request.body.text, o.clock.nowMs());
       if (!post) throw errors.create("POST_NOT_FOUND", { fields: { field: "postId" } });
+      await o.bodies.changed(post.id, post.version, post);
       return toPostJson(post);
     },
   );
@@ -197,8 +223,10 @@ export function registerPostRoutes(app: FastifyInstance, o: PostRoutesOptions): 
     },
     async (request, reply) => {
       const { userId, postId } = request.params;
-      if (!(await o.posts.delete(BigInt(userId), BigInt(postId), o.clock.nowMs())))
-        throw errors.create("POST_NOT_FOUND", { fields: { field: "postId" } });
+      await o.bodies.beginChange(BigInt(postId));
+      const version = await o.posts.delete(BigInt(userId), BigInt(postId), o.clock.nowMs());
+      if (version === undefined) throw errors.create("POST_NOT_FOUND", { fields: { field: "postId" } });
+      await o.bodies.changed(BigInt(postId), version, null);
       return reply.code(204).send();
     },
   );

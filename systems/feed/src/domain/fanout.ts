@@ -7,6 +7,10 @@
  *   for pull, write nothing (readers pull it, FD-06). The author's own list always gets it.
  * - **follow**: merge the followee's recent posts into the follower's list (unless the
  *   followee is pulled anyway); **unfollow**: take them out.
+ * - Every post also goes into its author's cached recent ids (`celebrities`, when cached), and
+ *   every follow or unfollow drops the follower's cached view (`views`): the API does both
+ *   right after its commit; the fan-out does them again from the durable event, so a write the
+ *   API lost to a Redis failure is made here (issue 20's warm read).
  *
  * Idempotent by construction (FD-17): every write is a ZADD of the same member with the same
  * score, or a ZREM — a redelivered event rewrites what is already there. No I/O of its own:
@@ -39,6 +43,10 @@ export interface FanoutOptions {
   readonly pageSize: number;
   /** The list's cap: a follow merges at most this many recent posts. */
   readonly cap: number;
+  /** Authors' cached recent ids (pulled readers read them): every post goes in. */
+  readonly celebrities?: { add(authorId: bigint, entry: { id: bigint; atMs: number }): Promise<void> };
+  /** Readers' cached views: a follow or unfollow drops the follower's. */
+  readonly views?: { invalidate(userId: bigint): Promise<void> };
 }
 
 export interface FanoutCommand {
@@ -74,6 +82,7 @@ export class Fanout {
     const { graph, timelines } = this.#o;
     const entry = { id: postId, atMs: decodeSnowflake(postId).timestampMs };
     const tier = tierOf(await graph.followerCount(authorId), this.#o.thresholds());
+    await this.#o.celebrities?.add(authorId, entry);
     let written = await timelines.pushMany([authorId], entry);
     let attempted = 1;
     if (tier === "pull") return { tier, written, attempted };
@@ -114,6 +123,7 @@ export class Fanout {
   }
 
   async #follow(followerId: bigint, followeeId: bigint): Promise<FanoutResult> {
+    await this.#o.views?.invalidate(followerId);
     const tier = tierOf(await this.#o.graph.followerCount(followeeId), this.#o.thresholds());
     if (tier === "pull") return { tier: "graph", written: 0, attempted: 0 };
     const entries = await this.#o.posts.recentOf(followeeId, { limit: this.#o.cap });
@@ -122,6 +132,7 @@ export class Fanout {
   }
 
   async #unfollow(followerId: bigint, followeeId: bigint): Promise<FanoutResult> {
+    await this.#o.views?.invalidate(followerId);
     const entries = await this.#o.posts.recentOf(followeeId, { limit: this.#o.cap });
     const removed = await this.#o.timelines.remove(
       followerId,

@@ -16,6 +16,11 @@
  *    in one batch, drop deleted posts (FD-21) and hidden authors, and return the page with a
  *    `before` cursor for the next page and a `since` cursor for pull-to-refresh.
  *
+ * With a `warm` reader (issue 20) all of that is first tried in one round trip to the caches
+ * (the view, the celebrity lists and the bodies cached beside the lists): a page it serves is
+ * the page steps 1–3 would make; when anything is not cached the steps above run, through
+ * `graph`, `posts` and `celebrityIds` that fill the caches on the way.
+ *
  * @example
  * const feed = new HomeFeed({ timelines, posts, graph, clock, thresholds: () => t, ... });
  * const page = await feed.read(42n, { limit: 50 }); // { posts, nextCursor, newerCursor, partial }
@@ -23,7 +28,7 @@
 import type { Clock } from "@casebook/kit/clock";
 import type { FeedCursor } from "./feed-cursor.ts";
 import { mergeIds } from "./feed-merge.ts";
-import type { GraphReader, Post, PostReader, TimelineEntry, TimelinePort } from "./ports.ts";
+import type { GraphReader, Post, PostReader, TimelineEntry, TimelinePort, WarmReader } from "./ports.ts";
 import type { Thresholds } from "./tiers.ts";
 
 /** Bound on content fetches one page makes when deleted/hidden posts thin it out. */
@@ -55,6 +60,10 @@ export interface HomeFeedOptions {
    * the read then pulls instead (FD-18), within the rebuild cap. Default: none is.
    */
   readonly isListStoreDown?: (error: unknown) => boolean;
+  /** The one-round-trip read of a warm page; none: every read takes the steps. */
+  readonly warm?: WarmReader;
+  /** Told of every read: served warm (one round trip) or not. */
+  readonly onRead?: (path: "warm" | "cold") => void;
 }
 
 export interface FeedPage {
@@ -85,6 +94,10 @@ export class HomeFeed {
     const sinceId = cursor && "since" in cursor ? cursor.since : undefined;
     // Twice the page: room for deleted posts and hidden authors filtered below.
     const window = limit * 2;
+    const warm = await this.#readWarm(userId, { beforeId, sinceId, limit, window });
+    this.#o.onRead?.(warm ? "warm" : "cold");
+    if (warm)
+      return this.#pageOf(warm.posts, limit, warm.listCount >= window, sinceId, warm.state === "rebuilding");
     // The graph answers pulled followees and hidden authors in one round trip; the celebrity
     // reads start as soon as it does, while the list read is still in flight.
     const view = this.#o.graph.readerView(userId, this.#o.thresholds().activePushMax);
@@ -102,7 +115,17 @@ export class HomeFeed {
     }
     const candidates = mergeIds([listIds, ...celebrities], cursor);
     const page = await this.#fetchPage(candidates, hidden, limit);
-    const more = page.length === limit || list.ids.length >= window;
+    return this.#pageOf(page, limit, list.ids.length >= window, sinceId, partial);
+  }
+
+  #pageOf(
+    page: Post[],
+    limit: number,
+    listFull: boolean,
+    sinceId: bigint | undefined,
+    partial: boolean,
+  ): FeedPage {
+    const more = page.length === limit || listFull;
     const first = page[0]?.id ?? sinceId;
     return {
       posts: page,
@@ -110,6 +133,20 @@ export class HomeFeed {
       newerCursor: first === undefined ? null : { since: first },
       partial,
     };
+  }
+
+  /** The warm page, or undefined (not all cached, or the caches' store down: the steps then run). */
+  async #readWarm(
+    userId: bigint,
+    q: { beforeId: bigint | undefined; sinceId: bigint | undefined; limit: number; window: number },
+  ) {
+    if (!this.#o.warm) return undefined;
+    try {
+      return await this.#o.warm.read(userId, { ...q, line: this.#o.thresholds().activePushMax });
+    } catch (error) {
+      if (this.#o.isListStoreDown?.(error)) return undefined;
+      throw error;
+    }
   }
 
   /**

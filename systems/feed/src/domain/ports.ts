@@ -66,6 +66,28 @@ export interface GraphReader {
   readerView(userId: bigint, minFollowers: number): Promise<ReaderView>;
 }
 
+/** What a warm read is asked: the page, the candidates per source, the tier line pulled above. */
+export interface WarmRequest {
+  readonly beforeId?: bigint;
+  readonly sinceId?: bigint;
+  readonly limit: number;
+  readonly window: number;
+  readonly line: number;
+}
+
+/** A page served wholly from the caches. */
+export interface WarmPage {
+  readonly posts: Post[];
+  /** Ids the list gave (at most the window): a full window means older pages may follow. */
+  readonly listCount: number;
+  readonly state: "ready" | "rebuilding";
+}
+
+/** The warm read: one round trip to the caches; undefined when anything it needs is not cached. */
+export interface WarmReader {
+  read(userId: bigint, request: WarmRequest): Promise<WarmPage | undefined>;
+}
+
 /** What the fan-out reads from the graph. */
 export interface FanoutGraph {
   followerCount(accountId: bigint): Promise<number>;

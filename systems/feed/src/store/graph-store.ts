@@ -8,7 +8,7 @@
  *
  * @example
  * const graph = new GraphStore(db);
- * await graph.follow(1n, 2n, { nowMs, eventId: "follow:1" }); // 1 now follows 2
+ * await graph.follow(1n, 2n, { nowMs, eventId: "follow:1" }); // 1 now follows 2: 2's follower count
  */
 import type { Database } from "@casebook/infra/sql/sql";
 import type { GraphReader, ReaderView } from "../domain/ports.ts";
@@ -24,12 +24,16 @@ export class GraphStore implements GraphReader {
     this.#db = db;
   }
 
-  /** true when the edge is new. The follower count and the merge event commit with it. */
+  /**
+   * The followee's follower count after the follow, undefined when the edge existed already.
+   * The follower count and the merge event commit with it; the count tells the caller whether
+   * the followee crossed the tier line (their followers' cached views then change).
+   */
   async follow(
     followerId: bigint,
     followeeId: bigint,
     at: { nowMs: number; eventId: string },
-  ): Promise<boolean> {
+  ): Promise<number | undefined> {
     return this.#db.transaction(async (tx) => {
       await tx.query("INSERT INTO accounts (id) VALUES ($1), ($2) ON CONFLICT (id) DO NOTHING", [
         followerId,
@@ -40,36 +44,42 @@ export class GraphStore implements GraphReader {
          ON CONFLICT (followee_id, follower_id) DO NOTHING`,
         [followeeId, followerId, new Date(at.nowMs)],
       );
-      if (rowCount === 0) return false;
-      await tx.query("UPDATE accounts SET follower_count = follower_count + 1 WHERE id = $1", [followeeId]);
+      if (rowCount === 0) return undefined;
+      const { rows } = await tx.query<{ follower_count: number }>(
+        "UPDATE accounts SET follower_count = follower_count + 1 WHERE id = $1 RETURNING follower_count",
+        [followeeId],
+      );
       await enqueueFanout(
         tx,
         { kind: "follow", actorId: followerId, targetId: followeeId, eventId: at.eventId },
         at.nowMs,
       );
-      return true;
+      return rows[0]!.follower_count;
     });
   }
 
-  /** true when there was an edge to remove. */
+  /** The followee's follower count after the unfollow, undefined when there was no edge. */
   async unfollow(
     followerId: bigint,
     followeeId: bigint,
     at: { nowMs: number; eventId: string },
-  ): Promise<boolean> {
+  ): Promise<number | undefined> {
     return this.#db.transaction(async (tx) => {
       const { rowCount } = await tx.query("DELETE FROM follows WHERE followee_id = $1 AND follower_id = $2", [
         followeeId,
         followerId,
       ]);
-      if (rowCount === 0) return false;
-      await tx.query("UPDATE accounts SET follower_count = follower_count - 1 WHERE id = $1", [followeeId]);
+      if (rowCount === 0) return undefined;
+      const { rows } = await tx.query<{ follower_count: number }>(
+        "UPDATE accounts SET follower_count = follower_count - 1 WHERE id = $1 RETURNING follower_count",
+        [followeeId],
+      );
       await enqueueFanout(
         tx,
         { kind: "unfollow", actorId: followerId, targetId: followeeId, eventId: at.eventId },
         at.nowMs,
       );
-      return true;
+      return rows[0]!.follower_count;
     });
   }
 

@@ -9,6 +9,10 @@
  * stranger cannot fill the cache — and they are kept by sha256, never as usable secrets.
  * At `maxKeys` the oldest entry goes. A TTL of 0 turns the cache off.
  *
+ * With `refreshAfterMs` (below the TTL), a key served from an entry older than that is checked
+ * again in the background (one check per key at a time): a reader who keeps reading never waits
+ * for the database, and the revocation bound stays the TTL — an entry is never served older.
+ *
  * @example
  * const keys = new VerifiedKeyCache({ verify: (k) => userOfKey(db, k, clock.nowMs()), clock, ttlMs: 5_000, maxKeys: 100_000 });
  * await keys.userOf("fdk_…"); // 42n (asked once), then from memory for 5 s
@@ -25,6 +29,8 @@ export interface VerifiedKeyCacheOptions {
   readonly clock: Clock;
   readonly ttlMs: number;
   readonly maxKeys: number;
+  /** Entries older than this are checked again in the background when served; none: never. */
+  readonly refreshAfterMs?: number;
 }
 
 export class VerifiedKeyCache {
@@ -32,6 +38,8 @@ export class VerifiedKeyCache {
   readonly #entries = new Map<string, { readonly atMs: number; readonly userId: bigint }>();
   /** Bumped by `clear`: a verification that began before a revocation is not cached after it. */
   #generation = 0;
+  /** Digests whose background check is in flight. */
+  readonly #refreshing = new Set<string>();
   hits = 0;
   misses = 0;
 
@@ -46,6 +54,8 @@ export class VerifiedKeyCache {
     const nowMs = this.#o.clock.nowMs();
     if (cached !== undefined && nowMs - cached.atMs < this.#o.ttlMs) {
       this.hits++;
+      const refreshAfterMs = this.#o.refreshAfterMs;
+      if (refreshAfterMs !== undefined && nowMs - cached.atMs >= refreshAfterMs) this.#refresh(key, digest);
       return cached.userId;
     }
     this.misses++;
@@ -56,6 +66,24 @@ export class VerifiedKeyCache {
     if (this.#entries.size >= this.#o.maxKeys) this.#entries.delete(this.#entries.keys().next().value!);
     this.#entries.set(digest, { atMs: nowMs, userId });
     return userId;
+  }
+
+  /** The background check of a served entry: renewed when the key still verifies, dropped when not. */
+  #refresh(key: string, digest: string): void {
+    if (this.#refreshing.has(digest)) return;
+    this.#refreshing.add(digest);
+    const generation = this.#generation;
+    const startedAtMs = this.#o.clock.nowMs();
+    this.#o
+      .verify(key)
+      .then((userId) => {
+        if (generation !== this.#generation) return;
+        this.#entries.delete(digest);
+        if (userId !== undefined) this.#entries.set(digest, { atMs: startedAtMs, userId });
+      })
+      // A failed check leaves the entry to expire at its TTL; the next read past it asks again.
+      .catch(() => undefined)
+      .finally(() => this.#refreshing.delete(digest));
   }
 
   /** Forgets every key: a key was revoked or rotated here, and must stop working now. */

@@ -21,6 +21,18 @@ interface PostRow {
   repost_of: bigint | null;
   created_at: Date;
   edited_at: Date | null;
+  version: number;
+}
+
+/** A post with its row's version (bumped by every edit and delete): what the body cache orders by. */
+export interface VersionedPost extends Post {
+  readonly version: number;
+}
+
+/** A row as the body cache stores it: the live post, or null once deleted, with its version. */
+export interface CachedRow {
+  readonly version: number;
+  readonly post: Post | null;
 }
 
 /** Bound on the followees one rebuild pulls from (FD-18: "a bound on the rebuild"). */
@@ -93,23 +105,40 @@ export class PostStore implements PostReader {
     return rows[0] === undefined ? undefined : toPost(rows[0]);
   }
 
-  /** FD-21: one row changes; the lists keep the id and reads filter it out. */
-  async delete(authorId: bigint, id: bigint, nowMs: number): Promise<boolean> {
-    const { rowCount } = await this.#db.query(
-      "UPDATE posts SET deleted_at = $3 WHERE author_id = $1 AND id = $2 AND deleted_at IS NULL",
+  /**
+   * FD-21: one row changes; the lists keep the id and reads filter it out. Resolves to the
+   * row's new version, undefined when there was no live post to delete.
+   */
+  async delete(authorId: bigint, id: bigint, nowMs: number): Promise<number | undefined> {
+    const { rows } = await this.#db.query<{ version: number }>(
+      `UPDATE posts SET deleted_at = $3, version = version + 1
+        WHERE author_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING version`,
       [authorId, id, new Date(nowMs)],
     );
-    return rowCount === 1;
+    return rows[0]?.version;
   }
 
   /** FD-21: an edit is one row too; every feed shows it at its next read. */
-  async edit(authorId: bigint, id: bigint, text: string, nowMs: number): Promise<Post | undefined> {
+  async edit(authorId: bigint, id: bigint, text: string, nowMs: number): Promise<VersionedPost | undefined> {
     const { rows } = await this.#db.query<PostRow>(
-      `UPDATE posts SET body = $3, edited_at = $4
+      `UPDATE posts SET body = $3, edited_at = $4, version = version + 1
         WHERE author_id = $1 AND id = $2 AND deleted_at IS NULL AND kind = 'post' RETURNING *`,
       [authorId, id, text, new Date(nowMs)],
     );
-    return rows[0] === undefined ? undefined : toPost(rows[0]);
+    return rows[0] === undefined ? undefined : { ...toPost(rows[0]), version: rows[0].version };
+  }
+
+  /** The rows of `ids` for the body cache, deleted ones included (as null): one query. */
+  async cachedRows(ids: readonly bigint[]): Promise<Map<bigint, CachedRow>> {
+    if (ids.length === 0) return new Map();
+    const { rows } = await this.#db.query<PostRow & { deleted: boolean }>(
+      "SELECT *, deleted_at IS NOT NULL AS deleted FROM posts WHERE id = ANY($1::int8[])",
+      [ids.map(String)],
+      { name: "feed_cached_rows" },
+    );
+    return new Map(
+      rows.map((row) => [row.id, { version: row.version, post: row.deleted ? null : toPost(row) }]),
+    );
   }
 
   async postsByIds(ids: readonly bigint[]): Promise<Map<bigint, Post>> {

@@ -7,6 +7,7 @@
  */
 import type { InProcessKeyspace } from "@casebook/infra/redis/in-process-keyspace";
 import type { ScriptTwin } from "@casebook/infra/redis/script-runner";
+import { readCacheTwins } from "./read-cache-twins.ts";
 
 /** ZREMRANGEBYRANK key 0 (size - cap - 1): drops the oldest beyond the cap; returns the size after. */
 function trimToCap(ks: InProcessKeyspace, key: string, cap: number): number {
@@ -90,7 +91,7 @@ const rankingPage: ScriptTwin = (ks, [ranking], [start, count]) => {
   return [1, ...ks.lrange(ranking!, Number(start), Number(start) + Number(count) - 1)];
 };
 
-/** One twin per script of `scripts/`, under the script's name (InProcessScriptRunner checks both ways). */
+/** One twin per script of `scripts/` (the warm read's from read-cache-twins.ts), under the script's name (InProcessScriptRunner checks both ways). */
 export const timelineTwins: Readonly<Record<string, ScriptTwin>> = {
   "timeline-add": timelineAdd,
   "timeline-add-many": timelineAddMany,
@@ -103,4 +104,5 @@ export const timelineTwins: Readonly<Record<string, ScriptTwin>> = {
   "list-read": listRead,
   "ranking-save": rankingSave,
   "ranking-page": rankingPage,
+  ...readCacheTwins,
 };

@@ -29,7 +29,7 @@ export const timelineScriptsDir = new URL("./scripts/", import.meta.url);
 export const MAX_LISTS_PER_CALL = 500;
 
 /** Ids read beyond `limit` so that ids of the cursor's own millisecond can be filtered out. */
-const SAME_MS_SLACK = 64;
+export const SAME_MS_SLACK = 64;
 const STATES: readonly TimelineState[] = ["missing", "ready", "rebuilding"];
 
 export interface TimelineStoreOptions {
