@@ -32,6 +32,25 @@ export const BOOTSTRAP_OFF = "off";
 /** The demo merchant `npm start` creates on the embedded database. */
 export const DEFAULT_BOOTSTRAP_MERCHANT = "demo";
 
+/** One granted key: a caller's name (a merchant id) and an `sk_` key. */
+const CALLER_API_KEY = "[A-Za-z0-9_-]{1,64}=sk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}";
+/** PAYMENTS_CALLER_API_KEYS: `caller=sk_…` pairs, comma-separated. */
+export const CALLER_API_KEYS_PATTERN = new RegExp(`^${CALLER_API_KEY}(,${CALLER_API_KEY})*$`);
+
+/**
+ * The caller → key pairs of PAYMENTS_CALLER_API_KEYS (already checked against its pattern).
+ *
+ * @example
+ * parseCallerApiKeys("flash-sale=sk_…"); // [{ caller: "flash-sale", key: "sk_…" }]
+ */
+export function parseCallerApiKeys(text: string | undefined): { caller: string; key: string }[] {
+  if (text === undefined) return [];
+  return text.split(",").map((pair) => {
+    const at = pair.indexOf("=");
+    return { caller: pair.slice(0, at), key: pair.slice(at + 1) };
+  });
+}
+
 export const configSchema = {
   ...listenFields({ port: 8104 }),
   // 10 s statement timeout + the driver's 5 s grace stays inside the 30 s handler timeout, so a
@@ -61,6 +80,13 @@ export const configSchema = {
     secret: true,
     description:
       "Bearer token of /v1/admin/* (merchants and their API keys; `casebook payments new-key` uses it); unset = no admin API",
+  }),
+  callerApiKeys: field.string({
+    env: "PAYMENTS_CALLER_API_KEYS",
+    secret: true,
+    pattern: CALLER_API_KEYS_PATTERN,
+    description:
+      "Keys granted to the systems that call payments, `caller=sk_…,…` (casebook up mints one per caller): each registered at start for a merchant named after its caller, created if absent",
   }),
   breakerOpenMode: field.enum(["accept", "fail-fast"], {
     env: "PAYMENTS_BREAKER_OPEN_MODE",

@@ -39,6 +39,7 @@ import {
   DEFAULT_BOOTSTRAP_MERCHANT,
   loadPaymentsConfig,
   type PaymentsConfig,
+  parseCallerApiKeys,
 } from "./config.ts";
 import { paymentsErrorRegistries } from "./errors.ts";
 import { createPaymentMetrics, registerBreakerGauge } from "./metrics.ts";
@@ -85,6 +86,21 @@ async function bootstrapMerchant(config: PaymentsConfig, merchants: MerchantRepo
     return undefined;
   }
   return { merchantId: created.merchant.id, apiKey: created.apiKey.key };
+}
+
+/**
+ * The keys `casebook up` granted to the systems calling payments (PAYMENTS_CALLER_API_KEYS): each
+ * registered for a merchant named after its caller, created when absent — so a restart, or a
+ * second replica, with the same keys finds them in place.
+ */
+async function registerCallerKeys(config: PaymentsConfig, merchants: MerchantRepository, service: Service) {
+  for (const { caller, key } of parseCallerApiKeys(config.callerApiKeys)) {
+    await merchants.ensureWithKey({ id: caller, name: `${caller} (caller)`, key });
+    service.log.info(
+      { merchantId: caller, prefix: key.slice(0, key.lastIndexOf("_")) },
+      "caller key registered",
+    );
+  }
 }
 
 /**
@@ -175,6 +191,7 @@ export async function main(
       ]);
       registerScenarioRoutes(service.app, scenarios);
       service.onClose(() => scenarios.drain());
+      await registerCallerKeys(config, merchants, service);
       const bootstrap = await bootstrapMerchant(config, merchants, service);
       const noMerchant = bootstrap === undefined && !(await merchants.any());
       return { acquirerUrl, bootstrap, noMerchant };
