@@ -16,6 +16,7 @@
  * plans.find((p) => p.name === "payments")!.env.PAYMENTS_CALLER_API_KEYS; // "flash-sale=sk_…"
  */
 import { apiKeyScheme, type RandomBytes } from "@casebook/kit/api-key";
+import { type CallerApiKey, formatCallerApiKeys } from "@casebook/kit/caller-api-keys";
 import type { SystemPlan } from "./launch-plan.ts";
 
 export interface WireCallsOptions {
@@ -25,7 +26,7 @@ export interface WireCallsOptions {
 
 /** Sets each caller's URL and key and each callee's grant list in the plans' environments (in place). */
 export function wireCalls(plans: readonly SystemPlan[], options: WireCallsOptions): void {
-  const granted = new Map<SystemPlan, string[]>();
+  const granted = new Map<SystemPlan, CallerApiKey[]>();
   for (const caller of plans) {
     for (const call of caller.calls ?? []) {
       const callee = plans.find((plan) => plan.name === call.system && plan !== caller);
@@ -36,13 +37,13 @@ export function wireCalls(plans: readonly SystemPlan[], options: WireCallsOption
       if (own !== undefined) continue;
       const key = apiKeyScheme(callee.grants.apiKeyKind).issue(options.randomBytes).key;
       caller.env[call.apiKeyEnv] = key;
-      granted.set(callee, [...(granted.get(callee) ?? []), `${caller.name}=${key}`]);
+      granted.set(callee, [...(granted.get(callee) ?? []), { caller: caller.name, key }]);
     }
   }
   for (const [callee, keys] of granted) {
     const variable = callee.grants!.apiKeyEnv;
     const own = given(options.env[variable]);
-    callee.env[variable] = [...(own === undefined ? [] : [own]), ...keys].join(",");
+    callee.env[variable] = [...(own === undefined ? [] : [own]), formatCallerApiKeys(keys)].join(",");
   }
 }
 

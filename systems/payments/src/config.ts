@@ -23,6 +23,7 @@
  * problems[0]?.message; // "ACQUIRER_URL is required when DATABASE_URL is set: …"
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
+import { callerApiKeysPattern } from "@casebook/kit/caller-api-keys";
 import { ConfigError, type ConfigOf, type ConfigProblem, field, loadConfig } from "@casebook/kit/config";
 import { webhooksConfigProblems } from "@casebook/webhooks/client";
 import { DEFAULT_SAGA_LEASE_MS } from "./workers/saga-orchestrator.ts";
@@ -31,25 +32,6 @@ import { DEFAULT_SAGA_LEASE_MS } from "./workers/saga-orchestrator.ts";
 export const BOOTSTRAP_OFF = "off";
 /** The demo merchant `npm start` creates on the embedded database. */
 export const DEFAULT_BOOTSTRAP_MERCHANT = "demo";
-
-/** One granted key: a caller's name (a merchant id) and an `sk_` key. */
-const CALLER_API_KEY = "[A-Za-z0-9_-]{1,64}=sk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}";
-/** PAYMENTS_CALLER_API_KEYS: `caller=sk_…` pairs, comma-separated. */
-export const CALLER_API_KEYS_PATTERN = new RegExp(`^${CALLER_API_KEY}(,${CALLER_API_KEY})*$`);
-
-/**
- * The caller → key pairs of PAYMENTS_CALLER_API_KEYS (already checked against its pattern).
- *
- * @example
- * parseCallerApiKeys("flash-sale=sk_…"); // [{ caller: "flash-sale", key: "sk_…" }]
- */
-export function parseCallerApiKeys(text: string | undefined): { caller: string; key: string }[] {
-  if (text === undefined) return [];
-  return text.split(",").map((pair) => {
-    const at = pair.indexOf("=");
-    return { caller: pair.slice(0, at), key: pair.slice(at + 1) };
-  });
-}
 
 export const configSchema = {
   ...listenFields({ port: 8104 }),
@@ -84,7 +66,7 @@ export const configSchema = {
   callerApiKeys: field.string({
     env: "PAYMENTS_CALLER_API_KEYS",
     secret: true,
-    pattern: CALLER_API_KEYS_PATTERN,
+    pattern: callerApiKeysPattern("sk"),
     description:
       "Keys granted to the systems that call payments, `caller=sk_…,…` (casebook up mints one per caller): each registered at start for a merchant named after its caller, created if absent",
   }),

@@ -29,6 +29,7 @@ import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
+import { parseCallerApiKeys } from "@casebook/kit/caller-api-keys";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import { registerPaymentsApi } from "./api/register-api.ts";
@@ -39,7 +40,6 @@ import {
   DEFAULT_BOOTSTRAP_MERCHANT,
   loadPaymentsConfig,
   type PaymentsConfig,
-  parseCallerApiKeys,
 } from "./config.ts";
 import { paymentsErrorRegistries } from "./errors.ts";
 import { createPaymentMetrics, registerBreakerGauge } from "./metrics.ts";
