@@ -6,7 +6,8 @@
  * the CLI mints one key of that kind per caller, gives it to the caller, and lists every granted
  * key to the callee as `caller=key,…`, which registers them at start. The caller's environment
  * wins: a URL already set means the caller calls a service of the user's choosing, so neither its
- * URL nor its key is touched and nothing is granted for it; a key already set is kept (it is the
+ * URL nor its key is touched and nothing is granted for it, and so when a variable of the call's
+ * `unlessSet` is set (another choice the callee's URL would override); a key already set is kept (it is the
  * user's to have registered); a grant list already set is kept and this launch's keys are added
  * after it. The CLI knows no system by name and imports none.
  *
@@ -31,6 +32,7 @@ export function wireCalls(plans: readonly SystemPlan[], options: WireCallsOption
     for (const call of caller.calls ?? []) {
       const callee = plans.find((plan) => plan.name === call.system && plan !== caller);
       if (callee === undefined || given(options.env[call.urlEnv]) !== undefined) continue;
+      if ((call.unlessSet ?? []).some((name) => given(options.env[name]) !== undefined)) continue;
       caller.env[call.urlEnv] = callee.url;
       if (call.apiKeyEnv === undefined || callee.grants === undefined) continue;
       const own = given(options.env[call.apiKeyEnv]);

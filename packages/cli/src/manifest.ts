@@ -78,6 +78,11 @@ export interface CallDeclaration {
   urlEnv: string;
   /** The variable taking the caller's key: `PAYMENTS_API_KEY`; absent when the callee asks for none. */
   apiKeyEnv?: string;
+  /**
+   * Variables that, set by the user, mean the caller should not be wired to the callee (metrics'
+   * `METRICS_ALERT_WEBHOOK_URL`: the user chose a plain receiver, which `WEBHOOKS_URL` would override).
+   */
+  unlessSet?: string[];
 }
 
 export interface GrantDeclaration {
@@ -191,8 +196,8 @@ function checkCalls(value: unknown, report: Report): CallDeclaration[] {
     }
     let ok = true;
     for (const key of Object.keys(item)) {
-      if (["system", "urlEnv", "apiKeyEnv"].includes(key)) continue;
-      report(`${field}.${key}`, "is not known (known: system, urlEnv, apiKeyEnv)");
+      if (["system", "urlEnv", "apiKeyEnv", "unlessSet"].includes(key)) continue;
+      report(`${field}.${key}`, "is not known (known: system, urlEnv, apiKeyEnv, unlessSet)");
       ok = false;
     }
     if (typeof item.system !== "string" || !systemNamePattern.test(item.system)) {
@@ -201,6 +206,16 @@ function checkCalls(value: unknown, report: Report): CallDeclaration[] {
     }
     ok = checkEnvName(item.urlEnv, `${field}.urlEnv`, report) && ok;
     if (item.apiKeyEnv !== undefined) ok = checkEnvName(item.apiKeyEnv, `${field}.apiKeyEnv`, report) && ok;
+    if (item.unlessSet !== undefined) {
+      if (!Array.isArray(item.unlessSet)) {
+        report(`${field}.unlessSet`, `must be a list of variable names, got ${show(item.unlessSet)}`);
+        ok = false;
+      } else {
+        item.unlessSet.forEach((name: unknown, at) => {
+          ok = checkEnvName(name, `${field}.unlessSet[${at}]`, report) && ok;
+        });
+      }
+    }
     if (ok) calls.push(item as unknown as CallDeclaration);
   });
   return calls;

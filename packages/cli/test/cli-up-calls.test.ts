@@ -30,7 +30,11 @@ function fixture() {
   return makeFixtureRoot([
     { name: "bank", files: { "src/main.ts": echoMain }, manifest: { grants } },
     { name: "shop", files: { "src/main.ts": echoMain }, manifest: { calls: callsBank } },
-    { name: "till", files: { "src/main.ts": echoMain }, manifest: { calls: callsBank } },
+    {
+      name: "till",
+      files: { "src/main.ts": echoMain },
+      manifest: { calls: [{ ...callsBank[0], unlessSet: ["TILL_OWN_BANK"] }] },
+    },
     {
       name: "loner",
       files: { "src/main.ts": echoMain },
@@ -57,7 +61,7 @@ test("the manifest's calls and grants blocks are checked field by field", () => 
       grants: { apiKeyEnv: "K", apiKeyKind: "Not a kind" },
     }).problems,
     [
-      'w/package.json: field "casebook.calls[0].extra" is not known (known: system, urlEnv, apiKeyEnv)',
+      'w/package.json: field "casebook.calls[0].extra" is not known (known: system, urlEnv, apiKeyEnv, unlessSet)',
       'w/package.json: field "casebook.calls[0].system" must be a system\'s folder name like "payments", got "Bank!"',
       'w/package.json: field "casebook.calls[0].urlEnv" must be an UPPER_SNAKE_CASE variable name, got "url"',
       'w/package.json: field "casebook.calls[0].apiKeyEnv" must be an UPPER_SNAKE_CASE variable name, got 3',
@@ -65,6 +69,12 @@ test("the manifest's calls and grants blocks are checked field by field", () => 
     ],
   );
   assert.match(parse({ calls: "payments" }).problems[0]!, /casebook\.calls" must be a list/);
+  assert.deepEqual(
+    parse({ calls: [{ system: "bank", urlEnv: "BANK_URL", unlessSet: ["OK", "no"] }] }).problems,
+    [
+      'w/package.json: field "casebook.calls[0].unlessSet[1]" must be an UPPER_SNAKE_CASE variable name, got "no"',
+    ],
+  );
   assert.match(parse({ grants: "yes" }).problems[0]!, /casebook\.grants" must be an object/);
 });
 
@@ -111,6 +121,11 @@ test("wireCalls: each caller gets the callee's URL and a key of its own, the cal
   assert.equal(elsewhere.shop.BANK_URL, "http://bank.example:9");
   assert.equal(elsewhere.shop.BANK_KEY, undefined);
   assert.equal(elsewhere.bank.BANK_CALLER_KEYS, undefined);
+  // A variable of the call's unlessSet: that caller is left alone, the others wired.
+  const own = plan({ ...env, TILL_OWN_BANK: "yes" });
+  assert.equal(own.till.BANK_URL, undefined);
+  assert.equal(own.till.BANK_KEY, undefined);
+  assert.equal(own.bank.BANK_CALLER_KEYS, `shop=${own.shop.BANK_KEY}`);
 });
 
 test("casebook up gives the caller the callee's URL and a key, and the callee the same key as granted", async (t) => {
