@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { join } from "node:path";
 import { test } from "node:test";
 import { apiKeyScheme } from "@casebook/kit/api-key";
 import { wireCalls } from "../src/call-plan.ts";
@@ -158,4 +159,19 @@ test("casebook up gives the caller the callee's URL and a key, and the callee th
   assert.equal(shop.url, `http://127.0.0.1:${bankPort}`);
   assert.ok(apiKeyScheme("bk").parse(shop.key));
   assert.equal((await given(bankPort)).granted, `shop=${shop.key}`);
+});
+
+test("this repository's calls name systems that exist, and every keyed call a callee that grants keys", () => {
+  const systems = discoverSystems(join(import.meta.dirname, "..", "..", ".."));
+  const calls = systems.flatMap((s) => s.manifest.calls.map((call) => ({ caller: s.name, ...call })));
+  assert.ok(
+    calls.some((c) => c.caller === "flash-sale" && c.system === "payments"),
+    "issue 17's pair is declared",
+  );
+  for (const call of calls) {
+    const callee = systems.find((s) => s.name === call.system);
+    assert.ok(callee, `${call.caller} calls ${call.system}, which is no system`);
+    if (call.apiKeyEnv !== undefined)
+      assert.ok(callee.manifest.grants, `${call.system} grants no key to ${call.caller}`);
+  }
 });
