@@ -8,7 +8,7 @@
  * @example
  * const pattern = callerApiKeysPattern("sk"); // for field.string({ pattern, secret: true, … })
  * const text = formatCallerApiKeys([{ caller: "flash-sale", key: "sk_…" }]); // "flash-sale=sk_…"
- * parseCallerApiKeys(text); // [{ caller: "flash-sale", key: "sk_…" }]
+ * parseCallerApiKeys(text); // [{ caller: "flash-sale", key: "sk_…", prefix: "sk_1f…" }]
  */
 import { API_KEY_ID_BYTES, API_KEY_SECRET_CHARS, apiKeyScheme } from "./api-key.ts";
 
@@ -28,12 +28,20 @@ export function callerApiKeysPattern(kind: string): RegExp {
   return new RegExp(`^${one}(,${one})*$`);
 }
 
+/** A granted key as read back, with its public prefix (`sk_<16 hex>`) to log in its place. */
+export interface ParsedCallerApiKey extends CallerApiKey {
+  prefix: string;
+}
+
 /** The pairs of a value already checked against `callerApiKeysPattern`; none when unset. */
-export function parseCallerApiKeys(text: string | undefined): CallerApiKey[] {
+export function parseCallerApiKeys(text: string | undefined): ParsedCallerApiKey[] {
   if (text === undefined || text === "") return [];
   return text.split(",").map((pair) => {
     const at = pair.indexOf("=");
-    return { caller: pair.slice(0, at), key: pair.slice(at + 1) };
+    const key = pair.slice(at + 1);
+    // Up to the second '_': the kind and the hex id hold none, the secret (base64url) may.
+    const prefix = key.slice(0, key.indexOf("_", key.indexOf("_") + 1));
+    return { caller: pair.slice(0, at), key, prefix };
   });
 }
 

@@ -94,12 +94,9 @@ async function bootstrapMerchant(config: PaymentsConfig, merchants: MerchantRepo
  * second replica, with the same keys finds them in place.
  */
 async function registerCallerKeys(config: PaymentsConfig, merchants: MerchantRepository, service: Service) {
-  for (const { caller, key } of parseCallerApiKeys(config.callerApiKeys)) {
+  for (const { caller, key, prefix } of parseCallerApiKeys(config.callerApiKeys)) {
     await merchants.ensureWithKey({ id: caller, name: `${caller} (caller)`, key });
-    service.log.info(
-      { merchantId: caller, prefix: key.slice(0, key.lastIndexOf("_")) },
-      "caller key registered",
-    );
+    service.log.info({ merchantId: caller, prefix }, "caller key registered");
   }
 }
 

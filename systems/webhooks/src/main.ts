@@ -100,13 +100,10 @@ async function bootstrapTenant(config: WebhooksConfig, db: Database, service: Se
  * replica, with the same keys finds them in place.
  */
 async function registerCallerKeys(config: WebhooksConfig, db: Database, service: Service) {
-  for (const { caller, key } of parseCallerApiKeys(config.callerApiKeys)) {
+  for (const { caller, key, prefix } of parseCallerApiKeys(config.callerApiKeys)) {
     const tenant = { id: caller, name: `${caller} (caller)`, ...tenantDefaultsOf(config) };
     await ensureTenantWithKey(db, tenant, key, { nowMs: systemClock.nowMs(), randomBytes });
-    service.log.info(
-      { tenantId: caller, prefix: key.slice(0, key.lastIndexOf("_")) },
-      "caller key registered",
-    );
+    service.log.info({ tenantId: caller, prefix }, "caller key registered");
   }
 }
 
