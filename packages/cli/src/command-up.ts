@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { plannedSystems } from "./architecture-map.ts";
+import { wireCalls } from "./call-plan.ts";
 import { cliErrors } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
 import { parseCommandArgs, parseCount, passUnknownAfterName } from "./command-args.ts";
@@ -145,6 +146,8 @@ async function launch(request: Launch, io: CliIo): Promise<number> {
   if (consoleChild !== undefined) selection.plans.unshift(consoleChild);
   // Issue 22: metrics (the system declaring `scrapes`) scrapes every service of this launch.
   if (request.mode === "up") wireScrapes(selection.plans, { env: io.env, randomBytes });
+  // Issue 17: a system that calls another (flash-sale → payments) is given its URL and a granted key.
+  if (request.mode === "up") wireCalls(selection.plans, { env: io.env, randomBytes });
   await assertPortsFree(selection.plans, honourPortEnv);
   return supervise(selection.plans, { ...limits, mode: request.mode, logStyle, out: io.out, err: io.err });
 }

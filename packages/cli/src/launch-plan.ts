@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { cliErrors } from "./cli-errors.ts";
 import { findPortCollisions, findSystem, type SystemInfo } from "./discover-systems.ts";
 import { dataDirOf } from "./foreground.ts";
-import type { EngineKind, ScrapeDeclaration } from "./manifest.ts";
+import type { CallDeclaration, EngineKind, GrantDeclaration, ScrapeDeclaration } from "./manifest.ts";
 
 export interface LaunchOptions {
   root: string;
@@ -54,6 +54,9 @@ export interface SystemPlan {
   tryTemplate?: string;
   /** It scrapes the other services' /metrics (`scrape-plan.ts` fills in where they are). */
   scrapes?: ScrapeDeclaration;
+  /** The systems it calls and how it gives keys to its callers (`call-plan.ts` wires them). */
+  calls?: CallDeclaration[];
+  grants?: GrantDeclaration;
 }
 
 export interface LaunchSelection {
@@ -156,6 +159,8 @@ function planOne(system: SystemInfo, options: LaunchOptions): SystemPlan {
     dataDir,
     ...(system.manifest.try === undefined ? {} : { tryTemplate: system.manifest.try }),
     ...(system.manifest.scrapes === undefined ? {} : { scrapes: system.manifest.scrapes }),
+    ...(system.manifest.calls.length === 0 ? {} : { calls: system.manifest.calls }),
+    ...(system.manifest.grants === undefined ? {} : { grants: system.manifest.grants }),
     env: {
       ...system.manifest.env,
       ...options.env,

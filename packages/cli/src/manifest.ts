@@ -61,6 +61,35 @@ export interface SystemManifest {
    * tenant and sets it in `apiKeyEnv`, and tells the console where to read the plots from.
    */
   scrapes?: ScrapeDeclaration;
+  /**
+   * The systems it calls (flash-sale → payments): when `casebook up` starts both, it sets
+   * `urlEnv` to the callee's URL and, when the callee `grants` keys, `apiKeyEnv` to a key minted
+   * for this caller (call-plan.ts).
+   */
+  calls: CallDeclaration[];
+  /** How a system gives keys to its callers (payments): `casebook up` sets `apiKeyEnv` to `caller=key,…`. */
+  grants?: GrantDeclaration;
+}
+
+export interface CallDeclaration {
+  /** The callee's folder name: `payments`. */
+  system: string;
+  /** The variable taking the callee's base URL: `PAYMENTS_URL`. */
+  urlEnv: string;
+  /** The variable taking the caller's key: `PAYMENTS_API_KEY`; absent when the callee asks for none. */
+  apiKeyEnv?: string;
+  /**
+   * Variables that, set by the user, mean the caller should not be wired to the callee (metrics'
+   * `METRICS_ALERT_WEBHOOK_URL`: the user chose a plain receiver, which `WEBHOOKS_URL` would override).
+   */
+  unlessSet?: string[];
+}
+
+export interface GrantDeclaration {
+  /** The variable listing the callers' keys as `caller=key,…`: `PAYMENTS_CALLER_API_KEYS`. */
+  apiKeyEnv: string;
+  /** The keys' kind (`sk`): kit's api-key format, which the system checks. */
+  apiKeyKind: string;
 }
 
 export interface ScrapeDeclaration {
@@ -90,7 +119,10 @@ const knownFields = [
   "try",
   "console",
   "scrapes",
+  "calls",
+  "grants",
 ];
+const systemNamePattern = /^[a-z][a-z0-9-]*$/;
 const toolNamePattern = /^[a-z][a-z0-9-]*$/;
 const envKeyPattern = /^[A-Z_][A-Z0-9_]*$/;
 const entryPattern = /\.(ts|mts|js|mjs)$/;
@@ -134,15 +166,84 @@ export function parseManifest(pkg: unknown, file: string, dirName: string): Mani
   const engines = checkEngines(raw.engines, report);
   const tools = checkTools(raw.tools, report);
   const scrapes = checkScrapes(raw.scrapes, report);
+  const calls = checkCalls(raw.calls, report);
+  const grants = checkGrants(raw.grants, report);
   if (raw.try !== undefined && (typeof raw.try !== "string" || raw.try.trim() === "")) {
     report("casebook.try", `must be a shell command like "curl -s {url}/v1/things", got ${show(raw.try)}`);
   }
   if (problems.length > 0 || status === undefined || typeof port !== "number") return { problems };
-  const manifest: SystemManifest = { title, status, main, bench, port, env, engines, tools };
+  const manifest: SystemManifest = { title, status, main, bench, port, env, engines, tools, calls };
   if (typeof raw.try === "string") manifest.try = raw.try;
   if (raw.console !== undefined) manifest.console = raw.console;
   if (scrapes !== undefined) manifest.scrapes = scrapes;
+  if (grants !== undefined) manifest.grants = grants;
   return { manifest, problems };
+}
+
+function checkCalls(value: unknown, report: Report): CallDeclaration[] {
+  if (value === undefined) return [];
+  const example = '[{"system": "payments", "urlEnv": "PAYMENTS_URL", "apiKeyEnv": "PAYMENTS_API_KEY"}]';
+  if (!Array.isArray(value)) {
+    report("casebook.calls", `must be a list like ${example}, got ${show(value)}`);
+    return [];
+  }
+  const calls: CallDeclaration[] = [];
+  value.forEach((item: unknown, index) => {
+    const field = `casebook.calls[${index}]`;
+    if (!isRecord(item)) {
+      report(field, `must be an object like ${example.slice(1, -1)}, got ${show(item)}`);
+      return;
+    }
+    let ok = true;
+    for (const key of Object.keys(item)) {
+      if (["system", "urlEnv", "apiKeyEnv", "unlessSet"].includes(key)) continue;
+      report(`${field}.${key}`, "is not known (known: system, urlEnv, apiKeyEnv, unlessSet)");
+      ok = false;
+    }
+    if (typeof item.system !== "string" || !systemNamePattern.test(item.system)) {
+      report(`${field}.system`, `must be a system's folder name like "payments", got ${show(item.system)}`);
+      ok = false;
+    }
+    ok = checkEnvName(item.urlEnv, `${field}.urlEnv`, report) && ok;
+    if (item.apiKeyEnv !== undefined) ok = checkEnvName(item.apiKeyEnv, `${field}.apiKeyEnv`, report) && ok;
+    if (item.unlessSet !== undefined) {
+      if (!Array.isArray(item.unlessSet)) {
+        report(`${field}.unlessSet`, `must be a list of variable names, got ${show(item.unlessSet)}`);
+        ok = false;
+      } else {
+        item.unlessSet.forEach((name: unknown, at) => {
+          ok = checkEnvName(name, `${field}.unlessSet[${at}]`, report) && ok;
+        });
+      }
+    }
+    if (ok) calls.push(item as unknown as CallDeclaration);
+  });
+  return calls;
+}
+
+function checkGrants(value: unknown, report: Report): GrantDeclaration | undefined {
+  if (value === undefined) return undefined;
+  if (!isRecord(value)) {
+    const example = '{"apiKeyEnv": "PAYMENTS_CALLER_API_KEYS", "apiKeyKind": "sk"}';
+    report("casebook.grants", `must be an object like ${example}, got ${show(value)}`);
+    return undefined;
+  }
+  const { apiKeyEnv, apiKeyKind } = value;
+  let ok = checkEnvName(apiKeyEnv, "casebook.grants.apiKeyEnv", report);
+  ok = checkKeyKind(apiKeyKind, "casebook.grants.apiKeyKind", report) && ok;
+  return ok ? ({ apiKeyEnv, apiKeyKind } as GrantDeclaration) : undefined;
+}
+
+function checkEnvName(value: unknown, field: string, report: Report): boolean {
+  if (typeof value === "string" && envKeyPattern.test(value)) return true;
+  report(field, `must be an UPPER_SNAKE_CASE variable name, got ${show(value)}`);
+  return false;
+}
+
+function checkKeyKind(value: unknown, field: string, report: Report): boolean {
+  if (typeof value === "string" && API_KEY_KIND_PATTERN.test(value)) return true;
+  report(field, `must be a key kind like "mtk" (1–8 lower-case letters), got ${show(value)}`);
+  return false;
 }
 
 function checkScrapes(value: unknown, report: Report): ScrapeDeclaration | undefined {
@@ -154,22 +255,9 @@ function checkScrapes(value: unknown, report: Report): ScrapeDeclaration | undef
     return undefined;
   }
   const { targetsEnv, apiKeyEnv, apiKeyKind } = value;
-  let ok = true;
-  for (const [name, item] of [
-    ["targetsEnv", targetsEnv],
-    ["apiKeyEnv", apiKeyEnv],
-  ] as const) {
-    if (typeof item === "string" && envKeyPattern.test(item)) continue;
-    report(`casebook.scrapes.${name}`, `must be an UPPER_SNAKE_CASE variable name, got ${show(item)}`);
-    ok = false;
-  }
-  if (typeof apiKeyKind !== "string" || !API_KEY_KIND_PATTERN.test(apiKeyKind)) {
-    report(
-      "casebook.scrapes.apiKeyKind",
-      `must be a key kind like "mtk" (1–8 lower-case letters), got ${show(apiKeyKind)}`,
-    );
-    ok = false;
-  }
+  let ok = checkEnvName(targetsEnv, "casebook.scrapes.targetsEnv", report);
+  ok = checkEnvName(apiKeyEnv, "casebook.scrapes.apiKeyEnv", report) && ok;
+  ok = checkKeyKind(apiKeyKind, "casebook.scrapes.apiKeyKind", report) && ok;
   return ok ? ({ targetsEnv, apiKeyEnv, apiKeyKind } as ScrapeDeclaration) : undefined;
 }
 

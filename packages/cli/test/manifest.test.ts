@@ -21,6 +21,7 @@ test("a minimal manifest gets the default entries, no env and both engines", () 
     env: {},
     engines: ["sql", "redis"],
     tools: {},
+    calls: [],
   });
 });
 

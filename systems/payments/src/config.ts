@@ -23,6 +23,7 @@
  * problems[0]?.message; // "ACQUIRER_URL is required when DATABASE_URL is set: …"
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
+import { callerApiKeysPattern } from "@casebook/kit/caller-api-keys";
 import { ConfigError, type ConfigOf, type ConfigProblem, field, loadConfig } from "@casebook/kit/config";
 import { webhooksConfigProblems } from "@casebook/webhooks/client";
 import { DEFAULT_SAGA_LEASE_MS } from "./workers/saga-orchestrator.ts";
@@ -61,6 +62,13 @@ export const configSchema = {
     secret: true,
     description:
       "Bearer token of /v1/admin/* (merchants and their API keys; `casebook payments new-key` uses it); unset = no admin API",
+  }),
+  callerApiKeys: field.string({
+    env: "PAYMENTS_CALLER_API_KEYS",
+    secret: true,
+    pattern: callerApiKeysPattern("sk"),
+    description:
+      "Keys granted to the systems that call payments, `caller=sk_…,…` (casebook up mints one per caller): each registered at start for a merchant named after its caller, created if absent",
   }),
   breakerOpenMode: field.enum(["accept", "fail-fast"], {
     env: "PAYMENTS_BREAKER_OPEN_MODE",

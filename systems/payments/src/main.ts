@@ -29,6 +29,7 @@ import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import type { Database } from "@casebook/infra/sql/sql";
+import { parseCallerApiKeys } from "@casebook/kit/caller-api-keys";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import { registerPaymentsApi } from "./api/register-api.ts";
@@ -85,6 +86,18 @@ async function bootstrapMerchant(config: PaymentsConfig, merchants: MerchantRepo
     return undefined;
   }
   return { merchantId: created.merchant.id, apiKey: created.apiKey.key };
+}
+
+/**
+ * The keys `casebook up` granted to the systems calling payments (PAYMENTS_CALLER_API_KEYS): each
+ * registered for a merchant named after its caller, created when absent — so a restart, or a
+ * second replica, with the same keys finds them in place.
+ */
+async function registerCallerKeys(config: PaymentsConfig, merchants: MerchantRepository, service: Service) {
+  for (const { caller, key, prefix } of parseCallerApiKeys(config.callerApiKeys)) {
+    await merchants.ensureWithKey({ id: caller, name: `${caller} (caller)`, key });
+    service.log.info({ merchantId: caller, prefix }, "caller key registered");
+  }
 }
 
 /**
@@ -175,6 +188,7 @@ export async function main(
       ]);
       registerScenarioRoutes(service.app, scenarios);
       service.onClose(() => scenarios.drain());
+      await registerCallerKeys(config, merchants, service);
       const bootstrap = await bootstrapMerchant(config, merchants, service);
       const noMerchant = bootstrap === undefined && !(await merchants.any());
       return { acquirerUrl, bootstrap, noMerchant };

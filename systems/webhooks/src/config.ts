@@ -14,6 +14,7 @@
  */
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { MAX_POLICY_RANGES } from "@casebook/kit/address-policy";
+import { callerApiKeysPattern } from "@casebook/kit/caller-api-keys";
 import { ConfigError, type ConfigOf, type ConfigProblem, field, loadConfig } from "@casebook/kit/config";
 import { parseCidr } from "@casebook/kit/ip-address";
 import { createUrlPolicy, type UrlPolicy } from "./domain/url-policy.ts";
@@ -80,6 +81,13 @@ export const configSchema = {
     env: "WEBHOOKS_BOOTSTRAP_TENANT",
     pattern: /^[A-Za-z0-9_-]{1,64}$/,
     description: `Tenant created with a printed API key on first start; "${BOOTSTRAP_OFF}" = none; unset = "${DEFAULT_BOOTSTRAP_TENANT}" on PGlite without an admin token, none otherwise`,
+  }),
+  callerApiKeys: field.string({
+    env: "WEBHOOKS_CALLER_API_KEYS",
+    secret: true,
+    pattern: callerApiKeysPattern("whk"),
+    description:
+      "Keys granted to the systems that publish to webhooks, `caller=whk_…,…` (casebook up mints one per caller): each registered at start for a tenant named after its caller, created if absent",
   }),
   retentionHours: field.int({
     env: "WEBHOOKS_RETENTION_HOURS",

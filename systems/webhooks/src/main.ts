@@ -22,6 +22,7 @@ import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { leaseOwnerId } from "@casebook/infra/sql/lease-owner";
 import type { Database } from "@casebook/infra/sql/sql";
+import { parseCallerApiKeys } from "@casebook/kit/caller-api-keys";
 import { systemClock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import type { TenantDefaults } from "./api/admin-routes.ts";
@@ -39,7 +40,7 @@ import { createWorkerMetrics } from "./metrics.ts";
 import { noisyTenantScenario } from "./scenarios/noisy-tenant-scenario.ts";
 import { receiverOutageScenario } from "./scenarios/receiver-outage-scenario.ts";
 import { migrateWebhookStore } from "./store/migrate.ts";
-import { anyTenant, createTenant, getTenant } from "./store/tenant-repository.ts";
+import { anyTenant, createTenant, ensureTenantWithKey, getTenant } from "./store/tenant-repository.ts";
 import { DeliveryWorker } from "./workers/delivery-worker.ts";
 import { Dispatcher } from "./workers/dispatcher.ts";
 import { OutboxRelay } from "./workers/outbox-relay.ts";
@@ -90,6 +91,19 @@ async function bootstrapTenant(config: WebhooksConfig, db: Database, service: Se
     // Two instances starting at once on one database: the other one created it first.
     if (storeErrors.is(error, "WEBHOOK_TENANT_INVALID") && error.fields.field === "id") return undefined;
     throw error;
+  }
+}
+
+/**
+ * The keys `casebook up` granted to the systems publishing here (WEBHOOKS_CALLER_API_KEYS): each
+ * registered for a tenant named after its caller, created when absent — a restart, or a second
+ * replica, with the same keys finds them in place.
+ */
+async function registerCallerKeys(config: WebhooksConfig, db: Database, service: Service) {
+  for (const { caller, key, prefix } of parseCallerApiKeys(config.callerApiKeys)) {
+    const tenant = { id: caller, name: `${caller} (caller)`, ...tenantDefaultsOf(config) };
+    await ensureTenantWithKey(db, tenant, key, { nowMs: systemClock.nowMs(), randomBytes });
+    service.log.info({ tenantId: caller, prefix }, "caller key registered");
   }
 }
 
@@ -216,6 +230,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       registerScenarioRoutes(service.app, scenarios);
       service.onClose(() => scenarios.drain());
       const worker = config.workers ? startWorkers(config, db, service) : undefined;
+      await registerCallerKeys(config, db, service);
       const bootstrap = await bootstrapTenant(config, db, service);
       const noTenant = bootstrap === undefined && !(await anyTenant(db));
       return { worker, bootstrap, noTenant };

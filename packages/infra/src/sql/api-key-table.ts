@@ -11,7 +11,8 @@
  * - `ApiKeyTable` issues (a fresh prefix on the rare collision, inside the caller's
  *   transaction), authenticates (lookup by prefix, constant-time hash compare, then expiry),
  *   lists, rotates (a new key, the owner's others expiring after an overlap), expires an owner's
- *   other keys and revokes one.
+ *   other keys and revokes one; `register` stores a key made elsewhere (`casebook up` mints one
+ *   for each caller it wires), idempotently.
  *
  * `last_used_at` is written by `authenticate`, but only when the stored value is older than
  * `touchIntervalMs` (default a minute): a key serving a thousand requests a second costs one
@@ -163,6 +164,29 @@ export class ApiKeyTable {
       if (rowCount === 1) return issued;
     }
     throw new Error(`api key: ${MAX_PREFIX_ATTEMPTS} random prefixes were all taken; is randomBytes random?`);
+  }
+
+  /**
+   * Stores `key`, made elsewhere, for `ownerId` (only its prefix and hash, as for an issued key).
+   * Registering the same key for the same owner again is a no-op — a restart with the same
+   * settings — and leaves its expiry alone; a key of another kind, or whose prefix already
+   * belongs to another owner or secret, is refused (RangeError). Run it in the owner's
+   * transaction: the owner must exist.
+   */
+  async register(q: Queryable, ownerId: string, key: string, nowMs: number): Promise<void> {
+    const presented = this.scheme.parse(key);
+    if (presented === undefined) throw new RangeError(`the key is not a ${this.scheme.kind}_… key`);
+    await q.query(
+      `INSERT INTO ${this.#table} (prefix, ${this.#owner}, key_hash, created_at) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (prefix) DO NOTHING`,
+      [presented.prefix, ownerId, presented.hash, new Date(nowMs)],
+    );
+    const { rows } = await q.query<{ owner: string; key_hash: string }>(
+      `SELECT ${this.#owner} AS owner, key_hash FROM ${this.#table} WHERE prefix = $1`,
+      [presented.prefix],
+    );
+    if (rows[0]?.owner !== ownerId || !apiKeyMatches(presented.hash, rows[0].key_hash))
+      throw new RangeError(`key ${presented.prefix} is already registered for another owner or secret`);
   }
 
   /** The owner a presented key belongs to, or undefined (malformed, unknown, wrong secret, expired). */

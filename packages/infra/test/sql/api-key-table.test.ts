@@ -1,7 +1,7 @@
 /**
  * The API key table on every SQL backend: the DDL helper's table, issue (a fresh prefix on a
  * collision), authenticate (unknown, wrong, expired, malformed all undefined), list, rotation
- * (expireAll) and revoke.
+ * (expireAll), revoke, and register (a key made elsewhere, stored idempotently).
  */
 import assert from "node:assert/strict";
 import { randomBytes, randomUUID } from "node:crypto";
@@ -161,5 +161,32 @@ contractSuite("api key table", backends, (test) => {
         [old.prefix, 5_000, null],
       ],
     );
+  });
+  test("register: a key made elsewhere authenticates; again is a no-op; another owner or secret is refused", async (db) => {
+    const [o1, o2] = await owners(db);
+    const made = scheme.issue(randomBytes);
+    await db.transaction((tx) => keys.register(tx, o1, made.key, 1_000));
+    await db.transaction((tx) => keys.register(tx, o1, made.key, 5_000));
+    assert.equal(await keys.authenticate(db, made.key, 6_000), o1);
+    const listed = await keys.list(db, o1);
+    assert.deepEqual(
+      listed.map((k) => [k.prefix, k.createdAt.getTime()]),
+      [[made.prefix, 1_000]],
+      "one row, from the first registration",
+    );
+    await assert.rejects(
+      db.transaction((tx) => keys.register(tx, o2, made.key, 7_000)),
+      /already registered/,
+    );
+    const sameIdOtherSecret = `${made.prefix}_${"B".repeat(43)}`;
+    await assert.rejects(
+      db.transaction((tx) => keys.register(tx, o1, sameIdOtherSecret, 7_000)),
+      /already registered/,
+    );
+    await assert.rejects(
+      db.transaction((tx) => keys.register(tx, o1, apiKeyScheme("sk").issue(randomBytes).key, 7_000)),
+      /not a ok_… key/,
+    );
+    assert.equal(await keys.authenticate(db, made.key, 8_000), o1, "still the first owner's");
   });
 });

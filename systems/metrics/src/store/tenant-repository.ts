@@ -80,27 +80,15 @@ export class TenantRepository {
    */
   async ensureWithKey(id: string, key: string | undefined): Promise<void> {
     if (!TENANT_ID_PATTERN.test(id)) throw new RangeError(`tenant id ${id} is not valid`);
-    const presented = key === undefined ? undefined : tenantKeys.scheme.parse(key);
-    if (key !== undefined && presented === undefined)
+    if (key !== undefined && tenantKeys.scheme.parse(key) === undefined)
       throw new RangeError("the key is not an mtk_… tenant key");
-    const now = new Date(this.#clock.nowMs());
+    const nowMs = this.#clock.nowMs();
     await this.#db.transaction(async (tx) => {
       await tx.query(
         "INSERT INTO tenants (id, name, created_at) VALUES ($1, $1, $2) ON CONFLICT (id) DO NOTHING",
-        [id, now],
+        [id, new Date(nowMs)],
       );
-      if (presented === undefined) return;
-      await tx.query(
-        `INSERT INTO tenant_api_keys (prefix, tenant_id, key_hash, created_at) VALUES ($1, $2, $3, $4)
-         ON CONFLICT (prefix) DO NOTHING`,
-        [presented.prefix, id, presented.hash, now],
-      );
-      const { rows } = await tx.query<{ tenant_id: string; key_hash: string }>(
-        "SELECT tenant_id, key_hash FROM tenant_api_keys WHERE prefix = $1",
-        [presented.prefix],
-      );
-      if (rows[0]?.tenant_id !== id || rows[0].key_hash !== presented.hash)
-        throw new RangeError(`key ${presented.prefix} is already registered for another tenant or secret`);
+      if (key !== undefined) await tenantKeys.register(tx, id, key, nowMs);
     });
   }
 

@@ -14,6 +14,7 @@
  * const { merchant, apiKey } = await merchants.create({ name: "Acme" });
  * await merchants.authenticate(apiKey.key); // merchant.id
  * const next = await merchants.rotateKey(merchant.id, { overlapMs: 60_000 });
+ * await merchants.ensureWithKey({ id: "flash-sale", name: "flash-sale (caller)", key: "sk_…" });
  */
 import { type ApiKeyInfo, ApiKeyTable } from "@casebook/infra/sql/api-key-table";
 import type { Database } from "@casebook/infra/sql/sql";
@@ -121,6 +122,25 @@ export class MerchantRepository {
         randomBytes: this.#randomBytes,
       });
       return { merchant: toMerchant(rows[0]), apiKey };
+    });
+  }
+
+  /**
+   * A merchant made at start for a key given to it (`casebook up` grants one to each system that
+   * calls payments): created when absent, with no key of its own, and `key` registered for it.
+   * Idempotent across restarts and replicas; a key already registered for another merchant is
+   * refused (RangeError).
+   */
+  async ensureWithKey(request: { id: string; name: string; key: string }): Promise<void> {
+    const id = checkMerchantId(request.id);
+    const name = checkName(request.name);
+    const now = new Date(this.#clock.nowMs());
+    await this.#db.transaction(async (tx) => {
+      await tx.query(
+        "INSERT INTO merchants (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+        [id, name, now],
+      );
+      await merchantKeys.register(tx, id, request.key, now.getTime());
     });
   }
 

@@ -7,6 +7,7 @@
  * @example
  * const { tenant, apiKey } = await createTenant(db, { name: "Acme" }, { nowMs, randomBytes });
  * await authenticateTenant(db, apiKey.key, nowMs); // tenant.id
+ * await ensureTenantWithKey(db, { id: "payments", name: "payments (caller)" }, "whk_…", { nowMs, randomBytes });
  */
 import { ApiKeyTable } from "@casebook/infra/sql/api-key-table";
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
@@ -150,6 +151,32 @@ export async function createTenant(
     if (!rows[0]) throw invalid("id");
     const apiKey = await tenantKeys.issue(tx, t.id, { nowMs: ctx.nowMs, randomBytes: ctx.randomBytes });
     return { tenant: toTenant(rows[0]), apiKey };
+  });
+}
+
+/**
+ * A tenant made at start for a key given to it (`casebook up` grants one to each system that
+ * publishes to webhooks): created when absent, with no key of its own, and `key` registered for
+ * it. Idempotent across restarts and replicas; a key already registered for another tenant is
+ * refused (RangeError).
+ */
+export async function ensureTenantWithKey(db: Database, input: NewTenant, key: string, ctx: WriteContext) {
+  const t = checkTenant(input, ctx.randomBytes);
+  await db.transaction(async (tx) => {
+    await tx.query(
+      `INSERT INTO tenants (id, name, weight, delivery_window_s, payload_retention_s, attempt_retention_s, created_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING`,
+      [
+        t.id,
+        t.name,
+        t.weight,
+        t.delivery_window_s,
+        t.payload_retention_s,
+        t.attempt_retention_s,
+        new Date(ctx.nowMs),
+      ],
+    );
+    await tenantKeys.register(tx, t.id, key, ctx.nowMs);
   });
 }
 
