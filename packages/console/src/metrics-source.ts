@@ -17,6 +17,7 @@
  */
 import type { Logger } from "@casebook/infra/http/logger";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
+import { parsePromDurationMs } from "@casebook/kit/prom-duration";
 import type { PlotDeclaration } from "./console-declaration.ts";
 import { type MatrixSeries, matrixLines, rateRangeS, seriesQuery } from "./plot-query.ts";
 import type { PlotData } from "./scrape-window.ts";
@@ -93,7 +94,7 @@ export class MetricsSource {
       const jobs = new Map<string, number>();
       for (const target of answer.data?.activeTargets ?? []) {
         const job = target.labels?.job;
-        const intervalMs = parsePromDurationMs(target.scrapeInterval ?? "");
+        const intervalMs = parseIntervalMs(target.scrapeInterval ?? "");
         if (job !== undefined && intervalMs !== undefined) jobs.set(job, intervalMs);
       }
       this.#jobs = jobs;
@@ -151,20 +152,8 @@ export class MetricsSource {
   }
 }
 
-/** A Prometheus duration (`5s`, `1m30s`, `250ms`) in ms, or undefined. */
-export function parsePromDurationMs(text: string): number | undefined {
-  const units: Record<string, number> = {
-    ms: 1,
-    s: 1_000,
-    m: 60_000,
-    h: 3_600_000,
-    d: 86_400_000,
-    w: 604_800_000,
-    y: 31_536_000_000,
-  };
-  if (!/^(\d+(ms|s|m|h|d|w|y))+$/.test(text)) return undefined;
-  let total = 0;
-  for (const [, count, unit] of text.matchAll(/(\d+)(ms|s|m|h|d|w|y)/g))
-    total += Number(count) * units[unit!]!;
-  return total > 0 ? total : undefined;
+/** A Prometheus duration (`5s`, `1m30s`, `250ms`) in ms, or undefined (zero too: not an interval). */
+export function parseIntervalMs(text: string): number | undefined {
+  const ms = parsePromDurationMs(text);
+  return ms !== undefined && ms > 0 ? ms : undefined;
 }

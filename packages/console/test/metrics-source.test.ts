@@ -15,7 +15,7 @@ import { apiKeyScheme } from "@casebook/kit/api-key";
 import { eventually } from "@casebook/lab/eventually";
 import { startServerProcess } from "@casebook/lab/server-process";
 import { main } from "../src/main.ts";
-import { MetricsSource, parsePromDurationMs } from "../src/metrics-source.ts";
+import { MetricsSource, parseIntervalMs } from "../src/metrics-source.ts";
 import { matrixLines, rateRangeS, seriesQuery } from "../src/plot-query.ts";
 import { maxLinesPerSeries } from "../src/scrape-window.ts";
 
@@ -34,7 +34,7 @@ test("each declared series as PromQL over the system's job, where-labels escaped
   );
   assert.equal(rateRangeS(5_000, 2_000), 20, "four scrapes");
   assert.equal(rateRangeS(250, 2_000), 4, "never less than two steps");
-  assert.deepEqual(["5s", "1m30s", "250ms", "", "5 s"].map(parsePromDurationMs), [
+  assert.deepEqual(["5s", "1m30s", "250ms", "", "5 s"].map(parseIntervalMs), [
     5_000,
     90_000,
     250,

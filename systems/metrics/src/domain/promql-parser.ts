@@ -9,6 +9,8 @@
  * parsePromql('sum by (job) (rate(http_requests_total{code=~"5.."}[5m]))');
  * parsePromql("1 > 2"); // throws PromqlSyntaxError: comparisons between scalars must use BOOL modifier
  */
+
+import { parsePromDurationMs } from "@casebook/kit/prom-duration";
 import { type LabelMatcher, labelMatcher, MatcherRegexError, type MatchType } from "./label-matcher.ts";
 import { LABEL_NAME_PATTERN, METRIC_NAME } from "./labels.ts";
 import {
@@ -81,23 +83,8 @@ const PRECEDENCE: Readonly<Record<string, number>> = {
 const UNARY_PRECEDENCE = 6;
 const OPERATORS = ["=~", "!~", "==", "!=", "<=", ">=", "<", ">", "=", "+", "-", "*", "/", "%", "^"];
 const PUNCT = "(){}[],:@";
-const UNIT_MS: Readonly<Record<string, number>> = {
-  ms: 1,
-  s: 1_000,
-  m: 60_000,
-  h: 3_600_000,
-  d: 86_400_000,
-  w: 604_800_000,
-  y: 31_536_000_000,
-};
-
-/** `5m`, `1h30m`, `100ms` → milliseconds; undefined when it is not a duration. */
-export function parseDurationMs(text: string): number | undefined {
-  if (!/^(\d+(ms|[smhdwy]))+$/.test(text)) return undefined;
-  let total = 0;
-  for (const [, n, unit] of text.matchAll(/(\d+)(ms|[smhdwy])/g)) total += Number(n) * UNIT_MS[unit!]!;
-  return total;
-}
+/** `5m`, `1h30m`, `100ms` → milliseconds; undefined when it is not a duration (kit's one parser). */
+export const parseDurationMs = parsePromDurationMs;
 
 function unquote(raw: string, pos: number): string {
   const quote = raw[0];
