@@ -20,6 +20,7 @@ import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { ownTempDir } from "@casebook/lab/child-reaper";
 import { EngineProcess } from "@casebook/lab/engine-process";
 import { freePort } from "@casebook/lab/free-port";
+import { httpProbe } from "@casebook/lab/http-probe";
 import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
 import { uniqueName } from "@casebook/lab/test-engines";
 
@@ -94,13 +95,7 @@ async function adminCall(url: string, method: string, path: string, body?: unkno
 }
 
 async function answersReady(port: number): Promise<boolean> {
-  try {
-    const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1_000) });
-    await res.body?.cancel();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
+  return (await httpProbe(port, "/readyz"))?.status === 200;
 }
 
 export async function startPaymentsDeployment(

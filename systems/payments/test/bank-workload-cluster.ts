@@ -14,6 +14,7 @@
 import { fileURLToPath } from "node:url";
 import type { FaultCounters } from "@casebook/infra/http/simulator-faults";
 import { EngineProcess } from "@casebook/lab/engine-process";
+import { httpProbe } from "@casebook/lab/http-probe";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import type { Behaviour } from "../src/sim/acquirer-behaviour.ts";
 import type { AcquirerStats } from "../src/sim/acquirer-state.ts";
@@ -99,13 +100,7 @@ export interface ServiceCluster {
 }
 
 async function ready(port: number): Promise<boolean> {
-  try {
-    const res = await fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1_000) });
-    await res.body?.cancel();
-    return res.status === 200;
-  } catch {
-    return false;
-  }
+  return (await httpProbe(port, "/readyz"))?.status === 200;
 }
 
 /** Starts `count` payments services at once; `env` adds to this process's environment. */
