@@ -1,6 +1,6 @@
 /**
  * Child of stream-rollup-builder-kill.test.ts: a rollup builder on the JetStream at argv[2],
- * its tiers in argv[3], acks redelivered after 300 ms. Prints `ready`, then `committed <seq>
+ * its tiers in argv[3], acks redelivered after 300 ms, batches of 8 messages (one DuckDB commit each). Prints `ready`, then `committed <seq>
  * <applied|skipped>` after each message's DuckDB commit and before its ack; with argv[4] = n it
  * SIGKILLs itself right after the n-th commit — between the commit and the ack.
  */
@@ -16,6 +16,7 @@ const builder = await startRollupBuilder({
   client,
   store,
   ackWaitMs: 300,
+  maxBatchMessages: 8,
   expiresMs: 200,
   closeIntervalMs: 3_600_000,
   onApplied: ({ seq, applied }) => {

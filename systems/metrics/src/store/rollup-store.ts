@@ -158,18 +158,27 @@ export class RollupStore {
     return low === null || low === undefined ? undefined : Number(low) - this.#options.latenessMs;
   }
 
+  /** Rolls one stream message into the 1 min tier: `applyBatch([message])`. */
+  async apply(message: RollupMessage): Promise<ApplyResult> {
+    return (await this.applyBatch([message]))[0]!;
+  }
+
   /**
-   * Rolls one stream message's samples into the 1 min tier, in one transaction with the
-   * builder's position: a message whose `seq` is at or below the committed one was applied
-   * already (a redelivery after a crash between commit and ack) and changes nothing.
+   * Rolls a batch of stream messages into the 1 min tier, in ONE transaction with the
+   * builder's position: the messages are applied in seq order exactly as one call each would
+   * apply them (each sees the partition watermarks the ones before it moved), their rows
+   * merged into one upsert, and the position set to the highest seq (or `through`, when the
+   * caller also skipped messages it could not read). A message whose `seq` is at or below the
+   * committed position was applied already (a redelivery after a crash between commit and
+   * acks) and changes nothing. One result per message, in the order given.
    */
-  apply(message: RollupMessage): Promise<ApplyResult> {
+  applyBatch(messages: readonly RollupMessage[], through = 0): Promise<ApplyResult[]> {
     return this.#locked(async () => {
       await this.#connection.run("BEGIN TRANSACTION");
       try {
-        const result = await this.#apply(message);
+        const results = await this.#applyBatch(messages, through);
         await this.#connection.run("COMMIT");
-        return result;
+        return results;
       } catch (error) {
         await this.#connection.run("ROLLBACK").catch(() => undefined);
         throw error;
@@ -177,47 +186,126 @@ export class RollupStore {
     });
   }
 
-  async #apply(message: RollupMessage): Promise<ApplyResult> {
-    if (message.seq <= (await this.#appliedSeq())) return { applied: false, points: 0, late: 0 };
-    const { tenant, partition } = message;
-    const state = await this.#rows(
-      `SELECT p.max_t, s.max_t AS tenant_max_t, s.hours_closed_to FROM tenant_state s
-       LEFT JOIN partition_state p ON p.tenant = s.tenant AND p.part = $2 WHERE s.tenant = $1`,
-      [tenant, partition],
-    );
+  async #applyBatch(messages: readonly RollupMessage[], through: number): Promise<ApplyResult[]> {
+    const committed = await this.#appliedSeq();
+    let position = committed;
     const known = (v: unknown) => (v === null || v === undefined ? Number.NEGATIVE_INFINITY : Number(v));
-    const before = known(state[0]?.max_t);
-    const tenantBefore = known(state[0]?.tenant_max_t);
-    // The partition's watermark as of this message (its own samples move it for the next
-    // ones), and never inside an hour already written to Parquet.
-    const watermark = Math.max(before - this.#options.latenessMs, known(state[0]?.hours_closed_to));
-    let late = 0;
-    let newest = before;
-    // One row per key: DuckDB's upsert refuses to touch a row twice in one statement, and a
-    // message may carry one series twice.
-    const seriesRows = new Map<string, { name: string; labels: string }>();
-    const pointRows = new Map<string, { key: string; point: RollupPoint }>();
-    for (const { labels, samples } of message.series) {
-      const onTime = samples.filter((s) => s.t >= watermark);
-      late += samples.length - onTime.length;
-      for (const s of onTime) newest = Math.max(newest, s.t);
-      const points = rollupPoints(onTime, ONE_MINUTE_MS);
-      if (points.length === 0) continue;
-      const key = seriesKey(labels);
-      seriesRows.set(key, { name: metricNameOf(labels) ?? "", labels: JSON.stringify(labels) });
-      for (const point of points) {
-        const seen = pointRows.get(`${key}\u0000${point.t}`)?.point;
-        pointRows.set(`${key}\u0000${point.t}`, {
-          key,
-          point: seen === undefined ? point : rollupOfRollups([seen, point], ONE_MINUTE_MS)[0]!,
-        });
+    // The batch's view of the watermark state, read once per tenant/partition, written once.
+    const tenants = new Map<string, { before: number; max: number; hoursClosedTo: number }>();
+    const partitions = new Map<string, { tenant: string; part: number; before: number; max: number }>();
+    const tenantOf = async (tenant: string) => {
+      let state = tenants.get(tenant);
+      if (state === undefined) {
+        const rows = await this.#rows("SELECT max_t, hours_closed_to FROM tenant_state WHERE tenant = $1", [
+          tenant,
+        ]);
+        const before = known(rows[0]?.max_t);
+        state = { before, max: before, hoursClosedTo: known(rows[0]?.hours_closed_to) };
+        tenants.set(tenant, state);
       }
+      return state;
+    };
+    const partitionOf = async (tenant: string, part: number) => {
+      const id = `${tenant}\u0000${part}`;
+      let state = partitions.get(id);
+      if (state === undefined) {
+        const rows = await this.#rows("SELECT max_t FROM partition_state WHERE tenant = $1 AND part = $2", [
+          tenant,
+          part,
+        ]);
+        const before = known(rows[0]?.max_t);
+        state = { tenant, part, before, max: before };
+        partitions.set(id, state);
+      }
+      return state;
+    };
+    // One row per key: DuckDB's upsert refuses to touch a row twice in one statement, and a
+    // batch may carry one series (one minute) in several messages.
+    const seriesRows = new Map<string, { tenant: string; key: string; name: string; labels: string }>();
+    const pointRows = new Map<string, { tenant: string; key: string; point: RollupPoint }>();
+    const results = new Map<RollupMessage, ApplyResult>();
+    for (const message of messages.toSorted((a, b) => a.seq - b.seq)) {
+      if (message.seq <= position) {
+        results.set(message, { applied: false, points: 0, late: 0 });
+        continue;
+      }
+      position = message.seq;
+      const { tenant } = message;
+      const tenantState = await tenantOf(tenant);
+      const partition = await partitionOf(tenant, message.partition);
+      // The partition's watermark as of this message (its own samples move it for the next
+      // ones), and never inside an hour already written to Parquet.
+      const watermark = Math.max(partition.max - this.#options.latenessMs, tenantState.hoursClosedTo);
+      let late = 0;
+      const points = new Set<string>();
+      for (const { labels, samples } of message.series) {
+        const onTime = samples.filter((s) => s.t >= watermark);
+        late += samples.length - onTime.length;
+        for (const s of onTime) partition.max = Math.max(partition.max, s.t);
+        const rolled = rollupPoints(onTime, ONE_MINUTE_MS);
+        if (rolled.length === 0) continue;
+        const key = seriesKey(labels);
+        const seriesId = `${tenant}\u0000${key}`;
+        if (!seriesRows.has(seriesId))
+          seriesRows.set(seriesId, {
+            tenant,
+            key,
+            name: metricNameOf(labels) ?? "",
+            labels: JSON.stringify(labels),
+          });
+        for (const point of rolled) {
+          const id = `${seriesId}\u0000${point.t}`;
+          const seen = pointRows.get(id)?.point;
+          points.add(id);
+          pointRows.set(id, {
+            tenant,
+            key,
+            point: seen === undefined ? point : rollupOfRollups([seen, point], ONE_MINUTE_MS)[0]!,
+          });
+        }
+      }
+      tenantState.max = Math.max(tenantState.max, partition.max);
+      results.set(message, { applied: true, points: points.size, late });
     }
-    // Rows go through the appender into per-connection staging tables (inside this
-    // transaction), then one upsert each: a VALUES list of thousands of rows costs DuckDB
-    // ~0.5 ms a row to plan, the appender a few µs.
+    if (pointRows.size > 0) await this.#upsert(seriesRows.values(), pointRows.values());
+    for (const p of partitions.values()) {
+      if (p.max <= p.before) continue;
+      await this.#connection.run(
+        `INSERT INTO partition_state VALUES ($1, $2, $3::BIGINT)
+         ON CONFLICT (tenant, part) DO UPDATE SET max_t = EXCLUDED.max_t`,
+        [p.tenant, p.part, p.max],
+      );
+    }
+    for (const [tenant, state] of tenants) {
+      if (state.max <= state.before) continue;
+      await this.#connection.run(
+        `INSERT INTO tenant_state VALUES ($1, $2::BIGINT, NULL)
+         ON CONFLICT (tenant) DO UPDATE SET max_t = EXCLUDED.max_t`,
+        [tenant, state.max],
+      );
+    }
+    position = Math.max(position, through);
+    if (position > committed) {
+      await this.#connection.run(
+        `INSERT INTO builder_state VALUES ('applied_seq', $1::BIGINT)
+         ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+        [position],
+      );
+    }
+    return messages.map((m) => results.get(m)!);
+  }
+
+  /**
+   * Rows go through the appender into per-connection staging tables (inside the caller's
+   * transaction), then one upsert each: a VALUES list of thousands of rows costs DuckDB
+   * ~0.5 ms a row to plan, the appender a few µs.
+   */
+  async #upsert(
+    seriesRows: Iterable<{ tenant: string; key: string; name: string; labels: string }>,
+    pointRows: Iterable<{ tenant: string; key: string; point: RollupPoint }>,
+  ): Promise<void> {
     const seriesStage = await this.#connection.createAppender("staging_series", "main", "temp");
-    for (const [key, { name, labels }] of seriesRows) {
+    for (const { tenant, key, name, labels } of seriesRows) {
       seriesStage.appendVarchar(tenant);
       seriesStage.appendVarchar(key);
       seriesStage.appendVarchar(name);
@@ -226,7 +314,7 @@ export class RollupStore {
     }
     seriesStage.closeSync(); // flushes
     const pointStage = await this.#connection.createAppender("staging_minute", "main", "temp");
-    for (const { key, point } of pointRows.values()) {
+    for (const { tenant, key, point } of pointRows) {
       pointStage.appendVarchar(tenant);
       pointStage.appendVarchar(key);
       pointStage.appendBigInt(BigInt(point.t));
@@ -245,26 +333,6 @@ export class RollupStore {
       DELETE FROM temp.staging_series;
       DELETE FROM temp.staging_minute;
     `);
-    if (newest > before) {
-      await this.#connection.run(
-        `INSERT INTO partition_state VALUES ($1, $2, $3::BIGINT)
-         ON CONFLICT (tenant, part) DO UPDATE SET max_t = EXCLUDED.max_t`,
-        [tenant, partition, newest],
-      );
-    }
-    if (newest > tenantBefore) {
-      await this.#connection.run(
-        `INSERT INTO tenant_state VALUES ($1, $2::BIGINT, NULL)
-         ON CONFLICT (tenant) DO UPDATE SET max_t = EXCLUDED.max_t`,
-        [tenant, newest],
-      );
-    }
-    await this.#connection.run(
-      `INSERT INTO builder_state VALUES ('applied_seq', $1::BIGINT)
-       ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
-      [message.seq],
-    );
-    return { applied: true, points: pointRows.size, late };
   }
 
   /**

@@ -5,23 +5,31 @@
  * loop writes each hour the watermark has closed to the 1 h tier's Parquet files, from the
  * 1 min tier (each tier from the previous).
  *
- * Exactly once in effect across redeliveries: a message's 1 min upserts and the consumer's
- * position (its stream seq) commit in one DuckDB transaction (`RollupStore.apply`), and the
- * consumer holds one unacked message at a time, so messages are applied in stream order and a
- * redelivery — the builder died between the commit and the ack — has a seq at or below the
- * committed one and is acked without effect. A crash before the commit rolls it back and the
- * redelivery applies it once.
+ * In batches: each fetch takes up to `maxBatchMessages` messages (the consumer's ack-pending
+ * bound), cut into runs of at most `maxBatchBytes`; a run's 1 min upserts and the consumer's
+ * position (its highest stream seq) commit in ONE DuckDB transaction (`RollupStore.applyBatch`),
+ * and its messages are acked only after that commit. A remote-write request is one message per
+ * partition, so this is one commit per many requests instead of one per message.
+ *
+ * Exactly once in effect across redeliveries: the store applies only seqs above the committed
+ * position, so a redelivery — the builder died between a commit and its acks — is acked
+ * without effect, and a crash before the commit rolls the whole run back. That is sound only
+ * if no seq is applied after a higher one; with several messages unacked, a redelivery can
+ * arrive behind newer messages (some of a run's redeliveries fetched before the rest expired),
+ * so a run that does not start right after the committed position has its gap read from the
+ * stream by seq (`getMessage`; the consumer covers every subject of the stream) and applied
+ * first, in order — their own deliveries come later and are acked as applied. A gap longer
+ * than a batch is not filled: the run is left unacked and comes back after the ack wait.
  *
  * @example
  * const builder = await startRollupBuilder({ client, store, onError });
  * await builder.stop();
  */
-import type { StreamClient } from "@casebook/infra/stream/stream";
-import { type StreamConsumer, startStreamConsumer } from "@casebook/infra/stream/stream-consumer";
+import type { StoredMessage, StreamClient, StreamMessage } from "@casebook/infra/stream/stream";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { systemRandom } from "@casebook/kit/random";
 import { decodeStreamBatch } from "../domain/stream-batch.ts";
-import type { ApplyResult, RollupStore } from "../store/rollup-store.ts";
+import type { ApplyResult, RollupMessage, RollupStore } from "../store/rollup-store.ts";
 import { SAMPLE_STREAM, SAMPLE_SUBJECT_PREFIX } from "../store/sample-stream.ts";
 
 export const ROLLUP_BUILDER_CONSUMER = "rollup-builder";
@@ -31,12 +39,16 @@ export interface RollupBuilderOptions {
   readonly store: RollupStore;
   /** Redelivery of an unacked message (a builder that died mid-message). Default 30 s. */
   readonly ackWaitMs?: number;
+  /** Messages per fetch = unacked at most (the batch's message bound). Default 64. */
+  readonly maxBatchMessages?: number;
+  /** Bytes of messages per DuckDB transaction (a fetch is cut into runs of this). Default 8 MiB. */
+  readonly maxBatchBytes?: number;
   /** Long poll of one fetch; stop() waits at most this long. Default 1 s. */
   readonly expiresMs?: number;
   /** Pause between two passes writing closed hours to Parquet. */
   readonly closeIntervalMs: number;
   readonly onApplied?: (event: { tenant: string; seq: number } & ApplyResult) => void;
-  /** Test hook: runs after the commit, before the ack (a throw there = a crash in between). */
+  /** Test hook: runs after the commit, before the ack (a throw there = a crash in between for that message). */
   readonly afterCommit?: (seq: number) => void;
   readonly onDropped?: (event: { seq: number; reason: string }) => void;
   readonly onError: (error: unknown) => void;
@@ -48,46 +60,147 @@ export interface RollupBuilder {
   stop(): Promise<void>;
 }
 
+const DEFAULT_BATCH_MESSAGES = 64;
+const DEFAULT_BATCH_BYTES = 8 << 20;
+
+/** A message of a run: decoded, or undecodable (dropped, its seq still passed). */
+type Decoded = { seq: number; message?: RollupMessage; reason?: string };
+
+function decode(message: StoredMessage): Decoded {
+  try {
+    const batch = decodeStreamBatch(message.data);
+    return {
+      seq: message.seq,
+      message: { seq: message.seq, tenant: batch.tenant, partition: batch.partition, series: batch.series },
+    };
+  } catch (error) {
+    return { seq: message.seq, reason: String(error) };
+  }
+}
+
+/** Cuts the fetched messages (in seq order) into runs of at most `maxBytes` (one message at least). */
+function runsOf(messages: readonly StreamMessage[], maxBytes: number): StreamMessage[][] {
+  const runs: StreamMessage[][] = [];
+  let bytes = Number.POSITIVE_INFINITY;
+  for (const message of messages) {
+    if (bytes + message.data.length > maxBytes) {
+      runs.push([]);
+      bytes = 0;
+    }
+    runs.at(-1)!.push(message);
+    bytes += message.data.length;
+  }
+  return runs;
+}
+
 export async function startRollupBuilder(options: RollupBuilderOptions): Promise<RollupBuilder> {
   const { client, store } = options;
+  const maxMessages = options.maxBatchMessages ?? DEFAULT_BATCH_MESSAGES;
+  const maxBytes = options.maxBatchBytes ?? DEFAULT_BATCH_BYTES;
   await client.ensureConsumer(SAMPLE_STREAM, {
     name: ROLLUP_BUILDER_CONSUMER,
     filterSubject: `${SAMPLE_SUBJECT_PREFIX}.>`,
     deliver: { from: "all" },
     ackWaitMs: options.ackWaitMs ?? 30_000,
     maxDeliver: 1_000,
-    // One in flight: messages are applied in stream order, so "seq ≤ applied" means "applied".
-    maxAckPending: 1,
+    // A batch in flight; its order is restored by seq (the gap read), see above.
+    maxAckPending: maxMessages,
   });
-  const consumer: StreamConsumer = startStreamConsumer({
-    client,
-    stream: SAMPLE_STREAM,
-    consumer: ROLLUP_BUILDER_CONSUMER,
-    maxMessages: 1,
-    expiresMs: options.expiresMs ?? 1_000,
+  const retryDelayMs = (count: number) => Math.min(30_000, 100 * 2 ** count);
+
+  /**
+   * The messages after `from` and before `seq` still on the stream (read by seq), at most a
+   * batch of them; `complete` false when more remain.
+   */
+  const gapBetween = async (
+    from: number,
+    seq: number,
+  ): Promise<{ gap: Decoded[]; complete: boolean; through: number }> => {
+    if (seq <= from + 1) return { gap: [], complete: true, through: from };
+    const { firstSeq } = await client.streamState(SAMPLE_STREAM);
+    const start = Math.max(from + 1, firstSeq);
+    const end = Math.min(seq, start + maxMessages);
+    const gap: Decoded[] = [];
+    for (let s = start; s < end; s++) {
+      const stored = await client.getMessage(SAMPLE_STREAM, s);
+      if (stored !== undefined) gap.push(decode(stored));
+    }
+    return { gap, complete: end === seq, through: end - 1 };
+  };
+
+  /**
+   * One run in one transaction, acked after the commit. False: a gap longer than a batch was
+   * met — its first part is applied and the run left unacked (it comes back after the ack wait,
+   * the gap shorter by a batch).
+   */
+  const applyRun = async (run: readonly StreamMessage[]): Promise<boolean> => {
+    const position = await store.appliedSeq();
+    const delivered: Decoded[] = [];
+    const fromStream: Decoded[] = [];
+    let last = position;
+    for (const message of run) {
+      if (message.seq > position) {
+        const { gap, complete, through } = await gapBetween(last, message.seq);
+        fromStream.push(...gap);
+        if (!complete) {
+          await store.applyBatch(readableOf([...fromStream, ...delivered]), through);
+          dropped(fromStream);
+          return false;
+        }
+        last = message.seq;
+      }
+      delivered.push(decode(message)); // at or below the position: a redelivery, skipped by the store
+    }
+    const readable = readableOf([...fromStream, ...delivered]);
+    const results = await store.applyBatch(readable, last);
+    const bySeq = new Map(readable.map((m, i) => [m.seq, results[i]!]));
+    dropped(fromStream);
+    const acks: Array<Promise<void>> = [];
+    for (const [i, message] of run.entries()) {
+      const d = delivered[i]!;
+      if (d.message === undefined) {
+        if (message.seq > position) options.onDropped?.({ seq: message.seq, reason: d.reason! });
+        acks.push(message.term());
+        continue;
+      }
+      try {
+        options.afterCommit?.(message.seq);
+        options.onApplied?.({ tenant: d.message.tenant, seq: message.seq, ...bySeq.get(message.seq)! });
+        acks.push(message.ack());
+      } catch (error) {
+        options.onError(error);
+        acks.push(message.nak(retryDelayMs(message.deliveryCount)));
+      }
+    }
+    await Promise.all(acks);
+    return true;
+  };
+  const readableOf = (list: readonly Decoded[]) =>
+    list.filter((d) => d.message !== undefined).map((d) => d.message!);
+  const dropped = (list: readonly Decoded[]) => {
+    for (const d of list) if (d.reason !== undefined) options.onDropped?.({ seq: d.seq, reason: d.reason });
+  };
+
+  const consumer = new BackgroundLoop({
+    name: `rollup builder ${SAMPLE_STREAM}/${ROLLUP_BUILDER_CONSUMER}`,
+    round: async () => {
+      const fetched = await client.fetch(SAMPLE_STREAM, ROLLUP_BUILDER_CONSUMER, {
+        maxMessages,
+        expiresMs: options.expiresMs ?? 1_000,
+      });
+      const sorted = fetched.toSorted((a, b) => a.seq - b.seq);
+      for (const run of runsOf(sorted, maxBytes)) {
+        // A failed run stays unacked (rolled back): it and the runs behind it come back after
+        // the ack wait, in the order the position check and the gap read restore.
+        if (!(await applyRun(run))) return false;
+      }
+      return fetched.length === maxMessages; // full: more is likely waiting
+    },
     idleMs: 20,
-    retryDelayMs: (count) => Math.min(30_000, 100 * 2 ** count),
     failureBackoff: { capMs: 5_000, jitter: "equal", random: systemRandom },
     onError: (error) => options.onError(error),
-    handle: async (message) => {
-      let batch: ReturnType<typeof decodeStreamBatch>;
-      try {
-        batch = decodeStreamBatch(message.data);
-      } catch (error) {
-        options.onDropped?.({ seq: message.seq, reason: String(error) });
-        return "term";
-      }
-      const result = await store.apply({
-        seq: message.seq,
-        tenant: batch.tenant,
-        partition: batch.partition,
-        series: batch.series,
-      });
-      options.afterCommit?.(message.seq);
-      options.onApplied?.({ tenant: batch.tenant, seq: message.seq, ...result });
-      return "ack";
-    },
   });
+  consumer.start();
   const closer = new BackgroundLoop({
     name: "rollup hour closer",
     round: async () => {
