@@ -94,7 +94,9 @@ Usage
 reads    seeds a power-law graph, posts and one key per sampled reader in a fresh PostgreSQL
          schema; serves the home feed five ways, each its own process (lists rebuilt on each
          reader's first read, keys under feed:readbench_…, deleted after); wrk finds each
-         maximum, then an open loop measures p99 at 70% of it. Needs wrk (installed when missing).
+         maximum, then an open loop (two generator processes of its own) measures p99 at 70% of
+         it; the hybrid's rate is also sent to nginx \`return 200\` (the generators' own floor).
+         Needs wrk (installed when missing) and nginx.
 fanout   gives every follower a list, fans one post out through the real path and times it,
          then runs redis-benchmark ZADD -P 16 into many keys on the same Redis.
 

@@ -17,35 +17,41 @@
  * Lists are built the way a returning user's are (FD-20): each reader's first read rebuilds it
  * by pull; a warm-up pass reads every reader until no answer is partial. Then Debian's `wrk`
  * (its own process) finds each one's closed-loop maximum over the readers in turn, and lab's
- * open-loop generator (this process; the servers are others) measures p99 at 70% of it.
+ * open-loop generator measures p99 at 70% of it from LOAD_PROCESSES processes of its own
+ * (bench/read-load-child.ts, each half the rate; never this process, whose event loop a
+ * generator would share), reporting the rate asked and sent and the late and dropped sends.
  *
  * @example
  * const rows = await runReadBench({ users: 20_000, readers: 2_000, durationS: 5, redisUrl, databaseUrl });
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, get } from "node:http";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
+import { Histogram } from "@casebook/kit/histogram";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import { benchLog } from "@casebook/lab/bench-main";
 import type { BenchResult } from "@casebook/lab/bench-report";
 import { goalLine, scenarioRows } from "@casebook/lab/bench-rows";
-import { runOpenLoop } from "@casebook/lab/load-generator";
 import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
+import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
+import { spawnNginx } from "@casebook/lab/spawn-nginx";
 import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { uniqueName } from "@casebook/lab/test-engines";
 import { runWrk, writeCyclingScript } from "@casebook/lab/wrk-run";
 import { migrateFeed } from "../src/store/migrate.ts";
 import { PostStore } from "../src/store/post-store.ts";
+import type { ReadLoadCommand, ReadLoadRequest, ReadLoadResult } from "./read-load-child.ts";
 import { type Reader, seedReadBench } from "./read-seed.ts";
 
 const SYSTEM = "feed";
 const serviceEntry = new URL("../src/main.ts", import.meta.url);
 const joinEntry = new URL("./join-feed-server.ts", import.meta.url);
 const wholeCacheEntry = new URL("./whole-feed-cache-server.ts", import.meta.url);
+const loadChildEntry = new URL("./read-load-child.ts", import.meta.url);
 const WHOLE_CACHE = "whole-feed cache (1 h TTL)";
 /** Readers checked for FD-24's staleness: a post made after their page was cached. */
 const STALENESS_READERS = 100;
@@ -82,6 +88,10 @@ interface Measured {
   readonly wrkP99Ms: number;
   readonly loopP99Ms: number;
   readonly loopRatePerS: number;
+  readonly loopAskedPerS: number;
+  readonly loopSentPerS: number;
+  readonly loopLate: number;
+  readonly loopDropped: number;
   readonly errors: number;
 }
 
@@ -147,9 +157,83 @@ async function warm(server: ServerProcess, readers: readonly Reader[]): Promise<
   }
 }
 
+/** Open-loop generators, each its own process (bench/read-load-child.ts), sharing the rate. */
+const LOAD_PROCESSES = 2;
+const WARMUP_MS = 1_000;
+
+/** The open-loop generators of one run: started once, used for every design, closed at the end. */
+interface LoadGenerators {
+  run(url: string, ratePerS: number, durationMs: number): Promise<OpenLoopRun>;
+  close(): Promise<void>;
+}
+
+interface OpenLoopRun {
+  readonly askedPerS: number;
+  readonly sentPerS: number;
+  readonly achievedRatePerS: number;
+  readonly p99Ms: number;
+  readonly errors: number;
+  readonly dropped: number;
+  readonly late: number;
+}
+
+async function startLoadGenerators(readers: readonly Reader[]): Promise<LoadGenerators> {
+  const children: SpawnedChild[] = [];
+  try {
+    for (let i = 0; i < LOAD_PROCESSES; i++)
+      children.push(await spawnChild(loadChildEntry, { ready: /"ready"/, lineTimeoutMs: 120_000 }));
+  } catch (error) {
+    await Promise.allSettled(children.map((c) => c.stop()));
+    throw error;
+  }
+  const requests: ReadLoadRequest[] = readers.map((r) => ({
+    path: feedPath(r),
+    authorization: `Bearer ${r.key}`,
+  }));
+  return {
+    async run(url, ratePerS, durationMs) {
+      const results = await Promise.all(
+        children.map(async (child, first) => {
+          const command: ReadLoadCommand = {
+            cmd: "run",
+            url,
+            requests,
+            first,
+            stride: LOAD_PROCESSES,
+            ratePerS: ratePerS / LOAD_PROCESSES,
+            durationMs,
+            warmupMs: WARMUP_MS,
+          };
+          child.send(JSON.stringify(command));
+          return JSON.parse(await child.nextLine()) as ReadLoadResult;
+        }),
+      );
+      const latencyUs = new Histogram({
+        lowestDiscernibleValue: 1,
+        highestTrackableValue: 3_600_000_000,
+        significantDigits: 3,
+      });
+      for (const r of results) for (const [low, count] of r.buckets) latencyUs.record(low, count);
+      const sum = (pick: (r: ReadLoadResult) => number) => results.reduce((s, r) => s + pick(r), 0);
+      return {
+        askedPerS: sum((r) => r.asked),
+        sentPerS: sum((r) => r.sentPerS),
+        achievedRatePerS: sum((r) => r.achievedRatePerS),
+        p99Ms: latencyUs.summary().p99 / 1_000,
+        errors: sum((r) => r.errors),
+        dropped: sum((r) => r.dropped),
+        late: sum((r) => r.late),
+      };
+    },
+    async close() {
+      await Promise.allSettled(children.map((c) => c.stop({ line: JSON.stringify({ cmd: "close" }) })));
+    },
+  };
+}
+
 async function measure(
   server: ServerProcess,
-  readers: readonly Reader[],
+  load: LoadGenerators,
   script: string,
   durationS: number,
 ): Promise<Measured> {
@@ -159,31 +243,54 @@ async function measure(
     throw new Error(
       `${server.name}: ${wrk.errors} of ~${Math.round(wrk.requestsPerS * durationS)} wrk answers were errors`,
     );
-  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-  const url = new URL(server.url);
+  const rate = Math.max(LOAD_PROCESSES, Math.round(0.7 * wrk.requestsPerS));
+  const loop = await load.run(server.url, rate, durationS * 1000);
+  benchLog(
+    `${server.name}: open loop asked ${loop.askedPerS}/s, sent ${Math.round(loop.sentPerS)}/s, ` +
+      `${loop.late} late, ${loop.dropped} dropped, p99 ${loop.p99Ms.toFixed(1)} ms (load ${loadAverage()})`,
+  );
+  return {
+    wrkPerS: wrk.requestsPerS,
+    wrkP99Ms: wrk.p99Ms,
+    loopP99Ms: loop.p99Ms,
+    loopRatePerS: loop.achievedRatePerS,
+    loopAskedPerS: loop.askedPerS,
+    loopSentPerS: loop.sentPerS,
+    loopLate: loop.late,
+    loopDropped: loop.dropped,
+    errors: wrk.errors + loop.errors + loop.dropped,
+  };
+}
+
+/**
+ * The generators alone: the same rate against nginx answering `return 200` (its own process, a
+ * C server far faster than the feed), in the same run — the p99 and late sends the generators and
+ * the machine add by themselves, the floor under the hybrid's figure.
+ */
+async function generatorFloor(
+  load: LoadGenerators,
+  ratePerS: number,
+  durationS: number,
+): Promise<OpenLoopRun> {
+  const nginx = await spawnNginx({
+    http: (port) => `server { listen 127.0.0.1:${port}; access_log off; location / { return 200 "{}"; } }`,
+  });
   try {
-    const rate = Math.max(1, Math.round(0.7 * wrk.requestsPerS));
-    const loop = await runOpenLoop({
-      ratePerS: rate,
-      durationMs: durationS * 1000,
-      warmupMs: 1_000,
-      requestTimeoutMs: 5_000,
-      maxInFlight: 2_000,
-      task: async ({ index, signal }) => {
-        const status = await readFeed(agent, url, readers[index % readers.length]!, signal);
-        if (status !== 200 && status !== 206) throw new Error(`status ${status}`);
-      },
-    });
-    return {
-      wrkPerS: wrk.requestsPerS,
-      wrkP99Ms: wrk.p99Ms,
-      loopP99Ms: loop.latencyMs.p99,
-      loopRatePerS: loop.achievedRatePerS,
-      errors: wrk.errors + loop.errors + loop.dropped,
-    };
+    const run = await load.run(nginx.url, ratePerS, durationS * 1000);
+    benchLog(
+      `generator floor (nginx return 200): asked ${run.askedPerS}/s, sent ${Math.round(run.sentPerS)}/s, ` +
+        `${run.late} late, ${run.dropped} dropped, p99 ${run.p99Ms.toFixed(1)} ms (load ${loadAverage()})`,
+    );
+    return run;
   } finally {
-    agent.destroy();
+    await nginx.stop();
   }
+}
+
+function loadAverage(): string {
+  return loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
 }
 
 export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult> {
@@ -197,6 +304,8 @@ export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult
   const prefix = `feed:${uniqueName("readbench")}:`;
   const results = new Map<Design, Measured>();
   let stale: Staleness | undefined;
+  let load: LoadGenerators | undefined;
+  let floor: OpenLoopRun | undefined;
   try {
     benchLog(`seeding ${o.users} users, ${o.postsPerAuthor} posts per author, ${o.readers} readers' keys`);
     const seed = await seedReadBench(schema.db, o);
@@ -205,6 +314,7 @@ export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult
       dir,
       seed.readers.map((r) => ({ path: feedPath(r), headers: { authorization: `Bearer ${r.key}` } })),
     );
+    load = await startLoadGenerators(seed.readers);
     for (const design of ["hybrid", "pure push", "pure pull", "SQL join", WHOLE_CACHE] as const) {
       const env = {
         DATABASE_URL: o.databaseUrl,
@@ -237,14 +347,17 @@ export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult
         const stillPartial = await warm(server, seed.readers);
         if (stillPartial > 0) benchLog(`${design}: ${stillPartial} readers still partial after warm-up`);
         benchLog(`${design}: wrk ${o.durationS} s, then the open loop at 70%`);
-        results.set(design, await measure(server, seed.readers, script, o.durationS));
+        const measured = await measure(server, load!, script, o.durationS);
+        results.set(design, measured);
+        if (design === "hybrid") floor = await generatorFloor(load!, measured.loopAskedPerS, o.durationS);
         if (design === WHOLE_CACHE) stale = await staleness(server, seed.readers, schema.db);
       } finally {
         await server.stop();
       }
     }
-    return report(o, seed.authors, results, stale!);
+    return report(o, seed.authors, results, stale!, floor!);
   } finally {
+    await load?.close();
     const redis = await connectRedis({ url: o.redisUrl, commandTimeoutMs: 30_000 });
     try {
       await deletePrefixed(redis, prefix);
@@ -332,6 +445,7 @@ function report(
   authors: number,
   results: Map<Design, Measured>,
   stale: Staleness,
+  floor: OpenLoopRun,
 ): ReadBenchResult {
   const hybrid = results.get("hybrid")!;
   const shape = `${o.users} users (${authors} authors, power law α=${o.alpha}), ${o.readers} readers, pages of ${PAGE}`;
@@ -345,7 +459,26 @@ function report(
     own.value("reads (wrk max, c=32)", "reads/s", hybrid.wrkPerS),
     own.value("latency p99 at 70% of max (open loop)", "ms", hybrid.loopP99Ms),
     own.value("achieved rate at 70%", "reads/s", hybrid.loopRatePerS),
+    own.value(
+      `open loop: rate asked (${LOAD_PROCESSES} generator processes)`,
+      "reads/s",
+      hybrid.loopAskedPerS,
+    ),
+    own.value("open loop: rate sent", "reads/s", hybrid.loopSentPerS),
+    own.count("open loop: sends late (> 10 ms behind schedule)", hybrid.loopLate),
+    own.count("open loop: sends dropped (2 000 in flight per generator)", hybrid.loopDropped),
     own.count("errors (non-2xx, socket, dropped)", hybrid.errors),
+  );
+  const generators = scenarioRows({
+    system: SYSTEM,
+    scenario: "the open-loop generators alone: the hybrid's 70% rate against nginx `return 200`",
+    tidy: true,
+  });
+  rows.push(
+    generators.value("latency p99", "ms", floor.p99Ms),
+    generators.value("rate sent", "reads/s", floor.sentPerS),
+    generators.count("sends late (> 10 ms behind schedule)", floor.late),
+    generators.count("sends dropped", floor.dropped),
   );
   for (const design of ["pure push", "pure pull", "SQL join", WHOLE_CACHE] as const) {
     const other = results.get(design)!;
