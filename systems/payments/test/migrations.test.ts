@@ -16,6 +16,7 @@ import { engineFree, requirePostgres, uniqueName } from "@casebook/lab/test-engi
 import { normalizeTransfer } from "../src/domain/ledger.ts";
 import { claimDue, ensureMerchantAccounts, findPayment } from "../src/store/payment-repository.ts";
 import { claimDueRefunds, findRefundByKey } from "../src/store/refund-repository.ts";
+import { bookHoldWith007 } from "./ledger-write-007.ts";
 
 const dir = new URL("../src/store/migrations/", import.meta.url);
 const expected = [
@@ -91,24 +92,7 @@ async function oldPayment(
       currency: "EUR",
       pending: true,
     });
-    const { rows: holds } = await tx.query<{ transaction_id: bigint }>(
-      `SELECT DISTINCT transaction_id
-         FROM ledger_write($1::text[], $2::text[], $3::boolean[], $4::int8[], $5::jsonb[],
-                           $6::int4[], $7::int8[], $8::text[], $9::text[], $10::int8[])`,
-      [
-        [transfer.idemKey],
-        [transfer.fingerprint],
-        [true],
-        [null],
-        ["{}"],
-        [1, 1],
-        [String(customerFunds), String(merchantPending)],
-        ["EUR", "EUR"],
-        ["D", "C"],
-        ["5000", "5000"],
-      ],
-    );
-    const hold = { transaction: { id: holds[0]!.transaction_id } };
+    const hold = { transaction: { id: await bookHoldWith007(tx, transfer) } };
     const { rows } = await tx.query<{ id: bigint }>(
       `INSERT INTO payments (merchant_id, idempotency_key, acquirer_key, amount_minor, currency, card_token, capture,
          status, step, intent, next_run_at, lease_owner, lease_until, version, idem_generation, hold_transaction_id,

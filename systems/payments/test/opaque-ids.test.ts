@@ -12,12 +12,21 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { applyMigrations, readMigrations, runMigrations } from "@casebook/infra/sql/migrations";
 import { openDatabase } from "@casebook/infra/sql/open-database";
+import type { Queryable } from "@casebook/infra/sql/sql";
 import { tableShape } from "@casebook/lab/table-shape";
 import { engineFree } from "@casebook/lab/test-engines";
+import { normalizeTransfer } from "../src/domain/ledger.ts";
 import { isPaymentId, isRefundId } from "../src/domain/public-ids.ts";
-import { createPayment, findPaymentByPublicId } from "../src/store/payment-repository.ts";
+import {
+  type CreatePaymentInput,
+  createPayment,
+  ensureMerchantAccounts,
+  findPaymentByPublicId,
+  type Payment,
+} from "../src/store/payment-repository.ts";
 import { createRefund, findRefund } from "../src/store/refund-repository.ts";
 import type { PaymentEvent } from "../src/workers/saga-orchestrator.ts";
+import { bookHoldWith007 } from "./ledger-write-007.ts";
 import { MIGRATIONS_DIR, paymentBody } from "./payment-fixture.ts";
 import { startFullPayments } from "./payments-full-fixture.ts";
 
@@ -118,6 +127,27 @@ test("public id shapes: new, pre-013 decimal, and nothing else", (t) => {
   assert.ok(!isRefundId(`pay_${"0f".repeat(16)}`));
 });
 
+/**
+ * What the version before 013 wrote for a new payment: its reserve hold, through that schema's
+ * ledger_write (007's; today's createPayment calls 018's), then the payment row as createPayment
+ * inserts it (the payments table had these columns then).
+ */
+async function createPaymentBefore013(tx: Queryable, input: CreatePaymentInput): Promise<Payment> {
+  const accounts = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
+  const hold = await bookHoldWith007(
+    tx,
+    normalizeTransfer({
+      idemKey: `pay:old:${input.idempotencyKey}:reserve`,
+      from: accounts.customerFunds,
+      to: accounts.merchantPending,
+      amount: input.amountMinor,
+      currency: input.currency,
+      pending: true,
+    }),
+  );
+  return createPayment(tx, input, { holdTransactionId: hold });
+}
+
 test("013 upgrades a data directory of the previous version: old ids still answer, new payments get opaque ids", async (t) => {
   if (engineFree(t)) return;
   const root = await mkdtemp(join(tmpdir(), "casebook-payments-opaque-"));
@@ -138,7 +168,7 @@ test("013 upgrades a data directory of the previous version: old ids still answe
     // A captured payment and one refund of it, written by the INSERTs the previous version runs.
     const nowMs = Date.UTC(2026, 0, 1);
     await old.transaction(async (tx) => {
-      const payment = await createPayment(tx, {
+      const payment = await createPaymentBefore013(tx, {
         merchantId: merchant,
         idempotencyKey: "old-1",
         amountMinor: 5000n,

@@ -199,24 +199,19 @@ export async function ensureMerchantAccounts(
 /**
  * Creates the payment, its saga (step "authorize", due now) and the reserve step — a pending
  * ledger hold — inside `tx` (PY-05 step 1). Throws on a duplicate (merchant, key): the
- * idempotency layer in front must make that impossible.
+ * idempotency layer in front must make that impossible. `booked`: the hold was already booked
+ * (the upgrade test books it through an older schema's ledger_write).
  */
-export async function createPayment(tx: Queryable, input: CreatePaymentInput): Promise<Payment> {
-  const accounts = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
+export async function createPayment(
+  tx: Queryable,
+  input: CreatePaymentInput,
+  booked?: { holdTransactionId: bigint },
+): Promise<Payment> {
   const { rows: ids } = await tx.query<{ id: bigint }>(
     "SELECT nextval(pg_get_serial_sequence('payments', 'id')) AS id",
   );
   const id = ids[0]!.id;
-  const transfer = normalizeTransfer({
-    idemKey: `pay:${id}:reserve`,
-    from: accounts.customerFunds,
-    to: accounts.merchantPending,
-    amount: input.amountMinor,
-    currency: input.currency,
-    pending: true,
-    metadata: { paymentId: id.toString() },
-  });
-  const [hold] = await applyTransfers(tx, [{ transfer, reversesId: null }]);
+  const holdTransactionId = booked?.holdTransactionId ?? (await reserveHold(tx, id, input));
   const now = new Date(input.nowMs);
   const leaseExpiresAt = input.leaseOwner === undefined ? null : new Date(input.nowMs + (input.leaseMs ?? 0));
   const { rows } = await tx.query<PaymentRow>(
@@ -239,10 +234,26 @@ export async function createPayment(tx: Queryable, input: CreatePaymentInput): P
       input.leaseOwner ?? null,
       leaseExpiresAt,
       input.idemGeneration,
-      hold!.transaction.id,
+      holdTransactionId,
     ],
   );
   return toPayment(rows[0]!);
+}
+
+/** The reserve step's pending hold for payment `id` (customer funds → merchant pending). */
+async function reserveHold(tx: Queryable, id: bigint, input: CreatePaymentInput): Promise<bigint> {
+  const accounts = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
+  const transfer = normalizeTransfer({
+    idemKey: `pay:${id}:reserve`,
+    from: accounts.customerFunds,
+    to: accounts.merchantPending,
+    amount: input.amountMinor,
+    currency: input.currency,
+    pending: true,
+    metadata: { paymentId: id.toString() },
+  });
+  const [hold] = await applyTransfers(tx, [{ transfer, reversesId: null }]);
+  return hold!.transaction.id;
 }
 
 /** A payment by its internal id, scoped to its merchant. */
