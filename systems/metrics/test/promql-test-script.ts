@@ -10,10 +10,12 @@
  * const report = runTestScript(readFileSync("functions.test", "utf8"));
  * report.passed; report.failed[0]; // { line, expr, reason }
  */
+
+import { parsePromDurationMs } from "@casebook/kit/prom-duration";
 import { HeadBlock, type SeriesSamples } from "../src/domain/head-block.ts";
 import { type Labels, labelsFromPairs, seriesKey } from "../src/domain/labels.ts";
 import { PromqlEngine } from "../src/domain/promql-engine.ts";
-import { parseDurationMs, parsePromql } from "../src/domain/promql-parser.ts";
+import { parsePromql } from "../src/domain/promql-parser.ts";
 import type { InstantVector, Value } from "../src/domain/promql-values.ts";
 import { STALE_NAN } from "../src/domain/staleness.ts";
 
@@ -145,7 +147,7 @@ function compareVector(expected: Expected, samples: InstantVector, ordered: bool
 
 function parseTime(text: string): number {
   if (text === "0") return 0;
-  const ms = parseDurationMs(text);
+  const ms = parsePromDurationMs(text);
   if (ms === undefined) throw new Error(`bad time ${text}`);
   return ms;
 }
@@ -171,7 +173,7 @@ export function runTestScript(script: string): ScriptReport {
     }
     const load = /^load\s+(\S+)$/.exec(line);
     if (load) {
-      const stepMs = parseDurationMs(load[1]!)!;
+      const stepMs = parsePromDurationMs(load[1]!)!;
       // A series listed twice in one load takes its last definition, as Prometheus's runner
       // does (it keeps the definitions in a map keyed by the series).
       const bySeries = new Map<string, { labels: Labels; samples: Map<number, number> }>();

@@ -8,7 +8,7 @@
  * parseTimeParam("2024-01-01T00:00:00Z", "start"); // 1704067200000
  * parseDurationParam("15s", "step");                // 15000
  */
-import { parseDurationMs } from "../domain/promql-parser.ts";
+import { parsePromDurationMs } from "@casebook/kit/prom-duration";
 import { errors } from "../errors.ts";
 
 export type Params = Readonly<Record<string, string | string[] | undefined>>;
@@ -42,7 +42,7 @@ export function parseDurationParam(text: string, name: string): number {
     const ms = Math.round(Number(text) * 1000);
     if (ms > 0) return ms;
   }
-  const ms = parseDurationMs(text);
+  const ms = parsePromDurationMs(text);
   if (ms !== undefined && ms > 0) return ms;
   invalid(name, `invalid parameter "${name}": cannot parse "${text}" to a valid duration`);
 }

@@ -15,10 +15,12 @@
  *         labels: { severity: page }
  *         annotations: { summary: "{{ $value }} errors/s" }`, { defaultIntervalMs: 15_000 });
  */
+
+import { parsePromDurationMs } from "@casebook/kit/prom-duration";
 import { parse as parseYaml } from "yaml";
 import { LABEL_NAME_PATTERN } from "./labels.ts";
 import type { Expr } from "./promql-ast.ts";
-import { parseDurationMs, parsePromql, typeOf } from "./promql-parser.ts";
+import { parsePromql, typeOf } from "./promql-parser.ts";
 
 export interface AlertRule {
   readonly alert: string;
@@ -66,7 +68,7 @@ function record(value: unknown, field: string): Record<string, string> {
 
 function duration(value: unknown, field: string): number | undefined {
   if (value === undefined || value === null) return undefined;
-  const ms = typeof value === "string" ? parseDurationMs(value) : undefined;
+  const ms = typeof value === "string" ? parsePromDurationMs(value) : undefined;
   if (ms === undefined)
     throw new RuleFileError(field, `${JSON.stringify(value)} is not a duration like 30s or 5m`);
   return ms;

@@ -83,8 +83,6 @@ const PRECEDENCE: Readonly<Record<string, number>> = {
 const UNARY_PRECEDENCE = 6;
 const OPERATORS = ["=~", "!~", "==", "!=", "<=", ">=", "<", ">", "=", "+", "-", "*", "/", "%", "^"];
 const PUNCT = "(){}[],:@";
-/** `5m`, `1h30m`, `100ms` → milliseconds; undefined when it is not a duration (kit's one parser). */
-export const parseDurationMs = parsePromDurationMs;
 
 function unquote(raw: string, pos: number): string {
   const quote = raw[0];
@@ -152,7 +150,7 @@ function lex(input: string): Token[] {
           kind: "duration",
           text: duration[0],
           pos: start,
-          value: parseDurationMs(duration[0])!,
+          value: parsePromDurationMs(duration[0])!,
         });
         i += duration[0].length;
         continue;
