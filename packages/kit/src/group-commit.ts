@@ -67,6 +67,8 @@ export class GroupCommit<I, O> {
   readonly #pending = new Deque<Pending<I, O>>();
   /** True from the first item of a busy period until the flush loop finds nothing left. */
   #flushing = false;
+  /** True while a batch is handed to `write` and its promise has not settled. */
+  #writing = false;
   #flushed: Promise<void> = Promise.resolve();
   #filled: (() => void) | undefined;
   #stats = { batches: 0, items: 0, refused: 0 };
@@ -92,6 +94,11 @@ export class GroupCommit<I, O> {
   /** Items waiting for a write (the batch being written not counted). */
   get pending(): number {
     return this.#pending.length;
+  }
+
+  /** True while a batch is being written (not while the first items of an idle moment wait to fill it). */
+  get writing(): boolean {
+    return this.#writing;
   }
 
   get stats(): GroupCommitStats {
@@ -120,8 +127,17 @@ export class GroupCommit<I, O> {
     });
   }
 
-  /** Resolves once everything submitted so far is written (or failed). */
+  /**
+   * Ends a wait for company at once: the items waiting for it go in the next write. For a
+   * reader that needs them written now, and for `drain` (a shutdown never waits for company).
+   */
+  hurry(): void {
+    this.#filled?.();
+  }
+
+  /** Resolves once everything submitted so far is written (or failed); a wait for company is cut short. */
   async drain(): Promise<void> {
+    this.hurry();
     while (this.#flushing) await this.#flushed;
   }
 
@@ -142,6 +158,7 @@ export class GroupCommit<I, O> {
     while (batch.length < this.#maxBatch && this.#pending.length > 0) batch.push(this.#pending.shift()!);
     this.#stats.batches += 1;
     this.#stats.items += batch.length;
+    this.#writing = true;
     try {
       const outs = await this.#write(batch.map((p) => p.item));
       assert(outs.length === batch.length, "a group write returns one result per item", {
@@ -151,6 +168,8 @@ export class GroupCommit<I, O> {
       for (let i = 0; i < batch.length; i++) batch[i]!.resolve(outs[i]!);
     } catch (error) {
       for (const p of batch) p.reject(error);
+    } finally {
+      this.#writing = false;
     }
   }
 

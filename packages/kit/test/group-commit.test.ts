@@ -96,6 +96,32 @@ test("maxWaitMs: a batch from idle waits for company, and goes at once when it f
   await commit.drain();
 });
 
+test("hurry and drain cut a wait for company short: the waiting items go at once", async () => {
+  const batches: number[][] = [];
+  const commit = new GroupCommit<number, number>(
+    async (batch) => {
+      batches.push(batch);
+      return batch;
+    },
+    // A sleep that never ends: only hurry (or drain) can end the wait.
+    { maxBatch: 10, maxPending: 10, maxWaitMs: 5, sleep: () => new Promise<void>(() => {}) },
+  );
+  const first = [1, 2].map((n) => commit.submit(n));
+  await Promise.resolve();
+  assert.deepEqual(batches, [], "waiting for company");
+  commit.hurry();
+  assert.deepEqual(await Promise.all(first), [1, 2]);
+  assert.deepEqual(batches, [[1, 2]]);
+  const second = commit.submit(3);
+  await Promise.resolve();
+  assert.deepEqual(batches, [[1, 2]], "a new idle moment waits again");
+  await commit.drain();
+  assert.equal(await second, 3);
+  assert.deepEqual(batches, [[1, 2], [3]]);
+  commit.hurry(); // nothing waiting: nothing happens
+  assert.deepEqual(batches, [[1, 2], [3]]);
+});
+
 test("bad options are refused", () => {
   const write = async (batch: number[]) => batch;
   assert.throws(() => new GroupCommit(write, { maxBatch: 0, maxPending: 1 }), RangeError);

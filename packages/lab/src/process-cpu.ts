@@ -11,7 +11,7 @@
  * await load();
  * const used = treeCpuSeconds([service.pid, nats.pid])! - before!;   // CPU-seconds of both trees
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { descendants } from "./process-tree.ts";
 
 /** Linux's USER_HZ: /proc reports CPU time in 1/100 s on every architecture Node runs on. */
@@ -46,4 +46,32 @@ export function treeCpuSeconds(roots: readonly number[]): number | undefined {
     for (const pid of descendants(root)) ticks += ticksOf(pid)?.[0] ?? 0;
   }
   return ticks / TICKS_PER_S;
+}
+
+/**
+ * CPU-seconds of one process's threads so far, summed by thread name (`/proc/<pid>/task/<tid>/`:
+ * Node's main thread carries the process's name, libuv's pool `libuv-worker`, V8's helpers
+ * `V8 Worker`…): where a process's time goes. Undefined when it cannot be read.
+ */
+export function threadCpuSeconds(pid: number): Map<string, number> | undefined {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  const byName = new Map<string, number>();
+  for (const tid of tids) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "latin1");
+    } catch {
+      continue; // the thread ended between the listing and the read
+    }
+    const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const seconds = (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
+    byName.set(name, (byName.get(name) ?? 0) + seconds);
+  }
+  return byName;
 }

@@ -52,6 +52,12 @@ export interface ApiKeyAdminOptions {
    * user ids: `^[1-9][0-9]{0,17}$`): another id is a 400 naming `/params/id`, not a database error.
    */
   ownerIdPattern?: string;
+  /**
+   * Called after a rotation or a revocation succeeded: a process that caches verified keys
+   * (kit's VerifiedKeyCache) clears them here, so a key revoked through this process stops
+   * working at once rather than at its cache's TTL.
+   */
+  onKeysChanged?: () => void;
 }
 
 const tags = ["admin"];
@@ -200,6 +206,7 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
         overlapMs: overlapS * 1_000,
       });
       if (!rotated) throw options.ownerNotFound(request.params.id);
+      options.onKeysChanged?.();
       return reply.code(201).send({
         key: rotated.key,
         prefix: rotated.prefix,
@@ -235,6 +242,7 @@ export function registerApiKeyAdminRoutes(app: FastifyInstance, options: ApiKeyA
         const detail = "No live API key with this prefix belongs to this owner.";
         throw commonErrors.create("RESOURCE_NOT_FOUND", { detail, fields: { id, prefix } });
       }
+      options.onKeysChanged?.();
       return reply.code(204).send();
     },
   );

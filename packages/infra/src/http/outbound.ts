@@ -215,20 +215,18 @@ function streamOf(
         cause: request.signal?.reason,
       }),
     );
-  const arm = () => {
-    clearTimeout(idle);
-    idle = setTimeout(
-      () =>
-        stop(
-          outboundErrors.create("OUTBOUND_BODY_TIMEOUT", {
-            fields: { phase: "body", timeoutMs: request.idleMs, host },
-          }),
-        ),
-      request.idleMs,
-    );
-  };
+  // One timer for the body, pushed back by every chunk (refresh: no timer made per chunk).
+  idle = setTimeout(
+    () =>
+      stop(
+        outboundErrors.create("OUTBOUND_BODY_TIMEOUT", {
+          fields: { phase: "body", timeoutMs: request.idleMs, host },
+        }),
+      ),
+    request.idleMs,
+  );
+  const arm = () => idle?.refresh();
   request.signal?.addEventListener("abort", onAbort, { once: true });
-  arm();
   async function* body(): AsyncGenerator<Buffer> {
     try {
       for await (const chunk of res as AsyncIterable<Buffer>) {

@@ -7,7 +7,8 @@
  *                                       service is running (SCENARIO_BUSY), 403 beyond loopback
  *   GET  /v1/scenarios/{id}/runs/{runId}  its state, progress (0..1), points to plot, result sentence
  *
- * Bounded: a run stops at `timeoutMs` (its signal aborts, the state says "timed out"), keeps at
+ * Bounded: a run stops at its scenario's `timeoutMs`, else the registry's (its signal aborts,
+ * the state says "timed out"), keeps at
  * most `maxPoints` points (the later ones dropped, counted in `droppedPoints`), and the registry
  * keeps the last `keepRuns` runs. Local only: a request whose peer is not loopback is refused
  * (its buttons are destructive), whatever the listener's host.
@@ -64,6 +65,8 @@ export interface ScenarioContext {
 }
 
 export interface Scenario extends ScenarioInfo {
+  /** This scenario's own bound on a run (one that starts a deployment of processes needs more); default the registry's. */
+  timeoutMs?: number;
   /** Runs to the result sentence ("20 requests, one key: 1 payment, 20 answers with its id"). */
   run(ctx: ScenarioContext): Promise<string>;
 }
@@ -174,10 +177,11 @@ export class ScenarioRuns {
     const controller = new AbortController();
     this.#controller = controller;
     let timedOut = false;
+    const timeoutMs = scenario.timeoutMs ?? this.#timeoutMs;
     const timer = setTimeout(() => {
       timedOut = true;
-      controller.abort(new Error(`stopped at its bound of ${this.#timeoutMs} ms`));
-    }, this.#timeoutMs);
+      controller.abort(new Error(`stopped at its bound of ${timeoutMs} ms`));
+    }, timeoutMs);
     const ctx: ScenarioContext = {
       signal: controller.signal,
       progress: (fraction) => {

@@ -18,6 +18,10 @@
  * `touchIntervalMs` (default a minute): a key serving a thousand requests a second costs one
  * UPDATE a minute, not a thousand, and the listing is still right to the minute. The UPDATE
  * repeats the age condition, so replicas racing on one key write it once per interval too.
+ * `authenticateMany` checks a batch of keys in one SELECT (and at most one UPDATE): a cache
+ * re-checking many keys pays a round trip per batch (feed's key cache, through kit's GroupCommit);
+ * `authenticatePresented` does the same for keys already parsed (prefix + sha256), so a cache
+ * that keeps only digests can re-check its keys in the background (llm-gateway's key cache).
  *
  * Table and column names reach SQL text, so they are checked as identifiers.
  *
@@ -26,7 +30,13 @@
  * const issued = await db.transaction((tx) => keys.issue(tx, "mer_1", { nowMs, randomBytes }));
  * await keys.authenticate(db, issued.key, nowMs); // "mer_1"
  */
-import { type ApiKeyScheme, apiKeyMatches, type IssuedApiKey, type RandomBytes } from "@casebook/kit/api-key";
+import {
+  type ApiKeyScheme,
+  apiKeyMatches,
+  type IssuedApiKey,
+  type PresentedApiKey,
+  type RandomBytes,
+} from "@casebook/kit/api-key";
 import type { Database, Queryable } from "./sql.ts";
 import { checkIdentifier } from "./sql-schema.ts";
 
@@ -128,6 +138,15 @@ export function apiKeyUsageSql(options: { table: string }): string {
 `;
 }
 
+/** A key's row as authentication reads it. */
+interface KeyRow {
+  prefix: string;
+  owner: string;
+  key_hash: string;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+}
+
 /** Issue, authenticate, list, rotate, expire and revoke the keys of one table; see the module comment. */
 export class ApiKeyTable {
   readonly scheme: ApiKeyScheme;
@@ -191,33 +210,74 @@ export class ApiKeyTable {
 
   /** The owner a presented key belongs to, or undefined (malformed, unknown, wrong secret, expired). */
   async authenticate(q: Queryable, key: string, nowMs: number): Promise<string | undefined> {
-    const presented = this.scheme.parse(key);
-    if (!presented) return undefined;
-    const { rows } = await q.query<{
-      owner: string;
-      key_hash: string;
-      expires_at: Date | null;
-      last_used_at: Date | null;
-    }>(
-      `SELECT ${this.#owner} AS owner, key_hash, expires_at, last_used_at FROM ${this.#table} WHERE prefix = $1`,
-      [presented.prefix],
+    const [owner] = await this.authenticateMany(q, [key], nowMs);
+    return owner;
+  }
+
+  /**
+   * `authenticate` for many keys at once: one SELECT for all of them and at most one UPDATE of
+   * `last_used_at` — a cache re-checking thousands of keys a second pays one round trip per
+   * batch, not per key. One answer per key, in order, as `authenticate` would give it.
+   */
+  async authenticateMany(
+    q: Queryable,
+    keys: readonly string[],
+    nowMs: number,
+  ): Promise<(string | undefined)[]> {
+    return this.authenticatePresented(
+      q,
+      keys.map((key) => this.scheme.parse(key)),
+      nowMs,
     );
-    const row = rows[0];
+  }
+
+  /**
+   * `authenticateMany` for keys already parsed (`scheme.parse`: the public prefix and sha256 of
+   * the key — what the table stores, not a usable secret): a cache that keeps only the digest
+   * re-checks a key in the background without holding the key itself. Undefined = malformed.
+   */
+  async authenticatePresented(
+    q: Queryable,
+    presented: readonly (PresentedApiKey | undefined)[],
+    nowMs: number,
+  ): Promise<(string | undefined)[]> {
+    const prefixes = [...new Set(presented.flatMap((p) => (p ? [p.prefix] : [])))];
+    if (prefixes.length === 0) return presented.map(() => undefined);
+    const { rows } = await q.query<KeyRow>(
+      `SELECT prefix, ${this.#owner} AS owner, key_hash, expires_at, last_used_at FROM ${this.#table}
+        WHERE prefix = ANY($1::text[])`,
+      [prefixes],
+    );
+    const byPrefix = new Map(rows.map((row) => [row.prefix, row]));
+    const due = new Set<string>();
+    const owners = presented.map((p) => {
+      const row = p && byPrefix.get(p.prefix);
+      const owner = p && this.#ownerOf(p.hash, row, nowMs);
+      if (owner !== undefined && this.#touchDue(row!, nowMs)) due.add(p!.prefix);
+      return owner;
+    });
+    if (due.size > 0) await this.#touch(q, [...due], nowMs);
+    return owners;
+  }
+
+  /** The row's owner when the presented hash matches and the key has not expired. */
+  #ownerOf(presentedHash: string, row: KeyRow | undefined, nowMs: number): string | undefined {
     // The hash compare runs before the expiry check, so both failures take the same path and time.
-    if (!row || !apiKeyMatches(presented.hash, row.key_hash)) return undefined;
+    if (!row || !apiKeyMatches(presentedHash, row.key_hash)) return undefined;
     if (row.expires_at !== null && row.expires_at.getTime() <= nowMs) return undefined;
-    if (row.last_used_at === null || row.last_used_at.getTime() <= nowMs - this.touchIntervalMs) {
-      await this.#touch(q, presented.prefix, nowMs);
-    }
     return row.owner;
   }
 
+  #touchDue(row: KeyRow, nowMs: number): boolean {
+    return row.last_used_at === null || row.last_used_at.getTime() <= nowMs - this.touchIntervalMs;
+  }
+
   /** last_used_at = now, unless another request (or replica) wrote it within the interval already. */
-  async #touch(q: Queryable, prefix: string, nowMs: number): Promise<void> {
+  async #touch(q: Queryable, prefixes: readonly string[], nowMs: number): Promise<void> {
     await q.query(
       `UPDATE ${this.#table} SET last_used_at = $2
-        WHERE prefix = $1 AND (last_used_at IS NULL OR last_used_at <= $3)`,
-      [prefix, new Date(nowMs), new Date(nowMs - this.touchIntervalMs)],
+        WHERE prefix = ANY($1::text[]) AND (last_used_at IS NULL OR last_used_at <= $3)`,
+      [prefixes, new Date(nowMs), new Date(nowMs - this.touchIntervalMs)],
     );
   }
 

@@ -12,6 +12,7 @@
 import { join, resolve } from "node:path";
 import { openPgDatabase, type PgDatabaseOptions } from "./pg-database.ts";
 import { openPgliteDatabase } from "./pglite-database.ts";
+import { openPgliteThreadDatabase } from "./pglite-thread-database.ts";
 import type { Database } from "./sql.ts";
 import { sqlErrors } from "./sql-errors.ts";
 import { ensureSchema, schemaName } from "./sql-schema.ts";
@@ -31,6 +32,12 @@ export interface OpenDatabaseOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Base of the default data directory; default `process.cwd()`. */
   cwd?: string;
+  /**
+   * PGlite on a worker thread of its own (pglite-thread-database.ts), at most `maxPending`
+   * requests waiting on it: for a store written on a hot path, so the engine's work is not the
+   * calling thread's. Ignored on PostgreSQL (the engine is another process already).
+   */
+  pgliteThread?: { maxPending: number };
 }
 
 const SYSTEM_PATTERN = /^[a-z][a-z0-9-]{0,62}$/;
@@ -71,7 +78,11 @@ function openEngine(options: OpenDatabaseOptions, system: string, schema: string
     const applicationName = `casebook-${system}`;
     return Promise.resolve(openPgDatabase({ ...options.pool, url: checkUrl(url), schema, applicationName }));
   }
-  return openPgliteDatabase({ dataDir: options.dataDir ?? dataDirFor(system, env, options.cwd), schema });
+  const dataDir = options.dataDir ?? dataDirFor(system, env, options.cwd);
+  if (options.pgliteThread !== undefined) {
+    return openPgliteThreadDatabase({ dataDir, schema, maxPending: options.pgliteThread.maxPending });
+  }
+  return openPgliteDatabase({ dataDir, schema });
 }
 
 /**

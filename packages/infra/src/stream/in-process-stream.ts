@@ -76,6 +76,8 @@ interface ConsumerLog {
   nextSeq: number;
   /** Delivered, not acked, keyed by stream sequence. */
   pending: Map<number, Pending>;
+  /** Deliveries handed out so far, redeliveries included (JetStream's consumer sequence). */
+  delivered: number;
   waiters: Waiter[];
   wake: NodeJS.Timeout | undefined;
   wakeAtMs: number;
@@ -249,6 +251,7 @@ export class InProcessStreamServer {
       config: { ...config },
       nextSeq: this.#startSeq(log, config),
       pending: new Map(),
+      delivered: 0,
       waiters: [],
       wake: undefined,
       wakeAtMs: Number.POSITIVE_INFINITY,
@@ -492,7 +495,13 @@ export class InProcessStreamServer {
     }
     if (explicit) this.#schedule(log, consumer);
     return taken.map(({ entry, deliveryCount }) =>
-      this.#message(log.config.name, config.name, entry, deliveryCount, owner),
+      this.#message(
+        log.config.name,
+        config.name,
+        entry,
+        { deliveryCount, deliverySeq: ++consumer.delivered },
+        owner,
+      ),
     );
   }
 
@@ -506,7 +515,7 @@ export class InProcessStreamServer {
     stream: string,
     consumer: string,
     entry: Entry,
-    deliveryCount: number,
+    delivery: { deliveryCount: number; deliverySeq: number },
     owner: FetchOwner,
   ): StreamMessage {
     // As on a NATS connection: a closed client cannot ack what it received.
@@ -519,7 +528,7 @@ export class InProcessStreamServer {
     return {
       ...stored,
       data: entry.data.slice(),
-      deliveryCount,
+      ...delivery,
       text: () => new TextDecoder().decode(entry.data),
       json: <T>() => JSON.parse(new TextDecoder().decode(entry.data)) as T,
       ack: live(() => this.ack(stream, consumer, entry.seq)),
@@ -630,6 +639,10 @@ class InProcessStream implements StreamClient {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  async ackAll(messages: readonly StreamMessage[]): Promise<void> {
+    for (const message of messages) await message.ack();
   }
 
   /** Ends this client's waiting fetches at once (with []); what they took is redelivered after the ack wait. */

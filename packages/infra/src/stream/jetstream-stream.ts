@@ -273,17 +273,23 @@ function headersOf(msg: { headers?: Iterable<[string, string[]]> | undefined }):
  */
 export function parseAckSubject(
   reply: string,
-): { deliveryCount: number; seq: number; timeMs: number } | undefined {
+): { deliveryCount: number; seq: number; deliverySeq: number; timeMs: number } | undefined {
   const tokens = reply.split(".");
   if (tokens[0] !== "$JS" || tokens[1] !== "ACK") return undefined;
   const at = tokens.length === 9 ? 2 : tokens.length >= 12 ? 4 : -1;
   if (at < 0) return undefined;
   const deliveryCount = Number(tokens[at + 2]);
   const seq = Number(tokens[at + 3]);
+  const deliverySeq = Number(tokens[at + 4]);
   const ns = tokens[at + 5] ?? "";
-  if (!Number.isSafeInteger(deliveryCount) || !Number.isSafeInteger(seq) || !/^\d+$/.test(ns))
+  if (
+    !Number.isSafeInteger(deliveryCount) ||
+    !Number.isSafeInteger(seq) ||
+    !Number.isSafeInteger(deliverySeq) ||
+    !/^\d+$/.test(ns)
+  )
     return undefined;
-  return { deliveryCount, seq, timeMs: Number(BigInt(ns) / 1_000_000n) };
+  return { deliveryCount, seq, deliverySeq, timeMs: Number(BigInt(ns) / 1_000_000n) };
 }
 
 class JetStreamStream implements StreamClient {
@@ -294,6 +300,8 @@ class JetStreamStream implements StreamClient {
   readonly #requestTimeoutMs: number;
   readonly #maxPendingPublishes: number;
   #pendingPublishes = 0;
+  /** The ack subject of each message this client fetched (for ackAll), gone with the message. */
+  readonly #replies = new WeakMap<StreamMessage, string>();
   /** `stream.consumer` names this client has seen exist; bounded by the consumers it uses. */
   readonly #knownConsumers = new Set<string>();
 
@@ -617,7 +625,7 @@ class JetStreamStream implements StreamClient {
       this.#call(context, async () => {
         await this.#nc.request(reply, body, { timeout: this.#requestTimeoutMs });
       });
-    return {
+    const message: StreamMessage = {
       stream,
       subject: msg.subject,
       seq: delivery.seq,
@@ -625,6 +633,7 @@ class JetStreamStream implements StreamClient {
       headers: headersOf(msg),
       timeMs: delivery.timeMs,
       deliveryCount: delivery.deliveryCount,
+      deliverySeq: delivery.deliverySeq,
       text: () => new TextDecoder().decode(data),
       json: <T>() => JSON.parse(new TextDecoder().decode(data)) as T,
       ack: () => confirm("+ACK"),
@@ -633,6 +642,27 @@ class JetStreamStream implements StreamClient {
       working: () => confirm("+WPI"),
       term: () => confirm("+TERM"),
     };
+    this.#replies.set(message, reply);
+    return message;
+  }
+
+  async ackAll(messages: readonly StreamMessage[]): Promise<void> {
+    const last = messages.at(-1);
+    if (last === undefined) return;
+    const replies = messages.map((message) => {
+      const reply = this.#replies.get(message);
+      if (reply === undefined)
+        throw streamErrors.create("STREAM_CONFIG_INVALID", {
+          detail: `message ${message.seq} was not fetched by this client`,
+          fields: { setting: "messages", value: message.seq },
+        });
+      return reply;
+    });
+    const context = { op: "ackAll", stream: last.stream, seq: last.seq, messages: messages.length };
+    await this.#call(context, async () => {
+      for (const reply of replies.slice(0, -1)) this.#nc.publish(reply, "+ACK");
+      await this.#nc.request(replies.at(-1)!, "+ACK", { timeout: this.#requestTimeoutMs });
+    });
   }
 
   async close(): Promise<void> {

@@ -103,6 +103,13 @@ export interface StoredMessage {
 export interface StreamMessage extends StoredMessage {
   /** 1 on first delivery, 2 on the first redelivery, … */
   deliveryCount: number;
+  /**
+   * The consumer's count of deliveries, this one included (JetStream's consumer sequence):
+   * +1 for every message it hands out, redeliveries included, whoever fetched it. A client
+   * that sees it run on without a gap from its previous fetch has been handed every delivery
+   * since — none went to another client, or was lost on the way.
+   */
+  deliverySeq: number;
   text(): string;
   json<T = unknown>(): T;
   /** Done: never redelivered. Resolves once the server confirmed it. */
@@ -159,6 +166,13 @@ export interface StreamClient {
   consumerState(stream: string, name: string): Promise<ConsumerState>;
   deleteConsumer(stream: string, name: string): Promise<boolean>;
   fetch(stream: string, consumer: string, options: FetchOptions): Promise<StreamMessage[]>;
+  /**
+   * Acks every message (each fetched by this client) and resolves once the server has them all:
+   * on JetStream one round trip for the lot — the acks go out in order on the one connection and
+   * only the last waits for its confirmation (the server takes a connection's acks in order), where
+   * `ack()` each would be a confirmed request per message. Rejects as `ack()` does.
+   */
+  ackAll(messages: readonly StreamMessage[]): Promise<void>;
   /** Releases the connection; streams and consumers stay on the server. Idempotent. */
   close(): Promise<void>;
 }

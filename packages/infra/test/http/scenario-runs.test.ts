@@ -117,3 +117,28 @@ test("a run is bounded: stopped at its time bound (its signal aborted), its poin
   await runs.drain();
   assert.equal(runs.get("endless", again.runId).state, "stopped");
 });
+
+test("a scenario's own timeoutMs outranks the registry's (one that starts a deployment needs more)", async () => {
+  const slow = (id: string, timeoutMs?: number) => ({
+    id,
+    ...info,
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    run: (ctx: { signal: AbortSignal }) =>
+      new Promise<string>((resolve, reject) => {
+        const done = setTimeout(() => resolve("took 150 ms"), 150);
+        ctx.signal.addEventListener("abort", () => {
+          clearTimeout(done);
+          reject(ctx.signal.reason);
+        });
+      }),
+  });
+  const runs = new ScenarioRuns([slow("registry-bound"), slow("own-bound", 2_000)], { timeoutMs: 50 });
+  const short = runs.start("registry-bound");
+  const ended = await until(async () => runs.get("registry-bound", short.runId));
+  assert.equal(ended.state, "timed out");
+  assert.match(String(ended.error), /50 ms/);
+  const long = runs.start("own-bound");
+  const finished = await until(async () => runs.get("own-bound", long.runId));
+  assert.equal(finished.state, "done", String(finished.error));
+  assert.equal(finished.result, "took 150 ms");
+});

@@ -134,6 +134,68 @@ contractSuite("api key table", backends, (test) => {
     assert.equal(updates, 2, "a wrong secret touches nothing");
   });
 
+  test("authenticateMany: one SELECT and at most one UPDATE for a batch, each key answered as authenticate would", async (db) => {
+    const [o1, o2] = await owners(db);
+    const a = await ownedKeys.issue(db, o1, { nowMs: 1_000, randomBytes });
+    const b = await ownedKeys.issue(db, o2, { nowMs: 1_000, randomBytes, expiresAtMs: 40_000 });
+    const c = await ownedKeys.issue(db, o2, { nowMs: 1_000, randomBytes });
+    await ownedKeys.revoke(db, o2, c.prefix, 2_000);
+    const wrong = `${a.prefix}_${"A".repeat(43)}`;
+    const unknown = scheme.issue(randomBytes).key;
+    const statements: string[] = [];
+    const counting = {
+      query: (text: string, params?: unknown[]) => {
+        statements.push(text.trimStart().split(" ")[0]!);
+        return db.query(text, params);
+      },
+    } as Database;
+    const batch = [a.key, b.key, wrong, unknown, "garbage", c.key, a.key];
+    assert.deepEqual(await ownedKeys.authenticateMany(counting, batch, 30_000), [
+      o1,
+      o2,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+      o1,
+    ]);
+    assert.deepEqual(statements, ["SELECT", "UPDATE"], "one read for seven keys, one touch for the two used");
+    for (const key of batch)
+      assert.equal(
+        await ownedKeys.authenticate(db, key, 45_000),
+        (await ownedKeys.authenticateMany(db, [key], 45_000))[0],
+        key,
+      );
+    assert.equal((await ownedKeys.authenticateMany(db, [b.key], 45_000))[0], undefined, "expired");
+    statements.length = 0;
+    assert.deepEqual(await ownedKeys.authenticateMany(counting, [a.key, b.key], 30_000 + TOUCH_MS - 1), [
+      o1,
+      o2,
+    ]);
+    assert.deepEqual(statements, ["SELECT"], "touched within the interval: no UPDATE");
+    statements.length = 0;
+    assert.deepEqual(await ownedKeys.authenticateMany(counting, ["garbage"], 30_000), [undefined]);
+    assert.deepEqual(statements, [], "nothing well-formed: no query");
+  });
+
+  test("authenticatePresented: a parsed key (prefix + sha256, no secret) is answered as the key itself would be", async (db) => {
+    const [o1] = await owners(db);
+    const a = await ownedKeys.issue(db, o1, { nowMs: 1_000, randomBytes });
+    const b = await ownedKeys.issue(db, o1, { nowMs: 1_000, randomBytes });
+    await ownedKeys.revoke(db, o1, b.prefix, 2_000);
+    const parsed = scheme.parse(a.key);
+    assert.deepEqual(parsed, { prefix: a.prefix, hash: a.hash });
+    assert.deepEqual(
+      await ownedKeys.authenticatePresented(
+        db,
+        [parsed, { prefix: a.prefix, hash: b.hash }, { prefix: b.prefix, hash: b.hash }, undefined],
+        30_000,
+      ),
+      [o1, undefined, undefined, undefined],
+      "the key's digest: its owner; another key's digest under its prefix: nobody; revoked: nobody",
+    );
+  });
+
   test("rotate: the new key is live at once, the old one until the overlap ends; revoke is recorded", async (db) => {
     const [o1, o2] = await owners(db);
     const old = await ownedKeys.issue(db, o1, { nowMs: 1_000, randomBytes });

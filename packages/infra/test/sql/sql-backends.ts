@@ -1,7 +1,8 @@
 /**
- * The three backends the SQL contract suite runs against: PGlite in memory, PGlite
- * on disk (through `openDatabase` and CASEBOOK_DATA), and the real PostgreSQL in a
- * schema of its own, dropped at close with every scratch schema it handed out.
+ * The four backends the SQL contract suite runs against: PGlite in memory, PGlite
+ * on disk (through `openDatabase` and CASEBOOK_DATA), PGlite on a worker thread of its own
+ * (pglite-thread-database.ts, in memory), and the real PostgreSQL in a schema of its own,
+ * dropped at close with every scratch schema it handed out.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -58,6 +59,16 @@ export const pgliteDisk: Backend<SqlSubject> = {
   },
 };
 
+export const pgliteThread: Backend<SqlSubject> = {
+  name: "pglite thread",
+  embedded: true,
+  async open() {
+    const pgliteThread = { maxPending: 1_000 };
+    const db = await openDatabase({ system: SYSTEM, dataDir: "memory://", env: {}, pgliteThread });
+    return { subject: subjectOf(db, []), close: () => db.close() };
+  },
+};
+
 export const postgres: Backend<SqlSubject> = {
   name: "postgresql",
   async open(t) {
@@ -79,4 +90,4 @@ export const postgres: Backend<SqlSubject> = {
   },
 };
 
-export const sqlBackends = [pgliteMemory, pgliteDisk, postgres];
+export const sqlBackends = [pgliteMemory, pgliteDisk, pgliteThread, postgres];

@@ -84,11 +84,13 @@ test("the ack subject carries the delivery, in the 2.9 and the 2.10+ layouts", (
   assert.deepEqual(parseAckSubject("$JS.ACK.S.c.2.17.40.1796167313373132537.5"), {
     deliveryCount: 2,
     seq: 17,
+    deliverySeq: 40,
     timeMs: 1796167313373,
   });
   assert.deepEqual(parseAckSubject("$JS.ACK.hub.ACCHASH.S.c.1.3.3.1796167313373132537.0.token"), {
     deliveryCount: 1,
     seq: 3,
+    deliverySeq: 3,
     timeMs: 1796167313373,
   });
   assert.equal(parseAckSubject("_INBOX.x"), undefined);

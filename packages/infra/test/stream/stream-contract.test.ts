@@ -166,6 +166,45 @@ contractSuite<StreamSubject>("stream", streamBackends(), (it) => {
     });
   });
 
+  it("ST-17 deliverySeq counts the consumer's deliveries one by one, redeliveries included", async ({
+    client,
+  }) => {
+    await withStream(client, {}, async (scope) => {
+      for (const text of ["a", "b", "c"]) await client.publish(`${scope.prefix}.a`, text);
+      await client.ensureConsumer(scope.stream, consumerConfig());
+      const first = await client.fetch(scope.stream, "worker", { maxMessages: 2, expiresMs: 300 });
+      await first[1]?.ack();
+      const next = await client.fetch(scope.stream, "worker", { maxMessages: 10, expiresMs: 300 });
+      await next[0]?.ack();
+      const again = await client.fetch(scope.stream, "worker", { maxMessages: 10, expiresMs: 3_000 });
+      await again[0]?.ack();
+      assert.deepEqual(
+        [...first, ...next, ...again].map((m) => [m.text(), m.deliveryCount, m.deliverySeq]),
+        [
+          ["a", 1, 1],
+          ["b", 1, 2],
+          ["c", 1, 3],
+          ["a", 2, 4],
+        ],
+      );
+    });
+  });
+
+  it("ST-18 ackAll acks a fetched batch at once: none comes back, nothing stays pending", async ({
+    client,
+  }) => {
+    await withStream(client, {}, async (scope) => {
+      for (let i = 0; i < 5; i++) await client.publish(`${scope.prefix}.a`, `m${i}`);
+      await client.ensureConsumer(scope.stream, consumerConfig());
+      await client.ackAll([]);
+      const batch = await fetchAll(client, scope);
+      assert.equal(batch.length, 5);
+      await client.ackAll(batch);
+      assert.deepEqual((await client.consumerState(scope.stream, "worker")).ackPending, 0);
+      assert.deepEqual(await fetchAll(client, scope, "worker", ACK_WAIT_MS * 2), []);
+    });
+  });
+
   it("ST-04 nak redelivers at once, nak with a delay not before it; working() restarts the ack wait", async ({
     client,
   }) => {

@@ -1,0 +1,238 @@
+/**
+ * A bounded in-process cache of verified API keys → what they stand for (a user, a tenant and
+ * its limits): the store's check (a row looked up by prefix, a constant-time hash compare,
+ * expiry, revocation) runs once per key per TTL per process instead of on every request.
+ * Feed's reads, the LLM gateway's requests and metrics' remote-write all check a key per call.
+ *
+ * **Refresh ahead.** A key in use never waits for the store after its first request:
+ * `refreshDue()` (every `refreshAfterMs / 2` once `startRefreshing()` runs) re-checks, in the
+ * background and in batches of `refreshBatch`, each entry older than `refreshAfterMs` (half
+ * the TTL by default) whose key was used within the last TTL. Without it every key's entry
+ * expired on the request path once per TTL, and every request arriving then waited for that
+ * check: the LLM gateway bench's 50 streams, which restart together every ~5.1 s against a
+ * 5 s TTL, all waited on one check per burst (8–141 ms measured at load 8–12). A key unused
+ * for a TTL is re-checked at most once more, then left to expire.
+ *
+ * The bound this buys is stated, not hidden: a key revoked (or expired, or whose owner's
+ * limits changed) at another process, or straight in the database, is still accepted here for
+ * at most `ttlMs` after the start of its last successful check — refreshing moves that check
+ * forward, never the bound (a check that fails leaves the entry to expire; one that refuses
+ * the key removes it). A revocation or rotation through THIS process clears the cache at once
+ * (`clear()`), and a check in flight across the clear is not remembered after it.
+ *
+ * - **Only successes are kept**: an unknown or wrong key is checked every time (a malformed
+ *   one, which `parse` refuses, never reaches the store), so a flood of made-up keys can
+ *   neither fill the cache nor push a real key out of it.
+ * - **Bounded** at `maxEntries` (the oldest entry leaves first).
+ * - **Concurrent misses of one key share one check** (kit's SingleFlight).
+ * - **The plaintext key is never kept**: an entry holds the key's public prefix and sha256 —
+ *   what the key table itself stores, which authenticates nobody — and that is what a refresh
+ *   re-checks.
+ * - A TTL of 0 turns the cache off: every call asks the store.
+ *
+ * @example
+ * const keys = new VerifiedKeyCache(
+ *   { parse: (key) => scheme.parse(key), verify: (presented) => table.authenticatePresented(db, presented, now()) },
+ *   { clock, ttlMs: 5_000, maxEntries: 10_000 },
+ * );
+ * const stop = keys.startRefreshing();
+ * await keys.get("mtk_…"); // the store once, then from memory (re-checked in the background)
+ * keys.clear(); // a key was revoked through this process
+ */
+import type { PresentedApiKey } from "./api-key.ts";
+import type { Clock } from "./clock.ts";
+import { SingleFlight } from "./single-flight.ts";
+
+/** Keys re-checked by one background call to the store at most, unless told otherwise. */
+export const DEFAULT_KEY_REFRESH_BATCH = 500;
+
+/** The key table, as the cache needs it: parse a key (no I/O), check parsed keys (one call for many). */
+export interface VerifiedKeySource<T> {
+  /** The key's prefix and sha256, or undefined when it cannot be a key (never asked of the store). */
+  parse(key: string): PresentedApiKey | undefined;
+  /** One answer per parsed key, in order: what it stands for, or undefined (unknown, wrong, expired, revoked). */
+  verify(presented: readonly PresentedApiKey[]): Promise<(T | undefined)[]>;
+}
+
+export interface VerifiedKeyCacheOptions {
+  readonly clock: Clock;
+  /** How long a verified key is trusted without asking the store: the revocation bound. 0: no cache. */
+  readonly ttlMs: number;
+  /** Keys remembered at once. */
+  readonly maxEntries: number;
+  /** Entries older than this (of keys used within the TTL) are re-checked by `refreshDue`; default ttlMs / 2. */
+  readonly refreshAfterMs?: number;
+  /** Keys per background `verify` call at most; default DEFAULT_KEY_REFRESH_BATCH. */
+  readonly refreshBatch?: number;
+}
+
+interface Entry<T> {
+  readonly presented: PresentedApiKey;
+  readonly value: T;
+  /** Monotonic instant the check this entry came from started: trusted until checkedAtMs + ttl. */
+  readonly checkedAtMs: number;
+  /** The last call that used it (its miss included). */
+  lastUsedMs: number;
+}
+
+function intAtLeast(name: string, value: number, min: number): void {
+  if (!(Number.isSafeInteger(value) && value >= min))
+    throw new RangeError(`${name} must be an integer ≥ ${min}, got ${value}`);
+}
+
+export class VerifiedKeyCache<T> {
+  readonly #source: VerifiedKeySource<T>;
+  readonly #clock: Clock;
+  readonly #ttlMs: number;
+  readonly #refreshAfterMs: number;
+  readonly #refreshBatch: number;
+  readonly #maxEntries: number;
+  readonly #entries = new Map<string, Entry<T>>();
+  readonly #checks: SingleFlight<T | undefined>;
+  /** Digests whose background re-check is in flight. */
+  readonly #refreshing = new Set<string>();
+  /** Bumped by clear(): a check that started before a clear must not refill the cache after it. */
+  #generation = 0;
+
+  constructor(source: VerifiedKeySource<T>, options: VerifiedKeyCacheOptions) {
+    intAtLeast("ttlMs", options.ttlMs, 0);
+    intAtLeast("maxEntries", options.maxEntries, 1);
+    const refreshAfterMs = options.refreshAfterMs ?? Math.floor(options.ttlMs / 2);
+    intAtLeast("refreshAfterMs", refreshAfterMs, 0);
+    if (refreshAfterMs > options.ttlMs)
+      throw new RangeError(`refreshAfterMs must be in 0..ttlMs, got ${refreshAfterMs}`);
+    const refreshBatch = options.refreshBatch ?? DEFAULT_KEY_REFRESH_BATCH;
+    intAtLeast("refreshBatch", refreshBatch, 1);
+    this.#source = source;
+    this.#clock = options.clock;
+    this.#ttlMs = options.ttlMs;
+    this.#refreshAfterMs = refreshAfterMs;
+    this.#refreshBatch = refreshBatch;
+    this.#maxEntries = options.maxEntries;
+    this.#checks = new SingleFlight({ maxInFlightKeys: options.maxEntries });
+  }
+
+  /** Keys remembered now. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** What the key stands for: from memory while its entry is fresh, else from the store (and remembered). */
+  async get(key: string): Promise<T | undefined> {
+    const presented = this.#source.parse(key);
+    if (presented === undefined) return undefined;
+    if (this.#ttlMs === 0) return (await this.#source.verify([presented]))[0];
+    const nowMs = this.#clock.monotonicMs();
+    const entry = this.#entries.get(presented.hash);
+    if (entry !== undefined && nowMs - entry.checkedAtMs < this.#ttlMs) {
+      entry.lastUsedMs = nowMs;
+      return entry.value;
+    }
+    const generation = this.#generation;
+    return this.#checks.do(presented.hash, async () => {
+      const startedAtMs = this.#clock.monotonicMs();
+      const [value] = await this.#source.verify([presented]);
+      if (value === undefined) this.#entries.delete(presented.hash);
+      else if (generation === this.#generation)
+        this.#remember({ presented, value, checkedAtMs: startedAtMs, lastUsedMs: startedAtMs });
+      return value;
+    });
+  }
+
+  /**
+   * Re-checks, in batches, every entry older than `refreshAfterMs` whose key was used within
+   * the last TTL (one re-check per key at a time): renewed when the key still holds, removed
+   * when it does not, left to expire when the check fails. Expired entries are dropped.
+   * Resolves with the keys re-checked.
+   */
+  async refreshDue(): Promise<number> {
+    if (this.#ttlMs === 0) return 0;
+    const nowMs = this.#clock.monotonicMs();
+    const due: Entry<T>[] = [];
+    for (const [hash, entry] of this.#entries) {
+      if (nowMs - entry.checkedAtMs >= this.#ttlMs) {
+        this.#entries.delete(hash); // expired: the next call checks it on its own
+        continue;
+      }
+      if (this.#refreshing.has(hash)) continue;
+      if (nowMs - entry.checkedAtMs < this.#refreshAfterMs) continue;
+      if (nowMs - entry.lastUsedMs >= this.#ttlMs) continue; // not used lately: let it expire
+      due.push(entry);
+    }
+    for (let i = 0; i < due.length; i += this.#refreshBatch)
+      await this.#recheck(due.slice(i, i + this.#refreshBatch));
+    return due.length;
+  }
+
+  /**
+   * Calls `refreshDue` every `refreshAfterMs / 2` (an unref'd timer: it never holds the
+   * process open); returns the function that stops it.
+   */
+  startRefreshing(): () => void {
+    if (this.#ttlMs === 0) return () => {};
+    let running = false;
+    const timer = setInterval(
+      () => {
+        if (running) return;
+        running = true;
+        this.refreshDue()
+          .catch(() => undefined)
+          .finally(() => {
+            running = false;
+          });
+      },
+      Math.max(1, Math.floor(this.#refreshAfterMs / 2)),
+    );
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  /** Forgets every key: one was revoked or rotated through this process and must stop working now. */
+  clear(): void {
+    this.#generation++;
+    this.#entries.clear();
+  }
+
+  async #recheck(batch: readonly Entry<T>[]): Promise<void> {
+    const generation = this.#generation;
+    const startedAtMs = this.#clock.monotonicMs();
+    for (const entry of batch) this.#refreshing.add(entry.presented.hash);
+    let values: (T | undefined)[];
+    try {
+      values = await this.#source.verify(batch.map((entry) => entry.presented));
+    } catch {
+      return; // each entry expires at its TTL; the next call past it asks again
+    } finally {
+      for (const entry of batch) this.#refreshing.delete(entry.presented.hash);
+    }
+    if (generation !== this.#generation) return;
+    batch.forEach((entry, i) => {
+      const hash = entry.presented.hash;
+      const current = this.#entries.get(hash);
+      // Evicted meanwhile (stays out), or replaced by a check that started after this one (newer).
+      if (current === undefined || current.checkedAtMs > startedAtMs) return;
+      const value = values[i];
+      if (value === undefined) {
+        this.#entries.delete(hash);
+        return;
+      }
+      // Set on an existing key keeps its place in the eviction order.
+      this.#entries.set(hash, {
+        presented: entry.presented,
+        value,
+        checkedAtMs: startedAtMs,
+        lastUsedMs: current.lastUsedMs,
+      });
+    });
+  }
+
+  #remember(entry: Entry<T>): void {
+    const hash = entry.presented.hash;
+    this.#entries.delete(hash); // re-inserted last: the Map's order is the eviction order
+    if (this.#entries.size >= this.#maxEntries) {
+      const oldest = this.#entries.keys().next().value;
+      if (oldest !== undefined) this.#entries.delete(oldest);
+    }
+    this.#entries.set(hash, entry);
+  }
+}

@@ -1,0 +1,188 @@
+/** The cache of verified API keys, on a manual clock: what it saves, what it delays, what it never keeps. */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { test } from "node:test";
+import { apiKeyScheme, type PresentedApiKey } from "../src/api-key.ts";
+import { ManualClock } from "../src/clock.ts";
+import { VerifiedKeyCache } from "../src/verified-key-cache.ts";
+
+const scheme = apiKeyScheme("tk");
+const issued = Array.from({ length: 3 }, () => scheme.issue(randomBytes));
+/** Three well-formed keys (the format the table checks). */
+const [keyA, keyB, keyC] = issued.map((k) => k.key) as [string, string, string];
+
+/** A key table in memory: which keys are valid now, how often it was asked, and whether it fails. */
+function keyTable() {
+  const valid = new Set(issued.map((k) => k.hash));
+  const table = {
+    valid,
+    /** Calls made (one per batch). */
+    calls: 0,
+    /** Keys checked, over every call. */
+    checked: 0,
+    failing: false,
+    revoke: (key: string) => valid.delete(scheme.parse(key)!.hash),
+    store: {
+      parse: (key: string) => scheme.parse(key),
+      verify: async (presented: readonly PresentedApiKey[]) => {
+        table.calls += 1;
+        table.checked += presented.length;
+        await new Promise((resolve) => setImmediate(resolve));
+        if (table.failing) throw new Error("database down");
+        return presented.map((p) => (valid.has(p.hash) ? "acme" : undefined));
+      },
+    },
+  };
+  return table;
+}
+
+test("a key is checked at the database once per TTL; concurrent first uses share that one check", async () => {
+  const clock = new ManualClock(1_000);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100 });
+  const first = await Promise.all(Array.from({ length: 20 }, () => keys.get(keyA)));
+  assert.ok(first.every((t) => t === "acme"));
+  assert.equal(table.calls, 1, "20 concurrent first uses: one check");
+  clock.advance(4_999);
+  assert.equal(await keys.get(keyA), "acme");
+  assert.equal(table.calls, 1, "still fresh: no check");
+  clock.advance(1);
+  assert.equal(await keys.get(keyA), "acme");
+  assert.equal(table.calls, 2, "expired: checked again");
+});
+
+test("revocation bound: a key revoked elsewhere works here for at most the TTL; clear() ends it at once", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100 });
+  await keys.get(keyA);
+  await keys.get(keyB);
+  table.revoke(keyA); // revoked at another replica, or in the database
+  table.revoke(keyB);
+  clock.advance(4_000);
+  assert.equal(await keys.get(keyA), "acme", "within the bound: still trusted");
+  clock.advance(1_000);
+  assert.equal(await keys.get(keyA), undefined, "past the bound: refused");
+  keys.clear(); // this replica's admin API revoked it
+  assert.equal(await keys.get(keyB), undefined, "cleared: refused at once");
+});
+
+test("unknown keys are never remembered; the map holds at most maxEntries (oldest out first)", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 60_000, maxEntries: 2 });
+  for (let i = 0; i < 50; i++) assert.equal(await keys.get(scheme.issue(randomBytes).key), undefined);
+  assert.equal(keys.size, 0, "50 made-up keys: nothing kept");
+  assert.equal(table.checked, 50);
+  assert.equal(await keys.get("made-up"), undefined);
+  assert.equal(table.checked, 50, "a malformed key never reaches the table");
+  await keys.get(keyA);
+  await keys.get(keyB);
+  await keys.get(keyC);
+  assert.equal(keys.size, 2);
+  const before = table.calls;
+  await keys.get(keyC);
+  await keys.get(keyB);
+  assert.equal(table.calls, before, "the two newest are served from memory");
+  await keys.get(keyA);
+  assert.equal(table.calls, before + 1, "the oldest was evicted: checked again");
+});
+
+test("a check that started before clear() does not refill the cache after it", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 60_000, maxEntries: 10 });
+  const pending = keys.get(keyA);
+  keys.clear();
+  assert.equal(await pending, "acme");
+  assert.equal(keys.size, 0);
+});
+
+test("refresh ahead: a key in use is re-checked in the background and never waits again; an idle key expires", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100 });
+  await keys.get(keyA); // the first use: checked at 0
+  await keys.get(keyB);
+  assert.equal(table.calls, 2);
+  clock.advance(2_499);
+  assert.equal(await keys.refreshDue(), 0, "younger than refreshAfterMs (half the TTL): nothing due");
+  clock.advance(1);
+  await keys.get(keyA); // still in use at 2,500
+  assert.equal(await keys.refreshDue(), 2, "both used within the TTL and half a TTL old");
+  assert.equal(table.calls, 3, "one query for both");
+  // The bench's shape: bursts every 5.1 s against a 5 s TTL — the burst at 5,100 is served from memory.
+  clock.advance(2_600);
+  assert.equal(await keys.get(keyA), "acme");
+  assert.equal(table.calls, 3, "renewed at 2,500: fresh at 5,100");
+  // 5,100: A (used now) is due again; B (last used at 0, more than a TTL ago) is not.
+  assert.equal(await keys.refreshDue(), 1, "only the key used lately");
+  clock.advance(2_500); // 7,600: B's entry (checked at 2,500) has expired
+  const before = table.calls;
+  assert.equal(await keys.get(keyB), "acme");
+  assert.equal(table.calls, before + 1, "the idle key was left to expire: checked on the request");
+});
+
+test("refresh ahead keeps the revocation bound: a refused re-check removes the entry; a failed one leaves it to expire at its TTL", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100 });
+  await keys.get(keyA);
+  await keys.get(keyB);
+  clock.advance(3_000);
+  table.revoke(keyA);
+  table.failing = true;
+  assert.equal(await keys.refreshDue(), 2);
+  table.failing = false;
+  assert.equal(await keys.get(keyA), "acme", "the check failed: trusted until its TTL");
+  clock.advance(2_000); // 5,000: the last successful check (at 0) is a TTL old
+  assert.equal(await keys.get(keyA), undefined, "past the bound: refused");
+  table.revoke(keyB);
+  await keys.get(keyC); // checked at 5,000
+  clock.advance(2_500);
+  table.revoke(keyC);
+  assert.equal(await keys.refreshDue(), 1);
+  assert.equal(keys.size, 0, "the re-check refused C: its entry is gone at once, before its TTL");
+  assert.equal(await keys.get(keyC), undefined);
+});
+
+test("a re-check in flight across clear() does not refill the cache", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100 });
+  await keys.get(keyA);
+  clock.advance(3_000);
+  const refreshing = keys.refreshDue();
+  keys.clear();
+  assert.equal(await refreshing, 1);
+  assert.equal(keys.size, 0);
+});
+
+test("a TTL of 0 asks the store on every call; bad settings are refused", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const off = new VerifiedKeyCache(table.store, { clock, ttlMs: 0, maxEntries: 2 });
+  assert.equal(await off.get(keyA), "acme");
+  assert.equal(await off.get(keyA), "acme");
+  assert.equal(table.calls, 2);
+  assert.equal(await off.refreshDue(), 0);
+  assert.throws(() => new VerifiedKeyCache(table.store, { clock, ttlMs: -1, maxEntries: 2 }), /ttlMs/);
+  assert.throws(() => new VerifiedKeyCache(table.store, { clock, ttlMs: 1, maxEntries: 0 }), /maxEntries/);
+  assert.throws(
+    () => new VerifiedKeyCache(table.store, { clock, ttlMs: 1_000, maxEntries: 2, refreshAfterMs: 2_000 }),
+    /refreshAfterMs/,
+  );
+});
+
+test("refreshBatch: due keys are re-checked in calls of at most that many", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100, refreshBatch: 2 });
+  for (const key of [keyA, keyB, keyC]) await keys.get(key);
+  clock.advance(3_000);
+  for (const key of [keyA, keyB, keyC]) await keys.get(key);
+  assert.equal(table.calls, 3, "three first uses checked, the second round served from memory");
+  const before = table.calls;
+  assert.equal(await keys.refreshDue(), 3);
+  assert.equal(table.calls - before, 2, "3 due keys in calls of ≤ 2");
+});

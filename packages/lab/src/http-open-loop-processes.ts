@@ -1,0 +1,105 @@
+/**
+ * Open-loop HTTP load from processes of their own (http-open-loop-child.ts), never the bench's:
+ * started once per bench run, each run shares the rate among them and merges their latency
+ * histograms, so the p99 is of every request sent. Reports the rate asked and sent and the late
+ * and dropped sends (a generator that fell behind says so instead of measuring itself).
+ *
+ * @example
+ * const load = await startHttpOpenLoop({ processes: 2 });
+ * const run = await load.run({ url, requests: [{ path: "/abc" }], okStatuses: [302], ratePerS: 5_000, durationMs: 5_000 });
+ * run.p50Ms; run.p99Ms; run.late + run.dropped;
+ * await load.close();
+ */
+import { Histogram } from "@casebook/kit/histogram";
+import {
+  type HttpLoadRequest,
+  type HttpOpenLoopCommand,
+  type HttpOpenLoopResult,
+  httpOpenLoopChildEntry,
+} from "./http-open-loop-child.ts";
+import { type SpawnedChild, spawnChild } from "./spawn-child.ts";
+
+export type { HttpLoadRequest } from "./http-open-loop-child.ts";
+
+const DEFAULT_WARMUP_MS = 1_000;
+
+export interface HttpOpenLoopRunOptions {
+  readonly url: string;
+  readonly requests: readonly HttpLoadRequest[];
+  readonly okStatuses: readonly number[];
+  /** The rate of all processes together. */
+  readonly ratePerS: number;
+  /** The whole run, warm-up included. */
+  readonly durationMs: number;
+  readonly warmupMs?: number;
+}
+
+/** One run's figures, all processes together. */
+export interface HttpOpenLoopRun {
+  readonly askedPerS: number;
+  readonly sentPerS: number;
+  readonly achievedRatePerS: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly errors: number;
+  readonly dropped: number;
+  readonly late: number;
+}
+
+export interface HttpOpenLoop {
+  run(options: HttpOpenLoopRunOptions): Promise<HttpOpenLoopRun>;
+  close(): Promise<void>;
+}
+
+export async function startHttpOpenLoop(options: { processes: number }): Promise<HttpOpenLoop> {
+  const children: SpawnedChild[] = [];
+  try {
+    for (let i = 0; i < options.processes; i++)
+      children.push(await spawnChild(httpOpenLoopChildEntry, { ready: /"ready"/, lineTimeoutMs: 120_000 }));
+  } catch (error) {
+    await Promise.allSettled(children.map((c) => c.stop()));
+    throw error;
+  }
+  return {
+    async run(run) {
+      const results = await Promise.all(
+        children.map(async (child, first) => {
+          const command: HttpOpenLoopCommand = {
+            cmd: "run",
+            url: run.url,
+            requests: run.requests,
+            okStatuses: run.okStatuses,
+            first,
+            stride: children.length,
+            ratePerS: run.ratePerS / children.length,
+            durationMs: run.durationMs,
+            warmupMs: run.warmupMs ?? DEFAULT_WARMUP_MS,
+          };
+          child.send(JSON.stringify(command));
+          return JSON.parse(await child.nextLine()) as HttpOpenLoopResult;
+        }),
+      );
+      const latencyUs = new Histogram({
+        lowestDiscernibleValue: 1,
+        highestTrackableValue: 3_600_000_000,
+        significantDigits: 3,
+      });
+      for (const r of results) for (const [low, count] of r.buckets) latencyUs.record(low, count);
+      const latency = latencyUs.summary();
+      const sum = (pick: (r: HttpOpenLoopResult) => number) => results.reduce((s, r) => s + pick(r), 0);
+      return {
+        askedPerS: sum((r) => r.asked),
+        sentPerS: sum((r) => r.sentPerS),
+        achievedRatePerS: sum((r) => r.achievedRatePerS),
+        p50Ms: latency.p50 / 1_000,
+        p99Ms: latency.p99 / 1_000,
+        errors: sum((r) => r.errors),
+        dropped: sum((r) => r.dropped),
+        late: sum((r) => r.late),
+      };
+    },
+    async close() {
+      await Promise.allSettled(children.map((c) => c.stop({ line: JSON.stringify({ cmd: "close" }) })));
+    },
+  };
+}
