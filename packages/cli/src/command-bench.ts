@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { cliErrors } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
 import { discoverSystems, findSystem, type SystemInfo } from "./discover-systems.ts";
-import { dataDirOf, runForeground } from "./foreground.ts";
+import { pathInDataRoot, runForeground } from "./foreground.ts";
 import { helpText } from "./help.ts";
 import { findRepoRoot } from "./repo-root.ts";
 import { exitCodeFor } from "./supervisor.ts";
@@ -49,7 +49,13 @@ export async function benchCommand(argv: readonly string[], io: CliIo): Promise<
   }
   // `casebook bench x -- --help` forwards --help; the `--` itself means nothing to the benchmark.
   const args = rest[0] === "--" ? rest.slice(1) : rest;
-  const info = await runForeground(system, entry, args, dataDirOf(root, io.env, `${system.name}-bench`), io);
+  const info = await runForeground(
+    system,
+    entry,
+    args,
+    pathInDataRoot(root, io.env, `${system.name}-bench`),
+    io,
+  );
   if (info.error) {
     io.err(`casebook: could not start the benchmark: ${info.error.message}\n`);
   }

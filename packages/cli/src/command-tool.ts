@@ -16,7 +16,7 @@ import { cliErrors } from "./cli-errors.ts";
 import type { CliIo } from "./cli-io.ts";
 import { didYouMean } from "./did-you-mean.ts";
 import type { SystemInfo } from "./discover-systems.ts";
-import { dataDirOf, runForeground } from "./foreground.ts";
+import { pathInDataRoot, runForeground } from "./foreground.ts";
 import { exitCodeFor } from "./supervisor.ts";
 import { toolSummary } from "./tool-summary.ts";
 
@@ -52,7 +52,7 @@ export async function toolCommand(
     });
   }
   const args = rest[0] === "--" ? rest.slice(1) : rest;
-  const info = await runForeground(system, entry, args, dataDirOf(root, io.env, system.name), io);
+  const info = await runForeground(system, entry, args, pathInDataRoot(root, io.env, system.name), io);
   if (info.error) io.err(`casebook: could not start ${system.name} ${name}: ${info.error.message}\n`);
   return exitCodeFor(info);
 }

@@ -18,13 +18,14 @@ import { noSystemMessage } from "./command-list.ts";
 import { consoleName, consolePlan } from "./console-plan.ts";
 import { didYouMean } from "./did-you-mean.ts";
 import { discoverSystems, findSystem, type SystemInfo } from "./discover-systems.ts";
-import { dataDirOf, runForeground } from "./foreground.ts";
+import { pathInDataRoot, runForeground } from "./foreground.ts";
 import { helpText } from "./help.ts";
 import { parsePort, planLaunch } from "./launch-plan.ts";
 import { assertPortsFree } from "./port-check.ts";
 import { findRepoRoot } from "./repo-root.ts";
 import { wireScrapes } from "./scrape-plan.ts";
 import { defaultSuperviseLimits, exitCodeFor, supervise } from "./supervisor.ts";
+import { keptWiringKeys } from "./wiring-keys.ts";
 
 const sharedOptions = {
   host: { type: "string" },
@@ -145,9 +146,11 @@ async function launch(request: Launch, io: CliIo): Promise<number> {
   // First: `casebook up` prints the console's address before any system's.
   if (consoleChild !== undefined) selection.plans.unshift(consoleChild);
   // Issue 22: metrics (the system declaring `scrapes`) scrapes every service of this launch.
-  if (request.mode === "up") wireScrapes(selection.plans, { env: io.env, randomBytes });
+  // The keys both mint are kept in the data root, the same launch after launch (wiring-keys.ts).
+  const keys = keptWiringKeys(pathInDataRoot(root, io.env, "wiring-keys.json"), randomBytes);
+  if (request.mode === "up") wireScrapes(selection.plans, { env: io.env, keys });
   // Issue 17: a system that calls another (flash-sale → payments) is given its URL and a granted key.
-  if (request.mode === "up") wireCalls(selection.plans, { env: io.env, randomBytes });
+  if (request.mode === "up") wireCalls(selection.plans, { env: io.env, keys });
   await assertPortsFree(selection.plans, honourPortEnv);
   return supervise(selection.plans, { ...limits, mode: request.mode, logStyle, out: io.out, err: io.err });
 }
@@ -186,7 +189,7 @@ export async function systemHelp(name: string, io: CliIo): Promise<number> {
       fields: { entry },
     });
   }
-  const info = await runForeground(system, entry, ["--help"], dataDirOf(root, io.env, system.name), io);
+  const info = await runForeground(system, entry, ["--help"], pathInDataRoot(root, io.env, system.name), io);
   if (info.error) io.err(`casebook: could not run ${name} --help: ${info.error.message}\n`);
   return exitCodeFor(info);
 }

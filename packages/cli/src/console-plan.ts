@@ -12,7 +12,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { dataDirOf } from "./foreground.ts";
+import { pathInDataRoot } from "./foreground.ts";
 import { parsePort, portEnvName, type SystemPlan, urlFor } from "./launch-plan.ts";
 
 export const consoleName = "console";
@@ -40,7 +40,7 @@ export function consolePlan(
     (fromEnv !== undefined && fromEnv !== "" ? parsePort(fromEnv, variable) : consoleDefaultPort);
   const tokenSet = (options.env.CASEBOOK_CONSOLE_ADMIN_TOKEN ?? "") !== "";
   const host = tokenSet ? options.host : "127.0.0.1";
-  const dataDir = dataDirOf(options.root, options.env, consoleName);
+  const dataDir = pathInDataRoot(options.root, options.env, consoleName);
   const started = systems.map((plan) => ({ name: plan.name, url: plan.url }));
   return {
     name: consoleName,

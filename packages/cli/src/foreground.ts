@@ -5,7 +5,7 @@
  * us, and not twice (once from the terminal, once from us).
  *
  * @example
- * const info = await runForeground(system, entry, ["--json"], dataDirOf(root, io.env, "payments"), io);
+ * const info = await runForeground(system, entry, ["--json"], pathInDataRoot(root, io.env, "payments"), io);
  * process.exitCode = exitCodeFor(info);
  */
 import { spawn } from "node:child_process";
@@ -16,13 +16,16 @@ import type { ExitInfo } from "./system-process.ts";
 
 const forwardedSignals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 
-/** `<CASEBOOK_DATA or <repo>/.casebook-data>/<folder>`: where a system (or its bench) keeps its files. */
-export function dataDirOf(root: string, env: NodeJS.ProcessEnv, folder: string): string {
+/**
+ * `<CASEBOOK_DATA or <repo>/.casebook-data>/<name>`: a folder where a system (or its bench) keeps
+ * its files, or a file of the CLI's own (the wiring keys).
+ */
+export function pathInDataRoot(root: string, env: NodeJS.ProcessEnv, name: string): string {
   const dataRoot =
     env.CASEBOOK_DATA !== undefined && env.CASEBOOK_DATA !== ""
       ? resolve(env.CASEBOOK_DATA)
       : join(root, ".casebook-data");
-  return join(dataRoot, folder);
+  return join(dataRoot, name);
 }
 
 /** Node 24 runs `entry` in the system's folder with the manifest's env, the caller's, and CASEBOOK_DATA. */

@@ -18,7 +18,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { cliErrors } from "./cli-errors.ts";
 import { findPortCollisions, findSystem, type SystemInfo } from "./discover-systems.ts";
-import { dataDirOf } from "./foreground.ts";
+import { pathInDataRoot } from "./foreground.ts";
 import type { CallDeclaration, EngineKind, GrantDeclaration, ScrapeDeclaration } from "./manifest.ts";
 
 export interface LaunchOptions {
@@ -57,6 +57,8 @@ export interface SystemPlan {
   /** The systems it calls and how it gives keys to its callers (`call-plan.ts` wires them). */
   calls?: CallDeclaration[];
   grants?: GrantDeclaration;
+  /** Filled in by `wireCalls`: the grants' `callerNote`, one per caller given a key. */
+  callerNotes?: string[];
 }
 
 export interface LaunchSelection {
@@ -145,7 +147,7 @@ function requireRunnable(systems: readonly SystemInfo[], name: string): SystemIn
 
 function planOne(system: SystemInfo, options: LaunchOptions): SystemPlan {
   const port = choosePort(system, options);
-  const dataDir = dataDirOf(options.root, options.env, system.name);
+  const dataDir = pathInDataRoot(options.root, options.env, system.name);
   return {
     name: system.name,
     title: system.manifest.title,

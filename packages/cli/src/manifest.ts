@@ -90,6 +90,12 @@ export interface GrantDeclaration {
   apiKeyEnv: string;
   /** The keys' kind (`sk`): kit's api-key format, which the system checks. */
   apiKeyKind: string;
+  /**
+   * What a caller's key means here, printed by `casebook up` below the table, one line per
+   * caller: a template with `{caller}`, `{key}` and `{url}` (webhooks: the caller's events
+   * arrive as the tenant of its name, and its key adds subscriptions there).
+   */
+  callerNote?: string;
 }
 
 export interface ScrapeDeclaration {
@@ -228,10 +234,17 @@ function checkGrants(value: unknown, report: Report): GrantDeclaration | undefin
     report("casebook.grants", `must be an object like ${example}, got ${show(value)}`);
     return undefined;
   }
-  const { apiKeyEnv, apiKeyKind } = value;
+  const { apiKeyEnv, apiKeyKind, callerNote } = value;
   let ok = checkEnvName(apiKeyEnv, "casebook.grants.apiKeyEnv", report);
   ok = checkKeyKind(apiKeyKind, "casebook.grants.apiKeyKind", report) && ok;
-  return ok ? ({ apiKeyEnv, apiKeyKind } as GrantDeclaration) : undefined;
+  if (callerNote !== undefined && (typeof callerNote !== "string" || !callerNote.includes("{caller}"))) {
+    report("casebook.grants.callerNote", `must be a string naming {caller}, got ${show(callerNote)}`);
+    ok = false;
+  }
+  if (!ok) return undefined;
+  const grant: GrantDeclaration = { apiKeyEnv: apiKeyEnv as string, apiKeyKind: apiKeyKind as string };
+  if (callerNote !== undefined) grant.callerNote = callerNote as string;
+  return grant;
 }
 
 function checkEnvName(value: unknown, field: string, report: Report): boolean {

@@ -4,7 +4,8 @@
  * `apiKey`), the cache's RESP address (its `respPort`), and a first command that works when
  * pasted — the service's own `try` field (it knows the key), else the manifest's `try`
  * template with `{url}` and `{resp}` filled in. A `next` field (say, how to make the first
- * merchant) is printed as a sentence when there is no command.
+ * merchant) is printed as a sentence when there is no command. Below it, a line per system
+ * calling this one with a key `casebook up` granted (`callerNotes`, from the manifest).
  *
  * The fields are read from the JSON log lines the service writes during its start, so
  * nothing is printed inside JSON: `\"` escapes never reach the user, and the command is the
@@ -83,6 +84,7 @@ export class StartNotes {
       const command = note.try ?? (template === undefined ? undefined : fill(template, plan.url, resp));
       if (command !== undefined) lines.push(`try:  ${command}`);
       else if (note.next !== undefined) lines.push(`next: ${note.next}`);
+      for (const callerNote of plan.callerNotes ?? []) lines.push(`caller: ${callerNote}`);
       if (lines.length === 0) continue;
       blocks.push(
         lines.map((l, i) => (i === 0 ? `  ${plan.name.padEnd(width)}${l}` : `${pad}${l}`)).join("\n"),

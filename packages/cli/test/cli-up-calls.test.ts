@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { apiKeyScheme } from "@casebook/kit/api-key";
@@ -13,19 +14,17 @@ import { wireCalls } from "../src/call-plan.ts";
 import { discoverSystems } from "../src/discover-systems.ts";
 import { planLaunch } from "../src/launch-plan.ts";
 import { parseManifest } from "../src/manifest.ts";
-import { cliEnv, freePort, makeFixtureRoot, removeFixtureRoot, startCli } from "./fixtures.ts";
+import { keptWiringKeys } from "../src/wiring-keys.ts";
+import { envEchoMain, makeFixtureRoot, removeFixtureRoot, upOnFreePorts } from "./fixtures.ts";
 
 const callsBank = [{ system: "bank", urlEnv: "BANK_URL", apiKeyEnv: "BANK_KEY" }];
-const grants = { apiKeyEnv: "BANK_CALLER_KEYS", apiKeyKind: "bk" };
+const grants = {
+  apiKeyEnv: "BANK_CALLER_KEYS",
+  apiKeyKind: "bk",
+  callerNote: "{caller} banks at {url} with {key}",
+};
 
-/** Serves /healthz with the variables the wiring sets, and stops on SIGTERM. */
-const echoMain = `
-import { createServer } from "node:http";
-const given = { url: process.env.BANK_URL ?? null, key: process.env.BANK_KEY ?? null, granted: process.env.BANK_CALLER_KEYS ?? null };
-const server = createServer((req, res) => { res.writeHead(200, { "content-type": "application/json" }); res.end(JSON.stringify(given)); });
-server.listen(Number(process.env.PORT), process.env.HOST);
-process.on("SIGTERM", () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
-`;
+const echoMain = envEchoMain({ url: "BANK_URL", key: "BANK_KEY", granted: "BANK_CALLER_KEYS" });
 
 function fixture() {
   return makeFixtureRoot([
@@ -77,11 +76,15 @@ test("the manifest's calls and grants blocks are checked field by field", () => 
     ],
   );
   assert.match(parse({ grants: "yes" }).problems[0]!, /casebook\.grants" must be an object/);
+  assert.deepEqual(parse({ grants: { ...grants, callerNote: "no caller named" } }).problems, [
+    'w/package.json: field "casebook.grants.callerNote" must be a string naming {caller}, got "no caller named"',
+  ]);
 });
 
 test("wireCalls: each caller gets the callee's URL and a key of its own, the callee every key; the caller's values win", (t) => {
   const root = fixture();
   t.after(() => removeFixtureRoot(root));
+  const keysFile = join(root, ".casebook-data", "wiring-keys.json");
   const plan = (env: NodeJS.ProcessEnv, names: string[] = []) => {
     const { plans } = planLaunch(discoverSystems(root), {
       root,
@@ -92,7 +95,7 @@ test("wireCalls: each caller gets the callee's URL and a key of its own, the cal
       args: [],
       env,
     });
-    wireCalls(plans, { env, randomBytes });
+    wireCalls(plans, { env, keys: keptWiringKeys(keysFile, randomBytes) });
     const by = (name: string) => plans.find((p) => p.name === name)?.env ?? {};
     return { bank: by("bank"), shop: by("shop"), till: by("till"), loner: by("loner"), plans };
   };
@@ -107,10 +110,17 @@ test("wireCalls: each caller gets the callee's URL and a key of its own, the cal
   assert.equal(bank.BANK_KEY, undefined, "the callee holds no caller's key as its own");
   assert.equal(loner.BANK_URL, undefined, "a callee not launched: nothing set");
   assert.equal(loner.BANK_KEY, undefined);
+  assert.deepEqual(
+    plans.find((p) => p.name === "bank")!.callerNotes,
+    [`shop banks at ${bankUrl} with ${shop.BANK_KEY}`, `till banks at ${bankUrl} with ${till.BANK_KEY}`],
+    "the callee's note, one line per caller, below up's table",
+  );
 
   const alone = plan(env, ["shop"]);
   assert.equal(alone.shop.BANK_URL, undefined, "the callee not in this launch: the caller keeps its default");
-  assert.notEqual(plan(env).shop.BANK_KEY, shop.BANK_KEY, "a fresh key per launch");
+  assert.equal(plan(env).shop.BANK_KEY, shop.BANK_KEY, "the same key at the next launch: none piles up");
+  rmSync(keysFile);
+  assert.notEqual(plan(env).shop.BANK_KEY, shop.BANK_KEY, "the kept keys' file deleted: new keys");
 
   // The user's key is kept and not granted (it is theirs to have registered); their grant list is kept, ours added.
   const mine = plan({ ...env, BANK_KEY: "bk_mine", BANK_CALLER_KEYS: "ops=bk_ops" });
@@ -132,33 +142,14 @@ test("wireCalls: each caller gets the callee's URL and a key of its own, the cal
 test("casebook up gives the caller the callee's URL and a key, and the callee the same key as granted", async (t) => {
   const root = fixture();
   t.after(() => removeFixtureRoot(root));
-  const [bankPort, shopPort] = [await freePort(), await freePort()];
-  const cli = startCli(
-    [
-      "up",
-      "bank",
-      "shop",
-      "--no-console",
-      "--port",
-      `bank=${bankPort}`,
-      "--port",
-      `shop=${shopPort}`,
-      "--logs",
-      "raw",
-    ],
-    cliEnv(root),
-  );
-  t.after(async () => {
-    cli.child.kill("SIGTERM");
-    await cli.exited;
-  });
-  await cli.waitFor(/system\(s\) up/);
-  const given = async (port: number) =>
-    (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as Record<string, string | null>;
-  const shop = await given(shopPort);
-  assert.equal(shop.url, `http://127.0.0.1:${bankPort}`);
+  const up = await upOnFreePorts(t, root, ["bank", "shop"], ["bank", "shop", "--no-console"]);
+  const shop = await up.given("shop");
+  assert.equal(shop.url, `http://127.0.0.1:${up.ports.bank}`);
   assert.ok(apiKeyScheme("bk").parse(shop.key));
-  assert.equal((await given(bankPort)).granted, `shop=${shop.key}`);
+  assert.equal((await up.given("bank")).granted, `shop=${shop.key}`);
+  await up.printed(
+    new RegExp(`caller: shop banks at http://127\\.0\\.0\\.1:${up.ports.bank} with ${shop.key}`),
+  );
 });
 
 test("this repository's calls name systems that exist, and every keyed call a callee that grants keys", () => {

@@ -16,19 +16,17 @@ import { discoverSystems } from "../src/discover-systems.ts";
 import { planLaunch } from "../src/launch-plan.ts";
 import { parseManifest } from "../src/manifest.ts";
 import { wireScrapes } from "../src/scrape-plan.ts";
-import { cliEnv, freePort, makeFixtureRoot, removeFixtureRoot, startCli } from "./fixtures.ts";
+import { freshWiringKeys, keptWiringKeys } from "../src/wiring-keys.ts";
+import { envEchoMain, makeFixtureRoot, removeFixtureRoot, upOnFreePorts } from "./fixtures.ts";
 
 const scrapes = { targetsEnv: "W_TARGETS", apiKeyEnv: "W_KEY", apiKeyKind: "wk" };
 
-/** Serves /healthz with the variables the wiring sets, and stops on SIGTERM. */
-const echoMain = `
-import { createServer } from "node:http";
-const given = { targets: process.env.W_TARGETS ?? null, key: process.env.W_KEY ?? null,
-  metricsUrl: process.env.CASEBOOK_CONSOLE_METRICS_URL ?? null, metricsKey: process.env.CASEBOOK_CONSOLE_METRICS_API_KEY ?? null };
-const server = createServer((req, res) => { res.writeHead(200, { "content-type": "application/json" }); res.end(JSON.stringify(given)); });
-server.listen(Number(process.env.PORT), process.env.HOST);
-process.on("SIGTERM", () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
-`;
+const echoMain = envEchoMain({
+  targets: "W_TARGETS",
+  key: "W_KEY",
+  metricsUrl: "CASEBOOK_CONSOLE_METRICS_URL",
+  metricsKey: "CASEBOOK_CONSOLE_METRICS_API_KEY",
+});
 
 function fixture() {
   const root = makeFixtureRoot([
@@ -55,7 +53,7 @@ test("the manifest's scrapes block is checked field by field", () => {
   assert.match(parse("yes").problems[0]!, /casebook\.scrapes" must be an object/);
 });
 
-test("wireScrapes: every service of the launch a target, one fresh key for the scraper and the console; the caller's values win", (t) => {
+test("wireScrapes: every service of the launch a target, one key for the scraper and the console, kept across launches; the caller's values win", (t) => {
   const root = fixture();
   t.after(() => removeFixtureRoot(root));
   const env = { PATH: "/usr/bin" };
@@ -74,7 +72,7 @@ test("wireScrapes: every service of the launch a target, one fresh key for the s
     return plans;
   };
   const plans = plan();
-  wireScrapes(plans, { env, randomBytes });
+  wireScrapes(plans, { env, keys: freshWiringKeys(randomBytes) });
   const watcher = plans.find((p) => p.name === "watcher")!;
   const webConsole = plans.find((p) => p.name === "console")!;
   assert.equal(
@@ -86,17 +84,15 @@ test("wireScrapes: every service of the launch a target, one fresh key for the s
   assert.equal(webConsole.env.CASEBOOK_CONSOLE_METRICS_API_KEY, watcher.env.W_KEY);
   assert.equal(plans.find((p) => p.name === "alpha")!.env.W_KEY, undefined, "only the scraper gets the key");
 
-  const again = plan();
-  wireScrapes(again, { env, randomBytes });
-  assert.notEqual(
-    again.find((p) => p.name === "watcher")!.env.W_KEY,
-    watcher.env.W_KEY,
-    "a fresh key per launch",
-  );
+  const keysFile = join(root, ".casebook-data", "wiring-keys.json");
+  const launches = [plan(), plan()];
+  for (const launch of launches) wireScrapes(launch, { env, keys: keptWiringKeys(keysFile, randomBytes) });
+  const [first, second] = launches.map((launch) => launch.find((p) => p.name === "watcher")!.env.W_KEY);
+  assert.equal(second, first, "kept: the same key at the next launch, so none piles up in the scrape tenant");
 
   const mine = { ...env, W_TARGETS: "only=http://127.0.0.1:9/metrics", W_KEY: "wk_given" };
   const kept = plan();
-  wireScrapes(kept, { env: mine, randomBytes });
+  wireScrapes(kept, { env: mine, keys: freshWiringKeys(randomBytes) });
   assert.equal(kept.find((p) => p.name === "watcher")!.env.W_TARGETS, mine.W_TARGETS);
   assert.equal(kept.find((p) => p.name === "console")!.env.CASEBOOK_CONSOLE_METRICS_API_KEY, "wk_given");
 });
@@ -104,40 +100,19 @@ test("wireScrapes: every service of the launch a target, one fresh key for the s
 test("casebook up starts the scraper with every service as a target and gives the console its URL and key", async (t) => {
   const root = fixture();
   t.after(() => removeFixtureRoot(root));
-  const [consolePort, alphaPort, watcherPort] = [await freePort(), await freePort(), await freePort()];
-  const cli = startCli(
-    [
-      "up",
-      "--port",
-      `console=${consolePort}`,
-      "--port",
-      `alpha=${alphaPort}`,
-      "--port",
-      `watcher=${watcherPort}`,
-      "--logs",
-      "raw",
-    ],
-    cliEnv(root),
-  );
-  t.after(async () => {
-    cli.child.kill("SIGTERM");
-    await cli.exited;
-  });
-  await cli.waitFor(/system\(s\) up/);
-  const given = async (port: number) =>
-    (await (await fetch(`http://127.0.0.1:${port}/healthz`)).json()) as Record<string, string | null>;
-  const watcher = await given(watcherPort);
+  const { ports, given } = await upOnFreePorts(t, root, ["console", "alpha", "watcher"]);
+  const watcher = await given("watcher");
   assert.equal(
     watcher.targets,
     [
-      `console=http://127.0.0.1:${consolePort}/metrics`,
-      `alpha=http://127.0.0.1:${alphaPort}/metrics`,
-      `watcher=http://127.0.0.1:${watcherPort}/metrics`,
+      `console=http://127.0.0.1:${ports.console}/metrics`,
+      `alpha=http://127.0.0.1:${ports.alpha}/metrics`,
+      `watcher=http://127.0.0.1:${ports.watcher}/metrics`,
     ].join(","),
   );
-  const webConsole = await given(consolePort);
-  assert.equal(webConsole.metricsUrl, `http://127.0.0.1:${watcherPort}`);
+  const webConsole = await given("console");
+  assert.equal(webConsole.metricsUrl, `http://127.0.0.1:${ports.watcher}`);
   assert.equal(webConsole.metricsKey, watcher.key);
   assert.ok(apiKeyScheme("wk").parse(watcher.key));
-  assert.equal((await given(alphaPort)).key, null);
+  assert.equal((await given("alpha")).key, null);
 });

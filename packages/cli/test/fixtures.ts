@@ -49,6 +49,23 @@ process.on("SIGTERM", () => {
 });
 `;
 
+/**
+ * A service whose /healthz answers, as JSON, the variables the CLI's wiring gave it
+ * (`{ field: "VARIABLE" }` → `{ field: value or null }`), and stops on SIGTERM.
+ */
+export function envEchoMain(fields: Record<string, string>): string {
+  const read = Object.entries(fields)
+    .map(([field, variable]) => `${JSON.stringify(field)}: process.env[${JSON.stringify(variable)}] ?? null`)
+    .join(", ");
+  return `
+import { createServer } from "node:http";
+const given = { ${read} };
+const server = createServer((req, res) => { res.writeHead(200, { "content-type": "application/json" }); res.end(JSON.stringify(given)); });
+server.listen(Number(process.env.PORT), process.env.HOST);
+process.on("SIGTERM", () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
+`;
+}
+
 /** Waits until WAIT_FOR_URL answers, then dies the way a service with a bad config does. */
 export const crashAfterPeerMain = `
 const deadline = Date.now() + 20_000;
@@ -204,6 +221,36 @@ export function startCli(args: readonly string[], env: NodeJS.ProcessEnv, lifeti
       check();
     });
   return { child, stdout: () => out, stderr: () => err, waitFor, exited };
+}
+
+/**
+ * `casebook up` over a fixture root with each named service on a free port of its own, until
+ * "system(s) up"; stopped when the test ends. `given(name)` reads what that service's
+ * /healthz answers (an `envEchoMain`'s variables).
+ */
+export async function upOnFreePorts(
+  t: { after(fn: () => Promise<void>): void },
+  root: string,
+  names: readonly string[],
+  args: readonly string[] = [],
+): Promise<{
+  ports: Record<string, number>;
+  given(name: string): Promise<Record<string, string | null>>;
+  /** Resolves once the CLI's stdout matches. */
+  printed(pattern: RegExp): Promise<unknown>;
+}> {
+  const ports: Record<string, number> = {};
+  for (const name of names) ports[name] = await freePort();
+  const portArgs = names.flatMap((name) => ["--port", `${name}=${ports[name]}`]);
+  const cli = startCli(["up", ...args, ...portArgs, "--logs", "raw"], cliEnv(root));
+  t.after(async () => {
+    cli.child.kill("SIGTERM");
+    await cli.exited;
+  });
+  await cli.waitFor(/system\(s\) up/);
+  const given = async (name: string) =>
+    (await (await fetch(`http://127.0.0.1:${ports[name]}/healthz`)).json()) as Record<string, string | null>;
+  return { ports, given, printed: (pattern) => cli.waitFor(pattern) };
 }
 
 /** Runs the CLI to completion. */
