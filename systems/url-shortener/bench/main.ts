@@ -5,12 +5,19 @@
  *    on and off, against the floor of Node's HTTP stack (bench/floor-302.ts: a bare `node:http`
  *    fixed 302) and nginx `return 302` (1 worker). Goals: ≥ 0.8× the Node floor with capture
  *    on; capture costs ≤ 10%.
- * 2. p99 from lab's open-loop generator (this process; the servers are others) at 70% of each
+ * 2. p99 from lab's open-loop generator, in two processes of its own (never this one, never a
+ *    server's: lab's http-open-loop-processes.ts, histograms merged) at 70% of each
  *    one's measured maximum (capped by what the generator itself can send: `late`/`dropped`
  *    say when it could not).
- * 3. Zipf(1.0) over `--links` links (1,000,000 by default, seeded straight into the store) with
- *    the service's default LRU of 100,000 entries: redirects/s, capture on and off, and the
- *    LRU's hit ratio (from the service's /metrics).
+ * 1b. The same code with a new visitor on every request (VISITORS user agents cycled): click
+ *    capture on and off. Clicks equal in every field within one second are folded — by the
+ *    buffer when a visit repeats the newest entry (src/domain/click-buffer.ts), by the encoder
+ *    within a batch (src/domain/click-record.ts ClickEncoder) — so one wrk client hammering one
+ *    code costs the click log about a row a second; here no two clicks fold, every click is a
+ *    row: capture's cost when folding cannot help.
+ * 3. Zipf(1.0) over `--links` links (1,000,000 by default, seeded straight into the store, then
+ *    vacuumed as autovacuum would have) with the service's default LRU of 100,000 entries:
+ *    redirects/s, capture on and off, and the LRU's hit ratio (from the service's /metrics).
  * 4. Links created/s by 4 writers, the counter scheme against the hash scheme (the store's
  *    lookups per code): in this process on PGlite in memory, 4 concurrent writers.
  *
@@ -20,15 +27,18 @@
  * // node systems/url-shortener/bench/main.ts --duration-s 5 --links 1000000
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { Agent, get } from "node:http";
-import { tmpdir } from "node:os";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
 import { type BenchResult, benchRow, renderBench } from "@casebook/lab/bench-report";
-import { runOpenLoop } from "@casebook/lab/load-generator";
+import {
+  type HttpOpenLoop,
+  type HttpOpenLoopRun,
+  startHttpOpenLoop,
+} from "@casebook/lab/http-open-loop-processes";
 import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
 import { type SpawnedNginx, spawnNginx } from "@casebook/lab/spawn-nginx";
 import { runWrk, type WrkRun, writeCyclingScript } from "@casebook/lab/wrk-run";
@@ -53,6 +63,8 @@ const NGINX = "nginx return 302 (1 worker)";
 const CONNECTIONS = 50;
 /** Zipf paths pre-sampled for wrk's script (it cycles through them from a random start per thread). */
 const ZIPF_SAMPLES = 300_000;
+/** Distinct user agents of the "new visitor per request" run: more than wrk sends in a run, so none repeats within a second. */
+const VISITORS = 200_000;
 
 export interface BenchArgs {
   readonly help: boolean;
@@ -81,6 +93,7 @@ Usage
 
 Scenarios (one run, same machine; wrk from Debian, installed when missing):
   cached code    redirects/s of one cached code, capture on/off, vs a bare node:http 302 and nginx return 302
+  new visitors   the same code, a new visitor (user agent) on every request: capture on/off, no click folded
   open loop      p99 at 70% of each one's wrk maximum (lab's open-loop generator)
   zipf           zipf(1.0) over --links links, LRU 100,000 entries: redirects/s and hit ratio, capture on/off
   creates        links/s by 4 writers, counter scheme vs hash scheme (lookups per code)
@@ -97,6 +110,7 @@ interface Targets {
   readonly dir: string;
   readonly floor: ServerProcess;
   readonly nginx: SpawnedNginx;
+  readonly load: HttpOpenLoop;
   close(): Promise<void>;
 }
 
@@ -108,12 +122,14 @@ async function openTargets(): Promise<Targets> {
       `server { listen 127.0.0.1:${port}; location = /healthz { return 200 "ok\\n"; } location / { add_header Cache-Control "max-age=300"; return 302 https://example.com/target; } }`,
     readyPath: "/healthz",
   });
+  const load = await startHttpOpenLoop({ processes: LOAD_PROCESSES });
   return {
     dir,
     floor,
     nginx,
+    load,
     close: async () => {
-      await Promise.allSettled([floor.stop(), nginx.stop()]);
+      await Promise.allSettled([floor.stop(), nginx.stop(), load.close()]);
       await rm(dir, { recursive: true, force: true });
     },
   };
@@ -130,6 +146,9 @@ async function seedLinks(dataDir: string, count: number): Promise<void> {
        SELECT $1, 'zz' || g, 'bench', 'https://example.com/p/' || g, now(), now() FROM generate_series(1, $2) g`,
       [DOMAIN, count],
     );
+    // A bulk-loaded table as a live store would have it after autovacuum (PGlite runs none):
+    // hint bits set and statistics taken, so the first read of each page does not write it.
+    await db.exec("VACUUM (FREEZE, ANALYZE) links");
   } finally {
     await db.close();
   }
@@ -165,10 +184,26 @@ async function zipfScript(dir: string, links: number): Promise<string> {
   );
 }
 
+/** One path, a distinct browser user agent per request: every click a visitor of its own. */
+async function visitorsScript(dir: string, path: string): Promise<string> {
+  const own = join(dir, "visitors");
+  await mkdir(own, { recursive: true });
+  return writeCyclingScript(
+    own,
+    Array.from({ length: VISITORS }, (_, i) => ({
+      path,
+      headers: { "user-agent": `Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0.${i} Safari/537.36` },
+    })),
+  );
+}
+
 async function startOurs(dataDir: string, capture: boolean): Promise<ServerProcess> {
   return startServerProcess({
     name: `url-shortener (capture ${capture ? "on" : "off"})`,
     entry: serviceEntry,
+    // Two PGlites start (the service's and the click log's, on two threads): at load ~20 on two
+    // cores that took more than lab's default 30 s.
+    readyTimeoutMs: 120_000,
     env: {
       CASEBOOK_DATA: dataDir,
       URL_SHORTENER_ADMIN_TOKEN: ADMIN_TOKEN,
@@ -190,34 +225,31 @@ async function readCacheCounts(url: string): Promise<{ hit: number; miss: number
   return { hit: count("hit"), miss: count("miss") };
 }
 
-/** p99 of an open loop at `ratePerS` of GET `url` (keep-alive sockets, another process than the server). */
-async function openLoopP99(url: string, ratePerS: number) {
-  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+/** Open-loop generator processes (lab's http-open-loop-child.ts): never this process, never the server's. */
+const LOAD_PROCESSES = 2;
+
+/** p99 of an open loop at `ratePerS` of GET `url` (keep-alive sockets, from the generator processes). */
+async function openLoopP99(load: HttpOpenLoop, url: string, ratePerS: number): Promise<HttpOpenLoopRun> {
   const target = new URL(url);
-  try {
-    return await runOpenLoop({
-      ratePerS,
-      durationMs: 4_000,
-      warmupMs: 1_000,
-      requestTimeoutMs: 5_000,
-      maxInFlight: 2_000,
-      task: () =>
-        new Promise<void>((resolve, reject) => {
-          const req = get(
-            { agent, host: target.hostname, port: target.port, path: target.pathname },
-            (res) => {
-              res.resume();
-              res.once("end", () =>
-                res.statusCode === 302 ? resolve() : reject(new Error(`status ${res.statusCode}`)),
-              );
-            },
-          );
-          req.once("error", reject);
-        }),
-    });
-  } finally {
-    agent.destroy();
-  }
+  const run = await load.run({
+    url: target.origin,
+    requests: [{ path: target.pathname }],
+    okStatuses: [302],
+    ratePerS,
+    durationMs: 5_000,
+    warmupMs: 1_000,
+  });
+  benchLog(
+    `open loop ${url}: asked ${run.askedPerS}/s, sent ${Math.round(run.sentPerS)}/s, ${run.late} late, ` +
+      `${run.dropped} dropped, ${run.errors} errors, p99 ${run.p99Ms.toFixed(1)} ms (load ${loadAverage()})`,
+  );
+  return run;
+}
+
+function loadAverage(): string {
+  return loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ");
 }
 
 interface CreateRun {
@@ -335,11 +367,12 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
   benchLog("wrk: node floor, nginx");
   const floor = await wrk(floorUrl);
   const nginx = await wrk(nginxUrl);
-  benchLog(`node floor ${JSON.stringify(floor)}; nginx ${JSON.stringify(nginx)}`);
+  benchLog(`node floor ${JSON.stringify(floor)}; nginx ${JSON.stringify(nginx)} (load ${loadAverage()})`);
 
-  const measured: Record<"on" | "off", { cached: WrkRun; zipf: WrkRun; hitRatio: number }> = {} as never;
+  const measured: Record<"on" | "off", { cached: WrkRun; visitors: WrkRun; zipf: WrkRun; hitRatio: number }> =
+    {} as never;
   let oursUrl = "";
-  let openLoop: Awaited<ReturnType<typeof openLoopP99>> | undefined;
+  let openLoop: HttpOpenLoopRun | undefined;
   for (const capture of [true, false] as const) {
     const ours = await startOurs(dataDir, capture);
     try {
@@ -348,6 +381,8 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
       benchLog(`wrk: ours, capture ${capture ? "on" : "off"}, one cached code`);
       await runWrk({ url: oursUrl, durationS: 1, connections: CONNECTIONS }); // warm the JIT and the LRU
       const cached = await wrk(oursUrl);
+      benchLog(`wrk: ours, capture ${capture ? "on" : "off"}, one cached code, a new visitor per request`);
+      const visitors = await wrk(ours.url, await visitorsScript(targets.dir, `/${hot}`));
       benchLog(`wrk: ours, capture ${capture ? "on" : "off"}, zipf over ${args.links} links`);
       await runWrk({ url: ours.url, durationS: 2, connections: CONNECTIONS, script }); // fills the LRU
       const before = await readCacheCounts(ours.url);
@@ -355,18 +390,25 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
       const after = await readCacheCounts(ours.url);
       const hits = after.hit - before.hit;
       const lookups = hits + after.miss - before.miss;
-      measured[capture ? "on" : "off"] = { cached, zipf, hitRatio: lookups === 0 ? 0 : hits / lookups };
-      benchLog(`ours capture ${capture}: ${JSON.stringify(measured[capture ? "on" : "off"])}`);
+      measured[capture ? "on" : "off"] = {
+        cached,
+        visitors,
+        zipf,
+        hitRatio: lookups === 0 ? 0 : hits / lookups,
+      };
+      benchLog(
+        `ours capture ${capture}: ${JSON.stringify(measured[capture ? "on" : "off"])} (load ${loadAverage()})`,
+      );
       if (capture) {
         benchLog("open loop at 70% of each maximum");
-        openLoop = await openLoopP99(oursUrl, Math.round(0.7 * cached.requestsPerS));
+        openLoop = await openLoopP99(targets.load, oursUrl, Math.round(0.7 * cached.requestsPerS));
       }
     } finally {
       await ours.stop();
     }
   }
-  const floorLoop = await openLoopP99(floorUrl, Math.round(0.7 * floor.requestsPerS));
-  const nginxLoop = await openLoopP99(nginxUrl, Math.round(0.7 * nginx.requestsPerS));
+  const floorLoop = await openLoopP99(targets.load, floorUrl, Math.round(0.7 * floor.requestsPerS));
+  const nginxLoop = await openLoopP99(targets.load, nginxUrl, Math.round(0.7 * nginx.requestsPerS));
 
   const on = measured.on;
   const off = measured.off;
@@ -384,6 +426,15 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
     value: off.cached.requestsPerS,
   });
   row(cachedScenario, "wrk p99, capture on", "ms", on.cached.p99Ms, { name: NODE_FLOOR, value: floor.p99Ms });
+  const visitorsScenario = `one cached code, a new visitor per request, wrk c=${CONNECTIONS} ${args.durationS}s`;
+  row(visitorsScenario, "redirects, capture on", "req/s", on.visitors.requestsPerS, {
+    name: "ours, capture off",
+    value: off.visitors.requestsPerS,
+  });
+  row(visitorsScenario, "redirects, capture on", "req/s", on.visitors.requestsPerS, {
+    name: NODE_FLOOR,
+    value: floor.requestsPerS,
+  });
   const loopScenario = "open loop at 70% of each one's wrk maximum";
   if (openLoop) {
     row(
@@ -396,13 +447,13 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
         value: floorLoop.achievedRatePerS,
       },
     );
-    row(loopScenario, "latency p99", "ms", openLoop.latencyMs.p99, {
+    row(loopScenario, "latency p99", "ms", openLoop.p99Ms, {
       name: NODE_FLOOR,
-      value: floorLoop.latencyMs.p99,
+      value: floorLoop.p99Ms,
     });
-    row(loopScenario, "latency p99", "ms", openLoop.latencyMs.p99, {
+    row(loopScenario, "latency p99", "ms", openLoop.p99Ms, {
       name: NGINX,
-      value: nginxLoop.latencyMs.p99,
+      value: nginxLoop.p99Ms,
     });
     row(loopScenario, "late or dropped sends (generator limit)", "count", openLoop.late + openLoop.dropped);
   }
@@ -417,7 +468,12 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
     zipfScenario,
     "wrk errors (capture on + off)",
     "count",
-    on.zipf.errors + off.zipf.errors + on.cached.errors + off.cached.errors,
+    on.zipf.errors +
+      off.zipf.errors +
+      on.cached.errors +
+      off.cached.errors +
+      on.visitors.errors +
+      off.visitors.errors,
   );
 
   benchLog(`creates: ${args.creates} links by 4 writers, counter vs hash`);
@@ -433,8 +489,12 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
 
   const ratioFloor = on.cached.requestsPerS / floor.requestsPerS;
   const cost = 1 - on.cached.requestsPerS / off.cached.requestsPerS;
+  const visitorsCost = 1 - on.visitors.requestsPerS / off.visitors.requestsPerS;
   benchLog(
     `goals: ≥ 0.8× the node floor with capture on: ${ratioFloor.toFixed(2)}× (${ratioFloor >= 0.8 ? "met" : "not met"}); capture cost ≤ 10%: ${(cost * 100).toFixed(1)}% (${cost <= 0.1 ? "met" : "not met"})`,
+  );
+  benchLog(
+    `not a goal, what folding cannot help: a new visitor per request, capture cost ${(visitorsCost * 100).toFixed(1)}%, capture on ${(on.visitors.requestsPerS / floor.requestsPerS).toFixed(2)}× the node floor (load ${loadAverage()})`,
   );
   process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
 }

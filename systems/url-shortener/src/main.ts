@@ -43,6 +43,7 @@ import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import type { MainOptions, RunningSystem } from "./running-system.ts";
 import { edgeOnOffScenario } from "./scenarios/edge-on-off-scenario.ts";
 import { CachedLinkReader } from "./store/cached-link-reader.ts";
+import { type ClickDatabase, openClickDatabase } from "./store/click-database.ts";
 import { ClickStore } from "./store/click-store.ts";
 import { shortenerIdempotency, shortenerIdempotencyStore } from "./store/idempotency-keys.ts";
 import { LinkRepository } from "./store/link-repository.ts";
@@ -102,12 +103,14 @@ function readPathOf(
 ): ReadPath {
   if (config.cacheMaxEntries === 0)
     return { resolve: (domain, code) => links.resolve(domain, code), forget() {} };
+  const hits = metrics.readCacheTallies.of("hit");
+  const misses = metrics.readCacheTallies.of("miss");
   return new CachedLinkReader(links, {
     maxEntries: config.cacheMaxEntries,
     maxBytes: config.cacheMaxBytes,
     ttlMs: config.cacheTtlMs,
     clock,
-    onLookup: (hit) => metrics.readCache.inc({ result: hit ? "hit" : "miss" }),
+    onLookup: (hit) => (hit ? hits : misses).inc(),
   });
 }
 
@@ -201,13 +204,16 @@ function startEdgeIngester(
 
 /**
  * The click pipeline (US-15): the redirect's sink is the bounded buffer; the flusher writes it
- * to the day-partitioned log in batches; the rollup recomputes the buckets. Close hooks run
+ * to the day-partitioned log in batches; the rollup recomputes the buckets. The log is in
+ * `clickDb` (store/click-database.ts: on PGlite a database on its own thread). Close hooks run
  * last-added first, and the HTTP server has drained before any: so the flusher's stop (added
- * after the rollup's) writes every buffered visit before the rollup's last round and the pool close.
+ * after the rollup's) writes every buffered visit before the rollup's last round, and both
+ * before the click database closes (its hook was added before this).
  */
 async function startClicks(
   config: SystemConfig,
   db: Database,
+  clickDb: Database,
   service: Service,
   metrics: SystemMetrics,
   clock: Clock,
@@ -217,7 +223,7 @@ async function startClicks(
     maxEntries: config.clickBufferMax,
     onDrop: (n) => metrics.clicksDropped.inc(n),
   });
-  const store = new ClickStore(db);
+  const store = new ClickStore(clickDb);
   const log = service.log;
   const rollup = new ClickRollup({
     store,
@@ -246,7 +252,7 @@ async function startClicks(
   });
   flusher.start();
   service.onClose(() => flusher.stop());
-  const edge = startEdgeIngester(config, db, service, metrics, key);
+  const edge = startEdgeIngester(config, clickDb, service, metrics, key);
   if (edge) service.onClose(() => edge.stop());
   return { buffer, store, flusher, rollup, edge };
 }
@@ -261,13 +267,15 @@ async function bootstrapWorkspace(config: SystemConfig, db: Database, clock: Clo
   return created && { workspaceId: created.workspace.id, apiKey: created.apiKey.key };
 }
 
-export async function main(
-  env: NodeJS.ProcessEnv = process.env,
-  options: MainOptions = {},
-): Promise<RunningSystem> {
-  const config = loadSystemConfig(env);
-  const clock = options.clock ?? systemClock;
-  const { url, service, db, built } = await startService({
+/** The service's start (infra's startService): its database, the API, the workers; the click database comes in opening. */
+function startShortener(
+  config: SystemConfig,
+  env: NodeJS.ProcessEnv,
+  options: MainOptions,
+  clock: Clock,
+  clickDbOpening: Promise<ClickDatabase | undefined>,
+) {
+  return startService({
     service: {
       name: SYSTEM,
       version: VERSION,
@@ -286,7 +294,14 @@ export async function main(
       const metrics = createMetrics(service.registry, { version: VERSION });
       const links = new LinkRepository(db);
       const reader = readPathOf(config, links, metrics, clock);
-      const clicks = config.clicks ? await startClicks(config, db, service, metrics, clock) : undefined;
+      // Closed after every click hook below (hooks run last-added first).
+      const own = await clickDbOpening;
+      if (own !== undefined) service.onClose(() => own.close());
+      const clicksDb = own?.db ?? db;
+      const clicks = config.clicks
+        ? await startClicks(config, db, clicksDb, service, metrics, clock)
+        : undefined;
+      const clickStore = clicks?.store ?? new ClickStore(clicksDb);
       const idempotency = shortenerIdempotencyStore(db, { clock });
       startIdempotencyPruner(idempotency, config, service);
       const { redirect } = await registerApi(service.app, {
@@ -315,9 +330,13 @@ export async function main(
         edgeToken: config.edgeToken,
         randomBytes,
         adminToken: config.adminToken,
+        clicks: clickStore,
         extraRoutes: (scope, callerOf) => {
-          const store = clicks?.store ?? new ClickStore(db);
-          registerAnalyticsRoutes(scope, { links, clicks: store, domains: config.domains, clock }, callerOf);
+          registerAnalyticsRoutes(
+            scope,
+            { links, clicks: clickStore, domains: config.domains, clock },
+            callerOf,
+          );
         },
       });
       const fastPath =
@@ -337,7 +356,7 @@ export async function main(
       service.onClose(() => scenarios.drain());
       const bootstrap = await bootstrapWorkspace(config, db, clock);
       const noWorkspace = bootstrap === undefined && !(await anyWorkspace(db));
-      return { metrics, reader, clicks, fastPath, bootstrap, noWorkspace };
+      return { metrics, reader, clicks, clicksDb, fastPath, bootstrap, noWorkspace };
     },
     listen: { port: config.port, host: config.host },
     listening: (_, { db }) => ({
@@ -360,7 +379,32 @@ export async function main(
       }
     },
   });
-  const { metrics, reader, clicks, fastPath, bootstrap } = built;
+}
+
+export async function main(
+  env: NodeJS.ProcessEnv = process.env,
+  options: MainOptions = {},
+): Promise<RunningSystem> {
+  const config = loadSystemConfig(env);
+  const clock = options.clock ?? systemClock;
+  // Started before the service's own database: on PGlite the two start on two threads at once.
+  const clickDbOpening = openClickDatabase({
+    system: SYSTEM,
+    databaseUrl: config.databaseUrl,
+    schema: config.databaseSchema,
+    env,
+  });
+  // Awaited in build; if the start fails before it, the catch below closes it.
+  clickDbOpening.catch(() => {});
+  let started: Awaited<ReturnType<typeof startShortener>>;
+  try {
+    started = await startShortener(config, env, options, clock, clickDbOpening);
+  } catch (error) {
+    await (await clickDbOpening.catch(() => undefined))?.close();
+    throw error;
+  }
+  const { url, service, db, built } = started;
+  const { metrics, reader, clicks, clicksDb, fastPath, bootstrap } = built;
   return {
     url,
     service,
@@ -369,6 +413,7 @@ export async function main(
     metrics,
     reader,
     clicks,
+    clicksDb,
     fastPath,
     bootstrap,
     close: () => service.close(),

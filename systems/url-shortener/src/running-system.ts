@@ -40,6 +40,8 @@ export interface RunningSystem {
   readonly reader: ReadPath & { readonly stats?: unknown };
   /** The click pipeline, when URL_SHORTENER_CLICKS is on. */
   readonly clicks: ClickPipeline | undefined;
+  /** Where the click log is (store/click-database.ts): `db` on PostgreSQL, a PGlite on its own thread otherwise. */
+  readonly clicksDb: Database;
   /** The redirect's fast path (api/redirect-fast-path.ts), when the read path has an LRU. */
   readonly fastPath: FastPathStats | undefined;
   /** The demo workspace created by THIS start (undefined when it existed already or is off). */

@@ -41,12 +41,12 @@ test("US-15 visits buffered at shutdown are flushed by close(), and counted afte
     for (let i = 0; i < 10; i++) await fetch(`${second.url}/${code}`, { redirect: "manual" });
     await second.clicks!.flusher.flushOnce();
     await second.clicks!.rollup.runOnce();
-    const { rows } = await second.db.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM clicks WHERE code = $1",
+    const { rows } = await second.clicksDb.query<{ n: number }>(
+      "SELECT coalesce(sum(click_count), 0)::int AS n FROM clicks WHERE code = $1",
       [code],
     );
     assert.equal(rows[0]!.n, 50);
-    const { rows: rolled } = await second.db.query<{ n: number }>(
+    const { rows: rolled } = await second.clicksDb.query<{ n: number }>(
       "SELECT sum(clicks)::int AS n FROM click_rollups WHERE code = $1 AND granularity = 'day'",
       [code],
     );

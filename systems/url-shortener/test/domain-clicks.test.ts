@@ -6,7 +6,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ClickBuffer } from "../src/domain/click-buffer.ts";
-import { toClickColumns, toClickRecord, uaFamilyOf, visitorHash } from "../src/domain/click-record.ts";
+import {
+  ClickEncoder,
+  toClickColumns,
+  toClickRecord,
+  uaFamilyOf,
+  visitorHash,
+} from "../src/domain/click-record.ts";
 import { recordVisit, type Visit } from "../src/domain/visit.ts";
 import { textArrayLiteral, toClickBatch } from "../src/store/click-batch.ts";
 import { WorkerClickEncoder } from "../src/workers/click-encoder.ts";
@@ -91,6 +97,48 @@ test("US-15 a full buffer drops visits and counts them; it never grows past its 
   );
 });
 
+test("US-15 a repeat of the newest visit within its second is folded into it: counted, never dropped, one row", () => {
+  let dropped = 0;
+  const buffer = new ClickBuffer({ maxEntries: 2, onDrop: (n) => (dropped += n) });
+  recordVisit(buffer, visit({ code: "a" }));
+  for (let i = 0; i < 3; i++) recordVisit(buffer, visit({ code: "b", atMs: T + i }));
+  assert.deepEqual([buffer.entries, buffer.size], [2, 4], "two entries, four clicks");
+  recordVisit(buffer, visit({ code: "c" }));
+  assert.equal(dropped, 1, "a new visit finds the buffer full");
+  recordVisit(buffer, visit({ code: "b", atMs: T + 999 }));
+  assert.deepEqual([buffer.entries, buffer.size], [2, 5], "a repeat of the newest still counts when full");
+  recordVisit(buffer, visit({ code: "b", atMs: T + 1_000 }));
+  recordVisit(buffer, visit({ code: "b", ip: "203.0.113.10" }));
+  recordVisit(buffer, visit({ code: "b", userAgent: "other" }));
+  assert.equal(dropped, 4, "the next second, another address, another user-agent: new visits, dropped");
+  assert.deepEqual(buffer.stats, { recorded: 5, dropped: 4, waiting: 5 });
+  const batch = buffer.take(10);
+  assert.deepEqual(
+    batch.map((v) => [v.code, v.count, v.atMs]),
+    [
+      ["a", 1, T],
+      ["b", 4, T],
+    ],
+    "a folded entry keeps its first click's time",
+  );
+  assert.equal(buffer.size, 0);
+  recordVisit(buffer, visit({ code: "d" }));
+  recordVisit(buffer, visit({ code: "d" }));
+  assert.equal(buffer.putBack(batch), 4, "a refused batch: the entry that found no room loses its 4 clicks");
+  assert.deepEqual(
+    buffer.take(10).map((v) => [v.code, v.count]),
+    [
+      ["a", 1],
+      ["d", 2],
+    ],
+  );
+  assert.equal(
+    toClickBatch(toClickColumns(batch, KEY)).params[9],
+    "{1,4}",
+    "the store gets one row of 4 clicks",
+  );
+});
+
 test("long user-agents and referrers are cut, so a buffered visit has a bounded size", () => {
   const buffer = new ClickBuffer({ maxEntries: 1 });
   recordVisit(
@@ -138,11 +186,65 @@ test("US-15 the encoder's worker thread gives the columns the in-thread encoding
   const batch = await first;
   assert.deepEqual(batch, toClickBatch(toClickColumns(visits, KEY)));
   assert.equal(batch.count, 3);
+  assert.equal(batch.rows, 3);
   assert.deepEqual(batch.daysMs, [Date.UTC(2026, 0, 1), Date.UTC(2026, 0, 2)]);
   assert.equal(batch.params[6], "{f,t,f}", "bot");
   assert.equal(batch.params[8], "{f,t,t}", "orphan");
   assert.equal(batch.params[4], '{"news.example",NULL,"news.example"}', "referrer host");
   assert.equal((await encoder.encode([])).count, 0, "the next batch after an answer is taken");
+});
+
+test("US-15 clicks equal in every field within one second fold into one row; every click is still counted", () => {
+  const visits = [
+    visit(),
+    visit({ atMs: T + 999 }), // same second: folded into the first
+    visit({ atMs: T + 1_000 }), // the next second: a row of its own
+    visit({ atMs: T + 5, ip: "203.0.113.10" }), // another visitor
+    visit({ atMs: T + 6, userAgent: "Mozilla/5.0 Firefox/132.0" }), // same family, another visitor hash
+    visit({ atMs: T + 7, referrer: "https://news.example/other" }), // same referrer host: folded
+    visit({ atMs: T + 8, referrer: undefined }), // no referrer
+    visit({ atMs: T + 9, code: "abc1235" }),
+    visit({ atMs: T + 10, status: 404 }), // an orphan visit of the same code
+    visit({ atMs: T + 11, domain: "t.example" }),
+    visit({ atMs: T + 12, code: "5:news" }), // a code shaped like the fold's own fields
+    visit({ atMs: T + 13 }),
+  ];
+  const columns = toClickColumns(visits, KEY);
+  assert.deepEqual(columns.clicks, [4, 1, 1, 1, 1, 1, 1, 1, 1]);
+  assert.equal(
+    columns.clicks.reduce((a, b) => a + b, 0),
+    visits.length,
+  );
+  assert.equal(columns.at[0], new Date(T).toISOString(), "a folded row keeps its first click's time");
+  assert.deepEqual(columns.code, [
+    "abc1234",
+    "abc1234",
+    "abc1234",
+    "abc1234",
+    "abc1234",
+    "abc1235",
+    "abc1234",
+    "abc1234",
+    "5:news",
+  ]);
+  assert.deepEqual(columns.orphan, [false, false, false, false, false, false, true, false, false]);
+  const batch = toClickBatch(columns);
+  assert.equal(batch.count, visits.length);
+  assert.equal(batch.rows, 9);
+  assert.equal(batch.params[9], "{4,1,1,1,1,1,1,1,1}");
+});
+
+test("the encoder's memos give what the plain functions give, also once they are full and start again", () => {
+  const encoder = new ClickEncoder(KEY, 2);
+  for (let i = 0; i < 50; i++) {
+    const v = visit({
+      atMs: T + i * 7_200_000,
+      ip: `203.0.113.${i % 5}`,
+      userAgent: i % 3 === 0 ? "Googlebot/2.1" : `Mozilla/5.0 Chrome/${i % 4}.0`,
+      referrer: i % 4 === 0 ? undefined : `https://r${i % 6}.example/x`,
+    });
+    assert.deepEqual(encoder.record(v), toClickRecord(v, KEY), `visit ${i}`);
+  }
 });
 
 test("a batch's array literals quote and escape every element", () => {

@@ -20,8 +20,8 @@ import { EDGE_TOKEN, type Hop, hop, shorten, startEdge } from "./edge-fixture.ts
 const BROWSER = { "user-agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/131.0 Safari/537.36" };
 
 async function clicksIn(running: RunningSystem, code: string) {
-  const { rows } = await running.db.query<{ raw: number; rolled: number }>(
-    `SELECT (SELECT count(*)::int FROM clicks WHERE code = $1 AND NOT bot) AS raw,
+  const { rows } = await running.clicksDb.query<{ raw: number; rolled: number }>(
+    `SELECT (SELECT coalesce(sum(click_count), 0)::int FROM clicks WHERE code = $1 AND NOT bot) AS raw,
             (SELECT coalesce(sum(clicks), 0)::int FROM click_rollups WHERE code = $1 AND granularity = 'day') AS rolled`,
     [code],
   );
@@ -109,8 +109,8 @@ test("US-09 US-15 N clicks through the edge (hits, misses, stale, bypass, orphan
     const counted = await clicksIn(running, code);
     assert.deepEqual(counted, { raw: n, rolled: n }, `link ${code}: ${n} clicks`);
   }
-  const { rows } = await running.db.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM clicks WHERE code = 'nosuchcode' AND orphan",
+  const { rows } = await running.clicksDb.query<{ n: number }>(
+    "SELECT coalesce(sum(click_count), 0)::int AS n FROM clicks WHERE code = 'nosuchcode' AND orphan",
   );
   assert.equal(rows[0]!.n, orphans, "orphan visits through the edge, once each");
 });

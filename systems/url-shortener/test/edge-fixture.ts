@@ -10,6 +10,7 @@ import { spawnOrSkip } from "@casebook/lab/server-engine";
 import { type SpawnedNginx, spawnNginx } from "@casebook/lab/spawn-nginx";
 import { edgeHttpBlock, edgeMainDirectives } from "../src/edge/nginx-edge-config.ts";
 import type { RunningSystem } from "../src/main.ts";
+import { ADMIN_TOKEN } from "./api-fixture.ts";
 
 export const EDGE_TOKEN = "edge-token-for-these-tests";
 
@@ -44,6 +45,17 @@ export async function originRedirects(running: RunningSystem): Promise<number> {
   for (const match of text.matchAll(/^url_shortener_redirects_total\{outcome="(\d+)"\} (\d+)$/gm))
     total += Number(match[2]);
   return total;
+}
+
+/** A workspace made through the admin API (the service runs with ADMIN_TOKEN); its first API key. */
+export async function newWorkspaceKey(running: RunningSystem, id: string): Promise<string> {
+  const created = await fetch(`${running.url}/v1/admin/workspaces`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+    body: JSON.stringify({ id, name: id }),
+  });
+  assert.equal(created.status, 201);
+  return ((await created.json()) as { apiKey: { key: string } }).apiKey.key;
 }
 
 export async function shorten(

@@ -9,63 +9,27 @@
  * origin itself stays up (/healthz). After heal the cold link redirects.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
-import { startFaultProxy } from "@casebook/lab/fault-proxy";
-import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
-import { requirePostgres } from "@casebook/lab/test-engines";
-import { main, type RunningSystem } from "../src/main.ts";
-import { migrateShortenerStore } from "../src/store/migrate.ts";
-import { ADMIN_TOKEN } from "./api-fixture.ts";
-import { hop, shorten, startEdge, until } from "./edge-fixture.ts";
+import { hop, newWorkspaceKey, shorten, startEdge, until } from "./edge-fixture.ts";
+import { startOnStoreProxy } from "./store-proxy-fixture.ts";
 
 /** Bounds on waiting (a loaded machine is slow; limits, not expectations). */
 const STALE_BOUND_MS = 10_000;
 const HEAL_BOUND_MS = 20_000;
 
 test("US-10 the store fails under a live origin: the edge serves hot links stale on the origin's 503, a cold one fails with 502, no redirect", async (t) => {
-  const url = await requirePostgres(t);
-  if (!url) return;
-  const schema = await openPostgresTestSchema(url, {
-    system: "url-shortener",
-    prefix: "us_outage",
-    prepare: (db) => migrateShortenerStore(db).then(() => undefined),
-  });
-  const proxy = await startFaultProxy({ upstream: url });
-  const dir = await mkdtemp(join(tmpdir(), "casebook-us-outage-"));
-  let running: RunningSystem | undefined;
-  t.after(async () => {
-    await running?.close();
-    await proxy.close();
-    await schema.drop();
-    await rm(dir, { recursive: true, force: true });
-  });
   // No LRU in the origin: every request that reaches it is a store read.
-  running = await main({
-    PORT: "0",
-    LOG_LEVEL: "silent",
-    CASEBOOK_DATA: dir,
-    DATABASE_URL: proxy.rewrite(url),
-    URL_SHORTENER_DB_SCHEMA: schema.schema,
-    URL_SHORTENER_DB_MAX_CONNECTIONS: "4",
-    URL_SHORTENER_ADMIN_TOKEN: ADMIN_TOKEN,
-    URL_SHORTENER_CACHE_MAX_ENTRIES: "0",
-  });
+  const world = await startOnStoreProxy(t, "us_outage", { URL_SHORTENER_CACHE_MAX_ENTRIES: "0" });
+  if (!world) return;
+  const { running, proxy, dir } = world;
   const nginx = await startEdge(t, {
     origin: new URL(running.url).host,
     domain: running.config.domains[0]!.host,
     accessLog: join(dir, "clicks.log"),
   });
   if (!nginx) return;
-  const created = await fetch(`${running.url}/v1/admin/workspaces`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-    body: JSON.stringify({ id: "outage", name: "outage" }),
-  });
-  assert.equal(created.status, 201);
-  const apiKey = ((await created.json()) as { apiKey: { key: string } }).apiKey.key;
+  const apiKey = await newWorkspaceKey(running, "outage");
   const hot = await shorten(running, apiKey, { url: "https://example.com/hot", cacheMaxAgeS: 1 });
   const cold = await shorten(running, apiKey, { url: "https://example.com/cold" });
   assert.equal((await hop(`${nginx.url}/${hot}`)).cache, "MISS");

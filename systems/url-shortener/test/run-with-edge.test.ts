@@ -47,8 +47,8 @@ test("US-09 --edge runs the service behind its nginx edge: short URLs point at t
   assert.equal(patched.status, 200);
   assert.equal((await hop(`${running.edgeUrl}/${link.code}`)).location, "https://example.com/moved");
   await running.clicks!.edge!.ingestOnce();
-  const { rows } = await running.db.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM clicks WHERE code = $1",
+  const { rows } = await running.clicksDb.query<{ n: number }>(
+    "SELECT coalesce(sum(click_count), 0)::int AS n FROM clicks WHERE code = $1",
     [link.code],
   );
   assert.equal(rows[0]!.n, 7, "6 clicks before the edit, 1 after: each once, from the edge's log");

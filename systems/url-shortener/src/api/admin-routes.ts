@@ -21,7 +21,7 @@ import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
 import { errors } from "../errors.ts";
-import { ClickStore } from "../store/click-store.ts";
+import type { ClickStore } from "../store/click-store.ts";
 import type { LinkRepository } from "../store/link-repository.ts";
 import {
   createWorkspaceIfAbsent,
@@ -34,6 +34,8 @@ import { linkParams } from "./link-schemas.ts";
 
 export interface AdminOptions {
   db: Database;
+  /** The click log (its orphan visits): its own database on PGlite (store/click-database.ts). */
+  clicks: ClickStore;
   links: LinkRepository;
   reader: ReadPath;
   clock: Clock;
@@ -175,7 +177,7 @@ const orphanView = {
 } as const;
 
 function registerOrphanRoute(app: FastifyInstance, options: AdminOptions): void {
-  const clicks = new ClickStore(options.db);
+  const { clicks } = options;
   app.get<{ Querystring: { from?: string; to?: string } }>(
     "/v1/admin/orphan-visits",
     {

@@ -51,10 +51,45 @@ const SLASH = 47;
 
 type Listener = (request: IncomingMessage, response: ServerResponse) => void;
 
+/** A redirect's header block but for the request id, flat (name, value, …) as `writeHead` takes it. */
+interface PreparedRedirect {
+  readonly status: number;
+  readonly headers: readonly string[];
+}
+
+/**
+ * The answer of a link that never expires is the same on every request (its Location and
+ * Cache-Control depend on nothing else once the query is ruled out): built once per cached
+ * link object and kept beside it. A link with an expiry gets its max-age from the clock each
+ * time (US-12), so it is built per request.
+ */
+function preparedRedirects(core: RedirectCore) {
+  const prepared = new WeakMap<ResolvedLink, PreparedRedirect>();
+  const build = (link: ResolvedLink, nowMs: number): PreparedRedirect | undefined => {
+    const decision = core.decide(link, nowMs, "");
+    if (decision.kind !== "redirect") return undefined;
+    const { location, "cache-control": cacheControl } = redirectHeaders(decision);
+    return {
+      status: decision.status,
+      headers: ["location", location, "cache-control", cacheControl, "content-length", "0"],
+    };
+  };
+  return (link: ResolvedLink, nowMs: number): PreparedRedirect | undefined => {
+    if (link.expiresAtMs !== null || link.disabled) return build(link, nowMs);
+    let answer = prepared.get(link);
+    if (answer === undefined) {
+      answer = build(link, nowMs);
+      if (answer !== undefined) prepared.set(link, answer);
+    }
+    return answer;
+  };
+}
+
 /** Answers the request when it can; false hands it to Fastify untouched. */
 function fastAnswerer(options: FastPathOptions): (req: IncomingMessage, res: ServerResponse) => boolean {
   const { core, reader, clock, closing } = options;
   const requestId = requestIdGenerator();
+  const prepare = preparedRedirects(core);
   const duration = options.registry.getSingleMetric("http_request_duration_seconds") as
     | Histogram<"method" | "route" | "status_code">
     | undefined;
@@ -80,23 +115,19 @@ function fastAnswerer(options: FastPathOptions): (req: IncomingMessage, res: Ser
     const link = reader.peek(domain.host, code);
     if (link === undefined) return false;
     const nowMs = clock.nowMs();
-    const decision = core.decide(link, nowMs, "");
-    if (decision.kind !== "redirect") return false;
+    const answer = prepare(link, nowMs);
+    if (answer === undefined) return false;
     const marker = core.settle(
       { headers, ip: req.socket.remoteAddress ?? "" },
       domain.host,
       code,
-      decision.status,
+      answer.status,
       nowMs,
     );
-    const out: Record<string, string> = {
-      "x-request-id": requestId(req),
-      ...redirectHeaders(decision),
-      "content-length": "0",
-    };
-    if (marker) out[VISIT_MARKER_HEADER] = "1";
-    res.writeHead(decision.status, out).end();
-    timerOf(decision.status)?.observe((performance.now() - startedMs) / 1_000);
+    const out = ["x-request-id", requestId(req), ...answer.headers];
+    if (marker) out.push(VISIT_MARKER_HEADER, "1");
+    res.writeHead(answer.status, out).end();
+    timerOf(answer.status)?.observe((performance.now() - startedMs) / 1_000);
     return true;
   };
 }

@@ -30,7 +30,7 @@ import {
 } from "../domain/redirect-decision.ts";
 import type { VisitSink } from "../domain/visit.ts";
 import { EDGE_TOKEN_HEADER, VISIT_MARKER_HEADER } from "../edge/nginx-edge-config.ts";
-import type { SystemMetrics } from "../metrics.ts";
+import type { SystemMetrics, Tally } from "../metrics.ts";
 import type { LinkResolver } from "../store/cached-link-reader.ts";
 import { domainOf } from "./api-context.ts";
 
@@ -97,8 +97,8 @@ export class RedirectCore {
   readonly #options: RedirectOptions;
   readonly #fromEdge: (sent: string | string[] | undefined) => boolean;
   readonly #staleIfErrorS: number;
-  /** The outcome counter's children by status: a label lookup per redirect costs a hash of the labels. */
-  readonly #outcomes = new Map<number, { inc(): void }>();
+  /** The outcome counter's tallies by status (metrics.ts: plain numbers, drained at each scrape). */
+  readonly #outcomes = new Map<number, Tally>();
 
   constructor(options: RedirectOptions) {
     this.#options = options;
@@ -124,7 +124,7 @@ export class RedirectCore {
   settle(request: RedirectRequest, domain: string, code: string, status: number, nowMs: number): boolean {
     let outcome = this.#outcomes.get(status);
     if (outcome === undefined) {
-      outcome = this.#options.metrics.redirects.labels(String(status));
+      outcome = this.#options.metrics.redirectTallies.of(String(status));
       this.#outcomes.set(status, outcome);
     }
     outcome.inc();

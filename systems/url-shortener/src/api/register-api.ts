@@ -13,6 +13,7 @@ import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { FastifyInstance } from "fastify";
 import type { VisitSink } from "../domain/visit.ts";
+import type { ClickStore } from "../store/click-store.ts";
 import { workspaceKeys } from "../store/workspace-repository.ts";
 import { registerAdminApi } from "./admin-routes.ts";
 import type { LinksContext } from "./api-context.ts";
@@ -22,6 +23,8 @@ import { type RedirectCore, registerRedirectRoute } from "./redirect-route.ts";
 
 export interface ApiOptions extends LinksContext {
   readonly visits: VisitSink;
+  /** The click log's reads (the admin's orphan visits); in its own database on PGlite (store/click-database.ts). */
+  readonly clicks: ClickStore;
   /** Cache-Control stale-if-error of a link without expiry. */
   readonly staleIfErrorS?: number;
   /** URL_SHORTENER_EDGE_TOKEN (redirect-route.ts). */
@@ -59,6 +62,7 @@ export async function registerApi(
   if (options.adminToken !== undefined) {
     await registerAdminApi(app, {
       db,
+      clicks: options.clicks,
       links: options.links,
       reader: options.reader,
       clock,

@@ -2,12 +2,16 @@
  * The bounded buffer between the redirect and the click store (US-15): `record` is an O(1)
  * append to a ring of columns (one array per field, no object per visit) and returns at once —
  * or, when `maxEntries` are waiting, drops the visit and counts it, so a slow or dead store
- * never slows a redirect and never grows memory. The flusher takes batches of at most
+ * never slows a redirect and never grows memory. A visit equal to the newest entry in every
+ * field, within the same UTC second, is folded into it (its count + 1) instead of taking a
+ * slot — the click log folds such clicks into one row anyway (click-record.ts ClickEncoder), and
+ * this way a client hammering one link costs the flusher, the encoder's thread and the store
+ * one entry a second, not one per click (issue 18). A folded click is never dropped. The flusher takes batches of at most
  * `maxBatch` from the front (the Visit objects are made there, off the redirect path); a batch
  * the store refused can be put back at the front while there is room (what does not fit is
  * dropped and counted).
  *
- * Memory: the columns grow with use up to `maxEntries` and are then reused in place; a
+ * Memory: the columns grow with use up to `maxEntries` entries and are then reused in place; a
  * user-agent or referrer longer than its bound is copied short (a slice would keep the whole
  * header alive: V8's sliced strings point into their parent), so one waiting visit holds at
  * most ~1.6 kB of strings.
@@ -39,8 +43,13 @@ export class ClickBuffer implements VisitSink {
   readonly #referrer: (string | undefined)[] = [];
   readonly #userAgent: (string | undefined)[] = [];
   readonly #ip: string[] = [];
+  /** Clicks each entry stands for (≥ 1: folded repeats of the same visit). */
+  readonly #count: number[] = [];
   #head = 0;
+  /** Entries waiting (the bound is on these). */
   #size = 0;
+  /** Clicks waiting: the entries' counts summed. */
+  #clicks = 0;
   #dropped = 0;
   #recorded = 0;
 
@@ -55,12 +64,19 @@ export class ClickBuffer implements VisitSink {
     this.#onDrop = options.onDrop;
   }
 
+  /** Clicks waiting (an entry may stand for several). */
   get size(): number {
+    return this.#clicks;
+  }
+
+  /** Entries waiting: what `maxEntries` bounds. */
+  get entries(): number {
     return this.#size;
   }
 
+  /** In clicks. */
   get stats() {
-    return { recorded: this.#recorded, dropped: this.#dropped, waiting: this.#size };
+    return { recorded: this.#recorded, dropped: this.#dropped, waiting: this.#clicks };
   }
 
   record(
@@ -72,17 +88,35 @@ export class ClickBuffer implements VisitSink {
     userAgent: string | undefined,
     ip: string,
   ): void {
+    if (this.#size > 0) {
+      const last = this.#slot(this.#size - 1);
+      if (
+        this.#code[last] === code &&
+        this.#userAgent[last] === userAgent &&
+        this.#referrer[last] === referrer &&
+        this.#ip[last] === ip &&
+        this.#status[last] === status &&
+        this.#domain[last] === domain &&
+        Math.floor(this.#atMs[last]! / 1_000) === Math.floor(atMs / 1_000)
+      ) {
+        this.#count[last]! += 1;
+        this.#clicks += 1;
+        this.#recorded += 1;
+        return;
+      }
+    }
     if (this.#size >= this.maxEntries) {
       this.#dropped += 1;
       this.#onDrop?.(1);
       return;
     }
     this.#recorded += 1;
-    this.#write(this.#slot(this.#size), atMs, domain, code, status, referrer, userAgent, ip);
+    this.#write(this.#slot(this.#size), atMs, domain, code, status, referrer, userAgent, ip, 1);
     this.#size += 1;
+    this.#clicks += 1;
   }
 
-  /** Up to `maxBatch` of the oldest visits, removed from the buffer. */
+  /** Up to `maxBatch` of the oldest entries, removed from the buffer; a visit's `count` says how many clicks it stands for. */
   take(maxBatch: number): Visit[] {
     const count = Math.min(maxBatch, this.#size);
     const batch: Visit[] = new Array(count);
@@ -96,7 +130,9 @@ export class ClickBuffer implements VisitSink {
         referrer: this.#referrer[i],
         userAgent: this.#userAgent[i],
         ip: this.#ip[i]!,
+        count: this.#count[i]!,
       };
+      this.#clicks -= this.#count[i]!;
       // Let the strings go now, not when the slot is next written.
       this.#referrer[i] = undefined;
       this.#userAgent[i] = undefined;
@@ -106,7 +142,7 @@ export class ClickBuffer implements VisitSink {
     return batch;
   }
 
-  /** A batch the store refused goes back to the front, as much as fits; the rest is dropped and counted. Returns how many were dropped. */
+  /** A batch the store refused goes back to the front, as much as fits; the rest is dropped and counted. Returns how many clicks were dropped. */
   putBack(batch: readonly Visit[]): number {
     const kept = Math.min(batch.length, this.maxEntries - this.#size);
     // Oldest first at the front: walk the kept part backwards, each one slot before the head.
@@ -123,9 +159,12 @@ export class ClickBuffer implements VisitSink {
         visit.referrer,
         visit.userAgent,
         visit.ip,
+        visit.count ?? 1,
       );
+      this.#clicks += visit.count ?? 1;
     }
-    const lost = batch.length - kept;
+    let lost = 0;
+    for (let n = kept; n < batch.length; n++) lost += batch[n]!.count ?? 1;
     this.#dropped += lost;
     if (lost > 0) this.#onDrop?.(lost);
     return lost;
@@ -146,6 +185,7 @@ export class ClickBuffer implements VisitSink {
     referrer: string | undefined,
     userAgent: string | undefined,
     ip: string,
+    count: number,
   ): void {
     // A slot past the columns' end is filled in order (never a hole), so each column stays a packed array.
     this.#fill(i);
@@ -156,6 +196,7 @@ export class ClickBuffer implements VisitSink {
     this.#referrer[i] = bounded(referrer, MAX_REFERRER_CHARS);
     this.#userAgent[i] = bounded(userAgent, MAX_UA_CHARS);
     this.#ip[i] = ip;
+    this.#count[i] = count;
   }
 
   /** Grows the columns up to slot i (put back before a head that never wrapped reaches slots not yet made). */
@@ -168,6 +209,7 @@ export class ClickBuffer implements VisitSink {
       this.#referrer.push(undefined);
       this.#userAgent.push(undefined);
       this.#ip.push("");
+      this.#count.push(0);
     }
   }
 }

@@ -17,6 +17,8 @@ export interface Visit {
   readonly userAgent: string | undefined;
   /** The client address, only to derive the privacy-safe visitor hash; never stored. */
   readonly ip: string;
+  /** How many identical clicks (same fields, same second) this visit stands for: 1 when absent (click-buffer.ts folds repeats). */
+  readonly count?: number;
 }
 
 export interface VisitSink {

@@ -2,7 +2,7 @@
  * A batch of clicks as the click log's INSERT takes it (migrations/003_clicks.sql): one
  * parameter per column, each a PostgreSQL array literal (`{"a","b",NULL}`) made here — on the
  * click encoder's worker thread (workers/click-encoder.ts) — so the event loop hands the
- * driver nine strings instead of having it serialize tens of thousands of values (a tenth of
+ * driver ten strings instead of having it serialize tens of thousands of values (a tenth of
  * the redirect process's CPU with PGlite in the profile). The days the batch touches come
  * with it: their partitions must exist before the INSERT.
  *
@@ -13,17 +13,19 @@
 import type { ClickColumns } from "../domain/click-record.ts";
 
 export interface ClickBatch {
-  /** How many clicks the literals hold. */
+  /** How many clicks the literals hold (the sum of their `click_count`s). */
   readonly count: number;
-  /** The INSERT's nine parameters, in INSERT_CLICKS_SQL's order. */
+  /** How many rows: fewer than clicks when identical ones were folded (click-record.ts ClickEncoder). */
+  readonly rows: number;
+  /** The INSERT's ten parameters, in INSERT_CLICKS_SQL's order. */
   readonly params: readonly string[];
   /** The start (ms) of each UTC day some click falls on, each once. */
   readonly daysMs: readonly number[];
 }
 
-export const INSERT_CLICKS_SQL = `INSERT INTO clicks (at, domain, code, status, referrer_host, ua_family, bot, visitor_hash, orphan)
+export const INSERT_CLICKS_SQL = `INSERT INTO clicks (at, domain, code, status, referrer_host, ua_family, bot, visitor_hash, orphan, click_count)
   SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::int2[], $5::text[], $6::text[], $7::bool[],
-                       $8::text[], $9::bool[])`;
+                       $8::text[], $9::bool[], $10::int4[])`;
 
 /** A text[] literal: every element quoted, `"` and `\` escaped, null as NULL. */
 export function textArrayLiteral(values: readonly (string | null)[]): string {
@@ -40,8 +42,11 @@ const plainLiteral = (values: readonly (number | boolean)[]): string =>
   `{${values.map((v) => (typeof v === "boolean" ? (v ? "t" : "f") : String(v))).join(",")}}`;
 
 export function toClickBatch(columns: ClickColumns): ClickBatch {
+  let count = 0;
+  for (const n of columns.clicks) count += n;
   return {
-    count: columns.at.length,
+    count,
+    rows: columns.at.length,
     params: [
       textArrayLiteral(columns.at),
       textArrayLiteral(columns.domain),
@@ -52,6 +57,7 @@ export function toClickBatch(columns: ClickColumns): ClickBatch {
       plainLiteral(columns.bot),
       textArrayLiteral(columns.visitorHash),
       plainLiteral(columns.orphan),
+      plainLiteral(columns.clicks),
     ],
     daysMs: columns.daysMs,
   };

@@ -2,7 +2,9 @@
  * The click log in SQL (migrations/003_clicks.sql): an append-only table partitioned by day.
  *
  * - `append`/`appendBatch`: one INSERT for a whole batch (unnest of arrays), after making sure each day's
- *   partition exists (CREATE TABLE IF NOT EXISTS … PARTITION OF, remembered per process).
+ *   partition exists (CREATE TABLE IF NOT EXISTS … PARTITION OF, remembered per process). A row
+ *   stands for `click_count` identical clicks (the flusher folds them: domain/click-record.ts
+ *   ClickEncoder), so every count below is a sum of `click_count`, never a count of rows.
  * - `rollup`: recomputes the hourly and daily buckets of a time range from the raw rows and
  *   upserts them — idempotent, so a late flush or two replicas rolling up at once end with the
  *   same numbers, and the rollup always agrees with the raw log.
@@ -88,7 +90,7 @@ export class ClickStore {
       await this.#db.query(
         `INSERT INTO click_rollups (domain, code, granularity, bucket_start, clicks, bot_clicks, visitors)
          SELECT domain, code, $1, date_trunc($1, at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC',
-                count(*) FILTER (WHERE NOT bot), count(*) FILTER (WHERE bot),
+                coalesce(sum(click_count) FILTER (WHERE NOT bot), 0), coalesce(sum(click_count) FILTER (WHERE bot), 0),
                 count(DISTINCT visitor_hash) FILTER (WHERE NOT bot)
            FROM clicks WHERE at >= $2 AND at < $3 AND NOT orphan
           GROUP BY 1, 2, 4
@@ -128,7 +130,8 @@ export class ClickStore {
   /** The raw log's count for a link (bots excluded, and counted apart): what the rollup must agree with. */
   async rawTotals(domain: string, code: string): Promise<{ clicks: number; botClicks: number }> {
     const { rows } = await this.#db.query<{ clicks: bigint; bot_clicks: bigint }>(
-      `SELECT count(*) FILTER (WHERE NOT bot) AS clicks, count(*) FILTER (WHERE bot) AS bot_clicks
+      `SELECT coalesce(sum(click_count) FILTER (WHERE NOT bot), 0) AS clicks,
+              coalesce(sum(click_count) FILTER (WHERE bot), 0) AS bot_clicks
          FROM clicks WHERE domain = $1 AND code = $2 AND NOT orphan`,
       [domain, code],
     );
@@ -137,7 +140,7 @@ export class ClickStore {
 
   async topReferrers(domain: string, code: string, fromMs: number, toMs: number, limit: number) {
     const { rows } = await this.#db.query<{ referrer_host: string | null; clicks: bigint }>(
-      `SELECT referrer_host, count(*) AS clicks FROM clicks
+      `SELECT referrer_host, sum(click_count) AS clicks FROM clicks
         WHERE domain = $1 AND code = $2 AND at >= $3 AND at < $4 AND NOT bot AND NOT orphan
         GROUP BY referrer_host ORDER BY clicks DESC, referrer_host NULLS LAST LIMIT $5`,
       [domain, code, new Date(fromMs), new Date(toMs), limit],
@@ -157,7 +160,7 @@ export class ClickStore {
       visits: bigint;
     }>(
       `SELECT domain, CASE WHEN code = '' THEN 'base' WHEN status = 410 THEN 'gone' ELSE 'unknown' END AS kind,
-              status, count(*) AS visits
+              status, sum(click_count) AS visits
          FROM clicks WHERE orphan AND at >= $1 AND at < $2
         GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`,
       [new Date(fromMs), new Date(toMs)],

@@ -3,8 +3,8 @@
  * the visitor HMAC, the user-agent family, the referrer's host, the ISO time — cost more than
  * the redirect itself when it ran on the redirect's thread (a quarter of the process's CPU in
  * the profile at 5,000 redirects/s). Here a worker thread does it: the flusher sends a batch,
- * the worker sends back the INSERT's nine parameters (store/click-batch.ts: array literals,
- * nine strings to copy back), and the event loop only pays the copies and the INSERT.
+ * the worker sends back the INSERT's ten parameters (store/click-batch.ts: array literals,
+ * ten strings to copy back), and the event loop only pays the copies and the INSERT.
  *
  * Bounds: one batch at a time (the flusher is sequential; a second call is refused), each
  * answered within `timeoutMs` or refused — and then the worker is ended and the next batch

@@ -1,5 +1,6 @@
 /**
- * The flusher (US-15): takes batches of at most `maxBatch` visits from the bounded buffer,
+ * The flusher (US-15): takes batches of at most `maxBatch` entries (a visit, or repeats of it
+ * folded by the buffer) from the bounded buffer,
  * has them turned into click records (user-agent family, bot flag, visitor hash) by the
  * encoder — a worker thread (click-encoder.ts), so none of it runs on the redirect's event
  * loop — and appends each batch with ONE insert, on kit's BackgroundLoop: a full batch runs
@@ -43,7 +44,8 @@ export class ClickFlusher {
     this.#options = options;
     this.#loop = new BackgroundLoop({
       name: "click flusher",
-      round: async () => (await this.flushOnce()) === options.maxBatch,
+      // A full batch (maxBatch entries) runs the next at once.
+      round: async () => (await this.#flush()).entries === options.maxBatch,
       idleMs: options.intervalMs,
       failureBackoff: { capMs: Math.max(options.intervalMs, 10_000), jitter: "none" },
       onError: (error) => options.onError(error),
@@ -54,11 +56,17 @@ export class ClickFlusher {
     return { flushed: this.#flushed, batches: this.#batches };
   }
 
-  /** One batch: returns how many visits were written (0 when the buffer was empty). */
+  /** One batch: returns how many clicks were written (0 when the buffer was empty). */
   async flushOnce(): Promise<number> {
+    return (await this.#flush()).clicks;
+  }
+
+  async #flush(): Promise<{ entries: number; clicks: number }> {
     const { buffer, store, encoder, maxBatch } = this.#options;
     const batch = buffer.take(maxBatch);
-    if (batch.length === 0) return 0;
+    if (batch.length === 0) return { entries: 0, clicks: 0 };
+    let clicks = 0;
+    for (const visit of batch) clicks += visit.count ?? 1;
     try {
       await store.appendBatch(await encoder.encode(batch));
     } catch (error) {
@@ -66,10 +74,10 @@ export class ClickFlusher {
       if (lost > 0) this.#options.onDropped?.(lost);
       throw error;
     }
-    this.#flushed += batch.length;
+    this.#flushed += clicks;
     this.#batches += 1;
-    this.#options.onFlushed?.(batch.length);
-    return batch.length;
+    this.#options.onFlushed?.(clicks);
+    return { entries: batch.length, clicks };
   }
 
   start(): void {
