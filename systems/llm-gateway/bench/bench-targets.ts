@@ -30,6 +30,8 @@ export interface BenchTarget {
   readonly headers: Record<string, string>;
   /** The resident memory of the target's own process (the simulator's for `direct`). */
   residentBytes(): Promise<number>;
+  /** CPU time (user + system) the target's own process has used so far, in ms. */
+  cpuMs(): Promise<number>;
 }
 
 export interface SimProfile {
@@ -49,14 +51,22 @@ const simEntry = new URL("../src/sim/provider-main.ts", import.meta.url);
 /** PGlite's first start (migrations in WASM) on a loaded machine. */
 const READY_TIMEOUT_MS = 180_000;
 
-/** RSS from the service's own /metrics (prom-client's process_resident_memory_bytes). */
-async function metricsResident(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  const match = /^process_resident_memory_bytes (\d+)/m.exec(text);
-  if (!match) throw new Error(`${url}/metrics has no process_resident_memory_bytes`);
-  return Number(match[1]);
+/** utime + stime from /proc/<pid>/stat (fields 14 and 15, in clock ticks of 10 ms on Linux). */
+export async function procCpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+  // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  if (!Number.isFinite(ticks)) throw new Error(`/proc/${pid}/stat has no utime/stime`);
+  return ticks * 10;
 }
 
+/**
+ * VmRSS from /proc/<pid>/status. Every target's memory (and CPU) is read from /proc, never over
+ * HTTP: our gateway's /metrics scrape (prom-client serializing every series) took 17–47 ms on its
+ * event loop at load 8–12 — a stall in the middle of the streams it was measuring, which Portkey
+ * (read from /proc) never had.
+ */
 async function procResident(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, "utf8");
   const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
@@ -112,7 +122,8 @@ async function startGateway(
       name,
       url: `${server.url}/v1/chat/completions`,
       headers: { authorization: `Bearer ${apiKey.key}` },
-      residentBytes: () => metricsResident(server.url),
+      residentBytes: () => procResident(server.pid),
+      cpuMs: () => procCpuMs(server.pid),
     },
   };
 }
@@ -140,6 +151,7 @@ async function startPortkey(simUrl: string): Promise<{ child: SpawnedChild; targ
         "x-portkey-custom-host": `${simUrl}/v1`,
       },
       residentBytes: () => procResident(child.pid),
+      cpuMs: () => procCpuMs(child.pid),
     },
   };
 }
@@ -173,7 +185,8 @@ export async function openTargets(options: {
         name: "direct",
         url: `${sim.url}/v1/chat/completions`,
         headers: { authorization: "Bearer sk-bench" },
-        residentBytes: () => metricsResident(sim.url),
+        residentBytes: () => procResident(sim.pid),
+        cpuMs: () => procCpuMs(sim.pid),
       },
     ];
     if (options.portkey) {

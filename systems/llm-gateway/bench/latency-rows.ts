@@ -5,8 +5,14 @@
  * proxying (the features' cost) — and the memory each gateway holds per open stream. The
  * goal line: plain proxying adds at most half of Portkey's overhead at p50 and at p99.
  *
+ * Each level runs in rounds (every target once per round, back to back): a target's added
+ * latency is taken within its round (its percentile minus that round's direct run), and the
+ * row gives the MEDIAN of those per-round differences — one round's p99 of ~150 streams is
+ * about its second-slowest stream, so a single stalled burst, ours or the machine's, moves
+ * it by hundreds of ms; the median of paired rounds is what a shared machine can give.
+ *
  * @example
- * const rows = latencyRows([{ concurrency: 50, runs: { direct, portkey, plain, full } }]);
+ * const rows = latencyRows([{ concurrency: 50, rounds: [{ direct, portkey, plain, full }, …] }]);
  * goalLines(rows); // ["50 streams: TTFT p50 0.9 ms vs Portkey 2.4 ms (≤ 0.5×: met)", …]
  */
 import { type BenchResult, benchRow } from "@casebook/lab/bench-report";
@@ -20,11 +26,19 @@ export interface TargetRun {
   readonly result: RunResult;
   /** RSS mid-run minus RSS idle before it, divided by the streams held open. */
   readonly bytesPerStream: number;
+  /**
+   * CPU time of the target's process after the warmup over the streams that ended then: what
+   * a stream costs, which a loaded machine stretches far less than it stretches a p99.
+   */
+  readonly cpuMsPerStream: number;
 }
+
+/** One round: every target measured once, back to back. */
+export type RoundRuns = Partial<Record<TargetName, TargetRun>>;
 
 export interface LevelRuns {
   readonly concurrency: number;
-  readonly runs: Partial<Record<TargetName, TargetRun>>;
+  readonly rounds: readonly RoundRuns[];
 }
 
 const POINTS = [
@@ -42,14 +56,14 @@ function round(value: number): number {
   return Math.round(value * 100) / 100;
 }
 
-/** `run`'s percentile minus the direct run's: what the hop through the gateway costs. */
-export function added(
-  run: TargetRun,
-  direct: TargetRun,
-  key: "ttftMs" | "totalMs",
-  point: "p50" | "p99",
-): number {
-  return round(at(run, key, point) - at(direct, key, point));
+/** The middle value (the mean of the two middle ones for an even count); undefined for none. */
+export function median(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /** A run with no stream measured to its end has no percentile to compare: its errors row says why. */
@@ -57,13 +71,56 @@ function measured(run: TargetRun | undefined): TargetRun | undefined {
   return run !== undefined && run.result.ok > 0 && run.result.ttftMs.count > 0 ? run : undefined;
 }
 
-function errorRows(concurrency: number, runs: LevelRuns["runs"]): BenchResult[] {
+/**
+ * The median over rounds of `name`'s percentile minus the same round's direct run's: what the
+ * hop through the gateway costs. Undefined when no round measured both.
+ */
+export function added(
+  rounds: readonly RoundRuns[],
+  name: Exclude<TargetName, "direct">,
+  key: "ttftMs" | "totalMs",
+  point: "p50" | "p99",
+): number | undefined {
+  const diffs: number[] = [];
+  for (const runs of rounds) {
+    const [run, direct] = [measured(runs[name]), measured(runs.direct)];
+    if (run && direct) diffs.push(at(run, key, point) - at(direct, key, point));
+  }
+  const middle = median(diffs);
+  return middle === undefined ? undefined : round(middle);
+}
+
+/** The median over rounds of what `pick` reads from `name`'s measured runs. */
+function medianOf(
+  rounds: readonly RoundRuns[],
+  name: TargetName,
+  pick: (run: TargetRun) => number,
+): number | undefined {
+  const values: number[] = [];
+  for (const runs of rounds) {
+    const run = measured(runs[name]);
+    if (run) values.push(pick(run));
+  }
+  const middle = median(values);
+  return middle === undefined ? undefined : round(middle);
+}
+
+/** Whether any round ran `name` (measured or not: a run of all errors still has its errors row). */
+function ran(rounds: readonly RoundRuns[], name: TargetName): boolean {
+  return rounds.some((runs) => runs[name] !== undefined);
+}
+
+function errorRows(concurrency: number, rounds: readonly RoundRuns[]): BenchResult[] {
   // A stream still running when its run ended failed to finish in time: counted with the errors.
-  const failed = (run: TargetRun) => run.result.errors + run.result.unfinished;
+  const failed = (name: TargetName) =>
+    rounds.reduce((sum, runs) => {
+      const run = runs[name];
+      return run === undefined ? sum : sum + run.result.errors + run.result.unfinished;
+    }, 0);
   const rows: BenchResult[] = [];
   const scenario = (what: string) => `${concurrency} streams, ${what}`;
-  const { portkey, plain, full } = runs;
-  const portkeyPeer = portkey ? { peer: { name: "portkey 1.15.2", value: failed(portkey) } } : {};
+  const [portkey, plain, full] = [ran(rounds, "portkey"), ran(rounds, "plain"), ran(rounds, "full")];
+  const portkeyPeer = portkey ? { peer: { name: "portkey 1.15.2", value: failed("portkey") } } : {};
   if (plain)
     rows.push(
       benchRow({
@@ -72,7 +129,7 @@ function errorRows(concurrency: number, runs: LevelRuns["runs"]): BenchResult[] 
         metric: "streams failed or unfinished",
         unit: "streams",
         direction: "lower-is-better",
-        value: failed(plain),
+        value: failed("plain"),
         ...portkeyPeer,
       }),
     );
@@ -84,7 +141,7 @@ function errorRows(concurrency: number, runs: LevelRuns["runs"]): BenchResult[] 
         metric: "streams failed or unfinished",
         unit: "streams",
         direction: "lower-is-better",
-        value: failed(full),
+        value: failed("full"),
       }),
     );
   return rows;
@@ -92,74 +149,78 @@ function errorRows(concurrency: number, runs: LevelRuns["runs"]): BenchResult[] 
 
 export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
   const rows: BenchResult[] = [];
-  for (const level of levels) {
-    const { concurrency } = level;
-    rows.push(...errorRows(concurrency, level.runs));
-    const direct = measured(level.runs.direct);
-    const portkey = measured(level.runs.portkey);
-    const plain = measured(level.runs.plain);
-    const full = measured(level.runs.full);
-    if (!direct) continue;
+  for (const { concurrency, rounds } of levels) {
+    rows.push(...errorRows(concurrency, rounds));
     const scenario = (what: string) => `${concurrency} streams, ${what}`;
     for (const [metric, key, point] of POINTS) {
+      const value = medianOf(rounds, "direct", (run) => at(run, key, point));
+      if (value === undefined) break;
       rows.push(
-        benchRow({
-          system: SYSTEM,
-          scenario: scenario("simulator direct"),
-          metric,
-          unit: "ms",
-          value: round(at(direct, key, point)),
-        }),
+        benchRow({ system: SYSTEM, scenario: scenario("simulator direct"), metric, unit: "ms", value }),
       );
     }
-    for (const [metric, key, point] of POINTS) {
-      if (!plain) break;
-      rows.push(
-        benchRow({
-          system: SYSTEM,
-          scenario: scenario("plain proxying"),
-          metric: `added ${metric}`,
-          unit: "ms",
-          value: added(plain, direct, key, point),
-          ...(portkey ? { peer: { name: "portkey 1.15.2", value: added(portkey, direct, key, point) } } : {}),
-        }),
-      );
-    }
-    for (const [metric, key, point] of POINTS) {
-      if (!full) break;
-      rows.push(
-        benchRow({
-          system: SYSTEM,
-          scenario: scenario("full features"),
-          metric: `added ${metric}`,
-          unit: "ms",
-          value: added(full, direct, key, point),
-          ...(plain ? { peer: { name: "our plain proxying", value: added(plain, direct, key, point) } } : {}),
-        }),
-      );
-    }
-    const kib = (run: TargetRun) => round(run.bytesPerStream / 1024);
-    if (plain)
+    const addedRows = (name: "plain" | "full", what: string, peer: "portkey" | "plain") => {
+      for (const [metric, key, point] of POINTS) {
+        const value = added(rounds, name, key, point);
+        if (value === undefined) break;
+        const peerValue = added(rounds, peer, key, point);
+        const peerName = peer === "portkey" ? "portkey 1.15.2" : "our plain proxying";
+        rows.push(
+          benchRow({
+            system: SYSTEM,
+            scenario: scenario(what),
+            metric: `added ${metric}`,
+            unit: "ms",
+            value,
+            ...(peerValue === undefined ? {} : { peer: { name: peerName, value: peerValue } }),
+          }),
+        );
+      }
+    };
+    addedRows("plain", "plain proxying", "portkey");
+    addedRows("full", "full features", "plain");
+    const kib = (name: TargetName) => medianOf(rounds, name, (run) => run.bytesPerStream / 1024);
+    const [plainKib, portkeyKib, fullKib] = [kib("plain"), kib("portkey"), kib("full")];
+    if (plainKib !== undefined)
       rows.push(
         benchRow({
           system: SYSTEM,
           scenario: scenario("plain proxying"),
           metric: "RSS per open stream",
           unit: "KiB",
-          value: kib(plain),
-          ...(portkey ? { peer: { name: "portkey 1.15.2", value: kib(portkey) } } : {}),
+          value: plainKib,
+          ...(portkeyKib === undefined ? {} : { peer: { name: "portkey 1.15.2", value: portkeyKib } }),
         }),
       );
-    if (full)
+    if (fullKib !== undefined)
       rows.push(
         benchRow({
           system: SYSTEM,
           scenario: scenario("full features"),
           metric: "RSS per open stream",
           unit: "KiB",
-          value: kib(full),
+          value: fullKib,
         }),
       );
+    const cpu = (name: TargetName) => medianOf(rounds, name, (run) => run.cpuMsPerStream);
+    const cpuRow = (name: "direct" | "plain" | "full", what: string, peer?: "portkey") => {
+      const value = cpu(name);
+      const peerValue = peer === undefined ? undefined : cpu(peer);
+      if (value === undefined) return;
+      rows.push(
+        benchRow({
+          system: SYSTEM,
+          scenario: scenario(what),
+          metric: "CPU per stream",
+          unit: "ms",
+          value,
+          ...(peerValue === undefined ? {} : { peer: { name: "portkey 1.15.2", value: peerValue } }),
+        }),
+      );
+    };
+    cpuRow("direct", "simulator direct");
+    cpuRow("plain", "plain proxying", "portkey");
+    cpuRow("full", "full features");
   }
   return rows;
 }
@@ -167,15 +228,16 @@ export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
 /** One line per concurrency and percentile: plain proxying's added TTFT and total against Portkey's × 0.5. */
 export function goalLines(levels: readonly LevelRuns[]): string[] {
   const lines: string[] = [];
-  for (const { concurrency, runs } of levels) {
-    const [direct, portkey, plain] = [measured(runs.direct), measured(runs.portkey), measured(runs.plain)];
-    if (!direct || !portkey || !plain) {
-      lines.push(`goal, ${concurrency} streams: not judged (a run measured no whole stream; see its errors)`);
-      continue;
-    }
+  for (const { concurrency, rounds } of levels) {
     for (const [metric, key, point] of POINTS) {
-      const ours = added(plain, direct, key, point);
-      const theirs = added(portkey, direct, key, point);
+      const ours = added(rounds, "plain", key, point);
+      const theirs = added(rounds, "portkey", key, point);
+      if (ours === undefined || theirs === undefined) {
+        lines.push(
+          `goal, ${concurrency} streams: not judged (no round measured a whole stream on each; see the errors)`,
+        );
+        break;
+      }
       if (theirs <= 0) {
         // Portkey's percentile at or under the direct call's: its overhead is below this run's noise.
         lines.push(
@@ -185,7 +247,7 @@ export function goalLines(levels: readonly LevelRuns[]): string[] {
       }
       const met = ours <= GOAL_FACTOR * theirs;
       lines.push(
-        `goal, ${concurrency} streams, added ${metric}: ours ${ours} ms vs Portkey ${theirs} ms — ≤ ${GOAL_FACTOR}× Portkey's: ${met ? "met" : "NOT met"}`,
+        `goal, ${concurrency} streams, added ${metric}: ours ${ours} ms vs Portkey ${theirs} ms (${rounds.length === 1 ? "1 round" : `medians of ${rounds.length} rounds`}) — ≤ ${GOAL_FACTOR}× Portkey's: ${met ? "met" : "NOT met"}`,
       );
     }
   }

@@ -5,10 +5,11 @@
  * held open in a closed loop) it times TTFT and total for the simulator called directly,
  * then through Portkey (`@portkey-ai/gateway`, plain proxying), our gateway with budgets and
  * cache off (plain proxying), and our gateway with every feature on (token budgets,
- * breakers, a semantic-cache lookup per request); rows give the latency each ADDS to the
- * direct call (p50 and p99) and the memory each holds per open stream; the goal line checks
- * plain proxying ≤ 0.5× Portkey's overhead. Markdown on stdout (JSON lines with --json),
- * progress on stderr.
+ * breakers, a semantic-cache lookup per request) — every target once per round, `--rounds`
+ * rounds (the order of the gateways rotated each round, the direct call first); rows give
+ * the median over rounds of the latency each ADDS to its round's direct call (p50 and p99)
+ * and the memory each holds per open stream; the goal line checks plain proxying ≤ 0.5×
+ * Portkey's overhead. Markdown on stdout (JSON lines with --json), progress on stderr.
  *
  * @example
  * // node systems/llm-gateway/bench/main.ts --concurrency 50 --duration-ms 6000 --json
@@ -21,7 +22,7 @@ import { renderBench } from "@casebook/lab/bench-report";
 import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { errors } from "../src/errors.ts";
 import { type BenchTarget, openTargets, type TargetName, type Targets } from "./bench-targets.ts";
-import { goalLines, type LevelRuns, latencyRows, type TargetRun } from "./latency-rows.ts";
+import { goalLines, type LevelRuns, latencyRows, type RoundRuns, type TargetRun } from "./latency-rows.ts";
 import type { RunCommand, RunResult } from "./stream-load-child.ts";
 
 const SYSTEM = "llm-gateway";
@@ -35,6 +36,7 @@ export interface BenchArgs {
   readonly json: boolean;
   readonly concurrency: readonly number[];
   readonly targets: readonly (typeof TARGETS)[number][];
+  readonly rounds: number;
   readonly durationMs: number;
   readonly warmupMs: number;
   readonly ttftMs: number;
@@ -53,6 +55,12 @@ const cli = defineBenchArgs({
       help: "streams held open at once",
     }),
     targets: flag.choiceList(TARGETS, { help: "what runs beside the direct call (default all)" }),
+    rounds: flag.integer({
+      min: 1,
+      max: 20,
+      default: 3,
+      help: "runs of every target per concurrency; rows give medians over them",
+    }),
     durationMs: flag.integer({
       min: 1_000,
       max: 600_000,
@@ -100,8 +108,9 @@ One provider simulator (its own process) answers every row. At each concurrency 
 generator (its own process) holds that many chat streams open in a closed loop, against:
 the simulator directly (baseline), @portkey-ai/gateway proxying to it, our gateway with
 budgets and cache off (plain proxying), and our gateway with token budgets, breakers and a
-semantic-cache lookup per request (full features). Rows: the TTFT and total latency each
-gateway adds to the direct call (p50, p99), and RSS per open stream.
+semantic-cache lookup per request (full features) — each once per round, --rounds rounds.
+Rows: the median over rounds of the TTFT and total latency each gateway adds to its round's
+direct call (p50, p99), and RSS per open stream.
 
 Options
 ${cli.flagHelp()}
@@ -154,10 +163,12 @@ async function measure(
   bench: Bench,
   target: BenchTarget,
   concurrency: number,
+  round: number,
   args: BenchArgs,
 ): Promise<TargetRun> {
   await sleep(SETTLE_MS);
   const idle = await target.residentBytes();
+
   const command: RunCommand = {
     cmd: "run",
     url: target.url,
@@ -167,30 +178,54 @@ async function measure(
     durationMs: args.durationMs,
     warmupMs: args.warmupMs,
     promptWords: args.promptWords,
+    // Fresh prompts per run: a full-features run must not hit the answers of an earlier run.
+    promptSeed: `${concurrency}-${round}-${target.name}`,
     maxTokens: args.answerTokens,
     temperature: 0,
   };
   bench.load.send(JSON.stringify(command));
   const answer = bench.load.nextLine();
+  await sleep(args.warmupMs);
+  const cpuAfterWarmup = await target.cpuMs();
   // Mid-measurement every stream is open (closed loop): the RSS then, less the idle RSS.
-  await sleep(args.warmupMs + (args.durationMs - args.warmupMs) / 2);
+  await sleep((args.durationMs - args.warmupMs) / 2);
   const busy = await target.residentBytes();
   const result = JSON.parse(await answer) as RunResult;
+  // The CPU the target's process used after the warmup, over the streams that ended whole then.
+  const cpuMs = (await target.cpuMs()) - cpuAfterWarmup;
   benchLog(
     `${SYSTEM} bench: ${target.name} × ${concurrency}: ${result.ok} ok, ${result.errors} errors, ${result.unfinished} unfinished` +
       `${result.firstError ? ` (first: ${result.firstError})` : ""}, ${result.cacheHits} cache hits; ` +
-      `TTFT p50 ${result.ttftMs.p50} ms p99 ${result.ttftMs.p99} ms, total p50 ${result.totalMs.p50} ms p99 ${result.totalMs.p99} ms`,
+      `TTFT p50 ${result.ttftMs.p50} ms p99 ${result.ttftMs.p99} ms, total p50 ${result.totalMs.p50} ms p99 ${result.totalMs.p99} ms; ` +
+      `CPU ${(result.finished > 0 ? cpuMs / result.finished : 0).toFixed(1)} ms per stream; load ${loadavg()[0]?.toFixed(1)}`,
   );
-  return { result, bytesPerStream: (busy - idle) / concurrency };
+  return {
+    result,
+    bytesPerStream: (busy - idle) / concurrency,
+    cpuMsPerStream: result.finished > 0 ? cpuMs / result.finished : 0,
+  };
+}
+
+/** Round `round`'s order: the direct call first (its round's baseline), the others rotated by one each round. */
+export function roundOrder<T extends { name: TargetName }>(list: readonly T[], round: number): T[] {
+  const direct = list.filter((target) => target.name === "direct");
+  const others = list.filter((target) => target.name !== "direct");
+  const shift = others.length === 0 ? 0 : round % others.length;
+  return [...direct, ...others.slice(shift), ...others.slice(0, shift)];
 }
 
 async function run(bench: Bench, args: BenchArgs, json: boolean): Promise<void> {
   const levels: LevelRuns[] = [];
   for (const concurrency of args.concurrency) {
-    const runs: Partial<Record<TargetName, TargetRun>> = {};
-    for (const target of bench.targets.list)
-      runs[target.name] = await measure(bench, target, concurrency, args);
-    levels.push({ concurrency, runs });
+    const rounds: RoundRuns[] = [];
+    for (let round = 0; round < args.rounds; round++) {
+      benchLog(`${SYSTEM} bench: ${concurrency} streams, round ${round + 1} of ${args.rounds}`);
+      const runs: Partial<Record<TargetName, TargetRun>> = {};
+      for (const target of roundOrder(bench.targets.list, round))
+        runs[target.name] = await measure(bench, target, concurrency, round, args);
+      rounds.push(runs);
+    }
+    levels.push({ concurrency, rounds });
   }
   const rows = latencyRows(levels);
   if (json) {
@@ -201,14 +236,16 @@ async function run(bench: Bench, args: BenchArgs, json: boolean): Promise<void> 
   const sizes =
     `prompts of ${args.promptWords} made-up words (≈${Math.round(args.promptWords * 2.5)} tokens), answers of ` +
     `${args.answerTokens} tokens at ${args.tokensPerS} tokens/s after a ${args.ttftMs} ms TTFT; ` +
-    `${args.durationMs} ms per run (${args.warmupMs} ms warmup); gateways on ${args.databaseUrl === "" ? "PGlite" : "PostgreSQL"}`;
+    `${args.durationMs} ms per run (${args.warmupMs} ms warmup), ${args.rounds} rounds (medians); gateways on ${args.databaseUrl === "" ? "PGlite" : "PostgreSQL"}`;
   const errorsSeen = levels.flatMap((l) =>
-    Object.entries(l.runs)
-      .filter(([, r]) => r.result.errors > 0 || r.result.cacheHits > 0)
-      .map(
-        ([name, r]) =>
-          `${name} × ${l.concurrency}: ${r.result.errors} errors, ${r.result.cacheHits} cache hits`,
-      ),
+    l.rounds.flatMap((runs, round) =>
+      Object.entries(runs)
+        .filter(([, r]) => r.result.errors > 0 || r.result.cacheHits > 0)
+        .map(
+          ([name, r]) =>
+            `${name} × ${l.concurrency}, round ${round + 1}: ${r.result.errors} errors, ${r.result.cacheHits} cache hits`,
+        ),
+    ),
   );
   process.stdout.write(
     [

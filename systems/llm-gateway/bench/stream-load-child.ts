@@ -9,8 +9,10 @@
  *   → {"cmd":"run", url, headers, model, concurrency, durationMs, warmupMs, promptWords, maxTokens, temperature}
  *   ← {"ok", "errors", "unfinished", "firstError", "cacheHits", "ttftMs": {p50, p99, …}, "totalMs": {p50, p99, …}}
  *
- * Each prompt is `promptWords` made-up words drawn afresh per request (seeded by the
- * request's index): no two requests share a prompt, so a semantic cache looks up and misses.
+ * Each prompt is `promptWords` made-up words drawn afresh per request (seeded by the run's
+ * `promptSeed` and the request's index): no two requests share a prompt — not within a run,
+ * nor across the bench's runs and rounds against the same tenant — so a semantic cache looks
+ * up and misses.
  */
 import { createInterface } from "node:readline";
 import { Histogram, type HistogramSummary } from "@casebook/kit/histogram";
@@ -26,6 +28,8 @@ export interface RunCommand {
   durationMs: number;
   warmupMs: number;
   promptWords: number;
+  /** Distinct per run: the prompts of two runs never repeat each other. */
+  promptSeed: string;
   maxTokens: number;
   temperature: number;
 }
@@ -43,6 +47,8 @@ export interface RunResult {
   firstError: string | undefined;
   /** Streams sent in the measured window still running when the run ended (neither ok nor failed). */
   unfinished: number;
+  /** Streams that ended whole after the warmup (whenever sent): the work the target's CPU time after the warmup paid for. */
+  finished: number;
   /** Answers a semantic cache served (`x-llm-gateway-cache: hit`): 0 is what the bench wants. */
   cacheHits: number;
   ttftMs: LatencyMs;
@@ -70,9 +76,9 @@ const SYLLABLES = [
 /** A stream not done within this is an error (the run moves on). */
 const STREAM_TIMEOUT_MS = 60_000;
 
-/** `words` made-up words (2–3 syllables each: about 2.5 tokens a word), the same for the same index. */
-export function promptOf(index: number, words: number): string {
-  const random = seededRandom(`prompt-${index}`);
+/** `words` made-up words (2–3 syllables each: about 2.5 tokens a word), the same for the same seed and index. */
+export function promptOf(index: number, words: number, seed = ""): string {
+  const random = seededRandom(`prompt-${seed}${index}`);
   const out: string[] = [];
   for (let i = 0; i < words; i++) {
     const length = 2 + Math.floor(random.next() * 2);
@@ -105,7 +111,7 @@ async function oneStream(
       stream: true,
       max_tokens: command.maxTokens,
       temperature: command.temperature,
-      messages: [{ role: "user", content: promptOf(index, command.promptWords) }],
+      messages: [{ role: "user", content: promptOf(index, command.promptWords, `${command.promptSeed}-`) }],
     }),
     signal: AbortSignal.any([signal, AbortSignal.timeout(STREAM_TIMEOUT_MS)]),
   });
@@ -132,6 +138,7 @@ export async function runStreams(command: RunCommand): Promise<RunResult> {
   let cacheHits = 0;
   let measuredSent = 0;
   let measuredEnded = 0;
+  let finished = 0;
   const report = await runClosedLoop({
     concurrency: command.concurrency,
     durationMs: command.durationMs,
@@ -143,6 +150,7 @@ export async function runStreams(command: RunCommand): Promise<RunResult> {
       if (measuredOne) measuredSent++;
       try {
         const one = await oneStream(command, index, signal);
+        if (performance.now() >= measureFrom) finished++;
         if (measuredOne) {
           ttft.record(Math.round(one.ttftMs * 1_000));
           if (one.cacheHit) cacheHits++;
@@ -161,6 +169,7 @@ export async function runStreams(command: RunCommand): Promise<RunResult> {
     errors: report.errors,
     firstError,
     unfinished,
+    finished,
     cacheHits,
     ttftMs: summaryMs(ttft),
     totalMs: {

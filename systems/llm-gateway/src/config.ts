@@ -12,7 +12,11 @@
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
-import { DEFAULT_KEY_CACHE_TTL_MS } from "./api/tenant-key-cache.ts";
+import {
+  DEFAULT_CACHE_LOOKUP_QUEUE,
+  DEFAULT_CACHE_LOOKUP_WAIT_MS,
+  DEFAULT_CACHE_MAX_LOOKUPS,
+} from "./api/semantic-cache.ts";
 import { MAX_CACHE_EMBEDDING_DIMENSIONS } from "./clients/upstream-embedder.ts";
 import {
   DEFAULT_DESTINATION,
@@ -30,6 +34,8 @@ import {
   MAX_USAGE_BATCH,
 } from "./store/usage-writer.ts";
 
+/** How long a checked API key is trusted without asking the database again: the revocation bound. */
+const DEFAULT_KEY_CACHE_TTL_MS = 5_000;
 /** LLM_GATEWAY_BOOTSTRAP_TENANT value that turns the demo tenant off. */
 export const BOOTSTRAP_OFF = "off";
 export const DEFAULT_BOOTSTRAP_TENANT = "demo";
@@ -247,6 +253,29 @@ export const configSchema = {
     min: 1_000,
     max: 30 * 86_400_000,
     description: "How long a cached answer may be served",
+  }),
+  cacheMaxLookups: field.int({
+    env: "LLM_GATEWAY_CACHE_MAX_LOOKUPS",
+    default: DEFAULT_CACHE_MAX_LOOKUPS,
+    min: 1,
+    max: 1_000,
+    description:
+      "Semantic cache lookups at once (each holds a database connection: keep it under LLM_GATEWAY_DB_MAX_CONNECTIONS, so key checks and usage rows still get one)",
+  }),
+  cacheLookupQueue: field.int({
+    env: "LLM_GATEWAY_CACHE_LOOKUP_QUEUE",
+    default: DEFAULT_CACHE_LOOKUP_QUEUE,
+    min: 0,
+    max: 100_000,
+    description:
+      'Semantic cache lookups waiting for a slot; past it a request is answered uncached (llm_gateway_cache_lookups_total{result="shed"})',
+  }),
+  cacheLookupWaitMs: field.int({
+    env: "LLM_GATEWAY_CACHE_LOOKUP_WAIT_MS",
+    default: DEFAULT_CACHE_LOOKUP_WAIT_MS,
+    min: 1,
+    max: 10_000,
+    description: "Longest wait for a semantic cache lookup slot; past it the request is answered uncached",
   }),
   embeddingsModel: field.string({
     env: "LLM_GATEWAY_EMBEDDINGS_MODEL",

@@ -21,12 +21,12 @@ import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { runMigrations } from "@casebook/infra/sql/migrations";
 import { systemClock } from "@casebook/kit/clock";
+import { VerifiedKeyCache } from "@casebook/kit/verified-key-cache";
 import packageJson from "../package.json" with { type: "json" };
 import { llmErrorFormats } from "./api/error-formats.ts";
 import { registerApi } from "./api/register-api.ts";
 import { SemanticCache } from "./api/semantic-cache.ts";
 import { StreamShutdown } from "./api/stream-shutdown.ts";
-import { DEFAULT_KEY_CACHE_MAX_ENTRIES, TenantKeyCache } from "./api/tenant-key-cache.ts";
 import { Destinations } from "./clients/destinations.ts";
 import { UpstreamClient } from "./clients/upstream-client.ts";
 import { UpstreamEmbedder } from "./clients/upstream-embedder.ts";
@@ -46,9 +46,17 @@ import { providerDegradationScenario } from "./scenarios/provider-degradation-sc
 import { createProviderSim } from "./sim/provider-sim.ts";
 import { openInProcessBudgetStore, openRedisBudgetStore } from "./store/budget-store.ts";
 import { SemanticCacheStore } from "./store/semantic-cache-store.ts";
-import { TenantRepository } from "./store/tenant-repository.ts";
+import {
+  DEFAULT_CACHE_WRITE_BATCH,
+  DEFAULT_CACHE_WRITE_MAX_PENDING,
+  SemanticCacheWriter,
+} from "./store/semantic-cache-writer.ts";
+import { TenantRepository, tenantKeys as tenantApiKeys } from "./store/tenant-repository.ts";
 import { UsageRepository } from "./store/usage-repository.ts";
 import { DEFAULT_USAGE_WRITE_ATTEMPTS, UsageWriter } from "./store/usage-writer.ts";
+
+/** API keys remembered at once per replica (≈ 300 bytes each). */
+const MAX_CACHED_KEYS = 10_000;
 
 export const SYSTEM = "llm-gateway";
 export const VERSION = packageJson.version;
@@ -169,11 +177,15 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       const tenants = new TenantRepository(db, { clock: systemClock, randomBytes });
       // Plain proxying's hot path does no database work: keys checked from memory (a short
       // TTL is the revocation bound), usage rows written in batches after the answer.
-      const tenantKeys = new TenantKeyCache((key) => tenants.authenticate(key), {
-        clock: systemClock,
-        ttlMs: config.keyCacheTtlMs,
-        maxEntries: DEFAULT_KEY_CACHE_MAX_ENTRIES,
-      });
+      const tenantKeys = new VerifiedKeyCache(
+        {
+          parse: (key) => tenantApiKeys.scheme.parse(key),
+          verify: (presented) => tenants.authenticatePresented(presented),
+        },
+        { clock: systemClock, ttlMs: config.keyCacheTtlMs, maxEntries: MAX_CACHED_KEYS },
+      );
+      // Keys in use are re-checked in the background before their entries expire (no request waits).
+      service.onClose(tenantKeys.startRefreshing());
       const usageLog = service.log.child({ component: "usage-writer" });
       const usage = new UsageWriter(new UsageRepository(db, { clock: systemClock }), {
         maxBatch: config.usageBatch,
@@ -201,10 +213,24 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       service.onClose(() => budgetStore.close());
       service.addCheck("redis", () => budgetStore.ping());
       const tenantDefaults = { rpm: config.tenantRpm, tpm: config.tenantTpm };
+      const cacheStore = new SemanticCacheStore(db, { clock: systemClock });
+      const cacheWriter = new SemanticCacheWriter(cacheStore, {
+        maxBatch: DEFAULT_CACHE_WRITE_BATCH,
+        maxPending: DEFAULT_CACHE_WRITE_MAX_PENDING,
+      });
+      // Like the usage rows': the entries handed over are written before the pool closes.
+      service.onClose(() => cacheWriter.drain());
       const cache = config.cache
         ? new SemanticCache(
-            new SemanticCacheStore(db, { clock: systemClock }),
-            { enabled: true, threshold: config.cacheThreshold, ttlMs: config.cacheTtlMs },
+            { lookups: cacheStore, writer: cacheWriter },
+            {
+              enabled: true,
+              threshold: config.cacheThreshold,
+              ttlMs: config.cacheTtlMs,
+              maxLookups: config.cacheMaxLookups,
+              lookupQueue: config.cacheLookupQueue,
+              lookupWaitMs: config.cacheLookupWaitMs,
+            },
             metrics,
             embedderFor(config, upstreamUrl, upstreamOf, service),
           )

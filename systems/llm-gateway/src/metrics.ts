@@ -26,6 +26,8 @@ export interface SystemMetrics {
   /** LG-11: semantic cache lookups by result (hit, miss, skipped) and their duration. */
   readonly cacheLookups: Counter<"model" | "result">;
   readonly cacheLookupSeconds: Histogram<"model">;
+  /** Semantic cache inserts by result: written, shed (the writer's queue was full), failed. */
+  readonly cacheWrites: Counter<"result">;
   /** Cost per logical model in US dollars, from the price table (cached prompt tokens at their price). */
   readonly costUsd: Counter<"model">;
   /** Requests let through unmetered because the counter was down (fail open), by budget. */
@@ -113,7 +115,7 @@ export function createMetrics(
     }),
     cacheLookups: new Counter({
       name: "llm_gateway_cache_lookups_total",
-      help: "Semantic cache lookups (LG-11) by logical model and result: hit, miss, refused (similar vectors, words that disagree), skipped (not deterministic)",
+      help: "Semantic cache lookups (LG-11) by logical model and result: hit, miss, refused (similar vectors, words that disagree), skipped (not deterministic), shed (lookups at their bound: answered uncached)",
       labelNames: ["model", "result"],
       registers: [registry],
     }),
@@ -122,6 +124,12 @@ export function createMetrics(
       help: "Time of one semantic cache lookup (an exact scan of the tenant's entries of one scope)",
       labelNames: ["model"],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    cacheWrites: new Counter({
+      name: "llm_gateway_cache_writes_total",
+      help: "Semantic cache inserts (batched, off the request path) by result: written, shed (the writer's queue was full: not remembered), failed (logged)",
+      labelNames: ["result"],
       registers: [registry],
     }),
     costUsd: new Counter({

@@ -1,13 +1,14 @@
 /**
  * The bench's flags and report, without running it (CI never runs the bench): a typo is
- * refused, the added latency is the gateway's percentile minus the direct call's, plain
- * proxying is compared with Portkey and full features with plain proxying, and a run that
- * measured no whole stream is reported by its errors, never as a negative overhead.
+ * refused, the added latency is the gateway's percentile minus the direct call's of the same
+ * round, its row the median over rounds, plain proxying is compared with Portkey and full
+ * features with plain proxying, and a run that measured no whole stream is reported by its
+ * errors, never as a negative overhead.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { goalLines, type LevelRuns, latencyRows, type TargetRun } from "../bench/latency-rows.ts";
-import { parseBenchArgs } from "../bench/main.ts";
+import { parseBenchArgs, roundOrder } from "../bench/main.ts";
 import { errors } from "../src/errors.ts";
 
 function run(ttftP50: number, totalP50: number, ok = 10, errorCount = 0, unfinished = 0): TargetRun {
@@ -17,12 +18,14 @@ function run(ttftP50: number, totalP50: number, ok = 10, errorCount = 0, unfinis
       ok,
       errors: errorCount,
       unfinished,
+      finished: ok,
       firstError: undefined,
       cacheHits: 0,
       ttftMs: at(ttftP50),
       totalMs: at(totalP50),
     },
     bytesPerStream: 10_240,
+    cpuMsPerStream: ttftP50 / 10,
   };
 }
 
@@ -30,11 +33,13 @@ test("bench flags: defaults 50 and 500 streams; a bad value or a warmup past the
   const args = parseBenchArgs([]);
   assert.deepEqual(args.concurrency, [50, 500]);
   assert.deepEqual(args.targets, ["portkey", "plain", "full"]);
+  assert.equal(args.rounds, 3);
   assert.deepEqual(parseBenchArgs(["--concurrency", "5", "--targets", "plain"]).targets, ["plain"]);
   for (const bad of [
     ["--concurrency", "0"],
     ["--targets", "litellm"],
     ["--warmup-ms", "20000", "--duration-ms", "10000"],
+    ["--rounds", "0"],
   ])
     assert.throws(
       () => parseBenchArgs(bad),
@@ -46,12 +51,14 @@ test("bench report: added latency is minus the direct call; plain beside Portkey
   const levels: LevelRuns[] = [
     {
       concurrency: 50,
-      runs: {
-        direct: run(100, 1_000),
-        portkey: run(104, 1_010),
-        plain: run(101, 1_004),
-        full: run(103, 1_006),
-      },
+      rounds: [
+        {
+          direct: run(100, 1_000),
+          portkey: run(104, 1_010),
+          plain: run(101, 1_004),
+          full: run(103, 1_006),
+        },
+      ],
     },
   ];
   const rows = latencyRows(levels);
@@ -68,12 +75,24 @@ test("bench report: added latency is minus the direct call; plain beside Portkey
   assert.equal(fullTotal?.peer_value, 8);
   const memory = rows.find((r) => r.metric === "RSS per open stream" && r.scenario.includes("plain"));
   assert.equal(memory?.value, 10);
+  const cpu = rows.find((r) => r.metric === "CPU per stream" && r.scenario.includes("plain"));
+  assert.equal(cpu?.value, 10.1);
+  assert.equal(cpu?.peer_value, 10.4);
   const goals = goalLines(levels);
-  assert.match(goals[0] ?? "", /added TTFT p50: ours 1 ms vs Portkey 4 ms — ≤ 0.5× Portkey's: met/);
-  assert.match(goals[2] ?? "", /added total p50: ours 4 ms vs Portkey 10 ms — ≤ 0.5× Portkey's: met/);
+  assert.match(
+    goals[0] ?? "",
+    /added TTFT p50: ours 1 ms vs Portkey 4 ms \(1 round\) — ≤ 0.5× Portkey's: met/,
+  );
+  assert.match(
+    goals[2] ?? "",
+    /added total p50: ours 4 ms vs Portkey 10 ms \(1 round\) — ≤ 0.5× Portkey's: met/,
+  );
   assert.match(goals[3] ?? "", /added total p99: ours 8 ms vs Portkey 20 ms/);
   const noisy = goalLines([
-    { concurrency: 50, runs: { direct: run(100, 1_000), portkey: run(99, 990), plain: run(101, 1_001) } },
+    {
+      concurrency: 50,
+      rounds: [{ direct: run(100, 1_000), portkey: run(99, 990), plain: run(101, 1_001) }],
+    },
   ]);
   assert.match(noisy[0] ?? "", /added TTFT p50: not judged \(Portkey -1 ms: within noise\)/);
 });
@@ -82,7 +101,7 @@ test("bench report: a target that measured no whole stream has an errors row (fa
   const levels: LevelRuns[] = [
     {
       concurrency: 500,
-      runs: { direct: run(100, 1_000), portkey: run(0, 0, 0, 7, 30), plain: run(101, 1_004) },
+      rounds: [{ direct: run(100, 1_000), portkey: run(0, 0, 0, 7, 30), plain: run(101, 1_004) }],
     },
   ];
   const rows = latencyRows(levels);
@@ -92,6 +111,36 @@ test("bench report: a target that measured no whole stream has an errors row (fa
   const plainTtft = rows.find((r) => r.metric === "added TTFT p50");
   assert.equal(plainTtft?.peer, undefined);
   assert.deepEqual(goalLines(levels), [
-    "goal, 500 streams: not judged (a run measured no whole stream; see its errors)",
+    "goal, 500 streams: not judged (no round measured a whole stream on each; see the errors)",
   ]);
+});
+
+test("bench report: over rounds, each added latency is against its own round's direct call, and the row is their median", () => {
+  // The machine slows down in round 2 (the direct call too): paired differences stay 1, 2, 3 ms.
+  const levels: LevelRuns[] = [
+    {
+      concurrency: 50,
+      rounds: [
+        { direct: run(100, 1_000), portkey: run(110, 1_020), plain: run(101, 1_001) },
+        { direct: run(400, 4_000), portkey: run(500, 4_300), plain: run(402, 4_002) },
+        { direct: run(100, 1_000), portkey: run(104, 1_004), plain: run(103, 1_003), full: run(0, 0, 0, 2) },
+      ],
+    },
+  ];
+  const rows = latencyRows(levels);
+  const value = (scenario: string, metric: string) =>
+    rows.find((r) => r.scenario === `50 streams, ${scenario}` && r.metric === metric);
+  assert.equal(value("simulator direct", "TTFT p50")?.value, 100);
+  assert.equal(value("plain proxying", "added TTFT p50")?.value, 2);
+  assert.equal(value("plain proxying", "added TTFT p50")?.peer_value, 10);
+  assert.equal(value("full features", "streams failed or unfinished")?.value, 2);
+  assert.equal(value("full features", "added TTFT p50"), undefined);
+  assert.match(goalLines(levels)[0] ?? "", /ours 2 ms vs Portkey 10 ms \(medians of 3 rounds\)/);
+  const names = (round: number) =>
+    roundOrder(
+      ["direct", "portkey", "plain", "full"].map((name) => ({ name }) as { name: "direct" }),
+      round,
+    ).map((t) => t.name);
+  assert.deepEqual(names(0), ["direct", "portkey", "plain", "full"]);
+  assert.deepEqual(names(1), ["direct", "plain", "full", "portkey"]);
 });

@@ -14,7 +14,10 @@ let f: GatewayFixture;
 
 before(async () => {
   f = await startGateway({ models: "gpt-4o-mini,slow", env: { LLM_GATEWAY_ADMIN_TOKEN: ADMIN } });
-  await f.setModel("slow", { ttftMs: 0, tokensPerS: 20, answerTokens: 10 });
+  // 10 tokens at 4/s: a stream holds its reservation for ~2.5 s, the time a test has to make its
+  // next request meet it. At 20/s (0.5 s) two test files at once on a loaded machine sometimes
+  // let the streams end, and their reservations settle, before the request they should refuse.
+  await f.setModel("slow", { ttftMs: 0, tokensPerS: 4, answerTokens: 10 });
 });
 after(() => f?.close());
 
@@ -66,7 +69,7 @@ test("LG-05 tokens per window limit a tenant whose requests still have room: a 9
 
 test("LG-06 a reservation holds input + max output until the answer settles it; then the unused part is back", async () => {
   const client = await tenant("reserve", 1_000, 1_000);
-  // Holds ~908 (8 in + 900 max out) while it streams 10 tokens at 20/s.
+  // Holds ~908 (8 in + 900 max out) while it streams 10 tokens at 4/s.
   const first = await client.chat.completions.create({
     model: "slow",
     messages,

@@ -1,95 +1,14 @@
 /**
- * Plain proxying's hot path without database work: the API-key check from a bounded
- * in-process cache (its revocation bound), usage rows written in batches after the answer
- * (backpressure when the buffer is full, retries, counted losses, read-your-writes, drain).
+ * Plain proxying's hot path without database work: usage rows written in batches after the
+ * answer (backpressure when the buffer is full, retries, counted losses, read-your-writes,
+ * drain), and the API-key cache (kit's VerifiedKeyCache, tested there) cleared by a revocation.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { ManualClock } from "@casebook/kit/clock";
 import OpenAI from "openai";
-import { TenantKeyCache } from "../src/api/tenant-key-cache.ts";
-import type { TenantLimits } from "../src/domain/budget-plan.ts";
 import type { UsageRecord } from "../src/store/usage-repository.ts";
 import { UsageWriter, type UsageWriterOptions } from "../src/store/usage-writer.ts";
 import { type GatewayFixture, startGateway } from "./gateway-fixture.ts";
-
-const acme: TenantLimits = { id: "acme", rpm: 10, tpm: 1_000, spendLimitNanoUsd: undefined };
-
-/** A key table in memory: which keys are valid now, and how often it was asked. */
-function keyTable() {
-  const valid = new Set(["key-a", "key-b", "key-c"]);
-  const table = {
-    valid,
-    calls: 0,
-    verify: async (key: string) => {
-      table.calls += 1;
-      await new Promise((resolve) => setImmediate(resolve));
-      return valid.has(key) ? acme : undefined;
-    },
-  };
-  return table;
-}
-
-describe("the API-key cache", () => {
-  test("a key is checked at the database once per TTL; concurrent first uses share that one check", async () => {
-    const clock = new ManualClock(1_000);
-    const table = keyTable();
-    const keys = new TenantKeyCache(table.verify, { clock, ttlMs: 5_000, maxEntries: 100 });
-    const first = await Promise.all(Array.from({ length: 20 }, () => keys.authenticate("key-a")));
-    assert.ok(first.every((t) => t?.id === "acme"));
-    assert.equal(table.calls, 1, "20 concurrent first uses: one check");
-    clock.advance(4_999);
-    assert.equal((await keys.authenticate("key-a"))?.id, "acme");
-    assert.equal(table.calls, 1, "still fresh: no check");
-    clock.advance(1);
-    assert.equal((await keys.authenticate("key-a"))?.id, "acme");
-    assert.equal(table.calls, 2, "expired: checked again");
-  });
-
-  test("revocation bound: a key revoked elsewhere works here for at most the TTL; clear() ends it at once", async () => {
-    const clock = new ManualClock(0);
-    const table = keyTable();
-    const keys = new TenantKeyCache(table.verify, { clock, ttlMs: 5_000, maxEntries: 100 });
-    await keys.authenticate("key-a");
-    await keys.authenticate("key-b");
-    table.valid.delete("key-a"); // revoked at another replica, or in the database
-    table.valid.delete("key-b");
-    clock.advance(4_000);
-    assert.equal((await keys.authenticate("key-a"))?.id, "acme", "within the bound: still trusted");
-    clock.advance(1_000);
-    assert.equal(await keys.authenticate("key-a"), undefined, "past the bound: refused");
-    keys.clear(); // this replica's admin API revoked it
-    assert.equal(await keys.authenticate("key-b"), undefined, "cleared: refused at once");
-  });
-
-  test("unknown keys are never remembered; the map holds at most maxEntries (oldest out first)", async () => {
-    const clock = new ManualClock(0);
-    const table = keyTable();
-    const keys = new TenantKeyCache(table.verify, { clock, ttlMs: 60_000, maxEntries: 2 });
-    for (let i = 0; i < 50; i++) assert.equal(await keys.authenticate(`made-up-${i}`), undefined);
-    assert.equal(keys.size, 0, "50 made-up keys: nothing kept");
-    await keys.authenticate("key-a");
-    await keys.authenticate("key-b");
-    await keys.authenticate("key-c");
-    assert.equal(keys.size, 2);
-    const before = table.calls;
-    await keys.authenticate("key-c");
-    await keys.authenticate("key-b");
-    assert.equal(table.calls, before, "the two newest are served from memory");
-    await keys.authenticate("key-a");
-    assert.equal(table.calls, before + 1, "the oldest was evicted: checked again");
-  });
-
-  test("a check that started before clear() does not refill the cache after it", async () => {
-    const clock = new ManualClock(0);
-    const table = keyTable();
-    const keys = new TenantKeyCache(table.verify, { clock, ttlMs: 60_000, maxEntries: 10 });
-    const pending = keys.authenticate("key-a");
-    keys.clear();
-    assert.equal((await pending)?.id, "acme");
-    assert.equal(keys.size, 0);
-  });
-});
 
 function row(i: number): UsageRecord {
   return {
@@ -212,6 +131,21 @@ describe("the usage writer", () => {
       fates.lost.map((r) => r.promptTokens),
       [2],
     );
+  });
+
+  test("a usage read does not wait out the wait for company: the rows handed before it go at once", async () => {
+    const table = usageTable();
+    // GroupCommit's longest wait: without the read cutting it short, the read would take 10 s.
+    const { writer } = writerOn(table, { maxWaitMs: 10_000, maxBatch: 1_000 });
+    for (let i = 0; i < 5; i++) await writer.record(row(i));
+    assert.equal(table.rows.length, 0, "waiting for company");
+    const read = writer.summary("t", { fromMs: 0, toMs: 10_000 });
+    const outcome = await Promise.race([
+      read.then(() => "read"),
+      new Promise((resolve) => setTimeout(() => resolve("still waiting"), 5_000).unref()),
+    ]);
+    assert.equal(outcome, "read");
+    assert.equal(table.rows.length, 5);
   });
 
   test("drain (shutdown) writes every row handed over", async () => {

@@ -10,7 +10,7 @@ import { after, before, test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
 import OpenAI from "openai";
 import { alertRules, prometheusRuleFile, seriesOf } from "../src/alert-rules.ts";
-import { FALLBACK_HEADER, SERVED_BY_HEADER } from "../src/api/routing.ts";
+import { ACCEPT_MODEL_FALLBACK_HEADER, FALLBACK_HEADER, SERVED_BY_HEADER } from "../src/api/routing.ts";
 import { defaultModelProfile } from "../src/sim/provider-behaviour.ts";
 import { createProviderSim, type ProviderSim } from "../src/sim/provider-sim.ts";
 import { type GatewayFixture, startGateway } from "./gateway-fixture.ts";
@@ -34,7 +34,7 @@ before(async () => {
   west = createProviderSim({
     rng: seededRandom(2),
     log: { level: "silent" },
-    behaviour: { models: { "gpt-4o": fast, "own-llama": fast, "bal-4o": fast } },
+    behaviour: { models: { "gpt-4o": fast, "own-llama": fast, "bal-4o": fast, "strict-4o": fast } },
   });
   westUrl = (await west.listen({ port: 0 })).url;
   f = await startGateway({
@@ -52,6 +52,8 @@ before(async () => {
       // LG-16: a primary answering 5xx, another answering 429, the same fallback behind both.
       "alarm=alarm-4o>mini-a",
       "limited=lim-4o>mini-a",
+      // LG-10's opt-out: the same model on two destinations, a smaller model behind them.
+      "strict=strict-4o>strict-4o@west>mini-s",
     ].join(","),
     env: {
       LLM_GATEWAY_ADMIN_TOKEN: ADMIN,
@@ -70,6 +72,8 @@ before(async () => {
   await f.setModel("mini-a", {});
   await f.setModel("alarm-4o", { errorRate: 1 });
   await f.setModel("lim-4o", { rateLimitRate: 1 });
+  await f.setModel("strict-4o", { errorRate: 1 });
+  await f.setModel("mini-s", {});
 });
 after(async () => {
   await f?.close();
@@ -198,6 +202,52 @@ test("LG-10 a fallback to another model is declared (header) and recorded (metri
     assert.equal(answer.fallback, "model; from=broken-4o@default");
   }
   assert.equal(await metric(series), 2);
+});
+
+test("LG-10 which clients accept a downgrade is the tenant's choice (and a request may refuse one): the same model elsewhere still serves, another model never does", async () => {
+  const created = await fetch(`${f.gateway.url}/v1/admin/tenants`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+    body: JSON.stringify({ id: "no-downgrades", name: "strict", acceptsModelFallback: false }),
+  });
+  const text = await created.text();
+  assert.equal(created.status, 201, text);
+  const { apiKey } = JSON.parse(text) as { apiKey: { key: string } };
+  const strict = new OpenAI({ baseURL: `${f.gateway.url}/v1`, apiKey: apiKey.key, maxRetries: 0 });
+  const ask = (client: OpenAI, headers: Record<string, string> = {}) =>
+    client.chat.completions.create({ model: "strict", messages, max_tokens: 5 }, { headers }).withResponse();
+  const refusedWithoutDowngrade = async (attempt: Promise<unknown>) => {
+    const before = (await f.generations()).filter((g) => g.model === "mini-s").length;
+    await assert.rejects(
+      attempt,
+      (error: unknown) => error instanceof OpenAI.APIError && [429, 502].includes(error.status ?? 0),
+    );
+    const after = (await f.generations()).filter((g) => g.model === "mini-s").length;
+    assert.equal(after, before, "the smaller model was never called");
+  };
+
+  // strict-4o@default fails: the same model on west is not a downgrade, so it serves.
+  const elsewhere = await ask(strict);
+  assert.equal(elsewhere.response.headers.get(SERVED_BY_HEADER), "strict-4o@west");
+  assert.equal(elsewhere.response.headers.get(FALLBACK_HEADER), "destination; from=strict-4o@default");
+
+  // Both deployments of the model fail: the default tenant is served by mini-s (declared);
+  // the strict tenant gets the model's own error, and so does a request that refuses.
+  await setWest("strict-4o", { errorRate: 1 });
+  await refusedWithoutDowngrade(ask(strict));
+  await refusedWithoutDowngrade(ask(f.client, { [ACCEPT_MODEL_FALLBACK_HEADER]: "false" }));
+  await refusedWithoutDowngrade(ask(strict, { [ACCEPT_MODEL_FALLBACK_HEADER]: "true" }));
+  const downgraded = await ask(f.client);
+  assert.equal(downgraded.response.headers.get(SERVED_BY_HEADER), "mini-s@default");
+  assert.equal(downgraded.response.headers.get(FALLBACK_HEADER), "model; from=strict-4o@default");
+
+  // A value that is neither true nor false: 400 naming the header, nothing reserved or called.
+  await assert.rejects(
+    ask(f.client, { [ACCEPT_MODEL_FALLBACK_HEADER]: "maybe" }),
+    (error: unknown) =>
+      error instanceof OpenAI.BadRequestError && error.param === ACCEPT_MODEL_FALLBACK_HEADER,
+  );
+  await setWest("strict-4o", { errorRate: 0 });
 });
 
 test("LG-19 the breaker picks the destination at run time: a failing primary is passed over, and a healed one serves again after its probe", async () => {

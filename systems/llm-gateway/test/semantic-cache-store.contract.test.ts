@@ -97,4 +97,28 @@ contractSuite("semantic cache store", backends, (it) => {
     assert.equal(await lookup(), undefined);
     assert.ok((await store.sweep()) >= 1);
   });
+
+  it("the cache writer's batch is one INSERT of many entries, each found by its own tenant and scope", async (store) => {
+    const prompts = ["Translate 'good morning' to German", "Name the largest planet", "Spell 'necessary'"];
+    await store.insertMany(
+      prompts.map((prompt, i) => ({
+        tenantId: `batch-${i}`,
+        scope,
+        prompt,
+        embedding: embedText(prompt),
+        answer: answer(`answer ${i}`),
+        ttlMs: 60_000,
+      })),
+    );
+    for (const [i, prompt] of prompts.entries()) {
+      const hit = await store.lookup({
+        tenantId: `batch-${i}`,
+        scope,
+        embedding: embedText(prompt),
+        threshold: 0.99,
+      });
+      assert.equal(hit?.answer.content, `answer ${i}`);
+      assert.equal(hit?.prompt, prompt);
+    }
+  });
 });

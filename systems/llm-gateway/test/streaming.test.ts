@@ -113,9 +113,13 @@ test("LG-02 each event reaches the client while the provider is still generating
     lags.push(generated - received);
   }
   assert.equal(received, 15);
-  // When the client holds token k, the provider has made at most a few more (the poll's own delay):
-  // never the whole answer.
-  assert.ok(Math.max(...lags) <= 4, `tokens generated but not yet received: ${lags.join(",")}`);
+  // When the client holds token k, the provider has made at most a few more — the poll's own delay,
+  // which a stall of the loaded host stretches for one poll or two (7 tokens once, at load 24) —
+  // and never the rest of the answer: a buffering proxy gives lags 14, 13, …, 0 (median 7).
+  const sorted = [...lags].sort((a, b) => a - b);
+  const median = sorted[Math.floor(sorted.length / 2)]!;
+  assert.ok(median <= 3, `median tokens generated but not yet received: ${median} (${lags.join(",")})`);
+  assert.ok(Math.max(...lags) <= 10, `tokens generated but not yet received: ${lags.join(",")}`);
 });
 
 test("LG-03 a 1.5 s pause between tokens passes a 1 s idle timeout: keep-alive comments fill it", async () => {

@@ -1,8 +1,11 @@
 /**
  * The operator's API, behind `LLM_GATEWAY_ADMIN_TOKEN` (registered only when it is set):
- * create a tenant with its quota (RPM, TPM) and its first API key (shown once), and infra's shared API-key routes
- * for the tenants' keys (list, issue, rotate with overlap, revoke), and the destinations'
- * breaker states (LG-08).
+ * create a tenant with its quota (RPM, TPM) and its first API key (shown once), read a tenant's
+ * settings and change them (`PATCH`: only the fields given; `spendLimitUsd: null` removes the
+ * money budget), infra's shared API-key routes for the tenants' keys (list, issue, rotate with
+ * overlap, revoke), and the destinations' breaker states (LG-08). A change made here clears this
+ * replica's key cache at once (its entries carry the tenant's quota); other replicas see it
+ * within their cache's TTL (LG-14).
  *
  * @example
  * await registerAdminApi(app, { db, clock, randomBytes, tenants, adminToken });
@@ -15,7 +18,7 @@ import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
 import type { Destinations } from "../clients/destinations.ts";
 import { errors } from "../errors.ts";
-import { type TenantRepository, tenantKeys } from "../store/tenant-repository.ts";
+import { type TenantRepository, type TenantSettings, tenantKeys } from "../store/tenant-repository.ts";
 import type { UsageLedger } from "../store/usage-writer.ts";
 import { registerAdminUsageRoute } from "./usage-routes.ts";
 
@@ -27,7 +30,10 @@ export interface AdminApiOptions {
   readonly destinations: Destinations;
   readonly usage: UsageLedger;
   readonly adminToken: string;
-  /** A key was issued, rotated or revoked here: this replica's key cache forgets what it trusted. */
+  /**
+   * A key was rotated or revoked here, or a tenant's settings changed: this replica's key
+   * cache (whose entries carry the tenant's quota) forgets what it trusted.
+   */
   readonly onKeysChanged: () => void;
   /** The quota of a tenant created without one. */
   readonly tenantDefaults: { rpm: number; tpm: number };
@@ -49,8 +55,67 @@ const createTenantBody = {
       description:
         "Money per spend window (LLM_GATEWAY_SPEND_WINDOW_MS), in US dollars; absent = no money budget",
     },
+    acceptsModelFallback: {
+      type: "boolean",
+      description:
+        "LG-10: whether an answer from another (smaller) model may be served when the model's own deployments have no capacity; false = the same model or an error (429/502). Default true",
+    },
   },
 } as const;
+
+const updateTenantBody = {
+  type: "object",
+  minProperties: 1,
+  additionalProperties: false,
+  properties: {
+    name: createTenantBody.properties.name,
+    rpm: createTenantBody.properties.rpm,
+    tpm: createTenantBody.properties.tpm,
+    acceptsModelFallback: createTenantBody.properties.acceptsModelFallback,
+    spendLimitUsd: {
+      type: ["number", "null"],
+      exclusiveMinimum: 0,
+      maximum: 1_000_000,
+      description: "Money per spend window, in US dollars; null removes the money budget",
+    },
+  },
+} as const;
+
+const tenantView = {
+  type: "object",
+  required: ["id", "name", "rpm", "tpm", "spendLimitUsd", "acceptsModelFallback"],
+  properties: {
+    id: { type: "string" },
+    name: { type: "string" },
+    rpm: { type: "integer" },
+    tpm: { type: "integer" },
+    spendLimitUsd: { type: ["number", "null"], description: "null: no money budget" },
+    acceptsModelFallback: { type: "boolean" },
+  },
+} as const;
+
+const tenantIdParams = {
+  type: "object",
+  required: ["id"],
+  additionalProperties: false,
+  properties: { id: createTenantBody.properties.id },
+} as const;
+
+/** US dollars as the store keeps money: whole nano-dollars; undefined and null pass through. */
+function nanoUsdOf<U extends undefined | null>(usd: number | U): number | U {
+  return typeof usd === "number" ? Math.round(usd * 1e9) : usd;
+}
+
+function tenantViewOf(tenant: TenantSettings) {
+  return {
+    id: tenant.id,
+    name: tenant.name,
+    rpm: tenant.rpm,
+    tpm: tenant.tpm,
+    spendLimitUsd: tenant.spendLimitNanoUsd === undefined ? null : tenant.spendLimitNanoUsd / 1e9,
+    acceptsModelFallback: tenant.acceptsModelFallback ?? true,
+  };
+}
 
 const destinationsView = {
   type: "object",
@@ -80,13 +145,16 @@ const destinationsView = {
 export async function registerAdminApi(app: FastifyInstance, options: AdminApiOptions): Promise<void> {
   await app.register(async (scope) => {
     scope.addHook("onRequest", createStaticTokenAuth({ realm: "llm-gateway", token: options.adminToken }));
-    // Any change to keys (issue, rotate, revoke), succeeded or not: the cached key checks are
-    // dropped before the answer leaves, so the admin's next request already meets the change.
-    scope.addHook("onSend", async (request, _reply, payload) => {
-      if (request.method !== "GET" && request.url.includes("/api-keys")) options.onKeysChanged();
-      return payload;
-    });
-    scope.post<{ Body: { id: string; name: string; rpm?: number; tpm?: number; spendLimitUsd?: number } }>(
+    scope.post<{
+      Body: {
+        id: string;
+        name: string;
+        rpm?: number;
+        tpm?: number;
+        spendLimitUsd?: number;
+        acceptsModelFallback?: boolean;
+      };
+    }>(
       "/v1/admin/tenants",
       {
         schema: {
@@ -113,7 +181,7 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminApiOp
       },
       async (request, reply) => {
         const { spendLimitUsd, ...body } = request.body;
-        const spendLimitNanoUsd = spendLimitUsd === undefined ? undefined : Math.round(spendLimitUsd * 1e9);
+        const spendLimitNanoUsd = nanoUsdOf(spendLimitUsd);
         const created = await options.tenants.createIfAbsent({
           ...options.tenantDefaults,
           ...body,
@@ -123,6 +191,58 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminApiOp
           throw errors.create("LLM_TENANT_EXISTS", { fields: { id: request.body.id } });
         }
         return reply.code(201).send(created);
+      },
+    );
+    scope.get<{ Params: { id: string } }>(
+      "/v1/admin/tenants/:id",
+      {
+        schema: {
+          summary: "A tenant's name and settings (quota, money budget, model fallback)",
+          tags: ["admin"],
+          security: bearerSecurity,
+          errorCodes: ["LLM_TENANT_NOT_FOUND"],
+          params: tenantIdParams,
+          response: { 200: tenantView },
+        },
+      },
+      async (request) => {
+        const tenant = await options.tenants.find(request.params.id);
+        if (tenant === undefined)
+          throw errors.create("LLM_TENANT_NOT_FOUND", { fields: { id: request.params.id } });
+        return tenantViewOf(tenant);
+      },
+    );
+    scope.patch<{
+      Params: { id: string };
+      Body: {
+        name?: string;
+        rpm?: number;
+        tpm?: number;
+        spendLimitUsd?: number | null;
+        acceptsModelFallback?: boolean;
+      };
+    }>(
+      "/v1/admin/tenants/:id",
+      {
+        schema: {
+          summary:
+            "Change a tenant's settings: only the fields given (spendLimitUsd null = no money budget); in force here at once, on other replicas within their key cache's TTL",
+          tags: ["admin"],
+          security: bearerSecurity,
+          errorCodes: ["LLM_TENANT_NOT_FOUND"],
+          params: tenantIdParams,
+          body: updateTenantBody,
+          response: { 200: tenantView },
+        },
+      },
+      async (request) => {
+        const { spendLimitUsd, ...change } = request.body;
+        const spendLimitNanoUsd = nanoUsdOf(spendLimitUsd);
+        const tenant = await options.tenants.update(request.params.id, { ...change, spendLimitNanoUsd });
+        if (tenant === undefined)
+          throw errors.create("LLM_TENANT_NOT_FOUND", { fields: { id: request.params.id } });
+        options.onKeysChanged();
+        return tenantViewOf(tenant);
       },
     );
     scope.get(
@@ -147,6 +267,8 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminApiOp
       randomBytes: options.randomBytes,
       ownerNotFound: (id) => errors.create("LLM_TENANT_NOT_FOUND", { fields: { id } }),
       ownerNotFoundCode: "LLM_TENANT_NOT_FOUND",
+      // Cleared before the answer leaves: the admin's next request already meets the change.
+      onKeysChanged: options.onKeysChanged,
     });
   });
 }

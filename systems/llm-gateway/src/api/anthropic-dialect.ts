@@ -141,27 +141,36 @@ export function anthropicSse(
       anthropic.PING
     );
   };
+  /** Anthropic's events for one OpenAI event ("" when it maps to none). */
+  const translate = (event: string): string => {
+    const info = readChunk(dataOf(event));
+    let out = "";
+    if (info.kind === "chunk") {
+      model = info.model ?? model;
+      out += start();
+      if (info.text !== "") out += anthropic.textDelta(info.text);
+      finishReason = info.finishReason ?? finishReason;
+      if (info.usage) outputTokens = info.usage.completionTokens;
+    } else if (info.kind === "usage") {
+      outputTokens = info.usage.completionTokens;
+    } else if (info.kind === "done") {
+      out += `${start()}${anthropic.blockStop()}${anthropic.messageDelta(stopReasonOf(finishReason), outputTokens)}${anthropic.MESSAGE_STOP}`;
+    } else if (info.kind === "error") {
+      const error = info.error as { message?: unknown };
+      out += anthropic.namedEvent(
+        "error",
+        anthropic.anthropicErrorBody(500, String(error?.message ?? "upstream error")),
+      );
+    }
+    return out;
+  };
   return {
     async write(event) {
-      const info = readChunk(dataOf(event));
-      let out = "";
-      if (info.kind === "chunk") {
-        model = info.model ?? model;
-        out += start();
-        if (info.text !== "") out += anthropic.textDelta(info.text);
-        finishReason = info.finishReason ?? finishReason;
-        if (info.usage) outputTokens = info.usage.completionTokens;
-      } else if (info.kind === "usage") {
-        outputTokens = info.usage.completionTokens;
-      } else if (info.kind === "done") {
-        out += `${start()}${anthropic.blockStop()}${anthropic.messageDelta(stopReasonOf(finishReason), outputTokens)}${anthropic.MESSAGE_STOP}`;
-      } else if (info.kind === "error") {
-        const error = info.error as { message?: unknown };
-        out += anthropic.namedEvent(
-          "error",
-          anthropic.anthropicErrorBody(500, String(error?.message ?? "upstream error")),
-        );
-      }
+      const out = translate(event);
+      if (out !== "") await sse.write(out);
+    },
+    async writeAll(events) {
+      const out = events.map(translate).join("");
       if (out !== "") await sse.write(out);
     },
     fail(error) {
@@ -174,7 +183,10 @@ export function anthropicSse(
       );
       sse.end();
     },
-    end: () => sse.end(),
+    end: (last = []) => {
+      const out = last.map(translate).join("");
+      sse.end(out === "" ? [] : [out]);
+    },
     get closed() {
       return sse.closed;
     },

@@ -25,7 +25,7 @@ import type { UpstreamAnswer } from "../clients/upstream-client.ts";
 import type { TenantLimits } from "../domain/budget-plan.ts";
 import type { Deployment, ModelCatalog, ServedModel } from "../domain/model-catalog.ts";
 import { costNanoUsd, maxCostNanoUsd, type Price, type TokenUsage } from "../domain/pricing.ts";
-import { type ChunkUsage, dataOf, readChunk, SseSplitter } from "../domain/sse-events.ts";
+import { type ChunkUsage, countChunk, dataOf, readChunk, SseSplitter } from "../domain/sse-events.ts";
 import { errors } from "../errors.ts";
 import type { Outcome, SystemMetrics } from "../metrics.ts";
 import type { CachedAnswer, CacheHit } from "../store/semantic-cache-store.ts";
@@ -47,7 +47,13 @@ import {
   settleSpend,
 } from "./budgets.ts";
 import { type ChatRequest, chatRequestSchema, chatResponseView } from "./chat-schemas.ts";
-import { type Routed, routeHeaders, routeRequest } from "./routing.ts";
+import {
+  ACCEPT_MODEL_FALLBACK_HEADER,
+  type Routed,
+  requestAcceptsModelFallback,
+  routeHeaders,
+  routeRequest,
+} from "./routing.ts";
 import {
   CACHE_HEADER,
   type CacheLookup,
@@ -161,8 +167,14 @@ async function relay(
   const result = emptyResult("truncated");
   try {
     for await (const bytes of stream) {
+      // The events of one read are whole at the same moment: they leave together, in one write.
+      const forward: string[] = [];
+      let done = false;
       for (const event of splitter.push(decoder.decode(bytes, { stream: true }))) {
-        const info = readChunk(dataOf(event));
+        const data = dataOf(event);
+        // Read whole only when the text is kept; otherwise counted (most chunks: no JSON.parse).
+        const full = options.collect ? readChunk(data) : undefined;
+        const info = full ?? countChunk(data);
         if (info.kind === "usage") {
           result.usage = info.usage;
           if (!options.clientWantsUsage) continue;
@@ -171,16 +183,23 @@ async function relay(
           if (result.contentDeltas === 0) options.onFirstContent();
           result.contentDeltas += info.contentDeltas;
         }
-        if (info.kind === "chunk" && options.collect) {
-          result.text += info.text;
-          result.finishReason = info.finishReason ?? result.finishReason;
-          result.toolCalls ||= info.toolCalls;
-          result.model ??= info.model;
+        if (full?.kind === "chunk") {
+          result.text += full.text;
+          result.finishReason = full.finishReason ?? result.finishReason;
+          result.toolCalls ||= full.toolCalls;
+          result.model ??= full.model;
         }
-        await sse.write(event);
-        if (info.kind === "done") result.outcome = "ok";
+        forward.push(event);
+        if (info.kind === "done") {
+          result.outcome = "ok";
+          done = true;
+        }
         if (info.kind === "error") result.outcome = "upstream_error";
       }
+      // `[DONE]` ends the response in the same write (the provider's own end is still read, so
+      // its connection goes back to the pool); anything after it is dropped.
+      if (done) sse.end(forward);
+      else await sse.writeAll(forward);
     }
   } catch {
     // A cut, a reset, a silence past the idle bound, our abort: the outcome says which below.
@@ -410,8 +429,7 @@ async function cachedCompletion(x: Exchange, hit: CacheHit): Promise<FastifyRepl
     { id: request.id, model: hit.answer.model, inputTokens: x.held.inputTokens },
   );
   const withUsage = x.body.stream_options?.include_usage === true;
-  for (const event of streamEventsOf(hit, request.id, nowS, withUsage)) await sse.write(event);
-  sse.end();
+  sse.end(streamEventsOf(hit, request.id, nowS, withUsage));
   return undefined;
 }
 
@@ -473,6 +491,7 @@ export async function handleChat(
   dialect: Dialect,
 ): Promise<FastifyReply | undefined> {
   const model = resolveModel(options.catalog, body.model);
+  const requestAccepts = requestAcceptsModelFallback(request.headers[ACCEPT_MODEL_FALLBACK_HEADER]);
   const maxOutputTokens =
     requestedMaxTokens(body, options.settings.maxOutputTokens) ?? options.settings.maxOutputTokens;
   const held = await reserveBudget(options.budgets, {
@@ -501,7 +520,14 @@ export async function handleChat(
   const x: Exchange = { options, request, reply, body, dialect, model, tenantId, held, spend, gone, lookup };
   if (lookup.kind === "hit") return cachedCompletion(x, lookup.hit);
   const stream = body.stream === true;
-  const route = { model, held, ttft: stream, signal: gone.signal, log: request.log };
+  const route = {
+    model,
+    held,
+    ttft: stream,
+    acceptsModelFallback: tenant.acceptsModelFallback !== false && requestAccepts,
+    signal: gone.signal,
+    log: request.log,
+  };
   try {
     if (stream) {
       const routed = await routeRequest(options, route, (upstream, deployment) =>

@@ -12,8 +12,10 @@ import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
+import type { VerifiedKeyCache } from "@casebook/kit/verified-key-cache";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Destinations } from "../clients/destinations.ts";
+import type { TenantLimits } from "../domain/budget-plan.ts";
 import type { ModelCatalog } from "../domain/model-catalog.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { TenantRepository } from "../store/tenant-repository.ts";
@@ -28,7 +30,6 @@ import {
 import { registerModelRoutes } from "./model-routes.ts";
 import type { SemanticCache } from "./semantic-cache.ts";
 import type { StreamShutdown } from "./stream-shutdown.ts";
-import type { TenantKeyCache } from "./tenant-key-cache.ts";
 import { registerUsageRoutes } from "./usage-routes.ts";
 
 /** `WWW-Authenticate: Bearer realm="llm-gateway"` on every 401. */
@@ -41,7 +42,7 @@ export interface ApiOptions {
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
   /** The key check from memory (short TTL); cleared when this replica's admin API revokes or rotates a key. */
-  readonly tenantKeys: TenantKeyCache;
+  readonly tenantKeys: VerifiedKeyCache<TenantLimits>;
   readonly catalog: ModelCatalog;
   readonly destinations: Destinations;
   readonly metrics: SystemMetrics;
@@ -62,7 +63,7 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
     options.streamShutdown.cutAfter(options.drainTimeoutMs);
     done();
   });
-  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenantKeys.authenticate(key) });
+  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenantKeys.get(key) });
   await app.register(async (scope) => {
     // Anthropic's SDKs send the key as `x-api-key`: the same key, read the same way.
     scope.addHook("onRequest", async (request) => {

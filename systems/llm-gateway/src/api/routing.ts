@@ -7,6 +7,11 @@
  * wins, and when it comes from another model or another tier the response says so (headers)
  * and the gateway records it (a log line and `llm_gateway_fallbacks_total`).
  *
+ * A tenant (or a request) that does not accept another model's answer (LG-10's product
+ * decision: `acceptsModelFallback` false) has the other models' deployments passed over: the
+ * same model elsewhere still serves it, else it gets the error the model's own deployments
+ * earned.
+ *
  * Only when no deployment had capacity — every breaker open, every quota full, every
  * provider answering 429 — is the answer 429, with the soonest Retry-After among them; a
  * chain that failed otherwise ends with the last provider failure (502/504). A refusal of the
@@ -46,6 +51,22 @@ export interface Routed<T> {
   readonly skipped: readonly { deployment: string; why: string }[];
 }
 
+/**
+ * A request's own say on LG-10 (`false`: no other model's answer for this call). It only
+ * narrows: a tenant that does not accept fallbacks is not widened by `true`.
+ */
+export const ACCEPT_MODEL_FALLBACK_HEADER = "x-llm-gateway-accept-model-fallback";
+
+/** The header's value as a choice; anything but `true`/`false` is refused before anything is reserved. */
+export function requestAcceptsModelFallback(value: string | string[] | undefined): boolean {
+  if (value === undefined || value === "true") return true;
+  if (value === "false") return false;
+  throw errors.create("LLM_PARAMETER_UNSUPPORTED", {
+    detail: `The header ${ACCEPT_MODEL_FALLBACK_HEADER} takes true or false, got ${JSON.stringify(value)}.`,
+    fields: { param: ACCEPT_MODEL_FALLBACK_HEADER },
+  });
+}
+
 /** Retry-After floor: a wait of 0 would invite an immediate retry into the same wall. */
 const MIN_RETRY_AFTER_MS = 1_000;
 
@@ -55,6 +76,8 @@ export async function routeRequest<T>(
     model: ServedModel;
     held: HeldBudget;
     ttft: boolean;
+    /** LG-10: false = deployments of another model are never tried. */
+    acceptsModelFallback: boolean;
     signal: AbortSignal;
     log: FastifyBaseLogger;
   },
@@ -71,6 +94,10 @@ export async function routeRequest<T>(
     soonestMs = Math.min(soonestMs, waitMs);
   };
   for (const { deployment, tier } of destinations.candidates(model)) {
+    if (!request.acceptsModelFallback && deployment.upstreamModel !== primary.upstreamModel) {
+      skipped.push({ deployment: deployment.id, why: "another model: fallback not accepted" });
+      continue;
+    }
     if (destinations.isOpen(deployment)) {
       noCapacity(deployment, "breaker open", destinations.retryAfterMs(deployment));
       continue;

@@ -7,6 +7,14 @@
  * vector space is part of the scope, so vectors of two embedders are never compared); at or above the threshold, and
  * when the two prompts' words agree too (`domain/lexical-agreement.ts`), it is the answer — as a whole completion or replayed as a stream — and no provider is called.
  * A miss goes upstream, and a whole, successful answer is remembered for the tenant.
+ *
+ * Bounded, because a cache must never cost more than it saves (issue 21's 500 streams held
+ * a 30-connection pool with a lookup and an insert each, and pushed TTFT p99 to 14 s):
+ * lookups pass kit's `AdmissionGate` — `maxLookups` at once (a share of the database pool),
+ * `lookupQueue` waiting at most `lookupWaitMs` — and a request that finds it full is answered
+ * uncached (`skip; busy`, `llm_gateway_cache_lookups_total{result="shed"}`), embedding
+ * nothing; inserts go through the bounded batch writer (`store/semantic-cache-writer.ts`),
+ * which sheds rather than queues (`llm_gateway_cache_writes_total{result}`).
  * Strictly per tenant: the tenant is in every lookup. This is the gateway's cache of
  * answers; the provider's prompt (prefix) caching is another mechanism the gateway only
  * accounts for (cached prompt tokens in usage and cost, LG-13).
@@ -16,12 +24,15 @@
  * if (hit.kind === "hit") return reply.send(completionOf(hit.hit, request.id));
  */
 import { createHash } from "node:crypto";
+import { AdmissionGate } from "@casebook/kit/admission-gate";
+import { type Clock, systemClock } from "@casebook/kit/clock";
 import type { FastifyBaseLogger } from "fastify";
 import { type CacheableRequest, cacheDecision, cacheScope, promptText } from "../domain/cache-policy.ts";
 import { type Embedder, lexicalEmbedder } from "../domain/embedder.ts";
 import { lexicallyAgree } from "../domain/lexical-agreement.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { CachedAnswer, CacheHit, SemanticCacheStore } from "../store/semantic-cache-store.ts";
+import type { SemanticCacheWriter } from "../store/semantic-cache-writer.ts";
 
 /** On a response: `hit; similarity=0.93`, `miss`, or `skip; <why>`. */
 export const CACHE_HEADER = "x-llm-gateway-cache";
@@ -31,7 +42,18 @@ export interface CacheSettings {
   /** Cosine similarity at or above which an earlier answer is served (LG-11: never without one). */
   readonly threshold: number;
   readonly ttlMs: number;
+  /** Lookups (an embedding, then a query holding a pool connection) at once. */
+  readonly maxLookups: number;
+  /** Lookups waiting for one of those slots; past it a request is answered uncached. */
+  readonly lookupQueue: number;
+  /** Longest wait for a slot, in ms; past it the request is answered uncached. */
+  readonly lookupWaitMs: number;
 }
+
+/** Defaults: a share of a 10-connection pool, a queue of a few rounds of it, a wait well under a TTFT. */
+export const DEFAULT_CACHE_MAX_LOOKUPS = 4;
+export const DEFAULT_CACHE_LOOKUP_QUEUE = 64;
+export const DEFAULT_CACHE_LOOKUP_WAIT_MS = 50;
 
 export type CacheLookup =
   | { kind: "hit"; hit: CacheHit }
@@ -40,22 +62,32 @@ export type CacheLookup =
 
 export class SemanticCache {
   readonly #store: SemanticCacheStore;
+  readonly #writer: SemanticCacheWriter;
   readonly #settings: CacheSettings;
   readonly #metrics: SystemMetrics;
   readonly #embedder: Embedder;
+  readonly #lookups: AdmissionGate;
 
   constructor(
-    store: SemanticCacheStore,
+    store: { lookups: SemanticCacheStore; writer: SemanticCacheWriter },
     settings: CacheSettings,
     metrics: SystemMetrics,
     embedder: Embedder = lexicalEmbedder,
+    clock: Clock = systemClock,
   ) {
     if (!(settings.threshold > 0 && settings.threshold <= 1))
       throw new RangeError(`a cache threshold is in (0, 1], got ${settings.threshold}`);
-    this.#store = store;
+    this.#store = store.lookups;
+    this.#writer = store.writer;
     this.#settings = settings;
     this.#metrics = metrics;
     this.#embedder = embedder;
+    this.#lookups = new AdmissionGate({
+      maxInFlight: settings.maxLookups,
+      maxQueued: settings.lookupQueue,
+      maxQueueWaitMs: settings.lookupWaitMs,
+      clock,
+    });
   }
 
   async lookup(
@@ -70,37 +102,55 @@ export class SemanticCache {
       this.#metrics.cacheLookups.inc({ model, result: "skipped" });
       return { kind: "skip", why: decision.why };
     }
-    const scope = createHash("sha256")
-      .update(`${this.#embedder.id}\n${cacheScope(body)}`)
-      .digest("hex");
-    const prompt = promptText(body.messages);
-    const embedding = await this.#embedder.embed(prompt);
-    const stop = this.#metrics.cacheLookupSeconds.startTimer({ model });
-    const found = await this.#store.lookup({
-      tenantId,
-      scope,
-      embedding,
-      threshold: this.#settings.threshold,
-    });
-    stop();
+    // Admitted first: a request shed costs neither an embedding nor a connection.
+    const fate = await this.#lookups.enter();
+    if (fate !== "admitted") {
+      this.#metrics.cacheLookups.inc({ model, result: "shed" });
+      return { kind: "skip", why: "busy" };
+    }
+    let found: CacheHit | undefined;
+    let miss: Extract<CacheLookup, { kind: "miss" }>;
+    try {
+      const scope = createHash("sha256")
+        .update(`${this.#embedder.id}\n${cacheScope(body)}`)
+        .digest("hex");
+      const prompt = promptText(body.messages);
+      const embedding = await this.#embedder.embed(prompt);
+      miss = { kind: "miss", scope, prompt, embedding };
+      const stop = this.#metrics.cacheLookupSeconds.startTimer({ model });
+      found = await this.#store.lookup({
+        tenantId,
+        scope,
+        embedding,
+        threshold: this.#settings.threshold,
+      });
+      stop();
+    } finally {
+      this.#lookups.leave();
+    }
+    const prompt = miss.prompt;
     // Similar vectors are not enough for long prompts (domain/lexical-agreement.ts): the words must agree too.
     const hit = found !== undefined && lexicallyAgree(prompt, found.prompt) ? found : undefined;
     this.#metrics.cacheLookups.inc({ model, result: hit ? "hit" : found ? "refused" : "miss" });
-    return hit ? { kind: "hit", hit } : { kind: "miss", scope, prompt, embedding };
+    return hit ? { kind: "hit", hit } : miss;
   }
 
-  /** Remembers a successful answer of a miss; a failure is logged (the answer is already out). */
+  /**
+   * Remembers a successful answer of a miss through the batch writer; shed when its queue is
+   * full, a failure logged — either way counted (the answer is already out).
+   */
   async remember(
     tenantId: string,
     miss: Extract<CacheLookup, { kind: "miss" }>,
     answer: CachedAnswer,
     log: FastifyBaseLogger,
   ): Promise<void> {
-    try {
-      await this.#store.insert({ tenantId, ...miss, answer, ttlMs: this.#settings.ttlMs });
-    } catch (error) {
-      log.warn({ err: error }, "semantic cache: the answer could not be stored");
-    }
+    const { scope, prompt, embedding } = miss;
+    const result = await this.#writer.remember(
+      { tenantId, scope, prompt, embedding, answer, ttlMs: this.#settings.ttlMs },
+      (error) => log.warn({ err: error }, "semantic cache: the answer could not be stored"),
+    );
+    this.#metrics.cacheWrites.inc({ result });
   }
 }
 

@@ -1,6 +1,6 @@
 /**
- * The gateway's side of a stream to its client (LG-01/02/03): the SSE head written at once,
- * each event written the moment it is whole (no buffer of ours in between; Node's socket
+ * The gateway's side of a stream to its client (LG-01/02/03): the SSE head sent with the first
+ * event (or keep-alive comment), each event written the moment it is whole (no buffer of ours in between; Node's socket
  * write is the only one, and backpressure from a slow reader is awaited, never piled up),
  * a keep-alive comment whenever the stream has been silent `keepAliveMs` (a load balancer
  * cuts idle connections, and a model may pause longer than its idle timeout), and an
@@ -21,9 +21,15 @@ export const KEEP_ALIVE = ": keep-alive\n\n";
 export interface SseResponse {
   /** Resolves when the event is written (after a drain if the client reads slowly, or at once if it left). */
   write(event: string): Promise<void>;
+  /**
+   * Events whole at the same moment (one read from the provider), in one socket write: each
+   * is still sent the moment it is whole, and N events cost one syscall, not N.
+   */
+  writeAll(events: readonly string[]): Promise<void>;
   /** Ends with an error event (no `[DONE]`): the client must not take what it has for a whole answer. */
   fail(error: { message: string; type: string; code: string }): void;
-  end(): void;
+  /** Ends the response; `last` (the stream's last events) goes in the same socket write as the end. */
+  end(last?: readonly string[]): void;
   /** True once the client's connection is gone before the end. */
   readonly closed: boolean;
   /** Aborts when the client goes away before the end. */
@@ -48,38 +54,42 @@ export function openSseResponse(
     "x-request-id": request.id,
     ...options.headers,
   });
-  raw.flushHeaders();
+  // No flushHeaders(): the head leaves with the first event (or the first keep-alive comment,
+  // within keepAliveMs), one socket write instead of two — the head alone tells the client
+  // nothing it can use before the first token.
   let keepAlives = 0;
-  let timer: NodeJS.Timeout | undefined;
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      if (raw.writableEnded || raw.destroyed) return;
-      keepAlives += 1;
-      raw.write(KEEP_ALIVE);
-      arm();
-    }, options.keepAliveMs);
-  };
-  arm();
+  // One timer for the stream, pushed back by every write (refresh: no timer made per event).
+  const timer = setTimeout(function keepAlive() {
+    if (raw.writableEnded || raw.destroyed) return;
+    keepAlives += 1;
+    raw.write(KEEP_ALIVE);
+    timer.refresh();
+  }, options.keepAliveMs);
+  const arm = () => timer.refresh();
   const finish = () => clearTimeout(timer);
   raw.once("close", finish);
+  const write = async (event: string) => {
+    if (raw.writableEnded || raw.destroyed) return;
+    arm();
+    if (!raw.write(event)) {
+      // A slow reader: wait for it (or for it to leave), never queue events in memory past Node's buffer.
+      await Promise.race([once(raw, "drain"), once(raw, "close")]);
+    }
+  };
   return {
-    async write(event) {
-      if (raw.writableEnded || raw.destroyed) return;
-      arm();
-      if (!raw.write(event)) {
-        // A slow reader: wait for it (or for it to leave), never queue events in memory past Node's buffer.
-        await Promise.race([once(raw, "drain"), once(raw, "close")]);
-      }
-    },
+    write,
+    writeAll: (events) => (events.length === 0 ? Promise.resolve() : write(events.join(""))),
     fail(error) {
       finish();
       if (raw.writableEnded || raw.destroyed) return;
       raw.end(`data: ${JSON.stringify({ error: { ...error, param: null } })}\n\n`);
     },
-    end() {
+    end(last = []) {
       finish();
-      if (!raw.writableEnded) raw.end();
+      if (raw.writableEnded) return;
+      // One write for the last events and the chunked encoding's end, not one for each.
+      if (last.length > 0 && !raw.destroyed) raw.end(last.join(""));
+      else raw.end();
     },
     get closed() {
       return options.signal.aborted;

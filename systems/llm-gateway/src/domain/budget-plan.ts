@@ -19,6 +19,8 @@ export interface TenantLimits {
   readonly tpm: number;
   /** Money per spend window, in nano-dollars; undefined = no money budget. */
   readonly spendLimitNanoUsd?: number | undefined;
+  /** LG-10: false = an answer from another model is never served to this tenant (default true). */
+  readonly acceptsModelFallback?: boolean | undefined;
 }
 
 /** Per tenant-and-model and per destination limits (0 = off), from configuration. */

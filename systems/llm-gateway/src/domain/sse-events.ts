@@ -134,3 +134,42 @@ export function readChunk(data: string | undefined): ChunkInfo {
   const model = typeof chunk.model === "string" ? chunk.model : undefined;
   return { kind: "chunk", contentDeltas, usage, text, finishReason, toolCalls, model };
 }
+
+/** What a relay that keeps no text needs of an event: its kind, a chunk's content deltas, the usage. */
+export type ChunkCounts =
+  | { readonly kind: "done" }
+  | { readonly kind: "error"; readonly error: unknown }
+  | { readonly kind: "usage"; readonly usage: ChunkUsage }
+  | { readonly kind: "chunk"; readonly contentDeltas: number }
+  | { readonly kind: "other" };
+
+const CONTENT_KEY = '"content"';
+const DELTA_OPEN = '"delta":{';
+const USAGE_KEY = '"usage"';
+
+/**
+ * `readChunk`'s kind, content deltas and usage, without parsing the bulk of a stream: a chunk
+ * in OpenAI's own layout (`"delta":{"content":"…"}` — each content the first key of its delta
+ * — and `"usage":null`) is counted by scanning its data, because a JSON string cannot hold an
+ * unescaped quote, so `"content"` and `"usage"` found in the data are keys. Anything else — the
+ * role chunk (`"role"` first), the usage chunk, an error (or the word "error" anywhere), another
+ * layout, a space after a colon — is read whole by `readChunk`. For a relay that keeps no text
+ * (the cache stores nothing): JSON.parse of every chunk was the relay's largest own cost.
+ */
+export function countChunk(data: string | undefined): ChunkCounts {
+  if (data === undefined || data.charCodeAt(0) !== 123 /* { */ || data.includes('"error"'))
+    return readChunk(data);
+  for (let at = data.indexOf(USAGE_KEY); at >= 0; at = data.indexOf(USAGE_KEY, at + USAGE_KEY.length)) {
+    if (!data.startsWith(":null", at + USAGE_KEY.length)) return readChunk(data);
+  }
+  let contentDeltas = 0;
+  for (let at = data.indexOf(CONTENT_KEY); at >= 0; at = data.indexOf(CONTENT_KEY, at + CONTENT_KEY.length)) {
+    const value = at + CONTENT_KEY.length;
+    if (!data.startsWith(DELTA_OPEN, at - DELTA_OPEN.length)) return readChunk(data);
+    if (data.startsWith(':"', value)) {
+      // `:""` is an empty content (not a delta); anything else after the quote is text.
+      if (data.charCodeAt(value + 2) !== 34 /* " */) contentDeltas += 1;
+    } else if (!data.startsWith(":null", value)) return readChunk(data);
+  }
+  return { kind: "chunk", contentDeltas };
+}

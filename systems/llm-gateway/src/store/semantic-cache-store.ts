@@ -9,6 +9,7 @@
  * @example
  * const store = new SemanticCacheStore(db, { clock });
  * await store.insert({ tenantId: "acme", scope, prompt, embedding, answer, ttlMs: 3_600_000 });
+ * await store.insertMany([entry, entry2]); // one INSERT (the cache writer's batches)
  * await store.lookup({ tenantId: "acme", scope, embedding, threshold: 0.85 }); // { id, similarity, answer } | undefined
  */
 import type { Database } from "@casebook/infra/sql/sql";
@@ -23,6 +24,19 @@ export interface CachedAnswer {
   readonly promptTokens: number;
   readonly completionTokens: number;
 }
+
+/** One answer to remember: who asked, in which scope, the prompt and its vector, for how long. */
+export interface CacheEntry {
+  readonly tenantId: string;
+  readonly scope: string;
+  readonly prompt: string;
+  readonly embedding: Float32Array;
+  readonly answer: CachedAnswer;
+  readonly ttlMs: number;
+}
+
+/** Entries per INSERT at most: 7 parameters each, far below PostgreSQL's 65,535 per statement. */
+export const MAX_CACHE_INSERT_BATCH = 1_000;
 
 export interface CacheHit {
   readonly id: string;
@@ -85,28 +99,34 @@ export class SemanticCacheStore {
     return { id: row.id, prompt: row.prompt, similarity: 1 - (distance * distance) / 2, answer };
   }
 
-  async insert(input: {
-    tenantId: string;
-    scope: string;
-    prompt: string;
-    embedding: Float32Array;
-    answer: CachedAnswer;
-    ttlMs: number;
-  }): Promise<void> {
+  async insert(input: CacheEntry): Promise<void> {
+    await this.insertMany([input]);
+  }
+
+  /** The entries in one INSERT (a multi-row VALUES list): one round trip and one connection for the batch. */
+  async insertMany(entries: readonly CacheEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    if (entries.length > MAX_CACHE_INSERT_BATCH)
+      throw new RangeError(`at most ${MAX_CACHE_INSERT_BATCH} entries per insert, got ${entries.length}`);
     const nowMs = this.#clock.nowMs();
+    const values: unknown[] = [];
+    const rows = entries.map((entry, i) => {
+      const p = i * 7;
+      values.push(
+        entry.tenantId,
+        entry.scope,
+        entry.prompt,
+        [...entry.embedding],
+        JSON.stringify(entry.answer),
+        new Date(nowMs),
+        new Date(nowMs + entry.ttlMs),
+      );
+      return `($${p + 1}, $${p + 2}, $${p + 3}, public.cube($${p + 4}::float8[]), $${p + 5}::jsonb, $${p + 6}, $${p + 7})`;
+    });
     await this.#db.query(
       `INSERT INTO llm_semantic_cache (tenant_id, scope, prompt, embedding, answer, created_at, expires_at)
-       VALUES ($1, $2, $3, public.cube($4::float8[]), $5::jsonb, $6, $7)`,
-      [
-        input.tenantId,
-        input.scope,
-        input.prompt,
-        [...input.embedding],
-        JSON.stringify(input.answer),
-        new Date(nowMs),
-        new Date(nowMs + input.ttlMs),
-      ],
-      { name: "llm_cache_insert" },
+       VALUES ${rows.join(", ")}`,
+      values,
     );
   }
 

@@ -1,7 +1,7 @@
 /**
  * Usage rows written off the request path, in batches: a request hands its row over and goes
  * on; the rows go to the database in one INSERT per batch through kit's `GroupCommit` (the
- * first row of an idle moment after `maxWaitMs`, the rows that arrive while a write is in
+ * first row of an idle moment after `maxWaitMs` (a second by default), the rows that arrive while a write is in
  * flight together in the next, up to `maxBatch`). Usage is what cost accounting and the usage
  * API read, so no row is dropped silently:
  *
@@ -14,11 +14,13 @@
  * - **A failed batch is retried** (`attempts` in all, a growing pause between them); a row
  *   still not written after that is lost, counted (`onLost`, `llm_gateway_usage_rows_total
  *   {result="lost"}`) and logged whole by the caller, so it can be replayed from the log.
- * - **Read your writes**: `summary` waits for the rows recorded before it on this replica.
- * - **Shutdown**: `drain()` (a close hook, before the pool closes) writes every row handed over.
+ * - **Read your writes**: `summary` waits for the rows recorded before it on this replica
+ *   (cutting a wait for company short).
+ * - **Shutdown**: `drain()` (a close hook, before the pool closes) writes every row handed over,
+ *   at once.
  *
  * @example
- * const writer = new UsageWriter(repository, { maxBatch: 500, maxPending: 10_000, maxWaitMs: 20, attempts: 3, onLost });
+ * const writer = new UsageWriter(repository, { maxBatch: 500, maxPending: 10_000, maxWaitMs: 1_000, attempts: 3, onLost });
  * await writer.record(row);   // queued: resolves at once unless the buffer is full
  * await writer.drain();       // at shutdown
  */
@@ -30,8 +32,15 @@ export const MAX_USAGE_BATCH = 1_000;
 export const DEFAULT_USAGE_BATCH = 500;
 /** Rows waiting at once; past it the caller writes its own row (backpressure). */
 export const DEFAULT_USAGE_MAX_PENDING = 10_000;
-/** How long the first row of an idle moment waits for company. */
-export const DEFAULT_USAGE_FLUSH_MS = 20;
+/**
+ * How long the first row of an idle moment waits for company. A second: one INSERT per second
+ * at most under a steady load, and a burst of streams ending together written in one INSERT
+ * about a second later — not several INSERTs among the burst's last events. On PGlite an
+ * INSERT runs on the gateway's own thread (WASM, and its files synced after the statement), so
+ * each one there holds every stream's relay for its duration; at 20 ms a burst of 50 streams
+ * ending took several. The usage API and shutdown cut the wait short (`hurry`, `drain`).
+ */
+export const DEFAULT_USAGE_FLUSH_MS = 1_000;
 /** Tries per batch before its rows are counted lost. */
 export const DEFAULT_USAGE_WRITE_ATTEMPTS = 3;
 /** Pause before the second try; doubled before each next one. */
@@ -114,6 +123,8 @@ export class UsageWriter implements UsageLedger {
 
   /** The tenant's sums, after the rows this replica was handed before the call are written. */
   async summary(tenantId: string, range: { fromMs: number; toMs: number }): Promise<UsageSummaryRow[]> {
+    // The rows waiting for company go now: a reader never waits out maxWaitMs.
+    this.#commit.hurry();
     await this.#last;
     return this.#repository.summary(tenantId, range);
   }
