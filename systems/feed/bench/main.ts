@@ -4,7 +4,8 @@
  * - **reads** (bench/read-run.ts): the home feed of sampled readers on one seeded graph, served
  *   hybrid, pure push, pure pull, as one SQL join and through a whole-feed cache with a 1 h TTL
  *   (FD-04, FD-24): wrk's maximum and p99 at 70% of it, each design its own process on the same
- *   engines, and the cache's staleness;
+ *   engines, every figure from --repeats runs (each run and the median; the goal on the median),
+ *   and the cache's staleness;
  * - **fan-out** (bench/fanout-run.ts): one post by a seed-graph author pushed into every
  *   follower's list through the real path (PostgreSQL follower pages, pipelined
  *   `timeline-add` scripts on Redis) beside the floor of `redis-benchmark ZADD -P 16`.
@@ -41,6 +42,7 @@ export interface BenchArgs {
   readonly postsPerAuthor: number;
   readonly celebrityFollowers: number;
   readonly durationS: number;
+  readonly repeats: number;
 }
 
 /** The read graph's power law exponent: below 1, followings spread over more authors. */
@@ -78,6 +80,12 @@ const cli = defineBenchArgs({
       default: 5,
       help: "reads: seconds of each wrk run and of each open loop",
     }),
+    repeats: flag.integer({
+      min: 1,
+      max: 20,
+      default: 3,
+      help: "reads: runs of each design's wrk maximum and of its open loop (the goal is judged on the median)",
+    }),
     json: flag.json("one JSON object per line instead of the table"),
     help: flag.help(),
   },
@@ -94,8 +102,12 @@ Usage
 reads    seeds a power-law graph, posts and one key per sampled reader in a fresh PostgreSQL
          schema; serves the home feed five ways, each its own process (lists rebuilt on each
          reader's first read, keys under feed:readbench_…, deleted after); wrk finds each
-         maximum, then an open loop (two generator processes of its own) measures p99 at 70% of
-         it; the hybrid's rate is also sent to nginx \`return 200\` (the generators' own floor).
+         maximum, then an open loop (two generator processes of its own) measures p50 and p99 at
+         70% of it; the hybrid's rate is also sent to nginx \`return 200\` (the generators' own
+         floor). Each measurement is repeated (--repeats, default 3, the designs interleaved;
+         the open loops at 70% of the median maximum): rows give every run and the median, and
+         the goal is judged on the median. Default run: ~3 min of measuring plus the seed and
+         the warm-ups.
          Needs wrk (installed when missing) and nginx.
 fanout   gives every follower a list, fans one post out through the real path and times it,
          then runs redis-benchmark ZADD -P 16 into many keys on the same Redis.

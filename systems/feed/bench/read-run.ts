@@ -15,14 +15,17 @@
  *   next reads are checked for it (the staleness the text rejects it for).
  *
  * Lists are built the way a returning user's are (FD-20): each reader's first read rebuilds it
- * by pull; a warm-up pass reads every reader until no answer is partial. Then Debian's `wrk`
- * (its own process) finds each one's closed-loop maximum over the readers in turn, and lab's
- * open-loop generator measures p99 at 70% of it from LOAD_PROCESSES processes of its own
- * (bench/read-load-child.ts, each half the rate; never this process, whose event loop a
- * generator would share), reporting the rate asked and sent and the late and dropped sends.
+ * by pull; a warm-up pass reads every reader until no answer is partial. All five stay up; then
+ * Debian's `wrk` (its own process) finds each one's closed-loop maximum over the readers in turn,
+ * `repeats` times with the designs interleaved, and lab's open-loop generator measures p50 and
+ * p99 at 70% of the median maximum, `repeats` times again, from LOAD_PROCESSES processes of its
+ * own (lab's http-open-loop-processes.ts, each half the rate; never this process, whose event
+ * loop a generator would share), reporting the rate asked and sent and the late and dropped
+ * sends. The rows give every run and the medians (bench/read-report.ts); the goal is judged on
+ * the median.
  *
  * @example
- * const rows = await runReadBench({ users: 20_000, readers: 2_000, durationS: 5, redisUrl, databaseUrl });
+ * const { rows, goals } = await runReadBench({ users: 20_000, readers: 2_000, durationS: 5, repeats: 3, redisUrl, databaseUrl });
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { Agent, get } from "node:http";
@@ -31,35 +34,39 @@ import { join } from "node:path";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
-import { Histogram } from "@casebook/kit/histogram";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import { benchLog } from "@casebook/lab/bench-main";
-import type { BenchResult } from "@casebook/lab/bench-report";
-import { goalLine, scenarioRows } from "@casebook/lab/bench-rows";
+import { type HttpOpenLoopRun, startHttpOpenLoop } from "@casebook/lab/http-open-loop-processes";
 import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
-import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { spawnNginx } from "@casebook/lab/spawn-nginx";
 import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { uniqueName } from "@casebook/lab/test-engines";
 import { runWrk, writeCyclingScript } from "@casebook/lab/wrk-run";
 import { migrateFeed } from "../src/store/migrate.ts";
 import { PostStore } from "../src/store/post-store.ts";
-import type { ReadLoadCommand, ReadLoadRequest, ReadLoadResult } from "./read-load-child.ts";
+import {
+  DESIGNS,
+  type Design,
+  type DesignRuns,
+  type LoopRun,
+  loopRate,
+  type MaxRun,
+  type ReadBenchResult,
+  readReport,
+  type Staleness,
+  WHOLE_CACHE,
+} from "./read-report.ts";
 import { type Reader, seedReadBench } from "./read-seed.ts";
 
 const SYSTEM = "feed";
 const serviceEntry = new URL("../src/main.ts", import.meta.url);
 const joinEntry = new URL("./join-feed-server.ts", import.meta.url);
 const wholeCacheEntry = new URL("./whole-feed-cache-server.ts", import.meta.url);
-const loadChildEntry = new URL("./read-load-child.ts", import.meta.url);
-const WHOLE_CACHE = "whole-feed cache (1 h TTL)";
 /** Readers checked for FD-24's staleness: a post made after their page was cached. */
 const STALENESS_READERS = 100;
 /** wrk's connections: enough to fill two cores without queueing most of the run in sockets. */
 const CONNECTIONS = 32;
 const PAGE = 20;
-/** The goal of issue 20. */
-const P99_GOAL_MS = 20;
 /** Warm-up passes over the readers before a design is measured (each rebuilds what the last could not). */
 const WARM_PASSES = 4;
 const WARM_CONCURRENCY = 8;
@@ -72,27 +79,10 @@ export interface ReadBenchOptions {
   /** Followers above which an author is pulled in the hybrid design. */
   readonly celebrityFollowers: number;
   readonly durationS: number;
+  /** Runs of each design's wrk maximum and of its open loop; rows give each and their median. */
+  readonly repeats: number;
   readonly redisUrl: string;
   readonly databaseUrl: string;
-}
-
-export interface ReadBenchResult {
-  readonly rows: BenchResult[];
-  readonly goals: string[];
-}
-
-type Design = "hybrid" | "pure push" | "pure pull" | "SQL join" | typeof WHOLE_CACHE;
-
-interface Measured {
-  readonly wrkPerS: number;
-  readonly wrkP99Ms: number;
-  readonly loopP99Ms: number;
-  readonly loopRatePerS: number;
-  readonly loopAskedPerS: number;
-  readonly loopSentPerS: number;
-  readonly loopLate: number;
-  readonly loopDropped: number;
-  readonly errors: number;
 }
 
 /** FEED_* settings that put the celebrity line where each design wants it. */
@@ -157,7 +147,7 @@ async function warm(server: ServerProcess, readers: readonly Reader[]): Promise<
   }
 }
 
-/** Open-loop generators, each its own process (bench/read-load-child.ts), sharing the rate. */
+/** Open-loop generators, each its own process (lab's http-open-loop-child.ts), sharing the rate. */
 const LOAD_PROCESSES = 2;
 const WARMUP_MS = 1_000;
 
@@ -167,124 +157,69 @@ interface LoadGenerators {
   close(): Promise<void>;
 }
 
-interface OpenLoopRun {
-  readonly askedPerS: number;
-  readonly sentPerS: number;
-  readonly achievedRatePerS: number;
-  readonly p99Ms: number;
-  readonly errors: number;
-  readonly dropped: number;
-  readonly late: number;
-}
+type OpenLoopRun = HttpOpenLoopRun;
 
 async function startLoadGenerators(readers: readonly Reader[]): Promise<LoadGenerators> {
-  const children: SpawnedChild[] = [];
-  try {
-    for (let i = 0; i < LOAD_PROCESSES; i++)
-      children.push(await spawnChild(loadChildEntry, { ready: /"ready"/, lineTimeoutMs: 120_000 }));
-  } catch (error) {
-    await Promise.allSettled(children.map((c) => c.stop()));
-    throw error;
-  }
-  const requests: ReadLoadRequest[] = readers.map((r) => ({
+  const load = await startHttpOpenLoop({ processes: LOAD_PROCESSES });
+  const requests = readers.map((r) => ({
     path: feedPath(r),
-    authorization: `Bearer ${r.key}`,
+    headers: { authorization: `Bearer ${r.key}` },
   }));
   return {
-    async run(url, ratePerS, durationMs) {
-      const results = await Promise.all(
-        children.map(async (child, first) => {
-          const command: ReadLoadCommand = {
-            cmd: "run",
-            url,
-            requests,
-            first,
-            stride: LOAD_PROCESSES,
-            ratePerS: ratePerS / LOAD_PROCESSES,
-            durationMs,
-            warmupMs: WARMUP_MS,
-          };
-          child.send(JSON.stringify(command));
-          return JSON.parse(await child.nextLine()) as ReadLoadResult;
-        }),
-      );
-      const latencyUs = new Histogram({
-        lowestDiscernibleValue: 1,
-        highestTrackableValue: 3_600_000_000,
-        significantDigits: 3,
-      });
-      for (const r of results) for (const [low, count] of r.buckets) latencyUs.record(low, count);
-      const sum = (pick: (r: ReadLoadResult) => number) => results.reduce((s, r) => s + pick(r), 0);
-      return {
-        askedPerS: sum((r) => r.asked),
-        sentPerS: sum((r) => r.sentPerS),
-        achievedRatePerS: sum((r) => r.achievedRatePerS),
-        p99Ms: latencyUs.summary().p99 / 1_000,
-        errors: sum((r) => r.errors),
-        dropped: sum((r) => r.dropped),
-        late: sum((r) => r.late),
-      };
-    },
-    async close() {
-      await Promise.allSettled(children.map((c) => c.stop({ line: JSON.stringify({ cmd: "close" }) })));
-    },
+    run: (url, ratePerS, durationMs) =>
+      load.run({ url, requests, okStatuses: [200, 206], ratePerS, durationMs, warmupMs: WARMUP_MS }),
+    close: () => load.close(),
   };
 }
 
-async function measure(
-  server: ServerProcess,
-  load: LoadGenerators,
-  script: string,
-  durationS: number,
-): Promise<Measured> {
+/** One wrk run: the design's closed-loop maximum over the readers in turn. */
+async function maximum(server: ServerProcess, script: string, durationS: number): Promise<MaxRun> {
   const wrk = await runWrk({ url: server.url, durationS, connections: CONNECTIONS, script });
   // A maximum made of error answers measures nothing: past 1% the run stops, named.
   if (wrk.errors > 0.01 * wrk.requestsPerS * durationS)
     throw new Error(
       `${server.name}: ${wrk.errors} of ~${Math.round(wrk.requestsPerS * durationS)} wrk answers were errors`,
     );
-  const rate = Math.max(LOAD_PROCESSES, Math.round(0.7 * wrk.requestsPerS));
-  const loop = await load.run(server.url, rate, durationS * 1000);
+  benchLog(`${server.name}: wrk max ${Math.round(wrk.requestsPerS)}/s (load ${loadAverage()})`);
+  return { perS: wrk.requestsPerS, errors: wrk.errors };
+}
+
+/** One open-loop run at `ratePerS`, its figures with the load average when it ended. */
+async function openLoop(
+  name: string,
+  load: LoadGenerators,
+  url: string,
+  ratePerS: number,
+  durationS: number,
+): Promise<LoopRun> {
+  const run = await load.run(url, ratePerS, durationS * 1000);
   benchLog(
-    `${server.name}: open loop asked ${loop.askedPerS}/s, sent ${Math.round(loop.sentPerS)}/s, ` +
-      `${loop.late} late, ${loop.dropped} dropped, p99 ${loop.p99Ms.toFixed(1)} ms (load ${loadAverage()})`,
+    `${name}: open loop asked ${run.askedPerS}/s, sent ${Math.round(run.sentPerS)}/s, ` +
+      `${run.late} late, ${run.dropped} dropped, p50 ${run.p50Ms.toFixed(1)} ms, ` +
+      `p99 ${run.p99Ms.toFixed(1)} ms (load ${loadAverage()})`,
   );
   return {
-    wrkPerS: wrk.requestsPerS,
-    wrkP99Ms: wrk.p99Ms,
-    loopP99Ms: loop.p99Ms,
-    loopRatePerS: loop.achievedRatePerS,
-    loopAskedPerS: loop.askedPerS,
-    loopSentPerS: loop.sentPerS,
-    loopLate: loop.late,
-    loopDropped: loop.dropped,
-    errors: wrk.errors + loop.errors + loop.dropped,
+    p50Ms: run.p50Ms,
+    p99Ms: run.p99Ms,
+    achievedRatePerS: run.achievedRatePerS,
+    askedPerS: run.askedPerS,
+    sentPerS: run.sentPerS,
+    late: run.late,
+    dropped: run.dropped,
+    errors: run.errors,
+    load1: loadavg()[0]!,
   };
 }
 
 /**
- * The generators alone: the same rate against nginx answering `return 200` (its own process, a
- * C server far faster than the feed), in the same run — the p99 and late sends the generators and
- * the machine add by themselves, the floor under the hybrid's figure.
+ * The generators alone: nginx answering `return 200` (its own process, a C server far faster than
+ * the feed), sent the hybrid's rate right after each of its runs — the p99 and late sends the
+ * generators and the machine add by themselves, the floor under the hybrid's figure.
  */
-async function generatorFloor(
-  load: LoadGenerators,
-  ratePerS: number,
-  durationS: number,
-): Promise<OpenLoopRun> {
-  const nginx = await spawnNginx({
+function spawnFloorServer() {
+  return spawnNginx({
     http: (port) => `server { listen 127.0.0.1:${port}; access_log off; location / { return 200 "{}"; } }`,
   });
-  try {
-    const run = await load.run(nginx.url, ratePerS, durationS * 1000);
-    benchLog(
-      `generator floor (nginx return 200): asked ${run.askedPerS}/s, sent ${Math.round(run.sentPerS)}/s, ` +
-        `${run.late} late, ${run.dropped} dropped, p99 ${run.p99Ms.toFixed(1)} ms (load ${loadAverage()})`,
-    );
-    return run;
-  } finally {
-    await nginx.stop();
-  }
 }
 
 function loadAverage(): string {
@@ -293,6 +228,43 @@ function loadAverage(): string {
     .join(" ");
 }
 
+/** Starts one design's server on the seeded schema (each its own process through its real entry). */
+function startDesign(
+  design: Design,
+  o: ReadBenchOptions,
+  schema: string,
+  prefix: string,
+): Promise<ServerProcess> {
+  const env = { DATABASE_URL: o.databaseUrl, FEED_DB_SCHEMA: schema, LOG_LEVEL: "warn" };
+  if (design === "SQL join") return startServerProcess({ name: "feed SQL join", entry: joinEntry, env });
+  if (design === WHOLE_CACHE)
+    return startServerProcess({
+      name: "feed whole-feed cache",
+      entry: wholeCacheEntry,
+      env: { ...env, REDIS_URL: o.redisUrl, FEED_REDIS_PREFIX: `${prefix}whole-cache:` },
+    });
+  return startServerProcess({
+    name: `feed ${design}`,
+    entry: serviceEntry,
+    env: {
+      ...env,
+      REDIS_URL: o.redisUrl,
+      FEED_REDIS_PREFIX: `${prefix}${design.replace(" ", "-")}:`,
+      FEED_ROLE: "api",
+      FEED_MAX_REBUILDS: "16",
+      ...designEnv(design, o.celebrityFollowers),
+    },
+  });
+}
+
+/**
+ * Every design is started and warmed first and stays up; then `repeats` rounds of wrk maxima,
+ * the designs interleaved within each round (a load that drifts reaches all of them alike), then
+ * `repeats` rounds of open loops, each design at 70% of the median of its maxima (one lucky 5 s
+ * maximum no longer sets the rate), the generators' floor after the hybrid's in each round.
+ * Default (3 repeats, 5 s): 15 wrk runs of 5 s and 18 open loops of 6 s — ~3 min of measuring,
+ * plus the seed and the five warm-ups.
+ */
 export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult> {
   const dir = await mkdtemp(join(tmpdir(), "casebook-feed-read-"));
   const schema = await openPostgresTestSchema(o.databaseUrl, {
@@ -302,10 +274,9 @@ export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult
     maxConnections: 4,
   });
   const prefix = `feed:${uniqueName("readbench")}:`;
-  const results = new Map<Design, Measured>();
-  let stale: Staleness | undefined;
+  const servers = new Map<Design, ServerProcess>();
   let load: LoadGenerators | undefined;
-  let floor: OpenLoopRun | undefined;
+  let nginx: Awaited<ReturnType<typeof spawnFloorServer>> | undefined;
   try {
     benchLog(`seeding ${o.users} users, ${o.postsPerAuthor} posts per author, ${o.readers} readers' keys`);
     const seed = await seedReadBench(schema.db, o);
@@ -315,48 +286,52 @@ export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult
       seed.readers.map((r) => ({ path: feedPath(r), headers: { authorization: `Bearer ${r.key}` } })),
     );
     load = await startLoadGenerators(seed.readers);
-    for (const design of ["hybrid", "pure push", "pure pull", "SQL join", WHOLE_CACHE] as const) {
-      const env = {
-        DATABASE_URL: o.databaseUrl,
-        FEED_DB_SCHEMA: schema.schema,
-        LOG_LEVEL: "warn",
-      };
-      const server =
-        design === "SQL join"
-          ? await startServerProcess({ name: "feed SQL join", entry: joinEntry, env })
-          : design === WHOLE_CACHE
-            ? await startServerProcess({
-                name: "feed whole-feed cache",
-                entry: wholeCacheEntry,
-                env: { ...env, REDIS_URL: o.redisUrl, FEED_REDIS_PREFIX: `${prefix}whole-cache:` },
-              })
-            : await startServerProcess({
-                name: `feed ${design}`,
-                entry: serviceEntry,
-                env: {
-                  ...env,
-                  REDIS_URL: o.redisUrl,
-                  FEED_REDIS_PREFIX: `${prefix}${design.replace(" ", "-")}:`,
-                  FEED_ROLE: "api",
-                  FEED_MAX_REBUILDS: "16",
-                  ...designEnv(design, o.celebrityFollowers),
-                },
-              });
-      try {
-        benchLog(`${design}: warm-up (lists rebuilt by pull on each reader's first read)`);
-        const stillPartial = await warm(server, seed.readers);
-        if (stillPartial > 0) benchLog(`${design}: ${stillPartial} readers still partial after warm-up`);
-        benchLog(`${design}: wrk ${o.durationS} s, then the open loop at 70%`);
-        const measured = await measure(server, load!, script, o.durationS);
-        results.set(design, measured);
-        if (design === "hybrid") floor = await generatorFloor(load!, measured.loopAskedPerS, o.durationS);
-        if (design === WHOLE_CACHE) stale = await staleness(server, seed.readers, schema.db);
-      } finally {
-        await server.stop();
+    for (const design of DESIGNS) {
+      const server = await startDesign(design, o, schema.schema, prefix);
+      servers.set(design, server);
+      benchLog(`${design}: warm-up (lists rebuilt by pull on each reader's first read)`);
+      const stillPartial = await warm(server, seed.readers);
+      if (stillPartial > 0) benchLog(`${design}: ${stillPartial} readers still partial after warm-up`);
+    }
+    const maxima = new Map<Design, MaxRun[]>(DESIGNS.map((d) => [d, []]));
+    for (let run = 1; run <= o.repeats; run++) {
+      benchLog(`wrk maxima, run ${run} of ${o.repeats} (${o.durationS} s each)`);
+      for (const design of DESIGNS)
+        maxima.get(design)!.push(await maximum(servers.get(design)!, script, o.durationS));
+    }
+    nginx = await spawnFloorServer();
+    const loops = new Map<Design, LoopRun[]>(DESIGNS.map((d) => [d, []]));
+    const floors: LoopRun[] = [];
+    for (let run = 1; run <= o.repeats; run++) {
+      benchLog(`open loops at 70% of each median maximum, run ${run} of ${o.repeats}`);
+      for (const design of DESIGNS) {
+        const rate = loopRate(maxima.get(design)!, LOAD_PROCESSES);
+        const server = servers.get(design)!;
+        loops.get(design)!.push(await openLoop(server.name, load, server.url, rate, o.durationS));
+        if (design === "hybrid")
+          floors.push(
+            await openLoop("generator floor (nginx return 200)", load, nginx.url, rate, o.durationS),
+          );
       }
     }
-    return report(o, seed.authors, results, stale!, floor!);
+    const stale = await staleness(servers.get(WHOLE_CACHE)!, seed.readers, schema.db);
+    const results = new Map<Design, DesignRuns>(
+      DESIGNS.map((d) => [d, { maxima: maxima.get(d)!, loops: loops.get(d)! }]),
+    );
+    const shape = {
+      users: o.users,
+      authors: seed.authors,
+      alpha: o.alpha,
+      readers: o.readers,
+      page: PAGE,
+      connections: CONNECTIONS,
+      celebrityFollowers: o.celebrityFollowers,
+      generatorProcesses: LOAD_PROCESSES,
+    };
+    return readReport(shape, results, floors, stale);
   } finally {
+    await Promise.allSettled([...servers.values()].map((s) => s.stop()));
+    await nginx?.stop();
     await load?.close();
     const redis = await connectRedis({ url: o.redisUrl, commandTimeoutMs: 30_000 });
     try {
@@ -378,14 +353,6 @@ export async function deletePrefixed(
     cursor = next;
     if (keys.length > 0) await redis.unlink(...keys);
   } while (cursor !== "0");
-}
-
-interface Staleness {
-  readonly readers: number;
-  /** Readers whose feed showed the post made after their page was cached. */
-  readonly seeing: number;
-  /** The oldest page served at the check, in seconds (the design's bound: the TTL). */
-  readonly maxAgeS: number;
 }
 
 /**
@@ -438,77 +405,4 @@ function getJson(agent: Agent, url: URL, path: string): Promise<{ body: string; 
     });
     req.once("error", reject);
   });
-}
-
-function report(
-  o: ReadBenchOptions,
-  authors: number,
-  results: Map<Design, Measured>,
-  stale: Staleness,
-  floor: OpenLoopRun,
-): ReadBenchResult {
-  const hybrid = results.get("hybrid")!;
-  const shape = `${o.users} users (${authors} authors, power law α=${o.alpha}), ${o.readers} readers, pages of ${PAGE}`;
-  const rows: BenchResult[] = [];
-  const own = scenarioRows({
-    system: SYSTEM,
-    scenario: `home feed, hybrid (celebrity > ${o.celebrityFollowers} followers): ${shape}`,
-    tidy: true,
-  });
-  rows.push(
-    own.value("reads (wrk max, c=32)", "reads/s", hybrid.wrkPerS),
-    own.value("latency p99 at 70% of max (open loop)", "ms", hybrid.loopP99Ms),
-    own.value("achieved rate at 70%", "reads/s", hybrid.loopRatePerS),
-    own.value(
-      `open loop: rate asked (${LOAD_PROCESSES} generator processes)`,
-      "reads/s",
-      hybrid.loopAskedPerS,
-    ),
-    own.value("open loop: rate sent", "reads/s", hybrid.loopSentPerS),
-    own.count("open loop: sends late (> 10 ms behind schedule)", hybrid.loopLate),
-    own.count("open loop: sends dropped (2 000 in flight per generator)", hybrid.loopDropped),
-    own.count("errors (non-2xx, socket, dropped)", hybrid.errors),
-  );
-  const generators = scenarioRows({
-    system: SYSTEM,
-    scenario: "the open-loop generators alone: the hybrid's 70% rate against nginx `return 200`",
-    tidy: true,
-  });
-  rows.push(
-    generators.value("latency p99", "ms", floor.p99Ms),
-    generators.value("rate sent", "reads/s", floor.sentPerS),
-    generators.count("sends late (> 10 ms behind schedule)", floor.late),
-    generators.count("sends dropped", floor.dropped),
-  );
-  for (const design of ["pure push", "pure pull", "SQL join", WHOLE_CACHE] as const) {
-    const other = results.get(design)!;
-    const vs = scenarioRows({
-      system: SYSTEM,
-      scenario: `home feed: hybrid vs ${design}`,
-      peer: design,
-      tidy: true,
-    });
-    rows.push(
-      vs.value("reads (wrk max, c=32)", "reads/s", hybrid.wrkPerS, { peer: other.wrkPerS }),
-      vs.value("latency p99 at 70% of each max", "ms", hybrid.loopP99Ms, { peer: other.loopP99Ms }),
-      vs.count(`errors, ${design}`, other.errors),
-    );
-  }
-  const cache = scenarioRows({
-    system: SYSTEM,
-    scenario: `${WHOLE_CACHE}: a followee posts after the reader's page was cached (${stale.readers} readers)`,
-    tidy: true,
-  });
-  rows.push(
-    cache.count("readers whose next read shows the new post", stale.seeing),
-    cache.value("age of the oldest page served then (bound: the TTL, 3600 s)", "s", stale.maxAgeS),
-  );
-  const goals = [
-    goalLine(
-      `read p99 < ${P99_GOAL_MS} ms at 70% of the maximum (hybrid)`,
-      `${hybrid.loopP99Ms.toFixed(1)} ms`,
-      hybrid.loopP99Ms < P99_GOAL_MS,
-    ),
-  ];
-  return { rows, goals };
 }

@@ -32,7 +32,9 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { type Clock, systemClock } from "@casebook/kit/clock";
+import { kitErrors } from "@casebook/kit/kit-errors";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
+import { VerifiedKeyCache } from "@casebook/kit/verified-key-cache";
 import packageJson from "../package.json" with { type: "json" };
 import { registerAdminApi } from "./api/admin-routes.ts";
 import { createUserAuth, userGuard } from "./api/auth.ts";
@@ -48,14 +50,13 @@ import { celebrityPostScenario } from "./scenarios/celebrity-post-scenario.ts";
 import { CelebrityLists } from "./store/celebrity-lists.ts";
 import { fanoutOutbox } from "./store/fanout-outbox.ts";
 import { GraphStore } from "./store/graph-store.ts";
-import { MAX_CACHED_KEYS, VerifiedKeyCache } from "./store/key-cache.ts";
 import { migrateFeed } from "./store/migrate.ts";
 import { PostCache } from "./store/post-cache.ts";
 import { PostStore } from "./store/post-store.ts";
 import { ReaderViews } from "./store/reader-views.ts";
 import { timelineTwins } from "./store/script-twins.ts";
 import { TimelineStore, timelineScriptsDir } from "./store/timeline-store.ts";
-import { feedIdempotency, feedIdempotencyStore, userOfKey } from "./store/user-keys.ts";
+import { batchedKeyChecks, feedIdempotency, feedIdempotencyStore } from "./store/user-keys.ts";
 import { WarmHomeRead } from "./store/warm-home-read.ts";
 import { FanoutWorker } from "./workers/fanout-worker.ts";
 
@@ -71,6 +72,8 @@ const RANKED_HALF_LIFE_MS = 6 * 3_600_000;
 /** An edit's "being edited" marker on a cached body, and a miss's lease to fill it (FD-21). */
 const POST_EDIT_MARKER_MS = 60_000;
 const POST_FILL_LEASE_MS = 10_000;
+/** Verified API keys one process remembers at most (~150 B each). */
+const MAX_CACHED_KEYS = 100_000;
 /** How often expired Idempotency-Keys are pruned. */
 const IDEMPOTENCY_PRUNE_EVERY_MS = 60_000;
 
@@ -136,7 +139,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors, feedIdempotency.registry, redisErrors, sqlErrors, scenarioErrors],
+      errors: [errors, feedIdempotency.registry, redisErrors, sqlErrors, kitErrors, scenarioErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme(
           "A user's API key (`casebook feed new-key`): acts as that user",
@@ -221,6 +224,8 @@ export async function main(
         halfLifeMs: RANKED_HALF_LIFE_MS,
       });
       const runsWorker = config.role !== "api";
+      // The key cache's misses and background re-checks, one SELECT per batch (issue 20).
+      const keyChecks = batchedKeyChecks(db, clock);
       metrics = createMetrics(
         service.registry,
         { version: VERSION },
@@ -228,19 +233,19 @@ export async function main(
           queue: runsWorker ? () => fanoutOutbox.lag(db, clock.nowMs()) : undefined,
           rebuildsInFlight: () => feed.rebuildsInFlight,
           thresholds: () => thresholds,
+          keyChecks: config.role === "fanout" ? undefined : keyChecks.stats,
         },
       );
       const m = metrics;
       if (config.role !== "fanout") {
         const idempotency = feedIdempotencyStore(db, { clock });
-        const keys = new VerifiedKeyCache({
-          verify: (key) => userOfKey(db, key, clock.nowMs()),
+        const keys = new VerifiedKeyCache(keyChecks, {
           clock,
           ttlMs: config.keyCacheTtlMs,
-          maxKeys: MAX_CACHED_KEYS,
-          // A reader who keeps reading is re-checked in the background: no read waits for the table.
-          refreshAfterMs: config.keyCacheTtlMs / 2,
+          maxEntries: MAX_CACHED_KEYS,
         });
+        // A reader who keeps reading is re-checked in the background: no read waits for the table.
+        service.onClose(keys.startRefreshing());
         await registerApi(service.app, {
           posts,
           bodies,
@@ -254,7 +259,7 @@ export async function main(
           clock,
           db,
           idempotency,
-          guard: userGuard(createUserAuth((key) => keys.userOf(key))),
+          guard: userGuard(createUserAuth((key) => keys.get(key))),
           authorFeedMaxAgeS: 5,
         });
         if (config.adminToken !== undefined)

@@ -14,6 +14,8 @@ export interface MetricsReaders {
   readonly queue?: () => Promise<{ unpublished: bigint; oldestAgeMs: number }>;
   readonly rebuildsInFlight?: () => number;
   readonly thresholds: () => { fullPushMax: number; activePushMax: number };
+  /** API keys checked against the table and the SELECTs that took (batched; none on a fan-out worker). */
+  readonly keyChecks?: () => { readonly queries: number; readonly keys: number };
 }
 
 export interface SystemMetrics {
@@ -87,6 +89,27 @@ function registerReadGauges(registry: Registry, read: MetricsReaders): void {
       registers: [registry],
       async collect() {
         this.set((await queue()).oldestAgeMs / 1000);
+      },
+    });
+  }
+  if (read.keyChecks) {
+    const stats = read.keyChecks;
+    new Counter({
+      name: "feed_key_checks_total",
+      help: "API keys checked against the table (the key cache's misses and background re-checks)",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(stats().keys);
+      },
+    });
+    new Counter({
+      name: "feed_key_check_queries_total",
+      help: "SELECTs those checks took: checks asked while one is in flight go together in the next",
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(stats().queries);
       },
     });
   }

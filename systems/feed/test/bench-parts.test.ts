@@ -1,61 +1,114 @@
 /**
  * The bench's parts that can break without running it (a run needs both engines, wrk and
- * minutes): its flags — defaults, the scenario subset, bounds refused by name — and its
- * open-loop generator process (bench/read-load-child.ts) against a local HTTP server.
+ * minutes): its flags — defaults, the scenario subset, bounds refused by name — and the reads
+ * report: every run's figures beside their median, the goal judged on the median. (Its open-loop
+ * generator process is lab's, tested in packages/lab/test/http-open-loop.test.ts.)
  */
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { test } from "node:test";
-import { spawnChild } from "@casebook/lab/spawn-child";
 import { benchHelp, parseBenchArgs } from "../bench/main.ts";
-import type { ReadLoadCommand, ReadLoadResult } from "../bench/read-load-child.ts";
+import {
+  DESIGNS,
+  type DesignRuns,
+  type LoopRun,
+  loopRate,
+  median,
+  readReport,
+} from "../bench/read-report.ts";
 
 test("the bench's flags: both scenarios by default, a subset by name, bounds refused by name", () => {
   const defaults = parseBenchArgs([]);
   assert.deepEqual(defaults.scenarios, ["reads", "fanout"]);
   assert.equal(defaults.users, 20_000);
   assert.equal(defaults.celebrityFollowers, 1_000);
+  assert.equal(defaults.repeats, 3);
+  assert.equal(parseBenchArgs(["--repeats", "5"]).repeats, 5);
   assert.deepEqual(parseBenchArgs(["--scenarios", "reads"]).scenarios, ["reads"]);
   assert.throws(() => parseBenchArgs(["--scenarios", "writes"]), /scenarios/);
   assert.throws(() => parseBenchArgs(["--duration-s", "0"]), /duration/);
+  assert.throws(() => parseBenchArgs(["--repeats", "0"]), /repeats/);
   assert.match(benchHelp, /pure pull/);
+  assert.match(benchHelp, /median/);
 });
 
-test("the open-loop generator is a process of its own: it reads the readers in stride, answers its counts and latencies", async (t) => {
-  const seen: string[] = [];
-  const server = createServer((req, res) => {
-    seen.push(`${req.url} ${req.headers.authorization}`);
-    res.writeHead(req.url === "/bad" ? 500 : 200).end("{}");
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.after(() => server.close());
-  const { port } = server.address() as AddressInfo;
-  const child = await spawnChild(new URL("../bench/read-load-child.ts", import.meta.url), {
-    ready: /"ready"/,
-    test: t,
-  });
-  const command: ReadLoadCommand = {
-    cmd: "run",
-    url: `http://127.0.0.1:${port}`,
-    requests: ["/a", "/b", "/c", "/bad"].map((path) => ({ path, authorization: `Bearer ${path}` })),
-    first: 1,
-    stride: 2,
-    ratePerS: 100,
-    durationMs: 1_000,
-    warmupMs: 200,
-  };
-  child.send(JSON.stringify(command));
-  const result = JSON.parse(await child.nextLine()) as ReadLoadResult;
-  await child.stop({ line: JSON.stringify({ cmd: "close" }) });
-  // Requests 1, 3, 1, 3, …: "/b" and "/bad" in turn, each with its own key; "/bad" is an error.
-  assert.deepEqual(new Set(seen), new Set(["/b Bearer /b", "/bad Bearer /bad"]));
-  assert.equal(result.asked, 100);
-  assert.equal(result.dropped, 0);
-  assert.equal(result.count, result.ok + result.errors);
-  assert.ok(result.errors > 0 && result.ok > 0, JSON.stringify(result));
+test("median: the middle run, the mean of the middle two for an even count", () => {
+  assert.equal(median([85.4, 36.9, 44.4]), 44.4);
+  assert.equal(median([3, 1, 4, 2]), 2.5);
+  assert.equal(median([7]), 7);
+  assert.ok(Number.isNaN(median([])));
+  // The open loop's rate: 70% of the median maximum, so one lucky maximum does not set it.
   assert.equal(
-    result.buckets.reduce((sum, [, count]) => sum + count, 0),
-    result.count,
+    loopRate(
+      [
+        { perS: 5_000, errors: 0 },
+        { perS: 9_000, errors: 0 },
+        { perS: 4_000, errors: 0 },
+      ],
+      2,
+    ),
+    3_500,
   );
+  assert.equal(loopRate([{ perS: 1, errors: 0 }], 2), 2);
+});
+
+function loop(p99Ms: number, extra: Partial<LoopRun> = {}): LoopRun {
+  return {
+    p50Ms: 2,
+    p99Ms,
+    achievedRatePerS: 3_500,
+    askedPerS: 3_500,
+    sentPerS: 3_500,
+    late: 0,
+    dropped: 0,
+    errors: 0,
+    load1: 1.5,
+    ...extra,
+  };
+}
+
+function runs(p99s: readonly number[], maxima: readonly number[]): DesignRuns {
+  return { maxima: maxima.map((perS) => ({ perS, errors: 0 })), loops: p99s.map((p) => loop(p)) };
+}
+
+const shape = {
+  users: 20_000,
+  authors: 1_937,
+  alpha: 0.7,
+  readers: 2_000,
+  page: 20,
+  connections: 32,
+  celebrityFollowers: 1_000,
+  generatorProcesses: 2,
+};
+const stale = { readers: 100, seeing: 0, maxAgeS: 40 };
+
+function report(hybridP99s: readonly number[]) {
+  const results = new Map(
+    DESIGNS.map((d) => [d, runs(d === "hybrid" ? hybridP99s : [30, 31, 32], [5_000, 6_000, 5_500])]),
+  );
+  return readReport(shape, results, [loop(1.8), loop(2.1), loop(2)], stale);
+}
+
+test("the reads report: every run's figures and their median; the goal is judged on the median, not on one run", () => {
+  // One bad run among three: the median is under the goal.
+  const good = report([15.2, 85.4, 18.9]);
+  assert.match(
+    good.goals[0]!,
+    /median of 3 runs: 18\.9 ms \(runs 15\.2, 85\.4, 18\.9; the generators' floor 2\.0 ms\) — met$/,
+  );
+  // One good run among three: the median is over it.
+  const bad = report([19.5, 85.4, 36.9]);
+  assert.match(bad.goals[0]!, /median of 3 runs: 36\.9 ms .* — NOT met$/);
+
+  const row = (metric: string, scenario?: RegExp) =>
+    good.rows.find((r) => r.metric === metric && (scenario === undefined || scenario.test(r.scenario)));
+  assert.equal(row("latency p99 at 70% of max (open loop), median of 3 runs")?.value, 18.9);
+  assert.equal(row("latency p99 at 70% of max, run 2")?.value, 85.4);
+  assert.equal(row("reads (wrk max, c=32), median of 3 runs", /hybrid \(/)?.value, 5_500);
+  assert.equal(row("reads (wrk max, c=32), run 1", /hybrid \(/)?.value, 5_000);
+  assert.equal(row("latency p99, median of 3 runs", /generators alone/)?.value, 2);
+  // Each peer beside the hybrid on medians, and each of its runs in its own rows.
+  const push = row("latency p99 at 70% of each median max, median of 3 runs", /vs pure push/);
+  assert.equal(push?.peer_value, 31);
+  assert.equal(row("latency p99 at 70% of the median max, run 3", /pure push: each run/)?.value, 32);
 });

@@ -6,11 +6,13 @@
  * database is a fake whose reads a test can interleave with writes — the races made exact.
  */
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { snowflakeFloor } from "@casebook/kit/snowflake";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import type { Post, ReaderView, TimelineEntry } from "../src/domain/ports.ts";
+import { toPostJson } from "../src/domain/post-json.ts";
 import { CelebrityLists } from "../src/store/celebrity-lists.ts";
-import { PostCache, type PostRows } from "../src/store/post-cache.ts";
+import { decodeBodyJson, encodeBody, PostCache, type PostRows } from "../src/store/post-cache.ts";
 import { type CachedRow, entryOf } from "../src/store/post-store.ts";
 import { ReaderViews } from "../src/store/reader-views.ts";
 import { inProcessTimelines, redisTimelines, type TimelineHarness } from "./timeline-backends.ts";
@@ -147,7 +149,7 @@ contractSuite("read caches", [inProcessTimelines, redisTimelines], (it) => {
       await editor.beginChange(id);
       db.rows.set(id, { version: 1, post: postOf(id, "new") });
       await editor.changed(id, 1, postOf(id, "new"));
-      await h.forgetKey(`pb:{${id}}`); // evicted (maxmemory) or expired right after the edit's write
+      await h.forgetKey(`pa:{${id}}`); // evicted (maxmemory) or expired right after the edit's write
     });
     assert.equal(await textOf(reader, id), "old", "concurrent with the edit");
     assert.equal(await textOf(reader, id), "new", "the stale fill found no lease of its own");
@@ -293,4 +295,34 @@ contractSuite("read caches", [inProcessTimelines, redisTimelines], (it) => {
     await views.readerView(reader, 200);
     assert.equal(reads, 6, "a view made at another line is not used");
   });
+});
+
+test("a cached body is the API's post byte for byte (a warm page sends it as it is) and decodes back to the post: any text, reposts, edits", () => {
+  const texts = [
+    "plain",
+    'quotes " and \\ backslash',
+    "line\nbreak\ttab",
+    "\u2028 \u0000 é 🎉",
+    ',"createdAt":"x","editedAt":null}',
+  ];
+  const posts: Post[] = [
+    ...texts.map((text, i) => ({
+      ...postOf(pid(i), text),
+      editedAtMs: i % 2 === 0 ? null : T0 + 86_400_123,
+    })),
+    {
+      id: pid(9),
+      authorId: 3n,
+      kind: "repost",
+      text: null,
+      repostOf: pid(1),
+      createdAtMs: T0 + 1,
+      editedAtMs: null,
+    },
+  ];
+  for (const post of posts) {
+    const json = /^\d+\|\d+\|(.*)$/s.exec(encodeBody({ version: 2, post }))![1]!;
+    assert.equal(json, JSON.stringify(toPostJson(post)), String(post.text));
+    assert.deepEqual(decodeBodyJson(json), post);
+  }
 });

@@ -25,7 +25,7 @@ export interface AdminOptions {
   clock: Clock;
   randomBytes: RandomBytes;
   adminToken: string;
-  /** Told after every change to keys (issue, rotate, revoke): a cache of verified keys forgets them. */
+  /** Told after a rotation or revocation succeeded: a cache of verified keys forgets them. */
   onKeysChanged?: () => void;
 }
 
@@ -54,11 +54,6 @@ const createdUserView = {
 export async function registerAdminApi(app: FastifyInstance, o: AdminOptions): Promise<void> {
   await app.register(async (scope) => {
     scope.addHook("onRequest", createStaticTokenAuth({ realm: "feed", token: o.adminToken }));
-    // A revoked key must stop working at once in this process, not a cache TTL later. Only a
-    // change that succeeded counts: a stranger's refused requests must not flush the cache.
-    scope.addHook("onResponse", async (request, reply) => {
-      if (request.method !== "GET" && reply.statusCode < 300) o.onKeysChanged?.();
-    });
     scope.post<{ Body: { id: string; name?: string } }>(
       "/v1/admin/users",
       {
@@ -92,6 +87,9 @@ export async function registerAdminApi(app: FastifyInstance, o: AdminOptions): P
       ownerNotFoundCode: "USER_NOT_FOUND",
       // int8 ids up to 2^63 − 1 exactly: no id reaches the database as an error.
       ownerIdPattern: userIdSchema.pattern,
+      // A revoked key stops working at once in this process, not a cache TTL later (only a
+      // rotation or revocation that succeeded clears it: a stranger's refusals do not).
+      ...(o.onKeysChanged === undefined ? {} : { onKeysChanged: o.onKeysChanged }),
     });
   });
 }

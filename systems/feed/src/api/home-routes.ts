@@ -19,11 +19,11 @@ import type { Clock } from "@casebook/kit/clock";
 import type { FastifyInstance } from "fastify";
 import { decodeCursor, decodeRankedCursor, encodeCursor, encodeRankedCursor } from "../domain/feed-cursor.ts";
 import type { HomeFeed } from "../domain/home-feed.ts";
+import { toPostJson } from "../domain/post-json.ts";
 import type { RankedFeed } from "../domain/ranked-feed.ts";
 import type { GraphStore } from "../store/graph-store.ts";
 import type { UserGuard } from "./auth.ts";
 import { feedPage, type PageQuery, pageQuery, rankedPage, userParams } from "./feed-schemas.ts";
-import { toPostJson } from "./post-view.ts";
 
 const TOUCH_EVERY_MS = 3_600_000;
 /** Bound on users remembered by the activity throttle; cleared when full. */
@@ -87,10 +87,22 @@ export function registerHomeRoutes(app: FastifyInstance, o: HomeRoutesOptions): 
         touch(userId),
       ]);
       reply.header("cache-control", "private, no-store");
-      return reply.code(page.partial ? 206 : 200).send({
+      const nextCursor = page.nextCursor && encodeCursor(page.nextCursor);
+      const newerCursor = page.newerCursor && encodeCursor(page.newerCursor);
+      reply.code(page.partial ? 206 : 200);
+      // A warm page's posts are already the API's JSON (the cached bodies, joined by the cache's
+      // script): sent as they are, in feedPage's shape, never decoded and serialised again (issue 20).
+      if (page.rendered !== undefined)
+        return reply
+          .type("application/json; charset=utf-8")
+          .send(
+            `{"posts":[${page.rendered}],"nextCursor":${JSON.stringify(nextCursor)},` +
+              `"newerCursor":${JSON.stringify(newerCursor)},"partial":${page.partial}}`,
+          );
+      return reply.send({
         posts: page.posts.map(toPostJson),
-        nextCursor: page.nextCursor && encodeCursor(page.nextCursor),
-        newerCursor: page.newerCursor && encodeCursor(page.newerCursor),
+        nextCursor,
+        newerCursor,
         partial: page.partial,
       });
     },

@@ -33,6 +33,7 @@ import type { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { decodeCursor, encodeCursor } from "../domain/feed-cursor.ts";
 import type { Post } from "../domain/ports.ts";
+import { toPostJson } from "../domain/post-json.ts";
 import { errors } from "../errors.ts";
 import type { CelebrityLists } from "../store/celebrity-lists.ts";
 import type { PostCache } from "../store/post-cache.ts";
@@ -47,7 +48,6 @@ import {
   repostBody,
   userParams,
 } from "./feed-schemas.ts";
-import { toPostJson } from "./post-view.ts";
 
 export interface PostRoutesOptions {
   readonly posts: PostStore;

@@ -74,6 +74,12 @@ export interface FeedPage {
   readonly newerCursor: FeedCursor | null;
   /** True while the list is missing or being rebuilt by another request: what exists now (206). */
   readonly partial: boolean;
+  /**
+   * A page served warm: the posts of `posts` as the API writes them, joined by commas — the
+   * cached bodies as the cache's script joined them (`posts` is then decoded only when read).
+   * Undefined on the steps' pages.
+   */
+  readonly rendered?: string;
 }
 
 export class HomeFeed {
@@ -96,8 +102,25 @@ export class HomeFeed {
     const window = limit * 2;
     const warm = await this.#readWarm(userId, { beforeId, sinceId, limit, window });
     this.#o.onRead?.(warm ? "warm" : "cold");
-    if (warm)
-      return this.#pageOf(warm.posts, limit, warm.listCount >= window, sinceId, warm.state === "rebuilding");
+    if (warm) {
+      const count = warm.count;
+      const cursors = this.#cursorsOf(
+        count,
+        warm.firstId,
+        warm.lastId,
+        limit,
+        warm.listCount >= window,
+        sinceId,
+      );
+      return {
+        get posts() {
+          return warm.posts;
+        },
+        ...cursors,
+        partial: warm.state === "rebuilding",
+        rendered: warm.rendered,
+      };
+    }
     // The graph answers pulled followees and hidden authors in one round trip; the celebrity
     // reads start as soon as it does, while the list read is still in flight.
     const view = this.#o.graph.readerView(userId, this.#o.thresholds().activePushMax);
@@ -125,13 +148,27 @@ export class HomeFeed {
     sinceId: bigint | undefined,
     partial: boolean,
   ): FeedPage {
-    const more = page.length === limit || listFull;
-    const first = page[0]?.id ?? sinceId;
     return {
       posts: page,
-      nextCursor: page.length > 0 && more ? { before: page.at(-1)!.id } : null,
-      newerCursor: first === undefined ? null : { since: first },
+      ...this.#cursorsOf(page.length, page[0]?.id, page.at(-1)?.id, limit, listFull, sinceId),
       partial,
+    };
+  }
+
+  /** A page's cursors from its size and its first and last ids. */
+  #cursorsOf(
+    count: number,
+    firstId: bigint | undefined,
+    lastId: bigint | undefined,
+    limit: number,
+    listFull: boolean,
+    sinceId: bigint | undefined,
+  ): Pick<FeedPage, "nextCursor" | "newerCursor"> {
+    const more = count === limit || listFull;
+    const first = firstId ?? sinceId;
+    return {
+      nextCursor: count > 0 && more ? { before: lastId! } : null,
+      newerCursor: first === undefined ? null : { since: first },
     };
   }
 

@@ -77,7 +77,15 @@ export interface WarmRequest {
 
 /** A page served wholly from the caches. */
 export interface WarmPage {
+  /** Decoded when first read: the API answers with `rendered` and never asks. */
   readonly posts: Post[];
+  /** The same posts as the API writes them, joined by commas: the cached bodies as they are, never decoded. */
+  readonly rendered: string;
+  /** How many posts the page holds. */
+  readonly count: number;
+  /** The first and the last post's ids (the page's cursors), undefined when the page is empty. */
+  readonly firstId: bigint | undefined;
+  readonly lastId: bigint | undefined;
   /** Ids the list gave (at most the window): a full window means older pages may follow. */
   readonly listCount: number;
   readonly state: "ready" | "rebuilding";

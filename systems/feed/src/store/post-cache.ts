@@ -1,6 +1,6 @@
 /**
  * The post bodies the home feed shows, cached in Redis (or the in-process twin) by post id —
- * `pb:{id}` = "version|author|json", or "version|-" once deleted — so a warm read fetches its
+ * `pa:{id}` = "version|author|json", or "version|-" once deleted — so a warm read fetches its
  * page's content without the database (FD-10/14). It is the post store's read side for the
  * feed: misses are read from the database in one query (deleted rows included) and filled.
  *
@@ -24,6 +24,7 @@
 import { randomBytes } from "node:crypto";
 import type { ScriptRunner } from "@casebook/infra/redis/script-runner";
 import type { Post, PostReader, TimelineEntry } from "../domain/ports.ts";
+import { type PostJson, postOfJson, toPostJson } from "../domain/post-json.ts";
 import type { CachedRow, PostStore } from "./post-store.ts";
 
 export interface PostCacheOptions {
@@ -37,43 +38,24 @@ export interface PostCacheOptions {
   readonly isStoreDown?: (error: unknown) => boolean;
 }
 
-export const postBodyKey = (id: bigint): string => `pb:{${id}}`;
+export const postBodyKey = (id: bigint): string => `pa:{${id}}`;
 
-/** The cached form of a row: "version|author|json" live, "version|-" deleted. */
+/**
+ * The cached form of a row: "version|author|json" live, "version|-" deleted. The JSON is the
+ * post as the API writes it (domain/post-json.ts's `toPostJson`: the same keys in the same order,
+ * times in ISO 8601), so a warm page is the cached bodies joined as they are — in the
+ * `home-read` script itself — and the service neither decodes nor renders them (issue 20). The
+ * key is `pa:` ("post as the API writes it"): bodies of the former form (`pb:`, times in ms)
+ * are never read as this one.
+ */
 export function encodeBody(row: CachedRow): string {
   if (row.post === null) return `${row.version}|-`;
-  const p = row.post;
-  return `${row.version}|${p.authorId}|${JSON.stringify({
-    id: String(p.id),
-    authorId: String(p.authorId),
-    kind: p.kind,
-    text: p.text,
-    repostOf: p.repostOf === null ? null : String(p.repostOf),
-    createdAtMs: p.createdAtMs,
-    editedAtMs: p.editedAtMs,
-  })}`;
+  return `${row.version}|${row.post.authorId}|${JSON.stringify(toPostJson(row.post))}`;
 }
 
-/** A cached body's JSON (the part after "version|author|") back to a post. */
+/** A cached body's JSON (the part after "version|author|", the API's form) back to a post. */
 export function decodeBodyJson(json: string): Post {
-  const o = JSON.parse(json) as {
-    id: string;
-    authorId: string;
-    kind: "post" | "repost";
-    text: string | null;
-    repostOf: string | null;
-    createdAtMs: number;
-    editedAtMs: number | null;
-  };
-  return {
-    id: BigInt(o.id),
-    authorId: BigInt(o.authorId),
-    kind: o.kind,
-    text: o.text,
-    repostOf: o.repostOf === null ? null : BigInt(o.repostOf),
-    createdAtMs: o.createdAtMs,
-    editedAtMs: o.editedAtMs,
-  };
+  return postOfJson(JSON.parse(json) as PostJson);
 }
 
 const LIVE = /^\d+\|\d+\|(.*)$/s;

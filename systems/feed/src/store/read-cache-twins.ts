@@ -167,24 +167,29 @@ const homeRead: ScriptTwin = (ks, [timeline, lock, viewKey, epochKey], argv) => 
   candidates.sort((a, b) => (below(b, a) ? -1 : below(a, b) ? 1 : 0));
   const hiddenSet = new Set((hidden ?? "").match(/\d+/g) ?? []);
   const limit = Number(limitArg);
-  const out: (string | number)[] = [1, ks.exists(lock!) ? 2 : 1, listCount];
+  const state = ks.exists(lock!) ? 2 : 1;
+  const posts: string[] = [];
+  let first = "";
+  let lastId = "";
   let page = 0;
   let next = 0;
   for (let round = 0; round < 4 && page < limit && next < candidates.length; round++) {
     const last = Math.min(next + (limit - page) * 2, candidates.length);
     for (let i = next; i < last; i++) {
-      const body = ks.get(`${prefix}pb:{${candidates[i]}}`);
+      const body = ks.get(`${prefix}pa:{${candidates[i]}}`);
       // Not cached, being edited ("D") or leased to a reader filling it ("L…"): the slow way.
       if (body === null || !/^\d/.test(body)) return [0];
       const [, author, json] = /^\d+\|(\d+)\|(.*)$/s.exec(body) ?? [];
       if (author !== undefined && !hiddenSet.has(author) && page < limit) {
         page++;
-        out.push(json!);
+        posts.push(json!);
+        if (page === 1) first = candidates[i]!;
+        lastId = candidates[i]!;
       }
     }
     next = last;
   }
-  return out;
+  return [1, state, listCount, page, first, lastId, posts.join(",")];
 };
 
 /** One twin per warm-read script, under the script's name. */

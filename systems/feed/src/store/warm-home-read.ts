@@ -11,8 +11,8 @@
  */
 import type { ScriptRunner } from "@casebook/infra/redis/script-runner";
 import { decodeSnowflake } from "@casebook/kit/snowflake";
-import type { WarmPage, WarmReader, WarmRequest } from "../domain/ports.ts";
-import { decodeBodyJson } from "./post-cache.ts";
+import type { Post, WarmPage, WarmReader, WarmRequest } from "../domain/ports.ts";
+import { type PostJson, postOfJson } from "../domain/post-json.ts";
 import { VIEW_EPOCH_KEY, viewKey } from "./reader-views.ts";
 import { rebuildLockKey, SAME_MS_SLACK, timelineKey } from "./timeline-store.ts";
 
@@ -50,11 +50,19 @@ export class WarmHomeRead implements WarmReader {
         q.line,
         this.#o.celebrities ? "1" : "0",
       ],
-    )) as [number, number?, number?, ...string[]];
-    const [served, state, listCount, ...bodies] = reply;
+    )) as [number, number?, number?, number?, string?, string?, string?];
+    const [served, state, listCount, count, first, last, rendered] = reply;
     if (served !== 1) return undefined;
+    let posts: Post[] | undefined;
     return {
-      posts: bodies.map(decodeBodyJson),
+      get posts() {
+        posts ??= count === 0 ? [] : (JSON.parse(`[${rendered}]`) as PostJson[]).map(postOfJson);
+        return posts;
+      },
+      rendered: rendered!,
+      count: count!,
+      firstId: count === 0 ? undefined : BigInt(first!),
+      lastId: count === 0 ? undefined : BigInt(last!),
       listCount: listCount!,
       state: state === 2 ? "rebuilding" : "ready",
     };

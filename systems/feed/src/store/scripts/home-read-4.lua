@@ -4,7 +4,7 @@
 -- authors dropped — the same steps, in the same order, as the read that asks the database.
 -- Anything not cached (no list, no valid view, a pulled author's ids, a body) answers { 0 }:
 -- the caller then reads the slow way, which fills the caches. It reads the pulled authors'
--- lists and the bodies by name (cr:{author}, pb:{id}, under KEYS[1]'s prefix): a standalone
+-- lists and the bodies by name (cr:{author}, pa:{id}, under KEYS[1]'s prefix): a standalone
 -- Redis (and its replica), as main configures it; not a Redis Cluster.
 -- KEYS[1] the reader's timeline tl:{user}
 -- KEYS[2] the reader's rebuild lock
@@ -20,7 +20,9 @@
 -- ARGV[8] window: candidates taken per source
 -- ARGV[9] the tier line the reader pulls above
 -- ARGV[10] "1" when celebrity lists are cached, "0" when every read asks the database
--- returns { 1, state (1 ready, 2 being rebuilt), list ids taken, json… } or { 0 }
+-- returns { 1, state (1 ready, 2 being rebuilt), list ids taken, posts on the page, the first
+-- post's id, the last one's, the posts' JSON joined by commas } or { 0 }: the bodies are cached
+-- as the API writes a post, so the page's posts leave in one string, as the API sends them
 local function below(a, b)
   if #a ~= #b then
     return #a < #b
@@ -90,15 +92,16 @@ for author in string.gmatch(hidden, "%d+") do
   hiddenSet[author] = true
 end
 local limit = tonumber(ARGV[7])
-local out = { 1, 1, listCount }
+local state = 1
 if redis.call("EXISTS", KEYS[2]) == 1 then
-  out[2] = 2
+  state = 2
 end
+local posts, firstId, lastId = {}, "", ""
 local page, nextIndex, round = 0, 1, 0
 while round < 4 and page < limit and nextIndex <= #candidates do
   local last = math.min(nextIndex + (limit - page) * 2 - 1, #candidates)
   for i = nextIndex, last do
-    local body = redis.call("GET", prefix .. "pb:{" .. candidates[i] .. "}")
+    local body = redis.call("GET", prefix .. "pa:{" .. candidates[i] .. "}")
     -- Not cached, being edited ("D") or leased to a reader filling it ("L…"): the slow way.
     if not body or not string.match(body, "^%d") then
       return { 0 }
@@ -106,10 +109,14 @@ while round < 4 and page < limit and nextIndex <= #candidates do
     local author, json = string.match(body, "^%d+|(%d+)|(.*)$")
     if author and not hiddenSet[author] and page < limit then
       page = page + 1
-      table.insert(out, json)
+      posts[page] = json
+      if page == 1 then
+        firstId = candidates[i]
+      end
+      lastId = candidates[i]
     end
   end
   nextIndex = last + 1
   round = round + 1
 end
-return out
+return { 1, state, listCount, page, firstId, lastId, table.concat(posts, ",") }

@@ -2,7 +2,7 @@
 -- for the caller (memcache's leases): the key then holds "L<token>", and only a fill carrying
 -- that token may replace it (post-fill) — an edit, a delete or an eviction in between removes
 -- the lease, and with it the right to fill what the caller read from the database.
--- KEYS[1..] the posts' body keys pb:{id}
+-- KEYS[1..] the posts' body keys pa:{id}
 -- ARGV[1] the caller's lease token
 -- ARGV[2] the lease's time to live in ms
 -- returns one value per key: "version|author|json" (live), "version|-" (deleted), "" (not

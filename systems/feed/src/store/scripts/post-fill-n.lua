@@ -1,7 +1,7 @@
 -- post-fill: caches bodies read from the database after a miss (FD-21), each only where the
 -- key still holds the caller's lease (post-bodies): an edit's or delete's marker or write, an
 -- eviction or another fill in between took the lease, and the possibly older body is dropped.
--- KEYS[1..] the posts' body keys pb:{id}
+-- KEYS[1..] the posts' body keys pa:{id}
 -- ARGV[1] the caller's lease token
 -- ARGV[2] the bodies' time to live in ms
 -- ARGV[3..] one value per key: "version|author|json" or "version|-"

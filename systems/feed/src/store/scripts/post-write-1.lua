@@ -1,7 +1,7 @@
 -- post-write: an edit's or delete's committed body (or tombstone), written through after the
 -- commit (FD-21); the row's version orders concurrent edits, so an older write never replaces
 -- a newer one, whatever order they arrive in. A marker or a lease is replaced.
--- KEYS[1] the post's body key pb:{id}
+-- KEYS[1] the post's body key pa:{id}
 -- ARGV[1] the row's version after the commit
 -- ARGV[2] "version|author|json" or "version|-"
 -- ARGV[3] the body's time to live in ms
