@@ -29,7 +29,7 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { benchLog } from "@casebook/lab/bench-main";
-import { treeCpuSeconds } from "@casebook/lab/process-cpu";
+import { threadCpuSeconds, treeCpuSeconds } from "@casebook/lab/process-cpu";
 import { startServerProcess } from "@casebook/lab/server-process";
 import { spawnNats } from "@casebook/lab/spawn-nats";
 import { spawnPrometheus } from "@casebook/lab/spawn-prometheus";
@@ -57,6 +57,8 @@ export interface BenchSide {
   readonly queryParams: Record<string, string>;
   /** CPU-seconds of every counted process so far; undefined when /proc cannot say. */
   cpuSeconds(): number | undefined;
+  /** The same CPU-seconds by process (and a Node process by thread name), where the side has several. */
+  cpuParts?(): Map<string, number>;
   /** Resolves once every acknowledged sample is stored and visible to queries. */
   stored(samples: number): Promise<void>;
   /** Compacts as the side does and reads its bytes on disk; ours needs `close` first. */
@@ -174,6 +176,14 @@ export async function startOurs(options: { tmpDir: string; nodeOptions?: string 
     cpuSeconds: () => {
       const pid = nats.pid;
       return pid === undefined ? undefined : treeCpuSeconds([service.pid, pid]);
+    },
+    cpuParts: () => {
+      const parts = new Map<string, number>();
+      const natsPid = nats.pid;
+      if (natsPid !== undefined) parts.set("nats-server", treeCpuSeconds([natsPid]) ?? 0);
+      for (const [thread, seconds] of threadCpuSeconds(service.pid) ?? [])
+        parts.set(`service/${thread}`, seconds);
+      return parts;
     },
     stored: (samples) =>
       reach(

@@ -38,6 +38,8 @@ import type { Generated, SendResult } from "./remote-write-loader.ts";
 const SYSTEM = "metrics";
 const loaderEntry = new URL("./remote-write-loader.ts", import.meta.url);
 const SIDES: readonly SideName[] = ["metrics", "prometheus", "victoria-metrics"];
+const SCENARIOS = ["ingest", "storage", "query"] as const;
+type Scenario = (typeof SCENARIOS)[number];
 const PROGRAMS: Readonly<Record<Exclude<SideName, "metrics">, string>> = {
   prometheus: "prometheus",
   "victoria-metrics": "victoria-metrics",
@@ -63,6 +65,7 @@ export interface BenchArgs {
   readonly concurrency: number;
   readonly queryRuns: number;
   readonly sides: readonly SideName[];
+  readonly scenarios: readonly Scenario[];
   readonly cpuProfDir: string;
 }
 
@@ -89,6 +92,9 @@ const cli = defineBenchArgs({
     sides: flag.choiceList(SIDES, {
       help: "comma-separated subset of the sides (default all; a peer not installed is skipped, said on stderr)",
     }),
+    scenarios: flag.choiceList(SCENARIOS, {
+      help: "comma-separated subset of the scenarios (default all); the data is written to\nevery side either way — without ingest, unmeasured",
+    }),
     cpuProfDir: flag.string({
       default: "",
       value: "DIR",
@@ -114,7 +120,7 @@ A separate load-generator process builds the remote-write 1.0 requests once (pro
 snappy) and plays the same bytes to every side: rounds of --scrapes-per-request scrapes,
 one request per --hosts-per-request hosts, --concurrency in flight.
 
-Scenarios (all in one run)
+Scenarios (all in one run; --scenarios picks some)
   ingest    samples per CPU-second: samples acknowledged (ours: after the stream's ack) over
             the CPU-seconds of every process of the side from the first request until it has
             stored everything and gone quiet — ours: the service process (ingest, hot writer,
@@ -228,6 +234,9 @@ async function ingest(
     `${side.name}: writing ${generated.samples} samples in ${generated.requests} requests (load ${loadAverage()})`,
   );
   const before = side.cpuSeconds();
+  const partsBefore = side.cpuParts?.();
+  // CLOCK_MONOTONIC, as V8's CPU profiles stamp their samples: the window to cut a profile to.
+  const windowStartUs = process.hrtime.bigint() / 1_000n;
   const sent = await ask<SendResult>(target.loader, {
     cmd: "send",
     url: side.writeUrl,
@@ -247,7 +256,34 @@ async function ingest(
       `${result.cpuAtAckS?.toFixed(2)} CPU-s at the last ack, ${result.cpuS?.toFixed(2)} once stored and quiet ` +
       `(${side.counted}; load ${loadAverage()})`,
   );
+  const partsAfter = side.cpuParts?.();
+  if (partsBefore !== undefined && partsAfter !== undefined) {
+    const spent = [...partsAfter]
+      .map(([part, seconds]) => [part, seconds - (partsBefore.get(part) ?? 0)] as const)
+      .filter(([, seconds]) => seconds >= 0.01)
+      .toSorted((a, b) => b[1] - a[1]);
+    benchLog(
+      `${side.name}: CPU-s by process/thread: ${spent.map(([p, s]) => `${p} ${s.toFixed(2)}`).join(", ")}`,
+    );
+    benchLog(
+      `${side.name}: ingest window ${windowStartUs}..${process.hrtime.bigint() / 1_000n} µs (monotonic)`,
+    );
+  }
   return result;
+}
+
+/** Without the ingest scenario: the same writes, unmeasured, until the side has stored them. */
+async function load(side: BenchSide, target: Target, args: BenchArgs): Promise<void> {
+  const sent = await ask<SendResult>(target.loader, {
+    cmd: "send",
+    url: side.writeUrl,
+    headers: side.writeHeaders,
+    concurrency: args.concurrency,
+  });
+  if (sent.failedRequests > 0)
+    benchLog(`${side.name}: ${sent.failedRequests} requests failed; first: ${sent.firstError}`);
+  await side.stored(sent.acked);
+  benchLog(`${side.name}: ${sent.acked} samples stored, unmeasured (load ${loadAverage()})`);
 }
 
 interface PanelTimings {
@@ -462,10 +498,14 @@ async function run(target: Target, args: BenchArgs, json: boolean): Promise<void
   );
   await startSides(target, args);
   const ingests = new Map<SideName, IngestResult>();
-  for (const side of target.sides) ingests.set(side.name, await ingest(side, target, args, generated));
-  const panels = dashboard(endMs, scrapes * intervalMs);
-  const timings = await queryDashboard(target.sides, panels, args.queryRuns);
-  const disk = await storage(target.sides);
+  for (const side of target.sides) {
+    if (args.scenarios.includes("ingest"))
+      ingests.set(side.name, await ingest(side, target, args, generated));
+    else await load(side, target, args);
+  }
+  const panels = args.scenarios.includes("query") ? dashboard(endMs, scrapes * intervalMs) : [];
+  const timings = panels.length > 0 ? await queryDashboard(target.sides, panels, args.queryRuns) : [];
+  const disk = args.scenarios.includes("storage") ? await storage(target.sides) : new Map();
   const rows = buildRows(args, generated, ingests, disk, panels, timings);
   const loadAfter = loadAverage();
   if (json) {

@@ -293,6 +293,14 @@ export const configSchema = {
     pattern: /^[A-Za-z0-9_-]{1,64}$/,
     description: `Tenant created with a printed API key on first start; "${BOOTSTRAP_OFF}" = none; unset = "${DEFAULT_BOOTSTRAP_TENANT}" on PGlite, none on PostgreSQL`,
   }),
+  keyCacheTtlMs: field.durationMs({
+    env: "METRICS_KEY_CACHE_TTL_MS",
+    default: 5_000,
+    min: 0,
+    max: 60_000,
+    description:
+      "How long a verified API key is remembered in this process (saves two database queries per write or query); a key revoked through another process, or in the database, keeps working here up to this long; 0 = no cache",
+  }),
   adminToken: field.string({
     env: "METRICS_ADMIN_TOKEN",
     minLength: 16,

@@ -87,7 +87,11 @@ export interface RunningSystem {
 /** Where notifications go: the webhooks system with WEBHOOKS_URL, else plain HTTP, else nowhere (logged). */
 function alertSinkOf(
   config: SystemConfig,
-  hooks: { onDuplicate: () => void; onFailed: (error: unknown, alert: Record<string, string>) => void },
+  hooks: {
+    onDuplicate: () => void;
+    onDropped: () => void;
+    onFailed: (error: unknown, alert: Record<string, string>) => void;
+  },
 ): AlertWebhook | AlertWebhooksPublisher | undefined {
   if (config.webhooksUrl !== undefined && config.webhooksApiKey !== undefined) {
     return new AlertWebhooksPublisher({
@@ -97,12 +101,14 @@ function alertSinkOf(
         if (duplicate) hooks.onDuplicate();
       },
       onFailed: (error, event) => hooks.onFailed(error, event.payload.alerts[0]?.labels ?? {}),
+      onDropped: hooks.onDropped,
     });
   }
   if (config.alertWebhookUrl === undefined) return undefined;
   return new AlertWebhook({
     url: config.alertWebhookUrl,
     onFailed: (error, payload) => hooks.onFailed(error, payload.groupLabels),
+    onDropped: hooks.onDropped,
   });
 }
 
@@ -175,6 +181,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         );
         const sink = alertSinkOf(config, {
           onDuplicate: () => metrics.alertDuplicates.inc(),
+          onDropped: () => metrics.alertNotificationsDropped.inc(),
           onFailed: (error, alert) =>
             service.log.error({ err: error, alert }, "alert notification not delivered"),
         });
@@ -304,6 +311,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           writeMaxDecodedBytes: config.writeMaxDecodedBytes,
           lookbackMs: config.lookbackMs,
           queryMaxSamples: config.queryMaxSamples,
+          keyCacheTtlMs: config.keyCacheTtlMs,
         },
       });
       // The console's scenario (issues 22, 23), loopback only: a tenant of its own per run.

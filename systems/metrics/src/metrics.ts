@@ -37,6 +37,8 @@ export interface SystemMetrics {
   readonly alertNotifications: Counter<"alertname" | "status">;
   /** Alert events the webhooks system answered as repeats of a key it had (a retry or a restart's repeat). */
   readonly alertDuplicates: Counter;
+  /** Alert notifications pushed out of a sink's full queue, never sent (the receiver lags or is down). */
+  readonly alertNotificationsDropped: Counter;
   /** MT-16: new series refused by a cardinality ceiling, per tenant. */
   readonly refusedSeries: Counter<"tenant">;
   /** MT-06: samples per partition (hash of the series): how evenly series spread. */
@@ -111,6 +113,11 @@ export function createMetrics(
     help: "Alert events the webhooks system answered as repeats of an Idempotency-Key it had: stored and delivered once",
     registers: [registry],
   });
+  const alertNotificationsDropped = new Counter({
+    name: "metrics_alert_notifications_dropped_total",
+    help: "Alert notifications pushed out of the sink's full queue (oldest first) and never sent: the receiver lags or is down",
+    registers: [registry],
+  });
   const lateRollupSamples = new Counter({
     name: "metrics_rollup_late_samples_total",
     help: "Samples older than the rollup watermark (newest − lateness): raw only, left out of the tiers, per tenant",
@@ -183,6 +190,7 @@ export function createMetrics(
     streamedSamples,
     alertNotifications,
     alertDuplicates,
+    alertNotificationsDropped,
     droppedMessages,
     refusedSeries,
     partitionSamples,

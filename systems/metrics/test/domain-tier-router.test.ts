@@ -1,7 +1,7 @@
 /**
  * MT-12 as pure functions: the query router's rule (tier by step, then by what each tier
  * holds, stitched per run of steps) and what PromQL a rollup tier answers — rewritten onto the
- * min/max/sum/count views, or refused naming the function.
+ * min/max/sum/count views or the windows' first/last samples, or refused naming the function.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -90,7 +90,7 @@ test("MT-12 a panel whose ranges reach past the raw retention: its raw steps go 
     ["1h", NOW - 6 * ONE_HOUR_MS, NOW - 15_000, true],
     ["1m", NOW, NOW, true],
   ]);
-  // A query the 1 min tier cannot answer (rate) keeps its raw steps; so does a short reach.
+  // A query the 1 min tier cannot answer (irate) keeps its raw steps; so does a short reach.
   assert.deepEqual(plan(20 * DAY, false), [["raw", NOW - 6 * ONE_HOUR_MS, NOW, false]]);
   assert.deepEqual(plan(5 * ONE_MINUTE_MS, true), [["raw", NOW - 6 * ONE_HOUR_MS, NOW, false]]);
   // A reach of 7 d − 3 h: only the steps more than 3 h old read past the retention.
@@ -100,7 +100,7 @@ test("MT-12 a panel whose ranges reach past the raw retention: its raw steps go 
   ]);
 });
 
-test("MT-12 MT-11 over a rollup tier: max/min/sum/count/avg_over_time and plain selectors are exact, the rest refused by name", () => {
+test("MT-12 MT-11 over a rollup tier: max/min/sum/count/avg_over_time, rate/increase/delta and plain selectors are exact, the rest refused by name", () => {
   const labels = labelsFromRecord({ __name__: "lat", host: "a" });
   const samples = Array.from({ length: 3 * 360 }, (_, i) => ({
     t: i * 10_000,
@@ -128,6 +128,16 @@ test("MT-12 MT-11 over a rollup tier: max/min/sum/count/avg_over_time and plain 
     ["count_over_time(lat[1h])", inRange(ONE_HOUR_MS).length],
     ["avg_over_time(lat[2h])", sum(inRange(2 * ONE_HOUR_MS)) / inRange(2 * ONE_HOUR_MS).length],
   ];
+  // rate/increase/delta: Prometheus's own answer over the same samples — the windows' [at − r,
+  // at), so without the one exactly at `at`.
+  const before = samples.filter((x) => x.t < at);
+  const raw = new PromqlEngine({
+    select: () => [{ labels, timestamps: before.map((x) => x.t), values: before.map((x) => x.v) }],
+  });
+  for (const q of ["rate(lat[2h])", "increase(lat[1h])", "delta(lat[2h])"]) {
+    const answer = raw.instant(parsePromql(q), at);
+    expected.push([q, answer.type === "vector" ? answer.samples[0]!.v : Number.NaN]);
+  }
   for (const [q, want] of expected) {
     const got = rollup.instant(rewriteForRollup(parsePromql(q), "1h", ONE_HOUR_MS), at);
     assert.ok(
@@ -145,8 +155,9 @@ test("MT-12 MT-11 over a rollup tier: max/min/sum/count/avg_over_time and plain 
   assert.equal(mean.type === "vector" && mean.samples[0]!.v, hours[1]!.sum / hours[1]!.count);
 
   for (const [q, named] of [
-    ["rate(lat[5m])", /rate\(\)/],
-    ["sum(increase(lat[1h]))", /increase\(\)/],
+    ["irate(lat[5m])", /irate\(\)/],
+    ["sum(deriv(lat[1h]))", /deriv\(\)/],
+    ["rate(lat[30s])", /shorter than the 1m tier's windows/],
     ["quantile_over_time(0.9, lat[1h])", /quantile_over_time\(\)/],
     ["last_over_time(lat[1h])", /last_over_time\(\)/],
     ["max_over_time(lat[1h:5m])", /subquery/],

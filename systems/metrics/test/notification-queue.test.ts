@@ -16,11 +16,13 @@ function gate() {
   return { open, opened };
 }
 
-test("send never waits; past maxQueued the oldest waiting item is dropped and counted", async () => {
+test("send never waits; past maxQueued the oldest waiting item is dropped, counted and reported", async () => {
   const hold = gate();
   const delivered: number[] = [];
+  const reported: number[] = [];
   const queue = new NotificationQueue<number>({
     maxQueued: 2,
+    onDropped: (n) => reported.push(n),
     deliver: async (n) => {
       if (n === 1) await hold.opened;
       delivered.push(n);
@@ -28,6 +30,7 @@ test("send never waits; past maxQueued the oldest waiting item is dropped and co
   });
   for (const n of [1, 2, 3, 4, 5]) queue.send(n); // 1 in flight; 4 and 5 push 2 and 3 out
   assert.equal(queue.dropped, 2);
+  assert.deepEqual(reported, [2, 3], "each dropped item reported once, oldest first");
   hold.open();
   for (let i = 0; i < 200 && queue.delivered < 3; i++) await new Promise((r) => setTimeout(r, 5));
   assert.deepEqual(delivered, [1, 4, 5], "the newest kept, in order");

@@ -2,7 +2,8 @@
  * The rollup builder — the stream's third consumer (MT-07) — on the in-process log and on a
  * private nats-server: it builds the 1 min tier from the raw samples on the stream and the
  * 1 h tier (Parquet, read back with SQL) from the 1 min tier (MT-10), keeping min, max, sum and
- * count so a 1 s spike is the 1 h point's max (MT-11); windows close on the watermark (newest
+ * count so a 1 s spike is the 1 h point's max (MT-11), and each window's first/last sample and
+ * reset carry (what `rate` over the tiers reads); windows close on the watermark (newest
  * sample − lateness), later samples are counted and left out; a builder that dies between its
  * commit and its ack, and a restarted one, double nothing.
  */
@@ -210,16 +211,25 @@ for (const backend of backends) {
   });
 }
 
-/** min, max, count exactly; sum within float rounding (SQL's sum adds in its own order). */
+/**
+ * min, max, count and the first/last samples exactly; sum and the reset carry within float
+ * rounding (SQL's sum adds in its own order).
+ */
 function assertSamePoints(actual: readonly RollupPoint[], expected: readonly RollupPoint[], what: string) {
-  assert.deepEqual(
-    actual.map(({ t, min, max, count }) => ({ t, min, max, count })),
-    expected.map(({ t, min, max, count }) => ({ t, min, max, count })),
-    what,
-  );
+  const exact = ({ t, min, max, count, counter }: RollupPoint) => ({
+    t,
+    min,
+    max,
+    count,
+    first: [counter?.firstT, counter?.firstV],
+    last: [counter?.lastT, counter?.lastV],
+  });
+  assert.deepEqual(actual.map(exact), expected.map(exact), what);
+  const close = (got: number, want: number, name: string) =>
+    assert.ok(Math.abs(got - want) <= 1e-12 * Math.abs(want), `${what}: ${name} ${got} vs ${want}`);
   actual.forEach((p, i) => {
-    const want = expected[i]!.sum;
-    assert.ok(Math.abs(p.sum - want) <= 1e-12 * Math.abs(want), `${what}: sum ${p.sum} vs ${want}`);
+    close(p.sum, expected[i]!.sum, "sum");
+    close(p.counter!.resetCarry, expected[i]!.counter!.resetCarry, "reset carry");
   });
 }
 

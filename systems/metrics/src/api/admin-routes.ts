@@ -21,6 +21,8 @@ export interface AdminApiOptions {
   readonly randomBytes: RandomBytes;
   readonly tenants: TenantRepository;
   readonly adminToken: string;
+  /** A key was rotated or revoked here: verified keys cached in this process are forgotten. */
+  readonly onKeysChanged?: () => void;
 }
 
 const createTenantBody = {
@@ -88,6 +90,7 @@ export async function registerAdminApi(app: FastifyInstance, options: AdminApiOp
       randomBytes: options.randomBytes,
       ownerNotFound: (id) => errors.create("METRICS_TENANT_NOT_FOUND", { fields: { id } }),
       ownerNotFoundCode: "METRICS_TENANT_NOT_FOUND",
+      ...(options.onKeysChanged === undefined ? {} : { onKeysChanged: options.onKeysChanged }),
     });
   });
 }

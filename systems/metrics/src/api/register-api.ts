@@ -3,7 +3,10 @@
  * tests both use: the ingest and the query API in one scope whose onRequest hook resolves the
  * tenant's API key (a stranger is refused before any body is parsed: 401 in Prometheus's
  * error shape) — with the scraper's `/api/v1/targets` beside them — and the admin routes in
- * another scope behind the operator's token.
+ * another scope behind the operator's token. Verified keys are remembered for
+ * `keyCacheTtlMs` (kit's VerifiedKeyCache: the key's row and its tenant's were two queries
+ * per remote-write request); a rotation or revocation through the admin routes forgets them
+ * at once, one made elsewhere is seen within the TTL.
  *
  * @example
  * await registerApi(service.app, { db, clock, randomBytes, tenants, tsdbs, metrics, settings });
@@ -12,11 +15,12 @@ import { createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { RandomBytes } from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
+import { VerifiedKeyCache } from "@casebook/kit/verified-key-cache";
 import type { FastifyInstance } from "fastify";
 import type { Labels } from "../domain/labels.ts";
 import type { SystemMetrics } from "../metrics.ts";
 import type { SampleStream } from "../store/sample-stream.ts";
-import type { TenantRepository } from "../store/tenant-repository.ts";
+import { type TenantRepository, tenantKeys } from "../store/tenant-repository.ts";
 import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
 import { registerAdminApi } from "./admin-routes.ts";
 import { registerIngestRoutes } from "./ingest-routes.ts";
@@ -25,6 +29,8 @@ import { registerTargetsRoute, type TargetsRouteOptions } from "./targets-route.
 import type { QueryTiers } from "./tiered-query.ts";
 
 const REALM = "metrics";
+/** Keys one process remembers at most (≈ 200 B each). */
+const MAX_CACHED_KEYS = 10_000;
 
 export interface ApiSettings {
   readonly standardLabels: Labels;
@@ -35,6 +41,8 @@ export interface ApiSettings {
   readonly writeMaxDecodedBytes: number;
   readonly lookbackMs: number;
   readonly queryMaxSamples: number;
+  /** How long a verified API key is trusted without asking the database (0: every request asks). */
+  readonly keyCacheTtlMs: number;
   /** MT-12: the rollup tiers the query router may pick (undefined: every query is raw). */
   readonly tiers?: QueryTiers;
 }
@@ -55,8 +63,18 @@ export interface ApiOptions {
 }
 
 export async function registerApi(app: FastifyInstance, options: ApiOptions): Promise<void> {
-  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenants.authenticate(key) });
   const { settings } = options;
+  const keys = new VerifiedKeyCache(
+    {
+      parse: (key) => tenantKeys.scheme.parse(key),
+      verify: (presented) => options.tenants.authenticatePresented(presented),
+    },
+    { clock: options.clock, ttlMs: settings.keyCacheTtlMs, maxEntries: MAX_CACHED_KEYS },
+  );
+  // A writer who keeps writing is re-checked in the background: no request waits for the table.
+  const stopRefreshing = keys.startRefreshing();
+  app.addHook("onClose", async () => stopRefreshing());
+  const auth = createBearerAuth({ realm: REALM, verify: (key) => keys.get(key) });
   await app.register(async (scope) => {
     scope.addHook("onRequest", auth.authenticate);
     await registerIngestRoutes(scope, {
@@ -86,5 +104,9 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
     });
   });
   if (options.adminToken === undefined) return;
-  await registerAdminApi(app, { ...options, adminToken: options.adminToken });
+  await registerAdminApi(app, {
+    ...options,
+    adminToken: options.adminToken,
+    onKeysChanged: () => keys.clear(),
+  });
 }

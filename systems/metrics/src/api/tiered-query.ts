@@ -132,34 +132,19 @@ async function rollupEvaluate(
     ),
   );
   const loaded = new Map<string, SeriesData[]>();
+  // Views of one selector over one window (avg_over_time's sum and count) share one read.
+  const series = new Map<string, RollupSeries[]>();
   for (const read of reads) {
     const { view, matchers } = rollupView(read.matchers);
-    // A point is stamped at its window's last ms: windows starting in [mint − width + 1, maxt − width + 1].
-    const firstWindowMs = Math.ceil((read.mint - widthMs + 1) / widthMs) * widthMs;
-    // The 1 min table also holds the open minutes (upserted as samples arrive): read only the
-    // closed windows, the raw tail answers from `closedToMs` on.
-    const lastWindowMs = Math.min(read.maxt - widthMs + 1, closedToMs - 1);
-    const closed = await q
-      .rollups!.select(q.tenant, tier, matchers, firstWindowMs, lastWindowMs, q.settings.maxSamples)
-      .catch((error: unknown) => {
-        if (error instanceof RangeError)
-          throw new PromqlEvalError(
-            "query processing would load too many samples into memory in query execution",
-          );
-        throw error;
-      });
-    const tailFromMs = Math.max(closedToMs, firstWindowMs);
-    const rawTail = read.maxt < tailFromMs ? [] : q.db.select(matchers, tailFromMs, read.maxt);
-    // The raw samples count against the query's bound like the rollup rows (a builder far behind).
-    const tailSamples = rawTail.reduce((n, s) => n + s.timestamps.length, 0);
-    if (closed.reduce((n, s) => n + s.points.length, 0) + tailSamples > q.settings.maxSamples)
-      throw new PromqlEvalError(
-        "query processing would load too many samples into memory in query execution",
-      );
-    const tail = rawTail.map((s) => rolledUpRaw(s, widthMs));
+    const readKey = matchersKey(matchers, read.mint, read.maxt);
+    let joined = series.get(readKey);
+    if (joined === undefined) {
+      joined = await rollupRead(q, tier, closedToMs, matchers, read.mint, read.maxt);
+      series.set(readKey, joined);
+    }
     loaded.set(
       matchersKey(read.matchers, read.mint, read.maxt),
-      withRawTail(closed, tail).map((s) => rollupSeriesData(s, view, widthMs, read.maxt)),
+      joined.map((s) => rollupSeriesData(s, view, widthMs, read.maxt)),
     );
   }
   return run(
@@ -168,6 +153,40 @@ async function rollupEvaluate(
       options,
     ),
   );
+}
+
+/** One selector's rollup series over [mint, maxt]: the tier's closed windows, then the rest rolled up from raw. */
+async function rollupRead(
+  q: TieredRead,
+  tier: RollupTier,
+  closedToMs: number,
+  matchers: readonly LabelMatcher[],
+  mint: number,
+  maxt: number,
+): Promise<RollupSeries[]> {
+  const widthMs = TIER_WIDTH_MS[tier];
+  // A point is stamped at its window's last ms: windows starting in [mint − width + 1, maxt − width + 1].
+  const firstWindowMs = Math.ceil((mint - widthMs + 1) / widthMs) * widthMs;
+  // The 1 min table also holds the open minutes (upserted as samples arrive): read only the
+  // closed windows, the raw tail answers from `closedToMs` on.
+  const lastWindowMs = Math.min(maxt - widthMs + 1, closedToMs - 1);
+  const closed = await q
+    .rollups!.select(q.tenant, tier, matchers, firstWindowMs, lastWindowMs, q.settings.maxSamples)
+    .catch((error: unknown) => {
+      if (error instanceof RangeError)
+        throw new PromqlEvalError(
+          "query processing would load too many samples into memory in query execution",
+        );
+      throw error;
+    });
+  const tailFromMs = Math.max(closedToMs, firstWindowMs);
+  const rawTail = maxt < tailFromMs ? [] : q.db.select(matchers, tailFromMs, maxt);
+  // The raw samples count against the query's bound like the rollup rows (a builder far behind).
+  const tailSamples = rawTail.reduce((n, s) => n + s.timestamps.length, 0);
+  if (closed.reduce((n, s) => n + s.points.length, 0) + tailSamples > q.settings.maxSamples)
+    throw new PromqlEvalError("query processing would load too many samples into memory in query execution");
+  const tail = rawTail.map((s) => rolledUpRaw(s, widthMs));
+  return withRawTail(closed, tail);
 }
 
 /** The end of what a rollup tier has closed (windows from it on come from raw). */

@@ -1,7 +1,7 @@
 /**
  * The bounded, retrying queue every alert sink sends through (plain HTTP and the webhooks
  * system share it): the evaluator never waits — `send` queues and returns; past `maxQueued`
- * the oldest item goes and is counted in `dropped`; one item is delivered at a time, tried at
+ * the oldest item goes, counted in `dropped` and reported to `onDropped`; one item is delivered at a time, tried at
  * most `attempts` times with a doubling pause from `retryBaseMs`, and given up (`onFailed`)
  * after that or at once when `deliver` throws an error `isFinal` calls final (a 4xx: a retry
  * cannot help). `close` empties the queue and waits for the item in flight.
@@ -15,7 +15,10 @@
 export type NotificationQueueBounds = Pick<
   NotificationQueueOptions<unknown>,
   "maxQueued" | "attempts" | "retryBaseMs"
->;
+> & {
+  /** A notification pushed out of the full queue (never sent): counted by the caller. */
+  readonly onDropped?: () => void;
+};
 
 export interface NotificationQueueOptions<T> {
   /** Delivers one item; resolves when it is accepted, throws to retry (or give up, see isFinal). */
@@ -30,6 +33,8 @@ export interface NotificationQueueOptions<T> {
   readonly isFinal?: (error: unknown) => boolean;
   readonly onDelivered?: (item: T) => void;
   readonly onFailed?: (error: unknown, item: T) => void;
+  /** An item pushed out of a full queue, never tried: the operator's signal that the receiver lags. */
+  readonly onDropped?: (item: T) => void;
 }
 
 export class NotificationQueue<T> {
@@ -48,8 +53,9 @@ export class NotificationQueue<T> {
   send(item: T): void {
     if (this.#closed) return;
     if (this.#queue.length >= (this.#options.maxQueued ?? 1_000)) {
-      this.#queue.shift();
+      const oldest = this.#queue.shift() as T;
       this.dropped++;
+      this.#options.onDropped?.(oldest);
     }
     this.#queue.push(item);
     this.#running ??= this.#drain().finally(() => {

@@ -109,17 +109,20 @@ export class BitReader {
 
   /** `n` bits (n in [0, 32]) as an unsigned number. */
   readBits(n: number): number {
-    assert(n >= 0 && n <= 32 && this.#bits + n <= this.#limit, "bit stream: read past the end");
-    let value = 0;
-    let remaining = n;
-    while (remaining > 0) {
-      const used = this.#bits & 7;
-      const take = Math.min(8 - used, remaining);
-      const piece = (this.#buffer[this.#bits >>> 3]! >>> (8 - used - take)) & lowMask(take);
-      value = value * (1 << take) + piece;
-      this.#bits += take;
-      remaining -= take;
-    }
-    return value >>> 0;
+    const end = this.#bits + n;
+    assert(n >= 0 && n <= 32 && end <= this.#limit, "bit stream: read past the end");
+    if (n === 0) return 0;
+    const buffer = this.#buffer;
+    // The bytes holding bits [start, end), first byte's leading bits masked off: at most 40
+    // bits, exact in a double; then the bits after `end` in the last byte dropped.
+    let i = this.#bits >>> 3;
+    let value = buffer[i]! & (0xff >>> (this.#bits & 7));
+    const last = (end - 1) >>> 3;
+    while (i < last) value = value * 256 + buffer[++i]!;
+    this.#bits = end;
+    return Math.floor(value / DROP[7 - ((end - 1) & 7)]!);
   }
 }
+
+/** 2^k for the bits a read drops from its last byte. */
+const DROP = [1, 2, 4, 8, 16, 32, 64, 128] as const;

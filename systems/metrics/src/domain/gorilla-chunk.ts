@@ -227,7 +227,11 @@ function writeWindow(w: BitWriter, hi: number, lo: number, trailing: number, n: 
 }
 
 /** Reads n bits and shifts them left by `trailing`: the XOR as hi:lo. */
-function readWindow(r: BitReader, n: number, trailing: number): [number, number] {
+/** readWindow's result (hi, lo): module scratch rather than a pair allocated per sample. */
+let windowHi = 0;
+let windowLo = 0;
+
+function readWindow(r: BitReader, n: number, trailing: number): void {
   let hi = n > 32 ? r.readBits(n - 32) : 0;
   let lo = r.readBits(Math.min(32, n));
   if (trailing >= 32) {
@@ -237,14 +241,32 @@ function readWindow(r: BitReader, n: number, trailing: number): [number, number]
     hi = ((hi << trailing) | (lo >>> (32 - trailing))) >>> 0;
     lo = (lo << trailing) >>> 0;
   }
-  return [hi, lo];
+  windowHi = hi;
+  windowLo = lo;
 }
 
 /** Every sample of a sealed chunk, in time order. Throws RangeError on bytes that are not a chunk. */
 export function decodeChunk(chunk: SealedChunk): DecodedChunk {
-  const reader = new BitReader(chunk.bytes, chunk.bitLength);
-  const timestamps: number[] = new Array(chunk.count);
+  const timestamps: number[] = [];
   const values = new Float64Array(chunk.count);
+  decodeChunkInto(chunk, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY, timestamps, values);
+  return { timestamps, values };
+}
+
+/**
+ * The chunk's samples in [mint, maxt] appended to `timestamps` and written to `values` at the
+ * same index (`values` must have room): the query path decodes straight into its result.
+ * Returns how many samples it added. Stops at the first sample past `maxt`.
+ */
+export function decodeChunkInto(
+  chunk: SealedChunk,
+  mint: number,
+  maxt: number,
+  timestamps: number[],
+  values: Float64Array,
+): number {
+  const reader = new BitReader(chunk.bytes, chunk.bitLength);
+  const before = timestamps.length;
   let t = 0;
   let delta = 0;
   let hi = 0;
@@ -266,13 +288,15 @@ export function decodeChunk(chunk: SealedChunk): DecodedChunk {
           trailing = 64 - leading - significant;
           if (trailing < 0) throw new RangeError("gorilla chunk: bad XOR window");
         }
-        const [xHi, xLo] = readWindow(reader, 64 - leading - trailing, trailing);
-        hi = (hi ^ xHi) >>> 0;
-        lo = (lo ^ xLo) >>> 0;
+        readWindow(reader, 64 - leading - trailing, trailing);
+        hi = (hi ^ windowHi) >>> 0;
+        lo = (lo ^ windowLo) >>> 0;
       }
     }
-    timestamps[i] = t;
-    values[i] = floatOf(hi, lo);
+    if (t > maxt) break;
+    if (t < mint) continue;
+    values[timestamps.length] = floatOf(hi, lo);
+    timestamps.push(t);
   }
-  return { timestamps, values };
+  return timestamps.length - before;
 }

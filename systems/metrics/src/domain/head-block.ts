@@ -25,7 +25,7 @@
  * head.select([labelMatcher("=", "__name__", "up")], 0, 2000); // [{ labels, timestamps: [1000], values: [1] }]
  */
 import { assert } from "@casebook/kit/assert";
-import { decodeChunk, GorillaChunkEncoder, type SealedChunk } from "./gorilla-chunk.ts";
+import { decodeChunkInto, GorillaChunkEncoder, type SealedChunk } from "./gorilla-chunk.ts";
 import type { LabelMatcher } from "./label-matcher.ts";
 import { type Labels, METRIC_NAME, metricNameOf, seriesKey } from "./labels.ts";
 import { PostingsIndex } from "./postings-index.ts";
@@ -98,6 +98,8 @@ export interface AppendPlan {
   readonly newSeries: ReadonlyArray<{ ref: number; labels: Labels }>;
   readonly entries: readonly PlannedSeries[];
   readonly sampleCount: number;
+  /** Samples to store per entry of the batch, by its index (a batch of several senders' shares counts each). */
+  readonly samplesByIndex: readonly number[];
   /** Head generation the plan was made against: a commit on a changed head is a bug. */
   readonly generation: number;
 }
@@ -165,6 +167,7 @@ export class HeadBlock {
     let newTotal = 0;
     let nextRef = this.#nextRef;
     let sampleCount = 0;
+    const samplesByIndex = new Array<number>(batch.length).fill(0);
     for (let index = 0; index < batch.length; index++) {
       const { labels, samples } = batch[index]!;
       const key = seriesKey(labels);
@@ -208,11 +211,20 @@ export class HeadBlock {
         lastT = sample.t;
         lastV = sample.v;
         sampleCount++;
+        samplesByIndex[index]!++;
       }
     }
     const entries = [...planned.values()];
     const newSeries = entries.filter((e) => e.isNew).map((e) => ({ ref: e.ref, labels: e.labels }));
-    return { ok: true, limited, newSeries, entries, sampleCount, generation: this.#generation };
+    return {
+      ok: true,
+      limited,
+      newSeries,
+      entries,
+      sampleCount,
+      samplesByIndex,
+      generation: this.#generation,
+    };
   }
 
   #limitRefusal(metric: string, newTotal: number, newOfMetric: number) {
@@ -440,25 +452,15 @@ export function samplesIn(
   mint: number,
   maxt: number,
 ): { timestamps: number[]; values: Float64Array } {
+  let room = 0;
+  for (const chunk of chunks) if (!(chunk.maxT < mint || chunk.minT > maxt)) room += chunk.count;
   const timestamps: number[] = [];
-  const parts: Float64Array[] = [];
+  const values = new Float64Array(room);
   for (const chunk of chunks) {
     if (chunk.maxT < mint || chunk.minT > maxt) continue;
-    const decoded = decodeChunk(chunk);
-    let from = 0;
-    let to = decoded.timestamps.length;
-    while (from < to && decoded.timestamps[from]! < mint) from++;
-    while (to > from && decoded.timestamps[to - 1]! > maxt) to--;
-    for (let i = from; i < to; i++) timestamps.push(decoded.timestamps[i]!);
-    parts.push(decoded.values.subarray(from, to));
+    decodeChunkInto(chunk, mint, maxt, timestamps, values);
   }
-  const values = new Float64Array(timestamps.length);
-  let offset = 0;
-  for (const part of parts) {
-    values.set(part, offset);
-    offset += part.length;
-  }
-  return { timestamps, values };
+  return { timestamps, values: timestamps.length === room ? values : values.slice(0, timestamps.length) };
 }
 
 const bitsView = new DataView(new ArrayBuffer(16));

@@ -12,6 +12,7 @@
  * seriesKey(labels);       // "__name__\xffup\xffjob\xffapi"
  * metricNameOf(labels);    // "up"
  */
+import { remembered } from "./weak-memo.ts";
 
 /** A label set sorted by name, without empty values. */
 export type Labels = ReadonlyArray<readonly [string, string]>;
@@ -54,6 +55,16 @@ export function seriesKey(labels: Labels): string {
   return key;
 }
 
+const keys = new WeakMap<Labels, string>();
+
+/**
+ * `seriesKey`, remembered per label set (labels are never changed once made): a range query
+ * meets the same series' label set at every step, and keys it once.
+ */
+export function cachedSeriesKey(labels: Labels): string {
+  return remembered(keys, labels, () => seriesKey(labels));
+}
+
 /**
  * Prometheus's `labels.Compare`: pair by pair, name then value, then the shorter first — the
  * order its storage returns series in, which decides ties wherever input order matters
@@ -81,6 +92,15 @@ export function metricNameOf(labels: Labels): string | undefined {
 
 export function withoutName(labels: Labels): Labels {
   return labels.filter(([name]) => name !== METRIC_NAME);
+}
+
+const nameless = new WeakMap<Labels, Labels>();
+
+/** `withoutName`, remembered per label set: the same object back for the same series at every step. */
+export function cachedWithoutName(labels: Labels): Labels {
+  return remembered(nameless, labels, () =>
+    labels.some(([name]) => name === METRIC_NAME) ? withoutName(labels) : labels,
+  );
 }
 
 /** What is wrong with a sorted label set, or undefined when it is a valid series. */

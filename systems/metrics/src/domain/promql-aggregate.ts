@@ -17,6 +17,7 @@ import {
   PromqlEvalError,
   type Value,
 } from "./promql-values.ts";
+import { remembered } from "./weak-memo.ts";
 
 interface Group {
   labels: Labels;
@@ -27,6 +28,17 @@ function groupLabels(labels: Labels, expr: Aggregate): Labels {
   return expr.without
     ? labels.filter(([name]) => name !== METRIC_NAME && !expr.grouping.includes(name))
     : labels.filter(([name]) => expr.grouping.includes(name));
+}
+
+/** Each aggregation's groups by input label set: a range query groups the same series at every step. */
+const groupsOf = new WeakMap<Aggregate, WeakMap<Labels, { labels: Labels; key: string }>>();
+
+function groupOf(labels: Labels, expr: Aggregate): { labels: Labels; key: string } {
+  const known = remembered(groupsOf, expr, () => new WeakMap<Labels, { labels: Labels; key: string }>());
+  return remembered(known, labels, () => {
+    const grouped = groupLabels(labels, expr);
+    return { labels: grouped, key: seriesKey(grouped) };
+  });
 }
 
 /** Prometheus's `quantile`: NaN for no values, ±Inf outside [0, 1], linear between ranks. */
@@ -44,9 +56,15 @@ export function quantileOf(q: number, values: number[]): number {
 
 /** The running mean of Prometheus's avg and avg_over_time, Inf-safe. */
 export function runningMean(values: readonly number[]): number {
+  return runningMeanOf(values, 0, values.length);
+}
+
+/** `runningMean` of values[from, to). */
+export function runningMeanOf(values: ArrayLike<number>, from: number, to: number): number {
   let mean = 0;
   let count = 0;
-  for (const v of values) {
+  for (let i = from; i < to; i++) {
+    const v = values[i]!;
     count++;
     if (count === 1) {
       mean = v;
@@ -63,10 +81,16 @@ export function runningMean(values: readonly number[]): number {
 
 /** Welford's variance (population), as Prometheus's stdvar. */
 export function variance(values: readonly number[]): number {
+  return varianceOf(values, 0, values.length);
+}
+
+/** `variance` of values[from, to). */
+export function varianceOf(values: ArrayLike<number>, from: number, to: number): number {
   let count = 0;
   let mean = 0;
   let aux = 0;
-  for (const v of values) {
+  for (let i = from; i < to; i++) {
+    const v = values[i]!;
     count++;
     const delta = v - mean;
     mean += delta / count;
@@ -182,8 +206,7 @@ export function aggregate(expr: Aggregate, samples: InstantVector, param: Value 
   if (expr.op === "count_values") return countValues(expr, samples, param);
   const groups = new Map<string, Group>();
   for (const sample of samples) {
-    const labels = groupLabels(sample.labels, expr);
-    const key = seriesKey(labels);
+    const { labels, key } = groupOf(sample.labels, expr);
     let group = groups.get(key);
     if (group === undefined) {
       group = { labels, samples: [] };

@@ -10,9 +10,10 @@
  * // errors / on(job) group_left requests
  * binaryValues(expr, lhsValue, rhsValue);
  */
-import { type Labels, METRIC_NAME, seriesKey, withoutName } from "./labels.ts";
+import { cachedWithoutName, type Labels, METRIC_NAME, seriesKey, withoutName } from "./labels.ts";
 import { type Binary, type BinaryOp, COMPARISON_OPS, SET_OPS, type VectorMatching } from "./promql-ast.ts";
 import { type InstantSample, type InstantVector, PromqlEvalError, type Value } from "./promql-values.ts";
+import { remembered } from "./weak-memo.ts";
 
 /** Go's math.Mod: the result has the sign of the dividend. */
 function goMod(a: number, b: number): number {
@@ -65,9 +66,39 @@ const NAME_DROPPING: ReadonlySet<BinaryOp> = new Set(["+", "-", "*", "/", "%", "
 const dropsName = (op: BinaryOp, returnBool: boolean) => returnBool || NAME_DROPPING.has(op);
 
 /** The matching signature of a series: its `on` labels, or all but the `ignoring` ones and the name. */
-function signature(labels: Labels, matching: VectorMatching): string {
+function signatureOf(labels: Labels, matching: VectorMatching): string {
   if (matching.on) return seriesKey(labels.filter(([name]) => matching.labels.includes(name)));
   return seriesKey(labels.filter(([name]) => name !== METRIC_NAME && !matching.labels.includes(name)));
+}
+
+/** Signatures by matching and label set: a range query matches the same series at every step. */
+const signatures = new WeakMap<VectorMatching, WeakMap<Labels, string>>();
+
+function signature(labels: Labels, matching: VectorMatching): string {
+  const known = remembered(signatures, matching, () => new WeakMap<Labels, string>());
+  return remembered(known, labels, () => signatureOf(labels, matching));
+}
+
+/** Result labels and their key by expression and the two sides' label sets (same reason). */
+const results = new WeakMap<Binary, WeakMap<Labels, WeakMap<Labels, { labels: Labels; key: string }>>>();
+
+function resultOf(
+  lhs: Labels,
+  rhs: Labels,
+  op: BinaryOp,
+  expr: Binary,
+  matching: VectorMatching,
+): { labels: Labels; key: string } {
+  const byLeft = remembered(
+    results,
+    expr,
+    () => new WeakMap<Labels, WeakMap<Labels, { labels: Labels; key: string }>>(),
+  );
+  const byRight = remembered(byLeft, lhs, () => new WeakMap<Labels, { labels: Labels; key: string }>());
+  return remembered(byRight, rhs, () => {
+    const labels = resultLabels(lhs, rhs, op, expr, matching);
+    return { labels, key: seriesKey(labels) };
+  });
 }
 
 function setLabel(labels: Labels, name: string, value: string | undefined): Labels {
@@ -148,8 +179,7 @@ function vectorVector(expr: Binary, lhs: InstantVector, rhs: InstantVector): Ins
       keep = true;
     }
     if (!keep) continue;
-    const labels = resultLabels(s.labels, other.labels, op, expr, matching);
-    const key = seriesKey(labels);
+    const { labels, key } = resultOf(s.labels, other.labels, op, expr, matching);
     if (matching.card !== "one-to-one") {
       if (seenResult.has(key)) {
         throw new PromqlEvalError("multiple matches for labels: grouping labels must ensure unique matches");
@@ -178,7 +208,7 @@ function vectorScalar(
       value = keep ? 1 : 0;
       keep = true;
     }
-    if (keep) out.push({ labels: drop ? withoutName(s.labels) : s.labels, v: value });
+    if (keep) out.push({ labels: drop ? cachedWithoutName(s.labels) : s.labels, v: value });
   }
   return out;
 }

@@ -19,11 +19,11 @@
  */
 import type { SeriesData } from "./head-block.ts";
 import type { LabelMatcher } from "./label-matcher.ts";
-import { compareLabels, type Labels, seriesKey, withoutName } from "./labels.ts";
+import { cachedSeriesKey, compareLabels, type Labels, withoutName } from "./labels.ts";
 import { aggregate } from "./promql-aggregate.ts";
 import type { AtModifier, Expr, MatrixSelector, Subquery, VectorSelector } from "./promql-ast.ts";
 import { binaryValues } from "./promql-binary.ts";
-import type { LoadedSeries, PromqlEvaluator, QueryContext } from "./promql-evaluator.ts";
+import type { LoadedSeries, PromqlEvaluator, QueryContext, StalelessSeries } from "./promql-evaluator.ts";
 import { callFunction } from "./promql-functions.ts";
 import {
   checkDistinct,
@@ -32,10 +32,14 @@ import {
   type RangeSeries,
   type Value,
 } from "./promql-values.ts";
+import type { RollupPoint } from "./rollup.ts";
 import { isStaleNaN } from "./staleness.ts";
 
+/** A series as storage returns it; a rollup tier's may carry its windows, one per sample. */
+export type StoredSeries = SeriesData & { readonly windows?: readonly RollupPoint[] };
+
 export interface PromqlStorage {
-  select(matchers: readonly LabelMatcher[], mint: number, maxt: number): readonly SeriesData[];
+  select(matchers: readonly LabelMatcher[], mint: number, maxt: number): readonly StoredSeries[];
 }
 
 export interface PromqlEngineOptions {
@@ -105,9 +109,11 @@ export class PromqlEngine implements PromqlEvaluator {
     if ((endMs - startMs) / stepMs > this.#maxSteps) {
       throw new PromqlEvalError(`exceeded maximum resolution of ${this.#maxSteps} points per timeseries`);
     }
-    const ctx = this.#context(expr, startMs, endMs);
+    const times: number[] = [];
+    for (let t = startMs; t <= endMs; t += stepMs) times.push(t);
+    const ctx = this.#context(expr, startMs, endMs, { times, stepMs });
     const bySeries = new Map<string, { labels: Labels; ts: number[]; vs: number[] }>();
-    for (let t = startMs; t <= endMs; t += stepMs) {
+    for (const t of times) {
       const value = this.eval(expr, t, ctx);
       const samples =
         value.type === "scalar"
@@ -124,8 +130,17 @@ export class PromqlEngine implements PromqlEvaluator {
     return { type: "matrix", series: [...bySeries.values()] };
   }
 
-  #context(expr: Expr, startMs: number, endMs: number): QueryContext {
-    const ctx: QueryContext = { startMs, endMs, windows: new Map(), loaded: new Map(), samples: 0 };
+  #context(expr: Expr, startMs: number, endMs: number, range?: QueryContext["range"]): QueryContext {
+    const ctx: QueryContext = {
+      startMs,
+      endMs,
+      windows: new Map(),
+      loaded: new Map(),
+      ...(range === undefined ? {} : { range }),
+      staleless: new Map(),
+      columns: new Map(),
+      samples: 0,
+    };
     this.#collectWindows(expr, startMs, endMs, ctx);
     return ctx;
   }
@@ -188,7 +203,7 @@ export class PromqlEngine implements PromqlEvaluator {
       // In Prometheus's series order: it decides which of equal values topk/bottomk keep.
       loaded = this.#storage
         .select(node.matchers, window.min, window.max)
-        .map((s) => ({ labels: s.labels, ts: s.timestamps, vs: s.values }))
+        .map((s) => ({ labels: s.labels, ts: s.timestamps, vs: s.values, windows: s.windows }))
         .sort((a, b) => compareLabels(a.labels, b.labels));
       ctx.samples += loaded.reduce((n, s) => n + s.ts.length, 0);
       if (ctx.samples > this.#maxSamples) {
@@ -199,6 +214,37 @@ export class PromqlEngine implements PromqlEvaluator {
       ctx.loaded.set(node, loaded);
     }
     return loaded;
+  }
+
+  stalelessSeries(node: VectorSelector, ctx: QueryContext): readonly StalelessSeries[] {
+    let prepared = ctx.staleless.get(node);
+    if (prepared === undefined) {
+      prepared = this.#load(node, ctx).map((loaded) => {
+        const n = loaded.ts.length;
+        let kept = 0;
+        for (let i = 0; i < n; i++) if (!isStaleNaN(loaded.vs[i]!)) kept++;
+        if (kept === n && loaded.vs instanceof Float64Array)
+          return {
+            labels: loaded.labels,
+            ts: new Float64Array(loaded.ts),
+            vs: loaded.vs,
+            windows: loaded.windows,
+          };
+        const ts = new Float64Array(kept);
+        const vs = new Float64Array(kept);
+        const windows: RollupPoint[] | undefined = loaded.windows === undefined ? undefined : [];
+        for (let i = 0, k = 0; i < n; i++) {
+          const v = loaded.vs[i]!;
+          if (isStaleNaN(v)) continue;
+          ts[k] = loaded.ts[i]!;
+          vs[k++] = v;
+          windows?.push(loaded.windows![i]!);
+        }
+        return { labels: loaded.labels, ts, vs, windows };
+      });
+      ctx.staleless.set(node, prepared);
+    }
+    return prepared;
   }
 
   /** The instant vector a selector gives at time t. */
@@ -232,13 +278,21 @@ export class PromqlEngine implements PromqlEvaluator {
       if (to <= from) continue;
       const ts: number[] = [];
       const vs: number[] = [];
+      // A rollup tier's windows, kept beside their samples.
+      const windows: RollupPoint[] | undefined = loaded.windows === undefined ? undefined : [];
       for (let i = from; i < to; i++) {
         const v = loaded.vs[i]!;
         if (isStaleNaN(v)) continue;
         ts.push(loaded.ts[i]!);
         vs.push(v);
+        windows?.push(loaded.windows![i]!);
       }
-      if (ts.length > 0) series.push({ labels: loaded.labels, ts, vs });
+      if (ts.length === 0) continue;
+      series.push(
+        windows === undefined
+          ? { labels: loaded.labels, ts, vs }
+          : { labels: loaded.labels, ts, vs, windows },
+      );
     }
     return { series, rangeStart, rangeEnd };
   }
@@ -314,7 +368,7 @@ function appendStep(
   samples: InstantVector,
 ): void {
   for (const sample of samples) {
-    const key = seriesKey(sample.labels);
+    const key = cachedSeriesKey(sample.labels);
     let series = bySeries.get(key);
     if (series === undefined) {
       series = { labels: sample.labels, ts: [], vs: [] };

@@ -1,6 +1,7 @@
 /**
  * PromQL's functions, as Prometheus 2.42 computes them: `rate`/`increase`/`delta` with its
- * extrapolation to the window's edges (and a counter never extrapolated below zero),
+ * extrapolation to the window's edges (and a counter never extrapolated below zero) — over
+ * samples, or over a rollup tier's windows (their first/last samples and reset carries),
  * `irate`/`idelta` from the last two samples, the `*_over_time` family, `deriv` and
  * `predict_linear` by least squares, `holt_winters`, `histogram_quantile` over classic `le`
  * buckets (coalesced and forced monotonic), label rewriting, date parts in UTC, and the math
@@ -12,6 +13,7 @@
  */
 import { compileAnchored, type LabelMatcher } from "./label-matcher.ts";
 import {
+  cachedWithoutName,
   LABEL_NAME_PATTERN,
   type Labels,
   labelsFromPairs,
@@ -19,39 +21,94 @@ import {
   seriesKey,
   withoutName,
 } from "./labels.ts";
-import { quantileOf, runningMean, variance } from "./promql-aggregate.ts";
+import { quantileOf, runningMeanOf, varianceOf } from "./promql-aggregate.ts";
 import type { Call, Expr, MatrixSelector, Subquery, VectorSelector } from "./promql-ast.ts";
-import type { PromqlEvaluator, QueryContext } from "./promql-evaluator.ts";
-import {
-  checkDistinct,
-  type InstantVector,
-  PromqlEvalError,
-  type RangeSeries,
-  type Value,
-} from "./promql-values.ts";
+import type { PromqlEvaluator, QueryContext, RangeColumns, StalelessSeries } from "./promql-evaluator.ts";
+import { checkDistinct, type InstantVector, PromqlEvalError, type Value } from "./promql-values.ts";
+import { type CounterWindow, mergeCounters, type RollupPoint } from "./rollup.ts";
 
-type RangeFn = (
-  s: RangeSeries,
-  window: { rangeStart: number; rangeEnd: number; rangeMs: number; t: number },
-  args: number[],
-) => number | undefined;
+/**
+ * What a range function reads: the samples [from, to) of one series (StaleNaN already
+ * dropped), in place — the per-step path hands it a window's own arrays, a range query's
+ * columns (`rangeColumns`) the series' whole samples with the window's bounds.
+ */
+export interface RangeSlice {
+  ts: ArrayLike<number>;
+  vs: ArrayLike<number>;
+  windows: readonly RollupPoint[] | undefined;
+  from: number;
+  to: number;
+}
+
+/** The window a range function is evaluated over (`t`: the evaluation time itself). */
+interface RangeWindow {
+  rangeStart: number;
+  rangeEnd: number;
+  rangeMs: number;
+  t: number;
+}
+
+type RangeFn = (s: RangeSlice, window: RangeWindow, args: readonly number[]) => number | undefined;
+
+/** What Prometheus's extrapolated rate reads of a range: its sample count, ends and delta. */
+interface RateInput {
+  readonly n: number;
+  readonly firstT: number;
+  readonly first: number;
+  readonly lastT: number;
+  /** last − first, plus (counters) the value before each reset. */
+  readonly result: number;
+}
+
+function samplesRateInput(s: RangeSlice, isCounter: boolean): RateInput {
+  const { vs, from, to } = s;
+  const first = vs[from]!;
+  let result = vs[to - 1]! - first;
+  if (isCounter) {
+    let last = 0;
+    for (let i = from; i < to; i++) {
+      const v = vs[i]!;
+      if (v < last) result += last;
+      last = v;
+    }
+  }
+  return { n: to - from, firstT: s.ts[from]!, first, lastT: s.ts[to - 1]!, result };
+}
+
+/**
+ * The same from a rollup tier's windows (their first/last samples, counts and reset carries):
+ * equal to the samples' own when the windows hold the same samples. Undefined when a window
+ * was written before the tiers kept first/last (no rate over it rather than a wrong one).
+ */
+function windowsRateInput(
+  windows: readonly RollupPoint[],
+  from: number,
+  to: number,
+  isCounter: boolean,
+): RateInput | undefined {
+  let counter: CounterWindow | undefined = to > from ? windows[from]!.counter : undefined;
+  let n = to > from ? windows[from]!.count : 0;
+  for (let i = from + 1; i < to && counter !== undefined; i++) {
+    counter = mergeCounters(counter, windows[i]!.counter);
+    n += windows[i]!.count;
+  }
+  if (counter === undefined) return undefined;
+  let result = counter.lastV - counter.firstV;
+  if (isCounter) result += counter.resetCarry;
+  return { n, firstT: counter.firstT, first: counter.firstV, lastT: counter.lastT, result };
+}
 
 function extrapolatedRate(isCounter: boolean, isRate: boolean): RangeFn {
   return (s, w) => {
-    const n = s.vs.length;
-    if (n < 2) return undefined;
-    const first = s.vs[0]!;
-    let result = s.vs[n - 1]! - first;
-    if (isCounter) {
-      let last = 0;
-      for (const v of s.vs) {
-        if (v < last) result += last;
-        last = v;
-      }
-    }
-    let durationToStart = (s.ts[0]! - w.rangeStart) / 1000;
-    const durationToEnd = (w.rangeEnd - s.ts[n - 1]!) / 1000;
-    const sampled = (s.ts[n - 1]! - s.ts[0]!) / 1000;
+    const input =
+      s.windows === undefined
+        ? samplesRateInput(s, isCounter)
+        : windowsRateInput(s.windows, s.from, s.to, isCounter);
+    if (input === undefined || input.n < 2) return undefined;
+    const { n, first, result } = input;
+    let durationToStart = (input.firstT - w.rangeStart) / 1000;
+    const durationToEnd = (w.rangeEnd - input.lastT) / 1000;
+    const sampled = (input.lastT - input.firstT) / 1000;
     const average = sampled / (n - 1);
     if (isCounter && result > 0 && first >= 0) {
       const durationToZero = sampled * (first / result);
@@ -69,32 +126,32 @@ function extrapolatedRate(isCounter: boolean, isRate: boolean): RangeFn {
 }
 
 function instantValue(isRate: boolean): RangeFn {
-  return (s) => {
-    const n = s.vs.length;
-    if (n < 2) return undefined;
-    const last = s.vs[n - 1]!;
-    const previous = s.vs[n - 2]!;
+  return ({ ts, vs, from, to }) => {
+    if (to - from < 2) return undefined;
+    const last = vs[to - 1]!;
+    const previous = vs[to - 2]!;
     const result = isRate && last < previous ? last : last - previous;
-    const interval = s.ts[n - 1]! - s.ts[n - 2]!;
+    const interval = ts[to - 1]! - ts[to - 2]!;
     if (interval === 0) return undefined;
     return isRate ? result / (interval / 1000) : result;
   };
 }
 
 /** Least squares of v over (t − intercept) in seconds: Prometheus's linearRegression. */
-function linearRegression(s: RangeSeries, interceptMs: number): [number, number] {
+function linearRegression(s: RangeSlice, interceptMs: number): [number, number] {
+  const { ts, vs, from, to } = s;
   let n = 0;
   let sumX = 0;
   let sumY = 0;
   let sumXY = 0;
   let sumX2 = 0;
-  const initY = s.vs[0]!;
+  const initY = vs[from]!;
   let constY = true;
-  for (let i = 0; i < s.vs.length; i++) {
-    const v = s.vs[i]!;
-    if (constY && i > 0 && v !== initY) constY = false;
+  for (let i = from; i < to; i++) {
+    const v = vs[i]!;
+    if (constY && i > from && v !== initY) constY = false;
     n++;
-    const x = (s.ts[i]! - interceptMs) / 1000;
+    const x = (ts[i]! - interceptMs) / 1000;
     sumX += x;
     sumY += v;
     sumXY += x * v;
@@ -107,18 +164,19 @@ function linearRegression(s: RangeSeries, interceptMs: number): [number, number]
   return [slope, sumY / n - (slope * sumX) / n];
 }
 
-function holtWinters(s: RangeSeries, sf: number, tf: number): number | undefined {
+function holtWinters(s: RangeSlice, sf: number, tf: number): number | undefined {
   if (!(sf > 0 && sf < 1))
     throw new PromqlEvalError(`invalid smoothing factor. Expected: 0 < sf < 1, got: ${sf}`);
   if (!(tf > 0 && tf < 1))
     throw new PromqlEvalError(`invalid trend factor. Expected: 0 < tf < 1, got: ${tf}`);
-  const n = s.vs.length;
+  const { vs, from, to } = s;
+  const n = to - from;
   if (n < 2) return undefined;
   let s0 = 0;
-  let s1 = s.vs[0]!;
-  let b = s.vs[1]! - s.vs[0]!;
+  let s1 = vs[from]!;
+  let b = vs[from + 1]! - vs[from]!;
   for (let i = 1; i < n; i++) {
-    const x = sf * s.vs[i]!;
+    const x = sf * vs[from + i]!;
     if (i > 1) b = tf * (s1 - s0) + (1 - tf) * b;
     const y = (1 - sf) * (s1 + b);
     s0 = s1;
@@ -127,38 +185,60 @@ function holtWinters(s: RangeSeries, sf: number, tf: number): number | undefined
   return s1;
 }
 
+function sumOf({ vs, from, to }: RangeSlice): number {
+  let sum = 0;
+  for (let i = from; i < to; i++) sum += vs[i]!;
+  return sum;
+}
+
+/** Go's reduce over the window without a seed: `better(b, a)` replaces a, and so does a NaN a. */
+function extremeOf({ vs, from, to }: RangeSlice, max: boolean): number {
+  let a = vs[from]!;
+  for (let i = from + 1; i < to; i++) {
+    const b = vs[i]!;
+    if ((max ? b > a : b < a) || Number.isNaN(a)) a = b;
+  }
+  return a;
+}
+
+function valuesOf({ vs, from, to }: RangeSlice): number[] {
+  const out: number[] = [];
+  for (let i = from; i < to; i++) out.push(vs[i]!);
+  return out;
+}
+
 const RANGE_FUNCTIONS: Readonly<Record<string, RangeFn>> = {
   rate: extrapolatedRate(true, true),
   increase: extrapolatedRate(true, false),
   delta: extrapolatedRate(false, false),
   irate: instantValue(true),
   idelta: instantValue(false),
-  avg_over_time: (s) => runningMean(s.vs),
-  count_over_time: (s) => s.vs.length,
-  sum_over_time: (s) => s.vs.reduce((a, b) => a + b, 0),
-  min_over_time: (s) => s.vs.reduce((a, b) => (b < a || Number.isNaN(a) ? b : a)),
-  max_over_time: (s) => s.vs.reduce((a, b) => (b > a || Number.isNaN(a) ? b : a)),
-  last_over_time: (s) => s.vs.at(-1),
+  avg_over_time: (s) => runningMeanOf(s.vs, s.from, s.to),
+  count_over_time: (s) => s.to - s.from,
+  sum_over_time: sumOf,
+  min_over_time: (s) => extremeOf(s, false),
+  max_over_time: (s) => extremeOf(s, true),
+  last_over_time: (s) => s.vs[s.to - 1],
   present_over_time: () => 1,
-  stdvar_over_time: (s) => variance(s.vs),
-  stddev_over_time: (s) => Math.sqrt(variance(s.vs)),
-  quantile_over_time: (s, _w, [q]) => quantileOf(q!, [...s.vs]),
-  changes: (s) => {
+  stdvar_over_time: (s) => varianceOf(s.vs, s.from, s.to),
+  stddev_over_time: (s) => Math.sqrt(varianceOf(s.vs, s.from, s.to)),
+  quantile_over_time: (s, _w, [q]) => quantileOf(q!, valuesOf(s)),
+  changes: ({ vs, from, to }) => {
     let changes = 0;
-    for (let i = 1; i < s.vs.length; i++) {
-      const [a, b] = [s.vs[i - 1]!, s.vs[i]!];
+    for (let i = from + 1; i < to; i++) {
+      const [a, b] = [vs[i - 1]!, vs[i]!];
       if (a !== b && !(Number.isNaN(a) && Number.isNaN(b))) changes++;
     }
     return changes;
   },
-  resets: (s) => {
+  resets: ({ vs, from, to }) => {
     let resets = 0;
-    for (let i = 1; i < s.vs.length; i++) if (s.vs[i]! < s.vs[i - 1]!) resets++;
+    for (let i = from + 1; i < to; i++) if (vs[i]! < vs[i - 1]!) resets++;
     return resets;
   },
-  deriv: (s) => (s.vs.length < 2 ? undefined : linearRegression(s, s.ts[0]!)[0]),
+  deriv: (s) => (s.to - s.from < 2 ? undefined : linearRegression(s, s.ts[s.from]!)[0]),
   predict_linear: (s, w, [seconds]) => {
-    if (s.vs.length < 2) return undefined;
+    if (s.to - s.from < 2) return undefined;
     const [slope, intercept] = linearRegression(s, w.t);
     return slope * seconds! + intercept;
   },
@@ -228,6 +308,19 @@ function rangeCall(engine: PromqlEvaluator, call: Call, t: number, ctx: QueryCon
   const fn = RANGE_FUNCTIONS[call.func];
   const matrixIndex = call.func === "quantile_over_time" ? 1 : 0;
   const arg = unwrap(call.args[matrixIndex]!) as MatrixSelector | Subquery;
+  const step = ctx.range === undefined ? undefined : stepIndex(ctx.range, t);
+  if (step !== undefined && fn !== undefined && arg.kind === "matrix" && COLUMNED.has(call.func)) {
+    const literals = call.args.filter((_, i) => i !== matrixIndex).map(unwrap);
+    if (literals.every((a) => a.kind === "number")) {
+      let columns = ctx.columns.get(call);
+      if (columns === undefined) {
+        const scalars = literals.map((a) => (a.kind === "number" ? a.value : Number.NaN));
+        columns = rangeColumns(engine, arg, fn, scalars, call.func === "last_over_time", ctx);
+        ctx.columns.set(call, columns);
+      }
+      if (columns !== null) return columns.at(step);
+    }
+  }
   const scalars = call.args.filter((_, i) => i !== matrixIndex).map((a) => scalarArg(engine, a, t, ctx));
   const selected =
     arg.kind === "matrix" ? engine.selectRange(arg, t, ctx) : engine.selectSubquery(arg, t, ctx);
@@ -241,11 +334,114 @@ function rangeCall(engine: PromqlEvaluator, call: Call, t: number, ctx: QueryCon
   // predict_linear's intercept is the evaluation time itself, not the (offset) window's end.
   const window = { rangeStart: selected.rangeStart, rangeEnd: selected.rangeEnd, rangeMs, t };
   for (const series of selected.series) {
-    const v = fn!(series, window, scalars);
+    const slice = { ts: series.ts, vs: series.vs, windows: series.windows, from: 0, to: series.vs.length };
+    const v = fn!(slice, window, scalars);
     if (v === undefined) continue;
     out.push({ labels: call.func === "last_over_time" ? series.labels : withoutName(series.labels), v });
   }
   return checkDistinct(out);
+}
+
+/**
+ * The range functions a range query computes for all its steps at once (`rangeColumns`): all
+ * but `holt_winters`, which may throw for its factors — per step, as Prometheus does, so an
+ * error elsewhere in the same step still comes first.
+ */
+const COLUMNED: ReadonlySet<string> = new Set(
+  Object.keys(RANGE_FUNCTIONS).filter((f) => f !== "holt_winters"),
+);
+
+/** Series × steps a range function's columns may hold (8 bytes each); past it, step by step. */
+const MAX_COLUMN_CELLS = 16_000_000;
+
+/** The index of `t` among a range query's steps, or undefined when it is not one (a subquery's step). */
+function stepIndex(range: NonNullable<QueryContext["range"]>, t: number): number | undefined {
+  const i = Math.round((t - range.times[0]!) / range.stepMs);
+  return range.times[i] === t ? i : undefined;
+}
+
+/**
+ * A range function of a matrix selector at every step of a range query, as Prometheus's engine
+ * and VictoriaMetrics's rollups do it: each series' samples walked once for all steps, the
+ * window's bounds slid forward with two indices (no copy per step), its output labels made —
+ * and checked distinct — once per series instead of once per step. The values equal the
+ * per-step path's (`selectRange` + the same function over the window's samples).
+ */
+function rangeColumns(
+  engine: PromqlEvaluator,
+  arg: MatrixSelector,
+  fn: RangeFn,
+  scalars: readonly number[],
+  keepName: boolean,
+  ctx: QueryContext,
+): RangeColumns | null {
+  const range = ctx.range!;
+  const steps = range.times.length;
+  const series = engine.stalelessSeries(arg.selector, ctx);
+  if (series.length * steps > MAX_COLUMN_CELLS) return null;
+  const values = new Float64Array(series.length * steps);
+  const defined = new Uint8Array(series.length * steps);
+  // Each step's window end: its time (or the `@` time) less the offset.
+  const at = engine.resolveAt(arg.selector.at, ctx);
+  const ends = new Float64Array(steps);
+  for (let i = 0; i < steps; i++) ends[i] = (at ?? range.times[i]!) - arg.selector.offsetMs;
+  for (let j = 0; j < series.length; j++)
+    fillColumn(series[j]!, fn, scalars, range.times, ends, arg.rangeMs, values, defined, j * steps);
+  const labels = series.map((s) => (keepName ? s.labels : withoutName(s.labels)));
+  // Distinct as a whole, every step's subset is: then no step needs the check.
+  const distinct = new Set(labels.map(seriesKey)).size === labels.length;
+  return {
+    at(step) {
+      const out: InstantVector = [];
+      for (let j = 0; j < series.length; j++) {
+        const k = j * steps + step;
+        if (defined[k] === 1) out.push({ labels: labels[j]!, v: values[k]! });
+      }
+      return distinct ? out : checkDistinct(out);
+    },
+  };
+}
+
+/**
+ * One series' row of `rangeColumns`: the window [end − range, end] slid over its samples, both
+ * ends included, its bounds only moving forward. A function of its own, called per series, so
+ * V8 optimizes it as a whole (a loop this long inside a function called once per query ran
+ * in and out of on-stack replacement instead).
+ */
+function fillColumn(
+  s: StalelessSeries,
+  fn: RangeFn,
+  scalars: readonly number[],
+  times: readonly number[],
+  ends: Float64Array,
+  rangeMs: number,
+  values: Float64Array,
+  defined: Uint8Array,
+  base: number,
+): void {
+  const ts = s.ts;
+  const n = ts.length;
+  const slice: RangeSlice = { ts, vs: s.vs, windows: s.windows, from: 0, to: 0 };
+  const window: RangeWindow = { rangeStart: 0, rangeEnd: 0, rangeMs, t: 0 };
+  let from = 0;
+  let to = 0;
+  for (let i = 0; i < ends.length; i++) {
+    const rangeEnd = ends[i]!;
+    const rangeStart = rangeEnd - rangeMs;
+    while (from < n && ts[from]! < rangeStart) from++;
+    if (to < from) to = from;
+    while (to < n && ts[to]! <= rangeEnd) to++;
+    if (to <= from) continue;
+    slice.from = from;
+    slice.to = to;
+    window.rangeStart = rangeStart;
+    window.rangeEnd = rangeEnd;
+    window.t = times[i]!;
+    const v = fn(slice, window, scalars);
+    if (v === undefined) continue;
+    values[base + i] = v;
+    defined[base + i] = 1;
+  }
 }
 
 /** absent()'s labels: the selector's equality matchers, unless a name appears twice. */
@@ -388,7 +584,7 @@ function labelJoin(samples: InstantVector, args: readonly Expr[]): InstantVector
 }
 
 function mapValues(samples: InstantVector, fn: (v: number) => number): InstantVector {
-  return checkDistinct(samples.map((s) => ({ labels: withoutName(s.labels), v: fn(s.v) })));
+  return checkDistinct(samples.map((s) => ({ labels: cachedWithoutName(s.labels), v: fn(s.v) })));
 }
 
 function sortBy(samples: InstantVector, descending: boolean): InstantVector {

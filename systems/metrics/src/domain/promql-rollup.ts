@@ -1,19 +1,25 @@
 /**
- * PromQL over a rollup tier (MT-11/12): what min, max, sum and count per window can answer,
- * rewritten so the ordinary evaluator computes it, and a clear refusal for the rest.
+ * PromQL over a rollup tier (MT-11/12): what min, max, sum and count — and the first and last
+ * sample with the reset carry — per window can answer, rewritten so the ordinary evaluator
+ * computes it, and a clear refusal for the rest.
  *
  * Answerable (exactly, for windows wholly inside the range):
  * - `max_over_time(x[r])` → the max of the windows' maxes; `min_over_time` likewise;
  * - `sum_over_time(x[r])` → the sum of their sums; `count_over_time(x[r])` → the sum of counts;
  * - `avg_over_time(x[r])` → sum of sums / sum of counts (a true mean, not a mean of means);
- * - a plain selector `x` → the newest window's mean (sum / count), looked back one window.
+ * - a plain selector `x` → the newest window's mean (sum / count), looked back one window;
+ * - `rate`, `increase`, `delta` → Prometheus's extrapolated rate over the windows' first and
+ *   last samples, counts and reset carries (`counter` view: the windows ride beside the
+ *   values, `promql-functions.ts` reads them) — the raw answer exactly when the windows hold
+ *   the range's samples; no value for a series whose range holds a window written before the
+ *   tiers kept first/last.
  * Everything around them (aggregations, binary operators, other functions of instant
- * vectors) is evaluated as usual. Refused on a rollup tier, naming the function: `rate`,
- * `increase`, `irate`, `delta`, `deriv`, `last_over_time`, `quantile_over_time`, … — they
- * need the samples themselves (or a first/last and counter resets, which the tiers do not
- * keep) — and subqueries.
+ * vectors) is evaluated as usual. Refused on a rollup tier, naming the function: `irate`,
+ * `idelta`, `deriv`, `resets`, `changes`, `last_over_time`, `quantile_over_time`, … — they
+ * need the samples themselves (`irate` the last two: a second-to-last sample per window is
+ * not kept) — and subqueries.
  *
- * Each rewritten selector carries a `__rollup_view__` matcher (min, max, sum, count or mean)
+ * Each rewritten selector carries a `__rollup_view__` matcher (min, max, sum, count, mean or counter)
  * that the tier's storage reads and strips. A window's point is stamped at its LAST
  * millisecond (start + width − 1): visible once complete, and a range [T − r, T] (Prometheus
  * 2.42's, both ends included) with r a multiple of the width covers exactly r / width windows
@@ -26,9 +32,10 @@
 import type { SeriesData } from "./head-block.ts";
 import { type LabelMatcher, labelMatcher } from "./label-matcher.ts";
 import type { Expr, MatrixSelector, VectorSelector } from "./promql-ast.ts";
+import type { StoredSeries } from "./promql-engine.ts";
 import type { RollupPoint } from "./rollup.ts";
 
-export type RollupView = "min" | "max" | "sum" | "count" | "mean";
+export type RollupView = "min" | "max" | "sum" | "count" | "mean" | "counter";
 
 export const ROLLUP_VIEW_LABEL = "__rollup_view__";
 
@@ -42,7 +49,14 @@ const OVER_TIME_VIEW: Readonly<Record<string, RollupView>> = {
   count_over_time: "count",
 };
 
-export const ROLLUP_FUNCTIONS = [...Object.keys(OVER_TIME_VIEW), "avg_over_time"] as const;
+/** Answered by Prometheus's extrapolation over the windows' first/last samples (`counter` view). */
+const COUNTER_FUNCTIONS: ReadonlySet<string> = new Set(["rate", "increase", "delta"]);
+
+export const ROLLUP_FUNCTIONS = [
+  ...Object.keys(OVER_TIME_VIEW),
+  "avg_over_time",
+  ...COUNTER_FUNCTIONS,
+] as const;
 
 function withView(selector: VectorSelector, view: RollupView): VectorSelector {
   return { ...selector, matchers: [...selector.matchers, labelMatcher("=", ROLLUP_VIEW_LABEL, view)] };
@@ -68,7 +82,7 @@ function summed(arg: MatrixSelector, view: RollupView, widthMs: number, tier: st
 
 function refuse(what: string, tier: string): never {
   throw new RollupQueryError(
-    `${what} cannot be answered from the ${tier} tier, which keeps min, max, sum and count per window: use ${ROLLUP_FUNCTIONS.join(", ")} or a plain selector, or a step under 1m within raw retention`,
+    `${what} cannot be answered from the ${tier} tier, which keeps min, max, sum, count and the first and last sample per window: use ${ROLLUP_FUNCTIONS.join(", ")} or a plain selector, or a step under 1m within raw retention`,
   );
 }
 
@@ -100,6 +114,10 @@ export function rewriteForRollup(expr: Expr, tier: string, widthMs: number): Exp
           if (view !== "max" && view !== "min") return summed(arg, view, widthMs, tier);
           checkRange(arg, widthMs, tier);
           return { ...e, args: [{ ...arg, selector: withView(arg.selector, view) }] };
+        }
+        if (COUNTER_FUNCTIONS.has(e.func) && arg?.kind === "matrix") {
+          checkRange(arg, widthMs, tier);
+          return { ...e, args: [{ ...arg, selector: withView(arg.selector, "counter") }] };
         }
         if (e.func === "avg_over_time" && arg?.kind === "matrix") {
           return {
@@ -144,23 +162,26 @@ function viewValue(point: RollupPoint, view: RollupView): number {
       return point.count;
     case "mean":
       return point.sum / point.count;
+    case "counter":
+      return point.counter?.lastV ?? Number.NaN;
   }
 }
 
 /**
  * One rollup series as the evaluator's samples of a view, stamped at each window's last ms —
  * or at `untilMs` for a window still open then (rolled up from raw up to `untilMs`), so the
- * read that asked for it still sees it.
+ * read that asked for it still sees it. The `counter` view carries the windows themselves.
  */
 export function rollupSeriesData(
   series: { labels: SeriesData["labels"]; points: readonly RollupPoint[] },
   view: RollupView,
   widthMs: number,
   untilMs = Number.POSITIVE_INFINITY,
-): SeriesData {
-  return {
+): StoredSeries {
+  const data = {
     labels: series.labels,
     timestamps: series.points.map((p) => Math.min(p.t + widthMs - 1, untilMs)),
     values: Float64Array.from(series.points, (p) => viewValue(p, view)),
   };
+  return view === "counter" ? { ...data, windows: series.points } : data;
 }

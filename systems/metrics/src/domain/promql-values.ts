@@ -6,7 +6,8 @@
  * @example
  * const v: InstantVector = [{ labels: [["job", "api"]], v: 1, t: 60_000 }];
  */
-import { type Labels, seriesKey } from "./labels.ts";
+import { cachedSeriesKey, type Labels } from "./labels.ts";
+import type { RollupPoint } from "./rollup.ts";
 
 export interface InstantSample {
   readonly labels: Labels;
@@ -21,6 +22,8 @@ export interface RangeSeries {
   readonly labels: Labels;
   readonly ts: readonly number[];
   readonly vs: readonly number[];
+  /** On a rollup tier: the window behind each sample (what `rate` over windows reads). */
+  readonly windows?: readonly RollupPoint[];
 }
 
 export type Value =
@@ -63,7 +66,7 @@ export function checkDistinct(samples: InstantVector): InstantVector {
   if (samples.length < 2) return samples;
   const seen = new Set<string>();
   for (const s of samples) {
-    const key = seriesKey(s.labels);
+    const key = cachedSeriesKey(s.labels);
     if (seen.has(key)) throw new PromqlEvalError("vector cannot contain metrics with the same labelset");
     seen.add(key);
   }

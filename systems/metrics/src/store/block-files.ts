@@ -19,12 +19,12 @@
  */
 import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { ByteReader, ByteWriter } from "../domain/byte-codec.ts";
 import type { SealedChunk } from "../domain/gorilla-chunk.ts";
 import { type SeriesData, samplesIn } from "../domain/head-block.ts";
 import type { LabelMatcher } from "../domain/label-matcher.ts";
 import { type Labels, seriesKey } from "../domain/labels.ts";
 import { PostingsIndex } from "../domain/postings-index.ts";
-import { ByteReader, ByteWriter } from "./byte-codec.ts";
 
 export interface BlockContent {
   readonly mint: number;

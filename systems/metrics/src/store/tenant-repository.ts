@@ -11,7 +11,12 @@
  */
 import { ApiKeyTable } from "@casebook/infra/sql/api-key-table";
 import type { Database } from "@casebook/infra/sql/sql";
-import { apiKeyScheme, type IssuedApiKey, type RandomBytes } from "@casebook/kit/api-key";
+import {
+  apiKeyScheme,
+  type IssuedApiKey,
+  type PresentedApiKey,
+  type RandomBytes,
+} from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
 
 export const TENANT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -29,6 +34,20 @@ export interface Tenant {
   /** The tenant's own ceilings (MT-16), or undefined for the deployment's defaults. */
   readonly maxSeries: number | undefined;
   readonly maxSeriesPerMetric: number | undefined;
+}
+
+interface TenantRow {
+  id: string;
+  max_series: number | null;
+  max_series_per_metric: number | null;
+}
+
+function tenantOf(row: TenantRow): Tenant {
+  return {
+    id: row.id,
+    maxSeries: row.max_series ?? undefined,
+    maxSeriesPerMetric: row.max_series_per_metric ?? undefined,
+  };
 }
 
 export interface CreatedTenant {
@@ -94,23 +113,33 @@ export class TenantRepository {
 
   /** The tenant a key belongs to, or undefined (malformed, unknown, wrong, expired, revoked). */
   async authenticate(key: string): Promise<Tenant | undefined> {
-    const id = await tenantKeys.authenticate(this.#db, key, this.#clock.nowMs());
-    if (id === undefined) return undefined;
-    return this.find(id);
+    return (await this.authenticatePresented([tenantKeys.scheme.parse(key)]))[0];
+  }
+
+  /**
+   * `authenticate` for keys already parsed (prefix + sha256, what kit's VerifiedKeyCache
+   * keeps), many at once: two queries for the whole batch, one answer per key, in order.
+   */
+  async authenticatePresented(
+    presented: readonly (PresentedApiKey | undefined)[],
+  ): Promise<(Tenant | undefined)[]> {
+    const ids = await tenantKeys.authenticatePresented(this.#db, presented, this.#clock.nowMs());
+    const wanted = [...new Set(ids.filter((id) => id !== undefined))];
+    if (wanted.length === 0) return ids.map(() => undefined);
+    const { rows } = await this.#db.query<TenantRow>(
+      "SELECT id, max_series, max_series_per_metric FROM tenants WHERE id = ANY($1::text[])",
+      [wanted],
+    );
+    const byId = new Map(rows.map((row) => [row.id, tenantOf(row)]));
+    return ids.map((id) => (id === undefined ? undefined : byId.get(id)));
   }
 
   /** The tenant with this id and its ceilings, or undefined (the stream's consumers look tenants up by id). */
   async find(id: string): Promise<Tenant | undefined> {
-    const { rows } = await this.#db.query<{
-      max_series: number | null;
-      max_series_per_metric: number | null;
-    }>("SELECT max_series, max_series_per_metric FROM tenants WHERE id = $1", [id]);
-    const row = rows[0];
-    if (row === undefined) return undefined;
-    return {
-      id,
-      maxSeries: row.max_series ?? undefined,
-      maxSeriesPerMetric: row.max_series_per_metric ?? undefined,
-    };
+    const { rows } = await this.#db.query<TenantRow>(
+      "SELECT id, max_series, max_series_per_metric FROM tenants WHERE id = $1",
+      [id],
+    );
+    return rows[0] === undefined ? undefined : tenantOf(rows[0]);
   }
 }

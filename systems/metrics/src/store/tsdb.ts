@@ -38,7 +38,14 @@ export interface TsdbOptions {
 }
 
 export type AppendResult =
-  | { ok: true; samples: number; newSeries: number; limited: AppendPlan["limited"] }
+  | {
+      ok: true;
+      samples: number;
+      /** Samples stored per entry of the batch (by its index). */
+      samplesByIndex: readonly number[];
+      newSeries: number;
+      limited: AppendPlan["limited"];
+    }
   | AppendRefusal;
 
 export class Tsdb {
@@ -97,7 +104,13 @@ export class Tsdb {
       await this.#wal.append(plan.newSeries, samples);
       this.head.commit(plan);
       await this.#compactIfDue();
-      return { ok: true, samples: plan.sampleCount, newSeries: plan.newSeries.length, limited: plan.limited };
+      return {
+        ok: true,
+        samples: plan.sampleCount,
+        samplesByIndex: plan.samplesByIndex,
+        newSeries: plan.newSeries.length,
+        limited: plan.limited,
+      };
     });
   }
 

@@ -19,8 +19,8 @@
 import { mkdir, open, readdir, readFile, rm, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
+import { ByteReader, ByteWriter } from "../domain/byte-codec.ts";
 import type { Labels } from "../domain/labels.ts";
-import { ByteReader, ByteWriter } from "./byte-codec.ts";
 
 const SERIES = 1;
 const SAMPLES = 2;

@@ -11,6 +11,9 @@
  * input.uvarint(); // 300
  */
 
+const UTF8_ENCODER = new TextEncoder();
+const UTF8_DECODER = new TextDecoder("utf-8", { fatal: true });
+
 export class ByteWriter {
   #buffer = new Uint8Array(256);
   #view = new DataView(this.#buffer.buffer);
@@ -61,7 +64,7 @@ export class ByteWriter {
     this.#length += bytes.length;
   }
   string(text: string): void {
-    const encoded = new TextEncoder().encode(text);
+    const encoded = UTF8_ENCODER.encode(text);
     this.uvarint(encoded.length);
     this.bytes(encoded);
   }
@@ -124,6 +127,6 @@ export class ByteReader {
     return out;
   }
   string(): string {
-    return new TextDecoder("utf-8", { fatal: true }).decode(this.bytes(this.uvarint()));
+    return UTF8_DECODER.decode(this.bytes(this.uvarint()));
   }
 }
