@@ -1,23 +1,28 @@
 /**
  * The bench's load generator, a process of its own (never sharing an event loop with a
- * server it measures): it holds the clients of one side — chat's raw WebSocket protocol or
- * socket.io-client — and speaks JSON lines with bench/main.ts over stdin/stdout:
+ * server it measures). bench/main.ts runs several (`--load-processes`), each holding its
+ * share of one side's clients — chat's raw WebSocket protocol or socket.io-client — so
+ * that decoding every delivery is spread over processes and the generator is not what
+ * caps the faster side. It speaks JSON lines with bench/main.ts over stdin/stdout:
  *
- *   → {"cmd":"connect", side, urls, clients: [{token?, rooms}], connectPerS}
+ *   → {"cmd":"connect", side, urls, clients: [{index, token?, rooms}], connectPerS}
  *   ← {"connected": n, "failed": m}
- *   → {"cmd":"run", groups: [{target, members}], ratePerS, durationMs, warmupMs, drainMs}
- *   ← {"sent", "acked", "errors", "expected", "delivered", "deliveredPerS", "latencyMs", "stillConnected"}
+ *   → {"cmd":"run", groups: [{target, members}], ratePerS, durationMs, warmupMs, drainMs, seed, startAtEpochMs}
+ *   ← {"sent", "acked", "errors", "expected", "delivered", "windowMs", "latencyBuckets", "stillConnected"}
  *   → {"cmd":"close"}
  *
- * Sends are open loop: message i is due at t0 + i / rate whatever the servers do, and its
- * body carries that intended time, so a recipient's latency (send → deliver, measured in
- * this one process's clock) includes any stall instead of hiding it. A send picks a group
- * and a member at random; every other member is one expected delivery.
+ * Sends are open loop: message i is due at start + i / rate whatever the servers do, and its
+ * body carries that intended time (epoch ms: every process on the machine reads the same
+ * clock), so a recipient's latency (send → deliver) includes any stall instead of hiding it.
+ * Every process draws the SAME schedule from the run's seed — message i goes to group g_i
+ * from member m_i — and sends the messages whose sender it holds; each counts as expected
+ * the deliveries to the clients it holds, so the sums over processes are one generator's.
  */
 import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Histogram } from "@casebook/kit/histogram";
+import { Histogram, type HistogramBucket } from "@casebook/kit/histogram";
+import { seededRandom } from "@casebook/kit/random";
 import { io, type Socket } from "socket.io-client";
 import WebSocket from "ws";
 
@@ -27,7 +32,8 @@ export interface ConnectCommand {
   cmd: "connect";
   side: Side;
   urls: string[];
-  clients: { token?: string; rooms: string[] }[];
+  /** This process's share; `index` is the client's place in the whole population. */
+  clients: { index: number; token?: string; rooms: string[] }[];
   connectPerS: number;
 }
 
@@ -38,9 +44,14 @@ export interface RunCommand {
   durationMs: number;
   warmupMs: number;
   drainMs: number;
+  /** Every process of a run draws the same schedule from it. */
+  seed: number;
+  /** When message 0 is due, the same instant for every process. */
+  startAtEpochMs: number;
 }
 
-export interface RunResult {
+/** What one process's share of a run and a whole run both count. */
+export interface RunCounts {
   sent: number;
   acked: number;
   errors: number;
@@ -48,9 +59,21 @@ export interface RunResult {
   errorCodes: Record<string, number>;
   expected: number;
   delivered: number;
+  stillConnected: number;
+}
+
+/** One process's share of a run. */
+export interface ChildRunResult extends RunCounts {
+  /** From the measure window's start to the end of sending or the last delivery, whichever is later. */
+  windowMs: number;
+  /** Send → deliver, in µs, to merge across processes. */
+  latencyBuckets: HistogramBucket[];
+}
+
+/** A run over every process, as bench/main.ts reports it. */
+export interface RunResult extends RunCounts {
   deliveredPerS: number;
   latencyMs: { p50: number; p90: number; p99: number; max: number };
-  stillConnected: number;
 }
 
 interface BenchClient {
@@ -62,6 +85,11 @@ interface BenchClient {
 interface Events {
   onAck(ok: boolean, code?: string): void;
   onMessage(body: string, client: number): void;
+}
+
+/** Wall-clock ms with performance.now()'s resolution: comparable across processes. */
+function epochNowMs(): number {
+  return performance.timeOrigin + performance.now();
 }
 
 const CONNECT_TIMEOUT_MS = 15_000;
@@ -119,9 +147,14 @@ function socketIoClient(url: string, rooms: string[], index: number, events: Eve
   });
 }
 
+export function latencyHistogram(): Histogram {
+  return new Histogram({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000 });
+}
+
 class LoadState implements Events {
-  clients: BenchClient[] = [];
-  histogram = new Histogram({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000 });
+  /** The clients this process holds, by their index in the population. */
+  clients = new Map<number, BenchClient>();
+  histogram = latencyHistogram();
   measureFromMs = Number.POSITIVE_INFINITY;
   acked = 0;
   errors = 0;
@@ -151,7 +184,7 @@ class LoadState implements Events {
   onMessage(body: string, client: number): void {
     const { t, s } = JSON.parse(body) as { t: number; s: number };
     if (s === client || t < this.measureFromMs) return;
-    const now = performance.now();
+    const now = epochNowMs();
     this.histogram.record(Math.max(0, Math.round((now - t) * 1_000)));
     this.delivered += 1;
     this.lastDeliveryMs = now;
@@ -168,57 +201,61 @@ async function connectAll(
     const batch = command.clients.slice(start, start + perTick);
     const begun = performance.now();
     const made = await Promise.allSettled(
-      batch.map((spec, offset) => {
-        const index = start + offset;
-        const url = command.urls[index % command.urls.length]!;
+      batch.map((spec) => {
+        const url = command.urls[spec.index % command.urls.length]!;
         return command.side === "chat"
-          ? chatClient(url, spec.token!, index, state)
-          : socketIoClient(url, spec.rooms, index, state);
+          ? chatClient(url, spec.token!, spec.index, state)
+          : socketIoClient(url, spec.rooms, spec.index, state);
       }),
     );
-    for (const result of made) {
-      if (result.status === "fulfilled") state.clients.push(result.value);
+    made.forEach((result, offset) => {
+      const { index } = batch[offset]!;
+      if (result.status === "fulfilled") state.clients.set(index, result.value);
       else {
         failed += 1;
-        state.clients.push({
+        state.clients.set(index, {
           send: () => state.onAck(false, "not connected"),
           connected: () => false,
           close: () => {},
         });
       }
-    }
+    });
     await sleep(Math.max(0, 100 - (performance.now() - begun)));
   }
-  return { connected: state.clients.length - failed, failed };
+  return { connected: state.clients.size - failed, failed };
 }
 
-async function run(state: LoadState, command: RunCommand): Promise<RunResult> {
+async function run(state: LoadState, command: RunCommand): Promise<ChildRunResult> {
   const periodMs = 1_000 / command.ratePerS;
   const total = Math.floor((command.durationMs / 1_000) * command.ratePerS);
-  const t0 = performance.now() + 50;
+  const schedule = seededRandom(command.seed);
+  // Members of each group this process holds: its expected deliveries per message.
+  const heldPerGroup = command.groups.map((g) => g.members.filter((m) => state.clients.has(m)).length);
+  const t0 = command.startAtEpochMs;
   state.reset(t0 + command.warmupMs);
   let sent = 0;
   let expected = 0;
   let next = 0;
   while (next < total) {
-    const now = performance.now();
+    const now = epochNowMs();
     for (; next < total && t0 + next * periodMs <= now; next++) {
       const intended = t0 + next * periodMs;
-      const group = command.groups[Math.floor(Math.random() * command.groups.length)]!;
-      const sender = group.members[Math.floor(Math.random() * group.members.length)]!;
-      state.clients[sender]!.send(group.target, JSON.stringify({ t: intended, s: sender, p: PADDING }));
-      if (intended >= state.measureFromMs) {
-        sent += 1;
-        expected += group.members.length - 1;
+      const g = Math.floor(schedule.next() * command.groups.length);
+      const group = command.groups[g]!;
+      const sender = group.members[Math.floor(schedule.next() * group.members.length)]!;
+      const client = state.clients.get(sender);
+      const measured = intended >= state.measureFromMs;
+      if (client !== undefined) {
+        client.send(group.target, JSON.stringify({ t: intended, s: sender, p: PADDING }));
+        if (measured) sent += 1;
       }
+      if (measured) expected += heldPerGroup[g]! - (client === undefined ? 0 : 1);
     }
     await sleep(TICK_MS);
   }
   const endMs = t0 + command.durationMs;
-  const drainUntil = performance.now() + command.drainMs;
-  while (state.delivered < expected && performance.now() < drainUntil) await sleep(20);
-  const windowMs = Math.max(endMs - state.measureFromMs, state.lastDeliveryMs - state.measureFromMs);
-  const s = state.histogram.summary();
+  const drainUntil = epochNowMs() + command.drainMs;
+  while (state.delivered < expected && epochNowMs() < drainUntil) await sleep(20);
   return {
     sent,
     acked: state.acked,
@@ -226,9 +263,9 @@ async function run(state: LoadState, command: RunCommand): Promise<RunResult> {
     errorCodes: state.errorCodes,
     expected,
     delivered: state.delivered,
-    deliveredPerS: windowMs > 0 ? (state.delivered / windowMs) * 1_000 : 0,
-    latencyMs: { p50: s.p50 / 1_000, p90: s.p90 / 1_000, p99: s.p99 / 1_000, max: s.max / 1_000 },
-    stillConnected: state.clients.filter((c) => c.connected()).length,
+    windowMs: Math.max(endMs - state.measureFromMs, state.lastDeliveryMs - state.measureFromMs),
+    latencyBuckets: [...state.histogram.buckets()],
+    stillConnected: [...state.clients.values()].filter((c) => c.connected()).length,
   };
 }
 
@@ -243,6 +280,6 @@ if (import.meta.main) {
     else if (command.cmd === "run") reply(await run(state, command));
     else break;
   }
-  for (const client of state.clients) client.close();
+  for (const client of state.clients.values()) client.close();
   process.exit(0);
 }

@@ -56,6 +56,9 @@ export const VERSION = packageJson.version;
 
 export type { MainOptions, RunningSystem } from "./running-system.ts";
 
+/** Bound on a session-table or routing command's reply (see sharedState). */
+const ROUTING_REDIS_TIMEOUT_MS = 2_000;
+
 interface Shared {
   sessions: SessionTable;
   routing: RoutingBus;
@@ -63,7 +66,16 @@ interface Shared {
 
 async function sharedState(config: SystemConfig, service: Service, clock: Clock): Promise<Shared> {
   if (config.redisUrl === undefined) return { sessions: new MemorySessions(), routing: new MemoryRouting() };
-  const redis = await connectRedis({ url: config.redisUrl });
+  // Auto-pipelining: a routing batch's lookup and its publishes (one per gateway) leave in one
+  // write. The 250 ms default bound is ioredis's timer, checked before the socket is read: on a
+  // busy event loop it fired with the reply already there and dropped live deliveries. Routing
+  // runs after the sender's answer and a missed delivery waits in the history, so the bound
+  // here only has to catch a Redis that is gone or hung (ROUTING_REDIS_TIMEOUT_MS).
+  const redis = await connectRedis({
+    url: config.redisUrl,
+    autoPipelining: true,
+    commandTimeoutMs: ROUTING_REDIS_TIMEOUT_MS,
+  });
   // A subscribed connection runs nothing else; commands on it would be refused.
   const subscriber = await connectRedis({ url: config.redisUrl, commandTimeoutMs: 5_000 });
   service.onClose(() => closeRedis(subscriber));
@@ -105,6 +117,7 @@ function buildApi(
     onRouted: (outcome, count) => metrics.routed.inc({ outcome }, count),
     ...(deps.channelEvents ? { channelEvents: deps.channelEvents } : {}),
   });
+  service.onClose(() => sendPath.drain());
   return { history, sendPath };
 }
 
@@ -224,9 +237,10 @@ export async function main(
         metrics: {
           onConnections: (n) => metrics.connections.set(n),
           onFrameError: (code) => metrics.frameErrors.inc({ code }),
-          onDelivered: (createdAt) => {
-            if (createdAt)
-              metrics.deliveryLag.observe(Math.max(0, clock.nowMs() - Date.parse(createdAt)) / 1_000);
+          onDelivered: (createdAt, count) => {
+            if (!createdAt) return;
+            const lagS = Math.max(0, clock.nowMs() - Date.parse(createdAt)) / 1_000;
+            for (let i = 0; i < count; i++) metrics.deliveryLag.observe(lagS);
           },
         },
       });

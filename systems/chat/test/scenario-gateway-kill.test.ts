@@ -26,7 +26,11 @@ test("CH-01 CH-14 CH-27 the console's scenario: a private gateway SIGKILLed mid-
     listed.scenarios.map((s) => s.id),
     ["gateway-kill"],
   );
-  const { run, secondStart } = await runScenario(running.url, "gateway-kill", { probeSecondStart: true });
+  // The scenario's own bound is 150 s (it starts a deployment): wait a little past it.
+  const { run, secondStart } = await runScenario(running.url, "gateway-kill", {
+    probeSecondStart: true,
+    timeoutMs: 160_000,
+  });
   assert.equal(secondStart, 409, "one run at a time");
   assert.equal(run.state, "done", JSON.stringify(run.error));
   const result = String(run.result);

@@ -119,5 +119,29 @@ contractSuite<Subject>(
       await arrived;
       assert.deepEqual(got, [{ connectionIds: ["c9"], frame: { action: "message", n: 1 } }]);
     });
+
+    it("CH-04 a routing batch's envelopes for one gateway go in one publish and arrive one by one, in order", async ({
+      routing,
+      peer,
+    }) => {
+      const gateway = `gw-${Math.random().toString(36).slice(2)}`;
+      const got: RoutedEnvelope[] = [];
+      let arrive = () => {};
+      const arrived = new Promise<void>((resolve) => {
+        arrive = resolve;
+      });
+      await peer.subscribe(gateway, (envelope) => {
+        got.push(envelope);
+        if (got.length === 3) arrive();
+      });
+      const envelopes = [1, 2, 3].map((n) => ({ connectionIds: [`c${n}`], frame: { action: "message", n } }));
+      assert.equal(
+        await routing.publishMany(gateway, envelopes),
+        1,
+        "one message on the channel, one listener",
+      );
+      await arrived;
+      assert.deepEqual(got, envelopes);
+    });
   },
 );

@@ -32,7 +32,9 @@ export function deployedEnv(input: { dbUrl: string; redisUrl: string; issuer: st
   const cleanup = async () => {
     const db = await openDatabase({ system: "chat", url: input.dbUrl, schema });
     await db.exec(`DROP SCHEMA IF EXISTS ${quoteIdentifier(schema)} CASCADE`).finally(() => db.close());
-    const redis = await connectRedis({ url: input.redisUrl });
+    // A cleanup, not a request path: KEYS over a shared Redis may take more than the 250 ms default
+    // on a loaded machine (it failed once at load 22), and nothing waits on it but the test's end.
+    const redis = await connectRedis({ url: input.redisUrl, commandTimeoutMs: 10_000 });
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length > 0) await redis.del(...keys);
     await closeRedis(redis);

@@ -6,7 +6,7 @@ import { CHAT_KINDS, MAX_GROUP_MEMBERS, MAX_PAGE_LIMIT } from "../domain/convers
 import { MAX_TOKEN_TTL_S } from "./user-tokens.ts";
 
 const userId = { type: "string", pattern: "^[A-Za-z0-9_.@-]{1,64}$" } as const;
-const decimalId = { type: "string", pattern: "^[1-9][0-9]{0,18}$" } as const;
+export const decimalId = { type: "string", pattern: "^[1-9][0-9]{0,18}$" } as const;
 const position = { type: "string", pattern: "^(0|[1-9][0-9]{0,18})$" } as const;
 const instant = { type: "string", format: "date-time" } as const;
 

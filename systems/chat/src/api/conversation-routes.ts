@@ -17,6 +17,7 @@
 import { bearerSecurity } from "@casebook/infra/http/bearer-auth";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { type ChatKind, checkBody, membersMax, parseId, parseSeq } from "../domain/conversation.ts";
+import type { Sent } from "../domain/send-path.ts";
 import { messageJson } from "../domain/wire.ts";
 import { errors } from "../errors.ts";
 import { type ChatApiContext, conversationJson } from "./api-context.ts";
@@ -47,6 +48,33 @@ function chatIdOf(params: ChatParams): bigint {
   const id = parseId(params.chatId);
   if (id === undefined) throw errors.create("CHAT_NOT_FOUND", { fields: { chatId: params.chatId } });
   return id;
+}
+
+/**
+ * A text send as the user of `identity`: the one path of the single route and of each item
+ * of the gateways' batches (send-batch-routes.ts) — body checked, then the send path
+ * (stored first, then delivered, CH-03); a resent clientMsgId returns the first message.
+ */
+export async function sendText(
+  context: ChatApiContext,
+  identity: UserIdentity,
+  params: ChatParams,
+  input: { clientMsgId: string; body: string },
+): Promise<Sent> {
+  const chatId = chatIdOf(params);
+  const problem = checkBody(input.body);
+  if (problem) throw errors.create("CHAT_MESSAGE_INVALID", { detail: problem, fields: { field: "body" } });
+  const sent = await context.sendPath.send({
+    chatId,
+    id: context.ids.next(),
+    clientMsgId: input.clientMsgId.toLowerCase(),
+    senderId: identity.userId,
+    senderDevice: identity.deviceId,
+    body: input.body,
+    nowMs: context.clock.nowMs(),
+  });
+  context.onSent?.(sent.created);
+  return sent;
 }
 
 export function registerConversationRoutes(
@@ -159,21 +187,9 @@ export function registerConversationRoutes(
       },
     },
     async (request, reply) => {
-      const chatId = chatIdOf(request.params);
-      const { userId, deviceId } = userOf(request);
-      const problem = checkBody(request.body.body);
-      if (problem)
-        throw errors.create("CHAT_MESSAGE_INVALID", { detail: problem, fields: { field: "body" } });
-      const sent = await sendPath.send({
-        chatId,
-        id: ids.next(),
-        clientMsgId: request.body.clientMsgId.toLowerCase(),
-        senderId: userId,
-        senderDevice: deviceId,
-        body: request.body.body,
-        nowMs: clock.nowMs(),
-      });
-      context.onSent?.(sent.created);
+      const sent = await sendText(context, userOf(request), request.params, request.body);
+      // This route answers "stored, then delivered" (the gateways' batch route answers once stored).
+      await sent.delivered;
       return reply
         .code(sent.created ? 201 : 200)
         .send({ message: messageJson(sent.message), created: sent.created });

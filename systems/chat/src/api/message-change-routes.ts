@@ -64,6 +64,7 @@ export function registerMessageChangeRoutes(
       change: { kind, targetId },
     });
     context.onSent?.(sent.created);
+    await sent.delivered;
     return sent;
   };
 

@@ -13,6 +13,7 @@ import type { ChatApiContext } from "./api-context.ts";
 import { registerConversationRoutes } from "./conversation-routes.ts";
 import { registerEphemeralRoutes } from "./ephemeral-routes.ts";
 import { registerMessageChangeRoutes } from "./message-change-routes.ts";
+import { registerSendBatchRoutes } from "./send-batch-routes.ts";
 import { registerTokenRoutes } from "./token-routes.ts";
 import type { UserIdentity } from "./user-tokens.ts";
 
@@ -23,6 +24,8 @@ export type ApiOptions = ChatApiContext;
 
 export async function registerApi(app: FastifyInstance, context: ChatApiContext): Promise<void> {
   await registerTokenRoutes(app, context);
+  // Outside the bearer scope: each item carries its own user's token, checked per item.
+  registerSendBatchRoutes(app, context);
   const auth = createBearerAuth<UserIdentity>({
     realm: "chat",
     maxCredentialChars: MAX_TOKEN_CHARS,

@@ -11,6 +11,7 @@
  * @example
  * await bus.subscribe("gw-2", (envelope) => gateway.deliver(envelope));
  * await bus.publish("gw-2", { connectionIds: ["c7"], frame: { action: "message", ... } });
+ * await bus.publishMany("gw-2", [envelopeA, envelopeB]); // one message on the channel
  */
 export interface RoutedEnvelope {
   /** The gateway-local connections that should receive the frame. */
@@ -21,6 +22,11 @@ export interface RoutedEnvelope {
 export interface RoutingBus {
   /** Sends to the gateway's channel; resolves with the number of gateways that listened (0 = nobody: "gone"). */
   publish(gatewayId: string, envelope: RoutedEnvelope): Promise<number>;
+  /**
+   * Several envelopes in ONE message on the gateway's channel (a routing batch's frames for
+   * that gateway); the subscriber's handler gets them one by one, in this order.
+   */
+  publishMany(gatewayId: string, envelopes: readonly RoutedEnvelope[]): Promise<number>;
   subscribe(gatewayId: string, handler: (envelope: RoutedEnvelope) => void): Promise<void>;
   close(): Promise<void>;
 }

@@ -7,19 +7,32 @@
  * counted and swallowed, the sender still gets its accepted message, and the recipients get
  * it at their next sync ("the history is the queue", CH-05).
  *
+ * `send` resolves once step 1 is done: its `delivered` promise (never rejected) settles when
+ * steps 2–3 have run. The single HTTP route awaits it before answering; the gateways' batch
+ * route answers at once, so a gateway's calls in flight (CH-13's bound) are not held while
+ * the message is routed. Deliveries in the background are bounded (MAX_BACKGROUND_DELIVERIES):
+ * past it a message is not routed live (counted as a delivery error) — it is in the history.
+ *
+ * Routing is batched (kit's GroupCommit, one batch at a time): the frames submitted while a
+ * batch is routed go together in the next — ONE session lookup for all their recipients and
+ * ONE publish per gateway carrying every frame for it, in submission order (so a
+ * conversation's messages leave in seq order, and Redis pub/sub keeps that order).
+ *
  * A resend (same client_msg_id) routes the stored message again: the first attempt may have
  * died between its write and its delivery, and a duplicate delivery is deduplicated by the
  * client by message id (CH-10).
  *
  * @example
  * const path = new SendPath({ history, offsets, sessions, routing, push, clock, onDeliveryError });
- * const { message, created } = await path.send(newMessage);
+ * const { message, created, delivered } = await path.send(newMessage);
+ * await delivered; // routed (or counted as failed); the message was stored before either
  */
 import type { Clock } from "@casebook/kit/clock";
+import { GroupCommit } from "@casebook/kit/group-commit";
 import type { ChatKind, Message } from "./conversation.ts";
 import type { HistoryPort, NewMessage } from "./history-port.ts";
 import { type Receipt, type ReceiptMove, receiptFrame } from "./receipts.ts";
-import type { RoutingBus } from "./routing.ts";
+import type { RoutedEnvelope, RoutingBus } from "./routing.ts";
 import type { SessionRow, SessionTable } from "./sessions.ts";
 import { messageJson } from "./wire.ts";
 
@@ -54,13 +67,33 @@ export interface Sent {
   readonly message: Message;
   readonly kind: ChatKind;
   readonly created: boolean;
+  /** Settles (never rejects) once the message was routed, pushed, or its delivery failed and was counted. */
+  readonly delivered: Promise<void>;
+}
+
+/** Frames routed together: one session lookup and one publish per gateway for all of them. */
+export const MAX_ROUTE_BATCH = 256;
+/** Frames waiting for the routing batch in flight; past it a route is refused (GROUP_COMMIT_QUEUE_FULL). */
+export const MAX_ROUTE_PENDING = 8_192;
+/** Messages being delivered after their senders were answered; past it a message waits in the history. */
+export const MAX_BACKGROUND_DELIVERIES = 8_192;
+
+interface RouteItem {
+  readonly userIds: readonly string[];
+  readonly frame: Record<string, unknown>;
 }
 
 export class SendPath {
   readonly #ports: SendPathPorts;
+  readonly #routes: GroupCommit<RouteItem, Set<string>>;
+  #background = 0;
 
   constructor(ports: SendPathPorts) {
     this.#ports = ports;
+    this.#routes = new GroupCommit((items: RouteItem[]) => this.#routeBatch(items), {
+      maxBatch: MAX_ROUTE_BATCH,
+      maxPending: MAX_ROUTE_PENDING,
+    });
   }
 
   async send(input: NewMessage): Promise<Sent> {
@@ -69,14 +102,32 @@ export class SendPath {
     if (message.seq === undefined) {
       message = { ...message, seq: await this.#ports.offsets.offsetOf(message.chatId, message.id) };
     }
+    const delivered = this.#deliverAfterWrite(message, appended.kind, appended.recipients);
+    return { message, kind: appended.kind, created: appended.created, delivered };
+  }
+
+  /** Steps 2–3 for a stored message; bounded, and every failure counted, never thrown. */
+  async #deliverAfterWrite(message: Message, kind: ChatKind, recipients?: readonly string[]): Promise<void> {
+    if (this.#background >= MAX_BACKGROUND_DELIVERIES) {
+      this.#ports.onDeliveryError(
+        new Error(`${this.#background} deliveries in flight: message ${message.id} waits in the history`),
+      );
+      return;
+    }
+    this.#background++;
     try {
-      if (appended.kind === "channel" && this.#ports.channelEvents)
-        await this.#ports.channelEvents.publish(message);
-      else await this.deliver(message, appended.recipients);
+      if (kind === "channel" && this.#ports.channelEvents) await this.#ports.channelEvents.publish(message);
+      else await this.deliver(message, recipients);
     } catch (err) {
       this.#ports.onDeliveryError(err);
+    } finally {
+      this.#background--;
     }
-    return { message, kind: appended.kind, created: appended.created };
+  }
+
+  /** Resolves once every delivery started so far has been routed (tests, shutdown). */
+  async drain(): Promise<void> {
+    await this.#routes.drain();
   }
 
   /** CH-11: the receipt updates the history, then reaches the senders by the same path as a message. */
@@ -92,18 +143,58 @@ export class SendPath {
   }
 
   /** Routes a frame to the live devices of `userIds`; returns the users reached. */
-  async route(userIds: readonly string[], frame: Record<string, unknown>): Promise<Set<string>> {
-    const rows = await this.#ports.sessions.lookup(userIds, this.#ports.clock.nowMs());
-    const reached = new Set<string>();
-    for (const [gatewayId, gatewayRows] of byGateway(rows)) {
-      const listeners = await this.#ports.routing.publish(gatewayId, {
-        connectionIds: gatewayRows.map((row) => row.connectionId),
-        frame,
-      });
-      if (listeners > 0) for (const row of gatewayRows) reached.add(row.userId);
-      this.#ports.onRouted?.(listeners > 0 ? "delivered" : "gone", gatewayRows.length);
+  route(userIds: readonly string[], frame: Record<string, unknown>): Promise<Set<string>> {
+    if (userIds.length === 0) return Promise.resolve(new Set());
+    return this.#routes.submit({ userIds, frame });
+  }
+
+  /**
+   * One routing batch: a session lookup of every recipient of every frame, then per gateway
+   * one publish with the frames for its connections, in the items' order. A user counts as
+   * reached by an item when a gateway holding one of their live rows listened.
+   */
+  async #routeBatch(items: readonly RouteItem[]): Promise<Set<string>[]> {
+    const all = new Set<string>();
+    for (const item of items) for (const userId of item.userIds) all.add(userId);
+    const rows = await this.#ports.sessions.lookup([...all], this.#ports.clock.nowMs());
+    const rowsOf = new Map<string, SessionRow[]>();
+    for (const row of rows) {
+      const list = rowsOf.get(row.userId);
+      if (list) list.push(row);
+      else rowsOf.set(row.userId, [row]);
     }
-    return reached;
+    // Per gateway, its envelopes in item order; per item, which gateways carry it to whom.
+    const envelopes = new Map<string, RoutedEnvelope[]>();
+    const carried = items.map(() => new Map<string, SessionRow[]>());
+    items.forEach((item, i) => {
+      const perGateway = carried[i]!;
+      for (const userId of new Set(item.userIds)) {
+        for (const row of rowsOf.get(userId) ?? []) {
+          const list = perGateway.get(row.gatewayId);
+          if (list) list.push(row);
+          else perGateway.set(row.gatewayId, [row]);
+        }
+      }
+      for (const [gatewayId, gatewayRows] of perGateway) {
+        const list = envelopes.get(gatewayId) ?? [];
+        list.push({ connectionIds: gatewayRows.map((row) => row.connectionId), frame: item.frame });
+        envelopes.set(gatewayId, list);
+      }
+    });
+    const gateways = [...envelopes.keys()];
+    const listeners = await Promise.all(
+      gateways.map((gatewayId) => this.#ports.routing.publishMany(gatewayId, envelopes.get(gatewayId)!)),
+    );
+    const heard = new Map(gateways.map((gatewayId, k) => [gatewayId, listeners[k]! > 0]));
+    return carried.map((perGateway) => {
+      const reached = new Set<string>();
+      for (const [gatewayId, gatewayRows] of perGateway) {
+        const ok = heard.get(gatewayId) === true;
+        if (ok) for (const row of gatewayRows) reached.add(row.userId);
+        this.#ports.onRouted?.(ok ? "delivered" : "gone", gatewayRows.length);
+      }
+      return reached;
+    });
   }
 
   /** Steps 2 and 3: session lookup, routing per gateway, push for whoever is not reached. */
@@ -118,14 +209,4 @@ export class SendPath {
       await this.#ports.offline.notify(offline, message);
     }
   }
-}
-
-function byGateway(rows: readonly SessionRow[]): Map<string, SessionRow[]> {
-  const groups = new Map<string, SessionRow[]>();
-  for (const row of rows) {
-    const list = groups.get(row.gatewayId) ?? [];
-    list.push(row);
-    groups.set(row.gatewayId, list);
-  }
-  return groups;
 }

@@ -12,6 +12,14 @@
  */
 import { OutboundClient } from "@casebook/infra/http/outbound";
 import { CasebookError } from "@casebook/kit/errors";
+import { GroupCommit } from "@casebook/kit/group-commit";
+import {
+  MAX_BATCHED_BODY_CHARS,
+  MAX_SEND_BATCH_ITEMS,
+  SEND_BATCH_PATH,
+  type SendBatchItem,
+  type SendBatchResult,
+} from "../api/send-batch-routes.ts";
 import type { MessageJson } from "../domain/wire.ts";
 import { errors } from "../errors.ts";
 
@@ -23,6 +31,13 @@ export const MAX_BACKEND_DEADLINE_MS = 29_000;
  * fail anyway — a queue bounded only by time, which piles up under overload (see the bench).
  */
 export const MAX_BACKEND_IN_FLIGHT = 64;
+/**
+ * Batched calls in flight at once from one gateway, each its own lane: while one call's sends
+ * are written and routed, the next lane's call is already in the send service (with one lane
+ * a gateway waited for each answer before sending anything more). A connection's sends always
+ * take the same lane, so they keep their order.
+ */
+export const SEND_LANES = 2;
 /** Keep-alive sockets to the send service (the outbound client's default is 8). */
 const MAX_BACKEND_SOCKETS = 32;
 
@@ -32,6 +47,20 @@ export interface BackendOptions {
   readonly deadlineMs?: number;
   /** Default MAX_BACKEND_IN_FLIGHT. */
   readonly maxInFlight?: number;
+  /**
+   * Text sends go in batches (default true): those that arrive while a batch is in flight
+   * leave together in the next one, ≤ MAX_SEND_BATCH_ITEMS per call, each with its own
+   * result. False: one call per send (bodies over MAX_BATCHED_BODY_CHARS always are).
+   */
+  readonly batchSends?: boolean;
+}
+
+type Sent = { message: MessageJson; created: boolean };
+type SendOutcome = { sent: Sent } | { error: CasebookError };
+/** A send waiting for its batch, with the instant its 29 s run out (time spent waiting counts). */
+interface QueuedSend {
+  readonly item: SendBatchItem;
+  readonly dueAtMs: number;
 }
 
 export interface HistoryAnswer {
@@ -43,11 +72,15 @@ export class BackendClient {
   readonly #client: OutboundClient;
   readonly #baseUrl: () => string | undefined;
   readonly #maxInFlight: number;
+  /** Concurrent sends share one call; one call in flight per lane (kit's group commit). */
+  readonly #sendLanes: GroupCommit<QueuedSend, SendOutcome>[];
+  readonly #deadlineMs: number;
   #inFlight = 0;
 
   constructor(options: BackendOptions) {
     this.#maxInFlight = options.maxInFlight ?? MAX_BACKEND_IN_FLIGHT;
     const deadlineMs = Math.min(options.deadlineMs ?? MAX_BACKEND_DEADLINE_MS, MAX_BACKEND_DEADLINE_MS);
+    this.#deadlineMs = deadlineMs;
     const { baseUrl } = options;
     this.#baseUrl = typeof baseUrl === "string" ? () => baseUrl : baseUrl;
     this.#client = new OutboundClient({
@@ -58,16 +91,67 @@ export class BackendClient {
       userAgent: "casebook-chat-gateway",
       pool: { maxSocketsPerOrigin: MAX_BACKEND_SOCKETS },
     });
+    this.#sendLanes =
+      options.batchSends === false
+        ? []
+        : Array.from(
+            { length: SEND_LANES },
+            () =>
+              new GroupCommit((items: QueuedSend[]) => this.#sendBatch(items), {
+                maxBatch: MAX_SEND_BATCH_ITEMS,
+                // Never reached: the in-flight bound refuses first (every waiting send is in flight).
+                maxPending: this.#maxInFlight,
+              }),
+          );
   }
 
-  send(token: string, input: { chatId: string; clientMsgId: string; body: string }) {
+  /** `orderKey` (the gateway's connection id): sends with one key go in the order they were made. */
+  send(
+    token: string,
+    input: { chatId: string; clientMsgId: string; body: string },
+    orderKey = token,
+  ): Promise<Sent> {
+    const path = `/v1/conversations/${input.chatId}/messages`;
+    const batches = this.#sendLanes[laneOf(orderKey, this.#sendLanes.length)];
+    if (batches !== undefined && input.body.length <= MAX_BATCHED_BODY_CHARS) {
+      // CH-13's bound counts each send of a batch as a call in flight.
+      const dueAtMs = performance.now() + this.#deadlineMs;
+      return this.#bounded(path, async () => {
+        const outcome = await batches.submit({ item: { token, ...input }, dueAtMs });
+        if ("error" in outcome) throw outcome.error;
+        return outcome.sent;
+      });
+    }
     const body = JSON.stringify({ clientMsgId: input.clientMsgId, body: input.body });
-    return this.#call<{ message: MessageJson; created: boolean }>(
-      token,
+    return this.#call<Sent>(token, "POST", path, body);
+  }
+
+  /**
+   * One call for many sends; a call that fails as a whole rejects every send of it
+   * (GroupCommit). CH-13: the call's deadline is its earliest send's — a send that waited
+   * for the batch before it still gets its answer within 29 s of its frame.
+   */
+  async #sendBatch(queued: QueuedSend[]): Promise<SendOutcome[]> {
+    const items = queued.map((q) => q.item);
+    const leftMs = Math.min(...queued.map((q) => q.dueAtMs)) - performance.now();
+    if (leftMs < 1) {
+      const error = errors.create("BACKEND_UNAVAILABLE", { detail: "the sends waited their whole deadline" });
+      return queued.map(() => ({ error }));
+    }
+    const answer = await this.#exchange<{ results?: SendBatchResult[] }>(
+      undefined,
       "POST",
-      `/v1/conversations/${input.chatId}/messages`,
-      body,
+      SEND_BATCH_PATH,
+      JSON.stringify({ items }),
+      Math.ceil(leftMs),
     );
+    const results = answer.results ?? [];
+    if (results.length !== items.length) {
+      throw errors.create("BACKEND_UNAVAILABLE", {
+        detail: `the send service answered ${results.length} results for ${items.length} sends`,
+      });
+    }
+    return results.map(outcomeOf);
   }
 
   edit(token: string, input: { chatId: string; messageId: string; clientMsgId: string; body: string }) {
@@ -114,7 +198,11 @@ export class BackendClient {
     return this.#call<{ moved: boolean }>(token, "POST", `/v1/conversations/${input.chatId}/receipts`, body);
   }
 
-  async #call<T>(token: string, method: string, path: string, body?: string): Promise<T> {
+  #call<T>(token: string, method: string, path: string, body?: string): Promise<T> {
+    return this.#bounded(path, () => this.#exchange<T>(token, method, path, body));
+  }
+
+  async #bounded<T>(path: string, call: () => Promise<T>): Promise<T> {
     if (this.#inFlight >= this.#maxInFlight) {
       // Transient for the client (it resends with the same clientMsgId after a pause).
       throw errors.create("BACKEND_UNAVAILABLE", {
@@ -124,13 +212,20 @@ export class BackendClient {
     }
     this.#inFlight++;
     try {
-      return await this.#exchange<T>(token, method, path, body);
+      return await call();
     } finally {
       this.#inFlight--;
     }
   }
 
-  async #exchange<T>(token: string, method: string, path: string, body?: string): Promise<T> {
+  /** `token` undefined: a call whose items carry their own tokens (the send batch). */
+  async #exchange<T>(
+    token: string | undefined,
+    method: string,
+    path: string,
+    body?: string,
+    deadlineMs?: number,
+  ): Promise<T> {
     const baseUrl = this.#baseUrl()?.replace(/\/$/, "");
     if (baseUrl === undefined)
       throw errors.create("BACKEND_UNAVAILABLE", { detail: "the send service's URL is not known yet" });
@@ -140,11 +235,12 @@ export class BackendClient {
         method,
         url: `${baseUrl}${path}`,
         headers: {
-          authorization: `Bearer ${token}`,
+          ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
           accept: "application/json",
           ...(body === undefined ? {} : { "content-type": "application/json" }),
         },
         ...(body === undefined ? {} : { body }),
+        ...(deadlineMs === undefined ? {} : { deadlineMs }),
       });
     } catch (err) {
       throw errors.create("BACKEND_UNAVAILABLE", { cause: err, fields: { path } });
@@ -167,6 +263,24 @@ export class BackendClient {
   close(): void {
     this.#client.close();
   }
+}
+
+/** A stable lane for a key (its last characters' codes; connection ids are random UUIDs). */
+function laneOf(key: string, lanes: number): number {
+  if (lanes <= 1) return 0;
+  let hash = 0;
+  for (let i = Math.max(0, key.length - 8); i < key.length; i++) hash = (hash * 31 + key.charCodeAt(i)) >>> 0;
+  return hash % lanes;
+}
+
+/** One item's result as the single route's answer or error would have been (503: BACKEND_UNAVAILABLE). */
+function outcomeOf(result: SendBatchResult): SendOutcome {
+  if ("message" in result)
+    return { sent: { message: result.message as MessageJson, created: result.created } };
+  const { status, code, detail, field } = result as Extract<SendBatchResult, { code: string }>;
+  if (status === 503)
+    return { error: errors.create("BACKEND_UNAVAILABLE", { detail: `${code}: ${detail}` }) };
+  return { error: new CasebookError(code, { status, message: detail }, { fields: field ? { field } : {} }) };
 }
 
 function fieldsOf(problem: Record<string, unknown>): Record<string, unknown> {

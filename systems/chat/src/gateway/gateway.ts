@@ -7,7 +7,8 @@
  *   browsers, which cannot set headers on a WebSocket); it is verified before the upgrade
  *   (401 otherwise), new connections are rate limited (CH-13: 500/s by default, 503 past
  *   it), and the connect hook writes the session row with a TTL.
- * - Heartbeat (CH-12): a WebSocket ping every `heartbeatMs`; no pong by the next tick and the
+ * - Heartbeat (CH-12): a WebSocket ping every `heartbeatMs` (the sockets in HEARTBEAT_SLICES
+ *   slices, one slice at a time); no pong by the next tick and the
  *   socket is terminated — the silent death of a tunnel or a NAT. Each live tick renews the
  *   session row. Idle (no app frame for `idleMs`, CH-13: 10 min; the client's `ping` frame
  *   prevents it) and maximum lifetime (2 h) close with 4002 / 4003.
@@ -84,7 +85,8 @@ export interface GatewayLog {
 export interface GatewayMetrics {
   onConnections(count: number): void;
   onFrameError(code: string): void;
-  onDelivered(createdAt: string | undefined): void;
+  /** `count` connections got the frame of a message created at `createdAt`. */
+  onDelivered(createdAt: string | undefined, count: number): void;
 }
 
 export interface GatewayOptions {
@@ -114,10 +116,27 @@ interface Connection {
   readonly openedAtMs: number;
   lastFrameAtMs: number;
   alive: boolean;
+  /** Which heartbeat slice pings this connection (HEARTBEAT_SLICES). */
+  readonly slice: number;
   floodStrikes: number;
   readonly bucket: TokenBucket;
   readonly parts: PartAssembler;
   readonly typing: TypingThrottle;
+}
+
+/**
+ * The heartbeat visits the connections in this many slices, one slice every heartbeatMs /
+ * HEARTBEAT_SLICES: each connection is still pinged (and its session row renewed) once per
+ * heartbeatMs, but a gateway never pings all its sockets at once — at 1,000 sockets one such
+ * tick (1,000 ping writes and 1,000 session renewals) held the event loop ~1.4 s in a bench
+ * profile, and every send arriving meanwhile waited or was refused.
+ */
+export const HEARTBEAT_SLICES = 10;
+
+/** The part of net.Socket that #corkForTurn uses. */
+interface Corkable {
+  cork(): void;
+  uncork(): void;
 }
 
 export class Gateway {
@@ -127,6 +146,10 @@ export class Gateway {
   readonly #connectBucket: TokenBucket;
   readonly #ticker: BackgroundLoop;
   #draining = false;
+  #nextSlice = 0;
+  /** Sockets corked by this turn's deliveries (#corkForTurn). */
+  readonly #corked = new Set<Corkable>();
+  #tickSlice = 0;
 
   constructor(options: GatewayOptions) {
     this.#options = options;
@@ -145,10 +168,12 @@ export class Gateway {
     this.#ticker = new BackgroundLoop({
       name: "gateway heartbeat",
       round: async () => {
-        await this.tick();
+        const slice = this.#tickSlice;
+        this.#tickSlice = (slice + 1) % HEARTBEAT_SLICES;
+        await this.#tick((c) => c.slice === slice);
         return false;
       },
-      idleMs: limits.heartbeatMs,
+      idleMs: Math.max(1, Math.floor(limits.heartbeatMs / HEARTBEAT_SLICES)),
       failureBackoff: { capMs: limits.heartbeatMs, jitter: "none" },
       onError: (err) => options.log.warn({ err }, "gateway tick failed"),
     });
@@ -200,6 +225,7 @@ export class Gateway {
       openedAtMs: nowMs,
       lastFrameAtMs: nowMs,
       alive: true,
+      slice: this.#nextSlice++ % HEARTBEAT_SLICES,
       floodStrikes: 0,
       bucket: new TokenBucket({
         capacity: limits.frameBurst,
@@ -280,7 +306,7 @@ export class Gateway {
         return send(c.ws, { action: "pong", ref: frame.ref });
       case "send": {
         const input = { chatId: String(frame.chatId), clientMsgId: frame.clientMsgId, body: frame.body };
-        return send(c.ws, { action: "sent", ref: frame.ref, ...(await backend.send(c.token, input)) });
+        return send(c.ws, { action: "sent", ref: frame.ref, ...(await backend.send(c.token, input, c.id)) });
       }
       case "part": {
         const body = c.parts.add(frame);
@@ -288,7 +314,7 @@ export class Gateway {
         const input = { chatId: String(frame.chatId), clientMsgId: frame.clientMsgId, body };
         const sent =
           frame.messageId === undefined
-            ? await backend.send(c.token, input)
+            ? await backend.send(c.token, input, c.id)
             : await backend.edit(c.token, { ...input, messageId: String(frame.messageId) });
         return send(c.ws, { action: "sent", ref: frame.ref, ...sent });
       }
@@ -370,27 +396,69 @@ export class Gateway {
     send(c.ws, { action: "error", ref, code, message, ...(field ? { field } : {}) });
   }
 
+  /**
+   * A routed frame goes to each of its connections encoded ONCE: the JSON text, its parts
+   * and their UTF-8 bytes are made for the first open connection and the same buffers are
+   * written to every other (a group's message reaches up to 1,023 sockets here).
+   *
+   * Each socket written is corked until the end of this turn of the event loop: a routing
+   * batch (one Redis message, or several read in one go) carries many frames, and the frames
+   * of one turn for one socket leave in ONE writev instead of one system call each. The
+   * write was most of a gateway's time in the bench's profiles; at saturation a socket got
+   * 1.55–1.84 frames a turn there (1.0 at low rates, where nothing is held: a turn is µs).
+   */
   #deliver(envelope: RoutedEnvelope): void {
     const message = envelope.frame.message as { id?: string; createdAt?: string } | undefined;
+    let parts: Buffer[] | undefined;
+    let delivered = 0;
     for (const id of envelope.connectionIds) {
       const c = this.#connections.get(id);
-      if (!c) continue; // gone: the device syncs after its last seq when it reconnects
-      this.#sendLarge(c, message?.id ?? randomUUID(), envelope.frame);
-      this.#options.metrics?.onDelivered(message?.createdAt);
+      // gone: the device syncs after its last seq when it reconnects
+      if (!c || c.ws.readyState !== c.ws.OPEN) continue;
+      parts ??= encodeParts(message?.id ?? randomUUID(), envelope.frame);
+      this.#corkForTurn(c.ws);
+      for (const part of parts) c.ws.send(part, { binary: false });
+      delivered++;
     }
+    if (delivered > 0) this.#options.metrics?.onDelivered(message?.createdAt, delivered);
+  }
+
+  /**
+   * Corks the socket under `ws` until the next tick (once a turn). ws's sender corks each
+   * frame's header and payload itself, and net.Socket's cork nests, so the frames written
+   * meanwhile are flushed together by the outer uncork. ws keeps its net.Socket in `_socket`
+   * (not public API): without one, frames go out one by one as before.
+   */
+  #corkForTurn(ws: WebSocket): void {
+    const socket = (ws as unknown as { _socket?: Corkable })._socket;
+    if (socket === undefined || this.#corked.has(socket)) return;
+    if (this.#corked.size === 0) process.nextTick(() => this.#uncorkAll());
+    socket.cork();
+    this.#corked.add(socket);
+  }
+
+  #uncorkAll(): void {
+    for (const socket of this.#corked) socket.uncork();
+    this.#corked.clear();
   }
 
   #sendLarge(c: Connection, id: string, frame: Record<string, unknown>): void {
     if (c.ws.readyState !== c.ws.OPEN) return;
-    for (const part of splitOutgoing(id, JSON.stringify(frame))) c.ws.send(part);
+    for (const part of encodeParts(id, frame)) c.ws.send(part, { binary: false });
   }
 
-  /** One heartbeat: ping the live, terminate the silent, close the idle, the old and the unauthenticated. */
-  async tick(): Promise<void> {
+  /** One heartbeat of every connection: ping the live, terminate the silent, close the idle, the old and the unauthenticated. */
+  tick(): Promise<void> {
+    return this.#tick(() => true);
+  }
+
+  /** The heartbeat of the connections `visit` picks (the loop: one slice at a time). */
+  async #tick(visit: (c: Connection) => boolean): Promise<void> {
     const { clock, limits } = this.#options;
     const nowMs = clock.nowMs();
     const renewals: Promise<void>[] = [];
     for (const c of this.#connections.values()) {
+      if (!visit(c)) continue;
       if (!c.alive) {
         c.ws.terminate(); // CH-12: no pong since the last tick
         continue;
@@ -436,6 +504,11 @@ export class Gateway {
     await this.#options.routing.close();
     this.#wss.close();
   }
+}
+
+/** A frame's text frames (parts past 32 KB) as UTF-8 bytes, ready for any number of sockets. */
+function encodeParts(id: string, frame: Record<string, unknown>): Buffer[] {
+  return splitOutgoing(id, JSON.stringify(frame)).map((part) => Buffer.from(part, "utf8"));
 }
 
 function send(ws: WebSocket, frame: Record<string, unknown>): void {

@@ -10,7 +10,8 @@
  * reconnects; the sentence runs the history checker (src/domain/history-checker.ts) over what
  * every client displayed: lost, duplicate, reordered, skipped.
  *
- * Bounded: the run's 60 s (its signal), sends for `sendMs`, the drain by `recoveryMaxMs`; every
+ * Bounded: the run's 150 s (its signal; RUN_BOUND_MS), sends for `sendMs` (and until `minSends` were made: a
+ * loaded machine's slow loop still makes enough to show something), the drain by `recoveryMaxMs`; every
  * process, the front, the Redis and the directory are stopped or removed in every case.
  *
  * @example
@@ -45,6 +46,8 @@ export interface GatewayKillOptions {
   killAtMs?: number;
   /** One send (by a client drawn from a seeded source) this often. Default 100. */
   sendEveryMs?: number;
+  /** Sends made at least, however long `sendEveryMs` stretches on a loaded machine. Default 40. */
+  minSends?: number;
   /** Longest wait, once sending stops, for every send acknowledged and every display made. Default 20 000. */
   recoveryMaxMs?: number;
 }
@@ -52,7 +55,14 @@ export interface GatewayKillOptions {
 const DEFAULT_SEND_MS = 6_000;
 const DEFAULT_KILL_AT_MS = 2_000;
 const DEFAULT_SEND_EVERY_MS = 100;
+const DEFAULT_MIN_SENDS = 40;
 const DEFAULT_RECOVERY_MAX_MS = 20_000;
+/**
+ * The run's bound: ~30 s on a quiet machine, but it starts a deployment (a redis-server, a send
+ * service, two gateway processes, nginx) before the first send, and on a loaded 2-core host
+ * those starts alone took most of a 60 s bound (a CI run at load ~20 stopped there).
+ */
+const RUN_BOUND_MS = 150_000;
 /** How often the plot gets a point per line. */
 const SAMPLE_MS = 250;
 const GATEWAYS = ["gw-1", "gw-2"];
@@ -170,6 +180,7 @@ export function gatewayKillScenario(startMain: StartMain, options: GatewayKillOp
   const sendMs = options.sendMs ?? DEFAULT_SEND_MS;
   const killAtMs = options.killAtMs ?? DEFAULT_KILL_AT_MS;
   const sendEveryMs = options.sendEveryMs ?? DEFAULT_SEND_EVERY_MS;
+  const minSends = options.minSends ?? DEFAULT_MIN_SENDS;
   const recoveryMaxMs = options.recoveryMaxMs ?? DEFAULT_RECOVERY_MAX_MS;
   return {
     id: "gateway-kill",
@@ -177,6 +188,7 @@ export function gatewayKillScenario(startMain: StartMain, options: GatewayKillOp
     line: `${USERS.length} clients talking in 3 groups through an L4 front over 2 private gateway processes; the busiest gateway SIGKILLed ${killAtMs / 1_000} s in: its clients reconnect through the front, resend and resync — nothing lost, nothing displayed twice.`,
     xLabel: "s from the first send",
     yLabel: "count so far",
+    timeoutMs: RUN_BOUND_MS,
     run: async (ctx) => {
       if (!existsSync(STREAM_MODULE_PATH)) {
         throw new Error(
@@ -187,7 +199,13 @@ export function gatewayKillScenario(startMain: StartMain, options: GatewayKillOp
       try {
         const at = await startWorld(world, startMain);
         ctx.progress(0.15);
-        const tally = await talkThroughKill(ctx, world, at, { sendMs, killAtMs, sendEveryMs, recoveryMaxMs });
+        const tally = await talkThroughKill(ctx, world, at, {
+          sendMs,
+          killAtMs,
+          sendEveryMs,
+          minSends,
+          recoveryMaxMs,
+        });
         return sentence(tally, checkOf(tally), recoveryMaxMs);
       } finally {
         await world.close();
@@ -261,7 +279,7 @@ async function talkThroughKill(
     const sends: Promise<void>[] = [];
     firstSendMs = performance.now();
     let n = 0;
-    while (performance.now() - firstSendMs < o.sendMs) {
+    while (performance.now() - firstSendMs < o.sendMs || n < o.minSends) {
       if (tally.killedAtMs === undefined && performance.now() - firstSendMs >= o.killAtMs) {
         await killBusiest(world, tally);
       }
@@ -276,7 +294,7 @@ async function talkThroughKill(
           },
         ),
       );
-      ctx.progress(0.2 + (0.6 * (performance.now() - firstSendMs)) / o.sendMs);
+      ctx.progress(0.2 + 0.6 * Math.min(1, (performance.now() - firstSendMs) / o.sendMs));
       await sleep(o.sendEveryMs, undefined, { signal });
     }
     const total = n;

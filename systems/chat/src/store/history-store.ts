@@ -21,6 +21,7 @@
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import { isUniqueViolation, sqlState } from "@casebook/infra/sql/sql-state";
 import { assert } from "@casebook/kit/assert";
+import { CasebookError } from "@casebook/kit/errors";
 import { GroupCommit } from "@casebook/kit/group-commit";
 import {
   type ChatKind,
@@ -189,7 +190,7 @@ function batchParams(batch: readonly NewMessage[]): unknown[] {
 export class HistoryStore implements HistoryPort {
   readonly #db: Database;
   /** Text sends of direct and group chats, written together (undefined: one by one). */
-  readonly #texts: GroupCommit<NewMessage, AppendResult | undefined> | undefined;
+  readonly #texts: GroupCommit<NewMessage, AppendResult | CasebookError | undefined> | undefined;
   readonly #onSendBatch: ((size: number) => void) | undefined;
 
   /**
@@ -230,7 +231,7 @@ export class HistoryStore implements HistoryPort {
    * (migration 007) and so does a deadlock between two send services' batches: every item
    * then goes the one-by-one way, which handles both.
    */
-  async #appendTexts(batch: readonly NewMessage[]): Promise<(AppendResult | undefined)[]> {
+  async #appendTexts(batch: readonly NewMessage[]): Promise<(AppendResult | CasebookError | undefined)[]> {
     this.#onSendBatch?.(batch.length);
     let rows: BatchRow[];
     try {
@@ -244,8 +245,10 @@ export class HistoryStore implements HistoryPort {
     const byItem = new Map(rows.map((row) => [Number(row.n), row]));
     return batch.map((input, i) => {
       const row = byItem.get(i + 1);
+      // Returned, not thrown: a throw here would reject every send of the batch, whose
+      // neighbours were stored (and a client told "not found" for a stored message never resends it).
       if (row === undefined || row.chat_kind === null)
-        throw errors.create("CHAT_NOT_FOUND", { fields: { chatId: String(input.chatId) } });
+        return errors.create("CHAT_NOT_FOUND", { fields: { chatId: String(input.chatId) } });
       if (row.chat_kind === "channel" || row.id === null) return undefined;
       const created = row.id === input.id;
       return {
@@ -354,6 +357,7 @@ export class HistoryStore implements HistoryPort {
   async append(input: NewMessage): Promise<AppendResult> {
     if (input.change === undefined && this.#texts !== undefined) {
       const batched = await this.#texts.submit(input);
+      if (batched instanceof CasebookError) throw batched;
       if (batched !== undefined) return batched;
     }
     return this.#appendOne(input);

@@ -11,12 +11,16 @@ import type { RoutedEnvelope, RoutingBus } from "../domain/routing.ts";
 export class MemoryRouting implements RoutingBus {
   readonly #handlers = new Map<string, Set<(envelope: RoutedEnvelope) => void>>();
 
-  async publish(gatewayId: string, envelope: RoutedEnvelope): Promise<number> {
+  publish(gatewayId: string, envelope: RoutedEnvelope): Promise<number> {
+    return this.publishMany(gatewayId, [envelope]);
+  }
+
+  async publishMany(gatewayId: string, envelopes: readonly RoutedEnvelope[]): Promise<number> {
     const handlers = this.#handlers.get(gatewayId);
     if (!handlers) return 0;
     // Cloned like a wire round trip, so no subscriber shares an object with the publisher.
-    const copy = JSON.parse(JSON.stringify(envelope)) as RoutedEnvelope;
-    for (const handler of handlers) handler(copy);
+    const copies = JSON.parse(JSON.stringify(envelopes)) as RoutedEnvelope[];
+    for (const handler of handlers) for (const copy of copies) handler(copy);
     return handlers.size;
   }
 

@@ -2,7 +2,8 @@
  * The routing bus on Redis pub/sub (see `domain/routing.ts` for why pub/sub and not the
  * stream): gateway B subscribes to `<prefix>gw:<B>` on its own connection (a subscribed
  * Redis connection can run nothing else); senders PUBLISH there, and PUBLISH's reply — the
- * number of subscribers that got it — tells "gone" (0) from delivered.
+ * number of subscribers that got it — tells "gone" (0) from delivered. A message on the channel is
+ * a JSON array of envelopes (a routing batch's frames for that gateway, in order).
  *
  * @example
  * const bus = new RedisRouting(publisher, subscriber, "chat:");
@@ -22,7 +23,8 @@ export class RedisRouting implements RoutingBus {
     this.#prefix = prefix;
     subscriber.on("message", (channel: string, text: string) => {
       const handler = this.#handlers.get(channel);
-      if (handler) handler(JSON.parse(text) as RoutedEnvelope);
+      if (!handler) return;
+      for (const envelope of JSON.parse(text) as RoutedEnvelope[]) handler(envelope);
     });
   }
 
@@ -31,7 +33,11 @@ export class RedisRouting implements RoutingBus {
   }
 
   publish(gatewayId: string, envelope: RoutedEnvelope): Promise<number> {
-    return this.#publisher.publish(this.#channel(gatewayId), JSON.stringify(envelope));
+    return this.publishMany(gatewayId, [envelope]);
+  }
+
+  publishMany(gatewayId: string, envelopes: readonly RoutedEnvelope[]): Promise<number> {
+    return this.#publisher.publish(this.#channel(gatewayId), JSON.stringify(envelopes));
   }
 
   async subscribe(gatewayId: string, handler: (envelope: RoutedEnvelope) => void): Promise<void> {

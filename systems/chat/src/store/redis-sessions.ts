@@ -10,13 +10,19 @@
  * @example
  * const sessions = new RedisSessions(redis, "chat:");
  */
+import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
 import type { Redis } from "ioredis";
 import { liveRows, type SessionRow, type SessionTable } from "../domain/sessions.ts";
+
+/** Where the session table's scripts live (`session-rows-n.lua`). */
+export const sessionScriptsDir = new URL("./scripts/", import.meta.url);
 
 export class RedisSessions implements SessionTable {
   readonly #redis: Redis;
   readonly #prefix: string;
   readonly #nowMs: () => number;
+  /** Read once, at the first lookup; EVALSHA from then on (EVAL after a Redis restart). */
+  #scripts: Promise<ScriptRegistry> | undefined;
 
   constructor(redis: Redis, prefix: string, nowMs: () => number = Date.now) {
     this.#redis = redis;
@@ -46,17 +52,20 @@ export class RedisSessions implements SessionTable {
   async lookup(userIds: readonly string[], nowMs: number): Promise<SessionRow[]> {
     const users = [...new Set(userIds)];
     if (users.length === 0) return [];
-    const pipeline = this.#redis.pipeline();
-    for (const userId of users) pipeline.hgetall(this.#key(userId));
-    const replies = (await pipeline.exec()) ?? [];
+    const keys = users.map((userId) => this.#key(userId));
+    this.#scripts ??= ScriptRegistry.fromDir(sessionScriptsDir);
+    const scripts = await this.#scripts.catch((err: unknown) => {
+      this.#scripts = undefined; // a failed read is retried by the next lookup
+      throw err;
+    });
+    const replies = (await scripts.run(this.#redis, "session-rows", keys, [])) as string[][];
     const found: SessionRow[] = [];
     const expired: [string, string][] = [];
-    replies.forEach(([err, fields], i) => {
-      if (err) throw err;
-      for (const [field, json] of Object.entries(fields as Record<string, string>)) {
-        const row = JSON.parse(json) as SessionRow;
+    replies.forEach((flat, i) => {
+      for (let at = 0; at + 1 < flat.length; at += 2) {
+        const row = JSON.parse(flat[at + 1]!) as SessionRow;
         if (row.expiresAtMs > nowMs) found.push(row);
-        else expired.push([this.#key(users[i]!), field]);
+        else expired.push([keys[i]!, flat[at]!]);
       }
     });
     if (expired.length > 0) {
