@@ -109,9 +109,22 @@ export class BankClient {
     this.#o = options;
   }
 
-  /** Runs operations back to back until `untilMs` (wall clock) or `maxOps`. */
-  async run(limits: { untilMs: number; maxOps: number }): Promise<void> {
-    for (let op = 0; op < limits.maxOps && Date.now() < limits.untilMs; op++) {
+  /**
+   * Runs operations back to back until `untilMs` (wall clock) and `enough()`, or `maxOps`, or
+   * `hardStopMs`: on a loaded host the faults' window holds fewer operations, so the load goes on
+   * (faults over) until the checks have something to count.
+   */
+  async run(limits: {
+    untilMs: number;
+    hardStopMs: number;
+    maxOps: number;
+    enough(): boolean;
+  }): Promise<void> {
+    const going = () => {
+      const now = Date.now();
+      return now < limits.untilMs || (now < limits.hardStopMs && !limits.enough());
+    };
+    for (let op = 0; op < limits.maxOps && going(); op++) {
       try {
         await this.#step();
       } catch (error) {

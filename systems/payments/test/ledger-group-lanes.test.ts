@@ -1,7 +1,8 @@
 /**
  * The group commit's lane choice (issue 14's CPU work), on PGlite and PostgreSQL: transfers that
- * arrive together fill ONE group even with two lanes — kit's fewest-waiting rule dealt them out
- * one by one, and every extra group costs a statement, a round trip and a commit.
+ * arrive together fill ONE group even with two lanes — kit's old fewest-waiting rule dealt them
+ * out one by one, and every extra group costs a statement, a round trip and a commit. The rule
+ * lives in kit's GroupCommitLanes now (its own tests there); this checks the ledger still gets it.
  */
 import assert from "node:assert/strict";
 import { contractSuite } from "@casebook/lab/contract-suite";

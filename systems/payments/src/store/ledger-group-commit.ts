@@ -6,18 +6,14 @@
  * outcome. A hot account then costs one balance-row update and one commit per group, not per
  * transfer.
  *
- * `lanes` groups are written at once (each lane a kit GroupCommit: its own transaction, on its
- * own connection), so one group's commit can overlap the next group's work. A transfer joins a
- * lane that is not writing now — the one with the most already waiting — so arrivals fill ONE
- * next group; only when every lane is writing (or full) does it join the one with the fewest
- * waiting. So a second lane writes only what arrived while the first was writing (or stuck
- * behind a lock): in a closed loop every caller waits in the same group, and groups stay as
- * large as the load makes them. (Dealing every arrival to the lane with the fewest waiting, kit's
- * GroupCommitLanes rule, split the callers a finished group released between the lane about to
- * write and the one still writing: at 16 clients the groups shrank to 4; spreading them over
- * idle lanes gave 8 and 8. Each group costs a statement, a commit and a round trip on both
- * sides — ~1 ms of CPU here under load — so at 16 clients groups of 16 took 300 µs of CPU
- * (Node + PostgreSQL) per transfer where groups of 8 took 450–540, measured back to back.)
+ * `lanes` groups are written at once (kit's GroupCommitLanes: each lane its own transaction, on
+ * its own connection), so one group's commit can overlap the next group's work. A transfer joins
+ * the lane kit's rule picks: one that is not writing now, the one with the most already waiting,
+ * so arrivals fill ONE next group and a second lane writes only what arrived while the first was
+ * writing (or stuck behind a lock); in a closed loop every caller waits in the same group, and
+ * groups stay as large as the load makes them. (The rule was born here, issue 14's CPU work: at
+ * 16 clients the fewest-waiting rule shrank groups to 4, 0.25 commits per transfer, against
+ * 0.064 with this one; each group costs a statement, a commit and a round trip on both sides.)
  * Arrival order is kept within a group — which is what "one by one" means for transfers that
  * were in flight together (their callers could not have known an order).
  *
@@ -30,8 +26,8 @@
  * const { transaction, replayed } = transferResultOf(outcome, request.idemKey); // or a typed error
  */
 import type { Database } from "@casebook/infra/sql/sql";
-import { GroupCommit, type GroupCommitStats } from "@casebook/kit/group-commit";
-import { MAX_GROUP_COMMIT_LANES } from "@casebook/kit/group-commit-lanes";
+import type { GroupCommitStats } from "@casebook/kit/group-commit";
+import { GroupCommitLanes } from "@casebook/kit/group-commit-lanes";
 import type { Transfer } from "../domain/ledger.ts";
 import { ledgerErrors } from "../errors.ts";
 import { type GroupItem, type TransferOutcome, writeTransferGroup } from "./ledger-group-write.ts";
@@ -54,35 +50,13 @@ export interface TransferGroupCommitOptions {
 
 export const GROUP_COMMIT_DEFAULTS = { maxBatch: 1_000, maxPending: 10_000, maxWaitMs: 1, lanes: 2 } as const;
 
-/** One lane: a group commit, and whether its write is in flight. */
-interface Lane {
-  readonly group: GroupCommit<GroupItem, TransferOutcome>;
-  writing: boolean;
-}
-
 export class TransferGroupCommit {
-  readonly #lanes: Lane[];
-  readonly #maxPending: number;
+  readonly #lanes: GroupCommitLanes<GroupItem, TransferOutcome>;
 
   constructor(db: Database, options: TransferGroupCommitOptions = {}) {
-    const { lanes, ...settings } = { ...GROUP_COMMIT_DEFAULTS, ...options };
-    this.#maxPending = settings.maxPending;
-    if (!(Number.isInteger(lanes) && lanes >= 1 && lanes <= MAX_GROUP_COMMIT_LANES)) {
-      throw new RangeError(`lanes must be an integer in [1, ${MAX_GROUP_COMMIT_LANES}], got ${lanes}`);
-    }
-    this.#lanes = Array.from({ length: lanes }, () => {
-      const lane: Lane = {
-        writing: false,
-        group: new GroupCommit<GroupItem, TransferOutcome>(async (items) => {
-          lane.writing = true;
-          try {
-            return await writeTransferGroup(db, items);
-          } finally {
-            lane.writing = false;
-          }
-        }, settings),
-      };
-      return lane;
+    this.#lanes = new GroupCommitLanes((items) => writeTransferGroup(db, items), {
+      ...GROUP_COMMIT_DEFAULTS,
+      ...options,
     });
   }
 
@@ -91,37 +65,22 @@ export class TransferGroupCommit {
    * its own outcome (rejects only when its group could not be written at all: SQL_UNAVAILABLE).
    */
   submit(transfer: Transfer): Promise<TransferOutcome> {
-    let filling: Lane | undefined;
-    let shortest = this.#lanes[0]!;
-    for (const lane of this.#lanes) {
-      const room = lane.group.pending < this.#maxPending;
-      if (!lane.writing && room && (filling === undefined || lane.group.pending > filling.group.pending))
-        filling = lane;
-      if (lane.group.pending < shortest.group.pending) shortest = lane;
-    }
-    return (filling ?? shortest).group.submit({ transfer });
+    return this.#lanes.submit({ transfer });
   }
 
   /** Transfers waiting for a group, all lanes. */
   get pending(): number {
-    return this.#lanes.reduce((sum, lane) => sum + lane.group.pending, 0);
+    return this.#lanes.pending;
   }
 
   /** Counters summed over the lanes. */
   get stats(): GroupCommitStats {
-    const sum = { batches: 0, items: 0, refused: 0 };
-    for (const { group } of this.#lanes) {
-      const stats = group.stats;
-      sum.batches += stats.batches;
-      sum.items += stats.items;
-      sum.refused += stats.refused;
-    }
-    return sum;
+    return this.#lanes.stats;
   }
 
   /** Resolves once everything submitted so far is written (or failed), every lane. */
   async drain(): Promise<void> {
-    await Promise.all(this.#lanes.map((lane) => lane.group.drain()));
+    await this.#lanes.drain();
   }
 }
 
