@@ -6,7 +6,10 @@
  *
  * - `-MOVED slot addr`: the slot moved for good: patch that slot, retry there, and refresh
  *   the whole map in the background (a reshard rarely moves one slot alone), at most once
- *   per `minRefreshIntervalMs`;
+ *   per `minRefreshIntervalMs`. A node that answered MOVED has said it no longer owns the
+ *   slot, so a reloaded map that still names it as the owner came from a node that has not
+ *   learned the move yet (gossip takes a moment): the patch is kept over it, until a reload
+ *   agrees or `MOVED_TRUST_MS` passes;
  * - `-ASK slot addr`: the key is mid-migration: retry once at the target preceded by
  *   `ASKING` on the same connection, without touching the map;
  * - `-TRYAGAIN` / `-CLUSTERDOWN`: wait (exponential, capped) and retry; CLUSTERDOWN also
@@ -61,6 +64,9 @@ export interface ClusterRouterOptions extends PoolSetOptions {
 /** Commands a replica may answer after READONLY. */
 const READ_ONLY_COMMANDS = new Set(["get", "mget", "exists", "ttl", "pttl", "type", "strlen"]);
 
+/** How long a MOVED patch outranks reloaded maps that still name the node that refused the slot. */
+export const MOVED_TRUST_MS = 10_000;
+
 /** What #attempt returns when the owner refused the connection and the map was refreshed. */
 const RETRY_ELSEWHERE: unique symbol = Symbol("retry at the refreshed owner");
 
@@ -80,6 +86,8 @@ export class ClusterRouter implements KeyRouter {
   #map = new SlotMap();
   #refreshing: Promise<void> | undefined;
   #lastRefreshMs = Number.NEGATIVE_INFINITY;
+  /** Slots a node refused with MOVED: who refused, where the slot went, when (performance.now()). */
+  readonly #movedAway = new Map<number, { from: string; to: string; atMs: number }>();
 
   constructor(options: ClusterRouterOptions) {
     this.#options = { ...clusterRouterDefaults, ...options };
@@ -159,6 +167,7 @@ export class ClusterRouter implements KeyRouter {
       if (next === undefined) return reply;
       if (next.kind === "moved") {
         this.#map.assign(next.slot, next.address);
+        this.#movedAway.set(next.slot, { from: address, to: next.address, atMs: performance.now() });
         this.#emit({ type: "moved", slot: next.slot, from: address, to: next.address });
         this.#refreshSoon();
       } else if (next.kind === "ask") {
@@ -259,7 +268,7 @@ export class ClusterRouter implements KeyRouter {
         if (reply instanceof ErrorReply) throw new Error(reply.message);
         const ranges = parseClusterSlots(reply, parseAddress(address).host);
         if (ranges.length === 0) throw new Error("CLUSTER SLOTS listed no slots");
-        this.#map = SlotMap.fromRanges(ranges);
+        this.#map = this.#keepNewerMoves(SlotMap.fromRanges(ranges));
         this.#emit({ type: "refresh", address, ranges: ranges.length });
         return;
       } catch (error) {
@@ -271,6 +280,20 @@ export class ClusterRouter implements KeyRouter {
       detail: `no node answered CLUSTER SLOTS: ${reasons.join("; ")}`,
       fields: { tried: candidates },
     });
+  }
+
+  /**
+   * A reloaded map that names, as a slot's owner, the node that refused that slot with MOVED
+   * is older than the MOVED: the patch stays. A reload that names anyone else has caught up
+   * (or seen a later move): the record goes, as it does after MOVED_TRUST_MS.
+   */
+  #keepNewerMoves(map: SlotMap): SlotMap {
+    const nowMs = performance.now();
+    for (const [slot, move] of this.#movedAway) {
+      if (map.ownerOf(slot) === move.from && nowMs - move.atMs < MOVED_TRUST_MS) map.assign(slot, move.to);
+      else this.#movedAway.delete(slot);
+    }
+    return map;
   }
 
   #emit(event: RouterEvent): void {
