@@ -57,6 +57,8 @@ const SENDER_TIMEOUTS = { connectMs: 2_000, headersMs: 5_000, bodyMs: 2_000 };
 const HTTP_DEADLINE_MS = 9_000;
 /** The noisy tenant's sends come in bursts this often, each burst one transaction (a batch producer). */
 const FLOOD_TICK_MS = 500;
+/** Ticks' worth of events one burst may carry when catching up. */
+const MAX_CATCH_UP_TICKS = 4;
 /** Bound on the warm-up's four deliveries. */
 const WARM_UP_MAX_MS = 10_000;
 /** Attempts are read back this far behind the last read: a send in flight then is recorded later. */
@@ -235,13 +237,17 @@ export function noisyTenantScenario(options: NoisyTenantOptions = {}): Scenario 
             }
           });
         }
-        // The noisy tenant: bursts every FLOOD_TICK_MS from the end of the baseline.
+        // The noisy tenant: a burst every FLOOD_TICK_MS from the end of the baseline, sized to what
+        // the rate owes by now — a burst that overran its tick (a busy host) is caught up by the
+        // next, so the flood keeps its rate (open loop), up to MAX_CATCH_UP_TICKS ticks at once.
         loop(async () => {
           await sleep(Math.max(0, floodFromMs - Date.now()), undefined, { signal });
-          const burst = Math.max(1, Math.round((o.noisyPerS * FLOOD_TICK_MS) / 1_000));
+          const perTick = Math.max(1, Math.round((o.noisyPerS * FLOOD_TICK_MS) / 1_000));
           while (!stop.now && Date.now() < endMs) {
             const next = Date.now() + FLOOD_TICK_MS;
             const first = sent.get(NOISY)!;
+            const owed = Math.floor(((Date.now() - floodFromMs) * o.noisyPerS) / 1_000) + perTick - first;
+            const burst = Math.min(Math.max(owed, 1), perTick * MAX_CATCH_UP_TICKS);
             sent.set(NOISY, first + burst);
             await world.ingestBurst(NOISY, first, burst);
             await sleep(Math.max(0, next - Date.now()));
