@@ -399,7 +399,9 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
         REDIS_URL: redis.url,
         RATE_LIMITER_KEY_PREFIX: "rl17:",
         RATE_LIMITER_BREAKER_OPEN_MS: "200",
-        RATE_LIMITER_HEARTBEAT_MS: "200",
+        // A beat every second: an instance counts as gone after 3 s silent, longer than a
+        // process stalls on a loaded CI host (at 200 ms one stall of 600 ms made M = 2).
+        RATE_LIMITER_HEARTBEAT_MS: "1000",
       },
       // Three processes importing at once on a loaded 2-core host take ~10 s each.
       startTimeoutMs: 60_000,
@@ -422,6 +424,9 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
         seen.push(read.remaining ?? Number.NaN);
       }
       await redis.kill();
+      // The live count each instance holds through the outage (its last beat's): the formula's M.
+      const counted = await Promise.all(services.instances.map((svc) => svc.metric("ratelimit_instances")));
+      assert.deepEqual(counted, Array(COUNT).fill(COUNT), "every instance counted all three at the outage");
       let fallbackAllowed = 0;
       try {
         for (const svc of services.instances) {
