@@ -179,7 +179,10 @@ describe("fault proxy over an echo server", () => {
     const p = await fresh(maxBufferedBytes);
     const peer = await open(p.port);
     p.blackhole(true);
-    const payload = Buffer.alloc(4 * 1024 * 1024, "0123456789abcdef");
+    // More than the kernel can hold for a paused reader: the sender's buffer grows to
+    // net.ipv4.tcp_wmem's max (4 MiB here) and the proxy's socket takes a window more, so a
+    // 4 MiB payload could sit wholly in the kernel with nothing left in the sender's queue.
+    const payload = Buffer.alloc(16 * 1024 * 1024, "0123456789abcdef");
     peer.socket.write(payload);
     await eventually(() => p.stats().readPauses >= 1);
     // One read past the bound is possible: the bound is checked after each chunk.

@@ -10,11 +10,16 @@ import type { Cluster } from "ioredis";
 import { planJoin } from "../src/domain/slot-rebalance.ts";
 import { keysInSlots, startTestCluster, type TestCluster, waitUntil } from "./cluster-harness.ts";
 
+// Nothing here fails a node over: a long failure-detection timeout, so a node process stalled
+// by a loaded host (1 s, the harness's default for failover tests) is not voted down mid-test
+// (CLUSTERDOWN seen in a full run at load ~8).
+const NO_FAILOVER_NODE_TIMEOUT_MS = 10_000;
+
 describe("ioredis Cluster on our nodes", { timeout: 120_000 }, () => {
   let harness: TestCluster;
 
   before(async () => {
-    harness = await startTestCluster({ nodes: 6, replicas: 1 });
+    harness = await startTestCluster({ nodes: 6, replicas: 1, nodeTimeoutMs: NO_FAILOVER_NODE_TIMEOUT_MS });
   });
 
   after(async () => {
