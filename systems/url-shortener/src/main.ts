@@ -67,6 +67,13 @@ export const VERSION = packageJson.version;
 export const DEMO_WORKSPACE = "demo";
 /** Keys whose creation budgets are tracked at once (create-limiter.ts). */
 const MAX_LIMITED_KEYS = 10_000;
+/**
+ * On the embedded PGlite the service's own database runs on a worker thread too (infra's
+ * pglite-thread-database.ts), as the click log does: a PGlite in the redirect's process slows
+ * a bare node:http 302 by ~14% even idle (issue 18's profile). Calls waiting on that thread at
+ * once, past which one answers 503 SQL_UNAVAILABLE.
+ */
+const SERVICE_DATABASE_MAX_PENDING = 1_024;
 const REAP_BATCH = 1_000;
 /** Each rollup round recomputes this far back: longer than any flush delay or restart. */
 const ROLLUP_WINDOW_MS = 2 * 3_600_000;
@@ -289,7 +296,13 @@ function startShortener(
       description:
         "Global URL shortener (seed 000 §9): codes unique by construction, redirects off the database.",
     },
-    database: { system: SYSTEM, env, ...databaseOptionsOf(config), migrate: migrateShortenerStore },
+    database: {
+      system: SYSTEM,
+      env,
+      ...databaseOptionsOf(config),
+      pgliteThread: { maxPending: SERVICE_DATABASE_MAX_PENDING },
+      migrate: migrateShortenerStore,
+    },
     build: async ({ service, db }) => {
       const metrics = createMetrics(service.registry, { version: VERSION });
       const links = new LinkRepository(db);
