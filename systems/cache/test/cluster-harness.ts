@@ -48,6 +48,13 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
+/**
+ * Failure-detection timeout for a cluster whose test never fails a node over: far above any
+ * event-loop stall seen on a loaded CI host, so a stalled node is not voted down mid-test
+ * (CLUSTERDOWN seen at load ~8 with 1 s). Failover tests pass their own, short timeout.
+ */
+export const NO_FAILOVER_NODE_TIMEOUT_MS = 10_000;
+
 export async function startTestCluster(
   options: Partial<LaunchOptions> & Pick<LaunchOptions, "nodes" | "replicas">,
 ): Promise<TestCluster> {

@@ -8,12 +8,13 @@ import { after, before, describe, test } from "node:test";
 import { keySlot } from "@casebook/kit/cluster-slot";
 import type { Cluster } from "ioredis";
 import { planJoin } from "../src/domain/slot-rebalance.ts";
-import { keysInSlots, startTestCluster, type TestCluster, waitUntil } from "./cluster-harness.ts";
-
-// Nothing here fails a node over: a long failure-detection timeout, so a node process stalled
-// by a loaded host (1 s, the harness's default for failover tests) is not voted down mid-test
-// (CLUSTERDOWN seen in a full run at load ~8).
-const NO_FAILOVER_NODE_TIMEOUT_MS = 10_000;
+import {
+  keysInSlots,
+  NO_FAILOVER_NODE_TIMEOUT_MS,
+  startTestCluster,
+  type TestCluster,
+  waitUntil,
+} from "./cluster-harness.ts";
 
 describe("ioredis Cluster on our nodes", { timeout: 120_000 }, () => {
   let harness: TestCluster;

@@ -14,13 +14,11 @@ import { evenSlotRanges, formatRanges, parseRanges, toRanges } from "../src/doma
 import {
   adminOf,
   type InProcessNode,
+  NO_FAILOVER_NODE_TIMEOUT_MS,
   startInProcessNode,
   startTwoNodeCluster,
   waitUntil,
 } from "./cluster-harness.ts";
-
-/** Node timeout of the two in-process nodes: far above any event-loop stall seen in CI. */
-const SLOW_MACHINE_NODE_TIMEOUT_MS = 10_000;
 
 async function clusterOk(admin: AdminClient): Promise<boolean> {
   return ((await admin.call("CLUSTER", "INFO")) as string).includes("cluster_state:ok");
@@ -33,7 +31,7 @@ describe("slots and redirects", { timeout: 60_000 }, () => {
   let adminB: AdminClient;
 
   before(async () => {
-    ({ a, b, adminA, adminB } = await startTwoNodeCluster(SLOW_MACHINE_NODE_TIMEOUT_MS));
+    ({ a, b, adminA, adminB } = await startTwoNodeCluster(NO_FAILOVER_NODE_TIMEOUT_MS));
   });
 
   // Not the pair's close(): a test below restarts `a` on its port, so close what the variables hold now.
@@ -136,7 +134,7 @@ describe("slots and redirects", { timeout: 60_000 }, () => {
     await adminA.close();
     await a.close();
     await waitUntil("B to see A fail", 10_000, async () => !(await clusterOk(adminB)));
-    a = await startInProcessNode({ dir: a.dir, port, nodeTimeoutMs: SLOW_MACHINE_NODE_TIMEOUT_MS });
+    a = await startInProcessNode({ dir: a.dir, port, nodeTimeoutMs: NO_FAILOVER_NODE_TIMEOUT_MS });
     adminA = await adminOf(a);
     assert.equal(await adminA.call("CLUSTER", "MYID"), id);
     assert.equal(a.runtime.state.myself.configEpoch, epoch);
