@@ -14,7 +14,8 @@
  * duration.observe({ method: "GET", route: "/v1/links/:id", status_code: "200" }, 0.004);
  * await registry.metrics(); // Prometheus text format
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Registry } from "prom-client";
+import { RequestHistogram } from "./request-histogram.ts";
 
 export const UNMATCHED_ROUTE = "(unmatched)";
 
@@ -54,15 +55,24 @@ export function createMetricsRegistry(options: { defaultMetrics?: boolean } = {}
   return registry;
 }
 
-/** The request-duration histogram, registered in `registry` only. */
-export function createHttpDurationHistogram(registry: Registry): Histogram<HttpLabel> {
-  return new Histogram({
+/**
+ * The request-duration histogram, registered in `registry` only: a `RequestHistogram`, whose
+ * `labels(method, route, status)` child a hot path keeps (request-histogram.ts).
+ */
+export function createHttpDurationHistogram(registry: Registry): RequestHistogram<HttpLabel> {
+  return new RequestHistogram({
     name: "http_request_duration_seconds",
     help: "Time from receiving a request to sending the last byte of its response.",
     labelNames: ["method", "route", "status_code"],
     buckets: httpDurationBucketsS,
-    registers: [registry],
+    registry,
   });
+}
+
+/** The request-duration histogram a service's registry holds (its base made it), for a path that answers before Fastify. */
+export function httpDurationHistogramOf(registry: Registry): RequestHistogram<HttpLabel> | undefined {
+  const metric: unknown = registry.getSingleMetric("http_request_duration_seconds");
+  return metric instanceof RequestHistogram ? (metric as RequestHistogram<HttpLabel>) : undefined;
 }
 
 /**

@@ -23,9 +23,11 @@
  * installRedirectFastPath(service.app.server, { core, reader, clock, closing: () => service.closing, registry });
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { httpDurationHistogramOf } from "@casebook/infra/http/metrics";
+import type { HistogramChild } from "@casebook/infra/http/request-histogram";
 import { requestIdGenerator } from "@casebook/infra/http/request-id";
 import type { Clock } from "@casebook/kit/clock";
-import type { Histogram, Registry } from "prom-client";
+import type { Registry } from "prom-client";
 import { CODE_PATTERN } from "../domain/link-rules.ts";
 import type { ResolvedLink } from "../domain/redirect-decision.ts";
 import { VISIT_MARKER_HEADER } from "../edge/nginx-edge-config.ts";
@@ -90,10 +92,8 @@ function fastAnswerer(options: FastPathOptions): (req: IncomingMessage, res: Ser
   const { core, reader, clock, closing } = options;
   const requestId = requestIdGenerator();
   const prepare = preparedRedirects(core);
-  const duration = options.registry.getSingleMetric("http_request_duration_seconds") as
-    | Histogram<"method" | "route" | "status_code">
-    | undefined;
-  const timers = new Map<number, { observe(value: number): void }>();
+  const duration = httpDurationHistogramOf(options.registry);
+  const timers = new Map<number, HistogramChild>();
   const timerOf = (status: number) => {
     let timer = timers.get(status);
     if (timer === undefined && duration !== undefined) {
