@@ -45,6 +45,21 @@ export function tidyValue(value: number): number {
   return Number(value.toPrecision(3));
 }
 
+/**
+ * The middle of a bench's repeated runs (the mean of the two middle ones for an even count; NaN
+ * for none): on a shared 2-core machine one 5 s run can read 30% off the next, so benches judge
+ * goals on the median of interleaved runs, never on one.
+ *
+ * @example
+ * median([31_550, 27_100, 33_020]); // 31550
+ */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** A row and what the table needs to word it; `toJsonLine` prints only the row's keys. */
 export interface BenchResult extends BenchRow {
   direction: Direction;

@@ -5,6 +5,7 @@ import {
   benchRow,
   compare,
   formatNumber,
+  median,
   renderBench,
   renderMarkdown,
   rowsFromLoad,
@@ -153,4 +154,11 @@ test("rowsFromLoad turns a load report and its peer's into throughput, latency a
   assert.ok(rows.every((r) => r.peer === "noop-peer" && r.system === "lab"));
   assert.equal(rows.find((r) => r.metric === "errors")!.value, 0);
   for (const line of renderBench(rows, "json").split("\n")) assert.doesNotThrow(() => JSON.parse(line));
+});
+
+test("median: the middle run, the mean of the middle two for an even count, NaN for none", () => {
+  assert.equal(median([85.4, 36.9, 44.4]), 44.4);
+  assert.equal(median([3, 1, 4, 2]), 2.5);
+  assert.equal(median([7]), 7);
+  assert.ok(Number.isNaN(median([])));
 });

@@ -11,7 +11,7 @@
 import { execFileSync } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
-import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
+import { type BenchResult, median, renderBench } from "@casebook/lab/bench-report";
 import { goalLine, scenarioRows as rowsOf } from "@casebook/lab/bench-rows";
 import { cacheErrors } from "../src/errors.ts";
 import { type BenchArgs, benchHelp, parseBenchArgs } from "./bench-args.ts";
@@ -31,12 +31,6 @@ const MIB = 1024 * 1024;
 
 type Medians = Map<string, BenchmarkRow>;
 type Side = "ours" | "redis" | "floor";
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
 
 function medians(tests: readonly string[], runs: readonly Map<string, BenchmarkRow>[]): Medians {
   const result: Medians = new Map();

@@ -8,7 +8,7 @@
  * const { rows, goals } = readReport(shape, results, floors, staleness);
  * goals[0]; // "- read p99 < 20 ms at 70% of the maximum (hybrid), median of 3 runs: 18.2 ms (runs 17.9, 18.2, 40.3) — met"
  */
-import type { BenchResult } from "@casebook/lab/bench-report";
+import { type BenchResult, median } from "@casebook/lab/bench-report";
 import { goalLine, scenarioRows } from "@casebook/lab/bench-rows";
 
 const SYSTEM = "feed";
@@ -65,14 +65,6 @@ export interface Staleness {
 export interface ReadBenchResult {
   readonly rows: BenchResult[];
   readonly goals: string[];
-}
-
-/** The median (the mean of the middle two for an even count); NaN for none. */
-export function median(values: readonly number[]): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 /** The open loop's rate for a design: 70% of the median of its wrk maxima (at least one per generator). */

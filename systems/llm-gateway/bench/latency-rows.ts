@@ -15,7 +15,7 @@
  * const rows = latencyRows([{ concurrency: 50, rounds: [{ direct, portkey, plain, full }, …] }]);
  * goalLines(rows); // ["50 streams: TTFT p50 0.9 ms vs Portkey 2.4 ms (≤ 0.5×: met)", …]
  */
-import { type BenchResult, benchRow } from "@casebook/lab/bench-report";
+import { type BenchResult, benchRow, median as labMedian } from "@casebook/lab/bench-report";
 import type { TargetName } from "./bench-targets.ts";
 import type { LatencyMs, RunResult } from "./stream-load-child.ts";
 
@@ -56,14 +56,9 @@ function round(value: number): number {
   return Math.round(value * 100) / 100;
 }
 
-/** The middle value (the mean of the two middle ones for an even count); undefined for none. */
+/** The middle value (lab's median); undefined for none. */
 export function median(values: readonly number[]): number | undefined {
-  if (values.length === 0) return undefined;
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return values.length === 0 ? undefined : labMedian(values);
 }
 
 /** A run with no stream measured to its end has no percentile to compare: its errors row says why. */
