@@ -98,7 +98,8 @@ export interface Database extends Queryable {
    * serialization failure); that error is thrown too. A link lost while COMMIT was on its way
    * is SQL_UNAVAILABLE with `fields.commitOutcome: "unknown"`: it may have committed. Inside `fn` use only `tx`: on
    * PGlite, calling the database itself from inside a transaction is refused
-   * (`SQL_TRANSACTION_NESTED`), because its single connection would wait on itself.
+   * (`SQL_TRANSACTION_NESTED`; on its own thread once it has waited `transactionWaitMs`), because
+   * its single connection would wait on itself.
    */
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Resolves when the engine answers `SELECT 1` within `timeoutMs`; rejects with `SQL_UNAVAILABLE` otherwise. */

@@ -23,18 +23,58 @@ test("past maxPending waiting calls a call is refused SQL_UNAVAILABLE at once; t
   }
 });
 
-test("a call to the database from inside its own transaction is refused, not a deadlock", async () => {
+test("a call to the database from inside its own transaction is refused after transactionWaitMs, unsent, not a deadlock", async () => {
+  const db = await openPgliteThreadDatabase({
+    dataDir: MEMORY_DATA_DIR,
+    maxPending: 10,
+    transactionWaitMs: 200,
+  });
+  try {
+    await db.exec("CREATE TABLE notes (body text NOT NULL)");
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await tx.query("INSERT INTO notes VALUES ('inside')");
+        await db.query("INSERT INTO notes VALUES ('nested')");
+      }),
+      (err) => sqlErrors.is(err, "SQL_TRANSACTION_NESTED") && /Waited 200 ms/.test((err as Error).message),
+    );
+    assert.deepEqual(
+      (await db.query("SELECT body FROM notes")).rows,
+      [],
+      "the transaction was rolled back, and the refused call was never run after it",
+    );
+  } finally {
+    await db.close();
+  }
+});
+
+test("calls from outside an open transaction wait for it, then run in the order they were made", async () => {
   const db = await openPgliteThreadDatabase({ dataDir: MEMORY_DATA_DIR, maxPending: 10 });
   try {
-    await assert.rejects(
-      db.transaction(async () => db.query("SELECT 1")),
-      (err) => sqlErrors.is(err, "SQL_TRANSACTION_NESTED"),
+    await db.exec("CREATE TABLE notes (n int NOT NULL)");
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const first = db.transaction(async (tx) => {
+      await tx.query("INSERT INTO notes VALUES (1)");
+      await gate;
+      await tx.query("INSERT INTO notes VALUES (2)");
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50)); // the transaction is open
+    const seen = db.query<{ n: number }>("SELECT n FROM notes ORDER BY n");
+    const second = db.transaction(async (tx) => {
+      await tx.query("INSERT INTO notes VALUES (3)");
+    });
+    const last = db.query<{ count: number }>("SELECT count(*)::int AS count FROM notes");
+    release();
+    await Promise.all([first, second]);
+    assert.deepEqual(
+      (await seen).rows.map((row) => row.n),
+      [1, 2],
+      "the outside read ran after the first transaction committed, before the second began",
     );
-    assert.equal(
-      (await db.query("SELECT 1")).rowCount,
-      1,
-      "the transaction was rolled back and the thread is free",
-    );
+    assert.equal((await last).rows[0]!.count, 3, "the read made after the second transaction ran after it");
   } finally {
     await db.close();
   }
