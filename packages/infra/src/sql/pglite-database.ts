@@ -16,7 +16,6 @@
  * });
  * await db.close();
  */
-import { AsyncLocalStorage } from "node:async_hooks";
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { PGlite, type Results, type Transaction } from "@electric-sql/pglite";
@@ -29,6 +28,7 @@ import { sqlErrors } from "./sql-errors.ts";
 import { DEFAULT_PING_TIMEOUT_MS, pingWithin } from "./sql-ping.ts";
 import { quoteIdentifier } from "./sql-schema.ts";
 import { pgliteParsers } from "./sql-values.ts";
+import { TransactionGate } from "./transaction-gate.ts";
 
 export const MEMORY_DATA_DIR = "memory://";
 
@@ -37,6 +37,8 @@ export interface PgliteDatabaseOptions {
   dataDir: string;
   /** The session's `search_path`; nothing else is searched, so a missing schema fails loudly (3F000). */
   schema?: string;
+  /** How long a call waits for the open transaction before SQL_TRANSACTION_NESTED (transaction-gate.ts; default 30 s). */
+  transactionWaitMs?: number;
 }
 
 function resultOf<Row>(result: Results<Row>): QueryResult<Row> {
@@ -91,13 +93,16 @@ class PgliteDatabase implements Database {
   #pglite: PGlite;
   #lock: DataDirLock | undefined;
   #closed = false;
-  /** Set while a transaction callback runs: a call to the database from inside it would wait on itself forever. */
-  #insideTransaction = new AsyncLocalStorage<true>();
+  /** One transaction at a time; every other call held until it ends (a call from inside it would wait on itself). */
+  readonly #gate: TransactionGate;
 
-  constructor(pglite: PGlite, lock: DataDirLock | undefined, schema: string | undefined) {
+  constructor(pglite: PGlite, lock: DataDirLock | undefined, options: PgliteDatabaseOptions) {
     this.#pglite = pglite;
     this.#lock = lock;
-    this.schema = schema;
+    this.schema = options.schema;
+    this.#gate = new TransactionGate(
+      options.transactionWaitMs === undefined ? {} : { waitMs: options.transactionWaitMs },
+    );
   }
 
   async query<Row = Record<string, unknown>>(
@@ -107,38 +112,39 @@ class PgliteDatabase implements Database {
   ): Promise<QueryResult<Row>> {
     // Checked like pg's, then run unnamed: PGlite's API has no named statements (see QueryOptions).
     preparedName(options);
-    this.#refuseNested();
     try {
-      return resultOf(await this.#pglite.query<Row>(text, params as unknown[] | undefined));
+      return resultOf(
+        await this.#gate.call(() => this.#pglite.query<Row>(text, params as unknown[] | undefined)),
+      );
     } catch (err) {
       throw surfaced(err);
     }
   }
 
   async exec(script: string): Promise<void> {
-    this.#refuseNested();
     try {
-      await this.#pglite.exec(script);
+      await this.#gate.call(() => this.#pglite.exec(script));
     } catch (err) {
       throw surfaced(err);
     }
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    this.#refuseNested();
     try {
       // PGlite's transaction(): BEGIN, the callback, COMMIT — or ROLLBACK and rethrow — under its mutex.
-      return await this.#pglite.transaction(async (raw) => {
-        const tx = new PgliteTransaction(raw);
-        try {
-          if (options.isolation !== undefined) {
-            await raw.query(`SET TRANSACTION ISOLATION LEVEL ${isolationSql[options.isolation]}`);
+      return await this.#gate.transaction(() =>
+        this.#pglite.transaction(async (raw) => {
+          const tx = new PgliteTransaction(raw);
+          try {
+            if (options.isolation !== undefined) {
+              await raw.query(`SET TRANSACTION ISOLATION LEVEL ${isolationSql[options.isolation]}`);
+            }
+            return await fn(tx);
+          } finally {
+            tx.end();
           }
-          return await this.#insideTransaction.run(true, () => fn(tx));
-        } finally {
-          tx.end();
-        }
-      });
+        }),
+      );
     } catch (err) {
       throw surfaced(err);
     }
@@ -151,15 +157,14 @@ class PgliteDatabase implements Database {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#gate.refuseAll(() =>
+      sqlErrors.create("SQL_UNAVAILABLE", { detail: "The embedded database was closed." }),
+    );
     try {
       await this.#pglite.close();
     } finally {
       this.#lock?.release();
     }
-  }
-
-  #refuseNested(): void {
-    if (this.#insideTransaction.getStore()) throw sqlErrors.create("SQL_TRANSACTION_NESTED");
   }
 }
 
@@ -191,7 +196,7 @@ export async function openPgliteDatabase(options: PgliteDatabaseOptions): Promis
     await pglite.waitReady;
     if (fresh && snapshot === undefined) await saveInitdbSnapshot(pglite);
     await pglite.exec(`SET TimeZone = 'UTC'; ${schemaSql}`);
-    return new PgliteDatabase(pglite, lock, options.schema);
+    return new PgliteDatabase(pglite, lock, options);
   } catch (err) {
     await pglite?.close().catch(() => {});
     lock?.release();

@@ -5,10 +5,10 @@
  * thousands of rows) then costs the thread that answers requests. Here that thread only posts
  * the statement and its parameters and receives the rows: the engine's work is the worker's.
  *
- * The same semantics as pglite-database.ts (one connection, transactions one after another,
- * `SQL_TRANSACTION_NESTED` for a call to the database from inside its own transaction — here
- * after `transactionWaitMs`: while a transaction is open, every other call is held, unsent,
- * until it ends), with what a thread boundary changes: rows and parameters cross by structured
+ * The same semantics as pglite-database.ts (one connection; transactions one after another,
+ * every other call held, unsent, while one is open; `SQL_TRANSACTION_NESTED` for a call from
+ * inside its own transaction, once it has waited `transactionWaitMs`: transaction-gate.ts),
+ * with what a thread boundary changes: rows and parameters cross by structured
  * clone (a `Buffer` parameter or `bytea` value arrives as a `Uint8Array`), and an engine error
  * keeps its name, message and own fields (`code` = SQLSTATE, `SQL_…` errors rebuilt as
  * `sqlErrors`) but not its stack. Bounds: at most `maxPending` requests wait for an answer
@@ -27,6 +27,7 @@ import type { Database, Queryable, QueryOptions, QueryResult, TransactionOptions
 import { preparedName } from "./sql.ts";
 import { type SqlErrorCode, sqlErrors } from "./sql-errors.ts";
 import { DEFAULT_PING_TIMEOUT_MS, pingWithin } from "./sql-ping.ts";
+import { TransactionGate } from "./transaction-gate.ts";
 
 export interface PgliteThreadDatabaseOptions {
   /** A directory (created if missing, kept across restarts), or `memory://`. */
@@ -35,19 +36,8 @@ export interface PgliteThreadDatabaseOptions {
   schema?: string;
   /** Requests waiting for an answer at once; past it a call is refused with SQL_UNAVAILABLE. */
   maxPending: number;
-  /**
-   * How long a call waits for this database's open transaction to end before it is refused
-   * `SQL_TRANSACTION_NESTED` (default 5 s): a call from inside the transaction waits on itself.
-   */
+  /** How long a call waits for the open transaction before SQL_TRANSACTION_NESTED (transaction-gate.ts; default 30 s). */
   transactionWaitMs?: number;
-}
-
-export const DEFAULT_TRANSACTION_WAIT_MS = 5_000;
-
-/** A call held until the open transaction ends (never posted to the thread before). */
-interface Held {
-  start(): void;
-  refuse(error: Error): void;
 }
 
 interface Waiting {
@@ -113,11 +103,8 @@ class PgliteThreadDatabase implements Database {
   readonly #worker: Worker;
   readonly #maxPending: number;
   readonly #waiting = new Map<number, Waiting>();
-  readonly #transactionWaitMs: number;
-  /** True from a transaction's BEGIN until its COMMIT or ROLLBACK is answered. */
-  #transactionOpen = false;
-  /** Calls from outside the open transaction, first come first started when it ends. */
-  readonly #held: Held[] = [];
+  /** One transaction at a time; every other call held until it ends. */
+  readonly #gate: TransactionGate;
   readonly #outside: ThreadQueryable;
   #nextId = 1;
   #failure: Error | undefined;
@@ -126,7 +113,9 @@ class PgliteThreadDatabase implements Database {
   constructor(worker: Worker, options: PgliteThreadDatabaseOptions) {
     this.#worker = worker;
     this.#maxPending = options.maxPending;
-    this.#transactionWaitMs = options.transactionWaitMs ?? DEFAULT_TRANSACTION_WAIT_MS;
+    this.#gate = new TransactionGate(
+      options.transactionWaitMs === undefined ? {} : { waitMs: options.transactionWaitMs },
+    );
     this.schema = options.schema;
     this.#outside = new ThreadQueryable(this, undefined);
     worker.on("message", (message: ThreadAnswer) => this.#answered(message));
@@ -168,8 +157,7 @@ class PgliteThreadDatabase implements Database {
       waiting.reject(sqlErrors.create("SQL_UNAVAILABLE", { cause: error }));
     }
     this.#waiting.clear();
-    for (const held of this.#held.splice(0))
-      held.refuse(sqlErrors.create("SQL_UNAVAILABLE", { cause: error }));
+    this.#gate.refuseAll(() => sqlErrors.create("SQL_UNAVAILABLE", { cause: error }));
   }
 
   query<Row = Record<string, unknown>>(
@@ -177,20 +165,15 @@ class PgliteThreadDatabase implements Database {
     params?: readonly unknown[],
     options?: QueryOptions,
   ): Promise<QueryResult<Row>> {
-    return this.#whenNoTransaction(() => this.#outside.query<Row>(text, params, options));
+    return this.#gate.call(() => this.#outside.query<Row>(text, params, options));
   }
 
   exec(script: string): Promise<void> {
-    return this.#whenNoTransaction(() => this.#outside.exec(script));
+    return this.#gate.call(() => this.#outside.exec(script));
   }
 
   transaction<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return this.#whenNoTransaction(() => this.#runTransaction(fn, options));
-  }
-
-  async #runTransaction<T>(fn: (tx: Queryable) => Promise<T>, options: TransactionOptions): Promise<T> {
-    this.#transactionOpen = true; // before the first await: a call made from here on is held
-    try {
+    return this.#gate.transaction(async () => {
       const txId = this.#nextId;
       await this.send({ op: "begin", isolation: options.isolation });
       const tx = new ThreadQueryable(this, txId);
@@ -205,49 +188,7 @@ class PgliteThreadDatabase implements Database {
       tx.end();
       await this.send({ op: "end", txId, commit: true });
       return result;
-    } finally {
-      this.#transactionOpen = false;
-      this.#startHeld();
-    }
-  }
-
-  /**
-   * Starts `call` now when no transaction is open; else holds it, unsent, until the transaction
-   * ends — refused SQL_TRANSACTION_NESTED past `transactionWaitMs` (a call from inside the
-   * transaction would wait on itself), never run after being refused. This takes the place of
-   * tracking the transaction's async context (AsyncLocalStorage): entering one per transaction
-   * turned Node's `process.nextTick` megamorphic for the whole process, ~8% of url-shortener's
-   * redirect throughput in perf (issue 18).
-   */
-  #whenNoTransaction<T>(call: () => Promise<T>): Promise<T> {
-    if (!this.#transactionOpen) return call();
-    return new Promise<T>((resolve, reject) => {
-      const held: Held = {
-        start: () => {
-          clearTimeout(timer);
-          call().then(resolve, reject);
-        },
-        refuse: (error) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      };
-      const timer = setTimeout(() => {
-        const at = this.#held.indexOf(held);
-        if (at === -1) return;
-        this.#held.splice(at, 1);
-        const detail =
-          `Waited ${this.#transactionWaitMs} ms for this database's open transaction to end: a call from ` +
-          "inside that transaction waits on itself (use the `tx` handed to the callback), or the transaction is too long.";
-        held.refuse(sqlErrors.create("SQL_TRANSACTION_NESTED", { detail }));
-      }, this.#transactionWaitMs);
-      this.#held.push(held);
     });
-  }
-
-  /** Starts the held calls in order, up to the next transaction (it holds the rest again). */
-  #startHeld(): void {
-    while (!this.#transactionOpen && this.#held.length > 0) this.#held.shift()!.start();
   }
 
   ping(timeoutMs = DEFAULT_PING_TIMEOUT_MS): Promise<void> {

@@ -73,7 +73,8 @@ test("a lock left by a dead process is taken over", async () => {
 describe("one in-memory PGlite, shared", () => {
   let db: Database;
   before(async () => {
-    db = await openPgliteDatabase({ dataDir: MEMORY_DATA_DIR });
+    // A call from inside a transaction is refused once it has waited this long (transaction-gate.ts).
+    db = await openPgliteDatabase({ dataDir: MEMORY_DATA_DIR, transactionWaitMs: 300 });
   });
   after(async () => {
     await db.close();
@@ -120,14 +121,23 @@ describe("one in-memory PGlite, shared", () => {
     assert.deepEqual(events, ["a claims", "a commits", "b claims", "b commits"]);
   });
 
-  test("calling the database from inside its own transaction is refused instead of waiting forever", async () => {
-    const nested = db.transaction(async () => {
-      await db.query("SELECT 1");
+  test("calling the database from inside its own transaction is refused after transactionWaitMs, never run, instead of waiting forever", async () => {
+    await db.exec("CREATE TABLE nested_notes (body text NOT NULL)");
+    const nested = db.transaction(async (tx) => {
+      await tx.query("INSERT INTO nested_notes VALUES ('inside')");
+      await db.query("INSERT INTO nested_notes VALUES ('nested')");
     });
-    await assert.rejects(nested, (err) => sqlErrors.is(err, "SQL_TRANSACTION_NESTED"));
+    await assert.rejects(
+      nested,
+      (err) => sqlErrors.is(err, "SQL_TRANSACTION_NESTED") && /Waited 300 ms/.test((err as Error).message),
+    );
     const inner = db.transaction(async () => db.transaction(async () => 1));
     await assert.rejects(inner, (err) => sqlErrors.is(err, "SQL_TRANSACTION_NESTED"));
-    assert.deepEqual((await db.query("SELECT 1 AS ok")).rows, [{ ok: 1 }], "still usable afterwards");
+    assert.deepEqual(
+      (await db.query("SELECT body FROM nested_notes")).rows,
+      [],
+      "rolled back, and the refused call never ran after it: still usable afterwards",
+    );
   });
 });
 
