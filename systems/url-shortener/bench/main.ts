@@ -25,7 +25,9 @@
  * capture on, ours with capture off — both services up side by side, each on its own copy of
  * the seeded store): this machine's speed drifts by ±30% between two 5 s runs of the same
  * server, so every figure and goal is the rounds' median, and a slow stretch falls on all four
- * alike. The open loops run at 70% of those medians.
+ * alike. The open loops run at 70% of those medians. Scenario by scenario — 1's rounds, the
+ * open loops, 1b's, 3's — so a new-visitor run's click flood (rows the click log's threads
+ * insert and roll up for a while after) never shares the cores with a cached-code run.
  *
  * Markdown table on stdout (JSON lines with --json), progress on stderr.
  *
@@ -371,7 +373,7 @@ async function openOurs(targets: Targets, dataDir: string, capture: boolean): Pr
   }
 }
 
-/** Every wrk run of one round, each target once. */
+/** Every wrk run of round r, each target once (each scenario's rounds run apart: see run()). */
 interface Round {
   floor: WrkRun;
   nginx: WrkRun;
@@ -434,39 +436,69 @@ async function run(targets: Targets, args: BenchArgs, json: boolean): Promise<vo
       await runWrk({ url: ours.hotUrl, durationS: 1, connections: CONNECTIONS });
       await runWrk({ url: ours.server.url, durationS: 2, connections: CONNECTIONS, script });
     }
-    const oursRound = async (ours: Ours): Promise<OursRound> => {
-      const cached = await wrk(ours.hotUrl);
-      const visitors = await wrk(ours.server.url, ours.visitors);
+    const zipfRun = async (ours: Ours) => {
       const before = await readCacheCounts(ours.server.url);
       const zipf = await wrk(ours.server.url, script);
       const after = await readCacheCounts(ours.server.url);
       const hits = after.hit - before.hit;
-      return { cached, visitors, zipf, hits, lookups: hits + after.miss - before.miss };
+      return { zipf, hits, lookups: hits + after.miss - before.miss };
     };
     // Interleaved rounds: a slow stretch of the machine falls on every target alike, and the
-    // median of the rounds sets each figure (one 5 s run here can read 30% off the next).
-    const rounds: Round[] = [];
+    // median of the rounds sets each figure (one 5 s run here can read 30% off the next). One
+    // scenario's rounds after the other's: the new-visitor runs leave the click log ~150,000
+    // rows per run to insert and roll up on its threads, which would otherwise share the two
+    // cores with the next cached-code run.
+    const cachedRounds: Pick<Round, "floor" | "nginx">[] = [];
+    const oursCached: Record<"on" | "off", WrkRun[]> = { on: [], off: [] };
     for (let r = 1; r <= args.repeats; r++) {
-      benchLog(`round ${r} of ${args.repeats}: node floor, nginx, ours capture on, ours capture off`);
+      benchLog(
+        `one cached code, round ${r} of ${args.repeats}: node floor, nginx, ours capture on, ours capture off`,
+      );
       const floor = await wrk(floorUrl);
       const nginx = await wrk(nginxUrl);
-      const round = { floor, nginx, on: await oursRound(on), off: await oursRound(off) };
-      rounds.push(round);
+      cachedRounds.push({ floor, nginx });
+      oursCached.on.push(await wrk(on.hotUrl));
+      oursCached.off.push(await wrk(off.hotUrl));
+      const [onRun, offRun] = [oursCached.on.at(-1)!, oursCached.off.at(-1)!];
       benchLog(
         `round ${r}: floor ${Math.round(floor.requestsPerS)}/s, nginx ${Math.round(nginx.requestsPerS)}/s, ` +
-          `ours on ${Math.round(round.on.cached.requestsPerS)}/s, off ${Math.round(round.off.cached.requestsPerS)}/s ` +
-          `(on ${(round.on.cached.requestsPerS / floor.requestsPerS).toFixed(2)}× the floor; load ${loadAverage()})`,
+          `ours on ${Math.round(onRun.requestsPerS)}/s, off ${Math.round(offRun.requestsPerS)}/s ` +
+          `(on ${(onRun.requestsPerS / floor.requestsPerS).toFixed(2)}× the floor; load ${loadAverage()})`,
       );
     }
-    const mid = (pick: (round: Round) => number) => median(rounds.map(pick));
-    const floorMax = mid((r) => r.floor.requestsPerS);
-    const nginxMax = mid((r) => r.nginx.requestsPerS);
-    const onCached = mid((r) => r.on.cached.requestsPerS);
-    const offCached = mid((r) => r.off.cached.requestsPerS);
+    const floorMax = median(cachedRounds.map((r) => r.floor.requestsPerS));
+    const nginxMax = median(cachedRounds.map((r) => r.nginx.requestsPerS));
+    const onCached = median(oursCached.on.map((r) => r.requestsPerS));
+    const offCached = median(oursCached.off.map((r) => r.requestsPerS));
     benchLog("open loop at 70% of each median maximum");
     const openLoop = await openLoopP99(targets.load, on.hotUrl, Math.round(0.7 * onCached));
     const floorLoop = await openLoopP99(targets.load, floorUrl, Math.round(0.7 * floorMax));
     const nginxLoop = await openLoopP99(targets.load, nginxUrl, Math.round(0.7 * nginxMax));
+    const visitorRuns: Record<"on" | "off", WrkRun[]> = { on: [], off: [] };
+    for (let r = 1; r <= args.repeats; r++) {
+      benchLog(`a new visitor per request, round ${r} of ${args.repeats}: ours capture on, ours capture off`);
+      visitorRuns.on.push(await wrk(on.server.url, on.visitors));
+      visitorRuns.off.push(await wrk(off.server.url, off.visitors));
+    }
+    const zipfRuns: Record<"on" | "off", Awaited<ReturnType<typeof zipfRun>>[]> = { on: [], off: [] };
+    for (let r = 1; r <= args.repeats; r++) {
+      benchLog(
+        `zipf over ${args.links} links, round ${r} of ${args.repeats}: ours capture on, ours capture off`,
+      );
+      zipfRuns.on.push(await zipfRun(on));
+      zipfRuns.off.push(await zipfRun(off));
+    }
+    const oursRound = (side: "on" | "off", r: number): OursRound => ({
+      cached: oursCached[side][r]!,
+      visitors: visitorRuns[side][r]!,
+      ...zipfRuns[side][r]!,
+    });
+    const rounds: Round[] = cachedRounds.map((round, r) => ({
+      ...round,
+      on: oursRound("on", r),
+      off: oursRound("off", r),
+    }));
+    const mid = (pick: (round: Round) => number) => median(rounds.map(pick));
 
     const ofRounds = `median of ${rounds.length} round${rounds.length === 1 ? "" : "s"}`;
     const cachedScenario = `one cached code, wrk c=${CONNECTIONS} ${args.durationS}s, ${ofRounds}`;
