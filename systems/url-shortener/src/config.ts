@@ -127,7 +127,7 @@ export const configSchema = {
     default: 10_000,
     min: 100,
     max: 3_600_000,
-    description: "How often the hourly/daily click rollups are recomputed (the last 2 hours each time)",
+    description: "How often the clicks appended since the last round are added to the hourly/daily rollups",
   }),
   staleIfErrorS: field.int({
     env: "URL_SHORTENER_STALE_IF_ERROR_S",

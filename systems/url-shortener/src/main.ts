@@ -75,8 +75,6 @@ const MAX_LIMITED_KEYS = 10_000;
  */
 const SERVICE_DATABASE_MAX_PENDING = 1_024;
 const REAP_BATCH = 1_000;
-/** Each rollup round recomputes this far back: longer than any flush delay or restart. */
-const ROLLUP_WINDOW_MS = 2 * 3_600_000;
 /** A batch's encoding on the worker thread takes milliseconds; past this the worker is restarted and the batch waits. */
 const CLICK_ENCODE_TIMEOUT_MS = 30_000;
 
@@ -211,7 +209,7 @@ function startEdgeIngester(
 
 /**
  * The click pipeline (US-15): the redirect's sink is the bounded buffer; the flusher writes it
- * to the day-partitioned log in batches; the rollup recomputes the buckets. The log is in
+ * to the day-partitioned log in batches; the rollup adds what each batch appended to the buckets. The log is in
  * `clickDb` (store/click-database.ts: on PGlite a database on its own thread). Close hooks run
  * last-added first, and the HTTP server has drained before any: so the flusher's stop (added
  * after the rollup's) writes every buffered visit before the rollup's last round, and both
@@ -236,7 +234,6 @@ async function startClicks(
     store,
     clock,
     intervalMs: config.rollupIntervalMs,
-    windowMs: ROLLUP_WINDOW_MS,
     onError: (err) => log.warn({ err }, "click rollup failed; retrying"),
   });
   const encoder = new WorkerClickEncoder({ key, timeoutMs: CLICK_ENCODE_TIMEOUT_MS });

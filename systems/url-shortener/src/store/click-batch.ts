@@ -23,9 +23,19 @@ export interface ClickBatch {
   readonly daysMs: readonly number[];
 }
 
-export const INSERT_CLICKS_SQL = `INSERT INTO clicks (at, domain, code, status, referrer_host, ua_family, bot, visitor_hash, orphan, click_count)
+/**
+ * The batch into the log and, in the same statement, its link clicks into the rollup's pending
+ * rows (migrations/008_rollup_pending.sql): per hour, link, bot flag and visitor, summed.
+ */
+export const INSERT_CLICKS_SQL = `WITH added AS (
+  INSERT INTO clicks (at, domain, code, status, referrer_host, ua_family, bot, visitor_hash, orphan, click_count)
   SELECT * FROM unnest($1::timestamptz[], $2::text[], $3::text[], $4::int2[], $5::text[], $6::text[], $7::bool[],
-                       $8::text[], $9::bool[], $10::int4[])`;
+                       $8::text[], $9::bool[], $10::int4[])
+  RETURNING at, domain, code, bot, visitor_hash, orphan, click_count
+)
+INSERT INTO click_rollup_pending (hour, domain, code, bot, visitor_hash, click_count)
+  SELECT date_trunc('hour', at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', domain, code, bot, visitor_hash, sum(click_count)
+    FROM added WHERE NOT orphan GROUP BY 1, 2, 3, 4, 5`;
 
 /** A text[] literal: every element quoted, `"` and `\` escaped, null as NULL. */
 export function textArrayLiteral(values: readonly (string | null)[]): string {

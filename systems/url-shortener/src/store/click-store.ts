@@ -5,15 +5,16 @@
  *   partition exists (CREATE TABLE IF NOT EXISTS … PARTITION OF, remembered per process). A row
  *   stands for `click_count` identical clicks (the flusher folds them: domain/click-record.ts
  *   ClickEncoder), so every count below is a sum of `click_count`, never a count of rows.
- * - `rollup`: recomputes the hourly and daily buckets of a time range from the raw rows and
- *   upserts them — idempotent, so a late flush or two replicas rolling up at once end with the
- *   same numbers, and the rollup always agrees with the raw log.
+ * - `rollup`: adds the clicks appended since the last round (the pending rows the append wrote
+ *   beside the log, migrations/008_rollup_pending.sql) to their hourly and daily buckets —
+ *   work in proportion to the new clicks, never a rescan of the day; each click added once, so
+ *   the rollup agrees with the raw log, also with two replicas rolling up at once.
  * - `series`, `totals`, `topReferrers`, `orphans`: the analytics reads.
  *
  * @example
  * const clicks = new ClickStore(db);
  * await clicks.append(records);
- * await clicks.rollup(fromMs, toMs);
+ * await clicks.rollup(Date.now());
  */
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { checkIdentifier } from "@casebook/infra/sql/sql-schema";
@@ -21,7 +22,42 @@ import { type ClickRecord, emptyClickColumns, pushClickRecord } from "../domain/
 import { type ClickBatch, INSERT_CLICKS_SQL, toClickBatch } from "./click-batch.ts";
 
 const DAY_MS = 86_400_000;
-const HOUR_MS = 3_600_000;
+/** Pending rows one rollup round takes at most (a backlog drains in rounds of this). */
+export const ROLLUP_MAX_ROWS = 50_000;
+/** How long a bucket's counted visitors are kept (migrations/008_rollup_pending.sql). */
+export const VISITOR_RETENTION_MS = 2 * DAY_MS;
+
+const ROLLUP_SQL = `WITH taken AS (
+  DELETE FROM click_rollup_pending
+   WHERE ctid IN (SELECT ctid FROM click_rollup_pending LIMIT $1)
+  RETURNING hour, domain, code, bot, visitor_hash, click_count
+), by_bucket AS (
+  SELECT domain, code, g.granularity,
+         date_trunc(g.granularity, hour AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS bucket_start,
+         bot, visitor_hash, click_count
+    FROM taken CROSS JOIN (VALUES ('hour'), ('day')) AS g (granularity)
+), new_visitors AS (
+  INSERT INTO click_rollup_visitors (domain, code, granularity, bucket_start, visitor_hash)
+  SELECT DISTINCT domain, code, granularity, bucket_start, visitor_hash FROM by_bucket WHERE NOT bot
+  ON CONFLICT DO NOTHING
+  RETURNING domain, code, granularity, bucket_start
+), fresh AS (
+  SELECT domain, code, granularity, bucket_start, count(*) AS visitors FROM new_visitors GROUP BY 1, 2, 3, 4
+), sums AS (
+  SELECT domain, code, granularity, bucket_start,
+         coalesce(sum(click_count) FILTER (WHERE NOT bot), 0) AS clicks,
+         coalesce(sum(click_count) FILTER (WHERE bot), 0) AS bot_clicks
+    FROM by_bucket GROUP BY 1, 2, 3, 4
+), added AS (
+  INSERT INTO click_rollups (domain, code, granularity, bucket_start, clicks, bot_clicks, visitors)
+  SELECT s.domain, s.code, s.granularity, s.bucket_start, s.clicks, s.bot_clicks, coalesce(f.visitors, 0)
+    FROM sums s LEFT JOIN fresh f USING (domain, code, granularity, bucket_start)
+  ON CONFLICT (domain, code, granularity, bucket_start) DO UPDATE
+    SET clicks = click_rollups.clicks + EXCLUDED.clicks,
+        bot_clicks = click_rollups.bot_clicks + EXCLUDED.bot_clicks,
+        visitors = click_rollups.visitors + EXCLUDED.visitors
+)
+SELECT count(*)::int AS taken FROM taken`;
 
 export type Granularity = "hour" | "day";
 export type OrphanKind = "base" | "unknown" | "gone";
@@ -78,27 +114,19 @@ export class ClickStore {
     await this.#db.query(INSERT_CLICKS_SQL, [...batch.params]);
   }
 
-  /** Recomputes every hourly and daily bucket that overlaps [fromMs, toMs) from the raw log. */
-  async rollup(fromMs: number, toMs: number): Promise<void> {
-    const ranges: [Granularity, number][] = [
-      ["hour", HOUR_MS],
-      ["day", DAY_MS],
-    ];
-    for (const [granularity, size] of ranges) {
-      const from = new Date(Math.floor(fromMs / size) * size);
-      const to = new Date(Math.ceil(toMs / size) * size);
-      await this.#db.query(
-        `INSERT INTO click_rollups (domain, code, granularity, bucket_start, clicks, bot_clicks, visitors)
-         SELECT domain, code, $1, date_trunc($1, at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC',
-                coalesce(sum(click_count) FILTER (WHERE NOT bot), 0), coalesce(sum(click_count) FILTER (WHERE bot), 0),
-                count(DISTINCT visitor_hash) FILTER (WHERE NOT bot)
-           FROM clicks WHERE at >= $2 AND at < $3 AND NOT orphan
-          GROUP BY 1, 2, 4
-         ON CONFLICT (domain, code, granularity, bucket_start) DO UPDATE
-           SET clicks = EXCLUDED.clicks, bot_clicks = EXCLUDED.bot_clicks, visitors = EXCLUDED.visitors`,
-        [granularity, from, to],
-      );
-    }
+  /**
+   * Adds up to `maxRows` pending rows to the hourly and daily buckets — their clicks, bot clicks,
+   * and the visitors not yet counted in each bucket — and forgets the visitors of buckets older
+   * than VISITOR_RETENTION_MS. One statement: the pending rows are taken (DELETE … RETURNING)
+   * and added at once, so each is counted once, with two replicas rolling up at once too.
+   * Returns the rows taken: `maxRows` means more may wait.
+   */
+  async rollup(nowMs: number, maxRows = ROLLUP_MAX_ROWS): Promise<number> {
+    const { rows } = await this.#db.query<{ taken: number }>(ROLLUP_SQL, [maxRows]);
+    await this.#db.query("DELETE FROM click_rollup_visitors WHERE bucket_start < $1", [
+      new Date(nowMs - VISITOR_RETENTION_MS),
+    ]);
+    return rows[0]?.taken ?? 0;
   }
 
   async series(

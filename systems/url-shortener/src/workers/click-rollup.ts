@@ -1,23 +1,24 @@
 /**
- * The rollup worker (US-15): every `intervalMs` it recomputes the hourly and daily click
- * buckets of the last `windowMs` from the raw log (click-store.ts `rollup`, idempotent), so
- * clicks flushed late still land in their bucket, and the rollup agrees with the raw log. On
- * kit's BackgroundLoop.
+ * The rollup worker (US-15): every `intervalMs` it adds the clicks appended since its last
+ * round to their hourly and daily buckets (click-store.ts `rollup`: each click once, whenever
+ * it was flushed, so the rollup agrees with the raw log), in rounds of at most
+ * ROLLUP_MAX_ROWS pending rows — a full round is followed by the next at once. On kit's
+ * BackgroundLoop.
  *
  * @example
- * const rollup = new ClickRollup({ store, clock, intervalMs: 10_000, windowMs: 2 * 3_600_000, onError });
+ * const rollup = new ClickRollup({ store, clock, intervalMs: 10_000, onError });
  * rollup.start(); await rollup.runOnce(); await rollup.stop();
  */
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import type { Clock } from "@casebook/kit/clock";
-import type { ClickStore } from "../store/click-store.ts";
+import { type ClickStore, ROLLUP_MAX_ROWS } from "../store/click-store.ts";
 
 export interface ClickRollupOptions {
   store: ClickStore;
   clock: Clock;
   intervalMs: number;
-  /** How far back each round recomputes: longer than any flush delay. */
-  windowMs: number;
+  /** Pending rows a round takes at most (default ROLLUP_MAX_ROWS). */
+  maxRows?: number;
   onError: (error: unknown) => void;
 }
 
@@ -29,19 +30,24 @@ export class ClickRollup {
     this.#options = options;
     this.#loop = new BackgroundLoop({
       name: "click rollup",
-      round: async () => {
-        await this.runOnce();
-        return false;
-      },
+      round: async () => (await this.#round()) >= this.#maxRows,
       idleMs: options.intervalMs,
       failureBackoff: { capMs: Math.max(options.intervalMs, 30_000), jitter: "none" },
       onError: (error) => options.onError(error),
     });
   }
 
+  /** Rolls up everything pending now (rounds until one is not full): shutdown's last word, and tests'. */
   async runOnce(): Promise<void> {
-    const nowMs = this.#options.clock.nowMs();
-    await this.#options.store.rollup(nowMs - this.#options.windowMs, nowMs + 1);
+    while ((await this.#round()) >= this.#maxRows) {}
+  }
+
+  get #maxRows(): number {
+    return this.#options.maxRows ?? ROLLUP_MAX_ROWS;
+  }
+
+  #round(): Promise<number> {
+    return this.#options.store.rollup(this.#options.clock.nowMs(), this.#maxRows);
   }
 
   start(): void {
