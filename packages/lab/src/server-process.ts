@@ -11,9 +11,11 @@
  * const service = await startServerProcess({ name: "payments", entry: serviceEntry, env: { DATABASE_URL, ACQUIRER_URL: acquirer.url } });
  * await service.stop(); await acquirer.stop();
  */
+
 import { spawn } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { childNodeFlags } from "./child-node-flags.ts";
 import { guardProcessTree } from "./child-reaper.ts";
 import { freePort } from "./free-port.ts";
 
@@ -56,7 +58,7 @@ export async function startServerProcess(options: {
   const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [fileURLToPath(options.entry)], {
+  const child = spawn(process.execPath, [...childNodeFlags(), fileURLToPath(options.entry)], {
     env: { ...process.env, LOG_LEVEL: "warn", ...options.env, PORT: String(port), HOST: "127.0.0.1" },
     // Its stdout (JSON logs) to our stderr: the bench's stdout carries only the report.
     stdio: ["ignore", 2, 2],

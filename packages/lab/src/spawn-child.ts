@@ -23,9 +23,11 @@
  * assert.equal(await worker.nextLine(), "done");
  * await worker.stop({ line: "stop" });   // asks, then SIGKILL after `stopTimeoutMs`
  */
+
 import { type ChildProcessByStdio, spawn } from "node:child_process";
 import type { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { childNodeFlags } from "./child-node-flags.ts";
 import { guardProcessTree } from "./child-reaper.ts";
 import { labErrors } from "./lab-errors.ts";
 
@@ -135,7 +137,8 @@ export async function spawnChild(
   const entry = inline ? ["--input-type=module", "-e", file.code] : [path];
   const maxStderr = options.maxStderrBytes ?? 16 * 1024;
   const lineTimeoutMs = options.lineTimeoutMs ?? 30_000;
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...entry, ...(options.args ?? [])], {
+  const nodeArgs = [...childNodeFlags(), ...(options.nodeArgs ?? [])];
+  const child = spawn(process.execPath, [...nodeArgs, ...entry, ...(options.args ?? [])], {
     env: options.env ?? process.env,
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
     stdio: options.ipc ? ["pipe", "pipe", "pipe", "ipc"] : ["pipe", "pipe", "pipe"],

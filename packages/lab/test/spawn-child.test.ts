@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { childNodeFlags } from "../src/child-node-flags.ts";
 import { labErrors } from "../src/lab-errors.ts";
 import { spawnChild } from "../src/spawn-child.ts";
 import { isAlive } from "./process-helpers.ts";
@@ -135,4 +136,21 @@ test("queueLines: false hands every line to the listeners and keeps none", async
     TypeError,
     "a ready line needs the queue",
   );
+});
+
+test("a child runs with the suite's --liftoff-only when this process has it, and with none of its other flags", async (t) => {
+  assert.deepEqual(childNodeFlags(["--liftoff-only", "--test", "--import", "x.ts", "--expose-gc"]), [
+    "--liftoff-only",
+  ]);
+  assert.deepEqual(childNodeFlags(["--expose-gc"]), []);
+  const child = await spawnChild(
+    { code: `console.log(JSON.stringify(process.execArgv.filter((a) => a.startsWith("--liftoff"))));` },
+    { ready: false, nodeArgs: ["--expose-gc"], test: t },
+  );
+  assert.deepEqual(
+    JSON.parse(await child.nextLine()),
+    childNodeFlags(),
+    "what this process has of it, no more",
+  );
+  await child.exited;
 });
