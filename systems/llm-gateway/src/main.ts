@@ -57,6 +57,13 @@ import { DEFAULT_USAGE_WRITE_ATTEMPTS, UsageWriter } from "./store/usage-writer.
 
 /** API keys remembered at once per replica (≈ 300 bytes each). */
 const MAX_CACHED_KEYS = 10_000;
+/**
+ * Embedded PGlite runs on a worker thread of its own: its WASM is synchronous, and on the main
+ * thread a batch of usage rows or a semantic-cache scan held every open stream's relay for its
+ * length (at 500 streams, ~0.9 ms of the loop per stream and the p99's stalls). Calls waiting on
+ * that thread at once, past which one answers 503 SQL_UNAVAILABLE.
+ */
+const DATABASE_MAX_PENDING = 1_024;
 
 export const SYSTEM = "llm-gateway";
 export const VERSION = packageJson.version;
@@ -123,6 +130,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       system: SYSTEM,
       env,
       ...databaseOptionsOf(config),
+      pgliteThread: { maxPending: DATABASE_MAX_PENDING },
       migrate: (db) => runMigrations(db, { dir: new URL("./store/migrations/", import.meta.url) }),
     },
     build: async ({ service, db }) => {
