@@ -58,6 +58,11 @@ export interface RunCounts {
   /** Error frames by code, and "not connected" for a send on a closed client. */
   errorCodes: Record<string, number>;
   expected: number;
+  /**
+   * Of `expected`, the deliveries of the measured sends that were refused (an error frame, or no
+   * socket): a refused message was never accepted, so its recipients are owed nothing.
+   */
+  refusedExpected: number;
   delivered: number;
   stillConnected: number;
 }
@@ -77,13 +82,14 @@ export interface RunResult extends RunCounts {
 }
 
 interface BenchClient {
-  send(target: string, body: string): void;
+  /** `ref` comes back on the send's answer (chat's `sent`/`error` frames; socket.io's ack). */
+  send(target: string, body: string, ref: number): void;
   connected(): boolean;
   close(): void;
 }
 
 interface Events {
-  onAck(ok: boolean, code?: string): void;
+  onAck(ok: boolean, code: string | undefined, ref: number): void;
   onMessage(body: string, client: number): void;
 }
 
@@ -103,15 +109,24 @@ function chatClient(url: string, token: string, index: number, events: Events): 
     handshakeTimeout: CONNECT_TIMEOUT_MS,
   });
   ws.on("message", (data) => {
-    const frame = JSON.parse(String(data)) as { action: string; message?: { body: string }; code?: string };
+    const frame = JSON.parse(String(data)) as {
+      action: string;
+      message?: { body: string };
+      code?: string;
+      ref?: string;
+    };
+    const ref = Number(frame.ref ?? -1);
     if (frame.action === "message" && frame.message) events.onMessage(frame.message.body, index);
-    else if (frame.action === "sent") events.onAck(true);
-    else if (frame.action === "error") events.onAck(false, frame.code);
+    else if (frame.action === "sent") events.onAck(true, undefined, ref);
+    else if (frame.action === "error") events.onAck(false, frame.code, ref);
   });
   const client: BenchClient = {
-    send: (target, body) => {
-      if (ws.readyState !== WebSocket.OPEN) return events.onAck(false, "not connected");
-      ws.send(JSON.stringify({ action: "send", chatId: target, clientMsgId: randomUUID(), body }));
+    send: (target, body, ref) => {
+      if (ws.readyState !== WebSocket.OPEN) return events.onAck(false, "not connected", ref);
+      // A frame's ref is a string (src/domain/frames.ts).
+      ws.send(
+        JSON.stringify({ action: "send", ref: String(ref), chatId: target, clientMsgId: randomUUID(), body }),
+      );
     },
     connected: () => ws.readyState === WebSocket.OPEN,
     close: () => ws.terminate(),
@@ -132,9 +147,9 @@ function socketIoClient(url: string, rooms: string[], index: number, events: Eve
   });
   socket.on("message", (body: string) => events.onMessage(body, index));
   const client: BenchClient = {
-    send: (target, body) => {
-      if (!socket.connected) return events.onAck(false, "not connected");
-      socket.emit("send", { room: target, body }, () => events.onAck(true));
+    send: (target, body, ref) => {
+      if (!socket.connected) return events.onAck(false, "not connected", ref);
+      socket.emit("send", { room: target, body }, () => events.onAck(true, undefined, ref));
     },
     connected: () => socket.connected,
     close: () => socket.disconnect(),
@@ -161,6 +176,10 @@ class LoadState implements Events {
   errorCodes: Record<string, number> = {};
   delivered = 0;
   lastDeliveryMs = 0;
+  /** Measured sends awaiting their answer: ref → their recipients over every process. */
+  awaiting = new Map<number, number>();
+  refusedExpected = 0;
+  nextRef = 0;
 
   /** A new run counts from zero; late deliveries of the last run fall before its measure window. */
   reset(measureFromMs: number): void {
@@ -171,13 +190,18 @@ class LoadState implements Events {
     this.errorCodes = {};
     this.delivered = 0;
     this.lastDeliveryMs = 0;
+    this.awaiting.clear();
+    this.refusedExpected = 0;
   }
 
-  onAck(ok: boolean, code = "unknown"): void {
+  onAck(ok: boolean, code: string | undefined, ref: number): void {
+    const recipients = this.awaiting.get(ref);
+    this.awaiting.delete(ref);
     if (ok) this.acked += 1;
     else {
       this.errors += 1;
-      this.errorCodes[code] = (this.errorCodes[code] ?? 0) + 1;
+      this.errorCodes[code ?? "unknown"] = (this.errorCodes[code ?? "unknown"] ?? 0) + 1;
+      this.refusedExpected += recipients ?? 0;
     }
   }
 
@@ -214,7 +238,7 @@ async function connectAll(
       else {
         failed += 1;
         state.clients.set(index, {
-          send: () => state.onAck(false, "not connected"),
+          send: (_target, _body, ref) => state.onAck(false, "not connected", ref),
           connected: () => false,
           close: () => {},
         });
@@ -246,7 +270,10 @@ async function run(state: LoadState, command: RunCommand): Promise<ChildRunResul
       const client = state.clients.get(sender);
       const measured = intended >= state.measureFromMs;
       if (client !== undefined) {
-        client.send(group.target, JSON.stringify({ t: intended, s: sender, p: PADDING }));
+        const ref = state.nextRef++;
+        // Every member but the sender, whichever process holds it (each holds a share of all).
+        if (measured) state.awaiting.set(ref, group.members.length - 1);
+        client.send(group.target, JSON.stringify({ t: intended, s: sender, p: PADDING }), ref);
         if (measured) sent += 1;
       }
       if (measured) expected += heldPerGroup[g]! - (client === undefined ? 0 : 1);
@@ -262,6 +289,7 @@ async function run(state: LoadState, command: RunCommand): Promise<ChildRunResul
     errors: state.errors,
     errorCodes: state.errorCodes,
     expected,
+    refusedExpected: state.refusedExpected,
     delivered: state.delivered,
     windowMs: Math.max(endMs - state.measureFromMs, state.lastDeliveryMs - state.measureFromMs),
     latencyBuckets: [...state.histogram.buckets()],

@@ -181,6 +181,7 @@ export function mergeRuns(parts: readonly ChildRunResult[]): RunResult {
     errors: sum((p) => p.errors),
     errorCodes,
     expected: sum((p) => p.expected),
+    refusedExpected: sum((p) => p.refusedExpected),
     delivered,
     deliveredPerS: windowMs > 0 ? (delivered / windowMs) * 1_000 : 0,
     latencyMs: { p50: s.p50 / 1_000, p90: s.p90 / 1_000, p99: s.p99 / 1_000, max: s.max / 1_000 },
@@ -297,7 +298,8 @@ export function resultRows(args: BenchArgs, ours: SideResult, peer: SideResult):
     peer: PEER,
     tidy: true,
   });
-  const missing = (r: RunResult) => r.expected - r.delivered;
+  // What an accepted message still owed after the drain; a refused send's recipients are owed nothing.
+  const missing = (r: RunResult) => r.expected - r.refusedExpected - r.delivered;
   return [
     held.value("connections held", "connections", ours.connected, {
       peer: peer.connected,
