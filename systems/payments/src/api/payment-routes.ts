@@ -135,7 +135,10 @@ async function createAndDrive(
   let payment: Payment;
   try {
     payment = await deps.db.transaction(async (tx) => {
-      const created = await createPayment(tx, {
+      // The key's step first: the hold inside createPayment locks the merchant's balance rows
+      // until COMMIT, so the fewer statements after it, the shorter every other payment waits.
+      await deps.idempotency.advance(tx, lease, "saga_authorize", nowMs);
+      return createPayment(tx, {
         merchantId,
         idempotencyKey: key,
         ...input,
@@ -143,8 +146,6 @@ async function createAndDrive(
         nowMs,
         ...(breakerOpen ? {} : { leaseOwner: deps.orchestrator.owner, leaseMs: deps.orchestrator.leaseMs }),
       });
-      await deps.idempotency.advance(tx, lease, "saga_authorize", nowMs);
-      return created;
     });
   } catch (error) {
     await releaseAfterFailure(deps.idempotency, deps.db, lease, reply.log);

@@ -406,6 +406,8 @@ export interface ApplyDecisionOptions {
   nowMs: number;
   leaseMs: number;
   idempotency: IdempotencyStore;
+  /** A finished saga's event, written in the step's transaction (PY-11's outbox). */
+  emitFinished?: (tx: Queryable, payment: Payment) => Promise<void>;
 }
 
 /**
@@ -413,6 +415,13 @@ export interface ApplyDecisionOptions {
  * owner, else PAYMENTS_SAGA_LEASE_LOST), the ledger action, and the idempotency record —
  * `complete` with the final response when the original POST's saga finishes, `advance` (a lease
  * renewal) otherwise. Keeps the claim when the next step is due now, releases it when it waits.
+ *
+ * The ledger action goes last when it leaves the payment as it is (a whole post, a void): it locks
+ * the merchant's balance rows, which every payment of that merchant needs, and they stay locked
+ * until COMMIT — so nothing else of the step runs while they are held (issue 14: with the
+ * idempotency record and the outbox event after it, the rows were held across two more round
+ * trips). A partial capture's post names its new ledger transaction in the payment, so it keeps
+ * the old order.
  */
 export async function applyDecision(
   tx: Queryable,
@@ -447,9 +456,21 @@ export async function applyDecision(
   if (!write.won) {
     throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", { fields: { paymentId: payment.id.toString() } });
   }
-  const updated = await applyLedgerAction(tx, toPayment(write.row), next);
-  await recordIdempotency(tx, updated, next, options);
-  return updated;
+  const written = toPayment(write.row);
+  const finish = async (p: Payment) => {
+    await recordIdempotency(tx, p, next, options);
+    if (next.finished) await options.emitFinished?.(tx, p);
+  };
+  if (
+    next.ledger === "post-hold" &&
+    captureAmountOf(written.amountMinor, written.captureAmountMinor) !== written.amountMinor
+  ) {
+    const updated = await applyLedgerAction(tx, written, next);
+    await finish(updated);
+    return updated;
+  }
+  await finish(written);
+  return applyLedgerAction(tx, written, next);
 }
 
 /**

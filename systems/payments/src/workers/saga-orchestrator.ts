@@ -337,14 +337,13 @@ export class SagaOrchestrator {
       try {
         return await this.#o.db.transaction(
           async (tx) => {
-            const updated = await applyDecision(tx, current, next, {
+            return applyDecision(tx, current, next, {
               owner: this.owner,
               nowMs: this.#o.clock.nowMs(),
               leaseMs: this.leaseMs,
               idempotency: this.#o.idempotency,
+              emitFinished: (eventTx, payment) => this.#emit(eventTx, eventOf(payment)),
             });
-            if (next.finished) await this.#emit(tx, eventOf(updated));
-            return updated;
           },
           { isolation: "read committed" },
         );
