@@ -68,6 +68,8 @@ export const ONE_DAY_MS = 86_400_000;
 const TENANT_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** A partition further behind its tenant's newest sample than this is idle: it does not hold the hours back. */
 export const MAX_PARTITION_LAG_MS = 3_600_000;
+/** Series whose `series` row the store remembers having written (~200 B each). */
+const MAX_KNOWN_SERIES = 262_144;
 
 export interface RollupSeries {
   readonly labels: Labels;
@@ -143,6 +145,14 @@ export class RollupStore {
   #lock: Promise<unknown> = Promise.resolve();
   /** Per tenant asked: where each tier's closed data ends (`closedTo`), as of the last commit. */
   readonly #coverage = new Map<string, Record<RollupTier, number | undefined>>();
+  /** The committed position (`applied_seq`), read once: this store is its only writer. */
+  #position: number | undefined;
+  /**
+   * Series (`tenant\0key`) known to have their `series` row, as of the last commit: a batch
+   * stages only the others (a series' row is written once, not re-upserted by every batch that
+   * carries it). Bounded: full, it starts over (the upsert is still right, only slower).
+   */
+  readonly #knownSeries = new Set<string>();
 
   private constructor(
     instance: DuckDBInstance,
@@ -208,8 +218,11 @@ export class RollupStore {
   }
 
   async #appliedSeq(): Promise<number> {
-    const rows = await this.#rows("SELECT value FROM builder_state WHERE key = 'applied_seq'");
-    return rows.length === 0 ? 0 : Number(rows[0]!.value);
+    if (this.#position === undefined) {
+      const rows = await this.#rows("SELECT value FROM builder_state WHERE key = 'applied_seq'");
+      this.#position = rows.length === 0 ? 0 : Number(rows[0]!.value);
+    }
+    return this.#position;
   }
 
   /** The tenant's watermark (its active partitions' lowest newest sample − lateness), undefined before any sample. */
@@ -245,8 +258,11 @@ export class RollupStore {
     return this.#locked(async () => {
       await this.#connection.run("BEGIN TRANSACTION");
       try {
-        const results = await this.#applyBatch(messages, through);
+        const { results, position, newSeries } = await this.#applyBatch(messages, through);
         await this.#connection.run("COMMIT");
+        this.#position = position;
+        if (this.#knownSeries.size + newSeries.length > MAX_KNOWN_SERIES) this.#knownSeries.clear();
+        for (const id of newSeries) this.#knownSeries.add(id);
         for (const tenant of new Set(messages.map((m) => m.tenant)))
           if (this.#coverage.has(tenant))
             // Not known, rather than stale: the next `closedTo` reads it again.
@@ -259,7 +275,10 @@ export class RollupStore {
     });
   }
 
-  async #applyBatch(messages: readonly RollupMessage[], through: number): Promise<ApplyResult[]> {
+  async #applyBatch(
+    messages: readonly RollupMessage[],
+    through: number,
+  ): Promise<{ results: ApplyResult[]; position: number; newSeries: string[] }> {
     const committed = await this.#appliedSeq();
     let position = committed;
     const known = (v: unknown) => (v === null || v === undefined ? Number.NEGATIVE_INFINITY : Number(v));
@@ -339,7 +358,7 @@ export class RollupStore {
         if (rolled.length === 0) continue;
         const key = seriesKey(labels);
         const seriesId = `${tenant}\u0000${key}`;
-        if (!seriesRows.has(seriesId))
+        if (!seriesRows.has(seriesId) && !this.#knownSeries.has(seriesId))
           seriesRows.set(seriesId, {
             tenant,
             key,
@@ -392,7 +411,11 @@ export class RollupStore {
         [position],
       );
     }
-    return messages.map((m) => results.get(m)!);
+    return {
+      results: messages.map((m) => results.get(m)!),
+      position: Math.max(position, committed),
+      newSeries: [...seriesRows.keys()],
+    };
   }
 
   /**
@@ -404,15 +427,18 @@ export class RollupStore {
     seriesRows: Iterable<{ tenant: string; key: string; name: string; labels: string }>,
     pointRows: Iterable<{ tenant: string; key: string; point: RollupPoint }>,
   ): Promise<void> {
-    const seriesStage = await this.#connection.createAppender("staging_series", "main", "temp");
-    for (const { tenant, key, name, labels } of seriesRows) {
-      seriesStage.appendVarchar(tenant);
-      seriesStage.appendVarchar(key);
-      seriesStage.appendVarchar(name);
-      seriesStage.appendVarchar(labels);
-      seriesStage.endRow();
+    const newSeries = [...seriesRows];
+    if (newSeries.length > 0) {
+      const seriesStage = await this.#connection.createAppender("staging_series", "main", "temp");
+      for (const { tenant, key, name, labels } of newSeries) {
+        seriesStage.appendVarchar(tenant);
+        seriesStage.appendVarchar(key);
+        seriesStage.appendVarchar(name);
+        seriesStage.appendVarchar(labels);
+        seriesStage.endRow();
+      }
+      seriesStage.closeSync(); // flushes
     }
-    seriesStage.closeSync(); // flushes
     const pointStage = await this.#connection.createAppender("staging_minute", "main", "temp");
     for (const { tenant, key, point } of pointRows) {
       pointStage.appendVarchar(tenant);
@@ -435,13 +461,13 @@ export class RollupStore {
     }
     pointStage.closeSync();
     await this.#connection.run(`
-      INSERT INTO series SELECT * FROM temp.staging_series ON CONFLICT (tenant, series) DO NOTHING;
+      ${newSeries.length > 0 ? "INSERT INTO series SELECT * FROM temp.staging_series ON CONFLICT (tenant, series) DO NOTHING;" : ""}
       INSERT INTO minute (tenant, series, t, min, max, sum, count, ${COUNTER_NAMES})
       SELECT * FROM temp.staging_minute ON CONFLICT (tenant, series, t) DO UPDATE SET
         min = least(min, EXCLUDED.min), max = greatest(max, EXCLUDED.max),
         sum = sum + EXCLUDED.sum, count = count + EXCLUDED.count,
         ${this.#counterMerge()};
-      DELETE FROM temp.staging_series;
+      ${newSeries.length > 0 ? "DELETE FROM temp.staging_series;" : ""}
       DELETE FROM temp.staging_minute;
     `);
   }
@@ -673,6 +699,7 @@ export class RollupStore {
         cutoffs.minuteBefore,
       ]);
       if (deleted.length > 0) {
+        this.#knownSeries.clear();
         await this.#connection.run(
           `DELETE FROM series s WHERE NOT EXISTS
            (SELECT 1 FROM minute m WHERE m.tenant = s.tenant AND m.series = s.series)`,

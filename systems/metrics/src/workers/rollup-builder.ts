@@ -39,7 +39,7 @@ export interface RollupBuilderOptions {
   readonly store: RollupStore;
   /** Redelivery of an unacked message (a builder that died mid-message). Default 30 s. */
   readonly ackWaitMs?: number;
-  /** Messages per fetch = unacked at most (the batch's message bound). Default 64. */
+  /** Messages per fetch = unacked at most (the batch's message bound). Default 256. */
   readonly maxBatchMessages?: number;
   /** Bytes of messages per DuckDB transaction (a fetch is cut into runs of this). Default 8 MiB. */
   readonly maxBatchBytes?: number;
@@ -60,7 +60,12 @@ export interface RollupBuilder {
   stop(): Promise<void>;
 }
 
-const DEFAULT_BATCH_MESSAGES = 64;
+/**
+ * A DuckDB transaction costs ~10 ms of CPU whatever its rows (each statement is planned): 256
+ * messages (16 remote-write requests of 16 partitions) per transaction cost 25% less CPU per
+ * sample than 64 on the bench's data; 1,024, no less than 256.
+ */
+const DEFAULT_BATCH_MESSAGES = 256;
 const DEFAULT_BATCH_BYTES = 8 << 20;
 
 /** A message of a run: decoded, or undecodable (dropped, its seq still passed). */
@@ -155,24 +160,26 @@ export async function startRollupBuilder(options: RollupBuilderOptions): Promise
     const results = await store.applyBatch(readable, last);
     const bySeq = new Map(readable.map((m, i) => [m.seq, results[i]!]));
     dropped(fromStream);
-    const acks: Array<Promise<void>> = [];
+    // The applied messages' acks in one round trip (`ackAll`); terms and naks, rare, one each.
+    const applied: StreamMessage[] = [];
+    const others: Array<Promise<void>> = [];
     for (const [i, message] of run.entries()) {
       const d = delivered[i]!;
       if (d.message === undefined) {
         if (message.seq > position) options.onDropped?.({ seq: message.seq, reason: d.reason! });
-        acks.push(message.term());
+        others.push(message.term());
         continue;
       }
       try {
         options.afterCommit?.(message.seq);
         options.onApplied?.({ tenant: d.message.tenant, seq: message.seq, ...bySeq.get(message.seq)! });
-        acks.push(message.ack());
+        applied.push(message);
       } catch (error) {
         options.onError(error);
-        acks.push(message.nak(retryDelayMs(message.deliveryCount)));
+        others.push(message.nak(retryDelayMs(message.deliveryCount)));
       }
     }
-    await Promise.all(acks);
+    await Promise.all([client.ackAll(applied), ...others]);
     return true;
   };
   const readableOf = (list: readonly Decoded[]) =>
