@@ -89,6 +89,48 @@ test("MT-05 a WriteRequest round-trips through the protobuf encoder and the hand
   assert.equal(isStaleNaN(stale.series[0]!.samples[0]!.v), true, "StaleNaN crosses the wire intact");
 });
 
+test("MT-05 label text in any UTF-8 — short or long, ASCII or not — decodes as sent; bytes that are not UTF-8 are a RangeError", () => {
+  const texts = [
+    "café",
+    "日本語のラベル",
+    "a".repeat(64),
+    "b".repeat(65),
+    `${"é".repeat(40)}x`,
+    "ascii then ü",
+    "😀",
+  ];
+  const sent = texts.map((text, i) => ({
+    labels: [
+      ["__name__", `m${i}`],
+      ["v", text],
+    ] as Array<[string, string]>,
+    samples: [{ t: 1, v: 1 }],
+  }));
+  const decoded = decodeWriteRequest(encodeWriteRequest(sent), limits);
+  assert.deepEqual(
+    decoded.series.map((s) => s.labels[1]![1]),
+    texts,
+  );
+  for (const value of ["zzzz", "z".repeat(80)]) {
+    const bytes = encodeWriteRequest([
+      {
+        labels: [
+          ["__name__", "up"],
+          ["v", value],
+        ],
+        samples: [{ t: 1, v: 1 }],
+      },
+    ]);
+    const at = Buffer.from(bytes).indexOf(value);
+    bytes[at + 1] = 0xff; // never valid in UTF-8
+    assert.throws(
+      () => decodeWriteRequest(bytes, limits),
+      /invalid UTF-8/,
+      `a value of ${value.length} bytes`,
+    );
+  }
+});
+
 test("MT-05 malformed protobuf is a RangeError naming where, whatever the bytes", () => {
   const good = encodeWriteRequest([
     { labels: [["__name__", "up"]], samples: [{ t: 1_700_000_000_000, v: 1 }] },

@@ -55,6 +55,22 @@ test("a stream batch comes back with the same labels, timestamps and value bits"
   assert.equal(decoded.series[1]!.samples[0]!.v, -1e308);
 });
 
+test("a stream batch keeps label text in any UTF-8, short or long, ASCII or not", () => {
+  const texts = ["café", "日本語のラベル", "a".repeat(64), "b".repeat(200), `${"é".repeat(40)}x`, "😀", ""];
+  const labelled = texts.map((text, i) => ({
+    labels: [
+      ["__name__", `m${i}`],
+      ["v", text],
+    ] as const,
+    samples: [{ t: 1, v: 1 }],
+  }));
+  const decoded = decodeStreamBatch(encodeStreamBatch({ tenant: "acme", partition: 0, series: labelled }));
+  assert.deepEqual(
+    decoded.series.map((s) => s.labels),
+    labelled.map((s) => s.labels),
+  );
+});
+
 test("a stream batch is several times smaller than the JSON it replaced", () => {
   const many = Array.from({ length: 100 }, (_, i) => ({
     labels: [

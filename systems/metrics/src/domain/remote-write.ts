@@ -17,6 +17,8 @@
  * const request = decodeWriteRequest(snappyUncompress(body, maxBytes), { maxSeries: 100_000, maxSamples: 1_000_000 });
  * request.series[0]; // { labels: [["__name__", "up"], ["job", "api"]], samples: [{ t: 1700000000000, v: 1 }] }
  */
+
+import { utf8Text } from "./byte-codec.ts";
 import type { Labels } from "./labels.ts";
 
 export interface DecodedSeries {
@@ -28,7 +30,6 @@ export interface WriteRequest {
   readonly series: DecodedSeries[];
 }
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
 const TWO_32 = 2 ** 32;
 
 class ProtoReader {
@@ -109,7 +110,7 @@ class ProtoReader {
   string(): string {
     const [start, end] = this.span();
     try {
-      return utf8.decode(this.bytes.subarray(start, end));
+      return utf8Text(this.bytes, start, end);
     } catch {
       throw new RangeError(`invalid UTF-8 in a string at byte ${start}`);
     }
