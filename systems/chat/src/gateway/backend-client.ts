@@ -26,18 +26,24 @@ import { errors } from "../errors.ts";
 /** CH-13: the longest a backend call may take, all phases together. */
 export const MAX_BACKEND_DEADLINE_MS = 29_000;
 /**
- * Calls in flight from one gateway past which a new one is refused at once: past the pool's
- * sockets a call would otherwise wait in the agent until its connect phase ends (2 s), then
- * fail anyway — a queue bounded only by time, which piles up under overload (see the bench).
- */
-export const MAX_BACKEND_IN_FLIGHT = 64;
-/**
  * Batched calls in flight at once from one gateway, each its own lane: while one call's sends
  * are written and routed, the next lane's call is already in the send service (with one lane
  * a gateway waited for each answer before sending anything more). A connection's sends always
  * take the same lane, so they keep their order.
  */
 export const SEND_LANES = 2;
+/** Full batches that may wait behind each lane's call in flight. */
+const BATCHES_WAITING_PER_LANE = 3;
+/**
+ * Sends in flight from one gateway (in calls, or waiting for one) past which a new one is
+ * refused at once: past the pool's sockets a call would otherwise wait in the agent until its
+ * connect phase ends (2 s), then fail anyway — a queue bounded only by time, which piles up
+ * under overload (see the bench). 256: each lane's call in flight and 3 full batches behind it.
+ * At 64 — the lanes' two full calls exactly — under saturation no batch could gather while both
+ * were out, so each answer was followed by a call of whatever had arrived since: the send service idled between
+ * calls and the gateway refused what a queue of one more batch would have carried.
+ */
+export const MAX_BACKEND_IN_FLIGHT = SEND_LANES * MAX_SEND_BATCH_ITEMS * (1 + BATCHES_WAITING_PER_LANE);
 /** Keep-alive sockets to the send service (the outbound client's default is 8). */
 const MAX_BACKEND_SOCKETS = 32;
 

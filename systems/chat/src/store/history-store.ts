@@ -107,8 +107,8 @@ function messageOf(row: MessageRow): Message {
 class ResendWon extends Error {}
 
 /**
- * Text sends per batched statement, and waiting at most: a gateway keeps ≤ 64 calls in flight
- * to the send service, so 16 gateways fill a batch of 64 and cannot reach 4,096 waiting.
+ * Text sends per batched statement, and waiting at most: a gateway keeps ≤ 256 sends in flight
+ * to the send service, so a single gateway fills a batch of 64 and 16 cannot pass 4,096 waiting.
  */
 export const DEFAULT_SEND_BATCH = { maxBatch: 64, maxPending: 4_096 };
 
