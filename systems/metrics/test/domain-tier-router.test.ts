@@ -15,7 +15,13 @@ import {
   rollupView,
 } from "../src/domain/promql-rollup.ts";
 import { ONE_HOUR_MS, ONE_MINUTE_MS, rollupPoints } from "../src/domain/rollup.ts";
-import { instantTier, planTiers, preferredTier, type TierCoverage } from "../src/domain/tier-router.ts";
+import {
+  instantTier,
+  planTiers,
+  preferredTier,
+  RECENT_RANGE_MS,
+  type TierCoverage,
+} from "../src/domain/tier-router.ts";
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 5, 1);
@@ -58,6 +64,30 @@ test("MT-12 recent ranges stay hot, a 30-day panel is the 1 min tier, a year the
     ["1h", NOW - 31 * DAY, NOW - 30 * DAY - ONE_HOUR_MS / 2],
     ["1m", NOW - 30 * DAY, NOW - 29 * DAY],
   ]);
+});
+
+test("MT-12 a recent range the raw tier holds whole is read raw at any step (the cheaper read there); past a day, or reaching past the raw retention, the step picks again", () => {
+  const plan = (startMs: number, endMs: number, stepMs: number, reachMs?: number) =>
+    planTiers({
+      startMs,
+      endMs,
+      stepMs,
+      coverage,
+      ...(reachMs === undefined ? {} : { reach: { ms: reachMs, answeredBy: () => true } }),
+    }).map((s) => [s.tier, s.startMs, s.endMs]);
+  // A dashboard's 2.75 h at a 60 s step, and a whole day at 1 h: raw.
+  const dashboard = NOW - 165 * ONE_MINUTE_MS;
+  assert.deepEqual(plan(dashboard, NOW, ONE_MINUTE_MS), [["raw", dashboard, NOW]]);
+  assert.deepEqual(plan(NOW - RECENT_RANGE_MS, NOW, ONE_HOUR_MS), [["raw", NOW - RECENT_RANGE_MS, NOW]]);
+  // A day and a step more: the step's tier again (the 1 min tier, its unclosed steps from raw).
+  assert.deepEqual(plan(NOW - RECENT_RANGE_MS - ONE_MINUTE_MS, NOW, ONE_MINUTE_MS), [
+    ["1m", NOW - RECENT_RANGE_MS - ONE_MINUTE_MS, NOW - 2 * ONE_MINUTE_MS],
+    ["raw", NOW - ONE_MINUTE_MS, NOW],
+  ]);
+  // A short range at the raw retention's edge, or whose reads reach past it: not recent.
+  const edge = NOW - 7 * DAY - ONE_HOUR_MS;
+  assert.deepEqual(plan(edge, edge + 2 * ONE_HOUR_MS, ONE_MINUTE_MS)[0]![0], "1m");
+  assert.deepEqual(plan(NOW - ONE_HOUR_MS, NOW, ONE_MINUTE_MS, 7 * DAY)[0]![0], "1m");
 });
 
 test("MT-12 an instant query's tier follows how far back it reads: raw within the raw retention, then the finest rollup tier holding its oldest read", () => {
