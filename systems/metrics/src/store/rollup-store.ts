@@ -449,7 +449,7 @@ export class RollupStore {
       results.set(message, { applied: true, points, late });
     }
     if (pointRows.size > 0)
-      await this.#upsert(
+      await this.#writeRows(
         seriesRows.values(),
         [...pointRows.values()].flatMap((rows) => [...rows.values()]),
       );
@@ -486,7 +486,7 @@ export class RollupStore {
     }
     return {
       results: messages.map((m) => results.get(m)!),
-      position: Math.max(position, committed),
+      position,
       newSeries: [...seriesRows.keys()],
     };
   }
@@ -500,7 +500,7 @@ export class RollupStore {
    * conflict check costs DuckDB about as much again as the append (on the bench's data, where
    * most rows of a batch are fresh: ~1 s less CPU per 180,000 rows).
    */
-  async #upsert(
+  async #writeRows(
     seriesRows: Iterable<{ tenant: string; key: string; name: string; labels: string }>,
     pointRows: Iterable<PointRow>,
   ): Promise<void> {
@@ -779,15 +779,21 @@ export class RollupStore {
       }
       if (points === undefined) continue;
       const point = { t: t![i]!, min: min![i]!, max: max![i]!, sum: sum![i]!, count: count![i]! };
-      const counter = [firstT, firstV, lastT, lastV, carry].some((column) => column![i] === null)
-        ? undefined
-        : {
-            firstT: firstT![i]!,
-            firstV: firstV![i]!,
-            lastT: lastT![i]!,
-            lastV: lastV![i]!,
-            resetCarry: carry![i]!,
-          };
+      // Any counter column NULL: a window from before they were kept (as `counterOf`).
+      const counter =
+        firstT![i] === null ||
+        firstV![i] === null ||
+        lastT![i] === null ||
+        lastV![i] === null ||
+        carry![i] === null
+          ? undefined
+          : {
+              firstT: firstT![i]!,
+              firstV: firstV![i]!,
+              lastT: lastT![i]!,
+              lastV: lastV![i]!,
+              resetCarry: carry![i]!,
+            };
       points.push(counter === undefined ? point : { ...point, counter });
     }
     return out;
