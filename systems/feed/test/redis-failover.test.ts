@@ -49,6 +49,16 @@ test("FD-18 replicas with failover: the master killed under reads, the sentinel 
     { timeoutMs: 20_000, intervalMs: 100 },
   );
   t.diagnostic(`the sentinel saw the replica after ${Math.round(performance.now() - discovery)} ms`);
+  // The replica's first full sync: the master waits repl-diskless-sync-delay (5 s by default)
+  // for more replicas before streaming its snapshot. Until then WAIT below cannot be answered —
+  // on a quiet machine the writes were done (and WAIT had timed out) before the sync began.
+  const replicaAdmin = new Redis(replica.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+  t.after(() => replicaAdmin.disconnect());
+  await replicaAdmin.connect();
+  await eventually(
+    async () => String(await replicaAdmin.call("INFO", "replication")).includes("master_link_status:up"),
+    { timeoutMs: 20_000, intervalMs: 100 },
+  );
 
   const f = await openFeed({
     REDIS_SENTINELS: `127.0.0.1:${sentinel.port}`,
