@@ -48,6 +48,14 @@ const MIN_HOT_SURVIVAL = 0.9;
  * claim is this node's (MIN_HOT_SURVIVAL); the peer only has to show the same tendency.
  */
 const MIN_PEER_HOT_SURVIVAL = 0.75;
+/**
+ * LFU → LRU, redis-server's old-key survival: it reads the LFU field (minute stamp << 8 |
+ * counter) as an LRU seconds clock, so an old key's idle time is an arbitrary figure that the
+ * wall clock sweeps over a 60-day cycle (3,815,230 s on 2026-12-04, evicted first), and its
+ * eviction samples 5 keys. 0.061–0.069 in five runs on a quiet machine; a loaded CI run saw
+ * 0.107. The claim is this node's (MAX_OLD_SURVIVAL); the peer shows the same tendency.
+ */
+const MAX_PEER_OLD_SURVIVAL_TO_LRU = 0.2;
 
 const oldKey = (i: number) => `old:${String(i).padStart(5, "0")}`;
 const newKey = (i: number) => `new:${String(i).padStart(5, "0")}`;
@@ -166,11 +174,12 @@ describe("policy switch: this node vs redis-server", { skip }, () => {
     const peers = await runSwitch(theirs, "allkeys-lfu", "allkeys-lru");
     const summary = `ours ${JSON.stringify({ ...mine, readings: mine.readings.length })}, redis ${JSON.stringify({ ...peers, readings: peers.readings.length })}`;
     t.diagnostic(summary);
-    for (const outcome of [mine, peers]) {
-      assert.ok(outcome.oldSurvival <= MAX_OLD_SURVIVAL, summary);
+    assert.ok(mine.oldSurvival <= MAX_OLD_SURVIVAL, summary);
+    assert.ok(peers.oldSurvival <= MAX_PEER_OLD_SURVIVAL_TO_LRU, summary);
+    for (const outcome of [mine, peers])
       for (const idle of outcome.readings) assert.ok(idle >= 0, `OBJECT IDLETIME ${idle}; ${summary}`);
-    }
-    assert.ok(Math.abs(mine.oldSurvival - peers.oldSurvival) <= SURVIVAL_TOLERANCE, summary);
+    // The bug this pins kept MORE old keys than redis-server; keeping fewer is what LRU asks for.
+    assert.ok(mine.oldSurvival <= peers.oldSurvival + SURVIVAL_TOLERANCE, summary);
     // Ours reads the LFU minute stamp, so an old key's idle time is bounded by the test's age.
     for (const idle of mine.readings) assert.ok(idle <= 600, `OBJECT IDLETIME ${idle}`);
   });
