@@ -108,3 +108,30 @@ export function mayHaveBeenProcessed(error: CasebookError): boolean {
   const phase = phaseOf(error);
   return phase === "headers" || phase === "body";
 }
+
+// getaddrinfo's codes: a name that did not resolve, wherever the lookup ran.
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_NODATA", "EAI_FAIL", "ENODATA"]);
+/** undici's codes for what node:http reports as an errno: the same `code` whichever client failed. */
+const ERRNO_OF: Readonly<Record<string, string>> = { UND_ERR_SOCKET: "ECONNRESET" };
+
+/**
+ * A transport's failure (node:http's or undici's) as an outbound error: a name that did not
+ * resolve is OUTBOUND_DNS_FAILED, anything else OUTBOUND_CONNECTION_FAILED with its code; an
+ * outbound error (ours, coming back through the transport) is returned as it is.
+ *
+ * @example
+ * req.on("error", (error) => reject(transportFailure(error, timer.phase, url.host)));
+ */
+export function transportFailure(error: Error, phase: OutboundPhase, host: string): CasebookError {
+  if (outboundErrors.is(error)) return error;
+  const errno = error as NodeJS.ErrnoException & { hostname?: string };
+  const raw = errno.code ?? "EUNKNOWN";
+  const code = ERRNO_OF[raw] ?? raw;
+  if (errno.syscall === "getaddrinfo" || (phase === "connect" && DNS_CODES.has(code))) {
+    return outboundErrors.create("OUTBOUND_DNS_FAILED", {
+      fields: { phase: "dns", hostname: errno.hostname ?? host, code },
+      cause: error,
+    });
+  }
+  return outboundErrors.create("OUTBOUND_CONNECTION_FAILED", { fields: { phase, code, host }, cause: error });
+}

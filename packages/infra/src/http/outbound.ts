@@ -1,6 +1,7 @@
 /**
  * Outbound HTTP for every system (issue 10; lifted from webhooks' sender, the most complete
- * of three copies): one request/response exchange over node:http(s) with
+ * of three copies): one request/response exchange — over node:http(s) for a buffered call,
+ * over undici's pool for a streamed one (`dispatcher-pool.ts` says why) — with
  *
  * - a timeout per phase — connect (DNS, TCP, TLS, a wait for a pooled socket), headers
  *   (request sent → response head), body (head → last byte) — and an error typed by phase
@@ -11,7 +12,8 @@
  * - bounds on bytes: the request body (refused before sending), the response head, and
  *   the response body (an error, or — `responseOverflow: "truncate"` — a truncated
  *   response; reading stops either way and the connection is dropped);
- * - keep-alive agents, one per origin, bounded in sockets and origins (`agent-pool.ts`);
+ * - keep-alive connections, one pool per origin, bounded in sockets and origins
+ *   (`agent-pool.ts`, `dispatcher-pool.ts`);
  * - the SSRF address guard (`address-guard.ts`) when the client calls URLs someone else
  *   supplied, or `"off"` for a configured internal URL. The choice is required: no client
  *   gets it by default, either way.
@@ -40,9 +42,12 @@ import { type Clock, systemClock } from "@casebook/kit/clock";
 import type { CasebookError } from "@casebook/kit/errors";
 import { type AddressGuardOptions, checkUrlHost, guardedLookup } from "./address-guard.ts";
 import { AgentPool } from "./agent-pool.ts";
-import { type OutboundPhase, outboundErrors } from "./outbound-errors.ts";
+import { dispatchStream, type OutboundStream } from "./dispatched-stream.ts";
+import { DispatcherPool } from "./dispatcher-pool.ts";
+import { outboundErrors, transportFailure } from "./outbound-errors.ts";
 import { type PhaseTimeouts, PhaseTimer, type PhaseTimings, type TimedPhase } from "./phase-timer.ts";
 
+export type { OutboundStream } from "./dispatched-stream.ts";
 export type { PhaseTimeouts, PhaseTimings } from "./phase-timer.ts";
 
 export const DEFAULT_OUTBOUND_TIMEOUTS: Readonly<PhaseTimeouts> = Object.freeze({
@@ -62,8 +67,6 @@ const TIMEOUT_CODE = {
   headers: "OUTBOUND_HEADERS_TIMEOUT",
   body: "OUTBOUND_BODY_TIMEOUT",
 } as const satisfies Record<TimedPhase, string>;
-// getaddrinfo's codes: a name that did not resolve, wherever the lookup ran.
-const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_NONAME", "EAI_NODATA", "EAI_FAIL", "ENODATA"]);
 
 export interface OutboundPoolOptions {
   /** Origins holding a keep-alive agent at once; the least recently used idle one goes. */
@@ -148,6 +151,16 @@ function targetOf(input: string | URL): URL {
   return url;
 }
 
+/** Header values as text (a number becomes its decimal form); unset ones left out. */
+function headerStrings(headers: OutgoingHttpHeaders): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out[name] = typeof value === "number" ? String(value) : value;
+  }
+  return out;
+}
+
 function bytesOf(body: string | Uint8Array | undefined): Buffer | undefined {
   if (body === undefined || Buffer.isBuffer(body)) return body;
   return typeof body === "string"
@@ -182,82 +195,6 @@ export interface OutboundStreamRequest extends OutboundRequest {
   maxStreamBytes: number;
 }
 
-export interface OutboundStream {
-  readonly status: number;
-  readonly headers: IncomingHttpHeaders;
-  /** Connect and headers phases (the body's is still running). */
-  readonly timings: PhaseTimings;
-  /** The body, chunk by chunk as it arrives; throws an OUTBOUND_* error when it does not end cleanly. */
-  readonly body: AsyncIterable<Buffer>;
-  /** Stops reading and closes the connection (the caller's client left). Idempotent. */
-  close(): void;
-}
-
-/** The streamed body of `res`: an idle timer re-armed by every chunk, a byte bound, typed failures. */
-function streamOf(
-  res: IncomingMessage,
-  host: string,
-  request: OutboundStreamRequest,
-  call: Call<OutboundStream>,
-): OutboundStream {
-  const timings = call.ex.timer.timings();
-  let idle: NodeJS.Timeout | undefined;
-  let bytes = 0;
-  const stop = (error?: CasebookError) => {
-    clearTimeout(idle);
-    request.signal?.removeEventListener("abort", onAbort);
-    if (!res.destroyed) res.destroy(error);
-  };
-  const onAbort = () =>
-    stop(
-      outboundErrors.create("OUTBOUND_ABORTED", {
-        fields: { phase: "body", host },
-        cause: request.signal?.reason,
-      }),
-    );
-  // One timer for the body, pushed back by every chunk (refresh: no timer made per chunk).
-  idle = setTimeout(
-    () =>
-      stop(
-        outboundErrors.create("OUTBOUND_BODY_TIMEOUT", {
-          fields: { phase: "body", timeoutMs: request.idleMs, host },
-        }),
-      ),
-    request.idleMs,
-  );
-  const arm = () => idle?.refresh();
-  request.signal?.addEventListener("abort", onAbort, { once: true });
-  async function* body(): AsyncGenerator<Buffer> {
-    try {
-      for await (const chunk of res as AsyncIterable<Buffer>) {
-        bytes += chunk.length;
-        if (bytes > request.maxStreamBytes) {
-          throw outboundErrors.create("OUTBOUND_RESPONSE_TOO_LARGE", {
-            fields: { phase: "body", limitBytes: request.maxStreamBytes, host },
-          });
-        }
-        arm();
-        yield chunk;
-      }
-      // An IncomingMessage closed before its end (no last chunk) ends the loop with `complete` false.
-      if (!res.complete) {
-        throw outboundErrors.create("OUTBOUND_CONNECTION_FAILED", {
-          fields: { phase: "body", code: "ECONNRESET", host },
-        });
-      }
-    } catch (error) {
-      if (outboundErrors.is(error)) throw error;
-      throw outboundErrors.create("OUTBOUND_CONNECTION_FAILED", {
-        fields: { phase: "body", code: (error as NodeJS.ErrnoException).code ?? "EUNKNOWN", host },
-        cause: error,
-      });
-    } finally {
-      stop();
-    }
-  }
-  return { status: res.statusCode ?? 0, headers: res.headers, timings, body: body(), close: () => stop() };
-}
-
 /**
  * An outbound HTTP client: phase timeouts, typed errors, byte bounds, pooled keep-alive
  * connections, and the address guard when its URLs come from users.
@@ -276,6 +213,7 @@ export class OutboundClient {
   readonly #maxRequestBytes: number;
   readonly #maxHeaderBytes: number;
   readonly #agents: AgentPool;
+  readonly #streamPools: DispatcherPool;
   readonly #guard: Omit<AddressGuardOptions, "onChecked"> | undefined;
   readonly #lookup: LookupFunction | undefined;
   readonly #userAgent: string | undefined;
@@ -309,6 +247,15 @@ export class OutboundClient {
     });
     this.#guard = options.addressGuard === "off" ? undefined : options.addressGuard;
     this.#lookup = this.#guard === undefined ? undefined : guardedLookup(this.#guard);
+    this.#streamPools = new DispatcherPool({
+      maxOrigins: options.pool?.maxOrigins ?? 1_000,
+      maxSocketsPerOrigin: options.pool?.maxSocketsPerOrigin ?? 8,
+      idleSocketTimeoutMs: options.pool?.idleSocketTimeoutMs ?? 4_000,
+      connectTimeoutMs: this.timeouts.connectMs,
+      maxHeaderBytes: this.#maxHeaderBytes,
+      ...(options.ca === undefined ? {} : { ca: options.ca }),
+      ...(this.#lookup === undefined ? {} : { lookup: this.#lookup }),
+    });
     this.#userAgent = options.userAgent;
   }
 
@@ -338,9 +285,18 @@ export class OutboundClient {
    */
   async stream(request: OutboundStreamRequest): Promise<OutboundStream> {
     const { url, headers, body } = this.#prepare(request);
-    const deadlineMs = request.deadlineMs ?? this.#deadlineMs;
-    return this.#exchange(request.method, url, headers, body, deadlineMs, request.signal, (res, call) => {
-      if (call.settle()) call.resolve(streamOf(res, url.host, request, call));
+    return dispatchStream({
+      pool: this.#streamPools.poolFor(url),
+      url,
+      method: request.method,
+      headers: headerStrings(headers),
+      body,
+      timeouts: this.timeouts,
+      clock: this.#clock,
+      deadlineMs: request.deadlineMs ?? this.#deadlineMs,
+      signal: request.signal,
+      idleMs: request.idleMs,
+      maxStreamBytes: request.maxStreamBytes,
     });
   }
 
@@ -371,6 +327,7 @@ export class OutboundClient {
   /** Closes pooled keep-alive connections. */
   close(): void {
     this.#agents.close();
+    this.#streamPools.close();
   }
 
   #exchange<T>(
@@ -445,13 +402,13 @@ export class OutboundClient {
       req.on("socket", (socket) => this.#onSocket(socket, req.reusedSocket, ex));
       req.on("error", (error) => {
         const phase = ex.timer.phase; // read before settle stops the timer
-        if (settle()) reject(this.#failure(error, phase, url.host));
+        if (settle()) reject(transportFailure(error, phase, url.host));
       });
       req.on("response", (res) => {
         if (ex.settled) return; // a timer, the deadline or the signal ended it first
         ex.timer.start("body");
         res.on("error", (error) => {
-          if (settle()) reject(this.#failure(error, "body", url.host));
+          if (settle()) reject(transportFailure(error, "body", url.host));
         });
         respond(res, { ex, settle, fail, resolve, startedAtMs, reused: req.reusedSocket });
       });
@@ -527,21 +484,5 @@ export class OutboundClient {
       else done(Buffer.concat(kept), limitBytes, true);
     });
     res.on("end", () => done(Buffer.concat(kept), bytes, false));
-  }
-
-  #failure(error: Error, phase: OutboundPhase, host: string): CasebookError {
-    if (outboundErrors.is(error)) return error;
-    const errno = error as NodeJS.ErrnoException & { hostname?: string };
-    const code = errno.code ?? "EUNKNOWN";
-    if (errno.syscall === "getaddrinfo" || (phase === "connect" && DNS_CODES.has(code))) {
-      return outboundErrors.create("OUTBOUND_DNS_FAILED", {
-        fields: { phase: "dns", hostname: errno.hostname ?? host, code },
-        cause: error,
-      });
-    }
-    return outboundErrors.create("OUTBOUND_CONNECTION_FAILED", {
-      fields: { phase, code, host },
-      cause: error,
-    });
   }
 }

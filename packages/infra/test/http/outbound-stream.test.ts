@@ -12,6 +12,11 @@ import { OutboundClient } from "../../src/http/outbound.ts";
 import { outboundErrors } from "../../src/http/outbound-errors.ts";
 
 let server: Server;
+/** /flood's body, and how much of it the server has handed to its socket so far. */
+const FLOOD_BYTES = 256 * 1024 * 1024;
+let flooded = 0;
+/** Requests /count has seen. */
+let counted = 0;
 let base: string;
 const client = new OutboundClient({
   addressGuard: "off",
@@ -20,6 +25,16 @@ const client = new OutboundClient({
 
 before(async () => {
   server = createServer(async (req, res) => {
+    if (req.url === "/headers") {
+      res.writeHead(200, [
+        ["set-cookie", "a=1"],
+        ["set-cookie", "b=2"],
+        ["x-repeated", "one"],
+        ["x-repeated", "two"],
+      ]);
+      res.end("data: 0\n\n");
+      return;
+    }
     res.writeHead(200, { "content-type": "text/event-stream" });
     res.flushHeaders();
     if (req.url === "/paced") {
@@ -34,6 +49,21 @@ before(async () => {
       res.write("data: 0\n\n", () => res.socket?.end(() => res.socket?.destroy()));
     } else if (req.url === "/big") {
       res.end("x".repeat(10_000));
+    } else if (req.url === "/flood") {
+      // As fast as the socket takes it: how much leaves depends on the reader's pace.
+      const chunk = Buffer.alloc(64 * 1024, 120);
+      flooded = 0;
+      const pump = () => {
+        while (flooded < FLOOD_BYTES) {
+          flooded += chunk.length;
+          if (!res.write(chunk)) return void res.once("drain", pump);
+        }
+        res.end();
+      };
+      pump();
+    } else if (req.url === "/count") {
+      counted++;
+      res.end("data: 0\n\n");
     } else {
       res.write("data: 0\n\n");
     }
@@ -78,6 +108,112 @@ test("a connection closed before the body's end is OUTBOUND_CONNECTION_FAILED, n
   await assert.rejects(drain(`${base}/cut`), (error: unknown) =>
     outboundErrors.is(error, "OUTBOUND_CONNECTION_FAILED"),
   );
+});
+
+test("a cut stream first delivers what came before the cut, then the error (ECONNRESET, as node:http says it)", async () => {
+  const res = await client.stream({
+    method: "GET",
+    url: `${base}/cut`,
+    idleMs: 2_000,
+    maxStreamBytes: 1_000,
+  });
+  const chunks: string[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const chunk of res.body) chunks.push(chunk.toString());
+    })(),
+    (error: unknown) =>
+      outboundErrors.is(error, "OUTBOUND_CONNECTION_FAILED") &&
+      error.fields.code === "ECONNRESET" &&
+      error.fields.phase === "body",
+  );
+  assert.deepEqual(chunks, ["data: 0\n\n"]);
+});
+
+test("a slow reader pauses the socket: the sender is held back, the body still arrives whole", async () => {
+  const res = await client.stream({
+    method: "GET",
+    url: `${base}/flood`,
+    idleMs: 5_000,
+    maxStreamBytes: FLOOD_BYTES,
+  });
+  const iterator = res.body[Symbol.asyncIterator]();
+  let read = (await iterator.next()).value?.length ?? 0;
+  // The reader stops. Paused, the socket's buffers fill and the server's writes stall; unpaused,
+  // the client would go on taking the body into memory and the server on sending it.
+  await sleep(300);
+  const stalledAt = flooded;
+  await sleep(300);
+  assert.equal(
+    flooded,
+    stalledAt,
+    `the server went on writing while nobody read: ${stalledAt} → ${flooded} bytes`,
+  );
+  assert.ok(
+    stalledAt < FLOOD_BYTES / 8,
+    `the server wrote ${stalledAt} of ${FLOOD_BYTES} bytes while nobody read`,
+  );
+  for (let next = await iterator.next(); !next.done; next = await iterator.next()) read += next.value.length;
+  assert.equal(read, FLOOD_BYTES);
+});
+
+test("the response head as node:http gives it: set-cookie a list, a repeated field joined, timings by phase", async () => {
+  const res = await client.stream({
+    method: "GET",
+    url: `${base}/headers`,
+    idleMs: 2_000,
+    maxStreamBytes: 1_000,
+  });
+  for await (const _ of res.body) {
+    // drained
+  }
+  assert.equal(res.status, 200);
+  assert.deepEqual(res.headers["set-cookie"], ["a=1", "b=2"]);
+  assert.equal(res.headers["x-repeated"], "one, two");
+  assert.ok(res.timings.headersMs >= 0 && res.timings.connectMs >= 0);
+});
+
+test("a call that timed out waiting for a pooled socket is never sent, even once the socket frees", async () => {
+  const narrow = new OutboundClient({
+    addressGuard: "off",
+    timeouts: { connectMs: 150, headersMs: 5_000, bodyMs: 5_000 },
+    pool: { maxSocketsPerOrigin: 1 },
+  });
+  try {
+    const holder = await narrow.stream({
+      method: "GET",
+      url: `${base}/open`,
+      idleMs: 5_000,
+      maxStreamBytes: 1_000,
+    });
+    const before = counted;
+    await assert.rejects(
+      narrow.stream({
+        method: "POST",
+        url: `${base}/count`,
+        body: "x",
+        idleMs: 5_000,
+        maxStreamBytes: 1_000,
+      }),
+      (error: unknown) =>
+        outboundErrors.is(error, "OUTBOUND_CONNECT_TIMEOUT") && error.fields.phase === "connect",
+    );
+    holder.close(); // the socket frees: the queued call reaches it and must be dropped unsent
+    await sleep(200);
+    assert.equal(counted, before, "the timed-out call reached the server");
+    const after = await narrow.stream({
+      method: "GET",
+      url: `${base}/count`,
+      idleMs: 5_000,
+      maxStreamBytes: 1_000,
+    });
+    for await (const _ of after.body) {
+      // drained
+    }
+    assert.equal(counted, before + 1, "the pool still serves the next call");
+  } finally {
+    narrow.close();
+  }
 });
 
 test("past maxStreamBytes the stream fails with OUTBOUND_RESPONSE_TOO_LARGE", async () => {
