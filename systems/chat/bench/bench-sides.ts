@@ -2,22 +2,38 @@
  * The two sides of the bench, each as the processes it runs in production, on the same
  * engines: chat as one send service (CHAT_ROLE=api) and N gateways (CHAT_ROLE=gateway) on
  * PostgreSQL and Redis; socket.io as N servers (bench/socketio-server.ts) on one Redis stream.
- * Each side prepares the same population — `users` clients, groups of `groupSize` — through
- * its own means (chat: user tokens and conversations over its HTTP API; socket.io: room
- * names), and reports the resident memory of the processes that hold the sockets.
+ * Each side prepares the same population — `users` clients in groups of `groupSize`, and when
+ * asked each user in two 1:1 conversations — through its own means (chat: user tokens and
+ * conversations over its HTTP API; socket.io: room names), and reports the resident memory of
+ * the processes that hold the sockets.
  *
  * @example
  * const side = await startChatSide(engines, { gateways: 2 });
- * const population = await side.prepare(1_000, 50);
+ * const population = await side.prepare({ users: 1_000, groupSize: 50, directs: true });
  * const before = await side.residentBytes();
  */
 import { randomBytes } from "node:crypto";
 import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
 import type { Side as LoadSide } from "./load-child.ts";
 
+/** A conversation messages are sent to: its address on the side, and its members' population indexes. */
+export interface Target {
+  target: string;
+  members: number[];
+}
+
 export interface Population {
   clients: { token?: string; rooms: string[] }[];
-  groups: { target: string; members: number[] }[];
+  groups: Target[];
+  /** 1:1 conversations: user i with user i+1 (the last with the first), so each user is in two. */
+  directs: Target[];
+}
+
+/** The shape of the population: how many users, the group size, whether 1:1 conversations exist. */
+export interface PopulationShape {
+  users: number;
+  groupSize: number;
+  directs: boolean;
 }
 
 export interface BenchSide {
@@ -25,7 +41,7 @@ export interface BenchSide {
   readonly loadSide: LoadSide;
   /** Where clients connect: the socket holders, round robin. */
   readonly urls: string[];
-  prepare(users: number, groupSize: number): Promise<Population>;
+  prepare(shape: PopulationShape): Promise<Population>;
   /** Resident memory of the socket holders, summed. */
   residentBytes(): Promise<number>;
   close(): Promise<void>;
@@ -83,6 +99,14 @@ async function postJson(url: string, bearer: string, body: unknown): Promise<Rec
   return json;
 }
 
+/** The pairs of the 1:1 conversations: (i, i+1), and (last, first) when there are more than two users. */
+function directPairs(users: number): number[][] {
+  const pairs: number[][] = [];
+  for (let i = 0; i + 1 < users; i++) pairs.push([i, i + 1]);
+  if (users > 2) pairs.push([users - 1, 0]);
+  return pairs;
+}
+
 /** Member indexes of group k: users k·size … k·size+size−1 (the last group may be smaller). */
 function groupMembers(users: number, groupSize: number): number[][] {
   const groups: number[][] = [];
@@ -130,24 +154,24 @@ export async function startChatSide(engines: SideEngines, options: { gateways: n
     name: "chat",
     loadSide: "chat",
     urls: gateways.map((g) => g.url),
-    async prepare(users, groupSize) {
+    async prepare({ users, groupSize, directs }) {
       const ids = Array.from({ length: users }, (_, i) => i);
       const tokens = await inPool(ids, SETUP_CONCURRENCY, async (i) => {
         const answer = await postJson(`${api.url}/v1/tokens`, issuer, { userId: `u${i}`, deviceId: "d" });
         return String(answer.token);
       });
-      const members = groupMembers(users, groupSize);
-      const chatIds = await inPool(members, SETUP_CONCURRENCY, async (group) => {
-        const [owner, ...others] = group;
+      const create = (kind: "group" | "direct") => async (members: number[]) => {
+        const [owner, ...others] = members;
         const answer = await postJson(`${api.url}/v1/conversations`, tokens[owner!]!, {
-          kind: "group",
+          kind,
           members: others.map((i) => `u${i}`),
         });
-        return String(answer.id);
-      });
+        return { target: String(answer.id), members };
+      };
       return {
         clients: tokens.map((token) => ({ token, rooms: [] })),
-        groups: members.map((m, k) => ({ target: chatIds[k]!, members: m })),
+        groups: await inPool(groupMembers(users, groupSize), SETUP_CONCURRENCY, create("group")),
+        directs: directs ? await inPool(directPairs(users), SETUP_CONCURRENCY, create("direct")) : [],
       };
     },
     residentBytes: () => sumResident(gateways),
@@ -181,15 +205,18 @@ export async function startSocketIoSide(
     name: "socket.io",
     loadSide: "socketio",
     urls: servers.map((s) => s.url),
-    async prepare(users, groupSize) {
-      const members = groupMembers(users, groupSize);
-      const rooms = new Array<string[]>(users).fill([]);
-      members.forEach((group, k) => {
-        for (const i of group) rooms[i] = [`g${k}`];
-      });
+    async prepare({ users, groupSize, directs }) {
+      const rooms = Array.from({ length: users }, (): string[] => []);
+      const roomsOf = (prefix: string, all: number[][]): Target[] =>
+        all.map((members, k) => {
+          for (const i of members) rooms[i]!.push(`${prefix}${k}`);
+          return { target: `${prefix}${k}`, members };
+        });
+      const groups = roomsOf("g", groupMembers(users, groupSize));
       return {
         clients: rooms.map((r) => ({ rooms: r })),
-        groups: members.map((m, k) => ({ target: `g${k}`, members: m })),
+        groups,
+        directs: directs ? roomsOf("d", directPairs(users)) : [],
       };
     },
     residentBytes: () => sumResident(servers),

@@ -7,15 +7,16 @@
  *
  *   → {"cmd":"connect", side, urls, clients: [{index, token?, rooms}], connectPerS}
  *   ← {"connected": n, "failed": m}
- *   → {"cmd":"run", groups: [{target, members}], ratePerS, durationMs, warmupMs, drainMs, seed, startAtEpochMs}
+ *   → {"cmd":"run", groups: [{target, members}], directs: [{target, members}], directShare, ratePerS, durationMs, warmupMs, drainMs, seed, startAtEpochMs}
  *   ← {"sent", "acked", "errors", "expected", "delivered", "windowMs", "latencyBuckets", "stillConnected"}
  *   → {"cmd":"close"}
  *
  * Sends are open loop: message i is due at start + i / rate whatever the servers do, and its
  * body carries that intended time (epoch ms: every process on the machine reads the same
  * clock), so a recipient's latency (send → deliver) includes any stall instead of hiding it.
- * Every process draws the SAME schedule from the run's seed — message i goes to group g_i
- * from member m_i — and sends the messages whose sender it holds; each counts as expected
+ * Every process draws the SAME schedule from the run's seed — message i goes to a 1:1
+ * conversation or a group (`directShare`), conversation c_i, from member m_i — and sends the
+ * messages whose sender it holds; each counts as expected
  * the deliveries to the clients it holds, so the sums over processes are one generator's.
  */
 import { randomUUID } from "node:crypto";
@@ -40,6 +41,9 @@ export interface ConnectCommand {
 export interface RunCommand {
   cmd: "run";
   groups: { target: string; members: number[] }[];
+  /** 1:1 conversations; a message goes to one of them with probability `directShare`. */
+  directs: { target: string; members: number[] }[];
+  directShare: number;
   ratePerS: number;
   durationMs: number;
   warmupMs: number;
@@ -253,8 +257,13 @@ async function run(state: LoadState, command: RunCommand): Promise<ChildRunResul
   const periodMs = 1_000 / command.ratePerS;
   const total = Math.floor((command.durationMs / 1_000) * command.ratePerS);
   const schedule = seededRandom(command.seed);
-  // Members of each group this process holds: its expected deliveries per message.
-  const heldPerGroup = command.groups.map((g) => g.members.filter((m) => state.clients.has(m)).length);
+  // Members of each conversation this process holds: its expected deliveries per message.
+  const held = (targets: RunCommand["groups"]) =>
+    targets.map((g) => g.members.filter((m) => state.clients.has(m)).length);
+  const kinds = [
+    { targets: command.groups, held: held(command.groups) },
+    { targets: command.directs, held: held(command.directs) },
+  ] as const;
   const t0 = command.startAtEpochMs;
   state.reset(t0 + command.warmupMs);
   let sent = 0;
@@ -264,8 +273,10 @@ async function run(state: LoadState, command: RunCommand): Promise<ChildRunResul
     const now = epochNowMs();
     for (; next < total && t0 + next * periodMs <= now; next++) {
       const intended = t0 + next * periodMs;
-      const g = Math.floor(schedule.next() * command.groups.length);
-      const group = command.groups[g]!;
+      const direct = schedule.next() < command.directShare && command.directs.length > 0;
+      const kind = kinds[direct ? 1 : 0];
+      const g = Math.floor(schedule.next() * kind.targets.length);
+      const group = kind.targets[g]!;
       const sender = group.members[Math.floor(schedule.next() * group.members.length)]!;
       const client = state.clients.get(sender);
       const measured = intended >= state.measureFromMs;
@@ -276,7 +287,7 @@ async function run(state: LoadState, command: RunCommand): Promise<ChildRunResul
         client.send(group.target, JSON.stringify({ t: intended, s: sender, p: PADDING }), ref);
         if (measured) sent += 1;
       }
-      if (measured) expected += heldPerGroup[g]! - (client === undefined ? 0 : 1);
+      if (measured) expected += kind.held[g]! - (client === undefined ? 0 : 1);
     }
     await sleep(TICK_MS);
   }

@@ -5,9 +5,9 @@
  * processes — chat's send service and N gateways, or N socket.io servers — and load
  * generators in processes of their own (bench/load-child.ts, `--load-processes`, each
  * holding a share of the clients) connect them round robin to the socket holders, put
- * them in groups, then send open loop at a fixed rate, each message to a random group
- * from a random member (one schedule, drawn alike by every generator from the run's
- * seed), and measure every delivery from the message's intended send time. Rows: connections held, deliveries/s, send →
+ * them in groups and 1:1 conversations, then send open loop at a fixed rate, each message to
+ * a random 1:1 conversation or group (`--direct-percent`) from a random member (one schedule,
+ * drawn alike by every generator from the run's seed), and measure every delivery from the message's intended send time. Rows: connections held, deliveries/s, send →
  * deliver p50/p99, memory per connection, missing deliveries and send errors, each beside
  * socket.io's with the ratio. Markdown table on stdout, JSON lines with --json, progress on
  * stderr.
@@ -44,6 +44,7 @@ export interface BenchArgs {
   readonly json: boolean;
   readonly clients: number;
   readonly groupSize: number;
+  readonly directPercent: number;
   readonly gateways: number;
   readonly loadProcesses: number;
   readonly maxRatePerS: number;
@@ -56,12 +57,19 @@ export interface BenchArgs {
 
 const cli = defineBenchArgs({
   flags: {
-    clients: flag.integer({ min: 2, max: 20_000, default: 2_000, help: "connected clients per side" }),
+    // The issue's workload: 10,000 clients, 80% of messages 1:1 and 20% to 500-member groups.
+    clients: flag.integer({ min: 2, max: 20_000, default: 10_000, help: "connected clients per side" }),
     groupSize: flag.integer({
       min: 2,
       max: 1_024,
-      default: 50,
+      default: 500,
       help: "members per group (fan-out = size − 1)",
+    }),
+    directPercent: flag.integer({
+      min: 0,
+      max: 100,
+      default: 80,
+      help: "% of messages sent 1:1 (each user is in two 1:1 conversations); the rest go to groups",
     }),
     gateways: flag.integer({ min: 1, max: 8, default: 2, help: "socket-holding processes per side" }),
     loadProcesses: flag.integer({
@@ -119,8 +127,9 @@ Both sides in one run, on the same Redis: chat (send service + N gateways, every
 written to PostgreSQL before delivery) and socket.io 4.8 with the Redis streams adapter
 (N servers, connection-state recovery on, nothing durable). --load-processes load
 generators, each in its own process, hold --clients clients per side (a share each) in
-groups of --group-size. Two open-loop runs per
-side: a saturation run (--max-rate-per-s, above what either sustains) gives the side's
+groups of --group-size, each client also in two 1:1 conversations; --direct-percent of the
+messages go 1:1, the rest to a group (the defaults are the issue's workload: 10,000 clients,
+80% 1:1, 20% to groups of 500). Two open-loop runs per side: a saturation run (--max-rate-per-s, above what either sustains) gives the side's
 deliveries/s; then a latency run at --load-percent of that side's own maximum gives send →
 deliver p50/p99, from each message's intended send time. Engines: DATABASE_URL and
 REDIS_URL, else throw-away ones spawned for the run.
@@ -190,7 +199,11 @@ export function mergeRuns(parts: readonly ChildRunResult[]): RunResult {
 }
 
 async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult> {
-  const population = await side.prepare(args.clients, args.groupSize);
+  const population = await side.prepare({
+    users: args.clients,
+    groupSize: args.groupSize,
+    directs: args.directPercent > 0,
+  });
   const loads = await Promise.all(
     Array.from({ length: args.loadProcesses }, () =>
       spawnChild(loadChildEntry, {
@@ -220,6 +233,8 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
     const parts = await askAll<ChildRunResult>(() => ({
       cmd: "run",
       groups: population.groups,
+      directs: population.directs,
+      directShare: args.directPercent / 100,
       ratePerS,
       ...timing,
       drainMs: args.drainMs,
@@ -284,7 +299,10 @@ async function runSide(open: () => Promise<BenchSide>, args: BenchArgs): Promise
 }
 
 export function resultRows(args: BenchArgs, ours: SideResult, peer: SideResult): BenchResult[] {
-  const where = `${args.clients} clients on ${args.gateways} gateways, groups of ${args.groupSize}`;
+  const where =
+    args.directPercent > 0
+      ? `${args.clients} clients on ${args.gateways} gateways, ${args.directPercent}% 1:1, ${100 - args.directPercent}% to groups of ${args.groupSize}`
+      : `${args.clients} clients on ${args.gateways} gateways, groups of ${args.groupSize}`;
   const held = scenarioRows({ system: SYSTEM, scenario: where, peer: PEER, tidy: true });
   const max = scenarioRows({
     system: SYSTEM,
