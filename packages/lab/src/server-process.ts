@@ -10,6 +10,7 @@
  * const acquirer = await startServerProcess({ name: "acquirer-sim", entry: acquirerEntry, env: { ACQUIRER_LATENCY_MS: "5" } });
  * const service = await startServerProcess({ name: "payments", entry: serviceEntry, env: { DATABASE_URL, ACQUIRER_URL: acquirer.url } });
  * await service.stop(); await acquirer.stop();
+ * // a crash and a restart on the same port: await service.kill(); await startServerProcess({ …, port: Number(new URL(service.url).port) });
  */
 
 import { spawn } from "node:child_process";
@@ -32,6 +33,8 @@ export interface ServerProcess {
   readonly pid: number;
   /** SIGTERM (graceful), SIGKILL after STOP_TIMEOUT_MS. Idempotent. */
   stop(): Promise<void>;
+  /** SIGKILL at once (a crash: nothing drained, every socket dropped); resolves once it exited. */
+  kill(): Promise<void>;
 }
 
 async function answersReady(url: string): Promise<boolean> {
@@ -54,9 +57,11 @@ export async function startServerProcess(options: {
   env: NodeJS.ProcessEnv;
   /** Bound on becoming ready; default 30 s (an embedded PGlite's first start on a loaded machine needs more). */
   readyTimeoutMs?: number;
+  /** This port instead of a free one: a restart where its clients reconnect (the old one must have exited). */
+  port?: number;
 }): Promise<ServerProcess> {
   const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, [...childNodeFlags(), fileURLToPath(options.entry)], {
     env: { ...process.env, LOG_LEVEL: "warn", ...options.env, PORT: String(port), HOST: "127.0.0.1" },
@@ -91,5 +96,10 @@ export async function startServerProcess(options: {
     }
     await sleep(READY_POLL_MS);
   }
-  return { name: options.name, url, pid: child.pid!, stop };
+  const kill = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill("SIGKILL");
+    await exited;
+  };
+  return { name: options.name, url, pid: child.pid!, stop, kill };
 }

@@ -44,7 +44,24 @@ export interface BenchSide {
   prepare(shape: PopulationShape): Promise<Population>;
   /** Resident memory of the socket holders, summed. */
   residentBytes(): Promise<number>;
+  /**
+   * Crashes socket holder `k` (SIGKILL: nothing drained) and starts it again on the same port;
+   * resolves once the new process is ready. Its clients reconnect to the same URL.
+   */
+  restart(k: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Socket holders that can be crashed and started again on their own port, in place. */
+function restartable(
+  holders: ServerProcess[],
+  spec: (k: number) => { name: string; entry: URL; env: NodeJS.ProcessEnv },
+): (k: number) => Promise<void> {
+  return async (k) => {
+    const old = holders[k]!;
+    await old.kill();
+    holders[k] = await startServerProcess({ ...spec(k), port: Number(new URL(old.url).port) });
+  };
 }
 
 export interface SideEngines {
@@ -131,14 +148,13 @@ export async function startChatSide(engines: SideEngines, options: { gateways: n
     entry: chatEntry,
     env: { ...env, CHAT_ROLE: "api" },
   });
+  const gatewaySpec = (i: number) => ({
+    name: `chat-gateway-${i + 1}`,
+    entry: chatEntry,
+    env: { ...env, CHAT_ROLE: "gateway", CHAT_API_URL: api.url, CHAT_GATEWAY_ID: `bench-gw-${i + 1}` },
+  });
   const started = await Promise.allSettled(
-    Array.from({ length: options.gateways }, (_, i) =>
-      startServerProcess({
-        name: `chat-gateway-${i + 1}`,
-        entry: chatEntry,
-        env: { ...env, CHAT_ROLE: "gateway", CHAT_API_URL: api.url, CHAT_GATEWAY_ID: `bench-gw-${i + 1}` },
-      }),
-    ),
+    Array.from({ length: options.gateways }, (_, i) => startServerProcess(gatewaySpec(i))),
   );
   const gateways = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const close = async () => {
@@ -175,6 +191,7 @@ export async function startChatSide(engines: SideEngines, options: { gateways: n
       };
     },
     residentBytes: () => sumResident(gateways),
+    restart: restartable(gateways, gatewaySpec),
     close,
   };
 }
@@ -183,14 +200,13 @@ export async function startSocketIoSide(
   engines: SideEngines,
   options: { servers: number },
 ): Promise<BenchSide> {
+  const serverSpec = (i: number) => ({
+    name: `socket.io-${i + 1}`,
+    entry: socketIoEntry,
+    env: { REDIS_URL: engines.redisUrl, SIO_STREAM: `${engines.prefix}socket.io` },
+  });
   const started = await Promise.allSettled(
-    Array.from({ length: options.servers }, (_, i) =>
-      startServerProcess({
-        name: `socket.io-${i + 1}`,
-        entry: socketIoEntry,
-        env: { REDIS_URL: engines.redisUrl, SIO_STREAM: `${engines.prefix}socket.io` },
-      }),
-    ),
+    Array.from({ length: options.servers }, (_, i) => startServerProcess(serverSpec(i))),
   );
   const servers = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const close = async () => {
@@ -220,6 +236,7 @@ export async function startSocketIoSide(
       };
     },
     residentBytes: () => sumResident(servers),
+    restart: restartable(servers, serverSpec),
     close,
   };
 }

@@ -9,6 +9,10 @@
  *   ← {"connected": n, "failed": m}
  *   → {"cmd":"run", groups: [{target, members}], directs: [{target, members}], directShare, ratePerS, durationMs, warmupMs, drainMs, seed, startAtEpochMs}
  *   ← {"sent", "acked", "errors", "expected", "delivered", "windowMs", "latencyBuckets", "stillConnected"}
+ *   → {"cmd":"arm", clients: [index…], boundMs}    these clients reconnect when their socket drops
+ *   ← {"armed": n}
+ *   → {"cmd":"await-resume", fromEpochMs}          (their server was crashed and restarted meanwhile)
+ *   ← {"armed", "resumed", "recovered", "resumeMs": [ms from fromEpochMs, one per resumed client]}
  *   → {"cmd":"close"}
  *
  * Sends are open loop: message i is due at start + i / rate whatever the servers do, and its
@@ -23,9 +27,10 @@ import { randomUUID } from "node:crypto";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Histogram, type HistogramBucket } from "@casebook/kit/histogram";
-import { seededRandom } from "@casebook/kit/random";
+import { seededRandom, systemRandom } from "@casebook/kit/random";
 import { io, type Socket } from "socket.io-client";
 import WebSocket from "ws";
+import { ReconnectSchedule } from "../src/client/reconnect-schedule.ts";
 
 export type Side = "chat" | "socketio";
 
@@ -53,6 +58,37 @@ export interface RunCommand {
   /** When message 0 is due, the same instant for every process. */
   startAtEpochMs: number;
 }
+
+export interface ArmCommand {
+  cmd: "arm";
+  /** Clients (population indexes) this process holds that reconnect, each as its side's client does. */
+  clients: number[];
+  /** How long after arming a client may take to resume; past it, it counts as not resumed. */
+  boundMs: number;
+}
+
+export interface AwaitResumeCommand {
+  cmd: "await-resume";
+  /** The restarted server's ready time: resume times are measured from it. */
+  fromEpochMs: number;
+}
+
+/**
+ * Resumed: chat — reconnected with the user's token and one `sync` per conversation after the
+ * last seq it saw, every one answered (what the client library does, CH-14); socket.io —
+ * reconnected by its manager (its own backoff) and either recovered (connection-state
+ * recovery) or back in its rooms (`join`, acknowledged).
+ */
+export interface ResumeResult {
+  armed: number;
+  resumed: number;
+  /** socket.io clients whose connection state was recovered (`socket.recovered`); 0 on chat. */
+  recovered: number;
+  resumeMs: number[];
+}
+
+/** When one client resumed, and whether its state came back by recovery. */
+type Resumed = { atMs: number; recovered: boolean } | undefined;
 
 /** What one process's share of a run and a whole run both count. */
 export interface RunCounts {
@@ -90,6 +126,13 @@ interface BenchClient {
   send(target: string, body: string, ref: number): void;
   connected(): boolean;
   close(): void;
+  /** Chat only: any frame of the protocol, as JSON. */
+  sendFrame?(frame: object): void;
+  /**
+   * From now on, reconnect when the socket drops (chat: `chats` synced after their last seq);
+   * resolves when resumed, or undefined at `deadlineMs` (epoch).
+   */
+  armResume?(chats: readonly string[], deadlineMs: number): Promise<Resumed>;
 }
 
 interface Events {
@@ -107,22 +150,39 @@ const TICK_MS = 2;
 /** Body padding so a message weighs about what CH-02 assumes (~200 B with its metadata). */
 const PADDING = "x".repeat(64);
 
-function chatClient(url: string, token: string, index: number, events: Events): Promise<BenchClient> {
+/** A chat client's memory across its connections: the last seq seen per conversation. */
+type LastSeqs = Map<string, string>;
+
+function chatClient(
+  url: string,
+  token: string,
+  index: number,
+  events: Events,
+  lastSeq: LastSeqs = new Map(),
+  onHistory?: (ref: string | undefined) => void,
+): Promise<BenchClient> {
   const ws = new WebSocket(`${url.replace(/^http/, "ws")}/v1/socket?token=${encodeURIComponent(token)}`, {
     perMessageDeflate: false,
     handshakeTimeout: CONNECT_TIMEOUT_MS,
   });
+  const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
   ws.on("message", (data) => {
     const frame = JSON.parse(String(data)) as {
       action: string;
-      message?: { body: string };
+      message?: { body: string; chatId?: string; seq?: string };
       code?: string;
       ref?: string;
     };
     const ref = Number(frame.ref ?? -1);
-    if (frame.action === "message" && frame.message) events.onMessage(frame.message.body, index);
-    else if (frame.action === "sent") events.onAck(true, undefined, ref);
-    else if (frame.action === "error") events.onAck(false, frame.code, ref);
+    if (frame.action === "message" && frame.message) {
+      const { chatId, seq } = frame.message;
+      if (chatId !== undefined && seq !== undefined) lastSeq.set(chatId, seq);
+      events.onMessage(frame.message.body, index);
+    } else if (frame.action === "sent") events.onAck(true, undefined, ref);
+    else if (frame.action === "error") {
+      if (onHistory !== undefined && frame.ref?.startsWith("sync-")) onHistory(frame.ref);
+      else events.onAck(false, frame.code, ref);
+    } else if (frame.action === "history") onHistory?.(frame.ref);
   });
   const client: BenchClient = {
     send: (target, body, ref) => {
@@ -134,6 +194,43 @@ function chatClient(url: string, token: string, index: number, events: Events): 
     },
     connected: () => ws.readyState === WebSocket.OPEN,
     close: () => ws.terminate(),
+    sendFrame: (frame) => ws.send(JSON.stringify(frame)),
+    async armResume(chats, deadlineMs) {
+      await closed;
+      const schedule = new ReconnectSchedule({ baseMs: 250, capMs: 30_000, random: systemRandom });
+      while (epochNowMs() < deadlineMs) {
+        await sleep(schedule.nextDelayMs());
+        const answered = new Set<string>();
+        let allAnswered = () => {};
+        const synced = new Promise<void>((resolve) => {
+          allAnswered = resolve;
+        });
+        const onSync = (ref: string | undefined) => {
+          if (ref !== undefined) answered.add(ref);
+          if (answered.size >= chats.length) allAnswered();
+        };
+        try {
+          const again = await chatClient(url, token, index, events, lastSeq, onSync);
+          client.send = again.send;
+          client.connected = again.connected;
+          client.close = again.close;
+          if (chats.length === 0) allAnswered();
+          chats.forEach((chatId, k) => {
+            const after = lastSeq.get(chatId) ?? "0";
+            again.sendFrame?.({ action: "sync", ref: `sync-${k}`, chatId, after, limit: 1 });
+          });
+          const left = deadlineMs - epochNowMs();
+          const done = await Promise.race([
+            synced.then(() => true),
+            sleep(Math.max(0, left)).then(() => false),
+          ]);
+          return done ? { atMs: epochNowMs(), recovered: false } : undefined;
+        } catch {
+          // refused or reset while the gateway starts: the next attempt after the backoff
+        }
+      }
+      return undefined;
+    },
   };
   return new Promise((resolve, reject) => {
     ws.once("open", () => resolve(client));
@@ -157,6 +254,23 @@ function socketIoClient(url: string, rooms: string[], index: number, events: Eve
     },
     connected: () => socket.connected,
     close: () => socket.disconnect(),
+    armResume(_chats, deadlineMs) {
+      // socket.io's own reconnection (its manager's backoff: 1 s ± 50%, up to 5 s), as its users run it.
+      socket.io.reconnection(true);
+      return new Promise<Resumed>((resolve) => {
+        const timer = setTimeout(() => resolve(undefined), Math.max(0, deadlineMs - epochNowMs()));
+        socket.once("disconnect", () => {
+          socket.once("connect", () => {
+            const done = (recovered: boolean) => {
+              clearTimeout(timer);
+              resolve({ atMs: epochNowMs(), recovered });
+            };
+            if (socket.recovered) done(true);
+            else socket.emit("join", rooms, () => done(false));
+          });
+        });
+      });
+    },
   };
   return new Promise((resolve, reject) => {
     socket.once("connect_error", reject);
@@ -184,6 +298,10 @@ class LoadState implements Events {
   awaiting = new Map<number, number>();
   refusedExpected = 0;
   nextRef = 0;
+  /** Each client's conversations, from the last run's groups and 1:1 conversations. */
+  chatsOf = new Map<number, string[]>();
+  /** The armed clients' resumptions. */
+  resuming: Promise<Resumed>[] = [];
 
   /** A new run counts from zero; late deliveries of the last run fall before its measure window. */
   reset(measureFromMs: number): void {
@@ -264,6 +382,15 @@ async function run(state: LoadState, command: RunCommand): Promise<ChildRunResul
     { targets: command.groups, held: held(command.groups) },
     { targets: command.directs, held: held(command.directs) },
   ] as const;
+  state.chatsOf.clear();
+  for (const target of [...command.groups, ...command.directs]) {
+    for (const member of target.members) {
+      if (!state.clients.has(member)) continue;
+      const chats = state.chatsOf.get(member) ?? [];
+      chats.push(target.target);
+      state.chatsOf.set(member, chats);
+    }
+  }
   const t0 = command.startAtEpochMs;
   state.reset(t0 + command.warmupMs);
   let sent = 0;
@@ -308,15 +435,43 @@ async function run(state: LoadState, command: RunCommand): Promise<ChildRunResul
   };
 }
 
+function arm(state: LoadState, command: ArmCommand): { armed: number } {
+  const deadlineMs = epochNowMs() + command.boundMs;
+  state.resuming = command.clients.flatMap((index) => {
+    const client = state.clients.get(index);
+    if (client?.armResume === undefined || !client.connected()) return [];
+    return [client.armResume(state.chatsOf.get(index) ?? [], deadlineMs)];
+  });
+  return { armed: state.resuming.length };
+}
+
+async function awaitResume(state: LoadState, command: AwaitResumeCommand): Promise<ResumeResult> {
+  const outcomes = await Promise.all(state.resuming);
+  const resumed = outcomes.flatMap((o) => (o === undefined ? [] : [o]));
+  return {
+    armed: outcomes.length,
+    resumed: resumed.length,
+    recovered: resumed.filter((o) => o.recovered).length,
+    resumeMs: resumed.map((o) => Math.max(0, o.atMs - command.fromEpochMs)),
+  };
+}
+
 if (import.meta.main) {
   const state = new LoadState();
   const lines = createInterface({ input: process.stdin });
   const reply = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
   reply({ ready: true });
   for await (const line of lines) {
-    const command = JSON.parse(line) as ConnectCommand | RunCommand | { cmd: "close" };
+    const command = JSON.parse(line) as
+      | ConnectCommand
+      | RunCommand
+      | ArmCommand
+      | AwaitResumeCommand
+      | { cmd: "close" };
     if (command.cmd === "connect") reply(await connectAll(state, command));
     else if (command.cmd === "run") reply(await run(state, command));
+    else if (command.cmd === "arm") reply(arm(state, command));
+    else if (command.cmd === "await-resume") reply(await awaitResume(state, command));
     else break;
   }
   for (const client of state.clients.values()) client.close();

@@ -25,7 +25,7 @@ import { spawnChild } from "@casebook/lab/spawn-child";
 import { errors } from "../src/errors.ts";
 import { type BenchEngines, openBenchEngines } from "./bench-engines.ts";
 import { type BenchSide, startChatSide, startSocketIoSide } from "./bench-sides.ts";
-import { type ChildRunResult, latencyHistogram, type RunResult } from "./load-child.ts";
+import { type ChildRunResult, latencyHistogram, type ResumeResult, type RunResult } from "./load-child.ts";
 
 const SYSTEM = "chat";
 const PEER = "socket.io + redis-streams-adapter";
@@ -53,6 +53,7 @@ export interface BenchArgs {
   readonly durationMs: number;
   readonly warmupMs: number;
   readonly drainMs: number;
+  readonly resumeClients: number;
 }
 
 const cli = defineBenchArgs({
@@ -111,6 +112,12 @@ const cli = defineBenchArgs({
       default: 5_000,
       help: "wait for late deliveries at most",
     }),
+    resumeClients: flag.integer({
+      min: 0,
+      max: 20_000,
+      default: 1_000,
+      help: "clients of the first socket holder that reconnect after it is crashed and restarted (0: no restart)",
+    }),
     json: flag.json("one JSON object per line instead of the table"),
     help: flag.help(),
   },
@@ -131,13 +138,17 @@ groups of --group-size, each client also in two 1:1 conversations; --direct-perc
 messages go 1:1, the rest to a group (the defaults are the issue's workload: 10,000 clients,
 80% 1:1, 20% to groups of 500). Two open-loop runs per side: a saturation run (--max-rate-per-s, above what either sustains) gives the side's
 deliveries/s; then a latency run at --load-percent of that side's own maximum gives send →
-deliver p50/p99, from each message's intended send time. Engines: DATABASE_URL and
+deliver p50/p99, from each message's intended send time. Last, the first socket holder is
+crashed (SIGKILL) and started again on its port: --resume-clients of its clients reconnect,
+each as its side's client does (chat: backoff with jitter, then a sync per conversation after
+its last seq; socket.io: its manager's backoff, then connection-state recovery or a re-join),
+and the time from the restart to each one's resumption is measured. Engines: DATABASE_URL and
 REDIS_URL, else throw-away ones spawned for the run.
 
 Rows: connections held, memory per connection (resident memory of the socket holders
 after connecting, minus before, per connection), deliveries/s and msgs/s at saturation,
 the rate offered at --load-percent, send → deliver p50/p99, deliveries missing after the
-drain, send errors.
+drain, send errors, clients resumed after the restart and the time to resume them (p50, all).
 
 Options
 ${cli.flagHelp()}
@@ -170,6 +181,33 @@ interface SideResult {
   /** The latency run, at --load-percent of maxMsgsPerS. */
   atLoad: RunResult;
   atLoadRatePerS: number;
+  /** After the first socket holder's crash and restart; undefined with --resume-clients 0. */
+  resume: ResumeSummary | undefined;
+}
+
+interface ResumeSummary {
+  armed: number;
+  resumed: number;
+  recovered: number;
+  /** From the restarted holder's ready time to each client's resumption. */
+  p50Ms: number;
+  allMs: number;
+}
+
+/** The resume phase's bound: a client not resumed by then counts as not resumed. */
+const RESUME_BOUND_MS = 60_000;
+
+export function summarizeResume(parts: readonly ResumeResult[]): ResumeSummary {
+  const times = parts.flatMap((p) => p.resumeMs).sort((a, b) => a - b);
+  const at = (q: number) =>
+    times.length === 0 ? 0 : times[Math.min(times.length - 1, Math.floor(q * times.length))]!;
+  return {
+    armed: parts.reduce((n, p) => n + p.armed, 0),
+    resumed: times.length,
+    recovered: parts.reduce((n, p) => n + p.recovered, 0),
+    p50Ms: at(0.5),
+    allMs: times.at(-1) ?? 0,
+  };
 }
 
 /** The run of every load process as one generator's: sums, the latest window, merged latencies. */
@@ -243,6 +281,33 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
     }));
     return mergeRuns(parts);
   };
+  /** The first socket holder crashed and restarted; its first --resume-clients clients reconnect. */
+  const measureResume = async (): Promise<ResumeSummary> => {
+    const onFirst = new Set(
+      population.clients
+        .map((_, index) => index)
+        .filter((index) => index % side.urls.length === 0)
+        .slice(0, args.resumeClients),
+    );
+    const armed = await askAll<{ armed: number }>((k) => ({
+      cmd: "arm",
+      clients: shares[k]!.map((c) => c.index).filter((index) => onFirst.has(index)),
+      boundMs: RESUME_BOUND_MS,
+    }));
+    benchLog(
+      `${side.name}: crashing ${side.urls[0]} (SIGKILL) and restarting it; ${armed.reduce((n, a) => n + a.armed, 0)} of its clients reconnect`,
+    );
+    await side.restart(0);
+    const readyAt = Date.now();
+    const summary = summarizeResume(
+      await askAll<ResumeResult>(() => ({ cmd: "await-resume", fromEpochMs: readyAt })),
+    );
+    benchLog(
+      `${side.name}: ${summary.resumed} of ${summary.armed} resumed, all within ${Math.round(summary.allMs)} ms of the restart` +
+        (side.loadSide === "socketio" ? `; ${summary.recovered} by connection-state recovery` : ""),
+    );
+    return summary;
+  };
   try {
     await sleep(SETTLE_MS);
     const before = await side.residentBytes();
@@ -276,6 +341,7 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
         `latency at ${args.loadPercent}%: ${atLoadRatePerS} msgs/s for ${args.durationMs} ms`,
     );
     const atLoad = await runAll(atLoadRatePerS, { durationMs: args.durationMs, warmupMs: args.warmupMs });
+    const resume = args.resumeClients > 0 ? await measureResume() : undefined;
     return {
       connected,
       bytesPerConnection: connected > 0 ? (after - before) / connected : 0,
@@ -283,6 +349,7 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
       maxMsgsPerS,
       atLoad,
       atLoadRatePerS,
+      resume,
     };
   } finally {
     await Promise.all(loads.map((load) => load.stop({ line: JSON.stringify({ cmd: "close" }) })));
@@ -336,6 +403,29 @@ export function resultRows(args: BenchArgs, ours: SideResult, peer: SideResult):
     atLoad.count("send errors, both runs", ours.atLoad.errors + ours.max.errors, {
       peer: peer.atLoad.errors + peer.max.errors,
     }),
+    ...resumeRows(args, ours.resume, peer.resume),
+  ];
+}
+
+function resumeRows(
+  args: BenchArgs,
+  ours: ResumeSummary | undefined,
+  peer: ResumeSummary | undefined,
+): BenchResult[] {
+  if (ours === undefined || peer === undefined) return [];
+  const rows = scenarioRows({
+    system: SYSTEM,
+    scenario: `${ours.armed} clients of a socket holder crashed and restarted`,
+    peer: PEER,
+    tidy: true,
+  });
+  return [
+    rows.value("clients resumed within 60 s", "clients", ours.resumed, {
+      peer: peer.resumed,
+      direction: "higher-is-better",
+    }),
+    rows.value("time to resume, p50 (from the restart)", "ms", ours.p50Ms, { peer: peer.p50Ms }),
+    rows.value("time to resume them all (from the restart)", "ms", ours.allMs, { peer: peer.allMs }),
   ];
 }
 

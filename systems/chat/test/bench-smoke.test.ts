@@ -2,7 +2,8 @@
  * The benchmark runs end to end, tiny: bench/main.ts as a child process (as `casebook bench
  * chat` runs it) on the machine's PostgreSQL and Redis, one socket.io server then chat's send
  * service and one gateway, each with its load-generator process, JSON lines out. This checks the
- * output's shape and that every message reached every member on both sides — never speed
+ * output's shape, that every message reached every member on both sides and that every client
+ * came back after its server's crash and restart — never speed
  * (speed lives in the bench itself).
  */
 import assert from "node:assert/strict";
@@ -68,5 +69,11 @@ describe("bench/main.ts", () => {
     assert.ok(row("send → deliver p99")?.ratio !== undefined, "p99 beside socket.io's");
     assert.equal(row("deliveries missing after the drain")?.value, 0);
     assert.equal(row("deliveries missing after the drain")?.peer_value, 0);
+    // The one gateway (and the one socket.io server) crashed and restarted: every client came back.
+    const resumed = row("clients resumed within 60 s");
+    assert.equal(resumed?.scenario, "12 clients of a socket holder crashed and restarted");
+    assert.equal(resumed?.value, 12);
+    assert.equal(resumed?.peer_value, 12);
+    assert.ok((row("time to resume them all (from the restart)")?.value ?? -1) >= 0);
   });
 });
