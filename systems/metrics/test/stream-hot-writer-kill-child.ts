@@ -52,7 +52,10 @@ const writer = await startHotWriter({
     count("applied");
   },
   onDropped: (event) => process.stdout.write(`dropped ${JSON.stringify(event)}\n`),
-  onError: (error) => process.stderr.write(`hot writer: ${String(error)}\n`),
+  onError: (error) => {
+    process.stderr.write(`hot writer: ${String(error)}\n`);
+    process.stdout.write(`error ${(error as { code?: string }).code ?? "unknown"}\n`);
+  },
 });
 process.stdout.write("ready\n");
 process.stdin.on("end", async () => {

@@ -33,6 +33,20 @@ const BATCHES = 50;
 const T0 = Date.UTC(2026, 0, 1);
 
 const dropped: string[] = [];
+/** Error codes the writers reported (onError), over every run of a test. */
+const reported: string[] = [];
+
+/**
+ * A crash may cost a round (a redelivery, a wait); a fetch the stream refused for its own
+ * options is the writer's bug — a wait cut to the hold's deadline was once a fraction of a ms.
+ */
+function assertNoRefusedFetch(): void {
+  assert.deepEqual(
+    reported.filter((code) => code === "STREAM_CONFIG_INVALID"),
+    [],
+    "a fetch refused for its options",
+  );
+}
 
 async function runWriter(
   url: string,
@@ -57,6 +71,7 @@ async function runWriter(
       if (line.startsWith("fetched ")) fetched.push(line.slice(8).split(",").map(Number));
       if (line.startsWith("durable ")) durable.push(line.slice(8).split(",").map(Number));
       if (line.startsWith("dropped ")) dropped.push(line);
+      if (line.startsWith("error ")) reported.push(line.slice(6));
     },
   });
   return { child, applied, fetched, durable };
@@ -148,6 +163,7 @@ test("MT-07 the hot writer killed between append and ack loses nothing and doubl
   for (const seq of unacked) {
     assert.ok(appliedLater.filter((s) => s === seq).length >= 2, `message ${seq} came back`);
   }
+  assertNoRefusedFetch();
 });
 
 test("MT-07 the hot writer in batches killed after the WAL fsync, before the acks, or before applying, loses nothing and doubles nothing", async (t) => {
@@ -181,4 +197,5 @@ test("MT-07 the hot writer in batches killed after the WAL fsync, before the ack
     const before = times(first.applied, seq); // a redelivery of the first run's batch, or 0
     assert.equal(times(appliedAll, seq), before + 1, `message ${seq} applied after its redelivery`);
   }
+  assertNoRefusedFetch();
 });

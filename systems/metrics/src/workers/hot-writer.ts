@@ -242,8 +242,10 @@ export async function startHotWriter(options: HotWriterOptions): Promise<HotWrit
       // A batch in flight; its order is kept by holding every unacked message first (see above).
       maxAckPending: maxMessages,
     });
+    // Whole milliseconds: the stream port refuses a fraction, and a wait cut to the hold's
+    // deadline (performance.now() arithmetic) is one — a CI run logged that refusal mid-hold.
     const fetch = (waitMs: number) =>
-      options.client.fetch(SAMPLE_STREAM, name, { maxMessages, expiresMs: Math.max(1, waitMs) });
+      options.client.fetch(SAMPLE_STREAM, name, { maxMessages, expiresMs: Math.max(1, Math.ceil(waitMs)) });
 
     /**
      * Fetches on until every unacked message of the consumer is held (a newer delivery of one
