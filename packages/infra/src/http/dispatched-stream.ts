@@ -22,19 +22,13 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Clock } from "@casebook/kit/clock";
 import type { CasebookError } from "@casebook/kit/errors";
 import type { Dispatcher } from "undici";
-import { outboundErrors, transportFailure } from "./outbound-errors.ts";
+import { outboundErrors, phaseTimeout, transportFailure } from "./outbound-errors.ts";
 import { type PhaseTimeouts, PhaseTimer, type PhaseTimings, type TimedPhase } from "./phase-timer.ts";
 
 /** Unread chunks at which the socket is paused. */
 export const HIGH_WATER_CHUNKS = 16;
 /** Unread chunks at or under which a paused socket is resumed. */
 export const LOW_WATER_CHUNKS = 4;
-
-const TIMEOUT_CODE = {
-  connect: "OUTBOUND_CONNECT_TIMEOUT",
-  headers: "OUTBOUND_HEADERS_TIMEOUT",
-  body: "OUTBOUND_BODY_TIMEOUT",
-} as const satisfies Record<TimedPhase, string>;
 
 export interface OutboundStream {
   readonly status: number;
@@ -97,7 +91,7 @@ export function dispatchStream(request: DispatchedStreamRequest): Promise<Outbou
         }),
       );
     const timer = new PhaseTimer(request.clock, request.timeouts, (phase, timeoutMs) =>
-      fail(outboundErrors.create(TIMEOUT_CODE[phase], { fields: { phase, timeoutMs, host } })),
+      fail(phaseTimeout(phase, timeoutMs, host)),
     );
     timer.start("connect");
     if (deadlineMs !== undefined) {

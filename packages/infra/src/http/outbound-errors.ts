@@ -32,6 +32,7 @@
  * }
  */
 import { type CasebookError, defineErrors } from "@casebook/kit/errors";
+import type { TimedPhase } from "./phase-timer.ts";
 
 /**
  * Where a call was when it failed: refused by this client's rules before anything was
@@ -134,4 +135,21 @@ export function transportFailure(error: Error, phase: OutboundPhase, host: strin
     });
   }
   return outboundErrors.create("OUTBOUND_CONNECTION_FAILED", { fields: { phase, code, host }, cause: error });
+}
+
+const TIMEOUT_CODE = {
+  connect: "OUTBOUND_CONNECT_TIMEOUT",
+  headers: "OUTBOUND_HEADERS_TIMEOUT",
+  body: "OUTBOUND_BODY_TIMEOUT",
+} as const satisfies Record<TimedPhase, string>;
+
+/**
+ * The timeout of `phase` (its own code: "never connected" and "never answered" mean different
+ * things), for whichever transport's phase timer fired.
+ *
+ * @example
+ * new PhaseTimer(clock, timeouts, (phase, timeoutMs) => fail(phaseTimeout(phase, timeoutMs, url.host)));
+ */
+export function phaseTimeout(phase: TimedPhase, timeoutMs: number, host: string): CasebookError {
+  return outboundErrors.create(TIMEOUT_CODE[phase], { fields: { phase, timeoutMs, host } });
 }

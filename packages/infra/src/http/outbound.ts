@@ -44,7 +44,7 @@ import { type AddressGuardOptions, checkUrlHost, guardedLookup } from "./address
 import { AgentPool } from "./agent-pool.ts";
 import { dispatchStream, type OutboundStream } from "./dispatched-stream.ts";
 import { DispatcherPool } from "./dispatcher-pool.ts";
-import { outboundErrors, transportFailure } from "./outbound-errors.ts";
+import { outboundErrors, phaseTimeout, transportFailure } from "./outbound-errors.ts";
 import { type PhaseTimeouts, PhaseTimer, type PhaseTimings, type TimedPhase } from "./phase-timer.ts";
 
 export type { OutboundStream } from "./dispatched-stream.ts";
@@ -61,12 +61,6 @@ export const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 export const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 /** Response head size Node accepts, stated rather than inherited. */
 export const DEFAULT_MAX_RESPONSE_HEADER_BYTES = 16 * 1024;
-
-const TIMEOUT_CODE = {
-  connect: "OUTBOUND_CONNECT_TIMEOUT",
-  headers: "OUTBOUND_HEADERS_TIMEOUT",
-  body: "OUTBOUND_BODY_TIMEOUT",
-} as const satisfies Record<TimedPhase, string>;
 
 export interface OutboundPoolOptions {
   /** Origins holding a keep-alive agent at once; the least recently used idle one goes. */
@@ -362,7 +356,7 @@ export class OutboundClient {
         host: url.host,
         settled: false,
         timer: new PhaseTimer(this.#clock, this.timeouts, (phase, timeoutMs) =>
-          fail(outboundErrors.create(TIMEOUT_CODE[phase], { fields: { phase, timeoutMs, host: url.host } })),
+          fail(phaseTimeout(phase, timeoutMs, url.host)),
         ),
         finish: () => {
           ex.timer.stop();
