@@ -143,6 +143,58 @@ test("MT-08 an alert goes pending → firing → resolved from the stream alone,
   }
 });
 
+test("MT-08 the evaluator's window holds only the series a rule's selector matches (a missing label read as empty), and alerts still fire from them", async () => {
+  const groups = parseRuleFile(
+    `groups:
+  - name: held
+    interval: 200ms
+    rules:
+      - alert: HeldDiskFull
+        expr: held_disk_used_ratio{mount="/"} > 0.9
+      - alert: HeldDown
+        expr: held_up{env!="prod"} == 0`,
+    { defaultIntervalMs: 15_000 },
+  );
+  const seen: AlertNotification[] = [];
+  const evaluator = await startAlertEvaluator({
+    client,
+    groups,
+    clock: systemClock,
+    replayMs: 600_000,
+    notify: (notification) => seen.push(notification),
+    onError: (error) => assert.fail(String(error)),
+  });
+  started.push(evaluator);
+  try {
+    const t = Date.now();
+    const noise = Array.from({ length: 40 }, (_, i) => sample("held_other_bytes", { i: String(i) }, t, i));
+    await stream.publish("acme", [
+      ...noise,
+      sample("held_disk_used_ratio", { host: "h1", mount: "/" }, t, 0.95),
+      sample("held_disk_used_ratio", { host: "h1", mount: "/data" }, t, 0.99),
+      sample("held_up", { job: "a" }, t, 0),
+      sample("held_up", { job: "b", env: "prod" }, t, 0),
+    ]);
+    const firing = (alertname: string) =>
+      evaluator.alerts().filter((a) => a.alertname === alertname && a.state === "firing");
+    await eventually(() => firing("HeldDiskFull").length > 0 && firing("HeldDown").length > 0, {
+      what: "both alerts firing",
+      timeoutMs: 30_000,
+    });
+    assert.deepEqual(
+      firing("HeldDiskFull").map((a) => a.labels.mount),
+      ["/"],
+    );
+    assert.deepEqual(
+      firing("HeldDown").map((a) => a.labels.job),
+      ["a"],
+    );
+    assert.equal(evaluator.seriesHeld, 2, "only disk{mount=/} and up{job=a} (no env: empty ≠ prod) are held");
+  } finally {
+    await evaluator.stop();
+  }
+});
+
 /** A counter at rate 0.667/s for six minutes, an evaluator that fires on it, stopped and started again. */
 async function restartScenario(metric: string, log: AlertLog | undefined) {
   const groups = parseRuleFile(

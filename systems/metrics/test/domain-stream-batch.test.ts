@@ -117,3 +117,32 @@ test("a foreign or cut message is a RangeError naming what is wrong", () => {
   assert.throws(() => decodeStreamBatch(longer), /stream batch: 1 bytes after the last series/);
   assert.throws(() => decodeStreamBatch(new TextEncoder().encode("{nope")), /stream batch: not JSON/);
 });
+
+test("with keep, a refused series is left out and its samples stepped over; the others and the checks are unchanged", () => {
+  const bytes = encodeStreamBatch({ tenant: "acme", partition: 4, series });
+  const keepUp = { keep: (labels: readonly (readonly [string, string])[]) => labels[0]![1] === "up" };
+  const kept = decodeStreamBatch(bytes, keepUp);
+  assert.deepEqual(
+    kept.series,
+    decodeStreamBatch(bytes).series.filter((s) => s.labels[0]![1] === "up"),
+  );
+  assert.equal(decodeStreamBatch(bytes, { keep: () => false }).series.length, 0);
+  // A message cut inside a skipped series' samples still fails whole.
+  for (const cut of [bytes.length - 1, bytes.length - 30]) {
+    assert.throws(() => decodeStreamBatch(bytes.subarray(0, cut), keepUp), /stream batch: /, `cut at ${cut}`);
+  }
+  const json = new TextEncoder().encode(
+    JSON.stringify({
+      tenant: "acme",
+      partition: 2,
+      series: [
+        { labels: [["__name__", "up"]], t: [1000], v: [1] },
+        { labels: [["__name__", "down"]], t: [1000], v: [1] },
+      ],
+    }),
+  );
+  assert.deepEqual(
+    decodeStreamBatch(json, keepUp).series.map((s) => s.labels[0]![1]),
+    ["up"],
+  );
+});

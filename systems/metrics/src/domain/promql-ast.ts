@@ -140,3 +140,30 @@ export type Expr =
 
 export const COMPARISON_OPS: ReadonlySet<BinaryOp> = new Set(["==", "!=", ">", "<", ">=", "<="]);
 export const SET_OPS: ReadonlySet<BinaryOp> = new Set(["and", "or", "unless"]);
+
+/**
+ * Every vector selector in `expr` (those under range selectors and subqueries included): the
+ * only places a query reads series from, so a series none of them matches can never change
+ * its answer.
+ */
+export function vectorSelectorsOf(expr: Expr): VectorSelector[] {
+  switch (expr.kind) {
+    case "vector":
+      return [expr];
+    case "matrix":
+      return [expr.selector];
+    case "subquery":
+    case "paren":
+    case "unary":
+      return vectorSelectorsOf(expr.expr);
+    case "binary":
+      return [...vectorSelectorsOf(expr.lhs), ...vectorSelectorsOf(expr.rhs)];
+    case "aggregate":
+      return [...vectorSelectorsOf(expr.expr), ...(expr.param ? vectorSelectorsOf(expr.param) : [])];
+    case "call":
+      return expr.args.flatMap(vectorSelectorsOf);
+    case "number":
+    case "string":
+      return [];
+  }
+}

@@ -75,9 +75,19 @@ function fail(why: string): never {
   throw new RangeError(`stream batch: ${why}`);
 }
 
-/** Throws RangeError naming what is wrong: the message is not a stream batch. */
-export function decodeStreamBatch(bytes: Uint8Array): StreamBatch {
-  if (bytes[0] === JSON_OPEN_BRACE) return decodeJsonStreamBatch(bytes);
+/**
+ * Throws RangeError naming what is wrong: the message is not a stream batch. With `keep`, a
+ * series it refuses is left out, its samples stepped over unread (the shape is still checked).
+ */
+export function decodeStreamBatch(
+  bytes: Uint8Array,
+  options: { keep?: (labels: Labels) => boolean } = {},
+): StreamBatch {
+  if (bytes[0] === JSON_OPEN_BRACE) {
+    const batch = decodeJsonStreamBatch(bytes);
+    const { keep } = options;
+    return keep === undefined ? batch : { ...batch, series: batch.series.filter((s) => keep(s.labels)) };
+  }
   if (bytes[0] !== STREAM_BATCH_VERSION) fail(`unknown format (first byte ${bytes[0] ?? "none"})`);
   const input = new ByteReader(bytes);
   try {
@@ -98,6 +108,11 @@ export function decodeStreamBatch(bytes: Uint8Array): StreamBatch {
       for (let l = 0; l < pairs; l++) labels.push([stringAt(input.uvarint()), stringAt(input.uvarint())]);
       const count = input.uvarint();
       if (count * 9 > input.remaining) fail("more samples than bytes");
+      if (options.keep !== undefined && !options.keep(labels as Labels)) {
+        for (let i = 0; i < count; i++) input.uvarint();
+        input.bytes(count * 8);
+        continue;
+      }
       const times = new Array<number>(count);
       let t = 0;
       for (let i = 0; i < count; i++) {

@@ -6,6 +6,11 @@
  * Alertmanager's webhook shape, each alert labelled with its `tenant`. A slow or stopped hot
  * writer, or dashboards saturating the query path, do not touch it.
  *
+ * A window holds only the series some rule can read: one that no rule's selector matches
+ * (`vectorSelectorsOf`, a missing label read as empty, as the head's select does) is stepped
+ * over when the message is decoded — the built-in cardinality rule alone reads one metric, so
+ * by default the evaluator keeps almost nothing of the samples it reads.
+ *
  * A (re)started evaluator keeps no state on disk: it recreates its consumer to replay the
  * stream from `now − replayMs` (a bounded window: enough for `rate(…[5m])` and the longest
  * `for:`), and before its first live evaluation re-evaluates the rules quietly at past
@@ -32,6 +37,8 @@ import type { RuleGroup } from "../domain/alert-rules.ts";
 import { AlertRuleState } from "../domain/alert-state.ts";
 import { alertmanagerPayload } from "../domain/alertmanager-payload.ts";
 import { HeadBlock } from "../domain/head-block.ts";
+import { type Labels, labelValue } from "../domain/labels.ts";
+import { type VectorSelector, vectorSelectorsOf } from "../domain/promql-ast.ts";
 import { PromqlEngine } from "../domain/promql-engine.ts";
 import type { InstantVector } from "../domain/promql-values.ts";
 import { decodeStreamBatch } from "../domain/stream-batch.ts";
@@ -80,6 +87,8 @@ export interface AlertEvaluator {
   }>;
   /** Messages read from the stream so far. */
   readonly messagesRead: number;
+  /** Series the windows hold: only those a rule's selector matches (every tenant). */
+  readonly seriesHeld: number;
   stop(): Promise<void>;
 }
 
@@ -88,6 +97,9 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
   const consumer = options.consumerName ?? ALERT_EVALUATOR_CONSUMER;
   const windows = new Map<string, TenantWindow>();
   let messagesRead = 0;
+  // A rule reads series through its selectors only: the window keeps what one of them matches.
+  const selectors = options.groups.flatMap((g) => g.rules.flatMap((rule) => vectorSelectorsOf(rule.ast)));
+  const readByRules = (labels: Labels): boolean => selectors.some((s) => selects(s, labels));
 
   const windowOf = (tenant: string): TenantWindow => {
     let window = windows.get(tenant);
@@ -111,7 +123,7 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
 
   const apply = (data: Uint8Array): void => {
     messagesRead++;
-    const batch = decodeStreamBatch(data);
+    const batch = decodeStreamBatch(data, { keep: readByRules });
     const { head } = windowOf(batch.tenant);
     const floor = head.minValidT;
     const series = batch.series.map((s) => ({
@@ -298,8 +310,18 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
     get messagesRead() {
       return messagesRead;
     },
+    get seriesHeld() {
+      let n = 0;
+      for (const { head } of windows.values()) n += head.seriesCount;
+      return n;
+    },
     stop: async () => {
       await Promise.allSettled([reader.stop(), evaluator.stop()]);
     },
   };
+}
+
+/** The head's own rule (`label-matcher.ts`): a label the series lacks is the empty value. */
+function selects(selector: VectorSelector, labels: Labels): boolean {
+  return selector.matchers.every((m) => m.matches(labelValue(labels, m.name) ?? ""));
 }
