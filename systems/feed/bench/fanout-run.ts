@@ -18,6 +18,7 @@ import { promisify } from "node:util";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
 import { RedisScriptRunner } from "@casebook/infra/redis/script-runner";
+import type { Database } from "@casebook/infra/sql/sql";
 import { systemClock } from "@casebook/kit/clock";
 import { snowflakeFloor } from "@casebook/kit/snowflake";
 import { type BenchResult, benchRow } from "@casebook/lab/bench-report";
@@ -31,6 +32,7 @@ import { migrateFeed } from "../src/store/migrate.ts";
 import { PostStore } from "../src/store/post-store.ts";
 import { seedGraph } from "../src/store/seed-graph.ts";
 import { TimelineStore, timelineKey, timelineScriptsDir } from "../src/store/timeline-store.ts";
+import { createDurableTimelines, DurableTimelines } from "./durable-timelines.ts";
 
 const SYSTEM = "feed";
 /** FD-08's propagation-delay target, from which the hybrid's line derives. */
@@ -81,7 +83,10 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
   const schema = await openPostgresTestSchema(o.databaseUrl, {
     system: SYSTEM,
     prefix: "feed_bench",
-    prepare: migrateFeed,
+    prepare: async (db) => {
+      await migrateFeed(db);
+      await createDurableTimelines(db);
+    },
   });
   const redis = await connectRedis({ url: o.redisUrl, keyPrefix: prefix, commandTimeoutMs: 30_000 });
   try {
@@ -116,7 +121,9 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
     const post = (authorRank: number, thresholds: Thresholds) =>
       timedPost({ graph, timelines, posts, thresholds, authorId: BigInt(authorRank) });
 
+    const memoryBefore = await usedMemory(redis);
     const celebrity = await post(1, pushAll);
+    const listBytesPerItem = ((await usedMemory(redis)) - memoryBefore) / celebrity.written;
     const floor = await zaddFloor(o.redisUrl, prefix, Math.max(100_000, celebrity.written));
     const writesPerS = celebrity.written / (celebrity.totalMs / 1000);
     const scenario = `one post to ${followerCount} followers (seed graph), pages of 1 000 from PostgreSQL, timeline-add-many (500 lists a call), 4 pages in flight`;
@@ -179,6 +186,7 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
         value: tierOf(celebrity.followers, line) === "pull" ? 0 : hybridCelebrity.to99Ms,
       }),
     );
+    rows.push(...(await durableTimelineRows({ db: schema.db, graph, posts, celebrity, listBytesPerItem })));
     return rows;
   } finally {
     let cursor = "0";
@@ -204,7 +212,7 @@ interface TimedPost {
 /** One post by `authorId` fanned out, each batch's landing timed through a counting wrapper of the lists' port. */
 async function timedPost(o: {
   graph: GraphStore;
-  timelines: TimelineStore;
+  timelines: FanoutTimelines;
   posts: PostStore;
   thresholds: Thresholds;
   authorId: bigint;
@@ -244,4 +252,82 @@ async function timedPost(o: {
   const target = 1 + Math.ceil(0.99 * followers);
   const to99Ms = landed.find((mark) => mark.written >= target)?.atMs ?? totalMs;
   return { followers, written: result.written, totalMs, to99Ms };
+}
+
+/** Redis's `used_memory`, bytes. */
+async function usedMemory(redis: Awaited<ReturnType<typeof connectRedis>>): Promise<number> {
+  const match = /used_memory:(\d+)/.exec(await redis.info("memory"));
+  if (!match) throw new Error("INFO memory printed no used_memory");
+  return Number(match[1]);
+}
+
+/** The server's WAL position, bytes. */
+async function walBytes(db: Database): Promise<number> {
+  const { rows } = await db.query<{ at: string }>(
+    "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::text AS at",
+  );
+  return Number(rows[0]!.at);
+}
+
+/**
+ * FD-24's durable per-follower timeline table: the celebrity's post fanned out again through
+ * the same Fanout, into PostgreSQL rows instead of Redis lists — its write rate, the bytes each
+ * item holds (table + index) and the WAL it writes, beside the lists' figures of the same run.
+ */
+async function durableTimelineRows(o: {
+  db: Database;
+  graph: GraphStore;
+  posts: PostStore;
+  celebrity: TimedPost;
+  listBytesPerItem: number;
+}): Promise<BenchResult[]> {
+  const durable = new DurableTimelines(o.db);
+  const pushAll = { fullPushMax: Number.MAX_SAFE_INTEGER, activePushMax: Number.MAX_SAFE_INTEGER };
+  const walBefore = await walBytes(o.db);
+  const run = await timedPost({
+    graph: o.graph,
+    timelines: durable,
+    posts: o.posts,
+    thresholds: pushAll,
+    authorId: 1n,
+  });
+  const walPerItem = ((await walBytes(o.db)) - walBefore) / run.written;
+  const { bytes, rows } = await durable.footprint();
+  const scenario = `FD-24 durable per-follower timeline table (PostgreSQL, (follower, post) primary key): the same post to ${run.followers} followers through the same fan-out`;
+  const lists = "Redis lists (timeline-add-many)";
+  return [
+    benchRow({
+      system: SYSTEM,
+      scenario,
+      metric: "fan-out item writes",
+      unit: "writes/s",
+      value: run.written / (run.totalMs / 1000),
+      peer: { name: lists, value: o.celebrity.written / (o.celebrity.totalMs / 1000) },
+    }),
+    benchRow({
+      system: SYSTEM,
+      scenario,
+      metric: "time until in every follower's timeline",
+      unit: "ms",
+      value: run.totalMs,
+      peer: { name: lists, value: o.celebrity.totalMs },
+    }),
+    benchRow({
+      system: SYSTEM,
+      scenario,
+      metric: "bytes per item held (table + index; lists: Redis used_memory growth)",
+      unit: "B",
+      value: bytes / rows,
+      peer: { name: lists, value: o.listBytesPerItem },
+      direction: "lower-is-better",
+    }),
+    benchRow({
+      system: SYSTEM,
+      scenario,
+      metric: "WAL written per item (the server's, over the fan-out)",
+      unit: "B",
+      value: walPerItem,
+      direction: "lower-is-better",
+    }),
+  ];
 }

@@ -8,7 +8,8 @@
  *   and the cache's staleness;
  * - **fan-out** (bench/fanout-run.ts): one post by a seed-graph author pushed into every
  *   follower's list through the real path (PostgreSQL follower pages, pipelined
- *   `timeline-add` scripts on Redis) beside the floor of `redis-benchmark ZADD -P 16`.
+ *   `timeline-add` scripts on Redis) beside the floor of `redis-benchmark ZADD -P 16`, then the
+ *   same post into FD-24's durable per-follower timeline table (bench/durable-timelines.ts).
  *
  * Markdown table on stdout, JSON lines with --json, progress on stderr. Engines: REDIS_URL and
  * DATABASE_URL, else the project's loopback ones.
@@ -110,7 +111,9 @@ reads    seeds a power-law graph, posts and one key per sampled reader in a fres
          the warm-ups.
          Needs wrk (installed when missing) and nginx.
 fanout   gives every follower a list, fans one post out through the real path and times it,
-         then runs redis-benchmark ZADD -P 16 into many keys on the same Redis.
+         then runs redis-benchmark ZADD -P 16 into many keys on the same Redis; then the
+         same post through the same path into FD-24's durable per-follower timeline table
+         (PostgreSQL): writes/s, bytes per item and WAL per item beside the lists'.
 
 Needs both engines (REDIS_URL, DATABASE_URL, or the loopback defaults).
 
