@@ -1,8 +1,8 @@
 /**
  * Keep-alive connection pools for streamed calls (`OutboundClient.stream`), one undici `Pool`
  * per origin, bounded as `agent-pool.ts` bounds node:http's agents: sockets per origin, idle
- * sockets closed after a while, and origins — the least recently used pool with nothing in
- * flight is closed when a new origin would pass the bound.
+ * sockets closed after a while, and origins (`origin-lru.ts`) — the least recently used pool
+ * with nothing in flight is closed when a new origin would pass the bound.
  *
  * Why undici here and node:http for buffered calls: a streamed call is the LLM gateway's hot
  * path, and undici's client costs about half of node:http's per exchange (≈ 45 against ≈ 90 µs
@@ -22,6 +22,7 @@
 import type { LookupFunction } from "node:net";
 import { Pool } from "undici";
 import type { AgentPoolOptions } from "./agent-pool.ts";
+import { OriginLru } from "./origin-lru.ts";
 
 export interface DispatcherPoolOptions extends AgentPoolOptions {
   /** TCP (and TLS) connect bound of a new socket; the client's connect phase also covers the wait for one. */
@@ -33,50 +34,43 @@ export interface DispatcherPoolOptions extends AgentPoolOptions {
 }
 
 export class DispatcherPool {
-  readonly #options: DispatcherPoolOptions;
-  /** Insertion order is recency: poolFor moves an origin to the end. */
-  readonly #pools = new Map<string, Pool>();
+  readonly #pools: OriginLru<Pool>;
 
   constructor(options: DispatcherPoolOptions) {
-    for (const name of [
-      "maxOrigins",
-      "maxSocketsPerOrigin",
-      "idleSocketTimeoutMs",
-      "maxHeaderBytes",
-    ] as const) {
+    for (const name of ["maxSocketsPerOrigin", "idleSocketTimeoutMs", "maxHeaderBytes"] as const) {
       if (!Number.isSafeInteger(options[name]) || options[name] < 1)
         throw new RangeError(`${name} must be >= 1`);
     }
-    this.#options = options;
+    const { lookup, ca, connectTimeoutMs } = options;
+    this.#pools = new OriginLru({
+      maxOrigins: options.maxOrigins,
+      open: (origin) =>
+        new Pool(origin, {
+          connections: options.maxSocketsPerOrigin,
+          pipelining: 1,
+          keepAliveTimeout: options.idleSocketTimeoutMs,
+          keepAliveMaxTimeout: options.idleSocketTimeoutMs,
+          headersTimeout: 0,
+          bodyTimeout: 0,
+          maxHeaderSize: options.maxHeaderBytes,
+          connect: {
+            timeout: Math.ceil(connectTimeoutMs),
+            ...(lookup === undefined ? {} : { lookup }),
+            ...(ca === undefined ? {} : { ca }),
+          },
+        }),
+      busy: (pool) => {
+        const { running, pending, queued } = pool.stats;
+        return running + pending + queued > 0;
+      },
+      close: (pool) => void pool.close().catch(() => {}),
+      destroy: (pool) => void pool.destroy().catch(() => {}),
+    });
   }
 
   /** The pool for `url`'s origin, created on first use. */
   poolFor(url: URL): Pool {
-    const origin = url.origin;
-    const known = this.#pools.get(origin);
-    if (known !== undefined) {
-      this.#pools.delete(origin);
-      this.#pools.set(origin, known);
-      return known;
-    }
-    this.#evictIdle();
-    const { lookup, ca, connectTimeoutMs } = this.#options;
-    const pool = new Pool(origin, {
-      connections: this.#options.maxSocketsPerOrigin,
-      pipelining: 1,
-      keepAliveTimeout: this.#options.idleSocketTimeoutMs,
-      keepAliveMaxTimeout: this.#options.idleSocketTimeoutMs,
-      headersTimeout: 0,
-      bodyTimeout: 0,
-      maxHeaderSize: this.#options.maxHeaderBytes,
-      connect: {
-        timeout: Math.ceil(connectTimeoutMs),
-        ...(lookup === undefined ? {} : { lookup }),
-        ...(ca === undefined ? {} : { ca }),
-      },
-    });
-    this.#pools.set(origin, pool);
-    return pool;
+    return this.#pools.for(url);
   }
 
   /** Origins holding a pool now. */
@@ -86,19 +80,6 @@ export class DispatcherPool {
 
   /** Closes every pool and its sockets, in-flight calls failing. */
   close(): void {
-    for (const pool of this.#pools.values()) pool.destroy().catch(() => {});
-    this.#pools.clear();
-  }
-
-  /** Closes least recently used pools with no call in flight until there is room. */
-  #evictIdle(): void {
-    for (const [origin, pool] of this.#pools) {
-      if (this.#pools.size < this.#options.maxOrigins) return;
-      const { running, pending, queued } = pool.stats;
-      if (running + pending + queued > 0) continue;
-      pool.close().catch(() => {});
-      this.#pools.delete(origin);
-    }
-    // Every pool busy: go over the bound rather than kill calls in flight (as agent-pool.ts).
+    this.#pools.destroyAll();
   }
 }
