@@ -110,7 +110,9 @@ the simulator directly (baseline), @portkey-ai/gateway proxying to it, our gatew
 budgets and cache off (plain proxying), and our gateway with token budgets, breakers and a
 semantic-cache lookup per request (full features) — each once per round, --rounds rounds.
 Rows: the median over rounds of the TTFT and total latency each gateway adds to its round's
-direct call (p50, p99), and RSS per open stream.
+direct call (p50, p99), and RSS per open stream. Each round ends with the direct call run
+again (A/A): how much it differs from itself is the run's noise, printed as rows, and a goal
+line whose Portkey overhead is within it is not judged.
 
 Options
 ${cli.flagHelp()}
@@ -165,6 +167,7 @@ async function measure(
   concurrency: number,
   round: number,
   args: BenchArgs,
+  label: string = target.name,
 ): Promise<TargetRun> {
   await sleep(SETTLE_MS);
   const idle = await target.residentBytes();
@@ -179,7 +182,7 @@ async function measure(
     warmupMs: args.warmupMs,
     promptWords: args.promptWords,
     // Fresh prompts per run: a full-features run must not hit the answers of an earlier run.
-    promptSeed: `${concurrency}-${round}-${target.name}`,
+    promptSeed: `${concurrency}-${round}-${label}`,
     maxTokens: args.answerTokens,
     temperature: 0,
   };
@@ -194,7 +197,7 @@ async function measure(
   // The CPU the target's process used after the warmup, over the streams that ended whole then.
   const cpuMs = (await target.cpuMs()) - cpuAfterWarmup;
   benchLog(
-    `${SYSTEM} bench: ${target.name} × ${concurrency}: ${result.ok} ok, ${result.errors} errors, ${result.unfinished} unfinished` +
+    `${SYSTEM} bench: ${label} × ${concurrency}: ${result.ok} ok, ${result.errors} errors, ${result.unfinished} unfinished` +
       `${result.firstError ? ` (first: ${result.firstError})` : ""}, ${result.cacheHits} cache hits; ` +
       `TTFT p50 ${result.ttftMs.p50} ms p99 ${result.ttftMs.p99} ms, total p50 ${result.totalMs.p50} ms p99 ${result.totalMs.p99} ms; ` +
       `CPU ${(result.finished > 0 ? cpuMs / result.finished : 0).toFixed(1)} ms per stream; load ${loadavg()[0]?.toFixed(1)}`,
@@ -218,14 +221,18 @@ async function run(bench: Bench, args: BenchArgs, json: boolean): Promise<void> 
   const levels: LevelRuns[] = [];
   for (const concurrency of args.concurrency) {
     const rounds: RoundRuns[] = [];
+    const aa: (TargetRun | undefined)[] = [];
     for (let round = 0; round < args.rounds; round++) {
       benchLog(`${SYSTEM} bench: ${concurrency} streams, round ${round + 1} of ${args.rounds}`);
       const runs: Partial<Record<TargetName, TargetRun>> = {};
       for (const target of roundOrder(bench.targets.list, round))
         runs[target.name] = await measure(bench, target, concurrency, round, args);
       rounds.push(runs);
+      // A/A: the direct call once more, last in the round — how far it differs from itself.
+      const direct = bench.targets.list.find((target) => target.name === "direct");
+      aa.push(direct && (await measure(bench, direct, concurrency, round, args, "direct (again, A/A)")));
     }
-    levels.push({ concurrency, rounds });
+    levels.push({ concurrency, rounds, aa });
   }
   const rows = latencyRows(levels);
   if (json) {

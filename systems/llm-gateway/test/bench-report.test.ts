@@ -144,3 +144,36 @@ test("bench report: over rounds, each added latency is against its own round's d
   assert.deepEqual(names(0), ["direct", "portkey", "plain", "full"]);
   assert.deepEqual(names(1), ["direct", "plain", "full", "portkey"]);
 });
+
+test("bench report: the A/A run (the direct call again at each round's end) is the noise; a Portkey overhead within it is not judged, or not met when ours is above it", () => {
+  // Rounds' direct calls differ from themselves by 3, 5 and 4 ms at TTFT p50 (median 4).
+  const aaLevel = (portkeyTtft: number, plainTtft: number): LevelRuns => ({
+    concurrency: 50,
+    rounds: [0, 1, 2].map(() => ({
+      direct: run(100, 1_000),
+      portkey: run(100 + portkeyTtft, 1_000 + 40),
+      plain: run(100 + plainTtft, 1_000 + 10),
+    })),
+    aa: [run(103, 1_001), run(95, 1_002), run(104, 1_003)],
+  });
+  const rows = latencyRows([aaLevel(3, 2)]);
+  const noise = rows.find(
+    (r) => r.scenario.includes("(A/A)") && r.metric === "TTFT p50, |difference| from the first direct run",
+  );
+  assert.equal(noise?.value, 4);
+  const lines = (portkey: number, plain: number) => goalLines([aaLevel(portkey, plain)]);
+  assert.match(
+    lines(3, 2)[0] ?? "",
+    /added TTFT p50: not judged \(ours 2 ms and Portkey 3 ms both within the A\/A noise/,
+  );
+  assert.match(
+    lines(3, 9)[0] ?? "",
+    /ours 9 ms vs Portkey 3 ms, within the A\/A noise of 4 ms while ours is above it — .*NOT met/,
+  );
+  assert.match(
+    lines(20, 9)[0] ?? "",
+    /ours 9 ms vs Portkey 20 ms \(medians of 3 rounds; A\/A noise 4 ms\) — ≤ 0.5× Portkey's: met/,
+  );
+  // Total p50: the noise is 2 ms, Portkey adds 40: judged.
+  assert.match(lines(3, 2)[2] ?? "", /added total p50: ours 10 ms vs Portkey 40 ms .* met/);
+});
