@@ -97,6 +97,32 @@ test("MT-13 a series is one combination of label values: the count is the produc
   assert.equal(head.index.valueCounts().get("user_id"), 20);
 });
 
+test("MT-13 two different label sets never share a series key, whatever their values hold (ÿ = U+00FF is the key's separator)", () => {
+  // Under the plain "name ÿ value ÿ …" join these two were one key, so one head series.
+  const forged = labelsFromRecord({ __name__: "m", a: "1\xffb\xff2" });
+  const honest = labelsFromRecord({ __name__: "m", a: "1", b: "2" });
+  assert.notEqual(seriesKey(forged), seriesKey(honest));
+  const head = new HeadBlock({ blockRangeMs: 2 * HOUR_MS, limits: roomy });
+  const plan = append(head, [
+    { labels: forged, samples: [{ t: 1_000, v: 1 }] },
+    { labels: honest, samples: [{ t: 1_000, v: 2 }] },
+  ]);
+  assert.ok(plan.ok, "two series, not one sample written twice at the same time");
+  assert.equal(head.seriesCount, 2);
+  // Any values (the separator, its escape, both in a row): equal keys only for equal sets.
+  const value = fc.string({ unit: fc.constantFrom("a", "b", "\xff", "\xfe", "=", ""), maxLength: 6 });
+  const labelSet = fc.dictionary(fc.constantFrom("a", "b", "c"), value, { maxKeys: 3 });
+  fc.assert(
+    fc.property(labelSet, labelSet, (x, y) => {
+      const [lx, ly] = [labelsFromRecord({ __name__: "m", ...x }), labelsFromRecord({ __name__: "m", ...y })];
+      assert.equal(seriesKey(lx) === seriesKey(ly), JSON.stringify(lx) === JSON.stringify(ly));
+    }),
+    { numRuns: 2_000 },
+  );
+  // Values without either character keep the key they always had (stored rollup keys, partitions).
+  assert.equal(seriesKey(labelsFromRecord({ __name__: "up", job: "api" })), "__name__\xffup\xffjob\xffapi");
+});
+
 test("MT-16 the per-metric ceiling refuses a new series and the tenant's ceiling refuses any; existing series keep flowing", () => {
   const head = new HeadBlock({ blockRangeMs: 2 * HOUR_MS, limits: { maxSeries: 5, maxSeriesPerMetric: 3 } });
   for (let i = 0; i < 3; i++)

@@ -48,10 +48,27 @@ export function labelsToRecord(labels: Labels): Record<string, string> {
   return out;
 }
 
-/** The canonical key of a label set: equal label sets, equal keys. */
+/** Escapes the separator's character class in a value: ÿ → þý, þ → þþ (prefix-free). */
+const ESCAPE = "\xfe";
+
+function escapedValue(value: string): string {
+  if (value.indexOf(SEP) === -1 && value.indexOf(ESCAPE) === -1) return value;
+  let out = "";
+  for (const c of value) out += c === SEP ? `${ESCAPE}\xfd` : c === ESCAPE ? `${ESCAPE}${ESCAPE}` : c;
+  return out;
+}
+
+/**
+ * The canonical key of a label set: equal label sets, equal keys — and different ones,
+ * different keys. Prometheus joins names and values with the byte 0xff, which never occurs in
+ * UTF-8; here the join is over UTF-16 text, where ÿ (U+00FF) is an ordinary character a value
+ * may hold, so a value's ÿ (and þ, the escape) is escaped: `{a="1ÿbÿ2"}` and `{a="1", b="2"}`
+ * were one key, so one series. Names are ASCII. A value with neither character keeps the key
+ * it always had (the rollup tier stores keys; partitions hash them).
+ */
 export function seriesKey(labels: Labels): string {
   let key = "";
-  for (const [name, value] of labels) key += (key === "" ? "" : SEP) + name + SEP + value;
+  for (const [name, value] of labels) key += (key === "" ? "" : SEP) + name + SEP + escapedValue(value);
   return key;
 }
 
