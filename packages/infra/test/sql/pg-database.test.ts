@@ -188,15 +188,19 @@ describe("postgresql database", () => {
 
   test("a full pool makes the next caller wait at most connectTimeoutMs, then SQL_UNAVAILABLE", async (t) => {
     if (!url || !(await requirePostgres(t))) return;
+    // 1 s, and the one connection made before the holder takes it: a fresh PostgreSQL backend
+    // took over 200 ms to start in a clean-clone CI run on a loaded machine, so the holder's own
+    // connect timed out and the test never reached the full pool it is about.
     const small = openPgDatabase({
       url,
       applicationName: "casebook-sql-test",
       maxConnections: 1,
-      connectTimeoutMs: 200,
+      connectTimeoutMs: 1_000,
     });
     const holding = latch();
     const release = latch();
     try {
+      await small.query("SELECT 1");
       const holder = small.transaction(async () => {
         holding.open();
         await release.opened;
