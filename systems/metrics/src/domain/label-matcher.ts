@@ -8,7 +8,9 @@
  * const m = labelMatcher("=~", "job", "api|web");
  * m.matches("api");  // true
  * m.matches("apix"); // false: anchored
+ * matchesSeries([m], [["__name__", "up"], ["job", "web"]]); // true
  */
+import { type Labels, labelValue } from "./labels.ts";
 
 export type MatchType = "=" | "!=" | "=~" | "!~";
 
@@ -17,6 +19,11 @@ export interface LabelMatcher {
   readonly name: string;
   readonly value: string;
   matches(value: string): boolean;
+}
+
+/** Whether a series' labels pass every matcher, a label it lacks read as the empty value. */
+export function matchesSeries(matchers: readonly LabelMatcher[], labels: Labels): boolean {
+  return matchers.every((m) => m.matches(labelValue(labels, m.name) ?? ""));
 }
 
 /** Thrown for a regex JavaScript cannot compile; the API turns it into a 400 naming the query. */

@@ -51,8 +51,8 @@ import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import type { SeriesSamples } from "../domain/head-block.ts";
-import type { LabelMatcher } from "../domain/label-matcher.ts";
-import { type Labels, labelValue, METRIC_NAME, metricNameOf, seriesKey } from "../domain/labels.ts";
+import { type LabelMatcher, matchesSeries } from "../domain/label-matcher.ts";
+import { type Labels, METRIC_NAME, metricNameOf, seriesKey } from "../domain/labels.ts";
 import {
   type CounterWindow,
   ONE_HOUR_MS,
@@ -709,7 +709,7 @@ export class RollupStore {
         const key = String(row.series);
         if (current?.key !== key) {
           const labels = JSON.parse(String(row.labels)) as Labels;
-          const keep = matchers.every((m) => m.matches(labelValue(labels, m.name) ?? ""));
+          const keep = matchesSeries(matchers, labels);
           current = { labels, key, points: [] };
           if (keep) out.push(current);
         }
@@ -749,8 +749,7 @@ export class RollupStore {
       this.#reader,
     )) {
       const labels = JSON.parse(String(row.labels)) as Labels;
-      if (matchers.every((m) => m.matches(labelValue(labels, m.name) ?? "")))
-        wanted.set(String(row.series), labels);
+      if (matchesSeries(matchers, labels)) wanted.set(String(row.series), labels);
     }
     if (wanted.size === 0) return [];
     const reader = await this.#reader.runAndReadAll(

@@ -37,8 +37,9 @@ import type { RuleGroup } from "../domain/alert-rules.ts";
 import { AlertRuleState } from "../domain/alert-state.ts";
 import { alertmanagerPayload } from "../domain/alertmanager-payload.ts";
 import { HeadBlock } from "../domain/head-block.ts";
-import { type Labels, labelValue } from "../domain/labels.ts";
-import { type VectorSelector, vectorSelectorsOf } from "../domain/promql-ast.ts";
+import { matchesSeries } from "../domain/label-matcher.ts";
+import type { Labels } from "../domain/labels.ts";
+import { vectorSelectorsOf } from "../domain/promql-ast.ts";
 import { PromqlEngine } from "../domain/promql-engine.ts";
 import type { InstantVector } from "../domain/promql-values.ts";
 import { decodeStreamBatch } from "../domain/stream-batch.ts";
@@ -99,7 +100,7 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
   let messagesRead = 0;
   // A rule reads series through its selectors only: the window keeps what one of them matches.
   const selectors = options.groups.flatMap((g) => g.rules.flatMap((rule) => vectorSelectorsOf(rule.ast)));
-  const readByRules = (labels: Labels): boolean => selectors.some((s) => selects(s, labels));
+  const readByRules = (labels: Labels): boolean => selectors.some((s) => matchesSeries(s.matchers, labels));
 
   const windowOf = (tenant: string): TenantWindow => {
     let window = windows.get(tenant);
@@ -319,9 +320,4 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
       await Promise.allSettled([reader.stop(), evaluator.stop()]);
     },
   };
-}
-
-/** The head's own rule (`label-matcher.ts`): a label the series lacks is the empty value. */
-function selects(selector: VectorSelector, labels: Labels): boolean {
-  return selector.matchers.every((m) => m.matches(labelValue(labels, m.name) ?? ""));
 }
