@@ -40,6 +40,8 @@ const DELAY_TARGET_MS = 1_000;
 /** The small author has this share of the celebrity's followers. */
 const SMALL_SHARE = 0.01;
 const PEER = "redis-benchmark ZADD -P 16";
+/** Lines at infinity: every author pushed to every follower. */
+const PUSH_ALL: Thresholds = { fullPushMax: Number.MAX_SAFE_INTEGER, activePushMax: Number.MAX_SAFE_INTEGER };
 
 export interface FanoutBenchOptions {
   readonly followers: number;
@@ -117,12 +119,11 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
       lockMs: 5_000,
     });
     const posts = new PostStore(schema.db);
-    const pushAll = { fullPushMax: Number.MAX_SAFE_INTEGER, activePushMax: Number.MAX_SAFE_INTEGER };
     const post = (authorRank: number, thresholds: Thresholds) =>
       timedPost({ graph, timelines, posts, thresholds, authorId: BigInt(authorRank) });
 
     const memoryBefore = await usedMemory(redis);
-    const celebrity = await post(1, pushAll);
+    const celebrity = await post(1, PUSH_ALL);
     const listBytesPerItem = ((await usedMemory(redis)) - memoryBefore) / celebrity.written;
     const floor = await zaddFloor(o.redisUrl, prefix, Math.max(100_000, celebrity.written));
     const writesPerS = celebrity.written / (celebrity.totalMs / 1000);
@@ -146,7 +147,7 @@ export async function runFanoutBench(o: FanoutBenchOptions): Promise<BenchResult
     ];
     // The small author: the rank whose followers are SMALL_SHARE of the celebrity's.
     const smallRank = Math.round(1 / SMALL_SHARE);
-    const small = await post(smallRank, pushAll);
+    const small = await post(smallRank, PUSH_ALL);
     const line = deriveThresholds({
       fanoutWritesPerS: writesPerS,
       delayTargetMs: DELAY_TARGET_MS,
@@ -282,13 +283,12 @@ async function durableTimelineRows(o: {
   listBytesPerItem: number;
 }): Promise<BenchResult[]> {
   const durable = new DurableTimelines(o.db);
-  const pushAll = { fullPushMax: Number.MAX_SAFE_INTEGER, activePushMax: Number.MAX_SAFE_INTEGER };
   const walBefore = await walBytes(o.db);
   const run = await timedPost({
     graph: o.graph,
     timelines: durable,
     posts: o.posts,
-    thresholds: pushAll,
+    thresholds: PUSH_ALL,
     authorId: 1n,
   });
   const walPerItem = ((await walBytes(o.db)) - walBefore) / run.written;

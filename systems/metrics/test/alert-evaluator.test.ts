@@ -19,7 +19,7 @@ import { systemClock } from "@casebook/kit/clock";
 import { eventually } from "@casebook/lab/eventually";
 import { AlertWebhook } from "../src/clients/alert-webhook.ts";
 import { type AlertNotification, perAlertEvents } from "../src/domain/alert-notification.ts";
-import { parseRuleFile } from "../src/domain/alert-rules.ts";
+import { parseRuleFile, type RuleGroup } from "../src/domain/alert-rules.ts";
 import type { AlertmanagerWebhook } from "../src/domain/alertmanager-payload.ts";
 import { labelsFromRecord } from "../src/domain/labels.ts";
 import { AlertLog } from "../src/store/alert-log.ts";
@@ -56,6 +56,25 @@ after(async () => {
   await Promise.allSettled([client.close(), new Promise((resolve) => receiver.close(resolve))]);
 });
 
+/** An evaluator on this file's stream (replaying 10 min), stopped after the file if a test does not. */
+async function startEvaluator(
+  groups: readonly RuleGroup[],
+  notify: (notification: AlertNotification) => void,
+  log?: AlertLog,
+) {
+  const evaluator = await startAlertEvaluator({
+    client,
+    groups,
+    clock: systemClock,
+    replayMs: 600_000,
+    ...(log === undefined ? {} : { log }),
+    notify,
+    onError: (error) => assert.fail(String(error)),
+  });
+  started.push(evaluator);
+  return evaluator;
+}
+
 function sample(name: string, labels: Record<string, string>, t: number, v: number) {
   return { labels: labelsFromRecord({ __name__: name, ...labels }), samples: [{ t, v }] };
 }
@@ -80,15 +99,7 @@ test("MT-08 an alert goes pending → firing → resolved from the stream alone,
     { defaultIntervalMs: 15_000 },
   );
   const webhook = new AlertWebhook({ url: receiverUrl, retryBaseMs: 50 });
-  const evaluator = await startAlertEvaluator({
-    client,
-    groups,
-    clock: systemClock,
-    replayMs: 600_000,
-    notify: (notification) => webhook.send(notification),
-    onError: (error) => assert.fail(String(error)),
-  });
-  started.push(evaluator);
+  const evaluator = await startEvaluator(groups, (notification) => webhook.send(notification));
   try {
     await stream.publish("acme", [sample("api_latency_seconds", { instance: "a" }, Date.now(), 0.2)]);
     await stream.publish("acme", [sample("api_latency_seconds", { instance: "a" }, Date.now(), 2.5)]);
@@ -156,15 +167,7 @@ test("MT-08 the evaluator's window holds only the series a rule's selector match
     { defaultIntervalMs: 15_000 },
   );
   const seen: AlertNotification[] = [];
-  const evaluator = await startAlertEvaluator({
-    client,
-    groups,
-    clock: systemClock,
-    replayMs: 600_000,
-    notify: (notification) => seen.push(notification),
-    onError: (error) => assert.fail(String(error)),
-  });
-  started.push(evaluator);
+  const evaluator = await startEvaluator(groups, (notification) => seen.push(notification));
   try {
     const t = Date.now();
     const noise = Array.from({ length: 40 }, (_, i) => sample("held_other_bytes", { i: String(i) }, t, i));
@@ -213,19 +216,7 @@ async function restartScenario(metric: string, log: AlertLog | undefined) {
     await stream.publish("acme", [sample(metric, { job: "api" }, now - i * 15_000, (24 - i) * 10)]);
   }
   const seen: AlertNotification[] = [];
-  const start = async () => {
-    const evaluator = await startAlertEvaluator({
-      client,
-      groups,
-      clock: systemClock,
-      replayMs: 600_000,
-      ...(log === undefined ? {} : { log }),
-      notify: (notification) => seen.push(notification),
-      onError: (error) => assert.fail(String(error)),
-    });
-    started.push(evaluator);
-    return evaluator;
-  };
+  const start = () => startEvaluator(groups, (notification) => seen.push(notification), log);
   const first = await start();
   const firstFiring = await eventually(() => seen.find((n) => n.alertname === "BusyCounter"), {
     what: "the first evaluator's notification",
