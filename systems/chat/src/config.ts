@@ -12,6 +12,7 @@
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
+import { DEFAULT_MAX_MEDIA_BYTES, MAX_MEDIA_BYTES } from "./domain/media.ts";
 import { MAX_BACKEND_DEADLINE_MS } from "./gateway/backend-client.ts";
 import { DEFAULT_GATEWAY_LIMITS as limits } from "./gateway/gateway.ts";
 
@@ -139,6 +140,25 @@ export const configSchema = {
     min: 100,
     max: MAX_BACKEND_DEADLINE_MS,
     description: "Bound on a gateway's call to the send service, all phases (CH-13: 29 s)",
+  }),
+  mediaDir: field.string({
+    env: "CHAT_MEDIA_DIR",
+    maxLength: 4_096,
+    description:
+      "Directory of the media objects (CH-24: the local stand-in for S3); unset = $CASEBOOK_DATA/chat-media",
+  }),
+  mediaMaxBytes: field.int({
+    env: "CHAT_MEDIA_MAX_BYTES",
+    default: DEFAULT_MAX_MEDIA_BYTES,
+    min: 1,
+    max: MAX_MEDIA_BYTES,
+    description: "Largest media upload, in bytes (16 MiB by default)",
+  }),
+  mediaUrl: field.url({
+    env: "CHAT_MEDIA_URL",
+    protocols: ["http:", "https:"],
+    description:
+      "Origin of the pre-signed media URLs as clients reach the object store; unset = the origin each request came to",
   }),
   ...logLevelField(),
 };

@@ -58,6 +58,43 @@ export const errors = defineErrors({
     status: 409,
     message: "The message id repeated one already stored (two processes on one Snowflake node); resend.",
   },
+  // media by reference (CH-24): the API's upload and download grants
+  CHAT_MEDIA_INVALID: {
+    status: 400,
+    message: "The upload cannot be authorized as asked; the detail names the field (contentType or bytes).",
+  },
+  CHAT_MEDIA_NOT_FOUND: {
+    status: 404,
+    message: "No media with this id that you uploaded or that is in a conversation you are a member of.",
+  },
+  CHAT_MEDIA_NOT_UPLOADED: {
+    status: 409,
+    message: "The media's bytes are not in the object store yet; PUT them to the upload URL, then send.",
+  },
+  CHAT_MEDIA_PENDING_TOO_MANY: {
+    status: 429,
+    message:
+      "Too many uploads authorized and not yet used; upload and send those, or wait for their URLs to expire.",
+  },
+  // the object store's pre-signed URLs (PUT and GET /v1/objects/{key})
+  OBJECT_SIGNATURE_INVALID: {
+    status: 403,
+    message: "The URL's signature does not match this object and method; ask the API for a new URL.",
+  },
+  OBJECT_URL_EXPIRED: { status: 403, message: "The pre-signed URL has expired; ask the API for a new one." },
+  OBJECT_CONTENT_TYPE_MISMATCH: {
+    status: 400,
+    message: "The upload's Content-Type differs from the one its URL was signed for; send the signed header.",
+  },
+  OBJECT_SIZE_MISMATCH: {
+    status: 400,
+    message: "The body's size differs from the size the URL was signed for; nothing was stored.",
+  },
+  OBJECT_EXISTS: {
+    status: 409,
+    message: "Other bytes are already stored under this key; an object is written once.",
+  },
+  OBJECT_NOT_FOUND: { status: 404, message: "Nothing is stored under this key." },
   // the socket (error frames carry these codes; the HTTP API never answers them)
   FRAME_INVALID: {
     status: 400,

@@ -21,11 +21,14 @@ import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { dataDirFor } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
 import { openStream } from "@casebook/infra/stream/open-stream";
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import packageJson from "../package.json" with { type: "json" };
+import { MediaLibrary } from "./api/media-library.ts";
+import { MediaUrls } from "./api/media-urls.ts";
 import { registerApi } from "./api/register-api.ts";
 import { UserTokens } from "./api/user-tokens.ts";
 import { PushClient } from "./clients/push-client.ts";
@@ -43,9 +46,11 @@ import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import type { MainOptions, RunningSystem } from "./running-system.ts";
 import { gatewayKillScenario } from "./scenarios/gateway-kill-scenario.ts";
 import { HistoryStore } from "./store/history-store.ts";
+import { MediaStore } from "./store/media-store.ts";
 import { MemoryRouting } from "./store/memory-routing.ts";
 import { MemorySessions } from "./store/memory-sessions.ts";
 import { migrateChatStore } from "./store/migrate.ts";
+import { ObjectDirectory } from "./store/object-directory.ts";
 import { PushTokenStore } from "./store/push-token-store.ts";
 import { RedisRouting } from "./store/redis-routing.ts";
 import { RedisSessions } from "./store/redis-sessions.ts";
@@ -140,7 +145,8 @@ export async function main(
 ): Promise<RunningSystem> {
   const config = loadSystemConfig(env);
   const clock = options.clock ?? systemClock;
-  const tokens = new UserTokens(config.jwtSecret ? Buffer.from(config.jwtSecret, "utf8") : randomBytes(32));
+  const tokenSecret = config.jwtSecret ? Buffer.from(config.jwtSecret, "utf8") : randomBytes(32);
+  const tokens = new UserTokens(tokenSecret);
   const issuerToken = config.issuerToken ?? randomBytes(24).toString("base64url");
   const gatewayId =
     config.gatewayId ?? `${hostname().slice(0, 32)}-${process.pid}-${randomBytes(3).toString("hex")}`;
@@ -202,6 +208,15 @@ export async function main(
           clock,
           onSent: (created) => metrics.messages.inc({ created: String(created) }),
           pushTokens,
+          media: new MediaLibrary({
+            rows: new MediaStore(db),
+            objects: new ObjectDirectory(config.mediaDir ?? dataDirFor("chat-media", env)),
+            urls: new MediaUrls({ secret: tokenSecret, clock }),
+            ids,
+            clock,
+            maxBytes: config.mediaMaxBytes,
+            publicUrl: config.mediaUrl?.replace(/\/+$/, ""),
+          }),
         });
         // The console's scenario (loopback only): a deployment of its own, never this one's data.
         const scenarios = new ScenarioRuns([gatewayKillScenario(main)]);

@@ -7,6 +7,7 @@ import type { HistoryPort } from "../domain/history-port.ts";
 import type { DeviceToken } from "../domain/push-path.ts";
 import type { SendPath } from "../domain/send-path.ts";
 import type { SessionTable } from "../domain/sessions.ts";
+import type { MediaLibrary } from "./media-library.ts";
 import type { UserTokens } from "./user-tokens.ts";
 
 export interface ChatApiContext {
@@ -23,6 +24,8 @@ export interface ChatApiContext {
   readonly onSent?: (created: boolean) => void;
   /** Where devices register their push tokens. */
   readonly pushTokens: { register(input: DeviceToken & { nowMs: number }): Promise<void> };
+  /** Media by reference (CH-24): upload and download grants, and the reference a message carries. */
+  readonly media: MediaLibrary;
 }
 
 export function conversationJson(c: Conversation) {

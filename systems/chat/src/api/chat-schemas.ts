@@ -88,13 +88,15 @@ export const editBody = {
   },
 } as const;
 
+/** A message: its text, or media by reference (CH-24) with the text as a caption, maybe empty. */
 export const sendBody = {
   type: "object",
   required: ["clientMsgId", "body"],
   additionalProperties: false,
   properties: {
     clientMsgId: { type: "string", format: "uuid" },
-    body: { type: "string", minLength: 1, maxLength: 131_072 },
+    body: { type: "string", maxLength: 131_072 },
+    mediaId: decimalId,
   },
 } as const;
 
@@ -118,7 +120,74 @@ export const messageView = {
     editedAt: { type: ["string", "null"], format: "date-time" },
     /** Set on a tombstone: the body is empty. */
     deletedAt: { type: ["string", "null"], format: "date-time" },
+    /** Media by reference (CH-24): fetch it with GET /v1/media/{id}; null on text and on a tombstone. */
+    media: {
+      type: ["object", "null"],
+      required: ["id", "contentType", "bytes", "sha256"],
+      properties: {
+        id: decimalId,
+        contentType: { type: "string" },
+        bytes: { type: "integer" },
+        sha256: { type: "string" },
+      },
+    },
   },
+} as const;
+
+export const mediaUploadBody = {
+  type: "object",
+  required: ["contentType", "bytes"],
+  additionalProperties: false,
+  properties: {
+    /** A lower-case image/, video/, audio/, application/ or text/ MIME type, no parameters. */
+    contentType: { type: "string", minLength: 3, maxLength: 160 },
+    /** The exact size of the bytes to upload; the URL admits that many and no other. */
+    bytes: { type: "integer", minimum: 1 },
+  },
+} as const;
+
+export const mediaParams = {
+  type: "object",
+  required: ["mediaId"],
+  additionalProperties: false,
+  properties: { mediaId: decimalId },
+} as const;
+
+const signedRequest = {
+  type: "object",
+  required: ["method", "url", "headers", "expiresAt"],
+  properties: {
+    method: { type: "string", enum: ["PUT", "GET"] },
+    url: { type: "string" },
+    /** Send these headers with the request: the upload's type and size were signed. */
+    headers: { type: "object", additionalProperties: { type: "string" } },
+    expiresAt: instant,
+  },
+} as const;
+
+const mediaView = {
+  type: "object",
+  required: ["id", "contentType", "bytes", "sha256", "status"],
+  properties: {
+    id: decimalId,
+    contentType: { type: "string" },
+    bytes: { type: "integer" },
+    /** Hex SHA-256 of the stored bytes; null while pending. */
+    sha256: { type: ["string", "null"] },
+    status: { type: "string", enum: ["pending", "stored"] },
+  },
+} as const;
+
+export const mediaUploadView = {
+  type: "object",
+  required: ["media", "upload"],
+  properties: { media: mediaView, upload: signedRequest },
+} as const;
+
+export const mediaDownloadView = {
+  type: "object",
+  required: ["media", "download"],
+  properties: { media: mediaView, download: signedRequest },
 } as const;
 
 export const receiptBody = {

@@ -5,7 +5,8 @@
  *   POST /v1/conversations                        201: direct (one other member), group or channel
  *   GET  /v1/conversations                        yours, the most recent message first
  *   POST /v1/conversations/{chatId}/members       add members (not to a direct chat)
- *   POST /v1/conversations/{chatId}/messages      201 a new message; 200 the first one for a resent clientMsgId (CH-09)
+ *   POST /v1/conversations/{chatId}/messages      201 a new message; 200 the first one for a resent clientMsgId (CH-09);
+ *                                                 with `mediaId`, media by reference and `body` its caption (CH-24)
  *   POST /v1/conversations/{chatId}/receipts      delivered / read up to a seq, for this device (CH-11)
  *   GET  /v1/conversations/{chatId}/pointers      your devices' delivered/read pointers (CH-25)
  *   GET  /v1/conversations/{chatId}/messages      ?after=SEQ ascending ("everything after", CH-05/18), or
@@ -59,11 +60,14 @@ export async function sendText(
   context: ChatApiContext,
   identity: UserIdentity,
   params: ChatParams,
-  input: { clientMsgId: string; body: string },
+  input: { clientMsgId: string; body: string; mediaId?: string | undefined },
 ): Promise<Sent> {
   const chatId = chatIdOf(params);
-  const problem = checkBody(input.body);
+  const problem = checkBody(input.body, input.mediaId !== undefined);
   if (problem) throw errors.create("CHAT_MESSAGE_INVALID", { detail: problem, fields: { field: "body" } });
+  // CH-24: the message carries only the reference, resolved (the sender's, stored) before the write.
+  const media =
+    input.mediaId === undefined ? undefined : await context.media.refForSend(identity.userId, input.mediaId);
   const sent = await context.sendPath.send({
     chatId,
     id: context.ids.next(),
@@ -72,6 +76,7 @@ export async function sendText(
     senderDevice: identity.deviceId,
     body: input.body,
     nowMs: context.clock.nowMs(),
+    ...(media === undefined ? {} : { media }),
   });
   context.onSent?.(sent.created);
   return sent;
@@ -172,7 +177,7 @@ export function registerConversationRoutes(
     },
   );
 
-  app.post<{ Params: ChatParams; Body: { clientMsgId: string; body: string } }>(
+  app.post<{ Params: ChatParams; Body: { clientMsgId: string; body: string; mediaId?: string } }>(
     "/v1/conversations/:chatId/messages",
     {
       schema: {
@@ -180,7 +185,12 @@ export function registerConversationRoutes(
           "Send a message: stored durably first, then delivered; a resent clientMsgId returns the first result",
         tags,
         ...auth,
-        errorCodes: ["CHAT_NOT_FOUND", "CHAT_MESSAGE_INVALID"],
+        errorCodes: [
+          "CHAT_NOT_FOUND",
+          "CHAT_MESSAGE_INVALID",
+          "CHAT_MEDIA_NOT_FOUND",
+          "CHAT_MEDIA_NOT_UPLOADED",
+        ],
         params: chatParams,
         body: sendBody,
         response: { 200: sentView, 201: sentView },

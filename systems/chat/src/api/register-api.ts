@@ -1,6 +1,7 @@
 /**
  * The whole HTTP API of chat's send service on a Fastify instance, wired the one way main.ts
- * and the tests both use: the token route behind the issuer's token, and the conversations
+ * and the tests both use: the token route behind the issuer's token, the object store's
+ * pre-signed URLs (their signature is their authorization), and the conversations and media
  * API in a scope whose onRequest hook verifies the user's JWT (no token 401 AUTH_MISSING, a
  * bad or expired one 401 AUTH_INVALID).
  *
@@ -12,7 +13,9 @@ import type { FastifyInstance } from "fastify";
 import type { ChatApiContext } from "./api-context.ts";
 import { registerConversationRoutes } from "./conversation-routes.ts";
 import { registerEphemeralRoutes } from "./ephemeral-routes.ts";
+import { registerMediaRoutes } from "./media-routes.ts";
 import { registerMessageChangeRoutes } from "./message-change-routes.ts";
+import { registerObjectRoutes } from "./object-routes.ts";
 import { registerSendBatchRoutes } from "./send-batch-routes.ts";
 import { registerTokenRoutes } from "./token-routes.ts";
 import type { UserIdentity } from "./user-tokens.ts";
@@ -26,6 +29,8 @@ export async function registerApi(app: FastifyInstance, context: ChatApiContext)
   await registerTokenRoutes(app, context);
   // Outside the bearer scope: each item carries its own user's token, checked per item.
   registerSendBatchRoutes(app, context);
+  // The object store's pre-signed URLs: the signature is the authorization (CH-24).
+  await registerObjectRoutes(app, context.media);
   const auth = createBearerAuth<UserIdentity>({
     realm: "chat",
     maxCredentialChars: MAX_TOKEN_CHARS,
@@ -36,5 +41,6 @@ export async function registerApi(app: FastifyInstance, context: ChatApiContext)
     registerConversationRoutes(scope, context, auth.principalOf);
     registerMessageChangeRoutes(scope, context, auth.principalOf);
     registerEphemeralRoutes(scope, context, auth.principalOf);
+    registerMediaRoutes(scope, context, auth.principalOf);
   });
 }

@@ -49,6 +49,8 @@ export interface ClientMessage {
   editedAt?: string | null;
   /** Set on a tombstone (its body is empty). */
   deletedAt?: string | null;
+  /** Media by reference (CH-24): GET /v1/media/{id} gives its download URL; `body` is the caption. */
+  media?: { id: string; contentType: string; bytes: number; sha256: string } | null;
 }
 
 export interface ClientConversation {
@@ -98,6 +100,8 @@ interface Pending {
   readonly body: string;
   /** Set for an edit or a delete of this message. */
   readonly change?: { kind: "edit" | "delete"; messageId: string };
+  /** Media by reference (CH-24), uploaded already (`uploadMedia`). */
+  readonly mediaId?: string;
   readonly resolve: (m: ClientMessage) => void;
   readonly reject: (e: Error) => void;
 }
@@ -247,6 +251,21 @@ export class ChatClient {
     return this.#enqueue({ chatId, clientMsgId, body });
   }
 
+  /**
+   * Sends (or queues) a message carrying media by reference (CH-24): `mediaId` from
+   * `uploadMedia` (client/media-upload.ts), `caption` its text (may be empty, one frame at most).
+   */
+  sendMedia(
+    chatId: string,
+    mediaId: string,
+    caption = "",
+    clientMsgId: string = crypto.randomUUID(),
+  ): Promise<ClientMessage> {
+    if (caption.length > FRAME_CHARS)
+      return Promise.reject(new RangeError(`a caption is at most ${FRAME_CHARS} characters`));
+    return this.#enqueue({ chatId, clientMsgId, body: caption, mediaId });
+  }
+
   #enqueue(item: Omit<Pending, "resolve" | "reject">): Promise<ClientMessage> {
     return new Promise((resolve, reject) => {
       const pending = { ...item, resolve, reject };
@@ -325,6 +344,7 @@ export class ChatClient {
         chatId: p.chatId,
         clientMsgId: p.clientMsgId,
         body: p.body,
+        ...(p.mediaId === undefined ? {} : { mediaId: p.mediaId }),
       });
       return;
     }
@@ -500,3 +520,5 @@ export class ChatClient {
     (timer as { unref?: () => void }).unref?.();
   }
 }
+
+export { downloadMedia, MediaRequestError, type UploadedMedia, uploadMedia } from "./media-upload.ts";

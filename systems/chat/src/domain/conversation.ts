@@ -12,6 +12,8 @@
  * checkBody("hello");                      // undefined: fine
  * checkBody("x".repeat(200_000));          // "body is 200000 bytes; at most 131072"
  */
+import { MAX_CAPTION_CHARS, type MediaRef } from "./media.ts";
+
 export type ChatKind = "direct" | "group" | "channel";
 /** A message typed (`text`), or an event that changes an earlier one of the same sender (`edit`, `delete`). */
 export type MessageKind = "text" | "edit" | "delete";
@@ -72,6 +74,8 @@ export interface Message {
   /** CH-11: first delivered to / read by a device of someone other than the sender. */
   readonly deliveredAtMs?: number | undefined;
   readonly readAtMs?: number | undefined;
+  /** Media by reference (CH-24): the message carries only this; the caption is `body`. */
+  readonly media?: MediaRef | undefined;
 }
 
 /** The largest member count of a kind. */
@@ -80,9 +84,11 @@ export function membersMax(kind: ChatKind): number {
   return kind === "group" ? MAX_GROUP_MEMBERS : MAX_CHANNEL_MEMBERS;
 }
 
-/** Why a body cannot be stored, or undefined. */
-export function checkBody(body: string): string | undefined {
-  if (body.length === 0) return "body is empty";
+/** Why a body cannot be stored, or undefined. With media (CH-24) the body is its caption: it may be empty. */
+export function checkBody(body: string, withMedia = false): string | undefined {
+  if (body.length === 0) return withMedia ? undefined : "body is empty";
+  if (withMedia && body.length > MAX_CAPTION_CHARS)
+    return `a caption is at most ${MAX_CAPTION_CHARS} characters`;
   const bytes = Buffer.byteLength(body, "utf8");
   if (bytes > MAX_MESSAGE_BYTES) return `body is ${bytes} bytes; at most ${MAX_MESSAGE_BYTES}`;
   return undefined;

@@ -4,7 +4,8 @@
  * echoed on the answer, so a client matches answers to requests.
  *
  * client → gateway
- *   send     {ref, chatId, clientMsgId, body}              → sent {ref, message, created}
+ *   send     {ref, chatId, clientMsgId, body, mediaId?}    → sent {ref, message, created}
+ *            (with mediaId: media by reference, CH-24; body is its caption, maybe empty)
  *   part     {clientMsgId, chatId, index, count, data,     a message over 32 KB, in parts (the
  *             messageId?}                                  last completes it, answered as `send`;
  *                                                          with messageId: an edit of it)
@@ -40,7 +41,15 @@ export const CLOSE_LIFETIME = 4003;
 export const CLOSE_FLOOD = 1008;
 
 export type ClientFrame =
-  | { action: "send"; ref: string | undefined; chatId: bigint; clientMsgId: string; body: string }
+  | {
+      action: "send";
+      ref: string | undefined;
+      chatId: bigint;
+      clientMsgId: string;
+      body: string;
+      /** Media by reference (CH-24), uploaded first through POST /v1/media. */
+      mediaId: string | undefined;
+    }
   | {
       action: "part";
       ref: string | undefined;
@@ -103,11 +112,21 @@ export function parseFrame(text: string): FrameParse {
       if (id === undefined) return bad("chatId is a decimal id string", "chatId", ref);
       if (typeof f.clientMsgId !== "string" || !CLIENT_MSG_ID_PATTERN.test(f.clientMsgId))
         return bad("clientMsgId is a UUID", "clientMsgId", ref);
-      if (typeof f.body !== "string" || f.body.length === 0)
-        return bad("body is a non-empty string", "body", ref);
+      const mediaId = f.mediaId === undefined ? undefined : parseId(f.mediaId);
+      if (f.mediaId !== undefined && mediaId === undefined)
+        return bad("mediaId is a decimal id string", "mediaId", ref);
+      if (typeof f.body !== "string" || (f.body.length === 0 && mediaId === undefined))
+        return bad("body is a non-empty string (it may be empty with a mediaId)", "body", ref);
       return {
         ok: true,
-        frame: { action: "send", ref, chatId: id, clientMsgId: f.clientMsgId.toLowerCase(), body: f.body },
+        frame: {
+          action: "send",
+          ref,
+          chatId: id,
+          clientMsgId: f.clientMsgId.toLowerCase(),
+          body: f.body,
+          mediaId: mediaId === undefined ? undefined : String(mediaId),
+        },
       };
     }
     case "part": {

@@ -8,6 +8,7 @@
  * const missed = await history.after(chatId, lastSeenSeq, 100); // "everything after", in order
  */
 import type { ChatKind, Conversation, Message } from "./conversation.ts";
+import type { MediaRef } from "./media.ts";
 import type { Pointer, Receipt, ReceiptMove } from "./receipts.ts";
 
 export interface NewConversation {
@@ -32,6 +33,8 @@ export interface NewMessage {
   readonly nowMs: number;
   /** Set when this event edits or deletes an earlier message of the same sender. */
   readonly change?: MessageChange | undefined;
+  /** Media by reference (CH-24), resolved by the send service: stored with the row. */
+  readonly media?: MediaRef | undefined;
 }
 
 /** An edit or a delete of `targetId` (a `text` message of the sender, in the same conversation). */

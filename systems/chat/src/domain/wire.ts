@@ -6,6 +6,7 @@
  * messageJson(message); // { chatId: "42", id: "7311…", seq: "3", clientMsgId, senderId, senderDevice, body, createdAt }
  */
 import type { Message } from "./conversation.ts";
+import type { MediaRef } from "./media.ts";
 
 export interface MessageJson {
   chatId: string;
@@ -23,6 +24,8 @@ export interface MessageJson {
   targetId: string | null;
   editedAt: string | null;
   deletedAt: string | null;
+  /** Media by reference (CH-24); null on a text message and on a tombstone. */
+  media: MediaRef | null;
 }
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
@@ -43,5 +46,6 @@ export function messageJson(message: Message): MessageJson {
     targetId: message.targetId === undefined ? null : String(message.targetId),
     editedAt: iso(message.editedAtMs),
     deletedAt: iso(message.deletedAtMs),
+    media: message.media ?? null,
   };
 }

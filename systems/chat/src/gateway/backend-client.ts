@@ -114,21 +114,23 @@ export class BackendClient {
   /** `orderKey` (the gateway's connection id): sends with one key go in the order they were made. */
   send(
     token: string,
-    input: { chatId: string; clientMsgId: string; body: string },
+    input: { chatId: string; clientMsgId: string; body: string; mediaId?: string | undefined },
     orderKey = token,
   ): Promise<Sent> {
     const path = `/v1/conversations/${input.chatId}/messages`;
     const batches = this.#sendLanes[laneOf(orderKey, this.#sendLanes.length)];
-    if (batches !== undefined && input.body.length <= MAX_BATCHED_BODY_CHARS) {
+    const { mediaId, ...text } = input;
+    // Media sends (CH-24) are rare and go on the single route, which resolves the reference.
+    if (batches !== undefined && mediaId === undefined && input.body.length <= MAX_BATCHED_BODY_CHARS) {
       // CH-13's bound counts each send of a batch as a call in flight.
       const dueAtMs = performance.now() + this.#deadlineMs;
       return this.#bounded(path, async () => {
-        const outcome = await batches.submit({ item: { token, ...input }, dueAtMs });
+        const outcome = await batches.submit({ item: { token, ...text }, dueAtMs });
         if ("error" in outcome) throw outcome.error;
         return outcome.sent;
       });
     }
-    const body = JSON.stringify({ clientMsgId: input.clientMsgId, body: input.body });
+    const body = JSON.stringify({ clientMsgId: input.clientMsgId, body: input.body, mediaId });
     return this.#call<Sent>(token, "POST", path, body);
   }
 

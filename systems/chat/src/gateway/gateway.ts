@@ -305,7 +305,12 @@ export class Gateway {
       case "ping":
         return send(c.ws, { action: "pong", ref: frame.ref });
       case "send": {
-        const input = { chatId: String(frame.chatId), clientMsgId: frame.clientMsgId, body: frame.body };
+        const input = {
+          chatId: String(frame.chatId),
+          clientMsgId: frame.clientMsgId,
+          body: frame.body,
+          mediaId: frame.mediaId,
+        };
         return send(c.ws, { action: "sent", ref: frame.ref, ...(await backend.send(c.token, input, c.id)) });
       }
       case "part": {

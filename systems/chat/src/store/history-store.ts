@@ -33,6 +33,7 @@ import {
   membersMax,
 } from "../domain/conversation.ts";
 import type { AppendResult, HistoryPort, NewConversation, NewMessage } from "../domain/history-port.ts";
+import type { MediaRef } from "../domain/media.ts";
 import type { Pointer, Receipt, ReceiptMove } from "../domain/receipts.ts";
 import { errors } from "../errors.ts";
 
@@ -63,12 +64,13 @@ interface MessageRow {
   target_id: bigint | null;
   edited_at: Date | null;
   deleted_at: Date | null;
+  media: MediaRef | null;
 }
 
 const CONVERSATION_COLUMNS =
   "c.id, c.kind, c.title, c.created_by, c.created_at, c.last_seq, c.last_message_at, c.member_count";
 const MESSAGE_COLUMNS =
-  "chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, delivered_at, read_at, kind, target_id, edited_at, deleted_at";
+  "chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, delivered_at, read_at, kind, target_id, edited_at, deleted_at, media";
 
 function conversationOf(row: ConversationRow): Conversation {
   return {
@@ -100,6 +102,7 @@ function messageOf(row: MessageRow): Message {
     targetId: row.target_id ?? undefined,
     editedAtMs: row.edited_at?.getTime(),
     deletedAtMs: row.deleted_at?.getTime(),
+    media: row.media ?? undefined,
   };
 }
 
@@ -355,7 +358,8 @@ export class HistoryStore implements HistoryPort {
   }
 
   async append(input: NewMessage): Promise<AppendResult> {
-    if (input.change === undefined && this.#texts !== undefined) {
+    // Media sends are rare and go one by one: the batched statement stays text only.
+    if (input.change === undefined && input.media === undefined && this.#texts !== undefined) {
       const batched = await this.#texts.submit(input);
       if (batched instanceof CasebookError) throw batched;
       if (batched !== undefined) return batched;
@@ -468,11 +472,10 @@ export class HistoryStore implements HistoryPort {
       ]);
       return;
     }
-    await tx.query("UPDATE messages SET body = '', deleted_at = $3 WHERE chat_id = $1 AND id = $2", [
-      chatId,
-      target,
-      at,
-    ]);
+    await tx.query(
+      "UPDATE messages SET body = '', media = NULL, deleted_at = $3 WHERE chat_id = $1 AND id = $2",
+      [chatId, target, at],
+    );
     await tx.query("UPDATE messages SET body = '' WHERE chat_id = $1 AND target_id = $2 AND kind = 'edit'", [
       chatId,
       target,
@@ -490,8 +493,8 @@ export class HistoryStore implements HistoryPort {
 
   async #insert(q: Queryable, input: NewMessage, seq: bigint | null): Promise<MessageRow | undefined> {
     const { rows } = await q.query<MessageRow>(
-      `INSERT INTO messages (chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, kind, target_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+      `INSERT INTO messages (chat_id, id, seq, client_msg_id, sender_id, sender_device, body, created_at, kind, target_id, media)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::jsonb)
        ON CONFLICT (chat_id, client_msg_id) DO NOTHING RETURNING ${MESSAGE_COLUMNS}`,
       [
         String(input.chatId),
@@ -504,6 +507,7 @@ export class HistoryStore implements HistoryPort {
         new Date(input.nowMs),
         input.change?.kind ?? "text",
         input.change ? String(input.change.targetId) : null,
+        input.media === undefined ? null : JSON.stringify(input.media),
       ],
       { name: "chat_message_insert" },
     );

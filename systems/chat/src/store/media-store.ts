@@ -1,0 +1,130 @@
+/**
+ * The media rows of chat (CH-24; schema: migrations/008_media.sql): one per authorized upload,
+ * marked stored once its object is found at the declared size. The only file that speaks SQL
+ * about media; the rules are in `domain/media.ts`, the flow in `api/media-routes.ts`.
+ *
+ * @example
+ * const rows = new MediaStore(db);
+ * await rows.authorize({ id, ownerId: "ana", contentType: "image/png", bytes: 2_048, nowMs, expiresAtMs });
+ * await rows.readableBy(id, "bruno"); // the row when bruno may see it, else undefined
+ */
+import type { Database } from "@casebook/infra/sql/sql";
+import { MAX_PENDING_UPLOADS, type MediaRef } from "../domain/media.ts";
+import { errors } from "../errors.ts";
+
+export interface MediaRow {
+  readonly id: bigint;
+  readonly ownerId: string;
+  readonly contentType: string;
+  readonly bytes: number;
+  /** Set once stored. */
+  readonly sha256: string | undefined;
+  readonly uploadExpiresAtMs: number;
+}
+
+interface Row {
+  id: bigint;
+  owner_id: string;
+  content_type: string;
+  bytes: bigint | number;
+  sha256: string | null;
+  upload_expires_at: Date;
+}
+
+const COLUMNS = "id, owner_id, content_type, bytes, sha256, upload_expires_at";
+
+function rowOf(row: Row): MediaRow {
+  return {
+    id: row.id,
+    ownerId: row.owner_id,
+    contentType: row.content_type,
+    bytes: Number(row.bytes),
+    sha256: row.sha256 ?? undefined,
+    uploadExpiresAtMs: row.upload_expires_at.getTime(),
+  };
+}
+
+export function mediaRefOf(row: MediaRow): MediaRef {
+  return {
+    id: String(row.id),
+    contentType: row.contentType,
+    bytes: row.bytes,
+    sha256: row.sha256 ?? "",
+  };
+}
+
+export class MediaStore {
+  readonly #db: Database;
+
+  constructor(db: Database) {
+    this.#db = db;
+  }
+
+  /**
+   * A new pending upload of the owner. Refused (CHAT_MEDIA_PENDING_TOO_MANY) when the owner
+   * already has MAX_PENDING_UPLOADS whose URLs are still valid: the count and the insert are
+   * one transaction, under a lock on the owner's name, so racing requests cannot pass the bound.
+   */
+  async authorize(input: {
+    id: bigint;
+    ownerId: string;
+    contentType: string;
+    bytes: number;
+    nowMs: number;
+    expiresAtMs: number;
+  }): Promise<MediaRow> {
+    return this.#db.transaction(async (tx) => {
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext('chat-media:' || $1))", [input.ownerId]);
+      const { rows: pending } = await tx.query<{ n: bigint | number }>(
+        `SELECT count(*) AS n FROM media
+         WHERE owner_id = $1 AND stored_at IS NULL AND upload_expires_at > $2`,
+        [input.ownerId, new Date(input.nowMs)],
+      );
+      if (Number(pending[0]?.n ?? 0) >= MAX_PENDING_UPLOADS) {
+        throw errors.create("CHAT_MEDIA_PENDING_TOO_MANY", { fields: { limit: MAX_PENDING_UPLOADS } });
+      }
+      const { rows } = await tx.query<Row>(
+        `INSERT INTO media (id, owner_id, content_type, bytes, created_at, upload_expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6) RETURNING ${COLUMNS}`,
+        [
+          String(input.id),
+          input.ownerId,
+          input.contentType,
+          input.bytes,
+          new Date(input.nowMs),
+          new Date(input.expiresAtMs),
+        ],
+      );
+      return rowOf(rows[0]!);
+    });
+  }
+
+  async byId(id: bigint): Promise<MediaRow | undefined> {
+    const { rows } = await this.#db.query<Row>(`SELECT ${COLUMNS} FROM media WHERE id = $1`, [String(id)]);
+    return rows[0] && rowOf(rows[0]);
+  }
+
+  /** Records the stored object's digest (once: a second call keeps the first). */
+  async markStored(id: bigint, sha256: string, nowMs: number): Promise<MediaRow> {
+    const { rows } = await this.#db.query<Row>(
+      `UPDATE media SET sha256 = coalesce(sha256, $2), stored_at = coalesce(stored_at, $3)
+       WHERE id = $1 RETURNING ${COLUMNS}`,
+      [String(id), sha256, new Date(nowMs)],
+    );
+    return rowOf(rows[0]!);
+  }
+
+  /**
+   * The media when `viewer` may see it: its uploader, or a member of a conversation with a
+   * message that carries it (a deleted message no longer does).
+   */
+  async readableBy(id: bigint, viewer: string): Promise<MediaRow | undefined> {
+    const { rows } = await this.#db.query<Row>(
+      `SELECT ${COLUMNS} FROM media md WHERE md.id = $1 AND (md.owner_id = $2 OR EXISTS (
+         SELECT 1 FROM messages m JOIN members mb ON mb.chat_id = m.chat_id AND mb.user_id = $2
+         WHERE m.media IS NOT NULL AND m.media ->> 'id' = $3))`,
+      [String(id), viewer, String(id)],
+    );
+    return rows[0] && rowOf(rows[0]);
+  }
+}
