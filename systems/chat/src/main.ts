@@ -207,6 +207,7 @@ export async function main(
           issuerToken,
           clock,
           onSent: (created) => metrics.messages.inc({ created: String(created) }),
+          onGranted: (kind) => metrics.grants.inc({ kind }),
           pushTokens,
           media: new MediaLibrary({
             rows: new MediaStore(db),

@@ -26,6 +26,8 @@ export interface SystemMetrics {
   readonly fanoutMembers: Counter<"slice">;
   /** Text sends per batched statement (the send path's group commit); its count is statements. */
   readonly sendBatchSize: Histogram;
+  /** What the API granted: user tokens issued, media uploads authorized, push tokens registered. */
+  readonly grants: Counter<"kind">;
 }
 
 export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
@@ -85,6 +87,12 @@ export function createMetrics(registry: Registry, build: { version: string }): S
       name: "chat_send_batch_size",
       help: "Text sends written by one batched statement (concurrent sends across conversations, one commit)",
       buckets: [1, 2, 4, 8, 16, 32, 64],
+      registers,
+    }),
+    grants: new Counter({
+      name: "chat_grants_total",
+      help: "What the API granted, by kind: user_token issued, media_upload authorized, push_token registered",
+      labelNames: ["kind"],
       registers,
     }),
   };

@@ -1,10 +1,13 @@
 /**
  * The edge contract every HTTP service passes (packages/lab/src/edge-contract-suite.ts), on
- * chat started by main() as in production: the ops routes (405 with Allow, 404), and the
- * write routes a user token reaches — POST …/messages (a message into a group) and POST
- * /v1/conversations (a new group) — each bad request a 4xx naming the field, nothing stored.
- * The state probe reads the group's history and the caller's conversation list through the
- * API; the suite's positive control then sees the valid write in it.
+ * chat started by main() as in production: the ops routes (405 with Allow, 404), and every
+ * write route — POST …/messages, PUT …/messages/{id} (an edit), POST /v1/conversations,
+ * POST …/members, POST …/receipts, PUT /v1/devices/push-token, POST /v1/media (a user token)
+ * and POST /v1/tokens (the issuer token) — each bad request a 4xx naming the field, nothing
+ * stored. The state probe reads the group's history, its pointers, the caller's conversation
+ * list (member counts) and what the API granted (`chat_grants_total` on /metrics: tokens,
+ * uploads, push tokens — the writes with no list to read); the suite's positive control then
+ * sees the valid write in it.
  */
 import { defaultBodyLimitBytes } from "@casebook/infra/http/service";
 import { edgeContractSuite, opsEdgeContractSuite } from "@casebook/lab/edge-contract-suite";
@@ -48,11 +51,65 @@ async function chatWorld(): Promise<{
     members: ["bo"],
   });
   const chatId = created.json.id;
+  // A message, so a receipt has a seq to point at.
+  await system.api(ana, "POST", `/v1/conversations/${chatId}/messages`, {
+    clientMsgId: "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+    body: "first",
+  });
+  const metrics = async () => (await system.running.service.app.inject({ url: "/metrics" })).body;
   const probe = async () => ({
     history: (await system.api(ana, "GET", `/v1/conversations/${chatId}/messages?after=0`)).json,
+    pointers: (await system.api(ana, "GET", `/v1/conversations/${chatId}/pointers`)).json,
     conversations: (await system.api(ana, "GET", "/v1/conversations")).json,
+    grants: (await metrics()).split("\n").filter((line) => line.startsWith("chat_grants_total")),
   });
   return { system, ana, chatId, probe };
+}
+
+/** One suite per write route that needs no message id: the world, its write, the rest of its contract. */
+function routeSuite(
+  name: string,
+  contract: Omit<Parameters<typeof edgeContractSuite>[0], "name" | "open" | "auth" | "write"> & {
+    write: (world: Awaited<ReturnType<typeof chatWorld>>) => {
+      method: "POST" | "PUT";
+      url: string;
+      body: Record<string, unknown>;
+    };
+    auth?: (world: Awaited<ReturnType<typeof chatWorld>>) => string;
+  },
+): void {
+  let world: Awaited<ReturnType<typeof chatWorld>> | undefined;
+  const { write, auth, ...rest } = contract;
+  const writeOf = () => (world ? write(world) : { method: "POST" as const, url: "/", body: {} });
+  edgeContractSuite({
+    name,
+    open: async () => {
+      world = await chatWorld();
+      const opened = world;
+      return {
+        subject: { service: opened.system.running.service, stateProbe: opened.probe },
+        close: () => opened.system.close(),
+      };
+    },
+    // The world is made in `open`; the write is read when the suite sends.
+    write: {
+      get method() {
+        return writeOf().method;
+      },
+      get url() {
+        return writeOf().url;
+      },
+      get body() {
+        return writeOf().body;
+      },
+    },
+    auth: {
+      header: "authorization",
+      valid: () => `Bearer ${world && auth ? auth(world) : world?.ana}`,
+      wrong: "Bearer not.a-real.token",
+    },
+    ...rest,
+  });
 }
 
 let messages: Awaited<ReturnType<typeof chatWorld>> | undefined;
@@ -133,4 +190,53 @@ edgeContractSuite({
   bodyLimitBytes: defaultBodyLimitBytes,
   wrongMethod: { method: "POST", allow: "DELETE, PUT" },
   auth: { header: "authorization", valid: () => `Bearer ${edits?.ana}`, wrong: "Bearer not.a-real.token" },
+});
+
+routeSuite("chat members", {
+  write: (w) => ({ method: "POST", url: `/v1/conversations/${w.chatId}/members`, body: { members: ["cy"] } }),
+  fields: { "/members": "array" },
+  stringField: "/members/0",
+  bodyLimitBytes: defaultBodyLimitBytes,
+  wrongMethod: { method: "PUT", allow: "POST" },
+});
+
+routeSuite("chat receipts", {
+  write: (w) => ({
+    method: "POST",
+    url: `/v1/conversations/${w.chatId}/receipts`,
+    body: { kind: "read", seq: "1" },
+  }),
+  fields: { "/kind": "string", "/seq": "string" },
+  stringField: "/seq",
+  bodyLimitBytes: defaultBodyLimitBytes,
+  wrongMethod: { method: "PUT", allow: "POST" },
+});
+
+routeSuite("chat push tokens", {
+  write: () => ({
+    method: "PUT",
+    url: "/v1/devices/push-token",
+    body: { platform: "fcm", token: "fcm-token-of-the-edge" },
+  }),
+  fields: { "/platform": "string", "/token": "string" },
+  stringField: "/token",
+  bodyLimitBytes: defaultBodyLimitBytes,
+  wrongMethod: { method: "POST", allow: "PUT" },
+});
+
+routeSuite("chat media uploads", {
+  write: () => ({ method: "POST", url: "/v1/media", body: { contentType: "image/png", bytes: 2_048 } }),
+  fields: { "/contentType": "string", "/bytes": "integer" },
+  stringField: "/contentType",
+  bodyLimitBytes: defaultBodyLimitBytes,
+  wrongMethod: { method: "PUT", allow: "POST" },
+});
+
+routeSuite("chat user tokens", {
+  write: () => ({ method: "POST", url: "/v1/tokens", body: { userId: "eve", deviceId: "phone" } }),
+  auth: (w) => w.system.running.issuerToken,
+  fields: { "/userId": "string", "/deviceId": "string", "/ttlS": "integer" },
+  stringField: "/userId",
+  bodyLimitBytes: defaultBodyLimitBytes,
+  wrongMethod: { method: "PUT", allow: "POST" },
 });

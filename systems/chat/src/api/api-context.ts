@@ -22,6 +22,8 @@ export interface ChatApiContext {
   readonly issuerToken: string;
   readonly clock: Clock;
   readonly onSent?: (created: boolean) => void;
+  /** A user token issued, a media upload authorized, a push token registered (for /metrics). */
+  readonly onGranted?: (kind: "user_token" | "media_upload" | "push_token") => void;
   /** Where devices register their push tokens. */
   readonly pushTokens: { register(input: DeviceToken & { nowMs: number }): Promise<void> };
   /** Media by reference (CH-24): upload and download grants, and the reference a message carries. */

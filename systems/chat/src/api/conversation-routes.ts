@@ -329,6 +329,7 @@ export function registerConversationRoutes(
     async (request, reply) => {
       const { userId, deviceId } = userOf(request);
       await context.pushTokens.register({ userId, deviceId, ...request.body, nowMs: clock.nowMs() });
+      context.onGranted?.("push_token");
       return reply.code(204).send();
     },
   );

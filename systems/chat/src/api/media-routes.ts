@@ -56,6 +56,7 @@ export function registerMediaRoutes(
     },
     async (request, reply) => {
       const grant = await media.authorizeUpload(userOf(request).userId, request.body, originOf(request));
+      context.onGranted?.("media_upload");
       return reply.code(201).send({ media: grant.media, upload: signedRequestJson(grant.upload) });
     },
   );

@@ -30,6 +30,7 @@ export async function registerTokenRoutes(app: FastifyInstance, context: ChatApi
           ...request.body,
           nowMs: context.clock.nowMs(),
         });
+        context.onGranted?.("user_token");
         return reply.code(201).send({ token, expiresAt: new Date(expiresAtMs).toISOString() });
       },
     );
