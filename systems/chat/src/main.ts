@@ -21,10 +21,13 @@ import { runServiceEntry } from "@casebook/infra/http/service-entry";
 import { databaseOptionsOf } from "@casebook/infra/http/service-preset";
 import { startService } from "@casebook/infra/http/start-service";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
+import { redisErrors } from "@casebook/infra/redis/redis-errors";
 import { dataDirFor } from "@casebook/infra/sql/open-database";
 import type { Database } from "@casebook/infra/sql/sql";
+import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { openStream } from "@casebook/infra/stream/open-stream";
 import { type Clock, systemClock } from "@casebook/kit/clock";
+import { kitErrors } from "@casebook/kit/kit-errors";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import packageJson from "../package.json" with { type: "json" };
 import { MediaLibrary } from "./api/media-library.ts";
@@ -155,7 +158,7 @@ export async function main(
       name: SYSTEM,
       version: VERSION,
       log: { level: config.logLevel },
-      errors: [errors, scenarioErrors],
+      errors: [errors, sqlErrors, redisErrors, kitErrors, scenarioErrors],
       openapi: {
         securitySchemes: bearerSecurityScheme("A user token (JWT); the issuer token on POST /v1/tokens"),
       },

@@ -118,6 +118,8 @@ export class ChatClient {
   readonly #schedule: ReconnectSchedule;
   readonly #cursors = new Map<string, bigint>();
   readonly #seen = new Map<string, Set<string>>();
+  /** Chats whose sync in flight must be followed by another (a resync arrived meanwhile). */
+  readonly #resyncAfter = new Set<string>();
   readonly #outbox = new Map<string, Pending>();
   readonly #parts = new Map<string, string[]>();
   readonly #syncing = new Set<string>();
@@ -299,6 +301,7 @@ export class ChatClient {
       clearInterval(this.#ping);
       // Answers that were in flight on this socket never come: the next welcome starts over.
       this.#syncing.clear();
+      this.#resyncAfter.clear();
       this.#parts.clear();
       for (const request of this.#requests.values()) request.reject(new Error("disconnected"));
       this.#requests.clear();
@@ -374,6 +377,10 @@ export class ChatClient {
       case "message":
         this.#take(frame.message as ClientMessage, true);
         return;
+      case "resync":
+        // The gateway's routing was cut (its Redis restarted): live frames may be missing.
+        for (const chatId of this.#cursors.keys()) this.#sync(chatId, true);
+        return;
       case "message-part":
         this.#part(frame);
         return;
@@ -413,8 +420,15 @@ export class ChatClient {
     for (const pending of this.#outbox.values()) this.#transmit(pending);
   }
 
-  #sync(chatId: string): void {
-    if (this.#syncing.has(chatId)) return;
+  /**
+   * Asks for everything after the cursor. A sync already in flight is not doubled; with
+   * `again` (a resync) it is followed by one more, since its answer may predate the gap.
+   */
+  #sync(chatId: string, again = false): void {
+    if (this.#syncing.has(chatId)) {
+      if (again) this.#resyncAfter.add(chatId);
+      return;
+    }
     this.#syncing.add(chatId);
     this.#frame({
       action: "sync",
@@ -429,7 +443,7 @@ export class ChatClient {
     const chatId = frame.chatId as string;
     this.#syncing.delete(chatId);
     for (const m of frame.messages as ClientMessage[]) this.#take(m, false);
-    if (frame.next !== null) this.#sync(chatId);
+    if (frame.next !== null || this.#resyncAfter.delete(chatId)) this.#sync(chatId);
   }
 
   #part(frame: Record<string, unknown>): void {

@@ -22,6 +22,8 @@
  *   ping     {ref?}          the app heartbeat (CH-12/13)  → pong {ref}
  * gateway → client
  *   message  {message}  ·  message-part {id, index, count, data}  ·  receipt {...}  ·  typing {...}
+ *   resync   {}         the gateway's routing was cut (its Redis restarted or the link dropped):
+ *                       live frames may have been lost — sync every conversation after your cursor
  *   error    {ref?, code, message, field?}   a bad frame, answered, never stored
  *
  * Close codes: 4000 draining (deploy: reconnect with jitter), 4001 token expired, 4002 idle,

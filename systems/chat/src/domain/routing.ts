@@ -27,6 +27,16 @@ export interface RoutingBus {
    * that gateway); the subscriber's handler gets them one by one, in this order.
    */
   publishMany(gatewayId: string, envelopes: readonly RoutedEnvelope[]): Promise<number>;
-  subscribe(gatewayId: string, handler: (envelope: RoutedEnvelope) => void): Promise<void>;
+  /**
+   * Delivers the gateway's envelopes to `handler`. `onGap` runs when the subscription was cut
+   * and is listening again: what was published meanwhile is lost (pub/sub keeps nothing), and
+   * the engine may have lost its keys too (a restart) — the gateway then rewrites its session
+   * rows and tells its clients to sync (the history has everything).
+   */
+  subscribe(
+    gatewayId: string,
+    handler: (envelope: RoutedEnvelope) => void,
+    onGap?: () => void,
+  ): Promise<void>;
   close(): Promise<void>;
 }

@@ -13,6 +13,12 @@
  * the message is routed. Deliveries in the background are bounded (MAX_BACKGROUND_DELIVERIES):
  * past it a message is not routed live (counted as a delivery error) — it is in the history.
  *
+ * A delivery that fails (Redis away: its session lookup or its publish) is tried again
+ * after REDELIVERY_DELAYS_MS, at most that many times and at most MAX_REDELIVERIES waiting:
+ * a message stored while the send service's Redis link was down reaches the live devices
+ * once it is back, instead of waiting for their next sync. Past the last try it waits in the
+ * history (the gateways resync their clients when their own routing was cut).
+ *
  * Routing is batched (kit's GroupCommit, one batch at a time): the frames submitted while a
  * batch is routed go together in the next — ONE session lookup for all their recipients and
  * ONE publish per gateway carrying every frame for it, in submission order (so a
@@ -77,6 +83,10 @@ export const MAX_ROUTE_BATCH = 256;
 export const MAX_ROUTE_PENDING = 8_192;
 /** Messages being delivered after their senders were answered; past it a message waits in the history. */
 export const MAX_BACKGROUND_DELIVERIES = 8_192;
+/** Pauses before each new try of a failed delivery (~15 s in all: a Redis restart, a failover). */
+export const REDELIVERY_DELAYS_MS: readonly number[] = [250, 500, 1_000, 2_000, 4_000, 8_000];
+/** Failed deliveries waiting for their next try; past it a message waits in the history. */
+export const MAX_REDELIVERIES = 8_192;
 
 interface RouteItem {
   readonly userIds: readonly string[];
@@ -87,6 +97,9 @@ export class SendPath {
   readonly #ports: SendPathPorts;
   readonly #routes: GroupCommit<RouteItem, Set<string>>;
   #background = 0;
+  /** Timers of the failed deliveries waiting for their next try. */
+  readonly #redeliveries = new Set<ReturnType<typeof setTimeout>>();
+  #closed = false;
 
   constructor(ports: SendPathPorts) {
     this.#ports = ports;
@@ -107,7 +120,12 @@ export class SendPath {
   }
 
   /** Steps 2–3 for a stored message; bounded, and every failure counted, never thrown. */
-  async #deliverAfterWrite(message: Message, kind: ChatKind, recipients?: readonly string[]): Promise<void> {
+  async #deliverAfterWrite(
+    message: Message,
+    kind: ChatKind,
+    recipients?: readonly string[],
+    attempt = 0,
+  ): Promise<void> {
     if (this.#background >= MAX_BACKGROUND_DELIVERIES) {
       this.#ports.onDeliveryError(
         new Error(`${this.#background} deliveries in flight: message ${message.id} waits in the history`),
@@ -120,13 +138,41 @@ export class SendPath {
       else await this.deliver(message, recipients);
     } catch (err) {
       this.#ports.onDeliveryError(err);
+      this.#redeliverLater(message, kind, recipients, attempt);
     } finally {
       this.#background--;
     }
   }
 
-  /** Resolves once every delivery started so far has been routed (tests, shutdown). */
+  #redeliverLater(
+    message: Message,
+    kind: ChatKind,
+    recipients: readonly string[] | undefined,
+    attempt: number,
+  ) {
+    const delayMs = REDELIVERY_DELAYS_MS[attempt];
+    if (this.#closed || delayMs === undefined || this.#redeliveries.size >= MAX_REDELIVERIES) return;
+    const timer = setTimeout(() => {
+      this.#redeliveries.delete(timer);
+      void this.#deliverAfterWrite(message, kind, recipients, attempt + 1);
+    }, delayMs);
+    timer.unref();
+    this.#redeliveries.add(timer);
+  }
+
+  /** Failed deliveries waiting for their next try (for tests and /metrics). */
+  get redeliveriesWaiting(): number {
+    return this.#redeliveries.size;
+  }
+
+  /**
+   * Resolves once every delivery started so far has been routed (tests, shutdown); failed
+   * deliveries still waiting for a new try are dropped — their messages are in the history.
+   */
   async drain(): Promise<void> {
+    this.#closed = true;
+    for (const timer of this.#redeliveries) clearTimeout(timer);
+    this.#redeliveries.clear();
     await this.#routes.drain();
   }
 

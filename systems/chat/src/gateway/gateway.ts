@@ -132,6 +132,8 @@ interface Connection {
  * profile, and every send arriving meanwhile waited or was refused.
  */
 export const HEARTBEAT_SLICES = 10;
+/** Session rows written at once after a routing gap (one Redis round trip each, bounded in flight). */
+export const RESYNC_SLICE = 256;
 
 /** The part of net.Socket that #corkForTurn uses. */
 interface Corkable {
@@ -184,7 +186,11 @@ export class Gateway {
   }
 
   async start(): Promise<void> {
-    await this.#options.routing.subscribe(this.#options.gatewayId, (envelope) => this.#deliver(envelope));
+    await this.#options.routing.subscribe(
+      this.#options.gatewayId,
+      (envelope) => this.#deliver(envelope),
+      () => void this.#afterRoutingGap(),
+    );
     this.#ticker.start();
   }
 
@@ -254,6 +260,41 @@ export class Gateway {
       );
     }
     send(ws, { action: "welcome", connectionId: connection.id, gatewayId: this.#options.gatewayId });
+  }
+
+  /**
+   * The routing subscription was cut and is back (a Redis restart or a lost link): frames
+   * published meanwhile never reached this gateway, and a restarted Redis lost every session
+   * row, so the send service would count these users offline until each row's heartbeat came
+   * round (up to heartbeatMs). Every row is written again, in slices of RESYNC_SLICE, then
+   * every client is told to `resync`: it syncs after its cursors, and the history has it all.
+   */
+  async #afterRoutingGap(): Promise<void> {
+    const { log, limits } = this.#options;
+    const open = [...this.#connections.values()];
+    log.warn({ connections: open.length }, "routing was cut; rewriting session rows and resyncing clients");
+    // This gateway's other Redis link may come back later than the subscriber: retry the rows
+    // that failed (rows first, so what is sent after the resync finds its devices), for at most
+    // a heartbeat, after which the heartbeat's own renewals take over.
+    const deadline = performance.now() + limits.heartbeatMs;
+    let left = open;
+    for (let pauseMs = 100; left.length > 0; pauseMs = Math.min(2 * pauseMs, 2_000)) {
+      const failed: Connection[] = [];
+      for (let i = 0; i < left.length; i += RESYNC_SLICE) {
+        const slice = left.slice(i, i + RESYNC_SLICE).filter((c) => this.#connections.has(c.id));
+        const written = await Promise.allSettled(slice.map((c) => this.#writeSession(c)));
+        written.forEach((w, k) => {
+          if (w.status === "rejected") failed.push(slice[k]!);
+        });
+      }
+      left = failed;
+      if (left.length === 0 || performance.now() + pauseMs > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+    }
+    if (left.length > 0) {
+      log.warn({ failed: left.length }, "session rows not rewritten after the gap; the heartbeat retries");
+    }
+    for (const c of open) send(c.ws, { action: "resync" });
   }
 
   #writeSession(c: Connection): Promise<void> {

@@ -16,6 +16,9 @@ export class RedisRouting implements RoutingBus {
   readonly #subscriber: Redis;
   readonly #prefix: string;
   readonly #handlers = new Map<string, (envelope: RoutedEnvelope) => void>();
+  readonly #gaps = new Map<string, () => void>();
+  /** The subscriber lost its connection since it last listened (ioredis reconnects by itself). */
+  #cut = false;
 
   constructor(publisher: Redis, subscriber: Redis, prefix: string) {
     this.#publisher = publisher;
@@ -26,6 +29,31 @@ export class RedisRouting implements RoutingBus {
       if (!handler) return;
       for (const envelope of JSON.parse(text) as RoutedEnvelope[]) handler(envelope);
     });
+    subscriber.on("close", () => {
+      if (this.#handlers.size > 0) this.#cut = true;
+    });
+    subscriber.on("ready", () => {
+      if (!this.#cut) return;
+      this.#cut = false;
+      void this.#resubscribed();
+    });
+  }
+
+  /**
+   * After a reconnect: subscribe again explicitly (confirmed by Redis, so from here on every
+   * publish reaches us), then report the gap — whatever the gateway does about it reads state
+   * that is complete up to a moment the subscription already covers.
+   */
+  async #resubscribed(): Promise<void> {
+    for (const channel of this.#handlers.keys()) {
+      try {
+        await this.#subscriber.subscribe(channel);
+      } catch {
+        this.#cut = true; // cut again before it answered: the next "ready" retries
+        return;
+      }
+      this.#gaps.get(channel)?.();
+    }
   }
 
   #channel(gatewayId: string): string {
@@ -40,13 +68,19 @@ export class RedisRouting implements RoutingBus {
     return this.#publisher.publish(this.#channel(gatewayId), JSON.stringify(envelopes));
   }
 
-  async subscribe(gatewayId: string, handler: (envelope: RoutedEnvelope) => void): Promise<void> {
+  async subscribe(
+    gatewayId: string,
+    handler: (envelope: RoutedEnvelope) => void,
+    onGap?: () => void,
+  ): Promise<void> {
     const channel = this.#channel(gatewayId);
     this.#handlers.set(channel, handler);
+    if (onGap) this.#gaps.set(channel, onGap);
     await this.#subscriber.subscribe(channel);
   }
 
   async close(): Promise<void> {
     this.#handlers.clear();
+    this.#gaps.clear();
   }
 }
