@@ -158,3 +158,38 @@ test("CH-09 the offline outbox: sent while cut, resent after reconnect, stored o
   assert.equal(history.json.messages.length, 2);
   c.close();
 });
+
+test("CH-09 an answer lost on its way back: the outbox resends the same clientMsgId, the service answers with the first message, stored once", async () => {
+  const gil = await sys.token("gil");
+  const { json: chat } = await sys.api<{ id: string }>(gil, "POST", "/v1/conversations", {
+    kind: "direct",
+    members: ["hal"],
+  });
+  const stored = async () =>
+    (
+      await sys.api<{ messages: ClientMessage[] }>(
+        gil,
+        "GET",
+        `/v1/conversations/${chat.id}/messages?after=0`,
+      )
+    ).json.messages;
+  const { c } = client("gil");
+  c.watch(chat.id);
+  c.connect();
+  await until(() => c.connected, "connected");
+  // The frame reaches the service; its answer is held on the way back, then the link is cut.
+  proxy.setLatency(5_000, { direction: "down" });
+  const sending = c.send(chat.id, "is this stored twice?");
+  let rows: ClientMessage[] = [];
+  for (let i = 0; i < 200 && rows.length === 0; i++) {
+    rows = await stored();
+    if (rows.length === 0) await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  assert.equal(rows.length, 1, "the service stored the message before the answer was lost");
+  proxy.cutAll();
+  await proxy.heal();
+  const answered = await sending;
+  assert.equal(answered.id, rows[0]!.id, "the resend was answered with the first message");
+  assert.equal((await stored()).length, 1, "stored once");
+  c.close();
+});

@@ -261,6 +261,11 @@ contractSuite<HistorySubject>("chat history", historyBackends(), (it) => {
     assert.equal(await r("delivered", 2n), undefined, "a late receipt moves nothing back");
     const read = await r("read", 2n);
     assert.equal(read?.toSeq, 2n);
+    assert.deepEqual(
+      (await s.history.pointers(chatId, "bruno11")).map((p) => [p.deliveredSeq, p.readSeq]),
+      [[4n, 2n]],
+      "reading up to 2 leaves the delivered pointer at 4: neither pointer ever moves back",
+    );
     const messages = await s.history.after(chatId, "ana", 0n, 10);
     assert.deepEqual(
       messages.map((m) => [m.deliveredAtMs !== undefined, m.readAtMs !== undefined]),
