@@ -61,6 +61,27 @@ function put(url: string, body: Uint8Array, headers: Record<string, string>) {
   return fetch(url, { method: "PUT", headers, body });
 }
 
+/** A PUT with Transfer-Encoding: chunked (no Content-Length), as a streaming client sends. */
+function putChunked(
+  url: string,
+  body: Uint8Array,
+  contentType: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(new URL(url), { method: "PUT", headers: { "content-type": contentType } }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.on("error", reject);
+    req.write(body.subarray(0, 500));
+    req.end(body.subarray(500));
+  });
+}
+
 async function send(token: string, body: string, mediaId?: string) {
   return sys.api<{ message: ClientMessage; created: boolean }>(
     token,
@@ -175,6 +196,14 @@ test("CH-24 a pre-signed URL admits exactly what it was signed for; an object is
     400,
     "OBJECT_SIZE_MISMATCH",
   );
+  // Without Content-Length (chunked), the store counts: a short body is refused at its end, a long one at its first extra byte.
+  for (const size of [999, 1_001]) {
+    const chunked = await putChunked(url, bytesOf(size), "image/jpeg");
+    assert.equal(chunked.status, 400, `chunked, ${size} bytes`);
+    assert.equal(JSON.parse(chunked.body).code, "OBJECT_SIZE_MISMATCH");
+  }
+  const early = await send(ana, "not yet", json.media.id);
+  assert.equal(early.status, 409, "nothing was stored by the refused uploads");
   const tampered = url.replace(
     /sig=([^.]+)\.([^.]+)\.(.)/,
     (_m, kid, payload, c) => `sig=${kid}.${payload}.${c === "A" ? "B" : "A"}`,
