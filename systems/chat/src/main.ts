@@ -259,7 +259,10 @@ export async function main(
           onDelivered: (createdAt, count) => {
             if (!createdAt) return;
             const lagS = Math.max(0, clock.nowMs() - Date.parse(createdAt)) / 1_000;
-            for (let i = 0; i < count; i++) metrics.deliveryLag.observe(lagS);
+            // Once per message and gateway: its connections got it in the same turn. One observe
+            // per delivery was ~4% of a gateway's CPU at saturation (500-member groups, bench profile).
+            metrics.deliveryLag.observe(lagS);
+            metrics.deliveries.inc(count);
           },
         },
       });

@@ -19,8 +19,10 @@ export interface SystemMetrics {
   readonly connections: Gauge;
   /** Frames refused with an error frame, by code. */
   readonly frameErrors: Counter<"code">;
-  /** From the message's creation to its frame leaving this gateway. */
+  /** From the message's creation to its frame leaving this gateway, once per message and gateway. */
   readonly deliveryLag: Histogram;
+  /** Frames of messages written to this gateway's sockets. */
+  readonly deliveries: Counter;
   readonly pushes: Counter<"outcome">;
   /** CH-20: members a slice worker routed a channel message to. */
   readonly fanoutMembers: Counter<"slice">;
@@ -67,8 +69,13 @@ export function createMetrics(registry: Registry, build: { version: string }): S
     }),
     deliveryLag: new Histogram({
       name: "chat_delivery_lag_seconds",
-      help: "From a message's creation to its frame leaving this gateway",
+      help: "From a message's creation to its frame leaving this gateway, once per message and gateway",
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    }),
+    deliveries: new Counter({
+      name: "chat_deliveries_total",
+      help: "Message frames written to this gateway's sockets (one per connection reached)",
       registers,
     }),
     pushes: new Counter({
