@@ -120,6 +120,14 @@ export const configSchema = {
     max: 1_000_000,
     description: "New sockets per second a gateway accepts (CH-13: 500); past it the upgrade gets 503",
   }),
+  connectMaxWaitMs: field.durationMs({
+    env: "CHAT_CONNECT_MAX_WAIT_MS",
+    default: limits.connectMaxWaitMs,
+    min: 0,
+    max: 60_000,
+    description:
+      "Past the connection rate's burst a new socket waits this long at most for its slot, then gets 503 (0: refused at once)",
+  }),
   framesPerS: field.int({
     env: "CHAT_FRAMES_PER_S",
     default: limits.framesPerS,

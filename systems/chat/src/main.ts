@@ -248,6 +248,7 @@ export async function main(
           lifetimeMs: config.lifetimeMs,
           sessionTtlMs: 3 * config.heartbeatMs,
           connectRatePerS: config.connectRatePerS,
+          connectMaxWaitMs: config.connectMaxWaitMs,
           framesPerS: config.framesPerS,
           frameBurst: 2 * config.framesPerS,
           drainMs: config.drainMs,

@@ -38,7 +38,7 @@ test("CH-13 past the new-connection rate a gateway answers the upgrade 503; the 
     routing: new MemoryRouting(),
     clock: systemClock,
     // No drain spread: the sockets are already gone, and the default 5 s would be all the test waits for.
-    limits: { ...DEFAULT_GATEWAY_LIMITS, connectRatePerS: 3, drainMs: 50 },
+    limits: { ...DEFAULT_GATEWAY_LIMITS, connectRatePerS: 3, connectMaxWaitMs: 0, drainMs: 50 },
     log: { warn() {} },
   });
   await gateway.start();
@@ -62,6 +62,52 @@ test("CH-13 past the new-connection rate a gateway answers the upgrade 503; the 
     ),
   );
   assert.deepEqual(outcomes.sort(), ["503", "503", "open", "open", "open"]);
+  await gateway.drain();
+});
+
+test("CH-13 past the burst an upgrade waits for its slot at the rate, and one whose slot is too far away gets 503 at once", async () => {
+  const tokens = new UserTokens(Buffer.alloc(32, 7));
+  const gateway = new Gateway({
+    gatewayId: "gw-paced",
+    tokens,
+    backend: new BackendClient({ baseUrl: "http://127.0.0.1:1" }),
+    sessions: new MemorySessions(),
+    routing: new MemoryRouting(),
+    clock: systemClock,
+    limits: { ...DEFAULT_GATEWAY_LIMITS, connectRatePerS: 5, connectMaxWaitMs: 500, drainMs: 50 },
+    log: { warn() {} },
+  });
+  await gateway.start();
+  const server = createServer();
+  gateway.attach(server);
+  const host = await listen(server);
+  const { token } = await tokens.issue({ userId: "ana", deviceId: "phone", ttlS: 600, nowMs: Date.now() });
+  const startedAt = performance.now();
+  const outcomes = await Promise.all(
+    Array.from(
+      { length: 10 },
+      () =>
+        new Promise<{ outcome: string; atMs: number }>((resolve) => {
+          const ws = new WebSocket(`ws://${host}/v1/socket?token=${token}`);
+          const done = (outcome: string) => resolve({ outcome, atMs: performance.now() - startedAt });
+          ws.on("open", () => {
+            done("open");
+            ws.terminate();
+          });
+          ws.on("unexpected-response", (_req, res) => done(String(res.statusCode)));
+          ws.on("error", () => {});
+        }),
+    ),
+  );
+  const opened = outcomes
+    .filter((o) => o.outcome === "open")
+    .map((o) => o.atMs)
+    .sort((a, b) => a - b);
+  // A burst of 5, then slots 200 and 400 ms later (rate 5/s); the 8th slot (600 ms) is past the 500 ms wait.
+  assert.equal(opened.length, 7);
+  assert.equal(outcomes.filter((o) => o.outcome === "503").length, 3);
+  assert.ok(opened[5]! >= 190, `the 6th socket waited for its slot (${opened[5]} ms)`);
+  assert.ok(opened[6]! >= 390, `the 7th socket waited for the next one (${opened[6]} ms)`);
   await gateway.drain();
 });
 

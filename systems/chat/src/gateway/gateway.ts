@@ -50,6 +50,7 @@ import type { RoutedEnvelope, RoutingBus } from "../domain/routing.ts";
 import type { SessionTable } from "../domain/sessions.ts";
 import { TypingThrottle } from "../domain/typing.ts";
 import type { BackendClient } from "./backend-client.ts";
+import { ConnectPacer } from "./connect-pacer.ts";
 import { PartAssembler } from "./part-assembler.ts";
 
 export interface GatewayLimits {
@@ -59,6 +60,8 @@ export interface GatewayLimits {
   /** Session rows live this long past their last renewal (a few heartbeats). */
   readonly sessionTtlMs: number;
   readonly connectRatePerS: number;
+  /** Past the burst, an upgrade waits for its slot at most this long, then gets 503 (0: at once). */
+  readonly connectMaxWaitMs: number;
   readonly framesPerS: number;
   readonly frameBurst: number;
   /** Error frames in a row for flooding before the socket is closed with 1008. */
@@ -72,6 +75,7 @@ export const DEFAULT_GATEWAY_LIMITS: GatewayLimits = {
   lifetimeMs: 2 * 3_600_000,
   sessionTtlMs: 90_000,
   connectRatePerS: 500,
+  connectMaxWaitMs: 2_000,
   framesPerS: 50,
   frameBurst: 100,
   floodStrikesMax: 20,
@@ -145,7 +149,7 @@ export class Gateway {
   readonly #options: GatewayOptions;
   readonly #wss: WebSocketServer;
   readonly #connections = new Map<string, Connection>();
-  readonly #connectBucket: TokenBucket;
+  readonly #connectPacer: ConnectPacer;
   readonly #ticker: BackgroundLoop;
   #draining = false;
   #nextSlice = 0;
@@ -162,10 +166,10 @@ export class Gateway {
       perMessageDeflate: false,
     });
     const { limits, clock } = options;
-    this.#connectBucket = new TokenBucket({
-      capacity: limits.connectRatePerS,
+    this.#connectPacer = new ConnectPacer({
       ratePerS: limits.connectRatePerS,
-      nowMs: clock.monotonicMs(),
+      burst: limits.connectRatePerS,
+      maxWaitMs: limits.connectMaxWaitMs,
     });
     this.#ticker = new BackgroundLoop({
       name: "gateway heartbeat",
@@ -205,8 +209,13 @@ export class Gateway {
     const url = new URL(request.url ?? "/", "http://gateway");
     if (url.pathname !== (this.#options.path ?? "/v1/socket")) return refuse(socket, 404, "no socket here");
     if (this.#draining) return refuse(socket, 503, "draining; connect to another gateway");
-    if (!this.#connectBucket.tryTake(this.#options.clock.monotonicMs())) {
-      return refuse(socket, 503, "too many new connections; retry with backoff");
+    const waitMs = this.#connectPacer.reserve(this.#options.clock.monotonicMs());
+    if (waitMs === undefined) return refuse(socket, 503, "too many new connections; retry with backoff");
+    if (waitMs > 0) {
+      // CH-13's rate, paced: this upgrade's slot comes in waitMs (connect-pacer.ts).
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      if (socket.destroyed) return;
+      if (this.#draining) return refuse(socket, 503, "draining; connect to another gateway");
     }
     const header = request.headers.authorization;
     const token = header?.startsWith("Bearer ") ? header.slice(7).trim() : url.searchParams.get("token");
