@@ -28,7 +28,14 @@ async function listen(server: Server): Promise<string> {
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-test("CH-13 past the new-connection rate a gateway answers the upgrade 503; the connections inside it open", async () => {
+/**
+ * A gateway on a bare HTTP server with in-process sessions and routing, and `n` upgrades of one
+ * user at once: each one's outcome ("open" or the refusal's status) and when it came.
+ */
+async function connectAtOnce(
+  limits: Partial<typeof DEFAULT_GATEWAY_LIMITS>,
+  n: number,
+): Promise<{ outcome: string; atMs: number }[]> {
   const tokens = new UserTokens(Buffer.alloc(32, 7));
   const gateway = new Gateway({
     gatewayId: "gw-limits",
@@ -38,43 +45,7 @@ test("CH-13 past the new-connection rate a gateway answers the upgrade 503; the 
     routing: new MemoryRouting(),
     clock: systemClock,
     // No drain spread: the sockets are already gone, and the default 5 s would be all the test waits for.
-    limits: { ...DEFAULT_GATEWAY_LIMITS, connectRatePerS: 3, connectMaxWaitMs: 0, drainMs: 50 },
-    log: { warn() {} },
-  });
-  await gateway.start();
-  const server = createServer();
-  gateway.attach(server);
-  const host = await listen(server);
-  const { token } = await tokens.issue({ userId: "ana", deviceId: "phone", ttlS: 600, nowMs: Date.now() });
-  const outcomes = await Promise.all(
-    Array.from(
-      { length: 5 },
-      () =>
-        new Promise<string>((resolve) => {
-          const ws = new WebSocket(`ws://${host}/v1/socket?token=${token}`);
-          ws.on("open", () => {
-            resolve("open");
-            ws.terminate();
-          });
-          ws.on("unexpected-response", (_req, res) => resolve(String(res.statusCode)));
-          ws.on("error", () => {});
-        }),
-    ),
-  );
-  assert.deepEqual(outcomes.sort(), ["503", "503", "open", "open", "open"]);
-  await gateway.drain();
-});
-
-test("CH-13 past the burst an upgrade waits for its slot at the rate, and one whose slot is too far away gets 503 at once", async () => {
-  const tokens = new UserTokens(Buffer.alloc(32, 7));
-  const gateway = new Gateway({
-    gatewayId: "gw-paced",
-    tokens,
-    backend: new BackendClient({ baseUrl: "http://127.0.0.1:1" }),
-    sessions: new MemorySessions(),
-    routing: new MemoryRouting(),
-    clock: systemClock,
-    limits: { ...DEFAULT_GATEWAY_LIMITS, connectRatePerS: 5, connectMaxWaitMs: 500, drainMs: 50 },
+    limits: { ...DEFAULT_GATEWAY_LIMITS, ...limits, drainMs: 50 },
     log: { warn() {} },
   });
   await gateway.start();
@@ -85,7 +56,7 @@ test("CH-13 past the burst an upgrade waits for its slot at the rate, and one wh
   const startedAt = performance.now();
   const outcomes = await Promise.all(
     Array.from(
-      { length: 10 },
+      { length: n },
       () =>
         new Promise<{ outcome: string; atMs: number }>((resolve) => {
           const ws = new WebSocket(`ws://${host}/v1/socket?token=${token}`);
@@ -99,6 +70,17 @@ test("CH-13 past the burst an upgrade waits for its slot at the rate, and one wh
         }),
     ),
   );
+  await gateway.drain();
+  return outcomes;
+}
+
+test("CH-13 past the new-connection rate a gateway answers the upgrade 503; the connections inside it open", async () => {
+  const outcomes = await connectAtOnce({ connectRatePerS: 3, connectMaxWaitMs: 0 }, 5);
+  assert.deepEqual(outcomes.map((o) => o.outcome).sort(), ["503", "503", "open", "open", "open"]);
+});
+
+test("CH-13 past the burst an upgrade waits for its slot at the rate, and one whose slot is too far away gets 503 at once", async () => {
+  const outcomes = await connectAtOnce({ connectRatePerS: 5, connectMaxWaitMs: 500 }, 10);
   const opened = outcomes
     .filter((o) => o.outcome === "open")
     .map((o) => o.atMs)
@@ -108,7 +90,6 @@ test("CH-13 past the burst an upgrade waits for its slot at the rate, and one wh
   assert.equal(outcomes.filter((o) => o.outcome === "503").length, 3);
   assert.ok(opened[5]! >= 190, `the 6th socket waited for its slot (${opened[5]} ms)`);
   assert.ok(opened[6]! >= 390, `the 7th socket waited for the next one (${opened[6]} ms)`);
-  await gateway.drain();
 });
 
 test("CH-13 a backend call is bounded: a send service that never answers fails the call after the deadline, at most 29 s", async () => {
