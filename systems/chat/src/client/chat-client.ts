@@ -109,6 +109,8 @@ interface Pending {
 /** Message ids remembered per conversation for dedupe; older ones are below the cursor anyway. */
 const MAX_SEEN_IDS = 10_000;
 const FRAME_CHARS = 8_000;
+/** The send service's bound on a media caption (domain/media.ts MAX_CAPTION_CHARS; this file runs in the browser alone). */
+const MAX_CAPTION_CHARS = 4_096;
 const SYNC_PAGE = 200;
 /** Requests (conversations, presence) awaiting their answer, at most; the next is refused. */
 const MAX_REQUESTS = 32;
@@ -263,8 +265,8 @@ export class ChatClient {
     caption = "",
     clientMsgId: string = crypto.randomUUID(),
   ): Promise<ClientMessage> {
-    if (caption.length > FRAME_CHARS)
-      return Promise.reject(new RangeError(`a caption is at most ${FRAME_CHARS} characters`));
+    if (caption.length > MAX_CAPTION_CHARS)
+      return Promise.reject(new RangeError(`a caption is at most ${MAX_CAPTION_CHARS} characters`));
     return this.#enqueue({ chatId, clientMsgId, body: caption, mediaId });
   }
 
