@@ -102,7 +102,10 @@ process.exit(at === -1 ? 0 : Number(argv[at + 1]));
 `;
 
 export function makeFixtureRoot(systems: readonly FixtureSystem[]): string {
-  const root = mkdtempSync(join(tmpdir(), "casebook-cli-"));
+  // A directory of its own around the root: the CLI reads `../shared` beside a root, and a
+  // `shared` directory left in the system's tmpdir (another run's copy) must not become the map.
+  const root = join(mkdtempSync(join(tmpdir(), "casebook-cli-")), "repo");
+  mkdirSync(root);
   writeFileSync(
     join(root, "package.json"),
     JSON.stringify({ name: "fixture", private: true, workspaces: ["systems/*"] }),
@@ -128,7 +131,7 @@ export function makeFixtureRoot(systems: readonly FixtureSystem[]): string {
 }
 
 export function removeFixtureRoot(root: string): void {
-  rmSync(root, { recursive: true, force: true });
+  rmSync(dirname(root), { recursive: true, force: true });
 }
 
 /** A port the OS just handed out, then released: free unless another process races for it. */
