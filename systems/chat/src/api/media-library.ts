@@ -9,10 +9,11 @@
  * // the app PUTs the bytes to grant.upload.url, then sends a message with mediaId = grant.media.id
  * const ref = await media.refForSend("ana", grant.media.id); // { id, contentType, bytes, sha256 }
  */
+import { assert } from "@casebook/kit/assert";
 import type { Clock } from "@casebook/kit/clock";
 import { checkMediaRequest, type MediaRef, type SignedRequest, UPLOAD_URL_TTL_MS } from "../domain/media.ts";
 import { errors } from "../errors.ts";
-import { type MediaRow, type MediaStore, mediaRefOf } from "../store/media-store.ts";
+import type { MediaRow, MediaStore } from "../store/media-store.ts";
 import type { ObjectDirectory } from "../store/object-directory.ts";
 import type { MediaUrls } from "./media-urls.ts";
 
@@ -27,6 +28,9 @@ export interface MediaLibraryOptions {
   /** The object store's base URL as clients reach it (CHAT_MEDIA_URL); unset = the API's origin per request. */
   readonly publicUrl: string | undefined;
 }
+
+/** A media row whose bytes are stored (its digest known). */
+type StoredMedia = MediaRow & { readonly sha256: string };
 
 export interface MediaView {
   readonly media: Omit<MediaRef, "sha256"> & { sha256: string | null; status: "pending" | "stored" };
@@ -77,7 +81,7 @@ export class MediaLibrary {
    */
   async refForSend(senderId: string, mediaId: string): Promise<MediaRef> {
     const row = await this.#stored(senderId, mediaId);
-    return mediaRefOf(row);
+    return { id: mediaId, contentType: row.contentType, bytes: row.bytes, sha256: row.sha256 };
   }
 
   /** Step 4: the media and a URL to download it, for its uploader or a member who was sent it. */
@@ -93,17 +97,18 @@ export class MediaLibrary {
     };
   }
 
-  async #stored(viewer: string, mediaId: string): Promise<MediaRow> {
+  async #stored(viewer: string, mediaId: string): Promise<StoredMedia> {
     const row = await this.#o.rows.readableBy(BigInt(mediaId), viewer);
     if (row === undefined)
       throw errors.create("CHAT_MEDIA_NOT_FOUND", { fields: { field: "mediaId", mediaId } });
-    if (row.sha256 !== undefined) return row;
+    if (row.sha256 !== undefined) return row as StoredMedia;
     // Not yet seen stored: the PUT may have landed since (only the uploader can be here).
-    const stored =
-      (await this.#o.objects.size(mediaId)) === undefined ? undefined : await this.#o.objects.digest(mediaId);
+    const stored = await this.#o.objects.digest(mediaId);
     if (stored === undefined)
       throw errors.create("CHAT_MEDIA_NOT_UPLOADED", { fields: { field: "mediaId", mediaId } });
-    return this.#o.rows.markStored(row.id, stored.sha256, this.#o.clock.nowMs());
+    const marked = await this.#o.rows.markStored(row.id, stored.sha256, this.#o.clock.nowMs());
+    assert(marked.sha256 !== undefined, "a media marked stored has its digest");
+    return marked as StoredMedia;
   }
 
   #base(origin: string): string {
@@ -113,7 +118,9 @@ export class MediaLibrary {
 
 function viewOf(row: MediaRow): MediaView["media"] {
   return {
-    ...mediaRefOf(row),
+    id: String(row.id),
+    contentType: row.contentType,
+    bytes: row.bytes,
     sha256: row.sha256 ?? null,
     status: row.sha256 === undefined ? "pending" : "stored",
   };

@@ -44,22 +44,21 @@ export class MediaUrls {
   }
 
   upload(baseUrl: string, key: string, contentType: string, bytes: number): SignedRequest {
-    const sig = this.#tokens.sign({ k: key, m: "PUT", t: contentType, b: bytes }, UPLOAD_URL_TTL_MS);
-    return {
-      method: "PUT",
-      url: `${baseUrl}${OBJECTS_PATH}/${key}?sig=${sig}`,
-      headers: { "content-type": contentType, "content-length": String(bytes) },
-      expiresAtMs: this.#clock.nowMs() + UPLOAD_URL_TTL_MS,
-    };
+    const headers = { "content-type": contentType, "content-length": String(bytes) };
+    return this.#signed(baseUrl, { k: key, m: "PUT", t: contentType, b: bytes }, UPLOAD_URL_TTL_MS, headers);
   }
 
   download(baseUrl: string, key: string, contentType: string): SignedRequest {
-    const sig = this.#tokens.sign({ k: key, m: "GET", t: contentType }, DOWNLOAD_URL_TTL_MS);
+    return this.#signed(baseUrl, { k: key, m: "GET", t: contentType }, DOWNLOAD_URL_TTL_MS, {});
+  }
+
+  #signed(baseUrl: string, grant: Grant, ttlMs: number, headers: Record<string, string>): SignedRequest {
+    const sig = this.#tokens.sign(grant, ttlMs);
     return {
-      method: "GET",
-      url: `${baseUrl}${OBJECTS_PATH}/${key}?sig=${sig}`,
-      headers: {},
-      expiresAtMs: this.#clock.nowMs() + DOWNLOAD_URL_TTL_MS,
+      method: grant.m,
+      url: `${baseUrl}${OBJECTS_PATH}/${grant.k}?sig=${sig}`,
+      headers,
+      expiresAtMs: this.#clock.nowMs() + ttlMs,
     };
   }
 

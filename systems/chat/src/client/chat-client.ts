@@ -31,6 +31,7 @@
  * await client.send("42", "olá"); // resolves with the stored message once the service has it
  */
 import { type RandomSource, systemRandom } from "@casebook/kit/random";
+import { MAX_CAPTION_CHARS, type MediaRef } from "../domain/media.ts";
 import { ReconnectSchedule } from "./reconnect-schedule.ts";
 import { type TypingHeard, TypingState } from "./typing-state.ts";
 
@@ -50,7 +51,7 @@ export interface ClientMessage {
   /** Set on a tombstone (its body is empty). */
   deletedAt?: string | null;
   /** Media by reference (CH-24): GET /v1/media/{id} gives its download URL; `body` is the caption. */
-  media?: { id: string; contentType: string; bytes: number; sha256: string } | null;
+  media?: MediaRef | null;
 }
 
 export interface ClientConversation {
@@ -109,8 +110,6 @@ interface Pending {
 /** Message ids remembered per conversation for dedupe; older ones are below the cursor anyway. */
 const MAX_SEEN_IDS = 10_000;
 const FRAME_CHARS = 8_000;
-/** The send service's bound on a media caption (domain/media.ts MAX_CAPTION_CHARS; this file runs in the browser alone). */
-const MAX_CAPTION_CHARS = 4_096;
 const SYNC_PAGE = 200;
 /** Requests (conversations, presence) awaiting their answer, at most; the next is refused. */
 const MAX_REQUESTS = 32;

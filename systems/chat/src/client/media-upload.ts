@@ -10,6 +10,7 @@
  * await client.sendMedia(chatId, id, "look at this");
  * const bytes = await downloadMedia({ apiUrl, token, mediaId: id });
  */
+import type { MediaRef } from "../domain/media.ts";
 
 export interface MediaUploadInput {
   /** The send service's base URL (http://…:8102). */
@@ -20,12 +21,8 @@ export interface MediaUploadInput {
   readonly data: Uint8Array;
 }
 
-export interface UploadedMedia {
-  readonly id: string;
-  readonly contentType: string;
-  readonly bytes: number;
-  readonly sha256: string;
-}
+/** What `uploadMedia` stored: the reference a message then carries. */
+export type UploadedMedia = MediaRef;
 
 /** A refusal by the API or the object store: the status and the problem's code. */
 export class MediaRequestError extends Error {

@@ -55,8 +55,6 @@ export const MAX_CAPTION_CHARS = 4_096;
  */
 export const MEDIA_CONTENT_TYPE_PATTERN =
   /^(image|video|audio|application|text)\/[a-z0-9][a-z0-9.+-]{0,126}$/;
-/** A media id on the wire (and the object's key): a positive 63-bit decimal. */
-export const MEDIA_ID_PATTERN = /^[1-9][0-9]{0,18}$/;
 
 /** Why an upload request cannot be authorized (the field it names), or undefined. */
 export function checkMediaRequest(

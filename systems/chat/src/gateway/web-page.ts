@@ -18,6 +18,8 @@ import type { FastifyInstance } from "fastify";
 
 const FILES: Record<string, URL> = {
   "js/chat-client.ts": new URL("../client/chat-client.ts", import.meta.url),
+  // The client shares the domain's rules (the caption bound): /app/domain/media.ts from /app/js/.
+  "domain/media.ts": new URL("../domain/media.ts", import.meta.url),
   "js/media-upload.ts": new URL("../client/media-upload.ts", import.meta.url),
   "js/reconnect-schedule.ts": new URL("../client/reconnect-schedule.ts", import.meta.url),
   "js/typing-state.ts": new URL("../client/typing-state.ts", import.meta.url),

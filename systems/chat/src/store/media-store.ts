@@ -9,7 +9,7 @@
  * await rows.readableBy(id, "bruno"); // the row when bruno may see it, else undefined
  */
 import type { Database } from "@casebook/infra/sql/sql";
-import { MAX_PENDING_UPLOADS, type MediaRef } from "../domain/media.ts";
+import { MAX_PENDING_UPLOADS } from "../domain/media.ts";
 import { errors } from "../errors.ts";
 
 export interface MediaRow {
@@ -41,15 +41,6 @@ function rowOf(row: Row): MediaRow {
     bytes: Number(row.bytes),
     sha256: row.sha256 ?? undefined,
     uploadExpiresAtMs: row.upload_expires_at.getTime(),
-  };
-}
-
-export function mediaRefOf(row: MediaRow): MediaRef {
-  return {
-    id: String(row.id),
-    contentType: row.contentType,
-    bytes: row.bytes,
-    sha256: row.sha256 ?? "",
   };
 }
 
@@ -99,11 +90,6 @@ export class MediaStore {
     });
   }
 
-  async byId(id: bigint): Promise<MediaRow | undefined> {
-    const { rows } = await this.#db.query<Row>(`SELECT ${COLUMNS} FROM media WHERE id = $1`, [String(id)]);
-    return rows[0] && rowOf(rows[0]);
-  }
-
   /** Records the stored object's digest (once: a second call keeps the first). */
   async markStored(id: bigint, sha256: string, nowMs: number): Promise<MediaRow> {
     const { rows } = await this.#db.query<Row>(
@@ -122,8 +108,8 @@ export class MediaStore {
     const { rows } = await this.#db.query<Row>(
       `SELECT ${COLUMNS} FROM media md WHERE md.id = $1 AND (md.owner_id = $2 OR EXISTS (
          SELECT 1 FROM messages m JOIN members mb ON mb.chat_id = m.chat_id AND mb.user_id = $2
-         WHERE m.media IS NOT NULL AND m.media ->> 'id' = $3))`,
-      [String(id), viewer, String(id)],
+         WHERE m.media IS NOT NULL AND m.media ->> 'id' = $1::text))`,
+      [String(id), viewer],
     );
     return rows[0] && rowOf(rows[0]);
   }

@@ -22,7 +22,7 @@ import { createHash, randomUUID } from "node:crypto";
 import { createReadStream, type ReadStream } from "node:fs";
 import { link, mkdir, open, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { MEDIA_ID_PATTERN } from "../domain/media.ts";
+import { parseId } from "../domain/conversation.ts";
 import { errors } from "../errors.ts";
 
 export interface StoredObject {
@@ -31,20 +31,16 @@ export interface StoredObject {
 }
 
 function checkKey(key: string): string {
-  if (!MEDIA_ID_PATTERN.test(key)) throw errors.create("OBJECT_NOT_FOUND", { fields: { key } });
+  // A media id (a Snowflake as a decimal), checked before it names a path.
+  if (parseId(key) === undefined) throw errors.create("OBJECT_NOT_FOUND", { fields: { key } });
   return key;
 }
 
 export class ObjectDirectory {
   readonly #dir: string;
-  #made: Promise<unknown> | undefined;
 
   constructor(dir: string) {
     this.#dir = dir;
-  }
-
-  get dir(): string {
-    return this.#dir;
   }
 
   /** Stores exactly `bytes` bytes from `body` under `key`, all or nothing, first write wins. */
@@ -54,8 +50,7 @@ export class ObjectDirectory {
     bytes: number,
   ): Promise<StoredObject & { created: boolean }> {
     const final = join(this.#dir, checkKey(key));
-    this.#made ??= mkdir(this.#dir, { recursive: true });
-    await this.#made;
+    await mkdir(this.#dir, { recursive: true });
     const temp = join(this.#dir, `.upload-${key}-${randomUUID()}`);
     const file = await open(temp, "wx", 0o640);
     const hash = createHash("sha256");

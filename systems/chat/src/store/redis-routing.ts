@@ -15,8 +15,11 @@ export class RedisRouting implements RoutingBus {
   readonly #publisher: Redis;
   readonly #subscriber: Redis;
   readonly #prefix: string;
-  readonly #handlers = new Map<string, (envelope: RoutedEnvelope) => void>();
-  readonly #gaps = new Map<string, () => void>();
+  /** Per channel: its envelopes' handler and what to do after a gap. */
+  readonly #subscriptions = new Map<
+    string,
+    { handler: (envelope: RoutedEnvelope) => void; onGap: (() => void) | undefined }
+  >();
   /** The subscriber lost its connection since it last listened (ioredis reconnects by itself). */
   #cut = false;
 
@@ -25,12 +28,12 @@ export class RedisRouting implements RoutingBus {
     this.#subscriber = subscriber;
     this.#prefix = prefix;
     subscriber.on("message", (channel: string, text: string) => {
-      const handler = this.#handlers.get(channel);
-      if (!handler) return;
-      for (const envelope of JSON.parse(text) as RoutedEnvelope[]) handler(envelope);
+      const subscription = this.#subscriptions.get(channel);
+      if (!subscription) return;
+      for (const envelope of JSON.parse(text) as RoutedEnvelope[]) subscription.handler(envelope);
     });
     subscriber.on("close", () => {
-      if (this.#handlers.size > 0) this.#cut = true;
+      if (this.#subscriptions.size > 0) this.#cut = true;
     });
     subscriber.on("ready", () => {
       if (!this.#cut) return;
@@ -45,14 +48,14 @@ export class RedisRouting implements RoutingBus {
    * that is complete up to a moment the subscription already covers.
    */
   async #resubscribed(): Promise<void> {
-    for (const channel of this.#handlers.keys()) {
+    for (const [channel, { onGap }] of this.#subscriptions) {
       try {
         await this.#subscriber.subscribe(channel);
       } catch {
         this.#cut = true; // cut again before it answered: the next "ready" retries
         return;
       }
-      this.#gaps.get(channel)?.();
+      onGap?.();
     }
   }
 
@@ -74,13 +77,11 @@ export class RedisRouting implements RoutingBus {
     onGap?: () => void,
   ): Promise<void> {
     const channel = this.#channel(gatewayId);
-    this.#handlers.set(channel, handler);
-    if (onGap) this.#gaps.set(channel, onGap);
+    this.#subscriptions.set(channel, { handler, onGap });
     await this.#subscriber.subscribe(channel);
   }
 
   async close(): Promise<void> {
-    this.#handlers.clear();
-    this.#gaps.clear();
+    this.#subscriptions.clear();
   }
 }
