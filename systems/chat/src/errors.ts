@@ -49,6 +49,11 @@ export const errors = defineErrors({
     message:
       "Typing and presence are not fanned out to a channel's members (up to 100,000); they work in direct chats and groups.",
   },
+  CHAT_PRESENCE_WATCHES: {
+    status: 409,
+    message:
+      "A socket watches the presence of at most 4 conversations at once; stop one (presence with watch: false) first.",
+  },
   CHAT_CURSOR_CONFLICT: {
     status: 400,
     message: "Send either `after` (ascending) or `before` (newest first), not both.",

@@ -37,6 +37,7 @@ import { UserTokens } from "./api/user-tokens.ts";
 import { PushClient } from "./clients/push-client.ts";
 import { configSchema, loadSystemConfig, type SystemConfig } from "./config.ts";
 import { CommitOffsets } from "./domain/commit-offsets.ts";
+import type { PresenceBus } from "./domain/presence.ts";
 import { PushPath } from "./domain/push-path.ts";
 import type { RoutingBus } from "./domain/routing.ts";
 import { noPush, type OfflinePort, SendPath } from "./domain/send-path.ts";
@@ -50,11 +51,13 @@ import type { MainOptions, RunningSystem } from "./running-system.ts";
 import { gatewayKillScenario } from "./scenarios/gateway-kill-scenario.ts";
 import { HistoryStore } from "./store/history-store.ts";
 import { MediaStore } from "./store/media-store.ts";
+import { MemoryPresenceBus } from "./store/memory-presence-bus.ts";
 import { MemoryRouting } from "./store/memory-routing.ts";
 import { MemorySessions } from "./store/memory-sessions.ts";
 import { migrateChatStore } from "./store/migrate.ts";
 import { ObjectDirectory } from "./store/object-directory.ts";
 import { PushTokenStore } from "./store/push-token-store.ts";
+import { RedisPresenceBus } from "./store/redis-presence-bus.ts";
 import { RedisRouting } from "./store/redis-routing.ts";
 import { RedisSessions } from "./store/redis-sessions.ts";
 import { ChannelFanout } from "./workers/channel-fanout.ts";
@@ -70,10 +73,16 @@ const ROUTING_REDIS_TIMEOUT_MS = 2_000;
 interface Shared {
   sessions: SessionTable;
   routing: RoutingBus;
+  presence: PresenceBus;
 }
 
 async function sharedState(config: SystemConfig, service: Service, clock: Clock): Promise<Shared> {
-  if (config.redisUrl === undefined) return { sessions: new MemorySessions(), routing: new MemoryRouting() };
+  if (config.redisUrl === undefined)
+    return {
+      sessions: new MemorySessions(),
+      routing: new MemoryRouting(),
+      presence: new MemoryPresenceBus(),
+    };
   // Auto-pipelining: a routing batch's lookup and its publishes (one per gateway) leave in one
   // write. The 250 ms default bound is ioredis's timer, checked before the socket is read: on a
   // busy event loop it fired with the reply already there and dropped live deliveries. Routing
@@ -91,6 +100,7 @@ async function sharedState(config: SystemConfig, service: Service, clock: Clock)
   return {
     sessions: new RedisSessions(redis, config.redisPrefix, () => clock.nowMs()),
     routing: new RedisRouting(redis, subscriber, config.redisPrefix),
+    presence: new RedisPresenceBus(redis, subscriber, config.redisPrefix),
   };
 }
 
@@ -240,6 +250,7 @@ export async function main(
         backend,
         sessions: shared.sessions,
         routing: shared.routing,
+        presence: shared.presence,
         clock,
         limits: {
           ...DEFAULT_GATEWAY_LIMITS,

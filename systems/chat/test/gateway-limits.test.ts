@@ -13,6 +13,7 @@ import { UserTokens } from "../src/api/user-tokens.ts";
 import { loadSystemConfig } from "../src/config.ts";
 import { BackendClient, MAX_BACKEND_DEADLINE_MS } from "../src/gateway/backend-client.ts";
 import { DEFAULT_GATEWAY_LIMITS, Gateway } from "../src/gateway/gateway.ts";
+import { MemoryPresenceBus } from "../src/store/memory-presence-bus.ts";
 import { MemoryRouting } from "../src/store/memory-routing.ts";
 import { MemorySessions } from "../src/store/memory-sessions.ts";
 
@@ -43,6 +44,7 @@ async function connectAtOnce(
     backend: new BackendClient({ baseUrl: "http://127.0.0.1:1" }),
     sessions: new MemorySessions(),
     routing: new MemoryRouting(),
+    presence: new MemoryPresenceBus(),
     clock: systemClock,
     // No drain spread: the sockets are already gone, and the default 5 s would be all the test waits for.
     limits: { ...DEFAULT_GATEWAY_LIMITS, ...limits, drainMs: 50 },

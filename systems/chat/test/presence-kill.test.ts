@@ -4,7 +4,9 @@
  * Redis pub/sub (CH-04); when gateway A is SIGKILLed — no disconnect hook runs — its users go
  * offline within the session TTL (3 heartbeats), because presence reads ignore expired
  * session rows (CH-16), while the users of the live gateway B stay online (its heartbeat
- * renews their rows).
+ * renews their rows). A socket on B watching the group's presence is pushed Ana's connect to A
+ * (a poke through Redis) and, with no poke at all, her going offline after the kill (B's
+ * heartbeat re-read), within the TTL plus one heartbeat.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -18,7 +20,7 @@ const ISSUER = "issuer-token-for-the-presence-test";
 const HEARTBEAT_MS = 1_000;
 const SESSION_TTL_MS = 3 * HEARTBEAT_MS;
 
-test("CH-16 CH-04 a SIGKILLed gateway's users are offline within the session TTL; typing crosses gateways", async (t) => {
+test("CH-16 CH-04 a SIGKILLed gateway's users are offline within the session TTL, and pushed so to a watcher; typing crosses gateways", async (t) => {
   const dbUrl = await requirePostgres(t);
   const redisUrl = dbUrl && (await requireRedis(t));
   if (!dbUrl || !redisUrl) return;
@@ -59,10 +61,17 @@ test("CH-16 CH-04 a SIGKILLed gateway's users are offline within the session TTL
     return Object.fromEntries(users.map((u) => [u.userId, u.online]));
   };
 
-  const anaSocket = await TestSocket.open(gwA.url, ana);
+  // Bruno watches the group's presence from gateway B before Ana connects to gateway A.
   const brunoSocket = await TestSocket.open(gwB.url, bruno);
-  sockets.push(anaSocket, brunoSocket);
+  sockets.push(brunoSocket);
+  brunoSocket.send({ action: "presence", ref: "watch", chatId, watch: true });
+  await brunoSocket.next((f) => f.ref === "watch");
+  const anaSocket = await TestSocket.open(gwA.url, ana);
+  sockets.push(anaSocket);
   assert.deepEqual(await online(), { ana: true, bruno: true });
+  // Pushed across gateways: A pokes Ana's presence channel in Redis, B reads her rows and pushes.
+  const pushedOnline = await brunoSocket.next((f) => f.action === "presence-changed");
+  assert.deepEqual(pushedOnline.users, [{ userId: "ana", online: true, devices: ["phone"] }]);
 
   // CH-04: typing from gateway A reaches gateway B through the same routing as messages.
   anaSocket.send({ action: "typing", chatId });
@@ -81,5 +90,17 @@ test("CH-16 CH-04 a SIGKILLed gateway's users are offline within the session TTL
     after,
     { ana: false, bruno: true },
     "the killed gateway's user is offline; the live one's is not",
+  );
+  // Nobody poked: gateway B's heartbeat re-read pushes it, within the TTL plus one heartbeat.
+  const pushedOffline = await brunoSocket.next(
+    (f) => f.action === "presence-changed",
+    SESSION_TTL_MS + 2 * HEARTBEAT_MS,
+  );
+  const pushedAfterMs = Date.now() - killedAtMs;
+  console.log(`presence: ana's offline pushed to bruno ${pushedAfterMs} ms after the SIGKILL`);
+  assert.deepEqual(pushedOffline.users, [{ userId: "ana", online: false, devices: [] }]);
+  assert.ok(
+    pushedAfterMs <= SESSION_TTL_MS + HEARTBEAT_MS + 500,
+    `pushed ${pushedAfterMs} ms after the kill; bound TTL + a heartbeat (${SESSION_TTL_MS + HEARTBEAT_MS} ms)`,
   );
 });

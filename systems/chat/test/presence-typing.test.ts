@@ -103,7 +103,7 @@ describe("on a running system", () => {
     }
   });
 
-  test("the client library: typing announced, shown to the other member, ended by that user's message; presence asked", async () => {
+  test("the client library: typing announced, shown to the other member, ended by that user's message; presence asked and watched", async () => {
     const chatId = await chat("group", "ivo", ["jade"]);
     const url = `${sys.running.url.replace(/^http/, "ws")}/v1/socket`;
     const ivo = new ChatClient({ url, token: () => sys.token("ivo") });
@@ -131,6 +131,14 @@ describe("on a running system", () => {
           ["jade", true],
         ],
       );
+      const heard: Record<string, boolean> = {};
+      jade.onPresence((users) => {
+        for (const u of users) heard[u.userId] = u.online;
+      });
+      await jade.watchPresence(chatId);
+      assert.deepEqual(heard, { ivo: true, jade: true }, "the watch answers the members' presence now");
+      ivo.close();
+      await until(() => heard.ivo === false, "jade is pushed ivo going offline");
     } finally {
       ivo.close();
       jade.close();
@@ -169,6 +177,46 @@ describe("on a running system", () => {
     while ((await presence()).find((u) => u.userId === "eli")?.online)
       await new Promise((resolve) => setTimeout(resolve, 20));
     doraSocket.ws.terminate();
+  });
+
+  test("CH-16 a socket watching presence is pushed a member's connect and clean disconnect; a bad watch is refused naming the field", async () => {
+    const chatId = await chat("group", "lia", ["mel"]);
+    const lia = await TestSocket.open(sys.running.url, await sys.token("lia"));
+    try {
+      lia.send({ action: "presence", ref: "w", chatId, watch: true });
+      const answer = await lia.next((f) => f.ref === "w");
+      assert.equal(answer.watching, true);
+      assert.deepEqual(
+        (answer.users as { userId: string; online: boolean }[]).map((u) => [u.userId, u.online]),
+        [
+          ["lia", true],
+          ["mel", false],
+        ],
+      );
+      const mel = await TestSocket.open(sys.running.url, await sys.token("mel"));
+      const online = await lia.next((f) => f.action === "presence-changed");
+      assert.deepEqual(online.users, [{ userId: "mel", online: true, devices: ["phone"] }]);
+      mel.ws.close();
+      await mel.closed();
+      const offline = await lia.next((f) => f.action === "presence-changed");
+      assert.deepEqual(offline.users, [{ userId: "mel", online: false, devices: [] }]);
+      lia.send({ action: "presence", ref: "stop", chatId, watch: false });
+      assert.equal((await lia.next((f) => f.ref === "stop")).watching, false);
+      const melAgain = await TestSocket.open(sys.running.url, await sys.token("mel"));
+      lia.send({ action: "ping", ref: "after-stop" });
+      await lia.next((f) => f.ref === "after-stop");
+      melAgain.ws.terminate();
+      assert.equal(
+        lia.frames.filter((f) => f.action === "presence-changed").length,
+        2,
+        "nothing after watch: false",
+      );
+      lia.send({ action: "presence", ref: "bad", chatId, watch: "yes" });
+      const bad = await lia.next((f) => f.ref === "bad");
+      assert.deepEqual([bad.action, bad.code, bad.field], ["error", "FRAME_INVALID", "watch"]);
+    } finally {
+      lia.ws.terminate();
+    }
   });
 
   test("a channel gets no typing or presence fan-out: 409 CHAT_FANOUT_CHANNEL naming chatId; a stranger's chat is 404", async () => {

@@ -21,7 +21,8 @@
  * with `kind` "edit" or "delete" and `targetId` — the app applies them to the message it
  * shows. `conversations()` lists yours with unread counts (derived from the read pointers);
  * `typing(chatId)` announces typing (throttled here), `onTyping`/`typers(chatId)` show who
- * types (each indicator expires); `presence(chatId)` asks who of the members is online.
+ * types (each indicator expires); `presence(chatId)` asks who of the members is online, and
+ * `watchPresence(chatId)` + `onPresence` keep it pushed as members connect and disconnect.
  *
  * @example
  * const client = new ChatClient({ url: "ws://127.0.0.1:8102/v1/socket", token: () => fetchToken() });
@@ -128,6 +129,9 @@ export class ChatClient {
   readonly #onReceipt: ((r: ClientReceipt) => void)[] = [];
   readonly #onState: ((state: "open" | "closed", code?: number) => void)[] = [];
   readonly #onTyping: ((chatId: string, typers: string[]) => void)[] = [];
+  readonly #onPresence: ((users: ClientPresence[]) => void)[] = [];
+  /** Conversations whose members' presence is pushed; watched again after every reconnect. */
+  readonly #presenceChats = new Set<string>();
   readonly #typing = new TypingState();
   readonly #requests = new Map<
     string,
@@ -186,6 +190,34 @@ export class ChatClient {
   async presence(chatId: string): Promise<ClientPresence[]> {
     const answer = await this.#request({ action: "presence", chatId });
     return answer.users as ClientPresence[];
+  }
+
+  /**
+   * Keeps the members' presence pushed (CH-16): resolves with it now (empty while not
+   * connected), then `onPresence` hears each change; the watch is renewed after every reconnect.
+   * At most 4 conversations at once per socket (the gateway refuses a fifth).
+   */
+  async watchPresence(chatId: string): Promise<ClientPresence[]> {
+    this.#presenceChats.add(chatId);
+    return this.#open ? this.#watchPresenceNow(chatId) : [];
+  }
+
+  /** Stops pushing this conversation's presence. */
+  async unwatchPresence(chatId: string): Promise<void> {
+    if (!this.#presenceChats.delete(chatId) || !this.#open) return;
+    await this.#request({ action: "presence", chatId, watch: false });
+  }
+
+  /** Members' presence as read on a watch, and each change of a watched member after it. */
+  onPresence(cb: (users: ClientPresence[]) => void): void {
+    this.#onPresence.push(cb);
+  }
+
+  async #watchPresenceNow(chatId: string): Promise<ClientPresence[]> {
+    const answer = await this.#request({ action: "presence", chatId, watch: true });
+    const users = answer.users as ClientPresence[];
+    for (const cb of this.#onPresence) cb(users);
+    return users;
   }
 
   /** Edits your message: resolves with the stored edit event (resent until answered, like a send). */
@@ -401,6 +433,9 @@ export class ChatClient {
         this.#typing.heard(frame as unknown as TypingHeard, Date.now());
         for (const cb of this.#onTyping) cb(frame.chatId as string, this.typers(frame.chatId as string));
         return;
+      case "presence-changed":
+        for (const cb of this.#onPresence) cb(frame.users as ClientPresence[]);
+        return;
       case "conversations":
       case "presence": {
         const request = this.#requests.get(frame.ref as string);
@@ -418,6 +453,7 @@ export class ChatClient {
     clearInterval(this.#ping);
     this.#ping = setInterval(() => this.#frame({ action: "ping" }), this.#options.pingEveryMs ?? 60_000);
     for (const chatId of this.#cursors.keys()) this.#sync(chatId);
+    for (const chatId of this.#presenceChats) this.#watchPresenceNow(chatId).catch(() => {});
     for (const pending of this.#outbox.values()) this.#transmit(pending);
   }
 

@@ -14,7 +14,8 @@
  *   conversations {ref}     yours, with unread counts     → conversations {ref, conversations}
  *   typing   {chatId}       the user is typing (ephemeral) → typing {chatId, userId, deviceId, expiresInMs}
  *                                                          to the other members' live devices
- *   presence {ref, chatId}  who of the members is online  → presence {ref, chatId, users}
+ *   presence {ref, chatId, watch?}  who of the members is online  → presence {ref, chatId, users};
+ *            watch: true also pushes presence-changed {users} on every change, false stops
  *   sync     {ref, chatId, after, limit?}                  → history {ref, chatId, messages, next}
  *   ack      {chatId, seq}   delivered up to seq (CH-11)   → receipt to the senders
  *   read     {chatId, seq}   displayed up to seq (CH-11)   → receipt to the senders
@@ -22,6 +23,7 @@
  *   ping     {ref?}          the app heartbeat (CH-12/13)  → pong {ref}
  * gateway → client
  *   message  {message}  ·  message-part {id, index, count, data}  ·  receipt {...}  ·  typing {...}
+ *   presence-changed {users: [{userId, online, devices}]}   a watched member's devices changed
  *   resync   {}         the gateway's routing was cut (its Redis restarted or the link dropped):
  *                       live frames may have been lost — sync every conversation after your cursor
  *   error    {ref?, code, message, field?}   a bad frame, answered, never stored
@@ -73,7 +75,8 @@ export type ClientFrame =
     }
   | { action: "delete"; ref: string | undefined; chatId: bigint; messageId: bigint }
   | { action: "conversations"; ref: string | undefined }
-  | { action: "typing" | "presence"; ref: string | undefined; chatId: bigint }
+  | { action: "typing"; ref: string | undefined; chatId: bigint }
+  | { action: "presence"; ref: string | undefined; chatId: bigint; watch: boolean | undefined }
   | { action: "sync"; ref: string | undefined; chatId: bigint; after: bigint; limit: number }
   | { action: "ack" | "read"; ref: string | undefined; chatId: bigint; seq: bigint }
   | { action: "refresh"; ref: string | undefined; token: string }
@@ -188,7 +191,10 @@ export function parseFrame(text: string): FrameParse {
     case "presence": {
       const id = chatId();
       if (id === undefined) return bad("chatId is a decimal id string", "chatId", ref);
-      return { ok: true, frame: { action: f.action, ref, chatId: id } };
+      if (f.action === "typing") return { ok: true, frame: { action: "typing", ref, chatId: id } };
+      if (f.watch !== undefined && typeof f.watch !== "boolean")
+        return bad("watch is true (push changes) or false (stop)", "watch", ref);
+      return { ok: true, frame: { action: "presence", ref, chatId: id, watch: f.watch } };
     }
     case "sync": {
       const id = chatId();

@@ -7,8 +7,14 @@
  * nobody left to remove anything — show offline within the session TTL (3 × CHAT_HEARTBEAT_MS:
  * 90 s by default), because reads ignore expired rows.
  *
- * Asked for per conversation (its members, ≤ 1,024: never a channel), on the API or the socket.
- * Presence is read when asked, not pushed on every change.
+ * Asked for per conversation (its members, ≤ 1,024: never a channel), on the API or the socket;
+ * and pushed to a socket that watches the conversation (`presence {chatId, watch: true}`,
+ * gateway/presence-watch.ts): a gateway pokes a user's presence channel when it opens or closes
+ * one of the user's sockets, and the gateways watching that user read the table again and push
+ * what changed. Pub/sub may lose a poke and a SIGKILLed gateway pokes nothing, so each watching
+ * gateway also re-reads its watched users once per heartbeat: a change is pushed at once on a
+ * clean connect or disconnect, within a heartbeat after a lost poke, and within the session TTL
+ * plus a heartbeat after a gateway dies.
  *
  * @example
  * presenceOf(["ana", "bruno"], await sessions.lookup(["ana", "bruno"], nowMs));
@@ -22,6 +28,22 @@ export interface UserPresence {
   /** The devices with a live socket, sorted. */
   readonly devices: string[];
 }
+
+/**
+ * Who might have changed: a poke names a user, never a state — the watchers read the session
+ * table after it, so a poke can be late, doubled or out of order and what they push is still
+ * the table's latest. Redis pub/sub (`store/redis-presence-bus.ts`) or in process.
+ */
+export interface PresenceBus {
+  /** Tells the gateways watching `userId` that one of its sockets opened or closed. */
+  poke(userId: string): Promise<void>;
+  /** `listener` hears the pokes of these users from when this resolves (confirmed). */
+  listen(listener: PresenceListener, userIds: readonly string[]): Promise<void>;
+  /** `listener` stops hearing these users. */
+  unlisten(listener: PresenceListener, userIds: readonly string[]): Promise<void>;
+}
+
+export type PresenceListener = (userId: string) => void;
 
 /** The presence of `userIds` given their live session rows (expired ones already ignored). */
 export function presenceOf(userIds: readonly string[], liveRows: readonly SessionRow[]): UserPresence[] {

@@ -20,6 +20,7 @@ import {
   type SendBatchItem,
   type SendBatchResult,
 } from "../api/send-batch-routes.ts";
+import type { UserPresence } from "../domain/presence.ts";
 import type { MessageJson } from "../domain/wire.ts";
 import { errors } from "../errors.ts";
 
@@ -189,11 +190,7 @@ export class BackendClient {
   }
 
   presence(token: string, input: { chatId: string }) {
-    return this.#call<{ users: Record<string, unknown>[] }>(
-      token,
-      "GET",
-      `/v1/conversations/${input.chatId}/presence`,
-    );
+    return this.#call<{ users: UserPresence[] }>(token, "GET", `/v1/conversations/${input.chatId}/presence`);
   }
 
   history(token: string, input: { chatId: string; after: string; limit: number }) {

@@ -46,12 +46,14 @@ import {
   parseFrame,
   splitOutgoing,
 } from "../domain/frames.ts";
+import type { PresenceBus } from "../domain/presence.ts";
 import type { RoutedEnvelope, RoutingBus } from "../domain/routing.ts";
 import type { SessionTable } from "../domain/sessions.ts";
 import { TypingThrottle } from "../domain/typing.ts";
 import type { BackendClient } from "./backend-client.ts";
 import { ConnectPacer } from "./connect-pacer.ts";
 import { PartAssembler } from "./part-assembler.ts";
+import { PresenceWatch } from "./presence-watch.ts";
 
 export interface GatewayLimits {
   readonly heartbeatMs: number;
@@ -102,6 +104,8 @@ export interface GatewayOptions {
   >;
   readonly sessions: SessionTable;
   readonly routing: RoutingBus;
+  /** Pokes when a user's socket opens or closes here; pushes to the sockets watching presence. */
+  readonly presence: PresenceBus;
   readonly clock: Clock;
   readonly limits: GatewayLimits;
   readonly log: GatewayLog;
@@ -151,6 +155,8 @@ export class Gateway {
   readonly #connections = new Map<string, Connection>();
   readonly #connectPacer: ConnectPacer;
   readonly #ticker: BackgroundLoop;
+  readonly #presenceWatch: PresenceWatch;
+  readonly #presenceSweep: BackgroundLoop;
   #draining = false;
   #nextSlice = 0;
   /** Sockets corked by this turn's deliveries (#corkForTurn). */
@@ -183,6 +189,26 @@ export class Gateway {
       failureBackoff: { capMs: limits.heartbeatMs, jitter: "none" },
       onError: (err) => options.log.warn({ err }, "gateway tick failed"),
     });
+    this.#presenceWatch = new PresenceWatch({
+      bus: options.presence,
+      sessions: options.sessions,
+      nowMs: () => clock.nowMs(),
+      push: (connectionId, frame) => {
+        const c = this.#connections.get(connectionId);
+        if (c) send(c.ws, frame);
+      },
+      onError: (err) => options.log.warn({ err }, "presence push failed; the next heartbeat reads again"),
+    });
+    this.#presenceSweep = new BackgroundLoop({
+      name: "gateway presence sweep",
+      round: async () => {
+        await this.#presenceWatch.sweep();
+        return false;
+      },
+      idleMs: limits.heartbeatMs,
+      failureBackoff: { capMs: limits.heartbeatMs, jitter: "none" },
+      onError: (err) => options.log.warn({ err }, "presence sweep failed"),
+    });
   }
 
   get connectionCount(): number {
@@ -196,6 +222,7 @@ export class Gateway {
       () => void this.#afterRoutingGap(),
     );
     this.#ticker.start();
+    this.#presenceSweep.start();
   }
 
   /** Takes over the server's upgrade requests on the socket path. */
@@ -268,7 +295,13 @@ export class Gateway {
         "session row not written; the heartbeat retries",
       );
     }
+    this.#poke(connection.userId);
     send(ws, { action: "welcome", connectionId: connection.id, gatewayId: this.#options.gatewayId });
+  }
+
+  /** Tells the gateways watching this user that its sockets changed (best effort: they re-read each heartbeat). */
+  #poke(userId: string): void {
+    this.#options.presence.poke(userId).catch(() => {});
   }
 
   /**
@@ -319,8 +352,12 @@ export class Gateway {
   #closed(c: Connection): void {
     if (!this.#connections.delete(c.id)) return;
     this.#options.metrics?.onConnections(this.#connections.size);
+    this.#presenceWatch.forget(c.id);
     // CH-16: best effort; the row's TTL is the safety net when this never runs.
-    this.#options.sessions.remove(c.userId, c.deviceId, c.id).catch(() => {});
+    this.#options.sessions
+      .remove(c.userId, c.deviceId, c.id)
+      .then(() => this.#poke(c.userId))
+      .catch(() => {});
   }
 
   async #onFrame(c: Connection, text: string, isBinary: boolean): Promise<void> {
@@ -400,11 +437,16 @@ export class Gateway {
         await backend.typing(c.token, { chatId: String(frame.chatId) });
         return;
       case "presence": {
-        const answer = await backend.presence(c.token, { chatId: String(frame.chatId) });
+        const chatId = String(frame.chatId);
+        if (frame.watch === false) await this.#presenceWatch.unwatch(c.id, chatId);
+        const answer = await backend.presence(c.token, { chatId });
+        if (frame.watch === true && this.#connections.has(c.id))
+          await this.#presenceWatch.watch(c.id, chatId, answer.users);
         return this.#sendLarge(c, `presence-${frame.ref ?? randomUUID()}`, {
           action: "presence",
           ref: frame.ref,
-          chatId: String(frame.chatId),
+          chatId,
+          ...(frame.watch === undefined ? {} : { watching: frame.watch }),
           ...answer,
         });
       }
@@ -536,6 +578,7 @@ export class Gateway {
   async drain(): Promise<void> {
     this.#draining = true;
     await this.#ticker.stop();
+    await this.#presenceSweep.stop();
     const open = [...this.#connections.values()];
     const spacingMs = open.length > 0 ? this.#options.limits.drainMs / open.length : 0;
     for (const c of open) {
