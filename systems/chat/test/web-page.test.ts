@@ -20,7 +20,7 @@ after(async () => {
   await sys?.close();
 });
 
-test("CH-01 CH-05 two browser users talk; one goes away and comes back to everything once, in order; edit/delete buttons, unread counts, a reload resuming after its cursor", async (t) => {
+test("CH-01 CH-05 two browser users talk; one goes away and comes back to everything once, in order; edit/delete buttons, unread counts, who is online, a reload resuming after its cursor", async (t) => {
   const browser = await requireBrowser(t);
   if (!browser) return;
   const ana = await sys.token("ana", "browser");
@@ -39,11 +39,15 @@ test("CH-01 CH-05 two browser users talk; one goes away and comes back to everyt
   };
   await anaPage.waitForSelector("#status:text('open')");
   await brunoPage.waitForSelector("#status:text('open')");
+  // CH-16: each page shows who is online, pushed as the other connects and leaves.
+  await anaPage.waitForSelector('#online[data-online="ana,bruno"]');
   await say(anaPage, "oi bruno");
   await brunoPage.waitForSelector("#messages li:nth-child(1)");
   await say(brunoPage, "oi ana");
   await anaPage.waitForSelector("#messages li:nth-child(2)");
   await brunoPage.close(); // bruno closes the app
+  await anaPage.waitForSelector('#online[data-online="ana"]');
+  assert.equal(await anaPage.textContent("#online"), "online: ana");
   for (const text of ["você sumiu", "volta", "três"]) await say(anaPage, text);
   await anaPage.waitForSelector("#messages li:nth-child(5)");
   brunoPage = await browser.openPage(pageUrl(bruno)); // and opens it again

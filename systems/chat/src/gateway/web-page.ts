@@ -5,8 +5,8 @@
  * map resolves `@casebook/kit/…` to the kit files the client uses — no bundler, no build
  * step. The page takes its user token and conversation from the URL fragment
  * (`/app#token=…&chat=…`), which never reaches a server log. It lists the user's
- * conversations with their unread counts, offers edit and delete on the user's own
- * messages, and keeps what it showed and its cursor in the tab's sessionStorage, so a
+ * conversations with their unread counts, who of the members is online (pushed), offers edit
+ * and delete on the user's own messages, and keeps what it showed and its cursor in the tab's sessionStorage, so a
  * reload resumes after the cursor instead of fetching the history from the start.
  *
  * @example
@@ -36,6 +36,7 @@ const PAGE = `<!doctype html>
 <nav aria-label="conversations"><ul id="conversations"></ul></nav>
 <ul id="messages"></ul>
 <p id="typing"></p>
+<p id="online" data-online=""></p>
 <form id="form"><label for="text">message</label> <input id="text" autocomplete="off" size="40"> <button id="send">send</button></form>
 <script type="module">
 import { ChatClient } from "/app/js/chat-client.ts";
@@ -138,6 +139,16 @@ window.addEventListener("hashchange", () => location.reload());
 setInterval(refreshList, 3000);
 client.onTyping((id, typers) => { if (id === chat) typing.textContent = typers.length ? typers.join(", ") + " typing…" : ""; });
 setInterval(() => { const t = client.typers(chat); typing.textContent = t.length ? t.join(", ") + " typing…" : ""; }, 1000);
+// Who of the members is online, pushed as they connect and disconnect (the gateway's presence watch).
+const online = new Map();
+const onlineLine = document.getElementById("online");
+client.onPresence((users) => {
+  for (const u of users) online.set(u.userId, u.online);
+  const who = [...online].filter(([, on]) => on).map(([id]) => id).sort();
+  onlineLine.textContent = who.length ? "online: " + who.join(", ") : "";
+  onlineLine.dataset.online = who.join(",");
+});
+void client.watchPresence(chat);
 client.onState((s) => { document.getElementById("status").textContent = s; if (s === "open") void refreshList(); });
 client.watch(chat, kept.cursor);
 client.connect();
