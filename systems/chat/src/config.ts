@@ -12,7 +12,7 @@
 import { databaseFields, listenFields, logLevelField } from "@casebook/infra/http/service-preset";
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
-import { DEFAULT_MAX_MEDIA_BYTES, MAX_MEDIA_BYTES } from "./domain/media.ts";
+import { DEFAULT_MAX_MEDIA_BYTES, MAX_MEDIA_BYTES, UPLOAD_URL_TTL_MS } from "./domain/media.ts";
 import { MAX_BACKEND_DEADLINE_MS } from "./gateway/backend-client.ts";
 import { DEFAULT_GATEWAY_LIMITS as limits } from "./gateway/gateway.ts";
 
@@ -161,6 +161,22 @@ export const configSchema = {
     min: 1,
     max: MAX_MEDIA_BYTES,
     description: "Largest media upload, in bytes (16 MiB by default)",
+  }),
+  mediaOrphanAfterMs: field.int({
+    env: "CHAT_MEDIA_ORPHAN_AFTER_MS",
+    default: 24 * 3_600_000,
+    // Above an upload URL's lifetime (15 min), twice: a row is never swept while its upload may come.
+    min: 2 * UPLOAD_URL_TTL_MS,
+    max: 365 * 24 * 3_600_000,
+    description:
+      "An upload no message carries is deleted (row, then object) this long after it was authorized (24 h)",
+  }),
+  mediaSweepEveryMs: field.int({
+    env: "CHAT_MEDIA_SWEEP_EVERY_MS",
+    default: 10 * 60_000,
+    min: 1_000,
+    max: 24 * 3_600_000,
+    description: "Pause between two rounds of the media orphan sweep (10 min)",
   }),
   mediaUrl: field.url({
     env: "CHAT_MEDIA_URL",

@@ -61,6 +61,7 @@ import { RedisPresenceBus } from "./store/redis-presence-bus.ts";
 import { RedisRouting } from "./store/redis-routing.ts";
 import { RedisSessions } from "./store/redis-sessions.ts";
 import { ChannelFanout } from "./workers/channel-fanout.ts";
+import { MediaSweeper } from "./workers/media-sweeper.ts";
 
 export const SYSTEM = "chat";
 export const VERSION = packageJson.version;
@@ -211,6 +212,19 @@ export async function main(
         fanoutRoute.to = (userIds, frame) => sendPath.route(userIds, frame);
         await fanout.start();
         service.onClose(() => fanout.stop());
+        const mediaRows = new MediaStore(db);
+        const mediaObjects = new ObjectDirectory(config.mediaDir ?? dataDirFor("chat-media", env));
+        const mediaSweeper = new MediaSweeper({
+          rows: mediaRows,
+          objects: mediaObjects,
+          clock,
+          orphanAfterMs: config.mediaOrphanAfterMs,
+          everyMs: config.mediaSweepEveryMs,
+          onSwept: (what, count) => metrics.mediaSwept.inc({ what }, count),
+          log: service.log,
+        });
+        mediaSweeper.start();
+        service.onClose(() => mediaSweeper.stop());
         await registerApi(service.app, {
           history,
           sendPath,
@@ -223,8 +237,8 @@ export async function main(
           onGranted: (kind) => metrics.grants.inc({ kind }),
           pushTokens,
           media: new MediaLibrary({
-            rows: new MediaStore(db),
-            objects: new ObjectDirectory(config.mediaDir ?? dataDirFor("chat-media", env)),
+            rows: mediaRows,
+            objects: mediaObjects,
             urls: new MediaUrls({ secret: tokenSecret, clock }),
             ids,
             clock,

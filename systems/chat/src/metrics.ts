@@ -30,6 +30,7 @@ export interface SystemMetrics {
   readonly sendBatchSize: Histogram;
   /** What the API granted: user tokens issued, media uploads authorized, push tokens registered. */
   readonly grants: Counter<"kind">;
+  readonly mediaSwept: Counter<"what">;
 }
 
 export function createMetrics(registry: Registry, build: { version: string }): SystemMetrics {
@@ -94,6 +95,12 @@ export function createMetrics(registry: Registry, build: { version: string }): S
       name: "chat_send_batch_size",
       help: "Text sends written by one batched statement (concurrent sends across conversations, one commit)",
       buckets: [1, 2, 4, 8, 16, 32, 64],
+      registers,
+    }),
+    mediaSwept: new Counter({
+      name: "chat_media_swept_total",
+      help: "The media orphan sweep's removals: rows of uploads no message carries, and their objects",
+      labelNames: ["what"],
       registers,
     }),
     grants: new Counter({

@@ -18,6 +18,7 @@ import { MediaUrls } from "../src/api/media-urls.ts";
 import { ChatClient, type ClientMessage, downloadMedia, uploadMedia } from "../src/client/chat-client.ts";
 import { MAX_PENDING_UPLOADS, UPLOAD_URL_TTL_MS } from "../src/domain/media.ts";
 import { ObjectDirectory } from "../src/store/object-directory.ts";
+import { authorizeMedia, bytesOf, putObject, sendMessage } from "./media-fixture.ts";
 import { startSystem, type TestSystem, until } from "./system-fixture.ts";
 
 const MAX_BYTES = 64 * 1_024;
@@ -28,13 +29,7 @@ let bruno: string;
 let carol: string;
 let chatId: string;
 
-interface Grant {
-  media: { id: string; contentType: string; bytes: number; sha256: string | null; status: string };
-  upload: { method: string; url: string; headers: Record<string, string>; expiresAt: string };
-}
-
 const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest("hex");
-const bytesOf = (n: number, seed = 7) => Uint8Array.from({ length: n }, (_, i) => (i * 31 + seed) & 0xff);
 
 before(async () => {
   mediaDir = await mkdtemp(join(tmpdir(), "casebook-chat-media-"));
@@ -53,13 +48,9 @@ after(async () => {
   await rm(mediaDir, { recursive: true, force: true });
 });
 
-async function authorize(token: string, contentType: string, bytes: number) {
-  return sys.api<Grant>(token, "POST", "/v1/media", { contentType, bytes });
-}
-
-function put(url: string, body: Uint8Array, headers: Record<string, string>) {
-  return fetch(url, { method: "PUT", headers, body });
-}
+const authorize = (token: string, contentType: string, bytes: number) =>
+  authorizeMedia(sys, token, contentType, bytes);
+const put = putObject;
 
 /** A PUT with Transfer-Encoding: chunked (no Content-Length), as a streaming client sends. */
 function putChunked(
@@ -83,18 +74,8 @@ function putChunked(
 }
 
 /** A message into `chat` (the group by default), with media when `mediaId` is given. */
-async function send(token: string, body: string, mediaId?: string, chat = chatId) {
-  return sys.api<{ message: ClientMessage; created: boolean }>(
-    token,
-    "POST",
-    `/v1/conversations/${chat}/messages`,
-    {
-      clientMsgId: crypto.randomUUID(),
-      body,
-      ...(mediaId === undefined ? {} : { mediaId }),
-    },
-  );
-}
+const send = (token: string, body: string, mediaId?: string, chat = chatId) =>
+  sendMessage(sys, token, chat, body, mediaId);
 
 test("CH-24 media by reference: bytes PUT to a pre-signed URL, the message carries only the reference, a member downloads the same bytes", async () => {
   const data = bytesOf(20_000);

@@ -60,7 +60,7 @@ export async function startSystem(
       // A short drain: a close with sockets still open would spread their 4000s over the default 5 s.
       {
         PORT: "0",
-        LOG_LEVEL: "silent",
+        LOG_LEVEL: process.env.CHAT_TEST_LOG_LEVEL ?? "silent",
         CHAT_JWT_SECRET: JWT_SECRET,
         CHAT_DRAIN_MS: "100",
         ...engine.env,

@@ -104,9 +104,16 @@ export class MediaLibrary {
     if (row.sha256 !== undefined) return row as StoredMedia;
     // Not yet seen stored: the PUT may have landed since (only the uploader can be here).
     const stored = await this.#o.objects.digest(mediaId);
-    if (stored === undefined)
-      throw errors.create("CHAT_MEDIA_NOT_UPLOADED", { fields: { field: "mediaId", mediaId } });
+    // No object: never uploaded — or swept just now (the orphan sweep deletes the row first).
+    if (stored === undefined) {
+      const swept = !(await this.#o.rows.existing([row.id])).has(row.id);
+      throw errors.create(swept ? "CHAT_MEDIA_NOT_FOUND" : "CHAT_MEDIA_NOT_UPLOADED", {
+        fields: { field: "mediaId", mediaId },
+      });
+    }
     const marked = await this.#o.rows.markStored(row.id, stored.sha256, this.#o.clock.nowMs());
+    if (marked === undefined)
+      throw errors.create("CHAT_MEDIA_NOT_FOUND", { fields: { field: "mediaId", mediaId } });
     assert(marked.sha256 !== undefined, "a media marked stored has its digest");
     return marked as StoredMedia;
   }

@@ -19,7 +19,7 @@
  */
 
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
-import { isUniqueViolation, sqlState } from "@casebook/infra/sql/sql-state";
+import { isForeignKeyViolation, isUniqueViolation, sqlState } from "@casebook/infra/sql/sql-state";
 import { assert } from "@casebook/kit/assert";
 import { CasebookError } from "@casebook/kit/errors";
 import { GroupCommit } from "@casebook/kit/group-commit";
@@ -380,6 +380,13 @@ export class HistoryStore implements HistoryPort {
         return { message: await this.#byClientMsgId(input), kind, created: false };
       if (isUniqueViolation(err, "messages_pkey")) {
         throw errors.create("CHAT_ID_TAKEN", { fields: { id: String(input.id) }, cause: err });
+      }
+      // The media row went between the send's check and this insert: the orphan sweep took it.
+      if (input.media !== undefined && isForeignKeyViolation(err)) {
+        throw errors.create("CHAT_MEDIA_NOT_FOUND", {
+          fields: { field: "mediaId", mediaId: input.media.id },
+          cause: err,
+        });
       }
       throw err;
     }

@@ -7,6 +7,7 @@
  * const rows = new MediaStore(db);
  * await rows.authorize({ id, ownerId: "ana", contentType: "image/png", bytes: 2_048, nowMs, expiresAtMs });
  * await rows.readableBy(id, "bruno"); // the row when bruno may see it, else undefined
+ * await rows.sweepOrphans(Date.now() - 86_400_000, 100); // ids of day-old uploads nobody sent
  */
 import type { Database } from "@casebook/infra/sql/sql";
 import { MAX_PENDING_UPLOADS } from "../domain/media.ts";
@@ -90,14 +91,14 @@ export class MediaStore {
     });
   }
 
-  /** Records the stored object's digest (once: a second call keeps the first). */
-  async markStored(id: bigint, sha256: string, nowMs: number): Promise<MediaRow> {
+  /** Records the stored object's digest (once: a second call keeps the first); undefined when the row is gone (swept). */
+  async markStored(id: bigint, sha256: string, nowMs: number): Promise<MediaRow | undefined> {
     const { rows } = await this.#db.query<Row>(
       `UPDATE media SET sha256 = coalesce(sha256, $2), stored_at = coalesce(stored_at, $3)
        WHERE id = $1 RETURNING ${COLUMNS}`,
       [String(id), sha256, new Date(nowMs)],
     );
-    return rowOf(rows[0]!);
+    return rows[0] && rowOf(rows[0]);
   }
 
   /**
@@ -108,9 +109,38 @@ export class MediaStore {
     const { rows } = await this.#db.query<Row>(
       `SELECT ${COLUMNS} FROM media md WHERE md.id = $1 AND (md.owner_id = $2 OR EXISTS (
          SELECT 1 FROM messages m JOIN members mb ON mb.chat_id = m.chat_id AND mb.user_id = $2
-         WHERE m.media IS NOT NULL AND m.media ->> 'id' = $1::text))`,
+         WHERE m.media_id = $1))`,
       [String(id), viewer],
     );
     return rows[0] && rowOf(rows[0]);
+  }
+
+  /**
+   * Deletes up to `limit` media rows created before `cutoffMs` that no message carries, oldest
+   * first, and returns their ids (their objects are the caller's to remove). Rows a send is
+   * attaching right now are locked by its insert and skipped; the foreign key refuses the rest
+   * of that race (migrations/009_media_sweep.sql). Several sweepers may run: each row is
+   * deleted by one of them.
+   */
+  async sweepOrphans(cutoffMs: number, limit: number): Promise<bigint[]> {
+    const { rows } = await this.#db.query<{ id: bigint }>(
+      `DELETE FROM media WHERE id IN (
+         SELECT md.id FROM media md
+         WHERE md.created_at < $1 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.media_id = md.id)
+         ORDER BY md.created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+       RETURNING id`,
+      [new Date(cutoffMs), limit],
+    );
+    return rows.map((row) => BigInt(row.id));
+  }
+
+  /** Which of `ids` still have a media row. */
+  async existing(ids: readonly bigint[]): Promise<Set<bigint>> {
+    if (ids.length === 0) return new Set();
+    const { rows } = await this.#db.query<{ id: bigint }>(
+      "SELECT id FROM media WHERE id = ANY($1::bigint[])",
+      [ids.map(String)],
+    );
+    return new Set(rows.map((row) => BigInt(row.id)));
   }
 }

@@ -20,7 +20,7 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import { createReadStream, type ReadStream } from "node:fs";
-import { link, mkdir, open, stat, unlink } from "node:fs/promises";
+import { link, mkdir, open, readdir, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { parseId } from "../domain/conversation.ts";
 import { errors } from "../errors.ts";
@@ -114,6 +114,34 @@ export class ObjectDirectory {
     return { bytes, sha256: hash.digest("hex") };
   }
 
+  /** Removes the object under `key` (nothing stored: nothing to do). */
+  async remove(key: string): Promise<void> {
+    await unlink(join(this.#dir, checkKey(key))).catch(ignoreMissing);
+  }
+
+  /**
+   * What the directory holds that was last written before `beforeMs`: the objects' keys, and the
+   * temporary files of uploads that never finished (a process killed mid-PUT), removed here at
+   * once. For the orphan sweep's pass over objects whose row is gone.
+   */
+  async keysWrittenBefore(beforeMs: number): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.#dir);
+    } catch (err) {
+      ignoreMissing(err);
+      return [];
+    }
+    const keys: string[] = [];
+    for (const name of names) {
+      const written = await stat(join(this.#dir, name)).then((s) => s.mtimeMs, ignoreMissing);
+      if (written === undefined || written >= beforeMs) continue;
+      if (name.startsWith(".upload-")) await unlink(join(this.#dir, name)).catch(ignoreMissing);
+      else if (parseId(name) !== undefined) keys.push(name);
+    }
+    return keys;
+  }
+
   /** The object's bytes as a stream; check `size` first (the caller answers 404 itself). */
   read(key: string): ReadStream {
     return createReadStream(join(this.#dir, checkKey(key)));
@@ -125,4 +153,9 @@ function sizeMismatch(key: string, declared: number, got: string) {
     detail: `the upload was signed for ${declared} bytes; the body had ${got}`,
     fields: { key, field: "content-length" },
   });
+}
+
+function ignoreMissing(err: unknown): undefined {
+  if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  return undefined;
 }
