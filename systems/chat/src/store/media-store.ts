@@ -10,6 +10,7 @@
  * await rows.sweepOrphans(Date.now() - 86_400_000, 100); // ids of day-old uploads nobody sent
  */
 import type { Database } from "@casebook/infra/sql/sql";
+import { isForeignKeyViolation } from "@casebook/infra/sql/sql-state";
 import { MAX_PENDING_UPLOADS } from "../domain/media.ts";
 import { errors } from "../errors.ts";
 
@@ -33,6 +34,8 @@ interface Row {
 }
 
 const COLUMNS = "id, owner_id, content_type, bytes, sha256, upload_expires_at";
+/** No message carries the media row `md`. */
+const UNCARRIED = "NOT EXISTS (SELECT 1 FROM messages m WHERE m.media_id = md.id)";
 
 function rowOf(row: Row): MediaRow {
   return {
@@ -119,19 +122,46 @@ export class MediaStore {
    * Deletes up to `limit` media rows created before `cutoffMs` that no message carries, oldest
    * first, and returns their ids (their objects are the caller's to remove). Rows a send is
    * attaching right now are locked by its insert and skipped; the foreign key refuses the rest
-   * of that race (migrations/009_media_sweep.sql). Several sweepers may run: each row is
-   * deleted by one of them.
+   * of that race (migrations/009_media_sweep.sql) — the batch is then redone row by row,
+   * keeping the one a message carries. Several sweepers may run: each row is deleted by one.
    */
   async sweepOrphans(cutoffMs: number, limit: number): Promise<bigint[]> {
-    const { rows } = await this.#db.query<{ id: bigint }>(
-      `DELETE FROM media WHERE id IN (
-         SELECT md.id FROM media md
-         WHERE md.created_at < $1 AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.media_id = md.id)
-         ORDER BY md.created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-       RETURNING id`,
-      [new Date(cutoffMs), limit],
+    const cutoff = new Date(cutoffMs);
+    try {
+      const { rows } = await this.#db.query<{ id: bigint }>(
+        `DELETE FROM media WHERE id IN (
+           SELECT md.id FROM media md WHERE md.created_at < $1 AND ${UNCARRIED}
+           ORDER BY md.created_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+         RETURNING id`,
+        [cutoff, limit],
+      );
+      return rows.map((row) => BigInt(row.id));
+    } catch (err) {
+      // A send committed a message carrying one of them after this statement's snapshot was
+      // taken: the foreign key refused the whole statement. Row by row, that one is kept.
+      if (!isForeignKeyViolation(err)) throw err;
+      return this.#sweepOneByOne(cutoff, limit);
+    }
+  }
+
+  async #sweepOneByOne(cutoff: Date, limit: number): Promise<bigint[]> {
+    const { rows: candidates } = await this.#db.query<{ id: bigint }>(
+      `SELECT md.id FROM media md WHERE md.created_at < $1 AND ${UNCARRIED} ORDER BY md.created_at LIMIT $2`,
+      [cutoff, limit],
     );
-    return rows.map((row) => BigInt(row.id));
+    const swept: bigint[] = [];
+    for (const { id } of candidates) {
+      try {
+        const { rows } = await this.#db.query<{ id: bigint }>(
+          `DELETE FROM media md WHERE md.id = $1 AND ${UNCARRIED} RETURNING id`,
+          [String(id)],
+        );
+        if (rows[0]) swept.push(BigInt(rows[0].id));
+      } catch (err) {
+        if (!isForeignKeyViolation(err)) throw err;
+      }
+    }
+    return swept;
   }
 
   /** Which of `ids` still have a media row. */
