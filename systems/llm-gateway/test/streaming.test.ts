@@ -183,6 +183,34 @@ test("LG-04 a client leaving mid-stream closes the provider's request: it stops 
   assert.equal(await metric(/^llm_gateway_requests_total\{model="endless",outcome="cancelled"\}/), 1);
 });
 
+test("LG-04 a client leaving a non-streamed request closes the provider's request too: it stops generating", async () => {
+  const before = (await f.generations()).length;
+  const leave = new AbortController();
+  const asked = f.client.chat.completions.create(
+    { model: "endless", messages, stream: false },
+    { signal: leave.signal, maxRetries: 0 },
+  );
+  // The whole answer would take 5,000 s at 20 tokens/s: the client gives up after ~1 s.
+  await eventually(async () => (await f.generations()).length, {
+    what: "the provider to start generating",
+    timeoutMs: 10_000,
+    accept: (n) => n > before,
+  }).catch(() => undefined);
+  const startedAt = Date.now();
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  leave.abort();
+  await assert.rejects(asked);
+  const record = await eventually(async () => (await f.generations()).at(-1), {
+    what: "the provider to see its connection closed",
+    timeoutMs: 30_000,
+    accept: (last) => last?.end === "client-closed",
+  });
+  // At 20 tokens/s: what the second before the abort generated, and those in flight while the
+  // close travelled — not the 100,000 the answer would have run to.
+  const bound = Math.ceil(((Date.now() - startedAt) / 1_000 + 2) * 20);
+  assert.ok((record?.generatedTokens ?? 0) <= bound, `generated ${record?.generatedTokens} (bound ${bound})`);
+});
+
 test("a provider stream cut before its end is an error event for the client, never a success", async () => {
   const stream = await f.client.chat.completions.create({ model: "cutting", messages, stream: true });
   let deltas = 0;
