@@ -6,7 +6,8 @@
  * hot writer and answers queries. Tenants and keys are in PostgreSQL (a fresh schema), shared
  * by the three. A sender writing batch after batch, each on a new TCP connection, lands on
  * both ingests, and every series arrives whole and in its time order (MT-06: one subject per
- * partition, whichever ingest published).
+ * partition, whichever ingest published). Then one ingest is SIGKILLed: the front passes every
+ * later batch to the other at once, and the series stay whole.
  */
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
@@ -31,6 +32,8 @@ const ENTRY = new URL("../src/main.ts", import.meta.url);
 const T0 = Date.now() - 30 * 60_000;
 const SERIES = 24;
 const BATCHES = 30;
+/** Batches in all: the last ones sent after one of the two ingests is SIGKILLed. */
+const TOTAL_BATCHES = 45;
 
 /** One POST on its own TCP connection (no keep-alive), so the L4 front balances every batch. */
 function post(url: string, key: string, body: Uint8Array): Promise<number> {
@@ -64,7 +67,7 @@ async function streamedBy(url: string): Promise<number> {
   return line === undefined ? 0 : Number(line.split(" ").at(-1));
 }
 
-test("MT-05 MT-06 writes through an L4 front (nginx stream) land on two ingest processes; every series stored whole, in order", async (t) => {
+test("MT-05 MT-06 writes through an L4 front (nginx stream) land on two ingest processes, and on the other when one is SIGKILLed; every series stored whole, in order", async (t) => {
   if (!existsSync(STREAM_MODULE_PATH)) {
     if (enginesRequired) assert.fail(`${STREAM_MODULE_PATH} missing: apt-get install libnginx-mod-stream`);
     return t.skip("nginx's stream module is not installed (libnginx-mod-stream)");
@@ -131,13 +134,16 @@ test("MT-05 MT-06 writes through an L4 front (nginx stream) land on two ingest p
   const frontUrl = `http://127.0.0.1:${frontPort}`;
 
   // Batch k carries sample k of every series: a series' order is the batches' order.
-  for (let k = 0; k < BATCHES; k++) {
-    const series = Array.from({ length: SERIES }, (_, i) => ({
-      labels: labelsFromRecord({ __name__: "mt05_requests_total", path: `/p${i}` }),
-      samples: [{ t: T0 + k * 15_000, v: k * 10 + i }],
-    }));
-    assert.equal(await post(frontUrl, key, snappyCompress(encodeWriteRequest(series))), 204, `batch ${k}`);
-  }
+  const batch = (k: number) =>
+    snappyCompress(
+      encodeWriteRequest(
+        Array.from({ length: SERIES }, (_, i) => ({
+          labels: labelsFromRecord({ __name__: "mt05_requests_total", path: `/p${i}` }),
+          samples: [{ t: T0 + k * 15_000, v: k * 10 + i }],
+        })),
+      ),
+    );
+  for (let k = 0; k < BATCHES; k++) assert.equal(await post(frontUrl, key, batch(k)), 204, `batch ${k}`);
   const perIngest = await Promise.all(ingests.map((i) => streamedBy(i.url)));
   assert.ok(
     perIngest.every((n) => n > 0),
@@ -145,17 +151,29 @@ test("MT-05 MT-06 writes through an L4 front (nginx stream) land on two ingest p
   );
   assert.equal(perIngest[0]! + perIngest[1]!, SERIES * BATCHES, "each batch published once");
 
+  // One ingest dies (SIGKILL, between batches): the front's connect to it is refused and nginx
+  // passes the connection to the other (proxy_next_upstream), so every later batch is answered
+  // 204 at its first try — the sender never sees the dead process.
+  await ingests[0]!.kill();
+  for (let k = BATCHES; k < TOTAL_BATCHES; k++)
+    assert.equal(await post(frontUrl, key, batch(k)), 204, `batch ${k}, after ingest-1's death`);
+  assert.equal(
+    await streamedBy(ingests[1]!.url),
+    perIngest[1]! + SERIES * (TOTAL_BATCHES - BATCHES),
+    "the live ingest took every batch after the kill",
+  );
+
   const stored = await eventually(
     async () => {
       const res = await fetch(
-        `${writer.url}/api/v1/query?query=${encodeURIComponent("mt05_requests_total[1h]")}&time=${(T0 + BATCHES * 15_000) / 1000}`,
+        `${writer.url}/api/v1/query?query=${encodeURIComponent("mt05_requests_total[1h]")}&time=${(T0 + TOTAL_BATCHES * 15_000) / 1000}`,
         { headers: { authorization: `Bearer ${key}` } },
       );
       const body = (await res.json()) as {
         data: { result: Array<{ metric: Record<string, string>; values: [number, string][] }> };
       };
       const result = body.data.result;
-      return result.length === SERIES && result.every((s) => s.values.length === BATCHES)
+      return result.length === SERIES && result.every((s) => s.values.length === TOTAL_BATCHES)
         ? result
         : undefined;
     },
@@ -165,7 +183,7 @@ test("MT-05 MT-06 writes through an L4 front (nginx stream) land on two ingest p
     const i = Number(s.metric.path!.slice(2));
     assert.deepEqual(
       s.values.map(([time, v]) => [time * 1_000, Number(v)]),
-      Array.from({ length: BATCHES }, (_, k) => [T0 + k * 15_000, k * 10 + i]),
+      Array.from({ length: TOTAL_BATCHES }, (_, k) => [T0 + k * 15_000, k * 10 + i]),
       `${s.metric.path}: whole and in time order`,
     );
   }
