@@ -11,6 +11,7 @@
  * const service = await startServerProcess({ name: "payments", entry: serviceEntry, env: { DATABASE_URL, ACQUIRER_URL: acquirer.url } });
  * await service.stop(); await acquirer.stop();
  * // a crash and a restart on the same port: await service.kill(); await startServerProcess({ …, port: Number(new URL(service.url).port) });
+ * // a program of its own (a built Go server) instead of a Node entry: entry: { program: "/tmp/…/centrifuge-server" }
  */
 
 import { spawn } from "node:child_process";
@@ -48,12 +49,13 @@ async function answersReady(url: string): Promise<boolean> {
 }
 
 /**
- * Starts `entry` with Node on a free loopback port (PORT) and `env` over this process's
+ * Starts `entry` (with Node, unless it is a program) on a free loopback port (PORT) and `env` over this process's
  * environment; resolves once it is ready, rejects when it exits or stays unready.
  */
 export async function startServerProcess(options: {
   name: string;
-  entry: URL;
+  /** A Node entry point (run with this Node and its flags), or a program of its own, run as it is. */
+  entry: URL | { program: string };
   env: NodeJS.ProcessEnv;
   /** Bound on becoming ready; default 30 s (an embedded PGlite's first start on a loaded machine needs more). */
   readyTimeoutMs?: number;
@@ -63,13 +65,22 @@ export async function startServerProcess(options: {
   const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
   const port = options.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, [...childNodeFlags(), fileURLToPath(options.entry)], {
+  const [command, args] =
+    options.entry instanceof URL
+      ? [process.execPath, [...childNodeFlags(), fileURLToPath(options.entry)]]
+      : [options.entry.program, []];
+  const child = spawn(command, args, {
     env: { ...process.env, LOG_LEVEL: "warn", ...options.env, PORT: String(port), HOST: "127.0.0.1" },
     // Its stdout (JSON logs) to our stderr: the bench's stdout carries only the report.
     stdio: ["ignore", 2, 2],
     detached: true,
   });
-  const guard = guardProcessTree(child.pid!);
+  if (child.pid === undefined) {
+    // A program that cannot be run (missing, not executable): spawn reports it on the next tick.
+    const error = await new Promise<Error>((resolve) => child.once("error", resolve));
+    throw new Error(`${options.name}: ${command} did not start: ${error.message}`);
+  }
+  const guard = guardProcessTree(child.pid);
   const exited = new Promise<void>((resolve) =>
     child.once("exit", () => {
       guard.release();

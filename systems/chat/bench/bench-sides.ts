@@ -1,11 +1,12 @@
 /**
- * The two sides of the bench, each as the processes it runs in production, on the same
+ * The sides of the bench, each as the processes it runs in production, on the same
  * engines: chat as one send service (CHAT_ROLE=api) and N gateways (CHAT_ROLE=gateway) on
- * PostgreSQL and Redis; socket.io as N servers (bench/socketio-server.ts) on one Redis stream.
- * Each side prepares the same population — `users` clients in groups of `groupSize`, and when
- * asked each user in two 1:1 conversations — through its own means (chat: user tokens and
- * conversations over its HTTP API; socket.io: room names), and reports the resident memory of
- * the processes that hold the sockets.
+ * PostgreSQL and Redis; socket.io as N servers (bench/socketio-server.ts) on one Redis stream;
+ * Centrifuge as N servers (bench/centrifuge-server, built by bench/centrifuge-build.ts) on
+ * one Redis broker. Each side prepares the same population — `users` clients in groups of
+ * `groupSize`, and when asked each user in two 1:1 conversations — through its own means
+ * (chat: user tokens and conversations over its HTTP API; socket.io: room names; Centrifuge:
+ * channel names), and reports the resident memory of the processes that hold the sockets.
  *
  * @example
  * const side = await startChatSide(engines, { gateways: 2 });
@@ -55,7 +56,7 @@ export interface BenchSide {
 /** Socket holders that can be crashed and started again on their own port, in place. */
 function restartable(
   holders: ServerProcess[],
-  spec: (k: number) => { name: string; entry: URL; env: NodeJS.ProcessEnv },
+  spec: (k: number) => { name: string; entry: URL | { program: string }; env: NodeJS.ProcessEnv },
 ): (k: number) => Promise<void> {
   return async (k) => {
     const old = holders[k]!;
@@ -196,17 +197,33 @@ export async function startChatSide(engines: SideEngines, options: { gateways: n
   };
 }
 
-export async function startSocketIoSide(
-  engines: SideEngines,
-  options: { servers: number },
+/**
+ * The population as names a pub/sub server routes by: group k is room `g<k>`, 1:1 pair k is
+ * `d<k>`, and each client joins its own (socket.io's rooms, Centrifuge's channels).
+ */
+function roomPopulation({ users, groupSize, directs }: PopulationShape): Population {
+  const rooms = Array.from({ length: users }, (): string[] => []);
+  const roomsOf = (prefix: string, all: number[][]): Target[] =>
+    all.map((members, k) => {
+      for (const i of members) rooms[i]!.push(`${prefix}${k}`);
+      return { target: `${prefix}${k}`, members };
+    });
+  const groups = roomsOf("g", groupMembers(users, groupSize));
+  return {
+    clients: rooms.map((r) => ({ rooms: r })),
+    groups,
+    directs: directs ? roomsOf("d", directPairs(users)) : [],
+  };
+}
+
+/** N interchangeable socket holders of a peer, each one `serverSpec(i)`, all started or none. */
+async function startPeerSide(
+  identity: { name: string; loadSide: LoadSide },
+  count: number,
+  serverSpec: (i: number) => { name: string; entry: URL | { program: string }; env: NodeJS.ProcessEnv },
 ): Promise<BenchSide> {
-  const serverSpec = (i: number) => ({
-    name: `socket.io-${i + 1}`,
-    entry: socketIoEntry,
-    env: { REDIS_URL: engines.redisUrl, SIO_STREAM: `${engines.prefix}socket.io` },
-  });
   const started = await Promise.allSettled(
-    Array.from({ length: options.servers }, (_, i) => startServerProcess(serverSpec(i))),
+    Array.from({ length: count }, (_, i) => startServerProcess(serverSpec(i))),
   );
   const servers = started.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const close = async () => {
@@ -218,25 +235,37 @@ export async function startSocketIoSide(
     throw failed.reason;
   }
   return {
-    name: "socket.io",
-    loadSide: "socketio",
+    ...identity,
     urls: servers.map((s) => s.url),
-    async prepare({ users, groupSize, directs }) {
-      const rooms = Array.from({ length: users }, (): string[] => []);
-      const roomsOf = (prefix: string, all: number[][]): Target[] =>
-        all.map((members, k) => {
-          for (const i of members) rooms[i]!.push(`${prefix}${k}`);
-          return { target: `${prefix}${k}`, members };
-        });
-      const groups = roomsOf("g", groupMembers(users, groupSize));
-      return {
-        clients: rooms.map((r) => ({ rooms: r })),
-        groups,
-        directs: directs ? roomsOf("d", directPairs(users)) : [],
-      };
-    },
+    prepare: async (shape) => roomPopulation(shape),
     residentBytes: () => sumResident(servers),
     restart: restartable(servers, serverSpec),
     close,
   };
+}
+
+export function startSocketIoSide(engines: SideEngines, options: { servers: number }): Promise<BenchSide> {
+  return startPeerSide({ name: "socket.io", loadSide: "socketio" }, options.servers, (i) => ({
+    name: `socket.io-${i + 1}`,
+    entry: socketIoEntry,
+    env: { REDIS_URL: engines.redisUrl, SIO_STREAM: `${engines.prefix}socket.io` },
+  }));
+}
+
+/**
+ * N centrifuge servers (`program`: bench/centrifuge-build.ts's binary) on one Redis broker, its
+ * keys (channel histories and their offset/epoch) under the run's prefix.
+ *
+ * @example
+ * const side = await startCentrifugeSide(engines, { servers: 2, program: build.program });
+ */
+export function startCentrifugeSide(
+  engines: SideEngines,
+  options: { servers: number; program: string },
+): Promise<BenchSide> {
+  return startPeerSide({ name: "centrifuge", loadSide: "centrifuge" }, options.servers, (i) => ({
+    name: `centrifuge-${i + 1}`,
+    entry: { program: options.program },
+    env: { REDIS_URL: engines.redisUrl, CF_PREFIX: `${engines.prefix}centrifuge` },
+  }));
 }

@@ -1,7 +1,8 @@
 /**
  * The bench's load generator, a process of its own (never sharing an event loop with a
  * server it measures). bench/main.ts runs several (`--load-processes`), each holding its
- * share of one side's clients — chat's raw WebSocket protocol or socket.io-client — so
+ * share of one side's clients — chat's raw WebSocket protocol, socket.io-client or the
+ * `centrifuge` 2.x client (Centrifuge's protocol v1, on `ws`) — so
  * that decoding every delivery is spread over processes and the generator is not what
  * caps the faster side. It speaks JSON lines with bench/main.ts over stdin/stdout:
  *
@@ -28,11 +29,12 @@ import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Histogram, type HistogramBucket } from "@casebook/kit/histogram";
 import { seededRandom, systemRandom } from "@casebook/kit/random";
+import Centrifuge from "centrifuge";
 import { io, type Socket } from "socket.io-client";
 import WebSocket from "ws";
 import { ReconnectSchedule } from "../src/client/reconnect-schedule.ts";
 
-export type Side = "chat" | "socketio";
+export type Side = "chat" | "socketio" | "centrifuge";
 
 export interface ConnectCommand {
   cmd: "connect";
@@ -77,12 +79,17 @@ export interface AwaitResumeCommand {
  * Resumed: chat — reconnected with the user's token and one `sync` per conversation after the
  * last seq it saw, every one answered (what the client library does, CH-14); socket.io —
  * reconnected by its manager (its own backoff) and either recovered (connection-state
- * recovery) or back in its rooms (`join`, acknowledged).
+ * recovery) or back in its rooms (`join`, acknowledged); Centrifuge — reconnected by the
+ * client library (its own backoff) and every channel subscribed again, each answer saying
+ * whether what the client missed was recovered from the channel's history.
  */
 export interface ResumeResult {
   armed: number;
   resumed: number;
-  /** socket.io clients whose connection state was recovered (`socket.recovered`); 0 on chat. */
+  /**
+   * socket.io clients whose connection state was recovered (`socket.recovered`); Centrifuge
+   * clients every channel of which was recovered from its history; 0 on chat.
+   */
   recovered: number;
   resumeMs: number[];
 }
@@ -280,6 +287,100 @@ function socketIoClient(url: string, rooms: string[], index: number, events: Eve
   });
 }
 
+/** The client library's reconnect backoff (its defaults, named): 1–2 s, doubling to 20 s, ±50% jitter. */
+const CENTRIFUGE_MIN_RETRY_MS = 1_000;
+const CENTRIFUGE_MAX_RETRY_MS = 20_000;
+
+/**
+ * A `centrifuge` 2.x client on bench/centrifuge-server: the user in the connect data, one
+ * subscription per room (sent in one batch once connected), a publish per send (acked when its
+ * promise resolves) and a delivery per `publish` event. Like socket.io's, it does not reconnect
+ * until armed: an unarmed client whose socket drops stays down, so only the armed clients load
+ * the restarted server.
+ */
+function centrifugeClient(url: string, rooms: string[], index: number, events: Events): Promise<BenchClient> {
+  const centrifuge = new Centrifuge(`${url.replace(/^http/, "ws")}/connection/websocket`, {
+    websocket: WebSocket,
+    // The bound on every call (connect, subscribe, publish): socket.io's connect bound.
+    timeout: CONNECT_TIMEOUT_MS,
+    minRetry: CENTRIFUGE_MIN_RETRY_MS,
+    maxRetry: CENTRIFUGE_MAX_RETRY_MS,
+  });
+  centrifuge.setConnectData({ user: `u${index}` });
+  let armed = false;
+  // The subscribe answers since the last (re)connect: the client is in its rooms once all came.
+  let answered = new Set<string>();
+  let recoveredAll = true;
+  let onJoined = (_recovered: boolean) => {};
+  let onFailed = (_reason: string) => {};
+  const joined = () => {
+    if (answered.size >= rooms.length) onJoined(recoveredAll);
+  };
+  for (const room of rooms) {
+    centrifuge.subscribe(room, {
+      publish: (ctx) => events.onMessage(ctx.data as string, index),
+      subscribe: (ctx) => {
+        answered.add(room);
+        recoveredAll &&= ctx.recovered;
+        joined();
+      },
+      error: (ctx) => onFailed(`subscribe ${room}: ${ctx.message}`),
+    });
+  }
+  if (rooms.length === 0) centrifuge.on("connect", joined);
+  centrifuge.on("disconnect", (ctx: { reason: string }) => {
+    answered = new Set();
+    recoveredAll = true;
+    onFailed(`disconnected: ${ctx.reason}`);
+    if (!armed) centrifuge.disconnect();
+  });
+  const client: BenchClient = {
+    send: (target, body, ref) => {
+      if (!centrifuge.isConnected()) return events.onAck(false, "not connected", ref);
+      centrifuge.publish(target, body).then(
+        () => events.onAck(true, undefined, ref),
+        (error: { code?: number; message?: string }) => events.onAck(false, error.message ?? "unknown", ref),
+      );
+    },
+    connected: () => centrifuge.isConnected(),
+    close: () => centrifuge.disconnect(),
+    armResume(_chats, deadlineMs) {
+      // The client library's own reconnect and resubscribe, each subscribe asking to recover
+      // the channel from the offset and epoch it last saw.
+      armed = true;
+      return new Promise<Resumed>((resolve) => {
+        const timer = setTimeout(() => resolve(undefined), Math.max(0, deadlineMs - epochNowMs()));
+        centrifuge.once("disconnect", () => {
+          onJoined = (recovered) => {
+            onJoined = () => {};
+            clearTimeout(timer);
+            resolve({ atMs: epochNowMs(), recovered });
+          };
+        });
+      });
+    },
+  };
+  return new Promise((resolve, reject) => {
+    // A handshake that never completes fails too (the library would wait on the socket).
+    const timer = setTimeout(() => onFailed("not connected and subscribed in time"), CONNECT_TIMEOUT_MS);
+    const settle = () => {
+      clearTimeout(timer);
+      onJoined = () => {};
+      onFailed = () => {};
+    };
+    onJoined = () => {
+      settle();
+      resolve(client);
+    };
+    onFailed = (reason) => {
+      settle();
+      centrifuge.disconnect();
+      reject(new Error(reason));
+    };
+    centrifuge.connect();
+  });
+}
+
 export function latencyHistogram(): Histogram {
   return new Histogram({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000 });
 }
@@ -349,9 +450,10 @@ async function connectAll(
     const made = await Promise.allSettled(
       batch.map((spec) => {
         const url = command.urls[spec.index % command.urls.length]!;
-        return command.side === "chat"
-          ? chatClient(url, spec.token!, spec.index, state)
-          : socketIoClient(url, spec.rooms, spec.index, state);
+        if (command.side === "chat") return chatClient(url, spec.token!, spec.index, state);
+        return command.side === "socketio"
+          ? socketIoClient(url, spec.rooms, spec.index, state)
+          : centrifugeClient(url, spec.rooms, spec.index, state);
       }),
     );
     made.forEach((result, offset) => {

@@ -1,19 +1,22 @@
 /**
- * `casebook bench chat`: chat beside socket.io 4 + `@socket.io/redis-streams-adapter`, in one
- * invocation, on the same Redis (and chat also on PostgreSQL, where it writes every message
- * before delivering it; socket.io writes nothing durable). Each side runs as production
- * processes — chat's send service and N gateways, or N socket.io servers — and load
+ * `casebook bench chat`: chat beside socket.io 4 + `@socket.io/redis-streams-adapter` and, when
+ * Go and Debian's centrifuge sources are installed, beside Centrifugo's Go core (centrifuge
+ * 0.15 on its Redis broker, the upper anchor), in one invocation, on the same Redis (and chat
+ * also on PostgreSQL, where it writes every message before delivering it; socket.io writes
+ * nothing durable, Centrifuge a bounded, expiring history). Each side runs as production
+ * processes — chat's send service and N gateways, or N socket.io or centrifuge servers — and load
  * generators in processes of their own (bench/load-child.ts, `--load-processes`, each
  * holding a share of the clients) connect them round robin to the socket holders, put
  * them in groups and 1:1 conversations, then send open loop at a fixed rate, each message to
  * a random 1:1 conversation or group (`--direct-percent`) from a random member (one schedule,
  * drawn alike by every generator from the run's seed), and measure every delivery from the message's intended send time. Rows: connections held, deliveries/s, send →
  * deliver p50/p99, memory per connection, missing deliveries and send errors, each beside
- * socket.io's with the ratio. Markdown table on stdout, JSON lines with --json, progress on
- * stderr.
+ * socket.io's with the ratio, then beside Centrifuge's. Markdown table on stdout, JSON lines
+ * with --json, progress on stderr.
  *
  * @example
  * // node systems/chat/bench/main.ts --clients 2000 --group-size 50 --rate-per-s 100 --json
+ * // node systems/chat/bench/main.ts --sides chat,socketio   (no Go build)
  */
 
 import { setTimeout as sleep } from "node:timers/promises";
@@ -24,11 +27,15 @@ import { goalLine, scenarioRows } from "@casebook/lab/bench-rows";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import { errors } from "../src/errors.ts";
 import { type BenchEngines, openBenchEngines } from "./bench-engines.ts";
-import { type BenchSide, startChatSide, startSocketIoSide } from "./bench-sides.ts";
+import { type BenchSide, startCentrifugeSide, startChatSide, startSocketIoSide } from "./bench-sides.ts";
+import { buildCentrifugeServer, type CentrifugeBuild } from "./centrifuge-build.ts";
 import { type ChildRunResult, latencyHistogram, type ResumeResult, type RunResult } from "./load-child.ts";
 
 const SYSTEM = "chat";
 const PEER = "socket.io + redis-streams-adapter";
+const CENTRIFUGE_PEER = "centrifuge 0.15 (Go) + Redis broker";
+const SIDES = ["chat", "socketio", "centrifuge"] as const;
+export type SideName = (typeof SIDES)[number];
 const loadChildEntry = new URL("./load-child.ts", import.meta.url);
 /** Bound on one answer of the load child (connecting thousands of clients on a loaded machine). */
 const CHILD_LINE_TIMEOUT_MS = 120_000;
@@ -54,6 +61,10 @@ export interface BenchArgs {
   readonly warmupMs: number;
   readonly drainMs: number;
   readonly resumeClients: number;
+  /** chat and at least one peer, in SIDES' order. */
+  readonly sides: readonly SideName[];
+  /** --sides was given: a side it names that cannot run fails the bench instead of being left out. */
+  readonly sidesExplicit: boolean;
 }
 
 const cli = defineBenchArgs({
@@ -118,6 +129,9 @@ const cli = defineBenchArgs({
       default: 1_000,
       help: "clients of the first socket holder that reconnect after it is crashed and restarted (0: no restart)",
     }),
+    sides: flag.choiceList(SIDES, {
+      help: "chat and the peers to run beside it (default: all three when Centrifuge can be built,\nelse chat,socketio; see bench/centrifuge-build.ts)",
+    }),
     json: flag.json("one JSON object per line instead of the table"),
     help: flag.help(),
   },
@@ -125,41 +139,55 @@ const cli = defineBenchArgs({
     errors.create("BENCH_ARGS_INVALID", { detail, fields: { flag: flagName }, cause }),
 });
 
-export const benchHelp = `chat bench — chat beside socket.io + @socket.io/redis-streams-adapter
+export const benchHelp = `chat bench — chat beside socket.io + @socket.io/redis-streams-adapter, and Centrifuge
 
 Usage
   npx casebook bench chat [options]
 
-Both sides in one run, on the same Redis: chat (send service + N gateways, every message
-written to PostgreSQL before delivery) and socket.io 4.8 with the Redis streams adapter
-(N servers, connection-state recovery on, nothing durable). --load-processes load
-generators, each in its own process, hold --clients clients per side (a share each) in
-groups of --group-size, each client also in two 1:1 conversations; --direct-percent of the
-messages go 1:1, the rest to a group (the defaults are the issue's workload: 10,000 clients,
-80% 1:1, 20% to groups of 500). Two open-loop runs per side: a saturation run (--max-rate-per-s, above what either sustains) gives the side's
+Every side in one run, on the same Redis: chat (send service + N gateways, every message
+written to PostgreSQL before delivery), socket.io 4.8 with the Redis streams adapter
+(N servers, connection-state recovery on, nothing durable) and, when Go and Debian's
+centrifuge 0.15 sources are installed, Centrifuge (N servers of bench/centrifuge-server on
+its Redis broker, a 2-minute history per channel for recovery; built offline for the run;
+without them the bench says which apt-get line brings them and runs the other two).
+--load-processes load generators, each in its own process, hold --clients clients per side
+(a share each) in groups of --group-size, each client also in two 1:1 conversations;
+--direct-percent of the messages go 1:1, the rest to a group (the defaults are the issue's
+workload: 10,000 clients, 80% 1:1, 20% to groups of 500). Two open-loop runs per side: a saturation run (--max-rate-per-s, above what either sustains) gives the side's
 deliveries/s; then a latency run at --load-percent of that side's own maximum gives send →
 deliver p50/p99, from each message's intended send time. Last, the first socket holder is
 crashed (SIGKILL) and started again on its port: --resume-clients of its clients reconnect,
 each as its side's client does (chat: backoff with jitter, then a sync per conversation after
-its last seq; socket.io: its manager's backoff, then connection-state recovery or a re-join),
+its last seq; socket.io: its manager's backoff, then connection-state recovery or a re-join;
+Centrifuge: its client's backoff, then every channel re-subscribed, recovering from history),
 and the time from the restart to each one's resumption is measured. Engines: DATABASE_URL and
 REDIS_URL, else throw-away ones spawned for the run.
 
 Rows: connections held, memory per connection (resident memory of the socket holders
 after connecting, minus before, per connection), deliveries/s and msgs/s at saturation,
 the rate offered at --load-percent, send → deliver p50/p99, deliveries missing after the
-drain, send errors, clients resumed after the restart and the time to resume them (p50, all).
+drain, send errors, clients resumed after the restart and the time to resume them (p50, all);
+each metric once beside socket.io's and once beside Centrifuge's, each row with its ratio.
 
 Options
 ${cli.flagHelp()}
 `;
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  const args: BenchArgs = cli.parse(argv);
+  const args: BenchArgs = {
+    ...cli.parse(argv),
+    sidesExplicit: argv.some((arg) => arg === "--sides" || arg.startsWith("--sides=")),
+  };
   if (args.warmupMs >= args.durationMs) {
     throw errors.create("BENCH_ARGS_INVALID", {
       detail: `--warmup-ms ${args.warmupMs} must be below --duration-ms ${args.durationMs}`,
       fields: { flag: "warmup-ms" },
+    });
+  }
+  if (!args.sides.includes("chat") || args.sides.length < 2) {
+    throw errors.create("BENCH_ARGS_INVALID", {
+      detail: `--sides ${args.sides.join(",")}: every row is chat's beside a peer, so name chat and at least one of socketio, centrifuge`,
+      fields: { flag: "sides" },
     });
   }
   if (args.groupSize > args.clients) {
@@ -304,7 +332,10 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
     );
     benchLog(
       `${side.name}: ${summary.resumed} of ${summary.armed} resumed, all within ${Math.round(summary.allMs)} ms of the restart` +
-        (side.loadSide === "socketio" ? `; ${summary.recovered} by connection-state recovery` : ""),
+        (side.loadSide === "socketio" ? `; ${summary.recovered} by connection-state recovery` : "") +
+        (side.loadSide === "centrifuge"
+          ? `; ${summary.recovered} with every channel recovered from history`
+          : ""),
     );
     return summary;
   };
@@ -365,22 +396,38 @@ async function runSide(open: () => Promise<BenchSide>, args: BenchArgs): Promise
   }
 }
 
-export function resultRows(args: BenchArgs, ours: SideResult, peer: SideResult): BenchResult[] {
+/** A peer's measurements and the name its rows carry. */
+export interface PeerResult {
+  name: string;
+  result: SideResult;
+}
+
+/**
+ * chat's rows beside every peer that ran: for each metric, one row per peer in `peers`' order
+ * (socket.io's, then Centrifuge's), so each row carries one ratio and a metric's rows stay together.
+ */
+export function resultRows(args: BenchArgs, ours: SideResult, peers: readonly PeerResult[]): BenchResult[] {
+  const perPeer = peers.map((peer) => rowsBeside(args, ours, peer.result, peer.name));
+  const count = Math.max(0, ...perPeer.map((rows) => rows.length));
+  return Array.from({ length: count }, (_, i) => perPeer.flatMap((rows) => rows[i] ?? [])).flat();
+}
+
+function rowsBeside(args: BenchArgs, ours: SideResult, peer: SideResult, peerName: string): BenchResult[] {
   const where =
     args.directPercent > 0
       ? `${args.clients} clients on ${args.gateways} gateways, ${args.directPercent}% 1:1, ${100 - args.directPercent}% to groups of ${args.groupSize}`
       : `${args.clients} clients on ${args.gateways} gateways, groups of ${args.groupSize}`;
-  const held = scenarioRows({ system: SYSTEM, scenario: where, peer: PEER, tidy: true });
+  const held = scenarioRows({ system: SYSTEM, scenario: where, peer: peerName, tidy: true });
   const max = scenarioRows({
     system: SYSTEM,
     scenario: `${where}, ${args.maxRatePerS} msgs/s offered (saturated)`,
-    peer: PEER,
+    peer: peerName,
     tidy: true,
   });
   const atLoad = scenarioRows({
     system: SYSTEM,
     scenario: `${where}, open loop at ${args.loadPercent}% of each side's max`,
-    peer: PEER,
+    peer: peerName,
     tidy: true,
   });
   // What an accepted message still owed after the drain; a refused send's recipients are owed nothing.
@@ -403,20 +450,20 @@ export function resultRows(args: BenchArgs, ours: SideResult, peer: SideResult):
     atLoad.count("send errors, both runs", ours.atLoad.errors + ours.max.errors, {
       peer: peer.atLoad.errors + peer.max.errors,
     }),
-    ...resumeRows(args, ours.resume, peer.resume),
+    ...resumeRows(ours.resume, peer.resume, peerName),
   ];
 }
 
 function resumeRows(
-  args: BenchArgs,
   ours: ResumeSummary | undefined,
   peer: ResumeSummary | undefined,
+  peerName: string,
 ): BenchResult[] {
   if (ours === undefined || peer === undefined) return [];
   const rows = scenarioRows({
     system: SYSTEM,
     scenario: `${ours.armed} clients of a socket holder crashed and restarted`,
-    peer: PEER,
+    peer: peerName,
     tidy: true,
   });
   return [
@@ -437,26 +484,86 @@ export function offeredRateCapped(side: Pick<SideResult, "maxMsgsPerS">, offered
   return side.maxMsgsPerS >= OFFERED_CAP_SHARE * offeredPerS;
 }
 
+/**
+ * The Centrifuge binary when the run includes that side; undefined, with one progress line
+ * saying why, when it was asked for by default but cannot be built here (no Go, a missing
+ * Debian package). Named in --sides, it must run: the bench fails naming what to install.
+ */
+async function centrifugeForRun(
+  args: BenchArgs,
+): Promise<Extract<CentrifugeBuild, { ok: true }> | undefined> {
+  if (!args.sides.includes("centrifuge")) return undefined;
+  const build = await buildCentrifugeServer({ log: benchLog });
+  if (build.ok) return build;
+  if (args.sidesExplicit)
+    throw new Error(`--sides names centrifuge, but it cannot run here: ${build.reason}`);
+  benchLog(`chat bench: sides chat,socketio — Centrifuge left out: ${build.reason}`);
+  return undefined;
+}
+
 async function run(engines: BenchEngines, args: BenchArgs, json: boolean): Promise<void> {
-  const peer = await runSide(() => startSocketIoSide(engines, { servers: args.gateways }), args);
-  const ours = await runSide(() => startChatSide(engines, { gateways: args.gateways }), args);
-  const rows = resultRows(args, ours, peer);
-  process.stdout.write(`${renderBench(rows, json ? "json" : "markdown")}\n`);
-  if (json) return;
-  const ratio = peer.max.deliveredPerS > 0 ? ours.max.deliveredPerS / peer.max.deliveredPerS : 0;
-  const memory = peer.bytesPerConnection > 0 ? ours.bytesPerConnection / peer.bytesPerConnection : 0;
-  const throughputGoal = "goal deliveries/s ≥ 1.0× socket.io's, writing durably first";
-  process.stdout.write(
-    [
-      "",
+  const centrifuge = await centrifugeForRun(args);
+  try {
+    const socketIo = args.sides.includes("socketio")
+      ? await runSide(() => startSocketIoSide(engines, { servers: args.gateways }), args)
+      : undefined;
+    const anchor =
+      centrifuge === undefined
+        ? undefined
+        : await runSide(
+            () => startCentrifugeSide(engines, { servers: args.gateways, program: centrifuge.program }),
+            args,
+          );
+    const ours = await runSide(() => startChatSide(engines, { gateways: args.gateways }), args);
+    const peers = [
+      ...(socketIo === undefined ? [] : [{ name: PEER, result: socketIo }]),
+      ...(anchor === undefined ? [] : [{ name: CENTRIFUGE_PEER, result: anchor }]),
+    ];
+    process.stdout.write(`${renderBench(resultRows(args, ours, peers), json ? "json" : "markdown")}\n`);
+    if (!json) process.stdout.write(summaryLines(engines, args, ours, socketIo, anchor));
+  } finally {
+    await centrifuge?.remove();
+  }
+}
+
+/** The goal lines against socket.io (when it ran), the Centrifuge anchor's ratios, the engines. */
+function summaryLines(
+  engines: BenchEngines,
+  args: BenchArgs,
+  ours: SideResult,
+  peer: SideResult | undefined,
+  anchor: SideResult | undefined,
+): string {
+  const times = (a: number, b: number) => (b > 0 ? a / b : 0);
+  const lines = [""];
+  if (peer !== undefined) {
+    const ratio = times(ours.max.deliveredPerS, peer.max.deliveredPerS);
+    const memory = times(ours.bytesPerConnection, peer.bytesPerConnection);
+    const throughputGoal = "goal deliveries/s ≥ 1.0× socket.io's, writing durably first";
+    lines.push(
       offeredRateCapped(peer, args.maxRatePerS)
         ? `- ${throughputGoal}: not judged — socket.io sent ${Math.round(peer.maxMsgsPerS)} of the ${args.maxRatePerS} msgs/s offered, so the offered rate, not socket.io, was its cap; rerun with a higher --max-rate-per-s`
         : goalLine(throughputGoal, `${ratio.toFixed(2)}×`, ratio >= 1),
       goalLine("goal memory per connection ≤ socket.io's", `${memory.toFixed(2)}×`, memory <= 1),
-      `- engines: ${engines.label}; socket.io writes nothing durable, chat writes every message to PostgreSQL first`,
-      "",
-    ].join("\n"),
-  );
+    );
+  }
+  if (anchor !== undefined) {
+    const capped = offeredRateCapped(anchor, args.maxRatePerS)
+      ? ` (Centrifuge sent ${Math.round(anchor.maxMsgsPerS)} of the ${args.maxRatePerS} msgs/s offered: its maximum is higher than measured)`
+      : "";
+    lines.push(
+      `- upper anchor, no goal: chat's deliveries/s ${times(ours.max.deliveredPerS, anchor.max.deliveredPerS).toFixed(2)}× Centrifuge's, memory per connection ${times(ours.bytesPerConnection, anchor.bytesPerConnection).toFixed(2)}×${capped}`,
+    );
+  }
+  const durable = [
+    ...(peer === undefined ? [] : ["socket.io writes nothing durable"]),
+    "chat writes every message to PostgreSQL first",
+    ...(anchor === undefined
+      ? []
+      : ["Centrifuge keeps a 2-minute history per channel in Redis for recovery, nothing durable"]),
+  ];
+  lines.push(`- engines: ${engines.label}; ${durable.join(", ")}`, "");
+  return lines.join("\n");
 }
 
 export const benchProgram: BenchProgram<BenchArgs, BenchEngines> = {

@@ -4,18 +4,23 @@
  * service and one gateway, each with its load-generator process, JSON lines out. This checks the
  * output's shape, that every message reached every member on both sides and that every client
  * came back after its server's crash and restart — never speed
- * (speed lives in the bench itself).
+ * (speed lives in the bench itself). The Centrifuge side runs the same way where Go and
+ * Debian's centrifuge sources are installed (bench/centrifuge-build.ts), and skips naming the
+ * apt-get line elsewhere (CI installs no Go).
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parseBenchRows, runBenchChild } from "@casebook/lab/bench-smoke";
 import { requirePostgres, requireRedis } from "@casebook/lab/test-engines";
+import { centrifugeMissing } from "../bench/centrifuge-build.ts";
 import { benchHelp, parseBenchArgs } from "../bench/main.ts";
 
 const benchMain = fileURLToPath(new URL("../bench/main.ts", import.meta.url));
 /** Bound on one bench child: the tiny run takes ~20 s at load 25; a hang must fail the test. */
 const childTimeoutMs = 120_000;
+/** The Centrifuge run also builds the Go server first (~25 s cold on 2 cores). */
+const centrifugeChildTimeoutMs = 240_000;
 const tiny = [
   "--gateways",
   "1",
@@ -49,6 +54,13 @@ describe("bench/main.ts", () => {
     assert.equal(parseBenchArgs(["--help"]).help, true);
     assert.throws(() => parseBenchArgs(["--group-size", "1"]), /--group-size/);
     assert.throws(() => parseBenchArgs(["--clients", "4", "--group-size", "5"]), /--group-size 5/);
+    assert.throws(() => parseBenchArgs(["--sides", "socketio,centrifuge"]), /--sides/);
+    assert.throws(() => parseBenchArgs(["--sides", "chat"]), /--sides chat/);
+    assert.throws(() => parseBenchArgs(["--sides", "chat,nats"]), /nats/);
+    assert.deepEqual(parseBenchArgs([]).sides, ["chat", "socketio", "centrifuge"]);
+    assert.equal(parseBenchArgs([]).sidesExplicit, false);
+    assert.deepEqual(parseBenchArgs(["--sides", "centrifuge,chat"]).sides, ["chat", "centrifuge"]);
+    assert.equal(parseBenchArgs(["--sides", "chat,socketio"]).sidesExplicit, true);
   });
 
   test("--json prints chat's rows beside socket.io's, every delivery made on both sides", async (t) => {
@@ -58,7 +70,10 @@ describe("bench/main.ts", () => {
     // The bench reads its engines from DATABASE_URL and REDIS_URL (this test file's own process).
     process.env.DATABASE_URL = databaseUrl;
     process.env.REDIS_URL = redisUrl;
-    const run = await runBenchChild(benchMain, ["--json", ...tiny], { timeoutMs: childTimeoutMs });
+    // socket.io alone: the Go build is the next test's, and CI has no Go.
+    const run = await runBenchChild(benchMain, ["--json", "--sides", "chat,socketio", ...tiny], {
+      timeoutMs: childTimeoutMs,
+    });
     assert.equal(run.code, 0, run.stderr);
     const rows = parseBenchRows(run.stdout);
     const row = (metric: string) => rows.find((r) => r.metric === metric);
@@ -75,5 +90,32 @@ describe("bench/main.ts", () => {
     assert.equal(resumed?.value, 12);
     assert.equal(resumed?.peer_value, 12);
     assert.ok((row("time to resume them all (from the restart)")?.value ?? -1) >= 0);
+  });
+
+  test("--sides chat,centrifuge prints chat's rows beside Centrifuge's; every client resumed with its channels recovered", async (t) => {
+    const missing = centrifugeMissing();
+    if (missing !== undefined) return t.skip(`Centrifuge cannot be built here: ${missing}`);
+    const databaseUrl = await requirePostgres(t);
+    const redisUrl = await requireRedis(t);
+    if (!databaseUrl || !redisUrl) return;
+    process.env.DATABASE_URL = databaseUrl;
+    process.env.REDIS_URL = redisUrl;
+    const run = await runBenchChild(benchMain, ["--json", "--sides", "chat,centrifuge", ...tiny], {
+      timeoutMs: centrifugeChildTimeoutMs,
+    });
+    assert.equal(run.code, 0, run.stderr);
+    const rows = parseBenchRows(run.stdout);
+    const row = (metric: string) => rows.find((r) => r.metric === metric);
+    assert.ok(rows.every((r) => r.system === "chat" && r.peer === "centrifuge 0.15 (Go) + Redis broker"));
+    assert.equal(row("connections held")?.peer_value, 12);
+    assert.ok((row("deliveries")?.peer_value ?? 0) > 0);
+    assert.equal(row("deliveries missing after the drain")?.peer_value, 0);
+    assert.equal(row("send errors, both runs")?.peer_value, 0);
+    assert.equal(row("clients resumed within 60 s")?.peer_value, 12);
+    // Centrifugo's point: the clients of the crashed node recover from the channels' history.
+    assert.match(
+      run.stderr,
+      /centrifuge: 12 of 12 resumed, .*; 12 with every channel recovered from history/,
+    );
   });
 });
