@@ -13,7 +13,7 @@ import { databaseFields, listenFields, logLevelField } from "@casebook/infra/htt
 import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/config";
 import packageJson from "../package.json" with { type: "json" };
 import { DEFAULT_MAX_MEDIA_BYTES, MAX_MEDIA_BYTES, UPLOAD_URL_TTL_MS } from "./domain/media.ts";
-import { MAX_BACKEND_DEADLINE_MS } from "./gateway/backend-client.ts";
+import { MAX_BACKEND_DEADLINE_MS, MAX_BACKEND_IN_FLIGHT } from "./gateway/backend-client.ts";
 import { DEFAULT_GATEWAY_LIMITS as limits } from "./gateway/gateway.ts";
 
 export const configSchema = {
@@ -148,6 +148,14 @@ export const configSchema = {
     min: 100,
     max: MAX_BACKEND_DEADLINE_MS,
     description: "Bound on a gateway's call to the send service, all phases (CH-13: 29 s)",
+  }),
+  backendMaxInFlight: field.int({
+    env: "CHAT_BACKEND_MAX_IN_FLIGHT",
+    default: MAX_BACKEND_IN_FLIGHT,
+    min: 1,
+    max: 65_536,
+    description:
+      "Sends a gateway keeps in flight to the send service (in calls or waiting for one); past it a send is refused at once (BACKEND_UNAVAILABLE)",
   }),
   mediaDir: field.string({
     env: "CHAT_MEDIA_DIR",

@@ -256,6 +256,7 @@ export async function main(
       const backend = new BackendClient({
         baseUrl: () => backendUrl.current,
         deadlineMs: config.backendDeadlineMs,
+        maxInFlight: config.backendMaxInFlight,
       });
       service.onClose(() => backend.close());
       const gateway = new Gateway({
