@@ -5,6 +5,7 @@
  * (CH-16), one row per device (CH-25), and "gone" when nobody holds a gateway (CH-17).
  */
 import assert from "node:assert/strict";
+import { test } from "node:test";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { requireRedis, uniqueName } from "@casebook/lab/test-engines";
@@ -80,6 +81,12 @@ contractSuite<Subject>(
       assert.deepEqual(found.map((r) => r.deviceId).sort(), ["laptop", "phone"]);
     });
 
+    it("CH-04 a row reads back whole, whatever its gateway and device ids hold", async ({ sessions }) => {
+      const odd = { ...row("dora", "tablet:2", "c-7f3a"), gatewayId: "gw|eu-1:a" };
+      await sessions.put(odd);
+      assert.deepEqual(await sessions.lookup(["dora"], T0), [odd]);
+    });
+
     it("CH-16 reads ignore a row past its expiry even though it is still stored", async ({ sessions }) => {
       await sessions.put(row("bia", "phone", "c3", T0 + 1_000));
       assert.equal((await sessions.lookup(["bia"], T0 + 999)).length, 1);
@@ -145,3 +152,24 @@ contractSuite<Subject>(
     });
   },
 );
+
+test("CH-04 a row an earlier release wrote as JSON is still read (one session TTL after a deploy)", async (t) => {
+  const url = await requireRedis(t);
+  if (!url) return;
+  const redis = await connectRedis({ url, commandTimeoutMs: 5_000 });
+  const prefix = `${uniqueName("chat_t")}:`;
+  try {
+    const old = {
+      userId: "eli",
+      deviceId: "phone",
+      gatewayId: "gw-0",
+      connectionId: "c0",
+      expiresAtMs: T0 + 60_000,
+    };
+    await redis.hset(`${prefix}sess:eli`, "phone:c0", JSON.stringify(old));
+    assert.deepEqual(await new RedisSessions(redis, prefix, () => T0).lookup(["eli"], T0), [old]);
+  } finally {
+    await redis.del(`${prefix}sess:eli`);
+    await closeRedis(redis);
+  }
+});

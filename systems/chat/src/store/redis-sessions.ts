@@ -1,7 +1,9 @@
 /**
  * The session table in Redis (CH-15, CH-16, CH-23): a hash per user, `<prefix>sess:<user>`,
- * one field per connection (`<device>:<connection>`), the row as JSON with its own
- * `expiresAtMs`. The key gets a TTL at least as long as its longest row (PEXPIRE NX, then GT,
+ * one field per connection (`<device>:<connection>`), the row as `<expiresAtMs>|<gateway>|<connection>`
+ * (the user is the key, the device the field: a group message reads 500 rows, and parsing JSON
+ * for each was the send service's largest cost after GC; rows written as JSON by an earlier
+ * release, alive for one session TTL after a deploy, are still read). The key gets a TTL at least as long as its longest row (PEXPIRE NX, then GT,
  * in one MULTI), so a user whose gateways all died leaves nothing behind. A field per
  * connection, not per device, makes `remove` exact without a compare-and-delete: the
  * disconnect of an old connection can never delete the row of the device's newer one.
@@ -39,7 +41,11 @@ export class RedisSessions implements SessionTable {
     const ttlMs = Math.max(1, Math.ceil(row.expiresAtMs - this.#nowMs()));
     await this.#redis
       .multi()
-      .hset(key, `${row.deviceId}:${row.connectionId}`, JSON.stringify(row))
+      .hset(
+        key,
+        `${row.deviceId}:${row.connectionId}`,
+        `${row.expiresAtMs}|${row.gatewayId}|${row.connectionId}`,
+      )
       .pexpire(key, ttlMs, "NX")
       .pexpire(key, ttlMs, "GT")
       .exec();
@@ -63,7 +69,7 @@ export class RedisSessions implements SessionTable {
     const expired: [string, string][] = [];
     replies.forEach((flat, i) => {
       for (let at = 0; at + 1 < flat.length; at += 2) {
-        const row = JSON.parse(flat[at + 1]!) as SessionRow;
+        const row = rowOf(users[i]!, flat[at]!, flat[at + 1]!);
         if (row.expiresAtMs > nowMs) found.push(row);
         else expired.push([keys[i]!, flat[at]!]);
       }
@@ -76,4 +82,19 @@ export class RedisSessions implements SessionTable {
     }
     return liveRows(found, nowMs);
   }
+}
+
+/** A row from its user, its field (`<device>:<connection>`) and its value. */
+function rowOf(userId: string, field: string, value: string): SessionRow {
+  if (value.startsWith("{")) return JSON.parse(value) as SessionRow; // written by an earlier release
+  const first = value.indexOf("|");
+  const last = value.lastIndexOf("|");
+  const connectionId = value.slice(last + 1);
+  return {
+    userId,
+    deviceId: field.slice(0, field.length - connectionId.length - 1),
+    gatewayId: value.slice(first + 1, last),
+    connectionId,
+    expiresAtMs: Number(value.slice(0, first)),
+  };
 }
