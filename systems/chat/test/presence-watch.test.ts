@@ -182,6 +182,36 @@ describe("presence watch", () => {
   });
 });
 
+test("a watch whose subscription fails is undone whole: nothing watched, and the next watch subscribes again", async () => {
+  const w = world();
+  let failing = true;
+  const flaky: PresenceBus = {
+    poke: (userId) => w.bus.poke(userId),
+    listen: (listener, userIds) =>
+      failing ? Promise.reject(new Error("redis down")) : w.bus.listen(listener, userIds),
+    unlisten: (listener, userIds) => w.bus.unlisten(listener, userIds),
+  };
+  const watch = new PresenceWatch({
+    bus: flaky,
+    sessions: w.sessions,
+    nowMs: () => 1_000,
+    push: (connectionId, frame) => w.pushed.push({ connectionId, users: frame.users as Pushed["users"] }),
+    onError: (err) => assert.fail(String(err)),
+  });
+  await assert.rejects(watch.watch("s1", "42", [w.offline("ana")]), /redis down/);
+  assert.equal(watch.watchedUsers, 0);
+  failing = false;
+  await watch.watch("s1", "42", [w.offline("ana")]);
+  assert.equal(watch.watchedUsers, 1);
+  await w.sessions.put(rowOf("ana"));
+  await w.bus.poke("ana");
+  await nextTurn();
+  await nextTurn();
+  assert.deepEqual(w.pushed, [
+    { connectionId: "s1", users: [{ userId: "ana", online: true, devices: ["phone"] }] },
+  ]);
+});
+
 function rowOf(userId: string): SessionRow {
   return { userId, deviceId: "phone", gatewayId: "gw", connectionId: `${userId}-phone`, expiresAtMs: 1e15 };
 }

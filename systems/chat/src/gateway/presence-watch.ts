@@ -85,7 +85,13 @@ export class PresenceWatch {
     }
     if (previous) await this.#release(connectionId, previous);
     if (fresh.length === 0) return;
-    await this.#options.bus.listen(this.#listener, fresh);
+    try {
+      await this.#options.bus.listen(this.#listener, fresh);
+    } catch (err) {
+      // Not subscribed (Redis unreachable): the watch is undone whole and the socket told so.
+      await this.unwatch(connectionId, chatId).catch(() => {});
+      throw err;
+    }
     await this.#read(fresh);
   }
 

@@ -42,7 +42,14 @@ export class RedisPresenceBus implements PresenceBus {
       set.add(listener);
       this.#listeners.set(userId, set);
     }
-    if (fresh.length > 0) await this.#subscriber.subscribe(...fresh);
+    if (fresh.length === 0) return;
+    try {
+      await this.#subscriber.subscribe(...fresh);
+    } catch (err) {
+      // Not subscribed: forget these users again, so the next listen subscribes them.
+      for (const channel of fresh) this.#listeners.delete(channel.slice(this.#channelPrefix.length));
+      throw err;
+    }
   }
 
   async unlisten(listener: PresenceListener, userIds: readonly string[]): Promise<void> {
