@@ -15,7 +15,8 @@
  *   typing   {chatId}       the user is typing (ephemeral) → typing {chatId, userId, deviceId, expiresInMs}
  *                                                          to the other members' live devices
  *   presence {ref, chatId, watch?}  who of the members is online  → presence {ref, chatId, users};
- *            watch: true also pushes presence-changed {users} on every change, false stops
+ *            watch: true also pushes presence-changed {users} on every change; false stops
+ *            (answered presence {ref, chatId, watching: false}, without users)
  *   sync     {ref, chatId, after, limit?}                  → history {ref, chatId, messages, next}
  *   ack      {chatId, seq}   delivered up to seq (CH-11)   → receipt to the senders
  *   read     {chatId, seq}   displayed up to seq (CH-11)   → receipt to the senders

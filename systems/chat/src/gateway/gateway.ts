@@ -438,7 +438,11 @@ export class Gateway {
         return;
       case "presence": {
         const chatId = String(frame.chatId);
-        if (frame.watch === false) await this.#presenceWatch.unwatch(c.id, chatId);
+        if (frame.watch === false) {
+          // Only this socket's own watch ends: nothing to ask the send service.
+          await this.#presenceWatch.unwatch(c.id, chatId);
+          return send(c.ws, { action: "presence", ref: frame.ref, chatId, watching: false });
+        }
         const answer = await backend.presence(c.token, { chatId });
         if (frame.watch === true && this.#connections.has(c.id))
           await this.#presenceWatch.watch(c.id, chatId, answer.users);
@@ -446,7 +450,7 @@ export class Gateway {
           action: "presence",
           ref: frame.ref,
           chatId,
-          ...(frame.watch === undefined ? {} : { watching: frame.watch }),
+          ...(frame.watch === true ? { watching: true } : {}),
           ...answer,
         });
       }

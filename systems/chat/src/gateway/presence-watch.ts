@@ -115,10 +115,8 @@ export class PresenceWatch {
   }
 
   /** One heartbeat's re-read of every watched user (what no poke announces: rows that expired). */
-  async sweep(): Promise<void> {
-    const users = [...this.#watchers.keys()];
-    for (let i = 0; i < users.length; i += PRESENCE_READ_SLICE)
-      await this.#read(users.slice(i, i + PRESENCE_READ_SLICE));
+  sweep(): Promise<void> {
+    return this.#readSlices([...this.#watchers.keys()]);
   }
 
   async #release(connectionId: string, members: readonly string[]): Promise<void> {
