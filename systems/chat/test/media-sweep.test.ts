@@ -98,6 +98,7 @@ describe("the media orphan sweep on PostgreSQL", () => {
     await age([unsent, sent, deletedLater]);
     const first = await sweeper().round();
     assert.equal(first.rows, 1, "only the old upload nobody sent");
+    assert.equal(first.objects, 1, "its object, counted once it is removed");
     assert.deepEqual(await Promise.all([unsent, sent, fresh, deletedLater].map(rowExists)), [
       false,
       true,

@@ -114,9 +114,12 @@ export class ObjectDirectory {
     return { bytes, sha256: hash.digest("hex") };
   }
 
-  /** Removes the object under `key` (nothing stored: nothing to do). */
-  async remove(key: string): Promise<void> {
-    await unlink(join(this.#dir, checkKey(key))).catch(ignoreMissing);
+  /** Removes the object under `key`; false when nothing was stored there. */
+  async remove(key: string): Promise<boolean> {
+    return unlink(join(this.#dir, checkKey(key))).then(
+      () => true,
+      (err: unknown) => ignoreMissing(err) ?? false,
+    );
   }
 
   /**

@@ -73,8 +73,9 @@ export class MediaSweeper {
     const cutoffMs = clock.nowMs() - orphanAfterMs;
     const batch = this.#o.batch ?? SWEEP_BATCH;
     const swept = await rows.sweepOrphans(cutoffMs, batch);
-    for (const id of swept) await objects.remove(String(id));
-    let removed = swept.length;
+    let removed = 0;
+    // An upload that never arrived has a row and no object: only removed objects are counted.
+    for (const id of swept) if (await objects.remove(String(id))) removed++;
     if (this.#rounds++ % ROUNDS_PER_OBJECT_PASS === 0) removed += await this.#leftovers(cutoffMs);
     if (swept.length > 0) onSwept?.("row", swept.length);
     if (removed > 0) onSwept?.("object", removed);
@@ -88,11 +89,7 @@ export class MediaSweeper {
     for (let i = 0; i < keys.length; i += SWEEP_BATCH) {
       const slice = keys.slice(i, i + SWEEP_BATCH);
       const kept = await this.#o.rows.existing(slice.map(BigInt));
-      for (const key of slice) {
-        if (kept.has(BigInt(key))) continue;
-        await this.#o.objects.remove(key);
-        removed++;
-      }
+      for (const key of slice) if (!kept.has(BigInt(key)) && (await this.#o.objects.remove(key))) removed++;
     }
     return removed;
   }
