@@ -9,7 +9,7 @@
  * apt-get line elsewhere (CI installs no Go).
  */
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
+import { describe, type TestContext, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parseBenchRows, runBenchChild } from "@casebook/lab/bench-smoke";
 import { requirePostgres, requireRedis } from "@casebook/lab/test-engines";
@@ -40,6 +40,23 @@ const tiny = [
   "3000",
 ];
 
+/**
+ * The bench run tiny with `sides` in a child process on the test engines, its JSON rows read;
+ * undefined after skipping `t` when an engine is down.
+ */
+async function runTiny(t: TestContext, sides: string, timeoutMs: number) {
+  const databaseUrl = await requirePostgres(t);
+  const redisUrl = await requireRedis(t);
+  if (!databaseUrl || !redisUrl) return undefined;
+  // The bench reads its engines from DATABASE_URL and REDIS_URL (this test file's own process).
+  process.env.DATABASE_URL = databaseUrl;
+  process.env.REDIS_URL = redisUrl;
+  const run = await runBenchChild(benchMain, ["--json", "--sides", sides, ...tiny], { timeoutMs });
+  assert.equal(run.code, 0, run.stderr);
+  const rows = parseBenchRows(run.stdout);
+  return { stderr: run.stderr, rows, row: (metric: string) => rows.find((r) => r.metric === metric) };
+}
+
 describe("bench/main.ts", () => {
   test("--help names the peer, the runs and the flags; a bad flag is refused naming it", () => {
     for (const word of [
@@ -64,19 +81,10 @@ describe("bench/main.ts", () => {
   });
 
   test("--json prints chat's rows beside socket.io's, every delivery made on both sides", async (t) => {
-    const databaseUrl = await requirePostgres(t);
-    const redisUrl = await requireRedis(t);
-    if (!databaseUrl || !redisUrl) return;
-    // The bench reads its engines from DATABASE_URL and REDIS_URL (this test file's own process).
-    process.env.DATABASE_URL = databaseUrl;
-    process.env.REDIS_URL = redisUrl;
     // socket.io alone: the Go build is the next test's, and CI has no Go.
-    const run = await runBenchChild(benchMain, ["--json", "--sides", "chat,socketio", ...tiny], {
-      timeoutMs: childTimeoutMs,
-    });
-    assert.equal(run.code, 0, run.stderr);
-    const rows = parseBenchRows(run.stdout);
-    const row = (metric: string) => rows.find((r) => r.metric === metric);
+    const ran = await runTiny(t, "chat,socketio", childTimeoutMs);
+    if (!ran) return;
+    const { rows, row } = ran;
     assert.ok(rows.every((r) => r.system === "chat" && r.peer === "socket.io + redis-streams-adapter"));
     assert.equal(row("connections held")?.value, 12);
     assert.equal(row("connections held")?.peer_value, 12);
@@ -95,17 +103,9 @@ describe("bench/main.ts", () => {
   test("--sides chat,centrifuge prints chat's rows beside Centrifuge's; every client resumed with its channels recovered", async (t) => {
     const missing = centrifugeMissing();
     if (missing !== undefined) return t.skip(`Centrifuge cannot be built here: ${missing}`);
-    const databaseUrl = await requirePostgres(t);
-    const redisUrl = await requireRedis(t);
-    if (!databaseUrl || !redisUrl) return;
-    process.env.DATABASE_URL = databaseUrl;
-    process.env.REDIS_URL = redisUrl;
-    const run = await runBenchChild(benchMain, ["--json", "--sides", "chat,centrifuge", ...tiny], {
-      timeoutMs: centrifugeChildTimeoutMs,
-    });
-    assert.equal(run.code, 0, run.stderr);
-    const rows = parseBenchRows(run.stdout);
-    const row = (metric: string) => rows.find((r) => r.metric === metric);
+    const ran = await runTiny(t, "chat,centrifuge", centrifugeChildTimeoutMs);
+    if (!ran) return;
+    const { rows, row } = ran;
     assert.ok(rows.every((r) => r.system === "chat" && r.peer === "centrifuge 0.15 (Go) + Redis broker"));
     assert.equal(row("connections held")?.peer_value, 12);
     assert.ok((row("deliveries")?.peer_value ?? 0) > 0);
@@ -114,7 +114,7 @@ describe("bench/main.ts", () => {
     assert.equal(row("clients resumed within 60 s")?.peer_value, 12);
     // Centrifugo's point: the clients of the crashed node recover from the channels' history.
     assert.match(
-      run.stderr,
+      ran.stderr,
       /centrifuge: 12 of 12 resumed, .*; 12 with every channel recovered from history/,
     );
   });

@@ -1,9 +1,10 @@
 /**
  * The session table in Redis (CH-15, CH-16, CH-23): a hash per user, `<prefix>sess:<user>`,
- * one field per connection (`<device>:<connection>`), the row as `<expiresAtMs>|<gateway>|<connection>`
- * (the user is the key, the device the field: a group message reads 500 rows, and parsing JSON
- * for each was the send service's largest cost after GC; rows written as JSON by an earlier
- * release, alive for one session TTL after a deploy, are still read). The key gets a TTL at least as long as its longest row (PEXPIRE NX, then GT,
+ * one field per connection (`<device>:<connection>`), the row as
+ * `<expiresAtMs>|<gateway>|<connection>` (the user is the key, the device the field: a group
+ * message reads 500 rows, and parsing JSON for each was the send service's largest cost after
+ * GC; rows written as JSON by an earlier release, alive for one session TTL after a deploy, are
+ * still read). The key gets a TTL at least as long as its longest row (PEXPIRE NX, then GT,
  * in one MULTI), so a user whose gateways all died leaves nothing behind. A field per
  * connection, not per device, makes `remove` exact without a compare-and-delete: the
  * disconnect of an old connection can never delete the row of the device's newer one.
