@@ -54,6 +54,7 @@ import type { BackendClient } from "./backend-client.ts";
 import { ConnectPacer } from "./connect-pacer.ts";
 import { PartAssembler } from "./part-assembler.ts";
 import { PresenceWatch } from "./presence-watch.ts";
+import { textFrames } from "./text-frames.ts";
 
 export interface GatewayLimits {
   readonly heartbeatMs: number;
@@ -143,10 +144,11 @@ export const HEARTBEAT_SLICES = 10;
 /** Session rows written at once after a routing gap (one Redis round trip each, bounded in flight). */
 export const RESYNC_SLICE = 256;
 
-/** The part of net.Socket that #corkForTurn uses. */
-interface Corkable {
+/** The part of net.Socket that #deliver writes pre-built frames to. */
+interface RawSocket {
   cork(): void;
   uncork(): void;
+  write(chunk: Buffer): boolean;
 }
 
 export class Gateway {
@@ -160,7 +162,7 @@ export class Gateway {
   #draining = false;
   #nextSlice = 0;
   /** Sockets corked by this turn's deliveries (#corkForTurn). */
-  readonly #corked = new Set<Corkable>();
+  readonly #corked = new Set<RawSocket>();
   #tickSlice = 0;
 
   constructor(options: GatewayOptions) {
@@ -499,8 +501,9 @@ export class Gateway {
 
   /**
    * A routed frame goes to each of its connections encoded ONCE: the JSON text, its parts
-   * and their UTF-8 bytes are made for the first open connection and the same buffers are
-   * written to every other (a group's message reaches up to 1,023 sockets here).
+   * and their WebSocket frames (text-frames.ts) are made for the first open connection and
+   * the same bytes are written to every other's socket (a group's message reaches up to
+   * 1,023 sockets here) — one buffered write per frame instead of ws's framing per socket.
    *
    * Each socket written is corked until the end of this turn of the event loop: a routing
    * batch (one Redis message, or several read in one go) carries many frames, and the frames
@@ -510,29 +513,33 @@ export class Gateway {
    */
   #deliver(envelope: RoutedEnvelope): void {
     const message = envelope.frame.message as { id?: string; createdAt?: string } | undefined;
-    let parts: Buffer[] | undefined;
+    let texts: string[] | undefined;
+    let frames: Buffer[] | undefined;
     let delivered = 0;
     for (const id of envelope.connectionIds) {
       const c = this.#connections.get(id);
       // gone: the device syncs after its last seq when it reconnects
       if (!c || c.ws.readyState !== c.ws.OPEN) continue;
-      parts ??= encodeParts(message?.id ?? randomUUID(), envelope.frame);
-      this.#corkForTurn(c.ws);
-      for (const part of parts) c.ws.send(part, { binary: false });
+      texts ??= splitOutgoing(message?.id ?? randomUUID(), JSON.stringify(envelope.frame));
+      const socket = rawSocket(c.ws);
+      if (socket === undefined) for (const text of texts) c.ws.send(text);
+      else {
+        frames ??= textFrames(texts);
+        this.#corkForTurn(socket);
+        for (const frame of frames) socket.write(frame);
+      }
       delivered++;
     }
     if (delivered > 0) this.#options.metrics?.onDelivered(message?.createdAt, delivered);
   }
 
   /**
-   * Corks the socket under `ws` until the next tick (once a turn). ws's sender corks each
-   * frame's header and payload itself, and net.Socket's cork nests, so the frames written
-   * meanwhile are flushed together by the outer uncork. ws keeps its net.Socket in `_socket`
-   * (not public API): without one, frames go out one by one as before.
+   * Corks `socket` until the next tick (once a turn). net.Socket's cork nests (ws corks
+   * around each frame it sends itself), so everything written meanwhile is flushed together
+   * by the outer uncork.
    */
-  #corkForTurn(ws: WebSocket): void {
-    const socket = (ws as unknown as { _socket?: Corkable })._socket;
-    if (socket === undefined || this.#corked.has(socket)) return;
+  #corkForTurn(socket: RawSocket): void {
+    if (this.#corked.has(socket)) return;
     if (this.#corked.size === 0) process.nextTick(() => this.#uncorkAll());
     socket.cork();
     this.#corked.add(socket);
@@ -545,7 +552,7 @@ export class Gateway {
 
   #sendLarge(c: Connection, id: string, frame: Record<string, unknown>): void {
     if (c.ws.readyState !== c.ws.OPEN) return;
-    for (const part of encodeParts(id, frame)) c.ws.send(part, { binary: false });
+    for (const text of splitOutgoing(id, JSON.stringify(frame))) c.ws.send(text);
   }
 
   /** One heartbeat of every connection: ping the live, terminate the silent, close the idle, the old and the unauthenticated. */
@@ -608,9 +615,12 @@ export class Gateway {
   }
 }
 
-/** A frame's text frames (parts past 32 KB) as UTF-8 bytes, ready for any number of sockets. */
-function encodeParts(id: string, frame: Record<string, unknown>): Buffer[] {
-  return splitOutgoing(id, JSON.stringify(frame)).map((part) => Buffer.from(part, "utf8"));
+/**
+ * The net.Socket under a server-side `ws` WebSocket, kept in `_socket` (not public API, as
+ * socket.io's engine also relies on): without one, frames go out through ws one by one.
+ */
+function rawSocket(ws: WebSocket): RawSocket | undefined {
+  return (ws as unknown as { _socket?: RawSocket })._socket;
 }
 
 function send(ws: WebSocket, frame: Record<string, unknown>): void {
