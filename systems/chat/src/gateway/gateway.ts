@@ -52,6 +52,7 @@ import type { SessionTable } from "../domain/sessions.ts";
 import { TypingThrottle } from "../domain/typing.ts";
 import type { BackendClient } from "./backend-client.ts";
 import { ConnectPacer } from "./connect-pacer.ts";
+import { DeliveryQueue } from "./delivery-queue.ts";
 import { PartAssembler } from "./part-assembler.ts";
 import { PresenceWatch } from "./presence-watch.ts";
 import { textFrames } from "./text-frames.ts";
@@ -141,6 +142,10 @@ interface Connection {
  * profile, and every send arriving meanwhile waited or was refused.
  */
 export const HEARTBEAT_SLICES = 10;
+/** Longest run of routed deliveries before the gateway reads its sockets again (delivery-queue.ts). */
+export const DELIVERY_SLICE_MS = 5;
+/** Routed frames waiting for delivery at most; past it they are dropped and the clients resync. */
+export const MAX_ROUTED_WAITING = 65_536;
 /** Session rows written at once after a routing gap (one Redis round trip each, bounded in flight). */
 export const RESYNC_SLICE = 256;
 
@@ -159,6 +164,7 @@ export class Gateway {
   readonly #ticker: BackgroundLoop;
   readonly #presenceWatch: PresenceWatch;
   readonly #presenceSweep: BackgroundLoop;
+  readonly #routed: DeliveryQueue<RoutedEnvelope>;
   #draining = false;
   #nextSlice = 0;
   /** Sockets corked by this turn's deliveries (#corkForTurn). */
@@ -201,6 +207,16 @@ export class Gateway {
       },
       onError: (err) => options.log.warn({ err }, "presence push failed; the next heartbeat reads again"),
     });
+    this.#routed = new DeliveryQueue({
+      deliver: (envelope) => this.#deliver(envelope),
+      sliceMs: DELIVERY_SLICE_MS,
+      maxPending: MAX_ROUTED_WAITING,
+      onOverflow: (dropped) => {
+        options.log.warn({ dropped }, "routed frames past the bound; dropped and resyncing clients");
+        void this.#afterRoutingGap();
+      },
+      onError: (err) => options.log.warn({ err }, "a routed frame's delivery failed"),
+    });
     this.#presenceSweep = new BackgroundLoop({
       name: "gateway presence sweep",
       round: async () => {
@@ -220,7 +236,7 @@ export class Gateway {
   async start(): Promise<void> {
     await this.#options.routing.subscribe(
       this.#options.gatewayId,
-      (envelope) => this.#deliver(envelope),
+      (envelope) => this.#routed.push(envelope),
       () => void this.#afterRoutingGap(),
     );
     this.#ticker.start();
