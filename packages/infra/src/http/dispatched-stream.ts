@@ -23,7 +23,7 @@ import type { Clock } from "@casebook/kit/clock";
 import type { CasebookError } from "@casebook/kit/errors";
 import type { Dispatcher } from "undici";
 import { outboundErrors, phaseTimeout, transportFailure } from "./outbound-errors.ts";
-import { type PhaseTimeouts, PhaseTimer, type PhaseTimings, type TimedPhase } from "./phase-timer.ts";
+import { type PhaseTimeouts, PhaseTimer, type PhaseTimings } from "./phase-timer.ts";
 
 /** Unread chunks at which the socket is paused. */
 export const HIGH_WATER_CHUNKS = 16;

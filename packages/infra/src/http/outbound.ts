@@ -45,7 +45,7 @@ import { AgentPool } from "./agent-pool.ts";
 import { dispatchStream, type OutboundStream } from "./dispatched-stream.ts";
 import { DispatcherPool } from "./dispatcher-pool.ts";
 import { outboundErrors, phaseTimeout, transportFailure } from "./outbound-errors.ts";
-import { type PhaseTimeouts, PhaseTimer, type PhaseTimings, type TimedPhase } from "./phase-timer.ts";
+import { type PhaseTimeouts, PhaseTimer, type PhaseTimings } from "./phase-timer.ts";
 
 export type { OutboundStream } from "./dispatched-stream.ts";
 export type { PhaseTimeouts, PhaseTimings } from "./phase-timer.ts";
