@@ -1,6 +1,6 @@
 /**
  * The gateway's routed frames, delivered in order in slices of at most `sliceMs` of the event
- * loop each. One Redis message of the send service's carries a whole routing batch — up to 256
+ * loop each. One Redis message of the send service's carries a whole routing batch — up to 1,024
  * frames, a group's frame for hundreds of sockets each — and delivered in one go it held a
  * gateway's loop for 100–300 ms at saturation (`nodejs_eventloop_lag_max_seconds`): meanwhile
  * no client frame was read and no send service answer either, so sends piled up behind the
