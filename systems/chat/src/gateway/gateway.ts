@@ -167,7 +167,7 @@ export class Gateway {
   readonly #routed: DeliveryQueue<RoutedEnvelope>;
   #draining = false;
   #nextSlice = 0;
-  /** Sockets corked by this turn's deliveries (#corkForTurn). */
+  /** Sockets corked by this turn's deliveries — one delivery slice's (#corkForTurn). */
   readonly #corked = new Set<RawSocket>();
   #tickSlice = 0;
 
@@ -521,9 +521,9 @@ export class Gateway {
    * the same bytes are written to every other's socket (a group's message reaches up to
    * 1,023 sockets here) — one buffered write per frame instead of ws's framing per socket.
    *
-   * Each socket written is corked until the end of this turn of the event loop: a routing
-   * batch (one Redis message, or several read in one go) carries many frames, and the frames
-   * of one turn for one socket leave in ONE writev instead of one system call each. The
+   * Each socket written is corked until the end of this turn of the event loop (one slice of
+   * the delivery queue): a routing batch carries many frames, and the frames of one slice for
+   * one socket leave in ONE writev instead of one system call each. The
    * write was most of a gateway's time in the bench's profiles; at saturation a socket got
    * 1.55–1.84 frames a turn there (1.0 at low rates, where nothing is held: a turn is µs).
    */
