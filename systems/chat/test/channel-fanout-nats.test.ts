@@ -4,7 +4,8 @@
  * as ONE event on the stream, and delivered by 3 slice workers — one durable consumer each —
  * every one its part of the member index. Then the nats-server is killed and restarted on its
  * store (as after a crash): the durable consumers resume and the next message reaches every
- * member the same way.
+ * member the same way; and a message sent while it is down reaches every member once it is
+ * back, by the send path's retried publish (no sync).
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -144,4 +145,30 @@ test("CH-20 on NATS JetStream: a channel message written once, ONE stream event,
     BigInt(second!.seq) >= 2n,
     "offsets keep counting (a message sent while NATS was back but not yet reconnected stays in the history)",
   );
+
+  // Sent while the stream engine is down: stored and answered at once; its publish fails or
+  // waits, and the send path tries it again (REDELIVERY_DELAYS_MS) until the engine is back —
+  // every member gets it without a sync.
+  await nats.kill();
+  const during = await sys.api<{ message: { id: string } }>(
+    owner,
+    "POST",
+    `/v1/conversations/${chat.id}/messages`,
+    {
+      clientMsgId: randomUUID(),
+      body: "durante a queda",
+    },
+  );
+  assert.equal(during.status, 201, "stored while the stream is down");
+  await sleep(1_000);
+  await nats.restart();
+  const seen = await Promise.all(
+    sockets.map((s) =>
+      Promise.race([
+        s.next((f) => f.action === "message" && (f.message as { id: string }).id === during.json.message.id),
+        sleep(30_000).then(() => undefined),
+      ]),
+    ),
+  );
+  assert.equal(seen.filter(Boolean).length, MEMBERS, "every member got the message sent during the outage");
 });
