@@ -5,7 +5,9 @@
  * gateway's loop for 100–300 ms at saturation (`nodejs_eventloop_lag_max_seconds`): meanwhile
  * no client frame was read and no send service answer either, so sends piled up behind the
  * in-flight bound and were refused, and the send service sat idle waiting for them. Between
- * slices the loop reads its sockets.
+ * slices the loop reads its sockets. `sliceMs` bounds the deliveries' JavaScript only: the
+ * gateway's corked sockets are flushed at the slice's end, one system call each, on top of it
+ * (capping those too cost throughput in the bench: fewer frames per system call; README, Bench).
  *
  * Bounded: past `maxPending` waiting items the queue is dropped whole and `onOverflow` runs —
  * the same as a routing gap (pub/sub lost them): the clients resync from the history.
