@@ -48,20 +48,26 @@ async function answersReady(url: string): Promise<boolean> {
   }
 }
 
-/**
- * Starts `entry` (with Node, unless it is a program) on a free loopback port (PORT) and `env` over this process's
- * environment; resolves once it is ready, rejects when it exits or stays unready.
- */
-export async function startServerProcess(options: {
+/** What a server process is: its name in logs, what runs, and its environment. */
+export interface ServerSpec {
   name: string;
   /** A Node entry point (run with this Node and its flags), or a program of its own, run as it is. */
   entry: URL | { program: string };
   env: NodeJS.ProcessEnv;
-  /** Bound on becoming ready; default 30 s (an embedded PGlite's first start on a loaded machine needs more). */
-  readyTimeoutMs?: number;
-  /** This port instead of a free one: a restart where its clients reconnect (the old one must have exited). */
-  port?: number;
-}): Promise<ServerProcess> {
+}
+
+/**
+ * Starts `entry` (with Node, unless it is a program) on a free loopback port (PORT) and `env` over this process's
+ * environment; resolves once it is ready, rejects when it exits or stays unready.
+ */
+export async function startServerProcess(
+  options: ServerSpec & {
+    /** Bound on becoming ready; default 30 s (an embedded PGlite's first start on a loaded machine needs more). */
+    readyTimeoutMs?: number;
+    /** This port instead of a free one: a restart where its clients reconnect (the old one must have exited). */
+    port?: number;
+  },
+): Promise<ServerProcess> {
   const readyTimeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
   const port = options.port ?? (await freePort());
   const url = `http://127.0.0.1:${port}`;

@@ -14,7 +14,7 @@
  * const before = await side.residentBytes();
  */
 import { randomBytes } from "node:crypto";
-import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
+import { type ServerProcess, type ServerSpec, startServerProcess } from "@casebook/lab/server-process";
 import type { Side as LoadSide } from "./load-child.ts";
 
 /** A conversation messages are sent to: its address on the side, and its members' population indexes. */
@@ -56,7 +56,7 @@ export interface BenchSide {
 /** Socket holders that can be crashed and started again on their own port, in place. */
 function restartable(
   holders: ServerProcess[],
-  spec: (k: number) => { name: string; entry: URL | { program: string }; env: NodeJS.ProcessEnv },
+  spec: (k: number) => ServerSpec,
 ): (k: number) => Promise<void> {
   return async (k) => {
     const old = holders[k]!;
@@ -220,7 +220,7 @@ function roomPopulation({ users, groupSize, directs }: PopulationShape): Populat
 async function startPeerSide(
   identity: { name: string; loadSide: LoadSide },
   count: number,
-  serverSpec: (i: number) => { name: string; entry: URL | { program: string }; env: NodeJS.ProcessEnv },
+  serverSpec: (i: number) => ServerSpec,
 ): Promise<BenchSide> {
   const started = await Promise.allSettled(
     Array.from({ length: count }, (_, i) => startServerProcess(serverSpec(i))),

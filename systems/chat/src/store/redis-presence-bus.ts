@@ -38,16 +38,16 @@ export class RedisPresenceBus implements PresenceBus {
     const fresh: string[] = [];
     for (const userId of userIds) {
       const set = this.#listeners.get(userId) ?? new Set<PresenceListener>();
-      if (set.size === 0) fresh.push(this.#channelPrefix + userId);
+      if (set.size === 0) fresh.push(userId);
       set.add(listener);
       this.#listeners.set(userId, set);
     }
     if (fresh.length === 0) return;
     try {
-      await this.#subscriber.subscribe(...fresh);
+      await this.#subscriber.subscribe(...fresh.map((userId) => this.#channelPrefix + userId));
     } catch (err) {
       // Not subscribed: forget these users again, so the next listen subscribes them.
-      for (const channel of fresh) this.#listeners.delete(channel.slice(this.#channelPrefix.length));
+      for (const userId of fresh) this.#listeners.delete(userId);
       throw err;
     }
   }
