@@ -3,7 +3,7 @@
  * servers it measures): it holds `concurrency` chat streams open in a closed loop against
  * one target (the simulator itself, our gateway, Portkey) and times each from its send to
  * the first content token (TTFT) and to `data: [DONE]` (total). Every target gets the same
- * HTTP client (undici's fetch) and the same requests. It speaks JSON lines over stdin/stdout:
+ * HTTP client (node:http, one keep-alive pool) and the same requests. It speaks JSON lines over stdin/stdout:
  *
  *   ← {"ready":true}
  *   → {"cmd":"run", url, headers, model, concurrency, durationMs, warmupMs, promptWords, maxTokens, temperature}
@@ -14,6 +14,7 @@
  * nor across the bench's runs and rounds against the same tenant — so a semantic cache looks
  * up and misses.
  */
+import { Agent, request as httpRequest } from "node:http";
 import { createInterface } from "node:readline";
 import { Histogram, type HistogramSummary } from "@casebook/kit/histogram";
 import { seededRandom } from "@casebook/kit/random";
@@ -97,38 +98,73 @@ function summaryMs(histogram: Histogram): LatencyMs {
 /** The first content token: an OpenAI delta `"content":"x…"` with text (the role chunk's is ""). */
 const CONTENT = /"content":"[^"]/;
 
-async function oneStream(
-  command: RunCommand,
-  index: number,
-  signal: AbortSignal,
-): Promise<{ ttftMs: number; cacheHit: boolean }> {
-  const started = performance.now();
-  const res = await fetch(command.url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...command.headers },
-    body: JSON.stringify({
-      model: command.model,
-      stream: true,
-      max_tokens: command.maxTokens,
-      temperature: command.temperature,
-      messages: [{ role: "user", content: promptOf(index, command.promptWords, `${command.promptSeed}-`) }],
-    }),
-    signal: AbortSignal.any([signal, AbortSignal.timeout(STREAM_TIMEOUT_MS)]),
+/** One keep-alive pool for every stream of the process: no connection opened per request. */
+const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
+
+interface StreamTimes {
+  ttftMs: number;
+  /** To the read that carried `data: [DONE]`: stamped in that read, before anything else runs. */
+  totalMs: number;
+  cacheHit: boolean;
+}
+
+/**
+ * One stream on node:http (no WHATWG stream, no promise per chunk: the generator's own cost
+ * per chunk and per request is what it adds to every target's figures). Both times are taken
+ * in the callback of the read that carries the event, so they never include the generator's
+ * work for other streams queued behind that read (the next requests it sends, their bodies).
+ */
+function oneStream(command: RunCommand, index: number, signal: AbortSignal): Promise<StreamTimes> {
+  const body = JSON.stringify({
+    model: command.model,
+    stream: true,
+    max_tokens: command.maxTokens,
+    temperature: command.temperature,
+    messages: [{ role: "user", content: promptOf(index, command.promptWords, `${command.promptSeed}-`) }],
   });
-  if (res.status !== 200 || res.body === null) {
-    throw new Error(`${res.status}: ${(await res.text()).slice(0, 200)}`);
-  }
-  const decoder = new TextDecoder();
-  let ttftMs = -1;
-  let tail = "";
-  for await (const chunk of res.body) {
-    const text = decoder.decode(chunk, { stream: true });
-    if (ttftMs < 0 && CONTENT.test(tail + text)) ttftMs = performance.now() - started;
-    tail = (tail + text).slice(-64);
-  }
-  if (!tail.includes("[DONE]")) throw new Error("the stream ended without data: [DONE]");
-  if (ttftMs < 0) throw new Error("the stream carried no content");
-  return { ttftMs, cacheHit: res.headers.get("x-llm-gateway-cache")?.startsWith("hit") === true };
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const request = httpRequest(command.url, {
+      method: "POST",
+      agent,
+      headers: {
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(body),
+        ...command.headers,
+      },
+      signal: AbortSignal.any([signal, AbortSignal.timeout(STREAM_TIMEOUT_MS)]),
+    });
+    request.once("error", reject);
+    request.once("response", (res) => {
+      res.setEncoding("utf8");
+      if (res.statusCode !== 200) {
+        let text = "";
+        res.on("data", (part: string) => {
+          if (text.length < 200) text += part;
+        });
+        res.once("end", () => reject(new Error(`${res.statusCode}: ${text.slice(0, 200)}`)));
+        return;
+      }
+      let ttftMs = -1;
+      let totalMs = -1;
+      let tail = "";
+      res.on("data", (text: string) => {
+        const now = performance.now();
+        const seen = tail + text;
+        if (ttftMs < 0 && CONTENT.test(seen)) ttftMs = now - started;
+        if (totalMs < 0 && seen.includes("[DONE]")) totalMs = now - started;
+        tail = seen.slice(-64);
+      });
+      res.once("error", reject);
+      res.once("end", () => {
+        if (totalMs < 0) return reject(new Error("the stream ended without data: [DONE]"));
+        if (ttftMs < 0) return reject(new Error("the stream carried no content"));
+        const cache = res.headers["x-llm-gateway-cache"];
+        resolve({ ttftMs, totalMs, cacheHit: typeof cache === "string" && cache.startsWith("hit") });
+      });
+    });
+    request.end(body);
+  });
 }
 
 export async function runStreams(command: RunCommand): Promise<RunResult> {
@@ -148,15 +184,14 @@ export async function runStreams(command: RunCommand): Promise<RunResult> {
     warmupMs: command.warmupMs,
     requestTimeoutMs: STREAM_TIMEOUT_MS,
     task: async ({ index, signal }) => {
-      const sentAt = performance.now();
-      const measuredOne = sentAt >= measureFrom;
+      const measuredOne = performance.now() >= measureFrom;
       if (measuredOne) measuredSent++;
       try {
         const one = await oneStream(command, index, signal);
         if (performance.now() >= measureFrom) finished++;
         if (measuredOne) {
           ttft.record(Math.round(one.ttftMs * 1_000));
-          total.record(Math.round((performance.now() - sentAt) * 1_000));
+          total.record(Math.round(one.totalMs * 1_000));
           if (one.cacheHit) cacheHits++;
         }
       } catch (error) {
