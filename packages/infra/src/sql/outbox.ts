@@ -41,6 +41,8 @@ export const DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024;
 export const LAST_ERROR_MAX_CHARS = 1_000;
 /** Largest claim of either discipline (keys, or rows): a lease covers the whole claim's work. */
 export const MAX_OUTBOX_CLAIM = 1_000;
+/** Longest an unordered row may be held back from relays at enqueue (`dueInMs`): one hour. */
+export const MAX_DUE_IN_MS = 3_600_000;
 /** Largest batch of events of one key loaded per claim. */
 export const MAX_OUTBOX_BATCH = 1_000;
 
@@ -503,21 +505,33 @@ export class UnorderedOutbox<E extends OutboxEventBase = UnorderedRow>
    * then aborted on PostgreSQL). A caller that writes its own event row may insert both in one
    * statement instead, with these columns.
    *
+   * `dueInMs` holds the row back from relays that long: the writer publishes it itself right
+   * after its commit and marks it (`markPublishedByWriter`), and the relay is the backstop for
+   * a writer that failed or died in between.
+   *
    * @example
    * await outbox.enqueue(tx, { eventId: "msg_1", columns: { tenant_id: "t_1" } }, { nowMs });
    */
   async enqueue(
     tx: Queryable,
     event: NewUnorderedEvent,
-    options: { nowMs?: number } = {},
+    options: { nowMs?: number; dueInMs?: number } = {},
   ): Promise<{ id: bigint }> {
     const eventId = checkText("eventId", event.eventId, KEY_MAX_CHARS);
     const given = event.columns ?? {};
     for (const name of Object.keys(given))
       if (!this.#columns.includes(name)) throw invalid(name, `${name} is not a column of this outbox.`);
+    const dueInMs = options.dueInMs ?? 0;
+    if (!Number.isSafeInteger(dueInMs) || dueInMs < 0 || dueInMs > MAX_DUE_IN_MS)
+      throw invalid("dueInMs", `dueInMs must be an integer in 0..${MAX_DUE_IN_MS}.`);
     const names = ["event_id", "created_at", "next_attempt_at", ...this.#columns];
-    const now = new Date(options.nowMs ?? Date.now());
-    const values = [eventId, now, now, ...this.#columns.map((c) => given[c] ?? null)];
+    const nowMs = options.nowMs ?? Date.now();
+    const values = [
+      eventId,
+      new Date(nowMs),
+      new Date(nowMs + dueInMs),
+      ...this.#columns.map((c) => given[c] ?? null),
+    ];
     try {
       const { rows } = await tx.query<{ id: bigint }>(
         `INSERT INTO ${this.#t} (${names.map(quoteIdentifier).join(", ")})
@@ -566,6 +580,21 @@ export class UnorderedOutbox<E extends OutboxEventBase = UnorderedRow>
       set: (p) => `published_at = ${p.now}, attempts = 0, last_error = NULL`,
     });
     return write.won;
+  }
+
+  /**
+   * The writer published `eventId` itself (after enqueueing it with `dueInMs`): the row is done
+   * unless a relay holds it now — then that relay publishes it again, same event id, and
+   * consumers dedupe, as after any redelivery. False when the row was already published, or is
+   * leased to a relay.
+   */
+  async markPublishedByWriter(q: Queryable, eventId: string, nowMs: number): Promise<boolean> {
+    const { rowCount } = await q.query(
+      `UPDATE ${this.#t} SET published_at = $2
+        WHERE event_id = $1 AND published_at IS NULL AND lease_owner IS NULL`,
+      [eventId, new Date(nowMs)],
+    );
+    return rowCount === 1;
   }
 
   /** Un-parks the row of `eventId`: it is retried at once. */

@@ -255,6 +255,50 @@ contractSuite("outbox", backends, (it) => {
     );
   });
 
+  it("unordered: a row held back by dueInMs is the writer's to publish; the relay publishes it only once the writer has not marked it within that time", async (db) => {
+    const outbox = await unordered(db);
+    const clock = new ManualClock(T0);
+    await db.transaction(async (tx) => {
+      await outbox.enqueue(
+        tx,
+        { eventId: "marked", columns: { tenant_id: "t" } },
+        { nowMs: T0, dueInMs: 5_000 },
+      );
+      await outbox.enqueue(
+        tx,
+        { eventId: "stranded", columns: { tenant_id: "t" } },
+        { nowMs: T0, dueInMs: 5_000 },
+      );
+    });
+    const recorder = new Recorder<UnorderedRow>();
+    const relay = relayOf(db, clock, { outbox, publisher: recorder });
+    assert.equal((await relay.runOnce()).claimed, 0, "not due before dueInMs");
+    // The writer published "marked" itself; it died before publishing "stranded".
+    assert.equal(await outbox.markPublishedByWriter(db, "marked", T0 + 10), true);
+    assert.equal(await outbox.markPublishedByWriter(db, "marked", T0 + 20), false, "marked once");
+    clock.advance(5_000);
+    await drain(relay);
+    assert.deepEqual(recorder.ids(), ["stranded"], "the relay publishes only what the writer did not");
+    assert.equal(
+      await outbox.markPublishedByWriter(db, "stranded", clock.nowMs()),
+      false,
+      "already published",
+    );
+    // A row a relay holds is not the writer's to mark: the relay's publish stands.
+    await db.transaction((tx) =>
+      outbox.enqueue(tx, { eventId: "held", columns: { tenant_id: "t" } }, { nowMs: clock.nowMs() }),
+    );
+    const [held] = await outbox.claim(db, { owner: "r", nowMs: clock.nowMs(), leaseMs: LEASE_MS, limit: 10 });
+    assert.equal(held?.event?.eventId, "held");
+    assert.equal(await outbox.markPublishedByWriter(db, "held", clock.nowMs()), false);
+    await assert.rejects(
+      db.transaction((tx) =>
+        outbox.enqueue(tx, { eventId: "x", columns: { tenant_id: "t" } }, { nowMs: T0, dueInMs: -1 }),
+      ),
+      (err: unknown) => outboxErrors.is(err, "OUTBOX_EVENT_INVALID"),
+    );
+  });
+
   it("unordered: a relay killed between publish and mark has the row republished after its lease, same id", async (db) => {
     const outbox = await unordered(db);
     await db.transaction((tx) =>
