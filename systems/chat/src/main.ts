@@ -40,7 +40,7 @@ import { CommitOffsets } from "./domain/commit-offsets.ts";
 import type { PresenceBus } from "./domain/presence.ts";
 import { PushPath } from "./domain/push-path.ts";
 import type { RoutingBus } from "./domain/routing.ts";
-import { noPush, type OfflinePort, SendPath } from "./domain/send-path.ts";
+import { type ChannelEvents, noPush, type OfflinePort, SendPath } from "./domain/send-path.ts";
 import type { SessionTable } from "./domain/sessions.ts";
 import { errors } from "./errors.ts";
 import { BackendClient } from "./gateway/backend-client.ts";
@@ -49,6 +49,7 @@ import { registerWebPage } from "./gateway/web-page.ts";
 import { createMetrics, type SystemMetrics } from "./metrics.ts";
 import type { MainOptions, RunningSystem } from "./running-system.ts";
 import { gatewayKillScenario } from "./scenarios/gateway-kill-scenario.ts";
+import { markChannelEventPublished } from "./store/channel-event-outbox.ts";
 import { HistoryStore } from "./store/history-store.ts";
 import { MediaStore } from "./store/media-store.ts";
 import { MemoryPresenceBus } from "./store/memory-presence-bus.ts";
@@ -60,6 +61,7 @@ import { PushTokenStore } from "./store/push-token-store.ts";
 import { RedisPresenceBus } from "./store/redis-presence-bus.ts";
 import { RedisRouting } from "./store/redis-routing.ts";
 import { RedisSessions } from "./store/redis-sessions.ts";
+import { ChannelEventRelay } from "./workers/channel-event-relay.ts";
 import { ChannelFanout } from "./workers/channel-fanout.ts";
 import { MediaSweeper } from "./workers/media-sweeper.ts";
 
@@ -115,7 +117,7 @@ function buildApi(
     clock: Clock;
     service: Service;
     offline: OfflinePort;
-    channelEvents?: ChannelFanout;
+    channelEvents?: ChannelEvents;
   },
 ) {
   const history = new HistoryStore(db, { onSendBatch: (size) => deps.metrics.sendBatchSize.observe(size) });
@@ -137,7 +139,7 @@ function buildApi(
     ...(deps.channelEvents ? { channelEvents: deps.channelEvents } : {}),
   });
   service.onClose(() => sendPath.drain());
-  return { history, sendPath };
+  return { history, sendPath, offsets };
 }
 
 /** CH-18: the push path when a push service is configured; otherwise the history waits for the app to open. */
@@ -200,8 +202,14 @@ export async function main(
           log: service.log,
           onSlice: (slice, members) => metrics.fanoutMembers.inc({ slice: String(slice) }, members),
         });
-        const { history, sendPath } = buildApi(db, shared, {
-          channelEvents: fanout,
+        const { history, sendPath, offsets } = buildApi(db, shared, {
+          // The first try of a channel's event; the relay below publishes what it leaves.
+          channelEvents: {
+            publish: async (message) => {
+              await fanout.publish(message);
+              await markChannelEventPublished(db, message.id, clock.nowMs());
+            },
+          },
           metrics,
           tokens,
           issuerToken,
@@ -212,6 +220,16 @@ export async function main(
         fanoutRoute.to = (userIds, frame) => sendPath.route(userIds, frame);
         await fanout.start();
         service.onClose(() => fanout.stop());
+        const channelRelay = new ChannelEventRelay(db, {
+          history,
+          offsets,
+          events: fanout,
+          clock,
+          log: service.log,
+          onPublished: () => metrics.channelEventsRelayed.inc(),
+        });
+        channelRelay.start();
+        service.onClose(() => channelRelay.stop());
         const mediaRows = new MediaStore(db);
         const mediaObjects = new ObjectDirectory(config.mediaDir ?? dataDirFor("chat-media", env));
         const mediaSweeper = new MediaSweeper({

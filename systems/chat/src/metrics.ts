@@ -26,6 +26,7 @@ export interface SystemMetrics {
   readonly pushes: Counter<"outcome">;
   /** CH-20: members a slice worker routed a channel message to. */
   readonly fanoutMembers: Counter<"slice">;
+  readonly channelEventsRelayed: Counter;
   /** Text sends per batched statement (the send path's group commit); its count is statements. */
   readonly sendBatchSize: Histogram;
   /** What the API granted: user tokens issued, media uploads authorized, push tokens registered. */
@@ -89,6 +90,11 @@ export function createMetrics(registry: Registry, build: { version: string }): S
       name: "chat_fanout_members_total",
       help: "Channel members a slice worker routed a message to, by slice",
       labelNames: ["slice"],
+      registers,
+    }),
+    channelEventsRelayed: new Counter({
+      name: "chat_channel_events_relayed_total",
+      help: "Channel events the outbox relay published because the send path did not (its publish failed, or its process died first)",
       registers,
     }),
     sendBatchSize: new Histogram({

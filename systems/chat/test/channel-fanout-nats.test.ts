@@ -5,7 +5,7 @@
  * every one its part of the member index. Then the nats-server is killed and restarted on its
  * store (as after a crash): the durable consumers resume and the next message reaches every
  * member the same way; and a message sent while it is down reaches every member once it is
- * back, by the send path's retried publish (no sync).
+ * back, by the outbox relay's retried publish (no sync; `channel-event-outbox.test.ts`).
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -147,8 +147,8 @@ test("CH-20 on NATS JetStream: a channel message written once, ONE stream event,
   );
 
   // Sent while the stream engine is down: stored and answered at once; its publish fails or
-  // waits, and the send path tries it again (REDELIVERY_DELAYS_MS) until the engine is back —
-  // every member gets it without a sync.
+  // waits, and its event waits in the outbox, which the relay publishes once the engine is
+  // back — every member gets it without a sync.
   await nats.kill();
   const during = await sys.api<{ message: { id: string } }>(
     owner,

@@ -17,7 +17,8 @@
  * after REDELIVERY_DELAYS_MS, at most that many times and at most MAX_REDELIVERIES waiting:
  * a message stored while the send service's Redis link was down reaches the live devices
  * once it is back, instead of waiting for their next sync. Past the last try it waits in the
- * history (the gateways resync their clients when their own routing was cut).
+ * history (the gateways resync their clients when their own routing was cut). A channel's
+ * event is not retried here: it is in the outbox, and the outbox relay publishes it.
  *
  * Routing is batched (kit's GroupCommit, one batch at a time): the frames submitted while a
  * batch is routed go together in the next — ONE session lookup for all their recipients and
@@ -49,7 +50,11 @@ export interface OfflinePort {
 
 export const noPush: OfflinePort = { notify: async () => {} };
 
-/** CH-20: a channel's message leaves the send path as ONE event; slice workers fan it out. */
+/**
+ * CH-20: a channel's message leaves the send path as ONE event; slice workers fan it out. The
+ * event was written to the outbox with the message: `publish` here is the first try, and it
+ * marks the outbox row once the event is out (a relay publishes what it did not).
+ */
 export interface ChannelEvents {
   publish(message: Message): Promise<void>;
 }
@@ -143,7 +148,9 @@ export class SendPath {
       else await this.deliver(message, recipients);
     } catch (err) {
       this.#ports.onDeliveryError(err);
-      this.#redeliverLater(message, kind, recipients, attempt);
+      // A channel's event is in the outbox, written with the message: its relay retries it
+      // for as long as the stream is down, in this process or another (CH-20).
+      if (kind !== "channel") this.#redeliverLater(message, kind, recipients, attempt);
     } finally {
       this.#background--;
     }

@@ -36,6 +36,7 @@ import type { AppendResult, HistoryPort, NewConversation, NewMessage } from "../
 import type { MediaRef } from "../domain/media.ts";
 import type { Pointer, Receipt, ReceiptMove } from "../domain/receipts.ts";
 import { errors } from "../errors.ts";
+import { enqueueChannelEvent } from "./channel-event-outbox.ts";
 
 interface ConversationRow {
   id: bigint;
@@ -432,6 +433,8 @@ export class HistoryStore implements HistoryPort {
     const row = await this.#insert(tx, input, null);
     if (!row) return undefined;
     await this.#applyChange(tx, input);
+    // Its one stream event, in the same transaction (CH-20): published at least once.
+    await enqueueChannelEvent(tx, input.chatId, input.id, input.nowMs);
     return { message: messageOf(row), kind: "channel", created: true };
   }
 
@@ -525,6 +528,16 @@ export class HistoryStore implements HistoryPort {
     const found = await this.#existing(this.#db, input);
     assert(found !== undefined, "a client_msg_id conflict leaves the first row in place");
     return found;
+  }
+
+  /** One message by its id (no viewer check: the channel event relay's own read). */
+  async messageById(chatId: bigint, id: bigint): Promise<Message | undefined> {
+    const { rows } = await this.#db.query<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages WHERE chat_id = $1 AND id = $2`,
+      [String(chatId), String(id)],
+      { name: "chat_message_by_id" },
+    );
+    return rows[0] && messageOf(rows[0]);
   }
 
   async stampChannel(chatId: bigint, maxBatch: number): Promise<Map<bigint, bigint>> {
