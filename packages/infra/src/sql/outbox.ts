@@ -597,6 +597,21 @@ export class UnorderedOutbox<E extends OutboxEventBase = UnorderedRow>
     return rowCount === 1;
   }
 
+  /**
+   * Deletes up to `limit` rows published before `beforeMs`, oldest first; returns how many went.
+   * Unpublished and parked rows stay. A system calls it from a loop of its own: an outbox that is
+   * never pruned grows by a row per event.
+   */
+  async prunePublished(q: Queryable, beforeMs: number, limit: number): Promise<number> {
+    checkLimit("limit", limit, MAX_OUTBOX_CLAIM);
+    const { rowCount } = await q.query(
+      `DELETE FROM ${this.#t} WHERE id IN (
+         SELECT id FROM ${this.#t} WHERE published_at < $1 ORDER BY id LIMIT $2)`,
+      [new Date(beforeMs), limit],
+    );
+    return rowCount ?? 0;
+  }
+
   /** Un-parks the row of `eventId`: it is retried at once. */
   async resume(q: Queryable, eventId: string, nowMs: number): Promise<boolean> {
     const { rowCount } = await q.query(

@@ -299,6 +299,26 @@ contractSuite("outbox", backends, (it) => {
     );
   });
 
+  it("unordered: pruning deletes published rows older than the bound, oldest first, never an unpublished one", async (db) => {
+    const outbox = await unordered(db);
+    const clock = new ManualClock(T0);
+    for (const id of ["a", "b", "c"])
+      await db.transaction((tx) =>
+        outbox.enqueue(tx, { eventId: id, columns: { tenant_id: "t" } }, { nowMs: T0 }),
+      );
+    const recorder = new Recorder<UnorderedRow>();
+    await drain(relayOf(db, clock, { outbox, publisher: recorder }));
+    await db.transaction((tx) =>
+      outbox.enqueue(tx, { eventId: "pending", columns: { tenant_id: "t" } }, { nowMs: T0 }),
+    );
+    assert.equal(await outbox.prunePublished(db, T0, 10), 0, "published at T0: not before T0");
+    assert.equal(await outbox.prunePublished(db, T0 + 1, 2), 2, "bounded by limit");
+    assert.equal(await outbox.prunePublished(db, T0 + 1, 10), 1);
+    assert.equal(await outbox.prunePublished(db, T0 + 60_000, 10), 0, "the unpublished row stays");
+    assert.deepEqual(await outbox.lag(db, T0), { unpublished: 1n, parked: 0n, oldestAgeMs: 0 });
+    await assert.rejects(outbox.prunePublished(db, T0, 0), RangeError);
+  });
+
   it("unordered: a relay killed between publish and mark has the row republished after its lease, same id", async (db) => {
     const outbox = await unordered(db);
     await db.transaction((tx) =>

@@ -64,17 +64,3 @@ export async function enqueueChannelEvent(
 export function markChannelEventPublished(q: Queryable, messageId: bigint, nowMs: number): Promise<boolean> {
   return channelEventOutbox.markPublishedByWriter(q, eventIdOf(messageId), nowMs);
 }
-
-/** Deletes up to `limit` rows published before `beforeMs`; returns how many went. */
-export async function prunePublishedChannelEvents(
-  q: Queryable,
-  beforeMs: number,
-  limit: number,
-): Promise<number> {
-  const { rowCount } = await q.query(
-    `DELETE FROM channel_events WHERE id IN (
-       SELECT id FROM channel_events WHERE published_at < $1 ORDER BY id LIMIT $2)`,
-    [new Date(beforeMs), limit],
-  );
-  return rowCount ?? 0;
-}

@@ -7,29 +7,21 @@
  * the stream's msgId). Retried with backoff for as long as the stream stays down, never
  * parked: an event the members have not had is not given up on. Every send service runs one;
  * the lease queue keeps one relay per row, and a relay that dies mid-publish leaves its row to
- * another after the lease (a second publish of the same msgId: deduplicated). A loop beside
- * it prunes published rows after PUBLISHED_KEPT_MS.
+ * another after the lease (a second publish of the same msgId: deduplicated). Infra's
+ * OutboxPruner beside it deletes published rows after PUBLISHED_KEPT_MS.
  *
  * @example
  * const relay = new ChannelEventRelay(db, { history, offsets, events: fanout, clock, log });
  * relay.start(); … await relay.stop();
  */
+import { OutboxPruner } from "@casebook/infra/sql/outbox-pruner";
 import { OutboxRelay } from "@casebook/infra/sql/outbox-relay";
 import type { Database } from "@casebook/infra/sql/sql";
-import { BackgroundLoop } from "@casebook/kit/background-loop";
 import type { Clock } from "@casebook/kit/clock";
 import { systemRandom } from "@casebook/kit/random";
 import type { Message } from "../domain/conversation.ts";
 import type { ChannelEvents } from "../domain/send-path.ts";
-import {
-  type ChannelEvent,
-  channelEventOutbox,
-  PUBLISHED_KEPT_MS,
-  prunePublishedChannelEvents,
-} from "../store/channel-event-outbox.ts";
-
-const PRUNE_EVERY_MS = 60_000;
-const PRUNE_BATCH = 1_000;
+import { type ChannelEvent, channelEventOutbox, PUBLISHED_KEPT_MS } from "../store/channel-event-outbox.ts";
 
 export interface ChannelEventRelayOptions {
   readonly history: { messageById(chatId: bigint, id: bigint): Promise<Message | undefined> };
@@ -47,7 +39,7 @@ export interface ChannelEventRelayOptions {
 
 export class ChannelEventRelay {
   readonly #relay: OutboxRelay<ChannelEvent>;
-  readonly #pruner: BackgroundLoop;
+  readonly #pruner: OutboxPruner<ChannelEvent>;
 
   constructor(db: Database, options: ChannelEventRelayOptions) {
     this.#relay = new OutboxRelay(db, {
@@ -73,13 +65,10 @@ export class ChannelEventRelay {
         },
       },
     });
-    this.#pruner = new BackgroundLoop({
-      name: "channel event pruner",
-      round: async () =>
-        (await prunePublishedChannelEvents(db, options.clock.nowMs() - PUBLISHED_KEPT_MS, PRUNE_BATCH)) ===
-        PRUNE_BATCH,
-      idleMs: PRUNE_EVERY_MS,
-      failureBackoff: { capMs: PRUNE_EVERY_MS, jitter: "equal", random: systemRandom },
+    this.#pruner = new OutboxPruner(db, {
+      outbox: channelEventOutbox,
+      keepMs: PUBLISHED_KEPT_MS,
+      clock: options.clock,
       onError: (err) => options.log.warn({ err }, "channel event prune failed; retrying"),
     });
   }

@@ -4,12 +4,14 @@
  * workers (processes: FEED_ROLE=fanout) share the queue through the lease queue, one worker
  * per event at a time; a worker that dies mid-event leaves it leased, and after the lease
  * another redoes it — harmless, the writes are idempotent (FD-17). The author never waits for
- * any of it (FD-09): the API returns once the post and its event committed.
+ * any of it (FD-09): the API returns once the post and its event committed. Infra's
+ * OutboxPruner beside it deletes events fanned out more than FANNED_OUT_KEPT_MS ago.
  *
  * @example
  * const worker = new FanoutWorker(db, { fanout, clock, onDone: (e, r) => {} });
  * worker.start(); … await worker.stop();
  */
+import { OutboxPruner } from "@casebook/infra/sql/outbox-pruner";
 import { OutboxRelay } from "@casebook/infra/sql/outbox-relay";
 import type { Database } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
@@ -30,8 +32,12 @@ export interface FanoutWorkerOptions {
   readonly onError?: (err: unknown, label: string | undefined) => void;
 }
 
+/** Fanned-out events are kept this long (a look at recent traffic), then pruned. */
+export const FANNED_OUT_KEPT_MS = 60 * 60_000;
+
 export class FanoutWorker {
   readonly #relay: OutboxRelay<FanoutEvent>;
+  readonly #pruner: OutboxPruner<FanoutEvent>;
 
   constructor(db: Database, options: FanoutWorkerOptions) {
     const publishTimeoutMs = options.publishTimeoutMs ?? 60_000;
@@ -54,6 +60,12 @@ export class FanoutWorker {
         },
       },
     });
+    this.#pruner = new OutboxPruner(db, {
+      outbox: fanoutOutbox,
+      keepMs: FANNED_OUT_KEPT_MS,
+      clock: options.clock,
+      onError: (err) => options.onError?.(err, undefined),
+    });
   }
 
   /** One round (tests drive the worker with it): claims and fans out what is due. */
@@ -63,10 +75,11 @@ export class FanoutWorker {
 
   start(): void {
     this.#relay.start();
+    this.#pruner.start();
   }
 
-  stop(): Promise<void> {
-    return this.#relay.stop();
+  async stop(): Promise<void> {
+    await Promise.all([this.#relay.stop(), this.#pruner.stop()]);
   }
 
   /** Events not yet fanned out, and the oldest one's age: the queue's depth and lag. */
