@@ -8,7 +8,10 @@
  *   returns, nothing is oversold, and each hold is charged once when payments returns;
  * - a charge worker PROCESS SIGKILLed right after the processor approved, before it wrote
  *   anything: its lease expires, another worker asks again under the same key, gets the same
- *   payment, writes the one order.
+ *   payment, writes the one order;
+ * - a charge worker PROCESS SIGKILLed right after payments answered a refund (FS-18's
+ *   compensation), before it wrote that it was done: another worker refunds again under the
+ *   same key, and the hold is compensated once, its ticket back once.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -17,7 +20,7 @@ import { spawnChild } from "@casebook/lab/spawn-child";
 import { PaymentsCharger } from "../src/clients/payments-charger.ts";
 import { auditSale, getHold, startCharge } from "../src/store/sale-repository.ts";
 import { ChargeWorker } from "../src/workers/charge-worker.ts";
-import { embeddedFlash, type Flash, realFlash } from "./flash-backends.ts";
+import { embeddedFlash, type Flash, occupyNumber, realFlash } from "./flash-backends.ts";
 import { startPaymentsStandIn } from "./payments-stand-in.ts";
 
 const RETRY_CAP_MS = 400;
@@ -140,7 +143,7 @@ test("FS-18 a charge worker process SIGKILLed between the processor's approval a
   const holdId = await paying(f, sale.id, "buyer");
   const e = f.engines!;
   const child = await spawnChild(new URL("./charge-worker-child.ts", import.meta.url), {
-    args: [e.pgUrl, e.schema, e.redisUrl, e.keyPrefix, payments.url, String(leaseMs)],
+    args: [e.pgUrl, e.schema, e.redisUrl, e.keyPrefix, payments.url, String(leaseMs), "after-approval"],
     ready: "ready",
     readyTimeoutMs: 60_000,
     test: t,
@@ -167,4 +170,62 @@ test("FS-18 a charge worker process SIGKILLed between the processor's approval a
   const audit = await auditSale(f.db, sale.id);
   assert.deepEqual([audit.orders, audit.duplicateNumbers, audit.leaked], [1, 0, 0]);
   assert.deepEqual(await f.stock.view(sale.id), { available: 1, epoch: sale.stockEpoch, holds: 0 });
+});
+
+test("FS-18 a charge worker process SIGKILLed between payments' refund answer and its own done write: after the lease another worker refunds under the same key, the hold compensated once, its ticket back once", async (t) => {
+  const opened = await realFlash.open(t);
+  if (opened === undefined) return;
+  const f = opened.subject;
+  const payments = await startPaymentsStandIn();
+  const leaseMs = 2_000;
+  const { w, close } = worker(f, payments.url, leaseMs);
+  t.after(async () => {
+    close();
+    await payments.close();
+    await opened.close();
+  });
+  const sale = await f.sale(2);
+  const holdId = await paying(f, sale.id, "victim");
+  // The order write will be refused (FS-10): the approved charge must be refunded.
+  await occupyNumber(f.db, sale.id, (await getHold(f.db, holdId))!.numbers[0]!);
+  const e = f.engines!;
+  const child = await spawnChild(new URL("./charge-worker-child.ts", import.meta.url), {
+    args: [e.pgUrl, e.schema, e.redisUrl, e.keyPrefix, payments.url, String(leaseMs), "after-refund"],
+    ready: "ready",
+    readyTimeoutMs: 60_000,
+    test: t,
+  });
+  const exit = await child.exited;
+  assert.equal(exit.signal, "SIGKILL", child.stderr());
+  const refundKey = `refund:${holdId}`;
+  assert.deepEqual([...payments.refunds], [[refundKey, 1]], "refunded once before the kill");
+  const { rows } = await f.db.query<{ step: string }>("SELECT step FROM charges WHERE hold_id = $1", [
+    holdId,
+  ]);
+  assert.equal(rows[0]!.step, "refund", "the dead worker never wrote that the refund was done");
+  assert.equal((await getHold(f.db, holdId))?.state, "charging");
+  assert.deepEqual(await f.stock.view(sale.id), { available: 1, epoch: sale.stockEpoch, holds: 1 });
+
+  assert.equal((await w.runOnce()).claimed, 0, "the dead worker's lease still holds the row");
+  await f.passMs(leaseMs);
+  for (let i = 0; i < 20 && (await pendingCharges(f)).length > 0; i++) {
+    if ((await w.runOnce()).claimed === 0) await f.passMs(100);
+  }
+  assert.deepEqual(
+    [...payments.refunds],
+    [[refundKey, 2]],
+    "asked twice, under the one key payments dedupes on: one refund",
+  );
+  assert.deepEqual(
+    [(await getHold(f.db, holdId))?.state, (await getHold(f.db, holdId))?.releaseReason],
+    ["released", "compensated"],
+  );
+  const audit = await auditSale(f.db, sale.id);
+  assert.deepEqual([audit.orders, audit.duplicateNumbers, audit.leaked], [1, 0, 0], "the ghost's order only");
+  // The ghost's order lives in SQL only: the stock counts the victim's ticket, now back.
+  assert.deepEqual(
+    await f.stock.view(sale.id),
+    { available: 2, epoch: sale.stockEpoch, holds: 0 },
+    "the ticket back once",
+  );
 });

@@ -1,11 +1,12 @@
 /**
  * A charge worker PROCESS for charge-faults.test.ts: the production ChargeWorker on
- * PostgreSQL and Redis, charging through PaymentsCharger — which SIGKILLs its own process
- * the moment the processor approves a charge, before anything is written (the worst place
- * to die: payments has the money, flash-sale has no record of it). Prints "ready", then
- * drains until it dies.
+ * PostgreSQL and Redis, charging through PaymentsCharger — which SIGKILLs its own process at
+ * one of the saga's worst places to die: `after-approval`, the moment the processor approves a
+ * charge, before anything is written (payments has the money, flash-sale has no record of
+ * it); `after-refund`, the moment payments answers a refund, before the worker writes that it
+ * is done. Prints "ready", then drains until it dies.
  *
- * argv: <database url> <schema> <redis url> <key prefix> <payments url> <lease ms>
+ * argv: <database url> <schema> <redis url> <key prefix> <payments url> <lease ms> <after-approval|after-refund>
  */
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
@@ -17,10 +18,14 @@ import type { Charger } from "../src/domain/charger.ts";
 import { StockStore, stockScriptsDir } from "../src/store/stock-store.ts";
 import { ChargeWorker } from "../src/workers/charge-worker.ts";
 
-const [url, schema, redisUrl, keyPrefix, paymentsUrl, leaseArg] = process.argv.slice(2);
+const [url, schema, redisUrl, keyPrefix, paymentsUrl, leaseArg, dieAt] = process.argv.slice(2);
 if (!url || !schema || !redisUrl || !keyPrefix || !paymentsUrl || !leaseArg) {
-  throw new Error("usage: <db url> <schema> <redis url> <prefix> <payments url> <lease ms>");
+  throw new Error(
+    "usage: <db url> <schema> <redis url> <prefix> <payments url> <lease ms> [after-approval|after-refund]",
+  );
 }
+if (dieAt !== undefined && dieAt !== "after-approval" && dieAt !== "after-refund")
+  throw new Error(`dieAt: ${dieAt}`);
 const db = await openDatabase({ system: "flash-sale", url, schema, pool: { maxConnections: 2 } });
 const redis = await connectRedis({ url: redisUrl, keyPrefix, commandTimeoutMs: 10_000 });
 const stock = new StockStore(new RedisScriptRunner(redis, await ScriptRegistry.fromDir(stockScriptsDir)));
@@ -33,10 +38,14 @@ const payments = new PaymentsCharger({
 const dying: Charger = {
   charge: async (input) => {
     const r = await payments.charge(input);
-    if (r.kind === "approved") process.kill(process.pid, "SIGKILL");
+    if (r.kind === "approved" && dieAt !== "after-refund") process.kill(process.pid, "SIGKILL");
     return r;
   },
-  refund: (input) => payments.refund(input),
+  refund: async (input) => {
+    const r = await payments.refund(input);
+    if (dieAt === "after-refund") process.kill(process.pid, "SIGKILL");
+    return r;
+  },
 };
 const worker = new ChargeWorker({
   db,

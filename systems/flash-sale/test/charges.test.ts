@@ -11,7 +11,7 @@ import { contractSuite } from "@casebook/lab/contract-suite";
 import type { ChargeResult, Charger } from "../src/domain/charger.ts";
 import { auditSale, getHold, startCharge } from "../src/store/sale-repository.ts";
 import { ChargeWorker } from "../src/workers/charge-worker.ts";
-import { embeddedFlash, type Flash, realFlash } from "./flash-backends.ts";
+import { embeddedFlash, type Flash, occupyNumber, realFlash } from "./flash-backends.ts";
 
 class ScriptedCharger implements Charger {
   readonly calls: string[] = [];
@@ -106,20 +106,7 @@ contractSuite<Flash>("charges", [embeddedFlash, realFlash], (it) => {
     const sale = await f.sale(2);
     const holdId = await paying(f, sale.id, "victim");
     const number = (await getHold(f.db, holdId))!.numbers[0]!;
-    // Someone else's order already holds this number (a message processed twice, a lying Redis).
-    await f.db.query(
-      `INSERT INTO holds (id, sale_id, buyer, quantity, numbers, state, epoch, expires_at, created_at, updated_at)
-       VALUES ('ghost', $1, 'ghost', 1, ARRAY[$2::int4], 'paid', 1, now(), now(), now())`,
-      [sale.id, number],
-    );
-    await f.db.query(
-      "INSERT INTO orders (hold_id, sale_id, buyer, payment_id, amount_minor, created_at) VALUES ('ghost', $1, 'ghost', 'p', 1, now())",
-      [sale.id],
-    );
-    await f.db.query("INSERT INTO order_tickets (sale_id, number, hold_id) VALUES ($1, $2, 'ghost')", [
-      sale.id,
-      number,
-    ]);
+    await occupyNumber(f.db, sale.id, number);
     const charger = new ScriptedCharger(() => ({ kind: "approved", paymentId: "pay_victim" }));
     await drain(worker(f, charger), f);
     assert.deepEqual(

@@ -163,3 +163,24 @@ export const realFlash: Backend<Flash> = {
     return { subject, close };
   },
 };
+
+/**
+ * Someone else's paid order already holds `number` of the sale (a message processed twice, a
+ * lying Redis): the next order write naming it is refused (FS-10) — how a test reaches FS-18's
+ * compensation after an approved charge.
+ */
+export async function occupyNumber(db: Database, saleId: string, number: number): Promise<void> {
+  await db.query(
+    `INSERT INTO holds (id, sale_id, buyer, quantity, numbers, state, epoch, expires_at, created_at, updated_at)
+     VALUES ('ghost', $1, 'ghost', 1, ARRAY[$2::int4], 'paid', 1, now(), now(), now())`,
+    [saleId, number],
+  );
+  await db.query(
+    "INSERT INTO orders (hold_id, sale_id, buyer, payment_id, amount_minor, created_at) VALUES ('ghost', $1, 'ghost', 'p', 1, now())",
+    [saleId],
+  );
+  await db.query("INSERT INTO order_tickets (sale_id, number, hold_id) VALUES ($1, $2, 'ghost')", [
+    saleId,
+    number,
+  ]);
+}
