@@ -16,7 +16,14 @@ import type { StreamClient } from "@casebook/infra/stream/stream";
 import { type SpawnedNats, spawnNats } from "@casebook/lab/spawn-nats";
 import { enginesRequired } from "@casebook/lab/test-engines";
 import { CHANNEL_EVENT_GRACE_MS } from "../src/store/channel-event-outbox.ts";
-import { engineEnv, startSystem, TestSocket, type TestSystem } from "./system-fixture.ts";
+import {
+  engineEnv,
+  openChannel,
+  receivedBy,
+  startSystem,
+  type TestSocket,
+  type TestSystem,
+} from "./system-fixture.ts";
 
 const MEMBERS = 6;
 const MAX_DELIVERY_MS = 30_000;
@@ -61,26 +68,8 @@ test("CH-20 a channel event is published at least once: the send path's own publ
   const survivor = await startSystem(env);
   systems.push(survivor);
   probe = await openStream({ system: "chat-test", url: nats.url, env: {} });
-  const owner = await survivor.token("ch-0");
-  const members = Array.from({ length: MEMBERS - 1 }, (_, i) => `ch-${i + 1}`);
-  const { json: chat } = await survivor.api<{ id: string }>(owner, "POST", "/v1/conversations", {
-    kind: "channel",
-    title: "outbox",
-    members,
-  });
-  for (const u of ["ch-0", ...members])
-    sockets.push(await TestSocket.open(survivor.running.url, await survivor.token(u)));
-  const everyoneGot = async (id: string) => {
-    const got = await Promise.all(
-      sockets.map((s) =>
-        Promise.race([
-          s.next((f) => f.action === "message" && (f.message as { id: string }).id === id),
-          sleep(MAX_DELIVERY_MS).then(() => undefined),
-        ]),
-      ),
-    );
-    return got.filter(Boolean).length;
-  };
+  const { chatId, owner } = await openChannel(survivor, "ch", MEMBERS, sockets);
+  const everyoneGot = (id: string) => receivedBy(sockets, id, MAX_DELIVERY_MS);
   const events = async () => (await probe!.streamState(env.CHAT_STREAM)).messages;
 
   // The common case: published by the send path and marked — past the grace, no relay publishes it again.
@@ -88,7 +77,7 @@ test("CH-20 a channel event is published at least once: the send path's own publ
   const sent = await survivor.api<{ message: { id: string } }>(
     owner,
     "POST",
-    `/v1/conversations/${chat.id}/messages`,
+    `/v1/conversations/${chatId}/messages`,
     {
       clientMsgId: randomUUID(),
       body: "no caminho normal",
@@ -108,7 +97,7 @@ test("CH-20 a channel event is published at least once: the send path's own publ
   const during = await doomed.api<{ message: { id: string } }>(
     await doomed.token("ch-0"),
     "POST",
-    `/v1/conversations/${chat.id}/messages`,
+    `/v1/conversations/${chatId}/messages`,
     { clientMsgId: randomUUID(), body: "enviada antes da parada" },
   );
   assert.equal(during.status, 201, "stored while the stream is down");

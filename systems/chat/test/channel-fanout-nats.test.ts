@@ -15,7 +15,7 @@ import { openStream } from "@casebook/infra/stream/open-stream";
 import type { StreamClient } from "@casebook/infra/stream/stream";
 import { type SpawnedNats, spawnNats } from "@casebook/lab/spawn-nats";
 import { enginesRequired } from "@casebook/lab/test-engines";
-import { startSystem, TestSocket, type TestSystem } from "./system-fixture.ts";
+import { openChannel, receivedBy, startSystem, type TestSocket, type TestSystem } from "./system-fixture.ts";
 
 const SLICES = 3;
 const MEMBERS = 24;
@@ -64,15 +64,7 @@ test("CH-20 on NATS JetStream: a channel message written once, ONE stream event,
     CHAT_CHANNEL_SLICES: String(SLICES),
   });
   probe = await openStream({ system: "chat-test", url: nats.url, env: {} });
-  const owner = await sys.token("big-0");
-  const members = Array.from({ length: MEMBERS - 1 }, (_, i) => `big-${i + 1}`);
-  const { json: chat } = await sys.api<{ id: string }>(owner, "POST", "/v1/conversations", {
-    kind: "channel",
-    title: "big on nats",
-    members,
-  });
-  for (const u of ["big-0", ...members])
-    sockets.push(await TestSocket.open(sys.running.url, await sys.token(u)));
+  const { chatId, owner } = await openChannel(sys, "big", MEMBERS, sockets);
 
   const sendAndSee = async (body: string) => {
     const before = await fanoutCounts(sys!);
@@ -80,19 +72,15 @@ test("CH-20 on NATS JetStream: a channel message written once, ONE stream event,
     const sent = await sys!.api<{ message: { id: string; seq: string } }>(
       owner,
       "POST",
-      `/v1/conversations/${chat.id}/messages`,
+      `/v1/conversations/${chatId}/messages`,
       { clientMsgId: randomUUID(), body },
     );
     assert.equal(sent.status, 201);
-    const got = await Promise.all(
-      sockets.map((s) =>
-        Promise.race([
-          s.next((f) => f.action === "message" && (f.message as { id: string }).id === sent.json.message.id),
-          sleep(MAX_DELIVERY_MS).then(() => undefined),
-        ]),
-      ),
+    assert.equal(
+      await receivedBy(sockets, sent.json.message.id, MAX_DELIVERY_MS),
+      MEMBERS,
+      `every member got "${body}" once`,
     );
-    assert.equal(got.filter(Boolean).length, MEMBERS, `every member got "${body}" once`);
     const after = await fanoutCounts(sys!);
     const bySlice = after.map((n, k) => n - before[k]!);
     assert.equal(
@@ -153,7 +141,7 @@ test("CH-20 on NATS JetStream: a channel message written once, ONE stream event,
   const during = await sys.api<{ message: { id: string } }>(
     owner,
     "POST",
-    `/v1/conversations/${chat.id}/messages`,
+    `/v1/conversations/${chatId}/messages`,
     {
       clientMsgId: randomUUID(),
       body: "durante a queda",
@@ -162,13 +150,9 @@ test("CH-20 on NATS JetStream: a channel message written once, ONE stream event,
   assert.equal(during.status, 201, "stored while the stream is down");
   await sleep(1_000);
   await nats.restart();
-  const seen = await Promise.all(
-    sockets.map((s) =>
-      Promise.race([
-        s.next((f) => f.action === "message" && (f.message as { id: string }).id === during.json.message.id),
-        sleep(30_000).then(() => undefined),
-      ]),
-    ),
+  assert.equal(
+    await receivedBy(sockets, during.json.message.id, 30_000),
+    MEMBERS,
+    "every member got the message sent during the outage",
   );
-  assert.equal(seen.filter(Boolean).length, MEMBERS, "every member got the message sent during the outage");
 });

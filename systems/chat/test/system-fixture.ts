@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { openDatabase } from "@casebook/infra/sql/open-database";
 import { quoteIdentifier } from "@casebook/infra/sql/sql-schema";
 import { tcpReachable, testDatabaseUrl, uniqueName } from "@casebook/lab/test-engines";
@@ -199,4 +200,44 @@ export function until(check: () => boolean, what: string, timeoutMs = 30_000): P
       }
     }, 20);
   });
+}
+
+/**
+ * A channel of `size` members (`${prefix}-0` … `${prefix}-${size - 1}`), created by the first,
+ * each with a socket open on `sys` (pushed to `sockets`, which the caller closes).
+ */
+export async function openChannel(
+  sys: TestSystem,
+  prefix: string,
+  size: number,
+  sockets: TestSocket[],
+): Promise<{ chatId: string; owner: string }> {
+  const owner = await sys.token(`${prefix}-0`);
+  const members = Array.from({ length: size - 1 }, (_, i) => `${prefix}-${i + 1}`);
+  const { status, json } = await sys.api<{ id: string }>(owner, "POST", "/v1/conversations", {
+    kind: "channel",
+    title: prefix,
+    members,
+  });
+  assert.equal(status, 201);
+  for (const u of [`${prefix}-0`, ...members])
+    sockets.push(await TestSocket.open(sys.running.url, await sys.token(u)));
+  return { chatId: json.id, owner };
+}
+
+/** How many of `sockets` receive the message `messageId` live within `withinMs`. */
+export async function receivedBy(
+  sockets: readonly TestSocket[],
+  messageId: string,
+  withinMs: number,
+): Promise<number> {
+  const got = await Promise.all(
+    sockets.map((s) =>
+      Promise.race([
+        s.next((f) => f.action === "message" && (f.message as { id: string }).id === messageId),
+        sleep(withinMs).then(() => undefined),
+      ]),
+    ),
+  );
+  return got.filter(Boolean).length;
 }

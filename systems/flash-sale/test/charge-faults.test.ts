@@ -14,7 +14,7 @@
  *   same key, and the hold is compensated once, its ticket back once.
  */
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import { type TestContext, test } from "node:test";
 import { systemClock } from "@casebook/kit/clock";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import { PaymentsCharger } from "../src/clients/payments-charger.ts";
@@ -127,40 +127,64 @@ test("FS-15 FS-18 payments down, then slow, then back: retries under the same ke
   assert.equal((await f.stock.view(sale.id)).available, 1, "the expired hold's ticket is still for sale");
 });
 
-test("FS-18 a charge worker process SIGKILLed between the processor's approval and any write: the lease expires, another worker charges under the same key, one payment, one order", async (t) => {
+const KILL_LEASE_MS = 2_000;
+
+/** Real engines, payments' stand-in and a surviving worker on a short lease; undefined (skipped) without the engines. */
+async function killWorld(t: TestContext) {
   const opened = await realFlash.open(t);
-  if (opened === undefined) return;
+  if (opened === undefined) return undefined;
   const f = opened.subject;
   const payments = await startPaymentsStandIn();
-  const leaseMs = 2_000;
-  const { w, close } = worker(f, payments.url, leaseMs);
+  const { w, close } = worker(f, payments.url, KILL_LEASE_MS);
   t.after(async () => {
     close();
     await payments.close();
     await opened.close();
   });
-  const sale = await f.sale(2);
-  const holdId = await paying(f, sale.id, "buyer");
+  return { f, payments, w };
+}
+
+/** A charge worker PROCESS (charge-worker-child.ts) that SIGKILLs itself at `dieAt`; resolves once it is dead. */
+async function killedWorker(
+  t: TestContext,
+  f: Flash,
+  paymentsUrl: string,
+  dieAt: "after-approval" | "after-refund",
+) {
   const e = f.engines!;
   const child = await spawnChild(new URL("./charge-worker-child.ts", import.meta.url), {
-    args: [e.pgUrl, e.schema, e.redisUrl, e.keyPrefix, payments.url, String(leaseMs), "after-approval"],
+    args: [e.pgUrl, e.schema, e.redisUrl, e.keyPrefix, paymentsUrl, String(KILL_LEASE_MS), dieAt],
     ready: "ready",
     readyTimeoutMs: 60_000,
     test: t,
   });
   const exit = await child.exited;
   assert.equal(exit.signal, "SIGKILL", child.stderr());
+}
+
+/** The dead worker's lease holds its row; once it has passed, the survivor drains the queue. */
+async function drainAfterTheLease(f: Flash, w: ChargeWorker) {
+  assert.equal((await w.runOnce()).claimed, 0, "the dead worker's lease still holds the row");
+  await f.passMs(KILL_LEASE_MS);
+  for (let i = 0; i < 20 && (await pendingCharges(f)).length > 0; i++) {
+    if ((await w.runOnce()).claimed === 0) await f.passMs(100);
+  }
+}
+
+test("FS-18 a charge worker process SIGKILLed between the processor's approval and any write: the lease expires, another worker charges under the same key, one payment, one order", async (t) => {
+  const world = await killWorld(t);
+  if (world === undefined) return;
+  const { f, payments, w } = world;
+  const sale = await f.sale(2);
+  const holdId = await paying(f, sale.id, "buyer");
+  await killedWorker(t, f, payments.url, "after-approval");
   assert.deepEqual([payments.payments.size, payments.chargeRequests.get(holdId)], [1, 1], "approved once");
   const { rows } = await f.db.query<{ step: string }>("SELECT step FROM charges WHERE hold_id = $1", [
     holdId,
   ]);
   assert.equal(rows[0]!.step, "charge", "the dead worker wrote nothing after the approval");
 
-  assert.equal((await w.runOnce()).claimed, 0, "the dead worker's lease still holds the row");
-  await f.passMs(leaseMs);
-  for (let i = 0; i < 20 && (await pendingCharges(f)).length > 0; i++) {
-    if ((await w.runOnce()).claimed === 0) await f.passMs(100);
-  }
+  await drainAfterTheLease(f, w);
   assert.equal((await getHold(f.db, holdId))?.state, "paid");
   assert.deepEqual(
     [payments.payments.size, payments.chargeRequests.get(holdId)],
@@ -173,30 +197,14 @@ test("FS-18 a charge worker process SIGKILLed between the processor's approval a
 });
 
 test("FS-18 a charge worker process SIGKILLed between payments' refund answer and its own done write: after the lease another worker refunds under the same key, the hold compensated once, its ticket back once", async (t) => {
-  const opened = await realFlash.open(t);
-  if (opened === undefined) return;
-  const f = opened.subject;
-  const payments = await startPaymentsStandIn();
-  const leaseMs = 2_000;
-  const { w, close } = worker(f, payments.url, leaseMs);
-  t.after(async () => {
-    close();
-    await payments.close();
-    await opened.close();
-  });
+  const world = await killWorld(t);
+  if (world === undefined) return;
+  const { f, payments, w } = world;
   const sale = await f.sale(2);
   const holdId = await paying(f, sale.id, "victim");
   // The order write will be refused (FS-10): the approved charge must be refunded.
   await occupyNumber(f.db, sale.id, (await getHold(f.db, holdId))!.numbers[0]!);
-  const e = f.engines!;
-  const child = await spawnChild(new URL("./charge-worker-child.ts", import.meta.url), {
-    args: [e.pgUrl, e.schema, e.redisUrl, e.keyPrefix, payments.url, String(leaseMs), "after-refund"],
-    ready: "ready",
-    readyTimeoutMs: 60_000,
-    test: t,
-  });
-  const exit = await child.exited;
-  assert.equal(exit.signal, "SIGKILL", child.stderr());
+  await killedWorker(t, f, payments.url, "after-refund");
   const refundKey = `refund:${holdId}`;
   assert.deepEqual([...payments.refunds], [[refundKey, 1]], "refunded once before the kill");
   const { rows } = await f.db.query<{ step: string }>("SELECT step FROM charges WHERE hold_id = $1", [
@@ -206,11 +214,7 @@ test("FS-18 a charge worker process SIGKILLed between payments' refund answer an
   assert.equal((await getHold(f.db, holdId))?.state, "charging");
   assert.deepEqual(await f.stock.view(sale.id), { available: 1, epoch: sale.stockEpoch, holds: 1 });
 
-  assert.equal((await w.runOnce()).claimed, 0, "the dead worker's lease still holds the row");
-  await f.passMs(leaseMs);
-  for (let i = 0; i < 20 && (await pendingCharges(f)).length > 0; i++) {
-    if ((await w.runOnce()).claimed === 0) await f.passMs(100);
-  }
+  await drainAfterTheLease(f, w);
   assert.deepEqual(
     [...payments.refunds],
     [[refundKey, 2]],

@@ -21,11 +21,10 @@ import { ChargeWorker } from "../src/workers/charge-worker.ts";
 const [url, schema, redisUrl, keyPrefix, paymentsUrl, leaseArg, dieAt] = process.argv.slice(2);
 if (!url || !schema || !redisUrl || !keyPrefix || !paymentsUrl || !leaseArg) {
   throw new Error(
-    "usage: <db url> <schema> <redis url> <prefix> <payments url> <lease ms> [after-approval|after-refund]",
+    "usage: <db url> <schema> <redis url> <prefix> <payments url> <lease ms> <after-approval|after-refund>",
   );
 }
-if (dieAt !== undefined && dieAt !== "after-approval" && dieAt !== "after-refund")
-  throw new Error(`dieAt: ${dieAt}`);
+if (dieAt !== "after-approval" && dieAt !== "after-refund") throw new Error(`dieAt: ${dieAt}`);
 const db = await openDatabase({ system: "flash-sale", url, schema, pool: { maxConnections: 2 } });
 const redis = await connectRedis({ url: redisUrl, keyPrefix, commandTimeoutMs: 10_000 });
 const stock = new StockStore(new RedisScriptRunner(redis, await ScriptRegistry.fromDir(stockScriptsDir)));
@@ -38,7 +37,7 @@ const payments = new PaymentsCharger({
 const dying: Charger = {
   charge: async (input) => {
     const r = await payments.charge(input);
-    if (r.kind === "approved" && dieAt !== "after-refund") process.kill(process.pid, "SIGKILL");
+    if (r.kind === "approved" && dieAt === "after-approval") process.kill(process.pid, "SIGKILL");
     return r;
   },
   refund: async (input) => {
