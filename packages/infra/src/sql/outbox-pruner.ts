@@ -24,7 +24,8 @@ export interface OutboxPrunerOptions<E extends OutboxEventBase> {
   readonly everyMs?: number;
   /** Rows deleted per statement. Default 1 000. */
   readonly batch?: number;
-  readonly onError: (err: unknown) => void;
+  /** A failed round (the database away); default console.error, as the relay's. */
+  readonly onError?: (err: unknown) => void;
 }
 
 export class OutboxPruner<E extends OutboxEventBase> {
@@ -39,7 +40,7 @@ export class OutboxPruner<E extends OutboxEventBase> {
         (await options.outbox.prunePublished(db, options.clock.nowMs() - options.keepMs, batch)) === batch,
       idleMs: everyMs,
       failureBackoff: { capMs: everyMs, jitter: "equal", random: systemRandom },
-      onError: (err) => options.onError(err),
+      onError: options.onError ?? ((err) => console.error("outbox pruner:", err)),
     });
   }
 

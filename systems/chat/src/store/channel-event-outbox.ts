@@ -3,7 +3,7 @@
  * (010_channel_events.sql). A channel message's row and its event row are written in ONE
  * transaction (history-store.ts), so the message's one stream event exists iff the message
  * does. The send service publishes it itself right after the commit and marks it
- * (`markPublished`); the row is held back from relays for `CHANNEL_EVENT_GRACE_MS` so that
+ * (`markChannelEventPublished`); the row is held back from relays for `CHANNEL_EVENT_GRACE_MS` so that
  * this common case costs no second publish. A send service that dies before its publish, or a
  * stream that stays down past the publish, leaves the row to the relay
  * (`workers/channel-event-relay.ts`), which publishes it — again, if the writer's publish
@@ -27,8 +27,6 @@ export interface ChannelEvent {
   readonly eventId: string;
   readonly chatId: bigint;
   readonly messageId: bigint;
-  /** Publishes of this row, this one included: above 1 is a retry or a re-publish. */
-  readonly publishes: number;
 }
 
 export const channelEventOutbox = new UnorderedOutbox<ChannelEvent>({
@@ -38,7 +36,6 @@ export const channelEventOutbox = new UnorderedOutbox<ChannelEvent>({
     eventId: row.eventId,
     chatId: row.columns.chat_id as bigint,
     messageId: row.columns.message_id as bigint,
-    publishes: row.publishCount,
   }),
 });
 

@@ -29,10 +29,6 @@ export interface ChannelEventRelayOptions {
   readonly events: ChannelEvents;
   readonly clock: Clock;
   readonly log: { warn(fields: Record<string, unknown>, message: string): void };
-  /** Pause when nothing is due. Default 200 ms (the send path publishes the common case itself). */
-  readonly pollIntervalMs?: number;
-  /** First retry after a failed publish; doubles up to 5 s. Default 250 ms. */
-  readonly retryBaseMs?: number;
   /** Called for each event the relay published (tests, metrics). */
   readonly onPublished?: (event: ChannelEvent) => void;
 }
@@ -47,10 +43,11 @@ export class ChannelEventRelay {
       clock: options.clock,
       random: systemRandom,
       maxBatch: 100,
-      pollIntervalMs: options.pollIntervalMs ?? 200,
+      // Idle polls are cheap and rare work: the send path publishes the common case itself.
+      pollIntervalMs: 200,
       publishTimeoutMs: 10_000,
       leaseMs: 30_000,
-      retryBaseMs: options.retryBaseMs ?? 250,
+      retryBaseMs: 250,
       retryCapMs: 5_000,
       maxAttempts: Number.POSITIVE_INFINITY,
       onError: (err, label) => options.log.warn({ err, event: label }, "channel event relay: publish failed"),
@@ -71,11 +68,6 @@ export class ChannelEventRelay {
       clock: options.clock,
       onError: (err) => options.log.warn({ err }, "channel event prune failed; retrying"),
     });
-  }
-
-  /** One round (tests): claims and publishes what is due. */
-  runOnce(): Promise<{ claimed: number; published: number; failed: number }> {
-    return this.#relay.runOnce();
   }
 
   start(): void {

@@ -64,7 +64,7 @@ export class FanoutWorker {
       outbox: fanoutOutbox,
       keepMs: FANNED_OUT_KEPT_MS,
       clock: options.clock,
-      onError: (err) => options.onError?.(err, undefined),
+      ...(options.onError ? { onError: (err: unknown) => options.onError?.(err, undefined) } : {}),
     });
   }
 
