@@ -75,6 +75,14 @@ export interface OpenLoopOptions extends CommonOptions {
 export interface ClosedLoopOptions extends CommonOptions {
   /** Workers, each with one request in flight. */
   concurrency: number;
+  /**
+   * Workers start one by one across this span (worker i at i × span / concurrency) instead
+   * of all at once. Requests of equal length started together end together and restart
+   * together for the whole run, so every arrival would be part of one burst of
+   * `concurrency`; spread, the run holds `concurrency` in flight with arrivals apart, as
+   * independent clients would. Give it the length of one request. Default 0 (all at once).
+   */
+  spreadStartMs?: number;
 }
 
 export interface LatencySummaryMs {
@@ -347,9 +355,12 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<LoadReport>
  */
 export async function runClosedLoop(options: ClosedLoopOptions): Promise<LoadReport> {
   validateCommon(options);
-  const { concurrency } = options;
+  const { concurrency, spreadStartMs = 0 } = options;
   if (!(Number.isSafeInteger(concurrency) && concurrency > 0)) {
     throw invalid("concurrency", `must be an integer > 0, got ${concurrency}`);
+  }
+  if (!(spreadStartMs >= 0 && Number.isFinite(spreadStartMs))) {
+    throw invalid("spreadStartMs", `must be a finite number >= 0, got ${spreadStartMs}`);
   }
   const clock = options.clock ?? systemClock;
   const tally = new Tally();
@@ -359,7 +370,9 @@ export async function runClosedLoop(options: ClosedLoopOptions): Promise<LoadRep
   const total = options.count ?? Number.POSITIVE_INFINITY;
   const progress = progressReporter(options, tally, startMs, measureStartMs > startMs ? "warmup" : "measure");
   let next = 0;
-  const worker = async () => {
+  const worker = async (_: unknown, workerIndex: number) => {
+    const startAfterMs = (workerIndex * spreadStartMs) / concurrency;
+    if (startAfterMs > 0) await new Promise((resolve) => setTimeout(resolve, startAfterMs));
     while (next < total) {
       const now = clock.monotonicMs();
       if (now >= endMs) return;

@@ -147,6 +147,32 @@ test("closed loop for a duration stops sending at the end of it", async () => {
   assert.ok(report.measuredMs < 1_000, `measured ${report.measuredMs} ms`);
 });
 
+test("closed loop with spreadStartMs starts its workers apart across the span, then keeps them all busy", async () => {
+  const sentAt: number[] = [];
+  const started = performance.now();
+  const report = await runClosedLoop({
+    concurrency: 4,
+    count: 8,
+    spreadStartMs: 200,
+    task: async () => {
+      sentAt.push(performance.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    },
+  });
+  assert.equal(report.ok, 8);
+  // Workers at 0, 50, 100 and 150 ms, each sending again when its 300 ms request ends.
+  const firstFour = sentAt.slice(0, 4);
+  for (const [i, at] of firstFour.entries()) {
+    assert.ok(at >= i * 50 - 1 && at < i * 50 + 40, `worker ${i} sent its first at ${at} ms`);
+  }
+  for (const [i, at] of sentAt.slice(4).entries()) {
+    assert.ok(
+      at >= (firstFour[i] ?? 0) + 299,
+      `worker ${i}'s second request at ${at} ms, its first at ${firstFour[i]}`,
+    );
+  }
+});
+
 test("bad options are typed errors naming the option", async () => {
   await assert.rejects(runOpenLoop({ ratePerS: 0, count: 1, task: tick }), {
     code: "LAB_LOAD_INVALID",
@@ -159,6 +185,10 @@ test("bad options are typed errors naming the option", async () => {
   await assert.rejects(runOpenLoop({ ratePerS: 10, durationMs: 10, warmupMs: 10, task: tick }), {
     code: "LAB_LOAD_INVALID",
     fields: { option: "warmupMs" },
+  });
+  await assert.rejects(runClosedLoop({ concurrency: 1, count: 1, spreadStartMs: -1, task: tick }), {
+    code: "LAB_LOAD_INVALID",
+    fields: { option: "spreadStartMs" },
   });
   await assert.rejects(runClosedLoop({ concurrency: 0, count: 1, task: tick }), {
     code: "LAB_LOAD_INVALID",

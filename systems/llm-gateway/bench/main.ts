@@ -44,6 +44,7 @@ export interface BenchArgs {
   readonly answerTokens: number;
   readonly promptWords: number;
   readonly databaseUrl: string;
+  readonly together: boolean;
 }
 
 const cli = defineBenchArgs({
@@ -87,6 +88,9 @@ const cli = defineBenchArgs({
       default: 200,
       help: "made-up words per prompt (≈2.5 tokens each)",
     }),
+    together: flag.boolean({
+      help: "start every stream of a run at once (a burst that then repeats every stream's length); default: starts spread across one stream's length",
+    }),
     databaseUrl: flag.string({
       default: process.env.DATABASE_URL ?? "",
       value: "<url>",
@@ -105,7 +109,9 @@ Usage
   npx casebook bench llm-gateway [options]
 
 One provider simulator (its own process) answers every row. At each concurrency the load
-generator (its own process) holds that many chat streams open in a closed loop, against:
+generator (its own process) holds that many chat streams open in a closed loop (their starts
+spread across one stream's length, as independent clients' would be; --together starts them
+at once), against:
 the simulator directly (baseline), @portkey-ai/gateway proxying to it, our gateway with
 budgets and cache off (plain proxying), and our gateway with token budgets, breakers and a
 semantic-cache lookup per request (full features) — each once per round, --rounds rounds.
@@ -127,6 +133,11 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     });
   }
   return args;
+}
+
+/** How long the simulator takes over one answer: its TTFT, then the other tokens at its pace. */
+function streamLengthMs(args: BenchArgs): number {
+  return args.ttftMs + ((args.answerTokens - 1) * 1_000) / args.tokensPerS;
 }
 
 interface Bench {
@@ -178,6 +189,7 @@ async function measure(
     headers: target.headers,
     model: "gpt-4o-mini",
     concurrency,
+    spreadStartMs: args.together ? 0 : streamLengthMs(args),
     durationMs: args.durationMs,
     warmupMs: args.warmupMs,
     promptWords: args.promptWords,

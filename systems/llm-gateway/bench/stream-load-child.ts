@@ -6,7 +6,7 @@
  * HTTP client (node:http, one keep-alive pool) and the same requests. It speaks JSON lines over stdin/stdout:
  *
  *   ← {"ready":true}
- *   → {"cmd":"run", url, headers, model, concurrency, durationMs, warmupMs, promptWords, maxTokens, temperature}
+ *   → {"cmd":"run", url, headers, model, concurrency, spreadStartMs, durationMs, warmupMs, promptWords, maxTokens, temperature}
  *   ← {"ok", "errors", "unfinished", "firstError", "cacheHits", "ttftMs": {p50, p99, …}, "totalMs": {p50, p99, …}}
  *
  * Each prompt is `promptWords` made-up words drawn afresh per request (seeded by the run's
@@ -26,6 +26,8 @@ export interface RunCommand {
   headers: Record<string, string>;
   model: string;
   concurrency: number;
+  /** The closed loop's streams start one by one across this span (lab's `spreadStartMs`); 0 starts them together. */
+  spreadStartMs: number;
   durationMs: number;
   warmupMs: number;
   promptWords: number;
@@ -180,6 +182,7 @@ export async function runStreams(command: RunCommand): Promise<RunResult> {
   let finished = 0;
   const report = await runClosedLoop({
     concurrency: command.concurrency,
+    spreadStartMs: command.spreadStartMs,
     durationMs: command.durationMs,
     warmupMs: command.warmupMs,
     requestTimeoutMs: STREAM_TIMEOUT_MS,

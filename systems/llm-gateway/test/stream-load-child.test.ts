@@ -38,6 +38,7 @@ function command(model: string, overrides: { url?: string; headers?: Record<stri
     headers: overrides.headers ?? { authorization: "Bearer sk-bench" },
     model,
     concurrency: 4,
+    spreadStartMs: 100,
     durationMs: 1_500,
     warmupMs: 200,
     promptWords: 50,
