@@ -47,6 +47,26 @@ async function dropRedisPrefix(url: string, prefix: string): Promise<void> {
   }
 }
 
+/**
+ * ANALYZE every table of chat's schema: the population was just written into empty tables, and
+ * until autovacuum's analyze comes round (a minute or more later) the planner has no statistics
+ * for them — the run would measure plans for empty tables, then change plans part-way through.
+ * A database loaded in bulk gets its ANALYZE before it serves; so does the bench's.
+ */
+export async function analyzeSchema(databaseUrl: string, schema: string): Promise<void> {
+  const db = await openDatabase({ system: "chat", url: databaseUrl, schema });
+  try {
+    const tables = await db.query<{ name: string }>(
+      "SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 ORDER BY tablename",
+      [schema],
+    );
+    for (const { name } of tables.rows)
+      await db.exec(`ANALYZE ${quoteIdentifier(schema)}.${quoteIdentifier(name)}`);
+  } finally {
+    await db.close();
+  }
+}
+
 export async function openBenchEngines(options: {
   env: NodeJS.ProcessEnv;
   log: (line: string) => void;

@@ -15,6 +15,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { type ServerProcess, type ServerSpec, startServerProcess } from "@casebook/lab/server-process";
+import { analyzeSchema } from "./bench-engines.ts";
 import type { Side as LoadSide } from "./load-child.ts";
 
 /** A conversation messages are sent to: its address on the side, and its members' population indexes. */
@@ -185,11 +186,13 @@ export async function startChatSide(engines: SideEngines, options: { gateways: n
         });
         return { target: String(answer.id), members };
       };
-      return {
+      const population = {
         clients: tokens.map((token) => ({ token, rooms: [] })),
         groups: await inPool(groupMembers(users, groupSize), SETUP_CONCURRENCY, create("group")),
         directs: directs ? await inPool(directPairs(users), SETUP_CONCURRENCY, create("direct")) : [],
       };
+      await analyzeSchema(engines.databaseUrl, engines.schema);
+      return population;
     },
     residentBytes: () => sumResident(gateways),
     restart: restartable(gateways, gatewaySpec),
