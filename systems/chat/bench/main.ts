@@ -173,8 +173,9 @@ without them the bench says which apt-get line brings them and runs the other tw
 --direct-percent of the messages go 1:1, the rest to a group (the defaults are the issue's
 workload: 10,000 clients, 80% 1:1, 20% to groups of 500). Open-loop runs per side:
 --max-runs saturation runs (--max-rate-per-s, above what either sustains), after
---max-warmup-runs not counted, give the side's deliveries/s, the median run's; then a latency run at --load-percent of that side's own maximum gives send →
-deliver p50/p99, from each message's intended send time. Last, the first socket holder is
+--max-warmup-runs not counted, give the side's deliveries/s, the median run's; then a
+latency run at --load-percent of that side's own maximum gives send → deliver p50/p99,
+from each message's intended send time. Last, the first socket holder is
 crashed (SIGKILL) and started again on its port: --resume-clients of its clients reconnect,
 each as its side's client does (chat: backoff with jitter, then a sync per conversation after
 its last seq; socket.io: its manager's backoff, then connection-state recovery or a re-join;
@@ -395,7 +396,7 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
       });
       if (run > 0) maxRuns.push(one);
       benchLog(
-        `${side.name}: saturation run ${run > 0 ? `${run} of ${args.maxRuns}` : `(warm-up, not counted)`}: ${Math.round(one.deliveredPerS)} deliveries/s` +
+        `${side.name}: saturation run ${run > 0 ? `${run} of ${args.maxRuns}` : "(warm-up, not counted)"}: ${Math.round(one.deliveredPerS)} deliveries/s` +
           (one.errors > 0 ? `; send errors ${JSON.stringify(one.errorCodes)}` : ""),
       );
     }
