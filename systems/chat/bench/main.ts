@@ -118,7 +118,7 @@ const cli = defineBenchArgs({
       min: 0,
       max: 9,
       // chat's deliveries/s still rose over its first runs after connecting (46k → 60k → 68k
-      // in one invocation; socket.io flat from its first): its steady state is what it serves.
+      // in one invocation; socket.io mostly flat from its first): its steady state is what it serves.
       default: 2,
       help: "saturation runs per side before the measured ones, not counted (the same for every side)",
     }),
