@@ -22,7 +22,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
-import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
+import { type BenchResult, formatNumber, renderBench } from "@casebook/lab/bench-report";
 import { goalLine, scenarioRows } from "@casebook/lab/bench-rows";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import { errors } from "../src/errors.ts";
@@ -564,11 +564,6 @@ async function run(engines: BenchEngines, args: BenchArgs, json: boolean): Promi
   }
 }
 
-/** Deliveries/s of each run, rounded: "48,925, 62,294, 54,203". */
-function thousands(values: readonly number[]): string {
-  return values.map((v) => Math.round(v).toLocaleString("en-US")).join(", ");
-}
-
 /** The goal lines against socket.io (when it ran), the Centrifuge anchor's ratios, the engines. */
 function summaryLines(
   engines: BenchEngines,
@@ -588,7 +583,7 @@ function summaryLines(
         ? `- ${throughputGoal}: not judged — socket.io sent ${Math.round(peer.maxMsgsPerS)} of the ${args.maxRatePerS} msgs/s offered, so the offered rate, not socket.io, was its cap; rerun with a higher --max-rate-per-s`
         : goalLine(
             throughputGoal,
-            `${ratio.toFixed(2)}× (medians of ${args.maxRuns} saturation runs each after ${args.maxWarmupRuns} not counted — chat ${thousands(ours.maxRunsDeliveredPerS)}, socket.io ${thousands(peer.maxRunsDeliveredPerS)})`,
+            `${ratio.toFixed(2)}× (medians of ${args.maxRuns} saturation runs each after ${args.maxWarmupRuns} not counted — chat ${ours.maxRunsDeliveredPerS.map(formatNumber).join(", ")}, socket.io ${peer.maxRunsDeliveredPerS.map(formatNumber).join(", ")})`,
             ratio >= 1,
           ),
       goalLine("goal memory per connection ≤ socket.io's", `${memory.toFixed(2)}×`, memory <= 1),

@@ -162,6 +162,14 @@ async function killedWorker(
   assert.equal(exit.signal, "SIGKILL", child.stderr());
 }
 
+/** The step the hold's charge row is at (the last one a worker wrote). */
+async function chargeStep(f: Flash, holdId: string): Promise<string | undefined> {
+  const { rows } = await f.db.query<{ step: string }>("SELECT step FROM charges WHERE hold_id = $1", [
+    holdId,
+  ]);
+  return rows[0]?.step;
+}
+
 /** The dead worker's lease holds its row; once it has passed, the survivor drains the queue. */
 async function drainAfterTheLease(f: Flash, w: ChargeWorker) {
   assert.equal((await w.runOnce()).claimed, 0, "the dead worker's lease still holds the row");
@@ -179,10 +187,7 @@ test("FS-18 a charge worker process SIGKILLed between the processor's approval a
   const holdId = await paying(f, sale.id, "buyer");
   await killedWorker(t, f, payments.url, "after-approval");
   assert.deepEqual([payments.payments.size, payments.chargeRequests.get(holdId)], [1, 1], "approved once");
-  const { rows } = await f.db.query<{ step: string }>("SELECT step FROM charges WHERE hold_id = $1", [
-    holdId,
-  ]);
-  assert.equal(rows[0]!.step, "charge", "the dead worker wrote nothing after the approval");
+  assert.equal(await chargeStep(f, holdId), "charge", "the dead worker wrote nothing after the approval");
 
   await drainAfterTheLease(f, w);
   assert.equal((await getHold(f.db, holdId))?.state, "paid");
@@ -207,10 +212,7 @@ test("FS-18 a charge worker process SIGKILLed between payments' refund answer an
   await killedWorker(t, f, payments.url, "after-refund");
   const refundKey = `refund:${holdId}`;
   assert.deepEqual([...payments.refunds], [[refundKey, 1]], "refunded once before the kill");
-  const { rows } = await f.db.query<{ step: string }>("SELECT step FROM charges WHERE hold_id = $1", [
-    holdId,
-  ]);
-  assert.equal(rows[0]!.step, "refund", "the dead worker never wrote that the refund was done");
+  assert.equal(await chargeStep(f, holdId), "refund", "the dead worker never wrote that the refund was done");
   assert.equal((await getHold(f.db, holdId))?.state, "charging");
   assert.deepEqual(await f.stock.view(sale.id), { available: 1, epoch: sale.stockEpoch, holds: 1 });
 
