@@ -91,7 +91,13 @@ test("a real Casebook service's /metrics arrives through the ingest with job, in
     timeoutMs: WAIT_MS,
     accept: (v) => Number(v) >= 10,
   });
-  assert.ok(Number(await sampleOf('scrape_duration_seconds{job="rate-limiter"}')) > 0);
+  // A scrape's series are hashed to partitions and written by each partition's writer: one
+  // of them visible does not make the others so yet — wait for this one too.
+  await eventually(() => sampleOf('scrape_duration_seconds{job="rate-limiter"}'), {
+    what: "a scrape that timed itself",
+    timeoutMs: WAIT_MS,
+    accept: (v) => Number(v) > 0,
+  });
   // Between two scrapes a failed one (a loaded machine) marks every series stale: wait, don't sample once.
   await eventually(() => query('process_cpu_user_seconds_total{job="rate-limiter"}'), {
     what: "its process metric, by its own name",
