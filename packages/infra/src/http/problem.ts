@@ -130,7 +130,6 @@ const fastifyClientErrors: Record<string, (message: string) => ProblemParts> = {
   FST_ERR_BAD_URL: (message) => parts(400, "REQUEST_MALFORMED", message),
   FST_ERR_CTP_INVALID_MEDIA_TYPE: () =>
     parts(415, "REQUEST_MEDIA_TYPE_UNSUPPORTED", httpErrors.specs.REQUEST_MEDIA_TYPE_UNSUPPORTED.message),
-  FST_ERR_HANDLER_TIMEOUT: () => parts(503, "HANDLER_TIMEOUT", httpErrors.specs.HANDLER_TIMEOUT.message),
 };
 
 /**

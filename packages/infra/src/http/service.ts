@@ -30,6 +30,7 @@ import {
   frameworkErrorHandlerWith,
   installErrorHandling,
 } from "./error-handling.ts";
+import { installHandlerDeadline } from "./handler-deadline.ts";
 import { httpErrors } from "./http-errors.ts";
 import { registerLandingRoute } from "./landing-routes.ts";
 import { createLogger, type Logger, type LogOptions } from "./logger.ts";
@@ -62,8 +63,8 @@ export interface ServerTimeouts {
   /** A socket with no traffic at all for this long is destroyed: the backstop for stuck peers. Longer than
    *  keepAliveTimeoutMs so it never cuts an idle keep-alive connection before the keep-alive rule does. */
   connectionTimeoutMs: number;
-  /** A route must answer within this (503 HANDLER_TIMEOUT; `request.signal` aborts). Streaming or slow
-   *  routes set their own `handlerTimeout` route option. Beware: Fastify 5 also aborts `request.signal`
+  /** A route must answer within this (503 HANDLER_TIMEOUT; `handler-deadline.ts`). Streaming or slow
+   *  routes set their own `config: { handlerTimeoutMs }`. Beware: Fastify 5 aborts `request.signal`
    *  on the request's 'close', which Node emits once a body has been READ — so it does not mean "the
    *  client left". For that, watch `reply.raw` 'close' with `!reply.raw.writableFinished`. */
   handlerTimeoutMs: number;
@@ -192,7 +193,6 @@ function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => stri
     keepAliveTimeout: timeouts.keepAliveTimeoutMs,
     requestTimeout: timeouts.requestTimeoutMs,
     connectionTimeout: timeouts.connectionTimeoutMs,
-    handlerTimeout: timeouts.handlerTimeoutMs,
     http: {
       headersTimeout: timeouts.headersTimeoutMs,
       requestTimeout: timeouts.requestTimeoutMs,
@@ -328,6 +328,7 @@ export function createService(options: ServiceOptions): Service {
   let closing = false;
   let closed: Promise<void> | undefined;
 
+  installHandlerDeadline(app, options.timeouts?.handlerTimeoutMs ?? defaultServerTimeouts.handlerTimeoutMs);
   installRequestHooks(app, registry, () => closing);
   installAccessLog(app, { registry, clock: options.clock ?? systemClock, ...options.accessLog });
   const { routeMethods } = installStrictEdge(app);

@@ -572,7 +572,7 @@ export function registerChatRoutes(scope: FastifyInstance, options: ChatRouteOpt
   scope.post<{ Body: ChatRequest }>(
     "/v1/chat/completions",
     {
-      handlerTimeout: options.settings.generationTimeoutMs,
+      config: { handlerTimeoutMs: options.settings.generationTimeoutMs },
       schema: {
         summary: "Create a chat completion (OpenAI-compatible; stream: true answers text/event-stream)",
         tags: ["openai"],
@@ -596,7 +596,7 @@ export function registerMessagesRoute(scope: FastifyInstance, options: ChatRoute
   scope.post<{ Body: MessagesRequest }>(
     "/v1/messages",
     {
-      handlerTimeout: options.settings.generationTimeoutMs,
+      config: { handlerTimeoutMs: options.settings.generationTimeoutMs },
       schema: {
         summary: "Create a message (Anthropic-compatible; stream: true answers Anthropic's SSE events)",
         tags: ["anthropic"],

@@ -233,7 +233,7 @@ function registerChat(v1: FastifyInstance, options: ProviderRouteOptions): void 
   v1.post<{ Body: ChatBody }>(
     "/v1/chat/completions",
     {
-      handlerTimeout: generationTimeoutMs,
+      config: { handlerTimeoutMs: generationTimeoutMs },
       schema: {
         summary: "OpenAI chat completions (stream or not), paced by the model's profile",
         tags,
@@ -301,7 +301,7 @@ function registerMessages(v1: FastifyInstance, options: ProviderRouteOptions): v
   v1.post<{ Body: MessagesBody }>(
     "/v1/messages",
     {
-      handlerTimeout: generationTimeoutMs,
+      config: { handlerTimeoutMs: generationTimeoutMs },
       schema: {
         summary: "Anthropic Messages (stream or not), paced by the model's profile",
         tags,
