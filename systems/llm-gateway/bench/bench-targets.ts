@@ -5,12 +5,13 @@
  * full features (token budgets on the in-process counter, breakers, the semantic cache
  * looked up on every request) — and `@portkey-ai/gateway` (its published Node server,
  * `build/start-server.js --headless`) proxying to the simulator through its
- * `x-portkey-custom-host` header. Each target says how a chat request reaches it and what
- * its process holds in memory (RSS).
+ * `x-portkey-custom-host` header — and the floor, a bare Node relay (`relay-floor.ts`): what
+ * one more Node process on the path costs before any gateway's work. Each target says how a
+ * chat request reaches it and what its process holds in memory (RSS).
  *
  * @example
- * const targets = await openTargets({ sim: { ttftMs: 100, tokensPerS: 50, answerTokens: 100 }, databaseUrl: undefined, portkey: true, gateways: ["plain", "full"] });
- * targets.list.map((t) => t.name); // ["direct", "portkey", "plain", "full"]
+ * const targets = await openTargets({ sim: { ttftMs: 100, tokensPerS: 50, answerTokens: 100 }, databaseUrl: undefined, floor: true, portkey: true, gateways: ["plain", "full"] });
+ * targets.list.map((t) => t.name); // ["direct", "floor", "portkey", "plain", "full"]
  * await targets.close();
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -21,7 +22,7 @@ import { freePort } from "@casebook/lab/free-port";
 import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
 import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 
-export type TargetName = "direct" | "portkey" | "plain" | "full";
+export type TargetName = "direct" | "floor" | "portkey" | "plain" | "full";
 
 export interface BenchTarget {
   readonly name: TargetName;
@@ -48,6 +49,7 @@ export interface Targets {
 const ADMIN_TOKEN = "llm-gateway-bench-admin-token-0123456789";
 const serviceEntry = new URL("../src/main.ts", import.meta.url);
 const simEntry = new URL("../src/sim/provider-main.ts", import.meta.url);
+const floorEntry = new URL("./relay-floor.ts", import.meta.url);
 /** PGlite's first start (migrations in WASM) on a loaded machine. */
 const READY_TIMEOUT_MS = 180_000;
 
@@ -156,9 +158,29 @@ async function startPortkey(simUrl: string): Promise<{ child: SpawnedChild; targ
   };
 }
 
+/** The bare Node relay (`relay-floor.ts`): what one more Node process on the path costs. */
+async function startFloor(simUrl: string): Promise<{ server: ServerProcess; target: BenchTarget }> {
+  const server = await startServerProcess({
+    name: "relay floor",
+    entry: floorEntry,
+    env: { FLOOR_UPSTREAM_URL: `${simUrl}/v1` },
+  });
+  return {
+    server,
+    target: {
+      name: "floor",
+      url: `${server.url}/v1/chat/completions`,
+      headers: { authorization: "Bearer sk-bench" },
+      residentBytes: () => procResident(server.pid),
+      cpuMs: () => procCpuMs(server.pid),
+    },
+  };
+}
+
 export async function openTargets(options: {
   sim: SimProfile;
   databaseUrl: string | undefined;
+  floor: boolean;
   portkey: boolean;
   gateways: readonly ("plain" | "full")[];
 }): Promise<Targets> {
@@ -189,6 +211,11 @@ export async function openTargets(options: {
         cpuMs: () => procCpuMs(sim.pid),
       },
     ];
+    if (options.floor) {
+      const floor = await startFloor(sim.url);
+      closers.push(() => floor.server.stop());
+      list.push(floor.target);
+    }
     if (options.portkey) {
       const portkey = await startPortkey(sim.url);
       closers.push(() => portkey.child.stop());

@@ -2,8 +2,10 @@
  * The bench's rows from its runs: per concurrency, the simulator called directly (the
  * baseline), the latency each gateway ADDS to it (its percentile minus the direct run's:
  * TTFT and total, p50 and p99) — plain proxying beside Portkey, full features beside plain
- * proxying (the features' cost) — and the memory each gateway holds per open stream. The
- * goal line: plain proxying adds at most half of Portkey's overhead at p50 and at p99.
+ * proxying (the features' cost), a bare Node relay alone (the floor: what one more Node
+ * process on the path costs) — and the memory each gateway holds per open stream. The goal
+ * line: plain proxying adds at most half of Portkey's overhead at p50 and at p99 (the floor's
+ * figure printed beside it).
  *
  * Each level runs in rounds (every target once per round, back to back): a target's added
  * latency is taken within its round (its percentile minus that round's direct run), and the
@@ -21,6 +23,8 @@ import type { LatencyMs, RunResult } from "./stream-load-child.ts";
 
 const SYSTEM = "llm-gateway";
 export const GOAL_FACTOR = 0.5;
+/** The bare Node relay's rows (`relay-floor.ts`): the least one more Node process on the path adds. */
+const FLOOR_SCENARIO = "floor: a bare Node relay";
 
 export interface TargetRun {
   readonly result: RunResult;
@@ -138,6 +142,17 @@ function errorRows(concurrency: number, rounds: readonly RoundRuns[]): BenchResu
   const rows: BenchResult[] = [];
   const scenario = (what: string) => `${concurrency} streams, ${what}`;
   const [portkey, plain, full] = [ran(rounds, "portkey"), ran(rounds, "plain"), ran(rounds, "full")];
+  if (ran(rounds, "floor"))
+    rows.push(
+      benchRow({
+        system: SYSTEM,
+        scenario: scenario(FLOOR_SCENARIO),
+        metric: "streams failed or unfinished",
+        unit: "streams",
+        direction: "lower-is-better",
+        value: failed("floor"),
+      }),
+    );
   const portkeyPeer = portkey ? { peer: { name: "portkey 1.15.2", value: failed("portkey") } } : {};
   if (plain)
     rows.push(
@@ -191,11 +206,11 @@ export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
         }),
       );
     }
-    const addedRows = (name: "plain" | "full", what: string, peer: "portkey" | "plain") => {
+    const addedRows = (name: "floor" | "plain" | "full", what: string, peer?: "portkey" | "plain") => {
       for (const [metric, key, point] of POINTS) {
         const value = added(rounds, name, key, point);
         if (value === undefined) break;
-        const peerValue = added(rounds, peer, key, point);
+        const peerValue = peer === undefined ? undefined : added(rounds, peer, key, point);
         const peerName = peer === "portkey" ? "portkey 1.15.2" : "our plain proxying";
         rows.push(
           benchRow({
@@ -209,6 +224,7 @@ export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
         );
       }
     };
+    addedRows("floor", FLOOR_SCENARIO);
     addedRows("plain", "plain proxying", "portkey");
     addedRows("full", "full features", "plain");
     const kib = (name: TargetName) => medianOf(rounds, name, (run) => run.bytesPerStream / 1024);
@@ -235,7 +251,7 @@ export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
         }),
       );
     const cpu = (name: TargetName) => medianOf(rounds, name, (run) => run.cpuMsPerStream);
-    const cpuRow = (name: "direct" | "plain" | "full", what: string, peer?: "portkey") => {
+    const cpuRow = (name: "direct" | "floor" | "plain" | "full", what: string, peer?: "portkey") => {
       const value = cpu(name);
       const peerValue = peer === undefined ? undefined : cpu(peer);
       if (value === undefined) return;
@@ -251,6 +267,7 @@ export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
       );
     };
     cpuRow("direct", "simulator direct");
+    cpuRow("floor", FLOOR_SCENARIO);
     cpuRow("plain", "plain proxying", "portkey");
     cpuRow("full", "full features");
   }
@@ -296,8 +313,10 @@ export function goalLines(levels: readonly LevelRuns[]): string[] {
       }
       const met = ours <= GOAL_FACTOR * theirs;
       const aaNote = noise === undefined ? "" : `; A/A noise ${noise} ms`;
+      const floor = added(rounds, "floor", key, point);
+      const floorNote = floor === undefined ? "" : `; a bare Node relay adds ${floor} ms`;
       lines.push(
-        `goal, ${concurrency} streams, added ${metric}: ours ${ours} ms vs Portkey ${theirs} ms (${rounds.length === 1 ? "1 round" : `medians of ${rounds.length} rounds`}${aaNote}) — ≤ ${GOAL_FACTOR}× Portkey's: ${met ? "met" : "NOT met"}`,
+        `goal, ${concurrency} streams, added ${metric}: ours ${ours} ms vs Portkey ${theirs} ms (${rounds.length === 1 ? "1 round" : `medians of ${rounds.length} rounds`}${aaNote}${floorNote}) — ≤ ${GOAL_FACTOR}× Portkey's: ${met ? "met" : "NOT met"}`,
       );
     }
   }

@@ -32,7 +32,7 @@ function run(ttftP50: number, totalP50: number, ok = 10, errorCount = 0, unfinis
 test("bench flags: defaults 50 and 500 streams; a bad value or a warmup past the run is refused", () => {
   const args = parseBenchArgs([]);
   assert.deepEqual(args.concurrency, [50, 500]);
-  assert.deepEqual(args.targets, ["portkey", "plain", "full"]);
+  assert.deepEqual(args.targets, ["floor", "portkey", "plain", "full"]);
   assert.equal(args.rounds, 3);
   assert.deepEqual(parseBenchArgs(["--concurrency", "5", "--targets", "plain"]).targets, ["plain"]);
   for (const bad of [
@@ -54,6 +54,7 @@ test("bench report: added latency is minus the direct call; plain beside Portkey
       rounds: [
         {
           direct: run(100, 1_000),
+          floor: run(100.5, 1_003),
           portkey: run(104, 1_010),
           plain: run(101, 1_004),
           full: run(103, 1_006),
@@ -78,14 +79,20 @@ test("bench report: added latency is minus the direct call; plain beside Portkey
   const cpu = rows.find((r) => r.metric === "CPU per stream" && r.scenario.includes("plain"));
   assert.equal(cpu?.value, 10.1);
   assert.equal(cpu?.peer_value, 10.4);
+  // The floor (a bare Node relay) alone: what one more process on the path adds, no peer.
+  const floorTotal = rows.find(
+    (r) => r.scenario === "50 streams, floor: a bare Node relay" && r.metric === "added total p50",
+  );
+  assert.equal(floorTotal?.value, 3);
+  assert.equal(floorTotal?.peer, undefined);
   const goals = goalLines(levels);
   assert.match(
     goals[0] ?? "",
-    /added TTFT p50: ours 1 ms vs Portkey 4 ms \(1 round\) — ≤ 0.5× Portkey's: met/,
+    /added TTFT p50: ours 1 ms vs Portkey 4 ms \(1 round; a bare Node relay adds 0.5 ms\) — ≤ 0.5× Portkey's: met/,
   );
   assert.match(
     goals[2] ?? "",
-    /added total p50: ours 4 ms vs Portkey 10 ms \(1 round\) — ≤ 0.5× Portkey's: met/,
+    /added total p50: ours 4 ms vs Portkey 10 ms \(1 round; a bare Node relay adds 3 ms\) — ≤ 0.5× Portkey's: met/,
   );
   assert.match(goals[3] ?? "", /added total p99: ours 8 ms vs Portkey 20 ms/);
   const noisy = goalLines([
