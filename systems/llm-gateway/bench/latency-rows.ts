@@ -139,45 +139,29 @@ function errorRows(concurrency: number, rounds: readonly RoundRuns[]): BenchResu
       const run = runs[name];
       return run === undefined ? sum : sum + run.result.errors + run.result.unfinished;
     }, 0);
-  const rows: BenchResult[] = [];
   const scenario = (what: string) => `${concurrency} streams, ${what}`;
-  const [portkey, plain, full] = [ran(rounds, "portkey"), ran(rounds, "plain"), ran(rounds, "full")];
-  if (ran(rounds, "floor"))
-    rows.push(
+  type Peer = { peer?: { name: string; value: number } };
+  const portkeyPeer: Peer = ran(rounds, "portkey")
+    ? { peer: { name: "portkey 1.15.2", value: failed("portkey") } }
+    : {};
+  const sides: [TargetName, string, Peer][] = [
+    ["floor", FLOOR_SCENARIO, {}],
+    ["plain", "plain proxying", portkeyPeer],
+    ["full", "full features", {}],
+  ];
+  return sides
+    .filter(([name]) => ran(rounds, name))
+    .map(([name, what, peer]) =>
       benchRow({
         system: SYSTEM,
-        scenario: scenario(FLOOR_SCENARIO),
+        scenario: scenario(what),
         metric: "streams failed or unfinished",
         unit: "streams",
         direction: "lower-is-better",
-        value: failed("floor"),
+        value: failed(name),
+        ...peer,
       }),
     );
-  const portkeyPeer = portkey ? { peer: { name: "portkey 1.15.2", value: failed("portkey") } } : {};
-  if (plain)
-    rows.push(
-      benchRow({
-        system: SYSTEM,
-        scenario: scenario("plain proxying"),
-        metric: "streams failed or unfinished",
-        unit: "streams",
-        direction: "lower-is-better",
-        value: failed("plain"),
-        ...portkeyPeer,
-      }),
-    );
-  if (full)
-    rows.push(
-      benchRow({
-        system: SYSTEM,
-        scenario: scenario("full features"),
-        metric: "streams failed or unfinished",
-        unit: "streams",
-        direction: "lower-is-better",
-        value: failed("full"),
-      }),
-    );
-  return rows;
 }
 
 export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {

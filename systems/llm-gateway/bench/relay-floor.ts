@@ -44,10 +44,12 @@ function relay(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
       },
       onHeaders(statusCode, rawHeaders, resume) {
         res.on("drain", resume);
-        const type = rawHeaders.findIndex((part) => part.toString("latin1").toLowerCase() === "content-type");
-        res.writeHead(statusCode, {
-          "content-type": rawHeaders[type + 1]?.toString("latin1") ?? "text/plain",
-        });
+        // Raw headers alternate name, value: look at the names only.
+        let type = "text/plain";
+        for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+          if (rawHeaders[i]?.toString("latin1").toLowerCase() === "content-type")
+            type = rawHeaders[i + 1]?.toString("latin1") ?? type;
+        res.writeHead(statusCode, { "content-type": type });
         return true;
       },
       onData(chunk) {

@@ -211,7 +211,10 @@ function buildApp(options: ServiceOptions, log: Logger, newRequestId: () => stri
     clientErrorHandler: clientErrorHandler(log, newRequestId),
   });
   // Typed with pino's Logger, the instance is a different generic FastifyInstance; the object is the same.
-  return app as unknown as FastifyInstance;
+  const built = app as unknown as FastifyInstance;
+  // First of every hook: the deadline covers the other hooks too.
+  installHandlerDeadline(built, timeouts.handlerTimeoutMs);
+  return built;
 }
 
 function listenUrl(address: AddressInfo | string | null): string {
@@ -328,7 +331,6 @@ export function createService(options: ServiceOptions): Service {
   let closing = false;
   let closed: Promise<void> | undefined;
 
-  installHandlerDeadline(app, options.timeouts?.handlerTimeoutMs ?? defaultServerTimeouts.handlerTimeoutMs);
   installRequestHooks(app, registry, () => closing);
   installAccessLog(app, { registry, clock: options.clock ?? systemClock, ...options.accessLog });
   const { routeMethods } = installStrictEdge(app);
