@@ -20,7 +20,12 @@
  * - RL-04, fail-closed cells: Redis is healthy, so not one answer may be "unavailable"
  *   (nor come from the fallback); decisions are exact — every burst admits
  *   min(limit, decided); an instance that cannot keep up may only shed explicitly
- *   (503 RATELIMIT_OVERLOADED), counted apart.
+ *   (503 RATELIMIT_OVERLOADED), counted apart. One exception, judged by a witness outside
+ *   the code under test: when the kernel kept Redis's own process waiting for a CPU at least
+ *   the silence bound (200 ms) during a burst (redis-run-queue.ts; seen once in CI, on a host
+ *   running other test files), Redis did go silent and fail-closed answers are right; that
+ *   cell must still be bounded and every answer a decision, and fewer than half the cells may
+ *   be excused.
  * - RL-17, fail-open cells: a spurious fallback would show as an overshoot. The refill
  *   is real but slow (1 per 360 s), so the bound stays below limit + 1 for any burst
  *   shorter than 360 s: a single extra admission always fails the test (the former 2 s
@@ -35,9 +40,12 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { requireRedis, suiteEngine, uniqueName } from "@casebook/lab/test-engines";
+import { rateLimiterDefaults } from "../src/create-rate-limiter.ts";
 import { admissionBound } from "../src/domain/admission-bound.ts";
 import type { Limit } from "../src/domain/algorithm.ts";
+import { type RunQueueWitness, redisRunQueue } from "./redis-run-queue.ts";
 import { type CheckOrShed, type ServiceProcesses, startServiceProcesses } from "./service-processes.ts";
 import { deleteKeys } from "./store-backends.ts";
 
@@ -89,11 +97,20 @@ interface BurstCount {
   readonly edge: number;
   readonly bound: number;
   readonly elapsedMs: number;
+  /** How long Redis's process waited for a CPU during the burst (kernel's count; 0 if unknown). */
+  readonly redisStarvedMs: number;
 }
 
 /** Fires `size` checks of one fresh key at once, round-robin over the instances. */
-async function burst(services: ServiceProcesses, limit: Limit, failMode: "open" | "closed", size: number) {
+async function burst(
+  services: ServiceProcesses,
+  limit: Limit,
+  failMode: "open" | "closed",
+  size: number,
+  redisCpu: RunQueueWitness | undefined,
+) {
   const user = uniqueName("u");
+  const waitedBefore = redisCpu?.waitedMs() ?? 0;
   const policy = policyName(limit, failMode);
   const instances = services.instances;
   const startWallMs = Date.now();
@@ -117,6 +134,7 @@ async function burst(services: ServiceProcesses, limit: Limit, failMode: "open" 
     edge: answers.filter((a) => a.kind === "edge").length,
     bound: admissionBound(limit, startWallMs - CLOCK_SLACK_MS, startWallMs + elapsedMs + CLOCK_SLACK_MS),
     elapsedMs,
+    redisStarvedMs: (redisCpu?.waitedMs() ?? 0) - waitedBefore,
   };
   for (const shed of sheds)
     assert.ok(shed.retryAfterS >= 1, `a shed carries Retry-After: ${shed.retryAfterS}`);
@@ -139,18 +157,20 @@ function describeCount(limit: Limit, failMode: string, c: BurstCount): string {
     `${limit.algorithm} fail-${failMode} burst ${c.requests}: allowed ${c.allowed} (bound ${c.bound.toFixed(2)}), ` +
     `limited ${c.limited}, unavailable ${c.unavailable}, degraded ${c.degraded}, shed ${c.shed}, ` +
     `dropped by the edge ${c.edge}, ` +
-    `${c.elapsedMs.toFixed(0)} ms`
+    `${c.elapsedMs.toFixed(0)} ms (Redis waited ${c.redisStarvedMs.toFixed(0)} ms for a CPU)`
   );
 }
 
 describe("bursts against three service processes on real Redis", () => {
   let services: ServiceProcesses | undefined;
+  let redisCpu: RunQueueWitness | undefined;
   const keyPrefix = `${uniqueName("rl-burst")}:`;
 
   // Hooks run even when every test skips: these run only when Redis is up.
   const redis = suiteEngine(requireRedis);
 
   redis.before(async (url) => {
+    redisCpu = await redisRunQueue(url);
     // Default settings on purpose (timeout, breaker, in-flight bound): what a user runs.
     services = await startServiceProcesses({
       count: INSTANCES,
@@ -177,25 +197,54 @@ describe("bursts against three service processes on real Redis", () => {
     { size: OVERLOAD, limit: LIMITS[failMode === "closed" ? 0 : 1]! },
   ];
 
-  test("RL-04 bursts of 50–3 000 at once for one key over 3 instances, every algorithm fail-closed: allowed = min(limit, decided) ≤ bound, never unavailable", async (t) => {
+  test("RL-04 bursts of 50–3 000 at once for one key over 3 instances, every algorithm fail-closed: allowed = min(limit, decided) ≤ bound, never unavailable while Redis has a CPU", async (t) => {
     if (!redis.use(t) || !services) return;
     const running: ServiceProcesses = services;
     const started = performance.now();
-    for (const { size, limit } of cells("closed")) {
-      const c = await burst(running, limit, "closed", size);
+    const closedCells = cells("closed");
+    const starved: string[] = [];
+    for (const { size, limit } of closedCells) {
+      const c = await burst(running, limit, "closed", size, redisCpu);
       const detail = describeCount(limit, "closed", c) + degradedReasons(running);
       t.diagnostic(detail);
       assert.deepEqual(c.otherShed, [], detail);
-      assert.equal(c.unavailable, 0, `Redis is healthy: no spurious unavailable. ${detail}`);
-      assert.equal(c.degraded, 0, `every decision came from Redis. ${detail}`);
       assert.ok(c.allowed <= c.bound, detail);
+      const decided = c.requests - c.shed - c.edge;
+      if (c.unavailable > 0) {
+        // Fail-closed is right when Redis really went silent past the bound: here only if the
+        // kernel kept Redis itself off the CPU that long (a loaded CI host), never for our own lag.
+        assert.ok(
+          c.redisStarvedMs >= rateLimiterDefaults.timeoutMs,
+          `Redis is healthy (it waited ${c.redisStarvedMs.toFixed(0)} ms for a CPU): no spurious unavailable. ${detail}`,
+        );
+        // Every answer is still a decision, and a timed-out call may have spent a unit in Redis.
+        assert.equal(
+          c.degraded,
+          c.unavailable,
+          `unavailable is the fail-closed fallback, nothing else. ${detail}`,
+        );
+        assert.ok(c.allowed <= Math.min(LIMIT, decided), detail);
+        assert.equal(c.allowed + c.limited + c.unavailable, decided, detail);
+        starved.push(`${limit.algorithm} ${size}`);
+        // The timeouts may have opened the breaker: let it close before the next cell.
+        await sleep(rateLimiterDefaults.breakerOpenMs + 100);
+        continue;
+      }
+      assert.equal(c.degraded, 0, `every decision came from Redis. ${detail}`);
       // Exact, not merely bounded: Redis decided every request that was not shed (an edge-dropped
       // request that had in fact been admitted would show here as one admission missing).
-      const decided = c.requests - c.shed - c.edge;
       assert.equal(c.allowed, Math.min(LIMIT, decided), detail);
       assert.equal(c.allowed + c.limited, decided, detail);
     }
-    t.diagnostic(`matrix took ${((performance.now() - started) / 1_000).toFixed(1)} s`);
+    // Not vacuous: most cells ran with Redis on the CPU and were exact.
+    assert.ok(
+      starved.length < closedCells.length / 2,
+      `Redis starved of CPU in ${starved.length} of ${closedCells.length} cells: ${starved.join(", ")}`,
+    );
+    t.diagnostic(
+      `matrix took ${((performance.now() - started) / 1_000).toFixed(1)} s; ` +
+        `cells where the host kept Redis off the CPU past the bound: ${starved.length === 0 ? "none" : starved.join(", ")}`,
+    );
   });
 
   test("RL-17 the same bursts on fail-open policies: allowed ≤ capacity + refill × elapsed, on 3 instances, for every algorithm", async (t) => {
@@ -205,7 +254,7 @@ describe("bursts against three service processes on real Redis", () => {
     let saturated = 0;
     const over = cells("open").filter(({ size }) => size > LIMIT);
     for (const { size, limit } of cells("open")) {
-      const c = await burst(running, limit, "open", size);
+      const c = await burst(running, limit, "open", size, redisCpu);
       const detail = describeCount(limit, "open", c) + degradedReasons(running);
       t.diagnostic(detail);
       assert.deepEqual(c.otherShed, [], detail);
