@@ -130,8 +130,9 @@ interface Connection {
   readonly slice: number;
   floodStrikes: number;
   readonly bucket: TokenBucket;
-  readonly parts: PartAssembler;
-  readonly typing: TypingThrottle;
+  /** Made on the connection's first `part` / `typing` frame: most connections never send one (memory per connection). */
+  parts: PartAssembler | undefined;
+  typing: TypingThrottle | undefined;
 }
 
 /**
@@ -292,8 +293,8 @@ export class Gateway {
         ratePerS: limits.framesPerS,
         nowMs: clock.monotonicMs(),
       }),
-      parts: new PartAssembler(),
-      typing: new TypingThrottle(),
+      parts: undefined,
+      typing: undefined,
     };
     this.#connections.set(connection.id, connection);
     this.#options.metrics?.onConnections(this.#connections.size);
@@ -419,6 +420,7 @@ export class Gateway {
         return send(c.ws, { action: "sent", ref: frame.ref, ...(await backend.send(c.token, input, c.id)) });
       }
       case "part": {
+        c.parts ??= new PartAssembler();
         const body = c.parts.add(frame);
         if (body === undefined) return;
         const input = { chatId: String(frame.chatId), clientMsgId: frame.clientMsgId, body };
@@ -451,6 +453,7 @@ export class Gateway {
       }
       case "typing":
         // Ephemeral and throttled here: past one per conversation per interval, dropped unanswered.
+        c.typing ??= new TypingThrottle();
         if (!c.typing.admit(String(frame.chatId), this.#options.clock.monotonicMs())) return;
         await backend.typing(c.token, { chatId: String(frame.chatId) });
         return;
