@@ -470,7 +470,8 @@ async function connectAll(
     });
     await sleep(Math.max(0, 100 - (performance.now() - begun)));
   }
-  return { connected: state.clients.size - failed, failed };
+  // This command's clients only: connect may come more than once (the bench connects in halves).
+  return { connected: command.clients.length - failed, failed };
 }
 
 async function run(state: LoadState, command: RunCommand): Promise<ChildRunResult> {

@@ -183,8 +183,10 @@ Centrifuge: its client's backoff, then every channel re-subscribed, recovering f
 and the time from the restart to each one's resumption is measured. Engines: DATABASE_URL and
 REDIS_URL, else throw-away ones spawned for the run.
 
-Rows: connections held, memory per connection (resident memory of the socket holders
-after connecting, minus before, per connection), deliveries/s and msgs/s at saturation,
+Rows: connections held, memory per connection (the clients connect in two halves: the socket
+holders' resident memory grown over the second half, per connection of it — what one more
+connection costs), memory growth while connecting (all of it, per connection: it also holds
+what a process grows once under a connect storm), deliveries/s and msgs/s at saturation,
 the rate offered at --load-percent, send → deliver p50/p99, deliveries missing after the
 drain, send errors, clients resumed after the restart and the time to resume them (p50, all);
 each metric once beside socket.io's and once beside Centrifuge's, each row with its ratio.
@@ -221,7 +223,10 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
 
 interface SideResult {
   connected: number;
+  /** Resident memory one more connection costs: the second half's growth over its connections. */
   bytesPerConnection: number;
+  /** Resident memory's whole growth while connecting, over every connection. */
+  bytesPerConnectionAllIn: number;
   /** The median of the saturation runs (offered far above what either side sustains), by deliveries/s. */
   max: RunResult;
   /** Every saturation run's deliveries/s, in the order they ran. */
@@ -323,6 +328,10 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
       .map((spec, index) => ({ index, ...spec }))
       .filter(({ index }) => Math.floor((index * loads.length) / population.clients.length) === k),
   );
+  const halves = shares.map((share) => {
+    const cut = Math.ceil(share.length / 2);
+    return [share.slice(0, cut), share.slice(cut)] as const;
+  });
   const runAll = async (ratePerS: number, timing: { durationMs: number; warmupMs: number }) => {
     const seed = Math.floor(Math.random() * 2 ** 31);
     const startAtEpochMs = Date.now() + START_LEAD_MS;
@@ -375,16 +384,26 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
     benchLog(
       `${side.name}: connecting ${args.clients} clients to ${side.urls.length} servers from ${loads.length} load processes`,
     );
-    const answers = await askAll<{ connected: number }>((k) => ({
-      cmd: "connect",
-      side: side.loadSide,
-      urls: side.urls,
-      clients: shares[k],
-      connectPerS: Math.max(1, Math.floor(CONNECT_PER_S / loads.length)),
-    }));
-    const connected = answers.reduce((total, a) => total + a.connected, 0);
-    await sleep(SETTLE_MS);
+    // In two halves, resident memory read after each: the second half's growth over its
+    // connections is what one more connection costs. The first half's also holds what a
+    // process grows once under a connect storm, whatever the count — V8's young generation
+    // went from 32 to 128 MiB per socket holder here, ~10 KiB per connection at 10,000.
+    const connectHalf = async (half: 0 | 1) => {
+      const answers = await askAll<{ connected: number }>((k) => ({
+        cmd: "connect",
+        side: side.loadSide,
+        urls: side.urls,
+        clients: halves[k]![half],
+        connectPerS: Math.max(1, Math.floor(CONNECT_PER_S / loads.length)),
+      }));
+      await sleep(SETTLE_MS);
+      return answers.reduce((total, a) => total + a.connected, 0);
+    };
+    const firstHalf = await connectHalf(0);
+    const middle = await side.residentBytes();
+    const secondHalf = await connectHalf(1);
     const after = await side.residentBytes();
+    const connected = firstHalf + secondHalf;
     benchLog(
       `${side.name}: ${connected} connected; saturating at ${args.maxRatePerS} msgs/s for ${args.maxDurationMs} ms`,
     );
@@ -412,7 +431,8 @@ async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult
     const resume = args.resumeClients > 0 ? await measureResume() : undefined;
     return {
       connected,
-      bytesPerConnection: connected > 0 ? (after - before) / connected : 0,
+      bytesPerConnection: secondHalf > 0 ? (after - middle) / secondHalf : 0,
+      bytesPerConnectionAllIn: connected > 0 ? (after - before) / connected : 0,
       max,
       maxRunsDeliveredPerS: maxRuns.map((r) => r.deliveredPerS),
       maxMsgsPerS,
@@ -478,6 +498,14 @@ function rowsBeside(args: BenchArgs, ours: SideResult, peer: SideResult, peerNam
     held.value("memory per connection", "KiB", ours.bytesPerConnection / 1_024, {
       peer: peer.bytesPerConnection / 1_024,
     }),
+    held.value(
+      "memory growth while connecting, per connection",
+      "KiB",
+      ours.bytesPerConnectionAllIn / 1_024,
+      {
+        peer: peer.bytesPerConnectionAllIn / 1_024,
+      },
+    ),
     max.value("deliveries", "deliveries/s", ours.max.deliveredPerS, { peer: peer.max.deliveredPerS }),
     max.value("messages sent", "msgs/s", ours.maxMsgsPerS, { peer: peer.maxMsgsPerS }),
     atLoad.value("rate offered", "msgs/s", ours.atLoadRatePerS, { peer: peer.atLoadRatePerS }),
