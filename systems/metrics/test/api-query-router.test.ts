@@ -100,6 +100,26 @@ before(async () => {
     });
     assert.equal(response.statusCode, 204, response.body);
   }
+  // Every series' newest sample stored: the hot writers' partitions apply the writes each on its
+  // own (cpu{host="a"} and the other two go to different ones), and a test that waits for the
+  // rollup builder learns nothing about the raw tier, whose span is the retention whatever is there.
+  const newestMs = async (query: string, host: string) => {
+    const { body } = await queryAt(`timestamp(${query})`, NOW);
+    const series = (body.data?.result ?? []) as Array<{
+      metric: Record<string, string>;
+      value: [number, string];
+    }>;
+    const found = series.find((s) => s.metric.host === host);
+    return found === undefined ? undefined : Math.round(Number(found.value[1]) * 1000);
+  };
+  const newestT = BASE + newest * STEP_MS;
+  await eventually(
+    async () =>
+      (await newestMs("cpu", "a")) === newestT &&
+      (await newestMs("cpu", "b")) === newestT &&
+      (await newestMs("requests_total", "a")) === COUNTER.at(-1)!.t,
+    { what: "every series' newest sample stored", timeoutMs: 30_000 },
+  );
 });
 after(async () => {
   await running?.close();

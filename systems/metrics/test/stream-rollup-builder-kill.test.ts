@@ -29,11 +29,17 @@ const T0 = Date.UTC(2026, 0, 1);
 
 async function runBuilder(url: string, dir: string, t: TestContext, killAfter?: number) {
   const args = killAfter === undefined ? [url, dir] : [url, dir, String(killAfter)];
-  const child = await spawnChild(CHILD, { args, ready: "ready", test: t });
   const committed: Array<{ seq: number; applied: boolean }> = [];
-  child.onLine((line) => {
-    const [word, seq, how] = line.split(" ");
-    if (word === "committed") committed.push({ seq: Number(seq), applied: how === "applied" });
+  // A listener from the first line: the builder may commit before (or in the same chunk as) its
+  // "ready", and a listener added after the ready wait would miss those lines.
+  const child = await spawnChild(CHILD, {
+    args,
+    ready: "ready",
+    test: t,
+    onLine: (line) => {
+      const [word, seq, how] = line.split(" ");
+      if (word === "committed") committed.push({ seq: Number(seq), applied: how === "applied" });
+    },
   });
   return { child, committed };
 }
