@@ -16,7 +16,12 @@ import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { findExecutable } from "@casebook/lab/executables";
 import { freePort } from "@casebook/lab/free-port";
 import { clusterErrors } from "../src/errors.ts";
-import { startTestCluster, type TestCluster, waitUntil } from "./cluster-harness.ts";
+import {
+  NO_FAILOVER_NODE_TIMEOUT_MS,
+  startTestCluster,
+  type TestCluster,
+  waitUntil,
+} from "./cluster-harness.ts";
 
 const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
@@ -38,7 +43,13 @@ describe("a cluster with requirepass and masterauth", { timeout: 180_000 }, () =
   let cluster: TestCluster;
   before(async () => {
     // Launching waits until every replica streams: it only gets there if PSYNC's credentials pass.
-    cluster = await startTestCluster({ nodes: 4, replicas: 1, env: { CACHE_REQUIREPASS: PASSWORD } });
+    // Nothing here fails a node over: a node stalled 1 s on a loaded host must not be voted down.
+    cluster = await startTestCluster({
+      nodes: 4,
+      replicas: 1,
+      nodeTimeoutMs: NO_FAILOVER_NODE_TIMEOUT_MS,
+      env: { CACHE_REQUIREPASS: PASSWORD },
+    });
   });
   after(() => cluster?.stop());
 

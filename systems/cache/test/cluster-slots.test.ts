@@ -133,7 +133,12 @@ describe("slots and redirects", { timeout: 60_000 }, () => {
     const port = a.port;
     await adminA.close();
     await a.close();
-    await waitUntil("B to see A fail", 10_000, async () => !(await clusterOk(adminB)));
+    // B votes A down a node timeout after their last contact: twice it, for the polls and a loaded host.
+    await waitUntil(
+      "B to see A fail",
+      2 * NO_FAILOVER_NODE_TIMEOUT_MS + 5_000,
+      async () => !(await clusterOk(adminB)),
+    );
     a = await startInProcessNode({ dir: a.dir, port, nodeTimeoutMs: NO_FAILOVER_NODE_TIMEOUT_MS });
     adminA = await adminOf(a);
     assert.equal(await adminA.call("CLUSTER", "MYID"), id);
