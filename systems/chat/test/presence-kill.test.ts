@@ -99,8 +99,10 @@ test("CH-16 CH-04 a SIGKILLed gateway's users are offline within the session TTL
   const pushedAfterMs = Date.now() - killedAtMs;
   console.log(`presence: ana's offline pushed to bruno ${pushedAfterMs} ms after the SIGKILL`);
   assert.deepEqual(pushedOffline.users, [{ userId: "ana", online: false, devices: [] }]);
+  // The slack is for the host, not the design: a sweep, a Redis read and a socket write on a loaded
+  // 2-core machine (500 ms of it left no room for one stalled sweep); a second sweep would be 2 heartbeats.
   assert.ok(
-    pushedAfterMs <= SESSION_TTL_MS + HEARTBEAT_MS + 500,
-    `pushed ${pushedAfterMs} ms after the kill; bound TTL + a heartbeat (${SESSION_TTL_MS + HEARTBEAT_MS} ms)`,
+    pushedAfterMs < SESSION_TTL_MS + 2 * HEARTBEAT_MS,
+    `pushed ${pushedAfterMs} ms after the kill; bound TTL + a heartbeat (${SESSION_TTL_MS + HEARTBEAT_MS} ms) and the host's slack`,
   );
 });

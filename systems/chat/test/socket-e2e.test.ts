@@ -15,7 +15,12 @@ let sys: TestSystem;
 let aheadMs = 0;
 const clock = { nowMs: () => Date.now() + aheadMs, monotonicMs: () => performance.now() };
 before(async () => {
-  sys = await startSystem({ CHAT_FRAMES_PER_S: "20", CHAT_DRAIN_MS: "200" }, { clock });
+  // The longest heartbeat: these tests drive it with tick(), and the gateway's own loop, run on the
+  // shifted clock between a jump and the frame that answers it, would close a socket early (4002).
+  sys = await startSystem(
+    { CHAT_FRAMES_PER_S: "20", CHAT_DRAIN_MS: "200", CHAT_HEARTBEAT_MS: "300000" },
+    { clock },
+  );
 });
 after(async () => {
   await sys?.close();

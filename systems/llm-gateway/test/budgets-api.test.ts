@@ -10,10 +10,16 @@ import OpenAI from "openai";
 import { type GatewayFixture, startGateway } from "./gateway-fixture.ts";
 
 const ADMIN = "admin-token-for-the-budget-tests-0123456789";
+const WINDOW_MS = 3_600_000;
 let f: GatewayFixture;
 
 before(async () => {
-  f = await startGateway({ models: "gpt-4o-mini,slow", env: { LLM_GATEWAY_ADMIN_TOKEN: ADMIN } });
+  // An hour's window, aligned to the clock like a minute's: a test that crossed a minute's end saw
+  // its filled budget start afresh, and the refusal it waits for never came (~1 test-second in 60).
+  f = await startGateway({
+    models: "gpt-4o-mini,slow",
+    env: { LLM_GATEWAY_ADMIN_TOKEN: ADMIN, LLM_GATEWAY_BUDGET_WINDOW_MS: String(WINDOW_MS) },
+  });
   // 10 tokens at 4/s: a stream holds its reservation for ~2.5 s, the time a test has to make its
   // next request meet it. At 20/s (0.5 s) two test files at once on a loaded machine sometimes
   // let the streams end, and their reservations settle, before the request they should refuse.
@@ -78,12 +84,14 @@ test("LG-06 a reservation holds input + max output until the answer settles it; 
   });
   const iterator = first[Symbol.asyncIterator]();
   await iterator.next();
+  // Retry-After is the window's end: no later than the seconds left in it when the request went.
+  const leftS = Math.ceil((WINDOW_MS - (Date.now() % WINDOW_MS)) / 1_000);
   await assert.rejects(
     client.chat.completions.create({ model: "gpt-4o-mini", messages, max_tokens: 900 }),
     (error: unknown) => {
       if (!(error instanceof OpenAI.RateLimitError)) return false;
       const retryAfterS = Number(error.headers.get("retry-after"));
-      return retryAfterS >= 1 && retryAfterS <= 60;
+      return retryAfterS >= 1 && retryAfterS <= leftS;
     },
   );
   for (let next = await iterator.next(); !next.done; next = await iterator.next()) {}

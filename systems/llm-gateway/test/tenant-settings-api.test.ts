@@ -16,7 +16,13 @@ before(async () => {
   f = await startGateway({
     models: "gpt-4o-mini",
     // A minute: longer than the test, so only the change's own clear can put a new quota in force.
-    env: { LLM_GATEWAY_ADMIN_TOKEN: ADMIN, LLM_GATEWAY_KEY_CACHE_TTL_MS: "60000" },
+    // An hour's budget window: at a minute's, a test that crossed the minute saw its filled budget
+    // start afresh (windows are aligned to the clock), and the refusal it waits for never came.
+    env: {
+      LLM_GATEWAY_ADMIN_TOKEN: ADMIN,
+      LLM_GATEWAY_KEY_CACHE_TTL_MS: "60000",
+      LLM_GATEWAY_BUDGET_WINDOW_MS: "3600000",
+    },
   });
 });
 after(() => f?.close());
