@@ -37,10 +37,14 @@ const retrier = new RefundRetrier({
   observer: { refundRetried: (outcome) => process.stdout.write(`round ${outcome}\n`) },
   onError: (error) => process.stderr.write(`${owner}: ${String(error)}\n`),
 });
-retrier.start();
 process.stdout.write("ready\n");
+// Started on "go", sent once every sibling is ready: the first process up could otherwise drain
+// the whole queue before the others start, and the race would be one process alone.
 const lines = createInterface({ input: process.stdin });
-for await (const line of lines) if (line === "stop") break;
+for await (const line of lines) {
+  if (line === "go") retrier.start();
+  if (line === "stop") break;
+}
 lines.close();
 await retrier.stop();
 acquirer.close();

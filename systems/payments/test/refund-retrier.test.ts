@@ -220,7 +220,7 @@ interface Worker {
   stopped: Promise<void>;
 }
 
-/** Spawns a retry worker process; resolves once it printed "ready". Counts its "round succeeded" lines. */
+/** Spawns a retry worker process; resolves once it printed "ready" (it starts on "go"). Counts its "round succeeded" lines. */
 async function spawnWorker(args: string[], workers: Worker[]): Promise<Worker> {
   let stopped: () => void = () => {};
   const counts = { settled: 0, stopped: new Promise<void>((resolve) => (stopped = resolve)) };
@@ -267,6 +267,7 @@ test("PY-15 3 retry-worker processes racing over 30 stuck refunds on PostgreSQL:
   await Promise.all(
     ["rw-1", "rw-2", "rw-3"].map((owner) => spawnWorker([url, f.schema!, f.sim.url, owner], workers)),
   );
+  for (const { child } of workers) child.stdin.write("go\n"); // all ready: they start together
   await waitFor(
     async () => {
       const { rows } = await f.db.query<{ n: bigint }>(

@@ -48,10 +48,14 @@ const orchestrator = new SagaOrchestrator({
   },
   onError: (error) => process.stderr.write(`${owner}: ${String(error)}\n`),
 });
-orchestrator.start();
 process.stdout.write("ready\n");
+// Started on "go", sent once every sibling is ready: the first process up could otherwise drain
+// every saga before the others start, and the race would be one process alone.
 const lines = createInterface({ input: process.stdin });
-for await (const line of lines) if (line === "stop") break;
+for await (const line of lines) {
+  if (line === "go") orchestrator.start();
+  if (line === "stop") break;
+}
 lines.close();
 await orchestrator.stop();
 acquirer.close();

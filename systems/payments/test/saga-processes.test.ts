@@ -19,9 +19,11 @@ const CHILD = fileURLToPath(new URL("./saga-orchestrator-child.ts", import.meta.
 type Child = ChildProcessWithPipes;
 
 /** Spawns an orchestrator process and resolves once it printed "ready". */
-async function spawnOrchestrator(args: string[], children: Child[]): Promise<Child> {
+/** An orchestrator process, ready; it starts on "go" (at once unless `hold`: the caller sends it). */
+async function spawnOrchestrator(args: string[], children: Child[], hold = false): Promise<Child> {
   const child = (await spawnChild(CHILD, { args, readyTimeoutMs: 20_000 })).process;
   children.push(child);
+  if (!hold) child.stdin.write("go\n");
   return child;
 }
 
@@ -102,8 +104,11 @@ test("PY-05 3 orchestrator processes racing on 50 sagas: each completes once, on
   for (let i = 0; i < SAGAS; i++)
     await seedPayment(db, idempotency, { merchant, key: `race-${i}`, amountMinor: 100n + BigInt(i) });
   await Promise.all(
-    ["p1", "p2", "p3"].map((owner) => spawnOrchestrator([url, schema!, sim.url, owner, "2000"], children)),
+    ["p1", "p2", "p3"].map((owner) =>
+      spawnOrchestrator([url, schema!, sim.url, owner, "2000"], children, true),
+    ),
   );
+  for (const child of children) child.stdin.write("go\n"); // all ready: they start together
   await waitFor(
     async () => {
       const { rows } = await db.query<{ n: bigint }>(
