@@ -208,13 +208,16 @@ test("a client closing mid-stream: the simulator stops and records the tokens it
     if (chunk.choices[0]?.delta.content) received += 1;
     if (received === 3) break;
   }
+  const leftAt = Date.now();
   const record = await eventually(async () => (await streams()).at(-1), {
     what: "the simulator to see the close",
     timeoutMs: 30_000,
     accept: (last) => last?.end === "client-closed",
   });
-  // Tokens in flight when the close landed: a few at 50 tokens/s, never the 10,000 of the answer.
-  assert.ok((record?.generatedTokens ?? 0) < 3 + 50, `generated ${record?.generatedTokens}`);
+  // Tokens in flight when the close landed: a second's worth at 50 tokens/s, and what a stall of
+  // the loaded host adds (the simulator catches up on what it owes) — never the 10,000 of the answer.
+  const bound = 3 + Math.ceil(((Date.now() - leftAt) / 1_000 + 1) * 50);
+  assert.ok((record?.generatedTokens ?? 0) < bound, `generated ${record?.generatedTokens} (bound ${bound})`);
   const stats = (await (await fetch(`${url}/admin/stats`)).json()) as Record<string, number>;
   assert.equal(stats.openStreams, 0);
 });

@@ -56,7 +56,8 @@ test("streams paced by the simulator: TTFT from its first token, total from its 
   assert.ok(result.ttftMs.p50 >= PACE.ttftMs, `ttft p50 ${result.ttftMs.p50}`);
   const paced = PACE.ttftMs + ((PACE.answerTokens - 1) * 1000) / PACE.tokensPerS;
   assert.ok(result.totalMs.p50 >= paced, `total p50 ${result.totalMs.p50} < ${paced}`);
-  assert.ok(result.totalMs.p50 < paced + 100, `total p50 ${result.totalMs.p50}`);
+  // Measured to the [DONE], not to a later close (seconds): the slack is a loaded host's, not the pace's.
+  assert.ok(result.totalMs.p50 < paced + 500, `total p50 ${result.totalMs.p50}`);
 });
 
 test("a stream cut before [DONE] is an error, not a finished stream", async () => {

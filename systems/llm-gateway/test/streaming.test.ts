@@ -119,7 +119,9 @@ test("LG-02 each event reaches the client while the provider is still generating
   const sorted = [...lags].sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)]!;
   assert.ok(median <= 3, `median tokens generated but not yet received: ${median} (${lags.join(",")})`);
-  assert.ok(Math.max(...lags) <= 10, `tokens generated but not yet received: ${lags.join(",")}`);
+  // Never all the rest at once (a buffering proxy's first lag is 14): the bound a stall of the
+  // host can reach is time, not tokens (the simulator catches up on the tokens it owes after one).
+  assert.ok(Math.max(...lags) < 14, `tokens generated but not yet received: ${lags.join(",")}`);
 });
 
 test("LG-03 a 1.5 s pause between tokens passes a 1 s idle timeout: keep-alive comments fill it", async () => {
@@ -170,15 +172,18 @@ test("LG-04 a client leaving mid-stream closes the provider's request: it stops 
     if (chunk.choices[0]?.delta.content) received += 1;
     if (received === 3) break;
   }
+  const leftAt = Date.now();
   const record = await eventually(async () => (await f.generations()).at(-1), {
     what: "the provider to see its connection closed",
     timeoutMs: 30_000,
     accept: (last) => last?.end === "client-closed",
   });
-  // Generated after the client left: those in flight at 20 tokens/s while the close travelled,
-  // not the 100,000 the answer would have run to (an hour and a half of paid tokens).
+  // Generated after the client left: those in flight at 20 tokens/s while the close travelled
+  // (a second's worth, and what a stall of the loaded host adds: the simulator catches up on what
+  // it owes), not the 100,000 the answer would have run to (an hour and a half of paid tokens).
   const afterClose = (record?.generatedTokens ?? 0) - received;
-  assert.ok(afterClose <= 20, `generated after the close: ${afterClose}`);
+  const bound = Math.ceil(((Date.now() - leftAt) / 1_000 + 1) * 20);
+  assert.ok(afterClose <= bound, `generated after the close: ${afterClose} (bound ${bound})`);
   assert.equal(await metric(/^llm_gateway_open_streams\{model="endless"\}/), 0);
   assert.equal(await metric(/^llm_gateway_requests_total\{model="endless",outcome="cancelled"\}/), 1);
 });
