@@ -14,7 +14,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { seededRandom } from "@casebook/kit/random";
-import { type SpawnedRedisCluster, spawnRedisCluster } from "@casebook/lab/spawn-redis-cluster";
+import {
+  type RedisClusterNode,
+  type SpawnedRedisCluster,
+  spawnRedisCluster,
+} from "@casebook/lab/spawn-redis-cluster";
 import { CacheClient } from "../src/client/cache-client.ts";
 import { clientErrors } from "../src/client/client-errors.ts";
 import type { ClusterRouter } from "../src/client/cluster-router.ts";
@@ -28,6 +32,30 @@ function otherPrimary(cluster: SpawnedRedisCluster, slot: number) {
 }
 
 const address = (port: number) => `127.0.0.1:${port}`;
+
+/** Polls `check` every 50 ms until it holds; past `timeoutMs` the test fails, naming `what`. */
+async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (let round = 0; round <= Math.ceil(timeoutMs / 50); round++) {
+    if (await check()) return;
+    if (performance.now() > deadline) break;
+    await sleep(50);
+  }
+  assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
+
+type SlotsReply = Array<[number, number, ...Array<[string, number, string?]>]>;
+
+/** Whether `node`'s CLUSTER SLOTS lists `replica` among the replicas of the range holding `slot`. */
+async function listsReplicaOf(
+  node: RedisClusterNode,
+  slot: number,
+  replica: RedisClusterNode,
+): Promise<boolean> {
+  const ranges = (await callNode(node, "CLUSTER", "SLOTS")) as SlotsReply;
+  const range = ranges.find(([first, last]) => slot >= first && slot <= last);
+  return range?.slice(3).some((entry) => (entry as [string, number])[1] === replica.port) ?? false;
+}
 
 describe("cluster client against a real Redis Cluster (3 primaries)", () => {
   let cluster: SpawnedRedisCluster;
@@ -223,12 +251,26 @@ describe("cluster client with replicas (3 primaries + 3 replicas): replica reads
         1,
         "replicated before the read (replication is async)",
       );
-      // Redis lists a replica in CLUSTER SLOTS only once gossip says it has synced (offset > 0):
-      // wait for that, then refresh the client's map (a periodic refresh would do it in production).
-      const listsReplica = async () =>
-        JSON.stringify(await callNode(primary, "CLUSTER", "SLOTS")).includes(`,${replica.port},`);
-      for (let poll = 0; poll < 100 && !(await listsReplica()); poll++) await sleep(50);
+      // Redis lists a replica in CLUSTER SLOTS only once gossip says it has synced (offset > 0),
+      // and each node learns that on its own schedule. refresh() reloads the map from whichever
+      // node answers first (the first address in its map: slot 0's owner, not this primary), so
+      // wait until EVERY node lists the replica for this slot (once listed it stays listed),
+      // then refresh the client's map (a periodic refresh would do it in production).
+      const slot = slotOfKey(key);
+      await eventually(
+        `every node's CLUSTER SLOTS to list ${address(replica.port)} for slot ${slot}`,
+        15_000,
+        async () => {
+          for (const node of cluster.nodes) if (!(await listsReplicaOf(node, slot, replica))) return false;
+          return true;
+        },
+      );
+      events.length = 0;
       await (client.router as ClusterRouter).refresh();
+      assert.ok(
+        events.some((event) => event.type === "refresh"),
+        "the map was reloaded from a node that lists the replica",
+      );
       events.length = 0;
       assert.equal(await client.get(key), "page");
       // One send, no MOVED: the replica served it, which it does only on a connection that sent READONLY.
@@ -253,9 +295,23 @@ describe("cluster client with replicas (3 primaries + 3 replicas): replica reads
       const key = "failover:event:42";
       const primary = cluster.primaryForSlot(slotOfKey(key));
       await client.set(key, "v7", { exS: 60 });
+      const replica = cluster.replicas.find((node) => node.primaryId === primary.id)!;
       // The write must reach the replica before the primary dies (async replication: CA-14).
       assert.equal(await callNode(primary, "WAIT", "1", "2000"), 1);
       await primary.engine.kill();
+      // The failover (node timeout 500 ms: detection, then an election) takes seconds on a loaded
+      // host; the client's retries are not the clock that waits for it. Once the replica is
+      // master, the client still holds its stale map naming the dead primary, so the GET below
+      // meets the refused connection, refreshes and retries at the new owner.
+      await eventually("the replica to be promoted (ROLE master)", 20_000, async () => {
+        const role = (await callNode(replica, "ROLE").catch(() => [])) as unknown[];
+        return role[0] === "master";
+      });
+      assert.equal(
+        (client.router as ClusterRouter).ownerOf(slotOfKey(key)),
+        address(primary.port),
+        "the client's map is still the stale one",
+      );
       assert.equal(await client.get(key), "v7");
       const retries = events.filter((event) => event.type === "retry" && event.reason === "connect");
       assert.ok(retries.length >= 1, "the dead primary refused the connection at least once");
@@ -264,7 +320,6 @@ describe("cluster client with replicas (3 primaries + 3 replicas): replica reads
         "the map was refreshed",
       );
       const owner = (client.router as ClusterRouter).ownerOf(slotOfKey(key));
-      const replica = cluster.replicas.find((node) => node.primaryId === primary.id)!;
       assert.equal(owner, address(replica.port), "the slot now belongs to the promoted replica");
     } finally {
       await client.close();

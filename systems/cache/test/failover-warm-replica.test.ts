@@ -15,12 +15,13 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 import { keySlot } from "@casebook/kit/cluster-slot";
 import { seededRandom } from "@casebook/kit/random";
 import { CacheAside } from "../src/client/cache-aside.ts";
 import { CacheClient } from "../src/client/cache-client.ts";
 import type { RingRouter } from "../src/client/ring-router.ts";
-import type { AdminClient } from "../src/cluster/clients/cluster-admin-client.ts";
+import { type AdminClient, ReplyError } from "../src/cluster/clients/cluster-admin-client.ts";
 import { startCacheNode, type TestNode } from "./cache-node.ts";
 import { keysInSlots, startTestCluster, type TestCluster, waitUntil } from "./cluster-harness.ts";
 
@@ -29,6 +30,8 @@ const KEYS = 300;
 const CONVERGE_MS = 20_000;
 /** Bound on one replica read's staleness window; replication runs within milliseconds here. */
 const STALE_BOUND_MS = 5_000;
+/** Bound on a replica's -CLUSTERDOWN while a stalled host's majority lease is renewed (pings every node timeout / 4). */
+const CLUSTERDOWN_RETRY_MS = 5_000;
 
 /** Cache-aside over `client` with every database load counted; no lease, no coalescing: one miss, one load. */
 function countedCache(client: CacheClient) {
@@ -51,6 +54,25 @@ function countedCache(client: CacheClient) {
 
 async function readAll(read: (key: string) => Promise<string>, keys: readonly string[]): Promise<void> {
   for (const key of keys) assert.equal(await read(key), `row-${key}`);
+}
+
+/**
+ * GET on a replica (after READONLY). The cluster's node timeout is 1 s (short, so the second
+ * test fails over quickly), and it is also the majority lease: on a stalled host a replica
+ * can briefly answer -CLUSTERDOWN until the next gossip round renews it. That refusal is not
+ * a value (neither old nor new): ask again, for at most CLUSTERDOWN_RETRY_MS; any other error
+ * fails the test.
+ */
+async function replicaGet(admin: AdminClient, key: string): Promise<string | null> {
+  const deadline = performance.now() + CLUSTERDOWN_RETRY_MS;
+  for (let attempt = 1; ; attempt++) {
+    const reply = await admin.raw("GET", key);
+    if (!(reply instanceof ReplyError)) return reply as string | null;
+    if (!reply.message.startsWith("CLUSTERDOWN") || performance.now() > deadline) {
+      assert.fail(`GET ${key} on the replica: -${reply.message} (attempt ${attempt})`);
+    }
+    await sleep(50);
+  }
 }
 
 async function isPrimary(admin: AdminClient): Promise<boolean> {
@@ -83,15 +105,15 @@ describe("CA-17 warm replicas after a failover", { timeout: 180_000 }, () => {
       await waitUntil(
         `v1 of ${key} on its replica`,
         CONVERGE_MS,
-        async () => (await replicaAdmin.call("GET", key)) === "v1",
+        async () => (await replicaGet(replicaAdmin, key)) === "v1",
       );
       await client.set(key, "v2");
       const writtenAt = performance.now();
-      let seen = (await replicaAdmin.call("GET", key)) as string | null;
+      let seen = await replicaGet(replicaAdmin, key);
       while (seen !== "v2" && performance.now() - writtenAt < STALE_BOUND_MS) {
         assert.equal(seen, "v1", "a replica serves the old value or the new one, nothing else");
         staleReads++;
-        seen = (await replicaAdmin.call("GET", key)) as string | null;
+        seen = await replicaGet(replicaAdmin, key);
       }
       windows.push(performance.now() - writtenAt);
       assert.equal(seen, "v2", `${key}: the replica applied the write within ${STALE_BOUND_MS} ms`);
