@@ -176,6 +176,14 @@ export const configSchema = {
     secret: true,
     description: "Bearer token of the rate-limiter service, when it asks for one",
   }),
+  rateLimiterTimeoutMs: field.durationMs({
+    env: "FLASH_SALE_RATE_LIMITER_TIMEOUT_MS",
+    default: 200,
+    min: 10,
+    max: 10_000,
+    description:
+      "Bound on one per-IP check at the rate-limiter service (connect, headers, body each); past it the request goes through (fail open)",
+  }),
   joinPowBits: field.int({
     env: "FLASH_SALE_JOIN_POW_BITS",
     default: 0,

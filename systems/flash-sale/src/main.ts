@@ -134,7 +134,7 @@ function edgeOf(
     const remote = new RateLimiterIpLimiter({
       url: config.rateLimiterUrl,
       token: config.rateLimiterToken,
-      timeoutMs: 200,
+      timeoutMs: config.rateLimiterTimeoutMs,
       onError: (err) =>
         service.log.warn({ err }, "rate limiter unreachable; the per-IP limit lets this one through"),
     });

@@ -35,3 +35,16 @@ test("PAYMENTS_URL without PAYMENTS_API_KEY, or a malformed token key, stops the
     ["new", "old"],
   );
 });
+
+test("FLASH_SALE_RATE_LIMITER_TIMEOUT_MS bounds the per-IP check at 200 ms by default; out of range stops the start naming it", () => {
+  assert.equal(loadSystemConfig({}).rateLimiterTimeoutMs, 200);
+  assert.equal(loadSystemConfig({ FLASH_SALE_RATE_LIMITER_TIMEOUT_MS: "5s" }).rateLimiterTimeoutMs, 5_000);
+  assert.throws(
+    () => loadSystemConfig({ FLASH_SALE_RATE_LIMITER_TIMEOUT_MS: "0" }),
+    /FLASH_SALE_RATE_LIMITER_TIMEOUT_MS/,
+  );
+  assert.throws(
+    () => loadSystemConfig({ FLASH_SALE_RATE_LIMITER_TIMEOUT_MS: "1m" }),
+    /FLASH_SALE_RATE_LIMITER_TIMEOUT_MS/,
+  );
+});

@@ -106,6 +106,9 @@ test("FS-14 with RATE_LIMITER_URL the per-IP decision is the rate-limiter servic
   await new Promise<void>((r) => limiter.listen(0, "127.0.0.1", r));
   const world = await apiWorld({
     RATE_LIMITER_URL: `http://127.0.0.1:${(limiter.address() as AddressInfo).port}`,
+    // The 429 must be the stand-in's: at the 200 ms default one stall of a loaded host would time
+    // the check out and let the call through (fail open). Closed, it refuses at once.
+    FLASH_SALE_RATE_LIMITER_TIMEOUT_MS: "5000",
   });
   t.after(async () => {
     await world.close();

@@ -1,7 +1,9 @@
 /**
  * The two engines of the waiting room for its contract suite: the in-process rooms on a
  * ManualClock, and the Redis room scripts under a key prefix of its own (keys deleted at
- * close). Redis decides on its own clock, so `passMs` waits for Redis TIME there.
+ * close). Redis decides on its own clock, so `passMs` waits for Redis TIME there — and that
+ * clock runs on while a loaded host stalls this process, so the Redis engine gets wider windows
+ * (`slackMs`, a longer grace) than the manual clock, which moves only when a case moves it.
  */
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { ScriptRegistry } from "@casebook/infra/redis/script-registry";
@@ -23,8 +25,21 @@ export const ROOM_CONFIG: WaitingRoomConfig = {
   maxEntrants: 50,
 };
 
+/**
+ * Redis: the grace is `slackMs` plus a 500 ms beat, so a case's calls may land up to ~1 s late on
+ * Redis TIME (a stalled event loop, a loaded CI host) and admitted entrants still hold their slots.
+ */
+const REDIS_ROOM_CONFIG: WaitingRoomConfig = { ...ROOM_CONFIG, graceMs: 1_500 };
+
 export interface RoomHarness {
   readonly rooms: RoomPort;
+  /** The settings `rooms` runs with. */
+  readonly config: WaitingRoomConfig;
+  /**
+   * How late on the engine's clock a case's next call may land and the case still holds: an
+   * opening scheduled this far ahead, a heartbeat this far inside the grace.
+   */
+  readonly slackMs: number;
   /** A sale id unique to the calling case. */
   sale(name: string): string;
   /** The engine's clock now (ManualClock, or Redis TIME). */
@@ -39,6 +54,8 @@ export const inProcessRooms: Backend<RoomHarness> = {
     let next = 0;
     const subject: RoomHarness = {
       rooms: new InProcessRooms({ config: ROOM_CONFIG, clock, random: seededRandom("rooms"), maxRooms: 100 }),
+      config: ROOM_CONFIG,
+      slackMs: 200,
       sale: (name) => `${name}-${next++}`,
       nowMs: async () => clock.nowMs(),
       passMs: async (ms) => clock.advance(ms),
@@ -64,7 +81,9 @@ export const redisRooms: Backend<RoomHarness> = {
       return Number(s) * 1000 + Math.floor(Number(us) / 1000);
     };
     const subject: RoomHarness = {
-      rooms: new RedisRooms(new RedisScriptRunner(redis, registry), ROOM_CONFIG),
+      rooms: new RedisRooms(new RedisScriptRunner(redis, registry), REDIS_ROOM_CONFIG),
+      config: REDIS_ROOM_CONFIG,
+      slackMs: 1_000,
       sale: (name) => {
         const id = `${name}-${sales.length}`;
         sales.push(id);

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import type { RoomSale } from "../src/domain/room-port.ts";
-import { inProcessRooms, ROOM_CONFIG, type RoomHarness, redisRooms } from "./room-backends.ts";
+import { inProcessRooms, type RoomHarness, redisRooms } from "./room-backends.ts";
 
 async function openSale(h: RoomHarness, name: string): Promise<RoomSale> {
   return { saleId: h.sale(name), opensAtMs: (await h.nowMs()) - 1 };
@@ -42,14 +42,15 @@ contractSuite<RoomHarness>("waiting room stores", [inProcessRooms, redisRooms], 
   });
 
   it("FS-13 the pre-queue is drawn at the opening in the order of the draws, FIFO after; the room is bounded", async (h) => {
-    const sale = { saleId: h.sale("pre"), opensAtMs: (await h.nowMs()) + 200 };
+    // The opening `slackMs` ahead on the engine's clock: the four joins and the admit land before it.
+    const sale = { saleId: h.sale("pre"), opensAtMs: (await h.nowMs()) + h.slackMs };
     const draws = [0.9, 0.1, 0.5, 0.3];
     for (const [i, draw] of draws.entries()) {
       const j = await h.rooms.join(sale, `early${i}`, { binding: "b", draw });
       assert.deepEqual(j, { kind: "pre-queue", waiting: i + 1, enrolled: true });
     }
     assert.deepEqual(await h.rooms.admit(sale, "early0", "b"), { kind: "pre-queue", waiting: 4 });
-    await h.passMs(250);
+    await h.passMs(sale.opensAtMs + 50 - (await h.nowMs()));
     const late = await h.rooms.join(sale, "late", { binding: "b", draw: 0 });
     assert.deepEqual(late, { kind: "queued", position: 5, enrolled: true });
     const positions = await Promise.all(
@@ -60,7 +61,7 @@ contractSuite<RoomHarness>("waiting room stores", [inProcessRooms, redisRooms], 
     );
     if (h.rooms.constructor.name === "RedisRooms") assert.deepEqual(positions, [4, 1, 3, 2], "in draw order");
     else assert.deepEqual([...positions].sort(), [1, 2, 3, 4], "a random permutation");
-    for (let i = 5; i < ROOM_CONFIG.maxEntrants; i++)
+    for (let i = 5; i < h.config.maxEntrants; i++)
       await h.rooms.join(sale, `f${i}`, { binding: "b", draw: 0 });
     assert.deepEqual(await h.rooms.join(sale, "one-too-many", { binding: "b", draw: 0 }), {
       kind: "full",
@@ -96,10 +97,14 @@ contractSuite<RoomHarness>("waiting room stores", [inProcessRooms, redisRooms], 
     for (let i = 0; i < 6; i++) await h.rooms.join(sale, `u${i}`, { binding: "b", draw: 0 });
     await h.passMs(20);
     await h.rooms.tick(sale);
+    const admittedBy = await h.nowMs();
     assert.equal((await h.rooms.status(sale)).active, 3);
-    for (let beat = 0; beat < 3; beat++) {
-      await h.passMs(ROOM_CONFIG.graceMs / 2);
-      assert.equal(await h.rooms.heartbeat(sale, "u0"), true);
+    // u0 beats every grace − slack (a beat up to `slackMs` late is still inside the grace) until
+    // u1 and u2 have been silent past the grace on the engine's clock.
+    const beatMs = h.config.graceMs - h.slackMs;
+    for (let beat = 1; (await h.nowMs()) <= admittedBy + h.config.graceMs; beat++) {
+      await h.passMs(beatMs);
+      assert.equal(await h.rooms.heartbeat(sale, "u0"), true, `beat ${beat}`);
     }
     await h.rooms.tick(sale);
     const s = await h.rooms.status(sale);
