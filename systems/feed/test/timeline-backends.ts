@@ -16,7 +16,7 @@ import type { Backend } from "@casebook/lab/contract-suite";
 import { requireRedis, uniqueName } from "@casebook/lab/test-engines";
 import type { Redis } from "ioredis";
 import { timelineTwins } from "../src/store/script-twins.ts";
-import { TimelineStore, timelineScriptsDir } from "../src/store/timeline-store.ts";
+import { TimelineStore, type TimelineStoreOptions, timelineScriptsDir } from "../src/store/timeline-store.ts";
 
 export const TEST_CAP = 5;
 
@@ -51,7 +51,12 @@ function counting(runner: ScriptRunner, count: (calls: number) => void): ScriptR
   };
 }
 
-const options = { cap: TEST_CAP, ttlMs: 60_000, lockMs: 400 } as const;
+/**
+ * The stores' options. The rebuild lock lives 30 s: the steps that need it held (a rebuild's
+ * begin, fill and end; FD-19's "another owner is refused") are a few round trips, and on a
+ * loaded host they outlived a 400 ms lock. FD-19's expiry takes a short lock of its own.
+ */
+export const TIMELINE_OPTIONS: TimelineStoreOptions = { cap: TEST_CAP, ttlMs: 60_000, lockMs: 30_000 };
 
 export const inProcessTimelines: Backend<TimelineHarness> = {
   name: "in-process",
@@ -68,7 +73,7 @@ export const inProcessTimelines: Backend<TimelineHarness> = {
       calls += n;
     });
     const subject: TimelineHarness = {
-      stores: [new TimelineStore(counted, options), new TimelineStore(runner, options)],
+      stores: [new TimelineStore(counted, TIMELINE_OPTIONS), new TimelineStore(runner, TIMELINE_OPTIONS)],
       runners: [counted, runner],
       roundTrips: () => trips,
       scriptCalls: () => calls,
@@ -99,7 +104,7 @@ export const redisTimelines: Backend<TimelineHarness> = {
     });
     const plain = new RedisScriptRunner(b, registry);
     const subject: TimelineHarness = {
-      stores: [new TimelineStore(counted, options), new TimelineStore(plain, options)],
+      stores: [new TimelineStore(counted, TIMELINE_OPTIONS), new TimelineStore(plain, TIMELINE_OPTIONS)],
       runners: [counted, plain],
       roundTrips: () => trips,
       scriptCalls: () => calls,

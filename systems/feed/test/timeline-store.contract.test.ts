@@ -7,13 +7,28 @@ import assert from "node:assert/strict";
 import { snowflakeFloor } from "@casebook/kit/snowflake";
 import { contractSuite } from "@casebook/lab/contract-suite";
 import { entryOf } from "../src/store/post-store.ts";
-import { inProcessTimelines, redisTimelines, TEST_CAP, type TimelineHarness } from "./timeline-backends.ts";
+import { TimelineStore } from "../src/store/timeline-store.ts";
+import {
+  inProcessTimelines,
+  redisTimelines,
+  TEST_CAP,
+  TIMELINE_OPTIONS,
+  type TimelineHarness,
+} from "./timeline-backends.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 /** The n-th post id, n ms after T0 (plus a sequence so two ids of one ms differ). */
 const pid = (n: number, seq = 0): bigint => snowflakeFloor(T0 + n) + BigInt(seq);
 let nextUser = 1_000n;
 const user = () => nextUser++;
+/**
+ * The expiries a test waits out (real time on Redis, the manual clock in process). Only the
+ * expiry is timed by them: what must still be held or stored before it lives 30 s or more,
+ * so a loaded host cannot make it expire between two script calls.
+ */
+const SHORT_MS = 100;
+const PAST_SHORT_MS = SHORT_MS + 50;
+const LONG_MS = 60_000;
 
 /** A user whose list exists (as after a rebuild or a first open). */
 async function withList(h: TimelineHarness, userId: bigint): Promise<void> {
@@ -102,10 +117,12 @@ contractSuite("timeline store", [inProcessTimelines, redisTimelines], (it) => {
     assert.equal(await a.fillRebuild(u, "owner-a", [entryOf(pid(2))]), true);
     await a.endRebuild(u, "owner-a");
     assert.deepEqual(await b.read(u, { limit: 5 }), { ids: [pid(2)], state: "ready" });
-    // Expiry: a crashed rebuilder's lock frees itself after PX (400 ms here).
+    // Expiry: a crashed rebuilder's lock frees itself after PX — a short PX here (the stores
+    // above hold theirs 30 s, so a loaded host never expired it between their calls).
     const v = user();
-    assert.equal(await a.beginRebuild(v, "crashed"), true);
-    await h.passMs(450);
+    const crashed = new TimelineStore(h.runners[0], { ...TIMELINE_OPTIONS, lockMs: SHORT_MS });
+    assert.equal(await crashed.beginRebuild(v, "crashed"), true);
+    await h.passMs(PAST_SHORT_MS);
     assert.equal(await b.beginRebuild(v, "next"), true);
   });
 
@@ -140,12 +157,15 @@ contractSuite("timeline store", [inProcessTimelines, redisTimelines], (it) => {
   it("FD-22 a session's ranking is stored in order and read by position; an expired session reads as missing", async (h) => {
     const [store] = h.stores;
     const u = user();
-    await store.saveRanking(u, "session-1", [pid(3), pid(1), pid(2)], 300);
+    await store.saveRanking(u, "session-1", [pid(3), pid(1), pid(2)], LONG_MS);
     assert.deepEqual(await store.rankingPage(u, "session-1", 0, 2), [pid(3), pid(1)]);
     assert.deepEqual(await store.rankingPage(u, "session-1", 2, 2), [pid(2)]);
-    await store.saveRanking(u, "empty", [], 300);
+    await store.saveRanking(u, "empty", [], LONG_MS);
     assert.deepEqual(await store.rankingPage(u, "empty", 0, 2), []);
-    await h.passMs(350);
+    // Expiry: the session saved again with a short TTL. The ranking read above lives 60 s, so
+    // it is missing below only if this save's TTL replaced that one and ran out.
+    await store.saveRanking(u, "session-1", [pid(3), pid(1), pid(2)], SHORT_MS);
+    await h.passMs(PAST_SHORT_MS);
     assert.equal(await store.rankingPage(u, "session-1", 0, 2), undefined);
   });
 });
