@@ -23,6 +23,7 @@ import { descriptor } from "../src/domain/descriptors.ts";
 import { parsePolicyConfig } from "../src/domain/policy.ts";
 import type { LimiterStore } from "../src/domain/store-port.ts";
 import { rateLimitErrors } from "../src/errors.ts";
+import { redisRunQueue } from "./redis-run-queue.ts";
 import { type CheckAnswer, pollUntil, startServiceProcesses } from "./service-processes.ts";
 
 /** Reads: capacity 10, fail-open. With 2 instances each holds 10 / 2 = 5 locally when Redis is gone. */
@@ -353,11 +354,25 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
       await small.limiter.check({ descriptor: descriptor({ user: "warm" }), requestId: "warm" });
       // The stated bound: queueWaitMs + maxWaitMs, plus the loop's own delay (one busy slice per turn).
       const boundMs = rateLimiterDefaults.queueWaitMs + rateLimiterDefaults.maxWaitMs + 4 * BUSY_MS;
+      // Our loop's lag is the claim; Redis's own silence is not: the kernel's count of how long the
+      // Redis process waited for a CPU tells a loaded host apart (redis-run-queue.ts, as in RL-04).
+      const redisCpu = await redisRunQueue(redis.url);
+      const redisWaitedMs = (since: number) => (redisCpu?.waitedMs() ?? 0) - since;
+      let excused = false;
       for (const policy of ["closed", "open"]) {
         const user = uniqueName("u");
+        const waitedBefore = redisCpu?.waitedMs() ?? 0;
         const answers = await Promise.all(Array.from({ length: 400 }, () => timed(rl, policy, user)));
+        const redisStarvedMs = redisWaitedMs(waitedBefore);
         const results = answers.flatMap((a) => (a.result ? [a.result] : []));
-        const detail = `${policy}: ${results.filter((r) => r.outcome === "allowed").length} allowed, ${answers.filter((a) => a.shed).length} shed, slowest ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms`;
+        const detail = `${policy}: ${results.filter((r) => r.outcome === "allowed").length} allowed, ${answers.filter((a) => a.shed).length} shed, slowest ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms, Redis waited ${redisStarvedMs.toFixed(0)} ms for a CPU`;
+        if (redisStarvedMs >= rateLimiterDefaults.timeoutMs && results.some((r) => r.degraded)) {
+          // Redis itself went silent past the bound: the fallback was right, and this burst says
+          // nothing about our lag. Said, not hidden.
+          t.diagnostic(`the host kept Redis off the CPU past the silence bound; not judged: ${detail}`);
+          excused = true;
+          continue;
+        }
         assert.equal(answers.filter((a) => a.shed).length, 0, detail);
         assert.ok(
           results.every((r) => !r.degraded && r.outcome !== "unavailable"),
@@ -366,12 +381,17 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
         assert.equal(results.filter((r) => r.outcome === "allowed").length, 100, detail);
         for (const a of answers) assert.ok(a.ms <= boundMs, `answered within ${boundMs} ms: ${detail}`);
       }
-      assert.equal(rl.breaker.state, "closed", "our lag never reached the breaker");
+      if (!excused) assert.equal(rl.breaker.state, "closed", "our lag never reached the breaker");
       // Past the in-flight bound (8 + 16 queued): shed explicitly, at once, and never admitted extra.
       const user = uniqueName("u");
+      const waitedBefore = redisCpu?.waitedMs() ?? 0;
       const answers = await Promise.all(Array.from({ length: 200 }, () => timed(small, "open", user)));
       const shed = answers.filter((a) => a.shed).length;
       const results = answers.flatMap((a) => (a.result ? [a.result] : []));
+      if (redisWaitedMs(waitedBefore) >= rateLimiterDefaults.timeoutMs && results.some((r) => r.degraded)) {
+        t.diagnostic("the host kept Redis off the CPU past the silence bound; the shedding burst not judged");
+        return;
+      }
       assert.ok(shed > 0, "a burst 8× the bound sheds");
       assert.equal(small.gate.shed["queue-full"] + small.gate.shed["queue-wait"], shed);
       assert.ok(
