@@ -92,22 +92,33 @@ test("WH-11 a worker process SIGKILLed mid-send: after its lease another worker 
   const tenant = await createReceiverTenant(schema.db, { name: "kill", url: rx.url("/kill"), secret });
   await seedBacklog(schema.db, { ...tenant, events: 1, nowMs: Date.now(), payloadBytes: 64 });
   const common = { url, schema: schema.schema, maxInFlight: 4, pollIntervalMs: 20, poolMax: 2 };
-  // A short lease for the worker that dies, so the test waits seconds, not minutes.
-  const LEASE_MS = 3_000;
+  // The worker that dies: a lease of seconds, not minutes, so the test waits little — but
+  // its headers timeout must outlast the time from the receiver getting the request to the
+  // SIGKILL (the receiver runs in this process: seconds on a loaded 2-core host), or the
+  // doomed worker times out first and records an attempt of its own. The lease is the
+  // shortest checkLease allows for the deadline (deadline + LEASE_HEADROOM_MS).
   const doomed = startWorkerProcess({
     ...common,
     workerId: "doomed",
-    leaseMs: LEASE_MS,
-    httpDeadlineMs: 2_000,
-    timeouts: { connectMs: 500, headersMs: 1_000, bodyMs: 500 },
+    leaseMs: 8_000,
+    httpDeadlineMs: 7_000,
+    timeouts: { connectMs: 500, headersMs: 6_000, bodyMs: 500 },
   });
   children.push(doomed);
   await doomed.next("ready");
   await rx.waitFor(() => rx.requests === 1, DRAIN_WAIT_MS); // the receiver holds it: mid-send
   const killedAtMs = Date.now();
   await doomed.kill();
+  // The dead worker's lease as it left it (renewed, if at all, before the send; nothing
+  // writes it after the kill): the moment before which no other worker may claim.
+  const held = await schema.db.query<{ lease_owner: string | null; lease_expires_at: Date | null }>(
+    "SELECT lease_owner, lease_expires_at FROM deliveries",
+  );
+  assert.equal(held.rows[0]?.lease_owner, "doomed", "killed mid-send: the claim is still the dead worker's");
+  const leaseEndMs = held.rows[0]!.lease_expires_at!.getTime();
+  assert.ok(leaseEndMs > killedAtMs, "the lease outlived the worker: the survivor has to wait it out");
   rx.setMode({ kind: "ok" });
-  // The survivor waits out the dead worker's short lease; its own timeouts are generous, so
+  // The survivor waits out the dead worker's lease; its own timeouts are generous, so
   // a slow answer on a loaded machine is not a retry.
   const survivor = startWorkerProcess({
     ...common,
@@ -139,7 +150,7 @@ test("WH-11 a worker process SIGKILLed mid-send: after its lease another worker 
   assert.equal(attempts.rows.length, 1);
   assert.equal(attempts.rows[0]!.worker_id, "survivor");
   assert.ok(
-    attempts.rows[0]!.started_at.getTime() >= killedAtMs + LEASE_MS - 1_000,
-    "the retry came only after the dead worker's lease ran out",
+    attempts.rows[0]!.started_at.getTime() >= leaseEndMs,
+    `the retry came only after the dead worker's lease ran out (${attempts.rows[0]!.started_at.toISOString()} >= ${new Date(leaseEndMs).toISOString()})`,
   );
 });
