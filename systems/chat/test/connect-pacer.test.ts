@@ -23,6 +23,15 @@ test("CH-13 a storm of reconnects: the burst at once, then one every 1/rate s, r
   );
 });
 
+test("CH-13 a burst of arrivals at one instant is admitted whole, whatever the interval's rounding; the next is refused at a longest wait of 0", () => {
+  for (const ratePerS of [3, 7, 500, 1_000 / 3]) {
+    const burst = 3;
+    const pacer = new ConnectPacer({ ratePerS, burst, maxWaitMs: 0 });
+    const waits = Array.from({ length: burst + 1 }, () => pacer.reserve(12_345.678));
+    assert.deepEqual(waits, [0, 0, 0, undefined], `rate ${ratePerS}`);
+  }
+});
+
 test("CH-13 any arrivals: in every window of t seconds at most burst + rate·t sockets are admitted", () => {
   const rng = seededRandom("pacer");
   const ratePerS = 50;

@@ -27,6 +27,12 @@ export interface ConnectPacerOptions {
   readonly maxWaitMs: number;
 }
 
+/**
+ * Below this a wait is rounding: an interval of 1000/3 ms added twice is not exactly the burst
+ * window of 2 × 1000/3, and the burst's last slot came out 1e-13 ms away — refused at a maxWaitMs of 0.
+ */
+const ROUNDING_MS = 1e-6;
+
 export class ConnectPacer {
   readonly #intervalMs: number;
   readonly #burstWindowMs: number;
@@ -48,8 +54,8 @@ export class ConnectPacer {
   reserve(nowMs: number): number | undefined {
     const tatMs = Math.max(this.#tatMs, nowMs);
     const waitMs = tatMs - this.#burstWindowMs - nowMs;
-    if (waitMs > this.#maxWaitMs) return undefined;
+    if (waitMs > this.#maxWaitMs + ROUNDING_MS) return undefined;
     this.#tatMs = tatMs + this.#intervalMs;
-    return Math.max(0, waitMs);
+    return waitMs > ROUNDING_MS ? waitMs : 0;
   }
 }
