@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, test } from "node:test";
-import { systemClock } from "@casebook/kit/clock";
+import { type Clock, systemClock } from "@casebook/kit/clock";
 import { WebSocket } from "ws";
 import { UserTokens } from "../src/api/user-tokens.ts";
 import { loadSystemConfig } from "../src/config.ts";
@@ -30,14 +30,45 @@ async function listen(server: Server): Promise<string> {
 }
 
 /**
+ * The system clock, but with monotonic time held at the instant the test sends its upgrades
+ * while `freeze()` is in force. The connect pacer reads `monotonicMs` as each upgrade arrives,
+ * and on a loaded machine "at once" arrives spread over 100+ ms — enough for the pacer's bucket
+ * to refill a slot and let one more in. Held, every upgrade is paced as if it arrived when it
+ * was sent, so the admitted count is exact; the pacer's waits are still real (it sleeps the
+ * wait it computed with setTimeout), so `atMs` still measures real waiting. Wall time (token
+ * expiry) stays live.
+ *
+ * Held, not stopped: each read moves 1 µs on (the arrivals, back to back). With a stopped clock
+ * the last upgrade of the burst lands exactly on its slot's edge, and the pacer's float
+ * arithmetic (now + 333.33… + 333.33… − 666.66… − now) comes out a hair above 0 about two
+ * times in three — refused at `connectMaxWaitMs: 0`. Real arrivals are never that exact.
+ */
+function burstClock(): Clock & { freeze(): void; release(): void } {
+  let held: { atMs: number; reads: number } | undefined;
+  return {
+    nowMs: () => systemClock.nowMs(),
+    monotonicMs: () => (held ? held.atMs + 0.001 * held.reads++ : systemClock.monotonicMs()),
+    freeze() {
+      held = { atMs: systemClock.monotonicMs(), reads: 0 };
+    },
+    release() {
+      held = undefined;
+    },
+  };
+}
+
+/**
  * A gateway on a bare HTTP server with in-process sessions and routing, and `n` upgrades of one
- * user at once: each one's outcome ("open" or the refusal's status) and when it came.
+ * user at once: each one's outcome ("open" or the refusal's status) and when it came. The
+ * gateway's monotonic clock is held at the instant they are sent until all are answered (see
+ * burstClock), so they are paced as one burst however the machine spreads their arrival.
  */
 async function connectAtOnce(
   limits: Partial<typeof DEFAULT_GATEWAY_LIMITS>,
   n: number,
 ): Promise<{ outcome: string; atMs: number }[]> {
   const tokens = new UserTokens(Buffer.alloc(32, 7));
+  const clock = burstClock();
   const gateway = new Gateway({
     gatewayId: "gw-limits",
     tokens,
@@ -45,7 +76,7 @@ async function connectAtOnce(
     sessions: new MemorySessions(),
     routing: new MemoryRouting(),
     presence: new MemoryPresenceBus(),
-    clock: systemClock,
+    clock,
     // No drain spread: the sockets are already gone, and the default 5 s would be all the test waits for.
     limits: { ...DEFAULT_GATEWAY_LIMITS, ...limits, drainMs: 50 },
     log: { warn() {} },
@@ -56,6 +87,7 @@ async function connectAtOnce(
   const host = await listen(server);
   const { token } = await tokens.issue({ userId: "ana", deviceId: "phone", ttlS: 600, nowMs: Date.now() });
   const startedAt = performance.now();
+  clock.freeze(); // at or after startedAt: a slot the pacer gives is never earlier than its atMs
   const outcomes = await Promise.all(
     Array.from(
       { length: n },
@@ -71,7 +103,7 @@ async function connectAtOnce(
           ws.on("error", () => {});
         }),
     ),
-  );
+  ).finally(() => clock.release());
   await gateway.drain();
   return outcomes;
 }
@@ -87,10 +119,11 @@ test("CH-13 past the burst an upgrade waits for its slot at the rate, and one wh
     .filter((o) => o.outcome === "open")
     .map((o) => o.atMs)
     .sort((a, b) => a - b);
-  // A burst of 5, then slots 200 and 400 ms after the first arrival (rate 5/s); the 8th slot
-  // (600 ms) is past the 410 ms wait unless its upgrade arrived ≥ 190 ms after the first — the
-  // ten are sent at once, but on a loaded machine they arrive spread (with a 500 ms wait, one
-  // arriving 100 ms late was admitted: CI, 2026-12-05).
+  // A burst of 5, then slots 200 and 400 ms after the burst (rate 5/s); the 8th slot (600 ms)
+  // is past the 410 ms wait. The ten are sent at once, but on a loaded machine they arrive
+  // spread (with a 500 ms wait, one arriving 100 ms late was admitted: CI, 2026-12-05), so the
+  // gateway's monotonic clock is held at the send instant while they arrive (burstClock): the
+  // counts are exact, and the slots' waits are real sleeps measured from the send.
   assert.equal(opened.length, 7);
   assert.equal(outcomes.filter((o) => o.outcome === "503").length, 3);
   assert.ok(opened[5]! >= 190, `the 6th socket waited for its slot (${opened[5]} ms)`);

@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import { eventually } from "@casebook/lab/eventually";
 import { checkOpenApiDocument } from "@casebook/lab/openapi-check";
 import { type ApiWorld, apiWorld } from "./api-fixture.ts";
 
@@ -62,9 +63,15 @@ test("FS-08 reserve → 201 with ticket numbers; pay → 202 'payment processing
   const twice = await world.request("POST", `/v1/holds/${held.json.id}/pay`);
   assert.deepEqual([twice.status, twice.json.code], [409, "HOLD_NOT_PAYABLE"]);
   assert.ok(["charging", "paid"].includes(twice.json.holdState), twice.json.holdState);
-  // The charge worker drains the queue in the background; one round here makes it certain.
+  // The charge worker drains the queue in the background (every 100 ms). A round here charges
+  // the hold unless the background worker already holds its lease — then that worker finishes
+  // it: wait (bounded) for the hold to leave "charging", then check it ended paid.
   await world.running.charges.runOnce();
-  const order = await world.request("GET", `/v1/holds/${held.json.id}`);
+  const order = await eventually(() => world.request("GET", `/v1/holds/${held.json.id}`), {
+    what: `hold ${held.json.id} to leave "charging"`,
+    timeoutMs: 10_000,
+    accept: (answer) => answer.status !== 200 || answer.json.state !== "charging",
+  });
   assert.deepEqual(
     [order.json.state, order.json.order.paymentId, order.json.order.amountMinor],
     ["paid", `local_${held.json.id}`, 10_000],

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
+import { eventually } from "@casebook/lab/eventually";
 import { spawnOrSkip } from "@casebook/lab/server-engine";
 import { isEdgeLaunch, mainWithEdge, type RunningWithEdge } from "../src/edge/run-with-edge.ts";
 import { main } from "../src/main.ts";
@@ -46,12 +47,25 @@ test("US-09 --edge runs the service behind its nginx edge: short URLs point at t
   });
   assert.equal(patched.status, 200);
   assert.equal((await hop(`${running.edgeUrl}/${link.code}`)).location, "https://example.com/moved");
-  await running.clicks!.edge!.ingestOnce();
-  const { rows } = await running.clicksDb.query<{ n: number }>(
-    "SELECT coalesce(sum(click_count), 0)::int AS n FROM clicks WHERE code = $1",
-    [link.code],
+  // nginx writes a request's access-log line after it has sent the response, so the last hop's
+  // line may not be in the log yet: ingest and count until the 7 are in (or more — a click
+  // counted twice fails the assertion below rather than being waited past).
+  const clicks = await eventually(
+    async () => {
+      await running.clicks!.edge!.ingestOnce();
+      const { rows } = await running.clicksDb.query<{ n: number }>(
+        "SELECT coalesce(sum(click_count), 0)::int AS n FROM clicks WHERE code = $1",
+        [link.code],
+      );
+      return rows[0]!.n;
+    },
+    {
+      what: "the edge's 7 clicks to be ingested from its access log",
+      timeoutMs: 10_000,
+      accept: (n) => n >= 7,
+    },
   );
-  assert.equal(rows[0]!.n, 7, "6 clicks before the edit, 1 after: each once, from the edge's log");
+  assert.equal(clicks, 7, "6 clicks before the edit, 1 after: each once, from the edge's log");
   closed = true;
   await running.close();
   await assert.rejects(fetch(`${running.edgeUrl}/${link.code}`), "the edge stopped with the service");
