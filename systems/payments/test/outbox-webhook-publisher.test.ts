@@ -98,14 +98,16 @@ describe("webhook publisher", () => {
 
   test("a receiver that never answers fails at the timeout", async () => {
     answer = () => {}; // hold the request open
-    const publisher = createWebhookPublisher({ url, apiKey: "k_test", timeoutMs: 50 });
+    // 1 s, not less: the connect to this in-process server must finish inside the deadline even
+    // after a stall of a loaded host, or the deadline ends in "connect" (a 50 ms one did).
+    const publisher = createWebhookPublisher({ url, apiKey: "k_test", timeoutMs: 1_000 });
     // The whole-call deadline (was fetch's TimeoutError), typed by the phase it ended in.
     await assert.rejects(
       publisher.publish(EVENT, new AbortController().signal),
       (err) =>
         outboundErrors.is(err, "OUTBOUND_DEADLINE_EXCEEDED") &&
         err.fields.phase === "headers" &&
-        err.fields.deadlineMs === 50,
+        err.fields.deadlineMs === 1_000,
     );
     const phased = createWebhookPublisher({
       url,

@@ -72,13 +72,29 @@ export interface FixtureOptions {
   orchestrator?: Partial<SagaOrchestratorOptions>;
 }
 
-/** Fast test timings: a hung acquirer call gives up after ~300 ms, sagas back off from 20 ms. */
+/** Each phase of an acquirer call in the tests: far past any stall of a loaded host (see FAST_CLIENT). */
+export const TEST_PHASE_MS = 5_000;
+/**
+ * Test timings for the client: phases of seconds, fast retries (from 5 ms), sagas back off from 20 ms.
+ * The simulator runs in the test's own process, so a stall of the loaded host (hundreds of ms at
+ * load ~20 on 2 cores) delays its answer: under short phases that was a timeout, an "unknown"
+ * outcome, a status query after a retry delay — a 202 pending where the test expects 201
+ * captured, and an extra step in exact counts. A test ABOUT a timeout sets its own short phase
+ * (payment-metrics' timeout rate). The deadline leaves 300 ms past one try, as before: room for
+ * a quick retry of a call that sent nothing, none for an outage's 1 s Retry-After, which ends
+ * the call at once ("unavailable"), and the rate limiter's bounded wait is unchanged.
+ */
 export const FAST_CLIENT: Partial<AcquirerClientOptions> = {
-  timeouts: { connectMs: 200, headersMs: 300, bodyMs: 200 },
-  callDeadlineMs: 1_000,
+  timeouts: { connectMs: TEST_PHASE_MS, headersMs: TEST_PHASE_MS, bodyMs: TEST_PHASE_MS },
+  callDeadlineMs: 3 * TEST_PHASE_MS + 300,
   retryBaseMs: 5,
   retryCapMs: 20,
 };
+/**
+ * How long POST /v1/payments drives its saga before answering 202 pending: far past a stall, so
+ * a payment the acquirer approves answers 201 (a saga that has to wait answers at once anyway).
+ */
+export const TEST_INLINE_DRIVE_MS = 10_000;
 export const FAST_BACKOFF = { baseMs: 20, capMs: 100, budgetMs: 60_000, maxAttempts: 500 };
 
 export function paymentBody(overrides: Record<string, unknown> = {}): Record<string, unknown> {

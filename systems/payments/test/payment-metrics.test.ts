@@ -18,7 +18,11 @@ import { ManualClock, systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
 import { engineFree, uniqueName } from "@casebook/lab/test-engines";
 import { registerPaymentsApi } from "../src/api/register-api.ts";
-import { AcquirerClient, CORRELATION_HEADER } from "../src/clients/acquirer-client.ts";
+import {
+  AcquirerClient,
+  type AcquirerClientOptions,
+  CORRELATION_HEADER,
+} from "../src/clients/acquirer-client.ts";
 import { paymentsErrorRegistries } from "../src/errors.ts";
 import { main } from "../src/main.ts";
 import { acquirerOutcomeLabel, createPaymentMetrics, registerBreakerGauge } from "../src/metrics.ts";
@@ -30,13 +34,35 @@ import { RefundRetrier } from "../src/workers/refund-retrier.ts";
 import { SagaOrchestrator } from "../src/workers/saga-orchestrator.ts";
 import { startSim } from "./acquirer-sim-fixture.ts";
 import { merchantKeyHeaders } from "./merchant-api-service.ts";
-import { FAST_BACKOFF, FAST_CLIENT, paymentBody, seedPayment, waitFor } from "./payment-fixture.ts";
+import {
+  FAST_BACKOFF,
+  FAST_CLIENT,
+  paymentBody,
+  seedPayment,
+  TEST_INLINE_DRIVE_MS,
+  TEST_PHASE_MS,
+  waitFor,
+} from "./payment-fixture.ts";
 import { FAST_REFUND_BACKOFF, openFullTestDb as openTestDb } from "./payments-full-fixture.ts";
 
 type LogLine = Record<string, unknown>;
 
+/**
+ * A client that times out waiting for the acquirer's answer after 300 ms (every other phase as
+ * FAST_CLIENT's): for the test whose claim is that timeout, where a lost answer hangs.
+ */
+const HEADERS_TIMEOUT_MS = 300;
+const HEADERS_TIMEOUT_CLIENT: Partial<AcquirerClientOptions> = {
+  ...FAST_CLIENT,
+  timeouts: { connectMs: TEST_PHASE_MS, headersMs: HEADERS_TIMEOUT_MS, bodyMs: TEST_PHASE_MS },
+  callDeadlineMs: 2 * TEST_PHASE_MS + HEADERS_TIMEOUT_MS + 300, // one try and 300 ms, as FAST_CLIENT's
+};
+
 /** The payments stack of payment-fixture.ts, with metrics on the service registry and a captured log. */
-async function startObserved(t: import("node:test").TestContext) {
+async function startObserved(
+  t: import("node:test").TestContext,
+  client: Partial<AcquirerClientOptions> = FAST_CLIENT,
+) {
   const { db } = await openTestDb(t);
   const sim = await startSim(t);
   const lines: LogLine[] = [];
@@ -57,7 +83,7 @@ async function startObserved(t: import("node:test").TestContext) {
     baseUrl: sim.url,
     clock: systemClock,
     random,
-    ...FAST_CLIENT,
+    ...client,
     observer: metrics,
     log: service.log,
   });
@@ -99,7 +125,7 @@ async function startObserved(t: import("node:test").TestContext) {
     acquirer,
     clock: systemClock,
     randomBytes,
-    config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0 },
+    config: { inlineDriveMs: TEST_INLINE_DRIVE_MS, breakerOpenMode: "accept", refundRetryAfterMs: 0 },
   });
   const merchant = uniqueName("m");
   const authorized = merchantKeyHeaders(merchants, merchant);
@@ -375,7 +401,7 @@ test("PY-17 the acquirer receives a refund's correlation id on its send and its 
 
 test("PY-17 timeout rate: acquirer timeouts caused at the simulator (a charge whose answer is lost) count in /metrics", async (t) => {
   if (engineFree(t)) return;
-  const f = await startObserved(t);
+  const f = await startObserved(t, HEADERS_TIMEOUT_CLIENT);
   f.orchestrator.start();
   // Every authorization is charged but its answer never comes: the client's headers timeout fires.
   f.sim.sim.faults.update({ timeoutAfterChargeRate: 1, timeoutMode: "hang" });

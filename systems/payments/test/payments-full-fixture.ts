@@ -29,6 +29,7 @@ import {
   openTestDb,
   type PaymentsFixture,
   type Reply,
+  TEST_INLINE_DRIVE_MS,
 } from "./payment-fixture.ts";
 
 /** A fresh database with every migration: PGlite in memory, or a PostgreSQL schema of its own. */
@@ -109,7 +110,12 @@ export async function startFullPayments(
     acquirer,
     clock: systemClock,
     randomBytes,
-    config: { inlineDriveMs: 2_000, breakerOpenMode: "accept", refundRetryAfterMs: 0, ...options.routes },
+    config: {
+      inlineDriveMs: TEST_INLINE_DRIVE_MS,
+      breakerOpenMode: "accept",
+      refundRetryAfterMs: 0,
+      ...options.routes,
+    },
   });
   const merchant = uniqueName("m");
   const authorized = merchantKeyHeaders(merchants, merchant);
