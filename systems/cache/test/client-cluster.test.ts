@@ -12,7 +12,6 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { seededRandom } from "@casebook/kit/random";
 import {
   type RedisClusterNode,
@@ -25,6 +24,7 @@ import type { ClusterRouter } from "../src/client/cluster-router.ts";
 import type { RouterEvent } from "../src/client/key-router.ts";
 import { slotOfKey } from "../src/domain/slot-map.ts";
 import { beginMigration, callNode, finishMigration, moveKeys, moveSlot } from "./client-slot-migration.ts";
+import { waitUntil } from "./cluster-harness.ts";
 
 function otherPrimary(cluster: SpawnedRedisCluster, slot: number) {
   const source = cluster.primaryForSlot(slot);
@@ -32,17 +32,6 @@ function otherPrimary(cluster: SpawnedRedisCluster, slot: number) {
 }
 
 const address = (port: number) => `127.0.0.1:${port}`;
-
-/** Polls `check` every 50 ms until it holds; past `timeoutMs` the test fails, naming `what`. */
-async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (let round = 0; round <= Math.ceil(timeoutMs / 50); round++) {
-    if (await check()) return;
-    if (performance.now() > deadline) break;
-    await sleep(50);
-  }
-  assert.fail(`timed out after ${timeoutMs} ms waiting for ${what}`);
-}
 
 type SlotsReply = Array<[number, number, ...Array<[string, number, string?]>]>;
 
@@ -257,7 +246,7 @@ describe("cluster client with replicas (3 primaries + 3 replicas): replica reads
       // wait until EVERY node lists the replica for this slot (once listed it stays listed),
       // then refresh the client's map (a periodic refresh would do it in production).
       const slot = slotOfKey(key);
-      await eventually(
+      await waitUntil(
         `every node's CLUSTER SLOTS to list ${address(replica.port)} for slot ${slot}`,
         15_000,
         async () => {
@@ -303,7 +292,7 @@ describe("cluster client with replicas (3 primaries + 3 replicas): replica reads
       // host; the client's retries are not the clock that waits for it. Once the replica is
       // master, the client still holds its stale map naming the dead primary, so the GET below
       // meets the refused connection, refreshes and retries at the new owner.
-      await eventually("the replica to be promoted (ROLE master)", 20_000, async () => {
+      await waitUntil("the replica to be promoted (ROLE master)", 20_000, async () => {
         const role = (await callNode(replica, "ROLE").catch(() => [])) as unknown[];
         return role[0] === "master";
       });

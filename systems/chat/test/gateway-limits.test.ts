@@ -37,22 +37,17 @@ async function listen(server: Server): Promise<string> {
  * was sent, so the admitted count is exact; the pacer's waits are still real (it sleeps the
  * wait it computed with setTimeout), so `atMs` still measures real waiting. Wall time (token
  * expiry) stays live.
- *
- * Held, not stopped: each read moves 1 µs on (the arrivals, back to back). With a stopped clock
- * the last upgrade of the burst lands exactly on its slot's edge, and the pacer's float
- * arithmetic (now + 333.33… + 333.33… − 666.66… − now) comes out a hair above 0 about two
- * times in three — refused at `connectMaxWaitMs: 0`. Real arrivals are never that exact.
  */
 function burstClock(): Clock & { freeze(): void; release(): void } {
-  let held: { atMs: number; reads: number } | undefined;
+  let heldMs: number | undefined;
   return {
     nowMs: () => systemClock.nowMs(),
-    monotonicMs: () => (held ? held.atMs + 0.001 * held.reads++ : systemClock.monotonicMs()),
+    monotonicMs: () => heldMs ?? systemClock.monotonicMs(),
     freeze() {
-      held = { atMs: systemClock.monotonicMs(), reads: 0 };
+      heldMs = systemClock.monotonicMs();
     },
     release() {
-      held = undefined;
+      heldMs = undefined;
     },
   };
 }

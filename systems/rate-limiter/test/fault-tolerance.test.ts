@@ -357,13 +357,12 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
       // Our loop's lag is the claim; Redis's own silence is not: the kernel's count of how long the
       // Redis process waited for a CPU tells a loaded host apart (redis-run-queue.ts, as in RL-04).
       const redisCpu = await redisRunQueue(redis.url);
-      const redisWaitedMs = (since: number) => (redisCpu?.waitedMs() ?? 0) - since;
       let excused = false;
       for (const policy of ["closed", "open"]) {
         const user = uniqueName("u");
-        const waitedBefore = redisCpu?.waitedMs() ?? 0;
+        const redisWaited = redisCpu.mark();
         const answers = await Promise.all(Array.from({ length: 400 }, () => timed(rl, policy, user)));
-        const redisStarvedMs = redisWaitedMs(waitedBefore);
+        const redisStarvedMs = redisWaited();
         const results = answers.flatMap((a) => (a.result ? [a.result] : []));
         const detail = `${policy}: ${results.filter((r) => r.outcome === "allowed").length} allowed, ${answers.filter((a) => a.shed).length} shed, slowest ${Math.max(...answers.map((a) => a.ms)).toFixed(0)} ms, Redis waited ${redisStarvedMs.toFixed(0)} ms for a CPU`;
         if (redisStarvedMs >= rateLimiterDefaults.timeoutMs && results.some((r) => r.degraded)) {
@@ -384,11 +383,11 @@ describe("fault tolerance: Redis paused, killed, slowed and cut", () => {
       if (!excused) assert.equal(rl.breaker.state, "closed", "our lag never reached the breaker");
       // Past the in-flight bound (8 + 16 queued): shed explicitly, at once, and never admitted extra.
       const user = uniqueName("u");
-      const waitedBefore = redisCpu?.waitedMs() ?? 0;
+      const redisWaited = redisCpu.mark();
       const answers = await Promise.all(Array.from({ length: 200 }, () => timed(small, "open", user)));
       const shed = answers.filter((a) => a.shed).length;
       const results = answers.flatMap((a) => (a.result ? [a.result] : []));
-      if (redisWaitedMs(waitedBefore) >= rateLimiterDefaults.timeoutMs && results.some((r) => r.degraded)) {
+      if (redisWaited() >= rateLimiterDefaults.timeoutMs && results.some((r) => r.degraded)) {
         t.diagnostic("the host kept Redis off the CPU past the silence bound; the shedding burst not judged");
         return;
       }

@@ -107,10 +107,10 @@ async function burst(
   limit: Limit,
   failMode: "open" | "closed",
   size: number,
-  redisCpu: RunQueueWitness | undefined,
+  redisCpu: RunQueueWitness,
 ) {
   const user = uniqueName("u");
-  const waitedBefore = redisCpu?.waitedMs() ?? 0;
+  const redisWaited = redisCpu.mark();
   const policy = policyName(limit, failMode);
   const instances = services.instances;
   const startWallMs = Date.now();
@@ -134,7 +134,7 @@ async function burst(
     edge: answers.filter((a) => a.kind === "edge").length,
     bound: admissionBound(limit, startWallMs - CLOCK_SLACK_MS, startWallMs + elapsedMs + CLOCK_SLACK_MS),
     elapsedMs,
-    redisStarvedMs: (redisCpu?.waitedMs() ?? 0) - waitedBefore,
+    redisStarvedMs: redisWaited(),
   };
   for (const shed of sheds)
     assert.ok(shed.retryAfterS >= 1, `a shed carries Retry-After: ${shed.retryAfterS}`);
@@ -198,13 +198,14 @@ describe("bursts against three service processes on real Redis", () => {
   ];
 
   test("RL-04 bursts of 50–3 000 at once for one key over 3 instances, every algorithm fail-closed: allowed = min(limit, decided) ≤ bound, never unavailable while Redis has a CPU", async (t) => {
-    if (!redis.use(t) || !services) return;
+    if (!redis.use(t) || !services || !redisCpu) return;
     const running: ServiceProcesses = services;
+    const witness: RunQueueWitness = redisCpu;
     const started = performance.now();
     const closedCells = cells("closed");
     const starved: string[] = [];
     for (const { size, limit } of closedCells) {
-      const c = await burst(running, limit, "closed", size, redisCpu);
+      const c = await burst(running, limit, "closed", size, witness);
       const detail = describeCount(limit, "closed", c) + degradedReasons(running);
       t.diagnostic(detail);
       assert.deepEqual(c.otherShed, [], detail);
@@ -248,13 +249,14 @@ describe("bursts against three service processes on real Redis", () => {
   });
 
   test("RL-17 the same bursts on fail-open policies: allowed ≤ capacity + refill × elapsed, on 3 instances, for every algorithm", async (t) => {
-    if (!redis.use(t) || !services) return;
+    if (!redis.use(t) || !services || !redisCpu) return;
     const running: ServiceProcesses = services;
+    const witness: RunQueueWitness = redisCpu;
     const started = performance.now();
     let saturated = 0;
     const over = cells("open").filter(({ size }) => size > LIMIT);
     for (const { size, limit } of cells("open")) {
-      const c = await burst(running, limit, "open", size, redisCpu);
+      const c = await burst(running, limit, "open", size, witness);
       const detail = describeCount(limit, "open", c) + degradedReasons(running);
       t.diagnostic(detail);
       assert.deepEqual(c.otherShed, [], detail);

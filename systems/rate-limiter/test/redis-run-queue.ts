@@ -4,27 +4,28 @@
  * nanoseconds spent runnable on a run queue). On a 2-core machine running several test files,
  * Redis can wait there for hundreds of ms during one burst — it then answers nothing on any
  * connection, and a client's silence bound is right to expire. A test tells that apart from a
- * spurious timeout (its own event loop's lag) by reading this before and after.
+ * spurious timeout (its own event loop's lag) by counting across the burst.
  *
- * Undefined when Redis is not a process on this host's /proc (another machine, another pid
- * namespace): the caller then has no excuse to offer.
+ * When Redis is not a process on this host's /proc (another machine, another pid namespace),
+ * every count is 0: the caller then has no excuse to offer.
  *
  * @example
- * const runQueue = await redisRunQueue(url);
- * const before = runQueue?.waitedMs();
+ * const redisCpu = await redisRunQueue(url);
+ * const waited = redisCpu.mark();
  * … // the burst
- * const starvedMs = runQueue ? runQueue.waitedMs() - before! : 0;
+ * if (waited() >= timeoutMs) … // Redis itself was kept off the CPU that long
  */
 import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 
 export interface RunQueueWitness {
-  readonly pid: number;
-  /** Total ms the process has waited runnable for a CPU since it started. */
-  waitedMs(): number;
+  /** Starts a count: the function returned gives the ms Redis has waited for a CPU since. */
+  mark(): () => number;
 }
 
-export async function redisRunQueue(url: string): Promise<RunQueueWitness | undefined> {
+const NO_WITNESS: RunQueueWitness = { mark: () => () => 0 };
+
+export async function redisRunQueue(url: string): Promise<RunQueueWitness> {
   const client = new Redis(url, { maxRetriesPerRequest: 1, lazyConnect: true });
   let pid: number;
   try {
@@ -35,13 +36,18 @@ export async function redisRunQueue(url: string): Promise<RunQueueWitness | unde
     client.disconnect();
   }
   const path = `/proc/${pid}/schedstat`;
-  const read = () => Number(readFileSync(path, "utf8").split(" ")[1]) / 1e6;
+  const waitedMs = () => Number(readFileSync(path, "utf8").split(" ")[1]) / 1e6;
   try {
     // The same pid in another namespace would be another process: it must be Redis's.
-    if (!readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("redis")) return undefined;
-    if (!Number.isFinite(read())) return undefined;
+    if (!readFileSync(`/proc/${pid}/comm`, "utf8").startsWith("redis")) return NO_WITNESS;
+    if (!Number.isFinite(waitedMs())) return NO_WITNESS;
   } catch {
-    return undefined; // not on this host's /proc
+    return NO_WITNESS; // not on this host's /proc
   }
-  return { pid, waitedMs: read };
+  return {
+    mark() {
+      const before = waitedMs();
+      return () => waitedMs() - before;
+    },
+  };
 }
