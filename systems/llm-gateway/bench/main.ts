@@ -148,6 +148,9 @@ interface Bench {
   close(): Promise<void>;
 }
 
+/** A time of the progress lines, to the microsecond. */
+const ms = (value: number) => `${value.toFixed(3)} ms`;
+
 async function openBench(args: BenchArgs): Promise<Bench> {
   const targets = await openTargets({
     sim: { ttftMs: args.ttftMs, tokensPerS: args.tokensPerS, answerTokens: args.answerTokens },
@@ -214,7 +217,7 @@ async function measure(
   benchLog(
     `${SYSTEM} bench: ${label} × ${concurrency}: ${result.ok} ok, ${result.errors} errors, ${result.unfinished} unfinished` +
       `${result.firstError ? ` (first: ${result.firstError})` : ""}, ${result.cacheHits} cache hits; ` +
-      `TTFT p50 ${result.ttftMs.p50} ms p99 ${result.ttftMs.p99} ms, total p50 ${result.totalMs.p50} ms p99 ${result.totalMs.p99} ms; ` +
+      `TTFT p50 ${ms(result.ttftMs.p50)} p99 ${ms(result.ttftMs.p99)}, total p50 ${ms(result.totalMs.p50)} p99 ${ms(result.totalMs.p99)}; ` +
       `CPU ${(result.finished > 0 ? cpuMs / result.finished : 0).toFixed(1)} ms per stream; load ${loadavg()[0]?.toFixed(1)}`,
   );
   return {

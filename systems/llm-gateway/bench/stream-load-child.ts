@@ -16,7 +16,6 @@
  */
 import { Agent, request as httpRequest } from "node:http";
 import { createInterface } from "node:readline";
-import { Histogram, type HistogramSummary } from "@casebook/kit/histogram";
 import { seededRandom } from "@casebook/kit/random";
 import { runClosedLoop } from "@casebook/lab/load-generator";
 
@@ -92,9 +91,39 @@ export function promptOf(index: number, words: number, seed = ""): string {
   return `Summarise: ${out.join(" ")}`;
 }
 
-function summaryMs(histogram: Histogram): LatencyMs {
-  const s: HistogramSummary = histogram.summary();
-  return { p50: s.p50 / 1_000, p99: s.p99 / 1_000, max: s.max / 1_000, count: s.count };
+/**
+ * Exact nearest-rank percentiles of a run's times: a run measures hundreds to a few thousand
+ * streams, and the differences the bench compares are fractions of a millisecond — finer than
+ * a histogram's buckets at 5 s (256 µs at 4 significant digits).
+ */
+export function summaryMs(times: number[]): LatencyMs {
+  const sorted = times.toSorted((a, b) => a - b);
+  const at = (q: number) => sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)] ?? 0;
+  return { p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? 0, count: sorted.length };
+}
+
+/** Request `index`'s wait before it is sent, in ms: [0, 1), drawn from the index alone. */
+export function phaseOf(index: number): number {
+  return seededRandom(`phase-${index}`).next();
+}
+
+/**
+ * Waits `phaseOf(index)`: 0–1 ms (the same draw for request `index` in every run, so every target gets the same
+ * waits), without blocking the reads of the streams already open. Why: the simulator paces an
+ * answer with timers, which count whole milliseconds of its event loop from the request's
+ * arrival, and a closed loop sends its next request the moment an answer ends — on one of those
+ * whole milliseconds. Every request would then reach the simulator in the same phase of its
+ * millisecond, and whatever a relay in between adds to the request (0.3 ms, 0.8 ms) would move
+ * the answer's end by either nothing or a whole millisecond. Independent clients arrive at any
+ * phase; the wait puts them there. Node's timers cannot wait less than a millisecond: this one
+ * turns the event loop (`setImmediate`) until the time has passed.
+ */
+export function phaseWait(index: number): Promise<void> {
+  const until = performance.now() + phaseOf(index);
+  return new Promise((resolve) => {
+    const check = () => (performance.now() >= until ? resolve() : setImmediate(check));
+    check();
+  });
 }
 
 /** The first content token: an OpenAI delta `"content":"x…"` with text (the role chunk's is ""). */
@@ -170,10 +199,8 @@ function oneStream(command: RunCommand, index: number, signal: AbortSignal): Pro
 }
 
 export async function runStreams(command: RunCommand): Promise<RunResult> {
-  // 4 significant digits: a 5 s stream's total is kept to 0.4 ms, where the closed loop's own
-  // histogram (3 digits) rounds it to 4.1 ms — as wide as the overheads being compared.
-  const ttft = new Histogram({ highestTrackableValue: 600_000_000, significantDigits: 4 });
-  const total = new Histogram({ highestTrackableValue: 600_000_000, significantDigits: 4 });
+  const ttft: number[] = [];
+  const total: number[] = [];
   const measureFrom = performance.now() + command.warmupMs;
   let firstError: string | undefined;
   let cacheHits = 0;
@@ -190,11 +217,12 @@ export async function runStreams(command: RunCommand): Promise<RunResult> {
       const measuredOne = performance.now() >= measureFrom;
       if (measuredOne) measuredSent++;
       try {
+        await phaseWait(index);
         const one = await oneStream(command, index, signal);
         if (performance.now() >= measureFrom) finished++;
         if (measuredOne) {
-          ttft.record(Math.round(one.ttftMs * 1_000));
-          total.record(Math.round(one.totalMs * 1_000));
+          ttft.push(one.ttftMs);
+          total.push(one.totalMs);
           if (one.cacheHit) cacheHits++;
         }
       } catch (error) {

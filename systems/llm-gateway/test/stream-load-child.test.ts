@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { seededRandom } from "@casebook/kit/random";
-import { runStreams } from "../bench/stream-load-child.ts";
+import { phaseOf, phaseWait, runStreams, summaryMs } from "../bench/stream-load-child.ts";
 import { defaultModelProfile } from "../src/sim/provider-behaviour.ts";
 import { createProviderSim, type ProviderSim } from "../src/sim/provider-sim.ts";
 
@@ -71,4 +71,36 @@ test("a refusal is an error naming its status", async () => {
   const result = await runStreams(command("no-such-model"));
   assert.equal(result.ok, 0);
   assert.match(result.firstError ?? "", /^404: /);
+});
+
+test("percentiles are exact ranks: a 0.1 ms difference between two runs is not rounded away", () => {
+  const base = Array.from({ length: 200 }, (_, i) => 5_050 + i / 100);
+  const a = summaryMs(base);
+  const b = summaryMs(base.map((t) => t + 0.1));
+  assert.equal(a.count, 200);
+  assert.equal(a.p50, 5_050.99); // the 100th of 200, nearest rank
+  assert.equal(a.p99, 5_051.97);
+  assert.equal(a.max, 5_051.99);
+  assert.ok(Math.abs(b.p50 - a.p50 - 0.1) < 1e-9, `${b.p50 - a.p50}`);
+  assert.deepEqual(summaryMs([]), { p50: 0, p99: 0, max: 0, count: 0 });
+});
+
+test("the phase waits spread requests over the whole millisecond, the same for every run, and keep the loop turning", async () => {
+  const quarters = [0, 0, 0, 0];
+  for (let index = 0; index < 400; index++) {
+    const ms = phaseOf(index);
+    assert.ok(ms >= 0 && ms < 1, `${ms}`);
+    assert.equal(phaseOf(index), ms); // every target's request `index` waits as long
+    quarters[Math.floor(ms * 4)]! += 1;
+  }
+  for (const n of quarters) assert.ok(n >= 70 && n <= 130, `waits per quarter-millisecond: ${quarters}`);
+  const index = Array.from({ length: 400 }, (_, i) => i).find((i) => phaseOf(i) >= 0.5)!;
+  let turned = false;
+  setImmediate(() => {
+    turned = true;
+  });
+  const begun = performance.now();
+  await phaseWait(index);
+  assert.ok(performance.now() - begun >= phaseOf(index));
+  assert.ok(turned, "the streams' reads run while a request waits");
 });
