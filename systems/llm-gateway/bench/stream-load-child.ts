@@ -108,8 +108,8 @@ export function phaseOf(index: number): number {
 }
 
 /**
- * Waits `phaseOf(index)`: 0–1 ms (the same draw for request `index` in every run, so every target gets the same
- * waits), without blocking the reads of the streams already open. Why: the simulator paces an
+ * Waits `phaseOf(index)` — 0–1 ms, the same for request `index` in every run, so every target
+ * gets the same waits — without blocking the reads of the streams already open. Why: the simulator paces an
  * answer with timers, which count whole milliseconds of its event loop from the request's
  * arrival, and a closed loop sends its next request the moment an answer ends — on one of those
  * whole milliseconds. Every request would then reach the simulator in the same phase of its
