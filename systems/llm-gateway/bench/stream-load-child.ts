@@ -109,14 +109,14 @@ export function phaseOf(index: number): number {
 
 /**
  * Waits `phaseOf(index)` — 0–1 ms, the same for request `index` in every run, so every target
- * gets the same waits — without blocking the reads of the streams already open. Why: the simulator paces an
- * answer with timers, which count whole milliseconds of its event loop from the request's
- * arrival, and a closed loop sends its next request the moment an answer ends — on one of those
- * whole milliseconds. Every request would then reach the simulator in the same phase of its
- * millisecond, and whatever a relay in between adds to the request (0.3 ms, 0.8 ms) would move
- * the answer's end by either nothing or a whole millisecond. Independent clients arrive at any
- * phase; the wait puts them there. Node's timers cannot wait less than a millisecond: this one
- * turns the event loop (`setImmediate`) until the time has passed.
+ * gets the same waits — without blocking the reads of the streams already open. Why: the
+ * simulator paces an answer with timers, which count whole milliseconds of its event loop from
+ * the request's arrival, and a closed loop sends its next request the moment an answer ends — on
+ * one of those whole milliseconds. Every request would then reach the simulator in the same phase
+ * of its millisecond, and whatever a relay in between adds to the request (0.3 ms, 0.8 ms) would
+ * move the answer's end by either nothing or a whole millisecond. Independent clients arrive at
+ * any phase; the wait puts them there. Node's timers cannot wait less than a millisecond: this
+ * one turns the event loop (`setImmediate`) until the time has passed.
  */
 export function phaseWait(index: number): Promise<void> {
   const until = performance.now() + phaseOf(index);
