@@ -77,7 +77,10 @@ function countStoreCalls(store: LimiterStore): { spend: number } {
 async function scriptCallsSeenByRedis(admin: Redis): Promise<number> {
   const info = await admin.info("commandstats");
   let calls = 0;
-  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)) calls += Number(match[1]);
+  // A NOSCRIPT answer (the script not cached yet: the client then sends EVAL) is a failed call
+  // that ran nothing; only the calls that ran the script count.
+  for (const match of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+),.*failed_calls=(\d+)/gm))
+    calls += Number(match[1]) - Number(match[2]);
   return calls;
 }
 
