@@ -4,13 +4,14 @@
  * on an event loop the payments service under test cannot stall (in one process, a PGlite query
  * delays the server's reads and bunches the stamps).
  *
- * stdout, one JSON line each: `{"url"}` once listening; `{"arrivals":[{atMs,method,url}…]}` after
- * the `arrivals` command. stdin: `arrivals`, `stop`. Faults through its HTTP admin routes.
+ * stdout, one JSON line each: `{"url"}` once listening; `{"arrivals":[{atMs,method,url}…],
+ * "longestStallMs"}` after the `arrivals` command — the longest its event loop stood still since it
+ * started (a stall stamps the requests that queued meanwhile together). stdin: `arrivals`, `stop`. Faults through its HTTP admin routes.
  *
  * @example
  * // node systems/payments/test/recording-acquirer-child.ts   stdout: {"url":"http://127.0.0.1:41234"}
  */
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { systemClock } from "@casebook/kit/clock";
 import { seededRandom } from "@casebook/kit/random";
@@ -26,6 +27,8 @@ const sim = createAcquirerSim({
   defaultMetrics: false,
 });
 const arrivals: { atMs: number; method: string; url: string }[] = [];
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
 sim.service.app.addHook("onRequest", async (request) => {
   if (request.url.startsWith("/v1/authorizations") && arrivals.length < MAX_ARRIVALS) {
     arrivals.push({ atMs: performance.now(), method: request.method, url: request.url });
@@ -39,7 +42,7 @@ const lines = createInterface({ input: process.stdin });
 for await (const line of lines) {
   const command = line.trim();
   if (command === "stop") break;
-  if (command === "arrivals") say({ arrivals });
+  if (command === "arrivals") say({ arrivals, longestStallMs: loopDelay.max / 1e6 });
   else say({ error: `unknown command: ${line}` });
 }
 lines.close();
