@@ -126,6 +126,7 @@ test("CH-09 CH-03 a batch that loses a race to a concurrent resend is rolled bac
   let batch: Promise<unknown> | undefined;
   // Another send service's transaction: it holds the conversation row and stores `raced` first.
   await opened.db.transaction(async (tx) => {
+    const { rows: me } = await tx.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
     const { rows } = await tx.query<{ last_seq: bigint }>(
       "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq",
       [String(chatId)],
@@ -140,7 +141,16 @@ test("CH-09 CH-03 a batch that loses a race to a concurrent resend is rolled bac
       history.append({ ...newMessage(chatId, ids, { senderId: "ana" }), clientMsgId: raced }),
       history.append(newMessage(chatId, ids, { senderId: "bruno", body: "second" })),
     ]);
-    await sleep(300);
+    // Commit only once the batch's statement waits on this transaction (a sleep here let a slow
+    // batch start after the commit: no race, and the test passed without the guard).
+    for (const until = Date.now() + 10_000; ; await sleep(10)) {
+      const { rows: waiting } = await opened.db.query<{ n: number }>(
+        "SELECT count(*)::int4 AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+        [me[0]!.pid],
+      );
+      if (waiting[0]!.n > 0) break;
+      assert.ok(Date.now() < until, "the batch never waited on the conversation row");
+    }
   });
   const [resend, second] = (await batch) as [
     { created: boolean; message: { body: string; seq?: bigint } },
