@@ -5,8 +5,9 @@
  * delays the server's reads and bunches the stamps).
  *
  * stdout, one JSON line each: `{"url"}` once listening; `{"arrivals":[{atMs,method,url}…],
- * "longestStallMs"}` after the `arrivals` command — the longest its event loop stood still since it
- * started (a stall stamps the requests that queued meanwhile together). stdin: `arrivals`, `stop`. Faults through its HTTP admin routes.
+ * "longestStallMs"}` after the `arrivals` command — with the longest its event loop stood still
+ * since it started (a stall stamps the requests that queued meanwhile together). stdin:
+ * `arrivals`, `stop`. Faults through its HTTP admin routes.
  *
  * @example
  * // node systems/payments/test/recording-acquirer-child.ts   stdout: {"url":"http://127.0.0.1:41234"}
