@@ -8,10 +8,10 @@
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
-import { setTimeout as sleep } from "node:timers/promises";
 import { systemClock } from "@casebook/kit/clock";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import { contractSuite } from "@casebook/lab/contract-suite";
+import { eventually } from "@casebook/lab/eventually";
 import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
 import { requirePostgres } from "@casebook/lab/test-engines";
 import { errors } from "../src/errors.ts";
@@ -143,14 +143,16 @@ test("CH-09 CH-03 a batch that loses a race to a concurrent resend is rolled bac
     ]);
     // Commit only once the batch's statement waits on this transaction (a sleep here let a slow
     // batch start after the commit: no race, and the test passed without the guard).
-    for (const until = Date.now() + 10_000; ; await sleep(10)) {
-      const { rows: waiting } = await opened.db.query<{ n: number }>(
-        "SELECT count(*)::int4 AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-        [me[0]!.pid],
-      );
-      if (waiting[0]!.n > 0) break;
-      assert.ok(Date.now() < until, "the batch never waited on the conversation row");
-    }
+    await eventually(
+      async () => {
+        const { rows: waiting } = await opened.db.query<{ n: number }>(
+          "SELECT count(*)::int4 AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+          [me[0]!.pid],
+        );
+        return waiting[0]!.n > 0;
+      },
+      { what: "the batch to wait on the conversation row", timeoutMs: 10_000, intervalMs: 10 },
+    );
   });
   const [resend, second] = (await batch) as [
     { created: boolean; message: { body: string; seq?: bigint } },
