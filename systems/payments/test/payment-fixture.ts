@@ -84,12 +84,25 @@ export const TEST_PHASE_MS = 5_000;
  * a quick retry of a call that sent nothing, none for an outage's 1 s Retry-After, which ends
  * the call at once ("unavailable"), and the rate limiter's bounded wait is unchanged.
  */
-export const FAST_CLIENT: Partial<AcquirerClientOptions> = {
-  timeouts: { connectMs: TEST_PHASE_MS, headersMs: TEST_PHASE_MS, bodyMs: TEST_PHASE_MS },
-  callDeadlineMs: 3 * TEST_PHASE_MS + 300,
-  retryBaseMs: 5,
-  retryCapMs: 20,
-};
+export const FAST_CLIENT = testClient({
+  connectMs: TEST_PHASE_MS,
+  headersMs: TEST_PHASE_MS,
+  bodyMs: TEST_PHASE_MS,
+});
+
+/** FAST_CLIENT's rules with these phases: the call's deadline is one try of them and 300 ms. */
+export function testClient(timeouts: {
+  connectMs: number;
+  headersMs: number;
+  bodyMs: number;
+}): Partial<AcquirerClientOptions> {
+  return {
+    timeouts,
+    callDeadlineMs: timeouts.connectMs + timeouts.headersMs + timeouts.bodyMs + 300,
+    retryBaseMs: 5,
+    retryCapMs: 20,
+  };
+}
 /**
  * How long POST /v1/payments drives its saga before answering 202 pending: far past a stall, so
  * a payment the acquirer approves answers 201 (a saga that has to wait answers at once anyway).

@@ -41,6 +41,7 @@ import {
   seedPayment,
   TEST_INLINE_DRIVE_MS,
   TEST_PHASE_MS,
+  testClient,
   waitFor,
 } from "./payment-fixture.ts";
 import { FAST_REFUND_BACKOFF, openFullTestDb as openTestDb } from "./payments-full-fixture.ts";
@@ -51,12 +52,11 @@ type LogLine = Record<string, unknown>;
  * A client that times out waiting for the acquirer's answer after 300 ms (every other phase as
  * FAST_CLIENT's): for the test whose claim is that timeout, where a lost answer hangs.
  */
-const HEADERS_TIMEOUT_MS = 300;
-const HEADERS_TIMEOUT_CLIENT: Partial<AcquirerClientOptions> = {
-  ...FAST_CLIENT,
-  timeouts: { connectMs: TEST_PHASE_MS, headersMs: HEADERS_TIMEOUT_MS, bodyMs: TEST_PHASE_MS },
-  callDeadlineMs: 2 * TEST_PHASE_MS + HEADERS_TIMEOUT_MS + 300, // one try and 300 ms, as FAST_CLIENT's
-};
+const HEADERS_TIMEOUT_CLIENT = testClient({
+  connectMs: TEST_PHASE_MS,
+  headersMs: 300,
+  bodyMs: TEST_PHASE_MS,
+});
 
 /** The payments stack of payment-fixture.ts, with metrics on the service registry and a captured log. */
 async function startObserved(
