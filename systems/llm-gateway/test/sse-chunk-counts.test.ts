@@ -58,6 +58,8 @@ test("the layouts the lean read hands to the whole read, and what both say", () 
     // A space after the colon, content not first in its delta, content outside a delta.
     ['{"choices":[{"delta":{"content": "hi"}}]}', { kind: "chunk", contentDeltas: 1 }],
     ['{"choices":[{"delta":{"role":"assistant","content":"hi"}}]}', { kind: "chunk", contentDeltas: 1 }],
+    ['{"choices":[{"delta":{"role":"tool","content":"hi"}}]}', { kind: "chunk", contentDeltas: 1 }],
+    ['{"choices":[{"delta":{"refusal":null,"content":"hi"}}]}', { kind: "chunk", contentDeltas: 1 }],
     [
       '{"choices":[{"delta":{},"logprobs":{"content":[{"token":"a"}]}}]}',
       { kind: "chunk", contentDeltas: 0 },

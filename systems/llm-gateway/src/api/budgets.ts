@@ -187,11 +187,13 @@ export interface HeldSpend {
 export async function reserveSpend(
   context: BudgetContext & { spendWindowMs: number },
   tenant: TenantLimits,
-  maxCostNanoUsd: number,
+  /** The most the request can cost; asked only of a tenant with a spend budget. */
+  maxCostOf: () => number,
 ): Promise<HeldSpend | undefined> {
   const limit = tenant.spendLimitNanoUsd;
   if (limit === undefined) return undefined;
   const key = `llm:{${tenant.id}}:spend`;
+  const maxCostNanoUsd = maxCostOf();
   const cost = Math.min(maxCostNanoUsd, limit);
   let reservation: Reservation;
   try {

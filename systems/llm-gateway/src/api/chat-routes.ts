@@ -170,6 +170,7 @@ async function relay(
       // The events of one read are whole at the same moment: they leave together, in one write.
       const forward: string[] = [];
       let done = false;
+      let firstContent = false;
       for (const event of splitter.push(decoder.decode(bytes, { stream: true }))) {
         const data = dataOf(event);
         // Read whole only when the text is kept; otherwise counted (most chunks: no JSON.parse).
@@ -180,7 +181,7 @@ async function relay(
           if (!options.clientWantsUsage) continue;
         }
         if (info.kind === "chunk" && info.contentDeltas > 0) {
-          if (result.contentDeltas === 0) options.onFirstContent();
+          firstContent ||= result.contentDeltas === 0;
           result.contentDeltas += info.contentDeltas;
         }
         if (full?.kind === "chunk") {
@@ -198,8 +199,10 @@ async function relay(
       }
       // `[DONE]` ends the response in the same write (the provider's own end is still read, so
       // its connection goes back to the pool); anything after it is dropped.
-      if (done) sse.end(forward);
-      else await sse.writeAll(forward);
+      // The first token's bookkeeping (TTFT, the breaker's success) once its write is issued, not before it.
+      const written = done ? sse.end(forward) : sse.writeAll(forward);
+      if (firstContent) options.onFirstContent();
+      await written;
     }
   } catch {
     // A cut, a reset, a silence past the idle bound, our abort: the outcome says which below.
@@ -507,9 +510,7 @@ export async function handleChat(
   const tenant = options.tenantOf(request);
   const tenantId = tenant.id;
   const spendContext = { ...options.budgets, spendWindowMs: options.accounting.spendWindowMs };
-  const spend = await reserveSpend(
-    spendContext,
-    tenant,
+  const spend = await reserveSpend(spendContext, tenant, () =>
     maxCostOf(options, model, held, maxOutputTokens),
   ).catch(async (error: unknown) => {
     await settleBudget(options.budgets, held, 0, request.log);

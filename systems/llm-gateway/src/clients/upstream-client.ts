@@ -107,6 +107,9 @@ export function upstreamFailure(error: unknown): CasebookError {
 
 export class UpstreamClient {
   readonly #baseUrl: string;
+  /** The endpoints, parsed once (a URL string would be parsed again on every call). */
+  readonly #chatUrl: URL;
+  readonly #messagesUrl: URL;
   readonly #headers: Record<string, string>;
   readonly #http: OutboundClient;
   readonly #idleMs: number;
@@ -116,6 +119,8 @@ export class UpstreamClient {
 
   constructor(options: UpstreamClientOptions) {
     this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.#chatUrl = new URL(`${this.#baseUrl}/chat/completions`);
+    this.#messagesUrl = new URL(`${this.#baseUrl}/messages`);
     this.#wire = options.wire ?? "openai";
     this.#defaultMaxTokens = options.defaultMaxTokens ?? 4_096;
     this.#clock = options.clock ?? systemClock;
@@ -143,11 +148,10 @@ export class UpstreamClient {
   }
 
   /** The provider's endpoint and the request in its API. */
-  #call(body: object): { url: string; body: string } {
-    if (this.#wire === "openai")
-      return { url: `${this.#baseUrl}/chat/completions`, body: JSON.stringify(body) };
+  #call(body: object): { url: URL; body: string } {
+    if (this.#wire === "openai") return { url: this.#chatUrl, body: JSON.stringify(body) };
     return {
-      url: `${this.#baseUrl}/messages`,
+      url: this.#messagesUrl,
       body: JSON.stringify(toAnthropicRequest(body, this.#defaultMaxTokens)),
     };
   }

@@ -145,18 +145,22 @@ export type ChunkCounts =
 
 const CONTENT_KEY = '"content"';
 const DELTA_OPEN = '"delta":{';
+/** The first chunk's delta: the role, then the (empty) content. */
+const ROLE_DELTA_OPEN = '"delta":{"role":"assistant",';
 const USAGE_KEY = '"usage"';
 
 /**
  * `readChunk`'s kind, content deltas and usage, without parsing the bulk of a stream: a chunk
- * in OpenAI's own layout (`"delta":{"content":"…"}` — each content the first key of its delta
- * — and `"usage":null`) is counted by scanning its data, because a JSON string cannot hold an
- * unescaped quote, so `"content"` and `"usage"` found in the data are keys. Anything else — the
- * role chunk (`"role"` first), the usage chunk, an error (or the word "error" anywhere), another
- * layout, a space after a colon — is read whole by `readChunk`. For a relay that keeps no text
+ * in OpenAI's own layout (`"delta":{"content":"…"}` — each content the first key of its delta,
+ * or the second after `"role":"assistant"` in the first chunk — and `"usage":null`) is counted
+ * by scanning its data, because a JSON string cannot hold an unescaped quote, so `"content"`
+ * and `"usage"` found in the data are keys; `[DONE]` is the end. Anything else — another role,
+ * the usage chunk, an error (or the word "error" anywhere), another layout, a space after a
+ * colon — is read whole by `readChunk`. For a relay that keeps no text
  * (the cache stores nothing): JSON.parse of every chunk was the relay's largest own cost.
  */
 export function countChunk(data: string | undefined): ChunkCounts {
+  if (data === "[DONE]") return { kind: "done" };
   if (data === undefined || data.charCodeAt(0) !== 123 /* { */ || data.includes('"error"'))
     return readChunk(data);
   for (let at = data.indexOf(USAGE_KEY); at >= 0; at = data.indexOf(USAGE_KEY, at + USAGE_KEY.length)) {
@@ -165,7 +169,10 @@ export function countChunk(data: string | undefined): ChunkCounts {
   let contentDeltas = 0;
   for (let at = data.indexOf(CONTENT_KEY); at >= 0; at = data.indexOf(CONTENT_KEY, at + CONTENT_KEY.length)) {
     const value = at + CONTENT_KEY.length;
-    if (!data.startsWith(DELTA_OPEN, at - DELTA_OPEN.length)) return readChunk(data);
+    const inDelta =
+      data.startsWith(DELTA_OPEN, at - DELTA_OPEN.length) ||
+      data.startsWith(ROLE_DELTA_OPEN, at - ROLE_DELTA_OPEN.length);
+    if (!inDelta) return readChunk(data);
     if (data.startsWith(':"', value)) {
       // `:""` is an empty content (not a delta); anything else after the quote is text.
       if (data.charCodeAt(value + 2) !== 34 /* " */) contentDeltas += 1;
