@@ -7,42 +7,17 @@
  * that stale map, so the next command goes straight to B.
  */
 import assert from "node:assert/strict";
-import { createServer, type Server, type Socket } from "node:net";
 import { after, before, test } from "node:test";
-import { RespParser } from "../src/api/resp-parser.ts";
 import { ClusterRouter } from "../src/client/cluster-router.ts";
 import type { RouterEvent } from "../src/client/key-router.ts";
 import { slotOfKey } from "../src/domain/slot-map.ts";
+import { allSlotsTo, bulk, type ScriptedNode, scriptedNode } from "./scripted-resp-node.ts";
 
 const KEY = "event:42";
 const SLOT = slotOfKey(KEY);
 
-const bulk = (value: string) => `$${Buffer.byteLength(value)}\r\n${value}\r\n`;
-/** CLUSTER SLOTS naming `port` the owner of every slot. */
-const allSlotsTo = (port: number) => `*1\r\n*3\r\n:0\r\n:16383\r\n*2\r\n${bulk("127.0.0.1")}:${port}\r\n`;
-
-/** A node answering each command with `answer(args)` (RESP text), counting GETs. */
-async function scriptedNode(answer: (args: string[]) => string) {
-  const node = { gets: 0, port: 0, server: undefined as Server | undefined };
-  const server = createServer((socket: Socket) => {
-    const parser = new RespParser();
-    socket.on("data", (chunk) => {
-      parser.feed(chunk);
-      for (let args = parser.next(); args !== undefined; args = parser.next()) {
-        if (args[0]!.toUpperCase() === "GET") node.gets++;
-        socket.write(answer(args));
-      }
-    });
-    socket.on("error", () => {});
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  node.port = (server.address() as { port: number }).port;
-  node.server = server;
-  return node;
-}
-
-let a: Awaited<ReturnType<typeof scriptedNode>>;
-let b: Awaited<ReturnType<typeof scriptedNode>>;
+let a: ScriptedNode;
+let b: ScriptedNode;
 
 before(async () => {
   b = await scriptedNode((args) => {
@@ -58,7 +33,7 @@ before(async () => {
 });
 
 after(async () => {
-  for (const node of [a, b]) await new Promise((resolve) => node?.server?.close(resolve));
+  for (const node of [a, b]) await node?.close();
 });
 
 test("CA-05 a reload from a node that has not learned the move yet (it lists the node that answered MOVED) does not undo the MOVED patch", async () => {

@@ -158,7 +158,10 @@ export class ClusterRouter implements KeyRouter {
       const reply = await this.#attempt(pools, address, args, asking, hop, slot);
       pools = this.#pools;
       if (reply === RETRY_ELSEWHERE) {
-        address = this.#map.ownerOf(slot) ?? (await this.#ownerAfterRefresh(slot));
+        // Mid-failover the reloaded map can name no owner yet (the node asked has marked the old
+        // primary failed and not learned the promoted replica): the next hop tries the last
+        // address again, whose refusal backs off and reloads once more, within maxRedirects.
+        address = this.#map.ownerOf(slot) ?? address;
         asking = false;
         continue;
       }
