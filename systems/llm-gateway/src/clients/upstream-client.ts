@@ -106,10 +106,10 @@ export function upstreamFailure(error: unknown): CasebookError {
 }
 
 export class UpstreamClient {
-  readonly #baseUrl: string;
   /** The endpoints, parsed once (a URL string would be parsed again on every call). */
   readonly #chatUrl: URL;
   readonly #messagesUrl: URL;
+  readonly #embeddingsUrl: URL;
   readonly #headers: Record<string, string>;
   readonly #http: OutboundClient;
   readonly #idleMs: number;
@@ -118,9 +118,10 @@ export class UpstreamClient {
   readonly #clock: Clock;
 
   constructor(options: UpstreamClientOptions) {
-    this.#baseUrl = options.baseUrl.replace(/\/+$/, "");
-    this.#chatUrl = new URL(`${this.#baseUrl}/chat/completions`);
-    this.#messagesUrl = new URL(`${this.#baseUrl}/messages`);
+    const baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.#chatUrl = new URL(`${baseUrl}/chat/completions`);
+    this.#messagesUrl = new URL(`${baseUrl}/messages`);
+    this.#embeddingsUrl = new URL(`${baseUrl}/embeddings`);
     this.#wire = options.wire ?? "openai";
     this.#defaultMaxTokens = options.defaultMaxTokens ?? 4_096;
     this.#clock = options.clock ?? systemClock;
@@ -232,7 +233,7 @@ export class UpstreamClient {
     try {
       const res = await this.#http.request({
         method: "POST",
-        url: `${this.#baseUrl}/embeddings`,
+        url: this.#embeddingsUrl,
         headers: this.#headers,
         body: JSON.stringify(body),
         signal,
