@@ -7,25 +7,17 @@
  * it backs off and reloads again, within its hop budget, until a node names the new owner.
  */
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { after, before, test } from "node:test";
+import { freePort } from "@casebook/lab/free-port";
 import { ClusterRouter } from "../src/client/cluster-router.ts";
 import type { RouterEvent } from "../src/client/key-router.ts";
 import { slotOfKey } from "../src/domain/slot-map.ts";
-import { bulk, clusterSlots, type ScriptedNode, scriptedNode } from "./scripted-resp-node.ts";
+import { bulk, clusterSlots, type ScriptedNode, type SlotRange, scriptedNode } from "./scripted-resp-node.ts";
 
 const KEY = "failover:event:42";
 const SLOT = slotOfKey(KEY);
 
-/** A loopback port nothing listens on: a connection there is refused (the dead primary). */
-async function refusedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
+/** A loopback port nothing listens on (freed at once): a connection there is refused — the dead primary. */
 let dead: number;
 /** What A's CLUSTER SLOTS says: the dead primary, then the slot unowned, then the promoted replica. */
 let view: "before" | "uncovered" | "promoted" = "before";
@@ -33,25 +25,25 @@ let reloadsUncovered = 0;
 let a: ScriptedNode;
 let promoted: ScriptedNode;
 
+/** Every slot but the key's to A; the key's slot to `keyOwner`, or to nobody. */
+function slotsAroundKey(keyOwner: number | undefined): SlotRange[] {
+  return [
+    ...(SLOT > 0 ? [[0, SLOT - 1, a.port] as const] : []),
+    ...(keyOwner === undefined ? [] : [[SLOT, SLOT, keyOwner] as const]),
+    ...(SLOT < 16383 ? [[SLOT + 1, 16383, a.port] as const] : []),
+  ];
+}
+
 before(async () => {
-  dead = await refusedPort();
+  dead = await freePort();
   promoted = await scriptedNode((args) => (args[0]!.toUpperCase() === "GET" ? bulk("v7") : "+OK\r\n"));
   a = await scriptedNode((args) => {
     if (args.map((arg) => arg.toUpperCase()).join(" ") !== "CLUSTER SLOTS") return "+OK\r\n";
     if (view === "before") return clusterSlots([[0, 16383, dead]]);
-    if (view === "uncovered") {
-      // The first reloads after the kill: every slot but the key's, whose owner is failed.
-      if (++reloadsUncovered === 3) view = "promoted";
-      return clusterSlots([
-        ...(SLOT > 0 ? [[0, SLOT - 1, a.port] as const] : []),
-        ...(SLOT < 16383 ? [[SLOT + 1, 16383, a.port] as const] : []),
-      ]);
-    }
-    return clusterSlots([
-      ...(SLOT > 0 ? [[0, SLOT - 1, a.port] as const] : []),
-      [SLOT, SLOT, promoted.port],
-      ...(SLOT < 16383 ? [[SLOT + 1, 16383, a.port] as const] : []),
-    ]);
+    if (view === "promoted") return clusterSlots(slotsAroundKey(promoted.port));
+    // The first reloads after the kill: the key's slot unowned (its primary failed, no successor yet).
+    if (++reloadsUncovered === 3) view = "promoted";
+    return clusterSlots(slotsAroundKey(undefined));
   });
 });
 
