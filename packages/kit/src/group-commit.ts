@@ -11,6 +11,11 @@
  *   would start from idle with fewer than `maxBatch` items waits up to that long for
  *   company (it goes at once when it fills). Items queued behind a write never wait
  *   again: they already waited for that write.
+ * - `fillTo: "last-batch"` ends that wait as soon as as many items wait as the last batch
+ *   had: callers in a closed loop (request handlers each waiting for their write) come back
+ *   with their next item together, and past them nobody is coming — waiting out `maxWaitMs`
+ *   only adds it to every round. A lone caller then goes at once. MySQL's binlog group
+ *   commit has the fixed form of this rule (`binlog_group_commit_sync_no_delay_count`).
  * - Each caller's promise settles with its own item's result (`write` returns one result
  *   per item, in order; a count mismatch is a bug and fails the batch). A failed write
  *   rejects every caller of that batch with its error, and the next batch still runs.
@@ -34,6 +39,11 @@ export interface GroupCommitOptions {
   maxPending: number;
   /** Longest a batch started from idle waits to fill up, in ms. Default 0: it goes at once. */
   maxWaitMs?: number;
+  /**
+   * What a batch started from idle waits for, `maxWaitMs` at most: "full" (default) `maxBatch`
+   * items; "last-batch" as many items as the last batch had (`maxBatch` before any batch).
+   */
+  fillTo?: "full" | "last-batch";
   /** Replaces the timer of `maxWaitMs` (tests); default setTimeout. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -63,6 +73,9 @@ export class GroupCommit<I, O> {
   readonly #maxBatch: number;
   readonly #maxPending: number;
   readonly #maxWaitMs: number;
+  readonly #fillToLastBatch: boolean;
+  /** Items in the last batch handed to `write` (0 before the first). */
+  #lastBatchSize = 0;
   readonly #sleep: ((ms: number) => Promise<void>) | undefined;
   readonly #pending = new Deque<Pending<I, O>>();
   /** True from the first item of a busy period until the flush loop finds nothing left. */
@@ -87,7 +100,12 @@ export class GroupCommit<I, O> {
     this.#write = write;
     this.#maxBatch = options.maxBatch;
     this.#maxPending = options.maxPending;
+    const fillTo = options.fillTo ?? "full";
+    if (fillTo !== "full" && fillTo !== "last-batch") {
+      throw new RangeError(`fillTo must be "full" or "last-batch", got ${String(fillTo)}`);
+    }
     this.#maxWaitMs = maxWaitMs;
+    this.#fillToLastBatch = fillTo === "last-batch";
     this.#sleep = options.sleep;
   }
 
@@ -118,7 +136,7 @@ export class GroupCommit<I, O> {
     }
     return new Promise<O>((resolve, reject) => {
       this.#pending.push({ item, resolve, reject });
-      if (this.#filled !== undefined && this.#pending.length >= this.#maxBatch) this.#filled();
+      if (this.#filled !== undefined && this.#pending.length >= this.#fillTarget()) this.#filled();
       // The flush runs synchronously up to its first await: an idle batch is taken at once.
       if (!this.#flushing) {
         this.#flushing = true;
@@ -143,7 +161,7 @@ export class GroupCommit<I, O> {
 
   async #flush(): Promise<void> {
     try {
-      if (this.#maxWaitMs > 0 && this.#pending.length < this.#maxBatch) await this.#waitToFill();
+      if (this.#maxWaitMs > 0 && this.#pending.length < this.#fillTarget()) await this.#waitToFill();
       while (this.#pending.length > 0) await this.#writeBatch();
     } finally {
       // Cleared in the very step the loop sees the queue empty (no await in between): an
@@ -158,6 +176,7 @@ export class GroupCommit<I, O> {
     while (batch.length < this.#maxBatch && this.#pending.length > 0) batch.push(this.#pending.shift()!);
     this.#stats.batches += 1;
     this.#stats.items += batch.length;
+    this.#lastBatchSize = batch.length;
     this.#writing = true;
     try {
       const outs = await this.#write(batch.map((p) => p.item));
@@ -171,6 +190,11 @@ export class GroupCommit<I, O> {
     } finally {
       this.#writing = false;
     }
+  }
+
+  /** The items that end a wait for company (see `fillTo`). */
+  #fillTarget(): number {
+    return this.#fillToLastBatch && this.#lastBatchSize > 0 ? this.#lastBatchSize : this.#maxBatch;
   }
 
   /** Up to maxWaitMs, cut short when the batch fills. */

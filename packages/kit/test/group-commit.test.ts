@@ -122,11 +122,89 @@ test("hurry and drain cut a wait for company short: the waiting items go at once
   assert.deepEqual(batches, [[1, 2], [3]]);
 });
 
+test("fillTo last-batch: a wait for company ends once as many items wait as the last batch had; a lone caller goes at once", async () => {
+  const batches: number[][] = [];
+  const sleeps: Array<() => void> = [];
+  const commit = new GroupCommit<number, number>(
+    async (batch) => {
+      batches.push(batch);
+      return batch;
+    },
+    {
+      maxBatch: 10,
+      maxPending: 10,
+      maxWaitMs: 5,
+      fillTo: "last-batch",
+      // Only the test ends a sleep: every other end of a wait is the rule's.
+      sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
+    },
+  );
+  const first = [1, 2, 3].map((n) => commit.submit(n));
+  await Promise.resolve();
+  assert.deepEqual(batches, [], "no batch yet: the first waits for a full one, or maxWaitMs");
+  sleeps[0]!();
+  assert.deepEqual(await Promise.all(first), [1, 2, 3]);
+  const second = [4, 5].map((n) => commit.submit(n));
+  await Promise.resolve();
+  assert.deepEqual(batches, [[1, 2, 3]], "two of the last batch's three: still waiting");
+  second.push(commit.submit(6));
+  assert.deepEqual(await Promise.all(second), [4, 5, 6]);
+  assert.equal(sleeps.length, 2, "the second wait ended without its sleep");
+  commit.hurry(); // nothing waiting: nothing happens
+  const lone = commit.submit(7);
+  commit.hurry();
+  assert.equal(await lone, 7);
+  assert.equal(await commit.submit(8), 8, "after a batch of one, one item is a whole batch");
+  assert.deepEqual(batches, [[1, 2, 3], [4, 5, 6], [7], [8]]);
+  await commit.drain();
+});
+
+test("fillTo last-batch: callers in a closed loop go round in batches of all of them, never waiting out maxWaitMs", async () => {
+  const batches: number[] = [];
+  const commit = new GroupCommit<number, number>(
+    async (batch) => {
+      batches.push(batch.length);
+      await new Promise((resolve) => setImmediate(resolve));
+      return batch;
+    },
+    // A sleep that never ends: a round that waited it out would never finish.
+    {
+      maxBatch: 100,
+      maxPending: 100,
+      maxWaitMs: 5,
+      fillTo: "last-batch",
+      sleep: () => new Promise(() => {}),
+    },
+  );
+  const callers = 5;
+  const rounds = 20;
+  // The first round's batch: everyone at once, past a hurry (nothing has been written yet).
+  const firstRound = Array.from({ length: callers }, (_, i) => commit.submit(i));
+  commit.hurry();
+  await Promise.all(firstRound);
+  await Promise.all(
+    Array.from({ length: callers }, async (_, i) => {
+      for (let round = 1; round < rounds; round++) {
+        // Each caller does its own work between writes (I/O: the next turn of the event loop),
+        // some a few ticks longer than others.
+        await new Promise((resolve) => setImmediate(resolve));
+        for (let tick = 0; tick < i; tick++) await Promise.resolve();
+        assert.equal(await commit.submit(round * callers + i), round * callers + i);
+      }
+    }),
+  );
+  assert.deepEqual(batches, Array(rounds).fill(callers));
+});
+
 test("bad options are refused", () => {
   const write = async (batch: number[]) => batch;
   assert.throws(() => new GroupCommit(write, { maxBatch: 0, maxPending: 1 }), RangeError);
   assert.throws(() => new GroupCommit(write, { maxBatch: 1, maxPending: 1.5 }), RangeError);
   assert.throws(() => new GroupCommit(write, { maxBatch: 1, maxPending: 1, maxWaitMs: -1 }), RangeError);
+  assert.throws(
+    () => new GroupCommit(write, { maxBatch: 1, maxPending: 1, fillTo: "half" as "full" }),
+    RangeError,
+  );
 });
 
 test("property: every caller gets its own item's result, batches keep order and stay within maxBatch, one write at a time", async () => {
