@@ -65,7 +65,11 @@ test("a write that returns the wrong number of results fails its batch as a bug"
   );
 });
 
-test("maxWaitMs: a batch from idle waits for company, and goes at once when it fills", async () => {
+/**
+ * A GroupCommit that echoes its items, records its batches, and whose waits for company end only
+ * when the test calls one of `sleeps` (or the rule under test ends them).
+ */
+function waitingCommit(options: { maxBatch: number; fillTo?: "full" | "last-batch" }) {
   const batches: number[][] = [];
   const sleeps: Array<() => void> = [];
   const commit = new GroupCommit<number, number>(
@@ -74,12 +78,17 @@ test("maxWaitMs: a batch from idle waits for company, and goes at once when it f
       return batch;
     },
     {
-      maxBatch: 3,
+      ...options,
       maxPending: 10,
       maxWaitMs: 5,
       sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
     },
   );
+  return { commit, batches, sleeps };
+}
+
+test("maxWaitMs: a batch from idle waits for company, and goes at once when it fills", async () => {
+  const { commit, batches, sleeps } = waitingCommit({ maxBatch: 3 });
   const a = commit.submit(1);
   await Promise.resolve();
   assert.deepEqual(batches, [], "waiting for company");
@@ -123,22 +132,8 @@ test("hurry and drain cut a wait for company short: the waiting items go at once
 });
 
 test("fillTo last-batch: a wait for company ends once as many items wait as the last batch had; a lone caller goes at once", async () => {
-  const batches: number[][] = [];
-  const sleeps: Array<() => void> = [];
-  const commit = new GroupCommit<number, number>(
-    async (batch) => {
-      batches.push(batch);
-      return batch;
-    },
-    {
-      maxBatch: 10,
-      maxPending: 10,
-      maxWaitMs: 5,
-      fillTo: "last-batch",
-      // Only the test ends a sleep: every other end of a wait is the rule's.
-      sleep: () => new Promise<void>((resolve) => sleeps.push(resolve)),
-    },
-  );
+  // Only the test ends a sleep: every other end of a wait is the rule's.
+  const { commit, batches, sleeps } = waitingCommit({ maxBatch: 10, fillTo: "last-batch" });
   const first = [1, 2, 3].map((n) => commit.submit(n));
   await Promise.resolve();
   assert.deepEqual(batches, [], "no batch yet: the first waits for a full one, or maxWaitMs");
