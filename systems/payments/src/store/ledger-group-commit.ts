@@ -2,10 +2,9 @@
  * Group commit for single transfers (issue 14), on kit's GroupCommit: concurrent `transfer`
  * calls of one process are gathered — the first of an idle moment waits up to `maxWaitMs` for
  * as much company as the lane's last group had, those arriving while a group is being written
- * go together in the next — and each
- * group is ONE database transaction (ledger-group-write.ts), every transfer keeping its own
- * outcome. A hot account then costs one balance-row update and one commit per group, not per
- * transfer.
+ * go together in the next — and each group is ONE database transaction (ledger-group-write.ts),
+ * every transfer keeping its own outcome. A hot account then costs one balance-row update and
+ * one commit per group, not per transfer.
  *
  * `lanes` groups are written at once (kit's GroupCommitLanes: each lane its own transaction, on
  * its own connection), so one group's commit can overlap the next group's work. A transfer joins
@@ -27,7 +26,7 @@
  * const { transaction, replayed } = transferResultOf(outcome, request.idemKey); // or a typed error
  */
 import type { Database } from "@casebook/infra/sql/sql";
-import type { GroupCommitStats } from "@casebook/kit/group-commit";
+import type { GroupCommitOptions, GroupCommitStats } from "@casebook/kit/group-commit";
 import { GroupCommitLanes } from "@casebook/kit/group-commit-lanes";
 import type { Transfer } from "../domain/ledger.ts";
 import { ledgerErrors } from "../errors.ts";
@@ -54,7 +53,7 @@ export interface TransferGroupCommitOptions {
    * reaches, so every round waited out `maxWaitMs` (at 8 clients: 2,023–2,159 → 3,833–3,913
    * transfers/s, p50 3.5 → 1.8 ms; README, Bench).
    */
-  fillTo?: "full" | "last-batch";
+  fillTo?: GroupCommitOptions["fillTo"];
 }
 
 export const GROUP_COMMIT_DEFAULTS = {
