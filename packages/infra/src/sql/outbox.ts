@@ -253,6 +253,7 @@ export class OrderedOutbox
   readonly #e: string;
   readonly #maxPayloadBytes: number;
   readonly #enqueue: string;
+  readonly #markPublished: string;
 
   constructor(options: OrderedOutboxOptions = {}) {
     const streams = checkIdentifier(options.streams ?? "outbox_streams");
@@ -282,6 +283,17 @@ export class OrderedOutbox
       INSERT INTO ${this.#e} (ordering_key, seq, event_id, type, payload, created_at)
       SELECT $1, stream.last_seq, $2, $3, $4::jsonb, $5 FROM stream
       RETURNING seq`;
+    const fence = this.queue.fenceSql({ id: "$1", version: "$2", owner: "$3" });
+    this.#markPublished = `
+      WITH stream AS (
+        UPDATE ${this.#s} t SET published_seq = $4, attempts = 0, last_error = NULL, lease_expires_at = $5
+         WHERE ${fence} AND t.published_seq = $4 - 1
+        RETURNING t.ordering_key
+      ), event AS (
+        UPDATE ${this.#e} e SET published_at = $6
+          FROM stream WHERE e.ordering_key = stream.ordering_key AND e.seq = $4
+      )
+      SELECT count(*)::int AS marked FROM stream`;
   }
 
   /**
@@ -361,32 +373,29 @@ export class OrderedOutbox
   }
 
   /**
-   * Records `event` published and extends the claim to `nowMs + leaseMs`. The
-   * `published_seq = seq − 1` guard asserts in SQL that nothing is skipped.
+   * Records `event` published and extends the claim to `nowMs + leaseMs`, in ONE statement (both
+   * rows, atomically, without a BEGIN/COMMIT around two): the stream row is the key's hot row,
+   * which every `enqueue` of the key also locks, so the relay holds it for one round trip and
+   * its commit only. The `published_seq = seq − 1` guard asserts in SQL that nothing is skipped.
    */
-  markPublished(
+  async markPublished(
     db: Database,
     claim: OutboxClaim<OrderedOutboxEvent>,
     event: OrderedOutboxEvent,
     at: { nowMs: number; leaseMs: number },
   ): Promise<boolean> {
     const untilMs = at.nowMs + at.leaseMs;
-    const fence = this.queue.fenceSql({ id: "$1", version: "$2", owner: "$3" });
-    return db.transaction(async (tx) => {
-      const updated = await tx.query(
-        `UPDATE ${this.#s} t SET published_seq = $4, attempts = 0, last_error = NULL, lease_expires_at = $5
-          WHERE ${fence} AND t.published_seq = $4 - 1`,
-        [claim.label, claim.lease.leaseVersion, claim.lease.owner, event.seq, new Date(untilMs)],
-      );
-      if (updated.rowCount !== 1) return false;
-      await tx.query(`UPDATE ${this.#e} SET published_at = $3 WHERE ordering_key = $1 AND seq = $2`, [
-        claim.label,
-        event.seq,
-        new Date(at.nowMs),
-      ]);
-      claim.lease = { ...claim.lease, leaseExpiresAtMs: untilMs };
-      return true;
-    });
+    const { rows } = await db.query<{ marked: number }>(this.#markPublished, [
+      claim.label,
+      claim.lease.leaseVersion,
+      claim.lease.owner,
+      event.seq,
+      new Date(untilMs),
+      new Date(at.nowMs),
+    ]);
+    if (rows[0]?.marked !== 1) return false;
+    claim.lease = { ...claim.lease, leaseExpiresAtMs: untilMs };
+    return true;
   }
 
   /** Un-parks a key (an operator fixed the consumer): its head event is retried at once. */
