@@ -40,9 +40,10 @@ export const configSchema = {
   ...databaseFields({
     system: "payments",
     envPrefix: "PAYMENTS_DB",
-    fields: ["schema", "maxConnections", "statementTimeoutMs", "connectTimeoutMs"],
+    fields: ["schema", "maxConnections", "statementTimeoutMs", "connectTimeoutMs", "preparedStatements"],
     maxConnectionsDefault: 10,
     statementTimeoutMsDefault: 10_000,
+    preparedStatementsDefault: 256,
   }),
   acquirerUrl: field.url({
     env: "ACQUIRER_URL",

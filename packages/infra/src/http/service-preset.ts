@@ -60,7 +60,12 @@ export function logLevelField() {
 }
 
 /** Pool settings a system may expose, in the order it lists them. */
-export type DatabaseField = "schema" | "maxConnections" | "statementTimeoutMs" | "connectTimeoutMs";
+export type DatabaseField =
+  | "schema"
+  | "maxConnections"
+  | "statementTimeoutMs"
+  | "connectTimeoutMs"
+  | "preparedStatements";
 
 export interface DatabaseFieldOptions<F extends DatabaseField> {
   /** The system's name: the PGlite directory `$CASEBOOK_DATA/<system>` and the default schema. */
@@ -74,6 +79,8 @@ export interface DatabaseFieldOptions<F extends DatabaseField> {
   maxConnectionsDefault?: number;
   statementTimeoutMsDefault?: number;
   connectTimeoutMsDefault?: number;
+  /** Statement texts prepared automatically per connection (`PgDatabaseOptions.preparedStatements`); default 0. */
+  preparedStatementsDefault?: number;
   /** Help text of a setting, where the system says more than the preset's. */
   descriptions?: Partial<Record<DatabaseField, string>>;
 }
@@ -85,6 +92,8 @@ const databaseDescriptions: Record<DatabaseField, string> = {
   statementTimeoutMs:
     "Bound on one SQL statement (server statement_timeout; on a silent link the driver gives up 5 s later): past it a request answers 503 SQL_UNAVAILABLE",
   connectTimeoutMs: "Bound on opening a PostgreSQL connection and on waiting for a free one from a full pool",
+  preparedStatements:
+    "Distinct statement texts each PostgreSQL connection prepares once (parsed and planned once, then only bound and run); 0 = prepare none",
 };
 
 const databaseKeys = {
@@ -92,6 +101,7 @@ const databaseKeys = {
   maxConnections: "databaseMaxConnections",
   statementTimeoutMs: "databaseStatementTimeoutMs",
   connectTimeoutMs: "databaseConnectTimeoutMs",
+  preparedStatements: "databasePreparedStatements",
 } as const;
 
 type DatabaseFieldsOf<F extends DatabaseField> = { databaseUrl: Field<string | undefined> } & {
@@ -141,6 +151,14 @@ export function databaseFields<F extends DatabaseField>(
         60_000,
         "connectTimeoutMs",
       ),
+    preparedStatements: () =>
+      field.int({
+        env: `${options.envPrefix}_PREPARED_STATEMENTS`,
+        default: options.preparedStatementsDefault ?? 0,
+        min: 0,
+        max: 10_000,
+        description: describe("preparedStatements"),
+      }),
   };
   const fields: Record<string, unknown> = {
     databaseUrl: field.url({
@@ -161,6 +179,7 @@ export interface DatabaseConfig {
   readonly databaseMaxConnections?: number;
   readonly databaseStatementTimeoutMs?: number;
   readonly databaseConnectTimeoutMs?: number;
+  readonly databasePreparedStatements?: number;
 }
 
 /** `openDatabase`'s url, schema and pool from a loaded config (unset settings keep the pool's defaults). */
@@ -175,6 +194,9 @@ export function databaseOptionsOf(
     ...(config.databaseConnectTimeoutMs === undefined
       ? {}
       : { connectTimeoutMs: config.databaseConnectTimeoutMs }),
+    ...(config.databasePreparedStatements === undefined
+      ? {}
+      : { preparedStatements: config.databasePreparedStatements }),
   };
   return {
     url: config.databaseUrl,

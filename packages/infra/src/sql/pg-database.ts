@@ -20,6 +20,7 @@ import { DEFAULT_PING_TIMEOUT_MS, pingWithin } from "./sql-ping.ts";
 import { quoteIdentifier } from "./sql-schema.ts";
 import { SqlState, sqlState } from "./sql-state.ts";
 import { pgParams, pgTypesWithBigint } from "./sql-values.ts";
+import { StatementNames } from "./statement-names.ts";
 
 export interface PgDatabaseOptions {
   /** `postgres://user:password@host:port/database`. */
@@ -38,6 +39,13 @@ export interface PgDatabaseOptions {
   statementTimeoutMs?: number;
   /** Server-side `idle_in_transaction_session_timeout`: a stuck caller can't hold locks forever. Default 60 000. */
   idleInTransactionTimeoutMs?: number;
+  /**
+   * Parameterized statements prepared automatically, named by their text (statement-names.ts):
+   * the first this many distinct texts (named or not). Each connection then parses and plans such
+   * a statement once.
+   * Texts that return `*` stay unnamed. Default 0: only statements given a `name` are prepared.
+   */
+  preparedStatements?: number;
   /**
    * Called when an IDLE pooled connection dies (server restart, network cut). The pool
    * has already dropped it; the next query reconnects. Default: ignore.
@@ -111,13 +119,17 @@ function surfaced(err: unknown): unknown {
   return err;
 }
 
-/** `pg`'s query config: with `name`, a named prepared statement (parsed once per connection). */
+/**
+ * `pg`'s query config: with `name` (the caller's, else the text's derived one), a named prepared
+ * statement, parsed once per connection.
+ */
 function queryConfig(
+  names: StatementNames,
   text: string,
   params: readonly unknown[] | undefined,
   options: QueryOptions | undefined,
 ) {
-  const name = preparedName(options);
+  const name = preparedName(options) ?? names.nameOf(text, params?.length ?? 0);
   return { text, values: pgParams(params), ...(name === undefined ? {} : { name }) };
 }
 
@@ -128,10 +140,12 @@ function resultOf<Row>(result: pg.QueryResult): QueryResult<Row> {
 /** The `tx` a callback gets: refuses use after its transaction ended, when the client is back in the pool. */
 class PgTransaction implements Queryable {
   #client: pg.PoolClient;
+  readonly #names: StatementNames;
   #open = true;
 
-  constructor(client: pg.PoolClient) {
+  constructor(client: pg.PoolClient, names: StatementNames) {
     this.#client = client;
+    this.#names = names;
   }
 
   async query<Row = Record<string, unknown>>(
@@ -140,7 +154,7 @@ class PgTransaction implements Queryable {
     options?: QueryOptions,
   ): Promise<QueryResult<Row>> {
     this.#checkOpen();
-    const config = queryConfig(text, params, options);
+    const config = queryConfig(this.#names, text, params, options);
     try {
       return resultOf<Row>(await this.#client.query(config));
     } catch (err) {
@@ -170,11 +184,13 @@ class PgDatabase implements Database {
   readonly engine = "postgres" as const;
   readonly schema: string | undefined;
   #pool: pg.Pool;
+  readonly #names: StatementNames;
   #closed = false;
 
-  constructor(pool: pg.Pool, schema: string | undefined) {
+  constructor(pool: pg.Pool, schema: string | undefined, names: StatementNames) {
     this.#pool = pool;
     this.schema = schema;
+    this.#names = names;
   }
 
   async query<Row = Record<string, unknown>>(
@@ -182,7 +198,7 @@ class PgDatabase implements Database {
     params?: readonly unknown[],
     options?: QueryOptions,
   ): Promise<QueryResult<Row>> {
-    const config = queryConfig(text, params, options);
+    const config = queryConfig(this.#names, text, params, options);
     try {
       return resultOf<Row>(await this.#pool.query(config));
     } catch (err) {
@@ -205,7 +221,7 @@ class PgDatabase implements Database {
     } catch (err) {
       throw surfaced(err);
     }
-    const tx = new PgTransaction(client);
+    const tx = new PgTransaction(client, this.#names);
     // Passing an error to release() destroys the client instead of pooling it: for a link that
     // failed, or a ROLLBACK that did. pg-pool stops listening to a client's "error" event while it
     // is checked out, so without this listener a reset link would crash the process.
@@ -284,7 +300,7 @@ export function openPgDatabase(options: PgDatabaseOptions): Database {
   });
   // Without a listener an idle client's error event would crash the process.
   pool.on("error", options.onIdleConnectionError ?? (() => {}));
-  return new PgDatabase(pool, options.schema);
+  return new PgDatabase(pool, options.schema, new StatementNames(options.preparedStatements ?? 0));
 }
 
 /** Drops keys set to undefined so they don't override the defaults. */

@@ -87,6 +87,44 @@ describe("postgresql database", () => {
     });
   });
 
+  test("preparedStatements: a parameterized text is prepared once per connection under its derived name; `*` and past the limit run unnamed", async (t) => {
+    if (!(await requirePostgres(t))) return;
+    const prepared = openPgDatabase({
+      url: url!,
+      schema,
+      applicationName: "casebook-sql-test",
+      maxConnections: 1,
+      preparedStatements: 3,
+    });
+    try {
+      await prepared.exec("CREATE TABLE prep_items (id int PRIMARY KEY, label text NOT NULL)");
+      const insert = "INSERT INTO prep_items (id, label) VALUES ($1, $2) RETURNING id, label";
+      const star = "SELECT * FROM prep_items WHERE id = $1";
+      const read = "SELECT label FROM prep_items WHERE id = $1";
+      const late = "SELECT id FROM prep_items WHERE label = $1";
+      assert.deepEqual((await prepared.query(insert, [1, "one"])).rows, [{ id: 1, label: "one" }]);
+      assert.deepEqual((await prepared.query(insert, [2, "two"])).rows, [{ id: 2, label: "two" }]);
+      await prepared.query(star, [1]);
+      await prepared.query(read, [1]);
+      await prepared.query(late, ["one"]); // the fourth text (the `*` one counts): past the limit of 3
+      const inSession = await prepared.query<{ statement: string }>(
+        "SELECT statement FROM pg_prepared_statements WHERE NOT from_sql ORDER BY statement",
+      );
+      assert.deepEqual(
+        inSession.rows.map((r) => r.statement),
+        [insert, read],
+      );
+      // A column added while the connection lives: the named text is re-planned, the `*` one
+      // (unnamed) returns the new column instead of failing "cached plan must not change result type".
+      await prepared.exec("ALTER TABLE prep_items ADD COLUMN note text");
+      assert.deepEqual((await prepared.query(read, [2])).rows, [{ label: "two" }]);
+      assert.deepEqual((await prepared.query(star, [2])).rows, [{ id: 2, label: "two", note: null }]);
+      assert.deepEqual((await prepared.query(insert, [3, "three"])).rows, [{ id: 3, label: "three" }]);
+    } finally {
+      await prepared.close();
+    }
+  });
+
   test("SKIP LOCKED: a claimer skips the rows another open transaction holds", async (t) => {
     if (!(await requirePostgres(t))) return;
     await db.exec(
