@@ -37,6 +37,7 @@ const expected = [
   "017_merchant_ledger_accounts",
   "018_ledger_write_serial",
   "019_ledger_late_entries",
+  "020_ledger_settle",
 ];
 
 test("every migration applies in order on PGlite, once", async (t) => {

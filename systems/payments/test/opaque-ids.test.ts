@@ -18,11 +18,13 @@ import { engineFree } from "@casebook/lab/test-engines";
 import { normalizeTransfer } from "../src/domain/ledger.ts";
 import { isPaymentId, isRefundId } from "../src/domain/public-ids.ts";
 import {
+  acquirerKeyOf,
   type CreatePaymentInput,
-  createPayment,
   ensureMerchantAccounts,
   findPaymentByPublicId,
   type Payment,
+  type PaymentRow,
+  toPayment,
 } from "../src/store/payment-repository.ts";
 import { createRefund, findRefund } from "../src/store/refund-repository.ts";
 import type { PaymentEvent } from "../src/workers/saga-orchestrator.ts";
@@ -129,8 +131,8 @@ test("public id shapes: new, pre-013 decimal, and nothing else", (t) => {
 
 /**
  * What the version before 013 wrote for a new payment: its reserve hold, through that schema's
- * ledger_write (007's; today's createPayment calls 018's), then the payment row as createPayment
- * inserts it (the payments table had these columns then).
+ * ledger_write (007's; today's createPayment calls 018's), then the payment row by that version's
+ * INSERT (today's returns its columns by name, `public_id` among them, which 013 adds).
  */
 async function createPaymentBefore013(tx: Queryable, input: CreatePaymentInput): Promise<Payment> {
   const accounts = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
@@ -145,7 +147,26 @@ async function createPaymentBefore013(tx: Queryable, input: CreatePaymentInput):
       pending: true,
     }),
   );
-  return createPayment(tx, input, { holdTransactionId: hold });
+  const { rows } = await tx.query<PaymentRow>(
+    `INSERT INTO payments (merchant_id, idempotency_key, acquirer_key, amount_minor, currency, card_token,
+       capture, status, step, intent, next_attempt_at, lease_owner, lease_expires_at, idem_generation,
+       hold_transaction_id, started_at, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', 'authorize', 'authorize', $8, NULL, NULL, $9, $10, $8, $8, $8)
+     RETURNING *`,
+    [
+      input.merchantId,
+      input.idempotencyKey,
+      acquirerKeyOf(input.merchantId, input.idempotencyKey),
+      input.amountMinor,
+      input.currency,
+      input.cardToken,
+      input.capture,
+      new Date(input.nowMs),
+      input.idemGeneration,
+      hold,
+    ],
+  );
+  return toPayment(rows[0]!);
 }
 
 test("013 upgrades a data directory of the previous version: old ids still answer, new payments get opaque ids", async (t) => {

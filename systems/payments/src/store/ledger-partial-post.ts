@@ -21,12 +21,7 @@ import { strict as assert } from "node:assert";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { legsByAccount, type Metadata, normalizeTransfer } from "../domain/ledger.ts";
 import { ledgerErrors } from "../errors.ts";
-import {
-  applyTransfers,
-  type LedgerTransaction,
-  loadTransactions,
-  settlePending,
-} from "./ledger-repository.ts";
+import { applyTransfers, type LedgerTransaction, loadTransactions, settleHold } from "./ledger-repository.ts";
 
 export interface PartialPostRequest {
   /** The part to post, in minor units: 0 < amountMinor < the hold's amount (all of it: post the hold). */
@@ -60,7 +55,7 @@ export async function postPartially(
   holdId: bigint,
   request: PartialPostRequest,
 ): Promise<LedgerTransaction> {
-  // The hold row is locked first, then (settlePending, applyTransfers) the accounts: the ledger's one lock order.
+  // The hold row is locked first, then (settleHold, applyTransfers) the accounts: the ledger's one lock order.
   const { rows } = await tx.query<{ status: string; expired: boolean }>(
     "SELECT status, coalesce(expires_at <= now(), false) AS expired FROM transactions WHERE id = $1 FOR NO KEY UPDATE",
     [holdId],
@@ -91,7 +86,7 @@ export async function postPartially(
     const reason = `a partial post takes 1..${legs.amount - 1n} of this hold (all of it: post the hold)`;
     throw ledgerErrors.create("LEDGER_TRANSFER_INVALID", { fields: { field: "amountMinor", reason } });
   }
-  await settlePending(tx, holdId, "voided");
+  await settleHold(tx, holdId, "voided");
   const transfer = normalizeTransfer({
     idemKey: request.idemKey,
     from: legs.from,

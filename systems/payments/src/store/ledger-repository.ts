@@ -38,13 +38,11 @@
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import type { GroupCommitStats } from "@casebook/kit/group-commit";
 import {
-  type AccountLeg,
   CURRENCY_REASON,
   checkId,
   checkIdemKey,
   fingerprintOf,
   isCurrencyCode,
-  legsByAccount,
   type Metadata,
   normalizeTransfer,
   reversalEntries,
@@ -66,6 +64,7 @@ import {
   type LedgerAccount,
   type LedgerEntry,
   type LedgerTransaction,
+  ledgerWriteError,
   loadTransactions,
   type TransactionStatus,
   type TransferResult,
@@ -126,120 +125,56 @@ export interface LedgerRepositoryOptions {
 
 const READ_COMMITTED = { isolation: "read committed" } as const;
 
-/**
- * post/void's step 1: locks the balance rows of `accountIds` in ascending id (PY-09) and checks
- * that each account exists with the currency its entries claim (ledger_write does the same).
- */
-async function lockAccounts(tx: Queryable, legs: readonly AccountLeg[]): Promise<void> {
-  const ids = [...new Set(legs.map((leg) => leg.accountId))].sort((a, b) => (a < b ? -1 : 1));
-  // ORDER BY below FOR UPDATE: the LockRows node sits above the Sort, so rows are locked in id order.
-  const { rows } = await tx.query<{ account_id: bigint; currency: string }>(
-    `SELECT b.account_id, a.currency FROM account_balances b JOIN accounts a ON a.id = b.account_id
-      WHERE b.account_id = ANY($1::int8[]) ORDER BY b.account_id FOR UPDATE OF b`,
-    [ids.map(String)],
-  );
-  const currencies = new Map(rows.map((row) => [row.account_id, row.currency]));
-  for (const leg of legs) {
-    const currency = currencies.get(leg.accountId);
-    if (currency === undefined) {
-      throw ledgerErrors.create("LEDGER_ACCOUNT_NOT_FOUND", {
-        fields: { accountId: leg.accountId.toString() },
-      });
-    }
-    if (currency !== leg.currency) {
-      const fields = {
-        accountId: leg.accountId.toString(),
-        accountCurrency: currency,
-        entryCurrency: leg.currency,
-      };
-      throw ledgerErrors.create("LEDGER_CURRENCY_MISMATCH", { fields });
-    }
-  }
-}
-
-/** What one account's balance row absorbs, split by phase. */
-interface BalanceDelta {
-  accountId: bigint;
-  postedDebits: bigint;
-  postedCredits: bigint;
-  pendingDebits: bigint;
-  pendingCredits: bigint;
-}
-
-/**
- * Step 4 (and post/void): applies `deltas` to the locked balance rows. The WHERE is PY-14's
- * conditional update: a no-overdraft row whose available balance would go negative is not
- * updated, and that missing row becomes LEDGER_INSUFFICIENT_FUNDS (the caller's transaction
- * then rolls back whole). Deltas may be negative (post/void move amounts out of pending).
- */
-async function applyDeltas(tx: Queryable, deltas: readonly BalanceDelta[]): Promise<void> {
-  if (deltas.length === 0) return;
-  const { rows } = await tx.query<{ account_id: bigint }>(
-    `UPDATE account_balances b
-        SET posted_debits = b.posted_debits + d.pd, posted_credits = b.posted_credits + d.pc,
-            pending_debits = b.pending_debits + d.qd, pending_credits = b.pending_credits + d.qc
-       FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[], $5::int8[]) AS d(id, pd, pc, qd, qc)
-      WHERE b.account_id = d.id
-        AND (NOT b.no_overdraft
-             OR (b.posted_credits + d.pc) - (b.posted_debits + d.pd) - (b.pending_debits + d.qd) >= 0)
-     RETURNING b.account_id`,
-    [
-      deltas.map((d) => d.accountId.toString()),
-      deltas.map((d) => d.postedDebits.toString()),
-      deltas.map((d) => d.postedCredits.toString()),
-      deltas.map((d) => d.pendingDebits.toString()),
-      deltas.map((d) => d.pendingCredits.toString()),
-    ],
-  );
-  if (rows.length === deltas.length) return;
-  const updated = new Set(rows.map((row) => row.account_id));
-  const short = deltas.filter((d) => !updated.has(d.accountId)).map((d) => d.accountId.toString());
-  throw ledgerErrors.create("LEDGER_INSUFFICIENT_FUNDS", { fields: { accountIds: short } });
-}
-
 /** post/void inside `tx`: moves a pending transaction's amounts out of the pending columns. */
 export async function settlePending(
   tx: Queryable,
   transactionId: bigint,
   outcome: "posted" | "voided",
 ): Promise<LedgerTransaction> {
+  await settleHold(tx, transactionId, outcome);
+  const [settled] = await loadTransactions(tx, [transactionId]);
+  return settled!;
+}
+
+/**
+ * post/void inside `tx`, without reading the transaction back (the saga's post or void of a
+ * payment's hold): migration 020's `ledger_settle`, one round trip that locks the transaction row,
+ * then its accounts in ascending id, and moves the amounts — so the merchant's balance rows are
+ * held for that answer and the COMMIT only. A retried post or void of a settled row changes
+ * nothing; any other state is LEDGER_TRANSACTION_NOT_PENDING, a post past the hold's deadline
+ * (the database's clock) LEDGER_PENDING_EXPIRED (TigerBeetle's pending_transfer_expired).
+ */
+export async function settleHold(
+  tx: Queryable,
+  transactionId: bigint,
+  outcome: "posted" | "voided",
+): Promise<void> {
   const id = checkId(transactionId, "transactionId");
-  // The transaction row first, then its accounts: the one lock order every writer follows.
-  const { rows } = await tx.query<{ status: TransactionStatus; expired: boolean }>(
-    "SELECT status, coalesce(expires_at <= now(), false) AS expired FROM transactions WHERE id = $1 FOR NO KEY UPDATE",
-    [id],
-  );
-  const status = rows[0]?.status;
-  if (status === undefined)
+  let answer: { prior_status: TransactionStatus; expires_at: Date | null; expired: boolean } | undefined;
+  try {
+    ({
+      rows: [answer],
+    } = await tx.query<NonNullable<typeof answer>>(
+      "SELECT prior_status, expires_at, expired FROM ledger_settle($1, $2)",
+      [id, outcome],
+      { name: "ledger_settle" },
+    ));
+  } catch (err) {
+    throw ledgerWriteError(err);
+  }
+  if (answer === undefined)
     throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_FOUND", { fields: { id: String(id) } });
-  const [current] = await loadTransactions(tx, [id]);
-  if (status === outcome) return current!; // a retried post/void: already done, nothing to do
+  const status = answer.prior_status;
+  if (status === outcome) return; // a retried post/void: already done, nothing done now
   if (status !== "pending") {
     throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_PENDING", {
       fields: { id: String(id), status, outcome },
     });
   }
-  // Past its deadline a hold can only be voided (TigerBeetle's pending_transfer_expired), by the
-  // database's clock: the expirer releases it, or a void does.
-  if (outcome === "posted" && rows[0]!.expired) {
-    const fields = { id: String(id), expiresAt: current!.expiresAt?.toISOString() };
+  if (outcome === "posted" && answer.expired) {
+    const fields = { id: String(id), expiresAt: answer.expires_at?.toISOString() };
     throw ledgerErrors.create("LEDGER_PENDING_EXPIRED", { fields });
   }
-  const legs = legsByAccount(current!.entries);
-  await lockAccounts(tx, legs);
-  const posted = outcome === "posted" ? 1n : 0n;
-  await applyDeltas(
-    tx,
-    legs.map((leg) => ({
-      accountId: leg.accountId,
-      postedDebits: leg.debits * posted,
-      postedCredits: leg.credits * posted,
-      pendingDebits: -leg.debits,
-      pendingCredits: -leg.credits,
-    })),
-  );
-  await tx.query("UPDATE transactions SET status = $2 WHERE id = $1", [id, outcome]);
-  return { ...current!, status: outcome };
 }
 
 /** reverse inside `tx` (PY-15): new swapped entries referencing the original; nothing edited. */

@@ -162,8 +162,8 @@ interface WrittenRow {
   entry_ids: string | null;
 }
 
-/** `ledger_write`'s own SQLSTATEs (007, kept by 018) → typed errors; anything else passes through. */
-function ledgerWriteError(err: unknown): unknown {
+/** `ledger_write`'s own SQLSTATEs (007, kept by 018; LDF01 also `ledger_settle`'s, 020) → typed errors; anything else passes through. */
+export function ledgerWriteError(err: unknown): unknown {
   const { code, detail } = (err ?? {}) as { code?: unknown; detail?: unknown };
   const text = typeof detail === "string" ? detail : "";
   switch (code) {

@@ -32,7 +32,7 @@ import {
 } from "../domain/payment-saga.ts";
 import { paymentErrors } from "../errors.ts";
 import { postPartially } from "./ledger-partial-post.ts";
-import { applyTransfers, settlePending } from "./ledger-repository.ts";
+import { applyTransfers, settleHold } from "./ledger-repository.ts";
 import { ensureMerchantAccounts as provisionMerchantAccounts } from "./merchant-accounts.ts";
 
 export interface MerchantAccounts {
@@ -92,7 +92,8 @@ export interface CreatePaymentInput {
   leaseMs?: number;
 }
 
-interface PaymentRow {
+/** A `payments` row as the driver returns it. */
+export interface PaymentRow {
   id: bigint;
   public_id: string;
   merchant_id: string;
@@ -125,7 +126,52 @@ interface PaymentRow {
   finished_at: Date | null;
 }
 
-function toPayment(row: PaymentRow): Payment {
+/**
+ * Every column a payment statement returns, named: not `*`, so each such statement can be
+ * prepared (infra's statement-names.ts leaves `*` unnamed — a column added by a migration would
+ * change a prepared result). A `Record` over PaymentRow's keys, so a column missing here fails the
+ * typecheck.
+ */
+const PAYMENT_ROW_COLUMNS: Record<keyof PaymentRow, true> = {
+  id: true,
+  public_id: true,
+  merchant_id: true,
+  idempotency_key: true,
+  acquirer_key: true,
+  amount_minor: true,
+  currency: true,
+  card_token: true,
+  capture: true,
+  status: true,
+  decline_reason: true,
+  failure: true,
+  step: true,
+  intent: true,
+  attempts: true,
+  next_attempt_at: true,
+  lease_owner: true,
+  lease_expires_at: true,
+  lease_version: true,
+  idem_generation: true,
+  acquirer_authorization_id: true,
+  hold_transaction_id: true,
+  capture_amount_minor: true,
+  capture_transaction_id: true,
+  captured_minor: true,
+  refunded_minor: true,
+  started_at: true,
+  created_at: true,
+  updated_at: true,
+  finished_at: true,
+};
+const PAYMENT_COLUMNS = Object.keys(PAYMENT_ROW_COLUMNS).join(", ");
+/** The same, qualified by the lease queue's alias `t`. */
+const PAYMENT_COLUMNS_OF_T = Object.keys(PAYMENT_ROW_COLUMNS)
+  .map((column) => `t.${column}`)
+  .join(", ");
+
+/** The payment a row holds. */
+export function toPayment(row: PaymentRow): Payment {
   return {
     id: row.id,
     publicId: row.public_id,
@@ -220,7 +266,7 @@ export async function createPayment(
        hold_transaction_id, started_at, created_at, updated_at)
      OVERRIDING SYSTEM VALUE
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', 'authorize', 'authorize', $9, $10, $11, $12, $13, $9, $9, $9)
-     RETURNING *`,
+     RETURNING ${PAYMENT_COLUMNS}`,
     [
       id,
       input.merchantId,
@@ -262,10 +308,10 @@ export async function findPayment(
   merchantId: string,
   id: bigint,
 ): Promise<Payment | undefined> {
-  const { rows } = await q.query<PaymentRow>("SELECT * FROM payments WHERE id = $1 AND merchant_id = $2", [
-    id,
-    merchantId,
-  ]);
+  const { rows } = await q.query<PaymentRow>(
+    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1 AND merchant_id = $2`,
+    [id, merchantId],
+  );
   return rows[0] === undefined ? undefined : toPayment(rows[0]);
 }
 
@@ -276,7 +322,7 @@ export async function findPaymentByPublicId(
   publicId: string,
 ): Promise<Payment | undefined> {
   const { rows } = await q.query<PaymentRow>(
-    "SELECT * FROM payments WHERE public_id = $1 AND merchant_id = $2",
+    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE public_id = $1 AND merchant_id = $2`,
     [publicId, merchantId],
   );
   return rows[0] === undefined ? undefined : toPayment(rows[0]);
@@ -288,7 +334,7 @@ export async function findPaymentByKey(
   idempotencyKey: string,
 ): Promise<Payment | undefined> {
   const { rows } = await q.query<PaymentRow>(
-    "SELECT * FROM payments WHERE merchant_id = $1 AND idempotency_key = $2",
+    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE merchant_id = $1 AND idempotency_key = $2`,
     [merchantId, idempotencyKey],
   );
   return rows[0] === undefined ? undefined : toPayment(rows[0]);
@@ -341,6 +387,7 @@ export const sagaQueue = new LeaseQueue<PaymentRow, bigint>({
   idType: "int8",
   claimable: "t.step <> 'done'",
   order: "t.next_attempt_at",
+  returning: PAYMENT_COLUMNS_OF_T,
   minLeaseMs: MIN_LEASE_MS,
 });
 
@@ -478,11 +525,11 @@ export async function applyDecision(
  * rest released, ledger-partial-post.ts), or void it. In the step's transaction.
  */
 async function applyLedgerAction(tx: Queryable, p: Payment, next: SagaDecision): Promise<Payment> {
-  if (next.ledger === "void-hold") await settlePending(tx, p.holdTransactionId, "voided");
+  if (next.ledger === "void-hold") await settleHold(tx, p.holdTransactionId, "voided");
   if (next.ledger !== "post-hold") return p;
   const capturedMinor = captureAmountOf(p.amountMinor, p.captureAmountMinor);
   if (capturedMinor === p.amountMinor) {
-    await settlePending(tx, p.holdTransactionId, "posted");
+    await settleHold(tx, p.holdTransactionId, "posted");
     return p;
   }
   const capture = await postPartially(tx, p.holdTransactionId, {
@@ -547,7 +594,7 @@ export async function scheduleSettlement(
 /** The payment row (by internal id) locked FOR UPDATE, scoped to its merchant. */
 export async function lockPayment(tx: Queryable, merchantId: string, id: bigint): Promise<Payment> {
   const { rows } = await tx.query<PaymentRow>(
-    "SELECT * FROM payments WHERE id = $1 AND merchant_id = $2 FOR UPDATE",
+    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1 AND merchant_id = $2 FOR UPDATE`,
     [id, merchantId],
   );
   // No id in the problem: the internal one never leaves the service (public-ids.ts).
