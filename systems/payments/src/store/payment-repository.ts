@@ -463,12 +463,12 @@ export interface ApplyDecisionOptions {
  * `complete` with the final response when the original POST's saga finishes, `advance` (a lease
  * renewal) otherwise. Keeps the claim when the next step is due now, releases it when it waits.
  *
- * The ledger action goes last when it leaves the payment as it is (a whole post, a void): it locks
- * the merchant's balance rows, which every payment of that merchant needs, and they stay locked
- * until COMMIT — so nothing else of the step runs while they are held (issue 14: with the
- * idempotency record and the outbox event after it, the rows were held across two more round
- * trips). A partial capture's post names its new ledger transaction in the payment, so it keeps
- * the old order.
+ * Two rows every payment of a merchant needs are locked last, each until COMMIT (issue 14): the
+ * merchant's balance rows (the ledger action: a whole post or a void, one call, ledger_settle) and
+ * then its outbox stream row (the finished saga's event, PY-11's per-account counter). So the step's
+ * other writes run before either is held, and the stream row — the hotter, which the relay's
+ * acknowledgements lock too — is never held while this step waits for the balance rows. A partial
+ * capture's post names its new ledger transaction in the payment's response, so it goes first.
  */
 export async function applyDecision(
   tx: Queryable,
@@ -504,20 +504,19 @@ export async function applyDecision(
     throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", { fields: { paymentId: payment.id.toString() } });
   }
   const written = toPayment(write.row);
-  const finish = async (p: Payment) => {
-    await recordIdempotency(tx, p, next, options);
-    if (next.finished) await options.emitFinished?.(tx, p);
-  };
   if (
     next.ledger === "post-hold" &&
     captureAmountOf(written.amountMinor, written.captureAmountMinor) !== written.amountMinor
   ) {
     const updated = await applyLedgerAction(tx, written, next);
-    await finish(updated);
+    await recordIdempotency(tx, updated, next, options);
+    if (next.finished) await options.emitFinished?.(tx, updated);
     return updated;
   }
-  await finish(written);
-  return applyLedgerAction(tx, written, next);
+  await recordIdempotency(tx, written, next, options);
+  const settled = await applyLedgerAction(tx, written, next);
+  if (next.finished) await options.emitFinished?.(tx, settled);
+  return settled;
 }
 
 /**
