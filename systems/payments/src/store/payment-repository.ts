@@ -32,7 +32,8 @@ import {
 } from "../domain/payment-saga.ts";
 import { paymentErrors } from "../errors.ts";
 import { postPartially } from "./ledger-partial-post.ts";
-import { applyTransfers, settleHold } from "./ledger-repository.ts";
+import { settleHold } from "./ledger-repository.ts";
+import { ledgerWriteError, ledgerWriteStatement } from "./ledger-write.ts";
 import { ensureMerchantAccounts as provisionMerchantAccounts } from "./merchant-accounts.ts";
 
 export interface MerchantAccounts {
@@ -257,39 +258,66 @@ export async function createPayment(
     "SELECT nextval(pg_get_serial_sequence('payments', 'id')) AS id",
   );
   const id = ids[0]!.id;
-  const holdTransactionId = booked?.holdTransactionId ?? (await reserveHold(tx, id, input));
   const now = new Date(input.nowMs);
   const leaseExpiresAt = input.leaseOwner === undefined ? null : new Date(input.nowMs + (input.leaseMs ?? 0));
-  const { rows } = await tx.query<PaymentRow>(
-    `INSERT INTO payments (id, merchant_id, idempotency_key, acquirer_key, amount_minor, currency, card_token,
+  const values = [
+    id,
+    input.merchantId,
+    input.idempotencyKey,
+    acquirerKeyOf(input.merchantId, input.idempotencyKey),
+    input.amountMinor,
+    input.currency,
+    input.cardToken,
+    input.capture,
+    now,
+    input.leaseOwner ?? null,
+    leaseExpiresAt,
+    input.idemGeneration,
+  ];
+  if (booked !== undefined) {
+    const { rows } = await tx.query<PaymentRow>(insertPaymentSql(0, "$13"), [
+      ...values,
+      booked.holdTransactionId,
+    ]);
+    return toPayment(rows[0]!);
+  }
+  // The hold and the row in ONE statement: the hold locks the merchant's balance rows until
+  // COMMIT, so nothing else of the transaction runs while they are held.
+  const hold = ledgerWriteStatement({ transfer: await reserveTransfer(tx, id, input), reversesId: null });
+  try {
+    const { rows } = await tx.query<PaymentRow>(
+      `WITH hold AS (${hold.text})
+       ${insertPaymentSql(hold.params.length, "hold.transaction_id", " FROM hold")}`,
+      [...hold.params, ...values],
+    );
+    return toPayment(rows[0]!);
+  } catch (err) {
+    throw ledgerWriteError(err);
+  }
+}
+
+/**
+ * The payment row's INSERT: its twelve values at `$offset+1…`, the hold's id from `hold` (a
+ * parameter, or a CTE's column with `from` naming the CTE). Casts name every type: the values are
+ * a SELECT list, where a parameter's type is not taken from its column.
+ */
+function insertPaymentSql(offset: number, hold: string, from = ""): string {
+  const v = (k: number, type: string) => `$${offset + k}::${type}`;
+  return `INSERT INTO payments (id, merchant_id, idempotency_key, acquirer_key, amount_minor, currency, card_token,
        capture, status, step, intent, next_attempt_at, lease_owner, lease_expires_at, idem_generation,
        hold_transaction_id, started_at, created_at, updated_at)
      OVERRIDING SYSTEM VALUE
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', 'authorize', 'authorize', $9, $10, $11, $12, $13, $9, $9, $9)
-     RETURNING ${PAYMENT_COLUMNS}`,
-    [
-      id,
-      input.merchantId,
-      input.idempotencyKey,
-      acquirerKeyOf(input.merchantId, input.idempotencyKey),
-      input.amountMinor,
-      input.currency,
-      input.cardToken,
-      input.capture,
-      now,
-      input.leaseOwner ?? null,
-      leaseExpiresAt,
-      input.idemGeneration,
-      holdTransactionId,
-    ],
-  );
-  return toPayment(rows[0]!);
+     SELECT ${v(1, "int8")}, ${v(2, "text")}, ${v(3, "text")}, ${v(4, "text")}, ${v(5, "int8")}, ${v(6, "text")},
+       ${v(7, "text")}, ${v(8, "boolean")}, 'pending', 'authorize', 'authorize', ${v(9, "timestamptz")},
+       ${v(10, "text")}, ${v(11, "timestamptz")}, ${v(12, "int4")}, ${hold}, ${v(9, "timestamptz")},
+       ${v(9, "timestamptz")}, ${v(9, "timestamptz")}${from}
+     RETURNING ${PAYMENT_COLUMNS}`;
 }
 
-/** The reserve step's pending hold for payment `id` (customer funds → merchant pending). */
-async function reserveHold(tx: Queryable, id: bigint, input: CreatePaymentInput): Promise<bigint> {
+/** The reserve step's pending hold for payment `id`: customer funds → merchant pending. */
+async function reserveTransfer(tx: Queryable, id: bigint, input: CreatePaymentInput) {
   const accounts = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
-  const transfer = normalizeTransfer({
+  return normalizeTransfer({
     idemKey: `pay:${id}:reserve`,
     from: accounts.customerFunds,
     to: accounts.merchantPending,
@@ -298,8 +326,6 @@ async function reserveHold(tx: Queryable, id: bigint, input: CreatePaymentInput)
     pending: true,
     metadata: { paymentId: id.toString() },
   });
-  const [hold] = await applyTransfers(tx, [{ transfer, reversesId: null }]);
-  return hold!.transaction.id;
 }
 
 /** A payment by its internal id, scoped to its merchant. */
