@@ -154,25 +154,26 @@ async function createAndDrive(
   }
   if (breakerOpen) return sendView(reply, 202, payment);
   const driven = await driveInline(deps, () => deps.orchestrator.drive({ ...payment, takenOver: false }));
-  return answerDriven(deps, reply, merchantId, key, driven ?? payment, driven !== undefined);
+  return answerDriven(deps, reply, merchantId, key, payment, driven);
 }
 
 /**
  * A finished saga answers with its stored response (the bytes every retry replays); else 202
  * pending. When this request's own drive finished it (`driven`: what that drive committed, the
  * stored response among it), the bytes are `finalResponse` of that payment — what the commit
- * stored — so they are not read back.
+ * stored — so they are not read back. `driven` is undefined when the drive did not end here.
  */
 async function answerDriven(
   deps: PaymentRouteDeps,
   reply: FastifyReply,
   merchantId: string,
   key: string,
-  payment: Payment,
-  driven: boolean,
+  before: Payment,
+  driven: Payment | undefined,
 ): Promise<FastifyReply> {
-  if (driven && payment.step === "done" && payment.intent === "authorize")
-    return sendStoredResponse(reply, finalResponse(payment));
+  if (driven?.step === "done" && driven.intent === "authorize")
+    return sendStoredResponse(reply, finalResponse(driven));
+  const payment = driven ?? before;
   if (payment.step === "done") {
     const stored = await deps.idempotency.find(merchantId, key);
     if (stored?.response !== undefined) return sendStoredResponse(reply, stored.response);
@@ -205,7 +206,7 @@ async function postPayment(deps: PaymentRouteDeps, request: FastifyRequest, repl
   if (payment === undefined) throw new Error(`idempotency key ${key} is past "started" but has no payment`);
   await setIdemGeneration(deps.db, payment.id, begun.lease.generation);
   const driven = await driveInline(deps, () => deps.orchestrator.driveById(payment.id));
-  return answerDriven(deps, reply, merchantId, key, driven ?? payment, driven !== undefined);
+  return answerDriven(deps, reply, merchantId, key, payment, driven);
 }
 
 /** A capture body (`captureBody`): nothing, null or `{}` captures it all; `{"amountMinor"}` a part (PY-16). */

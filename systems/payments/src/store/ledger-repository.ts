@@ -150,18 +150,16 @@ export async function settleHold(
   outcome: "posted" | "voided",
 ): Promise<void> {
   const id = checkId(transactionId, "transactionId");
-  let answer: { prior_status: TransactionStatus; expires_at: Date | null; expired: boolean } | undefined;
-  try {
-    ({
-      rows: [answer],
-    } = await tx.query<NonNullable<typeof answer>>(
+  const { rows } = await tx
+    .query<{ prior_status: TransactionStatus; expires_at: Date | null; expired: boolean }>(
       "SELECT prior_status, expires_at, expired FROM ledger_settle($1, $2)",
       [id, outcome],
       { name: "ledger_settle" },
-    ));
-  } catch (err) {
-    throw ledgerWriteError(err);
-  }
+    )
+    .catch((err: unknown) => {
+      throw ledgerWriteError(err);
+    });
+  const answer = rows[0];
   if (answer === undefined)
     throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_FOUND", { fields: { id: String(id) } });
   const status = answer.prior_status;
@@ -377,7 +375,7 @@ export class LedgerRepository {
 
   /**
    * Voids up to `limit` pending transfers whose deadline has passed (016), soonest first, each in
-   * its own transaction (settlePending: its row, then its accounts, the one lock order). A hold
+   * its own transaction (settleHold: its row, then its accounts, the one lock order). A hold
    * posted or voided meanwhile is skipped. Answers how many it voided.
    */
   async voidExpired(limit = 100): Promise<number> {
@@ -396,7 +394,7 @@ export class LedgerRepository {
           [id],
         );
         if (still.length === 0) return false; // settled meanwhile, or being settled now
-        await settlePending(tx, id, "voided");
+        await settleHold(tx, id, "voided");
         return true;
       }, READ_COMMITTED);
       if (done) voided += 1;

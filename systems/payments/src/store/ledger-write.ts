@@ -193,8 +193,11 @@ function metadataText(metadata: Metadata): string {
   return "{}";
 }
 
-/** ledger_write's ten parallel arrays (007's comment), built in one pass; and each transfer's metadata text. */
-function writeParams(batch: readonly Pending[]): { params: unknown[]; metadata: string[] } {
+/**
+ * ledger_write's eleven parameters: its ten parallel arrays (007's comment), built in one pass,
+ * and `p_serial` (018); and each transfer's metadata text.
+ */
+function writeParams(batch: readonly Pending[], serial: boolean): { params: unknown[]; metadata: string[] } {
   const keys: string[] = [];
   const fingerprints: string[] = [];
   const pending: boolean[] = [];
@@ -231,6 +234,7 @@ function writeParams(batch: readonly Pending[]): { params: unknown[]; metadata: 
     entryCurrency,
     entryDirection,
     entryAmount,
+    serial,
   ];
   return { params, metadata };
 }
@@ -279,9 +283,7 @@ function createdTransaction(
 export function ledgerWriteStatement(pending: Pending): { text: string; params: unknown[] } {
   if (pending.transfer.pending && pending.transfer.timeoutS !== null)
     throw new RangeError("ledgerWriteStatement: a pending transfer with a timeout needs applyTransfers");
-  const { params } = writeParams([pending]);
-  params.push(false);
-  return { text: LEDGER_WRITE, params };
+  return { text: LEDGER_WRITE, params: writeParams([pending], false).params };
 }
 
 export interface ApplyOptions {
@@ -305,8 +307,7 @@ export async function applyTransfers(
   options: ApplyOptions = {},
 ): Promise<TransferResult[]> {
   checkUniqueKeys(batch);
-  const { params, metadata } = writeParams(batch);
-  params.push(options.serial === true);
+  const { params, metadata } = writeParams(batch, options.serial === true);
   let rows: WrittenRow[];
   try {
     ({ rows } = await on.query<WrittenRow>(LEDGER_WRITE, params, { name: "ledger_write" }));
