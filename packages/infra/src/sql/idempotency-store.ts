@@ -109,6 +109,13 @@ export type BeginResult =
 export const BEGIN_MAX_ROUNDS = 4;
 /** Bound on one prune batch; the worker calls prune again while batches come back full. */
 export const PRUNE_MAX_BATCH = 10_000;
+/** Bound on one `recordMany` batch: its arrays (bodies included) travel as one statement's parameters. */
+export const RECORD_MAX_BATCH = 10_000;
+
+/** One key's record in `recordMany`: the step it advances to, or its final response. */
+export type IdempotencyRecord =
+  | { lease: IdempotencyLease; step: string }
+  | { lease: IdempotencyLease; response: StoredResponse };
 
 const COLUMNS =
   "request_method, request_path, body_sha256, status, recovery_point, generation, locked_at, created_at, response_status, response_headers, response_body";
@@ -125,6 +132,15 @@ interface KeyRow {
   response_status: number | null;
   response_headers: Record<string, string> | null;
   response_body: Uint8Array | null;
+}
+
+/**
+ * `WHERE` of every owner write: the row (columns prefixed `row`) is still the lease's
+ * (scope, key, generation), in progress and locked. One text for the single writes and the
+ * set-based one, so the two cannot drift apart.
+ */
+function ownedSql(row: string, scope: string, lease: { scope: string; key: string; generation: string }) {
+  return `${row}${scope} = ${lease.scope} AND ${row}key = ${lease.key} AND ${row}generation = ${lease.generation} AND ${row}status = 'in_progress' AND ${row}locked_at IS NOT NULL`;
 }
 
 /** The statements of one table; `scope` is its scope column, checked as an identifier. */
@@ -147,7 +163,24 @@ function statements(table: string, scope: string) {
     AND generation = $4 AND locked_at IS NOT DISTINCT FROM $5::timestamptz
   RETURNING generation, recovery_point`,
     /** `WHERE` of every owner write: the row is still ours, in progress and locked by us. */
-    owned: `${scope} = $1 AND key = $2 AND generation = $3 AND status = 'in_progress' AND locked_at IS NOT NULL`,
+    owned: ownedSql("", scope, { scope: "$1", key: "$2", generation: "$3" }),
+    /**
+     * `advance` and `complete` of many leases: one input row per lease; `kind` picks the
+     * columns that differ, and an advance leaves the response columns as they are.
+     */
+    recordMany: `
+  UPDATE ${table} t SET
+    status           = CASE i.kind WHEN 'complete' THEN 'completed' ELSE t.status END,
+    recovery_point   = CASE i.kind WHEN 'complete' THEN '${RECOVERY_FINISHED}' ELSE i.step END,
+    locked_at        = CASE i.kind WHEN 'complete' THEN NULL ELSE $9::timestamptz END,
+    completed_at     = CASE i.kind WHEN 'complete' THEN $9::timestamptz ELSE t.completed_at END,
+    response_status  = CASE i.kind WHEN 'complete' THEN i.response_status ELSE t.response_status END,
+    response_headers = CASE i.kind WHEN 'complete' THEN i.response_headers::jsonb ELSE t.response_headers END,
+    response_body    = CASE i.kind WHEN 'complete' THEN i.response_body ELSE t.response_body END
+  FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::int4[], $7::text[], $8::bytea[])
+          AS i(scope, key, generation, kind, step, response_status, response_headers, response_body)) i
+  WHERE ${ownedSql("t.", scope, { scope: "i.scope", key: "i.key", generation: "i.generation" })}
+  RETURNING t.${scope} AS scope, t.key`,
   };
 }
 
@@ -380,6 +413,63 @@ export class IdempotencyStore {
       ],
     );
     if (updated.rowCount !== 1) throw this.#lockLost(lease);
+  }
+
+  /**
+   * `advance` and `complete` of many keys in ONE statement, in the caller's transaction `tx`:
+   * per record, true when written (the lease still owned the key), false when the lease was
+   * lost (a retry took the key over) — it never throws LOCK_LOST; the caller decides (it must
+   * roll back whatever it wrote for a lost one). Same checks as the single forms (RangeError
+   * for a completed lease, a bad step order, a key twice in one call; the response checks),
+   * all made before the statement is sent. At most RECORD_MAX_BATCH records.
+   *
+   * @example
+   * const written = await db.transaction((tx) =>
+   *   store.recordMany(tx, [{ lease: a, step: "reserved" }, { lease: b, response: created }]),
+   * ); // [true, false]: b's key was taken over — roll b's writes back
+   */
+  async recordMany(tx: Queryable, records: readonly IdempotencyRecord[], nowMs?: number): Promise<boolean[]> {
+    if (records.length === 0) return [];
+    if (records.length > RECORD_MAX_BATCH) {
+      throw new RangeError(`recordMany takes at most ${RECORD_MAX_BATCH} records, got ${records.length}`);
+    }
+    const identities = records.map((r) => JSON.stringify([r.lease.scope, r.lease.key]));
+    if (new Set(identities).size !== records.length)
+      throw new RangeError("a key appears twice in one recordMany call");
+    const columns = records.map((record) => this.#recordColumns(record));
+    const at = new Date(nowMs ?? this.#clock.nowMs());
+    const { rows } = await tx.query<{ scope: string; key: string }>(this.#sql.recordMany, [
+      records.map((r) => r.lease.scope),
+      records.map((r) => r.lease.key),
+      records.map((r) => r.lease.generation),
+      columns.map((c) => c.kind),
+      columns.map((c) => c.step),
+      columns.map((c) => c.status),
+      columns.map((c) => c.headers),
+      columns.map((c) => c.body),
+      at,
+    ]);
+    const written = new Set(rows.map((row) => JSON.stringify([row.scope, row.key])));
+    if (written.size !== rows.length) throw new Error("invariant: recordMany wrote a key twice");
+    return identities.map((identity) => written.has(identity));
+  }
+
+  /** One record's input row for `recordMany`, after the checks of `advance` or `complete`. */
+  #recordColumns(record: IdempotencyRecord) {
+    if ("step" in record) {
+      const step = checkAdvance(record.lease.recoveryPoint, record.step);
+      return { kind: "advance", step, status: null, headers: null, body: null };
+    }
+    const checked = checkStoredResponse(record.response, this.#errors);
+    if (record.lease.recoveryPoint === RECOVERY_FINISHED)
+      throw new RangeError("this lease already completed its key");
+    return {
+      kind: "complete",
+      step: null,
+      status: checked.status,
+      headers: JSON.stringify(checked.headers),
+      body: Buffer.from(checked.body.buffer, checked.body.byteOffset, checked.body.byteLength),
+    };
   }
 
   /** How long a claim holds without a write or a renewal before a retry may take it over, in ms. */

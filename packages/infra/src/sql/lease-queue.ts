@@ -171,8 +171,13 @@ export interface BatchColumn {
 export interface FencedBatchUpdate {
   nowMs: number;
   columns?: readonly BatchColumn[];
-  /** SET clauses; per-row input as `i.<column>`. The lease is released. */
+  /** SET clauses; per-row input as `i.<column>`. */
   set: Fragment;
+  /**
+   * Per lease (same order): a time keeps the claim and renews it until then (`update`'s
+   * `{ renewUntilMs }`), null ends it. Default: every claim ends (`release`).
+   */
+  renewUntilMs?: readonly (number | null)[];
 }
 
 const TYPE_PATTERN = /^[a-z][a-z0-9 ]{0,31}$/;
@@ -386,8 +391,9 @@ export class LeaseQueue<Row extends object = Record<string, unknown>, Id extends
   }
 
   /**
-   * `update` of many leases in one statement, each ending its claim; per-row input in `columns`
-   * (same order as `leases`). One write per input, in input order. RangeError on a duplicate id.
+   * `update` of many leases in one statement; per-row input in `columns` (same order as
+   * `leases`). Each claim ends, or — per lease, with `renewUntilMs` — is kept and renewed. One
+   * write per input, in input order. RangeError on a duplicate id.
    */
   async updateMany(
     q: Queryable,
@@ -415,9 +421,27 @@ export class LeaseQueue<Row extends object = Record<string, unknown>, Id extends
       names.push(checkIdentifier(c.name));
     }
     const set = p.render(write.set);
+    let leaseSet = this.releaseSql();
+    if (write.renewUntilMs !== undefined) {
+      if (write.renewUntilMs.length !== leases.length)
+        throw new RangeError(`renewUntilMs: ${write.renewUntilMs.length} values for ${leases.length} leases`);
+      const until = write.renewUntilMs.map((ms) => {
+        if (ms === null) return null;
+        checkTime("renewUntilMs", ms);
+        return new Date(ms);
+      });
+      arrays.push(`${p.add(until)}::timestamptz[]`);
+      names.push("lease_renew_until");
+      leaseSet = `lease_owner = CASE WHEN i.lease_renew_until IS NULL THEN NULL ELSE t.lease_owner END,
+        lease_expires_at = i.lease_renew_until, lease_version = t.lease_version + 1${
+          this.#o.dueAtLeaseEnd === true
+            ? ", next_attempt_at = COALESCE(i.lease_renew_until, t.next_attempt_at)"
+            : ""
+        }`;
+    }
     const { rows } = await q.query<Record<string, unknown>>(
       `WITH i AS (SELECT * FROM unnest(${arrays.join(", ")}) AS i(${names.join(", ")}))
-       UPDATE ${this.#t} t SET ${set}, ${this.releaseSql()}
+       UPDATE ${this.#t} t SET ${set}, ${leaseSet}
          FROM i WHERE ${this.fenceSql({ id: "i.lease_id", version: "i.lease_version", owner: "i.lease_owner" })}
        RETURNING ${this.#o.returning ?? "t.*"}, t.${this.#id} AS lease_claim_id`,
       p.values,

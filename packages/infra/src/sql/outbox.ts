@@ -29,8 +29,9 @@
  * });
  */
 import { randomUUID } from "node:crypto";
+import { assert } from "@casebook/kit/assert";
 import { type Lease, type LeaseId, LeaseQueue } from "./lease-queue.ts";
-import { outboxErrors } from "./outbox-errors.ts";
+import { type OutboxErrorCode, outboxErrors } from "./outbox-errors.ts";
 import type { Database, Queryable } from "./sql.ts";
 import { checkIdentifier, quoteIdentifier } from "./sql-schema.ts";
 import { isUniqueViolation } from "./sql-state.ts";
@@ -43,7 +44,7 @@ export const LAST_ERROR_MAX_CHARS = 1_000;
 export const MAX_OUTBOX_CLAIM = 1_000;
 /** Longest an unordered row may be held back from relays at enqueue (`dueInMs`): one hour. */
 export const MAX_DUE_IN_MS = 3_600_000;
-/** Largest batch of events of one key loaded per claim. */
+/** Largest batch of events of one key loaded per claim, and of events `enqueueMany` writes at once. */
 export const MAX_OUTBOX_BATCH = 1_000;
 
 const TYPE_PATTERN = /^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$/;
@@ -152,6 +153,17 @@ function duplicateOr(err: unknown, eventId: string): unknown {
 }
 
 /**
+ * The event id a unique violation names (`Key (event_id)=(x) already exists.`), when it is one
+ * of `eventIds`: which event of a batch was written before. Undefined when the engine's detail
+ * does not say (the caller then names the batch's ids, bounded).
+ */
+function duplicateIdIn(err: unknown, eventIds: readonly string[]): string | undefined {
+  const detail = (err as { detail?: unknown } | null)?.detail;
+  if (typeof detail !== "string") return undefined;
+  return eventIds.find((id) => detail === `Key (event_id)=(${id}) already exists.`);
+}
+
+/**
  * What both disciplines write the same way through their lease queue: a failure (counted,
  * due again or parked, the claim ended), a give-back, the give-back of stranded claims.
  */
@@ -213,6 +225,56 @@ export interface EnqueueOptions {
   maxPayloadBytes?: number;
 }
 
+/** An ordered event as `enqueue` writes it: checked, its id chosen, its payload as JSON text. */
+interface CheckedOrderedEvent {
+  orderingKey: string;
+  eventId: string;
+  type: string;
+  payloadJson: string;
+}
+
+/** The one validation of `enqueue` and `enqueueMany`: OUTBOX_EVENT_INVALID or OUTBOX_PAYLOAD_TOO_LARGE. */
+function checkOrderedEvent(event: NewOrderedEvent, maxPayloadBytes: number): CheckedOrderedEvent {
+  const orderingKey = checkText("orderingKey", event.orderingKey, KEY_MAX_CHARS);
+  const type = checkText("type", event.type, TYPE_MAX_CHARS);
+  if (!TYPE_PATTERN.test(type))
+    throw invalid("type", "type must be dotted lowercase words, like payment.captured.");
+  const eventId = checkText("eventId", event.eventId ?? randomUUID(), KEY_MAX_CHARS);
+  const payloadJson = payloadText(event.payload, maxPayloadBytes);
+  return { orderingKey, eventId, type, payloadJson };
+}
+
+/**
+ * `checkOrderedEvent` of each event, its error given the event's `index`; an event id given
+ * twice is OUTBOX_EVENT_DUPLICATE (the statement would fail on it anyway, after its work).
+ */
+function checkOrderedEvents(
+  events: readonly NewOrderedEvent[],
+  maxPayloadBytes: number,
+): CheckedOrderedEvent[] {
+  const seen = new Set<string>();
+  return events.map((event, index) => {
+    let checked: CheckedOrderedEvent;
+    try {
+      checked = checkOrderedEvent(event, maxPayloadBytes);
+    } catch (err) {
+      throw outboxErrors.is(err)
+        ? outboxErrors.create(err.code as OutboxErrorCode, {
+            fields: { ...err.fields, index },
+            detail: err.message,
+          })
+        : err;
+    }
+    if (seen.has(checked.eventId))
+      throw outboxErrors.create("OUTBOX_EVENT_DUPLICATE", {
+        fields: { eventId: checked.eventId, index },
+        detail: `eventId ${checked.eventId} is given twice in one enqueueMany.`,
+      });
+    seen.add(checked.eventId);
+    return checked;
+  });
+}
+
 /** An event of an ordered outbox as the relay hands it to a publisher. */
 export interface OrderedOutboxEvent extends OutboxEventBase {
   readonly createdAtMs: number;
@@ -253,6 +315,7 @@ export class OrderedOutbox
   readonly #e: string;
   readonly #maxPayloadBytes: number;
   readonly #enqueue: string;
+  readonly #enqueueMany: string;
   readonly #markPublished: string;
 
   constructor(options: OrderedOutboxOptions = {}) {
@@ -283,6 +346,31 @@ export class OrderedOutbox
       INSERT INTO ${this.#e} (ordering_key, seq, event_id, type, payload, created_at)
       SELECT $1, stream.last_seq, $2, $3, $4::jsonb, $5 FROM stream
       RETURNING seq`;
+    // Each key's stream row is bumped once, by its count n, so the key's events take
+    // last_seq − n + 1 … last_seq, numbered in input order. ORDER BY ordering_key makes the upsert
+    // lock the stream rows in one order in every batch: two group commits with overlapping keys
+    // queue behind each other instead of deadlocking. The events' positions are numbered after
+    // the join, so every stream row is upserted before the first event row is written.
+    this.#enqueueMany = `
+      WITH input AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+          WITH ORDINALITY AS i(ordering_key, event_id, type, payload, ord)
+      ), counts AS (
+        SELECT ordering_key, count(*) AS n FROM input GROUP BY ordering_key
+      ), stream AS (
+        INSERT INTO ${this.#s} AS s (ordering_key, last_seq, next_attempt_at)
+        SELECT ordering_key, n, $5::timestamptz FROM counts ORDER BY ordering_key
+        ON CONFLICT (ordering_key) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq
+        RETURNING ordering_key, last_seq
+      )
+      INSERT INTO ${this.#e} (ordering_key, seq, event_id, type, payload, created_at)
+      SELECT i.ordering_key,
+             stream.last_seq - counts.n + row_number() OVER (PARTITION BY i.ordering_key ORDER BY i.ord),
+             i.event_id, i.type, i.payload::jsonb, $5::timestamptz
+        FROM input i
+        JOIN counts ON counts.ordering_key = i.ordering_key
+        JOIN stream ON stream.ordering_key = i.ordering_key
+      RETURNING event_id, seq`;
     const fence = this.queue.fenceSql({ id: "$1", version: "$2", owner: "$3" });
     this.#markPublished = `
       WITH stream AS (
@@ -310,25 +398,77 @@ export class OrderedOutbox
     event: NewOrderedEvent,
     options: EnqueueOptions = {},
   ): Promise<{ eventId: string; seq: bigint }> {
-    const orderingKey = checkText("orderingKey", event.orderingKey, KEY_MAX_CHARS);
-    const type = checkText("type", event.type, TYPE_MAX_CHARS);
-    if (!TYPE_PATTERN.test(type))
-      throw invalid("type", "type must be dotted lowercase words, like payment.captured.");
-    const eventId = checkText("eventId", event.eventId ?? randomUUID(), KEY_MAX_CHARS);
-    const text = payloadText(event.payload, options.maxPayloadBytes ?? this.#maxPayloadBytes);
+    const checked = checkOrderedEvent(event, options.maxPayloadBytes ?? this.#maxPayloadBytes);
+    const { eventId } = checked;
     const createdAt = new Date(options.nowMs ?? Date.now());
     try {
       const { rows } = await tx.query<{ seq: bigint }>(this.#enqueue, [
-        orderingKey,
+        checked.orderingKey,
         eventId,
-        type,
-        text,
+        checked.type,
+        checked.payloadJson,
         createdAt,
       ]);
       return { eventId, seq: rows[0]!.seq };
     } catch (err) {
       throw duplicateOr(err, eventId);
     }
+  }
+
+  /**
+   * `enqueue` of many events in ONE statement, inside the caller's transaction `tx`: each is
+   * published iff `tx` commits. Events of one key take consecutive positions in input order
+   * (after whatever the key had); each stream row is upserted once. Returns each event's id and
+   * position, in input order. Same checks and errors as `enqueue` (OUTBOX_EVENT_INVALID naming
+   * the field, OUTBOX_PAYLOAD_TOO_LARGE, OUTBOX_EVENT_DUPLICATE); at most MAX_OUTBOX_BATCH events.
+   *
+   * Every event is checked before the statement is sent, so a bad one writes nothing of the
+   * batch; its error carries its `index` in `events`. An event id given twice in `events` is
+   * OUTBOX_EVENT_DUPLICATE before any query; one written before is OUTBOX_EVENT_DUPLICATE from
+   * the statement (on PostgreSQL the transaction is then aborted). More than MAX_OUTBOX_BATCH
+   * events is a RangeError: split the group commit. The stream rows are locked in ordering-key
+   * order, so concurrent batches over overlapping keys wait for each other, never deadlock.
+   *
+   * @example
+   * const written = await outbox.enqueueMany(tx, [
+   *   { orderingKey: "acct:42", type: "payment.captured", payload: { paymentId: "7" } },
+   *   { orderingKey: "acct:42", type: "payment.captured", payload: { paymentId: "8" } },
+   *   { orderingKey: "acct:9", type: "payment.captured", payload: { paymentId: "9" } },
+   * ]); // [{ eventId, seq: n + 1n }, { eventId, seq: n + 2n }, { eventId, seq: m + 1n }]
+   */
+  async enqueueMany(
+    tx: Queryable,
+    events: readonly NewOrderedEvent[],
+    options: EnqueueOptions = {},
+  ): Promise<{ eventId: string; seq: bigint }[]> {
+    if (events.length === 0) return [];
+    checkLimit("events.length", events.length, MAX_OUTBOX_BATCH);
+    const checked = checkOrderedEvents(events, options.maxPayloadBytes ?? this.#maxPayloadBytes);
+    const eventIds = checked.map((e) => e.eventId);
+    const createdAt = new Date(options.nowMs ?? Date.now());
+    let rows: { event_id: string; seq: bigint }[];
+    try {
+      ({ rows } = await tx.query<{ event_id: string; seq: bigint }>(this.#enqueueMany, [
+        checked.map((e) => e.orderingKey),
+        eventIds,
+        checked.map((e) => e.type),
+        checked.map((e) => e.payloadJson),
+        createdAt,
+      ]));
+    } catch (err) {
+      const named = duplicateIdIn(err, eventIds) ?? eventIds.join(",").slice(0, LAST_ERROR_MAX_CHARS);
+      throw duplicateOr(err, named);
+    }
+    const seqById = new Map(rows.map((r) => [r.event_id, r.seq]));
+    assert(seqById.size === eventIds.length, "enqueueMany writes one row per event", {
+      events: eventIds.length,
+      written: seqById.size,
+    });
+    return eventIds.map((eventId) => {
+      const seq = seqById.get(eventId);
+      assert(seq !== undefined && seq >= 1n, "every event of the batch has a position", { eventId });
+      return { eventId, seq };
+    });
   }
 
   /** Claims up to `limit` keys with unpublished, due events and no live claim. */

@@ -11,12 +11,18 @@ import {
   fingerprintRequest,
   RECOVERY_FINISHED,
   RECOVERY_STARTED,
+  RESPONSE_BODY_MAX_BYTES,
   type StoredResponse,
   selectReplayHeaders,
   validateIdempotencyKey,
 } from "@casebook/kit/idempotency";
 import { contractSuite } from "@casebook/lab/contract-suite";
-import type { IdempotencyLease, IdempotencyStore } from "../../src/sql/idempotency-store.ts";
+import {
+  type IdempotencyLease,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  RECORD_MAX_BATCH,
+} from "../../src/sql/idempotency-store.ts";
 import type { Queryable } from "../../src/sql/sql.ts";
 import {
   type IdempotencyErrorCode,
@@ -74,6 +80,22 @@ async function effects(q: Queryable, merchantId: string): Promise<string[]> {
     [merchantId],
   );
   return rows.map((r) => r.note);
+}
+
+/** A Queryable that fails the test if anything reaches it: for checks that must refuse before any query. */
+const NO_QUERY: Queryable = {
+  query: () => assert.fail("no query expected"),
+  exec: () => assert.fail("no query expected"),
+};
+
+/** The key's raw row (every column `recordMany` may write), or undefined when absent. */
+async function rawRow(q: Queryable, merchantId: string, key: string) {
+  const { rows } = await q.query(
+    `SELECT status, recovery_point, generation, locked_at, completed_at, response_status, response_headers, response_body
+       FROM idempotency_keys WHERE merchant_id = $1 AND key = $2`,
+    [merchantId, key],
+  );
+  return rows[0];
 }
 
 async function rowsOf(q: Queryable, merchantId: string): Promise<bigint> {
@@ -364,5 +386,153 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
       kind: "replay",
       response: CREATED,
     });
+  });
+
+  it("recordMany writes a mixed batch of advances and completes; completed keys replay, advanced ones resume", async (s) => {
+    const { clock, store, merchantId } = setup(s, "many");
+    const [a, b, c, d] = [
+      await started(store, merchantId, "k-a"),
+      await started(store, merchantId, "k-b"),
+      await started(store, merchantId, "k-c"),
+      await started(store, merchantId, "k-d"),
+    ];
+    const noContent: StoredResponse = { status: 204, headers: {}, body: new Uint8Array(0) };
+    // Two responses that differ in every part, so a record written to the wrong key shows.
+    const declined: StoredResponse = {
+      status: 402,
+      headers: { "content-type": "application/octet-stream" },
+      body: new Uint8Array([0x00, 0xff, 0x5c, 0x78, 0x27, 0x22, 0xfe, 0x00]),
+    };
+    clock.advance(10_000);
+    const written = await s.db.transaction(async (tx) => {
+      await tx.query("INSERT INTO caller_effects VALUES ($1, 'k-a', 'reserved')", [merchantId]);
+      return store.recordMany(tx, [
+        { lease: b, response: declined },
+        { lease: a, step: "ledger_reserved" },
+        { lease: c, response: CREATED },
+        { lease: d, response: noContent },
+      ]);
+    });
+    assert.deepEqual(written, [true, true, true, true]);
+    assert.deepEqual(await effects(s.db, merchantId), ["reserved"]);
+    clock.advance(5_000);
+    const replayB = await store.begin({ scope: merchantId, key: "k-b", fingerprint: PAY });
+    assert.deepEqual(replayB, { kind: "replay", response: declined });
+    const bodyB = (replayB as { response: StoredResponse }).response.body;
+    assert.ok(Buffer.from(bodyB).equals(Buffer.from(declined.body)), "body bytes differ");
+    assert.deepEqual(await store.begin({ scope: merchantId, key: "k-c", fingerprint: PAY }), {
+      kind: "replay",
+      response: CREATED,
+    });
+    assert.deepEqual(await store.begin({ scope: merchantId, key: "k-d", fingerprint: PAY }), {
+      kind: "replay",
+      response: noContent,
+    });
+    const entryB = await store.find(merchantId, "k-b");
+    assert.equal(entryB?.recoveryPoint, RECOVERY_FINISHED);
+    assert.equal(entryB?.lockedAtMs, null);
+    const entryA = await store.find(merchantId, "k-a");
+    assert.equal(entryA?.status, "in_progress");
+    assert.equal(entryA?.recoveryPoint, "ledger_reserved");
+    assert.equal(entryA?.lockedAtMs, T0 + 10_000, "the advance renewed the lease");
+    assert.equal(entryA?.response, undefined);
+    clock.setWallMs(T0 + 10_000 + LEASE_MS); // the owner of k-a went silent: a retry takes over
+    const resumed = await started(store, merchantId, "k-a");
+    assert.deepEqual(resumed, {
+      scope: merchantId,
+      key: "k-a",
+      generation: 2,
+      recoveryPoint: "ledger_reserved",
+    });
+  });
+
+  it("recordMany answers false for a lost lease only and leaves its row unchanged; the others are written", async (s) => {
+    const { clock, store, merchantId } = setup(s, "many-lost");
+    const kept = await started(store, merchantId, "k-kept");
+    const takenOver = await started(store, merchantId, "k-taken");
+    const deleted = await started(store, merchantId, "k-deleted");
+    const done = await started(store, merchantId, "k-done");
+    let unlocked = await started(store, merchantId, "k-unlocked");
+    unlocked = await s.db.transaction((tx) => store.advance(tx, unlocked, "ledger_reserved"));
+    assert.equal(await store.release(s.db, deleted), true); // nothing committed: the row is gone
+    assert.equal(await store.release(s.db, unlocked), true); // past a step: unlocked for a retry
+    clock.advance(LEASE_MS);
+    const retry = await started(store, merchantId, "k-taken"); // bumps the generation
+    assert.equal(retry.generation, takenOver.generation + 1);
+    const takenBefore = await rawRow(s.db, merchantId, "k-taken");
+    const unlockedBefore = await rawRow(s.db, merchantId, "k-unlocked");
+    const written = await s.db.transaction((tx) =>
+      store.recordMany(tx, [
+        { lease: kept, step: "ledger_reserved" },
+        { lease: takenOver, response: CREATED },
+        { lease: deleted, step: "ledger_reserved" },
+        { lease: unlocked, response: CREATED },
+        { lease: done, response: CREATED },
+      ]),
+    );
+    assert.deepEqual(written, [true, false, false, false, true]);
+    assert.deepEqual(await rawRow(s.db, merchantId, "k-taken"), takenBefore);
+    assert.deepEqual(await rawRow(s.db, merchantId, "k-unlocked"), unlockedBefore);
+    assert.equal(await rawRow(s.db, merchantId, "k-deleted"), undefined, "a lost lease creates no row");
+    assert.equal((await store.find(merchantId, "k-kept"))?.recoveryPoint, "ledger_reserved");
+    assert.equal((await store.find(merchantId, "k-done"))?.status, "completed");
+    // The retry still owns its key: its own write goes through.
+    assert.deepEqual(
+      await s.db.transaction((tx) => store.recordMany(tx, [{ lease: retry, response: CREATED }])),
+      [true],
+    );
+  });
+
+  it("recordMany refuses a key twice, a completed lease, a bad step and an oversized batch before any query", async (s) => {
+    const { store, merchantId } = setup(s, "many-checks");
+    const lease: IdempotencyLease = {
+      scope: merchantId,
+      key: "k-c",
+      generation: 1,
+      recoveryPoint: RECOVERY_STARTED,
+    };
+    const other: IdempotencyLease = { ...lease, key: "k-other" };
+    const finished: IdempotencyLease = { ...lease, recoveryPoint: RECOVERY_FINISHED };
+    assert.deepEqual(await store.recordMany(NO_QUERY, []), []);
+    await assert.rejects(
+      store.recordMany(NO_QUERY, [
+        { lease, step: "ledger_reserved" },
+        { lease: other, step: "ledger_reserved" },
+        { lease: { ...lease, generation: 2 }, response: CREATED },
+      ]),
+      RangeError,
+    );
+    await assert.rejects(store.recordMany(NO_QUERY, [{ lease: finished, response: CREATED }]), RangeError);
+    await assert.rejects(
+      store.recordMany(NO_QUERY, [{ lease: finished, step: "ledger_reserved" }]),
+      RangeError,
+    );
+    for (const step of ["Bad Step", RECOVERY_STARTED, RECOVERY_FINISHED]) {
+      const single = await rejection(store.advance(NO_QUERY, lease, step));
+      const many = await rejection(
+        store.recordMany(NO_QUERY, [
+          { lease: other, step: "ledger_reserved" },
+          { lease, step },
+        ]),
+      );
+      assert.ok(single instanceof Error && many instanceof Error);
+      assert.equal(many.constructor, single.constructor);
+      assert.equal(many.message, single.message);
+    }
+    await assert.rejects(
+      store.recordMany(NO_QUERY, [{ lease, response: { ...CREATED, status: 42 } }]),
+      RangeError,
+    );
+    await code(
+      store.recordMany(NO_QUERY, [
+        { lease, response: { ...CREATED, body: new Uint8Array(RESPONSE_BODY_MAX_BYTES + 1) } },
+      ]),
+      "TEST_IDEMPOTENCY_RESPONSE_TOO_LARGE",
+    );
+    const tooMany: IdempotencyRecord[] = Array.from({ length: RECORD_MAX_BATCH + 1 }, (_, i) => ({
+      lease: { ...lease, key: `k-${i}` },
+      step: "ledger_reserved",
+    }));
+    await assert.rejects(store.recordMany(NO_QUERY, tooMany), RangeError);
   });
 });

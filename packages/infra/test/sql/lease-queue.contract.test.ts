@@ -337,6 +337,40 @@ contractSuite("lease queue", backends, (it) => {
     );
   });
 
+  it("updateMany with renewUntilMs: per lease, a time keeps and renews the claim, null ends it", async (db) => {
+    const { queue, row } = await jobs(db, 3);
+    const [a, b, c] = await queue.claim(db, claimOf("a", T0));
+    const stale = { ...c!.lease, leaseVersion: 0n };
+    const writes = await queue.updateMany(db, [a!.lease, b!.lease, stale], {
+      nowMs: T0 + 1,
+      set: "result = 'stepped'",
+      renewUntilMs: [T0 + 50_000, null, T0 + 50_000],
+    });
+    assert.deepEqual(
+      writes.map((w) => w.won),
+      [true, true, false],
+    );
+    const kept = await row(a!.lease.id);
+    assert.deepEqual(
+      [kept.result, kept.lease_owner, kept.lease_expires_at?.getTime(), kept.lease_version],
+      ["stepped", "a", T0 + 50_000, a!.lease.leaseVersion + 1n],
+      "renewed, owner kept, version bumped (the next write fences on it)",
+    );
+    const ended = await row(b!.lease.id);
+    assert.deepEqual([ended.result, ended.lease_owner, ended.lease_expires_at], ["stepped", null, null]);
+    assert.equal((await row(c!.lease.id)).result, null, "the lost write touched nothing");
+    const next = { ...a!.lease, leaseVersion: a!.lease.leaseVersion + 1n };
+    assert.deepEqual(
+      (await queue.updateMany(db, [next], { nowMs: T0 + 2, set: "result = 'done'" })).map((w) => w.won),
+      [true],
+      "the kept claim writes again under its new version",
+    );
+    await assert.rejects(
+      queue.updateMany(db, [next], { nowMs: T0, set: "result = 'x'", renewUntilMs: [] }),
+      /renewUntilMs: 0 values for 1 leases/,
+    );
+  });
+
   it("dueAtLeaseEnd + held: a held row is due at its lease end, fenced writes require the held state", async (db) => {
     const { queue, row } = await jobs(db, 1, {
       held: "t.state = 'in_flight'",

@@ -9,8 +9,11 @@
 import assert from "node:assert/strict";
 import { ManualClock } from "@casebook/kit/clock";
 import { contractSuite } from "@casebook/lab/contract-suite";
+import { eventually } from "@casebook/lab/eventually";
 import { sqlBackends } from "@casebook/lab/sql-backends";
 import {
+  MAX_OUTBOX_BATCH,
+  type NewOrderedEvent,
   OrderedOutbox,
   type OrderedOutboxEvent,
   type OutboxEventBase,
@@ -20,7 +23,7 @@ import {
 import { orderedOutboxDdl, unorderedOutboxDdl } from "../../src/sql/outbox-ddl.ts";
 import { outboxErrors } from "../../src/sql/outbox-errors.ts";
 import { type EventPublisher, OutboxRelay, type OutboxRelayOptions } from "../../src/sql/outbox-relay.ts";
-import type { Database } from "../../src/sql/sql.ts";
+import type { Database, Queryable } from "../../src/sql/sql.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const LEASE_MS = 30_000;
@@ -50,6 +53,25 @@ class Recorder<E extends OutboxEventBase> implements EventPublisher<E> {
   ids(): string[] {
     return this.events.map((e) => e.eventId);
   }
+}
+
+/** A transaction stand-in that fails any statement: what must be refused before any query. */
+const noQuery: Queryable = {
+  async query() {
+    throw new Error("a statement was sent");
+  },
+  async exec() {
+    throw new Error("a script was sent");
+  },
+};
+
+function keyed(orderingKey: string, eventId: string, payload: Record<string, unknown> = {}): NewOrderedEvent {
+  return { orderingKey, type: "payment.captured", payload, eventId };
+}
+
+async function eventCount(db: Database, events: string): Promise<bigint> {
+  const { rows } = await db.query<{ n: bigint }>(`SELECT count(*) AS n FROM ${events}`);
+  return rows[0]!.n;
 }
 
 function latch(): { promise: Promise<void>; open(): void } {
@@ -172,6 +194,223 @@ contractSuite("outbox", backends, (it) => {
       db.transaction((tx) => rows.enqueue(tx, { eventId: "x", columns: { other: 1 } })),
       (err) => outboxErrors.is(err, "OUTBOX_EVENT_INVALID"),
     );
+  });
+
+  it("ordered: enqueueMany gives each key consecutive seqs in input order, after its earlier events, and the relay publishes them in that order", async (db) => {
+    const outbox = await ordered(db);
+    for (const eventId of ["a1", "a2"])
+      await db.transaction((tx) => outbox.enqueue(tx, keyed("a", eventId), { nowMs: T0 - 1_000 }));
+    const batch = [
+      keyed("a", "a3", { n: 1n }),
+      keyed("b", "b1"),
+      keyed("c", "c1"),
+      keyed("a", "a4"),
+      keyed("b", "b2"),
+      keyed("a", "a5"),
+    ];
+    const written = await db.transaction((tx) => outbox.enqueueMany(tx, batch, { nowMs: T0 }));
+    assert.deepEqual(written, [
+      { eventId: "a3", seq: 3n },
+      { eventId: "b1", seq: 1n },
+      { eventId: "c1", seq: 1n },
+      { eventId: "a4", seq: 4n },
+      { eventId: "b2", seq: 2n },
+      { eventId: "a5", seq: 5n },
+    ]);
+    assert.equal((await outbox.state(db, "a"))?.lastSeq, 5n, "the key's stream row moved by its count");
+    const fresh = await outbox.state(db, "b");
+    assert.equal(fresh?.lastSeq, 2n);
+    assert.equal(fresh?.nextAttemptAtMs, T0, "a new stream is due at once, as enqueue makes it");
+    const clock = new ManualClock(T0);
+    const recorder = new Recorder<OrderedOutboxEvent>();
+    await drain(relayOf(db, clock, { outbox, publisher: recorder, maxInFlightKeys: 2, maxBatch: 2 }));
+    for (const [key, ids] of [
+      ["a", ["a1", "a2", "a3", "a4", "a5"]],
+      ["b", ["b1", "b2"]],
+      ["c", ["c1"]],
+    ] as const) {
+      const published = recorder.events.filter((e) => e.orderingKey === key);
+      assert.deepEqual(
+        published.map((e) => e.eventId),
+        ids,
+        key,
+      );
+      assert.deepEqual(
+        published.map((e) => e.seq),
+        ids.map((_, i) => BigInt(i + 1)),
+        key,
+      );
+    }
+    const a3 = recorder.events.find((e) => e.eventId === "a3")!;
+    assert.deepEqual(a3.payload, { n: "1" }, "bigints as decimal strings");
+    assert.equal(a3.createdAtMs, T0);
+    assert.equal(a3.type, "payment.captured");
+  });
+
+  it("ordered: enqueueMany checks every event before any statement: a bad one anywhere is named by field and index, and nothing of the batch is written", async (db) => {
+    const outbox = await ordered(db);
+    const events = `ob_events_${tables}`;
+    const bad: [Partial<NewOrderedEvent>, string][] = [
+      [{ orderingKey: "" }, "orderingKey"],
+      [{ orderingKey: "k".repeat(256) }, "orderingKey"],
+      [{ type: "Payment Captured" }, "type"],
+      [{ payload: [] as unknown as Record<string, unknown> }, "payload"],
+      [{ eventId: "" }, "eventId"],
+    ];
+    for (const [fault, field] of bad) {
+      const batch = [keyed("x", "x1"), keyed("y", "y1"), { ...keyed("x", "x2"), ...fault }];
+      await assert.rejects(
+        outbox.enqueueMany(noQuery, batch),
+        (err) =>
+          outboxErrors.is(err, "OUTBOX_EVENT_INVALID") &&
+          err.fields.field === field &&
+          err.fields.index === 2,
+        field,
+      );
+    }
+    const oversized = [keyed("x", "x1"), keyed("x", "x2", { x: "x".repeat(200) })];
+    await assert.rejects(
+      outbox.enqueueMany(noQuery, oversized, { maxPayloadBytes: 100 }),
+      (err) =>
+        outboxErrors.is(err, "OUTBOX_PAYLOAD_TOO_LARGE") &&
+        err.fields.maxBytes === 100 &&
+        err.fields.index === 1,
+    );
+    const tooMany = Array.from({ length: MAX_OUTBOX_BATCH + 1 }, (_, i) => keyed("x", `e${i}`));
+    await assert.rejects(outbox.enqueueMany(noQuery, tooMany), RangeError);
+    // The refusal leaves the caller's transaction usable: it commits its other work, none of the batch.
+    await db.transaction(async (tx) => {
+      await outbox.enqueue(tx, keyed("x", "kept"), { nowMs: T0 });
+      await assert.rejects(
+        outbox.enqueueMany(tx, [keyed("x", "x1"), keyed("y", "y1"), { ...keyed("x", "x2"), type: "" }]),
+        (err) => outboxErrors.is(err, "OUTBOX_EVENT_INVALID"),
+      );
+    });
+    assert.equal(await eventCount(db, events), 1n);
+    assert.equal((await outbox.state(db, "x"))?.lastSeq, 1n);
+    assert.equal(await outbox.state(db, "y"), undefined);
+  });
+
+  it("ordered: enqueueMany refuses an event id given twice in the call before any statement, and one written before", async (db) => {
+    const outbox = await ordered(db);
+    const events = `ob_events_${tables}`;
+    await assert.rejects(
+      outbox.enqueueMany(noQuery, [keyed("x", "twice"), keyed("y", "other"), keyed("y", "twice")]),
+      (err) =>
+        outboxErrors.is(err, "OUTBOX_EVENT_DUPLICATE") &&
+        err.fields.eventId === "twice" &&
+        err.fields.index === 2,
+    );
+    await db.transaction((tx) => outbox.enqueue(tx, keyed("x", "old"), { nowMs: T0 }));
+    await assert.rejects(
+      db.transaction((tx) => outbox.enqueueMany(tx, [keyed("x", "new"), keyed("z", "old")], { nowMs: T0 })),
+      (err) => outboxErrors.is(err, "OUTBOX_EVENT_DUPLICATE") && err.fields.eventId === "old",
+    );
+    assert.equal(await eventCount(db, events), 1n);
+    assert.equal((await outbox.state(db, "x"))?.lastSeq, 1n, "the statement's bump went with it");
+    assert.equal(await outbox.state(db, "z"), undefined);
+  });
+
+  it("ordered: enqueueMany in a rolled-back transaction leaves nothing, and nothing is published", async (db) => {
+    const outbox = await ordered(db);
+    const events = `ob_events_${tables}`;
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        const written = await outbox.enqueueMany(tx, [keyed("a", "a1"), keyed("b", "b1"), keyed("a", "a2")], {
+          nowMs: T0,
+        });
+        assert.equal(written.length, 3);
+        throw new Error("the group commit failed");
+      }),
+      /group commit failed/,
+    );
+    assert.equal(await eventCount(db, events), 0n);
+    assert.equal(await outbox.state(db, "a"), undefined);
+    assert.equal(await outbox.state(db, "b"), undefined);
+    const recorder = new Recorder<OrderedOutboxEvent>();
+    assert.equal(
+      (await relayOf(db, new ManualClock(T0), { outbox, publisher: recorder }).runOnce()).claimed,
+      0,
+    );
+  });
+
+  it("ordered: enqueueMany of nothing returns [] without a statement", async (db) => {
+    const outbox = await ordered(db);
+    assert.deepEqual(await outbox.enqueueMany(noQuery, []), []);
+  });
+
+  it("ordered: concurrent enqueueMany transactions over overlapping keys both commit, each key's seqs distinct and gap-free", async (db) => {
+    const outbox = await ordered(db);
+    const held = keyed("c", "held");
+    const first = [keyed("a", "f1"), keyed("c", "f2"), keyed("b", "f3"), keyed("a", "f4")];
+    const second = [keyed("b", "s1"), keyed("a", "s2"), keyed("b", "s3")];
+    let written: { eventId: string; seq: bigint }[][];
+    if (db.engine === "postgres") {
+      // A third transaction holds c. In key order, `first` locks a and b and waits on c, and
+      // `second` waits on a. In input order `second` would hold b, and `first`, given c, would
+      // wait on it while `second` waits on a: a deadlock.
+      const release = latch();
+      const holding = latch();
+      const holder = db.transaction(async (tx) => {
+        await outbox.enqueue(tx, held, { nowMs: T0 });
+        holding.open();
+        await release.promise;
+      });
+      await holding.promise;
+      const pids: number[] = [];
+      const batch = (events: NewOrderedEvent[]) =>
+        db.transaction(async (tx) => {
+          const { rows } = await tx.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+          pids.push(rows[0]!.pid);
+          return outbox.enqueueMany(tx, events, { nowMs: T0 });
+        });
+      const blocked = (n: number) =>
+        eventually(
+          async () => {
+            if (pids.length < n) return false;
+            const { rows } = await db.query<{ n: number }>(
+              "SELECT count(*)::int AS n FROM unnest($1::int[]) AS p(pid) WHERE cardinality(pg_blocking_pids(p.pid)) > 0",
+              [pids],
+            );
+            return rows[0]!.n === n;
+          },
+          { what: `${n} batches waiting on a stream lock` },
+        );
+      const firstDone = batch(first);
+      await blocked(1);
+      const secondDone = batch(second);
+      await blocked(2);
+      release.open();
+      await holder;
+      written = await Promise.all([firstDone, secondDone]);
+    } else {
+      // PGlite runs one transaction at a time: the same batches, one after the other.
+      await db.transaction((tx) => outbox.enqueue(tx, held, { nowMs: T0 }));
+      written = await Promise.all(
+        [first, second].map((events) =>
+          db.transaction((tx) => outbox.enqueueMany(tx, events, { nowMs: T0 })),
+        ),
+      );
+    }
+    assert.deepEqual(written, [
+      [
+        { eventId: "f1", seq: 1n },
+        { eventId: "f2", seq: 2n },
+        { eventId: "f3", seq: 1n },
+        { eventId: "f4", seq: 2n },
+      ],
+      [
+        { eventId: "s1", seq: 2n },
+        { eventId: "s2", seq: 3n },
+        { eventId: "s3", seq: 3n },
+      ],
+    ]);
+    for (const [key, lastSeq] of [
+      ["a", 3n],
+      ["b", 3n],
+      ["c", 2n],
+    ] as const)
+      assert.equal((await outbox.state(db, key))?.lastSeq, lastSeq, key);
   });
 
   it("ordered: several relays with small claims keep per-key commit order", async (db) => {
