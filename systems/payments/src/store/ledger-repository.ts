@@ -151,28 +151,75 @@ export async function settleHold(
 ): Promise<void> {
   const id = checkId(transactionId, "transactionId");
   const { rows } = await tx
-    .query<{ prior_status: TransactionStatus; expires_at: Date | null; expired: boolean }>(
+    .query<SettleAnswer>(
       "SELECT prior_status, expires_at, expired FROM ledger_settle($1, $2)",
       [id, outcome],
-      { name: "ledger_settle" },
+      {
+        name: "ledger_settle",
+      },
     )
     .catch((err: unknown) => {
       throw ledgerWriteError(err);
     });
-  const answer = rows[0];
-  if (answer === undefined)
-    throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_FOUND", { fields: { id: String(id) } });
+  const refused = settleRefusal({ transactionId: id, outcome }, rows[0]);
+  if (refused !== undefined) throw refused;
+}
+
+/** One hold to post or void with `settleHolds`. */
+export interface HoldSettlement {
+  transactionId: bigint;
+  outcome: "posted" | "voided";
+}
+
+/**
+ * `settleHold` of many holds in ONE statement inside `tx` (the saga's group commit): ledger_settle
+ * called once per hold, in input order — the caller orders them so that concurrent groups lock
+ * balance rows in one order. Per hold, undefined when settled (or already settled the same way), or
+ * the ledger error `settleHold` would throw; a database error throws, and the caller's transaction
+ * is then aborted.
+ */
+export async function settleHolds(
+  tx: Queryable,
+  holds: readonly HoldSettlement[],
+): Promise<(Error | undefined)[]> {
+  if (holds.length === 0) return [];
+  const ids = holds.map((h) => checkId(h.transactionId, "transactionId"));
+  const { rows } = await tx
+    .query<SettleAnswer & { ord: bigint }>(
+      `SELECT u.ord, s.prior_status, s.expires_at, s.expired
+         FROM (SELECT * FROM unnest($1::int8[], $2::text[]) WITH ORDINALITY AS u(id, outcome, ord) ORDER BY u.ord) u
+         CROSS JOIN LATERAL ledger_settle(u.id, u.outcome) s`,
+      [ids, holds.map((h) => h.outcome)],
+    )
+    .catch((err: unknown) => {
+      throw ledgerWriteError(err);
+    });
+  const byOrd = new Map(rows.map((r) => [Number(r.ord), r]));
+  return holds.map((h, i) => settleRefusal(h, byOrd.get(i + 1)));
+}
+
+interface SettleAnswer {
+  prior_status: TransactionStatus;
+  expires_at: Date | null;
+  expired: boolean;
+}
+
+/** What ledger_settle's answer means for `hold`: undefined when settled, else the ledger's error. */
+function settleRefusal(hold: HoldSettlement, answer: SettleAnswer | undefined): Error | undefined {
+  const id = String(hold.transactionId);
+  if (answer === undefined) return ledgerErrors.create("LEDGER_TRANSACTION_NOT_FOUND", { fields: { id } });
   const status = answer.prior_status;
-  if (status === outcome) return; // a retried post/void: already done, nothing done now
+  if (status === hold.outcome) return undefined; // a retried post/void: already done, nothing done now
   if (status !== "pending") {
-    throw ledgerErrors.create("LEDGER_TRANSACTION_NOT_PENDING", {
-      fields: { id: String(id), status, outcome },
+    return ledgerErrors.create("LEDGER_TRANSACTION_NOT_PENDING", {
+      fields: { id, status, outcome: hold.outcome },
     });
   }
-  if (outcome === "posted" && answer.expired) {
-    const fields = { id: String(id), expiresAt: answer.expires_at?.toISOString() };
-    throw ledgerErrors.create("LEDGER_PENDING_EXPIRED", { fields });
+  if (hold.outcome === "posted" && answer.expired) {
+    const fields = { id, expiresAt: answer.expires_at?.toISOString() };
+    return ledgerErrors.create("LEDGER_PENDING_EXPIRED", { fields });
   }
+  return undefined;
 }
 
 /** reverse inside `tx` (PY-15): new swapped entries referencing the original; nothing edited. */

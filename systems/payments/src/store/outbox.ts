@@ -38,6 +38,15 @@ export function enqueue(
   return paymentsOutbox.enqueue(tx, event, options);
 }
 
+/** `paymentsOutbox.enqueueMany`: writes `events` in the caller's transaction `tx`, each key's in the given order. */
+export function enqueueMany(
+  tx: Queryable,
+  events: readonly NewOutboxEvent[],
+  options?: EnqueueOptions,
+): Promise<{ eventId: string; seq: bigint }[]> {
+  return paymentsOutbox.enqueueMany(tx, events, options);
+}
+
 /** Un-parks a key (an operator fixed the consumer): its head event is retried at once. */
 export function resumeStream(db: Queryable, orderingKey: string, nowMs: number): Promise<boolean> {
   return paymentsOutbox.resume(db, orderingKey, nowMs);

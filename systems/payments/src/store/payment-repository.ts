@@ -18,7 +18,7 @@
  */
 
 import type { IdempotencyLease, IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
-import { type Claimed, type Lease, LeaseQueue } from "@casebook/infra/sql/lease-queue";
+import { type Claimed, type FencedWrite, type Lease, LeaseQueue } from "@casebook/infra/sql/lease-queue";
 import type { Queryable } from "@casebook/infra/sql/sql";
 import { paymentAcquirerKey } from "../domain/derived-keys.ts";
 import { normalizeTransfer } from "../domain/ledger.ts";
@@ -502,34 +502,11 @@ export async function applyDecision(
   next: SagaDecision,
   options: ApplyDecisionOptions,
 ): Promise<Payment> {
-  const keep = !next.finished && next.delayMs === 0;
-  const lease = {
-    id: payment.id,
-    leaseVersion: payment.leaseVersion,
-    owner: options.owner,
-    leaseExpiresAtMs: payment.leaseExpiresAt?.getTime() ?? 0,
-  };
-  const write = await sagaQueue.update(tx, lease, {
-    nowMs: options.nowMs,
-    lease: keep ? { renewUntilMs: options.nowMs + options.leaseMs } : "release",
-    set: (p) => {
-      const status = p.add(next.status);
-      const step = p.add(next.step);
-      return `status = ${status}::text, step = ${step}::text, intent = ${p.add(next.intent)},
-        attempts = ${p.add(next.attempts)}, next_attempt_at = ${p.add(new Date(options.nowMs + next.delayMs))},
-        acquirer_authorization_id = ${p.add(next.authorizationId)},
-        decline_reason = COALESCE(${p.add(next.declineReason)}::text, decline_reason),
-        failure = COALESCE(${p.add(next.failure)}::text, failure),
-        captured_minor = CASE WHEN ${status}::text = 'captured'
-          THEN ${p.add(captureAmountOf(payment.amountMinor, payment.captureAmountMinor))}::int8 ELSE captured_minor END,
-        updated_at = ${p.now}::timestamptz,
-        finished_at = CASE WHEN ${step}::text = 'done' THEN ${p.now}::timestamptz ELSE NULL END`;
-    },
-  });
-  if (!write.won) {
+  const [write] = await writeSagaStates(tx, [{ payment, next }], options);
+  if (!write!.won) {
     throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", { fields: { paymentId: payment.id.toString() } });
   }
-  const written = toPayment(write.row);
+  const written = toPayment(write!.row);
   if (
     next.ledger === "post-hold" &&
     captureAmountOf(written.amountMinor, written.captureAmountMinor) !== written.amountMinor
@@ -543,6 +520,64 @@ export async function applyDecision(
   const settled = await applyLedgerAction(tx, written, next);
   if (next.finished) await options.emitFinished?.(tx, settled);
   return settled;
+}
+
+/** A saga step to commit: the payment as its lease holder read it, and the decision to persist. */
+export interface SagaStepWrite {
+  payment: Payment;
+  next: SagaDecision;
+}
+
+/**
+ * The new saga state of each step, ONE statement (the queue's fenced `updateMany`, compare-and-set
+ * on lease_version and owner): per step, `{ won: false }` when the lease was lost. The claim is kept
+ * and renewed when the next step is due now, released when it waits or the saga finished.
+ */
+export function writeSagaStates(
+  tx: Queryable,
+  steps: readonly SagaStepWrite[],
+  options: Pick<ApplyDecisionOptions, "owner" | "nowMs" | "leaseMs">,
+): Promise<FencedWrite<PaymentRow>[]> {
+  const { nowMs } = options;
+  const column = (name: string, type: string, value: (s: SagaStepWrite) => unknown) => ({
+    name,
+    type,
+    values: steps.map(value),
+  });
+  return sagaQueue.updateMany(
+    tx,
+    steps.map(({ payment }) => ({
+      id: payment.id,
+      leaseVersion: payment.leaseVersion,
+      owner: options.owner,
+      leaseExpiresAtMs: payment.leaseExpiresAt?.getTime() ?? 0,
+    })),
+    {
+      nowMs,
+      renewUntilMs: steps.map(({ next }) =>
+        !next.finished && next.delayMs === 0 ? nowMs + options.leaseMs : null,
+      ),
+      columns: [
+        column("status", "text", (s) => s.next.status),
+        column("step", "text", (s) => s.next.step),
+        column("intent", "text", (s) => s.next.intent),
+        column("attempts", "int4", (s) => s.next.attempts),
+        column("next_attempt_at", "timestamptz", (s) => new Date(nowMs + s.next.delayMs)),
+        column("authorization_id", "text", (s) => s.next.authorizationId),
+        column("decline_reason", "text", (s) => s.next.declineReason),
+        column("failure", "text", (s) => s.next.failure),
+        column("capture_minor", "int8", (s) =>
+          captureAmountOf(s.payment.amountMinor, s.payment.captureAmountMinor),
+        ),
+      ],
+      set: (p) => `status = i.status, step = i.step, intent = i.intent, attempts = i.attempts,
+        next_attempt_at = i.next_attempt_at, acquirer_authorization_id = i.authorization_id,
+        decline_reason = COALESCE(i.decline_reason, t.decline_reason), failure = COALESCE(i.failure, t.failure),
+        captured_minor = CASE WHEN i.status = 'captured' THEN i.capture_minor ELSE t.captured_minor END,
+        updated_at = ${p.now}::timestamptz,
+        finished_at = CASE WHEN i.step = 'done' THEN ${p.now}::timestamptz ELSE NULL END`,
+    },
+  );
 }
 
 /**

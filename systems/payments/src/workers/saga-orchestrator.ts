@@ -3,7 +3,9 @@
  * of processes, over one PostgreSQL. Each loop claims due sagas (`FOR UPDATE SKIP LOCKED` + a
  * lease + a version fence, payment-repository.ts), performs the persisted step against the
  * acquirer, feeds the outcome to the pure state machine (payment-saga.ts) and commits the
- * decision with its ledger action and idempotency record in one transaction.
+ * decision with its ledger action and idempotency record in one transaction — by default the
+ * steps that finish at about the same time share one (store/saga-step-group.ts, issue 14), and a
+ * step the group does not take commits in its own.
  *
  * A process killed mid-step leaves its lease to expire; the next claimer resumes from the
  * persisted step, and an `authorize` whose outcome died with the process is resolved by a
@@ -35,6 +37,7 @@ import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { BackoffPolicy } from "@casebook/kit/backoff";
 import type { Clock } from "@casebook/kit/clock";
+import type { GroupCommitStats } from "@casebook/kit/group-commit";
 import { LeaseRenewal, RENEWALS_PER_LEASE } from "@casebook/kit/lease-renewal";
 import type { RandomSource } from "@casebook/kit/random";
 import type { AcquirerClient } from "../clients/acquirer-client.ts";
@@ -57,6 +60,7 @@ import {
   paymentView,
   renewSagaLease,
 } from "../store/payment-repository.ts";
+import { SagaStepGroup, type SagaStepGroupOptions } from "../store/saga-step-group.ts";
 import { loopFailureBackoff } from "./loop-backoff.ts";
 
 /** What leaves the saga when it finishes; the outbox helper persists it in the same transaction. */
@@ -71,6 +75,8 @@ export interface PaymentEvent {
 }
 
 export type EmitEvent = (tx: Queryable, event: PaymentEvent) => Promise<void>;
+/** Many finished sagas' events in one write (a group of steps), in the given order. */
+export type EmitEvents = (tx: Queryable, events: readonly PaymentEvent[]) => Promise<void>;
 
 /** Told of every step driven: the step, the acquirer's outcome kind ("error" if it threw) and the duration. */
 export interface SagaStepObserver {
@@ -106,6 +112,13 @@ export interface SagaOrchestratorOptions {
   maxStepsPerClaim?: number;
   backoff?: Partial<SagaBackoff>;
   emitEvent?: EmitEvent;
+  /** The group commit's form of `emitEvent`; without it a group writes its events one by one. */
+  emitEvents?: EmitEvents;
+  /**
+   * Steps committed together (store/saga-step-group.ts: batch size, wait, lanes); `false` commits
+   * each step in its own transaction. Default on, with SAGA_STEP_GROUP_DEFAULTS.
+   */
+  stepGroup?: Pick<SagaStepGroupOptions, "maxBatch" | "maxPending" | "maxWaitMs" | "lanes"> | false;
   /** Loop errors; a saga's own failures go here too unless `log` is set (then they are logged with its correlation id). */
   onError?: (error: unknown) => void;
   observer?: SagaStepObserver;
@@ -139,6 +152,7 @@ export class SagaOrchestrator {
   readonly #o: SagaOrchestratorOptions;
   readonly #policy: BackoffPolicy;
   readonly #emit: EmitEvent;
+  readonly #group: SagaStepGroup | undefined;
   readonly #loop: BackgroundLoop;
   /** The claims this orchestrator's drives hold now, by payment id: its other leases are stranded. */
   readonly #driving = new Map<bigint, ClaimedPayment>();
@@ -156,6 +170,22 @@ export class SagaOrchestrator {
     const backoff = { ...defaultSagaBackoff, ...options.backoff };
     this.#policy = new BackoffPolicy({ ...backoff, jitter: "equal", random: options.random });
     this.#emit = options.emitEvent ?? (async () => {});
+    const emitEvents: EmitEvents =
+      options.emitEvents ??
+      (async (tx, events) => {
+        for (const event of events) await this.#emit(tx, event);
+      });
+    this.#group =
+      options.stepGroup === false
+        ? undefined
+        : new SagaStepGroup(options.db, {
+            ...options.stepGroup,
+            owner: this.owner,
+            leaseMs: this.leaseMs,
+            clock: options.clock,
+            idempotency: options.idempotency,
+            emitFinished: (tx, payments) => emitEvents(tx, payments.map(eventOf)),
+          });
     // Rounds back to back while sagas are due (a round that claimed any may have left more).
     this.#loop = new BackgroundLoop({
       name: `saga orchestrator ${this.owner}`,
@@ -330,8 +360,19 @@ export class SagaOrchestrator {
     return p.authorizationId;
   }
 
-  /** Commits `next`; when a client retry took the idempotency key over, re-reads its generation and retries. */
+  /** Commits `next` with the steps of its group; alone when the group does not take it. */
   async #persist(payment: Payment, next: SagaDecision): Promise<Payment> {
+    const outcome = await this.#group?.submit({ payment, next });
+    if (outcome?.kind === "written") return outcome.payment;
+    if (outcome?.kind === "lease_lost")
+      throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", {
+        fields: { paymentId: payment.id.toString() },
+      });
+    return this.#persistAlone(payment, next);
+  }
+
+  /** Commits `next` in its own transaction; when a client retry took the idempotency key over, re-reads its generation and retries. */
+  async #persistAlone(payment: Payment, next: SagaDecision): Promise<Payment> {
     let current = payment;
     for (let round = 0; ; round++) {
       try {
@@ -374,6 +415,12 @@ export class SagaOrchestrator {
   /** Stops claiming and waits for the sagas in hand to be persisted (graceful shutdown). */
   async stop(): Promise<void> {
     await this.#loop.stop();
+    await this.#group?.drain();
+  }
+
+  /** The step group's counters (groups written, steps in them), undefined when steps commit alone. */
+  get stepGroupStats(): GroupCommitStats | undefined {
+    return this.#group?.stats;
   }
 }
 

@@ -1,0 +1,208 @@
+/**
+ * Group commit of saga steps (issue 14's second goal): the steps that finish an acquirer call
+ * at about the same time, in one process, are committed together — ONE transaction for N
+ * sagas, each table touched by one statement, instead of a transaction per step. The hot rows
+ * every payment of a merchant needs (its two balance rows, its outbox stream row) are then
+ * locked once per group and held for two answers and the COMMIT, not once per payment.
+ *
+ * Inside one READ COMMITTED transaction, in this order (the single path's, applyDecision):
+ *
+ *   1. every saga's new state, fenced on its lease (`writeSagaStates`, one statement): a saga
+ *      whose lease was lost is answered `lease_lost` and takes no further part;
+ *   2. the idempotency records of the original POSTs (`recordMany`, one statement: the final
+ *      response of a finished saga, the recovery point otherwise);
+ *   3. the holds' posts and voids (`settleHolds`, one statement), ordered by merchant then hold,
+ *      so that two groups lock balance rows in one order;
+ *   4. the finished sagas' events (`emitFinished`, one statement), in arrival order;
+ *   5. COMMIT.
+ *
+ * The group path is all or nothing, and the single path is its fallback: a step it does not take
+ * (a partial capture, whose post names a new ledger transaction), or any refusal in the group —
+ * an idempotency key a retry took over, a hold no longer pending, a deadlock — rolls the group
+ * back and answers its steps `alone`, and each caller commits its own step as before (its own
+ * transaction, its own retries, its own error). A lost database (SQL_UNAVAILABLE) is not retried
+ * alone: every caller of the group gets it.
+ *
+ * @example
+ * const group = new SagaStepGroup(db, { owner, leaseMs, clock, idempotency, emitFinished });
+ * const outcome = await group.submit({ payment, next });
+ * if (outcome.kind === "alone") await db.transaction((tx) => applyDecision(tx, payment, next, options));
+ */
+
+import type { IdempotencyRecord, IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
+import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import { sqlErrors } from "@casebook/infra/sql/sql-errors";
+import type { Clock } from "@casebook/kit/clock";
+import type { GroupCommitStats } from "@casebook/kit/group-commit";
+import { GroupCommitLanes } from "@casebook/kit/group-commit-lanes";
+import { captureAmountOf } from "../domain/payment-saga.ts";
+import { settleHolds } from "./ledger-repository.ts";
+import {
+  finalResponse,
+  type Payment,
+  type SagaStepWrite,
+  toPayment,
+  writeSagaStates,
+} from "./payment-repository.ts";
+
+/** A step's outcome in its group: committed, its lease lost, or to be committed alone. */
+export type SagaStepOutcome =
+  | { kind: "written"; payment: Payment }
+  | { kind: "lease_lost" }
+  | { kind: "alone" };
+
+export interface SagaStepGroupOptions {
+  /** The orchestrator's lease owner: every step of the group is fenced on it. */
+  owner: string;
+  leaseMs: number;
+  clock: Clock;
+  idempotency: IdempotencyStore;
+  /** The finished sagas' events, written in the group's transaction (PY-11's outbox). */
+  emitFinished: (tx: Queryable, payments: readonly Payment[]) => Promise<void>;
+  /** Steps in one transaction. Default 256. */
+  maxBatch?: number;
+  /** Steps waiting at once per lane. Default 10 000. */
+  maxPending?: number;
+  /** Longest the first step of an idle moment waits for company, in ms. Default 1. */
+  maxWaitMs?: number;
+  /** Groups written at once, each on its own connection. Default 2. */
+  lanes?: number;
+}
+
+export const SAGA_STEP_GROUP_DEFAULTS = {
+  maxBatch: 256,
+  maxPending: 10_000,
+  maxWaitMs: 1,
+  lanes: 2,
+} as const;
+
+const READ_COMMITTED = { isolation: "read committed" } as const;
+
+/** The group met a refusal that its steps' own transactions must meet one by one. */
+class TakeAlone extends Error {}
+
+export class SagaStepGroup {
+  readonly #lanes: GroupCommitLanes<SagaStepWrite, SagaStepOutcome>;
+
+  constructor(db: Database, options: SagaStepGroupOptions) {
+    const { maxBatch, maxPending, maxWaitMs, lanes } = { ...SAGA_STEP_GROUP_DEFAULTS, ...options };
+    this.#lanes = new GroupCommitLanes((steps) => writeSagaStepGroup(db, steps, options), {
+      maxBatch,
+      maxPending,
+      maxWaitMs,
+      lanes,
+      fillTo: "last-batch",
+    });
+  }
+
+  /** Queues one step; resolves with its outcome (rejects when the group could not be written at all). */
+  submit(step: SagaStepWrite): Promise<SagaStepOutcome> {
+    return this.#lanes.submit(step);
+  }
+
+  get stats(): GroupCommitStats {
+    return this.#lanes.stats;
+  }
+
+  async drain(): Promise<void> {
+    await this.#lanes.drain();
+  }
+}
+
+/** True when the step's ledger action is one the group does not take (a partial capture's post). */
+function mustGoAlone({ payment, next }: SagaStepWrite): boolean {
+  return (
+    next.ledger === "post-hold" &&
+    captureAmountOf(payment.amountMinor, payment.captureAmountMinor) !== payment.amountMinor
+  );
+}
+
+/** One group in one transaction (the module comment's steps); one outcome per step, in order. */
+export async function writeSagaStepGroup(
+  db: Database,
+  steps: readonly SagaStepWrite[],
+  options: SagaStepGroupOptions,
+): Promise<SagaStepOutcome[]> {
+  const outcomes: SagaStepOutcome[] = steps.map(() => ({ kind: "alone" }));
+  const grouped = steps.flatMap((step, i) => (mustGoAlone(step) ? [] : [i]));
+  if (grouped.length === 0) return outcomes;
+  try {
+    await db.transaction(async (tx) => {
+      const nowMs = options.clock.nowMs();
+      const writes = await writeSagaStates(
+        tx,
+        grouped.map((i) => steps[i]!),
+        { owner: options.owner, nowMs, leaseMs: options.leaseMs },
+      );
+      const written: Written[] = [];
+      grouped.forEach((index, k) => {
+        const write = writes[k]!;
+        if (write.won) written.push({ index, payment: toPayment(write.row), next: steps[index]!.next });
+        else outcomes[index] = { kind: "lease_lost" };
+      });
+      await recordIdempotency(tx, written, options.idempotency, nowMs);
+      await settle(tx, written);
+      const finished = written.filter((w) => w.next.finished).map((w) => w.payment);
+      if (finished.length > 0) await options.emitFinished(tx, finished);
+      for (const w of written) outcomes[w.index] = { kind: "written", payment: w.payment };
+    }, READ_COMMITTED);
+  } catch (error) {
+    if (sqlErrors.is(error, "SQL_UNAVAILABLE")) throw error;
+    return steps.map(() => ({ kind: "alone" }));
+  }
+  return outcomes;
+}
+
+/** A step whose new state is written: its place in the group, the payment as written, the decision. */
+interface Written {
+  index: number;
+  payment: Payment;
+  next: SagaStepWrite["next"];
+}
+
+/** Step 2: the original POSTs' records; a key a retry took over sends the group alone. */
+async function recordIdempotency(
+  tx: Queryable,
+  written: readonly Written[],
+  idempotency: IdempotencyStore,
+  nowMs: number,
+): Promise<void> {
+  const records: IdempotencyRecord[] = [];
+  for (const { payment, next } of written) {
+    // Only the POST that created the payment holds an idempotency record; capture/void requests later do not.
+    if (next.intent !== "authorize") continue;
+    const lease = {
+      scope: payment.merchantId,
+      key: payment.idempotencyKey,
+      generation: payment.idemGeneration,
+      recoveryPoint: "saga",
+    };
+    records.push(
+      next.finished ? { lease, response: finalResponse(payment) } : { lease, step: `saga_${next.step}` },
+    );
+  }
+  if (records.length === 0) return;
+  const recorded = await idempotency.recordMany(tx, records, nowMs);
+  if (recorded.includes(false)) throw new TakeAlone("an idempotency key was taken over by a retry");
+}
+
+/** Step 3: the holds' posts and voids, merchant by merchant; a hold the ledger refuses sends the group alone. */
+async function settle(tx: Queryable, written: readonly Written[]): Promise<void> {
+  const holds = written
+    .filter((w) => w.next.ledger !== "none")
+    .sort(
+      (a, b) =>
+        compare(a.payment.merchantId, b.payment.merchantId) ||
+        compare(a.payment.holdTransactionId, b.payment.holdTransactionId),
+    )
+    .map(({ payment, next }) => ({
+      transactionId: payment.holdTransactionId,
+      outcome: next.ledger === "post-hold" ? ("posted" as const) : ("voided" as const),
+    }));
+  const refusals = await settleHolds(tx, holds);
+  if (refusals.some((r) => r !== undefined)) throw new TakeAlone("the ledger refused a hold's settlement");
+}
+
+function compare<T extends string | bigint>(a: T, b: T): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

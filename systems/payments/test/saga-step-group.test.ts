@@ -1,0 +1,228 @@
+/**
+ * The saga's group commit (issue 14, store/saga-step-group.ts): steps submitted together are
+ * committed in ONE transaction with the single path's effects — each saga's fenced state, its
+ * POST's idempotency record, its hold's post, its event — a lost lease loses alone, and any
+ * refusal inside the group rolls the whole group back and sends every step to the single path.
+ * On PGlite and PostgreSQL, with the real outbox and ledger.
+ */
+import assert from "node:assert/strict";
+import type { Database } from "@casebook/infra/sql/sql";
+import { BackoffPolicy } from "@casebook/kit/backoff";
+import { systemClock } from "@casebook/kit/clock";
+import { fingerprintRequest } from "@casebook/kit/idempotency";
+import { decide, type SagaDecision, type StepOutcome } from "../src/domain/payment-saga.ts";
+import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
+import { enqueueMany } from "../src/store/outbox.ts";
+import { type ClaimedPayment, claimDue, type Payment } from "../src/store/payment-repository.ts";
+import { SagaStepGroup, type SagaStepOutcome } from "../src/store/saga-step-group.ts";
+import { openTestDb, seedPayment } from "./payment-fixture.ts";
+import { testOnEngines } from "./payments-full-fixture.ts";
+
+const OWNER = "group-test";
+const LEASE_MS = 30_000;
+const policy = new BackoffPolicy({
+  baseMs: 10,
+  capMs: 100,
+  budgetMs: 60_000,
+  maxAttempts: 10,
+  jitter: "none",
+});
+
+async function setUp(db: Database) {
+  const idempotency = paymentsIdempotencyStore(db);
+  const merchants = ["m_a", "m_a", "m_a", "m_b", "m_a", "m_b"];
+  for (const [i, merchant] of merchants.entries())
+    await seedPayment(db, idempotency, { merchant, key: `k${i}`, amountMinor: BigInt(100 + i) });
+  const claimed = await claimDue(db, { owner: OWNER, nowMs: Date.now(), leaseMs: LEASE_MS, maxBatch: 16 });
+  assert.equal(claimed.length, merchants.length);
+  const group = new SagaStepGroup(db, {
+    owner: OWNER,
+    leaseMs: LEASE_MS,
+    clock: systemClock,
+    idempotency,
+    emitFinished: (tx, payments) =>
+      enqueueMany(
+        tx,
+        payments.map((p) => ({
+          orderingKey: `${p.merchantId}:${p.currency}`,
+          type: `payment.${p.status}`,
+          eventId: `payment.${p.status}:${p.publicId}`,
+          payload: { paymentId: p.publicId },
+        })),
+      ).then(() => undefined),
+  });
+  return { idempotency, claimed, group };
+}
+
+function decided(p: Payment, outcome: StepOutcome): SagaDecision {
+  return decide(p, outcome, { elapsedMs: 0, policy });
+}
+
+function written(outcome: SagaStepOutcome): Payment {
+  assert.equal(outcome.kind, "written");
+  return (outcome as { payment: Payment }).payment;
+}
+
+/** Authorize → capture for every claimed saga, in one group: the claims kept and renewed. */
+async function toCapture(group: SagaStepGroup, claimed: readonly ClaimedPayment[]): Promise<Payment[]> {
+  const outcomes = await Promise.all(
+    claimed.map((p) =>
+      group.submit({ payment: p, next: decided(p, { kind: "approved", authorizationId: `au_${p.id}` }) }),
+    ),
+  );
+  return outcomes.map(written);
+}
+
+async function rowsOf(db: Database, ids: readonly bigint[]) {
+  const { rows } = await db.query<{
+    id: bigint;
+    step: string;
+    status: string;
+    lease_owner: string | null;
+    lease_version: bigint;
+    hold_status: string;
+    recovery_point: string;
+    key_status: string;
+  }>(
+    `SELECT p.id, p.step, p.status, p.lease_owner, p.lease_version, t.status AS hold_status,
+            k.recovery_point, k.status AS key_status
+       FROM payments p JOIN transactions t ON t.id = p.hold_transaction_id
+       JOIN idempotency_keys k ON k.merchant_id = p.merchant_id AND k.key = p.idempotency_key
+      WHERE p.id = ANY($1::int8[]) ORDER BY p.id`,
+    [ids],
+  );
+  return rows;
+}
+
+testOnEngines(
+  "steps submitted together commit in one transaction, each with the single path's effects",
+  async (t, url) => {
+    const { db } = await openTestDb(t, url);
+    const { idempotency, claimed, group } = await setUp(db);
+
+    const atCapture = await toCapture(group, claimed);
+    assert.deepEqual(group.stats, { batches: 1, items: 6, refused: 0 }, "six steps, one group");
+    for (const r of await rowsOf(
+      db,
+      claimed.map((p) => p.id),
+    )) {
+      assert.deepEqual(
+        [r.step, r.status, r.lease_owner, r.hold_status, r.recovery_point, r.key_status],
+        ["capture", "authorized", OWNER, "pending", "saga_capture", "in_progress"],
+        "the claim kept for the step due now, the key advanced",
+      );
+    }
+
+    const stale = { ...atCapture[2]!, leaseVersion: atCapture[2]!.leaseVersion - 1n };
+    const steps = atCapture.map((p, i) => ({
+      payment: i === 2 ? stale : p,
+      next: decided(p, { kind: "captured", authorizationId: `au_${p.id}` }),
+    }));
+    const outcomes = await Promise.all(steps.map((s) => group.submit(s)));
+    assert.equal(group.stats.batches, 2);
+    assert.deepEqual(
+      outcomes.map((o) => o.kind),
+      ["written", "written", "lease_lost", "written", "written", "written"],
+    );
+    const rows = await rowsOf(
+      db,
+      claimed.map((p) => p.id),
+    );
+    for (const [i, r] of rows.entries()) {
+      const expected =
+        i === 2
+          ? ["capture", "authorized", OWNER, "pending", "saga_capture", "in_progress"]
+          : ["done", "captured", null, "posted", "finished", "completed"];
+      assert.deepEqual(
+        [r.step, r.status, r.lease_owner, r.hold_status, r.recovery_point, r.key_status],
+        expected,
+      );
+    }
+
+    // The stored response replays what the group committed (PY-13).
+    const first = written(outcomes[0]!);
+    const replay = await idempotency.begin({
+      scope: first.merchantId,
+      key: first.idempotencyKey,
+      fingerprint: fingerprintRequest({
+        method: "POST",
+        path: "/v1/payments",
+        body: { key: first.idempotencyKey },
+      }),
+    });
+    assert.equal(replay.kind, "replay");
+    if (replay.kind === "replay") {
+      assert.equal(replay.response.status, 201);
+      const body = JSON.parse(new TextDecoder().decode(replay.response.body)) as {
+        id: string;
+        status: string;
+      };
+      assert.deepEqual([body.id, body.status], [first.publicId, "captured"]);
+    }
+
+    // The events: one per finished saga, each merchant's in arrival order.
+    const { rows: events } = await db.query<{ ordering_key: string; seq: bigint; event_id: string }>(
+      "SELECT ordering_key, seq, event_id FROM outbox_events ORDER BY ordering_key, seq",
+    );
+    const finished = outcomes.flatMap((o) => (o.kind === "written" ? [o.payment] : []));
+    const expected = ["m_a", "m_b"].flatMap((m) =>
+      finished
+        .filter((p) => p.merchantId === m)
+        .map((p, k) => [`${m}:BRL`, BigInt(k + 1), `payment.captured:${p.publicId}`]),
+    );
+    assert.deepEqual(
+      events.map((e) => [e.ordering_key, e.seq, e.event_id]),
+      expected,
+    );
+  },
+);
+
+testOnEngines(
+  "a refusal inside a group rolls all of it back: every step goes to the single path",
+  async (t, url) => {
+    const { db } = await openTestDb(t, url);
+    const { claimed, group } = await setUp(db);
+    const atCapture = await toCapture(group, claimed);
+    const before = await rowsOf(
+      db,
+      claimed.map((p) => p.id),
+    );
+
+    // A client retry took one key over (its generation moved on): the group must not complete it.
+    const taken = atCapture[4]!;
+    await db.query(
+      "UPDATE idempotency_keys SET generation = generation + 1 WHERE merchant_id = $1 AND key = $2",
+      [taken.merchantId, taken.idempotencyKey],
+    );
+    const outcomes = await Promise.all(
+      atCapture.map((p) =>
+        group.submit({ payment: p, next: decided(p, { kind: "captured", authorizationId: `au_${p.id}` }) }),
+      ),
+    );
+    assert.deepEqual(
+      outcomes.map((o) => o.kind),
+      atCapture.map(() => "alone"),
+    );
+    assert.deepEqual(
+      await rowsOf(
+        db,
+        claimed.map((p) => p.id),
+      ),
+      before,
+      "nothing of the group was written",
+    );
+    const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM outbox_events");
+    assert.equal(rows[0]!.n, 0);
+
+    // A partial capture's post names a new ledger transaction: the group never takes it.
+    const partial = { ...atCapture[0]!, captureAmountMinor: 50n };
+    const [alone] = await Promise.all([
+      group.submit({
+        payment: partial,
+        next: decided(partial, { kind: "captured", authorizationId: "au_p" }),
+      }),
+    ]);
+    assert.equal(alone!.kind, "alone");
+    assert.equal(group.stats.batches, 3, "a group of only such steps writes nothing, yet is counted");
+  },
+);
