@@ -12,6 +12,7 @@ import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { MAX_AMOUNT_MINOR } from "../domain/ledger.ts";
 import { isPaymentId } from "../domain/public-ids.ts";
 import { paymentErrors } from "../errors.ts";
+import type { PaymentCreateGroup } from "../store/payment-create-group.ts";
 import { findPaymentByPublicId, type Payment } from "../store/payment-repository.ts";
 import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
 
@@ -35,6 +36,8 @@ export interface PaymentRouteDeps {
   /** The authenticated merchant of the request (the auth helper's hook sets it). */
   merchantOf(request: FastifyRequest): string;
   config: PaymentRoutesConfig;
+  /** New payments group-committed (store/payment-create-group.ts); without it each POST creates alone. */
+  creates?: PaymentCreateGroup;
 }
 
 export interface FieldError {

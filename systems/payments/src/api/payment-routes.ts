@@ -36,7 +36,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { stateConflict } from "../domain/payment-actions.ts";
 import { captureAmountOf, requestSettlement } from "../domain/payment-saga.ts";
 import { paymentErrors } from "../errors.ts";
+import { CREATED_STEP } from "../store/payment-create-group.ts";
 import {
+  type CreatePaymentInput,
   createPayment,
   finalResponse,
   findPayment,
@@ -133,21 +135,26 @@ async function createAndDrive(
 ): Promise<FastifyReply> {
   const breakerOpen = deps.acquirer.breaker.state === "open";
   const nowMs = deps.clock.nowMs();
+  const create: CreatePaymentInput = {
+    merchantId,
+    idempotencyKey: key,
+    ...input,
+    idemGeneration: lease.generation,
+    nowMs,
+    ...(breakerOpen ? {} : { leaseOwner: deps.orchestrator.owner, leaseMs: deps.orchestrator.leaseMs }),
+  };
   let payment: Payment;
   try {
-    payment = await deps.db.transaction(async (tx) => {
-      // The key's step first: the hold inside createPayment locks the merchant's balance rows
-      // until COMMIT, so the fewer statements after it, the shorter every other payment waits.
-      await deps.idempotency.advance(tx, lease, "saga_authorize", nowMs);
-      return createPayment(tx, {
-        merchantId,
-        idempotencyKey: key,
-        ...input,
-        idemGeneration: lease.generation,
-        nowMs,
-        ...(breakerOpen ? {} : { leaseOwner: deps.orchestrator.owner, leaseMs: deps.orchestrator.leaseMs }),
-      });
-    });
+    const grouped = await deps.creates?.submit({ lease, input: create });
+    payment =
+      grouped?.kind === "written"
+        ? grouped.payment
+        : await deps.db.transaction(async (tx) => {
+            // The key's step first: the hold inside createPayment locks the merchant's balance rows
+            // until COMMIT, so the fewer statements after it, the shorter every other payment waits.
+            await deps.idempotency.advance(tx, lease, CREATED_STEP, nowMs);
+            return createPayment(tx, create);
+          });
   } catch (error) {
     await releaseAfterFailure(deps.idempotency, deps.db, lease, reply.log);
     throw error;

@@ -20,6 +20,7 @@ import type { AcquirerClient } from "../clients/acquirer-client.ts";
 import { correlatePaymentRequests } from "../metrics.ts";
 import type { LedgerRepository } from "../store/ledger-repository.ts";
 import type { MerchantRepository } from "../store/merchant-repository.ts";
+import { PaymentCreateGroup } from "../store/payment-create-group.ts";
 import type { SagaOrchestrator } from "../workers/saga-orchestrator.ts";
 import { registerAccountRoutes } from "./account-routes.ts";
 import { registerPaymentsAdminApi } from "./admin-routes.ts";
@@ -58,7 +59,8 @@ export async function registerPaymentsApi(app: FastifyInstance, options: Payment
     scope.addHook("onRequest", correlatePaymentRequests(merchantOf));
     registerAccountRoutes(scope, { db, ledger, merchantOf });
     registerLedgerRoutes(scope, { db, ledger, merchantOf });
-    const paymentDeps = { db, idempotency, orchestrator, acquirer, clock, merchantOf, config };
+    const creates = new PaymentCreateGroup(db, idempotency);
+    const paymentDeps = { db, idempotency, orchestrator, acquirer, clock, merchantOf, config, creates };
     registerPaymentRoutes(scope, paymentDeps);
     registerRefundRoutes(scope, paymentDeps);
     registerReconciliationRoutes(scope, { db, clock, merchantOf });

@@ -273,17 +273,19 @@ function createdTransaction(
 }
 
 /**
- * One new transfer's `ledger_write` call as a statement to compose (a CTE: `WITH hold AS (…)`), for
- * a caller that writes the transfer and its own row in ONE statement — the saga's reserve and its
- * payment row, so the merchant's balance rows the call locks are held for that one answer and the
- * COMMIT. Its rows are `ledger_write`'s (`transaction_id` among them); parameters `$1..$11`, the
- * caller's from `$12`. Errors: map them with `ledgerWriteError`. No timeout (016's deadline is set
+ * New transfers' `ledger_write` call (one atomic batch) as a statement to compose (a CTE: `WITH hold
+ * AS (…)`), for a caller that writes the transfers and its own rows in ONE statement — the saga's
+ * reserves and their payment rows, so the merchant's balance rows the call locks are held for that
+ * one answer and the COMMIT. Its rows are `ledger_write`'s (`ord`, the transfer's place in `batch`
+ * from 1, and `transaction_id` among them); parameters `$1..$11`, the caller's from `$12`. Errors: map them with `ledgerWriteError`. No timeout (016's deadline is set
  * by a second statement: use applyTransfers for a transfer with one), no replay read-back.
  */
-export function ledgerWriteStatement(pending: Pending): { text: string; params: unknown[] } {
-  if (pending.transfer.pending && pending.transfer.timeoutS !== null)
-    throw new RangeError("ledgerWriteStatement: a pending transfer with a timeout needs applyTransfers");
-  return { text: LEDGER_WRITE, params: writeParams([pending], false).params };
+export function ledgerWriteStatement(batch: readonly Pending[]): { text: string; params: unknown[] } {
+  checkUniqueKeys(batch);
+  for (const pending of batch)
+    if (pending.transfer.pending && pending.transfer.timeoutS !== null)
+      throw new RangeError("ledgerWriteStatement: a pending transfer with a timeout needs applyTransfers");
+  return { text: LEDGER_WRITE, params: writeParams(batch, false).params };
 }
 
 export interface ApplyOptions {

@@ -254,69 +254,119 @@ export async function createPayment(
   input: CreatePaymentInput,
   booked?: { holdTransactionId: bigint },
 ): Promise<Payment> {
-  const { rows: ids } = await tx.query<{ id: bigint }>(
-    "SELECT nextval(pg_get_serial_sequence('payments', 'id')) AS id",
-  );
-  const id = ids[0]!.id;
-  const now = new Date(input.nowMs);
-  const leaseExpiresAt = input.leaseOwner === undefined ? null : new Date(input.nowMs + (input.leaseMs ?? 0));
-  const values = [
-    id,
-    input.merchantId,
-    input.idempotencyKey,
-    acquirerKeyOf(input.merchantId, input.idempotencyKey),
-    input.amountMinor,
-    input.currency,
-    input.cardToken,
-    input.capture,
-    now,
-    input.leaseOwner ?? null,
-    leaseExpiresAt,
-    input.idemGeneration,
-  ];
-  if (booked !== undefined) {
-    const { rows } = await tx.query<PaymentRow>(insertPaymentSql(0, "$13"), [
-      ...values,
-      booked.holdTransactionId,
-    ]);
-    return toPayment(rows[0]!);
-  }
-  // The hold and the row in ONE statement: the hold locks the merchant's balance rows until
-  // COMMIT, so nothing else of the transaction runs while they are held.
-  const hold = ledgerWriteStatement({ transfer: await reserveTransfer(tx, id, input), reversesId: null });
-  try {
-    const { rows } = await tx.query<PaymentRow>(
-      `WITH hold AS (${hold.text})
-       ${insertPaymentSql(hold.params.length, "hold.transaction_id", " FROM hold")}`,
-      [...hold.params, ...values],
-    );
-    return toPayment(rows[0]!);
-  } catch (err) {
-    throw ledgerWriteError(err);
-  }
+  const [payment] = await createPayments(tx, [input], booked && [booked.holdTransactionId]);
+  return payment!;
 }
 
 /**
- * The payment row's INSERT: its twelve values at `$offset+1…`, the hold's id from `hold` (a
- * parameter, or a CTE's column with `from` naming the CTE). Casts name every type: the values are
- * a SELECT list, where a parameter's type is not taken from its column.
+ * `createPayment` of many payments inside `tx` (the creates' group commit): their holds — one
+ * atomic `ledger_write` batch — and their rows in ONE statement, so the merchants' balance rows
+ * the holds lock are held for that one answer and the COMMIT, once for all of them. Results in
+ * input order. A refusal of any (a ledger error, a duplicate key) fails the statement: the
+ * caller's transaction is then aborted.
  */
-function insertPaymentSql(offset: number, hold: string, from = ""): string {
-  const v = (k: number, type: string) => `$${offset + k}::${type}`;
+export async function createPayments(
+  tx: Queryable,
+  inputs: readonly CreatePaymentInput[],
+  bookedHolds?: readonly bigint[],
+): Promise<Payment[]> {
+  if (inputs.length === 0) return [];
+  const { rows: ids } = await tx.query<{ id: bigint }>(
+    "SELECT nextval(pg_get_serial_sequence('payments', 'id')) AS id FROM generate_series(1, $1::int4)",
+    [inputs.length],
+  );
+  const created = inputs.map((input, i) => ({ id: ids[i]!.id, input }));
+  let rows: PaymentRow[];
+  if (bookedHolds !== undefined) {
+    ({ rows } = await tx.query<PaymentRow>(insertPaymentsSql(0, "($13::int8[])[u.ord]"), [
+      ...paymentValues(created),
+      bookedHolds,
+    ]));
+  } else {
+    const accounts = new Map<string, MerchantAccounts>();
+    const holds = [];
+    for (const { id, input } of created) {
+      const key = `${input.merchantId}\u0000${input.currency}`;
+      let mine = accounts.get(key);
+      if (mine === undefined) {
+        mine = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
+        accounts.set(key, mine);
+      }
+      holds.push({ transfer: reserveTransfer(mine, id, input), reversesId: null });
+    }
+    const hold = ledgerWriteStatement(holds);
+    try {
+      // The holds and the rows in ONE statement: the holds lock the merchants' balance rows until
+      // COMMIT, so nothing else of the transaction runs while they are held.
+      ({ rows } = await tx.query<PaymentRow>(
+        `WITH hold AS (${hold.text})
+         ${insertPaymentsSql(hold.params.length, "hold.transaction_id", "JOIN hold ON hold.ord = u.ord")}`,
+        [...hold.params, ...paymentValues(created)],
+      ));
+    } catch (err) {
+      throw ledgerWriteError(err);
+    }
+  }
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return created.map(({ id }) => toPayment(byId.get(id)!));
+}
+
+/** The payment rows' twelve input arrays, in `insertPaymentsSql`'s order. */
+function paymentValues(created: readonly { id: bigint; input: CreatePaymentInput }[]): unknown[] {
+  const column = <T>(value: (c: { id: bigint; input: CreatePaymentInput }) => T) => created.map(value);
+  return [
+    column((c) => c.id),
+    column((c) => c.input.merchantId),
+    column((c) => c.input.idempotencyKey),
+    column((c) => acquirerKeyOf(c.input.merchantId, c.input.idempotencyKey)),
+    column((c) => c.input.amountMinor),
+    column((c) => c.input.currency),
+    column((c) => c.input.cardToken),
+    column((c) => c.input.capture),
+    column((c) => new Date(c.input.nowMs)),
+    column((c) => c.input.leaseOwner ?? null),
+    column(({ input }) =>
+      input.leaseOwner === undefined ? null : new Date(input.nowMs + (input.leaseMs ?? 0)),
+    ),
+    column((c) => c.input.idemGeneration),
+  ];
+}
+
+/**
+ * The payment rows' INSERT: their twelve input arrays at `$offset+1…` (`paymentValues`), one row
+ * per element (`u`, numbered `u.ord` from 1), the hold's id from `hold` (an expression over `u`,
+ * or a CTE's column with `join` joining it).
+ */
+function insertPaymentsSql(offset: number, hold: string, join = ""): string {
+  const types = [
+    "int8",
+    "text",
+    "text",
+    "text",
+    "int8",
+    "text",
+    "text",
+    "boolean",
+    "timestamptz",
+    "text",
+    "timestamptz",
+    "int4",
+  ];
+  const arrays = types.map((type, k) => `$${offset + k + 1}::${type}[]`).join(", ");
   return `INSERT INTO payments (id, merchant_id, idempotency_key, acquirer_key, amount_minor, currency, card_token,
        capture, status, step, intent, next_attempt_at, lease_owner, lease_expires_at, idem_generation,
        hold_transaction_id, started_at, created_at, updated_at)
      OVERRIDING SYSTEM VALUE
-     SELECT ${v(1, "int8")}, ${v(2, "text")}, ${v(3, "text")}, ${v(4, "text")}, ${v(5, "int8")}, ${v(6, "text")},
-       ${v(7, "text")}, ${v(8, "boolean")}, 'pending', 'authorize', 'authorize', ${v(9, "timestamptz")},
-       ${v(10, "text")}, ${v(11, "timestamptz")}, ${v(12, "int4")}, ${hold}, ${v(9, "timestamptz")},
-       ${v(9, "timestamptz")}, ${v(9, "timestamptz")}${from}
+     SELECT u.id, u.merchant_id, u.idempotency_key, u.acquirer_key, u.amount_minor, u.currency, u.card_token,
+       u.capture, 'pending', 'authorize', 'authorize', u.now, u.lease_owner, u.lease_expires_at, u.idem_generation,
+       ${hold}, u.now, u.now, u.now
+       FROM unnest(${arrays}) WITH ORDINALITY AS u(id, merchant_id, idempotency_key, acquirer_key, amount_minor,
+         currency, card_token, capture, now, lease_owner, lease_expires_at, idem_generation, ord) ${join}
      RETURNING ${PAYMENT_COLUMNS}`;
 }
 
 /** The reserve step's pending hold for payment `id`: customer funds → merchant pending. */
-async function reserveTransfer(tx: Queryable, id: bigint, input: CreatePaymentInput) {
-  const accounts = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
+function reserveTransfer(accounts: MerchantAccounts, id: bigint, input: CreatePaymentInput) {
   return normalizeTransfer({
     idemKey: `pay:${id}:reserve`,
     from: accounts.customerFunds,

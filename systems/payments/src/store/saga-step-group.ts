@@ -16,12 +16,12 @@
  *   4. the finished sagas' events (`emitFinished`, one statement), in arrival order;
  *   5. COMMIT.
  *
- * The group path is all or nothing, and the single path is its fallback: a step it does not take
- * (a partial capture, whose post names a new ledger transaction), or any refusal in the group —
- * an idempotency key a retry took over, a hold no longer pending, a deadlock — rolls the group
- * back and answers its steps `alone`, and each caller commits its own step as before (its own
- * transaction, its own retries, its own error). A lost database (SQL_UNAVAILABLE) is not retried
- * alone: every caller of the group gets it.
+ * All or nothing (transaction-group.ts), with the single path as the fallback: a step the group
+ * does not take (a partial capture, whose post names a new ledger transaction), or any refusal in
+ * the group — an idempotency key a retry took over, a hold no longer pending, a deadlock — rolls
+ * the group back and answers its steps `alone`, and each caller commits its own step as before
+ * (its own transaction, its own retries, its own error). A lost database (SQL_UNAVAILABLE) is not
+ * retried alone: every caller of the group gets it.
  *
  * @example
  * const group = new SagaStepGroup(db, { owner, leaseMs, clock, idempotency, emitFinished });
@@ -31,10 +31,8 @@
 
 import type { IdempotencyRecord, IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
-import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import type { Clock } from "@casebook/kit/clock";
 import type { GroupCommitStats } from "@casebook/kit/group-commit";
-import { GroupCommitLanes } from "@casebook/kit/group-commit-lanes";
 import { captureAmountOf } from "../domain/payment-saga.ts";
 import { settleHolds } from "./ledger-repository.ts";
 import {
@@ -44,14 +42,20 @@ import {
   toPayment,
   writeSagaStates,
 } from "./payment-repository.ts";
+import {
+  type GroupOutcome,
+  TakeAlone,
+  TransactionGroup,
+  type TransactionGroupOptions,
+} from "./transaction-group.ts";
 
-/** A step's outcome in its group: committed, its lease lost, or to be committed alone. */
-export type SagaStepOutcome =
-  | { kind: "written"; payment: Payment }
-  | { kind: "lease_lost" }
-  | { kind: "alone" };
+/** A step's outcome in a group that wrote: committed, or its lease lost. */
+type StepWritten = { kind: "written"; payment: Payment } | { kind: "lease_lost" };
+/** …or to be committed alone. */
+export type SagaStepOutcome = GroupOutcome<StepWritten>;
 
-export interface SagaStepGroupOptions {
+export interface SagaStepGroupOptions
+  extends Pick<TransactionGroupOptions<SagaStepWrite>, "maxBatch" | "maxPending" | "maxWaitMs" | "lanes"> {
   /** The orchestrator's lease owner: every step of the group is fenced on it. */
   owner: string;
   leaseMs: number;
@@ -59,97 +63,58 @@ export interface SagaStepGroupOptions {
   idempotency: IdempotencyStore;
   /** The finished sagas' events, written in the group's transaction (PY-11's outbox). */
   emitFinished: (tx: Queryable, payments: readonly Payment[]) => Promise<void>;
-  /** Steps in one transaction. Default 256. */
-  maxBatch?: number;
-  /** Steps waiting at once per lane. Default 10 000. */
-  maxPending?: number;
-  /** Longest the first step of an idle moment waits for company, in ms. Default 1. */
-  maxWaitMs?: number;
-  /** Groups written at once, each on its own connection. Default 2. */
-  lanes?: number;
 }
 
-export const SAGA_STEP_GROUP_DEFAULTS = {
-  maxBatch: 256,
-  maxPending: 10_000,
-  maxWaitMs: 1,
-  lanes: 2,
-} as const;
-
-const READ_COMMITTED = { isolation: "read committed" } as const;
-
-/** The group met a refusal that its steps' own transactions must meet one by one. */
-class TakeAlone extends Error {}
-
 export class SagaStepGroup {
-  readonly #lanes: GroupCommitLanes<SagaStepWrite, SagaStepOutcome>;
+  readonly #group: TransactionGroup<SagaStepWrite, StepWritten>;
 
   constructor(db: Database, options: SagaStepGroupOptions) {
-    const { maxBatch, maxPending, maxWaitMs, lanes } = { ...SAGA_STEP_GROUP_DEFAULTS, ...options };
-    this.#lanes = new GroupCommitLanes((steps) => writeSagaStepGroup(db, steps, options), {
-      maxBatch,
-      maxPending,
-      maxWaitMs,
-      lanes,
-      fillTo: "last-batch",
+    this.#group = new TransactionGroup(db, (tx, steps) => writeSagaStepGroup(tx, steps, options), {
+      ...options,
+      takes: (step) => !isPartialCapture(step),
     });
   }
 
   /** Queues one step; resolves with its outcome (rejects when the group could not be written at all). */
   submit(step: SagaStepWrite): Promise<SagaStepOutcome> {
-    return this.#lanes.submit(step);
+    return this.#group.submit(step);
   }
 
   get stats(): GroupCommitStats {
-    return this.#lanes.stats;
+    return this.#group.stats;
   }
 
   async drain(): Promise<void> {
-    await this.#lanes.drain();
+    await this.#group.drain();
   }
 }
 
-/** True when the step's ledger action is one the group does not take (a partial capture's post). */
-function mustGoAlone({ payment, next }: SagaStepWrite): boolean {
+/** A partial capture's post names a new ledger transaction in the payment: the single path's own order. */
+function isPartialCapture({ payment, next }: SagaStepWrite): boolean {
   return (
     next.ledger === "post-hold" &&
     captureAmountOf(payment.amountMinor, payment.captureAmountMinor) !== payment.amountMinor
   );
 }
 
-/** One group in one transaction (the module comment's steps); one outcome per step, in order. */
-export async function writeSagaStepGroup(
-  db: Database,
+/** One group inside its transaction `tx` (the module comment's steps); one outcome per step, in order. */
+async function writeSagaStepGroup(
+  tx: Queryable,
   steps: readonly SagaStepWrite[],
   options: SagaStepGroupOptions,
-): Promise<SagaStepOutcome[]> {
-  const outcomes: SagaStepOutcome[] = steps.map(() => ({ kind: "alone" }));
-  const grouped = steps.flatMap((step, i) => (mustGoAlone(step) ? [] : [i]));
-  if (grouped.length === 0) return outcomes;
-  try {
-    await db.transaction(async (tx) => {
-      const nowMs = options.clock.nowMs();
-      const writes = await writeSagaStates(
-        tx,
-        grouped.map((i) => steps[i]!),
-        { owner: options.owner, nowMs, leaseMs: options.leaseMs },
-      );
-      const written: Written[] = [];
-      grouped.forEach((index, k) => {
-        const write = writes[k]!;
-        if (write.won) written.push({ index, payment: toPayment(write.row), next: steps[index]!.next });
-        else outcomes[index] = { kind: "lease_lost" };
-      });
-      await recordIdempotency(tx, written, options.idempotency, nowMs);
-      await settle(tx, written);
-      const finished = written.filter((w) => w.next.finished).map((w) => w.payment);
-      if (finished.length > 0) await options.emitFinished(tx, finished);
-      for (const w of written) outcomes[w.index] = { kind: "written", payment: w.payment };
-    }, READ_COMMITTED);
-  } catch (error) {
-    if (sqlErrors.is(error, "SQL_UNAVAILABLE")) throw error;
-    return steps.map(() => ({ kind: "alone" }));
-  }
+): Promise<StepWritten[]> {
+  const nowMs = options.clock.nowMs();
+  const writes = await writeSagaStates(tx, steps, { owner: options.owner, nowMs, leaseMs: options.leaseMs });
+  const written: Written[] = [];
+  writes.forEach((write, index) => {
+    if (write.won) written.push({ index, payment: toPayment(write.row), next: steps[index]!.next });
+  });
+  await recordIdempotency(tx, written, options.idempotency, nowMs);
+  await settle(tx, written);
+  const finished = written.filter((w) => w.next.finished).map((w) => w.payment);
+  if (finished.length > 0) await options.emitFinished(tx, finished);
+  const outcomes = steps.map((): StepWritten => ({ kind: "lease_lost" }));
+  for (const w of written) outcomes[w.index] = { kind: "written", payment: w.payment };
   return outcomes;
 }
 

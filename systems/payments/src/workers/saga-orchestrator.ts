@@ -116,7 +116,7 @@ export interface SagaOrchestratorOptions {
   emitEvents?: EmitEvents;
   /**
    * Steps committed together (store/saga-step-group.ts: batch size, wait, lanes); `false` commits
-   * each step in its own transaction. Default on, with SAGA_STEP_GROUP_DEFAULTS.
+   * each step in its own transaction. Default on, with TRANSACTION_GROUP_DEFAULTS.
    */
   stepGroup?: Pick<SagaStepGroupOptions, "maxBatch" | "maxPending" | "maxWaitMs" | "lanes"> | false;
   /** Loop errors; a saga's own failures go here too unless `log` is set (then they are logged with its correlation id). */
