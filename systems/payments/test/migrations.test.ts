@@ -38,6 +38,7 @@ const expected = [
   "018_ledger_write_serial",
   "019_ledger_late_entries",
   "020_ledger_settle",
+  "021_payments_require",
 ];
 
 test("every migration applies in order on PGlite, once", async (t) => {

@@ -1,8 +1,9 @@
 /**
  * New payments group-committed (issue 14, store/payment-create-group.ts): creates submitted
- * together are ONE transaction — their keys advanced to the saga, their holds one ledger_write
- * batch, their rows one INSERT — with the single path's effects; any refusal inside rolls the
- * whole group back and answers every create `alone`. On PGlite and PostgreSQL.
+ * together are ONE autocommit statement — their keys advanced to the saga, their holds one
+ * ledger_write batch, their rows one INSERT — with the single path's effects; any refusal inside
+ * (payments_require, 021) fails the whole statement and answers every create `alone`. On PGlite
+ * and PostgreSQL.
  */
 import assert from "node:assert/strict";
 import type { IdempotencyLease, IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
@@ -10,6 +11,7 @@ import type { Database } from "@casebook/infra/sql/sql";
 import { fingerprintRequest } from "@casebook/kit/idempotency";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { type PaymentCreate, PaymentCreateGroup } from "../src/store/payment-create-group.ts";
+import { ensureMerchantAccounts } from "../src/store/payment-repository.ts";
 import { balances, openTestDb } from "./payment-fixture.ts";
 import { testOnEngines } from "./payments-full-fixture.ts";
 
@@ -47,6 +49,12 @@ async function creates(idempotency: IdempotencyStore): Promise<PaymentCreate[]> 
   );
 }
 
+/** The merchants' accounts, opened as their first payment would: the group writes for merchants that have them. */
+async function openAccounts(db: Database, merchants: readonly string[]): Promise<void> {
+  for (const merchant of new Set(merchants))
+    await db.transaction((tx) => ensureMerchantAccounts(tx, merchant, "BRL"));
+}
+
 async function keySteps(db: Database): Promise<string[]> {
   const { rows } = await db.query<{ recovery_point: string }>(
     "SELECT recovery_point FROM idempotency_keys ORDER BY merchant_id, key",
@@ -55,12 +63,13 @@ async function keySteps(db: Database): Promise<string[]> {
 }
 
 testOnEngines(
-  "creates submitted together are one transaction with the single path's effects",
+  "creates submitted together are one statement with the single path's effects",
   async (t, url) => {
     const { db } = await openTestDb(t, url);
     const idempotency = paymentsIdempotencyStore(db);
     const group = new PaymentCreateGroup(db, idempotency);
     const items = await creates(idempotency);
+    await openAccounts(db, MERCHANTS);
 
     const outcomes = await Promise.all(items.map((c) => group.submit(c)));
     assert.deepEqual(group.stats, { batches: 1, items: 6, refused: 0 }, "six creates, one group");
@@ -109,6 +118,13 @@ testOnEngines(
     const group = new PaymentCreateGroup(db, idempotency);
     const items = await creates(idempotency);
 
+    // A merchant without accounts yet: its first payment opens them, in a transaction of its own.
+    assert.deepEqual(
+      (await Promise.all(items.map((c) => group.submit(c)))).map((o) => o.kind),
+      Array(6).fill("alone"),
+    );
+    await openAccounts(db, MERCHANTS);
+
     // A client retry took one key over: the group must not advance it, nor create anything.
     await db.query(
       "UPDATE idempotency_keys SET generation = generation + 1 WHERE merchant_id = 'm_b' AND key = 'k4'",
@@ -122,7 +138,7 @@ testOnEngines(
     assert.equal(rows[0]!.n, 0, "no payment, no hold");
     assert.deepEqual(await keySteps(db), Array(6).fill("started"), "no key advanced");
 
-    // A ledger refusal (an account that cannot exist: a currency outside ISO 4217) does the same.
+    // A currency outside ISO 4217 (no accounts can exist for it) does the same.
     const fresh = await Promise.all(
       ["x0", "x1"].map(async (key, i) => ({
         lease: await begun(idempotency, "m_c", key),

@@ -85,6 +85,15 @@ async function openAccount(tx: Queryable, merchantId: string, currency: string, 
   return rows[0]!.id;
 }
 
+/** The merchant's three accounts in `currency` when all exist (a read, no lock); else undefined. */
+export async function merchantAccountsIfComplete(
+  q: Queryable,
+  merchantId: string,
+  currency: string,
+): Promise<MerchantAccounts | undefined> {
+  return isCurrencyCode(currency) ? complete(await rolesOf(q, merchantId, currency)) : undefined;
+}
+
 /**
  * The merchant's three accounts in `currency`, creating the missing ones in `tx` (call it inside
  * the transaction that first uses them). LEDGER_TRANSFER_INVALID for a malformed currency. The

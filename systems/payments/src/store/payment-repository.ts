@@ -34,7 +34,10 @@ import { paymentErrors } from "../errors.ts";
 import { postPartially } from "./ledger-partial-post.ts";
 import { settleHold } from "./ledger-repository.ts";
 import { ledgerWriteError, ledgerWriteStatement } from "./ledger-write.ts";
-import { ensureMerchantAccounts as provisionMerchantAccounts } from "./merchant-accounts.ts";
+import {
+  merchantAccountsIfComplete,
+  ensureMerchantAccounts as provisionMerchantAccounts,
+} from "./merchant-accounts.ts";
 
 export interface MerchantAccounts {
   customerFunds: bigint;
@@ -244,6 +247,25 @@ export async function ensureMerchantAccounts(
 }
 
 /**
+ * The merchant's accounts in `currency` when all exist (a read, no lock), else undefined: the
+ * first payment of a merchant creates them (`ensureMerchantAccounts`, in a transaction).
+ */
+export async function existingMerchantAccounts(
+  q: Queryable,
+  merchantId: string,
+  currency: string,
+): Promise<MerchantAccounts | undefined> {
+  const byRole = await merchantAccountsIfComplete(q, merchantId, currency);
+  return (
+    byRole && {
+      customerFunds: byRole.customer_funds,
+      merchantPending: byRole.merchant_pending,
+      merchantAvailable: byRole.merchant_available,
+    }
+  );
+}
+
+/**
  * Creates the payment, its saga (step "authorize", due now) and the reserve step — a pending
  * ledger hold — inside `tx` (PY-05 step 1). Throws on a duplicate (merchant, key): the
  * idempotency layer in front must make that impossible. `booked`: the hold was already booked
@@ -284,7 +306,7 @@ export async function createPayments(
     ]));
   } else {
     const accounts = new Map<string, MerchantAccounts>();
-    const holds = [];
+    const payments: NewPayment[] = [];
     for (const { id, input } of created) {
       const key = `${input.merchantId}\u0000${input.currency}`;
       let mine = accounts.get(key);
@@ -292,21 +314,51 @@ export async function createPayments(
         mine = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
         accounts.set(key, mine);
       }
-      holds.push({ transfer: reserveTransfer(mine, id, input), reversesId: null });
+      payments.push({ id, input, accounts: mine });
     }
-    const hold = ledgerWriteStatement(holds);
-    try {
-      // The holds and the rows in ONE statement: the holds lock the merchants' balance rows until
-      // COMMIT, so nothing else of the transaction runs while they are held.
-      ({ rows } = await tx.query<PaymentRow>(
-        `WITH hold AS (${hold.text})
-         ${insertPaymentsSql(hold.params.length, "hold.transaction_id", "JOIN hold ON hold.ord = u.ord")}`,
-        [...hold.params, ...paymentValues(created)],
-      ));
-    } catch (err) {
+    // The holds and the rows in ONE statement: the holds lock the merchants' balance rows until
+    // COMMIT, so nothing else of the transaction runs while they are held.
+    const statement = createPaymentsStatement(payments);
+    ({ rows } = await tx.query<PaymentRow>(statement.text, statement.params).catch((err: unknown) => {
       throw ledgerWriteError(err);
-    }
+    }));
   }
+  return paymentsOf(created, rows);
+}
+
+/** A new payment as `createPaymentsStatement` writes it: its id (drawn), its input, its merchant's accounts. */
+export interface NewPayment {
+  id: bigint;
+  input: CreatePaymentInput;
+  accounts: MerchantAccounts;
+}
+
+/**
+ * New payments' holds — one atomic `ledger_write` batch — and rows as ONE statement (`WITH hold AS
+ * (…) INSERT … RETURNING`), its parameters `$1…$params.length`. `compose`, for a caller that makes
+ * it part of a larger statement, gets the number of parameters before its own and gives more CTEs
+ * before the hold (`ctes`, ending with a comma), a condition every hold passes through
+ * (`holdGuard`, a `WHERE` clause — which must raise to refuse, since a filtered-out hold would
+ * still leave the other CTEs' writes) and its parameters.
+ */
+export function createPaymentsStatement(
+  payments: readonly NewPayment[],
+  compose?: (offset: number) => { ctes: string; holdGuard: string; params: unknown[] },
+): { text: string; params: unknown[] } {
+  const hold = ledgerWriteStatement(
+    payments.map((p) => ({ transfer: reserveTransfer(p.accounts, p.id, p.input), reversesId: null })),
+  );
+  const params = [...hold.params, ...paymentValues(payments)];
+  const more = compose?.(params.length);
+  return {
+    text: `WITH ${more?.ctes ?? ""} hold AS (${hold.text} ${more?.holdGuard ?? ""})
+       ${insertPaymentsSql(hold.params.length, "hold.transaction_id", "JOIN hold ON hold.ord = u.ord")}`,
+    params: more === undefined ? params : [...params, ...more.params],
+  };
+}
+
+/** The payments RETURNING gave, in `created`'s order. */
+export function paymentsOf(created: readonly { id: bigint }[], rows: readonly PaymentRow[]): Payment[] {
   const byId = new Map(rows.map((row) => [row.id, row]));
   return created.map(({ id }) => toPayment(byId.get(id)!));
 }

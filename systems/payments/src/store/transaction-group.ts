@@ -33,8 +33,11 @@ export interface TransactionGroupOptions<I> {
   maxWaitMs?: number;
   /** Groups written at once, each its own transaction on its own connection. Default 2. */
   lanes?: number;
-  /** The group's transaction options. Default READ COMMITTED. */
-  transaction?: TransactionOptions;
+  /**
+   * The group's transaction options (default READ COMMITTED); `false`: `write` gets the database
+   * itself and its one statement is the transaction (autocommit).
+   */
+  transaction?: TransactionOptions | false;
   /** Whether the group can write this item; default every item. */
   takes?: (item: I) => boolean;
 }
@@ -63,7 +66,9 @@ export class TransactionGroup<I, O> {
     this.#lanes = new GroupCommitLanes<I, GroupOutcome<O>>(
       async (items): Promise<readonly GroupOutcome<O>[]> => {
         try {
-          return await db.transaction((tx) => write(tx, items), transaction);
+          return transaction === false
+            ? await write(db, items)
+            : await db.transaction((tx) => write(tx, items), transaction);
         } catch (error) {
           if (sqlErrors.is(error, "SQL_UNAVAILABLE")) throw error;
           return items.map(() => ALONE);
