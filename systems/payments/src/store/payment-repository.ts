@@ -281,11 +281,12 @@ export async function createPayment(
 }
 
 /**
- * `createPayment` of many payments inside `tx` (the creates' group commit): their holds — one
- * atomic `ledger_write` batch — and their rows in ONE statement, so the merchants' balance rows
- * the holds lock are held for that one answer and the COMMIT, once for all of them. Results in
- * input order. A refusal of any (a ledger error, a duplicate key) fails the statement: the
- * caller's transaction is then aborted.
+ * `createPayment` of many payments inside `tx`: their holds — one atomic `ledger_write` batch —
+ * and their rows in ONE statement (`createPaymentsStatement`), so the merchants' balance rows the
+ * holds lock are held for that one answer and the COMMIT, once for all of them; a merchant's
+ * missing accounts are opened first. Results in input order. A refusal of any (a ledger error, a
+ * duplicate key) fails the statement: the caller's transaction is then aborted. (The group of new
+ * payments composes `createPaymentsStatement` into a statement of its own: payment-create-group.ts.)
  */
 export async function createPayments(
   tx: Queryable,
