@@ -34,12 +34,7 @@ import {
   type PaymentRow,
   paymentsOf,
 } from "./payment-repository.ts";
-import {
-  type GroupOutcome,
-  TakeAlone,
-  TransactionGroup,
-  type TransactionGroupOptions,
-} from "./transaction-group.ts";
+import { type GroupOutcome, type GroupTuning, TakeAlone, TransactionGroup } from "./transaction-group.ts";
 
 /** One POST's create: its idempotency claim (to advance to the saga) and the payment to make. */
 export interface PaymentCreate {
@@ -60,14 +55,7 @@ export class PaymentCreateGroup {
   readonly #idempotency: IdempotencyStore;
   readonly #accounts = new Map<string, MerchantAccounts>();
 
-  constructor(
-    db: Database,
-    idempotency: IdempotencyStore,
-    options: Pick<
-      TransactionGroupOptions<PaymentCreate>,
-      "maxBatch" | "maxPending" | "maxWaitMs" | "lanes"
-    > = {},
-  ) {
+  constructor(db: Database, idempotency: IdempotencyStore, options: GroupTuning = {}) {
     this.#idempotency = idempotency;
     this.#group = new TransactionGroup(db, (q, creates) => this.#write(q, creates), {
       ...options,

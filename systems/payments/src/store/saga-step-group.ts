@@ -42,20 +42,14 @@ import {
   toPayment,
   writeSagaStates,
 } from "./payment-repository.ts";
-import {
-  type GroupOutcome,
-  TakeAlone,
-  TransactionGroup,
-  type TransactionGroupOptions,
-} from "./transaction-group.ts";
+import { type GroupOutcome, type GroupTuning, TakeAlone, TransactionGroup } from "./transaction-group.ts";
 
 /** A step's outcome in a group that wrote: committed, or its lease lost. */
 type StepWritten = { kind: "written"; payment: Payment } | { kind: "lease_lost" };
 /** …or to be committed alone. */
 export type SagaStepOutcome = GroupOutcome<StepWritten>;
 
-export interface SagaStepGroupOptions
-  extends Pick<TransactionGroupOptions<SagaStepWrite>, "maxBatch" | "maxPending" | "maxWaitMs" | "lanes"> {
+export interface SagaStepGroupOptions extends GroupTuning {
   /** The orchestrator's lease owner: every step of the group is fenced on it. */
   owner: string;
   leaseMs: number;

@@ -42,6 +42,12 @@ export interface TransactionGroupOptions<I> {
   takes?: (item: I) => boolean;
 }
 
+/** A group's sizes and timing, as its owners expose them (batch, queue bound, wait, lanes). */
+export type GroupTuning = Pick<
+  TransactionGroupOptions<unknown>,
+  "maxBatch" | "maxPending" | "maxWaitMs" | "lanes"
+>;
+
 export const TRANSACTION_GROUP_DEFAULTS = {
   maxBatch: 256,
   maxPending: 10_000,

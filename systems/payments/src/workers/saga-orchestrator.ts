@@ -60,7 +60,8 @@ import {
   paymentView,
   renewSagaLease,
 } from "../store/payment-repository.ts";
-import { SagaStepGroup, type SagaStepGroupOptions } from "../store/saga-step-group.ts";
+import { SagaStepGroup } from "../store/saga-step-group.ts";
+import type { GroupTuning } from "../store/transaction-group.ts";
 import { loopFailureBackoff } from "./loop-backoff.ts";
 
 /** What leaves the saga when it finishes; the outbox helper persists it in the same transaction. */
@@ -118,7 +119,7 @@ export interface SagaOrchestratorOptions {
    * Steps committed together (store/saga-step-group.ts: batch size, wait, lanes); `false` commits
    * each step in its own transaction. Default on, with TRANSACTION_GROUP_DEFAULTS.
    */
-  stepGroup?: Pick<SagaStepGroupOptions, "maxBatch" | "maxPending" | "maxWaitMs" | "lanes"> | false;
+  stepGroup?: GroupTuning | false;
   /** Loop errors; a saga's own failures go here too unless `log` is set (then they are logged with its correlation id). */
   onError?: (error: unknown) => void;
   observer?: SagaStepObserver;
