@@ -42,8 +42,8 @@ test("ids are opaque: merchant B's first payment id says nothing of merchant A's
   const events: PaymentEvent[] = [];
   const f = await startFullPayments(t, {
     orchestrator: {
-      emitEvent: async (_tx, event) => {
-        events.push(event);
+      emitEvents: async (_tx, emitted) => {
+        events.push(...emitted);
       },
     },
   });

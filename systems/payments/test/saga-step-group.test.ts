@@ -14,7 +14,7 @@ import { decide, type SagaDecision, type StepOutcome } from "../src/domain/payme
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { enqueueMany } from "../src/store/outbox.ts";
 import { type ClaimedPayment, claimDue, type Payment } from "../src/store/payment-repository.ts";
-import { SagaStepGroup, type SagaStepOutcome } from "../src/store/saga-step-group.ts";
+import { type SagaStepGroup, type SagaStepOutcome, sagaStepGroup } from "../src/store/saga-step-group.ts";
 import { openTestDb, seedPayment } from "./payment-fixture.ts";
 import { testOnEngines } from "./payments-full-fixture.ts";
 
@@ -35,7 +35,7 @@ async function setUp(db: Database) {
     await seedPayment(db, idempotency, { merchant, key: `k${i}`, amountMinor: BigInt(100 + i) });
   const claimed = await claimDue(db, { owner: OWNER, nowMs: Date.now(), leaseMs: LEASE_MS, maxBatch: 16 });
   assert.equal(claimed.length, merchants.length);
-  const group = new SagaStepGroup(db, {
+  const group = sagaStepGroup(db, {
     owner: OWNER,
     leaseMs: LEASE_MS,
     clock: systemClock,

@@ -277,8 +277,9 @@ function createdTransaction(
  * AS (…)`), for a caller that writes the transfers and its own rows in ONE statement — the saga's
  * reserves and their payment rows, so the merchant's balance rows the call locks are held for that
  * one answer and the COMMIT. Its rows are `ledger_write`'s (`ord`, the transfer's place in `batch`
- * from 1, and `transaction_id` among them); parameters `$1..$11`, the caller's from `$12`. Errors: map them with `ledgerWriteError`. No timeout (016's deadline is set
- * by a second statement: use applyTransfers for a transfer with one), no replay read-back.
+ * from 1, and `transaction_id` among them); parameters `$1..$11`, the caller's from `$12`. Errors:
+ * map them with `ledgerWriteError`. No timeout (016's deadline is set by a second statement: use
+ * applyTransfers for a transfer with one), no replay read-back.
  */
 export function ledgerWriteStatement(batch: readonly Pending[]): { text: string; params: unknown[] } {
   checkUniqueKeys(batch);

@@ -27,6 +27,7 @@ import type { GroupCommitStats } from "@casebook/kit/group-commit";
 import {
   type CreatePaymentInput,
   createPaymentsStatement,
+  drawPaymentIds,
   existingMerchantAccounts,
   type MerchantAccounts,
   type NewPayment,
@@ -79,13 +80,10 @@ export class PaymentCreateGroup {
   async #write(db: Queryable, creates: readonly PaymentCreate[]): Promise<Created[]> {
     const accounts: MerchantAccounts[] = [];
     for (const { input } of creates) accounts.push(await this.#accountsOf(db, input));
-    // Drawn once the group can go (a refused group's ids are gaps, as a rolled-back insert's are).
-    const { rows: ids } = await db.query<{ id: bigint }>(
-      "SELECT nextval(pg_get_serial_sequence('payments', 'id')) AS id FROM generate_series(1, $1::int4)",
-      [creates.length],
-    );
+    // Drawn once the group can go.
+    const ids = await drawPaymentIds(db, creates.length);
     const payments: NewPayment[] = creates.map(({ input }, i) => ({
-      id: ids[i]!.id,
+      id: ids[i]!,
       input,
       accounts: accounts[i]!,
     }));

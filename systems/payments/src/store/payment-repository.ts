@@ -35,6 +35,7 @@ import { postPartially } from "./ledger-partial-post.ts";
 import { settleHold } from "./ledger-repository.ts";
 import { ledgerWriteError, ledgerWriteStatement } from "./ledger-write.ts";
 import {
+  type MerchantAccounts as AccountsByRole,
   merchantAccountsIfComplete,
   ensureMerchantAccounts as provisionMerchantAccounts,
 } from "./merchant-accounts.ts";
@@ -238,12 +239,7 @@ export async function ensureMerchantAccounts(
   merchantId: string,
   currency: string,
 ): Promise<MerchantAccounts> {
-  const byRole = await provisionMerchantAccounts(tx, merchantId, currency);
-  return {
-    customerFunds: byRole.customer_funds,
-    merchantPending: byRole.merchant_pending,
-    merchantAvailable: byRole.merchant_available,
-  };
+  return byName(await provisionMerchantAccounts(tx, merchantId, currency));
 }
 
 /**
@@ -256,75 +252,56 @@ export async function existingMerchantAccounts(
   currency: string,
 ): Promise<MerchantAccounts | undefined> {
   const byRole = await merchantAccountsIfComplete(q, merchantId, currency);
-  return (
-    byRole && {
-      customerFunds: byRole.customer_funds,
-      merchantPending: byRole.merchant_pending,
-      merchantAvailable: byRole.merchant_available,
-    }
+  return byRole && byName(byRole);
+}
+
+function byName(byRole: AccountsByRole): MerchantAccounts {
+  return {
+    customerFunds: byRole.customer_funds,
+    merchantPending: byRole.merchant_pending,
+    merchantAvailable: byRole.merchant_available,
+  };
+}
+
+/** `n` new payment ids from the table's sequence (a refused insert leaves gaps, as a rollback does). */
+export async function drawPaymentIds(q: Queryable, n: number): Promise<bigint[]> {
+  const { rows } = await q.query<{ id: bigint }>(
+    "SELECT nextval(pg_get_serial_sequence('payments', 'id')) AS id FROM generate_series(1, $1::int4)",
+    [n],
   );
+  return rows.map((r) => r.id);
 }
 
 /**
  * Creates the payment, its saga (step "authorize", due now) and the reserve step — a pending
- * ledger hold — inside `tx` (PY-05 step 1). Throws on a duplicate (merchant, key): the
- * idempotency layer in front must make that impossible. `booked`: the hold was already booked
- * (the upgrade test books it through an older schema's ledger_write).
+ * ledger hold — inside `tx` (PY-05 step 1): the hold and the row in ONE statement
+ * (`createPaymentsStatement`), so the merchant's balance rows the hold locks are held for that
+ * answer and the COMMIT. Throws on a duplicate (merchant, key): the idempotency layer in front
+ * must make that impossible. `booked`: the hold was already booked (the upgrade test books it
+ * through an older schema's ledger_write). The group of new payments composes
+ * `createPaymentsStatement` into a statement of its own (payment-create-group.ts).
  */
 export async function createPayment(
   tx: Queryable,
   input: CreatePaymentInput,
   booked?: { holdTransactionId: bigint },
 ): Promise<Payment> {
-  const [payment] = await createPayments(tx, [input], booked && [booked.holdTransactionId]);
-  return payment!;
-}
-
-/**
- * `createPayment` of many payments inside `tx`: their holds — one atomic `ledger_write` batch —
- * and their rows in ONE statement (`createPaymentsStatement`), so the merchants' balance rows the
- * holds lock are held for that one answer and the COMMIT, once for all of them; a merchant's
- * missing accounts are opened first. Results in input order. A refusal of any (a ledger error, a
- * duplicate key) fails the statement: the caller's transaction is then aborted. (The group of new
- * payments composes `createPaymentsStatement` into a statement of its own: payment-create-group.ts.)
- */
-export async function createPayments(
-  tx: Queryable,
-  inputs: readonly CreatePaymentInput[],
-  bookedHolds?: readonly bigint[],
-): Promise<Payment[]> {
-  if (inputs.length === 0) return [];
-  const { rows: ids } = await tx.query<{ id: bigint }>(
-    "SELECT nextval(pg_get_serial_sequence('payments', 'id')) AS id FROM generate_series(1, $1::int4)",
-    [inputs.length],
-  );
-  const created = inputs.map((input, i) => ({ id: ids[i]!.id, input }));
+  const [id] = await drawPaymentIds(tx, 1);
+  const created = [{ id: id!, input }];
   let rows: PaymentRow[];
-  if (bookedHolds !== undefined) {
+  if (booked !== undefined) {
     ({ rows } = await tx.query<PaymentRow>(insertPaymentsSql(0, "($13::int8[])[u.ord]"), [
       ...paymentValues(created),
-      bookedHolds,
+      [booked.holdTransactionId],
     ]));
   } else {
-    const accounts = new Map<string, MerchantAccounts>();
-    const payments: NewPayment[] = [];
-    for (const { id, input } of created) {
-      const key = `${input.merchantId}\u0000${input.currency}`;
-      let mine = accounts.get(key);
-      if (mine === undefined) {
-        mine = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
-        accounts.set(key, mine);
-      }
-      payments.push({ id, input, accounts: mine });
-    }
-    // The holds and the rows in ONE statement: the holds lock the merchants' balance rows until
-    // COMMIT, so nothing else of the transaction runs while they are held.
-    const statement = createPaymentsStatement(payments);
+    const accounts = await ensureMerchantAccounts(tx, input.merchantId, input.currency);
+    const statement = createPaymentsStatement([{ id: id!, input, accounts }]);
     ({ rows } = await tx.query<PaymentRow>(statement.text, statement.params).catch((err: unknown) => {
       throw ledgerWriteError(err);
     }));
   }
-  return paymentsOf(created, rows);
+  return toPayment(rows[0]!);
 }
 
 /** A new payment as `createPaymentsStatement` writes it: its id (drawn), its input, its merchant's accounts. */

@@ -24,7 +24,7 @@
  * retried alone: every caller of the group gets it.
  *
  * @example
- * const group = new SagaStepGroup(db, { owner, leaseMs, clock, idempotency, emitFinished });
+ * const group = sagaStepGroup(db, { owner, leaseMs, clock, idempotency, emitFinished });
  * const outcome = await group.submit({ payment, next });
  * if (outcome.kind === "alone") await db.transaction((tx) => applyDecision(tx, payment, next, options));
  */
@@ -32,7 +32,6 @@
 import type { IdempotencyRecord, IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
 import type { Database, Queryable } from "@casebook/infra/sql/sql";
 import type { Clock } from "@casebook/kit/clock";
-import type { GroupCommitStats } from "@casebook/kit/group-commit";
 import { captureAmountOf } from "../domain/payment-saga.ts";
 import { settleHolds } from "./ledger-repository.ts";
 import {
@@ -59,28 +58,14 @@ export interface SagaStepGroupOptions extends GroupTuning {
   emitFinished: (tx: Queryable, payments: readonly Payment[]) => Promise<void>;
 }
 
-export class SagaStepGroup {
-  readonly #group: TransactionGroup<SagaStepWrite, StepWritten>;
+/** The orchestrator's group of steps: submit a step, get its outcome (or `alone`); `stats`, `drain`. */
+export type SagaStepGroup = TransactionGroup<SagaStepWrite, StepWritten>;
 
-  constructor(db: Database, options: SagaStepGroupOptions) {
-    this.#group = new TransactionGroup(db, (tx, steps) => writeSagaStepGroup(tx, steps, options), {
-      ...options,
-      takes: (step) => !isPartialCapture(step),
-    });
-  }
-
-  /** Queues one step; resolves with its outcome (rejects when the group could not be written at all). */
-  submit(step: SagaStepWrite): Promise<SagaStepOutcome> {
-    return this.#group.submit(step);
-  }
-
-  get stats(): GroupCommitStats {
-    return this.#group.stats;
-  }
-
-  async drain(): Promise<void> {
-    await this.#group.drain();
-  }
+export function sagaStepGroup(db: Database, options: SagaStepGroupOptions): SagaStepGroup {
+  return new TransactionGroup(db, (tx, steps) => writeSagaStepGroup(tx, steps, options), {
+    ...options,
+    takes: (step) => !isPartialCapture(step),
+  });
 }
 
 /** A partial capture's post names a new ledger transaction in the payment: the single path's own order. */

@@ -60,7 +60,7 @@ import {
   paymentView,
   renewSagaLease,
 } from "../store/payment-repository.ts";
-import { SagaStepGroup } from "../store/saga-step-group.ts";
+import { type SagaStepGroup, sagaStepGroup } from "../store/saga-step-group.ts";
 import type { GroupTuning } from "../store/transaction-group.ts";
 import { loopFailureBackoff } from "./loop-backoff.ts";
 
@@ -75,8 +75,7 @@ export interface PaymentEvent {
   payload: Record<string, unknown>;
 }
 
-export type EmitEvent = (tx: Queryable, event: PaymentEvent) => Promise<void>;
-/** Many finished sagas' events in one write (a group of steps), in the given order. */
+/** Finished sagas' events, written in the transaction that finished them, in the given order. */
 export type EmitEvents = (tx: Queryable, events: readonly PaymentEvent[]) => Promise<void>;
 
 /** Told of every step driven: the step, the acquirer's outcome kind ("error" if it threw) and the duration. */
@@ -112,8 +111,7 @@ export interface SagaOrchestratorOptions {
   /** Steps one claim drives before yielding the saga back. Default 8. */
   maxStepsPerClaim?: number;
   backoff?: Partial<SagaBackoff>;
-  emitEvent?: EmitEvent;
-  /** The group commit's form of `emitEvent`; without it a group writes its events one by one. */
+  /** PY-11: one event for a step committed alone, a group's all at once. Default: none written. */
   emitEvents?: EmitEvents;
   /**
    * Steps committed together (store/saga-step-group.ts: batch size, wait, lanes); `false` commits
@@ -152,7 +150,7 @@ export class SagaOrchestrator {
   readonly unrenewedLeaseMs: number;
   readonly #o: SagaOrchestratorOptions;
   readonly #policy: BackoffPolicy;
-  readonly #emit: EmitEvent;
+  readonly #emit: EmitEvents;
   readonly #group: SagaStepGroup | undefined;
   readonly #loop: BackgroundLoop;
   /** The claims this orchestrator's drives hold now, by payment id: its other leases are stranded. */
@@ -170,22 +168,17 @@ export class SagaOrchestrator {
     this.unrenewedLeaseMs = options.acquirer.callDeadlineMs + LEASE_MARGIN_MS;
     const backoff = { ...defaultSagaBackoff, ...options.backoff };
     this.#policy = new BackoffPolicy({ ...backoff, jitter: "equal", random: options.random });
-    this.#emit = options.emitEvent ?? (async () => {});
-    const emitEvents: EmitEvents =
-      options.emitEvents ??
-      (async (tx, events) => {
-        for (const event of events) await this.#emit(tx, event);
-      });
+    this.#emit = options.emitEvents ?? (async () => {});
     this.#group =
       options.stepGroup === false
         ? undefined
-        : new SagaStepGroup(options.db, {
+        : sagaStepGroup(options.db, {
             ...options.stepGroup,
             owner: this.owner,
             leaseMs: this.leaseMs,
             clock: options.clock,
             idempotency: options.idempotency,
-            emitFinished: (tx, payments) => emitEvents(tx, payments.map(eventOf)),
+            emitFinished: (tx, payments) => this.#emit(tx, payments.map(eventOf)),
           });
     // Rounds back to back while sagas are due (a round that claimed any may have left more).
     this.#loop = new BackgroundLoop({
@@ -384,7 +377,7 @@ export class SagaOrchestrator {
               nowMs: this.#o.clock.nowMs(),
               leaseMs: this.leaseMs,
               idempotency: this.#o.idempotency,
-              emitFinished: (eventTx, payment) => this.#emit(eventTx, eventOf(payment)),
+              emitFinished: (eventTx, payment) => this.#emit(eventTx, [eventOf(payment)]),
             });
           },
           { isolation: "read committed" },

@@ -20,7 +20,7 @@ import { createEventPublisher } from "../clients/webhook-publisher.ts";
 import type { PaymentsConfig } from "../config.ts";
 import type { PaymentMetrics } from "../metrics.ts";
 import type { LedgerRepository } from "../store/ledger-repository.ts";
-import { enqueue, enqueueMany, type NewOutboxEvent } from "../store/outbox.ts";
+import { enqueueMany, type NewOutboxEvent } from "../store/outbox.ts";
 import { DailyReconciliation } from "./daily-reconciliation.ts";
 import { IdempotencyPruner, type IdempotencyPrunerOptions } from "./idempotency-pruner.ts";
 import { OutboxRelay } from "./outbox-relay.ts";
@@ -79,7 +79,6 @@ function startSagaWorker(adapters: WorkerAdapters, tuning: PaymentsTuning["saga"
     random: systemRandom,
     owner: leaseOwnerId(),
     // PY-11: the final step's event is written to the outbox in the step's own transaction.
-    emitEvent: (tx, event) => enqueue(tx, outboxEventOf(event)).then(() => undefined),
     emitEvents: (tx, events) => enqueueMany(tx, events.map(outboxEventOf)).then(() => undefined),
     onError: (error) =>
       service.log.error(
