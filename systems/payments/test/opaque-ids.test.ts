@@ -17,6 +17,7 @@ import { tableShape } from "@casebook/lab/table-shape";
 import { engineFree } from "@casebook/lab/test-engines";
 import { normalizeTransfer } from "../src/domain/ledger.ts";
 import { isPaymentId, isRefundId } from "../src/domain/public-ids.ts";
+import { outboxEventSink } from "../src/store/payment-events.ts";
 import {
   acquirerKeyOf,
   type CreatePaymentInput,
@@ -27,7 +28,6 @@ import {
   toPayment,
 } from "../src/store/payment-repository.ts";
 import { createRefund, findRefund } from "../src/store/refund-repository.ts";
-import type { PaymentEvent } from "../src/workers/saga-orchestrator.ts";
 import { bookHoldWith007 } from "./ledger-write-007.ts";
 import { MIGRATIONS_DIR, paymentBody } from "./payment-fixture.ts";
 import { startFullPayments } from "./payments-full-fixture.ts";
@@ -39,14 +39,7 @@ const MAX_OLD = 12;
 
 test("ids are opaque: merchant B's first payment id says nothing of merchant A's count, and internal ids never resolve", async (t) => {
   if (engineFree(t)) return;
-  const events: PaymentEvent[] = [];
-  const f = await startFullPayments(t, {
-    orchestrator: {
-      emitEvents: async (_tx, emitted) => {
-        events.push(...emitted);
-      },
-    },
-  });
+  const f = await startFullPayments(t, { orchestrator: { events: outboxEventSink } });
   const merchantB = `${f.merchant}-b`;
   const aIds: string[] = [];
   for (const key of ["a-1", "a-2", "a-3"]) {
@@ -89,11 +82,14 @@ test("ids are opaque: merchant B's first payment id says nothing of merchant A's
   // Replays and the events sent to webhooks speak the public id.
   const again = await f.pay(paymentBody(), "a-1");
   assert.equal(again.body.id, aIds[0], "a replay keeps its id");
+  const { rows: events } = await f.db.query<{ payload: { id: string; paymentId: string } }>(
+    "SELECT payload FROM outbox_events ORDER BY created_at, seq",
+  );
   assert.deepEqual(
-    events.map((e) => e.paymentId),
+    events.map((e) => e.payload.paymentId),
     all,
   );
-  for (const e of events) assert.equal(e.payload.id, e.paymentId);
+  for (const e of events) assert.equal(e.payload.id, e.payload.paymentId);
 
   // Refunds: `re_…`, found by it under its payment, and naming the payment by its public id.
   const refunded = await f.call(

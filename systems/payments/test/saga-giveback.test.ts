@@ -5,8 +5,8 @@
  * Deterministic: one orchestrator driven round by round (`runOnce`, no loop), a ManualClock that
  * moves only when told (1 s after the failure: far inside the 30 s lease, so only a take-back can
  * claim the saga again), the acquirer simulator in-process, and a database wrapper that fails on
- * demand — refuses transactions (a step's commit fails), loses the answer of a statement that ran
- * (a claim committed, its caller saw an error), or holds transactions until the test releases
+ * demand — refuses a step's commit (a transaction, or the step group's one statement), loses the answer of a statement that ran
+ * (a claim committed, its caller saw an error), or holds commits until the test releases
  * them (a drive in flight). Each saga taken back asks the acquirer by its key before deciding:
  * the simulator counts exactly one authorization call per key (PY-05, PY-06).
  */
@@ -34,18 +34,24 @@ import { testOnEngines } from "./payments-full-fixture.ts";
 const DEFAULT_LEASE_MS = 30_000;
 /** How long after the failure the test looks again: a small part of the lease. */
 const AFTER_HEAL_MS = 1_000;
-/** Bound on waiting for a drive to reach a held transaction (an acquirer call on loopback, then the claim). */
+/** Bound on waiting for a drive to reach a held commit (an acquirer call on loopback, then the claim). */
 const HELD_WAIT_MS = 10_000;
+
+/** A group commit's one statement (store/saga-step-group.ts): its guard. */
+const GROUP_STATEMENT = /payments_require\(/;
 
 /** A Database that fails on demand; otherwise every call goes to the real one. */
 class FlakyDatabase implements Database {
   readonly #db: Database;
-  /** Transactions fail at once with SQL_UNAVAILABLE, before anything reaches the database. */
-  failTransactions = false;
+  /**
+   * A step's commit — a transaction, or a group's one statement (its guard calls
+   * payments_require) — fails at once with SQL_UNAVAILABLE, before anything reaches the database.
+   */
+  failCommits = false;
   /** The next statement matching this runs, then its answer is lost (SQL_UNAVAILABLE); one shot. */
   loseAnswerOf: RegExp | undefined;
-  /** Transactions wait at their start until the test releases them (`held`). */
-  holdTransactions = false;
+  /** A step's commit (as above) waits at its start until the test releases it (`held`). */
+  holdCommits = false;
   readonly held: Array<() => void> = [];
 
   constructor(db: Database) {
@@ -64,6 +70,7 @@ class FlakyDatabase implements Database {
     text: string,
     params?: readonly unknown[],
   ): Promise<QueryResult<Row>> {
+    if (GROUP_STATEMENT.test(text)) await this.#commitGate();
     const result = await this.#db.query<Row>(text, params);
     if (this.loseAnswerOf?.test(text)) {
       this.loseAnswerOf = undefined;
@@ -77,9 +84,13 @@ class FlakyDatabase implements Database {
   }
 
   async transaction<T>(fn: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T> {
-    if (this.holdTransactions) await new Promise<void>((resolve) => this.held.push(resolve));
-    if (this.failTransactions) throw unavailable("the connection was reset");
+    await this.#commitGate();
     return this.#db.transaction(fn, options);
+  }
+
+  async #commitGate(): Promise<void> {
+    if (this.holdCommits) await new Promise<void>((resolve) => this.held.push(resolve));
+    if (this.failCommits) throw unavailable("the connection was reset");
   }
 
   ping(timeoutMs?: number): Promise<void> {
@@ -90,15 +101,22 @@ class FlakyDatabase implements Database {
     return this.#db.close();
   }
 
-  /** Resolves once `count` transactions wait to be released (a drive got there: its acquirer call is over). */
+  /** Resolves once `count` commits wait to be released (a drive got there: its acquirer call is over). */
   async heldCount(count: number): Promise<void> {
     await waitFor(async () => (this.held.length >= count ? true : undefined), HELD_WAIT_MS, 5);
   }
 
-  /** Lets the oldest held transaction go on. */
+  /** Lets the newest held commit go on. */
+  releaseNewest(): void {
+    const release = this.held.pop();
+    if (release === undefined) throw new Error("no held commit to release");
+    release();
+  }
+
+  /** Lets the oldest held commit go on. */
   releaseOne(): void {
     const release = this.held.shift();
-    if (release === undefined) throw new Error("no held transaction to release");
+    if (release === undefined) throw new Error("no held commit to release");
     release();
   }
 }
@@ -174,9 +192,9 @@ async function authorizationCalls(sim: SimFixture): Promise<{ attempts: unknown;
 /** Seeds a saga and lets its first drive authorize, then fail to commit: it stays leased to the orchestrator. */
 async function strandAfterAuthorize(r: Rig, key: string): Promise<bigint> {
   const id = await seedPayment(r.db, r.idempotency, { merchant: r.merchant, key, amountMinor: 5_000n });
-  r.flaky.failTransactions = true;
+  r.flaky.failCommits = true;
   assert.equal(await r.orchestrator.runOnce(), 1, "the saga is claimed");
-  r.flaky.failTransactions = false;
+  r.flaky.failCommits = false;
   const row = await sagaRow(r.db, id);
   assert.deepEqual([row.step, row.lease_owner], ["authorize", "giveback-1"], "stranded, leased to its owner");
   assert.equal(row.lease_expires_at?.getTime(), r.clock.nowMs() + DEFAULT_LEASE_MS);
@@ -254,7 +272,7 @@ testOnEngines(
         leaseMs: r.orchestrator.leaseMs,
       }),
     );
-    r.flaky.holdTransactions = true;
+    r.flaky.holdCommits = true;
     const takingBack = r.orchestrator.runOnce();
     await r.flaky.heldCount(1); // the stranded saga's drive, taken back, waits to commit its query's outcome
     assert.equal(r.orchestrator.drivingCount, 1);
@@ -263,7 +281,7 @@ testOnEngines(
       0,
       "neither the saga in flight nor the API's new one is taken",
     );
-    r.flaky.holdTransactions = false;
+    r.flaky.holdCommits = false;
     r.flaky.releaseOne();
     assert.equal(await takingBack, 1);
     assert.equal((await sagaRow(r.db, stranded)).status, "captured");
@@ -282,17 +300,21 @@ testOnEngines(
     const r = await rig(t, url);
     const id = await strandAfterAuthorize(r, "two-claims");
     r.clock.advance(AFTER_HEAL_MS);
-    r.flaky.holdTransactions = true;
+    r.flaky.holdCommits = true;
     // Two inline drives of the same saga (a client retry and a capture, say): the second claim fences the first.
     const first = r.orchestrator.driveById(id);
     await r.flaky.heldCount(1);
     const second = r.orchestrator.driveById(id);
     await r.flaky.heldCount(2);
-    r.flaky.releaseOne(); // the first drive commits against a version the second claim bumped
+    // The first drive's group commits against a version the second claim bumped: refused whole, so
+    // its step goes alone — a transaction of its own, held too — and finds the lease lost there.
+    r.flaky.releaseOne();
+    await r.flaky.heldCount(2);
+    r.flaky.releaseNewest();
     await assert.rejects(first, (e: unknown) => paymentErrors.is(e, "PAYMENTS_SAGA_LEASE_LOST"));
     assert.equal(r.orchestrator.drivingCount, 1, "the second claim is still listed");
     assert.equal(await r.orchestrator.runOnce(), 0, "the saga the second drive holds is not taken back");
-    r.flaky.holdTransactions = false;
+    r.flaky.holdCommits = false;
     r.flaky.releaseOne();
     const driven = await second;
     assert.deepEqual([driven?.step, driven?.status], ["done", "captured"]);

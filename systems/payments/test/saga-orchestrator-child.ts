@@ -1,7 +1,7 @@
 /**
  * An orchestrator PROCESS for the crash and race tests (saga-processes.test.ts): opens its own
  * pool on the test schema, prints "ready", then runs the orchestrator loop until killed or told
- * "stop" on stdin. Finished sagas emit an event into `test_events` (the emitEvents hook, in the
+ * "stop" on stdin. Finished sagas emit an event into `test_events` (the events sink, in the
  * saga's final transaction), so the parent can count completions.
  * argv: <database url> <schema> <acquirer url> <owner> <headersTimeoutMs>
  */
@@ -39,13 +39,23 @@ const orchestrator = new SagaOrchestrator({
   maxBatch: 4,
   pollIntervalMs: 10,
   backoff: { baseMs: 20, capMs: 100, budgetMs: 60_000, maxAttempts: 500 },
-  emitEvents: async (tx, events) => {
-    for (const event of events)
-      await tx.query("INSERT INTO test_events (payment_id, owner, type) VALUES ($1, $2, $3)", [
-        event.paymentId,
-        owner,
-        event.type,
-      ]);
+  events: {
+    async write(tx, events) {
+      for (const event of events)
+        await tx.query("INSERT INTO test_events (payment_id, owner, type) VALUES ($1, $2, $3)", [
+          event.paymentId,
+          owner,
+          event.type,
+        ]);
+    },
+    ctes: (events, offset) => ({
+      ctes: `test_written AS (
+        INSERT INTO test_events (payment_id, owner, type)
+        SELECT id, $${offset + 2}::text, type FROM unnest($${offset + 1}::text[], $${offset + 3}::text[]) AS e(id, type)
+        RETURNING 1)`,
+      events: "test_written",
+      params: [events.map((e) => e.paymentId), owner, events.map((e) => e.type)],
+    }),
   },
   onError: (error) => process.stderr.write(`${owner}: ${String(error)}\n`),
 });

@@ -1,8 +1,9 @@
 /**
  * The saga's group commit (issue 14, store/saga-step-group.ts): steps submitted together are
- * committed in ONE transaction with the single path's effects — each saga's fenced state, its
- * POST's idempotency record, its hold's post, its event — a lost lease loses alone, and any
- * refusal inside the group rolls the whole group back and sends every step to the single path.
+ * committed in ONE statement with the single path's effects — each saga's fenced state, its
+ * POST's idempotency record (the stored response built before the write, byte for byte what
+ * the single path stores), its hold's post, its event — and any refusal inside the group (a
+ * lost lease, a key taken over) writes none of it and sends every step to the single path.
  * On PGlite and PostgreSQL, with the real outbox and ledger.
  */
 import assert from "node:assert/strict";
@@ -12,8 +13,14 @@ import { systemClock } from "@casebook/kit/clock";
 import { fingerprintRequest } from "@casebook/kit/idempotency";
 import { decide, type SagaDecision, type StepOutcome } from "../src/domain/payment-saga.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
-import { enqueueMany } from "../src/store/outbox.ts";
-import { type ClaimedPayment, claimDue, type Payment } from "../src/store/payment-repository.ts";
+import { outboxEventSink } from "../src/store/payment-events.ts";
+import {
+  type ClaimedPayment,
+  claimDue,
+  finalResponse,
+  type Payment,
+  paymentView,
+} from "../src/store/payment-repository.ts";
 import { type SagaStepGroup, type SagaStepOutcome, sagaStepGroup } from "../src/store/saga-step-group.ts";
 import { openTestDb, seedPayment } from "./payment-fixture.ts";
 import { testOnEngines } from "./payments-full-fixture.ts";
@@ -40,16 +47,7 @@ async function setUp(db: Database) {
     leaseMs: LEASE_MS,
     clock: systemClock,
     idempotency,
-    emitFinished: (tx, payments) =>
-      enqueueMany(
-        tx,
-        payments.map((p) => ({
-          orderingKey: `${p.merchantId}:${p.currency}`,
-          type: `payment.${p.status}`,
-          eventId: `payment.${p.status}:${p.publicId}`,
-          payload: { paymentId: p.publicId },
-        })),
-      ).then(() => undefined),
+    events: outboxEventSink,
   });
   return { idempotency, claimed, group };
 }
@@ -113,16 +111,40 @@ testOnEngines(
       );
     }
 
+    // One lease lost (another owner took the saga): the group writes nothing, every step goes alone.
     const stale = { ...atCapture[2]!, leaseVersion: atCapture[2]!.leaseVersion - 1n };
-    const steps = atCapture.map((p, i) => ({
-      payment: i === 2 ? stale : p,
-      next: decided(p, { kind: "captured", authorizationId: `au_${p.id}` }),
-    }));
-    const outcomes = await Promise.all(steps.map((s) => group.submit(s)));
+    const captured = (p: Payment) => decided(p, { kind: "captured", authorizationId: `au_${p.id}` });
+    const refused = await Promise.all(
+      atCapture.map((p, i) => group.submit({ payment: i === 2 ? stale : p, next: captured(p) })),
+    );
     assert.equal(group.stats.batches, 2);
     assert.deepEqual(
+      refused.map((o) => o.kind),
+      atCapture.map(() => "alone"),
+    );
+    const untouched = await rowsOf(
+      db,
+      claimed.map((p) => p.id),
+    );
+    for (const r of untouched)
+      assert.deepEqual(
+        [r.step, r.status, r.lease_owner, r.hold_status, r.recovery_point, r.key_status],
+        ["capture", "authorized", OWNER, "pending", "saga_capture", "in_progress"],
+        "nothing of the refused group was written",
+      );
+
+    // The other five, together again: written, with the single path's effects.
+    const outcomes = await Promise.all(
+      atCapture.map((p, i) =>
+        i === 2
+          ? Promise.resolve({ kind: "alone" as const })
+          : group.submit({ payment: p, next: captured(p) }),
+      ),
+    );
+    assert.equal(group.stats.batches, 3);
+    assert.deepEqual(
       outcomes.map((o) => o.kind),
-      ["written", "written", "lease_lost", "written", "written", "written"],
+      ["written", "written", "alone", "written", "written", "written"],
     );
     const rows = await rowsOf(
       db,
@@ -158,12 +180,20 @@ testOnEngines(
         status: string;
       };
       assert.deepEqual([body.id, body.status], [first.publicId, "captured"]);
+      assert.deepEqual(
+        Buffer.from(replay.response.body),
+        Buffer.from(finalResponse(first).body),
+        "built before the write, the stored bytes are what the payment as written answers",
+      );
     }
 
     // The events: one per finished saga, each merchant's in arrival order.
-    const { rows: events } = await db.query<{ ordering_key: string; seq: bigint; event_id: string }>(
-      "SELECT ordering_key, seq, event_id FROM outbox_events ORDER BY ordering_key, seq",
-    );
+    const { rows: events } = await db.query<{
+      ordering_key: string;
+      seq: bigint;
+      event_id: string;
+      payload: Record<string, unknown>;
+    }>("SELECT ordering_key, seq, event_id, payload FROM outbox_events ORDER BY ordering_key, seq");
     const finished = outcomes.flatMap((o) => (o.kind === "written" ? [o.payment] : []));
     const expected = ["m_a", "m_b"].flatMap((m) =>
       finished
@@ -174,6 +204,13 @@ testOnEngines(
       events.map((e) => [e.ordering_key, e.seq, e.event_id]),
       expected,
     );
+    const payloadOf = new Map(events.map((e) => [e.event_id, e.payload]));
+    for (const p of finished)
+      assert.deepEqual(
+        payloadOf.get(`payment.captured:${p.publicId}`),
+        { ...paymentView(p), paymentId: p.publicId, merchantId: p.merchantId },
+        "the event's payload is the view of the payment as written",
+      );
   },
 );
 

@@ -164,24 +164,29 @@ function statements(table: string, scope: string) {
   RETURNING generation, recovery_point`,
     /** `WHERE` of every owner write: the row is still ours, in progress and locked by us. */
     owned: ownedSql("", scope, { scope: "$1", key: "$2", generation: "$3" }),
-    /**
-     * `advance` and `complete` of many leases: one input row per lease; `kind` picks the
-     * columns that differ, and an advance leaves the response columns as they are.
-     */
-    recordMany: `
+  };
+}
+
+/**
+ * `advance` and `complete` of many leases, its parameters from `$offset+1`: one input row per
+ * lease; `kind` picks the columns that differ, and an advance leaves the response columns as
+ * they are.
+ */
+function recordManySql(table: string, scope: string, offset: number): string {
+  const $ = (k: number) => `$${offset + k}`;
+  return `
   UPDATE ${table} t SET
     status           = CASE i.kind WHEN 'complete' THEN 'completed' ELSE t.status END,
     recovery_point   = CASE i.kind WHEN 'complete' THEN '${RECOVERY_FINISHED}' ELSE i.step END,
-    locked_at        = CASE i.kind WHEN 'complete' THEN NULL ELSE $9::timestamptz END,
-    completed_at     = CASE i.kind WHEN 'complete' THEN $9::timestamptz ELSE t.completed_at END,
+    locked_at        = CASE i.kind WHEN 'complete' THEN NULL ELSE ${$(9)}::timestamptz END,
+    completed_at     = CASE i.kind WHEN 'complete' THEN ${$(9)}::timestamptz ELSE t.completed_at END,
     response_status  = CASE i.kind WHEN 'complete' THEN i.response_status ELSE t.response_status END,
     response_headers = CASE i.kind WHEN 'complete' THEN i.response_headers::jsonb ELSE t.response_headers END,
     response_body    = CASE i.kind WHEN 'complete' THEN i.response_body ELSE t.response_body END
-  FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::int4[], $4::text[], $5::text[], $6::int4[], $7::text[], $8::bytea[])
+  FROM (SELECT * FROM unnest(${$(1)}::text[], ${$(2)}::text[], ${$(3)}::int4[], ${$(4)}::text[], ${$(5)}::text[], ${$(6)}::int4[], ${$(7)}::text[], ${$(8)}::bytea[])
           AS i(scope, key, generation, kind, step, response_status, response_headers, response_body)) i
   WHERE ${ownedSql("t.", scope, { scope: "i.scope", key: "i.key", generation: "i.generation" })}
-  RETURNING t.${scope} AS scope, t.key`,
-  };
+  RETURNING t.${scope} AS scope, t.key`;
 }
 
 /**
@@ -430,28 +435,49 @@ export class IdempotencyStore {
    */
   async recordMany(tx: Queryable, records: readonly IdempotencyRecord[], nowMs?: number): Promise<boolean[]> {
     if (records.length === 0) return [];
-    if (records.length > RECORD_MAX_BATCH) {
-      throw new RangeError(`recordMany takes at most ${RECORD_MAX_BATCH} records, got ${records.length}`);
-    }
-    const identities = records.map((r) => JSON.stringify([r.lease.scope, r.lease.key]));
-    if (new Set(identities).size !== records.length)
-      throw new RangeError("a key appears twice in one recordMany call");
-    const columns = records.map((record) => this.#recordColumns(record));
-    const at = new Date(nowMs ?? this.#clock.nowMs());
-    const { rows } = await tx.query<{ scope: string; key: string }>(this.#sql.recordMany, [
-      records.map((r) => r.lease.scope),
-      records.map((r) => r.lease.key),
-      records.map((r) => r.lease.generation),
-      columns.map((c) => c.kind),
-      columns.map((c) => c.step),
-      columns.map((c) => c.status),
-      columns.map((c) => c.headers),
-      columns.map((c) => c.body),
-      at,
-    ]);
+    const statement = this.recordManyStatement(records, nowMs ?? this.#clock.nowMs(), 0);
+    const { rows } = await tx.query<{ scope: string; key: string }>(statement.text, statement.params);
     const written = new Set(rows.map((row) => JSON.stringify([row.scope, row.key])));
     if (written.size !== rows.length) throw new Error("invariant: recordMany wrote a key twice");
-    return identities.map((identity) => written.has(identity));
+    return records.map((r) => written.has(JSON.stringify([r.lease.scope, r.lease.key])));
+  }
+
+  /**
+   * `recordMany` as a statement to compose — a data-modifying CTE (`WITH recorded AS (…)`) — for
+   * a caller that records the keys and writes its own rows in ONE autocommit statement: one row
+   * per key still owned (a lost lease has none), so the caller compares the count and must make
+   * the statement fail when one is missing. Its parameters are `$offset+1…`. Same checks as
+   * `recordMany` (RangeError for a bad step order, a key twice, an empty or too large batch).
+   *
+   * @example
+   * const recorded = store.recordManyStatement([{ lease, response }], nowMs, 4);
+   * await db.query(`WITH recorded AS (${recorded.text}) …`, [...mine, ...recorded.params]);
+   */
+  recordManyStatement(
+    records: readonly IdempotencyRecord[],
+    nowMs: number,
+    offset: number,
+  ): { text: string; params: unknown[] } {
+    if (records.length === 0 || records.length > RECORD_MAX_BATCH) {
+      throw new RangeError(`recordMany takes 1..${RECORD_MAX_BATCH} records, got ${records.length}`);
+    }
+    if (new Set(records.map((r) => JSON.stringify([r.lease.scope, r.lease.key]))).size !== records.length)
+      throw new RangeError("a key appears twice in one recordMany call");
+    const columns = records.map((record) => this.#recordColumns(record));
+    return {
+      text: recordManySql(this.#table, this.#scope, offset),
+      params: [
+        records.map((r) => r.lease.scope),
+        records.map((r) => r.lease.key),
+        records.map((r) => r.lease.generation),
+        columns.map((c) => c.kind),
+        columns.map((c) => c.step),
+        columns.map((c) => c.status),
+        columns.map((c) => c.headers),
+        columns.map((c) => c.body),
+        new Date(nowMs),
+      ],
+    };
   }
 
   /**

@@ -186,9 +186,12 @@ const TYPE_PATTERN = /^[a-z][a-z0-9 ]{0,31}$/;
 class Binder implements LeaseSql {
   readonly values: unknown[] = [];
   readonly #nowMs: number;
+  readonly #offset: number;
   #now: string | undefined;
-  constructor(nowMs: number) {
+  /** Parameters numbered from `$offset+1` (a statement composed into a larger one). */
+  constructor(nowMs: number, offset = 0) {
     this.#nowMs = nowMs;
+    this.#offset = offset;
   }
   get now(): string {
     this.#now ??= this.add(new Date(this.#nowMs));
@@ -196,7 +199,7 @@ class Binder implements LeaseSql {
   }
   add(value: unknown): string {
     this.values.push(value);
-    return `$${this.values.length}`;
+    return `$${this.#offset + this.values.length}`;
   }
   render(fragment: Fragment | undefined): string {
     if (fragment === undefined) return "";
@@ -401,11 +404,36 @@ export class LeaseQueue<Row extends object = Record<string, unknown>, Id extends
     write: FencedBatchUpdate,
   ): Promise<FencedWrite<Row>[]> {
     if (leases.length === 0) return [];
+    const statement = this.updateManyStatement(leases, write, 0);
+    const { rows } = await q.query<Record<string, unknown>>(statement.text, statement.params);
+    const byId = new Map(rows.map(({ lease_claim_id, ...row }) => [String(lease_claim_id), row as Row]));
+    return leases.map((l) => {
+      const row = byId.get(String(l.id));
+      return row === undefined ? { won: false } : { won: true, row };
+    });
+  }
+
+  /**
+   * `updateMany` as a statement to compose — a data-modifying CTE of a caller's larger statement
+   * (`WITH states AS (…) …`): one row per lease still held (its `returning` columns and
+   * `lease_claim_id`), none for a lost one, so the caller compares the count. Its parameters are
+   * `$offset+1…`. Same checks as `updateMany` (RangeError), and at least one lease.
+   *
+   * @example
+   * const states = queue.updateManyStatement(leases, { nowMs, set: "result = 'done'" }, 0);
+   * await db.query(`WITH states AS (${states.text}) SELECT count(*) FROM states`, states.params);
+   */
+  updateManyStatement(
+    leases: readonly Lease<Id>[],
+    write: FencedBatchUpdate,
+    offset: number,
+  ): { text: string; params: unknown[] } {
+    if (leases.length === 0) throw new RangeError(`${this.table}: a fenced batch needs a lease`);
     this.#checkBatch(leases.length);
     checkTime("nowMs", write.nowMs);
     if (new Set(leases.map((l) => l.id)).size !== leases.length)
       throw new RangeError(`${this.table}: a row appears twice in one fenced batch`);
-    const p = new Binder(write.nowMs);
+    const p = new Binder(write.nowMs, offset);
     const columns = write.columns ?? [];
     const arrays = [
       `${p.add(leases.map((l) => l.id))}::${this.#o.idType}[]`,
@@ -439,18 +467,13 @@ export class LeaseQueue<Row extends object = Record<string, unknown>, Id extends
             : ""
         }`;
     }
-    const { rows } = await q.query<Record<string, unknown>>(
-      `WITH i AS (SELECT * FROM unnest(${arrays.join(", ")}) AS i(${names.join(", ")}))
-       UPDATE ${this.#t} t SET ${set}, ${leaseSet}
-         FROM i WHERE ${this.fenceSql({ id: "i.lease_id", version: "i.lease_version", owner: "i.lease_owner" })}
+    return {
+      text: `UPDATE ${this.#t} t SET ${set}, ${leaseSet}
+         FROM (SELECT * FROM unnest(${arrays.join(", ")}) AS i(${names.join(", ")})) i
+        WHERE ${this.fenceSql({ id: "i.lease_id", version: "i.lease_version", owner: "i.lease_owner" })}
        RETURNING ${this.#o.returning ?? "t.*"}, t.${this.#id} AS lease_claim_id`,
-      p.values,
-    );
-    const byId = new Map(rows.map(({ lease_claim_id, ...row }) => [String(lease_claim_id), row as Row]));
-    return leases.map((l) => {
-      const row = byId.get(String(l.id));
-      return row === undefined ? { won: false } : { won: true, row };
-    });
+      params: p.values,
+    };
   }
 
   /** Extends a live lease (same version, owner, not yet expired) to `nowMs + leaseMs`; undefined when lost. */

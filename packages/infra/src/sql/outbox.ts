@@ -315,7 +315,6 @@ export class OrderedOutbox
   readonly #e: string;
   readonly #maxPayloadBytes: number;
   readonly #enqueue: string;
-  readonly #enqueueMany: string;
   readonly #markPublished: string;
 
   constructor(options: OrderedOutboxOptions = {}) {
@@ -346,31 +345,6 @@ export class OrderedOutbox
       INSERT INTO ${this.#e} (ordering_key, seq, event_id, type, payload, created_at)
       SELECT $1, stream.last_seq, $2, $3, $4::jsonb, $5 FROM stream
       RETURNING seq`;
-    // Each key's stream row is bumped once, by its count n, so the key's events take
-    // last_seq − n + 1 … last_seq, numbered in input order. ORDER BY ordering_key makes the upsert
-    // lock the stream rows in one order in every batch: two group commits with overlapping keys
-    // queue behind each other instead of deadlocking. The events' positions are numbered after
-    // the join, so every stream row is upserted before the first event row is written.
-    this.#enqueueMany = `
-      WITH input AS (
-        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
-          WITH ORDINALITY AS i(ordering_key, event_id, type, payload, ord)
-      ), counts AS (
-        SELECT ordering_key, count(*) AS n FROM input GROUP BY ordering_key
-      ), stream AS (
-        INSERT INTO ${this.#s} AS s (ordering_key, last_seq, next_attempt_at)
-        SELECT ordering_key, n, $5::timestamptz FROM counts ORDER BY ordering_key
-        ON CONFLICT (ordering_key) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq
-        RETURNING ordering_key, last_seq
-      )
-      INSERT INTO ${this.#e} (ordering_key, seq, event_id, type, payload, created_at)
-      SELECT i.ordering_key,
-             stream.last_seq - counts.n + row_number() OVER (PARTITION BY i.ordering_key ORDER BY i.ord),
-             i.event_id, i.type, i.payload::jsonb, $5::timestamptz
-        FROM input i
-        JOIN counts ON counts.ordering_key = i.ordering_key
-        JOIN stream ON stream.ordering_key = i.ordering_key
-      RETURNING event_id, seq`;
     const fence = this.queue.fenceSql({ id: "$1", version: "$2", owner: "$3" });
     this.#markPublished = `
       WITH stream AS (
@@ -442,33 +416,95 @@ export class OrderedOutbox
     options: EnqueueOptions = {},
   ): Promise<{ eventId: string; seq: bigint }[]> {
     if (events.length === 0) return [];
-    checkLimit("events.length", events.length, MAX_OUTBOX_BATCH);
-    const checked = checkOrderedEvents(events, options.maxPayloadBytes ?? this.#maxPayloadBytes);
-    const eventIds = checked.map((e) => e.eventId);
-    const createdAt = new Date(options.nowMs ?? Date.now());
+    const statement = this.enqueueManyStatement(events, { ...options, offset: 0, prefix: "" });
     let rows: { event_id: string; seq: bigint }[];
     try {
-      ({ rows } = await tx.query<{ event_id: string; seq: bigint }>(this.#enqueueMany, [
-        checked.map((e) => e.orderingKey),
-        eventIds,
-        checked.map((e) => e.type),
-        checked.map((e) => e.payloadJson),
-        createdAt,
-      ]));
+      ({ rows } = await tx.query<{ event_id: string; seq: bigint }>(
+        `WITH ${statement.ctes} SELECT event_id, seq FROM ${statement.events}`,
+        statement.params,
+      ));
     } catch (err) {
-      const named = duplicateIdIn(err, eventIds) ?? eventIds.join(",").slice(0, LAST_ERROR_MAX_CHARS);
+      const named =
+        duplicateIdIn(err, statement.eventIds) ?? statement.eventIds.join(",").slice(0, LAST_ERROR_MAX_CHARS);
       throw duplicateOr(err, named);
     }
     const seqById = new Map(rows.map((r) => [r.event_id, r.seq]));
-    assert(seqById.size === eventIds.length, "enqueueMany writes one row per event", {
-      events: eventIds.length,
+    assert(seqById.size === statement.eventIds.length, "enqueueMany writes one row per event", {
+      events: statement.eventIds.length,
       written: seqById.size,
     });
-    return eventIds.map((eventId) => {
+    return statement.eventIds.map((eventId) => {
       const seq = seqById.get(eventId);
       assert(seq !== undefined && seq >= 1n, "every event of the batch has a position", { eventId });
       return { eventId, seq };
     });
+  }
+
+  /**
+   * `enqueueMany` as CTEs to compose into a caller's larger statement (`WITH <ctes>, … SELECT …`),
+   * for a caller that writes the events and its own rows in ONE autocommit statement. The CTEs'
+   * names start with `prefix`; `events` names the last, one row (`event_id`, `seq`) per event
+   * written — the caller reads it (a data-modifying CTE runs whether read or not). Parameters are
+   * `$offset+1…`. Same checks as `enqueueMany`, thrown before any query; at least one event.
+   *
+   * Each key's stream row is bumped once, by its count n, so the key's events take
+   * last_seq − n + 1 … last_seq, numbered in input order. ORDER BY ordering_key makes the upsert
+   * lock the stream rows in one order in every batch: two group commits with overlapping keys
+   * queue behind each other instead of deadlocking. The events' positions are numbered after the
+   * join, so every stream row is upserted before the first event row is written.
+   *
+   * @example
+   * const e = outbox.enqueueManyStatement(events, { offset: 2, prefix: "ev_" });
+   * await db.query(`WITH mine AS (…), ${e.ctes} SELECT count(*) FROM ${e.events}`, [a, b, ...e.params]);
+   */
+  enqueueManyStatement(
+    events: readonly NewOrderedEvent[],
+    options: EnqueueOptions & { offset: number; prefix: string },
+  ): { ctes: string; events: string; eventIds: string[]; params: unknown[] } {
+    checkLimit("events.length", events.length, MAX_OUTBOX_BATCH);
+    if (events.length === 0) throw new RangeError("enqueueManyStatement needs at least one event");
+    if (!/^[a-z_]{0,20}$/.test(options.prefix)) throw new RangeError(`bad CTE prefix ${options.prefix}`);
+    const checked = checkOrderedEvents(events, options.maxPayloadBytes ?? this.#maxPayloadBytes);
+    const eventIds = checked.map((e) => e.eventId);
+    const $ = (k: number) => `$${options.offset + k}`;
+    const { prefix } = options;
+    const [input, counts, stream, written] = [
+      `${prefix}input`,
+      `${prefix}counts`,
+      `${prefix}stream`,
+      `${prefix}events`,
+    ];
+    return {
+      ctes: `${input} AS (
+        SELECT * FROM unnest(${$(1)}::text[], ${$(2)}::text[], ${$(3)}::text[], ${$(4)}::text[])
+          WITH ORDINALITY AS i(ordering_key, event_id, type, payload, ord)
+      ), ${counts} AS (
+        SELECT ordering_key, count(*) AS n FROM ${input} GROUP BY ordering_key
+      ), ${stream} AS (
+        INSERT INTO ${this.#s} AS s (ordering_key, last_seq, next_attempt_at)
+        SELECT ordering_key, n, ${$(5)}::timestamptz FROM ${counts} ORDER BY ordering_key
+        ON CONFLICT (ordering_key) DO UPDATE SET last_seq = s.last_seq + EXCLUDED.last_seq
+        RETURNING ordering_key, last_seq
+      ), ${written} AS (
+        INSERT INTO ${this.#e} (ordering_key, seq, event_id, type, payload, created_at)
+        SELECT i.ordering_key,
+               ${stream}.last_seq - ${counts}.n + row_number() OVER (PARTITION BY i.ordering_key ORDER BY i.ord),
+               i.event_id, i.type, i.payload::jsonb, ${$(5)}::timestamptz
+          FROM ${input} i
+          JOIN ${counts} ON ${counts}.ordering_key = i.ordering_key
+          JOIN ${stream} ON ${stream}.ordering_key = i.ordering_key
+        RETURNING event_id, seq
+      )`,
+      events: written,
+      eventIds,
+      params: [
+        checked.map((e) => e.orderingKey),
+        eventIds,
+        checked.map((e) => e.type),
+        checked.map((e) => e.payloadJson),
+        new Date(options.nowMs ?? Date.now()),
+      ],
+    };
   }
 
   /** Claims up to `limit` keys with unpublished, due events and no live claim. */

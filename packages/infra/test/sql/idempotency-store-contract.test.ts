@@ -517,6 +517,43 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
     assert.throws(() => store.advanceManyStatement([kept], "Bad Step", T0, 0));
   });
 
+  it("recordManyStatement composes: one row per key still owned, parameters after the caller's", async (s) => {
+    const { clock, store, merchantId } = setup(s, "many-record-statement");
+    const kept = await started(store, merchantId, "k-a");
+    const done = await started(store, merchantId, "k-b");
+    const takenOver = await started(store, merchantId, "k-c");
+    clock.advance(LEASE_MS);
+    await started(store, merchantId, "k-c"); // a retry took it over: its generation moved on
+    const recorded = store.recordManyStatement(
+      [
+        { lease: kept, step: "ledger_reserved" },
+        { lease: takenOver, response: CREATED },
+        { lease: done, response: CREATED },
+      ],
+      clock.nowMs(),
+      1,
+    );
+    const { rows } = await s.db.query<{ key: string; tag: string }>(
+      `WITH recorded AS (${recorded.text}) SELECT key, $1::text AS tag FROM recorded ORDER BY key`,
+      ["mine", ...recorded.params],
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.key, r.tag]),
+      [
+        ["k-a", "mine"],
+        ["k-b", "mine"],
+      ],
+    );
+    assert.equal((await store.find(merchantId, "k-a"))?.recoveryPoint, "ledger_reserved");
+    assert.equal((await store.find(merchantId, "k-b"))?.status, "completed");
+    assert.equal(
+      (await store.find(merchantId, "k-c"))?.recoveryPoint,
+      RECOVERY_STARTED,
+      "the lost lease wrote nothing",
+    );
+    assert.throws(() => store.recordManyStatement([], T0, 0), RangeError);
+  });
+
   it("recordMany refuses a key twice, a completed lease, a bad step and an oversized batch before any query", async (s) => {
     const { store, merchantId } = setup(s, "many-checks");
     const lease: IdempotencyLease = {

@@ -337,6 +337,32 @@ contractSuite("lease queue", backends, (it) => {
     );
   });
 
+  it("updateManyStatement composes: one row per lease still held, parameters after the caller's", async (db) => {
+    const { queue, row } = await jobs(db, 2);
+    const [a, b] = await queue.claim(db, claimOf("a", T0));
+    const stale = { ...b!.lease, leaseVersion: 0n };
+    const states = queue.updateManyStatement(
+      [a!.lease, stale],
+      {
+        nowMs: T0 + 1,
+        columns: [{ name: "result", type: "text", values: ["A", "B"] }],
+        set: "result = i.result",
+      },
+      1,
+    );
+    const { rows } = await db.query<{ lease_claim_id: string; tag: string }>(
+      `WITH states AS (${states.text}) SELECT lease_claim_id, $1::text AS tag FROM states`,
+      ["mine", ...states.params],
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.lease_claim_id, r.tag]),
+      [[a!.lease.id, "mine"]],
+    );
+    assert.equal((await row(a!.lease.id)).result, "A");
+    assert.equal((await row(b!.lease.id)).lease_owner, "a", "the lost write touched nothing");
+    assert.throws(() => queue.updateManyStatement([], { nowMs: T0, set: "result = 'x'" }, 0), RangeError);
+  });
+
   it("updateMany with renewUntilMs: per lease, a time keeps and renews the claim, null ends it", async (db) => {
     const { queue, row } = await jobs(db, 3);
     const [a, b, c] = await queue.claim(db, claimOf("a", T0));

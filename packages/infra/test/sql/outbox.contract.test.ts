@@ -247,6 +247,35 @@ contractSuite("outbox", backends, (it) => {
     assert.equal(a3.type, "payment.captured");
   });
 
+  it("ordered: enqueueManyStatement composes into the caller's statement: its CTEs prefixed, parameters after the caller's, the events written as enqueueMany writes them", async (db) => {
+    const outbox = await ordered(db);
+    await db.transaction((tx) => outbox.enqueue(tx, keyed("a", "a1"), { nowMs: T0 - 1_000 }));
+    const part = outbox.enqueueManyStatement([keyed("a", "a2"), keyed("b", "b1"), keyed("a", "a3")], {
+      nowMs: T0,
+      offset: 1,
+      prefix: "ev_",
+    });
+    assert.equal(part.events, "ev_events");
+    const { rows } = await db.query<{ event_id: string; seq: bigint; tag: string }>(
+      `WITH ${part.ctes} SELECT event_id, seq, $1::text AS tag FROM ${part.events} ORDER BY event_id`,
+      ["mine", ...part.params],
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.event_id, r.seq, r.tag]),
+      [
+        ["a2", 2n, "mine"],
+        ["a3", 3n, "mine"],
+        ["b1", 1n, "mine"],
+      ],
+    );
+    assert.equal((await outbox.state(db, "a"))?.lastSeq, 3n);
+    assert.throws(() => outbox.enqueueManyStatement([], { offset: 0, prefix: "" }), RangeError);
+    assert.throws(
+      () => outbox.enqueueManyStatement([keyed("a", "x")], { offset: 0, prefix: "bad;" }),
+      RangeError,
+    );
+  });
+
   it("ordered: enqueueMany checks every event before any statement: a bad one anywhere is named by field and index, and nothing of the batch is written", async (db) => {
     const outbox = await ordered(db);
     const events = `ob_events_${tables}`;

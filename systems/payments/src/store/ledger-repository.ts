@@ -183,19 +183,36 @@ export async function settleHolds(
   holds: readonly HoldSettlement[],
 ): Promise<(Error | undefined)[]> {
   if (holds.length === 0) return [];
-  const ids = holds.map((h) => checkId(h.transactionId, "transactionId"));
+  const statement = settleHoldsStatement(holds, 0);
   const { rows } = await tx
-    .query<SettleAnswer & { ord: bigint }>(
-      `SELECT u.ord, s.prior_status, s.expires_at, s.expired
-         FROM (SELECT * FROM unnest($1::int8[], $2::text[]) WITH ORDINALITY AS u(id, outcome, ord) ORDER BY u.ord) u
-         CROSS JOIN LATERAL ledger_settle(u.id, u.outcome) s`,
-      [ids, holds.map((h) => h.outcome)],
-    )
+    .query<SettleAnswer & { ord: bigint }>(statement.text, statement.params)
     .catch((err: unknown) => {
       throw ledgerWriteError(err);
     });
   const byOrd = new Map(rows.map((r) => [Number(r.ord), r]));
   return holds.map((h, i) => settleRefusal(h, byOrd.get(i + 1)));
+}
+
+/**
+ * `settleHolds` as a statement to compose — a CTE (`WITH settled AS (…)`) of a caller's larger
+ * statement, its parameters `$offset+1…`: one row per hold found (`ord`, ledger_settle's answer
+ * and `settled`, true when the hold is now in the outcome asked — `settleRefusal` would have
+ * nothing to say), none for a hold that does not exist. The caller reads every row (the CTE
+ * only runs as far as it is read) and makes the statement fail unless all `holds.length` are
+ * settled.
+ */
+export function settleHoldsStatement(
+  holds: readonly HoldSettlement[],
+  offset: number,
+): { text: string; params: unknown[] } {
+  const ids = holds.map((h) => checkId(h.transactionId, "transactionId"));
+  return {
+    text: `SELECT u.ord, s.prior_status, s.expires_at, s.expired,
+              (s.prior_status = u.outcome OR (s.prior_status = 'pending' AND NOT (u.outcome = 'posted' AND s.expired))) AS settled
+         FROM (SELECT * FROM unnest($${offset + 1}::int8[], $${offset + 2}::text[]) WITH ORDINALITY AS u(id, outcome, ord) ORDER BY u.ord) u
+         CROSS JOIN LATERAL ledger_settle(u.id, u.outcome) s`,
+    params: [ids, holds.map((h) => h.outcome)],
+  };
 }
 
 interface SettleAnswer {

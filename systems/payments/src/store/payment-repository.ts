@@ -613,51 +613,102 @@ export interface SagaStepWrite {
  * on lease_version and owner): per step, `{ won: false }` when the lease was lost. The claim is kept
  * and renewed when the next step is due now, released when it waits or the saga finished.
  */
-export function writeSagaStates(
+export async function writeSagaStates(
   tx: Queryable,
   steps: readonly SagaStepWrite[],
   options: Pick<ApplyDecisionOptions, "owner" | "nowMs" | "leaseMs">,
 ): Promise<FencedWrite<PaymentRow>[]> {
+  const { leases, write } = sagaStatesWrite(steps, options);
+  return sagaQueue.updateMany(tx, leases, write);
+}
+
+/**
+ * `writeSagaStates` as a statement to compose (a CTE of the step group's one statement), its
+ * parameters from `$offset+1`: one payment row per lease still held, none for a lost one.
+ */
+export function sagaStatesStatement(
+  steps: readonly SagaStepWrite[],
+  options: Pick<ApplyDecisionOptions, "owner" | "nowMs" | "leaseMs">,
+  offset: number,
+): { text: string; params: unknown[] } {
+  const { leases, write } = sagaStatesWrite(steps, options);
+  return sagaQueue.updateManyStatement(leases, write, offset);
+}
+
+/** The fenced write of each step's new state; `afterStep` is the same SET, applied in memory. */
+function sagaStatesWrite(
+  steps: readonly SagaStepWrite[],
+  options: Pick<ApplyDecisionOptions, "owner" | "nowMs" | "leaseMs">,
+) {
   const { nowMs } = options;
   const column = (name: string, type: string, value: (s: SagaStepWrite) => unknown) => ({
     name,
     type,
     values: steps.map(value),
   });
-  return sagaQueue.updateMany(
-    tx,
-    steps.map(({ payment }) => ({
-      id: payment.id,
-      leaseVersion: payment.leaseVersion,
-      owner: options.owner,
-      leaseExpiresAtMs: payment.leaseExpiresAt?.getTime() ?? 0,
-    })),
-    {
-      nowMs,
-      renewUntilMs: steps.map(({ next }) =>
-        !next.finished && next.delayMs === 0 ? nowMs + options.leaseMs : null,
+  const leases = steps.map(({ payment }) => ({
+    id: payment.id,
+    leaseVersion: payment.leaseVersion,
+    owner: options.owner,
+    leaseExpiresAtMs: payment.leaseExpiresAt?.getTime() ?? 0,
+  }));
+  const write = {
+    nowMs,
+    renewUntilMs: steps.map(({ next }) =>
+      !next.finished && next.delayMs === 0 ? nowMs + options.leaseMs : null,
+    ),
+    columns: [
+      column("status", "text", (s) => s.next.status),
+      column("step", "text", (s) => s.next.step),
+      column("intent", "text", (s) => s.next.intent),
+      column("attempts", "int4", (s) => s.next.attempts),
+      column("next_attempt_at", "timestamptz", (s) => new Date(nowMs + s.next.delayMs)),
+      column("authorization_id", "text", (s) => s.next.authorizationId),
+      column("decline_reason", "text", (s) => s.next.declineReason),
+      column("failure", "text", (s) => s.next.failure),
+      column("capture_minor", "int8", (s) =>
+        captureAmountOf(s.payment.amountMinor, s.payment.captureAmountMinor),
       ),
-      columns: [
-        column("status", "text", (s) => s.next.status),
-        column("step", "text", (s) => s.next.step),
-        column("intent", "text", (s) => s.next.intent),
-        column("attempts", "int4", (s) => s.next.attempts),
-        column("next_attempt_at", "timestamptz", (s) => new Date(nowMs + s.next.delayMs)),
-        column("authorization_id", "text", (s) => s.next.authorizationId),
-        column("decline_reason", "text", (s) => s.next.declineReason),
-        column("failure", "text", (s) => s.next.failure),
-        column("capture_minor", "int8", (s) =>
-          captureAmountOf(s.payment.amountMinor, s.payment.captureAmountMinor),
-        ),
-      ],
-      set: (p) => `status = i.status, step = i.step, intent = i.intent, attempts = i.attempts,
+    ],
+    set: (p: { now: string }) => `status = i.status, step = i.step, intent = i.intent, attempts = i.attempts,
         next_attempt_at = i.next_attempt_at, acquirer_authorization_id = i.authorization_id,
         decline_reason = COALESCE(i.decline_reason, t.decline_reason), failure = COALESCE(i.failure, t.failure),
         captured_minor = CASE WHEN i.status = 'captured' THEN i.capture_minor ELSE t.captured_minor END,
         updated_at = ${p.now}::timestamptz,
         finished_at = CASE WHEN i.step = 'done' THEN ${p.now}::timestamptz ELSE NULL END`,
-    },
-  );
+  };
+  return { leases, write };
+}
+
+/**
+ * The payment as `writeSagaStates` writes it when its lease holds, computed before the write:
+ * the step group stores the final response and the event of a finished saga in the SAME
+ * statement as its state, so it builds them from this. Every column the view reads is either
+ * the decision's or one that only the lease holder changes while the lease holds (the fence
+ * makes `payment` the row as it is). The lease columns are the queue's (`renewUntilMs` above).
+ */
+export function afterStep(payment: Payment, next: SagaDecision, nowMs: number, leaseMs: number): Payment {
+  const kept = !next.finished && next.delayMs === 0;
+  return {
+    ...payment,
+    status: next.status,
+    step: next.step,
+    intent: next.intent,
+    attempts: next.attempts,
+    nextAttemptAt: new Date(nowMs + next.delayMs),
+    authorizationId: next.authorizationId,
+    declineReason: next.declineReason ?? payment.declineReason,
+    failure: next.failure ?? payment.failure,
+    capturedMinor:
+      next.status === "captured"
+        ? captureAmountOf(payment.amountMinor, payment.captureAmountMinor)
+        : payment.capturedMinor,
+    updatedAt: new Date(nowMs),
+    finishedAt: next.step === "done" ? new Date(nowMs) : null,
+    leaseOwner: kept ? payment.leaseOwner : null,
+    leaseExpiresAt: kept ? new Date(nowMs + leaseMs) : null,
+    leaseVersion: payment.leaseVersion + 1n,
+  };
 }
 
 /**

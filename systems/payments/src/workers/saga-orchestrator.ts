@@ -32,7 +32,7 @@
  */
 import type { Logger } from "@casebook/infra/http/logger";
 import type { IdempotencyStore } from "@casebook/infra/sql/idempotency-store";
-import type { Database, Queryable } from "@casebook/infra/sql/sql";
+import type { Database } from "@casebook/infra/sql/sql";
 import { sqlErrors } from "@casebook/infra/sql/sql-errors";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { BackoffPolicy } from "@casebook/kit/backoff";
@@ -49,6 +49,7 @@ import {
   type StepOutcome,
 } from "../domain/payment-saga.ts";
 import { idempotencyErrors, paymentErrors } from "../errors.ts";
+import { eventOf, type PaymentEventSink } from "../store/payment-events.ts";
 import {
   applyDecision,
   type ClaimedPayment,
@@ -57,26 +58,11 @@ import {
   idemGenerationOf,
   MIN_LEASE_MS,
   type Payment,
-  paymentView,
   renewSagaLease,
 } from "../store/payment-repository.ts";
 import { type SagaStepGroup, sagaStepGroup } from "../store/saga-step-group.ts";
 import type { GroupTuning } from "../store/transaction-group.ts";
 import { loopFailureBackoff } from "./loop-backoff.ts";
-
-/** What leaves the saga when it finishes; the outbox helper persists it in the same transaction. */
-export interface PaymentEvent {
-  type: string;
-  /** The payment's public id (`pay_…`, or a pre-013 payment's decimal id): also names the event. */
-  paymentId: string;
-  merchantId: string;
-  /** Ordering key for per-account ordering downstream (PY-11). */
-  accountKey: string;
-  payload: Record<string, unknown>;
-}
-
-/** Finished sagas' events, written in the transaction that finished them, in the given order. */
-export type EmitEvents = (tx: Queryable, events: readonly PaymentEvent[]) => Promise<void>;
 
 /** Told of every step driven: the step, the acquirer's outcome kind ("error" if it threw) and the duration. */
 export interface SagaStepObserver {
@@ -111,8 +97,8 @@ export interface SagaOrchestratorOptions {
   /** Steps one claim drives before yielding the saga back. Default 8. */
   maxStepsPerClaim?: number;
   backoff?: Partial<SagaBackoff>;
-  /** PY-11: one event for a step committed alone, a group's all at once. Default: none written. */
-  emitEvents?: EmitEvents;
+  /** PY-11: where finished sagas' events go, in the commit that finished them. Default: none written. */
+  events?: PaymentEventSink;
   /**
    * Steps committed together (store/saga-step-group.ts: batch size, wait, lanes); `false` commits
    * each step in its own transaction. Default on, with TRANSACTION_GROUP_DEFAULTS.
@@ -150,7 +136,6 @@ export class SagaOrchestrator {
   readonly unrenewedLeaseMs: number;
   readonly #o: SagaOrchestratorOptions;
   readonly #policy: BackoffPolicy;
-  readonly #emit: EmitEvents;
   readonly #group: SagaStepGroup | undefined;
   readonly #loop: BackgroundLoop;
   /** The claims this orchestrator's drives hold now, by payment id: its other leases are stranded. */
@@ -168,7 +153,6 @@ export class SagaOrchestrator {
     this.unrenewedLeaseMs = options.acquirer.callDeadlineMs + LEASE_MARGIN_MS;
     const backoff = { ...defaultSagaBackoff, ...options.backoff };
     this.#policy = new BackoffPolicy({ ...backoff, jitter: "equal", random: options.random });
-    this.#emit = options.emitEvents ?? (async () => {});
     this.#group =
       options.stepGroup === false
         ? undefined
@@ -178,7 +162,7 @@ export class SagaOrchestrator {
             leaseMs: this.leaseMs,
             clock: options.clock,
             idempotency: options.idempotency,
-            emitFinished: (tx, payments) => this.#emit(tx, payments.map(eventOf)),
+            ...(options.events === undefined ? {} : { events: options.events }),
           });
     // Rounds back to back while sagas are due (a round that claimed any may have left more).
     this.#loop = new BackgroundLoop({
@@ -358,10 +342,6 @@ export class SagaOrchestrator {
   async #persist(payment: Payment, next: SagaDecision): Promise<Payment> {
     const outcome = await this.#group?.submit({ payment, next });
     if (outcome?.kind === "written") return outcome.payment;
-    if (outcome?.kind === "lease_lost")
-      throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", {
-        fields: { paymentId: payment.id.toString() },
-      });
     return this.#persistAlone(payment, next);
   }
 
@@ -377,7 +357,8 @@ export class SagaOrchestrator {
               nowMs: this.#o.clock.nowMs(),
               leaseMs: this.leaseMs,
               idempotency: this.#o.idempotency,
-              emitFinished: (eventTx, payment) => this.#emit(eventTx, [eventOf(payment)]),
+              emitFinished: (eventTx, payment) =>
+                this.#o.events?.write(eventTx, [eventOf(payment)]) ?? Promise.resolve(),
             });
           },
           { isolation: "read committed" },
@@ -416,15 +397,4 @@ export class SagaOrchestrator {
   get stepGroupStats(): GroupCommitStats | undefined {
     return this.#group?.stats;
   }
-}
-
-function eventOf(p: Payment): PaymentEvent {
-  return {
-    type: `payment.${p.status}`,
-    // The public id (public-ids.ts): events leave the service, the internal id does not.
-    paymentId: p.publicId,
-    merchantId: p.merchantId,
-    accountKey: `${p.merchantId}:${p.currency}`,
-    payload: paymentView(p),
-  };
 }

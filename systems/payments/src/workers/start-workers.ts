@@ -20,13 +20,13 @@ import { createEventPublisher } from "../clients/webhook-publisher.ts";
 import type { PaymentsConfig } from "../config.ts";
 import type { PaymentMetrics } from "../metrics.ts";
 import type { LedgerRepository } from "../store/ledger-repository.ts";
-import { enqueueMany, type NewOutboxEvent } from "../store/outbox.ts";
+import { outboxEventSink } from "../store/payment-events.ts";
 import { DailyReconciliation } from "./daily-reconciliation.ts";
 import { IdempotencyPruner, type IdempotencyPrunerOptions } from "./idempotency-pruner.ts";
 import { OutboxRelay } from "./outbox-relay.ts";
 import { PendingExpirer, type PendingExpirerOptions } from "./pending-expirer.ts";
 import { RefundRetrier, type RefundRetrierOptions } from "./refund-retrier.ts";
-import { type PaymentEvent, SagaOrchestrator, type SagaOrchestratorOptions } from "./saga-orchestrator.ts";
+import { SagaOrchestrator, type SagaOrchestratorOptions } from "./saga-orchestrator.ts";
 
 /**
  * Timings a test or a bench may shorten (a SIGKILLed process's leases expire in seconds, not
@@ -57,16 +57,6 @@ export interface WorkerAdapters {
   metrics: PaymentMetrics;
 }
 
-/** A finished saga's event as the outbox stores it: ordered per merchant account, named by type and payment. */
-function outboxEventOf(event: PaymentEvent): NewOutboxEvent {
-  return {
-    orderingKey: event.accountKey,
-    type: event.type,
-    eventId: `${event.type}:${event.paymentId}`,
-    payload: { ...event.payload, paymentId: event.paymentId, merchantId: event.merchantId },
-  };
-}
-
 /** The saga worker: one loop per process, a unique lease owner, stopped by the service's close. */
 function startSagaWorker(adapters: WorkerAdapters, tuning: PaymentsTuning["saga"]): SagaOrchestrator {
   const { service, db, acquirer, idempotency, metrics } = adapters;
@@ -79,7 +69,7 @@ function startSagaWorker(adapters: WorkerAdapters, tuning: PaymentsTuning["saga"
     random: systemRandom,
     owner: leaseOwnerId(),
     // PY-11: the final step's event is written to the outbox in the step's own transaction.
-    emitEvents: (tx, events) => enqueueMany(tx, events.map(outboxEventOf)).then(() => undefined),
+    events: outboxEventSink,
     onError: (error) =>
       service.log.error(
         { err: error },
