@@ -5,8 +5,11 @@
  *
  * - **Ordered** (`OrderedOutbox`): up to `maxInFlightKeys` keys in flight, each in its own
  *   task. A free slot claims a due key, publishes its next `maxBatch` events ONE AT A TIME in
- *   seq order, marking each (which extends the lease) before the next, then gives the key
- *   back. A key never has two events in flight, while a slow key holds one slot only.
+ *   seq order, then gives the key back. A key never has two events in flight, while a slow key
+ *   holds one slot only. Progress is marked (which extends the lease) after every `markEvery`
+ *   events (default 1: each), and always at the batch's end, before a failure is recorded,
+ *   and before the lease could end inside the next publish: one mark — one write and one
+ *   commit on the key's hot stream row — per run of events instead of per event.
  * - **Unordered** (`UnorderedOutbox`): each round claims up to `maxBatch` rows and publishes
  *   them one by one; a full round means more is due and the next follows at once.
  *
@@ -18,7 +21,8 @@
  *   parked for an operator (`resume`) — order forbids skipping a key's head, and a row that
  *   always fails should not spin; Infinity never parks;
  * - a relay that dies between publish and mark leaves the item leased: after the lease
- *   another relay publishes it again, same event id — consumers dedupe;
+ *   another relay publishes it again, same event id — consumers dedupe (ordered, up to
+ *   `markEvery` events of the key are sent again);
  * - when the database fails a round or a task, claims may be left leased to this relay (a
  *   mark that never landed, a claim whose answer was lost): before its next claim the relay
  *   gives back every item leased to it that no task of its own works on (`releaseOrphaned`),
@@ -66,6 +70,11 @@ export interface OutboxRelayOptions<E extends OutboxEventBase> {
   maxInFlightKeys?: number;
   /** Ordered: events of one key per claim. Unordered: rows per claim. Default 100. */
   maxBatch?: number;
+  /**
+   * Ordered: events published between two marks at most — also the most a relay that dies
+   * publishes again. Default 1 (each event marked before the next). Unordered: always 1.
+   */
+  markEvery?: number;
   /** How long a claim lasts without progress (ordered: each mark extends it). Default 30 000. */
   leaseMs?: number;
   /** Bound on one publish; below leaseMs. Default 10 000. */
@@ -139,6 +148,7 @@ export class OutboxRelay<E extends OutboxEventBase> {
   readonly #ordered: boolean;
   readonly #maxInFlightKeys: number;
   readonly #maxBatch: number;
+  readonly #markEvery: number;
   readonly #leaseMs: number;
   readonly #publishTimeoutMs: number;
   readonly #retryBaseMs: number;
@@ -182,6 +192,7 @@ export class OutboxRelay<E extends OutboxEventBase> {
       1,
       this.#ordered ? MAX_OUTBOX_BATCH : MAX_OUTBOX_CLAIM,
     );
+    this.#markEvery = intIn("markEvery", options.markEvery ?? 1, 1, this.#ordered ? MAX_OUTBOX_BATCH : 1);
     this.#leaseMs = intIn("leaseMs", options.leaseMs ?? DEFAULT_RELAY_LEASE_MS, 2, MAX_LEASE_MS);
     this.#publishTimeoutMs = intIn(
       "publishTimeoutMs",
@@ -341,38 +352,58 @@ export class OutboxRelay<E extends OutboxEventBase> {
   }
 
   /**
-   * Publishes `events` of `claim` one by one, marking each. True when all were published and the
-   * claim is still held (ordered: to be released); false when it ended otherwise.
+   * Publishes `events` of `claim` one by one, marking progress (see the file comment). True when
+   * all were published and marked and the claim is still held (ordered: to be released); false
+   * when it ended otherwise.
    */
   async #process(claim: OutboxClaim<E>, events: readonly E[]): Promise<boolean> {
-    const round = this.#round;
+    const progress = { last: undefined as E | undefined, count: 0 };
     for (const event of events) {
-      const nowMs = this.#clock.nowMs();
-      // The lease must cover the whole publish; what it cannot cover goes back at once.
-      if (this.#stopping || nowMs + this.#publishTimeoutMs >= claim.lease.leaseExpiresAtMs) {
-        if (await this.#outbox.release(this.#db, claim, nowMs)) round.released += 1;
-        return false;
+      // The lease must cover the whole publish: mark what is done (which extends it), and give
+      // back what it still cannot cover.
+      if (this.#stopping || this.#leaseTooShort(claim)) {
+        if (!(await this.#mark(claim, progress))) return false;
+        if (this.#stopping || this.#leaseTooShort(claim)) {
+          if (await this.#outbox.release(this.#db, claim, this.#clock.nowMs())) this.#round.released += 1;
+          return false;
+        }
       }
       try {
         await this.#publishWithin(event);
       } catch (err) {
-        round.failed += 1;
+        if (!(await this.#mark(claim, progress))) return false;
+        this.#round.failed += 1;
         await this.#recordFailure(claim, err);
         return false;
       }
-      const marked = await this.#outbox.markPublished(this.#db, claim, event, {
-        nowMs: this.#clock.nowMs(),
-        leaseMs: this.#leaseMs,
-      });
-      if (!marked) {
-        // Another relay took the item over after our lease expired; it publishes from its own start.
-        round.lost += 1;
-        this.#onError(new Error(`lost the claim on ${claim.label} at ${event.eventId}`), claim.label);
-        return false;
-      }
-      round.published += 1;
+      progress.last = event;
+      progress.count += 1;
+      if (progress.count >= this.#markEvery && !(await this.#mark(claim, progress))) return false;
     }
-    return this.#ordered;
+    return (await this.#mark(claim, progress)) && this.#ordered;
+  }
+
+  #leaseTooShort(claim: OutboxClaim<E>): boolean {
+    return this.#clock.nowMs() + this.#publishTimeoutMs >= claim.lease.leaseExpiresAtMs;
+  }
+
+  /** Marks every event published since the last mark (up to `progress.last`); false when the claim was lost. */
+  async #mark(claim: OutboxClaim<E>, progress: { last: E | undefined; count: number }): Promise<boolean> {
+    if (progress.last === undefined) return true;
+    const marked = await this.#outbox.markPublished(this.#db, claim, progress.last, {
+      nowMs: this.#clock.nowMs(),
+      leaseMs: this.#leaseMs,
+    });
+    if (!marked) {
+      // Another relay took the item over after our lease expired; it publishes from its own start.
+      this.#round.lost += 1;
+      this.#onError(new Error(`lost the claim on ${claim.label} at ${progress.last.eventId}`), claim.label);
+      return false;
+    }
+    this.#round.published += progress.count;
+    progress.last = undefined;
+    progress.count = 0;
+    return true;
   }
 
   async #recordFailure(claim: OutboxClaim<E>, err: unknown): Promise<void> {

@@ -67,8 +67,8 @@ export interface OutboxClaim<E extends OutboxEventBase = OutboxEventBase> {
   lease: Lease;
   /** Consecutive failed publishes of the item's head before this claim. */
   readonly attempts: number;
-  /** Highest seq published before this claim (ordered; 0n for a row). */
-  readonly publishedSeq: bigint;
+  /** Highest seq marked published: before this claim, then as of its last mark (ordered; 0n for a row). */
+  publishedSeq: bigint;
   /** The row's event (unordered; a key's events are loaded by `load`). */
   readonly event: E | undefined;
 }
@@ -98,8 +98,9 @@ export interface OutboxStore<E extends OutboxEventBase = OutboxEventBase> {
   /** The claim's next events to publish, in order (unordered: its one event). */
   load(q: Queryable, claim: OutboxClaim<E>, maxBatch: number): Promise<E[]>;
   /**
-   * Records `event` published. Ordered: the lease is extended by `leaseMs` (the key's next
-   * events follow); unordered: the claim ends. False when the claim was lost.
+   * Records `event` published. Ordered: with every event of the claim before it since the last
+   * mark, and the lease is extended by `leaseMs` (the key's next events follow); unordered: the
+   * claim ends. False when the claim was lost.
    */
   markPublished(
     db: Database,
@@ -349,11 +350,11 @@ export class OrderedOutbox
     this.#markPublished = `
       WITH stream AS (
         UPDATE ${this.#s} t SET published_seq = $4, attempts = 0, last_error = NULL, lease_expires_at = $5
-         WHERE ${fence} AND t.published_seq = $4 - 1
+         WHERE ${fence} AND t.published_seq = $7 AND $4 > $7
         RETURNING t.ordering_key
       ), event AS (
         UPDATE ${this.#e} e SET published_at = $6
-          FROM stream WHERE e.ordering_key = stream.ordering_key AND e.seq = $4
+          FROM stream WHERE e.ordering_key = stream.ordering_key AND e.seq > $7 AND e.seq <= $4
       )
       SELECT count(*)::int AS marked FROM stream`;
   }
@@ -549,10 +550,12 @@ export class OrderedOutbox
   }
 
   /**
-   * Records `event` published and extends the claim to `nowMs + leaseMs`, in ONE statement (both
-   * rows, atomically, without a BEGIN/COMMIT around two): the stream row is the key's hot row,
-   * which every `enqueue` of the key also locks, so the relay holds it for one round trip and
-   * its commit only. The `published_seq = seq − 1` guard asserts in SQL that nothing is skipped.
+   * Records `event` published — with the claim's events before it since its last mark (the relay
+   * publishes them in seq order) — and extends the claim to `nowMs + leaseMs`, in ONE statement
+   * (the stream row and the events' rows, atomically, without a BEGIN/COMMIT around them): the
+   * stream row is the key's hot row, which every `enqueue` of the key also locks, so the relay
+   * holds it for one round trip and its commit only. The guard `published_seq` = the claim's
+   * last mark asserts in SQL that no one else marked the key meanwhile.
    */
   async markPublished(
     db: Database,
@@ -568,9 +571,11 @@ export class OrderedOutbox
       event.seq,
       new Date(untilMs),
       new Date(at.nowMs),
+      claim.publishedSeq,
     ]);
     if (rows[0]?.marked !== 1) return false;
     claim.lease = { ...claim.lease, leaseExpiresAtMs: untilMs };
+    claim.publishedSeq = event.seq;
     return true;
   }
 

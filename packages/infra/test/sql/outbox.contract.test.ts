@@ -700,6 +700,62 @@ contractSuite("outbox", backends, (it) => {
     assert.equal((await keyed.state(db, "k"))?.attempts, 0);
   });
 
+  it("ordered: markEvery marks a run of events once — every n events, at the batch's end, and before a failure is recorded — in seq order, all published", async (db) => {
+    const outbox = await ordered(db);
+    const events = `ob_events_${tables}`;
+    const ids = ["e1", "e2", "e3", "e4", "e5", "e6", "e7"];
+    await db.transaction((tx) =>
+      outbox.enqueueMany(
+        tx,
+        ids.map((id) => keyed("k", id)),
+        { nowMs: T0 },
+      ),
+    );
+    const marks: string[] = [];
+    // Counts the marks: the statements that move the stream's published_seq.
+    const counting: Database = new Proxy(db, {
+      get(target, prop, receiver) {
+        if (prop === "query")
+          return async (...args: unknown[]) => {
+            if (String(args[0]).includes("SET published_seq")) marks.push(String((args[1] as unknown[])[3]));
+            return (Reflect.get(target, prop, receiver) as (...a: unknown[]) => Promise<unknown>).apply(
+              target,
+              args,
+            );
+          };
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const seen: string[] = [];
+    let failOn: string | undefined = "e6";
+    const publisher = {
+      async publish(event: OrderedOutboxEvent) {
+        if (event.eventId === failOn) {
+          failOn = undefined;
+          throw new Error("consumer down");
+        }
+        seen.push(event.eventId);
+      },
+    };
+    const clock = new ManualClock(T0);
+    const relay = relayOf(counting, clock, { outbox, publisher, markEvery: 3 });
+    const first = await relay.runOnce();
+    assert.deepEqual([first.published, first.failed], [5, 1]);
+    assert.deepEqual(marks, ["3", "5"], "after e3, then e4–e5 before the failure of e6 is recorded");
+    const stream = await outbox.state(db, "k");
+    assert.deepEqual([stream?.publishedSeq, stream?.attempts], [5n, 1]);
+    clock.advance(60_000);
+    const second = await relay.runOnce();
+    assert.deepEqual([second.published, second.failed], [2, 0]);
+    assert.deepEqual(marks, ["3", "5", "7"], "the rest in one mark, at the batch's end");
+    assert.deepEqual(seen, ids, "each once, in order");
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ${events} WHERE ordering_key = 'k' AND published_at IS NULL`,
+    );
+    assert.equal(rows[0]!.n, 0, "every event of a marked run is recorded published");
+    assert.throws(() => relayOf(db, clock, { outbox, publisher, markEvery: 0 }), RangeError);
+  });
+
   it("both: a failure that strands claims gives them back before the next claim, not after the lease", async (db) => {
     const keyed = await ordered(db);
     const rows = await unordered(db);
