@@ -107,6 +107,14 @@ export const configSchema = {
     max: 10_000,
     description: "PY-10: the acquirer fee our contract sets on captures, in basis points (150 = 1.5 %)",
   }),
+  keyCacheTtlMs: field.durationMs({
+    env: "PAYMENTS_KEY_CACHE_TTL_MS",
+    default: 5_000,
+    min: 0,
+    max: 60_000,
+    description:
+      "How long a verified merchant API key is remembered in this process (saves a database query per request); a key revoked through another process, or in the database, keeps working here up to this long (through this process's admin API: at once); 0 = no cache",
+  }),
   claimLeaseMs: field.int({
     env: "PAYMENTS_CLAIM_LEASE_MS",
     default: DEFAULT_SAGA_LEASE_MS,

@@ -179,6 +179,7 @@ export async function main(
           refundRetryAfterMs: config.refundRetryAfterMs,
         },
         adminToken: config.adminToken,
+        keyCacheTtlMs: config.keyCacheTtlMs,
       });
       // The console's scenarios (issue 23): run over this service's own API, loopback only.
       const scenarios = new ScenarioRuns([

@@ -2,7 +2,8 @@
  * The merchant admin API (PAYMENTS_ADMIN_TOKEN) and `casebook payments new-key`:
  * - through main() on PGlite: only the operator's token opens /v1/admin; a merchant made
  *   there works at once; the key listing shows prefixes and times (last use included) and
- *   never a key; rotation keeps the old key through its overlap; revocation is immediate;
+ *   never a key; rotation keeps the old key through its overlap; revocation is immediate, the
+ *   verified keys this process remembers (PAYMENTS_KEY_CACHE_TTL_MS) forgotten with it;
  * - the service as a process on PostgreSQL with no merchant: its start log says in one line
  *   how to make one; the tool, spawned against it, creates the merchant and prints a key
  *   that works, and a second run adds a key; against a closed port it prints one line
@@ -71,6 +72,7 @@ test("admin API on PGlite: merchants, key listing with last use, rotation with o
     LOG_LEVEL: "silent",
     PAYMENTS_ADMIN_TOKEN: TOKEN,
     PAYMENTS_BOOTSTRAP_MERCHANT: "off",
+    PAYMENTS_KEY_CACHE_TTL_MS: "60000", // far longer than the test: only a cleared cache can refuse a key
   });
   t.after(() => running.close());
   const { url } = running;

@@ -30,6 +30,8 @@ export interface PaymentsAdminOptions {
   randomBytes: RandomBytes;
   /** PAYMENTS_ADMIN_TOKEN. */
   adminToken: string;
+  /** After a key rotation or revocation: the API's cache of verified keys forgets them at once. */
+  onKeysChanged?: () => void;
 }
 
 const tags = ["admin"];
@@ -101,6 +103,7 @@ export async function registerPaymentsAdminApi(
       randomBytes,
       ownerNotFound: (id) => merchantErrors.create("PAYMENTS_MERCHANT_NOT_FOUND", { fields: { id } }),
       ownerNotFoundCode: "PAYMENTS_MERCHANT_NOT_FOUND",
+      ...(options.onKeysChanged === undefined ? {} : { onKeysChanged: options.onKeysChanged }),
     });
   });
 }

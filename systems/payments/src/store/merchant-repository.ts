@@ -18,7 +18,12 @@
  */
 import { type ApiKeyInfo, ApiKeyTable } from "@casebook/infra/sql/api-key-table";
 import type { Database } from "@casebook/infra/sql/sql";
-import { apiKeyScheme, type IssuedApiKey, type RandomBytes } from "@casebook/kit/api-key";
+import {
+  apiKeyScheme,
+  type IssuedApiKey,
+  type PresentedApiKey,
+  type RandomBytes,
+} from "@casebook/kit/api-key";
 import type { Clock } from "@casebook/kit/clock";
 import { merchantErrors } from "../errors.ts";
 
@@ -186,5 +191,12 @@ export class MerchantRepository {
   /** The merchant a presented key belongs to, or undefined (malformed, unknown, wrong secret, expired). */
   async authenticate(key: string): Promise<string | undefined> {
     return merchantKeys.authenticate(this.#db, key, this.#clock.nowMs());
+  }
+
+  /** `authenticate` of keys already parsed (`merchantKeys.scheme.parse`), many in one query: the API's key cache re-checks with it. */
+  async authenticatePresented(
+    presented: readonly (PresentedApiKey | undefined)[],
+  ): Promise<(string | undefined)[]> {
+    return merchantKeys.authenticatePresented(this.#db, presented, this.#clock.nowMs());
   }
 }
