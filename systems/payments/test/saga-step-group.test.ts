@@ -9,12 +9,13 @@
 import assert from "node:assert/strict";
 import type { Database } from "@casebook/infra/sql/sql";
 import { BackoffPolicy } from "@casebook/kit/backoff";
-import { systemClock } from "@casebook/kit/clock";
+import { ManualClock, systemClock } from "@casebook/kit/clock";
 import { fingerprintRequest } from "@casebook/kit/idempotency";
 import { decide, type SagaDecision, type StepOutcome } from "../src/domain/payment-saga.ts";
 import { paymentsIdempotencyStore } from "../src/store/idempotency-keys.ts";
 import { outboxEventSink } from "../src/store/payment-events.ts";
 import {
+  afterStep,
   type ClaimedPayment,
   claimDue,
   finalResponse,
@@ -261,5 +262,49 @@ testOnEngines(
     ]);
     assert.equal(alone!.kind, "alone");
     assert.equal(group.stats.batches, 2, "answered without joining a group");
+  },
+);
+
+testOnEngines(
+  "afterStep predicts the row every kind of step writes: what the stored response and the event are built from",
+  async (t, url) => {
+    const { db } = await openTestDb(t, url);
+    const { claimed, idempotency } = await setUp(db);
+    const clock = new ManualClock(Date.now() + 1_000);
+    const group = sagaStepGroup(db, {
+      owner: OWNER,
+      leaseMs: LEASE_MS,
+      clock,
+      idempotency,
+      events: outboxEventSink,
+    });
+    const outcomes: StepOutcome[] = [
+      { kind: "approved", authorizationId: "au_1" }, // on to capture: the claim kept and renewed
+      { kind: "declined", authorizationId: null, reason: "insufficient_funds" }, // done: the hold voided
+      { kind: "unknown", reason: "timeout" }, // on to a status query, later: the claim released
+      { kind: "unavailable", reason: "breaker open", retryAfterMs: 2_000 },
+      { kind: "rejected", code: "idempotency_mismatch" }, // failed: the hold voided
+      { kind: "approved", authorizationId: "au_6" },
+    ];
+    // The payment as the drive holds it (a claim's `takenOver` is the drive's, not the row's).
+    const steps = claimed.map(({ takenOver, ...p }, i) => ({ payment: p, next: decided(p, outcomes[i]!) }));
+    const results = await Promise.all(steps.map((step) => group.submit(step)));
+    assert.equal(group.stats.batches, 1, "one group");
+    for (const [i, outcome] of results.entries()) {
+      const { payment, next } = steps[i]!;
+      assert.deepEqual(
+        written(outcome),
+        afterStep(payment, next, clock.nowMs(), LEASE_MS),
+        `${outcomes[i]!.kind}: ${next.step} ${next.status}`,
+      );
+    }
+    // A finished one goes on with a capture: predicted too.
+    const atCapture = written(results[0]!);
+    const next = decided(atCapture, { kind: "captured", authorizationId: "au_1" });
+    clock.advance(10);
+    assert.deepEqual(
+      written(await group.submit({ payment: atCapture, next })),
+      afterStep(atCapture, next, clock.nowMs(), LEASE_MS),
+    );
   },
 );

@@ -93,14 +93,19 @@ class StatementParts {
   readonly ctes: string[] = [];
   readonly params: unknown[] = [];
 
-  /** Adds the part `build` makes for parameters from `$offset+1`, named `name` (or its own CTEs). */
-  add(
-    name: string | undefined,
-    build: (offset: number) => { text?: string; ctes?: string; params: unknown[] },
-  ) {
+  /** The CTE `name AS (…)` of the statement `build` makes for parameters from `$offset+1`. */
+  cte(name: string, build: (offset: number) => { text: string; params: unknown[] }): void {
     const part = build(this.params.length);
-    this.ctes.push(name === undefined ? part.ctes! : `${name} AS (${part.text})`);
+    this.ctes.push(`${name} AS (${part.text})`);
     this.params.push(...part.params);
+  }
+
+  /** CTEs a part names itself; returns the part (what it says of its CTEs). */
+  named<P extends { ctes: string; params: unknown[] }>(build: (offset: number) => P): P {
+    const part = build(this.params.length);
+    this.ctes.push(part.ctes);
+    this.params.push(...part.params);
+    return part;
   }
 
   /** A parameter of the statement's own. */
@@ -120,36 +125,31 @@ async function writeSagaStepGroup(
   const after = steps.map(({ payment, next }) => afterStep(payment, next, nowMs, options.leaseMs));
   const parts = new StatementParts();
   const guards: string[] = [];
-  const require = (count: string, expected: number, reason: string) =>
+  const expect = (count: string, expected: number, reason: string) =>
     guards.push(`payments_require((${count}) = ${parts.param(expected, "int8")}, '${reason}')`);
 
-  parts.add("states", (offset) =>
+  parts.cte("states", (offset) =>
     sagaStatesStatement(steps, { owner: options.owner, nowMs, leaseMs: options.leaseMs }, offset),
   );
-  require("SELECT count(*) FROM states", steps.length, "a saga lease was lost");
+  expect("SELECT count(*) FROM states", steps.length, "a saga lease was lost");
 
   const records = idempotencyRecords(steps, after);
   if (records.length > 0) {
-    parts.add("recorded", (offset) => options.idempotency.recordManyStatement(records, nowMs, offset));
-    require("SELECT count(*) FROM recorded", records.length, "an idempotency key was taken over");
+    parts.cte("recorded", (offset) => options.idempotency.recordManyStatement(records, nowMs, offset));
+    expect("SELECT count(*) FROM recorded", records.length, "an idempotency key was taken over");
   }
 
   const holds = holdSettlements(steps);
   if (holds.length > 0) {
-    parts.add("settled", (offset) => settleHoldsStatement(holds, offset));
-    require("SELECT count(*) FILTER (WHERE settled) FROM settled", holds.length, "the ledger refused a hold");
+    parts.cte("settled", (offset) => settleHoldsStatement(holds, offset));
+    expect("SELECT count(*) FILTER (WHERE settled) FROM settled", holds.length, "the ledger refused a hold");
   }
 
   const finished = after.filter((_, i) => steps[i]!.next.finished);
   const events = options.events;
   if (finished.length > 0 && events !== undefined) {
-    let written = "";
-    parts.add(undefined, (offset) => {
-      const part = events.ctes(finished.map(eventOf), offset);
-      written = part.events;
-      return part;
-    });
-    require(`SELECT count(*) FROM ${written}`, finished.length, "an event was not written");
+    const written = parts.named((offset) => events.ctes(finished.map(eventOf), offset));
+    expect(`SELECT count(*) FROM ${written.events}`, finished.length, "an event was not written");
   }
 
   // The guard is the outer side of the join: evaluated once whatever `states` holds.
