@@ -20,6 +20,8 @@ export interface BenchArgs {
   readonly scenarios: readonly Scenario[];
   /** Client counts, each run by pgbench and by every ledger scenario. */
   readonly clients: readonly number[];
+  /** The saga's closed-loop client counts (its own list: one process peaks past the ledger's counts). */
+  readonly sagaClients: readonly number[];
   /** Measured time of one run, warmup excluded (pgbench runs it rounded up to whole seconds). */
   readonly durationMs: number;
   /** Unmeasured lead-in of each ledger run (JIT, connections, buffer cache). */
@@ -47,6 +49,12 @@ const cli = defineBenchArgs({
       max: 64,
       default: [8, 16, 32],
       help: "comma-separated client counts",
+    }),
+    sagaClients: flag.integerList({
+      min: 1,
+      max: 128,
+      default: [8, 16, 32, 64],
+      help: "comma-separated client counts of the saga's closed loop (one process peaks past the ledger's counts)",
     }),
     durationMs: flag.integer({ min: 1_000, max: 600_000, default: 5_000, help: "measured time per run" }),
     warmupMs: flag.integer({
@@ -106,7 +114,7 @@ Per client count N (N client loops, each with its own pool connection, closed lo
             create_transfers: one transaction, a result per transfer); reported in transfers/s
   saga      POST /v1/payments (capture=true, a unique Idempotency-Key each) through the payments service
             (src/main.ts as a child process, in a schema of its own) and the acquirer simulator (a child,
-            --saga-latency-ms per call: authorize and capture make two): closed loop at each client count,
+            --saga-latency-ms per call: authorize and capture make two): closed loop at each of --saga-clients,
             then an open loop at --saga-rate-per-s for p50/p99 from the intended send time. After each run
             the acquirer's counters must show one authorization per payment and no repeated call.
 

@@ -173,7 +173,7 @@ async function runSagaPart(target: PgTarget, args: BenchArgs): Promise<Part> {
     const description = `${bench.description}; ${args.durationMs} ms measured per run, ${args.warmupMs} ms warmup`;
     log(description);
     const runs: SagaRun[] = [];
-    for (const clients of args.clients) {
+    for (const clients of args.sagaClients) {
       log(`saga, closed loop, ${clients} clients`);
       runs.push(await bench.runClosed({ clients, durationMs: args.durationMs, warmupMs: args.warmupMs }));
     }

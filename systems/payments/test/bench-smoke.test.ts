@@ -17,6 +17,8 @@ const childTimeoutMs = 120_000;
 const tiny = [
   "--clients",
   "2",
+  "--saga-clients",
+  "2",
   "--duration-ms",
   "1000",
   "--warmup-ms",
@@ -55,6 +57,7 @@ describe("bench/main.ts", () => {
       "--scenarios",
       "--saga-latency-ms",
       "--saga-rate-per-s",
+      "--saga-clients",
     ]) {
       assert.ok(run.stdout.includes(word), `help mentions ${word}`);
     }
