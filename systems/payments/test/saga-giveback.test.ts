@@ -165,6 +165,8 @@ async function rig(t: TestContext, url: string | undefined): Promise<Rig> {
     random: seededRandom("saga-giveback-orchestrator"),
     owner: "giveback-1",
     leaseMs: DEFAULT_LEASE_MS,
+    // Two lanes: two drives' commits of one saga can then be in flight (held) at once.
+    stepGroup: { lanes: 2 },
     backoff: FAST_BACKOFF,
     observer: { stepFinished: (step, outcome) => steps.push(`${step}:${outcome}`) },
     onError: (error) => errors.push(error),

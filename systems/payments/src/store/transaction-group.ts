@@ -12,7 +12,7 @@
  * `takes` keeps items the group cannot write out of it (answered `alone` at once).
  *
  * @example
- * const creates = new TransactionGroup(db, (tx, items) => createAll(tx, items), { lanes: 2 });
+ * const creates = new TransactionGroup(db, (tx, items) => createAll(tx, items), { maxBatch: 128 });
  * const outcome = await creates.submit(item);
  * const created = outcome.kind === "alone" ? await db.transaction((tx) => createOne(tx, item)) : outcome.value;
  */
@@ -31,7 +31,12 @@ export interface TransactionGroupOptions<I> {
   maxPending?: number;
   /** Longest the first item of an idle moment waits for company, in ms. Default 1. */
   maxWaitMs?: number;
-  /** Groups written at once, each its own transaction on its own connection. Default 2. */
+  /**
+   * Groups written at once, each its own transaction on its own connection. Default 1: the
+   * saga's groups all lock their merchant's balance rows, so a second group written beside the
+   * first mostly waits for its locks, while with one lane the items it would have taken join
+   * the next, larger group (measured: 1.25–1.4× the payments/s at 32 clients, less CPU).
+   */
   lanes?: number;
   /**
    * The group's transaction options (default READ COMMITTED); `false`: `write` gets the database
@@ -52,7 +57,7 @@ export const TRANSACTION_GROUP_DEFAULTS = {
   maxBatch: 256,
   maxPending: 10_000,
   maxWaitMs: 1,
-  lanes: 2,
+  lanes: 1,
 } as const;
 
 const ALONE = { kind: "alone" } as const;
