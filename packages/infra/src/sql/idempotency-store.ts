@@ -480,42 +480,6 @@ export class IdempotencyStore {
     };
   }
 
-  /**
-   * `advance` of many keys as a statement to compose — a CTE (`WITH advanced AS (…)`) — for a
-   * caller that advances them and writes its own rows in ONE autocommit statement: one row per
-   * key still owned (a lost lease has none), so the caller compares the count and must make the
-   * statement fail when one is missing. Its parameters are `$offset+1…`. Same checks as `advance`
-   * (RangeError for a bad step order or a key twice).
-   *
-   * @example
-   * const advanced = store.advanceManyStatement(leases, "saga_authorize", nowMs, 11);
-   * await db.query(`WITH advanced AS (${advanced.text}) …`, [...mine, ...advanced.params]);
-   */
-  advanceManyStatement(
-    leases: readonly IdempotencyLease[],
-    step: string,
-    nowMs: number,
-    offset: number,
-  ): { text: string; params: unknown[] } {
-    const steps = leases.map((lease) => checkAdvance(lease.recoveryPoint, step));
-    if (new Set(leases.map((l) => JSON.stringify([l.scope, l.key]))).size !== leases.length)
-      throw new RangeError("a key appears twice in one advanceManyStatement call");
-    const $ = (k: number) => `$${offset + k}`;
-    return {
-      text: `UPDATE ${this.#table} t SET recovery_point = i.step, locked_at = ${$(5)}::timestamptz
-        FROM unnest(${$(1)}::text[], ${$(2)}::text[], ${$(3)}::int4[], ${$(4)}::text[]) AS i(scope, key, generation, step)
-       WHERE ${ownedSql("t.", this.#scope, { scope: "i.scope", key: "i.key", generation: "i.generation" })}
-       RETURNING t.${this.#scope} AS scope, t.key`,
-      params: [
-        leases.map((l) => l.scope),
-        leases.map((l) => l.key),
-        leases.map((l) => l.generation),
-        steps,
-        new Date(nowMs),
-      ],
-    };
-  }
-
   /** One record's input row for `recordMany`, after the checks of `advance` or `complete`. */
   #recordColumns(record: IdempotencyRecord) {
     if ("step" in record) {

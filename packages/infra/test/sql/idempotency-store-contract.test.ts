@@ -483,40 +483,6 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
     );
   });
 
-  it("advanceManyStatement composes: one row per key still owned, parameters after the caller's", async (s) => {
-    const { clock, store, merchantId } = setup(s, "many-advance");
-    const kept = await started(store, merchantId, "k-a");
-    const other = await started(store, merchantId, "k-b");
-    const takenOver = await started(store, merchantId, "k-c");
-    clock.advance(LEASE_MS);
-    await started(store, merchantId, "k-c"); // a retry took it over: its generation moved on
-    const advanced = store.advanceManyStatement(
-      [kept, takenOver, other],
-      "ledger_reserved",
-      clock.nowMs(),
-      1,
-    );
-    const { rows } = await s.db.query<{ key: string; tag: string }>(
-      `WITH advanced AS (${advanced.text}) SELECT key, $1::text AS tag FROM advanced ORDER BY key`,
-      ["mine", ...advanced.params],
-    );
-    assert.deepEqual(
-      rows.map((r) => [r.key, r.tag]),
-      [
-        ["k-a", "mine"],
-        ["k-b", "mine"],
-      ],
-    );
-    assert.equal((await store.find(merchantId, "k-a"))?.recoveryPoint, "ledger_reserved");
-    assert.equal(
-      (await store.find(merchantId, "k-c"))?.recoveryPoint,
-      RECOVERY_STARTED,
-      "the lost lease wrote nothing",
-    );
-    assert.throws(() => store.advanceManyStatement([kept, kept], "ledger_reserved", T0, 0), RangeError);
-    assert.throws(() => store.advanceManyStatement([kept], "Bad Step", T0, 0));
-  });
-
   it("recordManyStatement composes: one row per key still owned, parameters after the caller's", async (s) => {
     const { clock, store, merchantId } = setup(s, "many-record-statement");
     const kept = await started(store, merchantId, "k-a");
@@ -552,6 +518,9 @@ contractSuite<IdempotencySubject>("idempotency store", idempotencyBackends, (it)
       "the lost lease wrote nothing",
     );
     assert.throws(() => store.recordManyStatement([], T0, 0), RangeError);
+    const twice = [kept, kept].map((lease) => ({ lease, step: "ledger_reserved" }));
+    assert.throws(() => store.recordManyStatement(twice, T0, 0), RangeError);
+    assert.throws(() => store.recordManyStatement([{ lease: kept, step: "Bad Step" }], T0, 0));
   });
 
   it("recordMany refuses a key twice, a completed lease, a bad step and an oversized batch before any query", async (s) => {

@@ -89,8 +89,8 @@ export class PaymentCreateGroup {
     }));
     const nowMs = Math.max(...creates.map((c) => c.input.nowMs));
     const statement = createPaymentsStatement(payments, (offset) => {
-      const leases = creates.map((c) => c.lease);
-      const advanced = this.#idempotency.advanceManyStatement(leases, CREATED_STEP, nowMs, offset);
+      const records = creates.map((c) => ({ lease: c.lease, step: CREATED_STEP }));
+      const advanced = this.#idempotency.recordManyStatement(records, nowMs, offset);
       const count = `$${offset + advanced.params.length + 1}::int8`;
       return {
         ctes: `advanced AS (${advanced.text}),`,

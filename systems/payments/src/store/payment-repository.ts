@@ -654,9 +654,7 @@ function sagaStatesWrite(
   }));
   const write = {
     nowMs,
-    renewUntilMs: steps.map(({ next }) =>
-      !next.finished && next.delayMs === 0 ? nowMs + options.leaseMs : null,
-    ),
+    renewUntilMs: steps.map(({ next }) => (keepsClaim(next) ? nowMs + options.leaseMs : null)),
     columns: [
       column("status", "text", (s) => s.next.status),
       column("step", "text", (s) => s.next.step),
@@ -680,6 +678,11 @@ function sagaStatesWrite(
   return { leases, write };
 }
 
+/** Whether a step's write keeps (and renews) the saga's claim: its next step is due now, so its drive goes on. */
+export function keepsClaim(next: SagaDecision): boolean {
+  return !next.finished && next.delayMs === 0;
+}
+
 /**
  * The payment as `writeSagaStates` writes it when its lease holds, computed before the write:
  * the step group stores the final response and the event of a finished saga in the SAME
@@ -688,7 +691,7 @@ function sagaStatesWrite(
  * makes `payment` the row as it is). The lease columns are the queue's (`renewUntilMs` above).
  */
 export function afterStep(payment: Payment, next: SagaDecision, nowMs: number, leaseMs: number): Payment {
-  const kept = !next.finished && next.delayMs === 0;
+  const kept = keepsClaim(next);
   return {
     ...payment,
     status: next.status,

@@ -56,6 +56,7 @@ import {
   claimDue,
   claimPayment,
   idemGenerationOf,
+  keepsClaim,
   MIN_LEASE_MS,
   type Payment,
   renewSagaLease,
@@ -254,7 +255,7 @@ export class SagaOrchestrator {
           { step: from, outcome: outcome.kind, next: next.step, status: next.status, delayMs: next.delayMs },
           "saga step",
         );
-        if (next.finished || next.delayMs > 0) break;
+        if (!keepsClaim(next)) break;
       } catch (error) {
         this.#stepDone(from, "error", startMs);
         // A lost lease is normal (another owner has the saga now); anything else is worth an error line.
