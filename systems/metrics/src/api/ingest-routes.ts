@@ -18,11 +18,11 @@
  * //   -H 'Content-Type: application/x-protobuf' --data-binary @req.pb.snappy localhost:8112/api/v1/write
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { decodeWriteRequest } from "../domain/remote-write.ts";
+import { decodeWriteRequestColumns } from "../domain/remote-write.ts";
 import { snappyDeclaredLength, snappyUncompress } from "../domain/snappy.ts";
 import { STALE_NAN } from "../domain/staleness.ts";
 import { errors } from "../errors.ts";
-import { type IngestSeries, SampleIngest, type SampleIngestOptions } from "../store/sample-ingest.ts";
+import { SampleIngest, type SampleIngestOptions } from "../store/sample-ingest.ts";
 import type { Tenant } from "../store/tenant-repository.ts";
 
 export interface IngestOptions extends SampleIngestOptions {
@@ -88,8 +88,6 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
   const maxSamples = options.maxSamplesPerRequest ?? 2_000_000;
 
   const ingest = new SampleIngest(options);
-  const store = (request: FastifyRequest, decoded: IngestSeries) =>
-    ingest.write(options.tenantOf(request), decoded);
 
   await scope.register(async (writeScope) => {
     writeScope.addContentTypeParser(
@@ -112,12 +110,12 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
             detail: "expected Content-Type: application/x-protobuf",
           });
         }
-        let decoded: ReturnType<typeof decodeWriteRequest>;
+        let decoded: ReturnType<typeof decodeWriteRequestColumns>;
         try {
           if (snappyDeclaredLength(body) > options.writeMaxDecodedBytes) {
             throw new RangeError(`uncompressed size above ${options.writeMaxDecodedBytes} bytes`);
           }
-          decoded = decodeWriteRequest(snappyUncompress(body, options.writeMaxDecodedBytes), {
+          decoded = decodeWriteRequestColumns(snappyUncompress(body, options.writeMaxDecodedBytes), {
             maxSeries,
             maxSamples,
           });
@@ -125,7 +123,7 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
           if (!(error instanceof RangeError)) throw error;
           throw errors.create("METRICS_WRITE_MALFORMED", { detail: error.message, cause: error });
         }
-        await store(request, decoded.series);
+        await ingest.writeRemote(options.tenantOf(request), decoded);
         return reply.code(204).send();
       },
     );
@@ -146,7 +144,7 @@ export async function registerIngestRoutes(scope: FastifyInstance, options: Inge
         labels: Object.entries(s.labels),
         samples: s.samples.map(({ t, v }) => ({ t, v: typeof v === "number" ? v : SPECIAL_VALUES[v]! })),
       }));
-      await store(request, decoded);
+      await ingest.write(options.tenantOf(request), decoded);
       return reply.code(204).send();
     },
   );

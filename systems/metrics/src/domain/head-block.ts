@@ -29,16 +29,9 @@ import { decodeChunkInto, GorillaChunkEncoder, type SealedChunk } from "./gorill
 import type { LabelMatcher } from "./label-matcher.ts";
 import { type Labels, METRIC_NAME, metricNameOf, seriesKey } from "./labels.ts";
 import { PostingsIndex } from "./postings-index.ts";
+import { columnsOf, type SampleColumns, type SeriesSamples } from "./sample-columns.ts";
 
-export interface Sample {
-  readonly t: number;
-  readonly v: number;
-}
-
-export interface SeriesSamples {
-  readonly labels: Labels;
-  readonly samples: readonly Sample[];
-}
+export type { Sample, SeriesSamples } from "./sample-columns.ts";
 
 /** Samples of one series in a time range, oldest first: what a query reads. */
 export interface SeriesData {
@@ -70,6 +63,14 @@ export interface AppendOptions {
    * what is not newer was applied by the delivery that crashed before its ack.
    */
   readonly stored?: "refuse" | "skip";
+  /** `skip`: a sample before the head's start (`minValidT`) is left out instead of refusing the batch. */
+  readonly tooOld?: "refuse" | "skip";
+}
+
+/** A series of a column batch: its labels, and its key when the caller has it already. */
+export interface ColumnSeries {
+  readonly labels: Labels;
+  readonly key?: string;
 }
 
 export interface AppendRefusal {
@@ -86,8 +87,13 @@ interface PlannedSeries {
   readonly labels: Labels;
   readonly key: string;
   readonly isNew: boolean;
-  /** Samples to append, in order, exact repeats already skipped. */
-  readonly samples: Sample[];
+  /**
+   * The batch's samples to append, in order, exact repeats already skipped: `[from, to)`
+   * index pairs into the batch's columns (one pair for a series sent once, in order).
+   */
+  readonly spans: number[];
+  lastT: number;
+  lastV: number;
 }
 
 export interface AppendPlan {
@@ -97,6 +103,9 @@ export interface AppendPlan {
   /** New series, with the refs `commit` will give them (the WAL records these first). */
   readonly newSeries: ReadonlyArray<{ ref: number; labels: Labels }>;
   readonly entries: readonly PlannedSeries[];
+  /** The columns the entries' spans index. */
+  readonly timestamps: Float64Array;
+  readonly values: Float64Array;
   readonly sampleCount: number;
   /** Samples to store per entry of the batch, by its index (a batch of several senders' shares counts each). */
   readonly samplesByIndex: readonly number[];
@@ -160,6 +169,14 @@ export class HeadBlock {
    * goes on (Mimir's way: an exploding metric must not stop the tenant's other series).
    */
   plan(batch: readonly SeriesSamples[], options: AppendOptions = {}): AppendPlan | AppendRefusal {
+    return this.planColumns(
+      columnsOf(batch, (labels) => ({ labels })),
+      options,
+    );
+  }
+
+  /** `plan` of a batch in columns (the stream's consumers decode into these). */
+  planColumns(batch: SampleColumns<ColumnSeries>, options: AppendOptions = {}): AppendPlan | AppendRefusal {
     const limited: Array<{ index: number; labels: Labels; code: AppendRefusalCode; detail: string }> = [];
     const skipped = new Set<string>();
     const planned = new Map<string, PlannedSeries>();
@@ -167,10 +184,13 @@ export class HeadBlock {
     let newTotal = 0;
     let nextRef = this.#nextRef;
     let sampleCount = 0;
-    const samplesByIndex = new Array<number>(batch.length).fill(0);
-    for (let index = 0; index < batch.length; index++) {
-      const { labels, samples } = batch[index]!;
-      const key = seriesKey(labels);
+    const { offsets, timestamps, values } = batch;
+    const samplesByIndex = new Array<number>(batch.series.length).fill(0);
+    const skipStored = options.stored === "skip";
+    const skipTooOld = options.tooOld === "skip";
+    for (let index = 0; index < batch.series.length; index++) {
+      const { labels, key: known } = batch.series[index]!;
+      const key = known ?? seriesKey(labels);
       if (skipped.has(key)) continue;
       let entry = planned.get(key);
       const existing = this.#byKey.get(key);
@@ -187,32 +207,57 @@ export class HeadBlock {
           newTotal++;
           newPerMetric.set(metric, (newPerMetric.get(metric) ?? 0) + 1);
         }
-        entry = { ref: existing?.ref ?? nextRef++, labels, key, isNew: existing === undefined, samples: [] };
+        entry = {
+          ref: existing?.ref ?? nextRef++,
+          labels,
+          key,
+          isNew: existing === undefined,
+          spans: [],
+          lastT: existing?.lastT ?? Number.NEGATIVE_INFINITY,
+          lastV: existing?.lastV ?? 0,
+        };
         planned.set(key, entry);
       }
-      let lastT = entry.samples.at(-1)?.t ?? existing?.lastT ?? Number.NEGATIVE_INFINITY;
-      let lastV = entry.samples.at(-1)?.v ?? existing?.lastV ?? 0;
-      for (const sample of samples) {
-        if (options.stored === "skip" && existing !== undefined && sample.t <= existing.lastT) continue;
-        if (sample.t < this.minValidT) {
-          const detail = `sample at ${sample.t} is older than the head's start ${this.minValidT}`;
-          return { ok: false, code: "TOO_OLD", index, labels, detail };
-        }
-        if (sample.t === lastT) {
-          if (Object.is(sample.v, lastV) || sameBits(sample.v, lastV)) continue;
-          const detail = `a different value at the same timestamp ${sample.t}`;
-          return { ok: false, code: "DUPLICATE_TIMESTAMP", index, labels, detail };
-        }
-        if (sample.t < lastT) {
-          const detail = `sample at ${sample.t} is older than the series' last at ${lastT}`;
+      const storedT = skipStored && existing !== undefined ? existing.lastT : Number.NEGATIVE_INFINITY;
+      let lastT = entry.lastT;
+      let lastV = entry.lastV;
+      let runFrom = -1;
+      const to = offsets[index + 1]!;
+      for (let j = offsets[index]!; j < to; j++) {
+        const t = timestamps[j]!;
+        const v = values[j]!;
+        let take = true;
+        if (t <= storedT) take = false;
+        else if (t < this.minValidT) {
+          if (!skipTooOld) {
+            const detail = `sample at ${t} is older than the head's start ${this.minValidT}`;
+            return { ok: false, code: "TOO_OLD", index, labels, detail };
+          }
+          take = false;
+        } else if (t === lastT) {
+          if (!(Object.is(v, lastV) || sameBits(v, lastV))) {
+            const detail = `a different value at the same timestamp ${t}`;
+            return { ok: false, code: "DUPLICATE_TIMESTAMP", index, labels, detail };
+          }
+          take = false;
+        } else if (t < lastT) {
+          const detail = `sample at ${t} is older than the series' last at ${lastT}`;
           return { ok: false, code: "OUT_OF_ORDER", index, labels, detail };
         }
-        entry.samples.push(sample);
-        lastT = sample.t;
-        lastV = sample.v;
-        sampleCount++;
-        samplesByIndex[index]!++;
+        if (take) {
+          if (runFrom === -1) runFrom = j;
+          lastT = t;
+          lastV = v;
+          sampleCount++;
+          samplesByIndex[index]!++;
+        } else if (runFrom !== -1) {
+          entry.spans.push(runFrom, j);
+          runFrom = -1;
+        }
       }
+      if (runFrom !== -1) entry.spans.push(runFrom, to);
+      entry.lastT = lastT;
+      entry.lastV = lastV;
     }
     const entries = [...planned.values()];
     const newSeries = entries.filter((e) => e.isNew).map((e) => ({ ref: e.ref, labels: e.labels }));
@@ -221,6 +266,8 @@ export class HeadBlock {
       limited,
       newSeries,
       entries,
+      timestamps,
+      values,
       sampleCount,
       samplesByIndex,
       generation: this.#generation,
@@ -249,7 +296,10 @@ export class HeadBlock {
         ? this.#create(entry.ref, entry.labels, entry.key)
         : this.#byKey.get(entry.key);
       assert(series !== undefined, "head: a planned series exists");
-      for (const sample of entry.samples) this.#append(series, sample.t, sample.v);
+      const { spans } = entry;
+      for (let k = 0; k < spans.length; k += 2)
+        for (let j = spans[k]!; j < spans[k + 1]!; j++)
+          this.#append(series, plan.timestamps[j]!, plan.values[j]!);
     }
     this.#sampleCount += plan.sampleCount;
     this.#generation++;

@@ -13,6 +13,9 @@
  */
 import type { SeriesSamples } from "./head-block.ts";
 import { type Labels, labelProblem, labelsFromPairs } from "./labels.ts";
+import { labelsInSpan, type WriteRequestColumns } from "./remote-write.ts";
+import type { SampleColumns } from "./sample-columns.ts";
+import type { SeriesInterner } from "./series-interner.ts";
 
 export interface BatchProblem {
   readonly ok: false;
@@ -29,6 +32,32 @@ export interface CheckedBatch {
 /** Samples below this are refused: before 2000-01-01, a unit mistake (seconds for ms). */
 export const MIN_TIMESTAMP_MS = 946_684_800_000;
 
+/** The series' labels as stored — sorted, empty values dropped, standard labels added — or what is wrong. */
+export function canonicalLabels(
+  sent: ReadonlyArray<readonly [string, string]>,
+  standardLabels: Labels,
+): Labels | { problem: string } {
+  // A label sent empty is absent (dropped first), so a standard label of its name is added.
+  const given = labelsFromPairs(sent);
+  const labels =
+    standardLabels.length === 0
+      ? given
+      : labelsFromPairs([
+          ...given,
+          ...standardLabels.filter(([name]) => !given.some(([givenName]) => givenName === name)),
+        ]);
+  const problem = labelProblem(labels);
+  return problem ? { problem: problem.reason } : labels;
+}
+
+function timestampProblem(i: number, j: number, t: number): BatchProblem {
+  return {
+    ok: false,
+    field: `timeseries[${i}].samples[${j}].timestamp`,
+    reason: `timestamp ${t} is not integer milliseconds after 2000-01-01`,
+  };
+}
+
 export function validateBatch(
   series: ReadonlyArray<{
     labels: ReadonlyArray<readonly [string, string]>;
@@ -41,20 +70,11 @@ export function validateBatch(
   const minT = options.minTimestampMs ?? MIN_TIMESTAMP_MS;
   for (let i = 0; i < series.length; i++) {
     const entry = series[i]!;
-    const sent = labelsFromPairs(entry.labels);
-    const names = new Set(sent.map(([name]) => name));
-    const labels = labelsFromPairs([...sent, ...options.standardLabels.filter(([name]) => !names.has(name))]);
-    const problem = labelProblem(labels);
-    if (problem) return { ok: false, field: `timeseries[${i}].labels`, reason: problem.reason };
+    const labels = canonicalLabels(entry.labels, options.standardLabels);
+    if ("problem" in labels) return { ok: false, field: `timeseries[${i}].labels`, reason: labels.problem };
     for (let j = 0; j < entry.samples.length; j++) {
       const { t, v } = entry.samples[j]!;
-      if (!Number.isSafeInteger(t) || t < minT) {
-        return {
-          ok: false,
-          field: `timeseries[${i}].samples[${j}].timestamp`,
-          reason: `timestamp ${t} is not integer milliseconds after 2000-01-01`,
-        };
-      }
+      if (!Number.isSafeInteger(t) || t < minT) return timestampProblem(i, j, t);
       if (typeof v !== "number")
         return { ok: false, field: `timeseries[${i}].samples[${j}].value`, reason: "value is not a number" };
     }
@@ -63,4 +83,88 @@ export function validateBatch(
     batch.push({ labels, samples: entry.samples });
   }
   return { ok: true, batch, samples };
+}
+
+export interface CheckedColumns<S extends { readonly labels: Labels }> {
+  readonly ok: true;
+  readonly batch: SampleColumns<S>;
+  readonly samples: number;
+}
+
+/**
+ * `validateBatch` for a remote-write request read in columns: each series found by its label
+ * bytes in `interner` — the rules checked, the labels made canonical and `entryOf` called only
+ * for a label set not met before — and every timestamp checked. Series without samples are
+ * left out, as there.
+ */
+export function validateWriteColumns<S extends { readonly labels: Labels }>(
+  request: WriteRequestColumns,
+  interner: SeriesInterner<S>,
+  entryOf: (labels: Labels) => S,
+  options: { standardLabels: Labels; minTimestampMs?: number },
+): CheckedColumns<S> | BatchProblem {
+  const minT = options.minTimestampMs ?? MIN_TIMESTAMP_MS;
+  const { bytes, labelSpans, offsets, timestamps } = request;
+  const count = offsets.length - 1;
+  let problem: string | undefined;
+  const make = (from: Uint8Array, start: number, end: number): S | undefined => {
+    let sent: Array<[string, string]>;
+    try {
+      sent = labelsInSpan(from, start, end);
+    } catch (error) {
+      problem = error instanceof RangeError ? error.message : String(error);
+      return undefined;
+    }
+    const labels = canonicalLabels(sent, options.standardLabels);
+    if ("problem" in labels) {
+      problem = labels.problem;
+      return undefined;
+    }
+    return entryOf(labels);
+  };
+  const series: S[] = [];
+  const kept: number[] = [0];
+  let empty = false;
+  for (let i = 0; i < count; i++) {
+    const start = labelSpans[2 * i]!;
+    const end = labelSpans[2 * i + 1]!;
+    const entry =
+      request.scattered[i] === 1 ? make(bytes, start, end) : interner.intern(bytes, start, end, make);
+    if (entry === undefined)
+      return { ok: false, field: `timeseries[${i}].labels`, reason: problem ?? "invalid labels" };
+    const from = offsets[i]!;
+    const to = offsets[i + 1]!;
+    for (let j = from; j < to; j++) {
+      const t = timestamps[j]!;
+      if (!(t >= minT) || !Number.isSafeInteger(t)) return timestampProblem(i, j - from, t);
+    }
+    if (from === to) {
+      empty = true;
+      continue;
+    }
+    series.push(entry);
+    kept.push(from, to);
+  }
+  const samples = offsets[count]!;
+  const { values } = request;
+  if (!empty) return { ok: true, batch: { series, offsets, timestamps, values }, samples };
+  // Some series had no samples: the others' spans, back to back, as the columns expect.
+  const timesOut = new Float64Array(samples);
+  const valuesOut = new Float64Array(samples);
+  const offsetsOut = new Uint32Array(series.length + 1);
+  let at = 0;
+  for (let s = 0; s < series.length; s++) {
+    const from = kept[1 + 2 * s]!;
+    const to = kept[2 + 2 * s]!;
+    offsetsOut[s] = at;
+    timesOut.set(timestamps.subarray(from, to), at);
+    valuesOut.set(values.subarray(from, to), at);
+    at += to - from;
+  }
+  offsetsOut[series.length] = at;
+  return {
+    ok: true,
+    batch: { series, offsets: offsetsOut, timestamps: timesOut, values: valuesOut },
+    samples: at,
+  };
 }

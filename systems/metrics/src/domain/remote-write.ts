@@ -11,11 +11,15 @@
  * four messages are read, unknown fields are skipped as the protobuf rules say, and anything
  * malformed (a length past the end, a wire type a field cannot have, invalid UTF-8) is a
  * RangeError naming where. Native histograms are refused (not supported yet), exemplars and
- * metadata skipped. `encodeWriteRequest` is the inverse, for the agent and the tests.
+ * metadata skipped. The ingest reads a request in columns (`decodeWriteRequestColumns`): times
+ * and values straight into typed arrays, each series' label fields left as a span of bytes for
+ * the ingest to find among the series it has met (their text decoded only for a new one).
+ * `encodeWriteRequest` is the inverse, for the agent and the tests.
  *
  * @example
- * const request = decodeWriteRequest(snappyUncompress(body, maxBytes), { maxSeries: 100_000, maxSamples: 1_000_000 });
- * request.series[0]; // { labels: [["__name__", "up"], ["job", "api"]], samples: [{ t: 1700000000000, v: 1 }] }
+ * const request = decodeWriteRequestColumns(snappyUncompress(body, maxBytes), { maxSeries: 100_000, maxSamples: 1_000_000 });
+ * labelsInSpan(request.bytes, request.labelSpans[0], request.labelSpans[1]); // [["__name__", "up"], ["job", "api"]]
+ * request.timestamps[0]; // 1700000000000
  */
 
 import { utf8Text } from "./byte-codec.ts";
@@ -34,14 +38,12 @@ const TWO_32 = 2 ** 32;
 
 class ProtoReader {
   readonly bytes: Uint8Array;
-  readonly view: DataView;
   pos: number;
   /** Where the current message ends: `within` narrows it to a nested message and restores it. */
   end: number;
 
   constructor(bytes: Uint8Array, pos = 0, end = bytes.length) {
     this.bytes = bytes;
-    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.pos = pos;
     this.end = end;
   }
@@ -91,13 +93,6 @@ class ProtoReader {
     return [start, this.pos];
   }
 
-  double(): number {
-    if (this.pos + 8 > this.end) throw new RangeError(`truncated double at byte ${this.pos}`);
-    const v = this.view.getFloat64(this.pos, true);
-    this.pos += 8;
-    return v;
-  }
-
   skip(wireType: number): void {
     if (wireType === 0) this.varint();
     else if (wireType === 1) this.pos += 8;
@@ -138,63 +133,169 @@ function decodeLabel(r: ProtoReader): [string, string] {
   return [name, value];
 }
 
-function decodeSample(r: ProtoReader): { t: number; v: number } {
-  let v = 0;
-  let t = 0;
-  while (r.pos < r.end) {
-    const at = r.pos;
-    const key = r.varint();
-    const [field, wire] = [Math.floor(key / 8), key & 7];
-    if (field === 1) {
-      expectWire(field, wire, 1, at);
-      v = r.double();
-    } else if (field === 2) {
-      expectWire(field, wire, 0, at);
-      t = r.varint();
-    } else r.skip(wire);
-  }
-  return { t, v };
-}
-
 export interface DecodeLimits {
   readonly maxSeries: number;
   readonly maxSamples: number;
 }
 
-export function decodeWriteRequest(bytes: Uint8Array, limits: DecodeLimits): WriteRequest {
+/**
+ * A WriteRequest read in columns, its label text left undecoded: each series' label fields are
+ * a span of `bytes` (`labelSpans[2i]`, `labelSpans[2i + 1]`) — the ingest interns series by
+ * those bytes (`series-interner.ts`) and decodes the text only for a label set it has not met.
+ * Prometheus writes a series' labels before its samples, so the span is exactly its label
+ * fields; a series whose labels come after another field has its whole message as the span and
+ * `scattered[i]` set (read with `labelsInSpan`, which skips the other fields, and never interned).
+ */
+export interface WriteRequestColumns {
+  readonly bytes: Uint8Array;
+  readonly labelSpans: Uint32Array;
+  readonly scattered: Uint8Array;
+  /** `series + 1` entries: series i's samples are `[offsets[i], offsets[i + 1])`. */
+  readonly offsets: Uint32Array;
+  readonly timestamps: Float64Array;
+  readonly values: Float64Array;
+}
+
+/**
+ * A typical Sample's bytes on the wire (its key and length, the double's key and 8 bytes, the
+ * time's key and varint): the columns' first size. A Sample may be shorter — protobuf leaves out
+ * a zero value or time, down to 2 bytes — so the columns grow when full.
+ */
+const TYPICAL_SAMPLE_BYTES = 13;
+const LITTLE_ENDIAN = new Uint8Array(new Float64Array([1]).buffer)[7] === 0x3f;
+
+/**
+ * Reads one Sample message into the columns at `at`: the double's 8 bytes copied as they are
+ * (a NaN's payload — StaleNaN — is kept bit for bit), the timestamp as a signed varint.
+ */
+function readSampleInto(r: ProtoReader, at: number, times: Float64Array, valueBytes: Uint8Array): void {
+  let t = 0;
+  while (r.pos < r.end) {
+    const fieldAt = r.pos;
+    const key = r.varint();
+    const field = Math.floor(key / 8);
+    const wire = key & 7;
+    if (field === 1) {
+      expectWire(field, wire, 1, fieldAt);
+      if (r.pos + 8 > r.end) throw new RangeError(`truncated double at byte ${r.pos}`);
+      const to = at * 8;
+      if (LITTLE_ENDIAN) for (let k = 0; k < 8; k++) valueBytes[to + k] = r.bytes[r.pos + k]!;
+      else for (let k = 0; k < 8; k++) valueBytes[to + k] = r.bytes[r.pos + 7 - k]!;
+      r.pos += 8;
+    } else if (field === 2) {
+      expectWire(field, wire, 0, fieldAt);
+      t = r.varint();
+    } else r.skip(wire);
+  }
+  times[at] = t;
+}
+
+export function decodeWriteRequestColumns(bytes: Uint8Array, limits: DecodeLimits): WriteRequestColumns {
   const top = new ProtoReader(bytes);
-  const series: DecodedSeries[] = [];
+  let capacity = Math.min(limits.maxSamples, Math.floor(bytes.length / TYPICAL_SAMPLE_BYTES) + 16);
+  let timestamps = new Float64Array(capacity);
+  let values = new Float64Array(capacity);
+  let valueBytes = new Uint8Array(values.buffer);
+  const spans: number[] = [];
+  const scattered: number[] = [];
+  const offsets: number[] = [0];
   let samples = 0;
   while (top.pos < top.end) {
     const at = top.pos;
     const key = top.varint();
-    const [field, wire] = [Math.floor(key / 8), key & 7];
+    const field = Math.floor(key / 8);
+    const wire = key & 7;
     if (field !== 1) {
       top.skip(wire);
       continue;
     }
     expectWire(field, wire, 2, at);
-    const entry = top.within((r) => {
-      const decoded: DecodedSeries = { labels: [], samples: [] };
-      while (r.pos < r.end) {
-        const fieldAt = r.pos;
-        const k = r.varint();
-        const [f, w] = [Math.floor(k / 8), k & 7];
-        if (f === 1 || f === 2 || f === 4) expectWire(f, w, 2, fieldAt);
-        if (f === 1) decoded.labels.push(r.within(decodeLabel));
-        else if (f === 2) decoded.samples.push(r.within(decodeSample));
-        else if (f === 4)
+    const [start, end] = top.span();
+    const outer = top.end;
+    top.pos = start;
+    top.end = end;
+    let labelEnd = -1;
+    let spread = 0;
+    while (top.pos < top.end) {
+      const fieldAt = top.pos;
+      const k = top.varint();
+      const f = Math.floor(k / 8);
+      const w = k & 7;
+      if (f === 1 || f === 2 || f === 4) expectWire(f, w, 2, fieldAt);
+      if (f === 1) {
+        if (labelEnd !== -1) spread = 1;
+        top.span();
+      } else {
+        if (labelEnd === -1) labelEnd = fieldAt;
+        if (f === 2) {
+          if (samples >= limits.maxSamples)
+            throw new RangeError(`more than ${limits.maxSamples} samples in one request`);
+          if (samples === capacity) {
+            capacity = Math.min(limits.maxSamples, capacity * 2);
+            const grownTimes = new Float64Array(capacity);
+            const grownValues = new Float64Array(capacity);
+            grownTimes.set(timestamps);
+            grownValues.set(values);
+            [timestamps, values, valueBytes] = [grownTimes, grownValues, new Uint8Array(grownValues.buffer)];
+          }
+          const [sampleStart, sampleEnd] = top.span();
+          const resume = top.pos;
+          top.pos = sampleStart;
+          top.end = sampleEnd;
+          readSampleInto(top, samples, timestamps, valueBytes);
+          top.pos = resume;
+          top.end = end;
+          samples++;
+        } else if (f === 4)
           throw new RangeError("native histograms are not supported: send classic histograms (le buckets)");
-        else r.skip(w);
+        else top.skip(w);
       }
-      return decoded;
-    });
-    samples += entry.samples.length;
-    series.push(entry);
-    if (series.length > limits.maxSeries)
+    }
+    top.pos = end;
+    top.end = outer;
+    spans.push(start, spread === 1 ? end : labelEnd === -1 ? end : labelEnd);
+    scattered.push(spread);
+    offsets.push(samples);
+    if (offsets.length - 1 > limits.maxSeries)
       throw new RangeError(`more than ${limits.maxSeries} series in one request`);
-    if (samples > limits.maxSamples)
-      throw new RangeError(`more than ${limits.maxSamples} samples in one request`);
+  }
+  return {
+    bytes,
+    labelSpans: Uint32Array.from(spans),
+    scattered: Uint8Array.from(scattered),
+    offsets: Uint32Array.from(offsets),
+    timestamps: timestamps.subarray(0, samples),
+    values: values.subarray(0, samples),
+  };
+}
+
+/** The label pairs among the fields of `bytes[start, end)` (a TimeSeries' span), as sent. */
+export function labelsInSpan(bytes: Uint8Array, start: number, end: number): Array<[string, string]> {
+  const r = new ProtoReader(bytes, start, end);
+  const labels: Array<[string, string]> = [];
+  while (r.pos < r.end) {
+    const at = r.pos;
+    const key = r.varint();
+    const field = Math.floor(key / 8);
+    const wire = key & 7;
+    if (field === 1) {
+      expectWire(field, wire, 2, at);
+      labels.push(r.within(decodeLabel));
+    } else r.skip(wire);
+  }
+  return labels;
+}
+
+/** The request with its labels as text and one object per sample (the tests' and tools' form). */
+export function decodeWriteRequest(bytes: Uint8Array, limits: DecodeLimits): WriteRequest {
+  const columns = decodeWriteRequestColumns(bytes, limits);
+  const series: DecodedSeries[] = [];
+  for (let i = 0; i < columns.offsets.length - 1; i++) {
+    const samples: Array<{ t: number; v: number }> = [];
+    for (let j = columns.offsets[i]!; j < columns.offsets[i + 1]!; j++)
+      samples.push({ t: columns.timestamps[j]!, v: columns.values[j]! });
+    const labels = labelsInSpan(bytes, columns.labelSpans[2 * i]!, columns.labelSpans[2 * i + 1]!);
+    series.push({ labels, samples });
   }
   return { series };
 }

@@ -7,8 +7,10 @@
  * @example
  * partitionOf([["__name__", "up"], ["job", "api"]], 16); // always the same number in [0, 16)
  * splitByPartition(batch, 16); // Map partition → that partition's series, batch order kept
+ * partitionedSeries(labels, 16).partition; // the same number, kept with the series by the ingest
  */
 import { type Labels, seriesKey } from "./labels.ts";
+import { encodeLabelBlock } from "./stream-batch.ts";
 
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
@@ -40,4 +42,17 @@ export function splitByPartition<T extends { labels: Labels }>(
     else list.push(entry);
   }
   return out;
+}
+
+/** A series as the ingest keeps it once met: its key, its partition, its label block for the stream. */
+export interface PartitionedSeries {
+  readonly labels: Labels;
+  readonly key: string;
+  readonly partition: number;
+  readonly block: Uint8Array;
+}
+
+export function partitionedSeries(labels: Labels, partitions: number): PartitionedSeries {
+  const key = seriesKey(labels);
+  return { labels, key, partition: fnv1a32(key) % partitions, block: encodeLabelBlock(labels) };
 }

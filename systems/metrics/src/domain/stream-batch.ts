@@ -1,92 +1,141 @@
 /**
  * One partition's share of an accepted batch as it travels on the stream (MT-07): the tenant,
- * the partition and its series with their samples, in a compact binary form that every consumer
- * — hot writer, rollup builder, alert evaluator — decodes with `decodeStreamBatch`, each on its
- * own, for every message. So decoding is built to be cheap:
+ * the partition and its series with their samples, in a binary form that every consumer — hot
+ * writer, rollup builder, alert evaluator — decodes on its own, for every message. So decoding
+ * is built to cost little more than copying:
  *
- * - a version byte (`0xCB`, never `{`), the tenant, the partition;
- * - a string table: every distinct label name and value once (a node's 100 series share a few
- *   dozen strings), so a series' labels are small indexes and each string is decoded once;
- * - per series: its label pairs as table indexes, its sample count, the timestamps as a first
- *   value and zig-zag varint deltas, the values as raw float64 bits (a staleness marker keeps
- *   its exact NaN payload; no text, no special spellings).
+ * - a version byte (`0xCC`), the tenant, the partition, the series and sample counts;
+ * - per series: its **label block** — the canonical label set (sorted, validated at the
+ *   ingest) as a pair count and length-prefixed UTF-8 names and values — behind its length,
+ *   then its sample count, the timestamps as a zig-zag varint and zig-zag varint deltas, and
+ *   the values as 8-byte little-endian IEEE 754 (a staleness marker keeps its exact NaN).
  *
- * A message in the JSON form this stream carried before (first byte `{`) still decodes, so a
- * stream retained across the upgrade is read through. The decoder checks the shape, so a
- * foreign message is a clear RangeError naming what is wrong, never a half-read batch.
+ * A label block is the same bytes every time its series is sent (the ingest keeps it with the
+ * series), so a consumer interns series by it (`series-interner.ts`): the text is decoded once
+ * per series, and a message decodes into columns (`sample-columns.ts`) — no object per sample.
+ * The forms the stream carried before (a string table, `0xCB`; JSON, `{`) still decode
+ * (`stream-batch-legacy.ts`), so a stream retained across the upgrade is read through. The
+ * decoder checks the shape: a foreign message is a clear RangeError naming what is wrong,
+ * never a half-read batch.
  *
  * @example
  * const bytes = encodeStreamBatch({ tenant: "acme", partition: 3, series });
- * decodeStreamBatch(bytes).series[0].samples[0].v; // the same float64 bits
+ * const { batch } = decodeStreamColumns(bytes, { interner, entryOf: (labels) => ({ labels, key: seriesKey(labels) }) });
+ * batch.values[batch.offsets[0]]; // the same float64 bits
  */
 import { ByteReader, ByteWriter } from "./byte-codec.ts";
-import type { SeriesSamples } from "./head-block.ts";
-import { LABEL_LIMITS, type Labels } from "./labels.ts";
-import { STALE_NAN } from "./staleness.ts";
+import type { Labels } from "./labels.ts";
+import { columnsOf, type SampleColumns, seriesSamplesOf } from "./sample-columns.ts";
+import { SeriesInterner } from "./series-interner.ts";
+import {
+  decodeLegacyStreamBatch,
+  fail,
+  JSON_OPEN_BRACE,
+  LEGACY_BINARY_VERSION,
+  MAX_LABEL_PAIRS,
+  type StreamBatch,
+} from "./stream-batch-legacy.ts";
 
-export interface StreamBatch {
-  readonly tenant: string;
-  readonly partition: number;
-  readonly series: readonly SeriesSamples[];
+export type { StreamBatch } from "./stream-batch-legacy.ts";
+
+/** First byte of the current form. */
+export const STREAM_BATCH_VERSION = 0xcc;
+
+/** A series as the publisher holds it: its labels and their label block. */
+export interface EncodableSeries {
+  readonly labels: Labels;
+  readonly block: Uint8Array;
 }
 
-/** First byte of the binary form (the JSON form starts with `{`). */
-export const STREAM_BATCH_VERSION = 0xcb;
-const JSON_OPEN_BRACE = 0x7b;
-const MAX_LABEL_PAIRS = LABEL_LIMITS.maxLabels + 8;
+/** A partition's share, decoded: the batch's series are the consumer's interned entries. */
+export interface StreamColumns<S extends { readonly labels: Labels }> {
+  readonly tenant: string;
+  readonly partition: number;
+  readonly batch: SampleColumns<S>;
+}
 
-export function encodeStreamBatch(batch: StreamBatch): Uint8Array {
-  const table = new Map<string, number>();
-  const indexOf = (text: string): number => {
-    let index = table.get(text);
-    if (index === undefined) {
-      index = table.size;
-      table.set(text, index);
-    }
-    return index;
-  };
-  const body = new ByteWriter();
-  body.uvarint(batch.series.length);
-  for (const { labels, samples } of batch.series) {
-    body.uvarint(labels.length);
-    for (const [name, value] of labels) {
-      body.uvarint(indexOf(name));
-      body.uvarint(indexOf(value));
-    }
-    body.uvarint(samples.length);
-    let previous = 0;
-    for (const [i, { t }] of samples.entries()) {
-      body.varint(i === 0 ? t : t - previous);
-      previous = t;
-    }
-    for (const { v } of samples) body.f64(v);
-  }
+export interface DecodeColumnsOptions<S extends { readonly labels: Labels }> {
+  /** The consumer's series met before, by label block; a decoded label set becomes `entryOf`'s. */
+  readonly interner: SeriesInterner<S>;
+  readonly entryOf: (labels: Labels) => S;
+  /** A series it refuses is left out, its samples stepped over unread (the shape is still checked). */
+  readonly keep?: (entry: S) => boolean;
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Float64Array([1]).buffer)[7] === 0x3f;
+
+/** The label block of a canonical label set (what a series is interned by downstream). */
+export function encodeLabelBlock(labels: Labels): Uint8Array {
   const out = new ByteWriter();
-  out.u8(STREAM_BATCH_VERSION);
-  out.string(batch.tenant);
-  out.uvarint(batch.partition);
-  out.uvarint(table.size);
-  for (const text of table.keys()) out.string(text);
-  out.bytes(body.finish());
+  out.uvarint(labels.length);
+  for (const [name, value] of labels) {
+    out.string(name);
+    out.string(value);
+  }
   return out.finish();
 }
 
-function fail(why: string): never {
-  throw new RangeError(`stream batch: ${why}`);
+function labelsOfBlock(bytes: Uint8Array, start: number, end: number): Labels {
+  const input = new ByteReader(bytes.subarray(start, end));
+  const pairs = input.uvarint();
+  if (pairs > MAX_LABEL_PAIRS) fail("labels must be an array of pairs");
+  const labels: Array<readonly [string, string]> = [];
+  for (let l = 0; l < pairs; l++) labels.push([input.string(), input.string()]);
+  if (input.remaining !== 0) fail(`${input.remaining} bytes after a label block`);
+  return labels;
 }
 
-/**
- * Throws RangeError naming what is wrong: the message is not a stream batch. With `keep`, a
- * series it refuses is left out, its samples stepped over unread (the shape is still checked).
- */
-export function decodeStreamBatch(
+/** Series `indexes` of `batch` (a partition's share) as one message. */
+export function encodeStreamColumns(
+  tenant: string,
+  partition: number,
+  batch: SampleColumns<EncodableSeries>,
+  indexes: readonly number[],
+): Uint8Array {
+  const { offsets, timestamps } = batch;
+  const valueBytes = new Uint8Array(batch.values.buffer, batch.values.byteOffset, batch.values.byteLength);
+  let samples = 0;
+  for (const i of indexes) samples += offsets[i + 1]! - offsets[i]!;
+  const out = new ByteWriter();
+  out.u8(STREAM_BATCH_VERSION);
+  out.string(tenant);
+  out.uvarint(partition);
+  out.uvarint(indexes.length);
+  out.uvarint(samples);
+  for (const i of indexes) {
+    const { block } = batch.series[i]!;
+    out.uvarint(block.length);
+    out.bytes(block);
+    const from = offsets[i]!;
+    const to = offsets[i + 1]!;
+    out.uvarint(to - from);
+    let previous = 0;
+    for (let j = from; j < to; j++) {
+      const t = timestamps[j]!;
+      out.varint(j === from ? t : t - previous);
+      previous = t;
+    }
+    if (LITTLE_ENDIAN) out.bytes(valueBytes.subarray(from * 8, to * 8));
+    else for (let j = from; j < to; j++) for (let k = 7; k >= 0; k--) out.u8(valueBytes[j * 8 + k]!);
+  }
+  return out.finish();
+}
+
+/** Throws RangeError naming what is wrong: the message is not a stream batch. */
+export function decodeStreamColumns<S extends { readonly labels: Labels }>(
   bytes: Uint8Array,
-  options: { keep?: (labels: Labels) => boolean } = {},
-): StreamBatch {
-  if (bytes[0] === JSON_OPEN_BRACE) {
-    const batch = decodeJsonStreamBatch(bytes);
-    const { keep } = options;
-    return keep === undefined ? batch : { ...batch, series: batch.series.filter((s) => keep(s.labels)) };
+  options: DecodeColumnsOptions<S>,
+): StreamColumns<S> {
+  if (bytes[0] === JSON_OPEN_BRACE || bytes[0] === LEGACY_BINARY_VERSION) {
+    const legacy = decodeLegacyStreamBatch(bytes);
+    const kept = legacy.series
+      .map((series) => ({ series, entry: options.entryOf(series.labels) }))
+      .filter(({ entry }) => options.keep?.(entry) ?? true);
+    const batch = columnsOf(
+      kept.map(({ series }) => series),
+      (_, i) => kept[i]!.entry,
+    );
+    return { tenant: legacy.tenant, partition: legacy.partition, batch };
   }
   if (bytes[0] !== STREAM_BATCH_VERSION) fail(`unknown format (first byte ${bytes[0] ?? "none"})`);
   const input = new ByteReader(bytes);
@@ -94,102 +143,84 @@ export function decodeStreamBatch(
     input.u8();
     const tenant = input.string();
     const partition = input.uvarint();
-    const strings = new Array<string>(input.uvarint());
-    if (strings.length > bytes.length) fail("string table longer than the message");
-    for (let i = 0; i < strings.length; i++) strings[i] = input.string();
-    const stringAt = (index: number): string => strings[index] ?? fail(`string ${index} is not in the table`);
     const seriesCount = input.uvarint();
+    const total = input.uvarint();
     if (seriesCount > bytes.length) fail("more series than bytes");
-    const series: SeriesSamples[] = [];
+    if (total * 9 > input.remaining) fail("more samples than bytes");
+    const series: S[] = [];
+    const offsets = new Uint32Array(seriesCount + 1);
+    const timestamps = new Float64Array(total);
+    const values = new Float64Array(total);
+    const valueBytes = new Uint8Array(values.buffer);
+    const makeEntry = (from: Uint8Array, start: number, end: number) =>
+      options.entryOf(labelsOfBlock(from, start, end));
+    let at = 0;
     for (let s = 0; s < seriesCount; s++) {
-      const pairs = input.uvarint();
-      if (pairs > MAX_LABEL_PAIRS) fail("labels must be an array of pairs");
-      const labels: Array<readonly [string, string]> = [];
-      for (let l = 0; l < pairs; l++) labels.push([stringAt(input.uvarint()), stringAt(input.uvarint())]);
+      const length = input.uvarint();
+      if (length > input.remaining) fail("a label block past the end");
+      const start = input.offset;
+      input.offset += length;
+      const entry = options.interner.intern(bytes, start, start + length, makeEntry)!;
       const count = input.uvarint();
       if (count * 9 > input.remaining) fail("more samples than bytes");
-      if (options.keep !== undefined && !options.keep(labels as Labels)) {
+      if (options.keep !== undefined && !options.keep(entry)) {
         for (let i = 0; i < count; i++) input.uvarint();
         input.bytes(count * 8);
         continue;
       }
-      const times = new Array<number>(count);
+      if (at + count > total) fail("more samples than the message declares");
+      offsets[series.length] = at;
       let t = 0;
       for (let i = 0; i < count; i++) {
         t = i === 0 ? input.varint() : t + input.varint();
         if (!Number.isSafeInteger(t)) fail(`timestamp ${t} is not an integer`);
-        times[i] = t;
+        timestamps[at + i] = t;
       }
-      // Each sample made whole with its value (a NaN written into an existing field may lose
-      // its payload: the staleness marker must keep its bits).
-      const samples = new Array<{ t: number; v: number }>(count);
-      for (let i = 0; i < count; i++) samples[i] = { t: times[i]!, v: input.f64() };
-      series.push({ labels: labels as Labels, samples });
+      const raw = input.bytes(count * 8);
+      if (LITTLE_ENDIAN) valueBytes.set(raw, at * 8);
+      else for (let i = 0; i < count * 8; i++) valueBytes[at * 8 + i] = raw[(i & ~7) + 7 - (i & 7)]!;
+      series.push(entry);
+      at += count;
     }
     if (input.remaining !== 0) fail(`${input.remaining} bytes after the last series`);
-    return { tenant, partition, series };
+    if (options.keep === undefined && at !== total) fail(`${at} samples, the message declares ${total}`);
+    offsets[series.length] = at;
+    const batch: SampleColumns<S> = {
+      series,
+      offsets: series.length === seriesCount ? offsets : offsets.slice(0, series.length + 1),
+      timestamps: timestamps.subarray(0, at),
+      values: values.subarray(0, at),
+    };
+    return { tenant, partition, batch };
   } catch (error) {
     if (error instanceof RangeError && error.message.startsWith("stream batch:")) throw error;
     fail(`truncated or malformed (${error instanceof Error ? error.message : String(error)})`);
   }
 }
 
-// The JSON form the stream carried before the binary one (non-finite values spelt out).
+// The object forms: one object per sample, for the tests and for small batches (the cardinality alert).
 
-type WireValue = number | "NaN" | "+Inf" | "-Inf" | "stale";
-
-interface WireBatch {
-  tenant: string;
-  partition: number;
-  series: Array<{ labels: Array<[string, string]>; t: number[]; v: WireValue[] }>;
+/** The message of a batch given as objects (labels canonical). */
+export function encodeStreamBatch(batch: StreamBatch): Uint8Array {
+  const columns = columnsOf(batch.series, (labels) => ({ labels, block: encodeLabelBlock(labels) }));
+  return encodeStreamColumns(
+    batch.tenant,
+    batch.partition,
+    columns,
+    columns.series.map((_, i) => i),
+  );
 }
 
-const FROM_WIRE: Readonly<Record<string, number>> = {
-  NaN: Number.NaN,
-  "+Inf": Number.POSITIVE_INFINITY,
-  "-Inf": Number.NEGATIVE_INFINITY,
-  stale: STALE_NAN,
-};
-
-function fromWire(v: unknown): number {
-  if (typeof v === "number") return v;
-  const special = typeof v === "string" ? FROM_WIRE[v] : undefined;
-  if (special === undefined) fail(`value ${JSON.stringify(v)} is not a number`);
-  return special;
-}
-
-function labelsOf(raw: unknown): Labels {
-  if (!Array.isArray(raw) || raw.length > MAX_LABEL_PAIRS) fail("labels must be an array of pairs");
-  return raw.map((pair: unknown) => {
-    if (!Array.isArray(pair) || typeof pair[0] !== "string" || typeof pair[1] !== "string")
-      fail("a label must be a [name, value] pair of strings");
-    return [pair[0], pair[1]] as const;
+/** A message as objects. Throws RangeError naming what is wrong: the message is not a stream batch. */
+export function decodeStreamBatch(
+  bytes: Uint8Array,
+  options: { keep?: (labels: Labels) => boolean } = {},
+): StreamBatch {
+  const { keep } = options;
+  const decoded = decodeStreamColumns(bytes, {
+    interner: new SeriesInterner<{ labels: Labels }>({ maxEntries: Number.POSITIVE_INFINITY }),
+    entryOf: (labels) => ({ labels }),
+    ...(keep === undefined ? {} : { keep: (entry: { labels: Labels }) => keep(entry.labels) }),
   });
-}
-
-function decodeJsonStreamBatch(bytes: Uint8Array): StreamBatch {
-  let wire: Partial<WireBatch>;
-  try {
-    wire = JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
-    fail("not JSON");
-  }
-  if (
-    typeof wire?.tenant !== "string" ||
-    !Number.isSafeInteger(wire.partition) ||
-    !Array.isArray(wire.series)
-  )
-    fail("needs tenant, partition and series");
-  const series = wire.series.map((s) => {
-    if (!Array.isArray(s?.t) || !Array.isArray(s.v) || s.t.length !== s.v.length)
-      fail("a series needs t and v of one length");
-    return {
-      labels: labelsOf(s.labels),
-      samples: s.t.map((t, i) => {
-        if (!Number.isSafeInteger(t)) fail(`timestamp ${JSON.stringify(t)} is not an integer`);
-        return { t, v: fromWire(s.v[i]) };
-      }),
-    };
-  });
-  return { tenant: wire.tenant, partition: wire.partition as number, series };
+  return { tenant: decoded.tenant, partition: decoded.partition, series: seriesSamplesOf(decoded.batch) };
 }

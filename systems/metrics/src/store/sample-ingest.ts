@@ -6,16 +6,21 @@
  * hot writer storing it after — or, on the direct path, appended to the tenant's TSDB as one
  * all-or-nothing batch fsynced to the WAL. Refusals are the registry's errors (a 400 naming the
  * field, a 503 for a stream that is down), so the HTTP routes throw them as they are and the
- * scraper counts them.
+ * scraper counts them. A remote-write request arrives in columns (`writeRemote`): its series are
+ * found by their label bytes among those met before (`domain/series-interner.ts`), so the label
+ * rules, the canonical key, the partition and the stream's label block cost once per series,
+ * not once per request.
  *
  * @example
  * const ingest = new SampleIngest({ tsdbs, metrics, standardLabels: [], partitions: 16, stream });
  * await ingest.write(tenant, [{ labels: [["__name__", "up"], ["job", "cache"]], samples: [{ t: Date.now(), v: 1 }] }]);
  */
-import type { SeriesSamples } from "../domain/head-block.ts";
-import { validateBatch } from "../domain/ingest-batch.ts";
+import { type BatchProblem, validateBatch, validateWriteColumns } from "../domain/ingest-batch.ts";
 import type { Labels } from "../domain/labels.ts";
-import { splitByPartition } from "../domain/series-partition.ts";
+import type { WriteRequestColumns } from "../domain/remote-write.ts";
+import { columnsOf, type SampleColumns, seriesSamplesOf } from "../domain/sample-columns.ts";
+import { SeriesInterner } from "../domain/series-interner.ts";
+import { type PartitionedSeries, partitionedSeries } from "../domain/series-partition.ts";
 import { errors } from "../errors.ts";
 import type { RefusedSamplesReason, SystemMetrics } from "../metrics.ts";
 import type { PublishReport, SampleStream } from "./sample-stream.ts";
@@ -35,7 +40,12 @@ export interface SampleIngestOptions {
    * and the hot writer stores it; unset, it is appended to the TSDB here (the direct path).
    */
   readonly stream?: SampleStream | undefined;
+  /** Label sets remembered by their remote-write bytes (checked and keyed once). Default 262,144. */
+  readonly maxInternedSeries?: number;
 }
+
+/** Label sets an ingest remembers by default: 262,144 series, a few hundred MiB at most. */
+const DEFAULT_INTERNED_SERIES = 262_144;
 
 const OUT_OF_ORDER_CODES = new Set(["OUT_OF_ORDER", "DUPLICATE_TIMESTAMP", "TOO_OLD"]);
 
@@ -44,44 +54,66 @@ export class SampleIngest {
 
   constructor(options: SampleIngestOptions) {
     this.#options = options;
+    this.#interner = new SeriesInterner({ maxEntries: options.maxInternedSeries ?? DEFAULT_INTERNED_SERIES });
   }
 
   /** Stores (or publishes) the batch for `tenant`; throws the registry's error when refused. */
   async write(tenant: Tenant, decoded: IngestSeries): Promise<void> {
+    const checked = validateBatch(decoded, { standardLabels: this.#options.standardLabels });
+    if (!checked.ok) this.#refuseInvalid(tenant, checked, samplesIn(decoded));
+    await this.#store(tenant, columnsOf(checked.batch, this.#entryOf), checked.samples);
+  }
+
+  /**
+   * A remote-write request read in columns (`decodeWriteRequestColumns`): its series found by
+   * their label bytes among those met before — the rules checked and the series keyed and
+   * hashed to its partition once per label set, not once per request.
+   */
+  async writeRemote(tenant: Tenant, request: WriteRequestColumns): Promise<void> {
+    const checked = validateWriteColumns(request, this.#interner, this.#entryOf, {
+      standardLabels: this.#options.standardLabels,
+    });
+    if (!checked.ok) this.#refuseInvalid(tenant, checked, request.timestamps.length);
+    await this.#store(tenant, checked.batch, checked.samples);
+  }
+
+  readonly #interner: SeriesInterner<PartitionedSeries>;
+  readonly #entryOf = (labels: Labels): PartitionedSeries =>
+    partitionedSeries(labels, this.#options.partitions);
+
+  #refuse(tenant: Tenant, reason: RefusedSamplesReason, samples: number): void {
+    if (samples > 0) this.#options.metrics.refusedSamples.inc({ tenant: tenant.id, reason }, samples);
+  }
+
+  #refuseInvalid(tenant: Tenant, problem: BatchProblem, samples: number): never {
+    this.#refuse(tenant, "invalid", samples);
+    throw errors.create("METRICS_WRITE_INVALID", {
+      detail: `${problem.field}: ${problem.reason}`,
+      fields: { field: problem.field },
+    });
+  }
+
+  async #store(tenant: Tenant, batch: SampleColumns<PartitionedSeries>, sampleCount: number): Promise<void> {
     const options = this.#options;
-    const checked = validateBatch(decoded, { standardLabels: options.standardLabels });
-    const refuse = (reason: RefusedSamplesReason, samples: number) => {
-      if (samples > 0) options.metrics.refusedSamples.inc({ tenant: tenant.id, reason }, samples);
-    };
-    if (!checked.ok) {
-      refuse("invalid", samplesIn(decoded));
-      throw errors.create("METRICS_WRITE_INVALID", {
-        detail: `${checked.field}: ${checked.reason}`,
-        fields: { field: checked.field },
-      });
-    }
     if (options.stream !== undefined) {
       let published: PublishReport;
       try {
-        published = await options.stream.publish(tenant.id, checked.batch);
+        published = await options.stream.publishColumns(tenant.id, batch);
       } catch (error) {
         throw errors.create("METRICS_STREAM_UNAVAILABLE", { detail: String(error), cause: error });
       }
-      // The stream hashed the batch to partitions already: its counts, not a second hashing.
-      let samples = 0;
-      for (const [partition, count] of published.samplesByPartition) {
+      for (const [partition, count] of published.samplesByPartition)
         options.metrics.partitionSamples.inc({ partition: String(partition) }, count);
-        samples += count;
-      }
-      options.metrics.streamedSamples.inc({ tenant: tenant.id }, samples);
+      options.metrics.streamedSamples.inc({ tenant: tenant.id }, sampleCount);
       return;
     }
     const db = await options.tsdbs.of(tenant);
-    const result = await db.append(checked.batch, { onLimit: "skip" });
+    const series = seriesSamplesOf(batch);
+    const result = await db.append(series, { onLimit: "skip" });
     if (!result.ok) {
       const field = `timeseries[${result.index}]`;
       const outOfOrder = OUT_OF_ORDER_CODES.has(result.code);
-      refuse(outOfOrder ? "out_of_order" : "series_limit", checked.samples);
+      this.#refuse(tenant, outOfOrder ? "out_of_order" : "series_limit", sampleCount);
       const code = outOfOrder ? "METRICS_WRITE_OUT_OF_ORDER" : "METRICS_SERIES_LIMIT";
       throw errors.create(code, {
         detail: `${field}: ${result.detail}`,
@@ -89,28 +121,30 @@ export class SampleIngest {
       });
     }
     const refused = new Set(result.limited.map((entry) => entry.index));
-    this.#countPartitions(checked.batch.filter((_, index) => !refused.has(index)));
+    const byPartition = new Map<number, number>();
+    for (let i = 0; i < batch.series.length; i++) {
+      if (refused.has(i)) continue;
+      const { partition } = batch.series[i]!;
+      byPartition.set(
+        partition,
+        (byPartition.get(partition) ?? 0) + batch.offsets[i + 1]! - batch.offsets[i]!,
+      );
+    }
+    for (const [partition, count] of byPartition)
+      options.metrics.partitionSamples.inc({ partition: String(partition) }, count);
     options.metrics.ingestedSamples.inc({ tenant: tenant.id }, result.samples);
     if (result.limited.length > 0) {
       options.metrics.refusedSeries.inc({ tenant: tenant.id }, result.limited.length);
-      refuse(
+      this.#refuse(
+        tenant,
         "series_limit",
-        result.limited.reduce((n, entry) => n + (checked.batch[entry.index]?.samples.length ?? 0), 0),
+        result.limited.reduce((n, entry) => n + (series[entry.index]?.samples.length ?? 0), 0),
       );
       const first = result.limited[0]!;
       throw errors.create("METRICS_SERIES_LIMIT", {
         detail: `${result.limited.length} new series refused (first: ${first.detail}); ${result.samples} samples stored`,
         fields: { refusedSeries: result.limited.length, storedSamples: result.samples, reason: first.code },
       });
-    }
-  }
-
-  #countPartitions(batch: readonly SeriesSamples[]): void {
-    for (const [partition, series] of splitByPartition(batch, this.#options.partitions)) {
-      this.#options.metrics.partitionSamples.inc(
-        { partition: String(partition) },
-        series.reduce((n, s) => n + s.samples.length, 0),
-      );
     }
   }
 }

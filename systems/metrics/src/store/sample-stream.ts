@@ -18,8 +18,9 @@
 import { createHash } from "node:crypto";
 import type { StreamClient } from "@casebook/infra/stream/stream";
 import type { SeriesSamples } from "../domain/head-block.ts";
-import { splitByPartition } from "../domain/series-partition.ts";
-import { encodeStreamBatch } from "../domain/stream-batch.ts";
+import { columnsOf, type SampleColumns } from "../domain/sample-columns.ts";
+import { type PartitionedSeries, partitionedSeries } from "../domain/series-partition.ts";
+import { encodeStreamColumns } from "../domain/stream-batch.ts";
 
 export const SAMPLE_STREAM = "METRICS_SAMPLES";
 export const SAMPLE_SUBJECT_PREFIX = "metrics.samples";
@@ -73,22 +74,38 @@ export class SampleStream {
     });
   }
 
+  /** Publishes a batch given as objects (labels canonical): see `publishColumns`. */
+  publish(tenant: string, batch: readonly SeriesSamples[]): Promise<PublishReport> {
+    const partitions = this.#options.partitions;
+    return this.publishColumns(
+      tenant,
+      columnsOf(batch, (labels) => partitionedSeries(labels, partitions)),
+    );
+  }
+
   /**
    * Publishes the batch's partitions together; resolves once the stream acknowledged all of
    * them, with the number of messages and the samples per partition (the ingest counts them:
-   * the batch is hashed to partitions once). A share larger than a message is cut in halves
-   * (by series, then by samples: a series' halves go in order to the same subject).
+   * each series carries its partition, hashed once when the ingest first met it). A share
+   * larger than a message is cut in halves (by series, then by samples: a series' halves go
+   * in order to the same subject).
    */
-  async publish(tenant: string, batch: readonly SeriesSamples[]): Promise<PublishReport> {
-    const messages: Array<{ subject: string; bytes: Uint8Array }> = [];
+  async publishColumns(tenant: string, batch: SampleColumns<PartitionedSeries>): Promise<PublishReport> {
+    const byPartition = new Map<number, number[]>();
     const samplesByPartition = new Map<number, number>();
-    for (const [partition, series] of splitByPartition(batch, this.#options.partitions)) {
-      this.#cut(tenant, partition, series, messages);
+    const { offsets } = batch;
+    for (let i = 0; i < batch.series.length; i++) {
+      const { partition } = batch.series[i]!;
+      const list = byPartition.get(partition);
+      if (list === undefined) byPartition.set(partition, [i]);
+      else list.push(i);
       samplesByPartition.set(
         partition,
-        series.reduce((n, s) => n + s.samples.length, 0),
+        (samplesByPartition.get(partition) ?? 0) + offsets[i + 1]! - offsets[i]!,
       );
     }
+    const messages: Array<{ subject: string; bytes: Uint8Array }> = [];
+    for (const [partition, indexes] of byPartition) this.#cut(tenant, partition, batch, indexes, messages);
     // One subject's messages in order (a series cut in halves), subjects in parallel.
     const bySubject = Map.groupBy(messages, (m) => m.subject);
     await Promise.all(
@@ -105,23 +122,36 @@ export class SampleStream {
   #cut(
     tenant: string,
     partition: number,
-    series: readonly SeriesSamples[],
+    batch: SampleColumns<PartitionedSeries>,
+    indexes: readonly number[],
     out: Array<{ subject: string; bytes: Uint8Array }>,
   ): void {
-    const bytes = encodeStreamBatch({ tenant, partition, series });
-    const only = series[0];
-    if (bytes.length <= this.maxMessageBytes || (series.length === 1 && only!.samples.length <= 1)) {
+    const bytes = encodeStreamColumns(tenant, partition, batch, indexes);
+    const only = indexes[0]!;
+    const from = batch.offsets[only]!;
+    const to = batch.offsets[only + 1]!;
+    if (bytes.length <= this.maxMessageBytes || (indexes.length === 1 && to - from <= 1)) {
       out.push({ subject: sampleSubject(tenant, partition), bytes });
       return;
     }
-    if (series.length > 1) {
-      const half = series.length >> 1;
-      this.#cut(tenant, partition, series.slice(0, half), out);
-      this.#cut(tenant, partition, series.slice(half), out);
+    if (indexes.length > 1) {
+      const half = indexes.length >> 1;
+      this.#cut(tenant, partition, batch, indexes.slice(0, half), out);
+      this.#cut(tenant, partition, batch, indexes.slice(half), out);
       return;
     }
-    const half = only!.samples.length >> 1;
-    this.#cut(tenant, partition, [{ labels: only!.labels, samples: only!.samples.slice(0, half) }], out);
-    this.#cut(tenant, partition, [{ labels: only!.labels, samples: only!.samples.slice(half) }], out);
+    const middle = from + ((to - from) >> 1);
+    for (const [start, end] of [
+      [from, middle],
+      [middle, to],
+    ] as const) {
+      const part: SampleColumns<PartitionedSeries> = {
+        series: [batch.series[only]!],
+        offsets: Uint32Array.of(0, end - start),
+        timestamps: batch.timestamps.subarray(start, end),
+        values: batch.values.subarray(start, end),
+      };
+      this.#cut(tenant, partition, part, [0], out);
+    }
   }
 }

@@ -22,14 +22,16 @@ import {
   type AppendPlan,
   type AppendRefusal,
   type CardinalityLimits,
+  type ColumnSeries,
   HeadBlock,
   type SeriesData,
   type SeriesSamples,
 } from "../domain/head-block.ts";
 import type { LabelMatcher } from "../domain/label-matcher.ts";
 import { seriesKey } from "../domain/labels.ts";
+import { columnsOf, type SampleColumns } from "../domain/sample-columns.ts";
 import { type Block, type BlockMeta, blockName, readBlock, readBlocks, writeBlock } from "./block-files.ts";
-import { type ReplayReport, Wal, type WalSample } from "./wal.ts";
+import { type ReplayReport, Wal } from "./wal.ts";
 
 export interface TsdbOptions {
   readonly dir: string;
@@ -95,13 +97,26 @@ export class Tsdb {
 
   /** Appends a batch: all of it, durable, or none of it with the refusal. */
   append(batch: readonly SeriesSamples[], options: AppendOptions = {}): Promise<AppendResult> {
+    return this.appendColumns(
+      columnsOf(batch, (labels) => ({ labels })),
+      options,
+    );
+  }
+
+  /** `append` of a batch in columns (what the hot writer decodes the stream into). */
+  appendColumns(batch: SampleColumns<ColumnSeries>, options: AppendOptions = {}): Promise<AppendResult> {
     return this.#locked(async () => {
-      const plan = this.head.plan(batch, options);
+      const plan = this.head.planColumns(batch, options);
       if (!plan.ok) return plan;
-      const samples: WalSample[] = [];
-      for (const entry of plan.entries)
-        for (const { t, v } of entry.samples) samples.push({ ref: entry.ref, t, v });
-      await this.#wal.append(plan.newSeries, samples);
+      await this.#wal.append(plan.newSeries, {
+        count: plan.sampleCount,
+        forEach: (visit) => {
+          for (const { ref, spans } of plan.entries)
+            for (let k = 0; k < spans.length; k += 2)
+              for (let j = spans[k]!; j < spans[k + 1]!; j++)
+                visit(ref, plan.timestamps[j]!, plan.values[j]!);
+        },
+      });
       this.head.commit(plan);
       await this.#compactIfDue();
       return {
@@ -142,15 +157,14 @@ export class Tsdb {
     const block = await readBlock(join(blocksDir, `b-${mint}-${boundary}`));
     this.head.truncateBefore(boundary);
     this.#blocks.push(block);
-    const kept: Array<{ ref: number; labels: (typeof series)[number]["labels"] }> = [];
-    const samples: WalSample[] = [];
-    for (const entry of this.head.entries()) {
-      kept.push({ ref: entry.ref, labels: entry.labels });
-      for (let i = 0; i < entry.timestamps.length; i++) {
-        samples.push({ ref: entry.ref, t: entry.timestamps[i]!, v: entry.values[i]! });
-      }
-    }
-    await this.#wal.checkpoint(kept, samples);
+    const kept = [...this.head.entries()];
+    await this.#wal.checkpoint(kept, {
+      count: kept.reduce((n, entry) => n + entry.timestamps.length, 0),
+      forEach: (visit) => {
+        for (const { ref, timestamps, values } of kept)
+          for (let i = 0; i < timestamps.length; i++) visit(ref, timestamps[i]!, values[i]!);
+      },
+    });
     return meta;
   }
 

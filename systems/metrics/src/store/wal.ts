@@ -34,6 +34,22 @@ export interface WalSample {
   readonly v: number;
 }
 
+/** Samples as the WAL writes them: visited in order, without an object each (a plan's spans, a head's series). */
+export interface WalSampleSource {
+  readonly count: number;
+  forEach(visit: (ref: number, t: number, v: number) => void): void;
+}
+
+/** A list of samples as a source (the tests' form). */
+export function walSamplesOf(samples: readonly WalSample[]): WalSampleSource {
+  return {
+    count: samples.length,
+    forEach: (visit) => {
+      for (const { ref, t, v } of samples) visit(ref, t, v);
+    },
+  };
+}
+
 export interface ReplayHandlers {
   series(ref: number, labels: Labels): void;
   sample(ref: number, t: number, v: number): void;
@@ -67,15 +83,15 @@ export function encodeSeriesRecord(series: ReadonlyArray<{ ref: number; labels: 
   return out.finish();
 }
 
-export function encodeSamplesRecord(samples: readonly WalSample[]): Uint8Array {
+export function encodeSamplesRecord(samples: WalSampleSource): Uint8Array {
   const out = new ByteWriter();
   out.u8(SAMPLES);
-  out.uvarint(samples.length);
-  for (const { ref, t, v } of samples) {
+  out.uvarint(samples.count);
+  samples.forEach((ref, t, v) => {
     out.uvarint(ref);
     out.varint(t);
     out.f64(v);
-  }
+  });
   return out.finish();
 }
 
@@ -160,11 +176,11 @@ export class Wal {
   /** Appends the batch's new series and samples as one write, then fsyncs: durable on return. */
   async append(
     series: ReadonlyArray<{ ref: number; labels: Labels }>,
-    samples: readonly WalSample[],
+    samples: WalSampleSource,
   ): Promise<void> {
     const out = new ByteWriter();
     if (series.length > 0) frame(encodeSeriesRecord(series), out);
-    if (samples.length > 0) frame(encodeSamplesRecord(samples), out);
+    if (samples.count > 0) frame(encodeSamplesRecord(samples), out);
     if (out.length === 0) return;
     await this.#handle.write(out.finish());
     await this.#handle.datasync();
@@ -176,7 +192,7 @@ export class Wal {
    */
   async checkpoint(
     series: ReadonlyArray<{ ref: number; labels: Labels }>,
-    samples: readonly WalSample[],
+    samples: WalSampleSource,
   ): Promise<void> {
     const older = await segmentsOf(this.#dir);
     await this.#handle.close();

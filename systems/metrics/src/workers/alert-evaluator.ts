@@ -38,11 +38,12 @@ import { AlertRuleState } from "../domain/alert-state.ts";
 import { alertmanagerPayload } from "../domain/alertmanager-payload.ts";
 import { HeadBlock } from "../domain/head-block.ts";
 import { matchesSeries } from "../domain/label-matcher.ts";
-import type { Labels } from "../domain/labels.ts";
+import { type Labels, seriesKey } from "../domain/labels.ts";
 import { vectorSelectorsOf } from "../domain/promql-ast.ts";
 import { PromqlEngine } from "../domain/promql-engine.ts";
 import type { InstantVector } from "../domain/promql-values.ts";
-import { decodeStreamBatch } from "../domain/stream-batch.ts";
+import { SeriesInterner } from "../domain/series-interner.ts";
+import { decodeStreamColumns } from "../domain/stream-batch.ts";
 import type { AlertLog, LoggedNotification } from "../store/alert-log.ts";
 import { SAMPLE_STREAM } from "../store/sample-stream.ts";
 
@@ -70,6 +71,16 @@ export interface AlertEvaluatorOptions {
   readonly onEvaluated?: (event: { group: string; ruleEvaluations: number }) => void;
   readonly onError: (error: unknown) => void;
 }
+
+/** A series as the evaluator interns it: whether a rule's selector reads it is decided once. */
+interface EvaluatorSeries {
+  readonly labels: Labels;
+  readonly key: string;
+  readonly read: boolean;
+}
+
+/** Label sets the evaluator remembers by their label block. */
+const INTERNED_SERIES = 262_144;
 
 interface TenantWindow {
   readonly head: HeadBlock;
@@ -101,6 +112,13 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
   // A rule reads series through its selectors only: the window keeps what one of them matches.
   const selectors = options.groups.flatMap((g) => g.rules.flatMap((rule) => vectorSelectorsOf(rule.ast)));
   const readByRules = (labels: Labels): boolean => selectors.some((s) => matchesSeries(s.matchers, labels));
+  // Each label set met once: its key, and whether a rule reads it, decided then.
+  const interner = new SeriesInterner<EvaluatorSeries>({ maxEntries: INTERNED_SERIES });
+  const entryOf = (labels: Labels): EvaluatorSeries => ({
+    labels,
+    key: seriesKey(labels),
+    read: readByRules(labels),
+  });
 
   const windowOf = (tenant: string): TenantWindow => {
     let window = windows.get(tenant);
@@ -124,15 +142,11 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
 
   const apply = (data: Uint8Array): void => {
     messagesRead++;
-    const batch = decodeStreamBatch(data, { keep: readByRules });
-    const { head } = windowOf(batch.tenant);
-    const floor = head.minValidT;
-    const series = batch.series.map((s) => ({
-      labels: s.labels,
-      samples: s.samples.filter((x) => x.t >= floor),
-    }));
-    // Replayed or overlapping samples are already there: skip them; a refused batch only costs this window.
-    const plan = head.plan(series, { onLimit: "skip", stored: "skip" });
+    const { tenant, batch } = decodeStreamColumns(data, { interner, entryOf, keep: (entry) => entry.read });
+    const { head } = windowOf(tenant);
+    // Replayed or overlapping samples are already there, and those before the window are not
+    // kept: skip them; a refused batch only costs this window.
+    const plan = head.planColumns(batch, { onLimit: "skip", stored: "skip", tooOld: "skip" });
     if (plan.ok) head.commit(plan);
   };
 

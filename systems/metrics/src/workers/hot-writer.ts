@@ -34,9 +34,11 @@
 import type { StreamClient, StreamMessage } from "@casebook/infra/stream/stream";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { systemRandom } from "@casebook/kit/random";
-import type { AppendPlan, SeriesSamples } from "../domain/head-block.ts";
-import { seriesKey } from "../domain/labels.ts";
-import { decodeStreamBatch, type StreamBatch } from "../domain/stream-batch.ts";
+import type { AppendPlan } from "../domain/head-block.ts";
+import { type Labels, seriesKey } from "../domain/labels.ts";
+import { concatColumns, type SampleColumns, sampleCountOf } from "../domain/sample-columns.ts";
+import { SeriesInterner } from "../domain/series-interner.ts";
+import { decodeStreamColumns } from "../domain/stream-batch.ts";
 import { SAMPLE_STREAM, SAMPLE_SUBJECT_PREFIX } from "../store/sample-stream.ts";
 import type { Tenant } from "../store/tenant-repository.ts";
 import type { TenantTsdbs } from "../store/tenant-tsdbs.ts";
@@ -86,28 +88,38 @@ export interface HotWriter {
 const DEFAULT_BATCH_MESSAGES = 64;
 const DEFAULT_RUN_BYTES = 4 << 20;
 
+/** A series as the writer interns it: its labels and its key, made once per label block. */
+interface WriterSeries {
+  readonly labels: Labels;
+  readonly key: string;
+}
+
 /** A fetched message, decoded; `batch` undefined when it could not be (`reason` says why). */
 interface Decoded {
   readonly message: StreamMessage;
-  readonly batch?: StreamBatch;
+  readonly tenant?: string;
+  readonly batch?: SampleColumns<WriterSeries>;
   readonly reason?: string;
   readonly carried: number;
 }
 
+/** Label sets a writer remembers by their label block (the same bound as the ingest's). */
+const INTERNED_SERIES = 262_144;
+
 /** What becomes of a message once its run is durable. */
 type Outcome = "ack" | "term";
 
-function samplesOf(series: readonly SeriesSamples[]): number {
-  return series.reduce((n, s) => n + s.samples.length, 0);
-}
+const writerSeries = (labels: Labels): WriterSeries => ({ labels, key: seriesKey(labels) });
 
-function decode(message: StreamMessage): Decoded {
-  try {
-    const batch = decodeStreamBatch(message.data);
-    return { message, batch, carried: samplesOf(batch.series) };
-  } catch (error) {
-    return { message, reason: String(error), carried: 0 };
-  }
+function decoderOf(interner: SeriesInterner<WriterSeries>): (message: StreamMessage) => Decoded {
+  return (message) => {
+    try {
+      const { tenant, batch } = decodeStreamColumns(message.data, { interner, entryOf: writerSeries });
+      return { message, tenant, batch, carried: sampleCountOf(batch) };
+    } catch (error) {
+      return { message, reason: String(error), carried: 0 };
+    }
+  };
 }
 
 /**
@@ -119,8 +131,8 @@ function runsOf(messages: readonly Decoded[], maxBytes: number): Decoded[][] {
   const open = new Map<string, { run: Decoded[]; bytes: number }>();
   const runs: Decoded[][] = [];
   for (const d of messages) {
-    const key = `${d.message.deliveryCount > 1 ? "re" : "first"}:${d.batch!.tenant}`;
-    const other = `${d.message.deliveryCount > 1 ? "first" : "re"}:${d.batch!.tenant}`;
+    const key = `${d.message.deliveryCount > 1 ? "re" : "first"}:${d.tenant}`;
+    const other = `${d.message.deliveryCount > 1 ? "first" : "re"}:${d.tenant}`;
     open.delete(other); // a change of kind closes the tenant's run: the next one starts after it
     let current = open.get(key);
     if (current === undefined || current.bytes + d.message.data.length > maxBytes) {
@@ -140,6 +152,8 @@ export async function startHotWriter(options: HotWriterOptions): Promise<HotWrit
   const ackWaitMs = options.ackWaitMs ?? 30_000;
   const expiresMs = options.expiresMs ?? 1_000;
   const retryDelayMs = (count: number) => Math.min(30_000, 100 * 2 ** count);
+  // One table for every partition's loop: a series is met in one partition only.
+  const decode = decoderOf(new SeriesInterner({ maxEntries: INTERNED_SERIES }));
 
   /** One run in one append; the outcome of each of its messages by seq. */
   const applyRun = async (
@@ -149,8 +163,8 @@ export async function startHotWriter(options: HotWriterOptions): Promise<HotWrit
     outcomes: Map<number, Outcome>,
   ) => {
     const stored = run[0]!.message.deliveryCount > 1 ? "skip" : "refuse";
-    const merged = run.flatMap((d) => d.batch!.series);
-    const result = await db.append(merged, { onLimit: "skip", stored });
+    const merged = concatColumns(run.map((d) => d.batch!));
+    const result = await db.appendColumns(merged, { onLimit: "skip", stored });
     if (!result.ok) {
       // One message is out of order: find it the way it was found before batching.
       if (run.length > 1) {
@@ -175,9 +189,9 @@ export async function startHotWriter(options: HotWriterOptions): Promise<HotWrit
     for (const d of run) {
       let samples = 0;
       let refusedSamples = 0;
-      for (const series of d.batch!.series) {
-        if (refused.size > 0 && refused.has(seriesKey(series.labels)))
-          refusedSamples += series.samples.length;
+      const { series, offsets } = d.batch!;
+      for (let i = 0; i < series.length; i++) {
+        if (refused.size > 0 && refused.has(series[i]!.key)) refusedSamples += offsets[i + 1]! - offsets[i]!;
         samples += result.samplesByIndex[index] ?? 0;
         index++;
       }
@@ -204,7 +218,7 @@ export async function startHotWriter(options: HotWriterOptions): Promise<HotWrit
     }
     const tenants = new Map<string, Tenant | undefined>();
     for (const run of runsOf(readable, maxRunBytes)) {
-      const id = run[0]!.batch!.tenant;
+      const id = run[0]!.tenant!;
       if (!tenants.has(id)) tenants.set(id, await options.tenantOf(id));
       const tenant = tenants.get(id);
       if (tenant === undefined) {

@@ -28,7 +28,10 @@
 import type { StoredMessage, StreamClient, StreamMessage } from "@casebook/infra/stream/stream";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { systemRandom } from "@casebook/kit/random";
-import { decodeStreamBatch } from "../domain/stream-batch.ts";
+import type { Labels } from "../domain/labels.ts";
+import { seriesSamplesOf } from "../domain/sample-columns.ts";
+import { SeriesInterner } from "../domain/series-interner.ts";
+import { decodeStreamColumns } from "../domain/stream-batch.ts";
 import type { ApplyResult, RollupMessage, RollupStore } from "../store/rollup-store.ts";
 import { SAMPLE_STREAM, SAMPLE_SUBJECT_PREFIX } from "../store/sample-stream.ts";
 
@@ -71,16 +74,22 @@ const DEFAULT_BATCH_BYTES = 8 << 20;
 /** A message of a run: decoded, or undecodable (dropped, its seq still passed). */
 type Decoded = { seq: number; message?: RollupMessage; reason?: string };
 
-function decode(message: StoredMessage): Decoded {
-  try {
-    const batch = decodeStreamBatch(message.data);
-    return {
-      seq: message.seq,
-      message: { seq: message.seq, tenant: batch.tenant, partition: batch.partition, series: batch.series },
-    };
-  } catch (error) {
-    return { seq: message.seq, reason: String(error) };
-  }
+/** Label sets the builder remembers by their label block (text decoded once per series). */
+const INTERNED_SERIES = 262_144;
+const interned = (labels: Labels) => ({ labels });
+
+function decoderOf(interner: SeriesInterner<{ labels: Labels }>): (message: StoredMessage) => Decoded {
+  return (message) => {
+    try {
+      const { tenant, partition, batch } = decodeStreamColumns(message.data, { interner, entryOf: interned });
+      return {
+        seq: message.seq,
+        message: { seq: message.seq, tenant, partition, series: seriesSamplesOf(batch) },
+      };
+    } catch (error) {
+      return { seq: message.seq, reason: String(error) };
+    }
+  };
 }
 
 /** Cuts the fetched messages (in seq order) into runs of at most `maxBytes` (one message at least). */
@@ -112,6 +121,7 @@ export async function startRollupBuilder(options: RollupBuilderOptions): Promise
     maxAckPending: maxMessages,
   });
   const retryDelayMs = (count: number) => Math.min(30_000, 100 * 2 ** count);
+  const decode = decoderOf(new SeriesInterner({ maxEntries: INTERNED_SERIES }));
 
   /**
    * The messages after `from` and before `seq` still on the stream (read by seq), at most a
