@@ -18,7 +18,7 @@ import { PromqlEngine } from "../src/domain/promql-engine.ts";
 import { parsePromql } from "../src/domain/promql-parser.ts";
 import { rewriteForRollup, rollupSeriesData, rollupView } from "../src/domain/promql-rollup.ts";
 import { ONE_HOUR_MS, ONE_MINUTE_MS, rollupPoints } from "../src/domain/rollup.ts";
-import { RollupStore } from "../src/store/rollup-store.ts";
+import { RollupStore, rollupMessageOf } from "../src/store/rollup-store.ts";
 
 const T0 = Date.UTC(2026, 0, 1);
 const labels = labelsFromRecord({ __name__: "requests_total", host: "a" });
@@ -43,7 +43,9 @@ test("MT-10 MT-11 a minute split across stream messages, a counter reset at the 
   const samples = counter(T0, 60, [T0 + 157_000, T0 + 337_000]);
   const cut = samples.findIndex((s) => s.t === T0 + 157_000);
   for (const [seq, part] of [samples.slice(0, cut), samples.slice(cut)].entries()) {
-    await store.apply({ seq: seq + 1, tenant: "acme", partition: 0, series: [{ labels, samples: part }] });
+    await store.apply(
+      rollupMessageOf({ seq: seq + 1, tenant: "acme", partition: 0, series: [{ labels, samples: part }] }),
+    );
   }
   const [read] = await store.select("acme", "1m", matchers, T0, T0 + ONE_HOUR_MS);
   assert.deepEqual(read!.points, rollupPoints(samples, ONE_MINUTE_MS));
@@ -111,7 +113,9 @@ test("MT-12 MT-09 tiers written before the counter fields: old windows still ans
   const old = await store.select("acme", "1h", matchers, T0, T0 + 4 * ONE_HOUR_MS);
   const { counter: _none, ...hour0 } = rollupPoints(before, ONE_HOUR_MS)[0]!;
   assert.deepEqual(old[0]!.points, [hour0], "the old day file reads, without counter fields");
-  await store.apply({ seq: 2, tenant: "acme", partition: 0, series: [{ labels, samples: after }] });
+  await store.apply(
+    rollupMessageOf({ seq: 2, tenant: "acme", partition: 0, series: [{ labels, samples: after }] }),
+  );
   const minutes = (await store.select("acme", "1m", matchers, T0, T0 + 4 * ONE_HOUR_MS))[0]!.points;
   const fresh = rollupPoints(after, ONE_MINUTE_MS);
   assert.ok(
@@ -179,12 +183,14 @@ test("MT-10 MT-11 a 1 min row the tenant's state does not account for (written b
   t.after(() => rm(dir, { recursive: true, force: true }));
   const samples = counter(T0, 18); // 00:00:07 … 00:02:57
   let store = await RollupStore.open({ dir, latenessMs: ONE_HOUR_MS });
-  await store.apply({
-    seq: 1,
-    tenant: "acme",
-    partition: 0,
-    series: [{ labels, samples: samples.slice(0, 6) }],
-  });
+  await store.apply(
+    rollupMessageOf({
+      seq: 1,
+      tenant: "acme",
+      partition: 0,
+      series: [{ labels, samples: samples.slice(0, 6) }],
+    }),
+  );
   await store.close();
   // Minute 2 holds a row already, although the tenant's newest sample is in minute 0.
   const stray = rollupPoints(samples.slice(12), ONE_MINUTE_MS)[0]!;
@@ -199,12 +205,14 @@ test("MT-10 MT-11 a 1 min row the tenant's state does not account for (written b
 
   store = await RollupStore.open({ dir, latenessMs: ONE_HOUR_MS });
   t.after(() => store.close());
-  const result = await store.apply({
-    seq: 2,
-    tenant: "acme",
-    partition: 0,
-    series: [{ labels, samples: samples.slice(6) }],
-  });
+  const result = await store.apply(
+    rollupMessageOf({
+      seq: 2,
+      tenant: "acme",
+      partition: 0,
+      series: [{ labels, samples: samples.slice(6) }],
+    }),
+  );
   assert.deepEqual(result, { applied: true, points: 2, late: 0 });
   const points = (await store.select("acme", "1m", matchers, T0, T0 + ONE_HOUR_MS))[0]!.points;
   const whole = rollupPoints(samples, ONE_MINUTE_MS);

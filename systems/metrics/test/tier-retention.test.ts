@@ -14,7 +14,7 @@ import { loadSystemConfig } from "../src/config.ts";
 import { labelMatcher } from "../src/domain/label-matcher.ts";
 import { labelsFromRecord } from "../src/domain/labels.ts";
 import { ONE_HOUR_MS } from "../src/domain/rollup.ts";
-import { ONE_DAY_MS, RollupStore } from "../src/store/rollup-store.ts";
+import { ONE_DAY_MS, RollupStore, rollupMessageOf } from "../src/store/rollup-store.ts";
 import { TenantTsdbs } from "../src/store/tenant-tsdbs.ts";
 import { type ReapReport, startTierReaper } from "../src/workers/tier-reaper.ts";
 
@@ -56,7 +56,9 @@ test("MT-09 MT-18 the tier reaper deletes each tier past its own retention, by t
   let seq = 0;
   for (const day of days) {
     const samples = [0, 6, 12, 18].map((h) => ({ t: T0 + day * ONE_DAY_MS + h * ONE_HOUR_MS, v: day + h }));
-    await store.apply({ seq: ++seq, tenant: "acme", partition: 0, series: [{ labels, samples }] });
+    await store.apply(
+      rollupMessageOf({ seq: ++seq, tenant: "acme", partition: 0, series: [{ labels, samples }] }),
+    );
   }
   await store.closeHours();
   const hourDir = join(dir, "rollups", "hour", "acme");

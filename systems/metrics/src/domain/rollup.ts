@@ -102,11 +102,34 @@ function merge(points: Iterable<RollupPoint>, widthMs: number): RollupPoint[] {
 
 /** Raw samples (in time order) → one point per `widthMs` window that holds any value. */
 export function rollupPoints(samples: readonly Sample[], widthMs: number): RollupPoint[] {
+  const timestamps = new Float64Array(samples.length);
+  const values = new Float64Array(samples.length);
+  for (let i = 0; i < samples.length; i++) {
+    timestamps[i] = samples[i]!.t;
+    values[i] = samples[i]!.v;
+  }
+  return rollupColumns(timestamps, values, 0, samples.length, widthMs);
+}
+
+/**
+ * `rollupPoints` of the samples `[from, to)` of two columns (a batch's series, `sample-columns.ts`),
+ * leaving out those before `minT` (late: the caller counts them).
+ */
+export function rollupColumns(
+  timestamps: Float64Array,
+  values: Float64Array,
+  from: number,
+  to: number,
+  widthMs: number,
+  minT = Number.NEGATIVE_INFINITY,
+): RollupPoint[] {
   const out: RollupPoint[] = [];
   let current: Mutable<RollupPoint> | undefined;
   let counter: Mutable<CounterWindow> | undefined;
-  for (const { t, v } of samples) {
-    if (isStaleNaN(v)) continue;
+  for (let i = from; i < to; i++) {
+    const t = timestamps[i]!;
+    const v = values[i]!;
+    if (t < minT || isStaleNaN(v)) continue;
     const start = windowStart(t, widthMs);
     if (current === undefined || counter === undefined || current.t !== start) {
       counter = { firstT: t, firstV: v, lastT: t, lastV: v, resetCarry: 0 };

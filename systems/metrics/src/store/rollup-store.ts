@@ -50,7 +50,6 @@
 import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
-import type { SeriesSamples } from "../domain/head-block.ts";
 import { type LabelMatcher, matchesSeries } from "../domain/label-matcher.ts";
 import { type Labels, METRIC_NAME, metricNameOf, seriesKey } from "../domain/labels.ts";
 import {
@@ -58,9 +57,10 @@ import {
   ONE_HOUR_MS,
   ONE_MINUTE_MS,
   type RollupPoint,
+  rollupColumns,
   rollupOfRollups,
-  rollupPoints,
 } from "../domain/rollup.ts";
+import { columnsOf, type SampleColumns, type SeriesSamples } from "../domain/sample-columns.ts";
 
 export type RollupTier = "1m" | "1h";
 
@@ -85,12 +85,30 @@ export interface ApplyResult {
   readonly late: number;
 }
 
-/** One stream message's share: a tenant's series of one partition. */
+/** A series of a rollup message: its labels and its canonical key (`seriesKey`). */
+export interface MessageSeries {
+  readonly labels: Labels;
+  readonly key: string;
+}
+
+/** One stream message's share: a tenant's series of one partition, in columns. */
 export interface RollupMessage {
   readonly seq: number;
   readonly tenant: string;
   readonly partition: number;
-  readonly series: readonly SeriesSamples[];
+  readonly batch: SampleColumns<MessageSeries>;
+}
+
+/** A message whose series are given as objects (the tests' and tools' form). */
+export function rollupMessageOf(message: {
+  seq: number;
+  tenant: string;
+  partition: number;
+  series: readonly SeriesSamples[];
+}): RollupMessage {
+  const { seq, tenant, partition } = message;
+  const batch = columnsOf(message.series, (labels) => ({ labels, key: seriesKey(labels) }));
+  return { seq, tenant, partition, batch };
 }
 
 export interface RollupStoreOptions {
@@ -406,13 +424,18 @@ export class RollupStore {
       const watermark = Math.max(partition.max - this.#options.latenessMs, tenantState.hoursClosedTo);
       let late = 0;
       let points = 0;
-      for (const { labels, samples } of message.series) {
-        const onTime = samples.filter((s) => s.t >= watermark);
-        late += samples.length - onTime.length;
-        for (const s of onTime) partition.max = Math.max(partition.max, s.t);
-        const rolled = rollupPoints(onTime, ONE_MINUTE_MS);
+      const { series, offsets, timestamps, values } = message.batch;
+      for (let i = 0; i < series.length; i++) {
+        const from = offsets[i]!;
+        const to = offsets[i + 1]!;
+        for (let j = from; j < to; j++) {
+          const t = timestamps[j]!;
+          if (t < watermark) late++;
+          else if (t > partition.max) partition.max = t;
+        }
+        const rolled = rollupColumns(timestamps, values, from, to, ONE_MINUTE_MS, watermark);
         if (rolled.length === 0) continue;
-        const key = seriesKey(labels);
+        const { labels, key } = series[i]!;
         const seriesId = `${tenant}\u0000${key}`;
         if (!seriesRows.has(seriesId) && !this.#knownSeries.has(seriesId))
           seriesRows.set(seriesId, {

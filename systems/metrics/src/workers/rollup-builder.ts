@@ -28,11 +28,10 @@
 import type { StoredMessage, StreamClient, StreamMessage } from "@casebook/infra/stream/stream";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { systemRandom } from "@casebook/kit/random";
-import type { Labels } from "../domain/labels.ts";
-import { seriesSamplesOf } from "../domain/sample-columns.ts";
+import { type Labels, seriesKey } from "../domain/labels.ts";
 import { SeriesInterner } from "../domain/series-interner.ts";
 import { decodeStreamColumns } from "../domain/stream-batch.ts";
-import type { ApplyResult, RollupMessage, RollupStore } from "../store/rollup-store.ts";
+import type { ApplyResult, MessageSeries, RollupMessage, RollupStore } from "../store/rollup-store.ts";
 import { SAMPLE_STREAM, SAMPLE_SUBJECT_PREFIX } from "../store/sample-stream.ts";
 
 export const ROLLUP_BUILDER_CONSUMER = "rollup-builder";
@@ -76,16 +75,16 @@ type Decoded = { seq: number; message?: RollupMessage; reason?: string };
 
 /** Label sets the builder remembers by their label block (text decoded once per series). */
 const INTERNED_SERIES = 262_144;
-const interned = (labels: Labels) => ({ labels });
+const rollupSeries = (labels: Labels): MessageSeries => ({ labels, key: seriesKey(labels) });
 
-function decoderOf(interner: SeriesInterner<{ labels: Labels }>): (message: StoredMessage) => Decoded {
+function decoderOf(interner: SeriesInterner<MessageSeries>): (message: StoredMessage) => Decoded {
   return (message) => {
     try {
-      const { tenant, partition, batch } = decodeStreamColumns(message.data, { interner, entryOf: interned });
-      return {
-        seq: message.seq,
-        message: { seq: message.seq, tenant, partition, series: seriesSamplesOf(batch) },
-      };
+      const { tenant, partition, batch } = decodeStreamColumns(message.data, {
+        interner,
+        entryOf: rollupSeries,
+      });
+      return { seq: message.seq, message: { seq: message.seq, tenant, partition, batch } };
     } catch (error) {
       return { seq: message.seq, reason: String(error) };
     }
