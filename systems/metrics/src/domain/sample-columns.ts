@@ -12,7 +12,7 @@
  * batch.timestamps[batch.offsets[0]]; // 1000
  * seriesSamplesOf(batch);             // back to one object per sample, for the paths that want them
  */
-import type { Labels } from "./labels.ts";
+import { type Labels, seriesKey } from "./labels.ts";
 
 export interface Sample {
   readonly t: number;
@@ -32,6 +32,14 @@ export interface SampleColumns<S extends { readonly labels: Labels }> {
   readonly timestamps: Float64Array;
   readonly values: Float64Array;
 }
+
+/** A series with its canonical key (`seriesKey`), made once when a label set is first met. */
+export interface KeyedSeries {
+  readonly labels: Labels;
+  readonly key: string;
+}
+
+export const keyedSeries = (labels: Labels): KeyedSeries => ({ labels, key: seriesKey(labels) });
 
 /** Columns of `series` (one object per sample → one per series), `entry` naming each series. */
 export function columnsOf<S extends { readonly labels: Labels }>(

@@ -14,6 +14,9 @@
  * const entry = interner.intern(bytes, start, end, makeEntry); // makeEntry runs on a miss only
  */
 
+/** Label sets an ingest or a consumer remembers by default: 262,144 series, a few hundred MiB at most. */
+export const DEFAULT_INTERNED_SERIES = 262_144;
+
 interface Slot<T> {
   readonly bytes: Uint8Array;
   readonly value: T;

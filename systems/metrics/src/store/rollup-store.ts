@@ -51,7 +51,7 @@ import { mkdir, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type DuckDBAppender, type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { type LabelMatcher, matchesSeries } from "../domain/label-matcher.ts";
-import { type Labels, METRIC_NAME, metricNameOf, seriesKey } from "../domain/labels.ts";
+import { type Labels, METRIC_NAME, metricNameOf } from "../domain/labels.ts";
 import {
   type CounterWindow,
   ONE_HOUR_MS,
@@ -60,7 +60,13 @@ import {
   rollupColumns,
   rollupOfRollups,
 } from "../domain/rollup.ts";
-import { columnsOf, type SampleColumns, type SeriesSamples } from "../domain/sample-columns.ts";
+import {
+  columnsOf,
+  type KeyedSeries,
+  keyedSeries,
+  type SampleColumns,
+  type SeriesSamples,
+} from "../domain/sample-columns.ts";
 
 export type RollupTier = "1m" | "1h";
 
@@ -85,18 +91,12 @@ export interface ApplyResult {
   readonly late: number;
 }
 
-/** A series of a rollup message: its labels and its canonical key (`seriesKey`). */
-export interface MessageSeries {
-  readonly labels: Labels;
-  readonly key: string;
-}
-
 /** One stream message's share: a tenant's series of one partition, in columns. */
 export interface RollupMessage {
   readonly seq: number;
   readonly tenant: string;
   readonly partition: number;
-  readonly batch: SampleColumns<MessageSeries>;
+  readonly batch: SampleColumns<KeyedSeries>;
 }
 
 /** A message whose series are given as objects (the tests' and tools' form). */
@@ -107,7 +107,7 @@ export function rollupMessageOf(message: {
   series: readonly SeriesSamples[];
 }): RollupMessage {
   const { seq, tenant, partition } = message;
-  const batch = columnsOf(message.series, (labels) => ({ labels, key: seriesKey(labels) }));
+  const batch = columnsOf(message.series, keyedSeries);
   return { seq, tenant, partition, batch };
 }
 

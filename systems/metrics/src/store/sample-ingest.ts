@@ -19,7 +19,7 @@ import { type BatchProblem, validateBatch, validateWriteColumns } from "../domai
 import type { Labels } from "../domain/labels.ts";
 import type { WriteRequestColumns } from "../domain/remote-write.ts";
 import { columnsOf, type SampleColumns, seriesSamplesOf } from "../domain/sample-columns.ts";
-import { SeriesInterner } from "../domain/series-interner.ts";
+import { DEFAULT_INTERNED_SERIES, SeriesInterner } from "../domain/series-interner.ts";
 import { type PartitionedSeries, partitionedSeries } from "../domain/series-partition.ts";
 import { errors } from "../errors.ts";
 import type { RefusedSamplesReason, SystemMetrics } from "../metrics.ts";
@@ -43,9 +43,6 @@ export interface SampleIngestOptions {
   /** Label sets remembered by their remote-write bytes (checked and keyed once). Default 262,144. */
   readonly maxInternedSeries?: number;
 }
-
-/** Label sets an ingest remembers by default: 262,144 series, a few hundred MiB at most. */
-const DEFAULT_INTERNED_SERIES = 262_144;
 
 const OUT_OF_ORDER_CODES = new Set(["OUT_OF_ORDER", "DUPLICATE_TIMESTAMP", "TOO_OLD"]);
 

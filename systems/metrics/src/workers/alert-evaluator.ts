@@ -42,7 +42,7 @@ import { type Labels, seriesKey } from "../domain/labels.ts";
 import { vectorSelectorsOf } from "../domain/promql-ast.ts";
 import { PromqlEngine } from "../domain/promql-engine.ts";
 import type { InstantVector } from "../domain/promql-values.ts";
-import { SeriesInterner } from "../domain/series-interner.ts";
+import { DEFAULT_INTERNED_SERIES, SeriesInterner } from "../domain/series-interner.ts";
 import { decodeStreamColumns } from "../domain/stream-batch.ts";
 import type { AlertLog, LoggedNotification } from "../store/alert-log.ts";
 import { SAMPLE_STREAM } from "../store/sample-stream.ts";
@@ -79,9 +79,6 @@ interface EvaluatorSeries {
   readonly read: boolean;
 }
 
-/** Label sets the evaluator remembers by their label block. */
-const INTERNED_SERIES = 262_144;
-
 interface TenantWindow {
   readonly head: HeadBlock;
   readonly engine: PromqlEngine;
@@ -113,7 +110,7 @@ export async function startAlertEvaluator(options: AlertEvaluatorOptions): Promi
   const selectors = options.groups.flatMap((g) => g.rules.flatMap((rule) => vectorSelectorsOf(rule.ast)));
   const readByRules = (labels: Labels): boolean => selectors.some((s) => matchesSeries(s.matchers, labels));
   // Each label set met once: its key, and whether a rule reads it, decided then.
-  const interner = new SeriesInterner<EvaluatorSeries>({ maxEntries: INTERNED_SERIES });
+  const interner = new SeriesInterner<EvaluatorSeries>({ maxEntries: DEFAULT_INTERNED_SERIES });
   const entryOf = (labels: Labels): EvaluatorSeries => ({
     labels,
     key: seriesKey(labels),

@@ -35,9 +35,15 @@ import type { StreamClient, StreamMessage } from "@casebook/infra/stream/stream"
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { systemRandom } from "@casebook/kit/random";
 import type { AppendPlan } from "../domain/head-block.ts";
-import { type Labels, seriesKey } from "../domain/labels.ts";
-import { concatColumns, type SampleColumns, sampleCountOf } from "../domain/sample-columns.ts";
-import { SeriesInterner } from "../domain/series-interner.ts";
+import { seriesKey } from "../domain/labels.ts";
+import {
+  concatColumns,
+  type KeyedSeries,
+  keyedSeries,
+  type SampleColumns,
+  sampleCountOf,
+} from "../domain/sample-columns.ts";
+import { DEFAULT_INTERNED_SERIES, SeriesInterner } from "../domain/series-interner.ts";
 import { decodeStreamColumns } from "../domain/stream-batch.ts";
 import { SAMPLE_STREAM, SAMPLE_SUBJECT_PREFIX } from "../store/sample-stream.ts";
 import type { Tenant } from "../store/tenant-repository.ts";
@@ -88,33 +94,22 @@ export interface HotWriter {
 const DEFAULT_BATCH_MESSAGES = 64;
 const DEFAULT_RUN_BYTES = 4 << 20;
 
-/** A series as the writer interns it: its labels and its key, made once per label block. */
-interface WriterSeries {
-  readonly labels: Labels;
-  readonly key: string;
-}
-
 /** A fetched message, decoded; `batch` undefined when it could not be (`reason` says why). */
 interface Decoded {
   readonly message: StreamMessage;
   readonly tenant?: string;
-  readonly batch?: SampleColumns<WriterSeries>;
+  readonly batch?: SampleColumns<KeyedSeries>;
   readonly reason?: string;
   readonly carried: number;
 }
 
-/** Label sets a writer remembers by their label block (the same bound as the ingest's). */
-const INTERNED_SERIES = 262_144;
-
 /** What becomes of a message once its run is durable. */
 type Outcome = "ack" | "term";
 
-const writerSeries = (labels: Labels): WriterSeries => ({ labels, key: seriesKey(labels) });
-
-function decoderOf(interner: SeriesInterner<WriterSeries>): (message: StreamMessage) => Decoded {
+function decoderOf(interner: SeriesInterner<KeyedSeries>): (message: StreamMessage) => Decoded {
   return (message) => {
     try {
-      const { tenant, batch } = decodeStreamColumns(message.data, { interner, entryOf: writerSeries });
+      const { tenant, batch } = decodeStreamColumns(message.data, { interner, entryOf: keyedSeries });
       return { message, tenant, batch, carried: sampleCountOf(batch) };
     } catch (error) {
       return { message, reason: String(error), carried: 0 };
@@ -153,7 +148,7 @@ export async function startHotWriter(options: HotWriterOptions): Promise<HotWrit
   const expiresMs = options.expiresMs ?? 1_000;
   const retryDelayMs = (count: number) => Math.min(30_000, 100 * 2 ** count);
   // One table for every partition's loop: a series is met in one partition only.
-  const decode = decoderOf(new SeriesInterner({ maxEntries: INTERNED_SERIES }));
+  const decode = decoderOf(new SeriesInterner({ maxEntries: DEFAULT_INTERNED_SERIES }));
 
   /** One run in one append; the outcome of each of its messages by seq. */
   const applyRun = async (

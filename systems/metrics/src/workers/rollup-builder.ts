@@ -28,10 +28,10 @@
 import type { StoredMessage, StreamClient, StreamMessage } from "@casebook/infra/stream/stream";
 import { BackgroundLoop } from "@casebook/kit/background-loop";
 import { systemRandom } from "@casebook/kit/random";
-import { type Labels, seriesKey } from "../domain/labels.ts";
-import { SeriesInterner } from "../domain/series-interner.ts";
+import { type KeyedSeries, keyedSeries } from "../domain/sample-columns.ts";
+import { DEFAULT_INTERNED_SERIES, SeriesInterner } from "../domain/series-interner.ts";
 import { decodeStreamColumns } from "../domain/stream-batch.ts";
-import type { ApplyResult, MessageSeries, RollupMessage, RollupStore } from "../store/rollup-store.ts";
+import type { ApplyResult, RollupMessage, RollupStore } from "../store/rollup-store.ts";
 import { SAMPLE_STREAM, SAMPLE_SUBJECT_PREFIX } from "../store/sample-stream.ts";
 
 export const ROLLUP_BUILDER_CONSUMER = "rollup-builder";
@@ -73,16 +73,13 @@ const DEFAULT_BATCH_BYTES = 8 << 20;
 /** A message of a run: decoded, or undecodable (dropped, its seq still passed). */
 type Decoded = { seq: number; message?: RollupMessage; reason?: string };
 
-/** Label sets the builder remembers by their label block (text decoded once per series). */
-const INTERNED_SERIES = 262_144;
-const rollupSeries = (labels: Labels): MessageSeries => ({ labels, key: seriesKey(labels) });
-
-function decoderOf(interner: SeriesInterner<MessageSeries>): (message: StoredMessage) => Decoded {
+/** Series found again by their label block: the text decoded and keyed once per series. */
+function decoderOf(interner: SeriesInterner<KeyedSeries>): (message: StoredMessage) => Decoded {
   return (message) => {
     try {
       const { tenant, partition, batch } = decodeStreamColumns(message.data, {
         interner,
-        entryOf: rollupSeries,
+        entryOf: keyedSeries,
       });
       return { seq: message.seq, message: { seq: message.seq, tenant, partition, batch } };
     } catch (error) {
@@ -120,7 +117,7 @@ export async function startRollupBuilder(options: RollupBuilderOptions): Promise
     maxAckPending: maxMessages,
   });
   const retryDelayMs = (count: number) => Math.min(30_000, 100 * 2 ** count);
-  const decode = decoderOf(new SeriesInterner({ maxEntries: INTERNED_SERIES }));
+  const decode = decoderOf(new SeriesInterner({ maxEntries: DEFAULT_INTERNED_SERIES }));
 
   /**
    * The messages after `from` and before `seq` still on the stream (read by seq), at most a
