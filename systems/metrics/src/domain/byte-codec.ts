@@ -35,9 +35,15 @@ export function utf8Text(bytes: Uint8Array, start: number, end: number): string 
 }
 
 export class ByteWriter {
-  #buffer = new Uint8Array(256);
-  #view = new DataView(this.#buffer.buffer);
+  #buffer: Uint8Array;
+  #view: DataView;
   #length = 0;
+
+  /** `capacity`: the bytes it starts with (it grows by doubling past them). */
+  constructor(capacity = 256) {
+    this.#buffer = new Uint8Array(capacity);
+    this.#view = new DataView(this.#buffer.buffer);
+  }
 
   get length(): number {
     return this.#length;

@@ -95,8 +95,13 @@ export function encodeStreamColumns(
   const { offsets, timestamps } = batch;
   const valueBytes = new Uint8Array(batch.values.buffer, batch.values.byteOffset, batch.values.byteLength);
   let samples = 0;
-  for (const i of indexes) samples += offsets[i + 1]! - offsets[i]!;
-  const out = new ByteWriter();
+  let blocks = 0;
+  for (const i of indexes) {
+    samples += offsets[i + 1]! - offsets[i]!;
+    blocks += batch.series[i]!.block.length;
+  }
+  // At most: the header, each series' block and two varints, each sample's varint and 8 bytes.
+  const out = new ByteWriter(32 + 3 * tenant.length + blocks + 10 * indexes.length + 18 * samples);
   out.u8(STREAM_BATCH_VERSION);
   out.string(tenant);
   out.uvarint(partition);

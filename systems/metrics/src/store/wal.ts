@@ -84,7 +84,8 @@ export function encodeSeriesRecord(series: ReadonlyArray<{ ref: number; labels: 
 }
 
 export function encodeSamplesRecord(samples: WalSampleSource): Uint8Array {
-  const out = new ByteWriter();
+  // At most 8 + 10 + 8 bytes a sample (ref and time as varints, the value): no regrowth.
+  const out = new ByteWriter(16 + 26 * samples.count);
   out.u8(SAMPLES);
   out.uvarint(samples.count);
   samples.forEach((ref, t, v) => {
@@ -178,10 +179,12 @@ export class Wal {
     series: ReadonlyArray<{ ref: number; labels: Labels }>,
     samples: WalSampleSource,
   ): Promise<void> {
-    const out = new ByteWriter();
-    if (series.length > 0) frame(encodeSeriesRecord(series), out);
-    if (samples.count > 0) frame(encodeSamplesRecord(samples), out);
-    if (out.length === 0) return;
+    const records: Uint8Array[] = [];
+    if (series.length > 0) records.push(encodeSeriesRecord(series));
+    if (samples.count > 0) records.push(encodeSamplesRecord(samples));
+    if (records.length === 0) return;
+    const out = new ByteWriter(records.reduce((n, record) => n + HEADER_BYTES + record.length, 0));
+    for (const record of records) frame(record, out);
     await this.#handle.write(out.finish());
     await this.#handle.datasync();
   }
