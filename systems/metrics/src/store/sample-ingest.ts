@@ -18,7 +18,7 @@
 import { type BatchProblem, validateBatch, validateWriteColumns } from "../domain/ingest-batch.ts";
 import type { Labels } from "../domain/labels.ts";
 import type { WriteRequestColumns } from "../domain/remote-write.ts";
-import { columnsOf, type SampleColumns, seriesSamplesOf } from "../domain/sample-columns.ts";
+import { columnsOf, type SampleColumns } from "../domain/sample-columns.ts";
 import { DEFAULT_INTERNED_SERIES, SeriesInterner } from "../domain/series-interner.ts";
 import { type PartitionedSeries, partitionedSeries } from "../domain/series-partition.ts";
 import { errors } from "../errors.ts";
@@ -105,8 +105,8 @@ export class SampleIngest {
       return;
     }
     const db = await options.tsdbs.of(tenant);
-    const series = seriesSamplesOf(batch);
-    const result = await db.append(series, { onLimit: "skip" });
+    // The batch as it is: its series carry their key, so the head does not key them again.
+    const result = await db.appendColumns(batch, { onLimit: "skip" });
     if (!result.ok) {
       const field = `timeseries[${result.index}]`;
       const outOfOrder = OUT_OF_ORDER_CODES.has(result.code);
@@ -135,7 +135,7 @@ export class SampleIngest {
       this.#refuse(
         tenant,
         "series_limit",
-        result.limited.reduce((n, entry) => n + (series[entry.index]?.samples.length ?? 0), 0),
+        result.limited.reduce((n, { index }) => n + batch.offsets[index + 1]! - batch.offsets[index]!, 0),
       );
       const first = result.limited[0]!;
       throw errors.create("METRICS_SERIES_LIMIT", {
