@@ -123,8 +123,8 @@ export function validateWriteColumns<S extends { readonly labels: Labels }>(
     return entryOf(labels);
   };
   const series: S[] = [];
-  const kept: number[] = [0];
-  let empty = false;
+  // A series without samples adds no samples to the columns: leaving it out drops its offset only.
+  const kept: number[] = [];
   for (let i = 0; i < count; i++) {
     const start = labelSpans[2 * i]!;
     const end = labelSpans[2 * i + 1]!;
@@ -138,33 +138,17 @@ export function validateWriteColumns<S extends { readonly labels: Labels }>(
       const t = timestamps[j]!;
       if (!(t >= minT) || !Number.isSafeInteger(t)) return timestampProblem(i, j - from, t);
     }
-    if (from === to) {
-      empty = true;
-      continue;
-    }
+    if (from === to) continue;
     series.push(entry);
-    kept.push(from, to);
+    kept.push(from);
   }
   const samples = offsets[count]!;
-  const { values } = request;
-  if (!empty) return { ok: true, batch: { series, offsets, timestamps, values }, samples };
-  // Some series had no samples: the others' spans, back to back, as the columns expect.
-  const timesOut = new Float64Array(samples);
-  const valuesOut = new Float64Array(samples);
-  const offsetsOut = new Uint32Array(series.length + 1);
-  let at = 0;
-  for (let s = 0; s < series.length; s++) {
-    const from = kept[1 + 2 * s]!;
-    const to = kept[2 + 2 * s]!;
-    offsetsOut[s] = at;
-    timesOut.set(timestamps.subarray(from, to), at);
-    valuesOut.set(values.subarray(from, to), at);
-    at += to - from;
-  }
-  offsetsOut[series.length] = at;
-  return {
-    ok: true,
-    batch: { series, offsets: offsetsOut, timestamps: timesOut, values: valuesOut },
-    samples: at,
+  kept.push(samples);
+  const batch = {
+    series,
+    offsets: series.length === count ? offsets : Uint32Array.from(kept),
+    timestamps,
+    values: request.values,
   };
+  return { ok: true, batch, samples };
 }
