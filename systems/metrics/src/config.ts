@@ -128,7 +128,7 @@ export const configSchema = {
     min: 100,
     max: 3_600_000,
     description:
-      "How often the rollup builder writes the hours its watermark closed to the 1 h tier (Parquet)",
+      "How often the rollup builder merges the minutes its watermark closed into one row each and writes the hours it closed to the 1 h tier (Parquet)",
   }),
   rawRetentionMs: field.int({
     env: "METRICS_RAW_RETENTION_MS",

@@ -1,10 +1,12 @@
 /**
  * The rollup tiers' counter fields (first/last sample, reset carry: `rate`/`increase` over the
  * tiers) in the store (MT-10/11/12): a minute split across stream messages — a counter reset
- * at the split — merges in the DuckDB upsert to the rollup of its raw samples; and the upgrade
- * path — a 1 min table and a 1 h Parquet day file written before the fields existed (the
- * previous schema, made here by hand) still read, their windows without the fields, while new
- * windows get them and a day file rewritten as a later hour closes keeps its old hours.
+ * at the split — is two partial rows, read merged and, once the watermark closes the minute,
+ * merged into one row, each time the rollup of its raw samples; and the upgrade path — a 1 min
+ * table (keyed, one row per minute) and a 1 h Parquet day file written before the fields
+ * existed (the previous schema, made here by hand) still read, their windows without the
+ * fields, while new windows get them and a day file rewritten as a later hour closes keeps its
+ * old hours.
  */
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -34,7 +36,7 @@ function counter(from: number, count: number, resets: readonly number[] = []) {
   });
 }
 
-test("MT-10 MT-11 a minute split across stream messages, a counter reset at the split: the upserted row's first/last and reset carry are the rollup of its raw samples", async (t) => {
+test("MT-10 MT-11 a minute split across stream messages, a counter reset at the split: its two partial rows read as the rollup of its raw samples (first/last and reset carry included)", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "casebook-rollup-split-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const store = await RollupStore.open({ dir, latenessMs: ONE_HOUR_MS });
@@ -54,6 +56,43 @@ test("MT-10 MT-11 a minute split across stream messages, a counter reset at the 
     samples[cut - 1]!.v,
     "the split minute carries the reset",
   );
+});
+
+/** The rows of the 1 min table (the store closed: DuckDB locks its file). */
+async function minuteRows(dir: string): Promise<number> {
+  const instance = await DuckDBInstance.create(join(dir, "rollups.duckdb"));
+  const db = await instance.connect();
+  const rows = (await db.runAndReadAll("SELECT count(*)::INTEGER AS n FROM minute")).getRowObjects();
+  db.closeSync();
+  instance.closeSync();
+  return Number(rows[0]!.n);
+}
+
+test("MT-10 MT-11 a minute's partial rows are merged into one row once the watermark has closed it: the same points read before and after, the rollup of the raw samples, a reset at the split carried", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "casebook-rollup-compact-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  let store = await RollupStore.open({ dir, latenessMs: ONE_MINUTE_MS });
+  // 00:00:07 … 00:09:57 in two messages, the second from 00:02:37 (a reset there): minute 2 in both.
+  const samples = counter(T0, 60, [T0 + 157_000]);
+  const cut = samples.findIndex((s) => s.t === T0 + 157_000);
+  for (const [seq, part] of [samples.slice(0, cut), samples.slice(cut)].entries()) {
+    await store.apply(
+      rollupMessageOf({ seq: seq + 1, tenant: "acme", partition: 0, series: [{ labels, samples: part }] }),
+    );
+  }
+  const whole = rollupPoints(samples, ONE_MINUTE_MS);
+  const read = async () => (await store.select("acme", "1m", matchers, T0, T0 + ONE_HOUR_MS))[0]!.points;
+  assert.deepEqual(await read(), whole, "read merged before the compaction");
+  // The watermark: 00:09:57 − 1 min — minutes 0–7 closed, minute 2 the only one in two rows.
+  assert.equal(await store.compactMinutes(), 1);
+  assert.deepEqual(await read(), whole, "the same after it");
+  assert.ok(whole[2]!.counter!.resetCarry > 0, "the split minute carries the reset");
+  assert.equal(await store.compactMinutes(), 0, "nothing left to merge");
+  await store.close();
+  assert.equal(await minuteRows(dir), 10, "one row per minute");
+  store = await RollupStore.open({ dir, latenessMs: ONE_MINUTE_MS });
+  t.after(() => store.close());
+  assert.deepEqual(await read(), whole, "and after a restart");
 });
 
 /** The 1 min table and a day file as the store wrote them before the counter fields. */
@@ -178,7 +217,7 @@ test("MT-12 MT-09 tiers written before the counter fields: old windows still ans
   );
 });
 
-test("MT-10 MT-11 a 1 min row the tenant's state does not account for (written by hand, or before that state was kept) is merged into, not refused: the batch goes again through the upsert", async (t) => {
+test("MT-10 MT-11 a 1 min row the tenant's state does not account for (written by hand, or before that state was kept) is merged with the batch's rows of its minute, not refused", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "casebook-rollup-stray-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const samples = counter(T0, 18); // 00:00:07 … 00:02:57

@@ -2,11 +2,12 @@
  * The rollup builder (MT-07's third consumer, MT-10/11): reads the sample stream with its own
  * durable consumer (`rollup-builder`, every partition, in stream order) and builds the 1 min
  * tier (min, max, sum, count per series per aligned minute) from the raw samples; a second
- * loop writes each hour the watermark has closed to the 1 h tier's Parquet files, from the
- * 1 min tier (each tier from the previous).
+ * loop merges each minute the watermark has closed into one row (a minute spread over batches
+ * is a partial row per batch until then) and writes each hour it has closed to the 1 h tier's
+ * Parquet files, from the 1 min tier (each tier from the previous).
  *
  * In batches: each fetch takes up to `maxBatchMessages` messages (the consumer's ack-pending
- * bound), cut into runs of at most `maxBatchBytes`; a run's 1 min upserts and the consumer's
+ * bound), cut into runs of at most `maxBatchBytes`; a run's 1 min rows and the consumer's
  * position (its highest stream seq) commit in ONE DuckDB transaction (`RollupStore.applyBatch`),
  * and its messages are acked only after that commit. A remote-write request is one message per
  * partition, so this is one commit per many requests instead of one per message.
@@ -47,7 +48,7 @@ export interface RollupBuilderOptions {
   readonly maxBatchBytes?: number;
   /** Long poll of one fetch; stop() waits at most this long. Default 1 s. */
   readonly expiresMs?: number;
-  /** Pause between two passes writing closed hours to Parquet. */
+  /** Pause between two passes merging closed minutes and writing closed hours to Parquet. */
   readonly closeIntervalMs: number;
   readonly onApplied?: (event: { tenant: string; seq: number } & ApplyResult) => void;
   /** Test hook: runs after the commit, before the ack (a throw there = a crash in between for that message). */
@@ -217,6 +218,7 @@ export async function startRollupBuilder(options: RollupBuilderOptions): Promise
   const closer = new BackgroundLoop({
     name: "rollup hour closer",
     round: async () => {
+      await store.compactMinutes();
       await store.closeHours();
       return false;
     },
