@@ -7,7 +7,9 @@
  *   ← {"ready":true}
  *   → {"cmd":"generate", shape, hostsPerRequest, scrapesPerRequest}
  *   ← {"requests", "samples", "series", "bodyBytes", "rawBytes", "generateMs"}
- *   → {"cmd":"send", "url", "headers", "concurrency"}
+ *   → {"cmd":"send", "url", "headers", "concurrency", "warmUpPercent"?}
+ *   ← {"warmedUp":true, "acked"}   (after the first warmUpPercent% of the rounds, if any: the
+ *   → {"cmd":"resume"}              loader waits, so the bench can read the side's CPU quiet)
  *   ← {"acked", "requests", "failedRequests", "retries", "firstError", "wallMs"}
  *   → {"cmd":"close"}
  *
@@ -42,6 +44,7 @@ export interface Generated {
   requests: number;
   samples: number;
   series: number;
+  rounds: number;
   /** Snappy-compressed bytes sent per side. */
   bodyBytes: number;
   /** The protobuf bytes before snappy. */
@@ -54,6 +57,14 @@ export interface SendCommand {
   url: string;
   headers: Record<string, string>;
   concurrency: number;
+  /** The loader stops after this share of the rounds until told to resume (0 or absent: never). */
+  warmUpPercent?: number;
+}
+
+/** Sent when the warm-up rounds are answered; the loader then waits for `{"cmd":"resume"}`. */
+export interface WarmedUp {
+  warmedUp: true;
+  acked: number;
 }
 
 export interface SendResult {
@@ -109,6 +120,7 @@ function generate(command: GenerateCommand): { rounds: Request[][]; generated: G
     rounds.push(round);
   }
   const generated: Generated = {
+    rounds: rounds.length,
     requests: rounds.reduce((n, r) => n + r.length, 0),
     samples,
     series: workload.seriesCount,
@@ -153,7 +165,18 @@ async function sendOne(request: Request, command: SendCommand, tally: SendResult
   }
 }
 
-async function send(rounds: Request[][], command: SendCommand): Promise<SendResult> {
+/** The round after which a send stops for the warm-up mark, or undefined (none, or no round left after it). */
+export function warmUpRoundsOf(rounds: number, percent: number | undefined): number | undefined {
+  const warm = Math.floor((rounds * (percent ?? 0)) / 100);
+  return warm >= 1 && warm < rounds ? warm : undefined;
+}
+
+/** `wallMs` leaves out the wait at the warm-up mark. */
+async function send(
+  rounds: Request[][],
+  command: SendCommand,
+  warmedUp: (acked: number) => Promise<void>,
+): Promise<SendResult> {
   const tally: SendResult = {
     acked: 0,
     requests: 0,
@@ -162,8 +185,9 @@ async function send(rounds: Request[][], command: SendCommand): Promise<SendResu
     firstError: undefined,
     wallMs: 0,
   };
-  const started = performance.now();
+  let started = performance.now();
   const every = Math.max(1, Math.floor(rounds.length / 10));
+  const warmUpRounds = warmUpRoundsOf(rounds.length, command.warmUpPercent);
   for (const [index, round] of rounds.entries()) {
     let next = 0;
     const lane = async () => {
@@ -177,6 +201,11 @@ async function send(rounds: Request[][], command: SendCommand): Promise<SendResu
     if ((index + 1) % every === 0) {
       process.stderr.write(`  loader: round ${index + 1}/${rounds.length}, ${tally.acked} samples acked\n`);
     }
+    if (index + 1 === warmUpRounds) {
+      const paused = performance.now();
+      await warmedUp(tally.acked);
+      started += performance.now() - paused;
+    }
   }
   tally.wallMs = Math.round(performance.now() - started);
   return tally;
@@ -185,16 +214,30 @@ async function send(rounds: Request[][], command: SendCommand): Promise<SendResu
 async function serve(): Promise<void> {
   let rounds: Request[][] = [];
   const reply = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const nextCommand = async () => {
+    const { value, done } = await lines.next();
+    return done ? ({ cmd: "close" } as const) : (JSON.parse(value) as Command);
+  };
+  const warmedUp = async (acked: number) => {
+    reply({ warmedUp: true, acked } satisfies WarmedUp);
+    const command = await nextCommand();
+    if (command.cmd !== "resume")
+      throw new Error(`loader: expected resume at the warm-up mark, got ${command.cmd}`);
+  };
   reply({ ready: true });
-  for await (const line of createInterface({ input: process.stdin })) {
-    const command = JSON.parse(line) as GenerateCommand | SendCommand | { cmd: "close" };
+  for (;;) {
+    const command = await nextCommand();
     if (command.cmd === "close") break;
     if (command.cmd === "generate") {
       const built = generate(command);
       rounds = built.rounds;
       reply(built.generated);
-    } else reply(await send(rounds, command));
+    } else if (command.cmd === "send") reply(await send(rounds, command, warmedUp));
+    else throw new Error(`loader: unexpected ${command.cmd}`);
   }
 }
+
+type Command = GenerateCommand | SendCommand | { cmd: "resume" } | { cmd: "close" };
 
 if (import.meta.main) await serve();

@@ -44,6 +44,7 @@ describe("bench/main.ts", () => {
       "--hosts-per-request",
       "--scrapes-per-request",
       "--concurrency",
+      "--warm-up-percent",
       "--query-runs",
       "--sides",
       "--cpu-prof-dir",
@@ -75,6 +76,15 @@ describe("bench/main.ts", () => {
       [...peers].sort(),
       "one ingest row per installed peer",
     );
+    const steady = rows.filter((r) =>
+      r.metric.startsWith("samples per CPU-second, steady (after the first 20%"),
+    );
+    assert.deepEqual(
+      steady.map((r) => r.peer).sort(),
+      [...peers].sort(),
+      "a steady row too, after the warm-up (the sender stopped until the side was quiet)",
+    );
+    assert.ok(steady.every((r) => r.value > 0 && (r.peer_value ?? 1) > 0));
     assert.ok(
       rows
         .filter((r) => r.metric === "failed requests")
