@@ -580,6 +580,26 @@ export class RollupStore {
   }
 
   /**
+   * Per tenant, the windows of `widthMs` its watermark has closed since its mark in `column`
+   * (where the last pass stopped; none yet: from the beginning), when there are any.
+   */
+  async #newlyClosed(
+    column: "minutes_compacted_to" | "hours_closed_to",
+    widthMs: number,
+  ): Promise<Array<{ tenant: string; from: number; to: number }>> {
+    const ranges: Array<{ tenant: string; from: number; to: number }> = [];
+    for (const row of await this.#rows(`SELECT tenant, ${column} AS mark FROM tenant_state`)) {
+      const tenant = String(row.tenant);
+      const watermark = await this.#watermark(tenant);
+      if (watermark === undefined) continue;
+      const to = Math.floor(watermark / widthMs) * widthMs;
+      const from = row.mark === null ? Number.MIN_SAFE_INTEGER : Number(row.mark);
+      if (to > from) ranges.push({ tenant, from, to });
+    }
+    return ranges;
+  }
+
+  /**
    * Merges the partial rows of every minute the watermark has closed since the last pass into
    * one row each (one transaction per tenant); returns the minutes merged. Reads merge partials
    * anyway: this keeps the table at one row per minute, not one per batch that brought a part.
@@ -589,15 +609,7 @@ export class RollupStore {
   compactMinutes(): Promise<number> {
     return this.#locked(async () => {
       let merged = 0;
-      const tenants = await this.#rows("SELECT tenant, minutes_compacted_to FROM tenant_state");
-      for (const row of tenants) {
-        const tenant = String(row.tenant);
-        const watermark = await this.#watermark(tenant);
-        if (watermark === undefined) continue;
-        const to = Math.floor(watermark / ONE_MINUTE_MS) * ONE_MINUTE_MS;
-        const from =
-          row.minutes_compacted_to === null ? Number.MIN_SAFE_INTEGER : Number(row.minutes_compacted_to);
-        if (to <= from) continue;
+      for (const { tenant, from, to } of await this.#newlyClosed("minutes_compacted_to", ONE_MINUTE_MS)) {
         await this.#connection.run("BEGIN TRANSACTION");
         try {
           // The minutes with partial rows first (a hash aggregate), then only their rows sorted
@@ -640,14 +652,7 @@ export class RollupStore {
   closeHours(): Promise<number> {
     return this.#locked(async () => {
       let written = 0;
-      const tenants = await this.#rows("SELECT tenant, hours_closed_to FROM tenant_state");
-      for (const row of tenants) {
-        const tenant = String(row.tenant);
-        const watermark = await this.#watermark(tenant);
-        if (watermark === undefined) continue;
-        const closeTo = Math.floor(watermark / ONE_HOUR_MS) * ONE_HOUR_MS;
-        const from = row.hours_closed_to === null ? Number.MIN_SAFE_INTEGER : Number(row.hours_closed_to);
-        if (closeTo <= from) continue;
+      for (const { tenant, from, to: closeTo } of await this.#newlyClosed("hours_closed_to", ONE_HOUR_MS)) {
         const hours = await this.#rows(
           `SELECT DISTINCT (t // ${ONE_HOUR_MS}) * ${ONE_HOUR_MS} AS hour FROM minute
            WHERE tenant = $1 AND t >= $2::BIGINT AND t < $3::BIGINT ORDER BY hour`,
