@@ -265,7 +265,10 @@ async function ingest(
   if ("warmedUp" in answer) {
     await side.stored(answer.acked);
     warm = { acked: answer.acked, cpuS: await quietCpu(side) };
-    benchLog(`${side.name}: warmed up — ${answer.acked} samples stored, CPU read once quiet`);
+    benchLog(
+      `${side.name}: warmed up — ${answer.acked} samples stored, CPU read once quiet ` +
+        `(at ${process.hrtime.bigint() / 1_000n} µs monotonic: where a profile's steady part starts)`,
+    );
     target.loader.send(JSON.stringify({ cmd: "resume" }));
     answer = JSON.parse(await target.loader.nextLine()) as SendResult | WarmedUp;
   }

@@ -445,8 +445,9 @@ export class RollupStore {
     // One row per series and per minute: a batch may carry one series (one minute) in several
     // messages, merged here — a minute spread over batches is a partial row per batch.
     const seriesRows = new Map<string, { tenant: string; key: string; name: string; labels: string }>();
-    // Per series (`tenant\0key`), its rows by window start: no string key per point.
-    const pointRows = new Map<string, Map<number, PointRow>>();
+    // Per tenant, per series key, its rows by window start: no string key per point, and none
+    // built per message — the key is the interned series' own string, its hash computed once.
+    const pointRows = new Map<string, Map<string, Map<number, PointRow>>>();
     const results = new Map<RollupMessage, ApplyResult>();
     for (const message of messages.toSorted((a, b) => a.seq - b.seq)) {
       if (message.seq <= position) {
@@ -462,6 +463,11 @@ export class RollupStore {
       const watermark = Math.max(partition.max - this.#options.latenessMs, tenantState.hoursClosedTo);
       let late = 0;
       let points = 0;
+      let tenantRows = pointRows.get(tenant);
+      if (tenantRows === undefined) {
+        tenantRows = new Map();
+        pointRows.set(tenant, tenantRows);
+      }
       const { series, offsets, timestamps, values } = message.batch;
       for (let i = 0; i < series.length; i++) {
         const from = offsets[i]!;
@@ -474,18 +480,18 @@ export class RollupStore {
         const rolled = rollupColumns(timestamps, values, from, to, ONE_MINUTE_MS, watermark);
         if (rolled.length === 0) continue;
         const { labels, key } = series[i]!;
-        const seriesId = `${tenant}\u0000${key}`;
-        if (!seriesRows.has(seriesId) && !this.#knownSeries.has(seriesId))
-          seriesRows.set(seriesId, {
-            tenant,
-            key,
-            name: metricNameOf(labels) ?? "",
-            labels: JSON.stringify(labels),
-          });
-        let rows = pointRows.get(seriesId);
+        let rows = tenantRows.get(key);
         if (rows === undefined) {
           rows = new Map();
-          pointRows.set(seriesId, rows);
+          tenantRows.set(key, rows);
+          const seriesId = `${tenant}\u0000${key}`;
+          if (!this.#knownSeries.has(seriesId))
+            seriesRows.set(seriesId, {
+              tenant,
+              key,
+              name: metricNameOf(labels) ?? "",
+              labels: JSON.stringify(labels),
+            });
         }
         for (const point of rolled) {
           const seen = rows.get(point.t);
@@ -502,11 +508,10 @@ export class RollupStore {
       tenantState.max = Math.max(tenantState.max, partition.max);
       results.set(message, { applied: true, points, late });
     }
-    if (pointRows.size > 0)
-      await this.#writeRows(
-        seriesRows.values(),
-        [...pointRows.values()].flatMap((rows) => [...rows.values()]),
-      );
+    const rows = [...pointRows.values()].flatMap((bySeries) =>
+      [...bySeries.values()].flatMap((byMinute) => [...byMinute.values()]),
+    );
+    if (rows.length > 0) await this.#writeRows(seriesRows.values(), rows);
     // Every moved partition in ONE upsert: DuckDB's ON CONFLICT costs ~8–10 ms of CPU per
     // statement whatever its rows (a 16-row VALUES ~7 ms), and a batch moves up to every partition.
     const moved = [...partitions.values()].filter((p) => p.max > p.before);
