@@ -166,7 +166,7 @@ async function sendOne(request: Request, command: SendCommand, tally: SendResult
 }
 
 /** The round after which a send stops for the warm-up mark, or undefined (none, or no round left after it). */
-export function warmUpRoundsOf(rounds: number, percent: number | undefined): number | undefined {
+function warmUpRoundsOf(rounds: number, percent: number | undefined): number | undefined {
   const warm = Math.floor((rounds * (percent ?? 0)) / 100);
   return warm >= 1 && warm < rounds ? warm : undefined;
 }

@@ -227,6 +227,19 @@ const limitOf = (maxPoints: number) => Math.min(Math.floor(maxPoints), Number.MA
 const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
 const dayName = (dayStart: number) => new Date(dayStart).toISOString().slice(0, 10);
 
+/** `work` in one transaction on `connection`: committed when it resolves, rolled back when it throws. */
+async function inTransaction<T>(connection: DuckDBConnection, work: () => Promise<T>): Promise<T> {
+  await connection.run("BEGIN TRANSACTION");
+  try {
+    const result = await work();
+    await connection.run("COMMIT");
+    return result;
+  } catch (error) {
+    await connection.run("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}
+
 /**
  * The upgrade from a 1 min table with a primary key (one row per minute, upserted): the same
  * rows in a table without it, in one transaction (DuckDB cannot drop a key in place).
@@ -237,16 +250,11 @@ async function dropMinuteKey(connection: DuckDBConnection): Promise<void> {
        AND table_name = 'minute' AND constraint_type = 'PRIMARY KEY'`,
   );
   if (keyed.currentRowCount === 0) return;
-  await connection.run("BEGIN TRANSACTION");
-  try {
-    await connection.run(`CREATE TABLE minute_unkeyed AS SELECT * FROM minute ORDER BY tenant, t;
+  await inTransaction(connection, () =>
+    connection.run(`CREATE TABLE minute_unkeyed AS SELECT * FROM minute ORDER BY tenant, t;
       DROP TABLE minute;
-      ALTER TABLE minute_unkeyed RENAME TO minute;`);
-    await connection.run("COMMIT");
-  } catch (error) {
-    await connection.run("ROLLBACK").catch(() => undefined);
-    throw error;
-  }
+      ALTER TABLE minute_unkeyed RENAME TO minute;`),
+  );
 }
 
 export class RollupStore {
@@ -370,22 +378,17 @@ export class RollupStore {
    */
   applyBatch(messages: readonly RollupMessage[], through = 0): Promise<ApplyResult[]> {
     return this.#locked(async () => {
-      await this.#connection.run("BEGIN TRANSACTION");
-      try {
-        const { results, position, newSeries } = await this.#applyBatch(messages, through);
-        await this.#connection.run("COMMIT");
-        this.#position = position;
-        if (this.#knownSeries.size + newSeries.length > MAX_KNOWN_SERIES) this.#knownSeries.clear();
-        for (const id of newSeries) this.#knownSeries.add(id);
-        for (const tenant of new Set(messages.map((m) => m.tenant)))
-          if (this.#coverage.has(tenant))
-            // Not known, rather than stale: the next `closedTo` reads it again.
-            await this.#refreshCoverage(tenant).catch(() => this.#coverage.delete(tenant));
-        return results;
-      } catch (error) {
-        await this.#connection.run("ROLLBACK").catch(() => undefined);
-        throw error;
-      }
+      const { results, position, newSeries } = await inTransaction(this.#connection, () =>
+        this.#applyBatch(messages, through),
+      );
+      this.#position = position;
+      if (this.#knownSeries.size + newSeries.length > MAX_KNOWN_SERIES) this.#knownSeries.clear();
+      for (const id of newSeries) this.#knownSeries.add(id);
+      for (const tenant of new Set(messages.map((m) => m.tenant)))
+        if (this.#coverage.has(tenant))
+          // Not known, rather than stale: the next `closedTo` reads it again.
+          await this.#refreshCoverage(tenant).catch(() => this.#coverage.delete(tenant));
+      return results;
     });
   }
 
@@ -615,8 +618,7 @@ export class RollupStore {
     return this.#locked(async () => {
       let merged = 0;
       for (const { tenant, from, to } of await this.#newlyClosed("minutes_compacted_to", ONE_MINUTE_MS)) {
-        await this.#connection.run("BEGIN TRANSACTION");
-        try {
+        merged += await inTransaction(this.#connection, async () => {
           // The minutes with partial rows first (a hash aggregate), then only their rows sorted
           // and merged: the window's sort over every row cost 2.7× the CPU (3 h of 1,000 series).
           const range = `tenant = ${sqlString(tenant)} AND t >= ${from} AND t < ${to}`;
@@ -636,12 +638,8 @@ export class RollupStore {
              UPDATE tenant_state SET minutes_compacted_to = $2::BIGINT WHERE tenant = $1;`,
             [tenant, to],
           );
-          await this.#connection.run("COMMIT");
-          merged += Number(counted[0]!.n);
-        } catch (error) {
-          await this.#connection.run("ROLLBACK").catch(() => undefined);
-          throw error;
-        }
+          return Number(counted[0]!.n);
+        });
       }
       return merged;
     });

@@ -216,7 +216,7 @@ export async function startRollupBuilder(options: RollupBuilderOptions): Promise
   });
   consumer.start();
   const closer = new BackgroundLoop({
-    name: "rollup hour closer",
+    name: "rollup closer (minutes merged, hours to Parquet)",
     round: async () => {
       await store.compactMinutes();
       await store.closeHours();
