@@ -1,5 +1,5 @@
 /**
- * The three sides of `casebook bench metrics`, each a running server the bench writes to with
+ * The sides of `casebook bench metrics`, each a running server the bench writes to with
  * remote-write and queries with Prometheus's HTTP API, with what its CPU is counted on and how
  * its bytes on disk are read:
  *
@@ -9,6 +9,9 @@
  *   trees. Disk: after the run the service is stopped and its TSDB opened here to compact the
  *   head into a block (what it does itself once the head spans 1.5 block ranges); bytes are the
  *   blocks' `chunks` + `index` files, no WAL.
+ * - **stream-floor** (bench/stream-floor.ts, ingest only): each body published as it arrived to a
+ *   nats-server of its own and read by three consumers that do nothing — the stream hop alone, the
+ *   most any design on this stream can reach. CPU: its process and its nats-server.
  * - **prometheus** (Debian's 2.42, `--web.enable-remote-write-receiver`): CPU of its process.
  *   Disk: a snapshot with the head (`POST /api/v1/admin/tsdb/snapshot`), which writes the head
  *   as a block beside hard links to the blocks it compacted itself: every block's `chunks/` and
@@ -36,7 +39,7 @@ import { spawnPrometheus } from "@casebook/lab/spawn-prometheus";
 import { spawnVictoriaMetrics } from "@casebook/lab/spawn-victoria-metrics";
 import { Tsdb } from "../src/store/tsdb.ts";
 
-export type SideName = "metrics" | "prometheus" | "victoria-metrics";
+export type SideName = "metrics" | "stream-floor" | "prometheus" | "victoria-metrics";
 
 export interface StorageReading {
   readonly bytes: number;
@@ -49,6 +52,8 @@ export interface BenchSide {
   readonly name: SideName;
   /** Which processes the CPU reading counts. */
   readonly counted: string;
+  /** Takes part in the ingest only: it answers no query and keeps nothing on disk (the floor). */
+  readonly ingestOnly?: boolean;
   readonly writeUrl: string;
   readonly writeHeaders: Record<string, string>;
   readonly queryUrl: string;
@@ -122,6 +127,27 @@ function exposition(text: string, metric: RegExp): number {
   return total;
 }
 
+/** CPU of a Node service and its nats-server: in all, and by process (the service by thread). */
+function serviceAndNatsCpu(
+  servicePid: number,
+  nats: { readonly pid: number | undefined },
+): Pick<BenchSide, "cpuSeconds" | "cpuParts"> {
+  return {
+    cpuSeconds: () => {
+      const pid = nats.pid;
+      return pid === undefined ? undefined : treeCpuSeconds([servicePid, pid]);
+    },
+    cpuParts: () => {
+      const parts = new Map<string, number>();
+      const natsPid = nats.pid;
+      if (natsPid !== undefined) parts.set("nats-server", treeCpuSeconds([natsPid]) ?? 0);
+      for (const [thread, seconds] of threadCpuSeconds(servicePid) ?? [])
+        parts.set(`service/${thread}`, seconds);
+      return parts;
+    },
+  };
+}
+
 /** Ours: a private nats-server, then the service with the stream on it and a tenant for the bench. */
 export async function startOurs(options: { tmpDir: string; nodeOptions?: string }): Promise<BenchSide> {
   const nats = await spawnNats({ maxFileStoreBytes: 2 * 1024 ** 3, install: false });
@@ -173,18 +199,7 @@ export async function startOurs(options: { tmpDir: string; nodeOptions?: string 
     queryUrl: service.url,
     queryHeaders: auth,
     queryParams: {},
-    cpuSeconds: () => {
-      const pid = nats.pid;
-      return pid === undefined ? undefined : treeCpuSeconds([service.pid, pid]);
-    },
-    cpuParts: () => {
-      const parts = new Map<string, number>();
-      const natsPid = nats.pid;
-      if (natsPid !== undefined) parts.set("nats-server", treeCpuSeconds([natsPid]) ?? 0);
-      for (const [thread, seconds] of threadCpuSeconds(service.pid) ?? [])
-        parts.set(`service/${thread}`, seconds);
-      return parts;
-    },
+    ...serviceAndNatsCpu(service.pid, nats),
     stored: (samples) =>
       reach(
         "metrics: the hot writer storing every acknowledged sample",
@@ -219,6 +234,50 @@ export async function startOurs(options: { tmpDir: string; nodeOptions?: string 
     close: async () => {
       closed = true;
       await service.stop();
+      await nats.stop();
+    },
+  };
+}
+
+/**
+ * The floor (bench/stream-floor.ts): remote-write bodies published to a private nats-server as
+ * they arrive, read and acked by three consumers, nothing decoded — the stream hop alone.
+ */
+export async function startStreamFloor(): Promise<BenchSide> {
+  const nats = await spawnNats({ maxFileStoreBytes: 2 * 1024 ** 3, install: false });
+  let floor: Awaited<ReturnType<typeof startServerProcess>>;
+  try {
+    floor = await startServerProcess({
+      name: "stream-floor",
+      entry: new URL("./stream-floor.ts", import.meta.url),
+      env: { NATS_URL: nats.url },
+    });
+  } catch (error) {
+    await nats.stop();
+    throw error;
+  }
+  const unread = async () => {
+    const text = await (await fetch(`${floor.url}/metrics`)).text();
+    const published = exposition(text, /^floor_published_messages /);
+    const lines = text.split("\n").filter((l) => l.startsWith("floor_consumed_messages"));
+    return published - Math.min(...lines.map((l) => Number(l.slice(l.lastIndexOf(" ") + 1))));
+  };
+  return {
+    name: "stream-floor",
+    counted: "the floor's process (publish, three consumers) + nats-server",
+    ingestOnly: true,
+    writeUrl: `${floor.url}/api/v1/write`,
+    writeHeaders: REMOTE_WRITE_HEADERS,
+    queryUrl: floor.url,
+    queryHeaders: {},
+    queryParams: {},
+    ...serviceAndNatsCpu(floor.pid, nats),
+    // Its consumers count messages, not samples: stored once every consumer read every message.
+    stored: () =>
+      reach("stream-floor: every consumer reading every message", async () => -(await unread()), 0),
+    storage: () => Promise.reject(new Error("stream-floor keeps nothing: it takes part in the ingest only")),
+    close: async () => {
+      await floor.stop();
       await nats.stop();
     },
   };

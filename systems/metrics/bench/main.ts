@@ -29,6 +29,7 @@ import {
   type StorageReading,
   startOurs,
   startPrometheus,
+  startStreamFloor,
   startVictoriaMetrics,
 } from "./bench-sides.ts";
 import { askPanel, dashboard, type Panel } from "./dashboard.ts";
@@ -37,10 +38,12 @@ import type { Generated, SendCommand, SendResult, WarmedUp } from "./remote-writ
 
 const SYSTEM = "metrics";
 const loaderEntry = new URL("./remote-write-loader.ts", import.meta.url);
-const SIDES: readonly SideName[] = ["metrics", "prometheus", "victoria-metrics"];
+const SIDES: readonly SideName[] = ["metrics", "stream-floor", "prometheus", "victoria-metrics"];
 const SCENARIOS = ["ingest", "storage", "query"] as const;
 type Scenario = (typeof SCENARIOS)[number];
+/** The Debian package each side needs beyond Node (ours installs nats-server in .ci/engines.sh). */
 const PROGRAMS: Readonly<Record<Exclude<SideName, "metrics">, string>> = {
+  "stream-floor": "nats-server",
   prometheus: "prometheus",
   "victoria-metrics": "victoria-metrics",
 };
@@ -133,6 +136,10 @@ Scenarios (all in one run; --scenarios picks some)
             stored everything and gone quiet — ours: the service process (ingest, hot writer,
             rollup builder with DuckDB, alert evaluator) + its nats-server; Prometheus's process
             (--web.enable-remote-write-receiver); VictoriaMetrics's process. Wall samples/s too.
+            Beside them the floor of any design with the issue's stream hop (bench/stream-floor.ts,
+            ingest only): each request's body published as it arrived, as one message, to its
+            own nats-server, and read and acked by three consumers, nothing decoded — the floor
+            process + its nats-server.
             And steady, after a warm-up: the sender stops after the first --warm-up-percent of
             the rounds until the side has stored them and gone quiet, and the samples after
             that count over the CPU-seconds after it — a server's cost per sample once running,
@@ -200,8 +207,11 @@ async function ask<T>(loader: SpawnedChild, command: Record<string, unknown>): P
 
 async function startSides(target: Target, args: BenchArgs): Promise<void> {
   for (const name of args.sides) {
+    if (name === "stream-floor" && !args.scenarios.includes("ingest")) continue; // it only ingests
     if (name !== "metrics" && findExecutable(PROGRAMS[name]) === undefined) {
-      benchLog(`${name}: not installed (apt-get install -y ${name}); its side is skipped`);
+      benchLog(
+        `${name}: ${PROGRAMS[name]} not installed (apt-get install -y ${PROGRAMS[name]}); its side is skipped`,
+      );
       continue;
     }
     benchLog(`starting ${name}`);
@@ -209,9 +219,11 @@ async function startSides(target: Target, args: BenchArgs): Promise<void> {
     const side =
       name === "metrics"
         ? await startOurs({ tmpDir: target.tmpDir, ...(nodeOptions ? { nodeOptions } : {}) })
-        : name === "prometheus"
-          ? await startPrometheus()
-          : await startVictoriaMetrics();
+        : name === "stream-floor"
+          ? await startStreamFloor()
+          : name === "prometheus"
+            ? await startPrometheus()
+            : await startVictoriaMetrics();
     target.sides.push(side);
   }
 }
@@ -451,6 +463,7 @@ function buildRows(
         ),
       );
   }
+  rows.push(...floorRows(args, generated, ingests, peers));
   const ourDisk = disk.get("metrics");
   for (const peer of peers.length > 0 ? peers : [undefined]) {
     const theirs = peer ? disk.get(peer) : undefined;
@@ -491,6 +504,54 @@ function buildRows(
   return rows;
 }
 
+/** Where `ingests` has a side, its samples per CPU-second: steady (after the warm-up) and the whole run. */
+function samplesPerCpu(result: IngestResult | undefined): { steady?: number; whole?: number } {
+  if (result === undefined) return {};
+  return {
+    ...(result.steady && result.steady.cpuS > 0 ? { steady: result.steady.acked / result.steady.cpuS } : {}),
+    ...(result.cpuS ? { whole: result.sent.acked / result.cpuS } : {}),
+  };
+}
+
+const FLOOR_SCENARIO =
+  "ingest, the floor: the stream hop alone (bodies as they arrive, three consumers, nothing decoded)";
+
+/** The floor's samples per CPU-second beside each peer's, and ours beside the floor's. */
+function floorRows(
+  args: BenchArgs,
+  generated: Generated,
+  ingests: Map<SideName, IngestResult>,
+  peers: readonly SideName[],
+): BenchResult[] {
+  const floor = samplesPerCpu(ingests.get("stream-floor"));
+  if (floor.steady === undefined && floor.whole === undefined) return [];
+  const rows: BenchResult[] = [];
+  const scenario = `${FLOOR_SCENARIO}: ${describeWorkload(args, generated)}`;
+  const steadyMetric = `samples per CPU-second, steady (after the first ${args.warmUpPercent}% of rounds)`;
+  const pairs: Array<[string, { steady?: number; whole?: number }, { steady?: number; whole?: number }]> = [
+    ...peers.map(
+      (peer) => [peer, floor, samplesPerCpu(ingests.get(peer))] as [string, typeof floor, typeof floor],
+    ),
+    ["ours (metrics) against the floor", samplesPerCpu(ingests.get("metrics")), floor],
+  ];
+  for (const [peer, mine, theirs] of pairs) {
+    if (theirs.steady === undefined && theirs.whole === undefined) continue;
+    const row = scenarioRows({ system: SYSTEM, scenario, peer, tidy: true });
+    for (const [metric, value, peerValue] of [
+      [steadyMetric, mine.steady, theirs.steady],
+      ["samples per CPU-second", mine.whole, theirs.whole],
+    ] as const)
+      if (value !== undefined)
+        rows.push(
+          row.value(metric, "samples/CPU-s", value, {
+            direction: "higher-is-better",
+            ...(peerValue !== undefined ? { peer: peerValue } : {}),
+          }),
+        );
+  }
+  return rows;
+}
+
 function goalLines(rows: readonly BenchResult[]): string[] {
   const lines: string[] = [];
   const bytes = findRow(rows, { metric: "bytes per sample", peer: "prometheus" });
@@ -516,6 +577,14 @@ function goalLines(rows: readonly BenchResult[]): string[] {
           : `${judged.ratio.toFixed(2)}×`,
         judged.ratio >= 0.5,
       ),
+    );
+  const floor = rows.filter((r) => r.scenario.startsWith(FLOOR_SCENARIO) && r.peer === "victoria-metrics");
+  const floorSteady = floor.find((r) => r.metric.startsWith("samples per CPU-second, steady"));
+  const floorWhole = floor.find((r) => r.metric === "samples per CPU-second");
+  if (floorSteady?.ratio !== undefined || floorWhole?.ratio !== undefined)
+    lines.push(
+      `  the stream hop alone (the floor: no decoding, no storage) reaches steady ${floorSteady?.ratio?.toFixed(2) ?? "?"}× ` +
+        `(the whole run: ${floorWhole?.ratio?.toFixed(2) ?? "?"}×) — the most any design on this stream can reach here`,
     );
   const latencies = rows.filter(
     (r) => r.metric.startsWith("latency") && r.peer === "prometheus" && r.ratio !== undefined,
@@ -560,8 +629,9 @@ async function run(target: Target, args: BenchArgs, json: boolean): Promise<void
     else await load(side, target, args);
   }
   const panels = args.scenarios.includes("query") ? dashboard(endMs, scrapes * intervalMs) : [];
-  const timings = panels.length > 0 ? await queryDashboard(target.sides, panels, args.queryRuns) : [];
-  const disk = args.scenarios.includes("storage") ? await storage(target.sides) : new Map();
+  const stores = target.sides.filter((s) => !s.ingestOnly);
+  const timings = panels.length > 0 ? await queryDashboard(stores, panels, args.queryRuns) : [];
+  const disk = args.scenarios.includes("storage") ? await storage(stores) : new Map();
   const rows = buildRows(args, generated, ingests, disk, panels, timings);
   const loadAfter = loadAverage();
   if (json) {

@@ -1,7 +1,7 @@
 /**
  * The benchmark runs end to end, tiny: bench/main.ts as a child process (as `casebook bench
- * metrics` runs it) — the load-generator process, our service on a private nats-server, and
- * whichever peers are installed (Prometheus in CI; VictoriaMetrics where `victoria-metrics` is,
+ * metrics` runs it) — the load-generator process, our service on a private nats-server, the
+ * floor (the stream hop alone, on a nats-server of its own), and whichever peers are installed (Prometheus in CI; VictoriaMetrics where `victoria-metrics` is,
  * its rows absent otherwise) — JSON lines out. This checks the output's shape and that every
  * sample and query went through, never speed (speed lives in the bench itself).
  */
@@ -36,6 +36,7 @@ describe("bench/main.ts", () => {
       "storage",
       "query",
       "samples per CPU-second",
+      "the floor of any design with the issue's stream hop",
       "Goals",
       "--hosts",
       "--hours",
@@ -69,14 +70,15 @@ describe("bench/main.ts", () => {
     const rows = parseBenchRows(run.stdout);
     assert.ok(rows.every((row) => row.system === "metrics"));
     const peers = ["prometheus", "victoria-metrics"].filter((p) => findExecutable(p) !== undefined);
-    const ingest = rows.filter((r) => r.metric === "samples per CPU-second");
+    const ours = rows.filter((r) => r.scenario.startsWith("ingest: "));
+    const ingest = ours.filter((r) => r.metric === "samples per CPU-second");
     assert.ok(ingest.length > 0 && ingest.every((r) => r.value > 0), "ours used CPU for the samples");
     assert.deepEqual(
       ingest.map((r) => r.peer).sort(),
       [...peers].sort(),
       "one ingest row per installed peer",
     );
-    const steady = rows.filter((r) =>
+    const steady = ours.filter((r) =>
       r.metric.startsWith("samples per CPU-second, steady (after the first 20%"),
     );
     assert.deepEqual(
@@ -85,6 +87,16 @@ describe("bench/main.ts", () => {
       "a steady row too, after the warm-up (the sender stopped until the side was quiet)",
     );
     assert.ok(steady.every((r) => r.value > 0 && (r.peer_value ?? 1) > 0));
+    const floor = rows.filter((r) => r.scenario.startsWith("ingest, the floor: the stream hop alone"));
+    assert.deepEqual(
+      [...new Set(floor.map((r) => r.peer))].sort(),
+      [...peers, "ours (metrics) against the floor"].sort(),
+      "the floor beside each installed peer, and ours beside the floor",
+    );
+    assert.ok(
+      floor.every((r) => r.value > 0 && (r.peer_value ?? 1) > 0),
+      "the floor measured, beside each",
+    );
     assert.ok(
       rows
         .filter((r) => r.metric === "failed requests")
