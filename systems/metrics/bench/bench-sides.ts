@@ -10,8 +10,8 @@
  *   head into a block (what it does itself once the head spans 1.5 block ranges); bytes are the
  *   blocks' `chunks` + `index` files, no WAL.
  * - **stream-floor** (bench/stream-floor.ts, ingest only): each body published as it arrived to a
- *   nats-server of its own and read by three consumers that do nothing — the stream hop alone, the
- *   most any design on this stream can reach. CPU: its process and its nats-server.
+ *   nats-server of its own and read by three consumers that do nothing — the stream hop alone, a
+ *   ceiling for designs on this stream. CPU: its process and its nats-server.
  * - **prometheus** (Debian's 2.42, `--web.enable-remote-write-receiver`): CPU of its process.
  *   Disk: a snapshot with the head (`POST /api/v1/admin/tsdb/snapshot`), which writes the head
  *   as a block beside hard links to the blocks it compacted itself: every block's `chunks/` and

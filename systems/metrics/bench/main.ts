@@ -409,9 +409,8 @@ function buildRows(
   const peers = (["victoria-metrics", "prometheus"] as const).filter((p) => ingests.has(p) || disk.has(p));
   const workload = describeWorkload(args, generated);
   const ours = ingests.get("metrics");
-  const perCpu = (r: IngestResult | undefined) => (r?.cpuS ? r.sent.acked / r.cpuS : undefined);
-  const steadyPerCpu = (r: IngestResult | undefined) =>
-    r?.steady && r.steady.cpuS > 0 ? r.steady.acked / r.steady.cpuS : undefined;
+  const perCpu = (r: IngestResult | undefined) => samplesPerCpu(r).whole;
+  const steadyPerCpu = (r: IngestResult | undefined) => samplesPerCpu(r).steady;
   const perWall = (r: IngestResult | undefined) => (r ? r.sent.acked / (r.sent.wallMs / 1000) : undefined);
   for (const peer of peers.length > 0 ? peers : [undefined]) {
     const row = scenarioRows({
@@ -504,8 +503,13 @@ function buildRows(
   return rows;
 }
 
-/** Where `ingests` has a side, its samples per CPU-second: steady (after the warm-up) and the whole run. */
-function samplesPerCpu(result: IngestResult | undefined): { steady?: number; whole?: number } {
+/** Samples per CPU-second: steady (after the warm-up) and over the whole run, where measured. */
+interface PerCpu {
+  readonly steady?: number;
+  readonly whole?: number;
+}
+
+function samplesPerCpu(result: IngestResult | undefined): PerCpu {
   if (result === undefined) return {};
   return {
     ...(result.steady && result.steady.cpuS > 0 ? { steady: result.steady.acked / result.steady.cpuS } : {}),
@@ -528,11 +532,10 @@ function floorRows(
   const rows: BenchResult[] = [];
   const scenario = `${FLOOR_SCENARIO}: ${describeWorkload(args, generated)}`;
   const steadyMetric = `samples per CPU-second, steady (after the first ${args.warmUpPercent}% of rounds)`;
-  const pairs: Array<[string, { steady?: number; whole?: number }, { steady?: number; whole?: number }]> = [
-    ...peers.map(
-      (peer) => [peer, floor, samplesPerCpu(ingests.get(peer))] as [string, typeof floor, typeof floor],
-    ),
-    ["ours (metrics) against the floor", samplesPerCpu(ingests.get("metrics")), floor],
+  // [the row's peer, the row's value, the peer's]: the floor beside each peer, then ours beside the floor.
+  const pairs: Array<readonly [string, PerCpu, PerCpu]> = [
+    ...peers.map((peer) => [peer, floor, samplesPerCpu(ingests.get(peer))] as const),
+    ["ours (metrics) against the floor", samplesPerCpu(ingests.get("metrics")), floor] as const,
   ];
   for (const [peer, mine, theirs] of pairs) {
     if (theirs.steady === undefined && theirs.whole === undefined) continue;
@@ -584,7 +587,7 @@ function goalLines(rows: readonly BenchResult[]): string[] {
   if (floorSteady?.ratio !== undefined || floorWhole?.ratio !== undefined)
     lines.push(
       `  the stream hop alone (the floor: no decoding, no storage) reaches steady ${floorSteady?.ratio?.toFixed(2) ?? "?"}× ` +
-        `(the whole run: ${floorWhole?.ratio?.toFixed(2) ?? "?"}×) — the most any design on this stream can reach here`,
+        `(the whole run: ${floorWhole?.ratio?.toFixed(2) ?? "?"}×): a ceiling for designs on this stream, here`,
     );
   const latencies = rows.filter(
     (r) => r.metric.startsWith("latency") && r.peer === "prometheus" && r.ratio !== undefined,

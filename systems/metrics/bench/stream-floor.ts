@@ -6,8 +6,9 @@
  * (hot writer, rollup builder, alert evaluator) — fetch every message and ack it (two in batches,
  * one with no acks, as ours). No decoding, no validation, no partitions, no dedup id, no
  * storage. Whatever a design on this stream does with the samples comes on top of what this
- * costs, so its samples per CPU-second (this process + its nats-server) bound every such design
- * on this machine from above. Its own process, started by the bench (PORT, HOST, NATS_URL;
+ * costs, so its samples per CPU-second (this process + its nats-server) are a ceiling for such
+ * designs on this machine (one that kept less on the stream, or read it fewer times, could pass
+ * it: not what the issue asks for). Its own process, started by the bench (PORT, HOST, NATS_URL;
  * `/readyz` for the readiness poll); `/metrics` says what was published and what each consumer
  * has read.
  *
