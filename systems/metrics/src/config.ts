@@ -63,10 +63,10 @@ export const configSchema = {
   }),
   partitions: field.int({
     env: "METRICS_PARTITIONS",
-    default: 16,
     min: 1,
     max: 1_024,
-    description: "MT-06: partitions the ingest hashes series into (each series always to the same one)",
+    description:
+      "MT-06: partitions the ingest hashes series into (each series always to the same one); unset = the stream's own count (kept with it), or 4 for a new stream; a count other than the stream's is refused (src/store/stream-layout.ts)",
   }),
   ingestPath: field.enum(["stream", "direct"], {
     env: "METRICS_INGEST_PATH",

@@ -54,6 +54,7 @@ import { RollupStore } from "./store/rollup-store.ts";
 import { loadRuleFiles } from "./store/rule-files.ts";
 import { SampleIngest } from "./store/sample-ingest.ts";
 import { SampleStream } from "./store/sample-stream.ts";
+import { DEFAULT_PARTITIONS, streamPartitions } from "./store/stream-layout.ts";
 import { TenantCache } from "./store/tenant-cache.ts";
 import { TenantRepository } from "./store/tenant-repository.ts";
 import { TenantTsdbs } from "./store/tenant-tsdbs.ts";
@@ -158,13 +159,16 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
       let stream: SampleStream | undefined;
       let streamClient: Awaited<ReturnType<typeof openStream>> | undefined;
       let rollups: RollupStore | undefined;
+      // MT-06: the stream's own count when there is a stream (kept with it: stream-layout.ts).
+      let partitions = config.partitions ?? DEFAULT_PARTITIONS;
       if (config.ingestPath === "stream") {
         // MT-07: ingest → stream → hot writer (and the alert evaluator); close hooks run last-added first.
         const client = await openStream({ system: SYSTEM, url: config.natsUrl, env });
         streamClient = client;
         service.onClose(() => client.close());
+        partitions = await streamPartitions(client, { configured: config.partitions });
         stream = new SampleStream(client, {
-          partitions: config.partitions,
+          partitions,
           retentionMs: config.streamRetentionMs,
           maxBytes: config.streamMaxBytes,
         });
@@ -223,7 +227,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
           client: streamClient,
           tsdbs,
           tenantOf: (id) => tenantCache.find(id),
-          partitions: config.partitions,
+          partitions,
           ackWaitMs: config.hotWriterAckWaitMs,
           onApplied: ({ tenant, samples, refusedSamples, storedAtMs }) => {
             metrics.ingestedSamples.inc({ tenant }, samples);
@@ -299,7 +303,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         },
         settings: {
           standardLabels,
-          partitions: config.partitions,
+          partitions,
           stream,
           tiers: {
             rollups,
@@ -347,7 +351,7 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
                 tsdbs,
                 metrics,
                 standardLabels,
-                partitions: config.partitions,
+                partitions,
                 stream,
               }),
               clock: systemClock,

@@ -1,7 +1,7 @@
 /**
  * The tenants the stream's consumers look up, read from the database at most once per
  * `ttlMs` each. The hot writer needs a message's tenant (its ceilings, MT-16) for every
- * message — 16 per remote-write request at the default 16 partitions — and a query per message
+ * message — one per partition per remote-write request (16 when this was written) — and a query per message
  * was the bench's largest CPU cost (PGlite's protocol round trip, ~29% of the service's CPU on
  * small batches). A ceiling changed in the database applies within `ttlMs`; a tenant not
  * found is not remembered, so a tenant created a moment ago is seen at its first message.
