@@ -6,7 +6,7 @@
  * table (keyed, one row per minute) and a 1 h Parquet day file written before the fields
  * existed (the previous schema, made here by hand) still read, their windows without the
  * fields, while new windows get them and a day file rewritten as a later hour closes keeps its
- * old hours.
+ * old hours. And a batch of more rows than one appended data chunk holds, stored whole.
  */
 import assert from "node:assert/strict";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
@@ -260,4 +260,32 @@ test("MT-10 MT-11 a 1 min row the tenant's state does not account for (written b
   assert.equal(points[2]!.sum, 2 * whole[2]!.sum);
   assert.equal(points[2]!.counter, undefined, "the stray row had no counter fields: the merge has none");
   assert.equal(await store.appliedSeq(), 2);
+});
+
+test("MT-10 a batch of more 1 min rows than one appended data chunk holds (2,048): every minute of every series stored, each the rollup of its raw samples", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "casebook-rollup-chunks-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const store = await RollupStore.open({ dir, latenessMs: ONE_HOUR_MS });
+  // 5 series × 9 h of a sample a minute, counters with a reset: 2,700 rows in one batch of 5
+  // messages, each series on a partition of its own (a partition's watermark is its own).
+  const hosts = ["a", "b", "c", "d", "e"];
+  const minutes = 540;
+  const series = hosts.map((host, h) => ({
+    labels: labelsFromRecord({ __name__: "requests_total", host }),
+    samples: Array.from({ length: minutes }, (_, i) => ({
+      t: T0 + i * ONE_MINUTE_MS + 7_000,
+      v: i === 300 + h ? 1 : 10 * i + h,
+    })),
+  }));
+  await store.applyBatch(
+    series.map((s, i) => rollupMessageOf({ seq: i + 1, tenant: "acme", partition: i, series: [s] })),
+  );
+  const read = await store.select("acme", "1m", matchers, T0, T0 + 10 * ONE_HOUR_MS);
+  assert.equal(read.length, hosts.length);
+  for (const s of series) {
+    const found = read.find((r) => seriesKey(r.labels) === seriesKey(s.labels));
+    assert.deepEqual(found?.points, rollupPoints(s.samples, ONE_MINUTE_MS), `host ${s.labels}`);
+  }
+  await store.close();
+  assert.equal(await minuteRows(dir), hosts.length * minutes, "one row per series and minute");
 });
