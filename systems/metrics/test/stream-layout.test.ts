@@ -18,6 +18,7 @@ import { errors } from "../src/errors.ts";
 import { SampleStream } from "../src/store/sample-stream.ts";
 import {
   DEFAULT_PARTITIONS,
+  LAYOUT_STREAM,
   LAYOUT_SUBJECT,
   streamPartitions,
   UNRECORDED_PARTITIONS,
@@ -73,6 +74,28 @@ describe("the stream's partition count (in-process log)", () => {
     await client.publish(LAYOUT_SUBJECT, JSON.stringify({ partitions: 9 }), { msgId: "a late start" });
     assert.equal(await streamPartitions(client, { configured: undefined }), 2);
     await refused(client, 9, 2);
+  });
+
+  test("MT-06 a layout message that is not one (hand-written) stops the start with a clear error, not a crash", async () => {
+    const client = new InProcessStreamServer().connect();
+    await client.ensureStream({
+      name: LAYOUT_STREAM,
+      subjects: [LAYOUT_SUBJECT],
+      // As stream-layout.ts makes it (another storage would be refused as another stream).
+      storage: "file",
+      maxMessages: 1_000,
+      maxBytes: 1024 * 1024,
+      maxAgeMs: 10 * 365 * 86_400_000,
+      maxMessageBytes: 1_024,
+      duplicateWindowMs: 120_000,
+      discard: "new",
+    });
+    await client.publish(LAYOUT_SUBJECT, "sixteen");
+    await assert.rejects(streamPartitions(client, { configured: undefined }), (error: unknown) => {
+      assert.ok(errors.is(error, "METRICS_CONFIG_INVALID"), String(error));
+      assert.match(error.message, /METRICS_LAYOUT.*not one: "sixteen"/);
+      return true;
+    });
   });
 
   test("MT-06 concurrent first starts with different settings agree on the first count stored", async () => {

@@ -46,6 +46,15 @@ function isLayout(value: unknown): value is Layout {
   return typeof partitions === "number" && Number.isSafeInteger(partitions) && partitions >= 1;
 }
 
+/** The message as JSON, or its text when it is not JSON (then named in the refusal). */
+function parsedOrText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
 async function holdsMessages(client: StreamClient, stream: string): Promise<boolean> {
   try {
     return (await client.streamState(stream)).messages > 0;
@@ -80,7 +89,7 @@ export async function streamPartitions(
     });
   }
   const first = await client.getMessage(LAYOUT_STREAM, (await client.streamState(LAYOUT_STREAM)).firstSeq);
-  const layout: unknown = first === undefined ? undefined : JSON.parse(new TextDecoder().decode(first.data));
+  const layout = first === undefined ? undefined : parsedOrText(new TextDecoder().decode(first.data));
   if (!isLayout(layout))
     throw errors.create("METRICS_CONFIG_INVALID", {
       detail: `The stream's layout (${LAYOUT_STREAM}, its first message) is not one: ${JSON.stringify(layout)}.`,
