@@ -19,6 +19,7 @@ import { SampleStream } from "../src/store/sample-stream.ts";
 import {
   DEFAULT_PARTITIONS,
   LAYOUT_STREAM,
+  LAYOUT_STREAM_CONFIG,
   LAYOUT_SUBJECT,
   streamPartitions,
   UNRECORDED_PARTITIONS,
@@ -78,24 +79,21 @@ describe("the stream's partition count (in-process log)", () => {
 
   test("MT-06 a layout message that is not one (hand-written) stops the start with a clear error, not a crash", async () => {
     const client = new InProcessStreamServer().connect();
-    await client.ensureStream({
-      name: LAYOUT_STREAM,
-      subjects: [LAYOUT_SUBJECT],
-      // As stream-layout.ts makes it (another storage would be refused as another stream).
-      storage: "file",
-      maxMessages: 1_000,
-      maxBytes: 1024 * 1024,
-      maxAgeMs: 10 * 365 * 86_400_000,
-      maxMessageBytes: 1_024,
-      duplicateWindowMs: 120_000,
-      discard: "new",
-    });
+    await client.ensureStream({ ...LAYOUT_STREAM_CONFIG });
     await client.publish(LAYOUT_SUBJECT, "sixteen");
     await assert.rejects(streamPartitions(client, { configured: undefined }), (error: unknown) => {
       assert.ok(errors.is(error, "METRICS_CONFIG_INVALID"), String(error));
       assert.match(error.message, /METRICS_LAYOUT.*not one: "sixteen"/);
       return true;
     });
+    // Nor a count past METRICS_PARTITIONS's bound (a consumer per partition).
+    await client.deleteStream(LAYOUT_STREAM);
+    await client.ensureStream({ ...LAYOUT_STREAM_CONFIG });
+    await client.publish(LAYOUT_SUBJECT, JSON.stringify({ partitions: 1_000_000 }));
+    await assert.rejects(
+      streamPartitions(client, { configured: undefined }),
+      /not one: \{"partitions":1000000\}/,
+    );
   });
 
   test("MT-06 concurrent first starts with different settings agree on the first count stored", async () => {

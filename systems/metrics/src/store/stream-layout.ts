@@ -20,7 +20,7 @@
  * const partitions = await streamPartitions(client, { configured: config.partitions });
  * const samples = new SampleStream(client, { partitions, retentionMs });
  */
-import type { StreamClient } from "@casebook/infra/stream/stream";
+import type { StreamClient, StreamConfig } from "@casebook/infra/stream/stream";
 import { streamErrors } from "@casebook/infra/stream/stream-errors";
 import { errors } from "../errors.ts";
 import { SAMPLE_STREAM } from "./sample-stream.ts";
@@ -35,7 +35,18 @@ export const LAYOUT_SUBJECT = "metrics.layout";
 export const DEFAULT_PARTITIONS = 4;
 /** What the stream had before its layout was kept: the default of every earlier version. */
 export const UNRECORDED_PARTITIONS = 16;
-const TEN_YEARS_MS = 10 * 365 * 86_400_000;
+/** The layout's own stream: a message or so, kept ten years. */
+export const LAYOUT_STREAM_CONFIG: Readonly<StreamConfig> = {
+  name: LAYOUT_STREAM,
+  subjects: [LAYOUT_SUBJECT],
+  storage: "file",
+  maxMessages: 1_000,
+  maxBytes: 1024 * 1024,
+  maxAgeMs: 10 * 365 * 86_400_000,
+  maxMessageBytes: 1_024,
+  duplicateWindowMs: 120_000,
+  discard: "new",
+};
 
 interface Layout {
   readonly partitions: number;
@@ -43,7 +54,13 @@ interface Layout {
 
 function isLayout(value: unknown): value is Layout {
   const partitions = (value as { partitions?: unknown } | null)?.partitions;
-  return typeof partitions === "number" && Number.isSafeInteger(partitions) && partitions >= 1;
+  // METRICS_PARTITIONS's bounds: a hand-written layout must not ask for a million consumers.
+  return (
+    typeof partitions === "number" &&
+    Number.isSafeInteger(partitions) &&
+    partitions >= 1 &&
+    partitions <= 1_024
+  );
 }
 
 /** The message as JSON, or its text when it is not JSON (then named in the refusal). */
@@ -69,17 +86,7 @@ export async function streamPartitions(
   client: StreamClient,
   options: { readonly configured: number | undefined },
 ): Promise<number> {
-  const state = await client.ensureStream({
-    name: LAYOUT_STREAM,
-    subjects: [LAYOUT_SUBJECT],
-    storage: "file",
-    maxMessages: 1_000,
-    maxBytes: 1024 * 1024,
-    maxAgeMs: TEN_YEARS_MS,
-    maxMessageBytes: 1_024,
-    duplicateWindowMs: 120_000,
-    discard: "new",
-  });
+  const state = await client.ensureStream({ ...LAYOUT_STREAM_CONFIG });
   if (state.messages === 0) {
     const partitions =
       options.configured ??
