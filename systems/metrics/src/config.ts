@@ -15,6 +15,7 @@ import { ConfigError, type ConfigOf, field, loadConfig } from "@casebook/kit/con
 import { webhooksConfigProblems } from "@casebook/webhooks/client";
 import packageJson from "../package.json" with { type: "json" };
 import { parseScrapeTargets, ScrapeTargetError } from "./domain/scrape-target.ts";
+import { MAX_PARTITIONS } from "./domain/series-partition.ts";
 import { errors } from "./errors.ts";
 
 export const BOOTSTRAP_OFF = "off";
@@ -64,7 +65,7 @@ export const configSchema = {
   partitions: field.int({
     env: "METRICS_PARTITIONS",
     min: 1,
-    max: 1_024,
+    max: MAX_PARTITIONS,
     description:
       "MT-06: partitions the ingest hashes series into (each series always to the same one); unset = the stream's own count (kept with it), or 4 for a new stream; a count other than the stream's is refused (src/store/stream-layout.ts)",
   }),

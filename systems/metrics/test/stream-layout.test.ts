@@ -79,7 +79,7 @@ describe("the stream's partition count (in-process log)", () => {
 
   test("MT-06 a layout message that is not one (hand-written) stops the start with a clear error, not a crash", async () => {
     const client = new InProcessStreamServer().connect();
-    await client.ensureStream({ ...LAYOUT_STREAM_CONFIG });
+    await client.ensureStream(LAYOUT_STREAM_CONFIG);
     await client.publish(LAYOUT_SUBJECT, "sixteen");
     await assert.rejects(streamPartitions(client, { configured: undefined }), (error: unknown) => {
       assert.ok(errors.is(error, "METRICS_CONFIG_INVALID"), String(error));
@@ -88,7 +88,7 @@ describe("the stream's partition count (in-process log)", () => {
     });
     // Nor a count past METRICS_PARTITIONS's bound (a consumer per partition).
     await client.deleteStream(LAYOUT_STREAM);
-    await client.ensureStream({ ...LAYOUT_STREAM_CONFIG });
+    await client.ensureStream(LAYOUT_STREAM_CONFIG);
     await client.publish(LAYOUT_SUBJECT, JSON.stringify({ partitions: 1_000_000 }));
     await assert.rejects(
       streamPartitions(client, { configured: undefined }),

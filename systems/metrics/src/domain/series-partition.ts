@@ -15,6 +15,9 @@ import { encodeLabelBlock } from "./stream-batch.ts";
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
+/** The most partitions a stream may have: each is a consumer of the hot writer's. */
+export const MAX_PARTITIONS = 1_024;
+
 /** FNV-1a over the UTF-16 code units of `text`, as an unsigned 32-bit number. */
 export function fnv1a32(text: string): number {
   let hash = FNV_OFFSET;

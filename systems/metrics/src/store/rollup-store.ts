@@ -185,7 +185,7 @@ interface BatchOutcome {
   readonly newSeries: string[];
 }
 
-/** The `minute` table's columns in table order: tenant, series, t, min, max, sum, count, then COUNTER_COLUMNS. */
+/** The `minute` table's column types in table order: tenant, series, t, min, max, sum, count, then COUNTER_COLUMNS. */
 const MINUTE_TYPES = [
   VARCHAR,
   VARCHAR,
@@ -194,11 +194,7 @@ const MINUTE_TYPES = [
   DOUBLE,
   DOUBLE,
   BIGINT,
-  BIGINT,
-  DOUBLE,
-  BIGINT,
-  DOUBLE,
-  DOUBLE,
+  ...COUNTER_COLUMNS.map(([, type]) => (type === "BIGINT" ? BIGINT : DOUBLE)),
 ];
 /** Rows per data chunk: DuckDB's vector size (a chunk holds at most that many). */
 const CHUNK_ROWS = 2_048;

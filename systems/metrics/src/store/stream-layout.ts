@@ -22,6 +22,7 @@
  */
 import type { StreamClient, StreamConfig } from "@casebook/infra/stream/stream";
 import { streamErrors } from "@casebook/infra/stream/stream-errors";
+import { MAX_PARTITIONS } from "../domain/series-partition.ts";
 import { errors } from "../errors.ts";
 import { SAMPLE_STREAM } from "./sample-stream.ts";
 
@@ -59,7 +60,7 @@ function isLayout(value: unknown): value is Layout {
     typeof partitions === "number" &&
     Number.isSafeInteger(partitions) &&
     partitions >= 1 &&
-    partitions <= 1_024
+    partitions <= MAX_PARTITIONS
   );
 }
 
@@ -86,7 +87,7 @@ export async function streamPartitions(
   client: StreamClient,
   options: { readonly configured: number | undefined },
 ): Promise<number> {
-  const state = await client.ensureStream({ ...LAYOUT_STREAM_CONFIG });
+  let state = await client.ensureStream(LAYOUT_STREAM_CONFIG);
   if (state.messages === 0) {
     const partitions =
       options.configured ??
@@ -94,8 +95,10 @@ export async function streamPartitions(
     await client.publish(LAYOUT_SUBJECT, JSON.stringify({ partitions } satisfies Layout), {
       msgId: "layout",
     });
+    // Ours, or a concurrent start's that came first (ours then dropped as its duplicate).
+    state = await client.streamState(LAYOUT_STREAM);
   }
-  const first = await client.getMessage(LAYOUT_STREAM, (await client.streamState(LAYOUT_STREAM)).firstSeq);
+  const first = await client.getMessage(LAYOUT_STREAM, state.firstSeq);
   const layout = first === undefined ? undefined : parsedOrText(new TextDecoder().decode(first.data));
   if (!isLayout(layout))
     throw errors.create("METRICS_CONFIG_INVALID", {
