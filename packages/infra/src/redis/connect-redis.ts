@@ -17,7 +17,11 @@
  * }
  */
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from "ioredis";
+import { installCommandPromises } from "./command-promise.ts";
 import { redisErrors } from "./redis-errors.ts";
+
+// Every command of every client opened here without a closure born old (command-promise.ts).
+installCommandPromises();
 
 /** Either client: a single Redis (or a Sentinel-managed one) or a Redis Cluster. */
 export type RedisClient = Redis | Cluster;
