@@ -28,7 +28,15 @@
 import type { Clock } from "@casebook/kit/clock";
 import type { FeedCursor } from "./feed-cursor.ts";
 import { mergeIds } from "./feed-merge.ts";
-import type { GraphReader, Post, PostReader, TimelineEntry, TimelinePort, WarmReader } from "./ports.ts";
+import type {
+  GraphReader,
+  Post,
+  PostReader,
+  TimelineEntry,
+  TimelinePort,
+  WarmPage,
+  WarmReader,
+} from "./ports.ts";
 import type { Thresholds } from "./tiers.ts";
 
 /** Bound on content fetches one page makes when deleted/hidden posts thin it out. */
@@ -82,6 +90,32 @@ export interface FeedPage {
   readonly rendered?: string;
 }
 
+/**
+ * A page served warm: its posts decoded only if something reads them (the API sends `rendered`).
+ * A class with the getter on its prototype, not an object literal with `get posts()`: V8 gives a
+ * literal's getter an accessor pair in the old generation, which kept every read's page, reply and
+ * frames alive through each young collection (issue 20: ~3 MB promoted per scavenge).
+ */
+class WarmFeedPage implements FeedPage {
+  readonly nextCursor: FeedCursor | null;
+  readonly newerCursor: FeedCursor | null;
+  readonly partial: boolean;
+  readonly rendered: string;
+  readonly #warm: WarmPage;
+
+  constructor(warm: WarmPage, cursors: Pick<FeedPage, "nextCursor" | "newerCursor">) {
+    this.#warm = warm;
+    this.nextCursor = cursors.nextCursor;
+    this.newerCursor = cursors.newerCursor;
+    this.partial = warm.state === "rebuilding";
+    this.rendered = warm.rendered;
+  }
+
+  get posts(): Post[] {
+    return this.#warm.posts;
+  }
+}
+
 export class HomeFeed {
   readonly #o: HomeFeedOptions;
   #rebuildsInFlight = 0;
@@ -112,14 +146,7 @@ export class HomeFeed {
         warm.listCount >= window,
         sinceId,
       );
-      return {
-        get posts() {
-          return warm.posts;
-        },
-        ...cursors,
-        partial: warm.state === "rebuilding",
-        rendered: warm.rendered,
-      };
+      return new WarmFeedPage(warm, cursors);
     }
     // The graph answers pulled followees and hidden authors in one round trip; the celebrity
     // reads start as soon as it does, while the list read is still in flight.

@@ -23,6 +23,36 @@ export interface WarmHomeReadOptions {
   readonly celebrities: boolean;
 }
 
+/**
+ * The script's page, its posts decoded when first read (the API sends `rendered` and never asks).
+ * A class with the getter on its prototype, not an object literal with `get posts()`: V8 gives a
+ * literal's getter an accessor pair in the old generation, which kept every read's reply alive
+ * through each young collection (issue 20).
+ */
+class CachedWarmPage implements WarmPage {
+  readonly rendered: string;
+  readonly count: number;
+  readonly firstId: bigint | undefined;
+  readonly lastId: bigint | undefined;
+  readonly listCount: number;
+  readonly state: "ready" | "rebuilding";
+  #posts: Post[] | undefined;
+
+  constructor(page: Omit<WarmPage, "posts">) {
+    this.rendered = page.rendered;
+    this.count = page.count;
+    this.firstId = page.firstId;
+    this.lastId = page.lastId;
+    this.listCount = page.listCount;
+    this.state = page.state;
+  }
+
+  get posts(): Post[] {
+    this.#posts ??= this.count === 0 ? [] : (JSON.parse(`[${this.rendered}]`) as PostJson[]).map(postOfJson);
+    return this.#posts;
+  }
+}
+
 export class WarmHomeRead implements WarmReader {
   readonly #runner: ScriptRunner;
   readonly #o: WarmHomeReadOptions;
@@ -53,18 +83,13 @@ export class WarmHomeRead implements WarmReader {
     )) as [number, number?, number?, number?, string?, string?, string?];
     const [served, state, listCount, count, first, last, rendered] = reply;
     if (served !== 1) return undefined;
-    let posts: Post[] | undefined;
-    return {
-      get posts() {
-        posts ??= count === 0 ? [] : (JSON.parse(`[${rendered}]`) as PostJson[]).map(postOfJson);
-        return posts;
-      },
+    return new CachedWarmPage({
       rendered: rendered!,
       count: count!,
       firstId: count === 0 ? undefined : BigInt(first!),
       lastId: count === 0 ? undefined : BigInt(last!),
       listCount: listCount!,
       state: state === 2 ? "rebuilding" : "ready",
-    };
+    });
   }
 }
