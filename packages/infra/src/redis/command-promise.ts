@@ -27,6 +27,7 @@
  * outcome.installed; // true on ioredis 6.0.0
  */
 import { createRequire } from "node:module";
+import { dirname } from "node:path";
 import { Command } from "ioredis";
 
 /** The ioredis release whose `Command#initPromise` this replaces, line for line but the closures. */
@@ -37,6 +38,8 @@ const PRETENURED_STATEMENT = "this.reject = (err) =>";
 type Callback = ((err: Error | null, result?: unknown) => void) | undefined;
 /** ioredis's own `standard-as-callback`: the promise, with the node-style callback attached when there is one. */
 type AsCallback = (promise: Promise<unknown>, callback: Callback) => Promise<unknown>;
+/** ioredis's own: the error's stack cut to the caller's frames when `showFriendlyErrorStack` is on. */
+type OptimizeErrorStack = (err: Error, stack: string | undefined, dirname: string) => Error;
 
 /** The fields of ioredis's Command that its initPromise reads and writes (ioredis keeps them untyped). */
 interface CommandInternals {
@@ -68,7 +71,7 @@ let outcome: CommandPromisesOutcome | undefined;
 function rejecterOf(
   command: CommandInternals,
   reject: (err: Error) => void,
-  optimizeErrorStack: (err: Error, stack: string | undefined, dirname: string) => Error,
+  optimizeErrorStack: OptimizeErrorStack,
   ioredisDir: string,
 ): (err: Error) => void {
   return (err) => {
@@ -94,10 +97,8 @@ export function installCommandPromises(): CommandPromisesOutcome {
     return outcome;
   }
   const asCallback = (require("standard-as-callback") as { default: AsCallback }).default;
-  const { optimizeErrorStack } = require("./utils") as {
-    optimizeErrorStack: (err: Error, stack: string | undefined, dirname: string) => Error;
-  };
-  const ioredisDir = require.resolve("./Command").replace(/[/\\]Command\.js$/, "");
+  const { optimizeErrorStack } = require("./utils") as { optimizeErrorStack: OptimizeErrorStack };
+  const ioredisDir = dirname(require.resolve("./Command"));
   statics.prototype.initPromise = function initPromise(this: CommandInternals): void {
     this.isResolved = false;
     this.isSettled = false;

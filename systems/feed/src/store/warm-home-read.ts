@@ -23,11 +23,13 @@ export interface WarmHomeReadOptions {
   readonly celebrities: boolean;
 }
 
+/** `home-read`'s answer: served (1 or 0), state, list count, page count, first id, last id, the bodies joined. */
+type HomeReadReply = [number, number?, number?, number?, string?, string?, string?];
+
 /**
- * The script's page, its posts decoded when first read (the API sends `rendered` and never asks).
- * A class with the getter on its prototype, not an object literal with `get posts()`: V8 gives a
- * literal's getter an accessor pair in the old generation, which kept every read's reply alive
- * through each young collection (issue 20).
+ * The script's served page, its posts decoded when first read (the API sends `rendered` and never
+ * asks). A class with the getter on its prototype, not an object literal with `get posts()`: see
+ * `WarmFeedPage` in domain/home-feed.ts for why (issue 20).
  */
 class CachedWarmPage implements WarmPage {
   readonly rendered: string;
@@ -38,13 +40,13 @@ class CachedWarmPage implements WarmPage {
   readonly state: "ready" | "rebuilding";
   #posts: Post[] | undefined;
 
-  constructor(page: Omit<WarmPage, "posts">) {
-    this.rendered = page.rendered;
-    this.count = page.count;
-    this.firstId = page.firstId;
-    this.lastId = page.lastId;
-    this.listCount = page.listCount;
-    this.state = page.state;
+  constructor([, state, listCount, count, first, last, rendered]: HomeReadReply) {
+    this.rendered = rendered!;
+    this.count = count!;
+    this.firstId = count === 0 ? undefined : BigInt(first!);
+    this.lastId = count === 0 ? undefined : BigInt(last!);
+    this.listCount = listCount!;
+    this.state = state === 2 ? "rebuilding" : "ready";
   }
 
   get posts(): Post[] {
@@ -80,16 +82,7 @@ export class WarmHomeRead implements WarmReader {
         q.line,
         this.#o.celebrities ? "1" : "0",
       ],
-    )) as [number, number?, number?, number?, string?, string?, string?];
-    const [served, state, listCount, count, first, last, rendered] = reply;
-    if (served !== 1) return undefined;
-    return new CachedWarmPage({
-      rendered: rendered!,
-      count: count!,
-      firstId: count === 0 ? undefined : BigInt(first!),
-      lastId: count === 0 ? undefined : BigInt(last!),
-      listCount: listCount!,
-      state: state === 2 ? "rebuilding" : "ready",
-    });
+    )) as HomeReadReply;
+    return reply[0] === 1 ? new CachedWarmPage(reply) : undefined;
   }
 }
