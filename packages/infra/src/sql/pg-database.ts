@@ -13,6 +13,7 @@
  * await db.close();
  */
 import pg from "pg";
+import { readWithin } from "./pg-read.ts";
 import type { Database, Queryable, QueryOptions, QueryResult, TransactionOptions } from "./sql.ts";
 import { isolationSql, preparedName } from "./sql.ts";
 import { sqlErrors } from "./sql-errors.ts";
@@ -141,11 +142,13 @@ function resultOf<Row>(result: pg.QueryResult): QueryResult<Row> {
 class PgTransaction implements Queryable {
   #client: pg.PoolClient;
   readonly #names: StatementNames;
+  readonly #readTimeoutMs: number;
   #open = true;
 
-  constructor(client: pg.PoolClient, names: StatementNames) {
+  constructor(client: pg.PoolClient, names: StatementNames, readTimeoutMs: number) {
     this.#client = client;
     this.#names = names;
+    this.#readTimeoutMs = readTimeoutMs;
   }
 
   async query<Row = Record<string, unknown>>(
@@ -156,7 +159,7 @@ class PgTransaction implements Queryable {
     this.#checkOpen();
     const config = queryConfig(this.#names, text, params, options);
     try {
-      return resultOf<Row>(await this.#client.query(config));
+      return resultOf<Row>(await readWithin(this.#client, config, this.#readTimeoutMs));
     } catch (err) {
       throw surfaced(err);
     }
@@ -165,7 +168,7 @@ class PgTransaction implements Queryable {
   async exec(script: string): Promise<void> {
     this.#checkOpen();
     try {
-      await this.#client.query(script);
+      await readWithin(this.#client, script, this.#readTimeoutMs);
     } catch (err) {
       throw surfaced(err);
     }
@@ -185,12 +188,15 @@ class PgDatabase implements Database {
   readonly schema: string | undefined;
   #pool: pg.Pool;
   readonly #names: StatementNames;
+  /** The client-side backstop on every statement (`pg-read.ts`); 0: none. */
+  readonly #readTimeoutMs: number;
   #closed = false;
 
-  constructor(pool: pg.Pool, schema: string | undefined, names: StatementNames) {
+  constructor(pool: pg.Pool, schema: string | undefined, names: StatementNames, readTimeoutMs: number) {
     this.#pool = pool;
     this.schema = schema;
     this.#names = names;
+    this.#readTimeoutMs = readTimeoutMs;
   }
 
   async query<Row = Record<string, unknown>>(
@@ -198,19 +204,39 @@ class PgDatabase implements Database {
     params?: readonly unknown[],
     options?: QueryOptions,
   ): Promise<QueryResult<Row>> {
-    const config = queryConfig(this.#names, text, params, options);
-    try {
-      return resultOf<Row>(await this.#pool.query(config));
-    } catch (err) {
-      throw surfaced(err);
-    }
+    return resultOf<Row>(await this.#read(queryConfig(this.#names, text, params, options)));
   }
 
   async exec(script: string): Promise<void> {
+    await this.#read(script);
+  }
+
+  /**
+   * One statement on a pooled connection, as `pool.query` sends it but through `readWithin`
+   * (`pg-read.ts`): a connection whose link failed or went silent is destroyed, not pooled again.
+   */
+  async #read(statement: string | pg.QueryConfig): Promise<pg.QueryResult> {
+    let client: pg.PoolClient;
     try {
-      await this.#pool.query(script);
+      client = await this.#pool.connect();
     } catch (err) {
       throw surfaced(err);
+    }
+    // pg-pool stops listening to a checked-out client's "error" event: without this listener a
+    // link reset while the statement runs would crash the process (see transaction()).
+    let broken: Error | undefined;
+    const onLinkError = (err: Error) => {
+      broken ??= err;
+    };
+    client.on("error", onLinkError);
+    try {
+      return await readWithin(client, statement, this.#readTimeoutMs);
+    } catch (err) {
+      if (isConnectionLoss(err)) broken ??= err instanceof Error ? err : new Error(String(err));
+      throw surfaced(err);
+    } finally {
+      client.off("error", onLinkError);
+      client.release(broken);
     }
   }
 
@@ -221,7 +247,8 @@ class PgDatabase implements Database {
     } catch (err) {
       throw surfaced(err);
     }
-    const tx = new PgTransaction(client, this.#names);
+    const tx = new PgTransaction(client, this.#names, this.#readTimeoutMs);
+    const read = (statement: string) => readWithin(client, statement, this.#readTimeoutMs);
     // Passing an error to release() destroys the client instead of pooling it: for a link that
     // failed, or a ROLLBACK that did. pg-pool stops listening to a client's "error" event while it
     // is checked out, so without this listener a reset link would crash the process.
@@ -234,15 +261,15 @@ class PgDatabase implements Database {
     try {
       const isolation =
         options.isolation === undefined ? "" : ` ISOLATION LEVEL ${isolationSql[options.isolation]}`;
-      await client.query(`BEGIN${isolation}`);
+      await read(`BEGIN${isolation}`);
       const result = await fn(tx);
       committing = true;
-      await client.query("COMMIT");
+      await read("COMMIT");
       return result;
     } catch (err) {
       if (broken === undefined && !isConnectionLoss(err)) {
         // After a failed COMMIT the server has already ended the transaction; this ROLLBACK is then a no-op.
-        const rollbackErr = await client.query("ROLLBACK").then(
+        const rollbackErr = await read("ROLLBACK").then(
           () => undefined,
           (failed: Error) => failed,
         );
@@ -289,8 +316,8 @@ export function openPgDatabase(options: PgDatabaseOptions): Database {
     connectionTimeoutMillis: settings.connectTimeoutMs,
     idleTimeoutMillis: settings.idleTimeoutMs,
     statement_timeout: settings.statementTimeoutMs,
-    query_timeout:
-      settings.statementTimeoutMs === 0 ? 0 : settings.statementTimeoutMs + QUERY_TIMEOUT_GRACE_MS,
+    // No query_timeout: pg's wraps every statement's callback in a closure born in the old
+    // generation; the same backstop is readWithin's (pg-read.ts).
     idle_in_transaction_session_timeout: settings.idleInTransactionTimeoutMs,
     maxLifetimeSeconds: 0,
     allowExitOnIdle: false,
@@ -300,7 +327,14 @@ export function openPgDatabase(options: PgDatabaseOptions): Database {
   });
   // Without a listener an idle client's error event would crash the process.
   pool.on("error", options.onIdleConnectionError ?? (() => {}));
-  return new PgDatabase(pool, options.schema, new StatementNames(options.preparedStatements ?? 0));
+  const readTimeoutMs =
+    settings.statementTimeoutMs === 0 ? 0 : settings.statementTimeoutMs + QUERY_TIMEOUT_GRACE_MS;
+  return new PgDatabase(
+    pool,
+    options.schema,
+    new StatementNames(options.preparedStatements ?? 0),
+    readTimeoutMs,
+  );
 }
 
 /** Drops keys set to undefined so they don't override the defaults. */

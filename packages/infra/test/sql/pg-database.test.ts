@@ -4,8 +4,10 @@
  * runs, instead of sleeping and hoping they overlap.
  */
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
 import { createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
+import { promisify } from "node:util";
 import { startFaultProxy } from "@casebook/lab/fault-proxy";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { isConnectionLoss, openPgDatabase } from "../../src/sql/pg-database.ts";
@@ -356,4 +358,90 @@ test("a link lost with the COMMIT on its way is SQL_UNAVAILABLE with commitOutco
     await db.close();
     await proxy.close();
   }
+});
+
+test("a link gone silent: every statement gives up at statement_timeout + 5 s as SQL_UNAVAILABLE, the silent connections are dropped, the pool recovers", async (t) => {
+  const url = await requirePostgres(t);
+  if (url === undefined) return;
+  const proxy = await startFaultProxy({ upstream: new URL(url).host });
+  const db = openPgDatabase({
+    url: proxy.rewrite(url),
+    applicationName: "casebook-sql-test",
+    connectTimeoutMs: 2_000,
+    statementTimeoutMs: 300,
+  });
+  try {
+    await db.query("SELECT 1");
+    await db.transaction(async (tx) => tx.query("SELECT 1"));
+    // Nothing reaches the server any more, so its statement_timeout never fires: the client's
+    // backstop (statement_timeout + 5 s) is what answers, for a query and inside a transaction.
+    proxy.blackhole(true, "discard");
+    const started = performance.now();
+    const silent = (err: unknown) => {
+      assert.ok(sqlErrors.is(err, "SQL_UNAVAILABLE"), String(err));
+      assert.match(String((err.cause as Error | undefined)?.message), /Query read timeout/);
+      return true;
+    };
+    await Promise.all([
+      assert.rejects(db.query("SELECT 2"), silent),
+      assert.rejects(
+        db.transaction(async (tx) => tx.query("SELECT 3")),
+        (err) => sqlErrors.is(err, "SQL_UNAVAILABLE"),
+      ),
+    ]);
+    const waitedMs = performance.now() - started;
+    assert.ok(waitedMs >= 5_000, `gave up after ${Math.round(waitedMs)} ms, before the backstop`);
+    assert.ok(waitedMs < 15_000, `gave up after ${Math.round(waitedMs)} ms`);
+    await proxy.heal();
+    assert.equal((await db.query("SELECT 4 AS ok")).rows[0]?.ok, 4, "a fresh connection serves");
+    assert.equal(await db.transaction(async (tx) => (await tx.query("SELECT 5 AS ok")).rows[0]?.ok), 5);
+  } finally {
+    await db.close();
+    await proxy.close();
+  }
+});
+
+test("no statement's callback is born in the old generation (pg's own, with query_timeout, is)", async (t) => {
+  const url = await requirePostgres(t);
+  if (url === undefined) return;
+  // V8's own answer, from a child with natives syntax: each Query's callback checked as pg
+  // submits it, over queries and transactions through this module, and through a bare pool
+  // with pg's query_timeout for contrast.
+  const moduleUrl = new URL("../../src/sql/pg-database.ts", import.meta.url).href;
+  const script = `
+    import pg from "pg";
+    const { openPgDatabase } = await import(${JSON.stringify(moduleUrl)});
+    let seen = 0, old = 0;
+    const submit = pg.Query.prototype.submit;
+    pg.Query.prototype.submit = function (connection) {
+      seen++;
+      if (!%InYoungGeneration(this.callback)) old++;
+      return submit.call(this, connection);
+    };
+    const count = async (work) => { seen = 0; old = 0; await work(); return { seen, old }; };
+    const db = openPgDatabase({ url: process.env.PG_URL, applicationName: "casebook-sql-test" });
+    const ours = await count(async () => {
+      for (let i = 0; i < 300; i++) await db.query("SELECT $1::int AS n", [i]);
+      for (let i = 0; i < 50; i++) await db.transaction(async (tx) => tx.query("SELECT $1::int AS n", [i]));
+    });
+    await db.close();
+    const bare = new pg.Pool({ connectionString: process.env.PG_URL, query_timeout: 30000 });
+    const pgOwn = await count(async () => {
+      for (let i = 0; i < 300; i++) await bare.query({ text: "SELECT $1::int AS n", values: [i] });
+    });
+    await bare.end();
+    console.log(JSON.stringify({ ours, pgOwn }));
+  `;
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    ["--allow-natives-syntax", "--input-type=module", "-e", script],
+    { cwd: new URL("../..", import.meta.url), env: { ...process.env, PG_URL: url } },
+  );
+  const { ours, pgOwn } = JSON.parse(stdout) as Record<"ours" | "pgOwn", { seen: number; old: number }>;
+  assert.equal(ours.seen, 300 + 50 * 3, "every statement seen (a transaction: BEGIN, the query, COMMIT)");
+  assert.equal(ours.old, 0, `${ours.old} of ${ours.seen} statements' callbacks born old`);
+  assert.ok(
+    pgOwn.old > 250,
+    `pg's own callbacks with query_timeout: ${pgOwn.old} of 300 old (the effect avoided)`,
+  );
 });
