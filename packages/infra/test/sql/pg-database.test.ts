@@ -8,7 +8,7 @@ import { execFile } from "node:child_process";
 import { createServer } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { promisify } from "node:util";
-import { startFaultProxy } from "@casebook/lab/fault-proxy";
+import { type FaultProxy, startFaultProxy } from "@casebook/lab/fault-proxy";
 import { requirePostgres, uniqueName } from "@casebook/lab/test-engines";
 import { isConnectionLoss, openPgDatabase } from "../../src/sql/pg-database.ts";
 import type { Database } from "../../src/sql/sql.ts";
@@ -36,6 +36,23 @@ async function settle<T>(
   } catch (error) {
     return { ok: false, error };
   }
+}
+
+/** A pool whose every connection goes through a fault proxy in front of the server. */
+async function throughFaultProxy(
+  url: string,
+  settings: { connectTimeoutMs?: number; statementTimeoutMs?: number } = {},
+): Promise<{ proxy: FaultProxy; db: Database }> {
+  const proxy = await startFaultProxy({ upstream: new URL(url).host });
+  const db = openPgDatabase({ url: proxy.rewrite(url), applicationName: "casebook-sql-test", ...settings });
+  return { proxy, db };
+}
+
+/** The link healed, the pool serves again from fresh connections: a query and a transaction. */
+async function servesAfterHealing(db: Database, proxy: FaultProxy): Promise<void> {
+  await proxy.heal();
+  assert.equal((await db.query("SELECT 1 AS ok")).rows[0]?.ok, 1, "a fresh connection serves");
+  assert.equal(await db.transaction(async (tx) => (await tx.query("SELECT 2 AS two")).rows[0]?.two), 2);
 }
 
 /** A port with nothing listening: bound by us, then released. */
@@ -280,13 +297,7 @@ test("an unreachable server surfaces as SQL_UNAVAILABLE from query, transaction 
 test("a link reset inside a transaction: the caller gets SQL_UNAVAILABLE, the process lives on, the pool recovers", async (t) => {
   const url = await requirePostgres(t);
   if (url === undefined) return;
-  const proxy = await startFaultProxy({ upstream: new URL(url).host });
-  const db = openPgDatabase({
-    url: proxy.rewrite(url),
-    applicationName: "casebook-sql-test",
-    connectTimeoutMs: 1_000,
-    statementTimeoutMs: 1_000,
-  });
+  const { proxy, db } = await throughFaultProxy(url, { connectTimeoutMs: 1_000, statementTimeoutMs: 1_000 });
   try {
     const started = performance.now();
     await assert.rejects(
@@ -303,9 +314,7 @@ test("a link reset inside a transaction: the caller gets SQL_UNAVAILABLE, the pr
       performance.now() - started < 4_000,
       "no ROLLBACK waits on the dead link: the client is destroyed",
     );
-    await proxy.heal();
-    assert.equal((await db.query("SELECT 1 AS ok")).rows[0]?.ok, 1, "a fresh connection serves");
-    assert.equal(await db.transaction(async (tx) => (await tx.query("SELECT 2 AS two")).rows[0]?.two), 2);
+    await servesAfterHealing(db, proxy);
   } finally {
     await db.close();
     await proxy.close();
@@ -342,8 +351,7 @@ test("a statement the server cancels at statement_timeout is SQL_UNAVAILABLE (a 
 test("a link lost with the COMMIT on its way is SQL_UNAVAILABLE with commitOutcome unknown", async (t) => {
   const url = await requirePostgres(t);
   if (url === undefined) return;
-  const proxy = await startFaultProxy({ upstream: new URL(url).host });
-  const db = openPgDatabase({ url: proxy.rewrite(url), applicationName: "casebook-sql-test" });
+  const { proxy, db } = await throughFaultProxy(url);
   try {
     await assert.rejects(
       db.transaction(async (tx) => {
@@ -363,13 +371,7 @@ test("a link lost with the COMMIT on its way is SQL_UNAVAILABLE with commitOutco
 test("a link gone silent: every statement gives up at statement_timeout + 5 s as SQL_UNAVAILABLE, the silent connections are dropped, the pool recovers", async (t) => {
   const url = await requirePostgres(t);
   if (url === undefined) return;
-  const proxy = await startFaultProxy({ upstream: new URL(url).host });
-  const db = openPgDatabase({
-    url: proxy.rewrite(url),
-    applicationName: "casebook-sql-test",
-    connectTimeoutMs: 2_000,
-    statementTimeoutMs: 300,
-  });
+  const { proxy, db } = await throughFaultProxy(url, { connectTimeoutMs: 2_000, statementTimeoutMs: 300 });
   try {
     await db.query("SELECT 1");
     await db.transaction(async (tx) => tx.query("SELECT 1"));
@@ -392,9 +394,7 @@ test("a link gone silent: every statement gives up at statement_timeout + 5 s as
     const waitedMs = performance.now() - started;
     assert.ok(waitedMs >= 5_000, `gave up after ${Math.round(waitedMs)} ms, before the backstop`);
     assert.ok(waitedMs < 15_000, `gave up after ${Math.round(waitedMs)} ms`);
-    await proxy.heal();
-    assert.equal((await db.query("SELECT 4 AS ok")).rows[0]?.ok, 4, "a fresh connection serves");
-    assert.equal(await db.transaction(async (tx) => (await tx.query("SELECT 5 AS ok")).rows[0]?.ok), 5);
+    await servesAfterHealing(db, proxy);
   } finally {
     await db.close();
     await proxy.close();
