@@ -71,12 +71,12 @@ import {
 } from "@duckdb/node-api";
 import { type LabelMatcher, matchesSeries } from "../domain/label-matcher.ts";
 import { type Labels, METRIC_NAME, metricNameOf } from "../domain/labels.ts";
+import { MinuteRows } from "../domain/minute-rows.ts";
 import {
   type CounterWindow,
   ONE_HOUR_MS,
   ONE_MINUTE_MS,
   type RollupPoint,
-  rollupColumns,
   rollupOfRollups,
 } from "../domain/rollup.ts";
 import {
@@ -167,16 +167,6 @@ function counterOf(row: Record<string, unknown>): CounterWindow | undefined {
   };
 }
 
-/** A 1 min row of a batch (a partial one when the minute began in an earlier batch). */
-interface PointRow {
-  readonly tenant: string;
-  readonly key: string;
-  /** The window so far: merged as later messages of the batch bring more of it. */
-  point: RollupPoint;
-  /** The last message of the batch that brought part of it (counts points per message). */
-  seq: number;
-}
-
 interface BatchOutcome {
   readonly results: ApplyResult[];
   /** The position the batch commits. */
@@ -204,7 +194,7 @@ const CHUNK_ROWS = 2_048;
  * JavaScript and copied once per column, instead of one call into DuckDB per value (twelve a row);
  * only the two text columns still cost a call per value.
  */
-function appendPoints(appender: DuckDBAppender, rows: readonly PointRow[]): void {
+function appendPoints(appender: DuckDBAppender, rows: MinuteRows): void {
   for (let start = 0; start < rows.length; start += CHUNK_ROWS) {
     const count = Math.min(CHUNK_ROWS, rows.length - start);
     const chunk = DuckDBDataChunk.create(MINUTE_TYPES, count);
@@ -222,20 +212,21 @@ function appendPoints(appender: DuckDBAppender, rows: readonly PointRow[]): void
       real(11),
     ];
     for (let r = 0; r < count; r++) {
-      const { tenant: tenantId, key, point } = rows[start + r]!;
-      tenant.setItem(r, tenantId);
-      series.setItem(r, key);
-      t.setItem(r, BigInt(point.t));
-      min.setItem(r, point.min);
-      max.setItem(r, point.max);
-      sum.setItem(r, point.sum);
-      count_.setItem(r, BigInt(point.count));
-      const counter = point.counter;
-      firstT.setItem(r, counter === undefined ? null : BigInt(counter.firstT));
-      firstV.setItem(r, counter?.firstV ?? null);
-      lastT.setItem(r, counter === undefined ? null : BigInt(counter.lastT));
-      lastV.setItem(r, counter?.lastV ?? null);
-      resetCarry.setItem(r, counter?.resetCarry ?? null);
+      const row = start + r;
+      const of = rows.series[row]!;
+      tenant.setItem(r, rows.tenants[of]!);
+      series.setItem(r, rows.keys[of]!);
+      t.setItem(r, BigInt(rows.t[row]!));
+      min.setItem(r, rows.min[row]!);
+      max.setItem(r, rows.max[row]!);
+      sum.setItem(r, rows.sum[row]!);
+      count_.setItem(r, BigInt(rows.count[row]!));
+      const known = rows.counterKnown[row] === 1;
+      firstT.setItem(r, known ? BigInt(rows.firstT[row]!) : null);
+      firstV.setItem(r, known ? rows.firstV[row]! : null);
+      lastT.setItem(r, known ? BigInt(rows.lastT[row]!) : null);
+      lastV.setItem(r, known ? rows.lastV[row]! : null);
+      resetCarry.setItem(r, known ? rows.resetCarry[row]! : null);
     }
     for (const vector of [tenant, series, t, min, max, sum, count_, firstT, firstV, lastT, lastV, resetCarry])
       vector.flush();
@@ -494,11 +485,9 @@ export class RollupStore {
       return state;
     };
     // One row per series and per minute: a batch may carry one series (one minute) in several
-    // messages, merged here — a minute spread over batches is a partial row per batch.
+    // messages, folded into one row here — a minute spread over batches is a partial row per batch.
     const seriesRows = new Map<string, { tenant: string; key: string; name: string; labels: string }>();
-    // Per tenant, per series key, its rows by window start: no string key per point, and none
-    // built per message — the key is the interned series' own string, its hash computed once.
-    const pointRows = new Map<string, Map<string, Map<number, PointRow>>>();
+    const rows = new MinuteRows();
     const results = new Map<RollupMessage, ApplyResult>();
     for (const message of messages.toSorted((a, b) => a.seq - b.seq)) {
       if (message.seq <= position) {
@@ -514,11 +503,6 @@ export class RollupStore {
       const watermark = Math.max(partition.max - this.#options.latenessMs, tenantState.hoursClosedTo);
       let late = 0;
       let points = 0;
-      let tenantRows = pointRows.get(tenant);
-      if (tenantRows === undefined) {
-        tenantRows = new Map();
-        pointRows.set(tenant, tenantRows);
-      }
       const { series, offsets, timestamps, values } = message.batch;
       for (let i = 0; i < series.length; i++) {
         const from = offsets[i]!;
@@ -528,40 +512,21 @@ export class RollupStore {
           if (t < watermark) late++;
           else if (t > partition.max) partition.max = t;
         }
-        const rolled = rollupColumns(timestamps, values, from, to, ONE_MINUTE_MS, watermark);
-        if (rolled.length === 0) continue;
         const { labels, key } = series[i]!;
-        let rows = tenantRows.get(key);
-        if (rows === undefined) {
-          rows = new Map();
-          tenantRows.set(key, rows);
-          const seriesId = `${tenant}\u0000${key}`;
-          if (!this.#knownSeries.has(seriesId))
-            seriesRows.set(seriesId, {
-              tenant,
-              key,
-              name: metricNameOf(labels) ?? "",
-              labels: JSON.stringify(labels),
-            });
-        }
-        for (const point of rolled) {
-          const seen = rows.get(point.t);
-          if (seen === undefined) {
-            points++;
-            rows.set(point.t, { tenant, key, point, seq: message.seq });
-            continue;
-          }
-          if (seen.seq !== message.seq) points++;
-          seen.seq = message.seq;
-          seen.point = rollupOfRollups([seen.point, point], ONE_MINUTE_MS)[0]!;
-        }
+        const seriesBefore = rows.seriesCount;
+        points += rows.fold(tenant, key, message.seq, timestamps, values, from, to, watermark);
+        const seriesId = `${tenant}\u0000${key}`;
+        if (rows.seriesCount > seriesBefore && !this.#knownSeries.has(seriesId))
+          seriesRows.set(seriesId, {
+            tenant,
+            key,
+            name: metricNameOf(labels) ?? "",
+            labels: JSON.stringify(labels),
+          });
       }
       tenantState.max = Math.max(tenantState.max, partition.max);
       results.set(message, { applied: true, points, late });
     }
-    const rows = [...pointRows.values()].flatMap((bySeries) =>
-      [...bySeries.values()].flatMap((byMinute) => [...byMinute.values()]),
-    );
     if (rows.length > 0) await this.#writeRows(seriesRows.values(), rows);
     // Every moved partition in ONE upsert: DuckDB's ON CONFLICT costs ~8–10 ms of CPU per
     // statement whatever its rows (a 16-row VALUES ~7 ms), and a batch moves up to every partition.
@@ -610,7 +575,7 @@ export class RollupStore {
    */
   async #writeRows(
     seriesRows: Iterable<{ tenant: string; key: string; name: string; labels: string }>,
-    pointRows: readonly PointRow[],
+    pointRows: MinuteRows,
   ): Promise<void> {
     const newSeries = [...seriesRows];
     if (newSeries.length > 0) {
