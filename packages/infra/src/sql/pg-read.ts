@@ -25,7 +25,7 @@
 import type pg from "pg";
 
 /** `pg`'s own message for its read timeout, so that a timed-out statement reads as a lost link. */
-export const READ_TIMEOUT_MESSAGE = "Query read timeout";
+const READ_TIMEOUT_MESSAGE = "Query read timeout";
 
 type Settle = (err: Error | undefined, result: pg.QueryResult) => void;
 

@@ -515,8 +515,9 @@ export class RollupStore {
         const { labels, key } = series[i]!;
         const seriesBefore = rows.seriesCount;
         points += rows.fold(tenant, key, message.seq, timestamps, values, from, to, watermark);
+        if (rows.seriesCount === seriesBefore) continue; // met before in this batch, or no rows
         const seriesId = `${tenant}\u0000${key}`;
-        if (rows.seriesCount > seriesBefore && !this.#knownSeries.has(seriesId))
+        if (!this.#knownSeries.has(seriesId))
           seriesRows.set(seriesId, {
             tenant,
             key,
