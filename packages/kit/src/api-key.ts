@@ -17,7 +17,7 @@
  * const presented = keys.parse(issued.key);  // { prefix, hash }, or undefined when malformed
  * apiKeyMatches(presented!.hash, issued.hash); // true
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 
 /** Random bytes of the public id (16 hex chars): a collision only costs a retry (UNIQUE prefix). */
 export const API_KEY_ID_BYTES = 8;
@@ -60,9 +60,9 @@ export interface ApiKeyScheme {
   parse(key: unknown): PresentedApiKey | undefined;
 }
 
-/** sha256 of a key, lowercase hex: the stored form. */
+/** sha256 of a key, lowercase hex: the stored form (one-shot: no Hash object per request). */
 export function hashApiKey(key: string): string {
-  return createHash("sha256").update(key, "utf8").digest("hex");
+  return hash("sha256", key, "hex");
 }
 
 /**

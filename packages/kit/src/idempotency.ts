@@ -19,7 +19,7 @@
  * decideExisting(entry, { fingerprint, nowMs }, { leaseMs: 60_000, retentionMs: 86_400_000 });
  * // → { kind: "replay", response } | { kind: "in_progress", retryAfterMs } | { kind: "mismatch", parts } | …
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { defineErrors, type ErrorRegistry } from "./errors.ts";
 import { IDEMPOTENCY_KEY_MAX_CHARS, idempotencyKeyProblem } from "./idempotency-key.ts";
 
@@ -221,7 +221,7 @@ function canonical(value: unknown, depth: number): string {
 }
 
 function sha256Hex(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
+  return hash("sha256", text, "hex");
 }
 
 /**

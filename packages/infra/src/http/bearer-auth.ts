@@ -21,7 +21,7 @@
  *   scope.get("/v1/accounts", async (request) => list(auth.principalOf(request)));
  * });
  */
-import { createHash, timingSafeEqual } from "node:crypto";
+import { hash, timingSafeEqual } from "node:crypto";
 import { commonErrors } from "@casebook/kit/errors";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
@@ -100,7 +100,7 @@ export function createBearerAuth<Principal>(options: BearerAuthOptions<Principal
 }
 
 function sha256(text: string): Buffer {
-  return createHash("sha256").update(text, "utf8").digest();
+  return hash("sha256", text, "buffer");
 }
 
 /**
