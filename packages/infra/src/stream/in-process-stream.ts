@@ -52,7 +52,10 @@ interface Entry extends StoredMessage {
 
 interface Pending {
   deliveryCount: number;
-  /** Redeliver at or after this time; Infinity once given up or termed. */
+  /**
+   * Redeliver at or after this time on the monotonic clock (an ack wait is an interval: a wall
+   * clock stepped back must not hold a message), Infinity once given up or termed.
+   */
   dueMs: number;
 }
 
@@ -321,7 +324,7 @@ export class InProcessStreamServer {
   nak(stream: string, name: string, seq: number, delayMs: number): void {
     this.#settle(stream, name, seq, (_consumer, pending) => {
       if (!pending || !Number.isFinite(pending.dueMs)) return false;
-      pending.dueMs = this.#clock.nowMs() + delayMs;
+      pending.dueMs = this.#clock.monotonicMs() + delayMs;
       return true;
     });
   }
@@ -329,7 +332,7 @@ export class InProcessStreamServer {
   working(stream: string, name: string, seq: number): void {
     this.#settle(stream, name, seq, (consumer, pending) => {
       if (pending && Number.isFinite(pending.dueMs))
-        pending.dueMs = this.#clock.nowMs() + consumer.config.ackWaitMs;
+        pending.dueMs = this.#clock.monotonicMs() + consumer.config.ackWaitMs;
       return false;
     });
   }
@@ -460,7 +463,7 @@ export class InProcessStreamServer {
   #take(log: StreamLog, consumer: ConsumerLog, max: number, owner: FetchOwner): StreamMessage[] {
     const { config } = consumer;
     const explicit = (config.ackPolicy ?? "explicit") === "explicit";
-    const nowMs = this.#clock.nowMs();
+    const nowMs = this.#clock.monotonicMs();
     const taken: Array<{ entry: Entry; deliveryCount: number }> = [];
     if (explicit) {
       const due = [...consumer.pending].filter(([, p]) => p.dueMs <= nowMs).sort(([a], [b]) => a - b);
@@ -553,7 +556,7 @@ export class InProcessStreamServer {
    * fire again at once, forever, since nothing takes the message).
    */
   #schedule(log: StreamLog, consumer: ConsumerLog): void {
-    const nowMs = this.#clock.nowMs();
+    const nowMs = this.#clock.monotonicMs();
     let earliest = Number.POSITIVE_INFINITY;
     if (consumer.waiters.length > 0) {
       for (const p of consumer.pending.values())

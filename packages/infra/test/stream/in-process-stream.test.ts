@@ -68,6 +68,21 @@ test("an ack wait measured on the injected clock: due at once after advance(), n
   assert.equal((await client.consumerState("TWIN", "w")).ackPending, 0);
 });
 
+test("an ack wait is an interval: a wall clock stepped back neither holds a message nor frees one early", async () => {
+  const clock = new ManualClock(1_000_000);
+  const client = new InProcessStreamServer({ clock }).connect();
+  await client.ensureStream(config);
+  await client.ensureConsumer("TWIN", consumer);
+  await client.publish("twin.a", "x");
+  const fetch = () => client.fetch("TWIN", "w", { maxMessages: 10, expiresMs: 1 });
+  assert.equal((await fetch()).length, 1);
+  clock.setWallMs(1_000_000 + 5_000); // forward 5 s (inside maxAge): the ack wait has not passed
+  assert.deepEqual(await fetch(), []);
+  clock.setWallMs(1_000_000 - 60_000); // back a minute, as NTP may step it
+  clock.advance(1_000);
+  assert.equal((await fetch())[0]?.deliveryCount, 2, "due after 1 s of monotonic time");
+});
+
 test("waiting fetches on one consumer are bounded", async () => {
   const client = new InProcessStreamServer().connect();
   await client.ensureStream(config);
