@@ -134,6 +134,8 @@ export interface RollupStoreOptions {
   readonly dir: string;
   /** How far behind a tenant's newest sample a sample may arrive and still be rolled up. */
   readonly latenessMs: number;
+  /** DuckDB's threads for this store; default 1 (see METRICS_ROLLUP_THREADS). */
+  readonly threads?: number;
 }
 
 /** A window's counter shape (`CounterWindow`), in the 1 min table and the 1 h files. */
@@ -329,7 +331,9 @@ export class RollupStore {
 
   static async open(options: RollupStoreOptions): Promise<RollupStore> {
     await mkdir(join(options.dir, "hour"), { recursive: true });
-    const instance = await DuckDBInstance.create(join(options.dir, "rollups.duckdb"));
+    const instance = await DuckDBInstance.create(join(options.dir, "rollups.duckdb"), {
+      threads: String(options.threads ?? 1),
+    });
     const connection = await instance.connect();
     await connection.run(`
       CREATE TABLE IF NOT EXISTS series (tenant VARCHAR, series VARCHAR, name VARCHAR, labels VARCHAR,
