@@ -117,11 +117,10 @@ export const configSchema = {
   }),
   rollupThreads: field.int({
     env: "METRICS_ROLLUP_THREADS",
-    default: 1,
     min: 1,
     max: 64,
     description:
-      "DuckDB threads of the rollup tiers (the builder's appends, the 1 min and 1 h reads); 1 leaves the cores to the ingest: on the bench, a second thread cost ~8% more CPU per sample and no read needs it",
+      "DuckDB threads of the rollup tiers (the builder's appends, the 1 min and 1 h reads); unset = DuckDB's own default, one per core (1 against 2 on the bench: inside its spread, bench/RESULTS.md)",
   }),
   rollupLatenessMs: field.int({
     env: "METRICS_ROLLUP_LATENESS_MS",

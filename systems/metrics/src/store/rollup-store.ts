@@ -134,7 +134,7 @@ export interface RollupStoreOptions {
   readonly dir: string;
   /** How far behind a tenant's newest sample a sample may arrive and still be rolled up. */
   readonly latenessMs: number;
-  /** DuckDB's threads for this store; default 1 (see METRICS_ROLLUP_THREADS). */
+  /** DuckDB's threads for this store; default DuckDB's own, one per core (see METRICS_ROLLUP_THREADS). */
   readonly threads?: number;
 }
 
@@ -331,9 +331,10 @@ export class RollupStore {
 
   static async open(options: RollupStoreOptions): Promise<RollupStore> {
     await mkdir(join(options.dir, "hour"), { recursive: true });
-    const instance = await DuckDBInstance.create(join(options.dir, "rollups.duckdb"), {
-      threads: String(options.threads ?? 1),
-    });
+    const instance = await DuckDBInstance.create(
+      join(options.dir, "rollups.duckdb"),
+      options.threads === undefined ? undefined : { threads: String(options.threads) },
+    );
     const connection = await instance.connect();
     await connection.run(`
       CREATE TABLE IF NOT EXISTS series (tenant VARCHAR, series VARCHAR, name VARCHAR, labels VARCHAR,
