@@ -28,6 +28,17 @@ const consumer = {
   maxAckPending: 10,
 };
 
+/** A twin on `clock` whose consumer "w" has just taken its one message; `fetch` asks again. */
+async function oneMessageTaken(clock: ManualClock) {
+  const client = new InProcessStreamServer({ clock }).connect();
+  await client.ensureStream(config);
+  await client.ensureConsumer("TWIN", consumer);
+  await client.publish("twin.a", "x");
+  const fetch = () => client.fetch("TWIN", "w", { maxMessages: 10, expiresMs: 1 });
+  assert.equal((await fetch()).length, 1);
+  return { client, fetch };
+}
+
 test("the injected clock decides ages and dedup windows", async () => {
   const clock = new ManualClock(1_000_000);
   const client = new InProcessStreamServer({ clock }).connect();
@@ -50,12 +61,7 @@ test("the injected clock decides ages and dedup windows", async () => {
 
 test("an ack wait measured on the injected clock: due at once after advance(), not before", async () => {
   const clock = new ManualClock(0);
-  const client = new InProcessStreamServer({ clock }).connect();
-  await client.ensureStream(config);
-  await client.ensureConsumer("TWIN", consumer);
-  await client.publish("twin.a", "x");
-  const fetch = () => client.fetch("TWIN", "w", { maxMessages: 10, expiresMs: 1 });
-  assert.equal((await fetch()).length, 1);
+  const { client, fetch } = await oneMessageTaken(clock);
   clock.advance(999);
   assert.deepEqual(await fetch(), []);
   clock.advance(1);
@@ -70,12 +76,7 @@ test("an ack wait measured on the injected clock: due at once after advance(), n
 
 test("an ack wait is an interval: a wall clock stepped back neither holds a message nor frees one early", async () => {
   const clock = new ManualClock(1_000_000);
-  const client = new InProcessStreamServer({ clock }).connect();
-  await client.ensureStream(config);
-  await client.ensureConsumer("TWIN", consumer);
-  await client.publish("twin.a", "x");
-  const fetch = () => client.fetch("TWIN", "w", { maxMessages: 10, expiresMs: 1 });
-  assert.equal((await fetch()).length, 1);
+  const { fetch } = await oneMessageTaken(clock);
   clock.setWallMs(1_000_000 + 5_000); // forward 5 s (inside maxAge): the ack wait has not passed
   assert.deepEqual(await fetch(), []);
   clock.setWallMs(1_000_000 - 60_000); // back a minute, as NTP may step it
