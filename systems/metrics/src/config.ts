@@ -115,13 +115,6 @@ export const configSchema = {
     description:
       "MT-09: directory of the rollup tiers (1 min: a DuckDB file; 1 h: Parquet per tenant per day); unset = $CASEBOOK_DATA/metrics-rollups",
   }),
-  rollupThreads: field.int({
-    env: "METRICS_ROLLUP_THREADS",
-    min: 1,
-    max: 64,
-    description:
-      "DuckDB threads of the rollup tiers (the builder's appends, the 1 min and 1 h reads); unset = DuckDB's own default, one per core (1 against 2 on the bench: inside its spread, bench/RESULTS.md)",
-  }),
   rollupLatenessMs: field.int({
     env: "METRICS_ROLLUP_LATENESS_MS",
     default: 300_000,

@@ -253,7 +253,6 @@ export async function main(env: NodeJS.ProcessEnv = process.env): Promise<Runnin
         const rollupStore = await RollupStore.open({
           dir: config.rollupDir ?? dataDirFor("metrics-rollups", env),
           latenessMs: config.rollupLatenessMs,
-          ...(config.rollupThreads === undefined ? {} : { threads: config.rollupThreads }),
         });
         rollups = rollupStore;
         service.onClose(() => rollupStore.close());

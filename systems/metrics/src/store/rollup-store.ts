@@ -134,8 +134,6 @@ export interface RollupStoreOptions {
   readonly dir: string;
   /** How far behind a tenant's newest sample a sample may arrive and still be rolled up. */
   readonly latenessMs: number;
-  /** DuckDB's threads for this store; default DuckDB's own, one per core (see METRICS_ROLLUP_THREADS). */
-  readonly threads?: number;
 }
 
 /** A window's counter shape (`CounterWindow`), in the 1 min table and the 1 h files. */
@@ -331,10 +329,7 @@ export class RollupStore {
 
   static async open(options: RollupStoreOptions): Promise<RollupStore> {
     await mkdir(join(options.dir, "hour"), { recursive: true });
-    const instance = await DuckDBInstance.create(
-      join(options.dir, "rollups.duckdb"),
-      options.threads === undefined ? undefined : { threads: String(options.threads) },
-    );
+    const instance = await DuckDBInstance.create(join(options.dir, "rollups.duckdb"));
     const connection = await instance.connect();
     await connection.run(`
       CREATE TABLE IF NOT EXISTS series (tenant VARCHAR, series VARCHAR, name VARCHAR, labels VARCHAR,
