@@ -12,7 +12,7 @@
  */
 
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -67,6 +67,7 @@ export interface BenchArgs {
   readonly scrapesPerRequest: number;
   readonly concurrency: number;
   readonly warmUpPercent: number;
+  readonly ingestRuns: number;
   readonly queryRuns: number;
   readonly sides: readonly SideName[];
   readonly scenarios: readonly Scenario[];
@@ -97,6 +98,12 @@ const cli = defineBenchArgs({
       max: 90,
       default: 20,
       help: "the ingest's warm-up: the share of the rounds left out of the\nsteady samples per CPU-second (0: no steady row)",
+    }),
+    ingestRuns: flag.integer({
+      min: 1,
+      max: 20,
+      default: 1,
+      help: "times the ingest is measured, every side started afresh on empty storage\neach time, the sides' order rotated; each side's row is its median run\n(by steady samples per CPU-second; an odd count has one)",
     }),
     queryRuns: flag.integer({ min: 1, max: 1_000, default: 20, help: "timed runs of each panel per side" }),
     sides: flag.choiceList(SIDES, {
@@ -144,6 +151,8 @@ Scenarios (all in one run; --scenarios picks some)
             the rounds until the side has stored them and gone quiet, and the samples after
             that count over the CPU-seconds after it — a server's cost per sample once running,
             without its first moments (a JIT compiling its hot code, every series created).
+            With --ingest-runs N, all of it N times on sides started afresh, each side's median
+            run in its rows (this VM's run-to-run spread is ±10–20%).
   storage   bytes per sample on disk, chunks + index, no WAL, after compaction: ours, its head
             compacted into a block (the service stopped, its TSDB opened by the bench);
             Prometheus, a snapshot with its head (admin API); VictoriaMetrics, data/ + indexdb/
@@ -205,7 +214,8 @@ async function ask<T>(loader: SpawnedChild, command: Record<string, unknown>): P
   return JSON.parse(await loader.nextLine()) as T;
 }
 
-async function startSides(target: Target, args: BenchArgs): Promise<void> {
+/** Starts the sides asked for (ours keeping its data under `tmpDir`) into `target.sides`. */
+async function startSides(target: Target, args: BenchArgs, tmpDir: string): Promise<void> {
   for (const name of args.sides) {
     if (name === "stream-floor" && !args.scenarios.includes("ingest")) continue; // it only ingests
     if (name !== "metrics" && findExecutable(PROGRAMS[name]) === undefined) {
@@ -218,7 +228,7 @@ async function startSides(target: Target, args: BenchArgs): Promise<void> {
     const nodeOptions = args.cpuProfDir ? `--cpu-prof --cpu-prof-dir=${args.cpuProfDir}` : undefined;
     const side =
       name === "metrics"
-        ? await startOurs({ tmpDir: target.tmpDir, ...(nodeOptions ? { nodeOptions } : {}) })
+        ? await startOurs({ tmpDir, ...(nodeOptions ? { nodeOptions } : {}) })
         : name === "stream-floor"
           ? await startStreamFloor()
           : name === "prometheus"
@@ -226,6 +236,18 @@ async function startSides(target: Target, args: BenchArgs): Promise<void> {
             : await startVictoriaMetrics();
     target.sides.push(side);
   }
+}
+
+/** Stops every side of `target` (a run over, the next to start afresh). */
+async function closeSides(target: Target): Promise<void> {
+  for (const side of target.sides.splice(0))
+    await side.close().catch((error) => benchLog(`closing ${side.name}: ${error}`));
+}
+
+/** `list` from position `by` (mod its length) round to the start: run `by`'s order of the sides. */
+function rotated<T>(list: readonly T[], by: number): T[] {
+  const at = list.length === 0 ? 0 : by % list.length;
+  return [...list.slice(at), ...list.slice(0, at)];
 }
 
 interface IngestResult {
@@ -509,6 +531,18 @@ interface PerCpu {
   readonly whole?: number;
 }
 
+/** The run whose samples per CPU-second (steady, else the whole run's) is the median: the lower middle of an even count. */
+export function medianRun<R extends IngestResult>(runs: readonly R[]): R {
+  const score = (run: R) => {
+    const perCpu = samplesPerCpu(run);
+    return perCpu.steady ?? perCpu.whole ?? 0;
+  };
+  const sorted = runs.toSorted((a, b) => score(a) - score(b));
+  const median = sorted[Math.floor((sorted.length - 1) / 2)];
+  if (median === undefined) throw new RangeError("medianRun of no runs");
+  return median;
+}
+
 function samplesPerCpu(result: IngestResult | undefined): PerCpu {
   if (result === undefined) return {};
   return {
@@ -624,12 +658,34 @@ async function run(target: Target, args: BenchArgs, json: boolean): Promise<void
     `generated in ${generated.generateMs} ms: ${generated.requests} requests, ${generated.rawBytes} B of protobuf → ` +
       `${generated.bodyBytes} B snappy (${(generated.bodyBytes / generated.samples).toFixed(2)} B/sample on the wire)`,
   );
-  await startSides(target, args);
+  const measured = args.scenarios.includes("ingest");
+  const runs = measured ? args.ingestRuns : 1;
+  const bySide = new Map<SideName, IngestResult[]>();
+  for (let run = 0; run < runs; run++) {
+    if (runs > 1) benchLog(`${SYSTEM} bench: ingest run ${run + 1} of ${runs}`);
+    const tmpDir = runs > 1 ? join(target.tmpDir, `run-${run + 1}`) : target.tmpDir;
+    await mkdir(tmpDir, { recursive: true });
+    await startSides(target, args, tmpDir);
+    for (const side of rotated(target.sides, run)) {
+      if (!measured) {
+        await load(side, target, args);
+        continue;
+      }
+      const result = await ingest(side, target, args, generated);
+      bySide.set(side.name, [...(bySide.get(side.name) ?? []), result]);
+    }
+    // The last run's sides stay up: the dashboard and the storage are read from them.
+    if (run < runs - 1) await closeSides(target);
+  }
   const ingests = new Map<SideName, IngestResult>();
-  for (const side of target.sides) {
-    if (args.scenarios.includes("ingest"))
-      ingests.set(side.name, await ingest(side, target, args, generated));
-    else await load(side, target, args);
+  for (const [name, results] of bySide) {
+    ingests.set(name, medianRun(results));
+    if (results.length > 1)
+      benchLog(
+        `${name}: samples per CPU-second by run (steady, else whole): ${results
+          .map((r) => Math.round(samplesPerCpu(r).steady ?? samplesPerCpu(r).whole ?? 0))
+          .join(", ")} — the median run in the rows`,
+      );
   }
   const panels = args.scenarios.includes("query") ? dashboard(endMs, scrapes * intervalMs) : [];
   const stores = target.sides.filter((s) => !s.ingestOnly);
@@ -650,6 +706,9 @@ async function run(target: Target, args: BenchArgs, json: boolean): Promise<void
     "",
     `Load average (1, 5, 15 min): ${loadBefore} at the start, ${loadAfter} at the end, on ${availableParallelism()} cores.`,
     `CPU counted: ${target.sides.map((s) => `${s.name} = ${s.counted}`).join("; ")}.`,
+    ...(runs > 1
+      ? [`Ingest: each side's median of ${runs} runs on sides started afresh (every run's figure on stderr).`]
+      : []),
   ];
   process.stdout.write(`${renderBench(rows, "markdown")}\n${notes.join("\n")}\n`);
 }

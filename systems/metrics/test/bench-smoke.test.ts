@@ -46,6 +46,7 @@ describe("bench/main.ts", () => {
       "--scrapes-per-request",
       "--concurrency",
       "--warm-up-percent",
+      "--ingest-runs",
       "--query-runs",
       "--sides",
       "--cpu-prof-dir",
@@ -121,5 +122,39 @@ describe("bench/main.ts", () => {
       );
     }
     assert.match(run.stderr, /load average/, "the load average is printed beside the figures");
+  });
+
+  test("--ingest-runs 3: each side measured three times on sides started afresh, its median run in the rows", {
+    skip,
+  }, async () => {
+    const run = await runBench([
+      "--json",
+      ...tiny,
+      "--sides",
+      "metrics",
+      "--scenarios",
+      "ingest",
+      "--ingest-runs",
+      "3",
+    ]);
+    assert.equal(run.code, 0, run.stderr);
+    for (const n of [1, 2, 3]) assert.match(run.stderr, new RegExp(`ingest run ${n} of 3`));
+    // A fresh side each run: all of the samples acknowledged again, none refused as already stored.
+    const acked = [...run.stderr.matchAll(/metrics: (\d+) acked in/g)].map((m) => Number(m[1]));
+    assert.equal(acked.length, 3);
+    assert.ok(
+      acked.every((n) => n === acked[0] && n > 0),
+      `acked per run: ${acked.join(", ")}`,
+    );
+    const byRun = /metrics: samples per CPU-second by run \(steady, else whole\): (\d+), (\d+), (\d+) —/.exec(
+      run.stderr,
+    );
+    assert.ok(byRun, "every run's figure on stderr");
+    const median = [byRun[1], byRun[2], byRun[3]].map(Number).toSorted((a, b) => a - b)[1];
+    const steady = parseBenchRows(run.stdout).find(
+      (r) => r.scenario.startsWith("ingest: ") && r.metric.startsWith("samples per CPU-second, steady"),
+    );
+    assert.ok(steady, run.stdout);
+    assert.equal(Math.round(steady.value), median, "the row is the median run's");
   });
 });
