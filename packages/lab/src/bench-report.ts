@@ -60,6 +60,21 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/**
+ * The run whose `score` is the median, whole — a real run, not a mix of two (the lower middle
+ * one of an even count): a side's row comes from one run, all its figures from the same one.
+ * Throws RangeError for no runs.
+ *
+ * @example
+ * medianBy([{ perS: 62_294 }, { perS: 27_149 }, { perS: 48_925 }], (run) => run.perS); // { perS: 48_925 }
+ */
+export function medianBy<T>(runs: readonly T[], score: (run: T) => number): T {
+  const sorted = runs.toSorted((a, b) => score(a) - score(b));
+  const middle = sorted[(sorted.length - 1) >> 1];
+  if (middle === undefined) throw new RangeError("medianBy: no runs");
+  return middle;
+}
+
 /** A row and what the table needs to word it; `toJsonLine` prints only the row's keys. */
 export interface BenchResult extends BenchRow {
   direction: Direction;

@@ -6,6 +6,7 @@ import {
   compare,
   formatNumber,
   median,
+  medianBy,
   renderBench,
   renderMarkdown,
   rowsFromLoad,
@@ -154,6 +155,16 @@ test("rowsFromLoad turns a load report and its peer's into throughput, latency a
   assert.ok(rows.every((r) => r.peer === "noop-peer" && r.system === "lab"));
   assert.equal(rows.find((r) => r.metric === "errors")!.value, 0);
   for (const line of renderBench(rows, "json").split("\n")) assert.doesNotThrow(() => JSON.parse(line));
+});
+
+test("medianBy: the middle run whole, the lower middle one of an even count; no runs throw", () => {
+  const runs = [{ perS: 62_294 }, { perS: 27_149 }, { perS: 48_925 }];
+  const byPerS = (run: { perS: number }) => run.perS;
+  assert.equal(medianBy(runs, byPerS), runs[2], "the run itself, not a copy");
+  assert.deepEqual(medianBy([{ perS: 3 }, { perS: 1 }], byPerS), { perS: 1 });
+  assert.deepEqual(medianBy([{ perS: 5 }], byPerS), { perS: 5 });
+  assert.deepEqual(runs.map(byPerS), [62_294, 27_149, 48_925], "the input keeps its order");
+  assert.throws(() => medianBy([], byPerS), RangeError);
 });
 
 test("median: the middle run, the mean of the middle two for an even count, NaN for none", () => {

@@ -22,7 +22,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
-import { type BenchResult, formatNumber, renderBench } from "@casebook/lab/bench-report";
+import { type BenchResult, formatNumber, medianBy, renderBench } from "@casebook/lab/bench-report";
 import { goalLine, scenarioRows } from "@casebook/lab/bench-rows";
 import { spawnChild } from "@casebook/lab/spawn-child";
 import { errors } from "../src/errors.ts";
@@ -293,10 +293,7 @@ export function mergeRuns(parts: readonly ChildRunResult[]): RunResult {
 
 /** The run with the median deliveries/s (the lower middle one for an even count). */
 export function medianRun(runs: readonly RunResult[]): RunResult {
-  const sorted = [...runs].sort((a, b) => a.deliveredPerS - b.deliveredPerS);
-  const median = sorted[Math.floor((sorted.length - 1) / 2)];
-  if (median === undefined) throw new Error("medianRun: no runs");
-  return median;
+  return medianBy(runs, (run) => run.deliveredPerS);
 }
 
 async function measureSide(side: BenchSide, args: BenchArgs): Promise<SideResult> {

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { defineBenchArgs, flag } from "@casebook/lab/bench-args";
 import { type BenchProgram, benchLog, runBenchEntry, runBenchMain } from "@casebook/lab/bench-main";
-import { type BenchResult, renderBench } from "@casebook/lab/bench-report";
+import { type BenchResult, medianBy, renderBench } from "@casebook/lab/bench-report";
 import { findRow, goalLine, scenarioRows } from "@casebook/lab/bench-rows";
 import { findExecutable } from "@casebook/lab/executables";
 import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
@@ -531,16 +531,10 @@ interface PerCpu {
   readonly whole?: number;
 }
 
-/** The run whose samples per CPU-second (steady, else the whole run's) is the median: the lower middle of an even count. */
-export function medianRun<R extends IngestResult>(runs: readonly R[]): R {
-  const score = (run: R) => {
-    const perCpu = samplesPerCpu(run);
-    return perCpu.steady ?? perCpu.whole ?? 0;
-  };
-  const sorted = runs.toSorted((a, b) => score(a) - score(b));
-  const median = sorted[Math.floor((sorted.length - 1) / 2)];
-  if (median === undefined) throw new RangeError("medianRun of no runs");
-  return median;
+/** Samples per CPU-second by which runs are ranked: steady, else the whole run's. */
+function runScore(run: IngestResult): number {
+  const perCpu = samplesPerCpu(run);
+  return perCpu.steady ?? perCpu.whole ?? 0;
 }
 
 function samplesPerCpu(result: IngestResult | undefined): PerCpu {
@@ -679,11 +673,11 @@ async function run(target: Target, args: BenchArgs, json: boolean): Promise<void
   }
   const ingests = new Map<SideName, IngestResult>();
   for (const [name, results] of bySide) {
-    ingests.set(name, medianRun(results));
+    ingests.set(name, medianBy(results, runScore));
     if (results.length > 1)
       benchLog(
         `${name}: samples per CPU-second by run (steady, else whole): ${results
-          .map((r) => Math.round(samplesPerCpu(r).steady ?? samplesPerCpu(r).whole ?? 0))
+          .map((r) => Math.round(runScore(r)))
           .join(", ")} — the median run in the rows`,
       );
   }
