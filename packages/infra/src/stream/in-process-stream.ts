@@ -294,6 +294,9 @@ export class InProcessStreamServer {
     }
     return new Promise((resolve) => {
       const cancel = () => waiter.resolve([]);
+      // At its expiry a fetch still takes what is due by then: a redelivery whose wake was late
+      // (or lost: a CI run saw a sub-millisecond re-arm never fire) is not left for the next fetch.
+      const expire = () => waiter.resolve(this.#take(log, consumer, options.maxMessages, owner));
       const waiter: Waiter = {
         max: options.maxMessages,
         owner,
@@ -304,7 +307,7 @@ export class InProcessStreamServer {
           this.#schedule(log, consumer);
           resolve(messages);
         },
-        timer: setTimeout(cancel, options.expiresMs),
+        timer: setTimeout(expire, options.expiresMs),
       };
       consumer.waiters.push(waiter);
       owner.waits.add(cancel);
@@ -567,6 +570,9 @@ export class InProcessStreamServer {
     consumer.wake = undefined;
     consumer.wakeAtMs = earliest;
     if (!Number.isFinite(earliest)) return;
+    // A whole millisecond past the due time: a timer may fire a fraction early (libuv counts
+    // whole milliseconds), and the re-arm that followed was seen never to fire.
+    const delayMs = Math.ceil(earliest - nowMs) + 1;
     consumer.wake = setTimeout(() => {
       consumer.wake = undefined;
       consumer.wakeAtMs = Number.POSITIVE_INFINITY;
@@ -574,7 +580,7 @@ export class InProcessStreamServer {
       this.#expire(log);
       this.#serveWaiters(log, consumer);
       this.#schedule(log, consumer);
-    }, earliest - nowMs);
+    }, delayMs);
     // The engine must not keep the process alive for a redelivery; a waiting fetch has its own timer.
     consumer.wake.unref();
   }
