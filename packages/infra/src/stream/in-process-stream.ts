@@ -294,9 +294,6 @@ export class InProcessStreamServer {
     }
     return new Promise((resolve) => {
       const cancel = () => waiter.resolve([]);
-      // At its expiry a fetch still takes what is due by then: a redelivery whose wake was late
-      // (or lost: a CI run saw a sub-millisecond re-arm never fire) is not left for the next fetch.
-      const expire = () => waiter.resolve(this.#take(log, consumer, options.maxMessages, owner));
       const waiter: Waiter = {
         max: options.maxMessages,
         owner,
@@ -307,7 +304,7 @@ export class InProcessStreamServer {
           this.#schedule(log, consumer);
           resolve(messages);
         },
-        timer: setTimeout(expire, options.expiresMs),
+        timer: setTimeout(cancel, options.expiresMs),
       };
       consumer.waiters.push(waiter);
       owner.waits.add(cancel);
@@ -554,25 +551,25 @@ export class InProcessStreamServer {
   }
 
   /**
-   * One timer per consumer, at the earliest future redelivery, and only while fetches wait:
-   * with nobody waiting a due message simply waits for the next fetch (a timer then would
-   * fire again at once, forever, since nothing takes the message).
+   * One timer per consumer, at the earliest redelivery, and only while fetches wait: with
+   * nobody waiting a due message simply waits for the next fetch (a timer then would fire
+   * again at once, forever, since nothing takes the message). One already due while a fetch
+   * waits wakes it at once: a wake that fired a fraction early (libuv counts whole
+   * milliseconds) re-arms in `#take`, and by the time it is re-checked here the message may
+   * have come due — left out, the waiting fetch would expire with nothing (ST-04 under load).
    */
   #schedule(log: StreamLog, consumer: ConsumerLog): void {
     const nowMs = this.#clock.monotonicMs();
     let earliest = Number.POSITIVE_INFINITY;
     if (consumer.waiters.length > 0) {
-      for (const p of consumer.pending.values())
-        if (p.dueMs > nowMs && p.dueMs < earliest) earliest = p.dueMs;
+      for (const p of consumer.pending.values()) if (p.dueMs < earliest) earliest = p.dueMs;
+      earliest = Math.max(earliest, nowMs);
     }
     if (earliest === consumer.wakeAtMs) return;
     if (consumer.wake) clearTimeout(consumer.wake);
     consumer.wake = undefined;
     consumer.wakeAtMs = earliest;
     if (!Number.isFinite(earliest)) return;
-    // A whole millisecond past the due time: a timer may fire a fraction early (libuv counts
-    // whole milliseconds), and the re-arm that followed was seen never to fire.
-    const delayMs = Math.ceil(earliest - nowMs) + 1;
     consumer.wake = setTimeout(() => {
       consumer.wake = undefined;
       consumer.wakeAtMs = Number.POSITIVE_INFINITY;
@@ -580,7 +577,7 @@ export class InProcessStreamServer {
       this.#expire(log);
       this.#serveWaiters(log, consumer);
       this.#schedule(log, consumer);
-    }, delayMs);
+    }, earliest - nowMs);
     // The engine must not keep the process alive for a redelivery; a waiting fetch has its own timer.
     consumer.wake.unref();
   }
