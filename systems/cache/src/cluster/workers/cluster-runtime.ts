@@ -121,6 +121,8 @@ export class ClusterRuntime {
   #announced = { announcedHost: "", announcedPort: 0, announcedBusPort: 0 };
   #leaseUntilMs = Number.NEGATIVE_INFINITY;
   #covered = false;
+  /** The view version the cached lease and coverage were computed on. */
+  #healthVersion = -1;
   /** The header's slots text, formatted once per view version (every ping carries it). */
   #headerCache = { version: -1, ownerId: "", slots: "" };
 
@@ -255,6 +257,9 @@ export class ClusterRuntime {
   /** The -CLUSTERDOWN reply when this node must not serve keys now, else undefined (CA-16). */
   servingError(): string | undefined {
     if (this.#state === undefined) return CLUSTER_REPLIES.down;
+    // A new view (a node met, slots claimed) may bring voters this node has never reached: a
+    // lease cached on the old view (a lone voter's is forever) must not outlive it.
+    if (this.#state.version !== this.#healthVersion) this.#refreshHealth();
     if (this.settings.requireFullCoverage && !this.#covered) {
       // Cached by the cron; a slot assigned since then must not wait for the next tick.
       this.#covered = this.state.fullyCovered((id) => this.detector.isFailing(id));
@@ -262,7 +267,7 @@ export class ClusterRuntime {
     }
     const nowMs = this.#now();
     if (nowMs <= this.#leaseUntilMs) return undefined;
-    // The cached lease is a lower bound: recompute before refusing.
+    // On one view the cached lease is a lower bound (contacts only move forward): recompute before refusing.
     this.#leaseUntilMs = this.#computeLease();
     return nowMs <= this.#leaseUntilMs ? undefined : CLUSTER_REPLIES.down;
   }
@@ -618,6 +623,7 @@ export class ClusterRuntime {
   }
 
   #refreshHealth(): void {
+    this.#healthVersion = this.state.version;
     this.#leaseUntilMs = this.#computeLease();
     this.#covered = this.state.fullyCovered((id) => this.detector.isFailing(id));
   }
