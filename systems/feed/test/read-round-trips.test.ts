@@ -12,7 +12,14 @@ import assert from "node:assert/strict";
 import { after, before, describe, type TestContext, test } from "node:test";
 import { closeRedis, connectRedis } from "@casebook/infra/redis/connect-redis";
 import { systemClock } from "@casebook/kit/clock";
-import { requireRedis, suiteEngine, uniqueName } from "@casebook/lab/test-engines";
+import {
+  CLOSED_PASS_SKIP,
+  closedEnginePass,
+  requireRedis,
+  runEngineFree,
+  suiteEngine,
+  uniqueName,
+} from "@casebook/lab/test-engines";
 import type { FeedCursor } from "../src/domain/feed-cursor.ts";
 import { type FeedPage, HomeFeed } from "../src/domain/home-feed.ts";
 import { toPostJson } from "../src/domain/post-json.ts";
@@ -27,9 +34,9 @@ let f: FeedFixture;
  */
 const KEY_CACHE = { FEED_KEY_CACHE_TTL_MS: "60000" };
 
-describe("in-process", () => {
+describe("in-process", { skip: closedEnginePass ? CLOSED_PASS_SKIP : false }, () => {
   before(async () => {
-    f = await openFeed(KEY_CACHE);
+    f = await runEngineFree("feed's in-process reads", () => openFeed(KEY_CACHE));
   });
   after(async () => {
     await f?.close();

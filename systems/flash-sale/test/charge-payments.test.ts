@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { systemClock } from "@casebook/kit/clock";
 import { startServerProcess } from "@casebook/lab/server-process";
+import { engineFree } from "@casebook/lab/test-engines";
 import { PaymentsCharger } from "../src/clients/payments-charger.ts";
 import { auditSale, startCharge } from "../src/store/sale-repository.ts";
 import { ChargeWorker } from "../src/workers/charge-worker.ts";
@@ -23,6 +24,7 @@ const ADMIN = "payments-admin-token-for-flash-0";
 const BUYERS = 5;
 
 test("FS-01 FS-18 charged through the payments service itself: one captured payment per hold for the sale's price, keyed by the hold; a repeat answers the same payment", async (t) => {
+  if (engineFree(t)) return;
   const dir = await mkdtemp(join(tmpdir(), "casebook-flash-payments-"));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const payments = await startServerProcess({

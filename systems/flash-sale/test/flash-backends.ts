@@ -106,6 +106,7 @@ function assemble(
 
 export const embeddedFlash: Backend<Flash> = {
   name: "pglite + in-process stock",
+  embedded: true,
   open: async () => {
     const db = await openPgliteTestDatabase({ system: "flash-sale", prepare: migrateFlashSale });
     const clock = new ManualClock(1_800_000_000_000);

@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Service } from "@casebook/infra/http/service";
 import { type Backend, contractSuite } from "@casebook/lab/contract-suite";
+import { engineFree } from "@casebook/lab/test-engines";
 import { LedgerRepository } from "../src/store/ledger-repository.ts";
 import { ensureMerchantAccounts } from "../src/store/merchant-accounts.ts";
 import { merchantApiService } from "./merchant-api-service.ts";
@@ -507,7 +508,8 @@ contractSuite("ledger API", backends, (it) => {
   });
 });
 
-test("a full group-commit queue is a clear 503 GROUP_COMMIT_QUEUE_FULL, never an unbounded wait; nothing of it is written", async () => {
+test("a full group-commit queue is a clear 503 GROUP_COMMIT_QUEUE_FULL, never an unbounded wait; nothing of it is written", async (t) => {
+  if (engineFree(t)) return;
   const db = await openPgliteMemory();
   // One lane, one waiting transfer at most, held up to 2 s for company (a group of 2 never fills).
   const ledger = new LedgerRepository(db, {
