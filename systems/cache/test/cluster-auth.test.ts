@@ -6,15 +6,14 @@
  * `--cluster check` and `redis-cli --user … --pass … -c`.
  */
 import assert from "node:assert/strict";
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import { guardProcessTree } from "@casebook/lab/child-reaper";
 import { findExecutable } from "@casebook/lab/executables";
-import { freePort } from "@casebook/lab/free-port";
+import { type LaunchOptions, spawnNode } from "../src/cluster/workers/cluster-launcher.ts";
 import { clusterErrors } from "../src/errors.ts";
 import {
   NO_FAILOVER_NODE_TIMEOUT_MS,
@@ -22,8 +21,6 @@ import {
   type TestCluster,
   waitUntil,
 } from "./cluster-harness.ts";
-
-const MAIN = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
 const PASSWORD = "cluster-s3cret";
 const TOOL_TIMEOUT_MS = 60_000;
@@ -140,29 +137,24 @@ describe("redis-cli --cluster create -a on bare password-protected nodes", { tim
     const dir = mkdtempSync(join(tmpdir(), "cache-cli-create-"));
     const children: ChildProcess[] = [];
     try {
-      const ports: number[] = [];
-      for (let i = 0; i < 3; i++) {
-        const port = await freePort();
-        ports.push(port);
-        const child = spawn(process.execPath, [MAIN], {
-          env: {
-            ...process.env,
-            CACHE_CLUSTER_ENABLED: "yes",
-            CACHE_PORT: String(port),
-            CACHE_CLUSTER_BUS_PORT: "0",
-            CACHE_CLUSTER_DIR: join(dir, `node-${i}`),
-            CACHE_CLUSTER_NODE_TIMEOUT: "2000",
-            CACHE_REQUIREPASS: PASSWORD,
-            PORT: "0",
-            LOG_LEVEL: "silent",
-          },
-          stdio: "ignore",
-          detached: true,
-        });
-        const guard = guardProcessTree(child.pid!);
-        child.once("exit", () => guard.release());
-        children.push(child);
-      }
+      const bare: LaunchOptions = {
+        nodes: 3,
+        replicas: 0,
+        dataDir: dir,
+        nodeTimeoutMs: 2_000,
+        env: { CACHE_REQUIREPASS: PASSWORD },
+        detached: true,
+        onSpawn: (child) => {
+          const guard = guardProcessTree(child.pid!);
+          child.once("exit", () => guard.release());
+          children.push(child);
+        },
+      };
+      // Each node binds port 0 and says where it listens: no port chosen here can be taken meanwhile.
+      const nodes = await Promise.all(
+        [0, 1, 2].map((index) => spawnNode(bare, index, { port: 0, busPort: 0 }, [])),
+      );
+      const ports = nodes.map(({ listening }) => listening.announcedPort);
       const auth = ["-a", PASSWORD, "--no-auth-warning"];
       await waitUntil("every node to answer PING", 60_000, async () => {
         for (const port of ports) {

@@ -69,7 +69,8 @@ const OUTPUT_LINES = 200;
 const POLL_MS = 50;
 const MAIN_ENTRY = fileURLToPath(new URL("../../main.ts", import.meta.url));
 
-interface Listening {
+/** A node's "cache node listening" log line: the ports it bound and announces. */
+export interface Listening {
   nodeId: string;
   respPort: number;
   busPort: number;
@@ -205,8 +206,12 @@ function nodeEnv(options: LaunchOptions, index: number, ports: { port: number; b
   };
 }
 
-/** Spawns one node and waits for its "cache node listening" log line. */
-function spawnNode(
+/**
+ * Spawns node `index` (cluster mode, not yet met: a bare node) and waits for its "cache node
+ * listening" log line; rejects with its output if it exits or is not listening in time. Port 0
+ * lets the node pick its own ports, so nothing can take them between a choice and the bind.
+ */
+export function spawnNode(
   options: LaunchOptions,
   index: number,
   ports: { port: number; busPort: number },
