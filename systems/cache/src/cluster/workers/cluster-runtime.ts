@@ -233,7 +233,6 @@ export class ClusterRuntime {
       sleep: unrefSleep, // the RESP server and the bus hold the process open, not the cron
     });
     this.#cron.start();
-    this.#refreshHealth();
     this.log.info({ nodeId: state.myId, ...address, role: state.myself.role }, "cluster node started");
   }
 
@@ -509,7 +508,6 @@ export class ClusterRuntime {
     this.#election.reset();
     this.#followAddress(primaryId);
     this.saveConfig();
-    this.#refreshHealth();
   }
 
   #followAddress(primaryId: string): void {
@@ -526,7 +524,6 @@ export class ClusterRuntime {
     this.sink.stop();
     this.source.activate(this.sink.offset);
     this.saveConfig();
-    this.#refreshHealth();
     this.log.warn({ oldPrimaryId, configEpoch: state.myself.configEpoch }, "cluster: promoted to primary");
     this.peers.broadcast(["PONG", this.header()]);
   }
@@ -622,6 +619,7 @@ export class ClusterRuntime {
     });
   }
 
+  /** The lease and coverage, computed now: by the cron (contacts and verdicts move) and by servingError() on a new view version. */
   #refreshHealth(): void {
     this.#healthVersion = this.state.version;
     this.#leaseUntilMs = this.#computeLease();
