@@ -243,11 +243,10 @@ export interface TwoNodeCluster {
 }
 
 /**
- * Both nodes share the test's event loop: `nodeTimeoutMs` should be generous (10 s), so a stall
- * on a loaded machine cannot let the majority lease lapse into -CLUSTERDOWN. Failure detection
- * is tested with node processes elsewhere; these clusters are for slots and redirects.
+ * Two in-process nodes with their halves of the slots, B's CLUSTER MEET to A just sent: the
+ * meeting is still under way (neither may serve yet). `startTwoNodeCluster` waits it out.
  */
-export async function startTwoNodeCluster(nodeTimeoutMs: number): Promise<TwoNodeCluster> {
+export async function meetTwoNodes(nodeTimeoutMs: number): Promise<TwoNodeCluster> {
   const a = await startInProcessNode({ nodeTimeoutMs });
   const b = await startInProcessNode({ nodeTimeoutMs });
   const adminA = await adminOf(a);
@@ -257,13 +256,6 @@ export async function startTwoNodeCluster(nodeTimeoutMs: number): Promise<TwoNod
   await adminA.call("CLUSTER", "ADDSLOTSRANGE", 0, 8191);
   await adminB.call("CLUSTER", "ADDSLOTSRANGE", 8192, 16383);
   await adminB.call("CLUSTER", "MEET", "127.0.0.1", a.port, a.runtime.busPort);
-  const serving = async (admin: AdminClient) =>
-    ((await admin.call("CLUSTER", "INFO")) as string).includes("cluster_state:ok");
-  await waitUntil(
-    "both nodes to serve",
-    10_000,
-    async () => (await serving(adminA)) && (await serving(adminB)),
-  );
   return {
     a,
     b,
@@ -277,4 +269,21 @@ export async function startTwoNodeCluster(nodeTimeoutMs: number): Promise<TwoNod
       for (const node of [a, b]) rmSync(node.dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Both nodes share the test's event loop: `nodeTimeoutMs` should be generous (10 s), so a stall
+ * on a loaded machine cannot let the majority lease lapse into -CLUSTERDOWN. Failure detection
+ * is tested with node processes elsewhere; these clusters are for slots and redirects.
+ */
+export async function startTwoNodeCluster(nodeTimeoutMs: number): Promise<TwoNodeCluster> {
+  const pair = await meetTwoNodes(nodeTimeoutMs);
+  const serving = async (admin: AdminClient) =>
+    ((await admin.call("CLUSTER", "INFO")) as string).includes("cluster_state:ok");
+  await waitUntil(
+    "both nodes to serve",
+    10_000,
+    async () => (await serving(pair.adminA)) && (await serving(pair.adminB)),
+  );
+  return pair;
 }

@@ -5,34 +5,14 @@
  * process between every I/O event, so the window the cron tick would close late is seen.
  */
 import assert from "node:assert/strict";
-import { rmSync } from "node:fs";
 import { test } from "node:test";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import {
-  adminOf,
-  type InProcessNode,
-  NO_FAILOVER_NODE_TIMEOUT_MS,
-  startInProcessNode,
-} from "./cluster-harness.ts";
+import { type InProcessNode, meetTwoNodes, NO_FAILOVER_NODE_TIMEOUT_MS } from "./cluster-harness.ts";
 
 test("CA-16 a primary that meets another voter serves only after two-way contact with it, not on its lone view's lease", async (t) => {
-  const a = await startInProcessNode({ nodeTimeoutMs: NO_FAILOVER_NODE_TIMEOUT_MS });
-  const b = await startInProcessNode({ nodeTimeoutMs: NO_FAILOVER_NODE_TIMEOUT_MS });
-  const adminA = await adminOf(a);
-  const adminB = await adminOf(b);
-  t.after(async () => {
-    await adminA.close();
-    await adminB.close();
-    for (const node of [a, b]) {
-      await node.close();
-      rmSync(node.dir, { recursive: true, force: true });
-    }
-  });
-  await adminA.call("CLUSTER", "SET-CONFIG-EPOCH", 1);
-  await adminB.call("CLUSTER", "SET-CONFIG-EPOCH", 2);
-  await adminA.call("CLUSTER", "ADDSLOTSRANGE", 0, 8191);
-  await adminB.call("CLUSTER", "ADDSLOTSRANGE", 8192, 16383);
-  await adminB.call("CLUSTER", "MEET", "127.0.0.1", a.port, a.runtime.busPort);
+  const pair = await meetTwoNodes(NO_FAILOVER_NODE_TIMEOUT_MS);
+  t.after(() => pair.close());
+  const { a, b } = pair;
 
   const pairs: Array<["a" | "b", InProcessNode, InProcessNode]> = [
     ["a", a, b],
