@@ -9,8 +9,8 @@
  * and speaks JSON lines over stdin/stdout:
  *
  *   ← {"ready": true}
- *   → {"cmd":"run", url, requests: [{path, headers}], okStatuses, first, stride, ratePerS, durationMs, warmupMs}
- *   ← {"asked", "count", "ok", "errors", "timeouts", "dropped", "late", "sentPerS", "achievedRatePerS", "buckets"}
+ *   → {"cmd":"run", url, requests: [{path, headers}], okStatuses, first, stride, ratePerS, durationMs, warmupMs, connections?}
+ *   ← {"asked", "count", "ok", "errors", "timeouts", "dropped", "late", "connectionsOpened", "sentPerS", "achievedRatePerS", "buckets"}
  *   → {"cmd":"close"}
  *
  * Request i of this child sends `requests[(first + i × stride) % n]`, so N children started with
@@ -48,6 +48,12 @@ export interface HttpOpenLoopCommand {
   /** The whole run, warm-up included. */
   readonly durationMs: number;
   readonly warmupMs: number;
+  /**
+   * A fixed pool: this many connections opened before the first send and no more (a send that
+   * finds none idle waits for one, its wait counted — latency is from the intended send time).
+   * Undefined: none opened up front, and up to MAX_SOCKETS opened as sends find none idle.
+   */
+  readonly connections?: number;
 }
 
 export interface HttpOpenLoopResult {
@@ -63,6 +69,8 @@ export interface HttpOpenLoopResult {
   readonly dropped: number;
   /** Sent more than 10 ms after their intended time (the generator fell behind). */
   readonly late: number;
+  /** Connections the run opened, before its first send and during it. */
+  readonly connectionsOpened: number;
   /** Measured sends per second of the measured schedule. */
   readonly sentPerS: number;
   readonly achievedRatePerS: number;
@@ -94,7 +102,15 @@ export async function runHttpOpenLoop(command: HttpOpenLoopCommand): Promise<Htt
   if (!(durationMs > warmupMs && warmupMs >= 0))
     throw new RangeError(`durationMs (${durationMs}) must exceed warmupMs (${warmupMs}) >= 0`);
   const url = new URL(command.url);
-  const client = new LeanHttpClient({ host: url.hostname, port: Number(url.port), maxSockets: MAX_SOCKETS });
+  const pool = command.connections;
+  if (pool !== undefined && !(Number.isInteger(pool) && pool >= 1 && pool <= MAX_SOCKETS))
+    throw new RangeError(`connections must be an integer in 1..${MAX_SOCKETS}, got ${pool}`);
+  const client = new LeanHttpClient({
+    host: url.hostname,
+    port: Number(url.port),
+    maxSockets: pool ?? MAX_SOCKETS,
+  });
+  if (pool !== undefined) await client.preconnect(pool);
   // Host as Node's client sends it (host:port) unless the request names its own.
   const requests = command.requests.map((r) => {
     const named = Object.keys(r.headers ?? {}).some((name) => name.toLowerCase() === "host");
@@ -176,6 +192,7 @@ export async function runHttpOpenLoop(command: HttpOpenLoopCommand): Promise<Htt
     timeouts,
     dropped,
     late,
+    connectionsOpened: client.opened,
     sentPerS: answered / ((durationMs - warmupMs) / 1_000),
     achievedRatePerS: measuredMs > 0 ? (answered * 1_000) / measuredMs : 0,
     buckets: [...histogram.buckets()].map((b) => [b.lowValue, b.count] as const),

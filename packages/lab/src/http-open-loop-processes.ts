@@ -32,6 +32,14 @@ export interface HttpOpenLoopRunOptions {
   /** The whole run, warm-up included. */
   readonly durationMs: number;
   readonly warmupMs?: number;
+  /**
+   * Each process's fixed pool of connections, opened before its first send, as a balancer's pool
+   * in front of a server would be: the server never holds more requests at once than this (sends
+   * beyond wait in the generator, their wait counted). Default: none opened up front and up to
+   * 256 per process opened as sends find none idle — a run's first 0.1 s then opens hundreds
+   * against a server answering in milliseconds, and any stall of the server opens more.
+   */
+  readonly connectionsPerProcess?: number;
 }
 
 /** One run's figures, all processes together. */
@@ -44,6 +52,8 @@ export interface HttpOpenLoopRun {
   readonly errors: number;
   readonly dropped: number;
   readonly late: number;
+  /** Connections the run opened, every process together. */
+  readonly connectionsOpened: number;
 }
 
 export interface HttpOpenLoop {
@@ -74,6 +84,7 @@ export async function startHttpOpenLoop(options: { processes: number }): Promise
             ratePerS: run.ratePerS / children.length,
             durationMs: run.durationMs,
             warmupMs: run.warmupMs ?? DEFAULT_WARMUP_MS,
+            connections: run.connectionsPerProcess,
           };
           child.send(JSON.stringify(command));
           return JSON.parse(await child.nextLine()) as HttpOpenLoopResult;
@@ -96,6 +107,7 @@ export async function startHttpOpenLoop(options: { processes: number }): Promise
         errors: sum((r) => r.errors),
         dropped: sum((r) => r.dropped),
         late: sum((r) => r.late),
+        connectionsOpened: sum((r) => r.connectionsOpened),
       };
     },
     async close() {

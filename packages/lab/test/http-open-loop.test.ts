@@ -16,11 +16,12 @@ import {
 import { startHttpOpenLoop } from "@casebook/lab/http-open-loop-processes";
 import { spawnChild } from "@casebook/lab/spawn-child";
 
-async function localServer(t: { after(fn: () => void): void }, seen: string[]) {
+async function localServer(t: { after(fn: () => void): void }, seen: string[], connections = { count: 0 }) {
   const server = createServer((req, res) => {
     seen.push(`${req.url} ${req.headers.authorization}`);
     res.writeHead(req.url === "/bad" ? 500 : req.url === "/moved" ? 302 : 200).end("{}");
   });
+  server.on("connection", () => connections.count++);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   t.after(() => server.close());
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -59,9 +60,10 @@ test("a generator child sends its stride of the requests with their headers, and
   );
 });
 
-test("two generator processes share the rate and the list; their run is one: rates summed, errors counted", async (t) => {
+test("two generator processes share the rate and the list; their run is one: rates summed, errors counted, each process's fixed pool opened first", async (t) => {
   const seen: string[] = [];
-  const url = await localServer(t, seen);
+  const connections = { count: 0 };
+  const url = await localServer(t, seen, connections);
   const load = await startHttpOpenLoop({ processes: 2 });
   t.after(() => load.close());
   const run = await load.run({
@@ -71,6 +73,7 @@ test("two generator processes share the rate and the list; their run is one: rat
     ratePerS: 200,
     durationMs: 1_000,
     warmupMs: 200,
+    connectionsPerProcess: 3,
   });
   // Child 0 sends requests 0, 2, 4, … ("/moved"), child 1 sends 1, 3, … ("/a": 200, not ok here).
   assert.deepEqual(new Set(seen), new Set(["/moved undefined", "/a undefined"]));
@@ -79,4 +82,6 @@ test("two generator processes share the rate and the list; their run is one: rat
   assert.ok(run.errors > 0, "the 200s are errors when only 302 is ok");
   assert.ok(run.sentPerS > 100 && run.sentPerS < 300, JSON.stringify(run));
   assert.ok(run.p99Ms > 0 && Number.isFinite(run.p99Ms), JSON.stringify(run));
+  assert.equal(run.connectionsOpened, 6, "a fixed pool of three per process, opened before the first send");
+  assert.equal(connections.count, 6, "the connections the server accepted");
 });

@@ -136,3 +136,31 @@ test("request() tells its callback the status without a promise; expire() fails 
     await server.close();
   }
 });
+
+test("preconnect() opens a warm pool before the first request: requests up to its size open no connection; it stays within maxSockets; a refused one leaves the pool", async () => {
+  const server = await serve((_req, res) => setTimeout(() => res.end("ok"), 5));
+  const client = new LeanHttpClient({ host: "127.0.0.1", port: server.port, maxSockets: 6 });
+  try {
+    await client.preconnect(4);
+    assert.equal(client.opened, 4);
+    const statuses = await Promise.all(Array.from({ length: 4 }, () => client.send(leanGetRequest("/a"))));
+    assert.deepEqual(statuses, [200, 200, 200, 200]);
+    assert.equal(client.opened, 4, "four requests at once went out on the four pre-opened connections");
+    assert.equal(server.sockets.size, 4);
+    await client.preconnect(10);
+    assert.equal(client.opened, 6, "no more than maxSockets in all");
+  } finally {
+    client.close();
+    await server.close();
+  }
+  const gone = await serve((_req, res) => res.end("ok"));
+  await gone.close(); // nothing listens on its port any more
+  const refused = new LeanHttpClient({ host: "127.0.0.1", port: gone.port, maxSockets: 2 });
+  try {
+    await refused.preconnect(2); // resolves: each connection failed and left the pool
+    await assert.rejects(refused.send(leanGetRequest("/a")), /ECONNREFUSED/);
+    assert.equal(refused.opened, 3, "the request found no pre-opened connection left and opened its own");
+  } finally {
+    refused.close();
+  }
+});

@@ -115,7 +115,7 @@ export function readReport(
   rows.push(...hybridRuns.maxima.map((m, i) => own.value(`${wrkMetric}, run ${i + 1}`, "reads/s", m.perS)));
   rows.push(
     own.value(
-      `open loop: rate asked, 70% of the median max (${shape.generatorProcesses} generator processes)`,
+      `open loop: rate asked, 70% of the median max (${shape.generatorProcesses} generator processes, ${shape.connections / shape.generatorProcesses} connections each)`,
       "reads/s",
       hybrid.askedPerS,
     ),
