@@ -21,10 +21,10 @@
  * p99 at 70% of the median maximum, `repeats` times again, from LOAD_PROCESSES processes of its
  * own (lab's http-open-loop-processes.ts, each half the rate and half of wrk's connections as a
  * fixed pool opened before its first send; never this process, whose event loop a generator
- * would share), reporting the rate asked and sent and the late and dropped sends. The pool keeps
- * the server at the concurrency its maximum was measured at: opened on demand instead, a run
- * began with ~500 connects in its first 0.5 s and could leave a design saturated at 70% of its
- * maximum for the whole run (issue 20, 2026-12-07). The rows give every run and the medians (bench/read-report.ts); the goal is judged on
+ * would share), reporting the rate asked and sent and the late and dropped sends. The pool puts
+ * on the server the concurrency its maximum was measured at; opened on demand, a run began with
+ * ~500 connects in its first 0.5 s (issue 20, 2026-12-07: the goal's figure did not move with
+ * the pool). The rows give every run and the medians (bench/read-report.ts); the goal is judged on
  * the median.
  *
  * @example
