@@ -327,17 +327,21 @@ export class LeanHttpClient {
   }
 
   #release(conn: Connection): void {
-    if (conn.dead) {
+    // Dead, or answered `Connection: close` (or past its keep-alive) and so about to be closed by
+    // the server: it leaves the pool, and a request waiting for it gets a new connection — never
+    // this one, whose close would fail it (nginx closes after keepalive_requests answers).
+    const gone = conn.dead || conn.retireIfStale(performance.now());
+    if (gone) {
       this.#all.delete(conn);
       const i = this.#idle.indexOf(conn);
       if (i >= 0) this.#idle.splice(i, 1);
     }
     const next = this.#nextWaiter();
     if (next === undefined) {
-      if (!conn.dead) this.#idle.push(conn);
+      if (!gone) this.#idle.push(conn);
       return;
     }
-    (conn.dead ? this.#open() : conn).send(next);
+    (gone ? this.#open() : conn).send(next);
   }
 
   #nextWaiter(): Waiter | undefined {

@@ -97,6 +97,33 @@ test("an idle connection is not reused once the server may have closed it (Keep-
   }
 });
 
+test("a request waiting for a connection never goes out on one the server said it will close: a new one carries it (nginx's keepalive_requests)", async () => {
+  // Like nginx once a connection has carried keepalive_requests: the answer says
+  // `Connection: close` and the server closes the socket right after it.
+  let answered = 0;
+  const server = await serve((_req, res) => {
+    answered++;
+    res.setHeader("connection", "close");
+    setTimeout(() => res.end("ok"), 2);
+  });
+  const client = new LeanHttpClient({ host: "127.0.0.1", port: server.port, maxSockets: 1 });
+  try {
+    await client.preconnect(1);
+    // One connection, ten requests: nine wait for it and are handed over as each answer lands.
+    const statuses = await Promise.all(Array.from({ length: 10 }, () => client.send(leanGetRequest("/a"))));
+    assert.deepEqual(
+      statuses,
+      Array(10).fill(200),
+      "every request answered, none failed on a closing socket",
+    );
+    assert.equal(answered, 10);
+    assert.equal(client.opened, 10, "one connection per answer, each opened after the last said close");
+  } finally {
+    client.close();
+    await server.close();
+  }
+});
+
 test("request() tells its callback the status without a promise; expire() fails what was handed over before a time, in flight or waiting", async () => {
   const server = await serve((req, res) => {
     if (req.url === "/slow") return void setTimeout(() => res.end("late"), 2_000);
