@@ -7,8 +7,9 @@
  *    on; capture costs ≤ 10%.
  * 2. p99 from lab's open-loop generator, in two processes of its own (never this one, never a
  *    server's: lab's http-open-loop-processes.ts, histograms merged) at 70% of each
- *    one's measured maximum (capped by what the generator itself can send: `late`/`dropped`
- *    say when it could not).
+ *    one's measured maximum, on wrk's connections opened before the first send (a fixed pool,
+ *    half in each process: the concurrency the maximum was measured at), capped by what the
+ *    generator itself can send (`late`/`dropped` say when it could not).
  * 1b. The same code with a new visitor on every request (VISITORS user agents cycled): click
  *    capture on and off. Clicks equal in every field within one second are folded — by the
  *    buffer when a visit repeats the newest entry (src/domain/click-buffer.ts), by the encoder
