@@ -33,13 +33,14 @@ export interface HttpOpenLoopRunOptions {
   readonly durationMs: number;
   readonly warmupMs?: number;
   /**
-   * Each process's fixed pool of connections, opened before its first send, as a balancer's pool
-   * in front of a server would be: the server never holds more requests at once than this (sends
-   * beyond wait in the generator, their wait counted). Default: none opened up front and up to
-   * 256 per process opened as sends find none idle — a run's first 0.1 s then opens hundreds
-   * against a server answering in milliseconds, and any stall of the server opens more.
+   * A fixed pool of connections, all processes together (shared out as evenly as the rate; at
+   * least one each), opened before the first send, as a balancer's pool in front of a server
+   * would be: the server never holds more requests at once than this (sends beyond wait in the
+   * generator, their wait counted). Default: none opened up front and up to 256 per process
+   * opened as sends find none idle — a run's first 0.1 s then opens hundreds against a server
+   * answering in milliseconds, and any stall of the server opens more.
    */
-  readonly connectionsPerProcess?: number;
+  readonly connections?: number;
 }
 
 /** One run's figures, all processes together. */
@@ -72,6 +73,11 @@ export async function startHttpOpenLoop(options: { processes: number }): Promise
   }
   return {
     async run(run) {
+      const pool = run.connections;
+      if (pool !== undefined && !(Number.isInteger(pool) && pool >= children.length))
+        throw new RangeError(
+          `connections must be an integer ≥ ${children.length} (one per process), got ${pool}`,
+        );
       const results = await Promise.all(
         children.map(async (child, first) => {
           const command: HttpOpenLoopCommand = {
@@ -84,7 +90,11 @@ export async function startHttpOpenLoop(options: { processes: number }): Promise
             ratePerS: run.ratePerS / children.length,
             durationMs: run.durationMs,
             warmupMs: run.warmupMs ?? DEFAULT_WARMUP_MS,
-            connections: run.connectionsPerProcess,
+            // The remainder to the first processes: 33 over 2 is 17 and 16.
+            connections:
+              pool === undefined
+                ? undefined
+                : Math.floor(pool / children.length) + (first < pool % children.length ? 1 : 0),
           };
           child.send(JSON.stringify(command));
           return JSON.parse(await child.nextLine()) as HttpOpenLoopResult;

@@ -60,7 +60,7 @@ test("a generator child sends its stride of the requests with their headers, and
   );
 });
 
-test("two generator processes share the rate and the list; their run is one: rates summed, errors counted, each process's fixed pool opened first", async (t) => {
+test("two generator processes share the rate, the list and the pool; their run is one: rates summed, errors counted, the fixed pool opened first", async (t) => {
   const seen: string[] = [];
   const connections = { count: 0 };
   const url = await localServer(t, seen, connections);
@@ -73,7 +73,7 @@ test("two generator processes share the rate and the list; their run is one: rat
     ratePerS: 200,
     durationMs: 1_000,
     warmupMs: 200,
-    connectionsPerProcess: 3,
+    connections: 7,
   });
   // Child 0 sends requests 0, 2, 4, … ("/moved"), child 1 sends 1, 3, … ("/a": 200, not ok here).
   assert.deepEqual(new Set(seen), new Set(["/moved undefined", "/a undefined"]));
@@ -82,6 +82,22 @@ test("two generator processes share the rate and the list; their run is one: rat
   assert.ok(run.errors > 0, "the 200s are errors when only 302 is ok");
   assert.ok(run.sentPerS > 100 && run.sentPerS < 300, JSON.stringify(run));
   assert.ok(run.p99Ms > 0 && Number.isFinite(run.p99Ms), JSON.stringify(run));
-  assert.equal(run.connectionsOpened, 6, "a fixed pool of three per process, opened before the first send");
-  assert.equal(connections.count, 6, "the connections the server accepted");
+  assert.equal(
+    run.connectionsOpened,
+    7,
+    "a fixed pool of seven, four and three, opened before the first send",
+  );
+  assert.equal(connections.count, 7, "the connections the server accepted");
+  await assert.rejects(
+    load.run({
+      url,
+      requests: [{ path: "/a" }],
+      okStatuses: [200],
+      ratePerS: 10,
+      durationMs: 200,
+      warmupMs: 0,
+      connections: 1,
+    }),
+    /connections must be an integer ≥ 2 \(one per process\), got 1/,
+  );
 });

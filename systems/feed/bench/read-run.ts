@@ -177,7 +177,7 @@ async function startLoadGenerators(readers: readonly Reader[]): Promise<LoadGene
         ratePerS,
         durationMs,
         warmupMs: WARMUP_MS,
-        connectionsPerProcess: CONNECTIONS / LOAD_PROCESSES,
+        connections: CONNECTIONS,
       }),
     close: () => load.close(),
   };

@@ -257,7 +257,7 @@ async function openLoopP99(load: HttpOpenLoop, url: string, ratePerS: number): P
     // wrk's connections, shared by the generators and opened before the first send: the
     // concurrency each maximum was measured at (opened on demand, a busy run opened up to 256
     // per process in its first 0.5 s: the feed bench's finding, 2026-12-07).
-    connectionsPerProcess: CONNECTIONS / LOAD_PROCESSES,
+    connections: CONNECTIONS,
   });
   benchLog(
     `open loop ${url}: asked ${run.askedPerS}/s, sent ${Math.round(run.sentPerS)}/s, ${run.late} late, ` +
