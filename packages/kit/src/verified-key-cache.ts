@@ -5,9 +5,13 @@
  * Feed's reads, the LLM gateway's requests and metrics' remote-write all check a key per call.
  *
  * **Refresh ahead.** A key in use never waits for the store after its first request:
- * `refreshDue()` (every `refreshAfterMs / 2` once `startRefreshing()` runs) re-checks, in the
- * background and in batches of `refreshBatch`, each entry older than `refreshAfterMs` (half
- * the TTL by default) whose key was used within the last TTL. Without it every key's entry
+ * `refreshDue()` (every `refreshAfterMs / 20` once `startRefreshing()` runs) re-checks, in the
+ * background and in batches of `refreshBatch`, each entry past its refresh point whose key was
+ * used within the last TTL. An entry's refresh point is drawn at its check, between
+ * `refreshAfterMs` (half the TTL by default) and that plus `refreshJitter` of the time left to
+ * the TTL: keys first checked together — a warm-up, a restart, a burst of new clients — are
+ * re-checked apart, not all in one tick (feed's bench, issue 20: 2,000 keys re-checked at once
+ * held its event loop 13–18 ms every 2.5 s, in step for the whole run). Without it every key's entry
  * expired on the request path once per TTL, and every request arriving then waited for that
  * check: the LLM gateway bench's 50 streams, which restart together every ~5.1 s against a
  * 5 s TTL, all waited on one check per burst (8–141 ms measured at load 8–12). A key unused
@@ -41,10 +45,13 @@
  */
 import type { PresentedApiKey } from "./api-key.ts";
 import type { Clock } from "./clock.ts";
+import { type RandomSource, systemRandom } from "./random.ts";
 import { SingleFlight } from "./single-flight.ts";
 
 /** Keys re-checked by one background call to the store at most, unless told otherwise. */
 export const DEFAULT_KEY_REFRESH_BATCH = 500;
+/** By default refresh points fall between half the TTL and three quarters of it. */
+export const DEFAULT_KEY_REFRESH_JITTER = 0.5;
 
 /** The key table, as the cache needs it: parse a key (no I/O), check parsed keys (one call for many). */
 export interface VerifiedKeySource<T> {
@@ -64,6 +71,14 @@ export interface VerifiedKeyCacheOptions {
   readonly refreshAfterMs?: number;
   /** Keys per background `verify` call at most; default DEFAULT_KEY_REFRESH_BATCH. */
   readonly refreshBatch?: number;
+  /**
+   * Fraction (0..1) of the time between `refreshAfterMs` and the TTL over which entries'
+   * refresh points are spread at random; default DEFAULT_KEY_REFRESH_JITTER, 0 re-checks every
+   * entry exactly `refreshAfterMs` after its check.
+   */
+  readonly refreshJitter?: number;
+  /** Draws the refresh points; default Math.random. */
+  readonly random?: RandomSource;
 }
 
 interface Entry<T> {
@@ -71,6 +86,8 @@ interface Entry<T> {
   readonly value: T;
   /** Monotonic instant the check this entry came from started: trusted until checkedAtMs + ttl. */
   readonly checkedAtMs: number;
+  /** Monotonic instant from which a background re-check is due (checkedAtMs + refreshAfterMs + jitter). */
+  readonly refreshAtMs: number;
   /** The last call that used it (its miss included). */
   lastUsedMs: number;
 }
@@ -86,6 +103,9 @@ export class VerifiedKeyCache<T> {
   readonly #ttlMs: number;
   readonly #refreshAfterMs: number;
   readonly #refreshBatch: number;
+  /** refreshJitter × (ttlMs − refreshAfterMs): the width of the window refresh points are drawn in. */
+  readonly #refreshSpreadMs: number;
+  readonly #random: RandomSource;
   readonly #maxEntries: number;
   readonly #entries = new Map<string, Entry<T>>();
   readonly #checks: SingleFlight<T | undefined>;
@@ -103,11 +123,15 @@ export class VerifiedKeyCache<T> {
       throw new RangeError(`refreshAfterMs must be in 0..ttlMs, got ${refreshAfterMs}`);
     const refreshBatch = options.refreshBatch ?? DEFAULT_KEY_REFRESH_BATCH;
     intAtLeast("refreshBatch", refreshBatch, 1);
+    const jitter = options.refreshJitter ?? DEFAULT_KEY_REFRESH_JITTER;
+    if (!(jitter >= 0 && jitter <= 1)) throw new RangeError(`refreshJitter must be in 0..1, got ${jitter}`);
     this.#source = source;
     this.#clock = options.clock;
     this.#ttlMs = options.ttlMs;
     this.#refreshAfterMs = refreshAfterMs;
     this.#refreshBatch = refreshBatch;
+    this.#refreshSpreadMs = jitter * (options.ttlMs - refreshAfterMs);
+    this.#random = options.random ?? systemRandom;
     this.#maxEntries = options.maxEntries;
     this.#checks = new SingleFlight({ maxInFlightKeys: options.maxEntries });
   }
@@ -134,13 +158,13 @@ export class VerifiedKeyCache<T> {
       const [value] = await this.#source.verify([presented]);
       if (value === undefined) this.#entries.delete(presented.hash);
       else if (generation === this.#generation)
-        this.#remember({ presented, value, checkedAtMs: startedAtMs, lastUsedMs: startedAtMs });
+        this.#remember(this.#entry(presented, value, startedAtMs, startedAtMs));
       return value;
     });
   }
 
   /**
-   * Re-checks, in batches, every entry older than `refreshAfterMs` whose key was used within
+   * Re-checks, in batches, every entry past its refresh point whose key was used within
    * the last TTL (one re-check per key at a time): renewed when the key still holds, removed
    * when it does not, left to expire when the check fails. Expired entries are dropped.
    * Resolves with the keys re-checked.
@@ -155,7 +179,7 @@ export class VerifiedKeyCache<T> {
         continue;
       }
       if (this.#refreshing.has(hash)) continue;
-      if (nowMs - entry.checkedAtMs < this.#refreshAfterMs) continue;
+      if (nowMs < entry.refreshAtMs) continue;
       if (nowMs - entry.lastUsedMs >= this.#ttlMs) continue; // not used lately: let it expire
       due.push(entry);
     }
@@ -165,8 +189,9 @@ export class VerifiedKeyCache<T> {
   }
 
   /**
-   * Calls `refreshDue` every `refreshAfterMs / 2` (an unref'd timer: it never holds the
-   * process open); returns the function that stops it.
+   * Calls `refreshDue` every `refreshAfterMs / 20` (an unref'd timer: it never holds the
+   * process open), fine enough for the spread refresh points to be re-checked apart; returns
+   * the function that stops it.
    */
   startRefreshing(): () => void {
     if (this.#ttlMs === 0) return () => {};
@@ -181,7 +206,7 @@ export class VerifiedKeyCache<T> {
             running = false;
           });
       },
-      Math.max(1, Math.floor(this.#refreshAfterMs / 2)),
+      Math.max(1, Math.floor(this.#refreshAfterMs / 20)),
     );
     timer.unref();
     return () => clearInterval(timer);
@@ -217,13 +242,14 @@ export class VerifiedKeyCache<T> {
         return;
       }
       // Set on an existing key keeps its place in the eviction order.
-      this.#entries.set(hash, {
-        presented: entry.presented,
-        value,
-        checkedAtMs: startedAtMs,
-        lastUsedMs: current.lastUsedMs,
-      });
+      this.#entries.set(hash, this.#entry(entry.presented, value, startedAtMs, current.lastUsedMs));
     });
+  }
+
+  /** An entry from a check that started at `checkedAtMs`, its refresh point drawn. */
+  #entry(presented: PresentedApiKey, value: T, checkedAtMs: number, lastUsedMs: number): Entry<T> {
+    const refreshAtMs = checkedAtMs + this.#refreshAfterMs + this.#random.next() * this.#refreshSpreadMs;
+    return { presented, value, checkedAtMs, refreshAtMs, lastUsedMs };
   }
 
   #remember(entry: Entry<T>): void {

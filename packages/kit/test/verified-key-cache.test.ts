@@ -4,6 +4,7 @@ import { randomBytes } from "node:crypto";
 import { test } from "node:test";
 import { apiKeyScheme, type PresentedApiKey } from "../src/api-key.ts";
 import { ManualClock } from "../src/clock.ts";
+import { seededRandom } from "../src/random.ts";
 import { VerifiedKeyCache } from "../src/verified-key-cache.ts";
 
 const scheme = apiKeyScheme("tk");
@@ -101,7 +102,7 @@ test("a check that started before clear() does not refill the cache after it", a
 test("refresh ahead: a key in use is re-checked in the background and never waits again; an idle key expires", async () => {
   const clock = new ManualClock(0);
   const table = keyTable();
-  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100 });
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100, refreshJitter: 0 });
   await keys.get(keyA); // the first use: checked at 0
   await keys.get(keyB);
   assert.equal(table.calls, 2);
@@ -123,10 +124,55 @@ test("refresh ahead: a key in use is re-checked in the background and never wait
   assert.equal(table.calls, before + 1, "the idle key was left to expire: checked on the request");
 });
 
+test("refresh ahead spreads keys first checked together: re-checked apart, each once, all before three quarters of the TTL", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const many = Array.from({ length: 200 }, () => scheme.issue(randomBytes));
+  for (const k of many) table.valid.add(k.hash);
+  const keys = new VerifiedKeyCache(table.store, {
+    clock,
+    ttlMs: 5_000,
+    maxEntries: 1_000,
+    random: seededRandom("key-refresh-spread"),
+  });
+  await Promise.all(many.map((k) => keys.get(k.key))); // a warm-up: 200 keys checked at 0
+  const tick = 125; // startRefreshing's period: refreshAfterMs / 20
+  /** Keys re-checked per tick over one refresh cycle, every key used on each tick. */
+  async function cycle(): Promise<number[]> {
+    const perTick: number[] = [];
+    for (let t = 0; t < 20; t++) {
+      clock.advance(tick);
+      await Promise.all(many.map((k) => keys.get(k.key)));
+      perTick.push(await keys.refreshDue());
+    }
+    return perTick;
+  }
+  const first = await cycle(); // 125 … 2,500
+  assert.equal(
+    first.slice(0, 19).reduce((a, b) => a + b, 0),
+    0,
+    "nothing due before half the TTL",
+  );
+  const second = await cycle(); // 2,625 … 5,000
+  assert.equal(first[19]! + second.reduce((a, b) => a + b, 0), 200, "every key re-checked once in the cycle");
+  const busiest = Math.max(first[19]!, ...second);
+  assert.ok(
+    busiest <= 40,
+    `at most a fifth of the keys in one tick (the old refresh: all 200 at once), got ${busiest}`,
+  );
+  assert.ok(
+    second.slice(10).every((n) => n === 0),
+    "all re-checked by 3,750 ms: a quarter of the TTL left",
+  );
+  const third = await cycle(); // 5,125 … 7,500: the next cycle stays spread, each key from its own re-check
+  assert.ok(Math.max(...third) <= 40, `still spread a cycle later: ${third.join(" ")}`);
+  assert.equal(table.checked, 200 + 200 + third.reduce((a, b) => a + b, 0), "no key asked on a request");
+});
+
 test("refresh ahead keeps the revocation bound: a refused re-check removes the entry; a failed one leaves it to expire at its TTL", async () => {
   const clock = new ManualClock(0);
   const table = keyTable();
-  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100 });
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100, refreshJitter: 0 });
   await keys.get(keyA);
   await keys.get(keyB);
   clock.advance(3_000);
@@ -149,7 +195,7 @@ test("refresh ahead keeps the revocation bound: a refused re-check removes the e
 test("a re-check in flight across clear() does not refill the cache", async () => {
   const clock = new ManualClock(0);
   const table = keyTable();
-  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100 });
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100, refreshJitter: 0 });
   await keys.get(keyA);
   clock.advance(3_000);
   const refreshing = keys.refreshDue();
@@ -172,12 +218,22 @@ test("a TTL of 0 asks the store on every call; bad settings are refused", async 
     () => new VerifiedKeyCache(table.store, { clock, ttlMs: 1_000, maxEntries: 2, refreshAfterMs: 2_000 }),
     /refreshAfterMs/,
   );
+  assert.throws(
+    () => new VerifiedKeyCache(table.store, { clock, ttlMs: 1_000, maxEntries: 2, refreshJitter: 1.5 }),
+    /refreshJitter/,
+  );
 });
 
 test("refreshBatch: due keys are re-checked in calls of at most that many", async () => {
   const clock = new ManualClock(0);
   const table = keyTable();
-  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100, refreshBatch: 2 });
+  const keys = new VerifiedKeyCache(table.store, {
+    clock,
+    ttlMs: 5_000,
+    maxEntries: 100,
+    refreshBatch: 2,
+    refreshJitter: 0,
+  });
   for (const key of [keyA, keyB, keyC]) await keys.get(key);
   clock.advance(3_000);
   for (const key of [keyA, keyB, keyC]) await keys.get(key);
