@@ -87,13 +87,14 @@ async function count(body: () => Promise<void>): Promise<{ queries: string[]; re
   return seen;
 }
 
-const texts = async (userId: number) => (await f.feed(userId)).body.posts.map((p) => p.text);
+const texts = async (userId: number, query?: string) =>
+  (await f.feed(userId, query)).body.posts.map((p) => p.text);
 
 /** A read that must be warm: its page, after asserting it made no query and one script call. */
-async function warmRead(userId: number): Promise<(string | null)[]> {
+async function warmRead(userId: number, query?: string): Promise<(string | null)[]> {
   let page: (string | null)[] = [];
   const seen = await count(async () => {
-    page = await texts(userId);
+    page = await texts(userId, query);
   });
   assert.deepEqual(seen.queries, [], "no database round trip");
   assert.deepEqual(seen.redis, ["home-read"], "one Redis round trip");
@@ -184,6 +185,24 @@ function warmReads(ready: (t: TestContext) => boolean): void {
       "the crossing dropped every view: rising is pulled",
     );
     assert.deepEqual(await warmRead(reader), ["rising 2", "rising 1", "star post"]);
+  });
+
+  test("FD-13 a warm page reads only its own bodies: one being edited past the page's end leaves the read warm, one on the page sends it the slow way", async (t) => {
+    if (!ready(t)) return;
+    const [reader, author] = [410, 420];
+    await f.follow(reader, author);
+    const ids: string[] = [];
+    for (const text of ["p1", "p2", "p3", "p4", "p5"]) ids.push(await f.post(author, text));
+    await f.drain();
+    await texts(reader);
+    assert.deepEqual(await warmRead(reader, "?limit=2"), ["p5", "p4"]);
+    // p3 is among the four candidates the slow way's first round looks at for a page of 2, not on the page.
+    await f.running.bodies.beginChange(BigInt(ids[2]!));
+    assert.deepEqual(await warmRead(reader, "?limit=2"), ["p5", "p4"], "p3's body not needed: still warm");
+    const seen = await count(async () => {
+      assert.deepEqual(await texts(reader, "?limit=3"), ["p5", "p4", "p3"], "the slow way reads p3 itself");
+    });
+    assert.ok(seen.queries.length > 0, "a body on the page being edited: the slow way, from the database");
   });
 
   test("FD-14 FD-15 FD-21 the warm page is the page the steps make: every reader, page size and cursor, with deleted posts and hidden authors", async (t) => {

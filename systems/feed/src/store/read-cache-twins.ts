@@ -175,12 +175,12 @@ const homeRead: ScriptTwin = (ks, [timeline, lock, viewKey, epochKey], argv) => 
   let next = 0;
   for (let round = 0; round < 4 && page < limit && next < candidates.length; round++) {
     const last = Math.min(next + (limit - page) * 2, candidates.length);
-    for (let i = next; i < last; i++) {
+    for (let i = next; i < last && page < limit; i++) {
       const body = ks.get(`${prefix}pa:{${candidates[i]}}`);
       // Not cached, being edited ("D") or leased to a reader filling it ("L…"): the slow way.
       if (body === null || !/^\d/.test(body)) return [0];
       const [, author, json] = /^\d+\|(\d+)\|(.*)$/s.exec(body) ?? [];
-      if (author !== undefined && !hiddenSet.has(author) && page < limit) {
+      if (author !== undefined && !hiddenSet.has(author)) {
         page++;
         posts.push(json!);
         if (page === 1) first = candidates[i]!;

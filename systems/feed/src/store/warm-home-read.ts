@@ -73,7 +73,9 @@ export class WarmHomeRead implements WarmReader {
       [
         max,
         min,
-        q.window + SAME_MS_SLACK,
+        // A "before" cursor's own millisecond may hold ids at or after it, read and dropped; the
+        // newest page and a "since" read drop nothing at the top of the range (but the list's marker).
+        q.window + (q.beforeId === undefined ? 1 : SAME_MS_SLACK),
         this.#o.listTtlMs,
         q.beforeId?.toString() ?? "",
         q.sinceId?.toString() ?? "",
