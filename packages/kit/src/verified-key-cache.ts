@@ -10,8 +10,8 @@
  * used within the last TTL. An entry's refresh point is drawn at its check, between
  * `refreshAfterMs` (half the TTL by default) and that plus `refreshJitter` of the time left to
  * the TTL: keys first checked together — a warm-up, a restart, a burst of new clients — are
- * re-checked apart, not all in one tick (feed's bench, issue 20: 2,000 keys re-checked at once
- * held its event loop 13–18 ms every 2.5 s, in step for the whole run). Without it every key's entry
+ * re-checked apart, not all in one tick (feed's bench, issue 20: the ~2,000 keys of its
+ * warm-up were re-checked in one batch of 13–18 ms, start to end, every cycle of the run). Without it every key's entry
  * expired on the request path once per TTL, and every request arriving then waited for that
  * check: the LLM gateway bench's 50 streams, which restart together every ~5.1 s against a
  * 5 s TTL, all waited on one check per burst (8–141 ms measured at load 8–12). A key unused
