@@ -75,3 +75,42 @@ export function threadCpuSeconds(pid: number): Map<string, number> | undefined {
   }
   return byName;
 }
+
+/** The whole machine's CPU time so far, in ticks summed over its cores (/proc/stat's "cpu" line). */
+export interface MachineTicks {
+  /** user + nice + system + irq + softirq: time some process or the kernel ran. */
+  readonly busy: number;
+  /** busy + idle + iowait + steal. */
+  readonly total: number;
+}
+
+/** Undefined without /proc. */
+export function machineTicks(): MachineTicks | undefined {
+  let line: string;
+  try {
+    line = readFileSync("/proc/stat", "latin1").split("\n", 1)[0]!;
+  } catch {
+    return undefined;
+  }
+  // "cpu  user nice system idle iowait irq softirq steal guest guest_nice" (guest time is inside user).
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line
+    .trim()
+    .split(/\s+/)
+    .slice(1, 9)
+    .map(Number);
+  const busy = user! + nice! + system! + irq! + softirq!;
+  return { busy, total: busy + idle! + iowait! + (steal ?? 0) };
+}
+
+/**
+ * How busy the machine was between two readings, 0..1 of all its cores (2 cores, one of them
+ * full: 0.5): the headroom a latency figure was measured with. Undefined when a reading is
+ * missing or no tick passed.
+ */
+export function machineBusyShare(
+  before: MachineTicks | undefined,
+  after: MachineTicks | undefined,
+): number | undefined {
+  if (before === undefined || after === undefined || after.total <= before.total) return undefined;
+  return (after.busy - before.busy) / (after.total - before.total);
+}

@@ -40,6 +40,7 @@ import { systemClock } from "@casebook/kit/clock";
 import { SnowflakeGenerator } from "@casebook/kit/snowflake";
 import { benchLog } from "@casebook/lab/bench-main";
 import { type HttpOpenLoopRun, startHttpOpenLoop } from "@casebook/lab/http-open-loop-processes";
+import { machineBusyShare, machineTicks, treeCpuSeconds } from "@casebook/lab/process-cpu";
 import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
 import { spawnNginx } from "@casebook/lab/spawn-nginx";
 import { openPostgresTestSchema } from "@casebook/lab/sql-backends";
@@ -195,19 +196,35 @@ async function maximum(server: ServerProcess, script: string, durationS: number)
   return { perS: wrk.requestsPerS, errors: wrk.errors };
 }
 
-/** One open-loop run at `ratePerS`, its figures with the load average when it ended. */
+/**
+ * One open-loop run at `ratePerS`: its figures, the load average when it ended, how busy the
+ * machine was through it (every process: the server, Redis, PostgreSQL, the generators) and, given
+ * the server's pid, that process's share of a core — the headroom its latencies were measured with.
+ */
 async function openLoop(
   name: string,
   load: LoadGenerators,
   url: string,
   ratePerS: number,
   durationS: number,
+  serverPid?: number,
 ): Promise<LoopRun> {
+  const ticks = machineTicks();
+  const serverCpuS = serverPid === undefined ? undefined : treeCpuSeconds([serverPid]);
+  const startedMs = performance.now();
   const run = await load.run(url, ratePerS, durationS * 1000);
+  const machineBusy = machineBusyShare(ticks, machineTicks());
+  const serverCpuAfterS = serverPid === undefined ? undefined : treeCpuSeconds([serverPid]);
+  const serverCores =
+    serverCpuS === undefined || serverCpuAfterS === undefined
+      ? undefined
+      : (serverCpuAfterS - serverCpuS) / ((performance.now() - startedMs) / 1000);
+  const busy = machineBusy === undefined ? "" : `, machine ${Math.round(machineBusy * 100)}% busy`;
+  const own = serverCores === undefined ? "" : `, the server ${Math.round(serverCores * 100)}% of a core`;
   benchLog(
     `${name}: open loop asked ${run.askedPerS}/s, sent ${Math.round(run.sentPerS)}/s, ` +
       `${run.late} late, ${run.dropped} dropped, ${run.connectionsOpened} connections, p50 ${run.p50Ms.toFixed(1)} ms, ` +
-      `p99 ${run.p99Ms.toFixed(1)} ms (load ${loadAverage()})`,
+      `p99 ${run.p99Ms.toFixed(1)} ms${busy}${own} (load ${loadAverage()})`,
   );
   return {
     p50Ms: run.p50Ms,
@@ -219,6 +236,8 @@ async function openLoop(
     dropped: run.dropped,
     errors: run.errors,
     load1: loadavg()[0]!,
+    ...(machineBusy === undefined ? {} : { machineBusy }),
+    ...(serverCores === undefined ? {} : { serverCores }),
   };
 }
 
@@ -318,7 +337,7 @@ export async function runReadBench(o: ReadBenchOptions): Promise<ReadBenchResult
       for (const design of DESIGNS) {
         const rate = loopRate(maxima.get(design)!, LOAD_PROCESSES);
         const server = servers.get(design)!;
-        loops.get(design)!.push(await openLoop(server.name, load, server.url, rate, o.durationS));
+        loops.get(design)!.push(await openLoop(server.name, load, server.url, rate, o.durationS, server.pid));
         if (design === "hybrid")
           floors.push(
             await openLoop("generator floor (nginx return 200)", load, nginx.url, rate, o.durationS),

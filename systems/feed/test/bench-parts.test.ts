@@ -78,6 +78,38 @@ function report(hybridP99s: readonly number[]) {
   return readReport(shape, results, [loop(1.8), loop(2.1), loop(2)], stale);
 }
 
+test("the reads report says how busy the machine was through each hybrid run, and the server's share of a core", () => {
+  const busy = [0.78, 0.81, 0.9];
+  const loops = [15.2, 85.4, 18.9].map((p, i) =>
+    loop(p, { machineBusy: busy[i]!, serverCores: 0.6 + i / 10 }),
+  );
+  const results = new Map(
+    DESIGNS.map((d) => [
+      d,
+      d === "hybrid"
+        ? { ...runs([], [5_000, 6_000, 5_500]), loops }
+        : runs([30, 31, 32], [5_000, 6_000, 5_500]),
+    ]),
+  );
+  const floors = [1.8, 2.1, 2].map((p) => loop(p, { machineBusy: 0.3 }));
+  const { rows, goals } = readReport(shape, results, floors, stale);
+  assert.match(
+    goals[0]!,
+    /\(runs 15\.2, 85\.4, 18\.9; the machine 78, 81, 90% busy; the generators' floor 2\.0 ms\) — met$/,
+  );
+  const value = (metric: string) => rows.find((r) => r.metric === metric)?.value;
+  assert.equal(value("machine busy through run 3 (all processes, all cores)"), 90);
+  assert.equal(value("the hybrid's process through run 2, share of one core"), 70);
+  assert.equal(value("machine busy (all processes, all cores), median of 3 runs"), 30);
+  // A run that could not read /proc: no clause, rather than a wrong one.
+  const unread = new Map(results);
+  unread.set("hybrid", { ...results.get("hybrid")!, loops: [loops[0]!, loop(85.4), loops[2]!] });
+  assert.match(
+    readReport(shape, unread, floors, stale).goals[0]!,
+    /\(runs 15\.2, 85\.4, 18\.9; the generators' floor/,
+  );
+});
+
 test("the reads report: every run's figures and their median; the goal is judged on the median, not on one run", () => {
   // One bad run among three: the median is under the goal.
   const good = report([15.2, 85.4, 18.9]);
