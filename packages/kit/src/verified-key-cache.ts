@@ -45,6 +45,7 @@
  */
 import type { PresentedApiKey } from "./api-key.ts";
 import type { Clock } from "./clock.ts";
+import { MinHeap } from "./min-heap.ts";
 import { type RandomSource, systemRandom } from "./random.ts";
 import { SingleFlight } from "./single-flight.ts";
 
@@ -108,9 +109,15 @@ export class VerifiedKeyCache<T> {
   readonly #random: RandomSource;
   readonly #maxEntries: number;
   readonly #entries = new Map<string, Entry<T>>();
+  /**
+   * Entries by the time `refreshDue` must look at them next (their refresh point), so a tick
+   * reads what is due, not the whole map (100,000 keys: ~2.5 ms a scan, 8 scans a second). An
+   * item whose entry was since replaced or removed is dropped when it comes out.
+   */
+  readonly #due = new MinHeap<Entry<T>>();
+  /** startRefreshing's period; an entry not due yet when looked at (idle, or its check failed) is looked at again after it. */
+  readonly #tickMs: number;
   readonly #checks: SingleFlight<T | undefined>;
-  /** Digests whose background re-check is in flight. */
-  readonly #refreshing = new Set<string>();
   /** Bumped by clear(): a check that started before a clear must not refill the cache after it. */
   #generation = 0;
 
@@ -132,6 +139,7 @@ export class VerifiedKeyCache<T> {
     this.#refreshBatch = refreshBatch;
     this.#refreshSpreadMs = jitter * (options.ttlMs - refreshAfterMs);
     this.#random = options.random ?? systemRandom;
+    this.#tickMs = Math.max(1, Math.floor(refreshAfterMs / 20));
     this.#maxEntries = options.maxEntries;
     this.#checks = new SingleFlight({ maxInFlightKeys: options.maxEntries });
   }
@@ -166,22 +174,24 @@ export class VerifiedKeyCache<T> {
   /**
    * Re-checks, in batches, every entry past its refresh point whose key was used within
    * the last TTL (one re-check per key at a time): renewed when the key still holds, removed
-   * when it does not, left to expire when the check fails. Expired entries are dropped.
-   * Resolves with the keys re-checked.
+   * when it does not, left to expire when the check fails (and tried again while it lives).
+   * Expired entries are dropped. Resolves with the keys re-checked.
    */
   async refreshDue(): Promise<number> {
     if (this.#ttlMs === 0) return 0;
     const nowMs = this.#clock.monotonicMs();
     const due: Entry<T>[] = [];
-    for (const [hash, entry] of this.#entries) {
+    while ((this.#due.peekKey() ?? Number.POSITIVE_INFINITY) <= nowMs) {
+      const entry = this.#due.pop()!.value;
+      const hash = entry.presented.hash;
+      if (this.#entries.get(hash) !== entry) continue; // replaced, evicted or refused since
       if (nowMs - entry.checkedAtMs >= this.#ttlMs) {
         this.#entries.delete(hash); // expired: the next call checks it on its own
         continue;
       }
-      if (this.#refreshing.has(hash)) continue;
-      if (nowMs < entry.refreshAtMs) continue;
-      if (nowMs - entry.lastUsedMs >= this.#ttlMs) continue; // not used lately: let it expire
-      due.push(entry);
+      // Not used lately: looked at again next tick — re-checked if used by then, dropped once expired.
+      if (nowMs - entry.lastUsedMs >= this.#ttlMs) this.#due.push(nowMs + this.#tickMs, entry);
+      else due.push(entry); // out of the heap while its re-check is in flight: one at a time
     }
     for (let i = 0; i < due.length; i += this.#refreshBatch)
       await this.#recheck(due.slice(i, i + this.#refreshBatch));
@@ -196,18 +206,15 @@ export class VerifiedKeyCache<T> {
   startRefreshing(): () => void {
     if (this.#ttlMs === 0) return () => {};
     let running = false;
-    const timer = setInterval(
-      () => {
-        if (running) return;
-        running = true;
-        this.refreshDue()
-          .catch(() => undefined)
-          .finally(() => {
-            running = false;
-          });
-      },
-      Math.max(1, Math.floor(this.#refreshAfterMs / 20)),
-    );
+    const timer = setInterval(() => {
+      if (running) return;
+      running = true;
+      this.refreshDue()
+        .catch(() => undefined)
+        .finally(() => {
+          running = false;
+        });
+    }, this.#tickMs);
     timer.unref();
     return () => clearInterval(timer);
   }
@@ -216,19 +223,20 @@ export class VerifiedKeyCache<T> {
   clear(): void {
     this.#generation++;
     this.#entries.clear();
+    this.#due.clear();
   }
 
   async #recheck(batch: readonly Entry<T>[]): Promise<void> {
     const generation = this.#generation;
     const startedAtMs = this.#clock.monotonicMs();
-    for (const entry of batch) this.#refreshing.add(entry.presented.hash);
     let values: (T | undefined)[];
     try {
       values = await this.#source.verify(batch.map((entry) => entry.presented));
     } catch {
-      return; // each entry expires at its TTL; the next call past it asks again
-    } finally {
-      for (const entry of batch) this.#refreshing.delete(entry.presented.hash);
+      // Each entry expires at its TTL unless a later tick's re-check succeeds first.
+      if (generation === this.#generation)
+        for (const entry of batch) this.#due.push(startedAtMs + this.#tickMs, entry);
+      return;
     }
     if (generation !== this.#generation) return;
     batch.forEach((entry, i) => {
@@ -242,7 +250,9 @@ export class VerifiedKeyCache<T> {
         return;
       }
       // Set on an existing key keeps its place in the eviction order.
-      this.#entries.set(hash, this.#entry(entry.presented, value, startedAtMs, current.lastUsedMs));
+      const renewed = this.#entry(entry.presented, value, startedAtMs, current.lastUsedMs);
+      this.#entries.set(hash, renewed);
+      this.#due.push(renewed.refreshAtMs, renewed);
     });
   }
 
@@ -260,5 +270,6 @@ export class VerifiedKeyCache<T> {
       if (oldest !== undefined) this.#entries.delete(oldest);
     }
     this.#entries.set(hash, entry);
+    this.#due.push(entry.refreshAtMs, entry);
   }
 }

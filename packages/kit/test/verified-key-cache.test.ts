@@ -192,6 +192,25 @@ test("refresh ahead keeps the revocation bound: a refused re-check removes the e
   assert.equal(await keys.get(keyC), undefined);
 });
 
+test("a re-check that failed is tried again at the next tick; one that succeeds then renews the entry", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100, refreshJitter: 0 });
+  await keys.get(keyA);
+  clock.advance(2_500);
+  await keys.get(keyA);
+  table.failing = true;
+  assert.equal(await keys.refreshDue(), 1, "due at half the TTL: the database is down");
+  assert.equal(await keys.refreshDue(), 0, "not again within the tick");
+  table.failing = false;
+  clock.advance(125); // startRefreshing's period: refreshAfterMs / 20
+  assert.equal(await keys.refreshDue(), 1, "tried again");
+  clock.advance(2_400); // 5,025: past the first check's TTL, within the renewed one
+  const before = table.calls;
+  assert.equal(await keys.get(keyA), "acme");
+  assert.equal(table.calls, before, "renewed in the background: the request did not wait");
+});
+
 test("a re-check in flight across clear() does not refill the cache", async () => {
   const clock = new ManualClock(0);
   const table = keyTable();
