@@ -151,9 +151,18 @@ export class VerifiedKeyCache<T> {
 
   /** What the key stands for: from memory while its entry is fresh, else from the store (and remembered). */
   async get(key: string): Promise<T | undefined> {
+    return this.read(key);
+  }
+
+  /**
+   * `get` without a promise when none is needed: a fresh entry's value (or undefined for a
+   * key that cannot parse) as is, in the same turn; a promise only when the store is asked.
+   * For a hook on every request, where the hit is the common case.
+   */
+  read(key: string): T | undefined | Promise<T | undefined> {
     const presented = this.#source.parse(key);
     if (presented === undefined) return undefined;
-    if (this.#ttlMs === 0) return (await this.#source.verify([presented]))[0];
+    if (this.#ttlMs === 0) return this.#source.verify([presented]).then(([value]) => value);
     const nowMs = this.#clock.monotonicMs();
     const entry = this.#entries.get(presented.hash);
     if (entry !== undefined && nowMs - entry.checkedAtMs < this.#ttlMs) {

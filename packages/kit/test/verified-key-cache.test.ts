@@ -261,3 +261,20 @@ test("refreshBatch: due keys are re-checked in calls of at most that many", asyn
   assert.equal(await keys.refreshDue(), 3);
   assert.equal(table.calls - before, 2, "3 due keys in calls of ≤ 2");
 });
+
+test("read: a fresh key's answer in the same turn (no promise), a promise only when the store is asked", async () => {
+  const clock = new ManualClock(0);
+  const table = keyTable();
+  const keys = new VerifiedKeyCache(table.store, { clock, ttlMs: 5_000, maxEntries: 100 });
+  const first = keys.read(keyA);
+  assert.ok(first instanceof Promise, "not checked yet: the store is asked");
+  assert.equal(await first, "acme");
+  assert.equal(keys.read(keyA), "acme", "fresh: the value itself");
+  assert.equal(keys.read("tk_not-a-key"), undefined, "malformed: refused at once, no store call");
+  assert.equal(table.calls, 1);
+  clock.advance(5_000);
+  const expired = keys.read(keyA);
+  assert.ok(expired instanceof Promise, "expired: asked again");
+  assert.equal(await expired, "acme");
+  assert.equal(table.calls, 2);
+});

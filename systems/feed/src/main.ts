@@ -259,7 +259,7 @@ export async function main(
           clock,
           db,
           idempotency,
-          guard: userGuard(createUserAuth((key) => keys.get(key))),
+          guard: userGuard(createUserAuth((key) => keys.read(key))),
           authorFeedMaxAgeS: 5,
         });
         if (config.adminToken !== undefined)

@@ -34,15 +34,18 @@ const BEARER = /^Bearer +(\S+) *$/i;
 export interface BearerAuthOptions<Principal> {
   /** Named in `WWW-Authenticate: Bearer realm="…"`: the system's name. */
   realm: string;
-  /** The principal a credential belongs to, or undefined (malformed, unknown, wrong, expired). */
-  verify(credential: string): Promise<Principal | undefined>;
+  /**
+   * The principal a credential belongs to, or undefined (malformed, unknown, wrong, expired).
+   * A plain value (a key cache's fresh entry) is taken in the same turn: no promise on the hit path.
+   */
+  verify(credential: string): Principal | undefined | Promise<Principal | undefined>;
   /** Default DEFAULT_MAX_CREDENTIAL_CHARS (256). */
   maxCredentialChars?: number;
 }
 
 export interface BearerAuth<Principal> {
-  /** Fastify hook (`onRequest` or `preHandler`): records the request's principal, or throws a 401. */
-  authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+  /** Fastify hook (`onRequest` or `preHandler`), callback style: records the request's principal, or fails with a 401. */
+  authenticate(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void;
   /** The principal `authenticate` recorded; throws on a route left outside the authenticated scope. */
   principalOf(request: FastifyRequest): Principal;
 }
@@ -64,10 +67,14 @@ function checkRealm(realm: string): string {
   return realm;
 }
 
-/** Sets the RFC 6750 challenge and throws the 401: AUTH_INVALID when a credential was sent, else AUTH_MISSING. */
-function refuse(reply: FastifyReply, challenge: string, presented: boolean): never {
+/** Sets the RFC 6750 challenge and returns the 401: AUTH_INVALID when a credential was sent, else AUTH_MISSING. */
+function refusal(reply: FastifyReply, challenge: string, presented: boolean): Error {
   reply.header("www-authenticate", presented ? `${challenge}, error="invalid_token"` : challenge);
-  throw commonErrors.create(presented ? "AUTH_INVALID" : "AUTH_MISSING");
+  return commonErrors.create(presented ? "AUTH_INVALID" : "AUTH_MISSING");
+}
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as Promise<T> | undefined)?.then === "function";
 }
 
 /**
@@ -81,12 +88,23 @@ export function createBearerAuth<Principal>(options: BearerAuthOptions<Principal
   const maxChars = options.maxCredentialChars ?? DEFAULT_MAX_CREDENTIAL_CHARS;
   const principals = new WeakMap<FastifyRequest, Principal>();
   return {
-    async authenticate(request, reply) {
+    authenticate(request, reply, done) {
       const token = bearerToken(request.headers.authorization);
-      if (token === undefined) refuse(reply, challenge, false);
-      const principal = token.length <= maxChars ? await options.verify(token) : undefined;
-      if (principal === undefined) refuse(reply, challenge, true);
-      principals.set(request, principal);
+      if (token === undefined) return done(refusal(reply, challenge, false));
+      const admit = (principal: Principal | undefined) => {
+        if (principal === undefined) return done(refusal(reply, challenge, true));
+        principals.set(request, principal);
+        done();
+      };
+      if (token.length > maxChars) return admit(undefined);
+      let verified: Principal | undefined | Promise<Principal | undefined>;
+      try {
+        verified = options.verify(token);
+      } catch (error) {
+        return done(error as Error);
+      }
+      if (isPromise(verified)) verified.then(admit, done);
+      else admit(verified);
     },
     principalOf(request) {
       // `has`, not `!== undefined`: a principal is whatever verify resolved, and only undefined means "none".
@@ -147,8 +165,8 @@ export function createStaticTokenAuth(options: {
   const matches = staticTokenMatcher(options.token, options.maxCredentialChars);
   return async function authenticateStaticToken(request, reply) {
     const token = bearerToken(request.headers.authorization);
-    if (token === undefined) refuse(reply, challenge, false);
-    if (!matches(token)) refuse(reply, challenge, true);
+    if (token === undefined) throw refusal(reply, challenge, false);
+    if (!matches(token)) throw refusal(reply, challenge, true);
   };
 }
 

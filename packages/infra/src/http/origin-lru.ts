@@ -27,6 +27,8 @@ export class OriginLru<T> {
   readonly #options: OriginLruOptions<T>;
   /** Insertion order is recency: `for` moves an origin to the end. */
   readonly #pools = new Map<string, T>();
+  /** The last call's URL object, its address then (a URL can be changed in place), and its pool. */
+  #recent: { readonly url: URL; readonly href: string; readonly pool: T } | undefined;
 
   constructor(options: OriginLruOptions<T>) {
     if (!Number.isSafeInteger(options.maxOrigins) || options.maxOrigins < 1)
@@ -36,16 +38,21 @@ export class OriginLru<T> {
 
   /** The pool for `url`'s origin, created on first use. */
   for(url: URL): T {
+    // A client calling one endpoint passes the same URL object every time: that pool is already
+    // the most recent (no origin string to build, no reordering). It cannot have been evicted:
+    // only a call for another origin evicts, and that call becomes the most recent itself.
+    const recent = this.#recent;
+    if (recent !== undefined && recent.url === url && recent.href === url.href) return recent.pool;
     const origin = url.origin;
-    const known = this.#pools.get(origin);
-    if (known !== undefined) {
+    let pool = this.#pools.get(origin);
+    if (pool !== undefined) {
       this.#pools.delete(origin);
-      this.#pools.set(origin, known);
-      return known;
+    } else {
+      this.#evictIdle();
+      pool = this.#options.open(origin, url);
     }
-    this.#evictIdle();
-    const pool = this.#options.open(origin, url);
     this.#pools.set(origin, pool);
+    this.#recent = { url, href: url.href, pool };
     return pool;
   }
 
@@ -57,6 +64,7 @@ export class OriginLru<T> {
   destroyAll(): void {
     for (const pool of this.#pools.values()) this.#options.destroy(pool);
     this.#pools.clear();
+    this.#recent = undefined;
   }
 
   /** Closes least recently used pools with no call in flight until there is room. */

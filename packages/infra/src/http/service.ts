@@ -224,26 +224,31 @@ function listenUrl(address: AddressInfo | string | null): string {
   return `http://${host}:${address.port}`;
 }
 
-/** Request ids on every response, the closing guard, and the duration histogram. */
+/**
+ * Request ids on every response, the closing guard, and the duration histogram. Callback
+ * hooks: they run on every request of every route, and an async hook costs a promise and a
+ * microtask turn each time for work that never waits.
+ */
 function installRequestHooks(app: FastifyInstance, registry: Registry, isClosing: () => boolean): void {
   const duration = createHttpDurationHistogram(registry);
-  app.addHook("onRequest", async (request, reply) => {
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header(REQUEST_ID_HEADER, request.id);
-    if (isClosing()) {
-      reply.header("connection", "close");
-      throw httpErrors.create("SERVICE_CLOSING");
-    }
+    if (!isClosing()) return done();
+    reply.header("connection", "close");
+    done(httpErrors.create("SERVICE_CLOSING"));
   });
-  app.addHook("onSend", async (_request, reply) => {
+  app.addHook("onSend", (_request, reply, payload, done) => {
     // A keep-alive connection would otherwise outlive the drain, idle, until keepAliveTimeout.
     if (isClosing()) reply.header("connection", "close");
+    done(null, payload);
   });
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
     const route = request.routeOptions.url ?? UNMATCHED_ROUTE;
     const labels = { method: request.method, route, status_code: String(reply.statusCode) };
     duration.observe(labels, reply.elapsedTime / 1000);
     // A streamed response may have sent its headers before close(): reap its connection once it is idle.
     if (isClosing()) setImmediate(() => app.server.closeIdleConnections());
+    done();
   });
 }
 

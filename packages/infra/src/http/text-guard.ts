@@ -18,7 +18,7 @@
  * installTextGuard(app); // params and querystring, before validation
  */
 import { commonErrors } from "@casebook/kit/errors";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { escapePointer, type FieldError } from "./problem.ts";
 
 const NUL_MESSAGE = "must not contain U+0000 (NUL): PostgreSQL cannot store it";
@@ -36,20 +36,37 @@ export function unstorableTextReason(text: string): string | undefined {
   return undefined;
 }
 
-function keyProblem(key: string, value: unknown, pointer: string): FieldError | undefined {
+/** A value still to visit: its place is kept as its parent and its key, spelled out only for an error. */
+interface Visit {
+  readonly value: unknown;
+  readonly parent: Visit | undefined;
+  readonly segment: string | number;
+}
+
+/** The JSON pointer of `visit`, from `base` down (built only when a problem is found). */
+function pointerOf(visit: Visit, base: string): string {
+  const segments: string[] = [];
+  for (let at: Visit | undefined = visit; at?.parent !== undefined; at = at.parent) {
+    segments.push(typeof at.segment === "number" ? String(at.segment) : escapePointer(at.segment));
+  }
+  return segments.length === 0 ? base : `${base}/${segments.reverse().join("/")}`;
+}
+
+/** A problem with `key` of the object at `parent` (pointers under `base`), or undefined. */
+function keyProblem(key: string, value: unknown, parent: Visit, base: string): FieldError | undefined {
   const reason = unstorableTextReason(key);
   // JSON.stringify writes NUL and lone surrogates as \uXXXX escapes: the answer itself stays storable.
   if (reason !== undefined) {
-    return { field: pointer, message: `has a key ${JSON.stringify(key)} that ${reason}` };
+    return { field: pointerOf(parent, base), message: `has a key ${JSON.stringify(key)} that ${reason}` };
   }
-  if (key === "__proto__") return { field: `${pointer}/__proto__`, message: PROTO_MESSAGE };
+  if (key === "__proto__") return { field: `${pointerOf(parent, base)}/__proto__`, message: PROTO_MESSAGE };
   if (
     key === "constructor" &&
     typeof value === "object" &&
     value !== null &&
     Object.hasOwn(value, "prototype")
   ) {
-    return { field: `${pointer}/constructor/prototype`, message: CONSTRUCTOR_MESSAGE };
+    return { field: `${pointerOf(parent, base)}/constructor/prototype`, message: CONSTRUCTOR_MESSAGE };
   }
   return undefined;
 }
@@ -60,24 +77,25 @@ function keyProblem(key: string, value: unknown, pointer: string): FieldError | 
  * (`/body`, `/params`, `/querystring`); undefined when everything is acceptable.
  */
 export function findUnacceptableText(root: unknown, base: string): FieldError | undefined {
-  const stack: Array<{ value: unknown; pointer: string }> = [{ value: root, pointer: base }];
+  const stack: Visit[] = [{ value: root, parent: undefined, segment: "" }];
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
-    const { value, pointer } = next;
+    const visit = next;
+    const value = visit.value;
     if (typeof value === "string") {
       const reason = unstorableTextReason(value);
-      if (reason !== undefined) return { field: pointer, message: reason };
+      if (reason !== undefined) return { field: pointerOf(visit, base), message: reason };
     } else if (Array.isArray(value)) {
       for (let index = value.length - 1; index >= 0; index--) {
-        stack.push({ value: value[index], pointer: `${pointer}/${index}` });
+        stack.push({ value: value[index], parent: visit, segment: index });
       }
     } else if (typeof value === "object" && value !== null) {
       const keys = Object.keys(value);
       for (let index = keys.length - 1; index >= 0; index--) {
         const key = keys[index] as string;
         const child = (value as Record<string, unknown>)[key];
-        const problem = keyProblem(key, child, pointer);
+        const problem = keyProblem(key, child, visit, base);
         if (problem !== undefined) return problem;
-        stack.push({ value: child, pointer: `${pointer}/${escapePointer(key)}` });
+        stack.push({ value: child, parent: visit, segment: key });
       }
     }
   }
@@ -90,10 +108,11 @@ export function unacceptableTextError(problem: FieldError) {
 }
 
 /** Checks the text parts a route receives (path params, query string) before validation and the handler. */
-async function guardTextParts(request: FastifyRequest): Promise<void> {
+function guardTextParts(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void): void {
   const problem =
     findUnacceptableText(request.params, "/params") ?? findUnacceptableText(request.query, "/querystring");
-  if (problem !== undefined) throw unacceptableTextError(problem);
+  // A callback hook: no promise per request on every route.
+  done(problem === undefined ? undefined : unacceptableTextError(problem));
 }
 
 /**

@@ -136,3 +136,30 @@ test("static tokens: several are admitted (a rotation), any other or an empty li
   assert.equal(refused.statusCode, 401);
   assert.equal(refused.json().code, "AUTH_INVALID");
 });
+
+test("a verify that answers at once (a key cache's fresh entry) admits and refuses like an async one", async (t) => {
+  const service = createService({
+    name: "guarded",
+    version: "0",
+    log: { level: "silent" },
+    defaultMetrics: false,
+  });
+  t.after(() => service.close());
+  const auth = createBearerAuth({
+    realm: "guarded",
+    verify: (key) => (key === "good-key" ? { tenant: "ten_1" } : undefined),
+  });
+  await service.app.register(async (scope) => {
+    scope.addHook("onRequest", auth.authenticate);
+    scope.get("/things", async (request) => ({ principal: auth.principalOf(request) }));
+  });
+  const call = (authorization: string) =>
+    service.app.inject({ method: "GET", url: "/things", headers: { authorization } });
+  const ok = await call("Bearer good-key");
+  assert.equal(ok.statusCode, 200);
+  assert.deepEqual(ok.json(), { principal: { tenant: "ten_1" } });
+  const refused = await call("Bearer bad-key");
+  assert.equal(refused.statusCode, 401);
+  assert.equal(refused.json().code, "AUTH_INVALID");
+  assert.equal(refused.headers["www-authenticate"], 'Bearer realm="guarded", error="invalid_token"');
+});

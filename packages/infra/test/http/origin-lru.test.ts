@@ -57,3 +57,21 @@ test("a busy pool is never evicted: the next idle one goes, or the bound is pass
   );
   assert.throws(() => pools(0), /maxOrigins/);
 });
+
+test("the same URL object again is the same pool, still most recent; changed in place, it is looked up anew", () => {
+  const { lru, events, at } = pools(2);
+  const endpoint = at(1);
+  const first = lru.for(endpoint);
+  assert.equal(lru.for(endpoint), first);
+  lru.for(at(2));
+  assert.equal(lru.for(endpoint), first, "back to the first origin: its pool, now the most recent");
+  lru.for(at(3)); // evicts 2, the least recent, not 1
+  assert.deepEqual(events.slice(-2), ["close http://127.0.0.1:8002", "open http://127.0.0.1:8003"]);
+  endpoint.port = "8004";
+  const moved = lru.for(endpoint);
+  assert.notEqual(moved, first);
+  assert.equal(events.at(-1), "open http://127.0.0.1:8004");
+  lru.destroyAll();
+  assert.notEqual(lru.for(endpoint), moved, "after destroyAll no destroyed pool is handed out");
+  assert.equal(events.at(-1), "open http://127.0.0.1:8004");
+});

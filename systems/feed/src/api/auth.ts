@@ -10,22 +10,24 @@
  * app.post("/v1/users/:userId/posts", { ...asUser, schema: { security: bearerSecurity, ... } }, handler);
  */
 import { type BearerAuth, createBearerAuth } from "@casebook/infra/http/bearer-auth";
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyRequest } from "fastify";
 import { errors } from "../errors.ts";
 
 export type UserAuth = BearerAuth<bigint>;
 
 /**
  * The bearer hook whose principal is the key's user id. `verify` is the store's check
- * (`userOfKey`), or the same through main's VerifiedKeyCache (one round trip per key per TTL).
+ * (`userOfKey`), or the same through main's VerifiedKeyCache (`read`: a fresh key answers in the same turn).
  */
-export function createUserAuth(verify: (key: string) => Promise<bigint | undefined>): UserAuth {
+export function createUserAuth(
+  verify: (key: string) => bigint | undefined | Promise<bigint | undefined>,
+): UserAuth {
   return createBearerAuth({ realm: "feed", verify });
 }
 
 /** A route's hooks: authenticate (onRequest), then the key's user must be the path's `userId` (preHandler). */
 export interface UserGuard {
-  readonly onRequest: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  readonly onRequest: UserAuth["authenticate"];
   readonly preHandler: (request: FastifyRequest) => Promise<void>;
   /** The authenticated user of a request that went through `onRequest`. */
   userOf(request: FastifyRequest): bigint;

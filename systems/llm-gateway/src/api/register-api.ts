@@ -63,13 +63,14 @@ export async function registerApi(app: FastifyInstance, options: ApiOptions): Pr
     options.streamShutdown.cutAfter(options.drainTimeoutMs);
     done();
   });
-  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenantKeys.get(key) });
+  const auth = createBearerAuth({ realm: REALM, verify: (key) => options.tenantKeys.read(key) });
   await app.register(async (scope) => {
     // Anthropic's SDKs send the key as `x-api-key`: the same key, read the same way.
-    scope.addHook("onRequest", async (request) => {
+    scope.addHook("onRequest", (request, _reply, done) => {
       const key = request.headers["x-api-key"];
       if (request.headers.authorization === undefined && typeof key === "string")
         request.headers.authorization = `Bearer ${key}`;
+      done();
     });
     scope.addHook("onRequest", auth.authenticate);
     registerChatRoutes(scope, { ...options, tenantOf: auth.principalOf });

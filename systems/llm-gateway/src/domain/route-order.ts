@@ -21,15 +21,24 @@ export function orderDeployments(
   inFlightOf: (deployment: Deployment) => number,
   turn: number,
 ): Candidate[] {
-  return tiers.flatMap((tier, index) => {
-    const start = turn % tier.length;
-    const rotated = [...tier.slice(start), ...tier.slice(0, start)];
-    // Array.prototype.sort is stable: equal loads keep the rotated order.
-    return rotated
-      .map((deployment) => ({ deployment, load: inFlightOf(deployment) }))
-      .sort((a, b) => a.load - b.load)
-      .map(({ deployment }) => ({ deployment, tier: index }));
-  });
+  // On every request: plain loops, no intermediate arrays (tiers hold a handful of deployments).
+  const order: Candidate[] = [];
+  const loads: number[] = [];
+  for (let tier = 0; tier < tiers.length; tier++) {
+    const deployments = tiers[tier] as readonly Deployment[];
+    const first = order.length;
+    const start = turn % deployments.length;
+    for (let i = 0; i < deployments.length; i++) {
+      const deployment = deployments[(start + i) % deployments.length] as Deployment;
+      const load = inFlightOf(deployment);
+      // Insertion by load, after every equal one: ties keep the rotated order.
+      let at = order.length;
+      while (at > first && (loads[at - 1] as number) > load) at--;
+      order.splice(at, 0, { deployment, tier });
+      loads.splice(at, 0, load);
+    }
+  }
+  return order;
 }
 
 /** How a served deployment differs from the request's primary: none, another destination, or another model (LG-10). */
