@@ -1,7 +1,8 @@
 /**
- * The gateway's side of a stream to its client (LG-01/02/03): the SSE head sent with the first
- * event (or keep-alive comment), each event written the moment it is whole (no buffer of ours in between; Node's socket
- * write is the only one, and backpressure from a slow reader is awaited, never piled up),
+ * The gateway's side of a stream to its client (LG-01/02/03): the SSE head sent at once (the
+ * provider has answered; its first token may be seconds away), each event written the moment it
+ * is whole (no buffer of ours in between; Node's socket write is the only one, and backpressure
+ * from a slow reader is awaited, never piled up),
  * a keep-alive comment whenever the stream has been silent `keepAliveMs` (a load balancer
  * cuts idle connections, and a model may pause longer than its idle timeout), and an
  * error event — OpenAI's `data: {"error":{…}}`, which the SDK throws as an APIError — when
@@ -54,9 +55,9 @@ export function openSseResponse(
     "x-request-id": request.id,
     ...options.headers,
   });
-  // No flushHeaders(): the head leaves with the first event (or the first keep-alive comment,
-  // within keepAliveMs), one socket write instead of two — the head alone tells the client
-  // nothing it can use before the first token.
+  // The head leaves now, while the provider is still thinking: the client reads it (and sets up
+  // its response, its parser, its SDK stream) in that wait, not after the first token arrives.
+  raw.flushHeaders();
   let keepAlives = 0;
   // One timer for the stream, pushed back by every write (refresh: no timer made per event).
   const timer = setTimeout(function keepAlive() {
