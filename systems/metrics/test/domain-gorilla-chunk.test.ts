@@ -70,6 +70,23 @@ test("MT-17 a Gorilla chunk round-trips any increasing timestamps and any float6
   );
 });
 
+test("MT-17 delta-of-deltas at each bucket's edges (14, 17, 20 bits, then 64) round-trip", () => {
+  for (const bits of [14, 17, 20]) {
+    const edge = 2 ** (bits - 1);
+    for (const dod of [edge, edge + 1, -edge + 1, -edge, -edge - 1, 1, -1]) {
+      // Gaps 10^7, 10^7, then 10^7 + dod: the third timestamp carries `dod`.
+      const gap = 10_000_000;
+      roundTrip([
+        [0, 1],
+        [gap, 2],
+        [2 * gap, 3],
+        [3 * gap + dod, 4],
+        [4 * gap + dod, 5],
+      ]);
+    }
+  }
+});
+
 test("MT-17 StaleNaN keeps its payload through a chunk, distinct from an ordinary NaN", () => {
   const encoder = new GorillaChunkEncoder();
   encoder.append(0, 1);

@@ -204,3 +204,33 @@ test("MT-17 chunks are cut at 120 samples and at block boundaries; truncation ha
   assert.equal(isStaleNaN(rest.values[rest.values.length - 1]!), true, "StaleNaN survives the head");
   assert.equal(head.plan([series({ __name__: "g2" }, [[HOUR_MS, 1]])]).ok, false, "below minValidT");
 });
+
+test("MT-13 the head's time range follows appends, and a truncation, and the appends after it", () => {
+  const head = new HeadBlock({ blockRangeMs: 2 * HOUR_MS, limits: roomy });
+  assert.equal(head.timeRange(), undefined, "empty");
+  append(head, [
+    series({ __name__: "up", i: "a" }, [
+      [HOUR_MS, 1],
+      [3 * HOUR_MS, 1],
+    ]),
+  ]);
+  append(head, [series({ __name__: "up", i: "b" }, [[2 * HOUR_MS, 1]])]);
+  assert.deepEqual(head.timeRange(), { mint: HOUR_MS, maxt: 3 * HOUR_MS });
+  const held = head.timeRange()!;
+  append(head, [series({ __name__: "up", i: "b" }, [[5 * HOUR_MS, 1]])]);
+  assert.deepEqual(
+    held,
+    { mint: HOUR_MS, maxt: 3 * HOUR_MS },
+    "a range handed out does not change under its holder",
+  );
+  head.truncateBefore(2 * HOUR_MS);
+  assert.deepEqual(
+    head.timeRange(),
+    { mint: 2 * HOUR_MS, maxt: 5 * HOUR_MS },
+    "the hour before the boundary is gone",
+  );
+  append(head, [series({ __name__: "up", i: "a" }, [[6 * HOUR_MS, 1]])]);
+  assert.deepEqual(head.timeRange(), { mint: 2 * HOUR_MS, maxt: 6 * HOUR_MS });
+  head.truncateBefore(8 * HOUR_MS);
+  assert.equal(head.timeRange(), undefined, "everything truncated");
+});

@@ -35,6 +35,69 @@ test("MT-05 snappy round-trips any bytes, repetitive or not", () => {
   assert.ok(snappyCompress(repetitive).length < repetitive.length / 10, "copies compress repetition");
 });
 
+/** One element of a snappy block, as any encoder may write it (Go's uses all of these). */
+type SnappyOp =
+  | { literal: Uint8Array; lengthBytes: 0 | 1 | 2 }
+  | { copyKind: 1 | 2 | 3; offsetPick: number; length: number };
+
+/** The block `ops` make, and the bytes it must decode to (built the naive way, byte by byte). */
+function snappyBlock(ops: readonly SnappyOp[]): { block: Uint8Array; expected: Uint8Array } {
+  const out: number[] = [];
+  const tags: number[] = [];
+  for (const op of ops) {
+    if ("literal" in op) {
+      const n = op.literal.length - 1;
+      if (op.lengthBytes === 0 && n < 60) tags.push(n << 2);
+      else if (op.lengthBytes <= 1 && n < 256) tags.push(60 << 2, n);
+      else tags.push(61 << 2, n & 0xff, n >>> 8);
+      tags.push(...op.literal);
+      out.push(...op.literal);
+      continue;
+    }
+    if (out.length === 0) continue;
+    const maxOffset = op.copyKind === 1 ? Math.min(out.length, 2047) : out.length;
+    const offset = 1 + (op.offsetPick % maxOffset);
+    const length = op.copyKind === 1 ? 4 + (op.length % 8) : 1 + (op.length % 64);
+    if (op.copyKind === 1) tags.push(1 | ((length - 4) << 2) | ((offset >>> 8) << 5), offset & 0xff);
+    else if (op.copyKind === 2) tags.push(2 | ((length - 1) << 2), offset & 0xff, offset >>> 8);
+    else tags.push(3 | ((length - 1) << 2), offset & 0xff, (offset >>> 8) & 0xff, offset >>> 16, 0);
+    // Byte by byte, as the format defines a copy: an offset under the length repeats a pattern.
+    for (let k = 0; k < length; k++) out.push(out[out.length - offset]!);
+  }
+  const header: number[] = [];
+  let n = out.length;
+  while (n >= 0x80) {
+    header.push((n & 0x7f) | 0x80);
+    n >>>= 7;
+  }
+  header.push(n);
+  return { block: Uint8Array.from([...header, ...tags]), expected: Uint8Array.from(out) };
+}
+
+test("MT-05 snappy decodes every element another encoder may write: long literals, 1-, 2- and 4-byte offsets, overlapping copies", () => {
+  const op: fc.Arbitrary<SnappyOp> = fc.oneof(
+    fc.record({
+      literal: fc.oneof(
+        fc.uint8Array({ minLength: 1, maxLength: 40 }),
+        fc.uint8Array({ minLength: 1, maxLength: 700 }),
+      ),
+      lengthBytes: fc.constantFrom(0 as const, 1 as const, 2 as const),
+    }),
+    fc.record({
+      copyKind: fc.constantFrom(1 as const, 2 as const, 3 as const),
+      offsetPick: fc.nat(),
+      length: fc.nat(),
+    }),
+  );
+  fc.assert(
+    fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+      const { block, expected } = snappyBlock(ops);
+      assert.deepEqual(snappyUncompress(block, 1 << 24), expected);
+    }),
+    { numRuns: 400 },
+  );
+});
+
 test("MT-05 snappy refuses a declared size over the bound and bytes that are not a block", () => {
   const packed = snappyCompress(new Uint8Array(10_000));
   assert.throws(() => snappyUncompress(packed, 1_000), RangeError);

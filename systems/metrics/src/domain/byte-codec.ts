@@ -15,6 +15,8 @@ const UTF8_ENCODER = new TextEncoder();
 const UTF8_DECODER = new TextDecoder("utf-8", { fatal: true });
 /** Past this length TextDecoder's per-call cost no longer dominates a string's decoding. */
 const SHORT_STRING = 64;
+/** Up to this many bytes a copy is a loop: a subarray for it costs more (an object each). */
+const SHORT_COPY = 64;
 
 /**
  * The UTF-8 text in `bytes[start, end)`; throws TypeError when it is not valid UTF-8. Label
@@ -88,6 +90,14 @@ export class ByteWriter {
     this.#ensure(bytes.length);
     this.#buffer.set(bytes, this.#length);
     this.#length += bytes.length;
+  }
+  /** `source[start, end)`, without a subarray made for it when it is short (a series' few values). */
+  bytesOf(source: Uint8Array, start: number, end: number): void {
+    const n = end - start;
+    this.#ensure(n);
+    if (n <= SHORT_COPY) for (let i = 0; i < n; i++) this.#buffer[this.#length + i] = source[start + i]!;
+    else this.#buffer.set(source.subarray(start, end), this.#length);
+    this.#length += n;
   }
   /** Length-prefixed UTF-8; ASCII written a char at a time (TextEncoder.encode allocates: ~20× the cost). */
   string(text: string): void {
@@ -165,6 +175,18 @@ export class ByteReader {
     const out = this.#bytes.subarray(this.offset, this.offset + n);
     this.offset += n;
     return out;
+  }
+  /** Steps over the next `n` bytes. */
+  skip(n: number): void {
+    this.#need(n);
+    this.offset += n;
+  }
+  /** The next `n` bytes copied into `target` at `at`, without a subarray made for them when they are few. */
+  bytesInto(n: number, target: Uint8Array, at: number): void {
+    this.#need(n);
+    if (n <= SHORT_COPY) for (let i = 0; i < n; i++) target[at + i] = this.#bytes[this.offset + i]!;
+    else target.set(this.#bytes.subarray(this.offset, this.offset + n), at);
+    this.offset += n;
   }
   string(): string {
     const length = this.uvarint();

@@ -87,26 +87,26 @@ function readVarint(reader: BitReader): number {
 const zigzag = (n: number): number => (n >= 0 ? n * 2 : -n * 2 - 1);
 const unzigzag = (z: number): number => (z % 2 === 0 ? z / 2 : -(z + 1) / 2);
 
+function writeDodBucket(writer: BitWriter, dod: number, prefix: number, prefixBits: number, n: number): void {
+  writer.writeBits(prefix, prefixBits);
+  writer.writeBits(dod < 0 ? dod + 2 ** n : dod, n);
+}
+
 /** The delta-of-delta code: the shortest bucket holding `dod` (two's complement in n bits). */
 function writeDod(writer: BitWriter, dod: number): void {
   if (dod === 0) {
     writer.writeBit(0);
     return;
   }
-  for (const [prefix, prefixBits, n] of [
-    [0b10, 2, 14],
-    [0b110, 3, 17],
-    [0b1110, 4, 20],
-  ] as const) {
-    if (dod >= -(2 ** (n - 1)) + 1 && dod <= 2 ** (n - 1)) {
-      writer.writeBits(prefix, prefixBits);
-      writer.writeBits(dod < 0 ? dod + 2 ** n : dod, n);
-      return;
-    }
+  // Buckets of 14, 17 and 20 bits behind prefixes 10, 110, 1110 (no table: this runs per sample).
+  if (dod >= -(2 ** 13) + 1 && dod <= 2 ** 13) writeDodBucket(writer, dod, 0b10, 2, 14);
+  else if (dod >= -(2 ** 16) + 1 && dod <= 2 ** 16) writeDodBucket(writer, dod, 0b110, 3, 17);
+  else if (dod >= -(2 ** 19) + 1 && dod <= 2 ** 19) writeDodBucket(writer, dod, 0b1110, 4, 20);
+  else {
+    writer.writeBits(0b1111, 4);
+    const hi = Math.floor(dod / TWO_32);
+    writer.writeBits64(hi | 0, dod - hi * TWO_32, 64);
   }
-  writer.writeBits(0b1111, 4);
-  const hi = Math.floor(dod / TWO_32);
-  writer.writeBits64(hi | 0, dod - hi * TWO_32, 64);
 }
 
 function readDod(reader: BitReader): number {

@@ -388,18 +388,25 @@ export class HeadBlock {
    * truncation.
    */
   timeRange(): { mint: number; maxt: number } | undefined {
-    if (this.#range === "unknown") this.#range = this.#scanRange();
-    return this.#range;
+    if (!this.#rangeKnown) {
+      const scanned = this.#scanRange();
+      this.#mint = scanned?.mint ?? Number.POSITIVE_INFINITY;
+      this.#maxt = scanned?.maxt ?? Number.NEGATIVE_INFINITY;
+      this.#rangeKnown = true;
+    }
+    return this.#mint > this.#maxt ? undefined : { mint: this.#mint, maxt: this.#maxt };
   }
 
-  #range: { mint: number; maxt: number } | undefined | "unknown" = undefined;
+  // The range as two numbers widened in place: an object per appended sample was most of what
+  // the hot writer allocated.
+  #mint = Number.POSITIVE_INFINITY;
+  #maxt = Number.NEGATIVE_INFINITY;
+  /** False after a truncation: the next `timeRange` scans. */
+  #rangeKnown = true;
 
   #widenRange(t: number): void {
-    if (this.#range === "unknown") return;
-    this.#range =
-      this.#range === undefined
-        ? { mint: t, maxt: t }
-        : { mint: Math.min(this.#range.mint, t), maxt: Math.max(this.#range.maxt, t) };
+    if (t < this.#mint) this.#mint = t;
+    if (t > this.#maxt) this.#maxt = t;
   }
 
   #scanRange(): { mint: number; maxt: number } | undefined {
@@ -462,7 +469,7 @@ export class HeadBlock {
     }
     this.#index.remove(emptied);
     this.minValidT = Math.max(this.minValidT, boundary);
-    this.#range = "unknown";
+    this.#rangeKnown = false;
     this.#generation++;
     return taken;
   }

@@ -83,20 +83,29 @@ class ProtoReader {
     }
   }
 
-  /** The [start, end) of a length-delimited field. */
-  span(): [number, number] {
+  /**
+   * Reads a length-delimited field's length and returns where the field ends, `pos` left at
+   * its start (no pair made: the decode's loops call this per label and per sample).
+   */
+  fieldEnd(): number {
     const length = this.varint();
     if (length < 0 || this.pos + length > this.end)
       throw new RangeError(`length ${length} past the end at byte ${this.pos}`);
+    return this.pos + length;
+  }
+
+  /** The [start, end) of a length-delimited field. */
+  span(): [number, number] {
+    const end = this.fieldEnd();
     const start = this.pos;
-    this.pos += length;
-    return [start, this.pos];
+    this.pos = end;
+    return [start, end];
   }
 
   skip(wireType: number): void {
     if (wireType === 0) this.varint();
     else if (wireType === 1) this.pos += 8;
-    else if (wireType === 2) this.span();
+    else if (wireType === 2) this.pos = this.fieldEnd();
     else if (wireType === 5) this.pos += 4;
     else throw new RangeError(`unsupported wire type ${wireType} at byte ${this.pos}`);
     if (this.pos > this.end) throw new RangeError("field past the end");
@@ -210,9 +219,9 @@ export function decodeWriteRequestColumns(bytes: Uint8Array, limits: DecodeLimit
       continue;
     }
     expectWire(field, wire, 2, at);
-    const [start, end] = top.span();
+    const end = top.fieldEnd();
+    const start = top.pos;
     const outer = top.end;
-    top.pos = start;
     top.end = end;
     let labelEnd = -1;
     let spread = 0;
@@ -224,7 +233,7 @@ export function decodeWriteRequestColumns(bytes: Uint8Array, limits: DecodeLimit
       if (f === 1 || f === 2 || f === 4) expectWire(f, w, 2, fieldAt);
       if (f === 1) {
         if (labelEnd !== -1) spread = 1;
-        top.span();
+        top.pos = top.fieldEnd();
       } else {
         if (labelEnd === -1) labelEnd = fieldAt;
         if (f === 2) {
@@ -238,12 +247,10 @@ export function decodeWriteRequestColumns(bytes: Uint8Array, limits: DecodeLimit
             grownValues.set(values);
             [timestamps, values, valueBytes] = [grownTimes, grownValues, new Uint8Array(grownValues.buffer)];
           }
-          const [sampleStart, sampleEnd] = top.span();
-          const resume = top.pos;
-          top.pos = sampleStart;
+          const sampleEnd = top.fieldEnd();
           top.end = sampleEnd;
           readSampleInto(top, samples, timestamps, valueBytes);
-          top.pos = resume;
+          top.pos = sampleEnd;
           top.end = end;
           samples++;
         } else if (f === 4)

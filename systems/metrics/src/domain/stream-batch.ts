@@ -120,7 +120,7 @@ export function encodeStreamColumns(
       out.varint(j === from ? t : t - previous);
       previous = t;
     }
-    if (LITTLE_ENDIAN) out.bytes(valueBytes.subarray(from * 8, to * 8));
+    if (LITTLE_ENDIAN) out.bytesOf(valueBytes, from * 8, to * 8);
     else for (let j = from; j < to; j++) for (let k = 7; k >= 0; k--) out.u8(valueBytes[j * 8 + k]!);
   }
   return out.finish();
@@ -170,7 +170,7 @@ export function decodeStreamColumns<S extends { readonly labels: Labels }>(
       if (count * 9 > input.remaining) fail("more samples than bytes");
       if (options.keep !== undefined && !options.keep(entry)) {
         for (let i = 0; i < count; i++) input.uvarint();
-        input.bytes(count * 8);
+        input.skip(count * 8);
         continue;
       }
       if (at + count > total) fail("more samples than the message declares");
@@ -181,9 +181,11 @@ export function decodeStreamColumns<S extends { readonly labels: Labels }>(
         if (!Number.isSafeInteger(t)) fail(`timestamp ${t} is not an integer`);
         timestamps[at + i] = t;
       }
-      const raw = input.bytes(count * 8);
-      if (LITTLE_ENDIAN) valueBytes.set(raw, at * 8);
-      else for (let i = 0; i < count * 8; i++) valueBytes[at * 8 + i] = raw[(i & ~7) + 7 - (i & 7)]!;
+      if (LITTLE_ENDIAN) input.bytesInto(count * 8, valueBytes, at * 8);
+      else {
+        const raw = input.bytes(count * 8);
+        for (let i = 0; i < count * 8; i++) valueBytes[at * 8 + i] = raw[(i & ~7) + 7 - (i & 7)]!;
+      }
       series.push(entry);
       at += count;
     }
