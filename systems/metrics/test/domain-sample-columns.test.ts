@@ -144,6 +144,24 @@ test("the interner gives different bytes different entries, even when their hash
   assert.equal(interner.size, 3);
 });
 
+test("the interner keeps its own copy of a series' bytes, not a view of the message they came in", () => {
+  const interner = new SeriesInterner<string>({ maxEntries: 100 });
+  const message = Buffer.from('xx up{i="1"} yy');
+  const make = () => "up 1";
+  assert.equal(interner.intern(message, 3, 12, make), "up 1");
+  message.fill(0); // the message's memory reused for something else
+  let asked = 0;
+  const again = utf8('up{i="1"}');
+  assert.equal(
+    interner.intern(again, 0, again.length, () => {
+      asked++;
+      return "made again";
+    }),
+    "up 1",
+  );
+  assert.equal(asked, 0, "found by the bytes it was first seen with");
+});
+
 test("the interner does not remember a refusal: the next sighting asks again", () => {
   const interner = new SeriesInterner<string>({ maxEntries: 100 });
   const bytes = utf8("bad");

@@ -89,7 +89,11 @@ export class SeriesInterner<T> {
       this.#size = 0;
       this.resets++;
     }
-    this.#slots.set(hash, { bytes: bytes.slice(start, end), value, next: this.#slots.get(hash) });
+    // A copy of its own: a Buffer's slice (a stream message's data is one) would be a view
+    // keeping the whole read chunk alive — and would change if that memory were reused.
+    const own = new Uint8Array(end - start);
+    own.set(bytes.subarray(start, end));
+    this.#slots.set(hash, { bytes: own, value, next: this.#slots.get(hash) });
     this.#size++;
     return value;
   }
