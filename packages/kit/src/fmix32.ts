@@ -2,7 +2,7 @@
  * The MurmurHash3 finalizer (Austin Appleby's `fmix32`): two multiply-xorshift rounds in which
  * every input bit affects every output bit — a cheap, well-mixed 32-bit hash of a 32-bit
  * integer, and the round function of url-shortener's Feistel permutation. 0 maps to 0, which
- * callers needing a non-zero value must handle. The cache's murmur3 of strings finishes with it.
+ * callers needing a non-zero value must handle. kit's murmur3 finishes with it.
  *
  * @example
  * fmix32(1); // 0x514e28b7

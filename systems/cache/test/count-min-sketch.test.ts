@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
 import { CountMinSketch, MAX_COUNTER } from "../src/domain/count-min-sketch.ts";
-import { hashKey } from "../src/domain/murmur3.ts";
+import { hashKey } from "../src/domain/key-hash.ts";
 import { policyErrors } from "../src/errors.ts";
 
 /** Counts each key in `stream` into a sketch and into an exact map. */

@@ -3,14 +3,14 @@
  * first 32 bits) it matches the printed ring rows digit for digit; with the ring's murmur3
  * the numbers differ by noise and every statement of the text still holds. Plus the ring's
  * mechanics: clockwise ownership, wrap-around, deterministic ties, join/leave moving only
- * the affected arcs, and murmur3 against its reference vectors.
+ * the affected arcs (murmur3's reference vectors are tested in kit).
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { describe, test } from "node:test";
+import { murmur3 } from "@casebook/kit/murmur3";
 import { HashRing } from "../src/domain/hash-ring.ts";
 import { moduloOwner } from "../src/domain/modulo-placement.ts";
-import { fmix32, murmur3, murmur3Bytes } from "../src/domain/murmur3.ts";
 import { type RebalanceRow, rebalanceStudy } from "../src/domain/rebalance-study.ts";
 import { policyErrors } from "../src/errors.ts";
 
@@ -149,21 +149,5 @@ describe("hash ring mechanics", () => {
   test("hash % N is the hash modulo the node count", () => {
     assert.equal(moduloOwner(41, 4), 1);
     assert.equal(moduloOwner(-1, 5), 0xffffffff % 5, "the hash is read as unsigned");
-  });
-});
-
-describe("murmur3", () => {
-  test("matches the reference MurmurHash3_x86_32 vectors, over UTF-8", () => {
-    assert.equal(murmur3(""), 0);
-    assert.equal(murmur3("", 1), 0x514e28b7);
-    assert.equal(murmur3("hello"), 0x248bfa47);
-    assert.equal(murmur3("Hello, world!", 1234), 0xfaf6cdb3);
-    assert.equal(murmur3("The quick brown fox jumps over the lazy dog"), 0x2e4ff723);
-    assert.equal(fmix32(1), 0x514e28b7);
-    // Up to 1,024 UTF-16 units a shared buffer is used, above it a fresh one: same result either way.
-    for (const text of ["é€😀".repeat(256), "é€😀".repeat(257)]) {
-      const bytes = new TextEncoder().encode(text);
-      assert.equal(murmur3(text, 9), murmur3Bytes(bytes, bytes.length, 9), `${text.length} units`);
-    }
   });
 });

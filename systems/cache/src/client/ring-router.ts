@@ -42,8 +42,8 @@
 
 import { type Clock, systemClock } from "@casebook/kit/clock";
 import type { CasebookError } from "@casebook/kit/errors";
+import { murmur3, murmur3Bytes } from "@casebook/kit/murmur3";
 import { HashRing } from "../domain/hash-ring.ts";
-import { murmur3, murmur3Bytes } from "../domain/murmur3.ts";
 import { policyErrors } from "../errors.ts";
 import { clientErrors } from "./client-errors.ts";
 import type { WireEncoding } from "./command-encoder.ts";

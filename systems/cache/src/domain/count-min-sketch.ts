@@ -16,9 +16,9 @@
  * sketch.frequency(hashKey("a")); // 1 (or more: a count-min sketch may overestimate, never under)
  */
 
+import { fmix32 } from "@casebook/kit/fmix32";
 import { requireInteger } from "../errors.ts";
 import { Doorkeeper } from "./doorkeeper.ts";
-import { fmix32 } from "./murmur3.ts";
 
 export const SKETCH_DEPTH = 4;
 /** A 4-bit counter saturates here. */

@@ -9,7 +9,7 @@
  * door.put(hashKey("a")); // false: first sighting
  * door.put(hashKey("a")); // true: seen before (or a false positive)
  */
-import { fmix32 } from "./murmur3.ts";
+import { fmix32 } from "@casebook/kit/fmix32";
 
 /** Bits probed per key: with 8 bits per expected key, 3 probes give ~3% false positives. */
 const PROBES = 3;

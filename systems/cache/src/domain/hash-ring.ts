@@ -18,8 +18,8 @@
  * ring.ownerOf("event:42"); // e.g. "node-b", the same in every process
  */
 
+import { murmur3 } from "@casebook/kit/murmur3";
 import { policyErrors, requireInteger } from "../errors.ts";
-import { murmur3 } from "./murmur3.ts";
 
 /** Bound on points per node: 10,000 × 1,000 nodes is 10 M points, 80 MB of arrays. */
 export const MAX_VNODES = 10_000;

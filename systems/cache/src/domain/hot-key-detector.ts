@@ -14,9 +14,9 @@
  * hot.isHot("event:7");  // false
  */
 
+import { murmur3 } from "@casebook/kit/murmur3";
 import { requireInteger } from "../errors.ts";
 import { CountMinSketch, MAX_COUNTER } from "./count-min-sketch.ts";
-import { murmur3 } from "./murmur3.ts";
 
 export interface HotKeyDetectorOptions {
   /** Distinct keys the sketch is sized for (its width and aging period follow from it). */

@@ -18,7 +18,7 @@
  * table.insert(0, table.hashOf("user:1"));
  * table.find("user:1", table.hashOf("user:1")); // 0
  */
-import { murmur3Latin1 } from "./murmur3.ts";
+import { murmur3Latin1 } from "@casebook/kit/murmur3";
 
 const INITIAL_BUCKETS = 1_024;
 

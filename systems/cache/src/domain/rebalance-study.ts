@@ -12,10 +12,10 @@
  * rows[0]; // { scheme: "hash % N", vnodes: null, movedFraction: ~0.8, maxOverAvg: ~1.0 }
  */
 
+import { murmur3 } from "@casebook/kit/murmur3";
 import { requireInteger } from "../errors.ts";
 import { HashRing } from "./hash-ring.ts";
 import { moduloOwner } from "./modulo-placement.ts";
-import { murmur3 } from "./murmur3.ts";
 
 export interface RebalanceRow {
   readonly scheme: string;

@@ -42,8 +42,8 @@ import {
   resolveBounds,
 } from "./cache-bounds.ts";
 import { CountMinSketch } from "./count-min-sketch.ts";
+import { hashKey as defaultHashKey } from "./key-hash.ts";
 import { type Linked, LinkedDeque } from "./linked-deque.ts";
-import { hashKey as defaultHashKey } from "./murmur3.ts";
 
 export interface WTinyLfuOptions<K> extends CacheBoundsOptions {
   /** Share of the capacity given to the admission window (Caffeine starts at 1%). */
@@ -53,7 +53,7 @@ export interface WTinyLfuOptions<K> extends CacheBoundsOptions {
   /** For the hash-flooding guard in admission; inject a seeded one in tests. */
   readonly random: RandomSource;
   readonly onEvict?: EvictionListener<K>;
-  /** A 32-bit hash of a key; murmur3/fmix32 by default (see murmur3.ts). */
+  /** A 32-bit hash of a key; murmur3/fmix32 by default (see key-hash.ts). */
   readonly hashKey?: (key: K) => number;
   /** Put TinyLFU's doorkeeper Bloom filter in front of the sketch's counters. */
   readonly doorkeeper?: boolean;

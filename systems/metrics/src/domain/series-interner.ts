@@ -13,6 +13,7 @@
  * const interner = new SeriesInterner<Entry>({ maxEntries: 262_144 });
  * const entry = interner.intern(bytes, start, end, makeEntry); // makeEntry runs on a miss only
  */
+import { murmur3Range } from "@casebook/kit/murmur3";
 
 /** Label sets an ingest or a consumer remembers by default: 262,144 series, a few hundred MiB at most. */
 export const DEFAULT_INTERNED_SERIES = 262_144;
@@ -23,28 +24,13 @@ interface Slot<T> {
   next: Slot<T> | undefined;
 }
 
-const FNV_PRIME = 0x01000193;
-
 /**
- * The interner's own hash of `bytes[start, end)` (not stored anywhere, so free to change): four
- * bytes a step, MurmurHash3's 32-bit mixing — FNV's one multiply per byte cost ~1.3 ns a byte —
- * kept to 30 bits so the map's key is a small integer, never a heap number.
+ * The interner's key for `bytes[start, end)`: kit's MurmurHash3 (four bytes a step; FNV-1a's
+ * multiply per byte cost ~1.3 ns a byte), kept to 30 bits so the map's key is a small integer,
+ * never a heap number. Not stored anywhere, so free to change.
  */
 export function seriesHash(bytes: Uint8Array, start: number, end: number): number {
-  let h = end - start;
-  let i = start;
-  for (; i + 4 <= end; i += 4) {
-    let k = bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24);
-    k = Math.imul(k, 0xcc9e2d51);
-    k = Math.imul((k << 15) | (k >>> 17), 0x1b873593);
-    h ^= k;
-    h = (Math.imul((h << 13) | (h >>> 19), 5) + 0xe6546b64) | 0;
-  }
-  for (; i < end; i++) h = Math.imul(h ^ bytes[i]!, FNV_PRIME);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  return h & 0x3fffffff;
+  return murmur3Range(bytes, start, end) & 0x3fffffff;
 }
 
 function sameBytes(stored: Uint8Array, bytes: Uint8Array, start: number, end: number): boolean {

@@ -4,13 +4,14 @@
  * sketch rows can be checked against other tools. Not cryptographic: an attacker who
  * knows the seed can build collisions (W-TinyLFU's admission guards against that).
  *
+ * Shared: the cache's ring and sketches hash keys with it, metrics' series interner label bytes.
+ *
  * @example
- * murmur3("hello");   // 0x248bfa47
- * fmix32(42);         // the finalizer alone: a cheap, well-mixed hash of an integer
- * hashKey("user:1");  // murmur3 for strings, fmix32 for 32-bit integers
+ * murmur3("hello");                          // 0x248bfa47
+ * murmur3Range(bytes, start, end);           // of bytes[start, end), no subarray made
  */
 
-import { fmix32 } from "@casebook/kit/fmix32";
+import { fmix32 } from "./fmix32.ts";
 
 const C1 = 0xcc9e2d51;
 const C2 = 0x1b873593;
@@ -32,20 +33,17 @@ function mixBlock(h: number, k: number): number {
   return (Math.imul(rotl32(h ^ scramble(k), 13), 5) + 0xe6546b64) | 0;
 }
 
-// The finalizer lives once in kit (url-shortener's Feistel rounds use it too); re-exported
-// here for the cache's sketches, which hash integer keys with it alone.
-export { fmix32 };
-
 /**
- * MurmurHash3 x86_32 of `bytes[0..length)`.
+ * MurmurHash3 x86_32 of `bytes[start, end)`, read in place.
  *
  * @example
- * murmur3Bytes(new TextEncoder().encode("hello"), 5); // 0x248bfa47
+ * murmur3Range(new TextEncoder().encode("[hello]"), 1, 6); // 0x248bfa47
  */
-export function murmur3Bytes(bytes: Uint8Array, length: number, seed = 0): number {
+export function murmur3Range(bytes: Uint8Array, start: number, end: number, seed = 0): number {
   let h = seed | 0;
-  const blocks = length & ~3;
-  for (let i = 0; i < blocks; i += 4) {
+  const length = end - start;
+  const blocks = start + (length & ~3);
+  for (let i = start; i < blocks; i += 4) {
     h = mixBlock(h, bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
   }
   const remainder = length & 3;
@@ -56,6 +54,16 @@ export function murmur3Bytes(bytes: Uint8Array, length: number, seed = 0): numbe
     h ^= scramble(tail);
   }
   return fmix32(h ^ length);
+}
+
+/**
+ * MurmurHash3 x86_32 of `bytes[0..length)`.
+ *
+ * @example
+ * murmur3Bytes(new TextEncoder().encode("hello"), 5); // 0x248bfa47
+ */
+export function murmur3Bytes(bytes: Uint8Array, length: number, seed = 0): number {
+  return murmur3Range(bytes, 0, length, seed);
 }
 
 /**
@@ -101,17 +109,4 @@ export function murmur3(text: string, seed = 0): number {
   }
   const { written } = encoder.encodeInto(text, scratch);
   return murmur3Bytes(scratch, written, seed);
-}
-
-/**
- * A 32-bit hash of a cache key: fmix32 for 32-bit integers (the simulator's keys), murmur3
- * of the UTF-8 text otherwise.
- *
- * @example
- * hashKey(7) === fmix32(7); // true
- * hashKey("7") === murmur3("7"); // true
- */
-export function hashKey(key: string | number): number {
-  if (typeof key === "number" && (key | 0) === key) return fmix32(key);
-  return murmur3(String(key));
 }
