@@ -23,6 +23,7 @@
  */
 import { hash, timingSafeEqual } from "node:crypto";
 import { commonErrors } from "@casebook/kit/errors";
+import { isThenable } from "@casebook/kit/thenable";
 import type { FastifyReply, FastifyRequest } from "fastify";
 
 /** Longer than any key or token we issue: refused without hashing. */
@@ -73,10 +74,6 @@ function refusal(reply: FastifyReply, challenge: string, presented: boolean): Er
   return commonErrors.create(presented ? "AUTH_INVALID" : "AUTH_MISSING");
 }
 
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as Promise<T> | undefined)?.then === "function";
-}
-
 /**
  * The hook and its accessor for credentials `verify` resolves to a principal.
  *
@@ -103,7 +100,7 @@ export function createBearerAuth<Principal>(options: BearerAuthOptions<Principal
       } catch (error) {
         return done(error as Error);
       }
-      if (isPromise(verified)) verified.then(admit, done);
+      if (isThenable(verified)) verified.then(admit, done);
       else admit(verified);
     },
     principalOf(request) {

@@ -16,6 +16,7 @@
  *   : new InProcessScriptRunner({ registry, twins: { "take-token": takeToken }, keyspace });
  * await runner.run("take-token", ["rl:{u1}"], [10, 5]);
  */
+import { isThenable } from "@casebook/kit/thenable";
 import type { RedisClient } from "./connect-redis.ts";
 import type { InProcessKeyspace } from "./in-process-keyspace.ts";
 import { LuaErrorReply, type LuaReply, toRedisReply } from "./lua-reply.ts";
@@ -139,10 +140,4 @@ function twinError(name: string, error: unknown): unknown {
   // a script runtime error: the same code, the same leading word.
   const message = error instanceof Error ? error.message : String(error);
   return scriptFailed(name, message, error);
-}
-
-function isThenable(value: unknown): boolean {
-  return (
-    typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function"
-  );
 }

@@ -8,8 +8,11 @@ import {
 } from "../../src/http/bearer-auth.ts";
 import { createService } from "../../src/http/service.ts";
 
-/** A service with one route behind each hook; `verified` counts the credentials verify saw. */
-async function guarded() {
+/**
+ * A service with one route behind each hook; `verified` counts the credentials verify saw.
+ * `verify: "at once"` answers with a plain value (a key cache's fresh entry), not a promise.
+ */
+async function guarded(options: { verify?: "async" | "at once" } = {}) {
   const service = createService({
     name: "guarded",
     version: "0",
@@ -19,9 +22,10 @@ async function guarded() {
   const verified: string[] = [];
   const auth = createBearerAuth({
     realm: "guarded",
-    verify: async (key) => {
+    verify: (key) => {
       verified.push(key);
-      return key === "good-key" ? { tenant: "ten_1" } : undefined;
+      const principal = key === "good-key" ? { tenant: "ten_1" } : undefined;
+      return options.verify === "at once" ? principal : Promise.resolve(principal);
     },
   });
   await service.app.register(async (scope) => {
@@ -138,28 +142,14 @@ test("static tokens: several are admitted (a rotation), any other or an empty li
 });
 
 test("a verify that answers at once (a key cache's fresh entry) admits and refuses like an async one", async (t) => {
-  const service = createService({
-    name: "guarded",
-    version: "0",
-    log: { level: "silent" },
-    defaultMetrics: false,
-  });
+  const { service, verified, call } = await guarded({ verify: "at once" });
   t.after(() => service.close());
-  const auth = createBearerAuth({
-    realm: "guarded",
-    verify: (key) => (key === "good-key" ? { tenant: "ten_1" } : undefined),
-  });
-  await service.app.register(async (scope) => {
-    scope.addHook("onRequest", auth.authenticate);
-    scope.get("/things", async (request) => ({ principal: auth.principalOf(request) }));
-  });
-  const call = (authorization: string) =>
-    service.app.inject({ method: "GET", url: "/things", headers: { authorization } });
-  const ok = await call("Bearer good-key");
+  const ok = await call("POST", "/things", "Bearer good-key", "{}");
   assert.equal(ok.statusCode, 200);
   assert.deepEqual(ok.json(), { principal: { tenant: "ten_1" } });
-  const refused = await call("Bearer bad-key");
+  const refused = await call("POST", "/things", "Bearer bad-key", "{}");
   assert.equal(refused.statusCode, 401);
   assert.equal(refused.json().code, "AUTH_INVALID");
   assert.equal(refused.headers["www-authenticate"], 'Bearer realm="guarded", error="invalid_token"');
+  assert.deepEqual(verified, ["good-key", "bad-key"]);
 });
