@@ -5,13 +5,14 @@
  * full features (token budgets on the in-process counter, breakers, the semantic cache
  * looked up on every request) — and `@portkey-ai/gateway` (its published Node server,
  * `build/start-server.js --headless`) proxying to the simulator through its
- * `x-portkey-custom-host` header — and the floor, a bare Node relay (`relay-floor.ts`): what
- * one more Node process on the path costs before any gateway's work. Each target says how a
- * chat request reaches it and what its process holds in memory (RSS).
+ * `x-portkey-custom-host` header — and two floors: a bare Node relay (`relay-floor.ts`, what
+ * one more Node process on the path costs before any gateway's work) and the same relay behind
+ * the shared edge (`edge-floor.ts`, what the edge adds to it). Each target says how a chat
+ * request reaches it and what its process holds in memory (RSS).
  *
  * @example
- * const targets = await openTargets({ sim: { ttftMs: 100, tokensPerS: 50, answerTokens: 100 }, databaseUrl: undefined, floor: true, portkey: true, gateways: ["plain", "full"] });
- * targets.list.map((t) => t.name); // ["direct", "floor", "portkey", "plain", "full"]
+ * const targets = await openTargets({ sim: { ttftMs: 100, tokensPerS: 50, answerTokens: 100 }, databaseUrl: undefined, floors: ["floor", "edge"], portkey: true, gateways: ["plain", "full"] });
+ * targets.list.map((t) => t.name); // ["direct", "floor", "edge", "portkey", "plain", "full"]
  * await targets.close();
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -22,7 +23,7 @@ import { freePort } from "@casebook/lab/free-port";
 import { type ServerProcess, startServerProcess } from "@casebook/lab/server-process";
 import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 
-export type TargetName = "direct" | "floor" | "portkey" | "plain" | "full";
+export type TargetName = "direct" | "floor" | "edge" | "portkey" | "plain" | "full";
 
 export interface BenchTarget {
   readonly name: TargetName;
@@ -50,6 +51,7 @@ const ADMIN_TOKEN = "llm-gateway-bench-admin-token-0123456789";
 const serviceEntry = new URL("../src/main.ts", import.meta.url);
 const simEntry = new URL("../src/sim/provider-main.ts", import.meta.url);
 const floorEntry = new URL("./relay-floor.ts", import.meta.url);
+const edgeFloorEntry = new URL("./edge-floor.ts", import.meta.url);
 /** PGlite's first start (migrations in WASM) on a loaded machine. */
 const READY_TIMEOUT_MS = 180_000;
 
@@ -158,17 +160,23 @@ async function startPortkey(simUrl: string): Promise<{ child: SpawnedChild; targ
   };
 }
 
-/** The bare Node relay (`relay-floor.ts`): what one more Node process on the path costs. */
-async function startFloor(simUrl: string): Promise<{ server: ServerProcess; target: BenchTarget }> {
+/**
+ * A floor: the bare Node relay (`relay-floor.ts`: what one more Node process on the path costs),
+ * or the same relay behind the shared edge (`edge-floor.ts`: what the edge adds to it).
+ */
+async function startFloor(
+  name: "floor" | "edge",
+  simUrl: string,
+): Promise<{ server: ServerProcess; target: BenchTarget }> {
   const server = await startServerProcess({
-    name: "relay floor",
-    entry: floorEntry,
+    name: name === "floor" ? "relay floor" : "edge floor",
+    entry: name === "floor" ? floorEntry : edgeFloorEntry,
     env: { FLOOR_UPSTREAM_URL: `${simUrl}/v1` },
   });
   return {
     server,
     target: {
-      name: "floor",
+      name,
       url: `${server.url}/v1/chat/completions`,
       headers: { authorization: "Bearer sk-bench" },
       residentBytes: () => procResident(server.pid),
@@ -180,7 +188,7 @@ async function startFloor(simUrl: string): Promise<{ server: ServerProcess; targ
 export async function openTargets(options: {
   sim: SimProfile;
   databaseUrl: string | undefined;
-  floor: boolean;
+  floors: readonly ("floor" | "edge")[];
   portkey: boolean;
   gateways: readonly ("plain" | "full")[];
 }): Promise<Targets> {
@@ -211,8 +219,8 @@ export async function openTargets(options: {
         cpuMs: () => procCpuMs(sim.pid),
       },
     ];
-    if (options.floor) {
-      const floor = await startFloor(sim.url);
+    for (const name of options.floors) {
+      const floor = await startFloor(name, sim.url);
       closers.push(() => floor.server.stop());
       list.push(floor.target);
     }

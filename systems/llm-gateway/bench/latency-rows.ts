@@ -25,6 +25,8 @@ const SYSTEM = "llm-gateway";
 export const GOAL_FACTOR = 0.5;
 /** The bare Node relay's rows (`relay-floor.ts`): the least one more Node process on the path adds. */
 const FLOOR_SCENARIO = "floor: a bare Node relay";
+/** The same relay behind the shared edge (`edge-floor.ts`): what the edge adds to a request. */
+const EDGE_SCENARIO = "floor: the relay behind the shared edge";
 
 export interface TargetRun {
   readonly result: RunResult;
@@ -146,6 +148,7 @@ function errorRows(concurrency: number, rounds: readonly RoundRuns[]): BenchResu
     : {};
   const sides: [TargetName, string, Peer][] = [
     ["floor", FLOOR_SCENARIO, {}],
+    ["edge", EDGE_SCENARIO, {}],
     ["plain", "plain proxying", portkeyPeer],
     ["full", "full features", {}],
   ];
@@ -190,7 +193,11 @@ export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
         }),
       );
     }
-    const addedRows = (name: "floor" | "plain" | "full", what: string, peer?: "portkey" | "plain") => {
+    const addedRows = (
+      name: "floor" | "edge" | "plain" | "full",
+      what: string,
+      peer?: "portkey" | "plain",
+    ) => {
       for (const [metric, key, point] of POINTS) {
         const value = added(rounds, name, key, point);
         if (value === undefined) break;
@@ -209,6 +216,7 @@ export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
       }
     };
     addedRows("floor", FLOOR_SCENARIO);
+    addedRows("edge", EDGE_SCENARIO);
     addedRows("plain", "plain proxying", "portkey");
     addedRows("full", "full features", "plain");
     const kib = (name: TargetName) => medianOf(rounds, name, (run) => run.bytesPerStream / 1024);
@@ -235,7 +243,7 @@ export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
         }),
       );
     const cpu = (name: TargetName) => medianOf(rounds, name, (run) => run.cpuMsPerStream);
-    const cpuRow = (name: "direct" | "floor" | "plain" | "full", what: string, peer?: "portkey") => {
+    const cpuRow = (name: "direct" | "floor" | "edge" | "plain" | "full", what: string, peer?: "portkey") => {
       const value = cpu(name);
       const peerValue = peer === undefined ? undefined : cpu(peer);
       if (value === undefined) return;
@@ -252,6 +260,7 @@ export function latencyRows(levels: readonly LevelRuns[]): BenchResult[] {
     };
     cpuRow("direct", "simulator direct");
     cpuRow("floor", FLOOR_SCENARIO);
+    cpuRow("edge", EDGE_SCENARIO);
     cpuRow("plain", "plain proxying", "portkey");
     cpuRow("full", "full features");
   }
@@ -298,7 +307,10 @@ export function goalLines(levels: readonly LevelRuns[]): string[] {
       const met = ours <= GOAL_FACTOR * theirs;
       const aaNote = noise === undefined ? "" : `; A/A noise ${noise} ms`;
       const floor = added(rounds, "floor", key, point);
-      const floorNote = floor === undefined ? "" : `; a bare Node relay adds ${floor} ms`;
+      const edge = added(rounds, "edge", key, point);
+      const floorNote =
+        (floor === undefined ? "" : `; a bare Node relay adds ${floor} ms`) +
+        (edge === undefined ? "" : `; the relay behind the shared edge ${edge} ms`);
       lines.push(
         `goal, ${concurrency} streams, added ${metric}: ours ${ours} ms vs Portkey ${theirs} ms (${rounds.length === 1 ? "1 round" : `medians of ${rounds.length} rounds`}${aaNote}${floorNote}) — ≤ ${GOAL_FACTOR}× Portkey's: ${met ? "met" : "NOT met"}`,
       );

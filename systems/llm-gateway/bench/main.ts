@@ -27,7 +27,7 @@ import type { RunCommand, RunResult } from "./stream-load-child.ts";
 
 const SYSTEM = "llm-gateway";
 const loadChildEntry = new URL("./stream-load-child.ts", import.meta.url);
-const TARGETS = ["floor", "portkey", "plain", "full"] as const;
+const TARGETS = ["floor", "edge", "portkey", "plain", "full"] as const;
 /** Idle time before a run, so the previous run's sockets and garbage settle before RSS is read. */
 const SETTLE_MS = 1_000;
 
@@ -114,7 +114,8 @@ spread across one stream's length, as independent clients' would be; --together 
 at once), against:
 the simulator directly (baseline), a bare Node relay (the floor: node:http in, undici out,
 the JSON read and written again, nothing else — what one more Node process on the path
-costs), @portkey-ai/gateway proxying to it, our gateway with
+costs), the same relay behind the shared edge (edge: request id, access log, key, body
+validation — what the edge adds), @portkey-ai/gateway proxying to it, our gateway with
 budgets and cache off (plain proxying), and our gateway with token budgets, breakers and a
 semantic-cache lookup per request (full features) — each once per round, --rounds rounds.
 Rows: the median over rounds of the TTFT and total latency each gateway adds to its round's
@@ -155,7 +156,7 @@ async function openBench(args: BenchArgs): Promise<Bench> {
   const targets = await openTargets({
     sim: { ttftMs: args.ttftMs, tokensPerS: args.tokensPerS, answerTokens: args.answerTokens },
     databaseUrl: args.databaseUrl === "" ? undefined : args.databaseUrl,
-    floor: args.targets.includes("floor"),
+    floors: args.targets.filter((name) => name === "floor" || name === "edge"),
     portkey: args.targets.includes("portkey"),
     gateways: args.targets.filter((name) => name === "plain" || name === "full"),
   });
