@@ -11,7 +11,8 @@
  *   blocks' `chunks` + `index` files, no WAL.
  * - **stream-floor** (bench/stream-floor.ts, ingest only): each body published as it arrived to a
  *   nats-server of its own and read by three consumers that do nothing — the stream hop alone, a
- *   ceiling for designs on this stream. CPU: its process and its nats-server.
+ *   ceiling for designs on this stream (`--floor-decode`: with the bodies decoded at the ingest,
+ *   or there and in every consumer). CPU: its process and its nats-server.
  * - **prometheus** (Debian's 2.42, `--web.enable-remote-write-receiver`): CPU of its process.
  *   Disk: a snapshot with the head (`POST /api/v1/admin/tsdb/snapshot`), which writes the head
  *   as a block beside hard links to the blocks it compacted itself: every block's `chunks/` and
@@ -239,18 +240,23 @@ export async function startOurs(options: { tmpDir: string; nodeOptions?: string 
   };
 }
 
+/** What the floor decodes beside the hop (`FLOOR_DECODE` of bench/stream-floor.ts). */
+export const FLOOR_DECODES = ["none", "ingest", "every-reader"] as const;
+export type FloorDecode = (typeof FLOOR_DECODES)[number];
+
 /**
  * The floor (bench/stream-floor.ts): remote-write bodies published to a private nats-server as
- * they arrive, read and acked by three consumers, nothing decoded — the stream hop alone.
+ * they arrive, read and acked by three consumers — the stream hop alone, or with the bodies
+ * decoded at the ingest (`decode` "ingest") or there and in each consumer ("every-reader").
  */
-export async function startStreamFloor(): Promise<BenchSide> {
+export async function startStreamFloor(decode: FloorDecode = "none"): Promise<BenchSide> {
   const nats = await spawnNats({ maxFileStoreBytes: 2 * 1024 ** 3, install: false });
   let floor: Awaited<ReturnType<typeof startServerProcess>>;
   try {
     floor = await startServerProcess({
       name: "stream-floor",
       entry: new URL("./stream-floor.ts", import.meta.url),
-      env: { NATS_URL: nats.url },
+      env: { NATS_URL: nats.url, FLOOR_DECODE: decode },
     });
   } catch (error) {
     await nats.stop();

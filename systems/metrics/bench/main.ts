@@ -25,6 +25,8 @@ import { type SpawnedChild, spawnChild } from "@casebook/lab/spawn-child";
 import { errors } from "../src/errors.ts";
 import {
   type BenchSide,
+  FLOOR_DECODES,
+  type FloorDecode,
   type SideName,
   type StorageReading,
   startOurs,
@@ -72,6 +74,7 @@ export interface BenchArgs {
   readonly sides: readonly SideName[];
   readonly scenarios: readonly Scenario[];
   readonly cpuProfDir: string;
+  readonly floorDecode: FloorDecode;
 }
 
 const cli = defineBenchArgs({
@@ -112,6 +115,11 @@ const cli = defineBenchArgs({
     scenarios: flag.choiceList(SCENARIOS, {
       help: "comma-separated subset of the scenarios (default all); the data is written to\nevery side either way — without ingest, unmeasured",
     }),
+    floorDecode: flag.string({
+      default: "none",
+      value: "WHERE",
+      help: "what the floor decodes (snappy + protobuf, nothing kept): none, ingest (each\nbody as it arrives), or every-reader (at the ingest and in each of the three\nconsumers) — what reading the samples costs on top of the hop",
+    }),
     cpuProfDir: flag.string({
       default: "",
       value: "DIR",
@@ -146,7 +154,8 @@ Scenarios (all in one run; --scenarios picks some)
             Beside them the floor of any design with the issue's stream hop (bench/stream-floor.ts,
             ingest only): each request's body published as it arrived, as one message, to its
             own nats-server, and read and acked by three consumers, nothing decoded — the floor
-            process + its nats-server.
+            process + its nats-server (--floor-decode ingest or every-reader: the bodies decoded
+            at the ingest, or there and in each consumer, nothing kept).
             And steady, after a warm-up: the sender stops after the first --warm-up-percent of
             the rounds until the side has stored them and gone quiet, and the samples after
             that count over the CPU-seconds after it — a server's cost per sample once running,
@@ -170,7 +179,13 @@ ${cli.flagHelp()}
 `;
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
-  return cli.parse(argv);
+  const args = cli.parse(argv);
+  if (!(FLOOR_DECODES as readonly string[]).includes(args.floorDecode))
+    throw errors.create("BENCH_ARGS_INVALID", {
+      detail: `--floor-decode: ${args.floorDecode} is not one of ${FLOOR_DECODES.join(", ")}`,
+      fields: { flag: "floor-decode" },
+    });
+  return args as BenchArgs;
 }
 
 interface Target {
@@ -230,7 +245,7 @@ async function startSides(target: Target, args: BenchArgs, tmpDir: string): Prom
       name === "metrics"
         ? await startOurs({ tmpDir, ...(nodeOptions ? { nodeOptions } : {}) })
         : name === "stream-floor"
-          ? await startStreamFloor()
+          ? await startStreamFloor(args.floorDecode)
           : name === "prometheus"
             ? await startPrometheus()
             : await startVictoriaMetrics();
@@ -545,8 +560,22 @@ function samplesPerCpu(result: IngestResult | undefined): PerCpu {
   };
 }
 
-const FLOOR_SCENARIO =
-  "ingest, the floor: the stream hop alone (bodies as they arrive, three consumers, nothing decoded)";
+const FLOOR_SCENARIO = "ingest, the floor: the stream hop";
+/** What the floor does beside the hop, as its rows and the goal's note say it. */
+const FLOOR_WORK: Readonly<Record<FloorDecode, { scenario: string; note: string }>> = {
+  none: {
+    scenario: " alone (bodies as they arrive, three consumers, nothing decoded)",
+    note: "the stream hop alone (the floor: no decoding, no storage)",
+  },
+  ingest: {
+    scenario: " and the ingest's decoding (each body decoded as it arrives, three consumers, nothing kept)",
+    note: "the stream hop and the ingest's decoding (the floor: nothing kept)",
+  },
+  "every-reader": {
+    scenario: " and every reader decoding (at the ingest and in each of three consumers, nothing kept)",
+    note: "the stream hop with the ingest and each consumer decoding every body (the floor: nothing kept)",
+  },
+};
 
 /** The floor's samples per CPU-second beside each peer's, and ours beside the floor's. */
 function floorRows(
@@ -558,7 +587,7 @@ function floorRows(
   const floor = samplesPerCpu(ingests.get("stream-floor"));
   if (floor.steady === undefined && floor.whole === undefined) return [];
   const rows: BenchResult[] = [];
-  const scenario = `${FLOOR_SCENARIO}: ${describeWorkload(args, generated)}`;
+  const scenario = `${FLOOR_SCENARIO}${FLOOR_WORK[args.floorDecode].scenario}: ${describeWorkload(args, generated)}`;
   const steadyMetric = `samples per CPU-second, steady (after the first ${args.warmUpPercent}% of rounds)`;
   // [the row's peer, the row's value, the peer's]: the floor beside each peer, then ours beside the floor.
   const pairs: Array<readonly [string, PerCpu, PerCpu]> = [
@@ -583,7 +612,7 @@ function floorRows(
   return rows;
 }
 
-function goalLines(rows: readonly BenchResult[]): string[] {
+function goalLines(rows: readonly BenchResult[], floorDecode: FloorDecode): string[] {
   const lines: string[] = [];
   const bytes = findRow(rows, { metric: "bytes per sample", peer: "prometheus" });
   if (bytes?.peer_value !== undefined)
@@ -614,7 +643,7 @@ function goalLines(rows: readonly BenchResult[]): string[] {
   const floorWhole = floor.find((r) => r.metric === "samples per CPU-second");
   if (floorSteady?.ratio !== undefined || floorWhole?.ratio !== undefined)
     lines.push(
-      `  the stream hop alone (the floor: no decoding, no storage) reaches steady ${floorSteady?.ratio?.toFixed(2) ?? "?"}× ` +
+      `  ${FLOOR_WORK[floorDecode].note} reaches steady ${floorSteady?.ratio?.toFixed(2) ?? "?"}× ` +
         `(the whole run: ${floorWhole?.ratio?.toFixed(2) ?? "?"}×): a ceiling for designs on this stream, here`,
     );
   const latencies = rows.filter(
@@ -696,7 +725,7 @@ async function run(target: Target, args: BenchArgs, json: boolean): Promise<void
   }
   const notes = [
     "",
-    ...goalLines(rows),
+    ...goalLines(rows, args.floorDecode),
     "",
     `Load average (1, 5, 15 min): ${loadBefore} at the start, ${loadAfter} at the end, on ${availableParallelism()} cores.`,
     `CPU counted: ${target.sides.map((s) => `${s.name} = ${s.counted}`).join("; ")}.`,

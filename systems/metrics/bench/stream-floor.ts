@@ -1,11 +1,11 @@
 /**
  * The ingest bench's floor: the least a Node service with the issue's stream hop can be. It
  * takes remote-write requests over node:http and publishes each body, as it arrived (snappy
- * protobuf, never decoded), as ONE message on JetStream file storage through the same stream
+ * protobuf), as ONE message on JetStream file storage through the same stream
  * client ours uses, answering 204 after the stream's ack; three durable consumers — as ours has
  * (hot writer, rollup builder, alert evaluator) — fetch every message and ack it (two in batches,
- * one with no acks, as ours). No decoding, no validation, no partitions, no dedup id, no
- * storage. Whatever a design on this stream does with the samples comes on top of what this
+ * one with no acks, as ours). No decoding (unless `FLOOR_DECODE` asks, below), no validation, no
+ * partitions, no dedup id, no storage. Whatever a design on this stream does with the samples comes on top of what this
  * costs, so its samples per CPU-second (this process + its nats-server) are a ceiling for such
  * designs on this machine (one that kept less on the stream, or read it fewer times, could pass
  * it: not what the issue asks for). Its own process, started by the bench (PORT, HOST, NATS_URL;
@@ -17,6 +17,8 @@
  */
 import { createServer } from "node:http";
 import { openStream } from "@casebook/infra/stream/open-stream";
+import { decodeWriteRequestColumns } from "../src/domain/remote-write.ts";
+import { snappyUncompress } from "../src/domain/snappy.ts";
 
 const STREAM = "METRICS_FLOOR";
 const SUBJECT = "floor.samples";
@@ -27,6 +29,18 @@ const CONSUMERS = [
   { name: "floor-alerts", ackPolicy: "none", batch: 1_000 },
 ] as const;
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
+/**
+ * `FLOOR_DECODE` (the bench's `--floor-decode`): "none", the hop alone; "ingest", each body also
+ * decoded as it arrives (snappy, then the protobuf into columns, as ours' ingest reads it; nothing
+ * kept); "every-reader", decoded there and by each consumer for each message it reads.
+ */
+const DECODE = process.env.FLOOR_DECODE ?? "none";
+const LIMITS = { maxSeries: 1_000_000, maxSamples: 10_000_000 };
+let decodedSamples = 0;
+const decode = (body: Uint8Array) => {
+  decodedSamples += decodeWriteRequestColumns(snappyUncompress(body, MAX_BODY_BYTES), LIMITS).timestamps
+    .length;
+};
 
 const client = await openStream({ system: "metrics" });
 await client.ensureStream({
@@ -59,6 +73,7 @@ await Promise.all(
 const read = async (name: string, ackPolicy: "explicit" | "none", batch: number) => {
   while (!stopping) {
     const messages = await client.fetch(STREAM, name, { maxMessages: batch, expiresMs: 500 });
+    if (DECODE === "every-reader") for (const m of messages) decode(m.data);
     if (ackPolicy === "explicit") await client.ackAll(messages);
     consumed.set(name, consumed.get(name)! + messages.length);
   }
@@ -68,7 +83,7 @@ const loops = CONSUMERS.map(({ name, ackPolicy, batch }) => read(name, ackPolicy
 const server = createServer((req, res) => {
   if (req.method === "GET" && req.url === "/readyz") return void res.writeHead(200).end("ok");
   if (req.method === "GET" && req.url === "/metrics") {
-    const lines = [`floor_published_messages ${published}`];
+    const lines = [`floor_published_messages ${published}`, `floor_decoded_samples ${decodedSamples}`];
     for (const [name, n] of consumed) lines.push(`floor_consumed_messages{consumer="${name}"} ${n}`);
     return void res.writeHead(200, { "content-type": "text/plain" }).end(`${lines.join("\n")}\n`);
   }
@@ -81,7 +96,9 @@ const server = createServer((req, res) => {
   });
   req.on("end", () => {
     if (bytes > MAX_BODY_BYTES || bytes === 0) return void res.writeHead(400).end();
-    client.publish(SUBJECT, Buffer.concat(chunks, bytes)).then(
+    const body = Buffer.concat(chunks, bytes);
+    if (DECODE !== "none") decode(body);
+    client.publish(SUBJECT, body).then(
       () => {
         published++;
         res.writeHead(204).end();

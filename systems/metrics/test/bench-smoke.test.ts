@@ -50,6 +50,7 @@ describe("bench/main.ts", () => {
       "--query-runs",
       "--sides",
       "--cpu-prof-dir",
+      "--floor-decode",
       "--json",
     ]) {
       assert.ok(run.stdout.includes(word), `help mentions ${word}`);
@@ -63,6 +64,9 @@ describe("bench/main.ts", () => {
     const sides = await runBench(["--sides", "metrics,graphite"]);
     assert.equal(sides.code, 2);
     assert.match(sides.stderr, /--sides: graphite/);
+    const decode = await runBench(["--floor-decode", "everywhere"]);
+    assert.equal(decode.code, 2);
+    assert.match(decode.stderr, /--floor-decode: everywhere is not one of none, ingest, every-reader/);
   });
 
   test("--json: ingest, storage and every panel, beside each installed peer", { skip }, async () => {
