@@ -237,3 +237,45 @@ interface ApplyCheck {
   labels: SeriesSamples["labels"];
   t: number;
 }
+
+test("the rollup builder lingers after a fetch that was not full: a trickle of messages commits in few DuckDB transactions, not one each", async (t) => {
+  const transactionsFor = async (lingerMs: number) => {
+    const dir = await mkdtemp(join(tmpdir(), "metrics-rollup-linger-"));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    const client = await new InProcessStreamServer().connect();
+    const stream = new SampleStream(client, { partitions: 1, retentionMs: 3_600_000, maxBytes: 64 << 20 });
+    await stream.ensure();
+    const store = await RollupStore.open({ dir, latenessMs: LATENESS_MS });
+    t.after(() => store.close());
+    let transactions = 0;
+    const applyBatch = store.applyBatch.bind(store);
+    store.applyBatch = (...args) => {
+      transactions++;
+      return applyBatch(...args);
+    };
+    const errors: unknown[] = [];
+    const builder = await startRollupBuilder({
+      client,
+      store,
+      lingerMs,
+      closeIntervalMs: 60_000,
+      onError: (error) => errors.push(error),
+    });
+    t.after(() => builder.stop());
+    // Eight messages 40 ms apart (~320 ms), each one series' next minute.
+    const labels = labelsFromRecord({ __name__: "cpu", host: "h0" });
+    for (let i = 0; i < 8; i++) {
+      await stream.publish("acme", [{ labels, samples: [{ t: T0 + i * ONE_MINUTE_MS, v: i }] }]);
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    const lastSeq = (await client.streamState(SAMPLE_STREAM)).lastSeq;
+    await eventually(async () => (await store.appliedSeq()) >= lastSeq, { what: "every message applied" });
+    await builder.stop();
+    assert.deepEqual(errors, []);
+    return transactions;
+  };
+  const lingering = await transactionsFor(1_000);
+  const eager = await transactionsFor(1);
+  assert.ok(lingering <= 2, `with a 1 s linger: ${lingering} transactions for 8 messages over ~320 ms`);
+  assert.ok(eager >= 4, `with none: ${eager} transactions (the trickle is what the linger gathers)`);
+});
