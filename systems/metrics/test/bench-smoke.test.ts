@@ -161,4 +161,32 @@ describe("bench/main.ts", () => {
     assert.ok(steady, run.stdout);
     assert.equal(Math.round(steady.value), median, "the row is the median run's");
   });
+  test("--floor-decode every-reader: the floor decodes each body at the ingest and in its three consumers, its rows named for it", {
+    skip:
+      skip ||
+      (findExecutable("prometheus") === undefined ? "prometheus is not installed: the floor's peer" : false),
+  }, async () => {
+    const run = await runBench([
+      "--json",
+      ...tiny,
+      "--sides",
+      "stream-floor,prometheus",
+      "--scenarios",
+      "ingest",
+      "--floor-decode",
+      "every-reader",
+    ]);
+    assert.equal(run.code, 0, run.stderr);
+    const floor = parseBenchRows(run.stdout).filter((r) => r.scenario.startsWith("ingest, the floor"));
+    assert.ok(floor.length > 0, run.stdout);
+    assert.ok(
+      floor.every(
+        (r) =>
+          r.scenario.startsWith("ingest, the floor: the stream hop and every reader decoding") &&
+          r.peer === "prometheus" &&
+          r.value > 0,
+      ),
+      JSON.stringify(floor),
+    );
+  });
 });
