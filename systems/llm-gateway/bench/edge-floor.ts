@@ -14,12 +14,10 @@
 import { hash } from "node:crypto";
 import { bearerSecurity, createBearerAuth } from "@casebook/infra/http/bearer-auth";
 import { createService } from "@casebook/infra/http/service";
-import { Pool } from "undici";
 import { chatRequestSchema } from "../src/api/chat-schemas.ts";
+import { floorUpstream, relayToProvider } from "./floor-relay.ts";
 
-const upstream = new URL(process.env.FLOOR_UPSTREAM_URL ?? "http://127.0.0.1:8161/v1");
-const pool = new Pool(upstream.origin, { connections: 1_024 });
-const chatPath = `${upstream.pathname.replace(/\/$/, "")}/chat/completions`;
+const { pool, chatPath } = floorUpstream();
 
 /** Keys by their sha256, as a key cache holds them: the bench's one key is admitted. */
 const keys = new Map([[hash("sha256", "sk-bench", "base64url"), { id: 1 }]]);
@@ -40,40 +38,11 @@ await service.app.register(async (scope) => {
     "/v1/chat/completions",
     { schema: { security: bearerSecurity, body: chatRequestSchema } },
     async (request, reply) => {
-      const res = reply.raw;
       reply.hijack();
-      const out = Buffer.from(JSON.stringify(request.body));
-      pool.dispatch(
-        {
-          path: chatPath,
-          method: "POST",
-          headers: {
-            "content-type": "application/json",
-            "content-length": String(out.length),
-            authorization: request.headers.authorization ?? "",
-          },
-          body: out,
-        },
-        {
-          onConnect(abort) {
-            res.once("close", () => {
-              if (!res.writableFinished) abort(new Error("client left"));
-            });
-          },
-          onHeaders(statusCode, rawHeaders, resume) {
-            res.on("drain", resume);
-            let type = "text/plain";
-            for (let i = 0; i + 1 < rawHeaders.length; i += 2)
-              if (rawHeaders[i]?.toString("latin1").toLowerCase() === "content-type")
-                type = rawHeaders[i + 1]?.toString("latin1") ?? type;
-            res.writeHead(statusCode, { "content-type": type });
-            return true;
-          },
-          onData: (chunk) => res.write(chunk),
-          onComplete: () => res.end(),
-          onError: () => res.destroy(),
-        },
-      );
+      relayToProvider(pool, chatPath, reply.raw, {
+        authorization: request.headers.authorization ?? "",
+        body: Buffer.from(JSON.stringify(request.body)),
+      });
     },
   );
 });

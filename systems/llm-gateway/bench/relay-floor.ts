@@ -11,11 +11,9 @@
  * // FLOOR_UPSTREAM_URL=http://127.0.0.1:8161/v1 PORT=8163 node systems/llm-gateway/bench/relay-floor.ts
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { Pool } from "undici";
+import { floorUpstream, relayToProvider } from "./floor-relay.ts";
 
-const upstream = new URL(process.env.FLOOR_UPSTREAM_URL ?? "http://127.0.0.1:8161/v1");
-const pool = new Pool(upstream.origin, { connections: 1_024 });
-const chatPath = `${upstream.pathname.replace(/\/$/, "")}/chat/completions`;
+const { pool, chatPath } = floorUpstream();
 
 function relay(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
   let out: Buffer;
@@ -25,44 +23,7 @@ function relay(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
     res.writeHead(400).end();
     return;
   }
-  pool.dispatch(
-    {
-      path: chatPath,
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "content-length": String(out.length),
-        authorization: req.headers.authorization ?? "",
-      },
-      body: out,
-    },
-    {
-      onConnect(abort) {
-        res.once("close", () => {
-          if (!res.writableFinished) abort(new Error("client left"));
-        });
-      },
-      onHeaders(statusCode, rawHeaders, resume) {
-        res.on("drain", resume);
-        // Raw headers alternate name, value: look at the names only.
-        let type = "text/plain";
-        for (let i = 0; i + 1 < rawHeaders.length; i += 2)
-          if (rawHeaders[i]?.toString("latin1").toLowerCase() === "content-type")
-            type = rawHeaders[i + 1]?.toString("latin1") ?? type;
-        res.writeHead(statusCode, { "content-type": type });
-        return true;
-      },
-      onData(chunk) {
-        return res.write(chunk);
-      },
-      onComplete() {
-        res.end();
-      },
-      onError() {
-        res.destroy();
-      },
-    },
-  );
+  relayToProvider(pool, chatPath, res, { authorization: req.headers.authorization ?? "", body: out });
 }
 
 const server = createServer((req, res) => {
