@@ -152,6 +152,61 @@ test("MT-05 a WriteRequest round-trips through the protobuf encoder and the hand
   assert.equal(isStaleNaN(stale.series[0]!.samples[0]!.v), true, "StaleNaN crosses the wire intact");
 });
 
+test("MT-05 every shape of a Sample decodes to the same time and value: the common one (value, then a short time) and any other — a field left out, the other order, a field repeated or unknown, a negative or far time", () => {
+  /** Protobuf by hand: a varint, a length-delimited field, a fixed64 double. */
+  const varint = (n: bigint): number[] => {
+    const out: number[] = [];
+    let v = BigInt.asUintN(64, n);
+    while (v > 0x7fn) {
+      out.push(Number(v & 0x7fn) | 0x80);
+      v >>= 7n;
+    }
+    out.push(Number(v));
+    return out;
+  };
+  const field = (key: number, payload: number[]) => [key, ...varint(BigInt(payload.length)), ...payload];
+  const double = (v: number) => [...new Uint8Array(new Float64Array([v]).buffer)];
+  const value = (v: number) => [0x09, ...double(v)];
+  const time = (t: bigint) => [0x10, ...varint(t)];
+  const request = (samples: number[][]) =>
+    Uint8Array.from(
+      field(0x0a, [
+        ...field(0x0a, [
+          ...field(0x0a, [...new TextEncoder().encode("__name__")]),
+          ...field(0x12, [0x75, 0x70]),
+        ]),
+        ...samples.flatMap((sample) => field(0x12, sample)),
+      ]),
+    );
+  const shapes: Array<[string, number[], number, number]> = [
+    ["common", [...value(1.5), ...time(1_700_000_000_000n)], 1_700_000_000_000, 1.5],
+    ["common, a one-byte time", [...value(-2), ...time(5n)], 5, -2],
+    [
+      "common, a 7-byte time (the longest read directly)",
+      [...value(3), ...time(2n ** 49n - 1n)],
+      2 ** 49 - 1,
+      3,
+    ],
+    ["an 8-byte time", [...value(3), ...time(2n ** 49n)], 2 ** 49, 3],
+    ["a negative time (a 10-byte varint)", [...value(4), ...time(-1_000n)], -1_000, 4],
+    ["the time first", [...time(1_700_000_000_001n), ...value(5)], 1_700_000_000_001, 5],
+    ["no value (zero, left out)", [...time(1_700_000_000_002n)], 1_700_000_000_002, 0],
+    ["no time (zero, left out)", [...value(6)], 0, 6],
+    ["the value twice: the last wins", [...value(7), ...value(8), ...time(9n)], 9, 8],
+    ["an unknown field after the time", [...value(10), ...time(11n), 0x18, 0x01], 11, 10],
+    // StaleNaN's bytes as Prometheus writes them (a Float64Array would quiet the signalling NaN).
+    ["StaleNaN, bit for bit", [0x09, 0x02, 0, 0, 0, 0, 0, 0xf0, 0x7f, ...time(12n)], 12, STALE_NAN],
+  ];
+  const decoded = decodeWriteRequest(request(shapes.map(([, bytes]) => bytes)), limits).series[0]!;
+  assert.equal(decoded.samples.length, shapes.length);
+  shapes.forEach(([name, , t, v], i) => {
+    const got = decoded.samples[i]!;
+    assert.equal(got.t, t, `${name}: time`);
+    if (name.startsWith("StaleNaN")) assert.equal(isStaleNaN(got.v), true, name);
+    else assert.ok(Object.is(got.v, v), `${name}: value ${got.v}`);
+  });
+});
+
 test("MT-05 label text in any UTF-8 — short or long, ASCII or not — decodes as sent; bytes that are not UTF-8 are a RangeError", () => {
   const texts = [
     "café",

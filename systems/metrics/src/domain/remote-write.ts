@@ -173,6 +173,46 @@ export interface WriteRequestColumns {
 const TYPICAL_SAMPLE_BYTES = 13;
 const LITTLE_ENDIAN = new Uint8Array(new Float64Array([1]).buffer)[7] === 0x3f;
 
+/** A Sample's first byte when its value comes first (field 1, fixed64), and the time's key (field 2, varint). */
+const VALUE_KEY = 0x09;
+const TIME_KEY = 0x10;
+/** Time varints read by the common path: 7 bytes hold 49 bits (ms timestamps until the year 19800). */
+const COMMON_TIME_BYTES = 7;
+
+/**
+ * The Sample every Prometheus writes — its value's key and 8 bytes, then its time's key and a
+ * varint of at most 7 bytes, nothing after — read straight into the columns at `at`; false for
+ * any other shape (a field left out, another order, a field repeated or unknown, a negative or
+ * far time), which `readSampleInto` reads field by field. The same result either way, at about
+ * half the cost per sample (no key decoding, no 64-bit varint).
+ */
+function readCommonSample(
+  bytes: Uint8Array,
+  pos: number,
+  end: number,
+  at: number,
+  times: Float64Array,
+  valueBytes: Uint8Array,
+): boolean {
+  if (end - pos < 11 || bytes[pos] !== VALUE_KEY || bytes[pos + 9] !== TIME_KEY) return false;
+  let t = 0;
+  let scale = 1;
+  let p = pos + 10;
+  for (;;) {
+    if (p >= end || p - pos - 10 >= COMMON_TIME_BYTES) return false;
+    const byte = bytes[p++]!;
+    t += (byte & 0x7f) * scale;
+    if (byte < 0x80) break;
+    scale *= 128;
+  }
+  if (p !== end) return false;
+  const to = at * 8;
+  if (LITTLE_ENDIAN) for (let k = 0; k < 8; k++) valueBytes[to + k] = bytes[pos + 1 + k]!;
+  else for (let k = 0; k < 8; k++) valueBytes[to + k] = bytes[pos + 8 - k]!;
+  times[at] = t;
+  return true;
+}
+
 /**
  * Reads one Sample message into the columns at `at`: the double's 8 bytes copied as they are
  * (a NaN's payload — StaleNaN — is kept bit for bit), the timestamp as a signed varint.
@@ -248,10 +288,12 @@ export function decodeWriteRequestColumns(bytes: Uint8Array, limits: DecodeLimit
             [timestamps, values, valueBytes] = [grownTimes, grownValues, new Uint8Array(grownValues.buffer)];
           }
           const sampleEnd = top.fieldEnd();
-          top.end = sampleEnd;
-          readSampleInto(top, samples, timestamps, valueBytes);
+          if (!readCommonSample(bytes, top.pos, sampleEnd, samples, timestamps, valueBytes)) {
+            top.end = sampleEnd;
+            readSampleInto(top, samples, timestamps, valueBytes);
+            top.end = end;
+          }
           top.pos = sampleEnd;
-          top.end = end;
           samples++;
         } else if (f === 4)
           throw new RangeError("native histograms are not supported: send classic histograms (le buckets)");
