@@ -325,3 +325,60 @@ testOnEngines(
     assert.deepEqual(await authorizationCalls(r.sim), { attempts: 1, authorizations: 1 });
   },
 );
+
+testOnEngines(
+  "PY-05 PY-06 an inline drive handed a lease the database held up past its end calls nothing: the orchestrator that claimed the saga meanwhile authorizes it, once",
+  async (t, url) => {
+    const r = await rig(t, url);
+    const fingerprint = fingerprintRequest({
+      method: "POST",
+      path: "/v1/payments",
+      body: { key: "late-create" },
+    });
+    const begun = await r.idempotency.begin({ scope: r.merchant, key: "late-create", fingerprint });
+    assert.equal(begun.kind, "started");
+    if (begun.kind !== "started") return;
+    // As POST /v1/payments does, but its create committed a whole lease after the request read the
+    // clock (a stalled link delivering the COMMIT late): the creation lease is already over.
+    const created: Payment = await r.db.transaction((tx) =>
+      createPayment(tx, {
+        merchantId: r.merchant,
+        idempotencyKey: "late-create",
+        amountMinor: 4_000n,
+        currency: "BRL",
+        cardToken: "tok_visa_4242",
+        capture: true,
+        idemGeneration: begun.lease.generation,
+        nowMs: r.clock.nowMs() - DEFAULT_LEASE_MS - 1,
+        leaseOwner: r.orchestrator.owner,
+        leaseMs: r.orchestrator.leaseMs,
+      }),
+    );
+    // Another orchestrator saw the lapsed lease first and drove the saga: asked by key, authorized.
+    const otherAcquirer = new AcquirerClient({
+      baseUrl: r.sim.url,
+      clock: systemClock,
+      random: seededRandom("other"),
+      ...FAST_CLIENT,
+    });
+    t.after(() => otherAcquirer.close());
+    const other = new SagaOrchestrator({
+      db: r.db,
+      acquirer: otherAcquirer,
+      idempotency: r.idempotency,
+      clock: r.clock,
+      random: seededRandom("saga-giveback-other"),
+      owner: "giveback-2",
+      leaseMs: DEFAULT_LEASE_MS,
+      backoff: FAST_BACKOFF,
+      onError: (error) => r.errors.push(error),
+    });
+    assert.equal(await other.runOnce(), 1, "the other orchestrator claims the lapsed saga");
+    assert.equal((await sagaRow(r.db, created.id)).status, "captured");
+    // The request's own drive now starts from its creation lease: it must not call the acquirer.
+    await assert.rejects(r.orchestrator.drive({ ...created, takenOver: false }), (e) =>
+      paymentErrors.is(e, "PAYMENTS_SAGA_LEASE_LOST"),
+    );
+    assert.deepEqual(await authorizationCalls(r.sim), { attempts: 1, authorizations: 1 });
+  },
+);

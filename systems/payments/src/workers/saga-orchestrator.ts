@@ -283,20 +283,31 @@ export class SagaOrchestrator {
    * original request's key is in progress — renewed every third of the lease until it answers.
    * A renewal that finds the saga taken over ends the drive: the call's outcome is not persisted
    * (the new owner asks the acquirer by key), so nothing is done twice.
+   *
+   * A lease that would lapse before the first renewal is renewed BEFORE the call: a create or a
+   * step whose commit the database held up (a stalled link) can hand the drive a lease already
+   * past, which another orchestrator may have claimed meanwhile — it would authorize the same key
+   * alongside this drive. A lease that cannot be renewed (expired, or taken) ends the drive first.
    */
   async #performRenewing(p: Payment): Promise<StepOutcome> {
     const { db, clock, idempotency } = this.#o;
     const lease = { id: p.id, leaseVersion: p.leaseVersion, owner: this.owner, leaseExpiresAtMs: 0 };
     const key = { scope: p.merchantId, key: p.idempotencyKey, generation: p.idemGeneration };
+    const everyMs = this.leaseMs / RENEWALS_PER_LEASE;
+    const renew = async () => {
+      const nowMs = clock.nowMs();
+      const held = await renewSagaLease(db, lease, { nowMs, leaseMs: this.leaseMs });
+      // The key is the original request's; a completed or taken-over key is simply not renewed.
+      if (held) await idempotency.renew(db, key, nowMs);
+      return held;
+    };
+    const leftMs = (p.leaseExpiresAt?.getTime() ?? 0) - clock.nowMs();
+    if (leftMs < everyMs && !(await renew())) {
+      throw paymentErrors.create("PAYMENTS_SAGA_LEASE_LOST", { fields: { paymentId: p.id.toString() } });
+    }
     const renewal = new LeaseRenewal({
-      everyMs: this.leaseMs / RENEWALS_PER_LEASE,
-      renew: async () => {
-        const nowMs = clock.nowMs();
-        const held = await renewSagaLease(db, lease, { nowMs, leaseMs: this.leaseMs });
-        // The key is the original request's; a completed or taken-over key is simply not renewed.
-        if (held) await idempotency.renew(db, key, nowMs);
-        return held;
-      },
+      everyMs,
+      renew,
       onError: (error) =>
         this.#o.log?.warn({ err: error, paymentId: p.id.toString() }, "saga lease renewal failed"),
     });
