@@ -1,16 +1,16 @@
 /**
  * The ingest bench's floor: the least a Node service with the issue's stream hop can be. It
  * takes remote-write requests over node:http and publishes each body, as it arrived (snappy
- * protobuf), as ONE message on JetStream file storage through the same stream
- * client ours uses, answering 204 after the stream's ack; three durable consumers — as ours has
- * (hot writer, rollup builder, alert evaluator) — fetch every message and ack it (two in batches,
- * one with no acks, as ours). No decoding (unless `FLOOR_DECODE` asks, below), no validation, no
- * partitions, no dedup id, no storage. Whatever a design on this stream does with the samples comes on top of what this
- * costs, so its samples per CPU-second (this process + its nats-server) are a ceiling for such
- * designs on this machine (one that kept less on the stream, or read it fewer times, could pass
- * it: not what the issue asks for). Its own process, started by the bench (PORT, HOST, NATS_URL;
- * `/readyz` for the readiness poll); `/metrics` says what was published and what each consumer
- * has read.
+ * protobuf), as ONE message on JetStream file storage through the same stream client ours uses,
+ * answering 204 after the stream's ack; three durable consumers — as ours has (hot writer, rollup
+ * builder, alert evaluator) — fetch every message and ack it (two in batches, one with no acks,
+ * as ours). No decoding (unless `FLOOR_DECODE` asks, below), no validation, no partitions, no
+ * dedup id, no storage. Whatever a design on this stream does with the samples comes on top of
+ * what this costs, so its samples per CPU-second (this process + its nats-server) are a ceiling
+ * for such designs on this machine (one that kept less on the stream, or read it fewer times,
+ * could pass it: not what the issue asks for). Its own process, started by the bench (PORT, HOST,
+ * NATS_URL; `/readyz` for the readiness poll); `/metrics` says what was published, decoded, and
+ * read by each consumer.
  *
  * @example
  * // NATS_URL=nats://127.0.0.1:4222 PORT=8429 node systems/metrics/bench/stream-floor.ts
