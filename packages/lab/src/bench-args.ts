@@ -63,13 +63,21 @@ export interface ChoiceListFlag<C extends string = string> extends FlagBase {
   readonly value?: string;
 }
 
+/** One of `choices`; default `default`. */
+export interface ChoiceFlag<C extends string = string> extends FlagBase {
+  readonly kind: "choice";
+  readonly choices: readonly C[];
+  readonly default: C;
+  readonly value?: string;
+}
+
 export interface StringFlag extends FlagBase {
   readonly kind: "string";
   readonly default: string;
   readonly value?: string;
 }
 
-export type FlagSpec = BooleanFlag | IntegerFlag | IntegerListFlag | ChoiceListFlag | StringFlag;
+export type FlagSpec = BooleanFlag | IntegerFlag | IntegerListFlag | ChoiceListFlag | ChoiceFlag | StringFlag;
 
 type Without<F> = Omit<F, "kind">;
 
@@ -82,6 +90,11 @@ export const flag = {
     choices: readonly C[],
     spec: Without<Omit<ChoiceListFlag<C>, "choices">>,
   ): ChoiceListFlag<C> => ({ kind: "choice-list", choices, ...spec }),
+  /** One value of `choices`: the help lists them and the default. */
+  choice: <const C extends string>(
+    choices: readonly C[],
+    spec: Without<Omit<ChoiceFlag<C>, "choices">>,
+  ): ChoiceFlag<C> => ({ kind: "choice", choices, ...spec }),
   string: (spec: Without<StringFlag>): StringFlag => ({ kind: "string", ...spec }),
   /** `-h, --help`: "this text". */
   help: (spec: Partial<Without<BooleanFlag>> = {}): BooleanFlag => ({
@@ -108,7 +121,9 @@ type ValueOf<F> = F extends BooleanFlag
       ? readonly number[]
       : F extends ChoiceListFlag<infer C>
         ? readonly C[]
-        : string;
+        : F extends ChoiceFlag<infer C>
+          ? C
+          : string;
 
 /** What `parse` returns: one typed value per declared flag. */
 export type ParsedArgs<S extends Record<string, FlagSpec>> = { readonly [K in keyof S]: ValueOf<S[K]> };
@@ -152,6 +167,8 @@ function integerIn(
 }
 
 function helpText(spec: FlagSpec, bounds: boolean): string {
+  if (spec.kind === "choice")
+    return `${spec.help} (one of ${spec.choices.join(", ")}; default ${spec.default})`;
   if (spec.kind !== "integer" && spec.kind !== "integer-list") return spec.help;
   const fallback = spec.kind === "integer" ? String(spec.default) : spec.default.join(",");
   if (/\{(default|min|max)\}/.test(spec.help)) {
@@ -217,6 +234,11 @@ export function defineBenchArgs<const S extends Record<string, FlagSpec>>(
           out[key] = [...new Set(counts)].sort((a, b) => a - b);
           break;
         }
+        case "choice":
+          if (typeof raw === "string" && !f.choices.includes(raw))
+            throw spec.invalid(`--${name}: ${raw} is not one of ${f.choices.join(", ")}`, name);
+          out[key] = typeof raw === "string" ? raw : f.default;
+          break;
         case "choice-list": {
           if (typeof raw !== "string") {
             out[key] = [...f.choices];

@@ -25,6 +25,7 @@ const cli = defineBenchArgs({
       help: "open-loop rate (default: half the best; {min}..{max})\nsecond line",
     }),
     seed: flag.string({ default: "s", value: "TEXT", help: "seed" }),
+    mode: flag.choice(["fast", "exact"], { default: "fast", value: "MODE", help: "how to run" }),
     help: flag.boolean({ short: "h", label: "-h, --help", help: "this text" }),
   },
   invalid: (detail, name) => new ArgsError(detail, name),
@@ -40,6 +41,7 @@ describe("bench-args", () => {
       durationMs: 5_000,
       ratePerS: 0,
       seed: "s",
+      mode: "fast",
       help: false,
     });
     const set = cli.parse([
@@ -56,6 +58,7 @@ describe("bench-args", () => {
     assert.equal(set.durationMs, 1_000);
     assert.equal(cli.parse(["--rate", "7", "-h"]).ratePerS, 7);
     assert.equal(cli.parse(["-h"]).help, true);
+    assert.equal(cli.parse(["--mode", "exact"]).mode, "exact");
   });
 
   test("a bad flag throws the bench's own error naming the flag", () => {
@@ -66,6 +69,7 @@ describe("bench-args", () => {
       [["--rate", "11"], "rate", /--rate/],
       [["--clients", "8,0"], "clients", /--clients: .* got 0/],
       [["--only", "open,sagas"], "only", /--only: sagas is not one of closed, open, memory/],
+      [["--mode", "fast,exact"], "mode", /--mode: fast,exact is not one of fast, exact/],
       [["--bogus"], "argv", /Unknown option '--bogus'; see --help/],
       [["--rate"], "argv", /argument missing/],
     ];
@@ -89,6 +93,7 @@ describe("bench-args", () => {
         "  --rate N            open-loop rate (default: half the best; 0..10)",
         "                      second line",
         "  --seed TEXT         seed",
+        "  --mode MODE         how to run (one of fast, exact; default fast)",
         "  -h, --help          this text",
       ].join("\n"),
     );
