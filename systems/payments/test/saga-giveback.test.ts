@@ -191,6 +191,30 @@ async function authorizationCalls(sim: SimFixture): Promise<{ attempts: unknown;
   return { attempts: stats.authorizationAttempts, authorizations: stats.authorizations };
 }
 
+/**
+ * A payment created as POST /v1/payments creates it: its key begun, the saga leased to this
+ * orchestrator (its inline drive not begun yet) from the clock reading `nowMs`.
+ */
+async function createLeased(r: Rig, key: string, amountMinor: bigint, nowMs: number): Promise<Payment> {
+  const fingerprint = fingerprintRequest({ method: "POST", path: "/v1/payments", body: { key } });
+  const begun = await r.idempotency.begin({ scope: r.merchant, key, fingerprint });
+  if (begun.kind !== "started") throw new Error(`createLeased: key ${key} already used`);
+  return r.db.transaction((tx) =>
+    createPayment(tx, {
+      merchantId: r.merchant,
+      idempotencyKey: key,
+      amountMinor,
+      currency: "BRL",
+      cardToken: "tok_visa_4242",
+      capture: true,
+      idemGeneration: begun.lease.generation,
+      nowMs,
+      leaseOwner: r.orchestrator.owner,
+      leaseMs: r.orchestrator.leaseMs,
+    }),
+  );
+}
+
 /** Seeds a saga and lets its first drive authorize, then fail to commit: it stays leased to the orchestrator. */
 async function strandAfterAuthorize(r: Rig, key: string): Promise<bigint> {
   const id = await seedPayment(r.db, r.idempotency, { merchant: r.merchant, key, amountMinor: 5_000n });
@@ -252,28 +276,7 @@ testOnEngines(
     const stranded = await strandAfterAuthorize(r, "held-drive");
     r.clock.advance(AFTER_HEAL_MS);
     // As POST /v1/payments does: the payment is created leased to this orchestrator, its inline drive not begun yet.
-    const fingerprint = fingerprintRequest({
-      method: "POST",
-      path: "/v1/payments",
-      body: { key: "api-created" },
-    });
-    const begun = await r.idempotency.begin({ scope: r.merchant, key: "api-created", fingerprint });
-    assert.equal(begun.kind, "started");
-    if (begun.kind !== "started") return;
-    const created: Payment = await r.db.transaction((tx) =>
-      createPayment(tx, {
-        merchantId: r.merchant,
-        idempotencyKey: "api-created",
-        amountMinor: 3_000n,
-        currency: "BRL",
-        cardToken: "tok_visa_4242",
-        capture: true,
-        idemGeneration: begun.lease.generation,
-        nowMs: r.clock.nowMs(),
-        leaseOwner: r.orchestrator.owner,
-        leaseMs: r.orchestrator.leaseMs,
-      }),
-    );
+    const created = await createLeased(r, "api-created", 3_000n, r.clock.nowMs());
     r.flaky.holdCommits = true;
     const takingBack = r.orchestrator.runOnce();
     await r.flaky.heldCount(1); // the stranded saga's drive, taken back, waits to commit its query's outcome
@@ -330,30 +333,9 @@ testOnEngines(
   "PY-05 PY-06 an inline drive handed a lease the database held up past its end calls nothing: the orchestrator that claimed the saga meanwhile authorizes it, once",
   async (t, url) => {
     const r = await rig(t, url);
-    const fingerprint = fingerprintRequest({
-      method: "POST",
-      path: "/v1/payments",
-      body: { key: "late-create" },
-    });
-    const begun = await r.idempotency.begin({ scope: r.merchant, key: "late-create", fingerprint });
-    assert.equal(begun.kind, "started");
-    if (begun.kind !== "started") return;
     // As POST /v1/payments does, but its create committed a whole lease after the request read the
     // clock (a stalled link delivering the COMMIT late): the creation lease is already over.
-    const created: Payment = await r.db.transaction((tx) =>
-      createPayment(tx, {
-        merchantId: r.merchant,
-        idempotencyKey: "late-create",
-        amountMinor: 4_000n,
-        currency: "BRL",
-        cardToken: "tok_visa_4242",
-        capture: true,
-        idemGeneration: begun.lease.generation,
-        nowMs: r.clock.nowMs() - DEFAULT_LEASE_MS - 1,
-        leaseOwner: r.orchestrator.owner,
-        leaseMs: r.orchestrator.leaseMs,
-      }),
-    );
+    const created = await createLeased(r, "late-create", 4_000n, r.clock.nowMs() - DEFAULT_LEASE_MS - 1);
     // Another orchestrator saw the lapsed lease first and drove the saga: asked by key, authorized.
     const otherAcquirer = new AcquirerClient({
       baseUrl: r.sim.url,
